@@ -1,0 +1,4 @@
+//! The only modules that touch the network or the disk beyond reading the
+//! user's input files. Each turns the outside world into plain data.
+
+pub mod store;

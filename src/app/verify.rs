@@ -1,0 +1,450 @@
+//! verify / publish / audit: gather through the store adapter, judge with
+//! `checks::verify`.
+
+use std::collections::BTreeMap;
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Serialize};
+use tokio::sync::Semaphore;
+
+use crate::adapters::store::{self, Listed, ReadFailure, Store};
+use crate::bundle::{self, Loaded};
+use crate::checks::verify::{self as vcheck, HashOutcome};
+use crate::cli::VerifyOpts;
+use crate::diag::{Code, Overrides};
+use crate::report::{Diagnostic, Report, StepReport, Verdict};
+
+/// Transient failures are retried this many times, with exponential backoff.
+const RETRIES: u32 = 3;
+
+fn progress_bar(total: u64, mode: &str) -> indicatif::ProgressBar {
+    let show = match mode {
+        "always" => true,
+        "never" => false,
+        _ => std::io::stderr().is_terminal(),
+    };
+    if !show {
+        return indicatif::ProgressBar::hidden();
+    }
+    let pb = indicatif::ProgressBar::with_draw_target(Some(total), indicatif::ProgressDrawTarget::stderr());
+    pb.set_style(
+        indicatif::ProgressStyle::with_template("{spinner} verifying {bytes}/{total_bytes} {bytes_per_sec} eta {eta} {wide_bar}")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    pb
+}
+
+/// Hash `objs` concurrently (at most `jobs` at once), each pinned to its
+/// listed identity, retrying transient failures.
+pub async fn hash_all(store: Arc<Store>, objs: Vec<Listed>, jobs: usize, progress: &str) -> BTreeMap<String, HashOutcome> {
+    let total: u64 = objs.iter().map(|o| o.size).sum();
+    let pb = progress_bar(total, progress);
+    let tick: store::Progress = {
+        let pb = pb.clone();
+        Arc::new(move |n| pb.inc(n))
+    };
+    let sem = Arc::new(Semaphore::new(jobs.max(1)));
+    let mut set = tokio::task::JoinSet::new();
+    for o in objs {
+        let store = store.clone();
+        let sem = sem.clone();
+        let tick = tick.clone();
+        set.spawn(async move {
+            let _permit = sem.acquire_owned().await.expect("semaphore open");
+            let mut retries = Vec::new();
+            loop {
+                match store.hash(&o, tick.clone()).await {
+                    Ok(sha256) => return (o.key, HashOutcome::Hashed { sha256, retries }),
+                    Err(f @ (ReadFailure::Other(_) | ReadFailure::Truncated { .. })) if (retries.len() as u32) < RETRIES => {
+                        let wait = Duration::from_millis(200 << retries.len());
+                        tracing::warn!("{}: {f}; retrying in {wait:?}", o.key);
+                        retries.push(f.to_string());
+                        tokio::time::sleep(wait).await;
+                    }
+                    Err(failure) => return (o.key, HashOutcome::Failed { failure, retries }),
+                }
+            }
+        });
+    }
+    let mut out = BTreeMap::new();
+    while let Some(j) = set.join_next().await {
+        match j {
+            Ok((k, h)) => {
+                out.insert(k, h);
+            }
+            Err(e) => tracing::error!("hashing task failed: {e}"),
+        }
+    }
+    pb.finish_and_clear();
+    out
+}
+
+/// Incremental-audit cache: object identity → verified sha256.
+#[derive(Debug, Default, Serialize, Deserialize)]
+pub struct AuditCache {
+    pub version: u32,
+    pub objects: BTreeMap<String, CacheEntry>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct CacheEntry {
+    pub e_tag: Option<String>,
+    pub version: Option<String>,
+    pub size: u64,
+    pub last_modified: String,
+    pub sha256: String,
+    pub verified_at: String,
+}
+
+impl CacheEntry {
+    fn same_identity(&self, o: &Listed) -> bool {
+        self.size == o.size && self.e_tag == o.e_tag && self.version == o.version && self.last_modified == o.last_modified
+    }
+}
+
+impl AuditCache {
+    pub fn load(p: &Path) -> Result<AuditCache> {
+        match std::fs::read(p) {
+            Ok(b) => serde_json::from_slice(&b).with_context(|| format!("audit cache {} is corrupt; delete it or pass --deep", p.display())),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(AuditCache { version: 1, ..Default::default() }),
+            Err(e) => Err(e).with_context(|| format!("reading audit cache {}", p.display())),
+        }
+    }
+    pub fn save(&self, p: &Path) -> Result<()> {
+        if let Some(d) = p.parent() {
+            std::fs::create_dir_all(d).ok();
+        }
+        // Write then rename so a crash never leaves a half-written cache.
+        let tmp = p.with_extension("tmp");
+        std::fs::write(&tmp, serde_json::to_vec_pretty(self)?).with_context(|| format!("writing {}", tmp.display()))?;
+        std::fs::rename(&tmp, p).with_context(|| format!("writing {}", p.display()))?;
+        Ok(())
+    }
+}
+
+pub struct AuditCtx<'a> {
+    pub cache: &'a mut AuditCache,
+    pub deep: bool,
+}
+
+pub async fn verify_step(path: &Path, opts: &VerifyOpts, ov: &Overrides, audit: Option<AuditCtx<'_>>) -> StepReport {
+    let l = match super::load_or_step(path, "verify") {
+        Ok(l) => l,
+        Err(s) => return s,
+    };
+    verify_loaded(&l, opts, ov, audit).await
+}
+
+pub async fn verify_loaded(l: &Loaded, opts: &VerifyOpts, ov: &Overrides, audit: Option<AuditCtx<'_>>) -> StepReport {
+    let uri = bundle::resolve_storage_uri(l);
+    let started = std::time::Instant::now();
+    let store = match Store::open(&uri) {
+        Ok(s) => Arc::new(s),
+        Err(e) => return StepReport::error("verify", &l.display, &e),
+    };
+    let listing = match store.list().await {
+        Ok(v) => v,
+        Err(e) => return StepReport::error("verify", &l.display, &e.context(format!("store for {} unreachable or unreadable", l.display))),
+    };
+    let candidates: Vec<Listed> = vcheck::to_hash(l, &listing).into_iter().cloned().collect();
+    let mut hashes = BTreeMap::new();
+    let mut drift = Vec::new();
+    let mut to_read = Vec::new();
+    let cache_key = |k: &str| format!("{}/{}", uri.trim_end_matches('/'), k);
+    let (cache, deep) = match audit {
+        Some(a) => (Some(a.cache), a.deep),
+        None => (None, true),
+    };
+    for o in candidates {
+        if let Some(c) = cache.as_ref().and_then(|c| c.objects.get(&cache_key(&o.key))) {
+            if c.same_identity(&o) {
+                if !deep {
+                    hashes.insert(o.key.clone(), HashOutcome::Cached { sha256: c.sha256.clone(), verified_at: c.verified_at.clone() });
+                    continue;
+                }
+            } else {
+                drift.push((o.key.clone(), c.clone(), o.clone()));
+            }
+        }
+        to_read.push(o);
+    }
+    let bytes: u64 = to_read.iter().map(|o| o.size).sum();
+    let n_read = to_read.len();
+    let read = hash_all(store.clone(), to_read, opts.jobs, &opts.progress).await;
+    if let Some(cache) = cache {
+        let now = chrono::Utc::now().to_rfc3339();
+        for o in &listing {
+            if let Some(HashOutcome::Hashed { sha256, .. }) = read.get(&o.key) {
+                cache.objects.insert(
+                    cache_key(&o.key),
+                    CacheEntry {
+                        e_tag: o.e_tag.clone(),
+                        version: o.version.clone(),
+                        size: o.size,
+                        last_modified: o.last_modified.clone(),
+                        sha256: sha256.clone(),
+                        verified_at: now.clone(),
+                    },
+                );
+            }
+        }
+    }
+    hashes.extend(read);
+    let outcome = vcheck::evaluate(l, &listing, &hashes, opts.deny_extra);
+    let mut diags = outcome.diagnostics;
+    for (key, was, now) in drift {
+        let field = l.bundle.spec.model.artifacts.iter().position(|a| a.path == key).map(|i| format!("spec.model.artifacts[{i}]"));
+        let mut d = Diagnostic::new(Code::ArtifactDrifted, format!("`{key}` changed in the store since the audit at {}", was.verified_at))
+            .evidence(format!("was etag {:?} size {} modified {}", was.e_tag, was.size, was.last_modified))
+            .evidence(format!("now etag {:?} size {} modified {}", now.e_tag, now.size, now.last_modified));
+        if let Some(f) = field {
+            d = d.at(l.span(&f)).field(f);
+        }
+        diags.push(d);
+    }
+    let mut s = StepReport::new("verify", &l.display);
+    s.diagnostics = ov.apply(diags);
+    s.verdict = if outcome.unreadable { Verdict::Error } else { s.verdict_from_diagnostics() };
+    let ok = outcome.rows.iter().filter(|r| r.status == vcheck::Status::Ok).count();
+    s.summary = format!(
+        "{ok}/{} artifacts OK under {}; hashed {n_read} object(s), {} in {:.2}s",
+        l.bundle.spec.model.artifacts.len(),
+        l.bundle.spec.model.storage_uri,
+        crate::util::human_bytes(bytes),
+        started.elapsed().as_secs_f64()
+    );
+    s.tables.push(vcheck::table(&outcome.rows));
+    s.data = serde_json::json!({
+        "storageUri": l.bundle.spec.model.storage_uri,
+        "releaseDigest": l.digest,
+        "artifacts": outcome.rows,
+        "bytesHashed": bytes,
+        "objectsHashed": n_read,
+    });
+    s
+}
+
+/// Infer an artifact's role from its file name (publish of a new folder).
+pub fn infer_role(path: &str) -> bundle::ArtifactRole {
+    use bundle::ArtifactRole as R;
+    let name = path.rsplit('/').next().unwrap_or(path).to_ascii_lowercase();
+    if name.contains("chat_template") || name.ends_with(".jinja") {
+        R::ChatTemplate
+    } else if name.starts_with("tokenizer") || name == "vocab.json" || name == "merges.txt" || name.ends_with(".model") {
+        R::Tokenizer
+    } else if name == "generation_config.json" {
+        R::GenerationConfig
+    } else if [".safetensors", ".bin", ".pt", ".pth", ".gguf", ".onnx", ".ckpt"].iter().any(|e| name.ends_with(e)) {
+        R::Weights
+    } else if name.contains("corpus") || name.contains("baseline") || name.contains("drift") {
+        R::DriftBaseline
+    } else if name.ends_with(".json") || name.ends_with(".yaml") {
+        R::Config
+    } else {
+        R::Other
+    }
+}
+
+pub async fn publish(dir: &Path, to: &str, bundle_path: &Path, jobs: usize) -> Result<StepReport> {
+    use object_store::{PutMode, PutOptions, PutPayload};
+    let l = bundle::load(bundle_path)?;
+    if !dir.is_dir() {
+        bail!("{} is not a folder", dir.display());
+    }
+    // Gather files first: refuse anything that would escape the prefix.
+    let mut files = Vec::new();
+    for e in walkdir::WalkDir::new(dir).follow_links(false).sort_by_file_name() {
+        let e = e.with_context(|| format!("walking {}", dir.display()))?;
+        if e.file_type().is_symlink() {
+            bail!("{} is a symlink; publish copies regular files only", e.path().display());
+        }
+        if !e.file_type().is_file() {
+            continue;
+        }
+        let rel = e.path().strip_prefix(dir).expect("under dir").to_string_lossy().replace('\\', "/");
+        if bundle::path_escapes(&rel) {
+            bail!("refusing to publish `{rel}`: not a plain relative path");
+        }
+        files.push((rel, e.path().to_path_buf()));
+    }
+    if files.is_empty() {
+        bail!("{} holds no files", dir.display());
+    }
+    let resolved = if let Some(rest) = to.strip_prefix("file:").filter(|r| !r.starts_with("//")) {
+        format!("file://{}", std::path::absolute(l.dir().join(rest))?.display())
+    } else {
+        to.to_string()
+    };
+    if let Some(p) = resolved.strip_prefix("file://") {
+        std::fs::create_dir_all(p).with_context(|| format!("creating {p}"))?;
+    }
+    let store = Arc::new(Store::open(&resolved)?);
+    let existing = store.list().await.with_context(|| format!("listing {to}"))?;
+    if !existing.is_empty() {
+        bail!("refusing to publish into `{to}`: it already holds {} object(s) (one version, one path)", existing.len());
+    }
+    let sem = Arc::new(Semaphore::new(jobs.max(1)));
+    let mut set = tokio::task::JoinSet::new();
+    for (rel, path) in files.clone() {
+        let store = store.clone();
+        let sem = sem.clone();
+        set.spawn(async move {
+            let _p = sem.acquire_owned().await.expect("open");
+            let (sha, size) = tokio::task::spawn_blocking({
+                let path = path.clone();
+                move || store::hash_file(&path)
+            })
+            .await??;
+            let loc = store.object_path(&rel);
+            // Small files: one conditional PUT (refuses to overwrite). Large
+            // files: multipart with bounded buffers; the empty-prefix check
+            // above is the overwrite guard there.
+            const SINGLE_PUT_MAX: u64 = 64 << 20;
+            if size <= SINGLE_PUT_MAX {
+                let data = tokio::fs::read(&path).await.with_context(|| format!("reading {}", path.display()))?;
+                let got = crate::util::sha256_hex(&data);
+                if got != sha {
+                    bail!("{} changed while publishing", path.display());
+                }
+                store
+                    .inner
+                    .put_opts(&loc, PutPayload::from(data), PutOptions { mode: PutMode::Create, ..Default::default() })
+                    .await
+                    .map_err(|e| anyhow::anyhow!("uploading `{rel}`: {}", store::short_error(&e)))?;
+            } else {
+                use tokio::io::AsyncReadExt;
+                let up = store.inner.put_multipart(&loc).await.map_err(|e| anyhow::anyhow!("starting upload of `{rel}`: {}", store::short_error(&e)))?;
+                let mut w = object_store::WriteMultipart::new_with_chunk_size(up, 16 << 20);
+                let mut f = tokio::fs::File::open(&path).await?;
+                let mut buf = vec![0u8; store::READ_CHUNK];
+                loop {
+                    let n = f.read(&mut buf).await?;
+                    if n == 0 {
+                        break;
+                    }
+                    w.wait_for_capacity(2).await.map_err(|e| anyhow::anyhow!("uploading `{rel}`: {}", store::short_error(&e)))?;
+                    w.write(&buf[..n]);
+                }
+                w.finish().await.map_err(|e| anyhow::anyhow!("finishing upload of `{rel}`: {}", store::short_error(&e)))?;
+            }
+            Ok::<_, anyhow::Error>((rel, sha, size))
+        });
+    }
+    let mut published = BTreeMap::new();
+    while let Some(j) = set.join_next().await {
+        let (rel, sha, size) = j.context("upload task")??;
+        published.insert(rel, (sha, size));
+    }
+    // Read back what the store holds before recording it: publish proves its own upload.
+    let listing = store.list().await?;
+    for (rel, (_, size)) in &published {
+        match listing.iter().find(|o| &o.key == rel) {
+            Some(o) if o.size == *size => {}
+            Some(o) => bail!("`{rel}` is {} bytes in the store after upload, expected {size}", o.size),
+            None => bail!("`{rel}` is not listed after upload"),
+        }
+    }
+    // Rewrite the bundle: storageUri and artifacts; roles kept by path, else inferred.
+    let text = std::fs::read_to_string(bundle_path)?;
+    let mut doc: serde_yaml_ng::Value = serde_yaml_ng::from_str(&text)?;
+    let old_roles: BTreeMap<String, bundle::ArtifactRole> = l.bundle.spec.model.artifacts.iter().map(|a| (a.path.clone(), a.role)).collect();
+    let arts: Vec<bundle::Artifact> = published
+        .iter()
+        .map(|(rel, (sha, size))| bundle::Artifact {
+            path: rel.clone(),
+            sha256: Some(sha.clone()),
+            size: Some(*size),
+            role: old_roles.get(rel).copied().unwrap_or_else(|| infer_role(rel)),
+            store_checksum: if resolved.starts_with("s3") && *size <= (64 << 20) {
+                Some(format!("x-amz-checksum-sha256:{}", crate::util::b64_of_hex(sha)))
+            } else {
+                None
+            },
+        })
+        .collect();
+    let model = doc.get_mut("spec").and_then(|s| s.get_mut("model")).context("bundle has no spec.model")?;
+    model["storageUri"] = serde_yaml_ng::Value::String(to.to_string());
+    model["artifacts"] = serde_yaml_ng::to_value(&arts)?;
+    let new_text = serde_yaml_ng::to_string(&doc)?;
+    // Validate before writing: publish never leaves an unparseable bundle.
+    let reparsed = bundle::parse(&l.display, bundle_path, new_text.clone())?;
+    std::fs::write(bundle_path, &new_text).with_context(|| format!("writing {}", bundle_path.display()))?;
+    let mut s = StepReport::new("publish", &l.display);
+    s.summary = format!("published {} file(s) to {to}; bundle updated, release digest {}", published.len(), reparsed.digest);
+    s.tables.push(crate::report::Table {
+        title: "published".into(),
+        columns: vec!["path".into(), "size".into(), "sha256".into(), "role".into()],
+        rows: arts.iter().map(|a| vec![a.path.clone(), a.size.unwrap_or(0).to_string(), a.sha256.clone().unwrap_or_default(), format!("{:?}", a.role)]).collect(),
+    });
+    s.data = serde_json::json!({"storageUri": to, "artifacts": arts, "releaseDigest": reparsed.digest});
+    Ok(s)
+}
+
+/// Find every bundle under `root`: `release.yaml`/`release.yml`, or any YAML
+/// file declaring `kind: ReleaseBundle`.
+pub fn find_bundles(root: &Path) -> Result<Vec<PathBuf>> {
+    if root.is_file() {
+        return Ok(vec![root.to_path_buf()]);
+    }
+    let mut out = Vec::new();
+    let walker = walkdir::WalkDir::new(root).sort_by_file_name().into_iter().filter_entry(|e| {
+        let n = e.file_name().to_string_lossy();
+        !(e.file_type().is_dir() && (n == ".git" || n == "target" || n == "node_modules"))
+    });
+    for e in walker {
+        let e = e.with_context(|| format!("walking {}", root.display()))?;
+        if !e.file_type().is_file() {
+            continue;
+        }
+        let n = e.file_name().to_string_lossy();
+        if n == "release.yaml" || n == "release.yml" {
+            out.push(e.path().to_path_buf());
+        } else if n.ends_with(".yaml") || n.ends_with(".yml") {
+            let head = std::fs::read_to_string(e.path()).unwrap_or_default();
+            if head.lines().any(|l| l.trim() == "kind: ReleaseBundle") && head.contains("bundlegate.dev/") {
+                out.push(e.path().to_path_buf());
+            }
+        }
+    }
+    Ok(out)
+}
+
+pub async fn audit(root: &Path, deep: bool, cache_path: Option<&Path>, opts: &VerifyOpts, ov: &Overrides) -> Result<Report> {
+    let bundles = find_bundles(root)?;
+    let default_cache;
+    let cache_path = match cache_path {
+        Some(p) => p,
+        None => {
+            let base = std::env::var_os("XDG_CACHE_HOME").map(PathBuf::from).or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache"))).unwrap_or_else(|| PathBuf::from("."));
+            let key = crate::util::sha256_hex(std::path::absolute(root)?.to_string_lossy().as_bytes());
+            default_cache = base.join("bundlegate").join(format!("audit-{}.json", &key[..16]));
+            &default_cache
+        }
+    };
+    let mut cache = AuditCache::load(cache_path)?;
+    let mut r = Report::new("audit");
+    if bundles.is_empty() {
+        let mut s = StepReport::new("audit", root.display().to_string());
+        s.verdict = Verdict::Error;
+        s.summary = "no release bundles found under this path; nothing was audited".into();
+        r.push(s);
+        return Ok(r);
+    }
+    for b in &bundles {
+        let step = match super::load_or_step(b, "audit") {
+            Ok(l) => {
+                let mut s = verify_loaded(&l, opts, ov, Some(AuditCtx { cache: &mut cache, deep })).await;
+                s.step = "audit".into();
+                s
+            }
+            Err(s) => s,
+        };
+        r.push(step);
+    }
+    cache.save(cache_path)?;
+    Ok(r)
+}

@@ -1,0 +1,194 @@
+//! Loading a release bundle: strict parsing with positions, and the release
+//! digest that identifies the release.
+
+pub mod model;
+pub mod spans;
+
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+
+pub use model::*;
+pub use spans::SpanIndex;
+
+use crate::report::Span;
+
+/// Why a bundle could not be loaded. Always names file, line, column and field.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error("{file}: cannot read: {source}")]
+    Io {
+        file: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{file}:{line}:{column}: {field}: {message}")]
+    Invalid { file: String, line: usize, column: usize, field: String, message: String },
+}
+
+/// A parsed bundle with where it came from.
+#[derive(Debug, Clone)]
+pub struct Loaded {
+    pub path: PathBuf,
+    /// Display name used in reports (the path as the user gave it).
+    pub display: String,
+    pub text: String,
+    pub bundle: ReleaseBundle,
+    pub spans: SpanIndex,
+    /// `sha256:<hex>` over the canonical form, see [`release_digest`].
+    pub digest: String,
+}
+
+impl Loaded {
+    pub fn span(&self, field: &str) -> Option<Span> {
+        self.spans.lookup(field).map(|(line, column)| Span { file: self.display.clone(), line, column })
+    }
+
+    /// Folder the bundle lives in; relative references resolve against it.
+    pub fn dir(&self) -> PathBuf {
+        self.path.parent().map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("."))
+    }
+}
+
+pub fn load(path: &Path) -> Result<Loaded, LoadError> {
+    let display = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|source| LoadError::Io { file: display.clone(), source })?;
+    parse(&display, path, text)
+}
+
+pub fn parse(display: &str, path: &Path, text: String) -> Result<Loaded, LoadError> {
+    let spans = SpanIndex::build(&text);
+    let invalid = |field: String, message: String, loc: Option<(usize, usize)>| {
+        let (line, column) = loc.or_else(|| spans.lookup(&field)).unwrap_or((1, 1));
+        LoadError::Invalid { file: display.to_string(), line, column, field: if field.is_empty() { "(document)".into() } else { field }, message }
+    };
+
+    // Exactly one document: a second one would be silently ignored otherwise.
+    let docs = serde_yaml_ng::Deserializer::from_str(&text).count();
+    if docs != 1 {
+        return Err(invalid(String::new(), format!("expected exactly one YAML document, found {docs}"), None));
+    }
+
+    let de = serde_yaml_ng::Deserializer::from_str(&text);
+    let bundle: ReleaseBundle = match serde_path_to_error::deserialize(de) {
+        Ok(b) => b,
+        Err(e) => {
+            let field = clean_path(&e.path().to_string());
+            let inner = e.into_inner();
+            let loc = inner.location().map(|l| (l.line(), l.column()));
+            return Err(invalid(field, strip_location(&inner.to_string()), loc));
+        }
+    };
+    if bundle.api_version != API_VERSION {
+        return Err(invalid("apiVersion".into(), format!("expected `{API_VERSION}`, found `{}`", bundle.api_version), None));
+    }
+    if bundle.kind != KIND {
+        return Err(invalid("kind".into(), format!("expected `{KIND}`, found `{}`", bundle.kind), None));
+    }
+    if bundle.metadata.name.is_empty() || !is_dns_label(&bundle.metadata.name) {
+        return Err(invalid(
+            "metadata.name".into(),
+            format!("`{}` is not a valid Kubernetes name (lowercase letters, digits, '-', at most 63)", bundle.metadata.name),
+            None,
+        ));
+    }
+    let digest = release_digest(&bundle);
+    Ok(Loaded { path: path.to_path_buf(), display: display.to_string(), text, bundle, spans, digest })
+}
+
+fn is_dns_label(s: &str) -> bool {
+    s.len() <= 63
+        && s.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        && !s.starts_with('-')
+        && !s.ends_with('-')
+}
+
+/// serde_path_to_error prints `.` for the root and `?` for unknown positions.
+fn clean_path(p: &str) -> String {
+    if p == "." || p == "?" {
+        String::new()
+    } else {
+        p.trim_end_matches(".?").to_string()
+    }
+}
+
+/// serde_yaml_ng appends "at line L column C"; we print the location ourselves.
+fn strip_location(msg: &str) -> String {
+    match msg.find(" at line ") {
+        Some(i) => msg[..i].to_string(),
+        None => msg.to_string(),
+    }
+}
+
+/// The release digest: sha256 over the canonical JSON of the bundle
+/// (object keys sorted, no whitespace), excluding `spec.rollback`.
+///
+/// The rollback target names the *previous* release; it is how we leave this
+/// release, not part of what is served, and including it would make two
+/// identical releases differ only by history.
+pub fn release_digest(b: &ReleaseBundle) -> String {
+    let mut v = serde_json::to_value(b).expect("bundle serializes");
+    if let Some(spec) = v.get_mut("spec").and_then(|s| s.as_object_mut()) {
+        spec.remove("rollback");
+    }
+    let mut canon = String::new();
+    canonical_json(&v, &mut canon);
+    format!("sha256:{}", hex::encode(Sha256::digest(canon.as_bytes())))
+}
+
+fn canonical_json(v: &serde_json::Value, out: &mut String) {
+    use serde_json::Value;
+    match v {
+        Value::Object(m) => {
+            let mut keys: Vec<_> = m.iter().filter(|(_, v)| !v.is_null()).collect();
+            keys.sort_by(|a, b| a.0.cmp(b.0));
+            out.push('{');
+            for (i, (k, val)) in keys.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push_str(&serde_json::to_string(k).expect("string"));
+                out.push(':');
+                canonical_json(val, out);
+            }
+            out.push('}');
+        }
+        Value::Array(a) => {
+            out.push('[');
+            for (i, val) in a.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                canonical_json(val, out);
+            }
+            out.push(']');
+        }
+        other => out.push_str(&other.to_string()),
+    }
+}
+
+/// Resolve `file:` URIs relative to the bundle folder; others unchanged.
+pub fn resolve_storage_uri(l: &Loaded) -> String {
+    let uri = &l.bundle.spec.model.storage_uri;
+    if let Some(rest) = uri.strip_prefix("file:") {
+        if !rest.starts_with('/') {
+            let p = l.dir().join(rest);
+            return format!("file://{}", absolute(&p).display());
+        }
+    }
+    uri.clone()
+}
+
+fn absolute(p: &Path) -> PathBuf {
+    std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf())
+}
+
+/// An artifact path is safe when it is relative, normal, and stays inside the prefix.
+pub fn path_escapes(p: &str) -> bool {
+    p.is_empty()
+        || p.starts_with('/')
+        || p.starts_with('\\')
+        || p.contains('\\')
+        || p.split('/').any(|seg| seg == ".." || seg == "." || seg.is_empty())
+        || p.contains(':')
+}

@@ -1,0 +1,456 @@
+//! The `ReleaseBundle` schema (`apiVersion: bundlegate.dev/v1`).
+//!
+//! Every struct denies unknown fields: a typo in a release file must be an
+//! error, not a silently ignored setting. Fields the linter reports on (sha256,
+//! size, probes...) are optional here so a missing one becomes a diagnostic
+//! with a span instead of a parse error.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+pub const API_VERSION: &str = "bundlegate.dev/v1";
+pub const KIND: &str = "ReleaseBundle";
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ReleaseBundle {
+    pub api_version: String,
+    pub kind: String,
+    pub metadata: Metadata,
+    pub spec: Spec,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Metadata {
+    /// Service name: the InferenceService / Deployment name.
+    pub name: String,
+    #[serde(default = "default_namespace")]
+    pub namespace: String,
+    /// Release version, e.g. `v2` or `2026.12.01`.
+    pub version: String,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub labels: BTreeMap<String, String>,
+}
+
+fn default_namespace() -> String {
+    "default".into()
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Spec {
+    pub runtime: Runtime,
+    pub model: Model,
+    #[serde(default)]
+    pub generation: Option<Generation>,
+    pub serving: Serving,
+    #[serde(default)]
+    pub canary: Option<Canary>,
+    #[serde(default)]
+    pub rollback: Option<Rollback>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Runtime {
+    /// Container image; must be `repo@sha256:<64 hex>`.
+    pub image: String,
+    pub engine: Engine,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub args: Vec<String>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub env: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Engine {
+    pub name: String,
+    pub version: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Model {
+    /// Versioned prefix: `s3://bucket/name/v2/`, `gs://…`, `az://…`, or
+    /// `file:relative/dir/` (resolved against the bundle's folder).
+    pub storage_uri: String,
+    #[serde(default)]
+    pub quantization: Option<String>,
+    /// KServe model format for `kserve-modelspec` (e.g. `pytorch`, `huggingface`).
+    #[serde(default)]
+    pub format: Option<String>,
+    pub artifacts: Vec<Artifact>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Artifact {
+    /// Relative to `storageUri`; no `..`, not absolute.
+    pub path: String,
+    #[serde(default)]
+    pub sha256: Option<String>,
+    #[serde(default)]
+    pub size: Option<u64>,
+    pub role: ArtifactRole,
+    /// The store's native checksum recorded at publish time, if it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub store_checksum: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Hash)]
+#[serde(rename_all = "kebab-case")]
+pub enum ArtifactRole {
+    Weights,
+    Tokenizer,
+    ChatTemplate,
+    GenerationConfig,
+    DriftBaseline,
+    Config,
+    Other,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Generation {
+    #[serde(default)]
+    pub eos_token_ids: Vec<u32>,
+    #[serde(default)]
+    pub stop_strings: Vec<String>,
+    #[serde(default)]
+    pub max_output_tokens: Option<u32>,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum ServingFormat {
+    KserveModelspec,
+    KserveCustom,
+    Deployment,
+}
+
+impl ServingFormat {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ServingFormat::KserveModelspec => "kserve-modelspec",
+            ServingFormat::KserveCustom => "kserve-custom",
+            ServingFormat::Deployment => "deployment",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Serving {
+    pub format: ServingFormat,
+    #[serde(default = "one")]
+    pub replicas: u32,
+    #[serde(default = "default_port")]
+    pub port: u16,
+    #[serde(default)]
+    pub resources: Resources,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub node_selector: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tolerations: Vec<Toleration>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub volumes: Vec<Volume>,
+    #[serde(default)]
+    pub rollout: RolloutStrategy,
+    #[serde(default)]
+    pub probes: Probes,
+    /// Measured time from container start to ready, in seconds.
+    #[serde(default)]
+    pub load_time_seconds: Option<LoadTime>,
+    #[serde(default)]
+    pub identity: Option<Identity>,
+    /// Health URL path probed for downtime measurement during rollout.
+    #[serde(default)]
+    pub health_path: Option<String>,
+}
+
+fn one() -> u32 {
+    1
+}
+fn default_port() -> u16 {
+    8080
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Resources {
+    #[serde(default)]
+    pub requests: BTreeMap<String, Quantity>,
+    #[serde(default)]
+    pub limits: BTreeMap<String, Quantity>,
+}
+
+/// A Kubernetes quantity as written (`"500m"`, `8Gi`, `1`). Numbers are kept as
+/// their decimal text so rendering is exact.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Quantity(#[serde(deserialize_with = "string_or_number")] pub String);
+
+fn string_or_number<'de, D: serde::Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum SN {
+        S(String),
+        U(u64),
+        F(f64),
+    }
+    Ok(match SN::deserialize(d)? {
+        SN::S(s) => s,
+        SN::U(u) => u.to_string(),
+        SN::F(f) => f.to_string(),
+    })
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Toleration {
+    #[serde(default)]
+    pub key: Option<String>,
+    #[serde(default)]
+    pub operator: Option<String>,
+    #[serde(default)]
+    pub value: Option<String>,
+    #[serde(default)]
+    pub effect: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+pub enum AccessMode {
+    ReadWriteOnce,
+    ReadWriteOncePod,
+    ReadOnlyMany,
+    ReadWriteMany,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Volume {
+    pub name: String,
+    pub claim_name: String,
+    pub access_mode: AccessMode,
+    pub mount_path: String,
+    #[serde(default)]
+    pub read_only: bool,
+}
+
+/// An int or a percentage string, like `intstr.IntOrString`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum IntOrPercent {
+    Int(u32),
+    Str(String),
+}
+
+impl IntOrPercent {
+    /// Resolve against `total` the way Kubernetes does
+    /// (`intstr.GetScaledValueFromIntOrPercent`): `round_up` for maxSurge,
+    /// round down for maxUnavailable.
+    pub fn resolve(&self, total: u32, round_up: bool) -> Result<u32, String> {
+        match self {
+            IntOrPercent::Int(i) => Ok(*i),
+            IntOrPercent::Str(s) => {
+                let p = s
+                    .strip_suffix('%')
+                    .and_then(|n| n.trim().parse::<u64>().ok())
+                    .ok_or_else(|| format!("`{s}` is neither an integer nor a percentage like `25%`"))?;
+                let scaled = p * total as u64;
+                Ok(if round_up { scaled.div_ceil(100) } else { scaled / 100 } as u32)
+            }
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RolloutStrategy {
+    #[serde(default = "pct25")]
+    pub max_surge: IntOrPercent,
+    #[serde(default = "pct25")]
+    pub max_unavailable: IntOrPercent,
+    #[serde(default = "six_hundred")]
+    pub progress_deadline_seconds: u32,
+}
+
+impl Default for RolloutStrategy {
+    fn default() -> Self {
+        RolloutStrategy { max_surge: pct25(), max_unavailable: pct25(), progress_deadline_seconds: 600 }
+    }
+}
+
+fn pct25() -> IntOrPercent {
+    IntOrPercent::Str("25%".into())
+}
+fn six_hundred() -> u32 {
+    600
+}
+
+impl RolloutStrategy {
+    /// (surge, unavailable) for `replicas`, exactly as the Deployment
+    /// controller computes them (both zero is bumped to unavailable 1).
+    pub fn resolve(&self, replicas: u32) -> Result<(u32, u32), String> {
+        let surge = self.max_surge.resolve(replicas, true)?;
+        let mut unavailable = self.max_unavailable.resolve(replicas, false)?;
+        if surge == 0 && unavailable == 0 {
+            unavailable = 1;
+        }
+        Ok((surge, unavailable.min(replicas)))
+    }
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Probes {
+    #[serde(default)]
+    pub startup: Option<Probe>,
+    #[serde(default)]
+    pub readiness: Option<Probe>,
+    #[serde(default)]
+    pub liveness: Option<Probe>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Probe {
+    #[serde(default)]
+    pub http_get: Option<HttpGet>,
+    #[serde(default)]
+    pub tcp_socket: Option<TcpSocket>,
+    #[serde(default)]
+    pub exec: Option<ExecAction>,
+    #[serde(default)]
+    pub initial_delay_seconds: u32,
+    #[serde(default = "ten")]
+    pub period_seconds: u32,
+    #[serde(default = "one")]
+    pub timeout_seconds: u32,
+    #[serde(default = "three")]
+    pub failure_threshold: u32,
+    #[serde(default)]
+    pub success_threshold: Option<u32>,
+}
+
+fn ten() -> u32 {
+    10
+}
+fn three() -> u32 {
+    3
+}
+
+impl Probe {
+    /// Seconds until this probe gives up on a container that never answers:
+    /// initialDelay + period × failureThreshold (Kubernetes semantics; the
+    /// timeout overlaps the period).
+    pub fn window_seconds(&self) -> u64 {
+        self.initial_delay_seconds as u64 + self.period_seconds as u64 * self.failure_threshold as u64
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct HttpGet {
+    pub path: String,
+    #[serde(default)]
+    pub port: Option<u16>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct TcpSocket {
+    #[serde(default)]
+    pub port: Option<u16>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ExecAction {
+    pub command: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct LoadTime {
+    pub p95: f64,
+    #[serde(default)]
+    pub p50: Option<f64>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Identity {
+    /// e.g. `/model`.
+    pub path: String,
+    /// Each JSON field of the response and the digest it must equal.
+    pub expect: Vec<IdentityExpect>,
+    /// JSON field that says whether the release is registered
+    /// (e.g. `in_registry`), which must be `true`.
+    #[serde(default)]
+    pub registered_field: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct IdentityExpect {
+    /// Dotted JSON path in the response, e.g. `serving_digest`.
+    pub field: String,
+    /// `release` (the bundle's release digest) or an artifact path whose
+    /// sha256 the field must report.
+    pub digest_of: String,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum CanaryMode {
+    #[default]
+    Canary,
+    Shadow,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Canary {
+    #[serde(default)]
+    pub mode: CanaryMode,
+    /// Traffic percentages, increasing, ending at 100.
+    pub steps: Vec<u32>,
+    /// Analysis window per step, e.g. `30m`.
+    pub window: String,
+    /// Minimum samples per side before any verdict other than INCONCLUSIVE.
+    pub min_samples: u64,
+    pub gates: Vec<Gate>,
+    /// JSONL file of golden requests, relative to the bundle.
+    #[serde(default)]
+    pub golden: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Gate {
+    /// `error_rate`, `p95_latency_seconds`, `gpu_memory_bytes`, or a declared
+    /// quality metric name.
+    pub metric: String,
+    /// Candidate value must not exceed this.
+    #[serde(default)]
+    pub max_absolute: Option<f64>,
+    /// Candidate may exceed the baseline by at most this fraction (0.10 = +10%).
+    #[serde(default)]
+    pub max_relative_increase: Option<f64>,
+    /// PromQL override with `{{selector}}` and `{{window}}` placeholders.
+    #[serde(default)]
+    pub query: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Rollback {
+    /// Path of the previous bundle, relative to this one.
+    pub bundle: String,
+    /// Its release digest, `sha256:<hex>`.
+    pub release_digest: String,
+}

@@ -1,0 +1,266 @@
+//! Lint: pure checks over one parsed bundle (plus whether its rollback target
+//! resolves, which the caller gathers).
+
+use std::collections::HashMap;
+
+use crate::bundle::{self, ArtifactRole, Loaded};
+use crate::diag::Code;
+use crate::report::Diagnostic;
+
+/// What the caller found when it tried to load the rollback target.
+#[derive(Debug, Clone)]
+pub enum RollbackStatus {
+    NotDeclared,
+    Resolved { path: String, digest: String },
+    Unreadable { path: String, error: String },
+}
+
+pub fn is_sha256_hex(s: &str) -> bool {
+    s.len() == 64 && s.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
+
+pub fn image_pinned(image: &str) -> bool {
+    match image.rsplit_once("@sha256:") {
+        Some((repo, hex)) => !repo.is_empty() && is_sha256_hex(hex),
+        None => false,
+    }
+}
+
+const FLOATING: &[&str] = &["latest", "current", "stable", "main", "master", "prod", "production", "head", "live", "default", "new", "tmp"];
+
+/// The last path segment of the storage URI, which must be the version.
+pub fn version_segment(uri: &str) -> Option<&str> {
+    let path = uri.split_once("://").map(|(_, r)| r).or_else(|| uri.strip_prefix("file:")).unwrap_or(uri);
+    path.trim_end_matches('/').rsplit('/').next().filter(|s| !s.is_empty())
+}
+
+pub fn lint(l: &Loaded, rollback: &RollbackStatus) -> Vec<Diagnostic> {
+    let b = &l.bundle;
+    let mut out = Vec::new();
+    let d = |code: Code, field: &str, msg: String| Diagnostic::new(code, msg).at(l.span(field)).field(field);
+
+    // Runtime image by digest.
+    if !image_pinned(&b.spec.runtime.image) {
+        out.push(
+            d(Code::ImageNotPinned, "spec.runtime.image", format!("runtime image `{}` is not pinned by digest", b.spec.runtime.image))
+                .help("use `repo@sha256:<digest>`; `crane digest` or `docker buildx imagetools inspect` prints it"),
+        );
+    }
+
+    // Storage scheme and versioned prefix.
+    let uri = &b.spec.model.storage_uri;
+    let scheme_ok = ["s3://", "gs://", "az://", "abfs://", "file:"].iter().any(|p| uri.starts_with(p));
+    if !scheme_ok {
+        out.push(d(Code::UnsupportedStorageScheme, "spec.model.storageUri", format!("storage URI `{uri}` has no supported scheme")));
+    }
+    match version_segment(uri) {
+        Some(seg) if FLOATING.contains(&seg.to_ascii_lowercase().as_str()) || !seg.chars().any(|c| c.is_ascii_digit()) => {
+            out.push(
+                d(Code::ModelPrefixUnversioned, "spec.model.storageUri", format!("model prefix `{uri}` ends in `{seg}`, which is not a version"))
+                    .help(format!("publish to a new prefix per release, e.g. `…/{}/{}/`", b.metadata.name, b.metadata.version)),
+            );
+        }
+        None => out.push(d(Code::ModelPrefixUnversioned, "spec.model.storageUri", format!("model prefix `{uri}` has no path"))),
+        Some(seg) if seg != b.metadata.version => out.push(d(
+            Code::ModelPrefixVersionMismatch,
+            "spec.model.storageUri",
+            format!("prefix version `{seg}` differs from metadata.version `{}`", b.metadata.version),
+        )),
+        Some(_) => {}
+    }
+
+    // Artifacts.
+    let mut seen: HashMap<&str, usize> = HashMap::new();
+    if b.spec.model.artifacts.is_empty() {
+        out.push(d(Code::ArtifactUnhashed, "spec.model.artifacts", "the bundle lists no artifacts".into()));
+    }
+    for (i, a) in b.spec.model.artifacts.iter().enumerate() {
+        let f = format!("spec.model.artifacts[{i}]");
+        if bundle::path_escapes(&a.path) {
+            out.push(d(Code::ArtifactPathEscapes, &format!("{f}.path"), format!("artifact path `{}` escapes the versioned prefix", a.path)));
+        }
+        if let Some(prev) = seen.insert(a.path.as_str(), i) {
+            out.push(
+                d(Code::ArtifactDuplicatePath, &format!("{f}.path"), format!("artifact path `{}` is listed twice", a.path))
+                    .evidence(format!("first listed at spec.model.artifacts[{prev}]")),
+            );
+        }
+        match &a.sha256 {
+            None => out.push(d(Code::ArtifactUnhashed, &f, format!("artifact `{}` has no sha256", a.path))),
+            Some(h) if !is_sha256_hex(h) => out.push(d(
+                Code::ArtifactDigestMalformed,
+                &format!("{f}.sha256"),
+                format!("artifact `{}`: `{h}` is not 64 lowercase hex characters", a.path),
+            )),
+            _ => {}
+        }
+        if a.size.is_none() {
+            out.push(d(Code::ArtifactUnhashed, &f, format!("artifact `{}` has no size", a.path)));
+        }
+    }
+    let has_role = |r: ArtifactRole| b.spec.model.artifacts.iter().any(|a| a.role == r && a.sha256.is_some());
+    if !b.spec.model.artifacts.iter().any(|a| a.role == ArtifactRole::Weights) {
+        out.push(d(Code::ArtifactUnhashed, "spec.model.artifacts", "no artifact has role `weights`".into()));
+    }
+    for (role, name) in [(ArtifactRole::Tokenizer, "tokenizer"), (ArtifactRole::ChatTemplate, "chat-template")] {
+        if !has_role(role) {
+            out.push(
+                d(Code::TokenizerNotPinned, "spec.model.artifacts", format!("no `{name}` artifact with a sha256 in this release"))
+                    .help(format!("add the {name} file under the versioned prefix with role `{name}`")),
+            );
+        }
+    }
+
+    // Generation stop conditions.
+    match &b.spec.generation {
+        None => out.push(d(Code::GenerationIncomplete, "spec", "no `generation` block: EOS ids, stop strings and max output tokens are undeclared".into())),
+        Some(g) => {
+            let mut missing = Vec::new();
+            if g.eos_token_ids.is_empty() {
+                missing.push("eosTokenIds");
+            }
+            if g.stop_strings.is_empty() {
+                missing.push("stopStrings");
+            }
+            if g.max_output_tokens.unwrap_or(0) == 0 {
+                missing.push("maxOutputTokens");
+            }
+            if !missing.is_empty() {
+                out.push(d(Code::GenerationIncomplete, "spec.generation", format!("generation stop conditions missing: {}", missing.join(", "))));
+            }
+        }
+    }
+
+    // Probes vs measured load time.
+    let s = &b.spec.serving;
+    let load = s.load_time_seconds.as_ref().map(|l| l.p95);
+    if load.is_none() {
+        out.push(d(Code::LoadTimeUnmeasured, "spec.serving", "no measured `loadTimeSeconds.p95`: probe windows cannot be checked".into()));
+    }
+    if let Some(load) = load {
+        match (&s.probes.startup, &s.probes.liveness) {
+            (None, Some(live)) if (live.window_seconds() as f64) < load => out.push(
+                d(
+                    Code::StartupProbeMissing,
+                    "spec.serving.probes.liveness",
+                    format!(
+                        "no startup probe, and liveness kills a loading pod after {}s while the measured p95 load time is {load}s",
+                        live.window_seconds()
+                    ),
+                )
+                .evidence(format!(
+                    "liveness: initialDelaySeconds {} + periodSeconds {} × failureThreshold {} = {}s",
+                    live.initial_delay_seconds,
+                    live.period_seconds,
+                    live.failure_threshold,
+                    live.window_seconds()
+                ))
+                .help(format!("add a startup probe whose window exceeds {load}s with margin, e.g. periodSeconds 10 × failureThreshold {}", ((load * 1.5) / 10.0).ceil() as u64)),
+            ),
+            (Some(st), _) if (st.window_seconds() as f64) < load => out.push(
+                d(
+                    Code::StartupWindowTooShort,
+                    "spec.serving.probes.startup",
+                    format!("startup probe gives up after {}s, below the measured p95 load time of {load}s", st.window_seconds()),
+                )
+                .evidence(format!(
+                    "startup: initialDelaySeconds {} + periodSeconds {} × failureThreshold {} = {}s",
+                    st.initial_delay_seconds,
+                    st.period_seconds,
+                    st.failure_threshold,
+                    st.window_seconds()
+                )),
+            ),
+            _ => {}
+        }
+        if (s.rollout.progress_deadline_seconds as f64) < load {
+            out.push(d(
+                Code::ProgressDeadlineShort,
+                "spec.serving.rollout.progressDeadlineSeconds",
+                format!("progressDeadlineSeconds {} is shorter than the measured load time {load}s", s.rollout.progress_deadline_seconds),
+            ));
+        }
+    }
+    match &s.probes.readiness {
+        Some(r) if r.tcp_socket.is_some() && r.http_get.is_none() && r.exec.is_none() => out.push(d(
+            Code::ReadinessTcpOnly,
+            "spec.serving.probes.readiness",
+            "readiness only checks that the port is open, not that the model is loaded".into(),
+        )),
+        None => out.push(d(Code::ReadinessTcpOnly, "spec.serving.probes", "no readiness probe: the pod takes traffic as soon as it starts".into())),
+        _ => {}
+    }
+    if s.identity.is_none() {
+        out.push(d(Code::IdentityMissing, "spec.serving", "no `identity` endpoint: what is served cannot be checked after rollout".into()));
+    } else if let Some(id) = &s.identity {
+        for (i, e) in id.expect.iter().enumerate() {
+            if e.digest_of != "release" && !b.spec.model.artifacts.iter().any(|a| a.path == e.digest_of) {
+                out.push(d(
+                    Code::IdentityMissing,
+                    &format!("spec.serving.identity.expect[{i}].digestOf"),
+                    format!("`{}` is neither `release` nor an artifact path of this bundle", e.digest_of),
+                ));
+            }
+        }
+    }
+    if let Err(e) = s.rollout.resolve(s.replicas) {
+        out.push(d(Code::CanaryPlanInvalid, "spec.serving.rollout", format!("rollout strategy: {e}")).severity(crate::report::Severity::Error));
+    }
+
+    // Canary plan.
+    if let Some(c) = &b.spec.canary {
+        let mut problems = Vec::new();
+        if c.steps.is_empty() || c.steps.windows(2).any(|w| w[0] >= w[1]) || c.steps.iter().any(|s| *s == 0 || *s > 100) {
+            problems.push(format!("steps {:?} must be increasing percentages in 1..=100", c.steps));
+        }
+        if crate::util::parse_duration(&c.window).is_none() {
+            problems.push(format!("window `{}` is not a duration like `30m`", c.window));
+        }
+        if c.min_samples == 0 {
+            problems.push("minSamples is 0".into());
+        }
+        if c.gates.is_empty() {
+            problems.push("no gates".into());
+        }
+        for g in &c.gates {
+            if g.max_absolute.is_none() && g.max_relative_increase.is_none() {
+                problems.push(format!("gate `{}` has neither maxAbsolute nor maxRelativeIncrease", g.metric));
+            }
+        }
+        for p in problems {
+            out.push(d(Code::CanaryPlanInvalid, "spec.canary", p));
+        }
+    }
+
+    // Rollback target.
+    match rollback {
+        RollbackStatus::NotDeclared => out.push(
+            d(Code::RollbackMissing, "spec", "no rollback target: the previous bundle is not named".into())
+                .help("add `rollback: {bundle: ../v1/release.yaml, releaseDigest: sha256:…}`"),
+        ),
+        RollbackStatus::Unreadable { path, error } => out.push(
+            d(Code::RollbackUnresolvable, "spec.rollback.bundle", format!("rollback target `{path}` cannot be loaded"))
+                .evidence(error.clone()),
+        ),
+        RollbackStatus::Resolved { path, digest } => {
+            let want = &b.spec.rollback.as_ref().expect("resolved implies declared").release_digest;
+            if want != digest {
+                out.push(
+                    d(Code::RollbackUnresolvable, "spec.rollback.releaseDigest", format!("rollback target `{path}` has release digest {digest}, not {want}"))
+                        .help("the previous bundle changed after this one was written; re-pin its digest with `bundlegate digest`"),
+                );
+            }
+        }
+    }
+    out
+}
+
+/// Load the rollback target named by `l`, as plain data for [`lint`].
+pub fn resolve_rollback(l: &Loaded) -> RollbackStatus {
+    let Some(rb) = &l.bundle.spec.rollback else { return RollbackStatus::NotDeclared };
+    let path = l.dir().join(&rb.bundle);
+    match bundle::load(&path) {
+        Ok(prev) => RollbackStatus::Resolved { path: rb.bundle.clone(), digest: prev.digest },
+        Err(e) => RollbackStatus::Unreadable { path: rb.bundle.clone(), error: e.to_string() },
+    }
+}

@@ -1,0 +1,4 @@
+//! Pure checks: plain data in, diagnostics out. No I/O here.
+
+pub mod lint;
+pub mod verify;

@@ -1,0 +1,223 @@
+//! Verify: compare the bundle's artifacts with what the store listed and what
+//! hashing found. Pure: the adapter gathered the listing and the hashes.
+
+use std::collections::{BTreeMap, HashMap};
+
+use crate::adapters::store::{Listed, ReadFailure};
+use crate::bundle::{self, Loaded};
+use crate::diag::Code;
+use crate::report::{Diagnostic, Severity, Table};
+
+#[derive(Debug, Clone)]
+pub enum HashOutcome {
+    /// Read and hashed now; `retries` transient failures happened first.
+    Hashed { sha256: String, retries: Vec<String> },
+    /// Identity unchanged since a verified audit: trusted from the cache.
+    Cached { sha256: String, verified_at: String },
+    Failed { failure: ReadFailure, retries: Vec<String> },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "SCREAMING-KEBAB-CASE")]
+pub enum Status {
+    Ok,
+    Missing,
+    SizeMismatch,
+    DigestMismatch,
+    Changed,
+    Unreadable,
+    Unpinned,
+    Refused,
+    Extra,
+}
+
+impl Status {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Ok => "OK",
+            Status::Missing => "MISSING",
+            Status::SizeMismatch => "SIZE-MISMATCH",
+            Status::DigestMismatch => "DIGEST-MISMATCH",
+            Status::Changed => "CHANGED",
+            Status::Unreadable => "UNREADABLE",
+            Status::Unpinned => "UNPINNED",
+            Status::Refused => "REFUSED",
+            Status::Extra => "EXTRA",
+        }
+    }
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Row {
+    pub path: String,
+    pub status: Status,
+    pub expected_size: Option<u64>,
+    pub actual_size: Option<u64>,
+    pub expected_sha256: Option<String>,
+    pub actual_sha256: Option<String>,
+    pub note: String,
+}
+
+#[derive(Debug, Default)]
+pub struct Outcome {
+    pub rows: Vec<Row>,
+    pub diagnostics: Vec<Diagnostic>,
+    /// Some object could not be read: the tool could not finish (exit 2).
+    pub unreadable: bool,
+}
+
+/// Which listed objects need hashing: listed, same size, pinned, safe path.
+pub fn to_hash<'a>(l: &Loaded, listing: &'a [Listed]) -> Vec<&'a Listed> {
+    let by_key: HashMap<&str, &Listed> = listing.iter().map(|o| (o.key.as_str(), o)).collect();
+    l.bundle
+        .spec
+        .model
+        .artifacts
+        .iter()
+        .filter(|a| !bundle::path_escapes(&a.path) && a.sha256.is_some())
+        .filter_map(|a| by_key.get(a.path.as_str()).copied().filter(|o| Some(o.size) == a.size))
+        .collect()
+}
+
+pub fn evaluate(l: &Loaded, listing: &[Listed], hashes: &BTreeMap<String, HashOutcome>, deny_extra: bool) -> Outcome {
+    let by_key: HashMap<&str, &Listed> = listing.iter().map(|o| (o.key.as_str(), o)).collect();
+    let mut out = Outcome::default();
+    let uri = &l.bundle.spec.model.storage_uri;
+    for (i, a) in l.bundle.spec.model.artifacts.iter().enumerate() {
+        let field = format!("spec.model.artifacts[{i}]");
+        let diag = |code: Code, msg: String| Diagnostic::new(code, msg).at(l.span(&field)).field(field.clone());
+        let mut row = Row {
+            path: a.path.clone(),
+            status: Status::Ok,
+            expected_size: a.size,
+            actual_size: None,
+            expected_sha256: a.sha256.clone(),
+            actual_sha256: None,
+            note: String::new(),
+        };
+        if bundle::path_escapes(&a.path) {
+            row.status = Status::Refused;
+            row.note = "path escapes the prefix; not read".into();
+            out.diagnostics.push(diag(Code::ArtifactPathEscapes, format!("refusing to read `{}`: it escapes `{uri}`", a.path)));
+            out.rows.push(row);
+            continue;
+        }
+        let Some(obj) = by_key.get(a.path.as_str()) else {
+            row.status = Status::Missing;
+            out.diagnostics.push(
+                diag(Code::ArtifactMissing, format!("`{}` ({:?}) is not in the store under `{uri}`", a.path, a.role))
+                    .help("the server needs every file of the release to start; publish it to this prefix or remove it from the bundle"),
+            );
+            out.rows.push(row);
+            continue;
+        };
+        row.actual_size = Some(obj.size);
+        if a.size != Some(obj.size) {
+            row.status = Status::SizeMismatch;
+            out.diagnostics.push(diag(
+                Code::ArtifactSizeMismatch,
+                format!("`{}` is {} bytes in the store, the bundle says {}", a.path, obj.size, a.size.map(|s| s.to_string()).unwrap_or_else(|| "nothing".into())),
+            ));
+            out.rows.push(row);
+            continue;
+        }
+        let Some(want) = &a.sha256 else {
+            row.status = Status::Unpinned;
+            out.diagnostics.push(diag(Code::ArtifactUnhashed, format!("`{}` has no sha256 in the bundle; its bytes cannot be verified", a.path)));
+            out.rows.push(row);
+            continue;
+        };
+        match hashes.get(&a.path) {
+            None => {
+                // Gathering skipped it: never OK without a hash.
+                row.status = Status::Unreadable;
+                row.note = "not hashed".into();
+                out.unreadable = true;
+                out.diagnostics.push(diag(Code::ObjectUnreadable, format!("`{}` was not hashed", a.path)));
+            }
+            Some(HashOutcome::Failed { failure, retries }) => {
+                let mut d = match failure {
+                    ReadFailure::Changed(why) => {
+                        row.status = Status::Changed;
+                        diag(Code::ObjectChangedDuringRead, format!("`{}` changed while being verified ({why})", a.path))
+                    }
+                    other => {
+                        row.status = Status::Unreadable;
+                        out.unreadable = true;
+                        diag(Code::ObjectUnreadable, format!("`{}` under `{uri}` could not be read: {other}", a.path))
+                    }
+                };
+                for r in retries {
+                    d = d.evidence(format!("retried after: {r}"));
+                }
+                row.note = failure.to_string();
+                out.diagnostics.push(d);
+            }
+            Some(HashOutcome::Hashed { sha256, retries }) => {
+                row.actual_sha256 = Some(sha256.clone());
+                if !retries.is_empty() {
+                    row.note = format!("ok after {} retr{}", retries.len(), if retries.len() == 1 { "y" } else { "ies" });
+                }
+                if sha256 != want {
+                    row.status = Status::DigestMismatch;
+                    out.diagnostics.push(
+                        diag(Code::ArtifactDigestMismatch, format!("`{}` in the store has sha256 {sha256}, the bundle says {want}", a.path))
+                            .evidence(format!("same size ({} bytes), different bytes", obj.size)),
+                    );
+                }
+            }
+            Some(HashOutcome::Cached { sha256, verified_at }) => {
+                row.actual_sha256 = Some(sha256.clone());
+                row.note = format!("unchanged since verified at {verified_at} (metadata only)");
+                if sha256 != want {
+                    row.status = Status::DigestMismatch;
+                    out.diagnostics.push(diag(Code::ArtifactDigestMismatch, format!("`{}` was verified as {sha256}, the bundle says {want}", a.path)));
+                }
+            }
+        }
+        out.rows.push(row);
+    }
+    let listed_in_bundle: std::collections::HashSet<&str> = l.bundle.spec.model.artifacts.iter().map(|a| a.path.as_str()).collect();
+    for o in listing {
+        if listed_in_bundle.contains(o.key.as_str()) {
+            continue;
+        }
+        let mut d = Diagnostic::new(Code::ExtraObject, format!("`{}` ({} bytes) is under `{uri}` but not in the bundle", o.key, o.size))
+            .at(l.span("spec.model.artifacts"))
+            .field("spec.model.artifacts")
+            .help("KServe's storage-initializer downloads it too; add it to the bundle or remove it from the prefix");
+        if deny_extra {
+            d = d.severity(Severity::Error);
+        }
+        out.diagnostics.push(d);
+        out.rows.push(Row {
+            path: o.key.clone(),
+            status: Status::Extra,
+            expected_size: None,
+            actual_size: Some(o.size),
+            expected_sha256: None,
+            actual_sha256: None,
+            note: "not in the bundle".into(),
+        });
+    }
+    out
+}
+
+pub fn table(rows: &[Row]) -> Table {
+    Table {
+        title: "artifacts".into(),
+        columns: ["path", "status", "size", "sha256", "note"].iter().map(|s| s.to_string()).collect(),
+        rows: rows
+            .iter()
+            .map(|r| {
+                vec![
+                    r.path.clone(),
+                    r.status.as_str().to_string(),
+                    r.actual_size.or(r.expected_size).map(|s| s.to_string()).unwrap_or_default(),
+                    r.actual_sha256.as_deref().or(r.expected_sha256.as_deref()).map(|s| s.chars().take(12).collect()).unwrap_or_default(),
+                    r.note.clone(),
+                ]
+            })
+            .collect(),
+    }
+}

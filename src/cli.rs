@@ -1,0 +1,133 @@
+//! clap definitions only: what the user typed, nothing more.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::report::render::Format;
+
+#[derive(Debug, Parser)]
+#[command(name = "bundlegate", version, about = "Make ML model releases on Kubernetes truthful.", long_about = None)]
+pub struct Cli {
+    /// Output format for the report (stdout). Logs go to stderr.
+    #[arg(long, global = true, value_enum, default_value_t = Format::Human)]
+    pub format: Format,
+    /// More logs on stderr (-v info, -vv debug). `RUST_LOG` also works.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+    /// Config file (YAML): per-code severities and verify policy.
+    #[arg(long, global = true, env = "BUNDLEGATE_CONFIG")]
+    pub config: Option<PathBuf>,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Clone, Args, Default)]
+pub struct SeverityArgs {
+    /// Allow (silence) a diagnostic code or name. Repeatable.
+    #[arg(short = 'A', long = "allow", value_name = "CODE", global = true)]
+    pub allow: Vec<String>,
+    /// Make a code a warning. Repeatable.
+    #[arg(short = 'W', long = "warn", value_name = "CODE", global = true)]
+    pub warn: Vec<String>,
+    /// Make a code an error (deny). Repeatable.
+    #[arg(short = 'D', long = "deny", value_name = "CODE", global = true)]
+    pub deny: Vec<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Check bundles for release hygiene (no network).
+    Lint {
+        #[arg(required = true)]
+        bundles: Vec<PathBuf>,
+        #[command(flatten)]
+        sev: SeverityArgs,
+    },
+    /// Render Kubernetes manifests for a bundle.
+    Render {
+        bundle: PathBuf,
+        /// Write `<name>-<version>.yaml` here instead of stdout.
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Folder with `<format>.yaml.hbs` templates (logic-less; no custom helpers).
+        #[arg(long)]
+        templates: Option<PathBuf>,
+    },
+    /// Print a bundle's release digest.
+    Digest { bundle: PathBuf },
+    /// Verify that the object store holds exactly the bundle's bytes.
+    Verify {
+        #[arg(required = true)]
+        bundles: Vec<PathBuf>,
+        #[command(flatten)]
+        opts: VerifyOpts,
+        #[command(flatten)]
+        sev: SeverityArgs,
+    },
+    /// Upload a model folder to a new versioned prefix and record sha256/size in the bundle.
+    Publish {
+        dir: PathBuf,
+        /// Destination prefix, e.g. s3://models/llm/v3/ (must be empty).
+        #[arg(long)]
+        to: String,
+        /// Bundle to update (its storageUri and artifacts are rewritten).
+        #[arg(long)]
+        bundle: PathBuf,
+        /// Concurrent uploads.
+        #[arg(long, default_value_t = 4)]
+        jobs: usize,
+    },
+    /// Verify every bundle under a tree; report drift since the last audit.
+    Audit {
+        root: PathBuf,
+        /// Re-hash everything instead of trusting unchanged object identity.
+        #[arg(long)]
+        deep: bool,
+        /// Cache file (object identity → verified sha256).
+        #[arg(long)]
+        cache: Option<PathBuf>,
+        #[command(flatten)]
+        opts: VerifyOpts,
+    },
+    /// Will this rollout be able to happen on this cluster?
+    Preflight {
+        bundle: PathBuf,
+        /// Cluster state from `kubectl get nodes,pods,pvc,pv,resourcequotas,poddisruptionbudgets,deployments,replicasets -A -o yaml`.
+        #[arg(long, conflicts_with = "live")]
+        snapshot: Option<PathBuf>,
+        /// Read the cluster live through the kubeconfig (read-only verbs).
+        #[arg(long)]
+        live: bool,
+        #[command(flatten)]
+        sev: SeverityArgs,
+    },
+    /// Run a pipeline file (pipelines/*.yaml) over bundles.
+    Run {
+        pipeline: PathBuf,
+        #[arg(long = "bundle")]
+        bundles: Vec<PathBuf>,
+        /// Cluster snapshot for the preflight step.
+        #[arg(long)]
+        snapshot: Option<PathBuf>,
+        #[command(flatten)]
+        sev: SeverityArgs,
+    },
+    /// List every diagnostic code (markdown: the docs/diagnostics.md text).
+    Codes,
+    /// Explain one diagnostic code.
+    Explain { code: String },
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct VerifyOpts {
+    /// Concurrent object reads.
+    #[arg(long, default_value_t = 4)]
+    pub jobs: usize,
+    /// Treat objects under the prefix that the bundle does not list as errors.
+    #[arg(long)]
+    pub deny_extra: bool,
+    /// Progress bar: auto (on a TTY), always, never.
+    #[arg(long, default_value = "auto")]
+    pub progress: String,
+}

@@ -1,0 +1,201 @@
+//! The one registry of diagnostic codes. `docs/diagnostics.md` is generated
+//! from this table (`bundlegate codes --format markdown`) and a test keeps the
+//! two in sync, so a code, its documentation and its test are found by grepping
+//! the code.
+
+use std::collections::BTreeMap;
+
+use crate::report::{Diagnostic, Severity};
+
+pub struct CodeInfo {
+    pub code: &'static str,
+    pub name: &'static str,
+    pub family: &'static str,
+    pub default_severity: Severity,
+    /// One paragraph: why this finding matters, with the seed it comes from.
+    pub why: &'static str,
+}
+
+macro_rules! codes {
+    ($( $variant:ident => ($code:literal, $name:literal, $family:literal, $sev:ident, $why:literal), )*) => {
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum Code { $($variant,)* }
+        impl Code {
+            pub const ALL: &'static [Code] = &[$(Code::$variant,)*];
+            pub fn info(self) -> CodeInfo {
+                match self {
+                    $(Code::$variant => CodeInfo { code: $code, name: $name, family: $family, default_severity: Severity::$sev, why: $why },)*
+                }
+            }
+        }
+    };
+}
+
+codes! {
+    // ---- lint: the bundle itself -------------------------------------------------
+    ImageNotPinned => ("BG001", "image-not-pinned", "lint", Error,
+        "A tag can be moved after review; only `repo@sha256:…` names the exact runtime that was tested (seed 002: the runtime image and engine version are part of the release)."),
+    ModelPrefixUnversioned => ("BG002", "model-prefix-unversioned", "lint", Error,
+        "`latest`, `current` or a prefix without a version is not a release: bytes can change under the same path and Argo stays green while the service changes (seed 001: one version, one path)."),
+    ArtifactUnhashed => ("BG003", "artifact-unhashed", "lint", Error,
+        "An artifact without sha256 and size cannot be verified in the store; the release would be whatever bytes happen to be there."),
+    ArtifactPathEscapes => ("BG004", "artifact-path-escapes", "lint", Error,
+        "Artifact paths are relative to the versioned prefix. An absolute path or `..` reaches outside the release and could read or overwrite another version."),
+    ArtifactDuplicatePath => ("BG005", "artifact-duplicate-path", "lint", Error,
+        "Two entries for one path make the expected bytes ambiguous; one of them can never match."),
+    GenerationIncomplete => ("BG006", "generation-config-incomplete", "lint", Error,
+        "EOS token ids, stop strings and a maximum output length are generation stop conditions; a missing one truncates or runs on output (seed 002: truncated structured output after a release)."),
+    TokenizerNotPinned => ("BG007", "tokenizer-not-pinned", "lint", Error,
+        "The tokenizer and chat template change what the model receives even when the weights do not; they must be artifacts of this release with a digest (seed 002: the old image read the \"latest\" tokenizer after rollback)."),
+    StartupProbeMissing => ("BG008", "startup-probe-missing", "lint", Error,
+        "Without a startup probe, liveness starts counting at container start; when the measured load time exceeds its window the pod is killed while loading, forever (seed 003: restart storm)."),
+    ReadinessTcpOnly => ("BG009", "readiness-tcp-only", "lint", Warning,
+        "An open port is not a loaded model. Readiness must ask the application whether the model is loaded and verified (seed 002/003)."),
+    RollbackMissing => ("BG010", "rollback-target-missing", "lint", Warning,
+        "Without a named previous bundle, a failed release has no verified exit: `rollout undo` restores only the pod template, not the weights (seed 002)."),
+    RollbackUnresolvable => ("BG011", "rollback-target-unresolvable", "lint", Error,
+        "The rollback target must exist, parse, and hash to the recorded release digest; otherwise the exit path is a guess made during an incident."),
+    ArtifactDigestMalformed => ("BG012", "artifact-digest-malformed", "lint", Error,
+        "A sha256 is 64 lowercase hex characters; anything else can never be verified."),
+    StartupWindowTooShort => ("BG013", "startup-window-too-short", "lint", Error,
+        "The startup probe gives up after initialDelay + period × failureThreshold seconds; below the measured p95 load time the kubelet restarts a pod that was still loading (seed 003)."),
+    LoadTimeUnmeasured => ("BG014", "load-time-unmeasured", "lint", Warning,
+        "Probe windows and progress deadlines can only be checked against a measured load time (p95 seconds from start to ready); without it they are guesses."),
+    CanaryPlanInvalid => ("BG015", "canary-plan-invalid", "lint", Error,
+        "A canary plan must have increasing traffic steps, a window, a minimum sample size and at least one gate; otherwise its verdict proves nothing (seed 002: 1 request in 20 is not evidence)."),
+    ModelPrefixVersionMismatch => ("BG016", "model-prefix-version-mismatch", "lint", Warning,
+        "The storage prefix should name the release version, so a reader of the manifest sees which version a path holds."),
+    IdentityMissing => ("BG017", "identity-endpoint-missing", "lint", Warning,
+        "The service's own identity endpoint is the only signal that shows what is really served when pods and Argo look green (seed 001, check four)."),
+    ProgressDeadlineShort => ("BG018", "progress-deadline-short", "lint", Warning,
+        "A progress deadline shorter than the load time marks a healthy slow rollout ProgressDeadlineExceeded, which does not roll back anything (seed 002)."),
+    UnsupportedStorageScheme => ("BG019", "storage-scheme-unsupported", "lint", Error,
+        "bundlegate verifies s3://, gs://, az:// and file: storage URIs; any other scheme cannot be verified."),
+
+    // ---- verify: the store holds exactly the bundle's bytes ---------------------
+    ArtifactMissing => ("BG101", "artifact-missing", "verify", Error,
+        "The server needs every file of the release to start; a missing non-model file crash-loops the new pod while the old one keeps serving (seed 001: clean_corpus.txt)."),
+    ArtifactSizeMismatch => ("BG102", "artifact-size-mismatch", "verify", Error,
+        "The object in the store is not the recorded size: it is a different or truncated file."),
+    ArtifactDigestMismatch => ("BG103", "artifact-digest-mismatch", "verify", Error,
+        "The bytes in the store differ from the reviewed release even though the path is the same; Argo would stay green while the served model changed."),
+    ExtraObject => ("BG104", "extra-object", "verify", Warning,
+        "An object under the versioned prefix that the bundle does not list is downloaded by KServe's storage-initializer too; the release is then more than what was reviewed."),
+    ObjectChangedDuringRead => ("BG105", "object-changed-during-read", "verify", Error,
+        "The object was overwritten between listing and reading; its bytes cannot be attributed to one version."),
+    ObjectUnreadable => ("BG106", "object-unreadable", "verify", Error,
+        "The object could not be read to the end (denied, not found, truncated, timed out); unreadable is never OK."),
+    ArtifactDrifted => ("BG107", "artifact-drifted", "verify", Error,
+        "The object's identity (ETag/version/size/modified time) changed since the last audit: something rewrote a released path."),
+
+    // ---- preflight: can this rollout happen on this cluster? --------------------
+    SurgeUnschedulable => ("BG201", "surge-pod-unschedulable", "preflight", Error,
+        "A rolling update needs room for its surge pods while the old ones still run. Without it the new pod stays Pending silently while every signal is green (seed 001: Insufficient cpu at 96%; seed 002: one GPU, maxSurge 1)."),
+    QuotaExceeded => ("BG202", "quota-exceeded", "preflight", Error,
+        "The namespace ResourceQuota must leave headroom for the surge pods, else the ReplicaSet cannot create them and the rollout stalls."),
+    RwopDeadlock => ("BG203", "rwop-rollout-deadlock", "preflight", Error,
+        "A ReadWriteOncePod claim with maxUnavailable 0 deadlocks: the old pod holds the claim until the new one is ready, the new one cannot schedule until the claim is free (seed 001)."),
+    RwoMultiAttach => ("BG204", "rwo-multi-attach-risk", "preflight", Warning,
+        "A ReadWriteOnce volume is attachable to one node; with more than one schedulable node the surge pod can land elsewhere and fail with Multi-Attach (seed 001)."),
+    PdbBlocksDisruption => ("BG205", "pdb-blocks-disruption", "preflight", Warning,
+        "A PodDisruptionBudget that allows zero disruptions blocks node drains and evictions for this service."),
+    ProbeKillsLoadingPod => ("BG206", "probe-kills-loading-pod", "preflight", Error,
+        "The worst-case seconds before liveness kills a loading pod are below the measured load time: predicted restart loop (seed 003)."),
+    RolloutNotRunningOnCluster => ("BG207", "cluster-state-incomplete", "preflight", Error,
+        "The cluster snapshot lacks the objects needed to decide (no nodes, unparseable quantities); an unknown cluster is never PASS."),
+    NoMatchingNodes => ("BG208", "no-eligible-nodes", "preflight", Error,
+        "No node satisfies the pod's nodeSelector, affinity and tolerations at all, so even the first pod cannot run."),
+
+    // ---- canary: candidate vs baseline ---------------------------------------------
+    GateFailed => ("BG301", "canary-gate-failed", "canary", Error,
+        "The candidate is worse than the baseline beyond the configured limit with statistical support."),
+    GateInconclusive => ("BG302", "canary-gate-inconclusive", "canary", Error,
+        "Too few samples to detect the configured effect; below the minimum sample size a canary proves nothing (seed 002: 1 request in 20)."),
+    GateNoData => ("BG303", "canary-no-data", "canary", Error,
+        "No samples for a gate's metric; no data is never a pass (Flagger counts it as a failed check)."),
+    GoldenFailed => ("BG304", "golden-sample-failed", "canary", Error,
+        "A golden request got an invalid answer (invalid JSON, wrong finish reason, length or latency out of bounds)."),
+
+    // ---- rollout truth (watch) -------------------------------------------------------
+    RolloutIncomplete => ("BG501", "rollout-incomplete", "watch", Error,
+        "Ready pods still run the previous release or a new pod is not ready; Argo and the Deployment can both read green in this state (seed 001)."),
+    IdentityMismatch => ("BG502", "identity-mismatch", "watch", Error,
+        "The service reports a digest other than the bundle's, or reports itself unregistered (seed 001, check four)."),
+    DowntimeMeasured => ("BG503", "downtime-measured", "watch", Error,
+        "The health probe failed during the rollout; zero downtime is a measurement, not a claim (seed 001: 208 ok / 42 fail)."),
+    ArgoNotSynced => ("BG504", "argo-not-synced", "watch", Error,
+        "Argo CD has not finished a successful sync of the merge commit; its health alone is not evidence."),
+}
+
+impl Code {
+    pub fn from_str_any(s: &str) -> Option<Code> {
+        Code::ALL.iter().copied().find(|c| {
+            let i = c.info();
+            i.code.eq_ignore_ascii_case(s) || i.name.eq_ignore_ascii_case(s)
+        })
+    }
+}
+
+/// Per-code severity overrides (`-A/-W/-D CODE`, or `severity:` in config).
+#[derive(Debug, Clone, Default)]
+pub struct Overrides {
+    map: BTreeMap<&'static str, Severity>,
+}
+
+impl Overrides {
+    pub fn set(&mut self, code: &str, sev: Severity) -> anyhow::Result<()> {
+        let c = Code::from_str_any(code)
+            .ok_or_else(|| anyhow::anyhow!("unknown diagnostic code `{code}` (see `bundlegate codes`)"))?;
+        self.map.insert(c.info().code, sev);
+        Ok(())
+    }
+
+    /// Apply overrides and drop allowed diagnostics.
+    pub fn apply(&self, diags: Vec<Diagnostic>) -> Vec<Diagnostic> {
+        diags
+            .into_iter()
+            .filter_map(|mut d| {
+                if let Some(s) = self.map.get(d.code.as_str()) {
+                    d.severity = *s;
+                }
+                (d.severity != Severity::Allow).then_some(d)
+            })
+            .collect()
+    }
+}
+
+/// Markdown documentation for every code; `docs/diagnostics.md` is this text.
+pub fn markdown_docs() -> String {
+    let mut out = String::from(
+        "# Diagnostics\n\nGenerated by `bundlegate codes --format markdown`; a test keeps this file in sync with `src/diag.rs`.\n\
+         Override a severity with `-A CODE` (allow), `-W CODE` (warn) or `-D CODE` (deny), by code or name.\n",
+    );
+    let mut family = "";
+    for c in Code::ALL {
+        let i = c.info();
+        if i.family != family {
+            family = i.family;
+            out.push_str(&format!("\n## {family}\n"));
+        }
+        out.push_str(&format!("\n### {} `{}` ({})\n\n{}\n", i.code, i.name, i.default_severity, i.why));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashSet;
+
+    #[test]
+    fn codes_and_names_are_unique() {
+        let mut codes = HashSet::new();
+        let mut names = HashSet::new();
+        for c in Code::ALL {
+            let i = c.info();
+            assert!(codes.insert(i.code), "duplicate code {}", i.code);
+            assert!(names.insert(i.name), "duplicate name {}", i.name);
+            assert!(i.name.chars().all(|ch| ch.is_ascii_lowercase() || ch == '-' || ch.is_ascii_digit()));
+        }
+    }
+}

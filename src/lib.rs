@@ -1,0 +1,17 @@
+//! bundlegate: one frozen release bundle, verified from git to the served pod.
+//!
+//! Layout: `bundle` parses, `checks` are pure functions over gathered data,
+//! `adapters` are the only I/O, `report` is the one output model, `app` wires
+//! a command to those pieces.
+
+pub mod adapters;
+pub mod app;
+pub mod bundle;
+pub mod checks;
+pub mod cli;
+pub mod config;
+pub mod diag;
+pub mod pipeline;
+pub mod render;
+pub mod report;
+pub mod util;

@@ -1,0 +1,289 @@
+//! One report model shared by every command (and later by PR comments).
+//!
+//! A policy failure is a [`Diagnostic`]; a step that could not finish carries
+//! [`Verdict::Error`]. The exit code is derived from the report, never from the
+//! path the code took, so a command cannot "forget" to fail.
+
+pub mod render;
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+use crate::diag::Code;
+
+/// Severity after overrides. `Allow` diagnostics are kept out of reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    Allow,
+    Note,
+    Warning,
+    Error,
+}
+
+impl fmt::Display for Severity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Severity::Allow => "allow",
+            Severity::Note => "note",
+            Severity::Warning => "warning",
+            Severity::Error => "error",
+        })
+    }
+}
+
+/// A position in a user's file: 1-based line and column.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Span {
+    pub file: String,
+    pub line: usize,
+    pub column: usize,
+}
+
+impl fmt::Display for Span {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}:{}", self.file, self.line, self.column)
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Diagnostic {
+    /// Stable code, e.g. `BG001`.
+    pub code: String,
+    /// Stable kebab-case name, e.g. `image-not-pinned`.
+    pub name: String,
+    pub severity: Severity,
+    pub message: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub span: Option<Span>,
+    /// Dotted field path inside the file, when the finding is about a field.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub field: Option<String>,
+    /// Short "why this matters", from the code's documentation.
+    pub why: String,
+    /// Facts behind the finding: node names, numbers, object keys.
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub evidence: Vec<String>,
+    /// What the user can do about it.
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub help: Vec<String>,
+}
+
+impl Diagnostic {
+    pub fn new(code: Code, message: impl Into<String>) -> Self {
+        let info = code.info();
+        Diagnostic {
+            code: info.code.to_string(),
+            name: info.name.to_string(),
+            severity: info.default_severity,
+            message: message.into(),
+            span: None,
+            field: None,
+            why: info.why.to_string(),
+            evidence: Vec::new(),
+            help: Vec::new(),
+        }
+    }
+    pub fn at(mut self, span: Option<Span>) -> Self {
+        self.span = span;
+        self
+    }
+    pub fn field(mut self, field: impl Into<String>) -> Self {
+        self.field = Some(field.into());
+        self
+    }
+    pub fn evidence(mut self, e: impl Into<String>) -> Self {
+        self.evidence.push(e.into());
+        self
+    }
+    pub fn help(mut self, h: impl Into<String>) -> Self {
+        self.help.push(h.into());
+        self
+    }
+    pub fn severity(mut self, s: Severity) -> Self {
+        self.severity = s;
+        self
+    }
+}
+
+/// The outcome of one step. Ordered from best to worst so `max` aggregates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Verdict {
+    /// Checked, and every gate held.
+    Pass,
+    /// The step was not run (capability or inputs absent). Never counts as pass
+    /// for a gate that was required, see [`Report::verdict`].
+    NotRun,
+    /// Not enough evidence to decide. Exit 1: a gate did not pass.
+    Inconclusive,
+    /// A gate failed.
+    Fail,
+    /// The tool could not finish this step (unreachable, unreadable, bad input).
+    Error,
+}
+
+impl fmt::Display for Verdict {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Verdict::Pass => "PASS",
+            Verdict::NotRun => "NOT RUN",
+            Verdict::Inconclusive => "INCONCLUSIVE",
+            Verdict::Fail => "FAIL",
+            Verdict::Error => "ERROR",
+        })
+    }
+}
+
+/// A table of evidence (e.g. one row per artifact), rendered by every format.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Table {
+    pub title: String,
+    pub columns: Vec<String>,
+    pub rows: Vec<Vec<String>>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct StepReport {
+    /// Step name: lint, render, verify, preflight, canary, ...
+    pub step: String,
+    /// What the step looked at (usually a bundle path).
+    pub target: String,
+    pub verdict: Verdict,
+    pub summary: String,
+    #[serde(default)]
+    pub diagnostics: Vec<Diagnostic>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tables: Vec<Table>,
+    /// Free-form structured evidence (stable per step; documented in docs/report.md).
+    #[serde(default, skip_serializing_if = "serde_json::Value::is_null")]
+    pub data: serde_json::Value,
+    /// Text blocks shown collapsed in markdown (e.g. a manifest diff).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub details: Vec<Detail>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Detail {
+    pub title: String,
+    /// Language hint for fenced code (diff, yaml, text).
+    pub lang: String,
+    pub body: String,
+}
+
+impl StepReport {
+    pub fn new(step: impl Into<String>, target: impl Into<String>) -> Self {
+        StepReport {
+            step: step.into(),
+            target: target.into(),
+            verdict: Verdict::Pass,
+            summary: String::new(),
+            diagnostics: Vec::new(),
+            tables: Vec::new(),
+            data: serde_json::Value::Null,
+            details: Vec::new(),
+        }
+    }
+
+    pub fn not_run(step: impl Into<String>, target: impl Into<String>, why: impl Into<String>) -> Self {
+        let mut s = StepReport::new(step, target);
+        s.verdict = Verdict::NotRun;
+        s.summary = why.into();
+        s
+    }
+
+    pub fn error(step: impl Into<String>, target: impl Into<String>, err: &anyhow::Error) -> Self {
+        let mut s = StepReport::new(step, target);
+        s.verdict = Verdict::Error;
+        s.summary = format!("{err:#}");
+        s
+    }
+
+    /// Verdict implied by the diagnostics alone: any error-severity finding fails.
+    pub fn verdict_from_diagnostics(&self) -> Verdict {
+        if self.diagnostics.iter().any(|d| d.severity == Severity::Error) {
+            Verdict::Fail
+        } else {
+            Verdict::Pass
+        }
+    }
+
+    pub fn count(&self, sev: Severity) -> usize {
+        self.diagnostics.iter().filter(|d| d.severity == sev).count()
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Report {
+    /// Stable schema marker for JSON consumers.
+    pub schema: String,
+    pub command: String,
+    pub verdict: Verdict,
+    pub steps: Vec<StepReport>,
+    /// What `--format human` prints instead of the summary (e.g. manifests for
+    /// `render`), so the default output can be piped to kubectl.
+    #[serde(skip)]
+    pub raw_human: Option<String>,
+}
+
+impl Report {
+    pub fn new(command: impl Into<String>) -> Self {
+        Report { schema: "bundlegate.dev/report/v1".into(), command: command.into(), verdict: Verdict::Pass, steps: Vec::new(), raw_human: None }
+    }
+
+    pub fn push(&mut self, step: StepReport) {
+        self.steps.push(step);
+        self.verdict = self.compute_verdict();
+    }
+
+    fn compute_verdict(&self) -> Verdict {
+        let worst = self.steps.iter().map(|s| s.verdict).max().unwrap_or(Verdict::Inconclusive);
+        // A report where nothing ran proves nothing: never PASS.
+        if self.steps.iter().all(|s| s.verdict == Verdict::NotRun) {
+            return Verdict::Inconclusive;
+        }
+        if worst == Verdict::NotRun {
+            Verdict::Pass
+        } else {
+            worst
+        }
+    }
+
+    /// 0 pass, 1 a gate failed or was inconclusive, 2 the tool could not finish.
+    pub fn exit_code(&self) -> i32 {
+        match self.verdict {
+            Verdict::Pass | Verdict::NotRun => 0,
+            Verdict::Inconclusive | Verdict::Fail => 1,
+            Verdict::Error => 2,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_or_all_not_run_is_never_pass() {
+        let mut r = Report::new("x");
+        r.push(StepReport::not_run("verify", "b", "no store"));
+        assert_eq!(r.verdict, Verdict::Inconclusive);
+        assert_eq!(r.exit_code(), 1);
+    }
+
+    #[test]
+    fn worst_step_wins() {
+        let mut r = Report::new("x");
+        r.push(StepReport::new("lint", "b"));
+        r.push(StepReport::not_run("canary", "b", "no prometheus"));
+        assert_eq!(r.verdict, Verdict::Pass);
+        let mut f = StepReport::new("verify", "b");
+        f.verdict = Verdict::Fail;
+        r.push(f);
+        assert_eq!(r.exit_code(), 1);
+        let mut e = StepReport::new("preflight", "b");
+        e.verdict = Verdict::Error;
+        r.push(e);
+        assert_eq!(r.exit_code(), 2);
+    }
+}
