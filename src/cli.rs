@@ -102,14 +102,35 @@ pub enum Command {
         #[command(flatten)]
         sev: SeverityArgs,
     },
+    /// Compare a canary (or shadow) with the baseline from Prometheus; golden-set smoke.
+    Canary {
+        bundle: PathBuf,
+        #[command(flatten)]
+        args: CanaryArgs,
+        #[command(flatten)]
+        sev: SeverityArgs,
+    },
     /// Run a pipeline file (pipelines/*.yaml) over bundles.
     Run {
         pipeline: PathBuf,
+        /// Bundles to run on. Without it, PR mode finds changed bundles from --base/--head.
         #[arg(long = "bundle")]
         bundles: Vec<PathBuf>,
         /// Cluster snapshot for the preflight step.
         #[arg(long)]
         snapshot: Option<PathBuf>,
+        /// Git base revision (PR mode: bundles changed between base and head).
+        #[arg(long)]
+        base: Option<String>,
+        /// Git head revision (default HEAD).
+        #[arg(long)]
+        head: Option<String>,
+        /// Git repository (default: current directory).
+        #[arg(long, default_value = ".")]
+        repo: PathBuf,
+        /// Prometheus URL for the canary step.
+        #[arg(long, env = "BUNDLEGATE_PROMETHEUS_URL")]
+        prometheus: Option<String>,
         #[command(flatten)]
         sev: SeverityArgs,
     },
@@ -130,4 +151,26 @@ pub struct VerifyOpts {
     /// Progress bar: auto (on a TTY), always, never.
     #[arg(long, default_value = "auto")]
     pub progress: String,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct CanaryArgs {
+    /// Prometheus base URL, e.g. http://127.0.0.1:9090
+    #[arg(long, env = "BUNDLEGATE_PROMETHEUS_URL")]
+    pub prometheus: Option<String>,
+    /// Analysis window (default: the bundle's canary.window).
+    #[arg(long)]
+    pub window: Option<String>,
+    /// canary (split traffic) or shadow (mirrored traffic).
+    #[arg(long)]
+    pub mode: Option<String>,
+    /// PromQL label selector for the candidate (default: release version label).
+    #[arg(long)]
+    pub candidate_selector: Option<String>,
+    /// PromQL label selector for the baseline (default: the rollback target's version).
+    #[arg(long)]
+    pub baseline_selector: Option<String>,
+    /// Candidate base URL for the golden-set smoke (e.g. http://127.0.0.1:8080).
+    #[arg(long)]
+    pub endpoint: Option<String>,
 }

@@ -41,7 +41,10 @@ impl Config {
         let Some(p) = path else { return Ok(Config::default()) };
         let text = std::fs::read_to_string(p).with_context(|| format!("reading config {}", p.display()))?;
         let de = serde_yaml_ng::Deserializer::from_str(&text);
-        serde_path_to_error::deserialize(de).map_err(|e| anyhow::anyhow!("{}: {}: {}", p.display(), e.path(), e.into_inner()))
+        serde_path_to_error::deserialize(de).map_err(|e| {
+            let path = e.path().to_string();
+            anyhow::anyhow!("{}: {}: {}", p.display(), path, e.into_inner())
+        })
     }
 
     /// Config first, then command-line flags (flags win).

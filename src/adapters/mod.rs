@@ -2,3 +2,7 @@
 //! user's input files. Each turns the outside world into plain data.
 
 pub mod store;
+pub mod cluster;
+pub mod prom;
+pub mod git;
+pub mod github;

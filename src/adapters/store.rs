@@ -12,7 +12,7 @@ use std::time::Duration;
 use anyhow::{anyhow, bail, Context, Result};
 use futures::StreamExt;
 use object_store::path::Path as OPath;
-use object_store::{GetOptions, GetResultPayload, ObjectMeta, ObjectStore};
+use object_store::{GetOptions, GetResultPayload, ObjectMeta, ObjectStore, ObjectStoreExt};
 use sha2::{Digest, Sha256};
 use url::Url;
 
@@ -140,28 +140,40 @@ impl Store {
             }
             "memory" => (Arc::new(object_store::memory::InMemory::new()), OPath::from(url.path().trim_matches('/')), false),
             "s3" | "s3a" => {
-                let b = object_store::aws::AmazonS3Builder::from_env()
-                    .with_url(uri)
-                    .with_retry(retry)
-                    .with_client_options(client)
-                    .with_checksum_algorithm(object_store::aws::Checksum::SHA256);
+                // Client options first, then the environment, so AWS_ALLOW_HTTP
+                // and friends are not reset by our timeouts.
+                let mut b = object_store::aws::AmazonS3Builder::new().with_client_options(client).with_retry(retry);
+                for (k, v) in env_with_prefix("AWS_") {
+                    if let Ok(key) = k.to_ascii_lowercase().parse() {
+                        b = b.with_config(key, v);
+                    }
+                }
+                let b = b.with_url(uri).with_checksum_algorithm(object_store::aws::Checksum::SHA256);
                 let s = b.build().with_context(|| format!("configuring S3 for `{uri}` (AWS_* environment)"))?;
                 (Arc::new(s), OPath::from(url.path().trim_matches('/')), false)
             }
             "gs" => {
-                let s = object_store::gcp::GoogleCloudStorageBuilder::from_env()
+                let mut b = object_store::gcp::GoogleCloudStorageBuilder::new().with_client_options(client).with_retry(retry);
+                for (k, v) in env_with_prefix("GOOGLE_") {
+                    if let Ok(key) = k.to_ascii_lowercase().parse() {
+                        b = b.with_config(key, v);
+                    }
+                }
+                let s = b
                     .with_url(uri)
-                    .with_retry(retry)
-                    .with_client_options(client)
                     .build()
                     .with_context(|| format!("configuring GCS for `{uri}` (GOOGLE_* environment)"))?;
                 (Arc::new(s), OPath::from(url.path().trim_matches('/')), false)
             }
             "az" | "abfs" | "abfss" | "azure" => {
-                let s = object_store::azure::MicrosoftAzureBuilder::from_env()
+                let mut b = object_store::azure::MicrosoftAzureBuilder::new().with_client_options(client).with_retry(retry);
+                for (k, v) in env_with_prefix("AZURE_") {
+                    if let Ok(key) = k.to_ascii_lowercase().parse() {
+                        b = b.with_config(key, v);
+                    }
+                }
+                let s = b
                     .with_url(uri)
-                    .with_retry(retry)
-                    .with_client_options(client)
                     .build()
                     .with_context(|| format!("configuring Azure for `{uri}` (AZURE_* environment)"))?;
                 (Arc::new(s), OPath::from(url.path().trim_matches('/')), false)
@@ -268,6 +280,10 @@ impl Store {
         }
         Ok(hex::encode(hasher.finalize()))
     }
+}
+
+fn env_with_prefix(prefix: &str) -> Vec<(String, String)> {
+    std::env::vars().filter(|(k, _)| k.starts_with(prefix)).collect()
 }
 
 fn listed(rel: &str, m: &ObjectMeta) -> Listed {

@@ -1,6 +1,9 @@
 //! Wire each command to loading, adapters and checks; every command returns
 //! one [`Report`].
 
+pub mod canary;
+pub mod pr;
+pub mod preflight;
 pub mod verify;
 
 use std::path::{Path, PathBuf};
@@ -65,12 +68,25 @@ pub fn run(cli: Cli) -> Result<Report> {
             let rt = rt()?;
             rt.block_on(verify::audit(&root, deep, cache.as_deref(), &opts, &cfg.overrides(&SeverityArgs::default())?))
         }
-        Command::Preflight { .. } => {
-            anyhow::bail!("preflight is not available in this build yet (issue #4); nothing was checked")
-        }
-        Command::Run { pipeline, bundles, snapshot, sev } => {
+        Command::Preflight { bundle, snapshot, live, sev } => {
             let ov = cfg.overrides(&sev)?;
-            crate::pipeline::run_file(&pipeline, &bundles, snapshot.as_deref(), &ov)
+            if snapshot.is_none() && !live {
+                anyhow::bail!("preflight needs cluster state: --snapshot FILE or --live");
+            }
+            let mut r = Report::new("preflight");
+            r.push(preflight::run(&bundle, snapshot.as_deref(), live, &ov));
+            Ok(r)
+        }
+        Command::Canary { bundle, args, sev } => {
+            let ov = cfg.overrides(&sev)?;
+            let mut r = Report::new("canary");
+            r.push(canary::run(&bundle, &args, &ov));
+            Ok(r)
+        }
+        Command::Run { pipeline, bundles, snapshot, base, head, repo, prometheus, sev } => {
+            let ov = cfg.overrides(&sev)?;
+            let inputs = crate::pipeline::Inputs { bundles, snapshot, base, head, repo, prometheus, overrides: ov };
+            crate::pipeline::run_file(&pipeline, &inputs)
         }
         Command::Codes => {
             let mut r = Report::new("codes");

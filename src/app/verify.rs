@@ -250,7 +250,7 @@ pub fn infer_role(path: &str) -> bundle::ArtifactRole {
 }
 
 pub async fn publish(dir: &Path, to: &str, bundle_path: &Path, jobs: usize) -> Result<StepReport> {
-    use object_store::{PutMode, PutOptions, PutPayload};
+    use object_store::{ObjectStoreExt, PutMode, PutOptions, PutPayload};
     let l = bundle::load(bundle_path)?;
     if !dir.is_dir() {
         bail!("{} is not a folder", dir.display());

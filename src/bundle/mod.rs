@@ -63,8 +63,13 @@ pub fn parse(display: &str, path: &Path, text: String) -> Result<Loaded, LoadErr
         LoadError::Invalid { file: display.to_string(), line, column, field: if field.is_empty() { "(document)".into() } else { field }, message }
     };
 
+    if let Some((msg, line, column)) = &spans.syntax_error {
+        return Err(invalid(String::new(), format!("invalid YAML: {msg}"), Some((*line, *column))));
+    }
     // Exactly one document: a second one would be silently ignored otherwise.
-    let docs = serde_yaml_ng::Deserializer::from_str(&text).count();
+    // (Counted from the event stream: serde_yaml_ng's document iterator can
+    // keep yielding after a syntax error.)
+    let docs = spans.documents;
     if docs != 1 {
         return Err(invalid(String::new(), format!("expected exactly one YAML document, found {docs}"), None));
     }

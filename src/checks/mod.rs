@@ -1,4 +1,6 @@
 //! Pure checks: plain data in, diagnostics out. No I/O here.
 
+pub mod canary;
 pub mod lint;
+pub mod preflight;
 pub mod verify;

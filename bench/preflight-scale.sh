@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# Preflight at scale (issue #4): generate a 500-node / 20,000-pod snapshot in the
+# `kubectl get … -o yaml|json` List shape and time `bundlegate preflight` on it.
+# Usage: bench/preflight-scale.sh [nodes] [pods]   (builds target/release first)
+# Timing is printed, not asserted: tests stay free of wall-clock thresholds.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+NODES=${1:-500}
+PODS=${2:-20000}
+OUT=$(mktemp -d)
+trap 'rm -rf "$OUT"' EXIT
+
+cargo build --release --quiet
+python3 - "$NODES" "$PODS" "$OUT" <<'PY'
+import json, sys
+nodes, pods, out = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+items = []
+for i in range(nodes):
+    gpu = i % 10 == 0  # every tenth node has 4 GPUs
+    labels = {"kubernetes.io/hostname": f"node-{i:04d}", "kubernetes.io/os": "linux", "topology.kubernetes.io/zone": f"zone-{i % 3}"}
+    alloc = {"cpu": "31850m", "memory": "127796132Ki", "ephemeral-storage": "193262184947", "pods": "110"}
+    spec = {"providerID": f"aws:///zone/i-{i:017x}"}
+    if gpu:
+        labels["nvidia.com/gpu.present"] = "true"
+        alloc["nvidia.com/gpu"] = "4"
+        spec["taints"] = [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]
+    items.append({"apiVersion": "v1", "kind": "Node",
+                  "metadata": {"name": f"node-{i:04d}", "labels": labels, "uid": f"u-{i}", "resourceVersion": str(i)},
+                  "spec": spec,
+                  "status": {"allocatable": alloc, "capacity": alloc,
+                             "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}],
+                             "nodeInfo": {"kubeletVersion": "v1.33.5", "containerRuntimeVersion": "containerd://1.7.24"}}})
+for j in range(pods):
+    n = j % nodes
+    gpu_node = n % 10 == 0
+    req = {"cpu": "250m", "memory": "512Mi"}
+    lim = {"memory": "512Mi"}
+    if gpu_node and j % 40 < 8:
+        req["nvidia.com/gpu"] = lim["nvidia.com/gpu"] = "1"
+    items.append({"apiVersion": "v1", "kind": "Pod",
+                  "metadata": {"name": f"app-{j:05d}", "namespace": f"team-{j % 25}", "uid": f"p-{j}", "resourceVersion": str(j),
+                               "labels": {"app.kubernetes.io/name": f"app-{j % 700}", "pod-template-hash": "6c8b7d9f5"},
+                               "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": f"app-{j % 700}-6c8b7d9f5", "controller": True}]},
+                  "spec": {"nodeName": f"node-{n:04d}", "restartPolicy": "Always", "schedulerName": "default-scheduler",
+                           "containers": [{"name": "app", "image": "registry.example.com/app@sha256:" + "ab" * 32,
+                                           "resources": {"requests": req, "limits": lim},
+                                           "ports": [{"containerPort": 8080, "protocol": "TCP"}]}],
+                           "tolerations": [{"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}]},
+                  "status": {"phase": "Running", "podIP": f"10.{j // 65536}.{(j // 256) % 256}.{j % 256}",
+                             "conditions": [{"type": "Ready", "status": "True"}],
+                             "containerStatuses": [{"name": "app", "ready": True, "restartCount": 0, "started": True}]}})
+doc = {"apiVersion": "v1", "kind": "List", "metadata": {"resourceVersion": ""}, "items": items}
+json.dump(doc, open(f"{out}/snapshot.json", "w"))
+try:
+    import yaml
+    yaml.safe_dump(doc, open(f"{out}/snapshot.yaml", "w"), sort_keys=False)
+except ImportError:
+    pass
+PY
+
+BUNDLE=examples/llm-scratch/v2/release.yaml
+for f in "$OUT"/snapshot.json "$OUT"/snapshot.yaml; do
+  [ -f "$f" ] || continue
+  size=$(du -h "$f" | cut -f1)
+  start=$(date +%s.%N)
+  set +e
+  target/release/bundlegate preflight "$BUNDLE" --snapshot "$f" >/dev/null
+  code=$?
+  set -e
+  end=$(date +%s.%N)
+  printf '%s (%s, %s nodes, %s pods): exit %s in %.3f s\n' "$(basename "$f")" "$size" "$NODES" "$PODS" "$code" "$(echo "$end - $start" | bc)"
+done

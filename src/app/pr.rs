@@ -1,0 +1,828 @@
+//! PR mode (issue #6): the GitHub side of a pipeline run: one sticky PR
+//! comment (split into numbered parts when long), the job summary, workflow
+//! annotations, step outputs, and manifest diffs for the comment.
+//!
+//! Everything here degrades to "not run, because …": without a token or a PR
+//! number, or with a fork PR's read-only token, the job summary is still
+//! written and the reason is stated. The token is never printed, and is
+//! scrubbed from everything this module writes.
+
+use std::collections::{BTreeMap, HashSet};
+use std::fmt;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::adapters::github::{self, CheckRun, CheckRunOutput, GithubClient, GithubError, RetryPolicy};
+use crate::report::{render, Detail, Report, Severity, StepReport, Verdict};
+
+/// GitHub's limit for a comment body, in characters.
+pub const COMMENT_LIMIT: usize = 65_536;
+/// GitHub's limit for one step's job summary, in bytes.
+pub const SUMMARY_LIMIT: usize = 1 << 20;
+/// Default marker key: one sticky comment per PR unless the workflow sets
+/// `BUNDLEGATE_COMMENT_KEY` (e.g. one comment per pipeline).
+pub const DEFAULT_MARKER_KEY: &str = "report";
+
+const CONTINUED: &str = "\n*(continued in the next comment)*\n";
+
+// ---------------------------------------------------------------------------
+// Splitting
+
+pub fn marker(key: &str, i: usize, n: usize) -> String {
+    format!("<!-- bundlegate:{key} part {i}/{n} -->")
+}
+
+/// `(i, n)` when `body` starts with this key's marker.
+pub fn parse_marker(body: &str, key: &str) -> Option<(usize, usize)> {
+    let rest = body.trim_start().strip_prefix(&format!("<!-- bundlegate:{key} part "))?;
+    let (nums, _) = rest.split_once(" -->")?;
+    let (i, n) = nums.split_once('/')?;
+    Some((i.trim().parse().ok()?, n.trim().parse().ok()?))
+}
+
+/// The key in a part's leading marker.
+fn marker_key_of(part: &str) -> Option<&str> {
+    let rest = part.trim_start().strip_prefix("<!-- bundlegate:")?;
+    let (key, _) = rest.split_once(" part ")?;
+    Some(key)
+}
+
+/// Split `markdown` into comment bodies of at most [`COMMENT_LIMIT`]
+/// characters, each starting with `<!-- bundlegate:<key> part i/n -->`.
+///
+/// Splits prefer line boundaries and never cut a UTF-8 character. A part that
+/// ends inside a code fence or a `<details>` block closes it and the next part
+/// reopens it, so every part renders on its own.
+pub fn sticky_parts(markdown: &str, marker_key: &str) -> Vec<String> {
+    let single = format!("{}\n{markdown}", marker(marker_key, 1, 1));
+    if single.chars().count() <= COMMENT_LIMIT {
+        return vec![single];
+    }
+    // Reserve room for the widest header we could need and the note.
+    let reserve = marker(marker_key, 99_999, 99_999).chars().count() + 1 + CONTINUED.chars().count();
+    let budget = COMMENT_LIMIT.saturating_sub(reserve).max(1024);
+    let chunks = split_body(markdown, budget, |_| 1, CONTINUED);
+    let n = chunks.len();
+    chunks.into_iter().enumerate().map(|(i, c)| format!("{}\n{c}", marker(marker_key, i + 1, n))).collect()
+}
+
+/// Markdown block state at a line boundary.
+#[derive(Clone, Default, Debug)]
+struct Blocks {
+    /// Opening line of the code fence we are in, and its fence string.
+    fence: Option<(String, String)>,
+    /// Opening lines of the `<details>` blocks we are in (outermost first).
+    details: Vec<String>,
+}
+
+impl Blocks {
+    fn after(&self, line: &str) -> Blocks {
+        let mut b = self.clone();
+        let t = line.trim_start_matches(' ').trim_end_matches(['\n', '\r']);
+        if let Some((_, fence)) = &b.fence {
+            let ch = fence.chars().next().unwrap_or('`');
+            let run = t.chars().take_while(|&c| c == ch).count();
+            if run >= fence.chars().count() && t[run * ch.len_utf8()..].trim().is_empty() {
+                b.fence = None;
+            }
+            return b;
+        }
+        for ch in ['`', '~'] {
+            let run = t.chars().take_while(|&c| c == ch).count();
+            if run >= 3 {
+                b.fence = Some((t.to_string(), t[..run].to_string()));
+                return b;
+            }
+        }
+        let opens = t.matches("<details").count();
+        let closes = t.matches("</details>").count();
+        for _ in 0..opens {
+            b.details.push(t.to_string());
+        }
+        for _ in 0..closes {
+            b.details.pop();
+        }
+        b
+    }
+
+    /// Text that closes what is open, innermost first.
+    fn closing(&self, cur_ends_with_newline: bool) -> String {
+        let mut s = String::new();
+        if let Some((_, fence)) = &self.fence {
+            if !cur_ends_with_newline {
+                s.push('\n');
+            }
+            s.push_str(fence);
+            s.push('\n');
+        } else if !self.details.is_empty() && !cur_ends_with_newline {
+            s.push('\n');
+        }
+        for _ in &self.details {
+            s.push_str("</details>\n");
+        }
+        s
+    }
+
+    /// Text that reopens what was open, outermost first.
+    fn reopening(&self) -> String {
+        let mut s = String::new();
+        for d in &self.details {
+            s.push_str(d);
+            s.push_str("\n\n");
+        }
+        if let Some((open, _)) = &self.fence {
+            s.push_str(open);
+            s.push('\n');
+        }
+        s
+    }
+}
+
+/// Split into chunks whose size (summed `unit` per char) is at most `budget`
+/// including any closing text and `note` (appended to every chunk but the last).
+fn split_body(text: &str, budget: usize, unit: fn(char) -> usize, note: &str) -> Vec<String> {
+    let size = |s: &str| s.chars().map(unit).sum::<usize>();
+    let budget = budget.saturating_sub(size(note));
+    let mut out = Vec::new();
+    let mut state = Blocks::default();
+    let mut cur = String::new();
+    let mut cur_size = 0usize;
+    // Size of the reopening prefix of `cur`: a chunk holding only that has no content.
+    let mut prefix_size = 0usize;
+
+    let flush = |cur: &mut String, cur_size: &mut usize, prefix_size: &mut usize, state: &Blocks, out: &mut Vec<String>| {
+        cur.push_str(&state.closing(cur.is_empty() || cur.ends_with('\n')));
+        cur.push_str(note);
+        out.push(std::mem::take(cur));
+        *cur = state.reopening();
+        *cur_size = size(cur);
+        *prefix_size = *cur_size;
+    };
+
+    for line in text.split_inclusive('\n') {
+        let after = state.after(line);
+        let line_size = size(line);
+        let close_after = size(&after.closing(line.ends_with('\n')));
+        if cur_size + line_size + close_after <= budget {
+            cur.push_str(line);
+            cur_size += line_size;
+            state = after;
+            continue;
+        }
+        if cur_size > prefix_size {
+            flush(&mut cur, &mut cur_size, &mut prefix_size, &state, &mut out);
+            if cur_size + line_size + close_after <= budget {
+                cur.push_str(line);
+                cur_size += line_size;
+                state = after;
+                continue;
+            }
+        }
+        // One line longer than a whole chunk: cut it at character boundaries.
+        let mut rest = line;
+        while !rest.is_empty() {
+            let room = budget.saturating_sub(cur_size + size(&state.closing(false)) + size(&after.closing(false))).max(1);
+            let mut taken = 0usize;
+            let mut end = 0usize;
+            for (i, c) in rest.char_indices() {
+                if taken + unit(c) > room {
+                    break;
+                }
+                taken += unit(c);
+                end = i + c.len_utf8();
+            }
+            if end == 0 {
+                // Not even one char fits after the prefix: start a fresh chunk.
+                if cur_size > prefix_size {
+                    flush(&mut cur, &mut cur_size, &mut prefix_size, &state, &mut out);
+                    continue;
+                }
+                end = rest.chars().next().map(char::len_utf8).unwrap_or(rest.len());
+                taken = size(&rest[..end]);
+            }
+            cur.push_str(&rest[..end]);
+            cur_size += taken;
+            rest = &rest[end..];
+            if !rest.is_empty() {
+                flush(&mut cur, &mut cur_size, &mut prefix_size, &state, &mut out);
+            }
+        }
+        state = after;
+    }
+    if cur_size > prefix_size || out.is_empty() {
+        cur.push_str(&state.closing(cur.is_empty() || cur.ends_with('\n')));
+        out.push(cur);
+    }
+    out
+}
+
+/// Cut `text` to at most `limit` bytes on a line boundary, closing open
+/// blocks and saying so; unchanged when it fits.
+pub fn truncate_markdown(text: &str, limit: usize, note: &str) -> String {
+    if text.len() <= limit {
+        return text.to_string();
+    }
+    let mut first = split_body(text, limit.saturating_sub(note.len()), |c| c.len_utf8(), "").into_iter().next().unwrap_or_default();
+    first.push_str(note);
+    first
+}
+
+// ---------------------------------------------------------------------------
+// Publishing
+
+#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+pub struct CommentOutcome {
+    pub parts: usize,
+    pub created: Vec<u64>,
+    pub updated: Vec<u64>,
+    /// Parts whose body was already identical (no request made).
+    pub unchanged: Vec<u64>,
+    pub deleted: Vec<u64>,
+    /// Link to the first part.
+    pub url: Option<String>,
+}
+
+/// Make the PR's sticky comment equal `parts` (from [`sticky_parts`]): update
+/// existing parts in place, create missing ones, delete surplus old parts and
+/// duplicates. Existing parts are found by marker across all pages.
+pub async fn publish_comment(gh: &GithubClient, owner: &str, repo: &str, pr: u64, parts: Vec<String>) -> github::Result<CommentOutcome> {
+    let key = parts
+        .first()
+        .and_then(|p| marker_key_of(p))
+        .ok_or_else(|| GithubError::Config("comment parts must start with a bundlegate marker (use sticky_parts)".into()))?
+        .to_string();
+    let existing = gh.list_comments(owner, repo, pr).await?;
+    // part index -> comments carrying it, oldest first (ids grow with time).
+    let mut by_part: BTreeMap<usize, Vec<&github::Comment>> = BTreeMap::new();
+    for c in &existing {
+        if let Some((i, _)) = c.body.as_deref().and_then(|b| parse_marker(b, &key)) {
+            by_part.entry(i).or_default().push(c);
+        }
+    }
+    for v in by_part.values_mut() {
+        v.sort_by_key(|c| c.id);
+    }
+
+    let mut out = CommentOutcome { parts: parts.len(), ..Default::default() };
+    for (idx, body) in parts.iter().enumerate() {
+        let i = idx + 1;
+        let keep = by_part.get(&i).and_then(|v| v.first()).copied();
+        let (id, url) = match keep {
+            Some(c) if c.body.as_deref() == Some(body.as_str()) => {
+                out.unchanged.push(c.id);
+                (c.id, c.html_url.clone())
+            }
+            Some(c) => {
+                let u = gh.update_comment(owner, repo, c.id, body).await?;
+                out.updated.push(u.id);
+                (u.id, u.html_url.or_else(|| c.html_url.clone()))
+            }
+            None => {
+                let c = gh.create_comment(owner, repo, pr, body).await?;
+                out.created.push(c.id);
+                (c.id, c.html_url)
+            }
+        };
+        if i == 1 {
+            out.url = url.or_else(|| Some(format!("comment {id}")));
+        }
+    }
+    // Surplus: parts beyond the new count, and duplicates of any part.
+    let mut surplus: Vec<u64> = Vec::new();
+    for (i, v) in &by_part {
+        let skip = if *i >= 1 && *i <= parts.len() { 1 } else { 0 };
+        surplus.extend(v.iter().skip(skip).map(|c| c.id));
+    }
+    surplus.sort_unstable();
+    for id in surplus {
+        gh.delete_comment(owner, repo, id).await?;
+        out.deleted.push(id);
+    }
+    Ok(out)
+}
+
+// ---------------------------------------------------------------------------
+// The `comment` step
+
+/// What the GitHub side needs from the environment. Built by
+/// [`GithubEnv::from_env`]; tests build it directly.
+#[derive(Clone, Default)]
+pub struct GithubEnv {
+    pub api_url: String,
+    pub token: Option<String>,
+    /// `owner/repo`.
+    pub repository: Option<String>,
+    pub pr_number: Option<u64>,
+    pub step_summary: Option<PathBuf>,
+    pub output: Option<PathBuf>,
+    pub workspace: Option<PathBuf>,
+    pub marker_key: String,
+    /// Head commit, for the optional check run.
+    pub head_sha: Option<String>,
+    /// The event says the PR comes from a fork (explains a 403).
+    pub fork: bool,
+    /// Create a check run too (`BUNDLEGATE_CHECK_RUN=true`; needs `checks: write`).
+    pub check_run: bool,
+    pub retry: RetryPolicy,
+}
+
+impl fmt::Debug for GithubEnv {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("GithubEnv")
+            .field("api_url", &self.api_url)
+            .field("token", &self.token.as_ref().map(|_| "***"))
+            .field("repository", &self.repository)
+            .field("pr_number", &self.pr_number)
+            .field("step_summary", &self.step_summary)
+            .field("output", &self.output)
+            .field("marker_key", &self.marker_key)
+            .finish_non_exhaustive()
+    }
+}
+
+fn env_nonempty(k: &str) -> Option<String> {
+    std::env::var(k).ok().filter(|v| !v.trim().is_empty())
+}
+
+impl GithubEnv {
+    pub fn from_env() -> GithubEnv {
+        let event: Option<serde_json::Value> =
+            env_nonempty("GITHUB_EVENT_PATH").and_then(|p| std::fs::read_to_string(p).ok()).and_then(|t| serde_json::from_str(&t).ok());
+        let pr = event.as_ref().map(|e| &e["pull_request"]);
+        let pr_number = env_nonempty("BUNDLEGATE_PR_NUMBER")
+            .and_then(|s| s.trim().trim_start_matches('#').parse().ok())
+            .or_else(|| pr.and_then(|p| p["number"].as_u64()));
+        let head_sha = pr.and_then(|p| p["head"]["sha"].as_str().map(String::from)).or_else(|| env_nonempty("GITHUB_SHA"));
+        let fork = pr.map(|p| p["head"]["repo"]["fork"].as_bool() == Some(true) || (p["head"]["repo"]["full_name"].is_string() && p["head"]["repo"]["full_name"] != p["base"]["repo"]["full_name"])).unwrap_or(false);
+        GithubEnv {
+            api_url: env_nonempty("GITHUB_API_URL").unwrap_or_else(|| github::DEFAULT_API_URL.into()),
+            token: env_nonempty("GITHUB_TOKEN"),
+            repository: env_nonempty("GITHUB_REPOSITORY"),
+            pr_number,
+            step_summary: env_nonempty("GITHUB_STEP_SUMMARY").map(PathBuf::from),
+            output: env_nonempty("GITHUB_OUTPUT").map(PathBuf::from),
+            workspace: env_nonempty("GITHUB_WORKSPACE").map(PathBuf::from),
+            marker_key: env_nonempty("BUNDLEGATE_COMMENT_KEY").unwrap_or_else(|| DEFAULT_MARKER_KEY.into()),
+            head_sha,
+            fork,
+            check_run: env_nonempty("BUNDLEGATE_CHECK_RUN").is_some_and(|v| matches!(v.trim(), "1" | "true" | "yes")),
+            retry: RetryPolicy::default(),
+        }
+    }
+
+    /// Replace the token wherever it could appear in text we emit.
+    fn scrub(&self, s: &str) -> String {
+        match &self.token {
+            Some(t) if t.trim().len() >= 4 => s.replace(t.trim(), "***"),
+            _ => s.to_string(),
+        }
+    }
+}
+
+/// How the comment went.
+enum Posting {
+    /// The outcome, and what happened to the optional check run.
+    Posted(CommentOutcome, Option<String>),
+    /// Not attempted (no token / repository / PR number).
+    Skipped(String),
+    /// Read-only token.
+    Forbidden(String),
+    Failed(String),
+}
+
+/// The pipeline's `comment` step: job summary, annotations (stderr), outputs,
+/// sticky PR comment. Reads the GitHub Actions environment.
+pub fn github_step(report: &Report) -> StepReport {
+    github_step_with(report, &GithubEnv::from_env(), &mut std::io::stderr())
+}
+
+/// [`github_step`] with an explicit environment and annotation sink.
+///
+/// Annotations go to stderr in the binary: the Actions runner parses workflow
+/// commands on both stdout and stderr, and stdout carries the JSON report.
+pub fn github_step_with(report: &Report, env: &GithubEnv, annotations: &mut dyn Write) -> StepReport {
+    let target = match (&env.repository, env.pr_number) {
+        (Some(r), Some(n)) => format!("{r}#{n}"),
+        _ => "job summary".to_string(),
+    };
+    let md = env.scrub(&render::markdown(report));
+    let mut problems: Vec<String> = Vec::new();
+
+    let n_annotations = match write_annotations(report, env, annotations) {
+        Ok(n) => n,
+        Err(e) => {
+            problems.push(format!("writing annotations: {e}"));
+            0
+        }
+    };
+
+    let digests = release_digests(report);
+    let verdict_out = serde_json::to_value(report.verdict).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default();
+    if let Some(out) = &env.output {
+        let digests_json = serde_json::to_string(&digests).expect("map serializes");
+        if let Err(e) = write_outputs(out, &[("verdict", &verdict_out), ("release-digests", &digests_json)]) {
+            problems.push(format!("writing $GITHUB_OUTPUT {}: {e}", out.display()));
+        }
+    }
+
+    let posting = post(env, &md, report.verdict);
+    let comment_line = match &posting {
+        Posting::Posted(o, check) => format!(
+            "PR comment: {} part(s) ({} created, {} updated, {} unchanged, {} deleted){}{}",
+            o.parts,
+            o.created.len(),
+            o.updated.len(),
+            o.unchanged.len(),
+            o.deleted.len(),
+            o.url.as_ref().map(|u| format!(": {u}")).unwrap_or_default(),
+            check.as_ref().map(|c| format!("; {c}")).unwrap_or_default()
+        ),
+        Posting::Skipped(why) | Posting::Forbidden(why) => format!("no comment posted: {why}"),
+        Posting::Failed(why) => format!("PR comment failed: {why}"),
+    };
+
+    let mut summary_written = false;
+    if let Some(path) = &env.step_summary {
+        let footer = format!("\n> {}\n", env.scrub(&comment_line));
+        match write_summary(path, &md, &footer) {
+            Ok(()) => summary_written = true,
+            Err(e) => problems.push(format!("writing $GITHUB_STEP_SUMMARY {}: {e}", path.display())),
+        }
+    }
+
+    let mut s = StepReport::new("comment", &target);
+    s.verdict = match &posting {
+        Posting::Posted(..) => Verdict::Pass,
+        Posting::Skipped(_) | Posting::Forbidden(_) => Verdict::NotRun,
+        Posting::Failed(_) => Verdict::Error,
+    };
+    if !problems.is_empty() {
+        s.verdict = Verdict::Error;
+    }
+    let mut summary = comment_line.clone();
+    if summary_written {
+        summary.push_str("; job summary written");
+    } else if env.step_summary.is_none() {
+        summary.push_str("; no job summary ($GITHUB_STEP_SUMMARY not set)");
+    }
+    for p in &problems {
+        summary.push_str("; ");
+        summary.push_str(p);
+    }
+    s.summary = env.scrub(&summary);
+    let comment = match &posting {
+        Posting::Posted(o, check) => {
+            let mut v = serde_json::to_value(o).unwrap_or_default();
+            v["posted"] = true.into();
+            if let Some(c) = check {
+                v["checkRun"] = env.scrub(c).into();
+            }
+            v
+        }
+        Posting::Skipped(w) => serde_json::json!({"posted": false, "reason": env.scrub(w)}),
+        Posting::Forbidden(w) => serde_json::json!({"posted": false, "forbidden": true, "reason": env.scrub(w)}),
+        Posting::Failed(w) => serde_json::json!({"posted": false, "error": env.scrub(w)}),
+    };
+    s.data = serde_json::json!({
+        "comment": comment,
+        "summaryWritten": summary_written,
+        "annotations": n_annotations,
+        "outputs": {"verdict": verdict_out, "release-digests": digests},
+    });
+    s
+}
+
+/// Post (or skip) the sticky comment and the optional check run.
+fn post(env: &GithubEnv, md: &str, verdict: Verdict) -> Posting {
+    let Some(token) = env.token.as_deref() else {
+        return Posting::Skipped("GITHUB_TOKEN is not set".into());
+    };
+    let Some(repository) = env.repository.as_deref() else {
+        return Posting::Skipped("GITHUB_REPOSITORY (owner/repo) is not set".into());
+    };
+    let Some((owner, repo)) = repository.split_once('/') else {
+        return Posting::Failed(format!("GITHUB_REPOSITORY `{repository}` is not owner/repo"));
+    };
+    let Some(pr) = env.pr_number else {
+        return Posting::Skipped("no pull request number (not a pull_request event; set BUNDLEGATE_PR_NUMBER)".into());
+    };
+    let parts = sticky_parts(md, &env.marker_key);
+
+    // A fresh runtime on its own thread: the caller may already be inside a
+    // Tokio runtime, where `block_on` would panic.
+    let res: Result<github::Result<(CommentOutcome, Option<String>)>, String> = std::thread::scope(|sc| {
+        sc.spawn(|| {
+            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| format!("starting the async runtime: {e}"))?;
+            Ok(rt.block_on(async {
+                let gh = GithubClient::with_policy(&env.api_url, token, env.retry.clone())?;
+                let outcome = publish_comment(&gh, owner, repo, pr, parts).await?;
+                let check_note = match (&env.head_sha, env.check_run) {
+                    (Some(sha), true) => Some(match gh.create_check_run(owner, repo, &check_run(sha, md, verdict)).await {
+                        Ok(id) => format!("check run {id} created"),
+                        Err(e) => format!("check run not created: {e}"),
+                    }),
+                    _ => None,
+                };
+                Ok::<_, GithubError>((outcome, check_note))
+            }))
+        })
+        .join()
+        .unwrap_or_else(|_| Err("the GitHub client panicked".into()))
+    });
+    match res {
+        Ok(Ok((o, note))) => Posting::Posted(o, note),
+        Ok(Err(e)) if e.is_forbidden() => Posting::Forbidden(if env.fork {
+            "the token is read-only (fork PR); see the job summary".into()
+        } else {
+            format!("the token is read-only or lacks `pull-requests: write` (fork PR?); see the job summary ({})", env.scrub(&e.to_string()))
+        }),
+        Ok(Err(e)) => Posting::Failed(env.scrub(&e.to_string())),
+        Err(e) => Posting::Failed(e),
+    }
+}
+
+fn check_run(sha: &str, md: &str, verdict: Verdict) -> CheckRun {
+    let conclusion = match verdict {
+        Verdict::Pass => "success",
+        Verdict::NotRun => "neutral",
+        Verdict::Inconclusive | Verdict::Fail | Verdict::Error => "failure",
+    };
+    // Check run summaries are limited to 65,535 characters.
+    let summary = truncate_markdown(md, 60_000, "\n\n*(truncated; see the PR comment or job summary)*\n");
+    CheckRun {
+        name: "bundlegate".into(),
+        head_sha: sha.into(),
+        status: "completed".into(),
+        conclusion: conclusion.into(),
+        output: CheckRunOutput { title: format!("bundlegate: {verdict}"), summary },
+    }
+}
+
+/// Append to the job summary within GitHub's 1 MiB per-step limit (counting
+/// what is already in the file), truncating with a note.
+fn write_summary(path: &Path, md: &str, footer: &str) -> std::io::Result<()> {
+    let existing = std::fs::metadata(path).map(|m| m.len() as usize).unwrap_or(0);
+    let budget = SUMMARY_LIMIT.saturating_sub(existing).saturating_sub(footer.len());
+    let note = "\n> **Truncated**: the report is larger than GitHub's 1 MiB job-summary limit; the full report is in the JSON output and the job log.\n";
+    let body = truncate_markdown(md, budget, note);
+    let mut f = std::fs::OpenOptions::new().create(true).append(true).open(path)?;
+    f.write_all(body.as_bytes())?;
+    f.write_all(footer.as_bytes())?;
+    Ok(())
+}
+
+/// `$GITHUB_OUTPUT` entries in the heredoc form, which is valid for any value.
+fn write_outputs(path: &Path, kv: &[(&str, &str)]) -> std::io::Result<()> {
+    let mut text = String::new();
+    for (k, v) in kv {
+        let delim = delimiter(v);
+        text.push_str(&format!("{k}<<{delim}\n{v}\n{delim}\n"));
+    }
+    let mut f = std::fs::OpenOptions::new().create(true).append(true).open(path)?;
+    f.write_all(text.as_bytes())
+}
+
+/// A heredoc delimiter that does not occur in `value`.
+fn delimiter(value: &str) -> String {
+    use sha2::{Digest, Sha256};
+    let seed = format!("{:?}{}{}", std::time::SystemTime::now(), std::process::id(), value.len());
+    let mut d = format!("ghadelimiter_{}", &hex::encode(Sha256::digest(seed.as_bytes()))[..16]);
+    while value.contains(&d) {
+        d.push('_');
+    }
+    d
+}
+
+/// Release digest per bundle, from steps that record `data.releaseDigest`.
+pub fn release_digests(report: &Report) -> BTreeMap<String, String> {
+    let mut m = BTreeMap::new();
+    for s in &report.steps {
+        if let Some(d) = s.data.get("releaseDigest").and_then(|d| d.as_str()) {
+            m.entry(s.target.clone()).or_insert_with(|| d.to_string());
+        }
+    }
+    m
+}
+
+/// Escape workflow-command data (GitHub's toolkit rules).
+pub fn escape_data(s: &str) -> String {
+    s.replace('%', "%25").replace('\r', "%0D").replace('\n', "%0A")
+}
+
+/// Escape a workflow-command property value: data rules plus `:` and `,`.
+pub fn escape_property(s: &str) -> String {
+    escape_data(s).replace(':', "%3A").replace(',', "%2C")
+}
+
+/// `::error file=…,line=…,col=…,title=…::message` per diagnostic, once each.
+fn write_annotations(report: &Report, env: &GithubEnv, w: &mut dyn Write) -> std::io::Result<usize> {
+    let mut seen = HashSet::new();
+    for s in &report.steps {
+        for d in &s.diagnostics {
+            let cmd = match d.severity {
+                Severity::Error => "error",
+                Severity::Warning => "warning",
+                Severity::Note => "notice",
+                Severity::Allow => continue,
+            };
+            let mut props = Vec::new();
+            if let Some(sp) = &d.span {
+                props.push(format!("file={}", escape_property(&annotation_path(&sp.file, env))));
+                props.push(format!("line={}", sp.line));
+                props.push(format!("col={}", sp.column));
+            }
+            props.push(format!("title={}", escape_property(&format!("{} {}", d.code, d.name))));
+            let mut msg = d.message.clone();
+            for h in &d.help {
+                msg.push_str("\nhelp: ");
+                msg.push_str(h);
+            }
+            let line = format!("::{cmd} {}::{}\n", props.join(","), escape_data(&env.scrub(&msg)));
+            if seen.insert(line.clone()) {
+                w.write_all(line.as_bytes())?;
+            }
+        }
+    }
+    w.flush()?;
+    Ok(seen.len())
+}
+
+/// Annotations need paths relative to the workspace (the checkout).
+fn annotation_path(file: &str, env: &GithubEnv) -> String {
+    let p = Path::new(file);
+    if let Some(ws) = &env.workspace {
+        if let Ok(rel) = p.strip_prefix(ws) {
+            return rel.display().to_string();
+        }
+    }
+    file.strip_prefix("./").unwrap_or(file).to_string()
+}
+
+// ---------------------------------------------------------------------------
+// Manifest diff
+
+/// Unified diff of rendered manifests, base → head, for a collapsed block.
+/// `title` becomes the block's summary line as given.
+pub fn manifest_diff(base: Option<&str>, head: &str, title: &str) -> Detail {
+    let body = if base == Some(head) {
+        "(rendered manifests unchanged)".to_string()
+    } else {
+        let old = base.unwrap_or("");
+        let a = if base.is_some() { "base" } else { "/dev/null" };
+        similar::TextDiff::from_lines(old, head).unified_diff().context_radius(3).header(a, "head").to_string()
+    };
+    Detail { title: title.to_string(), lang: "diff".into(), body }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fence_balanced(s: &str) -> bool {
+        let mut b = Blocks::default();
+        for l in s.split_inclusive('\n') {
+            b = b.after(l);
+        }
+        b.fence.is_none() && b.details.is_empty()
+    }
+
+    #[test]
+    fn small_report_is_one_part_with_marker() {
+        let p = sticky_parts("### hi\n", "report");
+        assert_eq!(p, vec!["<!-- bundlegate:report part 1/1 -->\n### hi\n".to_string()]);
+        assert_eq!(parse_marker(&p[0], "report"), Some((1, 1)));
+        assert_eq!(parse_marker(&p[0], "other"), None);
+    }
+
+    #[test]
+    fn exactly_at_the_limit_is_one_part() {
+        let head = marker("k", 1, 1).chars().count() + 1;
+        let md = "a".repeat(COMMENT_LIMIT - head);
+        assert_eq!(sticky_parts(&md, "k").len(), 1);
+        assert_eq!(sticky_parts(&(md + "b"), "k").len(), 2);
+    }
+
+    #[test]
+    fn multibyte_near_the_boundary_is_never_split_and_counts_chars() {
+        // 3-byte and 4-byte chars: a byte-based splitter would cut them or
+        // produce parts far below the character limit.
+        let line = "é€😀".repeat(1000) + "\n"; // 3001 chars, 9001 bytes
+        let md = line.repeat(50);
+        let parts = sticky_parts(&md, "k");
+        assert!(parts.len() >= 3, "{}", parts.len());
+        let mut joined = String::new();
+        for (i, p) in parts.iter().enumerate() {
+            assert!(p.chars().count() <= COMMENT_LIMIT);
+            assert!(p.starts_with(&marker("k", i + 1, parts.len())));
+            // Byte-heavy parts: well over 65,536 bytes each but within the char limit.
+            if i + 1 < parts.len() {
+                assert!(p.len() > COMMENT_LIMIT, "split by bytes? {}", p.len());
+            }
+            let body = p.split_once('\n').unwrap().1;
+            joined.push_str(body.strip_suffix(CONTINUED).unwrap_or(body));
+        }
+        assert_eq!(joined, md, "content lost or changed");
+    }
+
+    #[test]
+    fn one_giant_line_is_cut_at_char_boundaries() {
+        let md = "ü".repeat(COMMENT_LIMIT * 2 + 7);
+        let parts = sticky_parts(&md, "k");
+        assert_eq!(parts.len(), 3);
+        let total: usize = parts.iter().map(|p| p.split_once('\n').unwrap().1.chars().filter(|&c| c == 'ü').count()).sum();
+        assert_eq!(total, COMMENT_LIMIT * 2 + 7);
+        assert!(parts.iter().all(|p| p.chars().count() <= COMMENT_LIMIT));
+    }
+
+    #[test]
+    fn code_fences_and_details_are_closed_and_reopened() {
+        let mut md = String::from("### bundlegate run: ❌ FAIL\n\n");
+        md.push_str("<details><summary>manifest diff: a/release.yaml</summary>\n\n```diff\n");
+        for i in 0..8000 {
+            md.push_str(&format!("+  line {i}: some manifest text here\n"));
+        }
+        md.push_str("```\n\n</details>\n\ntrailer\n");
+        let parts = sticky_parts(&md, "k");
+        assert!(parts.len() >= 4, "{}", parts.len());
+        for (i, p) in parts.iter().enumerate() {
+            assert!(p.chars().count() <= COMMENT_LIMIT);
+            assert!(fence_balanced(p), "part {} leaves a block open:\n{}", i + 1, &p[p.len().saturating_sub(200)..]);
+            if i > 0 {
+                let body = p.split_once('\n').unwrap().1;
+                assert!(body.starts_with("<details><summary>manifest diff: a/release.yaml</summary>\n\n```diff\n"), "part {} does not reopen: {}", i + 1, &body[..80]);
+            }
+            if i + 1 < parts.len() {
+                assert!(p.ends_with(&format!("```\n</details>\n{CONTINUED}")), "{}", &p[p.len() - 80..]);
+            }
+        }
+        assert!(parts.last().unwrap().ends_with("trailer\n"));
+        // Every diff line survives exactly once.
+        let all: String = parts.concat();
+        assert_eq!(all.matches("+  line 7999:").count(), 1);
+        assert_eq!(all.matches("+  line ").count(), 8000);
+    }
+
+    #[test]
+    fn tilde_fences_and_longer_fences() {
+        let mut b = Blocks::default();
+        b = b.after("~~~~yaml\n");
+        assert_eq!(b.fence.as_ref().unwrap().1, "~~~~");
+        b = b.after("~~~\n"); // shorter: still inside
+        assert!(b.fence.is_some());
+        b = b.after("~~~~\n");
+        assert!(b.fence.is_none());
+    }
+
+    #[test]
+    fn summary_truncation_is_by_bytes_and_says_so() {
+        let md = format!("```\n{}```\n", "ab€\n".repeat(100_000));
+        let t = truncate_markdown(&md, 10_000, "\nTRUNCATED\n");
+        assert!(t.len() <= 10_000, "{}", t.len());
+        assert!(t.ends_with("\nTRUNCATED\n"));
+        assert!(fence_balanced(&t));
+        assert_eq!(truncate_markdown("small", 10, "x"), "small");
+    }
+
+    #[test]
+    fn workflow_command_escaping() {
+        assert_eq!(escape_data("50% done\r\nnext"), "50%25 done%0D%0Anext");
+        assert_eq!(escape_property("a:b,c%"), "a%3Ab%2Cc%25");
+    }
+
+    #[test]
+    fn outputs_use_heredoc_with_a_fresh_delimiter() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("out");
+        write_outputs(&p, &[("verdict", "pass"), ("release-digests", "{\"a\":\"sha256:1\"}\nsecond line")]).unwrap();
+        let t = std::fs::read_to_string(&p).unwrap();
+        let mut lines = t.lines();
+        let first = lines.next().unwrap();
+        let (k, d) = first.split_once("<<").unwrap();
+        assert_eq!(k, "verdict");
+        assert!(d.starts_with("ghadelimiter_"));
+        assert_eq!(lines.next(), Some("pass"));
+        assert_eq!(lines.next(), Some(d));
+        assert!(t.contains("second line\n"));
+    }
+
+    #[test]
+    fn manifest_diff_is_unified() {
+        let d = manifest_diff(Some("a: 1\nb: 2\n"), "a: 1\nb: 3\n", "manifest diff for x/release.yaml");
+        assert_eq!(d.lang, "diff");
+        assert_eq!(d.title, "manifest diff for x/release.yaml");
+        assert!(d.body.starts_with("--- base\n+++ head\n"), "{}", d.body);
+        assert!(d.body.contains("-b: 2\n+b: 3"), "{}", d.body);
+        let new = manifest_diff(None, "a: 1\n", "n.yaml");
+        assert!(new.body.contains("--- /dev/null") && new.body.contains("+a: 1"));
+        assert!(manifest_diff(Some("a\n"), "a\n", "t").body.contains("unchanged"));
+    }
+
+    #[test]
+    fn env_debug_hides_token() {
+        let e = GithubEnv { token: Some("ghs_topsecretvalue".into()), ..Default::default() };
+        assert!(!format!("{e:?}").contains("topsecret"));
+        assert_eq!(e.scrub("x ghs_topsecretvalue y"), "x *** y");
+    }
+}

@@ -1,0 +1,42 @@
+//! `bundlegate preflight`: gather cluster state (snapshot file or live,
+//! read-only) and run the pure preflight checks for one bundle.
+
+use std::path::Path;
+
+use crate::adapters::cluster::{self, LiveScope};
+use crate::checks::preflight;
+use crate::diag::Overrides;
+use crate::report::{Severity, StepReport, Verdict};
+
+/// Gather cluster state (snapshot file or live, read-only) and run the pure
+/// preflight checks for one bundle.
+pub fn run(bundle: &Path, snapshot: Option<&Path>, live: bool, ov: &Overrides) -> StepReport {
+    let l = match crate::app::load_or_step(bundle, "preflight") {
+        Ok(l) => l,
+        Err(s) => return s,
+    };
+    let state = match (snapshot, live) {
+        (Some(p), _) => cluster::load_snapshot(p),
+        (None, true) => {
+            let claims: Vec<String> = l.bundle.spec.serving.volumes.iter().map(|v| v.claim_name.clone()).collect();
+            cluster::gather_live(&LiveScope { namespace: &l.bundle.metadata.namespace, claims: &claims })
+        }
+        (None, false) => Err(anyhow::anyhow!("preflight needs cluster state: --snapshot FILE or --live")),
+    };
+    let state = match state {
+        Ok(s) => s,
+        Err(e) => return StepReport::error("preflight", &l.display, &e),
+    };
+    let out = match preflight::preflight(&l, &state) {
+        Ok(o) => o,
+        Err(e) => return StepReport::error("preflight", &l.display, &anyhow::anyhow!("{}: {e}", l.display)),
+    };
+    let mut s = StepReport::new("preflight", &l.display);
+    s.diagnostics = ov.apply(out.diagnostics);
+    s.verdict = s.verdict_from_diagnostics();
+    debug_assert!(s.verdict != Verdict::Error);
+    s.summary = format!("{}; {} error(s), {} warning(s)", out.summary, s.count(Severity::Error), s.count(Severity::Warning));
+    s.tables.push(out.table);
+    s.data = out.data;
+    s
+}

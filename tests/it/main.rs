@@ -1,0 +1,12 @@
+//! One integration-test binary that drives the real `bundlegate` executable
+//! through temporary directories (like ripgrep's).
+
+mod support;
+
+mod canary;
+mod github_standin;
+mod lint;
+mod pr;
+mod preflight;
+mod render;
+mod verify;

@@ -1,0 +1,419 @@
+//! `bundlegate preflight`: the seeds' rollout failures replayed from
+//! `kubectl get … -o yaml` snapshots (tests/fixtures/preflight, examples/cluster),
+//! plus the live path against a stand-in API server.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use serde_json::{json, Value};
+
+use crate::support::*;
+
+fn fixture(name: &str) -> PathBuf {
+    repo().join("tests/fixtures/preflight").join(name)
+}
+
+fn preflight(ex: &Example, bundle: &Path, snapshot: &Path) -> Out {
+    ex.run(&["preflight", "--format", "json", bundle.to_str().unwrap(), "--snapshot", snapshot.to_str().unwrap()])
+}
+
+fn step(out: &Out) -> Value {
+    out.json()["steps"][0].clone()
+}
+
+fn text(d: &Value) -> String {
+    format!("{} | {} | {}", d["message"], d["evidence"], d["help"])
+}
+
+/// The v2 bundle as a CPU-only service (seed 001's lab): no GPU, no GPU
+/// nodeSelector/tolerations, 2 cores, optionally one volume.
+fn cpu_bundle(ex: &Example, volume_mode: Option<&str>) -> PathBuf {
+    ex.edit_v2(|v| {
+        *at(v, "spec.serving.resources") = yaml("requests: {cpu: \"2\", memory: 4Gi}\nlimits: {memory: 4Gi}");
+        let serving = at(v, "spec.serving").as_mapping_mut().unwrap();
+        serving.remove("nodeSelector");
+        serving.remove("tolerations");
+        if let Some(m) = volume_mode {
+            serving.insert("volumes".into(), yaml(&format!("- {{name: model-cache, claimName: model-cache, accessMode: {m}, mountPath: /cache}}")));
+        }
+    })
+}
+
+#[test]
+fn roomy_example_passes() {
+    let out = run(&["preflight", "--format", "json", "examples/llm-scratch/v2/release.yaml", "--snapshot", "examples/cluster/roomy.yaml"]);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    let s = step(&out);
+    assert_eq!(s["verdict"], "pass");
+    assert!(out.codes().is_empty(), "{}", out.stdout);
+    assert_eq!(s["data"]["rollout"]["surge"], 1);
+    assert_eq!(s["data"]["rollout"]["unavailable"], 0);
+    assert_eq!(s["data"]["eligibleNodes"], 2);
+    assert_eq!(s["data"]["newPodCapacity"], 1);
+    // The table shows the nodes with their free resources.
+    let rows = s["tables"][0]["rows"].as_array().unwrap();
+    assert!(rows.iter().any(|r| r[0] == "gpu-b" && r[1] == "yes"), "{rows:?}");
+}
+
+#[test]
+fn seed_002_single_gpu_node_fully_used() {
+    let out = run(&["preflight", "--format", "json", "examples/llm-scratch/v2/release.yaml", "--snapshot", "examples/cluster/single-gpu.yaml"]);
+    assert_eq!(out.code, 1, "{}", out.stdout);
+    assert_eq!(step(&out)["verdict"], "fail");
+    assert_eq!(out.codes(), vec!["BG201"]);
+    let d = out.diag("BG201");
+    assert_eq!(d["message"], "the new pod will stay Pending: 0/1 nodes have a free nvidia.com/gpu");
+    let t = text(&d);
+    assert!(t.contains("gpu-a: nvidia.com/gpu requested 1/1"), "{t}");
+    assert!(t.contains("llm-scratch-predictor-7d9f6c5b8d-x2kqp (current release of llm-scratch)"), "{t}");
+    assert!(t.contains("surge 1, unavailable 0"), "{t}");
+    assert!(t.contains("maxUnavailable: 1"), "help names the downtime way out: {t}");
+    assert!(t.contains("maintenance window"), "{t}");
+    assert!(d["span"]["line"].as_u64().is_some(), "points into the bundle: {d}");
+}
+
+#[test]
+fn seed_001_cpu_requests_at_96_percent() {
+    let ex = Example::new();
+    let b = cpu_bundle(&ex, None);
+    let out = preflight(&ex, &b, &fixture("cpu-96.yaml"));
+    assert_eq!(out.code, 1, "{}", out.stdout);
+    let d = out.diag("BG201");
+    assert_eq!(d["message"], "the new pod will stay Pending: Insufficient cpu: crc-node requests at 96% (12.5/13 cores)");
+    assert!(text(&d).contains("llm-scratch-predictor-6786d546b4-5tfgh"), "{d}");
+}
+
+#[test]
+fn accepting_downtime_turns_the_surge_into_a_replacement() {
+    // Same 96% node; maxSurge 0 / maxUnavailable 1 frees the old pod's 1.875 cores first.
+    let ex = Example::new();
+    let b = cpu_bundle(&ex, None);
+    edit_yaml(&b, |v| *at(v, "spec.serving.rollout") = yaml("{maxSurge: 0, maxUnavailable: 1, progressDeadlineSeconds: 600}"));
+    let out = preflight(&ex, &b, &fixture("cpu-96.yaml"));
+    // 2 cores needed, 0.5 free + 1.875 freed = 2.375: fits.
+    assert_eq!(out.code, 0, "{}", out.stdout);
+    assert_eq!(step(&out)["data"]["rollout"]["mode"], "replace");
+}
+
+#[test]
+fn bg203_rwop_claim_with_max_unavailable_zero_deadlocks() {
+    let ex = Example::new();
+    // The bundle declares ReadWriteOnce; the PVC in the cluster says ReadWriteOncePod and wins.
+    let b = cpu_bundle(&ex, Some("ReadWriteOnce"));
+    let out = preflight(&ex, &b, &fixture("rwop.yaml"));
+    assert_eq!(out.code, 1, "{}", out.stdout);
+    assert_eq!(out.codes(), vec!["BG203"]);
+    let d = out.diag("BG203");
+    let t = text(&d);
+    assert!(t.contains("it wins over the bundle's declared ReadWriteOnce"), "{t}");
+    assert!(t.contains("Available=True and Progressing=True until progressDeadlineSeconds (600s)"), "{t}");
+    assert_eq!(d["field"], "spec.serving.volumes[0].accessMode");
+}
+
+#[test]
+fn rwo_on_a_single_node_passes() {
+    let ex = Example::new();
+    let b = cpu_bundle(&ex, Some("ReadWriteOnce"));
+    let out = preflight(&ex, &b, &fixture("rwo-single-node.yaml"));
+    assert_eq!(out.code, 0, "{}", out.stdout);
+    assert!(!out.codes().contains(&"BG204".to_string()), "{}", out.stdout);
+    assert_eq!(step(&out)["data"]["volumes"][0]["accessMode"], "ReadWriteOnce");
+}
+
+#[test]
+fn bg204_rwo_with_two_eligible_nodes_warns() {
+    let ex = Example::new();
+    let b = cpu_bundle(&ex, Some("ReadWriteOnce"));
+    let out = preflight(&ex, &b, &fixture("rwo-two-nodes.yaml"));
+    // A warning: the step passes (exit 0) but says so.
+    assert_eq!(out.code, 0, "{}", out.stdout);
+    assert_eq!(out.codes(), vec!["BG204"]);
+    let d = out.diag("BG204");
+    assert_eq!(d["severity"], "warning");
+    let t = text(&d);
+    assert!(t.contains("worker-1") && t.contains("worker-2"), "{t}");
+    assert!(t.contains("kubernetes.io/hostname"), "{t}");
+    // Pinning the service to one node removes the risk.
+    edit_yaml(&b, |v| *at(v, "spec.serving.nodeSelector") = yaml("{kubernetes.io/hostname: worker-1}"));
+    let out = preflight(&ex, &b, &fixture("rwo-two-nodes.yaml"));
+    assert!(out.codes().is_empty(), "{}", out.stdout);
+}
+
+#[test]
+fn bg208_taint_without_toleration() {
+    let ex = Example::new();
+    let out = preflight(&ex, &ex.v2(), &fixture("taint.yaml"));
+    assert_eq!(out.code, 1, "{}", out.stdout);
+    assert_eq!(out.codes(), vec!["BG208"]);
+    let t = text(&out.diag("BG208"));
+    assert!(t.contains("gpu-a: excluded: untolerated taint dedicated=ml-team:NoSchedule"), "{t}");
+    assert!(t.contains("0/4 nodes are available"), "{t}");
+    // Tolerating it brings BG201 back: the GPU on gpu-a is taken, gpu-c is free.
+    ex.edit_v2(|v| {
+        at(v, "spec.serving.tolerations").as_sequence_mut().unwrap().push(yaml("{key: dedicated, operator: Equal, value: ml-team, effect: NoSchedule}"));
+    });
+    let out = preflight(&ex, &ex.v2(), &fixture("taint.yaml"));
+    assert_eq!(out.code, 0, "{}", out.stdout);
+}
+
+#[test]
+fn bg202_quota_exhausted() {
+    let ex = Example::new();
+    let out = preflight(&ex, &ex.v2(), &fixture("quota.yaml"));
+    assert_eq!(out.code, 1, "{}", out.stdout);
+    assert_eq!(out.codes(), vec!["BG202"]);
+    let t = text(&out.diag("BG202"));
+    assert!(t.contains("quota ai-lab/ai-lab-compute: requests.nvidia.com/gpu hard 1, used 1, the 1 new pod(s) need 1 more (headroom 0)"), "{t}");
+}
+
+#[test]
+fn bg201_terminating_pod_still_holds_the_gpu() {
+    let ex = Example::new();
+    let out = preflight(&ex, &ex.v2(), &fixture("terminating-gpu.yaml"));
+    assert_eq!(out.code, 1, "{}", out.stdout);
+    assert_eq!(out.codes(), vec!["BG201"]);
+    let d = out.diag("BG201");
+    assert_eq!(d["message"], "the new pod will stay Pending: 0/2 nodes have a free nvidia.com/gpu");
+    let t = text(&d);
+    assert!(t.contains("ai-lab/embedder-predictor-5f7c9d8b6-q8wzt (terminating: deletionTimestamp set, still holds"), "{t}");
+}
+
+#[test]
+fn bg205_pdb_allows_zero_disruptions() {
+    let ex = Example::new();
+    let out = preflight(&ex, &ex.v2(), &fixture("pdb.yaml"));
+    assert_eq!(out.codes(), vec!["BG205"]);
+    let d = out.diag("BG205");
+    assert_eq!(d["severity"], "warning");
+    assert!(text(&d).contains("minAvailable 1 with replicas 1 → desired healthy 1, disruptions allowed 0"), "{d}");
+    assert_eq!(out.code, 0);
+    // Two replicas with minAvailable 1 allow one disruption (and need two surge-free GPUs: gpu-b only has one).
+    ex.edit_v2(|v| *at(v, "spec.serving.replicas") = 2.into());
+    let out = preflight(&ex, &ex.v2(), &fixture("pdb.yaml"));
+    assert!(!out.codes().contains(&"BG205".to_string()), "{}", out.stdout);
+}
+
+#[test]
+fn bg206_liveness_kills_a_loading_pod() {
+    let ex = Example::new();
+    ex.edit_v2(|v| {
+        at(v, "spec.serving.probes").as_mapping_mut().unwrap().remove("startup");
+        *at(v, "spec.serving.rollout.progressDeadlineSeconds") = 100.into();
+    });
+    let out = preflight(&ex, &ex.v2(), &repo().join("examples/cluster/roomy.yaml"));
+    assert_eq!(out.code, 1, "{}", out.stdout);
+    let d = out.diag("BG206");
+    assert_eq!(d["message"], "the kubelet kills a loading pod after 30s but the measured p95 load time is 95s: predicted restart loop");
+    assert!(text(&d).contains("periodSeconds 10 × failureThreshold 3 = 30s"), "{d}");
+    assert_eq!(d["field"], "spec.serving.probes.liveness");
+    // The progress deadline reuses the lint code BG018.
+    let p = out.diag("BG018");
+    assert!(p["message"].as_str().unwrap().contains("progressDeadlineSeconds 100 is shorter than load time + scheduling (95s + 30s)"), "{p}");
+}
+
+#[test]
+fn bg207_unparseable_quantity_is_never_pass() {
+    let ex = Example::new();
+    let out = preflight(&ex, &ex.v2(), &fixture("bad-quantity.yaml"));
+    assert_eq!(out.code, 1, "{}", out.stdout);
+    let d = out.diag("BG207");
+    assert!(text(&d).contains("node gpu-b: status.allocatable.memory: `31.5 GiB` is not a Kubernetes quantity"), "{d}");
+    // gpu-b is the only node with a free GPU; unknown, it cannot host the surge pod.
+    assert!(out.codes().contains(&"BG201".to_string()), "{}", out.stdout);
+}
+
+/// Malformed or partial snapshots: exit 2, the file (and item) named, never PASS.
+#[test]
+fn malformed_snapshots_are_errors_naming_the_file() {
+    let ex = Example::new();
+    let cases: &[(&str, &str, &str)] = &[
+        ("garbage.yaml", "this: is: not: yaml: [", "garbage.yaml: not valid YAML"),
+        ("node.yaml", "apiVersion: v1\nkind: Node\nmetadata: {name: a}\n", "garbage"), // replaced below
+        ("empty.yaml", "", "empty.yaml: the snapshot is empty"),
+        (
+            "nokind.yaml",
+            "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Node\n  metadata: {name: a}\n- apiVersion: v1\n  metadata: {name: b}\n",
+            "nokind.yaml: items[1] has no `kind`",
+        ),
+        (
+            "nonodes.yaml",
+            "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Pod\n  metadata: {name: p, namespace: ai-lab}\n  spec: {containers: []}\n",
+            "nonodes.yaml: no Node objects",
+        ),
+        (
+            "badfield.json",
+            r#"{"apiVersion":"v1","kind":"List","items":[{"apiVersion":"v1","kind":"Node","metadata":{"name":"a"},"spec":{"taints":"none"}}]}"#,
+            "badfield.json: items[0] (Node a) spec.taints",
+        ),
+    ];
+    for (file, body, want) in cases {
+        let p = ex.path().join(file);
+        std::fs::write(&p, body).unwrap();
+        let out = preflight(&ex, &ex.v2(), &p);
+        assert_eq!(out.code, 2, "{file}: {}\n{}", out.stdout, out.stderr);
+        let s = step(&out);
+        assert_eq!(s["verdict"], "error", "{file}");
+        let summary = s["summary"].as_str().unwrap();
+        let want = if *file == "node.yaml" { "node.yaml: not a Kubernetes List (kind: Node)" } else { want };
+        assert!(summary.contains(want), "{file}: {summary}");
+    }
+}
+
+// ---- live path: a stand-in API server ----------------------------------------------------
+
+/// Answers the list endpoints from a snapshot fixture, recording every request line.
+struct StandIn {
+    port: u16,
+    requests: Arc<Mutex<Vec<String>>>,
+}
+
+fn list_of(items: &[Value], kind: &str, ns: Option<&str>) -> Value {
+    let items: Vec<Value> = items
+        .iter()
+        .filter(|i| i["kind"] == kind && ns.is_none_or(|ns| i["metadata"]["namespace"] == ns))
+        .cloned()
+        .collect();
+    let api = if kind == "PodDisruptionBudget" { "policy/v1" } else { "v1" };
+    json!({"apiVersion": api, "kind": format!("{kind}List"), "metadata": {"resourceVersion": "48213999"}, "items": items})
+}
+
+fn stand_in(snapshot: &Path) -> StandIn {
+    let doc: Value = serde_yaml_ng::from_str(&std::fs::read_to_string(snapshot).unwrap()).unwrap();
+    let items = doc["items"].as_array().unwrap().clone();
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let requests = Arc::new(Mutex::new(Vec::new()));
+    let rec = requests.clone();
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(mut conn) = conn else { continue };
+            let mut reader = BufReader::new(conn.try_clone().unwrap());
+            let mut line = String::new();
+            if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                continue;
+            }
+            let mut len = 0usize;
+            loop {
+                let mut h = String::new();
+                if reader.read_line(&mut h).unwrap_or(0) == 0 || h == "\r\n" {
+                    break;
+                }
+                if let Some(v) = h.to_ascii_lowercase().strip_prefix("content-length:") {
+                    len = v.trim().parse().unwrap_or(0);
+                }
+            }
+            let mut body = vec![0; len];
+            let _ = reader.read_exact(&mut body);
+            rec.lock().unwrap().push(line.trim().to_string());
+            let mut parts = line.split_whitespace();
+            let (method, target) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
+            let path = target.split('?').next().unwrap_or("");
+            let seg: Vec<&str> = path.trim_matches('/').split('/').collect();
+            let resp = match (method, seg.as_slice()) {
+                ("GET", ["api", "v1", "nodes"]) => Some(list_of(&items, "Node", None)),
+                ("GET", ["api", "v1", "pods"]) => Some(list_of(&items, "Pod", None)),
+                ("GET", ["api", "v1", "namespaces", ns, "persistentvolumeclaims"]) => Some(list_of(&items, "PersistentVolumeClaim", Some(ns))),
+                ("GET", ["api", "v1", "namespaces", ns, "resourcequotas"]) => Some(list_of(&items, "ResourceQuota", Some(ns))),
+                ("GET", ["apis", "policy", "v1", "namespaces", ns, "poddisruptionbudgets"]) => Some(list_of(&items, "PodDisruptionBudget", Some(ns))),
+                ("GET", ["api", "v1", "persistentvolumes", name]) => {
+                    items.iter().find(|i| i["kind"] == "PersistentVolume" && i["metadata"]["name"] == *name).cloned()
+                }
+                _ => None,
+            };
+            let (status, body) = match resp {
+                Some(v) => ("200 OK", v.to_string()),
+                None => ("404 Not Found", json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "NotFound", "code": 404}).to_string()),
+            };
+            let _ = write!(conn, "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len());
+        }
+    });
+    StandIn { port, requests }
+}
+
+fn kubeconfig(dir: &Path, port: u16) -> PathBuf {
+    let p = dir.join("kubeconfig");
+    std::fs::write(
+        &p,
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: standin\n  cluster:\n    server: http://127.0.0.1:{port}\ncontexts:\n- name: standin\n  context:\n    cluster: standin\n    user: viewer\n    namespace: ai-lab\ncurrent-context: standin\nusers:\n- name: viewer\n  user:\n    token: read-only-test-token\n"
+        ),
+    )
+    .unwrap();
+    p
+}
+
+fn live(ex: &Example, bundle: &Path, snapshot: &Path) -> (Out, Vec<String>) {
+    let server = stand_in(snapshot);
+    let kc = kubeconfig(ex.path(), server.port);
+    let out = run_in(
+        ex.path(),
+        &["preflight", "--format", "json", bundle.to_str().unwrap(), "--live"],
+        &[("KUBECONFIG", kc.to_str().unwrap()), ("KUBERNETES_SERVICE_HOST", ""), ("HOME", ex.path().to_str().unwrap())],
+    );
+    let reqs = server.requests.lock().unwrap().clone();
+    (out, reqs)
+}
+
+#[test]
+fn live_path_reads_the_cluster_with_get_only() {
+    let ex = Example::new();
+    let (out, reqs) = live(&ex, &ex.v2(), &repo().join("examples/cluster/single-gpu.yaml"));
+    assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
+    assert_eq!(out.codes(), vec!["BG201"]);
+    assert_eq!(out.diag("BG201")["message"], "the new pod will stay Pending: 0/1 nodes have a free nvidia.com/gpu");
+    assert!(step(&out)["data"]["source"].as_str().unwrap().starts_with("live http://127.0.0.1:"), "{}", out.stdout);
+    // Read-only: every request is a GET, and the ones we expect were made.
+    assert!(!reqs.is_empty());
+    assert!(reqs.iter().all(|r| r.starts_with("GET ")), "{reqs:?}");
+    for want in [
+        "/api/v1/nodes",
+        "/api/v1/pods",
+        "/api/v1/namespaces/ai-lab/persistentvolumeclaims",
+        "/api/v1/namespaces/ai-lab/resourcequotas",
+        "/apis/policy/v1/namespaces/ai-lab/poddisruptionbudgets",
+    ] {
+        assert!(reqs.iter().any(|r| r.split_whitespace().nth(1).unwrap_or("").starts_with(want)), "no GET {want} in {reqs:?}");
+    }
+}
+
+#[test]
+fn live_and_snapshot_agree_on_volumes() {
+    // RWOP through the live path: the PVC list and the PV get feed the same checks.
+    let ex = Example::new();
+    let b = cpu_bundle(&ex, Some("ReadWriteOnce"));
+    let (out, reqs) = live(&ex, &b, &fixture("rwop.yaml"));
+    assert_eq!(out.codes(), vec!["BG203"], "{}\n{}", out.stdout, out.stderr);
+    assert!(reqs.iter().any(|r| r.starts_with("GET /api/v1/persistentvolumes/pvc-3f1c")), "{reqs:?}");
+    assert!(reqs.iter().all(|r| r.starts_with("GET ")), "{reqs:?}");
+}
+
+#[test]
+fn live_path_unreachable_is_an_error() {
+    let ex = Example::new();
+    // A port nothing listens on.
+    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let kc = kubeconfig(ex.path(), port);
+    let out = run_in(
+        ex.path(),
+        &["preflight", "--format", "json", ex.v2().to_str().unwrap(), "--live"],
+        &[("KUBECONFIG", kc.to_str().unwrap()), ("HOME", ex.path().to_str().unwrap())],
+    );
+    assert_eq!(out.code, 2, "{}\n{}", out.stdout, out.stderr);
+    assert!(step(&out)["summary"].as_str().unwrap().contains("listing nodes"), "{}", out.stdout);
+}
+
+#[test]
+fn bg201_surge_that_fits_only_after_old_pods_go_is_a_warning() {
+    // replicas 4 → surge 1, unavailable 1: the surge pod does not fit on the 96% node,
+    // but removing one old pod (1.875 cores) frees enough; the rollout advances with 3 of 4.
+    let ex = Example::new();
+    let b = cpu_bundle(&ex, None);
+    edit_yaml(&b, |v| *at(v, "spec.serving.replicas") = 4.into());
+    let out = preflight(&ex, &b, &fixture("cpu-96.yaml"));
+    assert_eq!(out.code, 0, "{}", out.stdout);
+    let d = out.diag("BG201");
+    assert_eq!(d["severity"], "warning");
+    assert!(d["message"].as_str().unwrap().contains("serving with 3 of 4 replicas meanwhile"), "{d}");
+}

@@ -1,0 +1,134 @@
+//! Rendering: the right field for the declared KServe variant, the release
+//! digest on the pod template, strict templates, and the real CRD schema.
+
+use crate::support::*;
+use serde_json::Value;
+
+fn rendered(out: &Out) -> Vec<Value> {
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    serde_yaml_ng::Deserializer::from_str(&out.stdout)
+        .map(|d| serde::Deserialize::deserialize(d).unwrap())
+        .filter(|v: &Value| !v.is_null())
+        .collect()
+}
+
+fn crd_schema(rel: &str) -> Value {
+    let p = repo().join("../shared/reference").join(rel);
+    let text = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("reference schema {} missing: {e}", p.display()));
+    let crd: Value = serde_yaml_ng::from_str(&text).unwrap();
+    crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"].clone()
+}
+
+pub fn assert_valid_isvc(obj: &Value) {
+    let schema = crd_schema("kserve/serving.kserve.io_inferenceservices.yaml");
+    let v = jsonschema::validator_for(&schema).expect("CRD schema compiles");
+    let errors: Vec<String> = v.iter_errors(obj).map(|e| format!("{} at {}", e, e.instance_path)).collect();
+    assert!(errors.is_empty(), "rendered InferenceService violates the KServe CRD:\n{}", errors.join("\n"));
+}
+
+fn digest_of(ex: &Example) -> String {
+    ex.run(&["digest", "--format", "json", ex.v2().to_str().unwrap()]).json()["steps"][0]["data"]["releaseDigest"].as_str().unwrap().to_string()
+}
+
+#[test]
+fn kserve_custom_puts_storage_uri_in_container_env() {
+    let ex = Example::new();
+    let objs = rendered(&ex.run(&["render", ex.v2().to_str().unwrap()]));
+    assert_eq!(objs.len(), 1);
+    let isvc = &objs[0];
+    assert_eq!(isvc["kind"], "InferenceService");
+    assert!(isvc["spec"]["predictor"].get("model").is_none(), "custom variant must not grow a model: block");
+    let env = isvc["spec"]["predictor"]["containers"][0]["env"].as_array().unwrap();
+    let su = env.iter().find(|e| e["name"] == "STORAGE_URI").unwrap();
+    assert_eq!(su["value"], "file:../../store/llm-scratch/v2/");
+    assert_eq!(isvc["spec"]["predictor"]["annotations"]["bundlegate.dev/release-digest"], digest_of(&ex));
+    assert_eq!(isvc["spec"]["predictor"]["containers"][0]["resources"]["requests"]["nvidia.com/gpu"], "1");
+    assert_eq!(isvc["spec"]["predictor"]["containers"][0]["startupProbe"]["failureThreshold"], 18);
+    assert_valid_isvc(isvc);
+}
+
+#[test]
+fn kserve_modelspec_puts_storage_uri_in_model() {
+    let ex = Example::new();
+    ex.edit_v2(|v| {
+        *at(v, "spec.serving.format") = "kserve-modelspec".into();
+        *at(v, "spec.model.storageUri") = "s3://models/llm-scratch/v2/".into();
+    });
+    let objs = rendered(&ex.run(&["render", ex.v2().to_str().unwrap()]));
+    let isvc = &objs[0];
+    assert_eq!(isvc["spec"]["predictor"]["model"]["storageUri"], "s3://models/llm-scratch/v2/");
+    assert!(isvc["spec"]["predictor"].get("containers").is_none());
+    assert_eq!(isvc["spec"]["predictor"]["model"]["modelFormat"]["name"], "fastapi-torch");
+    assert_valid_isvc(isvc);
+}
+
+#[test]
+fn deployment_pod_template_carries_release_digest() {
+    let ex = Example::new();
+    ex.edit_v2(|v| *at(v, "spec.serving.format") = "deployment".into());
+    let objs = rendered(&ex.run(&["render", ex.v2().to_str().unwrap()]));
+    assert_eq!(objs.iter().map(|o| o["kind"].as_str().unwrap()).collect::<Vec<_>>(), vec!["Deployment", "Service"]);
+    let dep = &objs[0];
+    let d = digest_of(&ex);
+    assert_eq!(dep["spec"]["template"]["metadata"]["annotations"]["bundlegate.dev/release-digest"], d);
+    assert_eq!(dep["spec"]["strategy"]["rollingUpdate"]["maxSurge"], "25%");
+    assert_eq!(dep["spec"]["progressDeadlineSeconds"], 600);
+    // Any change to the bundle changes the pod template.
+    ex.edit_v2(|v| *at(v, "spec.generation.maxOutputTokens") = 1024.into());
+    let objs2 = rendered(&ex.run(&["render", ex.v2().to_str().unwrap()]));
+    assert_ne!(objs2[0]["spec"]["template"]["metadata"]["annotations"], dep["spec"]["template"]["metadata"]["annotations"]);
+}
+
+#[test]
+fn values_cannot_inject_yaml() {
+    let ex = Example::new();
+    ex.edit_v2(|v| {
+        *at(v, "spec.runtime.env") = yaml("{EVIL: \"x\\n  injected: true\\nkind: Secret\"}");
+    });
+    let objs = rendered(&ex.run(&["render", ex.v2().to_str().unwrap()]));
+    assert_eq!(objs.len(), 1);
+    assert_eq!(objs[0]["kind"], "InferenceService");
+    let env = objs[0]["spec"]["predictor"]["containers"][0]["env"].as_array().unwrap();
+    assert!(env.iter().any(|e| e["name"] == "EVIL" && e["value"].as_str().unwrap().contains("kind: Secret")));
+}
+
+#[test]
+fn out_dir_writes_a_file() {
+    let ex = Example::new();
+    let out = ex.run(&["render", "--format", "json", ex.v2().to_str().unwrap(), "--out", "manifests"]);
+    assert_eq!(out.code, 0, "{}", out.stdout);
+    let text = std::fs::read_to_string(ex.path().join("manifests/llm-scratch-v2.yaml")).unwrap();
+    assert!(text.contains("kind: InferenceService"));
+}
+
+#[test]
+fn strict_templates_reject_missing_values() {
+    let ex = Example::new();
+    let t = ex.path().join("tpl");
+    std::fs::create_dir_all(&t).unwrap();
+    std::fs::write(t.join("kserve-custom.yaml.hbs"), "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{name}}\n  labels: {app: {{nmae}}}\n").unwrap();
+    let out = ex.run(&["render", ex.v2().to_str().unwrap(), "--templates", t.to_str().unwrap()]);
+    assert_eq!(out.code, 2, "{}", out.stdout);
+    assert!(out.stdout.contains("nmae"), "{}", out.stdout);
+}
+
+#[test]
+fn user_templates_cannot_run_unknown_helpers() {
+    let ex = Example::new();
+    let t = ex.path().join("tpl");
+    std::fs::create_dir_all(&t).unwrap();
+    std::fs::write(t.join("kserve-custom.yaml.hbs"), "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{exec \"id\"}}\n").unwrap();
+    let out = ex.run(&["render", ex.v2().to_str().unwrap(), "--templates", t.to_str().unwrap()]);
+    assert_eq!(out.code, 2);
+}
+
+#[test]
+fn user_template_producing_nothing_is_an_error() {
+    let ex = Example::new();
+    let t = ex.path().join("tpl");
+    std::fs::create_dir_all(&t).unwrap();
+    std::fs::write(t.join("kserve-custom.yaml.hbs"), "{{!-- nothing --}}\n").unwrap();
+    let out = ex.run(&["render", ex.v2().to_str().unwrap(), "--templates", t.to_str().unwrap()]);
+    assert_eq!(out.code, 2);
+    assert!(out.stdout.contains("no Kubernetes objects"), "{}", out.stdout);
+}

@@ -1,0 +1,136 @@
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+pub fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+pub struct Out {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Out {
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.stdout).unwrap_or_else(|e| panic!("stdout is not JSON ({e}):\n{}\nstderr:\n{}", self.stdout, self.stderr))
+    }
+    /// Every diagnostic code in a JSON report.
+    pub fn codes(&self) -> Vec<String> {
+        let v = self.json();
+        let mut out = Vec::new();
+        for s in v["steps"].as_array().expect("steps") {
+            for d in s["diagnostics"].as_array().expect("diagnostics") {
+                out.push(d["code"].as_str().unwrap().to_string());
+            }
+        }
+        out
+    }
+    pub fn diag(&self, code: &str) -> Value {
+        let v = self.json();
+        for s in v["steps"].as_array().expect("steps") {
+            for d in s["diagnostics"].as_array().expect("diagnostics") {
+                if d["code"] == code {
+                    return d.clone();
+                }
+            }
+        }
+        panic!("no diagnostic {code} in:\n{}", self.stdout)
+    }
+}
+
+pub fn run_in(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Out {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_bundlegate"));
+    c.args(args).current_dir(dir).env_remove("RUST_LOG").env("NO_COLOR", "1");
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    let o = c.output().expect("run bundlegate");
+    Out {
+        code: o.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+    }
+}
+
+pub fn run(args: &[&str]) -> Out {
+    run_in(&repo(), args, &[])
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let t = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_dir(&e.path(), &t);
+        } else {
+            std::fs::copy(e.path(), &t).unwrap();
+        }
+    }
+}
+
+/// A private copy of the shipped example (bundles + local store).
+pub struct Example {
+    pub dir: tempfile::TempDir,
+}
+
+impl Example {
+    pub fn new() -> Example {
+        let dir = tempfile::tempdir().unwrap();
+        copy_dir(&repo().join("examples/llm-scratch"), &dir.path().join("llm-scratch"));
+        copy_dir(&repo().join("examples/store"), &dir.path().join("store"));
+        Example { dir }
+    }
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+    pub fn v1(&self) -> PathBuf {
+        self.path().join("llm-scratch/v1/release.yaml")
+    }
+    pub fn v2(&self) -> PathBuf {
+        self.path().join("llm-scratch/v2/release.yaml")
+    }
+    pub fn store(&self, version: &str) -> PathBuf {
+        self.path().join("store/llm-scratch").join(version)
+    }
+    /// Edit the v2 bundle as YAML.
+    pub fn edit_v2(&self, f: impl FnOnce(&mut serde_yaml_ng::Value)) -> PathBuf {
+        edit_yaml(&self.v2(), f);
+        self.v2()
+    }
+    pub fn run(&self, args: &[&str]) -> Out {
+        run_in(self.path(), args, &[])
+    }
+}
+
+pub fn edit_yaml(p: &Path, f: impl FnOnce(&mut serde_yaml_ng::Value)) {
+    let mut v: serde_yaml_ng::Value = serde_yaml_ng::from_str(&std::fs::read_to_string(p).unwrap()).unwrap();
+    f(&mut v);
+    std::fs::write(p, serde_yaml_ng::to_string(&v).unwrap()).unwrap();
+}
+
+/// `v["a"]["b"]` for a dotted path, creating nothing.
+pub fn at<'a>(v: &'a mut serde_yaml_ng::Value, path: &str) -> &'a mut serde_yaml_ng::Value {
+    let mut cur = v;
+    for seg in path.split('.') {
+        cur = match seg.parse::<usize>() {
+            Ok(i) => &mut cur[i],
+            Err(_) => &mut cur[seg],
+        };
+    }
+    cur
+}
+
+pub fn yaml(s: &str) -> serde_yaml_ng::Value {
+    serde_yaml_ng::from_str(s).unwrap()
+}
+
+/// Line (1-based) of the first line of `text` containing `needle`.
+pub fn line_of(text: &str, needle: &str) -> usize {
+    text.lines().position(|l| l.contains(needle)).map(|i| i + 1).unwrap_or_else(|| panic!("`{needle}` not in text"))
+}
