@@ -134,6 +134,23 @@ pub enum Command {
         #[command(flatten)]
         sev: SeverityArgs,
     },
+    /// Argo CD config-management plugin (CMP v2) entry points.
+    Argocd {
+        #[command(subcommand)]
+        cmd: ArgocdCmd,
+    },
+    /// After merge: watch the Argo CD Application and the real rollout.
+    Watch {
+        bundle: PathBuf,
+        #[command(flatten)]
+        args: WatchArgs,
+    },
+    /// Open a PR that restores the bundle's rollback target.
+    Revert {
+        bundle: PathBuf,
+        #[command(flatten)]
+        args: RevertArgs,
+    },
     /// List every diagnostic code (markdown: the docs/diagnostics.md text).
     Codes,
     /// Explain one diagnostic code.
@@ -173,4 +190,71 @@ pub struct CanaryArgs {
     /// Candidate base URL for the golden-set smoke (e.g. http://127.0.0.1:8080).
     #[arg(long)]
     pub endpoint: Option<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ArgocdCmd {
+    /// Write Kubernetes objects for the app's source path to stdout (CMP generate).
+    Generate {
+        /// Source path (default: the current directory, as Argo CD runs it).
+        #[arg(long)]
+        path: Option<PathBuf>,
+    },
+    /// Exit 0 when the source path holds a release bundle (CMP discover).
+    Discover {
+        #[arg(long)]
+        path: Option<PathBuf>,
+    },
+    /// Print the plugin's parameter announcement JSON (CMP parameters.dynamic).
+    Parameters {
+        #[arg(long)]
+        path: Option<PathBuf>,
+    },
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct WatchArgs {
+    /// Argo CD Application name.
+    #[arg(long)]
+    pub app: String,
+    /// Namespace of the Application (Argo CD's namespace).
+    #[arg(long, default_value = "argocd")]
+    pub app_namespace: String,
+    /// The merge commit that must be synced.
+    #[arg(long, env = "GITHUB_SHA")]
+    pub revision: Option<String>,
+    /// Give up after this long (e.g. 15m).
+    #[arg(long, default_value = "15m")]
+    pub timeout: String,
+    /// Base URL of the service (identity endpoint and health probe).
+    #[arg(long)]
+    pub service_url: Option<String>,
+    /// Health probe interval for downtime measurement (e.g. 300ms).
+    #[arg(long, default_value = "300ms")]
+    pub probe_interval: String,
+    /// Open a revert PR when a gate fails.
+    #[arg(long)]
+    pub revert: bool,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct RevertArgs {
+    /// Git repository holding the bundle (default: current directory).
+    #[arg(long, default_value = ".")]
+    pub repo: PathBuf,
+    /// Remote to push the revert branch to.
+    #[arg(long, default_value = "origin")]
+    pub remote: String,
+    /// Base branch for the revert PR.
+    #[arg(long, default_value = "main")]
+    pub base: String,
+    /// Evidence (a JSON report file, e.g. from `watch --format json`) for the PR body.
+    #[arg(long)]
+    pub evidence: Option<PathBuf>,
+    /// Ignore failures older than this (e.g. 20m).
+    #[arg(long, default_value = "20m")]
+    pub max_age: String,
+    /// When the failure was observed (RFC 3339; default now).
+    #[arg(long)]
+    pub failed_at: Option<String>,
 }

@@ -115,6 +115,18 @@ codes! {
         "No samples for a gate's metric; no data is never a pass (Flagger counts it as a failed check)."),
     GoldenFailed => ("BG304", "golden-sample-failed", "canary", Error,
         "A golden request got an invalid answer (invalid JSON, wrong finish reason, length or latency out of bounds)."),
+
+    // ---- rollout truth (watch, revert, verify-serving) -------------------------------
+    RolloutIncomplete => ("BG501", "rollout-incomplete", "watch", Error,
+        "Ready pods still run the previous release, a new pod is Pending or crash-looping, or the pods' source URI is not the bundle's; Argo and the Deployment can read green in this state (seed 001: four green signals)."),
+    IdentityMismatch => ("BG502", "identity-mismatch", "watch", Error,
+        "The service reports a digest other than the bundle's, or reports itself unregistered (seed 001, check four)."),
+    DowntimeMeasured => ("BG503", "downtime-measured", "watch", Error,
+        "The health probe failed during the rollout; zero downtime is a measurement, not a claim (seed 001: 208 ok / 42 fail after `delete pod -l`)."),
+    ArgoNotSynced => ("BG504", "argo-not-synced", "watch", Error,
+        "Argo CD has not finished a successful sync of the merge commit; its health status alone is not evidence (it reads Progressing, even Healthy, while the new pod is Pending)."),
+    RollbackTargetUnverified => ("BG505", "rollback-target-unverified", "watch", Error,
+        "The previous bundle's artifacts must be complete and readable before rolling back to it; otherwise take the degrade path (seed 002 decision card)."),
 }
 
 impl Code {

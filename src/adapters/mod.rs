@@ -6,3 +6,4 @@ pub mod cluster;
 pub mod prom;
 pub mod git;
 pub mod github;
+pub mod rollout;

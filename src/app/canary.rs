@@ -238,7 +238,7 @@ pub async fn analyze(l: &Loaded, args: &CanaryArgs, ov: &Overrides) -> StepRepor
     let count = |v: GateVerdict| outcomes.iter().filter(|o| o.verdict == v).count();
     let downgraded = if s.verdict == Verdict::Pass && not_passed > 0 { format!(" ({not_passed} gate(s) did not pass; their codes were downgraded by configuration)") } else { String::new() };
     s.summary = format!(
-        "{} of {} gate(s) passed, {} failed, {} inconclusive, {} without data over {} ({} mode; candidate {{{}}} vs baseline {{{}}}); golden set: {}{}. Action: {} — {} Watch next: {}",
+        "{} of {} gate(s) passed, {} failed, {} inconclusive, {} without data over {} ({} mode; candidate {{{}}} vs baseline {{{}}}); golden set: {}{}. Action: {} — {}. Watch next: {}.",
         count(GateVerdict::Pass),
         outcomes.len(),
         count(GateVerdict::Fail),
@@ -251,8 +251,8 @@ pub async fn analyze(l: &Loaded, args: &CanaryArgs, ov: &Overrides) -> StepRepor
         golden_note,
         downgraded,
         action.action,
-        action.precondition,
-        action.watch_next
+        action.precondition.trim_end_matches('.'),
+        action.watch_next.trim_end_matches('.')
     );
     s.tables.push(traffic.table(&candidate_sel, &baseline_sel));
     s.data = json!({

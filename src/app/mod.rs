@@ -1,10 +1,12 @@
 //! Wire each command to loading, adapters and checks; every command returns
 //! one [`Report`].
 
+pub mod argocd;
 pub mod canary;
 pub mod pr;
 pub mod preflight;
 pub mod verify;
+pub mod watch;
 
 use std::path::{Path, PathBuf};
 
@@ -88,6 +90,9 @@ pub fn run(cli: Cli) -> Result<Report> {
             let inputs = crate::pipeline::Inputs { bundles, snapshot, base, head, repo, prometheus, overrides: ov };
             crate::pipeline::run_file(&pipeline, &inputs)
         }
+        Command::Argocd { cmd } => argocd::run(cmd),
+        Command::Watch { bundle, args } => watch::watch(&bundle, &args),
+        Command::Revert { bundle, args } => watch::revert(&bundle, &args),
         Command::Codes => {
             let mut r = Report::new("codes");
             let mut s = StepReport::new("codes", "bundlegate");

@@ -650,7 +650,10 @@ pub fn evaluate_gate(g: &GateInput) -> GateOutcome {
 }
 
 pub fn fmt_p(p: f64) -> String {
-    if p < 1e-4 {
+    if p == 0.0 {
+        // Below f64's range: say so instead of printing a fake exact zero.
+        "< 1e-300".into()
+    } else if p < 1e-4 {
         format!("{p:.1e}")
     } else {
         format!("{p:.4}")

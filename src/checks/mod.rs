@@ -3,4 +3,5 @@
 pub mod canary;
 pub mod lint;
 pub mod preflight;
+pub mod rollout;
 pub mod verify;

@@ -875,7 +875,7 @@ pub fn preflight(l: &Loaded, st: &ClusterState) -> Result<Outcome, String> {
             // Quota admission rejects a pod that omits a resource the quota constrains.
             if per_pod == 0 && which.is_some() && (res == "cpu" || res == "memory") {
                 short.push(format!(
-                    "quota {}/{} constrains {key} but the pod sets no {} {res}: the API server rejects it (must specify {key})",
+                    "quota {}/{} constrains {key} but the pod sets no {} {res}: the API server rejects it (must specify {key}) unless a LimitRange in the namespace supplies a default",
                     q.namespace,
                     q.name,
                     if which == Some(Which::Limits) { "limit for" } else { "request for" }

@@ -3,6 +3,7 @@
 
 mod support;
 
+mod argocd;
 mod canary;
 mod github_standin;
 mod lint;
@@ -10,3 +11,4 @@ mod pr;
 mod preflight;
 mod render;
 mod verify;
+mod watch;

@@ -426,3 +426,77 @@ async fn in_memory_store_hashes_and_lists_by_segment() {
     let h = v1.hash(&l[0], Arc::new(|_| {})).await.unwrap();
     assert_eq!(h, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
 }
+
+// ---- a misbehaving S3 endpoint: truncated bodies --------------------------------
+// s3s-fs cannot be made to cut a response short, so this stand-in speaks just
+// enough S3 (ListObjectsV2 + GET) to send a body shorter than its
+// Content-Length, which is what a dropped connection looks like.
+
+fn truncating_s3(key: &'static str, size: usize) -> (u16, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use std::io::{BufRead, BufReader, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let gets = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let g = gets.clone();
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(mut conn) = conn else { continue };
+            let mut reader = BufReader::new(conn.try_clone().unwrap());
+            let mut first = String::new();
+            if reader.read_line(&mut first).is_err() {
+                continue;
+            }
+            loop {
+                let mut h = String::new();
+                if reader.read_line(&mut h).is_err() || h == "\r\n" || h.is_empty() {
+                    break;
+                }
+            }
+            let target = first.split_whitespace().nth(1).unwrap_or("/").to_string();
+            if target.contains("list-type=2") {
+                let body = format!(
+                    "<?xml version=\"1.0\" encoding=\"UTF-8\"?><ListBucketResult xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Name>models</Name><Prefix>llm/v2/</Prefix><KeyCount>1</KeyCount><MaxKeys>1000</MaxKeys><IsTruncated>false</IsTruncated><Contents><Key>llm/v2/{key}</Key><LastModified>2026-12-01T00:00:00.000Z</LastModified><ETag>&quot;e1&quot;</ETag><Size>{size}</Size><StorageClass>STANDARD</StorageClass></Contents></ListBucketResult>"
+                );
+                let _ = write!(conn, "HTTP/1.1 200 OK\r\nContent-Type: application/xml\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len());
+            } else {
+                g.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let _ = write!(
+                    conn,
+                    "HTTP/1.1 200 OK\r\nContent-Length: {size}\r\nETag: \"e1\"\r\nLast-Modified: Tue, 01 Dec 2026 00:00:00 GMT\r\nConnection: close\r\n\r\n"
+                );
+                let _ = conn.write_all(&vec![0u8; size / 2]);
+                // Drop the connection mid-body.
+            }
+        }
+    });
+    (port, gets)
+}
+
+#[test]
+fn truncated_stream_is_retried_then_exit_2_naming_the_object() {
+    let (port, gets) = truncating_s3("ckpt.pt", 6144);
+    let ex = Example::new();
+    ex.edit_v2(|v| {
+        *at(v, "spec.model.storageUri") = "s3://models/llm/v2/".into();
+        let arts = at(v, "spec.model.artifacts").as_sequence_mut().unwrap();
+        arts.truncate(1);
+    });
+    let endpoint = format!("http://127.0.0.1:{port}");
+    let out = run_in(
+        ex.path(),
+        &["verify", "--format", "json", ex.v2().to_str().unwrap()],
+        &[
+            ("AWS_ACCESS_KEY_ID", "k"),
+            ("AWS_SECRET_ACCESS_KEY", "s"),
+            ("AWS_DEFAULT_REGION", "us-east-1"),
+            ("AWS_ENDPOINT_URL", &endpoint),
+            ("AWS_ALLOW_HTTP", "true"),
+        ],
+    );
+    assert_eq!(out.code, 2, "{}\n{}", out.stdout, out.stderr);
+    let d = out.diag("BG106");
+    assert!(d["message"].as_str().unwrap().contains("ckpt.pt"), "{d}");
+    assert_eq!(d["evidence"].as_array().unwrap().len(), 3, "three retries are reported: {d}");
+    assert_eq!(status_of(&out, "ckpt.pt"), "UNREADABLE");
+    assert!(gets.load(std::sync::atomic::Ordering::SeqCst) >= 4);
+}

@@ -1,0 +1,69 @@
+//! Times bundlegate's canary statistics on large inputs so
+//! `bench/canary-stats.py` can compare them with scipy (same data, same
+//! tests). Usage: canary_stats_bench X.f64 Y.f64 BOUNDS.f64 — little-endian
+//! f64 files written by the script. Prints one JSON object.
+
+use std::time::Instant;
+
+use bundlegate::checks::canary as c;
+
+fn read_f64(path: &str) -> Vec<f64> {
+    let b = std::fs::read(path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    b.chunks_exact(8).map(|ch| f64::from_le_bytes(ch.try_into().expect("8 bytes"))).collect()
+}
+
+/// Best of `reps` runs, in seconds, and the last result.
+fn time<T>(reps: usize, mut f: impl FnMut() -> T) -> (f64, T) {
+    let mut best = f64::INFINITY;
+    let mut out = None;
+    for _ in 0..reps {
+        let t = Instant::now();
+        let r = f();
+        best = best.min(t.elapsed().as_secs_f64());
+        out = Some(r);
+    }
+    (best, out.expect("reps > 0"))
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if args.len() != 4 {
+        eprintln!("usage: canary_stats_bench X.f64 Y.f64 BOUNDS.f64");
+        std::process::exit(2);
+    }
+    let (x, y, bounds) = (read_f64(&args[1]), read_f64(&args[2]), read_f64(&args[3]));
+
+    let (t_mwu, mwu) = time(3, || c::mann_whitney_u(&x, &y));
+
+    // Binned: bucket counts per `le` (+Inf last), as Prometheus would have them.
+    let bin = |v: &[f64]| {
+        let mut counts = vec![0f64; bounds.len() + 1];
+        for s in v {
+            counts[bounds.partition_point(|b| b < s)] += 1.0;
+        }
+        counts
+    };
+    // Timed on the bucket counts only: that is what the canary has (scipy is
+    // handed the pre-binned values too).
+    let (cx, cy) = (bin(&x), bin(&y));
+    let (t_binned, binned) = time(3, || c::mann_whitney_binned(&cx, &cy));
+
+    // Error counts: a value above 1.0 counts as an error (about 1% here).
+    let ex = x.iter().filter(|v| **v > 1.0).count() as u64;
+    let ey = y.iter().filter(|v| **v > 1.0).count() as u64;
+    let (nx, ny) = (x.len() as u64, y.len() as u64);
+    let (t_z, z) = time(20, || c::two_proportion_z(ex as f64, nx as f64, ey as f64, ny as f64));
+    let (t_fisher, fisher) = time(3, || c::fisher_exact_greater(ex, nx, ey, ny));
+
+    println!(
+        "{}",
+        serde_json::json!({
+            "n": [nx, ny],
+            "errors": [ex, ey],
+            "mannWhitney": {"seconds": t_mwu, "u": mwu.statistic, "p": mwu.p_value},
+            "mannWhitneyBinned": {"seconds": t_binned, "u": binned.statistic, "p": binned.p_value},
+            "zTest": {"seconds": t_z, "z": z.statistic, "p": z.p_value},
+            "fisher": {"seconds": t_fisher, "p": fisher.p_value},
+        })
+    );
+}

@@ -1,0 +1,1 @@
+//! Tests for argocd (owned by the argocd work).

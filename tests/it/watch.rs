@@ -1,0 +1,1 @@
+//! Tests for watch (owned by the watch work).
