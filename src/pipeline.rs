@@ -99,7 +99,7 @@ pub struct StepOptions {
     /// render: show the base→head manifest diff (PR mode).
     #[serde(default)]
     pub diff: Option<bool>,
-    /// render: template folder (logic-less; relative to the pipeline file).
+    /// render: template folder (logic-less; relative to the working directory, like every path option).
     #[serde(default)]
     pub templates: Option<PathBuf>,
     /// verify/audit: concurrent reads.
@@ -111,7 +111,7 @@ pub struct StepOptions {
     /// audit: re-hash everything.
     #[serde(default)]
     pub deep: Option<bool>,
-    /// preflight: snapshot file (relative to the pipeline file); `--snapshot` wins.
+    /// preflight: snapshot file (relative to the working directory); `--snapshot` wins.
     #[serde(default)]
     pub snapshot: Option<PathBuf>,
     /// canary: analysis window.
@@ -156,7 +156,7 @@ struct Target {
     base_text: Option<String>,
 }
 
-fn select(p: &Pipeline, pipeline_path: &Path, inputs: &Inputs) -> Result<(Vec<Target>, Option<StepReport>)> {
+fn select(p: &Pipeline, inputs: &Inputs) -> Result<(Vec<Target>, Option<StepReport>)> {
     if !inputs.bundles.is_empty() {
         return Ok((inputs.bundles.iter().map(|b| Target { path: b.clone(), base_text: None }).collect(), None));
     }
@@ -184,7 +184,7 @@ fn select(p: &Pipeline, pipeline_path: &Path, inputs: &Inputs) -> Result<(Vec<Ta
             Ok((out, Some(note)))
         }
         Some(SelectFrom::All) => {
-            let root = p.spec.bundles.as_ref().and_then(|b| b.root.clone()).map(|r| rel_to(pipeline_path, &r)).unwrap_or_else(|| inputs.repo.clone());
+            let root = p.spec.bundles.as_ref().and_then(|b| b.root.clone()).map(|r| r).unwrap_or_else(|| inputs.repo.clone());
             let found = crate::app::verify::find_bundles(&root)?;
             Ok((found.into_iter().map(|path| Target { path, base_text: None }).collect(), None))
         }
@@ -192,23 +192,11 @@ fn select(p: &Pipeline, pipeline_path: &Path, inputs: &Inputs) -> Result<(Vec<Ta
     }
 }
 
-fn rel_to(pipeline: &Path, p: &Path) -> PathBuf {
-    if p.is_absolute() {
-        p.to_path_buf()
-    } else {
-        // Pipeline options are relative to the current directory (the repo
-        // root in CI), like every other path argument.
-        let _ = pipeline;
-        p.to_path_buf()
-    }
-}
-
 pub fn run_file(pipeline_path: &Path, inputs: &Inputs) -> Result<Report> {
     let p = load(pipeline_path)?;
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     let mut report = Report::new(format!("run {}", p.metadata.name));
-    let (targets, note) = select(&p, pipeline_path, inputs)?;
-    let no_targets = targets.is_empty();
+    let (targets, note) = select(&p, inputs)?;
     if let Some(n) = note {
         report.push(n);
     }
@@ -229,7 +217,7 @@ pub fn run_file(pipeline_path: &Path, inputs: &Inputs) -> Result<Report> {
             let s = if let Some(why) = &stopped {
                 StepReport::not_run(name, &loaded.display, format!("skipped: {why} failed and its pipeline step says onFailure: stop"))
             } else {
-                run_step(&rt, step, &loaded, t, inputs, pipeline_path)
+                run_step(&rt, step, &loaded, t, inputs)
             };
             if step.on_failure == OnFailure::Stop && matches!(s.verdict, Verdict::Fail | Verdict::Error | Verdict::Inconclusive) && stopped.is_none() {
                 stopped = Some(name.to_string());
@@ -248,12 +236,8 @@ pub fn run_file(pipeline_path: &Path, inputs: &Inputs) -> Result<Report> {
                 }
             }
             StepKind::Comment => {
-                let s = if no_targets && report.steps.iter().all(|s| s.verdict == Verdict::NotRun) {
-                    // Still tell the PR that nothing needed checking.
-                    crate::app::pr::github_step(&report)
-                } else {
-                    crate::app::pr::github_step(&report)
-                };
+                // Posted even when no bundle changed, so the PR says so.
+                let s = crate::app::pr::github_step(&report);
                 push_step(&mut report, step, s);
             }
             _ => {}
@@ -288,12 +272,12 @@ fn verify_opts(step: &Step) -> VerifyOpts {
     VerifyOpts { jobs: step.with.jobs.unwrap_or(4), deny_extra: step.with.deny_extra.unwrap_or(false), progress: "auto".into() }
 }
 
-fn run_step(rt: &tokio::runtime::Runtime, step: &Step, l: &Loaded, t: &Target, inputs: &Inputs, pipeline_path: &Path) -> StepReport {
+fn run_step(rt: &tokio::runtime::Runtime, step: &Step, l: &Loaded, t: &Target, inputs: &Inputs) -> StepReport {
     let ov = &inputs.overrides;
     match step.name {
         StepKind::Lint => crate::app::lint_loaded(l, ov),
         StepKind::Render => {
-            let src = step.with.templates.as_ref().map(|d| TemplateSource::Dir(rel_to(pipeline_path, d))).unwrap_or_default();
+            let src = step.with.templates.as_ref().map(|d| TemplateSource::Dir(d.clone())).unwrap_or_default();
             let mut s = crate::app::render_loaded(l, &src, None);
             if s.verdict == Verdict::Pass && step.with.diff.unwrap_or(true) {
                 let head_yaml = s.details.first().map(|d| d.body.clone()).unwrap_or_default();
@@ -312,7 +296,7 @@ fn run_step(rt: &tokio::runtime::Runtime, step: &Step, l: &Loaded, t: &Target, i
         }
         StepKind::Verify => rt.block_on(crate::app::verify::verify_loaded(l, &verify_opts(step), ov, None)),
         StepKind::Preflight => {
-            let snap = inputs.snapshot.clone().or_else(|| step.with.snapshot.as_ref().map(|p| rel_to(pipeline_path, p)));
+            let snap = inputs.snapshot.clone().or_else(|| step.with.snapshot.clone());
             match snap {
                 Some(sn) => crate::app::preflight::run(&l.path, Some(&sn), false, ov),
                 None => StepReport::not_run("preflight", &l.display, "no cluster state: pass --snapshot FILE (kubectl get … -o yaml) to check surge capacity, quotas and volumes"),

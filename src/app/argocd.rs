@@ -1,9 +1,512 @@
-//! Argo CD CMP v2 (issue #8). OWNED BY THE ARGOCD WORK: replace this stub.
-use anyhow::Result;
+//! Argo CD config-management plugin, CMP v2 (issue #8).
+//!
+//! Argo runs these commands inside the sidecar, in the application's source
+//! path, with the app's context in the environment. The contract that matters:
+//!
+//! - `generate` writes ONLY Kubernetes objects to stdout. Every failure returns
+//!   `Err`, so main prints `error: …` on stderr (Argo shows it in the UI) and
+//!   exits 2 with nothing on stdout. An empty stream is never a success: with
+//!   auto-sync + prune, empty output deletes every resource of the app.
+//! - Argo does not send announced defaults, so every default announced by
+//!   `parameters` is applied here when a parameter is absent.
+//! - `discover` prints the bundle path on a match and nothing otherwise, and
+//!   exits 0 either way: Argo's `find.command` decides on non-empty stdout and
+//!   treats a non-zero exit as a discovery *error*, not as "no match".
 
-use crate::cli::ArgocdCmd;
-use crate::report::Report;
+use std::collections::BTreeMap;
+use std::path::{Component, Path, PathBuf};
 
-pub fn run(_cmd: ArgocdCmd) -> Result<Report> {
-    anyhow::bail!("the Argo CD plugin is not implemented yet")
+use anyhow::{anyhow, bail, Context, Result};
+use serde_json::{json, Value};
+
+use crate::bundle::{self, Loaded};
+use crate::cli::{ArgocdCmd, SeverityArgs};
+use crate::config::Config;
+use crate::render::{Renderer, TemplateSource};
+use crate::report::{Report, Severity, StepReport};
+
+/// Annotation with the Git revision Argo rendered from.
+pub const ANNOTATION_GIT_REVISION: &str = "bundlegate.dev/git-revision";
+
+/// Bundle file looked for when the `bundle` parameter is absent.
+pub const DEFAULT_BUNDLE: &str = "release.yaml";
+
+/// One announced parameter. `default` is what `generate` applies when Argo
+/// sends nothing; an empty default means "take it from the bundle".
+struct ParamSpec {
+    name: &'static str,
+    title: &'static str,
+    tooltip: &'static str,
+    default: &'static str,
+}
+
+const PARAMS: &[ParamSpec] = &[
+    ParamSpec {
+        name: "bundle",
+        title: "Release bundle",
+        tooltip: "Path of the ReleaseBundle file, relative to the application's source path.",
+        default: DEFAULT_BUNDLE,
+    },
+    ParamSpec {
+        name: "namespace",
+        title: "Namespace override",
+        tooltip: "Namespace for every rendered object (empty: the bundle's metadata.namespace).",
+        default: "",
+    },
+    ParamSpec {
+        name: "replicas",
+        title: "Replicas override",
+        tooltip: "Replica count (empty: the bundle's spec.serving.replicas). Lint runs on the overridden value.",
+        default: "",
+    },
+    ParamSpec {
+        name: "templates",
+        title: "Template folder",
+        tooltip: "Folder inside the source path with <format>.yaml.hbs templates (empty: built-in templates).",
+        default: "",
+    },
+    ParamSpec {
+        name: "lint",
+        title: "Refuse on lint errors",
+        tooltip: "\"true\": refuse to render a bundle with error-severity lint findings. \"false\" renders anyway.",
+        default: "true",
+    },
+];
+
+/// The process environment as Argo set it (a map, so tests and callers can
+/// pass their own).
+#[derive(Debug, Clone, Default)]
+pub struct CmpEnv {
+    vars: BTreeMap<String, String>,
+}
+
+impl CmpEnv {
+    pub fn from_process() -> CmpEnv {
+        // Non-UTF-8 variables cannot be Argo's (it sets them from Go strings).
+        CmpEnv { vars: std::env::vars_os().filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?))).collect() }
+    }
+
+    pub fn from_pairs<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> CmpEnv {
+        CmpEnv { vars: pairs.into_iter().map(|(k, v)| (k.to_string(), v.to_string())).collect() }
+    }
+
+    fn get(&self, k: &str) -> Option<&str> {
+        self.vars.get(k).map(String::as_str).filter(|v| !v.is_empty())
+    }
+}
+
+/// Resolved parameters, with where each value came from (for error messages).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Params {
+    pub bundle: String,
+    pub namespace: Option<String>,
+    pub replicas: Option<u32>,
+    pub templates: Option<String>,
+    pub lint: bool,
+}
+
+impl Params {
+    /// Precedence: `ARGOCD_APP_PARAMETERS` (the structured source) >
+    /// `PARAM_<NAME>` > plugin env `ARGOCD_ENV_<NAME>` > announced default.
+    /// An empty string counts as absent: Argo's UI sends `""` for a cleared field.
+    pub fn from_env(env: &CmpEnv) -> Result<Params> {
+        let mut raw: BTreeMap<&'static str, (String, String)> = BTreeMap::new();
+        for spec in PARAMS {
+            let upper = spec.name.to_ascii_uppercase();
+            for src in [format!("ARGOCD_ENV_{upper}"), format!("PARAM_{upper}")] {
+                if let Some(v) = env.get(&src) {
+                    raw.insert(spec.name, (v.to_string(), src));
+                }
+            }
+        }
+        if let Some(text) = env.get("ARGOCD_APP_PARAMETERS") {
+            let list: Vec<Value> = serde_json::from_str(text).context("ARGOCD_APP_PARAMETERS is not a JSON array")?;
+            for p in list {
+                let name = p.get("name").and_then(Value::as_str).ok_or_else(|| anyhow!("ARGOCD_APP_PARAMETERS: an entry has no `name`: {p}"))?;
+                let spec = PARAMS.iter().find(|s| s.name == name).ok_or_else(|| {
+                    let known: Vec<&str> = PARAMS.iter().map(|s| s.name).collect();
+                    anyhow!("unknown plugin parameter `{name}` (known: {})", known.join(", "))
+                })?;
+                if p.get("array").is_some() || p.get("map").is_some() {
+                    bail!("plugin parameter `{name}` must be a string, not an array or map");
+                }
+                match p.get("string") {
+                    Some(Value::String(s)) if !s.is_empty() => {
+                        raw.insert(spec.name, (s.clone(), "ARGOCD_APP_PARAMETERS".into()));
+                    }
+                    Some(Value::String(_)) | None | Some(Value::Null) => {
+                        raw.remove(spec.name);
+                    }
+                    Some(other) => bail!("plugin parameter `{name}` must be a string, found {other}"),
+                }
+            }
+        }
+        let val = |name: &str| -> Option<&(String, String)> { raw.get(name) };
+        let default = |name: &str| PARAMS.iter().find(|s| s.name == name).map(|s| s.default).unwrap_or("");
+
+        let bundle = val("bundle").map(|(v, _)| v.clone()).unwrap_or_else(|| default("bundle").to_string());
+        let namespace = match val("namespace") {
+            Some((v, src)) => {
+                if !is_dns_label(v) {
+                    bail!("parameter `namespace` ({src}) = `{v}` is not a valid namespace name");
+                }
+                Some(v.clone())
+            }
+            None => None,
+        };
+        let replicas = match val("replicas") {
+            Some((v, src)) => Some(v.trim().parse::<u32>().map_err(|_| anyhow!("parameter `replicas` ({src}) = `{v}` is not a whole number"))?),
+            None => None,
+        };
+        let templates = val("templates").map(|(v, _)| v.clone());
+        let lint_raw = val("lint").map(|(v, s)| (v.as_str(), s.as_str())).unwrap_or((default("lint"), "default"));
+        let lint = match lint_raw.0.trim().to_ascii_lowercase().as_str() {
+            "true" | "yes" | "1" => true,
+            "false" | "no" | "0" => false,
+            other => bail!("parameter `lint` ({}) = `{other}` must be \"true\" or \"false\"", lint_raw.1),
+        };
+        Ok(Params { bundle, namespace, replicas, templates, lint })
+    }
+}
+
+fn is_dns_label(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 63
+        && s.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        && !s.starts_with('-')
+        && !s.ends_with('-')
+}
+
+pub fn run(cmd: ArgocdCmd) -> Result<Report> {
+    let env = CmpEnv::from_process();
+    match cmd {
+        ArgocdCmd::Generate { path } => {
+            let source = source_dir(path)?;
+            let g = generate(&source, &env)?;
+            let mut r = Report::new("argocd generate");
+            let mut s = StepReport::new("argocd-generate", &g.display);
+            s.summary = format!("{} object(s): {}", g.kinds.len(), g.kinds.join(", "));
+            s.data = json!({"objects": g.kinds.len(), "kinds": g.kinds, "releaseDigest": g.digest});
+            r.push(s);
+            // With the default `--format human` main prints exactly this: the
+            // stream Argo parses. Nothing else may reach stdout.
+            r.raw_human = Some(g.yaml);
+            Ok(r)
+        }
+        ArgocdCmd::Discover { path } => {
+            let source = source_dir(path)?;
+            let found = discover(&source, &env)?;
+            let mut r = Report::new("argocd discover");
+            let mut s = StepReport::new("argocd-discover", source.display().to_string());
+            s.summary = match &found {
+                Some(p) => format!("release bundle at {p}"),
+                None => "no release bundle".into(),
+            };
+            s.data = json!({"bundle": found});
+            r.push(s);
+            r.raw_human = Some(found.map(|p| p + "\n").unwrap_or_default());
+            Ok(r)
+        }
+        ArgocdCmd::Parameters { path } => {
+            let source = source_dir(path)?;
+            let ann = announcement(&source, &env);
+            let mut r = Report::new("argocd parameters");
+            let mut s = StepReport::new("argocd-parameters", source.display().to_string());
+            s.summary = format!("{} parameter(s)", PARAMS.len());
+            s.data = ann.clone();
+            r.push(s);
+            r.raw_human = Some(serde_json::to_string(&ann)? + "\n");
+            Ok(r)
+        }
+    }
+}
+
+fn source_dir(path: Option<PathBuf>) -> Result<PathBuf> {
+    let p = match path {
+        Some(p) => p,
+        None => std::env::current_dir().context("reading the current directory (the app's source path)")?,
+    };
+    p.canonicalize().with_context(|| format!("source path {} does not exist", p.display()))
+}
+
+/// `rel` resolved inside `root`, refusing anything that leaves it, lexically
+/// (`..`, absolute paths) or through symlinks. The repository under review
+/// chooses these values, so a parameter must not read files outside it.
+pub fn inside(root: &Path, rel: &str, what: &str) -> Result<PathBuf> {
+    let p = Path::new(rel);
+    if p.is_absolute() || p.components().any(|c| matches!(c, Component::ParentDir | Component::RootDir | Component::Prefix(_))) {
+        bail!("{what} `{rel}` must be a relative path inside the application's source path (no `..`, not absolute)");
+    }
+    let joined = root.join(p);
+    let real = joined.canonicalize().with_context(|| format!("{what} `{rel}` not found in the application's source path"))?;
+    if !real.starts_with(root) {
+        bail!("{what} `{rel}` resolves outside the application's source path (symlink to {})", real.display());
+    }
+    Ok(real)
+}
+
+/// What `generate` produced.
+pub struct Generated {
+    pub yaml: String,
+    pub kinds: Vec<String>,
+    pub digest: String,
+    pub display: String,
+}
+
+/// Path shown in messages: the repo-relative path when Argo tells us the
+/// source path, so the UI message points at the file in Git.
+fn display_path(env: &CmpEnv, rel: &str) -> String {
+    match env.get("ARGOCD_APP_SOURCE_PATH").map(|s| s.trim_matches('/')).filter(|s| !s.is_empty() && *s != ".") {
+        Some(sp) => format!("{sp}/{rel}"),
+        None => rel.to_string(),
+    }
+}
+
+pub fn generate(source: &Path, env: &CmpEnv) -> Result<Generated> {
+    let app = env.get("ARGOCD_APP_NAME").unwrap_or("(no ARGOCD_APP_NAME)");
+    let at = match (env.get("ARGOCD_APP_SOURCE_REPO_URL"), env.get("ARGOCD_APP_REVISION")) {
+        (Some(u), Some(r)) => format!(" from {u}@{r}"),
+        (None, Some(r)) => format!(" at {r}"),
+        _ => String::new(),
+    };
+    let ns = env.get("ARGOCD_APP_NAMESPACE").map(|n| format!("{n}/")).unwrap_or_default();
+    tracing::info!("argocd generate for Application {ns}{app}{at} in {}", source.display());
+    generate_inner(source, env).with_context(|| format!("bundlegate: cannot generate manifests for Application {ns}{app}{at}"))
+}
+
+fn generate_inner(source: &Path, env: &CmpEnv) -> Result<Generated> {
+    let params = Params::from_env(env)?;
+    let bundle_path = inside(source, &params.bundle, "bundle")?;
+    if !bundle_path.is_file() {
+        bail!("bundle `{}` is not a file", params.bundle);
+    }
+    let display = display_path(env, &params.bundle);
+    let text = std::fs::read_to_string(&bundle_path).with_context(|| format!("reading {display}"))?;
+    let mut l: Loaded = bundle::parse(&display, &bundle_path, text)?;
+
+    // Overrides change what is deployed, not which release it is: the digest
+    // stays the one computed from the bundle in Git.
+    if let Some(n) = &params.namespace {
+        l.bundle.metadata.namespace = n.clone();
+    }
+    if let Some(r) = params.replicas {
+        l.bundle.spec.serving.replicas = r;
+    }
+
+    if params.lint {
+        // Lint sees the overridden values: it checks what will run.
+        let cfg_path = env.get("BUNDLEGATE_CONFIG").map(PathBuf::from);
+        let ov = Config::load(cfg_path.as_deref())?.overrides(&SeverityArgs::default())?;
+        let step = crate::app::lint_loaded(&l, &ov);
+        for d in step.diagnostics.iter().filter(|d| d.severity == Severity::Warning) {
+            tracing::warn!("{}[{} {}]: {}", d.span.as_ref().map(|s| format!("{s}: ")).unwrap_or_default(), d.code, d.name, d.message);
+        }
+        let errors: Vec<String> = step
+            .diagnostics
+            .iter()
+            .filter(|d| d.severity == Severity::Error)
+            .map(|d| format!("  {}error[{} {}]: {}", d.span.as_ref().map(|s| format!("{s}: ")).unwrap_or_default(), d.code, d.name, d.message))
+            .collect();
+        if !errors.is_empty() {
+            bail!(
+                "refusing to render {display}: lint found {} error(s) (set plugin parameter lint=\"false\" to render anyway):\n{}",
+                errors.len(),
+                errors.join("\n")
+            );
+        }
+    }
+
+    let src = match &params.templates {
+        Some(t) => {
+            let dir = inside(source, t, "templates")?;
+            if !dir.is_dir() {
+                bail!("templates `{t}` is not a folder");
+            }
+            TemplateSource::Dir(dir)
+        }
+        None => TemplateSource::Builtin,
+    };
+    let rendered = Renderer::new(&src)?.render(&l)?;
+    let mut objects = rendered.objects;
+    let revision = env.get("ARGOCD_APP_REVISION");
+    for o in objects.iter_mut() {
+        if let Some(n) = &params.namespace {
+            // A user template may hard-code a namespace; the override wins
+            // wherever an object is namespaced at all.
+            if let Some(m) = o.get_mut("metadata").and_then(Value::as_object_mut) {
+                if m.contains_key("namespace") {
+                    m.insert("namespace".into(), Value::String(n.clone()));
+                }
+            }
+        }
+        if let Some(rev) = revision {
+            annotate_revision(o, rev);
+        }
+    }
+    // Renderer already refuses an empty stream; checked again here because an
+    // empty success is the one output that deletes the app under prune.
+    if objects.is_empty() {
+        bail!("rendering {display} produced no Kubernetes objects");
+    }
+    let mut yaml = String::new();
+    for o in &objects {
+        yaml.push_str("---\n");
+        yaml.push_str(&serde_yaml_ng::to_string(o)?);
+    }
+    let kinds = objects.iter().filter_map(|o| o.get("kind").and_then(Value::as_str).map(String::from)).collect();
+    Ok(Generated { yaml, kinds, digest: l.digest.clone(), display })
+}
+
+/// Put the Git revision on the object's own metadata, never on a pod
+/// template, so a docs-only commit does not roll pods. KServe objects are
+/// skipped: KServe copies InferenceService annotations into the predictor's
+/// Deployment / Knative revision, so there it WOULD roll pods.
+fn annotate_revision(o: &mut Value, rev: &str) {
+    let api = o.get("apiVersion").and_then(Value::as_str).unwrap_or("");
+    if api.starts_with("serving.kserve.io/") {
+        return;
+    }
+    let Some(meta) = o.get_mut("metadata").and_then(Value::as_object_mut) else { return };
+    let ann = meta.entry("annotations").or_insert_with(|| json!({}));
+    if ann.is_null() {
+        *ann = json!({});
+    }
+    if let Some(a) = ann.as_object_mut() {
+        a.insert(ANNOTATION_GIT_REVISION.into(), Value::String(rev.to_string()));
+    }
+}
+
+/// The bundle path (relative to the source path) when the source path holds
+/// a release bundle. Only apiVersion/kind are checked: a broken bundle must
+/// still match, so `generate` reports what is wrong instead of Argo falling
+/// back to applying the bundle file as a plain manifest.
+pub fn discover(source: &Path, env: &CmpEnv) -> Result<Option<String>> {
+    // Discovery may run without the app's parameters; a bad value means "use
+    // the default name", not a failed discovery.
+    let rel = Params::from_env(env).map(|p| p.bundle).unwrap_or_else(|_| DEFAULT_BUNDLE.to_string());
+    let Ok(path) = inside(source, &rel, "bundle") else { return Ok(None) };
+    if !path.is_file() {
+        return Ok(None);
+    }
+    let text = std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    Ok(looks_like_bundle(&text).then_some(rel))
+}
+
+fn looks_like_bundle(text: &str) -> bool {
+    match serde_yaml_ng::from_str::<Value>(text) {
+        Ok(v) => v.get("apiVersion").and_then(Value::as_str) == Some(bundle::API_VERSION) && v.get("kind").and_then(Value::as_str) == Some(bundle::KIND),
+        // Unparseable (or several documents): match on the header lines so
+        // the syntax error surfaces in `generate`.
+        Err(_) => {
+            let has = |k: &str, v: &str| text.lines().any(|l| l.trim_start().strip_prefix(k).map(|r| r.trim().trim_matches('"') == v).unwrap_or(false));
+            has("apiVersion:", bundle::API_VERSION) && has("kind:", bundle::KIND)
+        }
+    }
+}
+
+/// `parameters.dynamic` output: Argo's ParameterAnnouncement list. Defaults
+/// that come from the bundle are filled in when the bundle is readable, so the
+/// UI shows what will actually be applied.
+pub fn announcement(source: &Path, env: &CmpEnv) -> Value {
+    let rel = Params::from_env(env).map(|p| p.bundle).unwrap_or_else(|_| DEFAULT_BUNDLE.to_string());
+    let loaded = inside(source, &rel, "bundle").ok().and_then(|p| bundle::load(&p).ok());
+    let list: Vec<Value> = PARAMS
+        .iter()
+        .map(|s| {
+            let default = match (s.name, &loaded) {
+                ("bundle", _) => rel.clone(),
+                ("namespace", Some(l)) => l.bundle.metadata.namespace.clone(),
+                ("replicas", Some(l)) => l.bundle.spec.serving.replicas.to_string(),
+                _ => s.default.to_string(),
+            };
+            json!({
+                "name": s.name,
+                "title": s.title,
+                "tooltip": s.tooltip,
+                "required": false,
+                "itemType": "string",
+                "collectionType": "string",
+                "string": default,
+            })
+        })
+        .collect();
+    Value::Array(list)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn precedence_json_over_param_over_env_over_default() {
+        let env = CmpEnv::from_pairs([
+            ("ARGOCD_ENV_REPLICAS", "1"),
+            ("PARAM_REPLICAS", "2"),
+            ("PARAM_NAMESPACE", "from-param"),
+            ("ARGOCD_ENV_LINT", "false"),
+            ("ARGOCD_APP_PARAMETERS", r#"[{"name":"replicas","string":"3"}]"#),
+        ]);
+        let p = Params::from_env(&env).unwrap();
+        assert_eq!(p.replicas, Some(3));
+        assert_eq!(p.namespace.as_deref(), Some("from-param"));
+        assert!(!p.lint);
+        assert_eq!(p.bundle, DEFAULT_BUNDLE);
+    }
+
+    #[test]
+    fn defaults_when_nothing_is_sent() {
+        let p = Params::from_env(&CmpEnv::default()).unwrap();
+        assert_eq!(p, Params { bundle: "release.yaml".into(), namespace: None, replicas: None, templates: None, lint: true });
+    }
+
+    #[test]
+    fn bad_parameters_are_refused() {
+        for (k, v) in [
+            ("ARGOCD_APP_PARAMETERS", r#"[{"name":"replica","string":"3"}]"#),
+            ("ARGOCD_APP_PARAMETERS", r#"[{"name":"replicas","array":["3"]}]"#),
+            ("ARGOCD_APP_PARAMETERS", "not json"),
+            ("PARAM_REPLICAS", "three"),
+            ("PARAM_NAMESPACE", "Bad_NS"),
+            ("PARAM_LINT", "maybe"),
+        ] {
+            assert!(Params::from_env(&CmpEnv::from_pairs([(k, v)])).is_err(), "{k}={v} accepted");
+        }
+    }
+
+    #[test]
+    fn paths_must_stay_inside_the_source() {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path().canonicalize().unwrap();
+        std::fs::create_dir_all(root.join("app/tpl")).unwrap();
+        let app = root.join("app");
+        assert!(inside(&app, "tpl", "templates").is_ok());
+        assert!(inside(&app, "../app/tpl", "templates").is_err());
+        assert!(inside(&app, "/etc", "templates").is_err());
+        #[cfg(unix)]
+        {
+            std::os::unix::fs::symlink(&root, app.join("up")).unwrap();
+            let e = inside(&app, "up", "templates").unwrap_err().to_string();
+            assert!(e.contains("outside"), "{e}");
+        }
+    }
+
+    #[test]
+    fn revision_annotation_stays_off_pod_templates_and_kserve() {
+        let mut dep = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "x"},
+            "spec": {"template": {"metadata": {"annotations": {"a": "b"}}}}});
+        annotate_revision(&mut dep, "abc123");
+        assert_eq!(dep["metadata"]["annotations"][ANNOTATION_GIT_REVISION], "abc123");
+        assert_eq!(dep["spec"]["template"]["metadata"]["annotations"], json!({"a": "b"}));
+        let mut isvc = json!({"apiVersion": "serving.kserve.io/v1beta1", "kind": "InferenceService", "metadata": {"name": "x", "annotations": {}}});
+        annotate_revision(&mut isvc, "abc123");
+        assert!(isvc["metadata"]["annotations"].get(ANNOTATION_GIT_REVISION).is_none());
+    }
+
+    #[test]
+    fn discovery_checks_kind_not_just_the_file_name() {
+        assert!(looks_like_bundle("apiVersion: bundlegate.dev/v1\nkind: ReleaseBundle\nmetadata: {name: x}\n"));
+        assert!(!looks_like_bundle("apiVersion: v1\nkind: ConfigMap\n"));
+        // Broken YAML still matches so `generate` can report the error.
+        assert!(looks_like_bundle("apiVersion: bundlegate.dev/v1\nkind: ReleaseBundle\nmetadata: [\n"));
+    }
 }

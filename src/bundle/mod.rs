@@ -197,3 +197,50 @@ pub fn path_escapes(p: &str) -> bool {
         || p.split('/').any(|seg| seg == ".." || seg == "." || seg.is_empty())
         || p.contains(':')
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    const EXAMPLE: &str = include_str!("../../examples/llm-scratch/v2/release.yaml");
+
+    fn try_parse(text: String) -> Result<Loaded, LoadError> {
+        parse("release.yaml", Path::new("release.yaml"), text)
+    }
+
+    #[test]
+    fn example_parses() {
+        let l = try_parse(EXAMPLE.to_string()).unwrap();
+        assert_eq!(l.bundle.metadata.name, "llm-scratch");
+        assert!(l.digest.starts_with("sha256:"));
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 400, ..ProptestConfig::default() })]
+
+        // Outside input must never panic the parser: any text is Ok or a located error.
+        #[test]
+        fn arbitrary_text_never_panics(text in "\\PC{0,400}") {
+            if let Err(LoadError::Invalid { file, line, column, .. }) = try_parse(text) {
+                prop_assert_eq!(file, "release.yaml");
+                prop_assert!(line >= 1 && column >= 1);
+            }
+        }
+
+        // Realistic damage to a real bundle: drop a line, cut the text, flip a byte.
+        #[test]
+        fn damaged_bundle_never_panics(drop in 0usize..120, cut in 0usize..4000, flip in 0usize..4000, ch in proptest::char::any()) {
+            let lines: Vec<&str> = EXAMPLE.lines().collect();
+            let dropped: String = lines.iter().enumerate().filter(|(i, _)| *i != drop % lines.len()).map(|(_, l)| format!("{l}\n")).collect();
+            let _ = try_parse(dropped);
+            let mut cut_at = cut.min(EXAMPLE.len());
+            while !EXAMPLE.is_char_boundary(cut_at) { cut_at -= 1; }
+            let _ = try_parse(EXAMPLE[..cut_at].to_string());
+            let mut chars: Vec<char> = EXAMPLE.chars().collect();
+            let i = flip % chars.len();
+            chars[i] = ch;
+            let _ = try_parse(chars.into_iter().collect());
+        }
+    }
+}

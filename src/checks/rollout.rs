@@ -1,1 +1,711 @@
-//! Rollout truth checks (issue #7): pure functions over Argo/Deployment/Pod state. OWNED BY THE WATCH WORK.
+//! Rollout truth checks (issue #7): pure functions over Argo/Deployment/Pod state.
+//!
+//! Codes used here (registered in `src/diag.rs`, family `watch`):
+//!
+//! - BG501 `rollout-incomplete` — ready pods still run the previous release, a
+//!   new pod is Pending or crash-looping, the Deployment hit
+//!   ProgressDeadlineExceeded, or a pod's real source URI (KServe's
+//!   storage-initializer `args[0]`) is not the bundle's. Why: every signal people
+//!   look at can read green in this state — ISvc READY, its conditions, the API
+//!   answering, `get deploy` 1/1/1/1 — because each counts a different pod
+//!   (seed 001: "four green signals"). Only grouping the pods by release digest
+//!   shows it.
+//! - BG502 `identity-mismatch` — the service's identity endpoint reports a
+//!   digest other than the bundle's, or reports itself unregistered. Why: the
+//!   service's own answer is the last word on what is served; "the digest is
+//!   right but it is not in the registry" broke the evidence chain in seed 001.
+//! - BG503 `downtime-measured` — the health probe failed during the rollout.
+//!   Why: zero downtime is a measurement, not a claim (seed 001: 465/0 when only
+//!   patching vs 208/42 after `delete pod -l`).
+//! - BG504 `argo-not-synced` — Argo CD did not finish a successful sync of the
+//!   merge commit (sync.revision, operationState.phase == Succeeded, finishedAt
+//!   after the merge). Why: `health.status` is not evidence; it reads
+//!   Progressing or even Healthy while the new pod is Pending.
+//! - BG505 `rollback-target-unverified` — the previous bundle's artifacts are
+//!   not complete and readable, so rolling back to it would be a second broken
+//!   release; take the degrade path instead (seed 002 decision card).
+//!
+//! Everything here is plain data in, diagnostics out; the adapter
+//! (`adapters::rollout`) turns Kubernetes objects into these structs.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use serde_json::{json, Value};
+
+use crate::diag::Code;
+use crate::report::Diagnostic;
+
+/// Label KServe puts on every pod/Deployment of an InferenceService.
+pub const KSERVE_LABEL: &str = "serving.kserve.io/inferenceservice";
+/// Label the deployment template puts on the Deployment and its pods.
+pub const NAME_LABEL: &str = "app.kubernetes.io/name";
+/// Name of KServe's init container that downloads the model.
+pub const STORAGE_INITIALIZER: &str = "storage-initializer";
+
+// ---- Argo CD ---------------------------------------------------------------------------
+
+/// The fields of an Argo CD Application's status that the gate reads.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct AppStatus {
+    pub name: String,
+    pub sync_status: Option<String>,
+    pub sync_revision: Option<String>,
+    /// Multi-source applications report `sync.revisions[]` instead.
+    pub sync_revisions: Vec<String>,
+    /// Recorded for the report only: health is never used to decide.
+    pub health: Option<String>,
+    pub phase: Option<String>,
+    pub operation_revision: Option<String>,
+    pub started_at: Option<String>,
+    pub finished_at: Option<String>,
+    pub message: Option<String>,
+}
+
+impl AppStatus {
+    /// One line for evidence: what Argo said, including the health it claims.
+    pub fn describe(&self) -> String {
+        format!(
+            "sync={} revision={} health={} operation={} finishedAt={}{}",
+            self.sync_status.as_deref().unwrap_or("-"),
+            self.sync_revision.as_deref().or(self.sync_revisions.first().map(String::as_str)).unwrap_or("-"),
+            self.health.as_deref().unwrap_or("-"),
+            self.phase.as_deref().unwrap_or("-"),
+            self.finished_at.as_deref().unwrap_or("-"),
+            self.message.as_deref().map(|m| format!(" message={m:?}")).unwrap_or_default()
+        )
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum ArgoState {
+    /// The merge commit was synced successfully (after the merge, if known).
+    Synced,
+    /// Not yet; the reason says what is missing.
+    Waiting(String),
+}
+
+/// A full 40-hex SHA must match exactly; an abbreviated one (≥ 7) by prefix,
+/// the way git resolves it.
+fn same_revision(have: &str, want: &str) -> bool {
+    let (h, w) = (have.trim().to_ascii_lowercase(), want.trim().to_ascii_lowercase());
+    if h.is_empty() || w.is_empty() {
+        return false;
+    }
+    h == w || (w.len() >= 7 && w.len() < h.len() && h.starts_with(&w)) || (h.len() >= 7 && h.len() < w.len() && w.starts_with(&h))
+}
+
+fn parse_time(s: &str) -> Option<DateTime<Utc>> {
+    DateTime::parse_from_rfc3339(s).ok().map(|t| t.with_timezone(&Utc))
+}
+
+/// The post-merge gate from the field notes: `sync.revision == merge SHA`,
+/// `operationState.phase == Succeeded` and `finishedAt > merge time`.
+/// `health.status` is deliberately not read.
+pub fn argo_state(app: Option<&AppStatus>, revision: Option<&str>, merged_at: Option<DateTime<Utc>>) -> ArgoState {
+    let Some(a) = app else { return ArgoState::Waiting("the Application was not found".into()) };
+    if let Some(rev) = revision {
+        let synced_rev = a.sync_revision.iter().chain(a.sync_revisions.iter()).any(|r| same_revision(r, rev));
+        if !synced_rev {
+            return ArgoState::Waiting(format!(
+                "status.sync.revision is {} , not the merge commit {rev}",
+                a.sync_revision.as_deref().or(a.sync_revisions.first().map(String::as_str)).unwrap_or("empty")
+            ));
+        }
+        // The last operation may be an older sync of another revision.
+        if let Some(op_rev) = &a.operation_revision {
+            if !same_revision(op_rev, rev) {
+                return ArgoState::Waiting(format!("the last sync operation was for {op_rev}, not {rev}"));
+            }
+        }
+    } else if a.sync_status.as_deref() != Some("Synced") {
+        return ArgoState::Waiting(format!("status.sync.status is {}", a.sync_status.as_deref().unwrap_or("empty")));
+    }
+    if a.phase.as_deref() != Some("Succeeded") {
+        return ArgoState::Waiting(format!("status.operationState.phase is {}", a.phase.as_deref().unwrap_or("empty (no sync operation recorded)")));
+    }
+    if let Some(m) = merged_at {
+        match a.finished_at.as_deref().and_then(parse_time) {
+            Some(f) if f > m => {}
+            Some(f) => return ArgoState::Waiting(format!("the successful sync finished at {f}, before the merge at {m}")),
+            None => return ArgoState::Waiting("status.operationState.finishedAt is missing or not a timestamp".into()),
+        }
+    }
+    ArgoState::Synced
+}
+
+// ---- the service's pods ---------------------------------------------------------------------
+
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct PodInfo {
+    pub name: String,
+    /// `bundlegate.dev/release-digest` annotation (None: not a bundlegate pod
+    /// or the annotation was stripped; never counted as the new release).
+    pub digest: Option<String>,
+    pub phase: String,
+    /// The pod's Ready condition.
+    pub ready: bool,
+    /// deletionTimestamp set: on its way out but still present.
+    pub terminating: bool,
+    pub restarts: u32,
+    /// `container: Reason (message)` for waiting/terminated containers.
+    pub waiting: Vec<String>,
+    pub crash_loop: bool,
+    /// KServe's storage-initializer `args[0]`: the real model source.
+    pub source_uri: Option<String>,
+    /// The main container's STORAGE_URI env (KServe rewrites it to
+    /// `/mnt/models`, so it is reported, never trusted).
+    pub storage_env: Option<String>,
+    pub node: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ConditionInfo {
+    #[serde(rename = "type")]
+    pub type_: String,
+    pub status: String,
+    pub reason: Option<String>,
+    pub message: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct DeploymentInfo {
+    pub name: String,
+    pub replicas: Option<i32>,
+    pub updated: i32,
+    pub ready: i32,
+    pub available: i32,
+    pub conditions: Vec<ConditionInfo>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ReplicaSetInfo {
+    pub name: String,
+    pub digest: Option<String>,
+    pub replicas: i32,
+    pub ready: i32,
+}
+
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct EventInfo {
+    /// involvedObject kind and name.
+    pub kind: String,
+    pub object: String,
+    #[serde(rename = "type")]
+    pub type_: String,
+    pub reason: String,
+    pub message: String,
+    pub count: i32,
+}
+
+/// Everything read about one service at one moment.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ServiceState {
+    pub deployments: Vec<DeploymentInfo>,
+    pub replica_sets: Vec<ReplicaSetInfo>,
+    pub pods: Vec<PodInfo>,
+    pub events: Vec<EventInfo>,
+}
+
+/// What the bundle says should be running.
+#[derive(Debug, Clone)]
+pub struct Expected {
+    pub digest: String,
+    /// The bundle's `storageUri`, compared with the pods' real source.
+    pub storage_uri: String,
+    /// KServe formats: the storage-initializer must exist and name the URI.
+    pub kserve: bool,
+    pub replicas: u32,
+}
+
+fn short(d: &str) -> String {
+    let hex = d.strip_prefix("sha256:").unwrap_or(d);
+    format!("sha256:{}", &hex[..hex.len().min(12)])
+}
+
+fn same_uri(a: &str, b: &str) -> bool {
+    a.trim().trim_end_matches('/') == b.trim().trim_end_matches('/')
+}
+
+/// The drift comparison shared by `watch` and the scheduled serving audit:
+/// each live pod's release digest and real model source against the bundle.
+/// Returns one diagnostic per pod that does not run this release from this
+/// source.
+pub fn compare_serving(exp: &Expected, pods: &[PodInfo]) -> Vec<Diagnostic> {
+    let mut out = Vec::new();
+    let old: Vec<&PodInfo> = pods.iter().filter(|p| p.digest.as_deref() != Some(exp.digest.as_str())).collect();
+    if !old.is_empty() {
+        let ready_old = old.iter().filter(|p| p.ready).count();
+        let mut d = Diagnostic::new(
+            Code::RolloutIncomplete,
+            format!(
+                "{} pod(s) of another release remain ({} ready and serving); the bundle's release is {}",
+                old.len(),
+                ready_old,
+                short(&exp.digest)
+            ),
+        );
+        for p in &old {
+            d = d.evidence(format!(
+                "pod {} runs {} ({}{}{})",
+                p.name,
+                p.digest.as_deref().map(short).unwrap_or_else(|| "no release-digest annotation".into()),
+                p.phase,
+                if p.ready { ", ready" } else { ", not ready" },
+                if p.terminating { ", terminating" } else { "" }
+            ));
+        }
+        out.push(d.help("an old ready pod means the new release never took over: look at the new pods' events below"));
+    }
+    for p in pods.iter().filter(|p| p.digest.as_deref() == Some(exp.digest.as_str())) {
+        match &p.source_uri {
+            Some(src) if !same_uri(src, &exp.storage_uri) => out.push(
+                Diagnostic::new(Code::RolloutIncomplete, format!("pod {} downloads its model from {src}, not the bundle's {}", p.name, exp.storage_uri))
+                    .field("spec.model.storageUri")
+                    .evidence(format!("initContainers[{STORAGE_INITIALIZER}].args[0] = {src}"))
+                    .evidence(format!("main container STORAGE_URI env = {} (rewritten by KServe; not the source)", p.storage_env.as_deref().unwrap_or("-"))),
+            ),
+            Some(_) => {}
+            None if exp.kserve => out.push(
+                Diagnostic::new(Code::RolloutIncomplete, format!("pod {} has no {STORAGE_INITIALIZER} init container: its model source cannot be read", p.name))
+                    .evidence(format!("main container STORAGE_URI env = {} (KServe rewrites it to the local mount)", p.storage_env.as_deref().unwrap_or("-")))
+                    .help("KServe injects the storage-initializer for storageUri; without it the pod did not go through KServe's webhook"),
+            ),
+            None => {}
+        }
+    }
+    out
+}
+
+pub struct RolloutOutcome {
+    /// Every ready pod runs the new release, none of the old remains, and
+    /// enough are ready: the only state that passes.
+    pub complete: bool,
+    /// The controller itself has given up (ProgressDeadlineExceeded): waiting
+    /// longer cannot help.
+    pub gave_up: bool,
+    pub diagnostics: Vec<Diagnostic>,
+    pub rows: Vec<Vec<String>>,
+    pub summary: String,
+    pub data: Value,
+}
+
+fn events_for<'a>(st: &'a ServiceState, kind: &str, name: &str) -> Vec<&'a EventInfo> {
+    st.events.iter().filter(|e| e.kind == kind && e.object == name).collect()
+}
+
+fn event_line(e: &EventInfo) -> String {
+    format!("{} {} {}: {}{}", e.type_, e.reason, e.object, e.message, if e.count > 1 { format!(" (×{})", e.count) } else { String::new() })
+}
+
+/// Rollout truth over one snapshot. Pods are grouped by release digest; PASS
+/// only when every pod present runs the new release and is ready, and at least
+/// `replicas` of them are. Everything else becomes BG501 with the evidence a
+/// human would otherwise dig out with `describe`.
+pub fn evaluate_rollout(exp: &Expected, st: &ServiceState) -> RolloutOutcome {
+    let mut diags = compare_serving(exp, &st.pods);
+    let new: Vec<&PodInfo> = st.pods.iter().filter(|p| p.digest.as_deref() == Some(exp.digest.as_str())).collect();
+    let ready_new = new.iter().filter(|p| p.ready && !p.terminating).count();
+
+    for p in &new {
+        let evs = events_for(st, "Pod", &p.name);
+        if p.phase == "Pending" && !p.ready {
+            let sched: Vec<&&EventInfo> = evs.iter().filter(|e| e.reason == "FailedScheduling").collect();
+            let mut d = Diagnostic::new(
+                Code::RolloutIncomplete,
+                if sched.is_empty() {
+                    format!("new pod {} is Pending", p.name)
+                } else {
+                    format!("new pod {} is Pending and cannot be scheduled: {}", p.name, sched.last().map(|e| e.message.as_str()).unwrap_or_default())
+                },
+            );
+            for e in &evs {
+                d = d.evidence(event_line(e));
+            }
+            for w in &p.waiting {
+                d = d.evidence(format!("waiting: {w}"));
+            }
+            if evs.iter().any(|e| e.message.contains("ReadWriteOncePod")) {
+                d = d.help("ReadWriteOncePod claim held by the old pod: with maxUnavailable 0 this is a deadlock that never resolves by itself (seed 001); use Recreate or a shared volume");
+            } else if sched.iter().any(|e| e.message.contains("Insufficient")) {
+                d = d.help("the surge pod needs room while the old pod still runs; free capacity or lower maxSurge (`bundlegate preflight` predicts this)");
+            }
+            diags.push(d);
+        } else if p.crash_loop || (!p.ready && p.restarts > 0) {
+            let mut d = Diagnostic::new(
+                Code::RolloutIncomplete,
+                format!("new pod {} is not ready: {} restart(s){}", p.name, p.restarts, if p.crash_loop { ", CrashLoopBackOff" } else { "" }),
+            );
+            for w in &p.waiting {
+                d = d.evidence(format!("container {w}"));
+            }
+            for e in evs.iter().filter(|e| e.type_ == "Warning") {
+                d = d.evidence(event_line(e));
+            }
+            diags.push(d.help("read the new pod's logs (`kubectl logs --previous`); the old pod keeps serving, so nothing else looks wrong"));
+        }
+    }
+
+    // A ReplicaSet of the new release that wants pods but has none usually
+    // carries the reason (quota, admission) in FailedCreate events.
+    for rs in st.replica_sets.iter().filter(|r| r.digest.as_deref() == Some(exp.digest.as_str())) {
+        let evs: Vec<&EventInfo> = events_for(st, "ReplicaSet", &rs.name).into_iter().filter(|e| e.type_ == "Warning").collect();
+        if !evs.is_empty() && new.is_empty() {
+            let mut d = Diagnostic::new(Code::RolloutIncomplete, format!("ReplicaSet {} of the new release could not create its pods", rs.name));
+            for e in evs {
+                d = d.evidence(event_line(e));
+            }
+            diags.push(d);
+        }
+    }
+
+    let mut gave_up = false;
+    for dep in &st.deployments {
+        for c in &dep.conditions {
+            if c.type_ == "Progressing" && c.reason.as_deref() == Some("ProgressDeadlineExceeded") {
+                gave_up = true;
+                diags.push(
+                    Diagnostic::new(Code::RolloutIncomplete, format!("Deployment {} exceeded its progress deadline", dep.name))
+                        .evidence(format!("condition Progressing={} ProgressDeadlineExceeded: {}", c.status, c.message.as_deref().unwrap_or("")))
+                        .help("ProgressDeadlineExceeded does not roll anything back: the old pods keep serving the old release"),
+                );
+            }
+        }
+    }
+
+    if new.is_empty() && !diags.iter().any(|d| d.message.contains("could not create")) {
+        diags.push(Diagnostic::new(Code::RolloutIncomplete, format!("no pod runs the bundle's release {}", short(&exp.digest))));
+    } else if ready_new < exp.replicas as usize && diags.is_empty() {
+        diags.push(Diagnostic::new(
+            Code::RolloutIncomplete,
+            format!("{ready_new} of {} replica(s) of the new release are ready", exp.replicas),
+        ));
+    }
+
+    // The green signals, recorded next to the truth so a reader sees why they lied.
+    if !diags.is_empty() {
+        let mut greens = Vec::new();
+        for dep in &st.deployments {
+            let conds: Vec<String> = dep.conditions.iter().map(|c| format!("{}={}{}", c.type_, c.status, c.reason.as_deref().map(|r| format!(" ({r})")).unwrap_or_default())).collect();
+            greens.push(format!(
+                "Deployment {}: replicas {} updated {} ready {} available {}; {}",
+                dep.name,
+                dep.replicas.map(|r| r.to_string()).unwrap_or_else(|| "-".into()),
+                dep.updated,
+                dep.ready,
+                dep.available,
+                conds.join(", ")
+            ));
+        }
+        if let Some(first) = diags.first_mut() {
+            for g in greens {
+                first.evidence.push(format!("what the Deployment says (not evidence): {g}"));
+            }
+        }
+    }
+
+    let mut groups: BTreeMap<String, Vec<&PodInfo>> = BTreeMap::new();
+    for p in &st.pods {
+        groups.entry(p.digest.clone().unwrap_or_else(|| "(none)".into())).or_default().push(p);
+    }
+    let group_data: Vec<Value> = groups
+        .iter()
+        .map(|(d, ps)| {
+            json!({
+                "releaseDigest": d,
+                "isBundleRelease": *d == exp.digest,
+                "pods": ps.iter().map(|p| p.name.clone()).collect::<Vec<_>>(),
+                "ready": ps.iter().filter(|p| p.ready).count(),
+            })
+        })
+        .collect();
+    let rows = st
+        .pods
+        .iter()
+        .map(|p| {
+            vec![
+                p.name.clone(),
+                match p.digest.as_deref() {
+                    Some(d) if d == exp.digest => format!("new {}", short(d)),
+                    Some(d) => format!("old {}", short(d)),
+                    None => "unknown".into(),
+                },
+                format!("{}{}", p.phase, if p.terminating { " (terminating)" } else { "" }),
+                p.ready.to_string(),
+                p.restarts.to_string(),
+                p.waiting.first().cloned().unwrap_or_default(),
+                p.source_uri.clone().unwrap_or_else(|| "-".into()),
+            ]
+        })
+        .collect();
+    let complete = diags.is_empty();
+    let old = st.pods.len() - new.len();
+    let summary = format!(
+        "{ready_new}/{} new-release pod(s) ready, {old} other pod(s) remain, {} pod(s) total{}",
+        exp.replicas,
+        st.pods.len(),
+        if complete { "" } else { " — rollout incomplete" }
+    );
+    RolloutOutcome {
+        complete,
+        gave_up,
+        diagnostics: diags,
+        rows,
+        summary,
+        data: json!({"releaseDigest": exp.digest, "groups": group_data, "state": st}),
+    }
+}
+
+pub const POD_COLUMNS: [&str; 7] = ["pod", "release", "phase", "ready", "restarts", "waiting", "source (storage-initializer)"];
+
+// ---- identity -----------------------------------------------------------------------------
+
+/// Look up a dotted path (`a.b.0.c`) in a JSON document.
+pub fn json_path<'a>(v: &'a Value, path: &str) -> Option<&'a Value> {
+    let mut cur = v;
+    for seg in path.split('.') {
+        cur = match cur {
+            Value::Object(m) => m.get(seg)?,
+            Value::Array(a) => a.get(seg.parse::<usize>().ok()?)?,
+            _ => return None,
+        };
+    }
+    Some(cur)
+}
+
+fn norm_digest(s: &str) -> String {
+    s.trim().strip_prefix("sha256:").unwrap_or(s.trim()).to_ascii_lowercase()
+}
+
+/// One expected identity field: the field, what it names, and the digest
+/// (None when the bundle has no digest for that artifact).
+pub struct IdentityExpectation {
+    pub field: String,
+    pub digest_of: String,
+    pub expected: Option<String>,
+}
+
+/// Compare the identity endpoint's answer with the bundle. Digests compare
+/// with or without the `sha256:` prefix; the registered field must be JSON
+/// `true` (a string "true" is not a boolean answer).
+pub fn check_identity(expect: &[IdentityExpectation], registered_field: Option<&str>, body: &Value) -> (Vec<Diagnostic>, Vec<Vec<String>>) {
+    let mut diags = Vec::new();
+    let mut rows = Vec::new();
+    for e in expect {
+        let got = json_path(body, &e.field);
+        let got_s = got.map(|g| g.as_str().map(String::from).unwrap_or_else(|| g.to_string()));
+        let ok = match (&e.expected, &got_s) {
+            (Some(want), Some(g)) => norm_digest(want) == norm_digest(g),
+            _ => false,
+        };
+        rows.push(vec![
+            e.field.clone(),
+            e.digest_of.clone(),
+            e.expected.clone().unwrap_or_else(|| "(no sha256 in the bundle)".into()),
+            got_s.clone().unwrap_or_else(|| "(missing)".into()),
+            if ok { "ok".into() } else { "MISMATCH".into() },
+        ]);
+        if !ok {
+            let msg = match (&e.expected, &got_s) {
+                (None, _) => format!("`{}` cannot be checked: the bundle has no sha256 for `{}`", e.field, e.digest_of),
+                (_, None) => format!("the identity response has no `{}`", e.field),
+                (Some(w), Some(g)) => format!("the service reports `{}` = {g}, the bundle's {} is {w}", e.field, e.digest_of),
+            };
+            diags.push(Diagnostic::new(Code::IdentityMismatch, msg).field("spec.serving.identity.expect").evidence(format!("response: {body}")));
+        }
+    }
+    if let Some(f) = registered_field {
+        let got = json_path(body, f);
+        let ok = got == Some(&Value::Bool(true));
+        rows.push(vec![
+            f.to_string(),
+            "registered".into(),
+            "true".into(),
+            got.map(|g| g.to_string()).unwrap_or_else(|| "(missing)".into()),
+            if ok { "ok".into() } else { "MISMATCH".into() },
+        ]);
+        if !ok {
+            let mut d = Diagnostic::new(
+                Code::IdentityMismatch,
+                format!("the service reports `{f}` = {}: the release it serves is not registered", got.map(|g| g.to_string()).unwrap_or_else(|| "(missing)".into())),
+            )
+            .field("spec.serving.identity.registeredField")
+            .evidence(format!("response: {body}"));
+            if let Some(s) = body.get("status").and_then(Value::as_str) {
+                d = d.evidence(format!("status: {s}"));
+            }
+            diags.push(d.help("register the release (model registry) so its evaluation metrics can be found; a manual promote skips this (seed 001)"));
+        }
+    }
+    (diags, rows)
+}
+
+pub const IDENTITY_COLUMNS: [&str; 5] = ["field", "digest of", "expected", "reported", "result"];
+
+// ---- downtime -------------------------------------------------------------------------------
+
+/// One health probe: seconds since the probe started, and whether it got a 2xx.
+#[derive(Debug, Clone, Serialize)]
+pub struct ProbeSample {
+    pub at_s: f64,
+    pub ok: bool,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct DowntimeStats {
+    pub ok: usize,
+    pub fail: usize,
+    /// Longest time without service: from the last ok before a failure run to
+    /// the next ok (or to the first failure when the service never answered
+    /// before, or to the end when it never recovered).
+    pub longest_gap_s: f64,
+    /// The longest gap had not ended when probing stopped.
+    pub gap_open: bool,
+    pub fail_runs: usize,
+}
+
+pub fn downtime(samples: &[ProbeSample], end_s: f64) -> DowntimeStats {
+    let ok = samples.iter().filter(|s| s.ok).count();
+    let fail = samples.len() - ok;
+    let mut longest = 0f64;
+    let mut open = false;
+    let mut runs = 0;
+    let mut last_ok: Option<f64> = None;
+    let mut run_start: Option<f64> = None;
+    for s in samples {
+        if s.ok {
+            if let Some(start) = run_start.take() {
+                let gap = s.at_s - last_ok.unwrap_or(start);
+                if gap > longest {
+                    longest = gap;
+                    open = false;
+                }
+            }
+            last_ok = Some(s.at_s);
+        } else if run_start.is_none() {
+            run_start = Some(s.at_s);
+            runs += 1;
+        }
+    }
+    if let Some(start) = run_start {
+        let gap = end_s - last_ok.unwrap_or(start);
+        if gap > longest {
+            longest = gap;
+            open = true;
+        }
+    }
+    DowntimeStats { ok, fail, longest_gap_s: longest, gap_open: open, fail_runs: runs }
+}
+
+pub fn downtime_diagnostic(st: &DowntimeStats, url: &str) -> Option<Diagnostic> {
+    (st.fail > 0).then(|| {
+        Diagnostic::new(
+            Code::DowntimeMeasured,
+            format!(
+                "{} of {} health probes failed during the rollout; longest gap {:.1}s{}",
+                st.fail,
+                st.ok + st.fail,
+                st.longest_gap_s,
+                if st.gap_open { " (still failing when probing stopped)" } else { "" }
+            ),
+        )
+        .evidence(format!("RESULT ok={} fail={} ({url})", st.ok, st.fail))
+        .evidence(format!("{} failure run(s)", st.fail_runs))
+        .help("a rolling update with maxUnavailable 0 should not drop requests; `delete pod -l` or too few replicas does (seed 001: 208 ok / 42 fail)")
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn app(rev: &str, phase: &str, finished: &str) -> AppStatus {
+        AppStatus {
+            name: "a".into(),
+            sync_status: Some("Synced".into()),
+            sync_revision: Some(rev.into()),
+            health: Some("Healthy".into()),
+            phase: Some(phase.into()),
+            operation_revision: Some(rev.into()),
+            finished_at: Some(finished.into()),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn argo_gate_needs_revision_phase_and_time_not_health() {
+        let sha = "0123456789abcdef0123456789abcdef01234567";
+        let merged = parse_time("2026-01-01T10:00:00Z");
+        assert_eq!(argo_state(Some(&app(sha, "Succeeded", "2026-01-01T10:01:00Z")), Some(sha), merged), ArgoState::Synced);
+        assert_eq!(argo_state(Some(&app(sha, "Succeeded", "2026-01-01T10:01:00Z")), Some(&sha[..8]), merged), ArgoState::Synced);
+        // Healthy + Synced on the previous commit is not the merge.
+        let old = app("ffffffffffffffffffffffffffffffffffffffff", "Succeeded", "2026-01-01T10:01:00Z");
+        assert!(matches!(argo_state(Some(&old), Some(sha), merged), ArgoState::Waiting(w) if w.contains("not the merge commit")));
+        assert!(matches!(argo_state(Some(&app(sha, "Running", "")), Some(sha), merged), ArgoState::Waiting(w) if w.contains("Running")));
+        assert!(matches!(argo_state(Some(&app(sha, "Succeeded", "2026-01-01T09:59:00Z")), Some(sha), merged), ArgoState::Waiting(w) if w.contains("before the merge")));
+        assert!(matches!(argo_state(None, Some(sha), None), ArgoState::Waiting(_)));
+    }
+
+    #[test]
+    fn downtime_gap_spans_last_ok_to_next_ok() {
+        let s = |at_s, ok| ProbeSample { at_s, ok };
+        let st = downtime(&[s(0.0, true), s(0.3, true), s(0.6, false), s(0.9, false), s(1.2, true), s(1.5, true)], 1.6);
+        assert_eq!((st.ok, st.fail, st.fail_runs), (4, 2, 1));
+        assert!((st.longest_gap_s - 0.9).abs() < 1e-9, "{st:?}");
+        assert!(!st.gap_open);
+        let st = downtime(&[s(0.0, true), s(0.3, false)], 2.0);
+        assert!(st.gap_open && (st.longest_gap_s - 2.0).abs() < 1e-9);
+        let st = downtime(&[s(0.0, true), s(0.3, true)], 0.4);
+        assert_eq!((st.fail, st.longest_gap_s), (0, 0.0));
+        assert!(downtime_diagnostic(&st, "u").is_none());
+    }
+
+    #[test]
+    fn identity_accepts_prefix_or_not_and_needs_registered_true() {
+        let exp = vec![IdentityExpectation { field: "a.digest".into(), digest_of: "release".into(), expected: Some("sha256:ABCD".into()) }];
+        let (d, _) = check_identity(&exp, Some("in_registry"), &json!({"a": {"digest": "abcd"}, "in_registry": true}));
+        assert!(d.is_empty(), "{d:?}");
+        let (d, _) = check_identity(&exp, Some("in_registry"), &json!({"a": {"digest": "sha256:abce"}, "in_registry": "true"}));
+        assert_eq!(d.len(), 2);
+        assert!(d.iter().all(|x| x.code == "BG502"));
+    }
+
+    #[test]
+    fn old_ready_pod_and_crashloop_new_pod_is_incomplete() {
+        let exp = Expected { digest: "sha256:new".into(), storage_uri: "s3://m/v2/".into(), kserve: true, replicas: 1 };
+        let st = ServiceState {
+            pods: vec![
+                PodInfo { name: "old".into(), digest: Some("sha256:old".into()), phase: "Running".into(), ready: true, source_uri: Some("s3://m/v1/".into()), ..Default::default() },
+                PodInfo {
+                    name: "new".into(),
+                    digest: Some("sha256:new".into()),
+                    phase: "Running".into(),
+                    restarts: 6,
+                    crash_loop: true,
+                    source_uri: Some("s3://m/v2".into()),
+                    ..Default::default()
+                },
+            ],
+            ..Default::default()
+        };
+        let o = evaluate_rollout(&exp, &st);
+        assert!(!o.complete);
+        assert!(o.diagnostics.iter().any(|d| d.message.contains("CrashLoopBackOff")));
+        assert!(o.diagnostics.iter().any(|d| d.message.contains("another release")));
+        // Only the new pod, ready, right source: complete.
+        let st2 = ServiceState { pods: vec![PodInfo { ready: true, crash_loop: false, restarts: 0, ..st.pods[1].clone() }], ..Default::default() };
+        assert!(evaluate_rollout(&exp, &st2).complete);
+        // Right digest, wrong source: not complete.
+        let st3 = ServiceState { pods: vec![PodInfo { source_uri: Some("s3://m/v1/".into()), ..st2.pods[0].clone() }], ..Default::default() };
+        assert!(!evaluate_rollout(&exp, &st3).complete);
+    }
+}

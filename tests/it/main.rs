@@ -7,6 +7,7 @@ mod argocd;
 mod canary;
 mod github_standin;
 mod lint;
+mod pipeline;
 mod pr;
 mod preflight;
 mod render;
