@@ -69,14 +69,14 @@ def main():
     py["fisher"] = best(3, lambda: stats.fisher_exact([[ex, nx - ex], [ey, ny - ey]], alternative="greater"))
 
     print(f"n = {nx:,} per side, errors {ex} / {ey}, cargo profile {args.profile}")
-    print(f"{'test':<22}{'scipy s':>12}{'bundlegate s':>14}{'ratio':>9}{'p scipy':>24}{'p bundlegate':>24}{'|diff|':>10}")
+    print(f"{'test':<22}{'scipy s':>12}{'bundlegate s':>14}{'ratio':>12}{'p scipy':>24}{'p bundlegate':>24}{'|diff|':>10}")
     worst = 0.0
     for k, (t, res) in py.items():
         p_py = float(res[1]) if isinstance(res, tuple) else float(res.pvalue)
         r = rust[k]
         diff = abs(p_py - r["p"])
         worst = max(worst, diff)
-        print(f"{k:<22}{t:>12.4f}{r['seconds']:>14.6f}{t / max(r['seconds'], 1e-9):>9.1f}{p_py:>24.16g}{r['p']:>24.16g}{diff:>10.1e}")
+        print(f"{k:<22}{t:>12.4f}{r['seconds']:>14.3e}{t / max(r['seconds'], 1e-9):>12.1f}{p_py:>24.16g}{r['p']:>24.16g}{diff:>10.1e}")
     print(f"worst p-value difference {worst:.1e} ({'OK' if worst <= 1e-6 else 'ABOVE 1e-6'})")
     sys.exit(0 if worst <= 1e-6 else 1)
 

@@ -30,23 +30,51 @@ struct Qty(String);
 
 impl<'de> Deserialize<'de> for Qty {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        #[derive(Deserialize)]
-        #[serde(untagged)]
-        enum SN {
-            S(String),
-            I(i64),
-            F(f64),
+        struct V;
+        impl serde::de::Visitor<'_> for V {
+            type Value = Qty;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a quantity (string or number)")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Qty, E> {
+                Ok(Qty(v.to_string()))
+            }
+            fn visit_string<E: serde::de::Error>(self, v: String) -> Result<Qty, E> {
+                Ok(Qty(v))
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Qty, E> {
+                Ok(Qty(v.to_string()))
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Qty, E> {
+                Ok(Qty(v.to_string()))
+            }
+            fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<Qty, E> {
+                Ok(Qty(v.to_string()))
+            }
         }
-        Ok(Qty(match SN::deserialize(d).map_err(|_| serde::de::Error::custom("expected a quantity (string or number)"))? {
-            SN::S(s) => s,
-            SN::I(i) => i.to_string(),
-            SN::F(f) => f.to_string(),
-        }))
+        d.deserialize_any(V)
     }
 }
 
 fn qmap(m: BTreeMap<String, Qty>) -> Quantities {
     m.into_iter().map(|(k, v)| (k, v.0)).collect()
+}
+
+/// One item of any kind preflight reads: the union of the fields it needs
+/// from Node, Pod, PVC, PV, ResourceQuota and PodDisruptionBudget (their
+/// names do not collide). Parsing the whole List straight into these avoids
+/// building a generic tree of 20,000 pods.
+#[derive(Debug, Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+struct RawItem {
+    api_version: Option<String>,
+    kind: Option<String>,
+    #[serde(deserialize_with = "nd")]
+    metadata: Meta,
+    #[serde(deserialize_with = "nd")]
+    spec: RawSpec,
+    #[serde(deserialize_with = "nd")]
+    status: RawStatus,
 }
 
 #[derive(Debug, Deserialize, Default)]
@@ -61,46 +89,12 @@ struct Meta {
 
 #[derive(Debug, Deserialize, Default)]
 #[serde(default, rename_all = "camelCase")]
-struct RawNode {
-    metadata: Meta,
-    #[serde(deserialize_with = "nd")]
-    spec: NodeSpec,
-    #[serde(deserialize_with = "nd")]
-    status: NodeStatus,
-}
-#[derive(Debug, Deserialize, Default)]
-#[serde(default, rename_all = "camelCase")]
-struct NodeSpec {
+struct RawSpec {
+    // Node
     unschedulable: Option<bool>,
     #[serde(deserialize_with = "nd")]
     taints: Vec<RawTaint>,
-}
-#[derive(Debug, Deserialize, Default)]
-#[serde(default, rename_all = "camelCase")]
-struct RawTaint {
-    key: String,
-    value: Option<String>,
-    effect: String,
-}
-#[derive(Debug, Deserialize, Default)]
-#[serde(default, rename_all = "camelCase")]
-struct NodeStatus {
-    #[serde(deserialize_with = "nd")]
-    allocatable: BTreeMap<String, Qty>,
-}
-
-#[derive(Debug, Deserialize, Default)]
-#[serde(default, rename_all = "camelCase")]
-struct RawPod {
-    metadata: Meta,
-    #[serde(deserialize_with = "nd")]
-    spec: PodSpec,
-    #[serde(deserialize_with = "nd")]
-    status: PodStatus,
-}
-#[derive(Debug, Deserialize, Default)]
-#[serde(default, rename_all = "camelCase")]
-struct PodSpec {
+    // Pod
     node_name: Option<String>,
     #[serde(deserialize_with = "nd")]
     containers: Vec<RawContainer>,
@@ -108,6 +102,43 @@ struct PodSpec {
     init_containers: Vec<RawContainer>,
     #[serde(deserialize_with = "nd")]
     overhead: BTreeMap<String, Qty>,
+    // PersistentVolumeClaim, PersistentVolume
+    #[serde(deserialize_with = "nd")]
+    access_modes: Vec<String>,
+    volume_name: Option<String>,
+    node_affinity: Option<PvNodeAffinity>,
+    // ResourceQuota
+    #[serde(deserialize_with = "nd")]
+    hard: BTreeMap<String, Qty>,
+    #[serde(deserialize_with = "nd")]
+    scopes: Vec<String>,
+    scope_selector: Option<ScopeSelector>,
+    // PodDisruptionBudget
+    selector: Option<RawLabelSelector>,
+    min_available: Option<IntOrStr>,
+    max_unavailable: Option<IntOrStr>,
+}
+
+#[derive(Debug, Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+struct RawStatus {
+    // Node
+    #[serde(deserialize_with = "nd")]
+    allocatable: BTreeMap<String, Qty>,
+    // Pod, PersistentVolumeClaim
+    phase: Option<String>,
+    // ResourceQuota
+    used: Option<BTreeMap<String, Qty>>,
+    // PodDisruptionBudget
+    disruptions_allowed: Option<i64>,
+}
+
+#[derive(Debug, Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+struct RawTaint {
+    key: String,
+    value: Option<String>,
+    effect: String,
 }
 #[derive(Debug, Deserialize, Default)]
 #[serde(default, rename_all = "camelCase")]
@@ -123,46 +154,6 @@ struct RawResources {
     requests: BTreeMap<String, Qty>,
     #[serde(deserialize_with = "nd")]
     limits: BTreeMap<String, Qty>,
-}
-#[derive(Debug, Deserialize, Default)]
-#[serde(default)]
-struct PodStatus {
-    phase: Option<String>,
-}
-
-#[derive(Debug, Deserialize, Default)]
-#[serde(default, rename_all = "camelCase")]
-struct RawPvc {
-    metadata: Meta,
-    #[serde(deserialize_with = "nd")]
-    spec: PvcSpec,
-    #[serde(deserialize_with = "nd")]
-    status: PvcStatus,
-}
-#[derive(Debug, Deserialize, Default)]
-#[serde(default, rename_all = "camelCase")]
-struct PvcSpec {
-    #[serde(deserialize_with = "nd")]
-    access_modes: Vec<String>,
-    volume_name: Option<String>,
-}
-#[derive(Debug, Deserialize, Default)]
-#[serde(default)]
-struct PvcStatus {
-    phase: Option<String>,
-}
-
-#[derive(Debug, Deserialize, Default)]
-#[serde(default, rename_all = "camelCase")]
-struct RawPv {
-    metadata: Meta,
-    #[serde(deserialize_with = "nd")]
-    spec: PvSpec,
-}
-#[derive(Debug, Deserialize, Default)]
-#[serde(default, rename_all = "camelCase")]
-struct PvSpec {
-    node_affinity: Option<PvNodeAffinity>,
 }
 #[derive(Debug, Deserialize, Default)]
 #[serde(default)]
@@ -198,51 +189,11 @@ impl RawReq {
         Requirement { key: if self.key.is_empty() { self.scope_name } else { self.key }, operator: self.operator, values: self.values }
     }
 }
-
-#[derive(Debug, Deserialize, Default)]
-#[serde(default, rename_all = "camelCase")]
-struct RawQuota {
-    metadata: Meta,
-    #[serde(deserialize_with = "nd")]
-    spec: QuotaSpec,
-    status: Option<QuotaStatus>,
-}
-#[derive(Debug, Deserialize, Default)]
-#[serde(default, rename_all = "camelCase")]
-struct QuotaSpec {
-    #[serde(deserialize_with = "nd")]
-    hard: BTreeMap<String, Qty>,
-    #[serde(deserialize_with = "nd")]
-    scopes: Vec<String>,
-    scope_selector: Option<ScopeSelector>,
-}
 #[derive(Debug, Deserialize, Default)]
 #[serde(default, rename_all = "camelCase")]
 struct ScopeSelector {
     #[serde(deserialize_with = "nd")]
     match_expressions: Vec<RawReq>,
-}
-#[derive(Debug, Deserialize, Default)]
-#[serde(default)]
-struct QuotaStatus {
-    used: Option<BTreeMap<String, Qty>>,
-}
-
-#[derive(Debug, Deserialize, Default)]
-#[serde(default, rename_all = "camelCase")]
-struct RawPdb {
-    metadata: Meta,
-    #[serde(deserialize_with = "nd")]
-    spec: PdbSpec,
-    #[serde(deserialize_with = "nd")]
-    status: PdbStatus,
-}
-#[derive(Debug, Deserialize, Default)]
-#[serde(default, rename_all = "camelCase")]
-struct PdbSpec {
-    selector: Option<RawLabelSelector>,
-    min_available: Option<IntOrStr>,
-    max_unavailable: Option<IntOrStr>,
 }
 #[derive(Debug, Deserialize, Default)]
 #[serde(default, rename_all = "camelCase")]
@@ -252,16 +203,18 @@ struct RawLabelSelector {
     #[serde(deserialize_with = "nd")]
     match_expressions: Vec<RawReq>,
 }
-#[derive(Debug, Deserialize, Default)]
-#[serde(default, rename_all = "camelCase")]
-struct PdbStatus {
-    disruptions_allowed: Option<i64>,
-}
 #[derive(Debug, Deserialize)]
 #[serde(untagged)]
 enum IntOrStr {
     I(u32),
     S(String),
+}
+
+#[derive(Debug, Deserialize)]
+struct RawList {
+    kind: Option<String>,
+    #[serde(default)]
+    items: Option<Vec<RawItem>>,
 }
 
 // ---- items → plain data ----------------------------------------------------------------
@@ -281,8 +234,12 @@ fn res(r: RawResources) -> ContainerResources {
     ContainerResources { requests: qmap(r.requests), limits: qmap(r.limits) }
 }
 
-/// Add one object to the state. `kind_hint` is used when the item carries no
-/// kind (items of a typed `PodList`, as the API server returns them).
+const KINDS: &[&str] = &["Node", "Pod", "PersistentVolumeClaim", "PersistentVolume", "ResourceQuota", "PodDisruptionBudget"];
+
+/// Add one object given as a generic tree (the precise path: errors name the
+/// field, and kinds preflight does not read are skipped unparsed). `kind_hint`
+/// is used when the item carries no kind (items of a typed `PodList`, as the
+/// API server returns them).
 fn add_item(st: &mut ClusterState, item: Value, kind_hint: Option<&str>) -> Result<(), String> {
     let Value::Object(map) = &item else {
         return Err("is not an object".into());
@@ -295,49 +252,50 @@ fn add_item(st: &mut ClusterState, item: Value, kind_hint: Option<&str>) -> Resu
     if kind_hint.is_none() && !matches!(map.get("apiVersion"), Some(Value::String(a)) if !a.is_empty()) {
         return Err(format!("({kind}) has no `apiVersion`"));
     }
-    let name_of = |m: &Meta| -> Result<String, String> { m.name.clone().filter(|n| !n.is_empty()).ok_or_else(|| format!("({kind}) has no metadata.name")) };
+    if !KINDS.contains(&kind.as_str()) {
+        *st.ignored.entry(kind).or_insert(0) += 1;
+        return Ok(());
+    }
     let label = map.get("metadata").and_then(|m| m.get("name")).and_then(Value::as_str).map(|n| format!(" {n}")).unwrap_or_default();
-    let ctx = |e: String| format!("({kind}{label}) {e}");
-    match kind.as_str() {
-        "Node" => {
-            let n: RawNode = typed(item).map_err(ctx)?;
-            st.nodes.push(Node {
-                name: name_of(&n.metadata)?,
-                labels: n.metadata.labels,
-                taints: n.spec.taints.into_iter().map(|t| Taint { key: t.key, value: t.value, effect: t.effect }).collect(),
-                unschedulable: n.spec.unschedulable.unwrap_or(false),
-                allocatable: qmap(n.status.allocatable),
-            });
-        }
-        "Pod" => {
-            let p: RawPod = typed(item).map_err(ctx)?;
-            st.pods.push(Pod {
-                name: name_of(&p.metadata)?,
-                namespace: p.metadata.namespace.unwrap_or_else(|| "default".into()),
-                node_name: p.spec.node_name.filter(|n| !n.is_empty()),
-                phase: p.status.phase,
-                terminating: p.metadata.deletion_timestamp.is_some(),
-                labels: p.metadata.labels,
-                containers: p.spec.containers.into_iter().map(|c| res(c.resources)).collect(),
-                init_containers: p.spec.init_containers.into_iter().map(|c| (res(c.resources), c.restart_policy.as_deref() == Some("Always"))).collect(),
-                overhead: qmap(p.spec.overhead),
-            });
-        }
-        "PersistentVolumeClaim" => {
-            let c: RawPvc = typed(item).map_err(ctx)?;
-            st.pvcs.push(Pvc {
-                name: name_of(&c.metadata)?,
-                namespace: c.metadata.namespace.unwrap_or_else(|| "default".into()),
-                access_modes: c.spec.access_modes,
-                volume_name: c.spec.volume_name.filter(|v| !v.is_empty()),
-                phase: c.status.phase,
-            });
-        }
+    let raw: RawItem = typed(item).map_err(|e| format!("({kind}{label}) {e}"))?;
+    add_raw(st, &kind, raw)
+}
+
+/// Turn one parsed item into plain data.
+fn add_raw(st: &mut ClusterState, kind: &str, r: RawItem) -> Result<(), String> {
+    let RawItem { metadata: m, spec, status, .. } = r;
+    let name = m.name.filter(|n| !n.is_empty()).ok_or_else(|| format!("({kind}) has no metadata.name"))?;
+    let namespace = m.namespace.unwrap_or_else(|| "default".into());
+    match kind {
+        "Node" => st.nodes.push(Node {
+            name,
+            labels: m.labels,
+            taints: spec.taints.into_iter().map(|t| Taint { key: t.key, value: t.value, effect: t.effect }).collect(),
+            unschedulable: spec.unschedulable.unwrap_or(false),
+            allocatable: qmap(status.allocatable),
+        }),
+        "Pod" => st.pods.push(Pod {
+            name,
+            namespace,
+            node_name: spec.node_name.filter(|n| !n.is_empty()),
+            phase: status.phase,
+            terminating: m.deletion_timestamp.is_some(),
+            labels: m.labels,
+            containers: spec.containers.into_iter().map(|c| res(c.resources)).collect(),
+            init_containers: spec.init_containers.into_iter().map(|c| (res(c.resources), c.restart_policy.as_deref() == Some("Always"))).collect(),
+            overhead: qmap(spec.overhead),
+        }),
+        "PersistentVolumeClaim" => st.pvcs.push(Pvc {
+            name,
+            namespace,
+            access_modes: spec.access_modes,
+            volume_name: spec.volume_name.filter(|v| !v.is_empty()),
+            phase: status.phase,
+        }),
         "PersistentVolume" => {
-            let v: RawPv = typed(item).map_err(ctx)?;
-            let terms = v.spec.node_affinity.and_then(|a| a.required).map(|r| r.node_selector_terms).unwrap_or_default();
+            let terms = spec.node_affinity.and_then(|a| a.required).map(|r| r.node_selector_terms).unwrap_or_default();
             st.pvs.push(Pv {
-                name: name_of(&v.metadata)?,
+                name,
                 node_affinity: terms
                     .into_iter()
                     .map(|t| SelectorTerm {
@@ -351,19 +309,15 @@ fn add_item(st: &mut ClusterState, item: Value, kind_hint: Option<&str>) -> Resu
                     .collect(),
             });
         }
-        "ResourceQuota" => {
-            let q: RawQuota = typed(item).map_err(ctx)?;
-            st.quotas.push(Quota {
-                name: name_of(&q.metadata)?,
-                namespace: q.metadata.namespace.unwrap_or_else(|| "default".into()),
-                hard: qmap(q.spec.hard),
-                used: q.status.and_then(|s| s.used).map(qmap),
-                scopes: q.spec.scopes,
-                scope_selector: q.spec.scope_selector.map(|s| s.match_expressions.into_iter().map(RawReq::plain).collect()).unwrap_or_default(),
-            });
-        }
+        "ResourceQuota" => st.quotas.push(Quota {
+            name,
+            namespace,
+            hard: qmap(spec.hard),
+            used: status.used.map(qmap),
+            scopes: spec.scopes,
+            scope_selector: spec.scope_selector.map(|s| s.match_expressions.into_iter().map(RawReq::plain).collect()).unwrap_or_default(),
+        }),
         "PodDisruptionBudget" => {
-            let p: RawPdb = typed(item).map_err(ctx)?;
             let ip = |x: Option<IntOrStr>| {
                 x.map(|v| match v {
                     IntOrStr::I(i) => IntOrPercent::Int(i),
@@ -371,20 +325,38 @@ fn add_item(st: &mut ClusterState, item: Value, kind_hint: Option<&str>) -> Resu
                 })
             };
             st.pdbs.push(Pdb {
-                name: name_of(&p.metadata)?,
-                namespace: p.metadata.namespace.unwrap_or_else(|| "default".into()),
-                selector: p.spec.selector.map(|s| LabelSelector {
+                name,
+                namespace,
+                selector: spec.selector.map(|s| LabelSelector {
                     match_labels: s.match_labels,
                     match_expressions: s.match_expressions.into_iter().map(RawReq::plain).collect(),
                 }),
-                min_available: ip(p.spec.min_available),
-                max_unavailable: ip(p.spec.max_unavailable),
-                disruptions_allowed: p.status.disruptions_allowed,
+                min_available: ip(spec.min_available),
+                max_unavailable: ip(spec.max_unavailable),
+                disruptions_allowed: status.disruptions_allowed,
             });
         }
         other => *st.ignored.entry(other.to_string()).or_insert(0) += 1,
     }
     Ok(())
+}
+
+/// The fast path: the whole List straight into [`RawItem`]s. `None` when
+/// anything is off (a field of an unread kind that clashes, a missing kind…);
+/// the caller then takes the precise path, which reports what and where.
+fn parse_fast(display: &str, text: &str, json: bool) -> Option<ClusterState> {
+    let list: RawList = if json { serde_json::from_str(text).ok()? } else { serde_yaml_ng::from_str(text).ok()? };
+    let kind = list.kind?;
+    if kind != "List" {
+        return None;
+    }
+    let mut st = ClusterState { source: format!("snapshot {display}"), ..Default::default() };
+    for item in list.items? {
+        let kind = item.kind.clone().filter(|k| !k.is_empty())?;
+        item.api_version.as_ref().filter(|a| !a.is_empty())?;
+        add_raw(&mut st, &kind, item).ok()?;
+    }
+    Some(st)
 }
 
 /// Refuse state that cannot support an answer: no nodes (or no pods) means the
@@ -405,7 +377,12 @@ pub fn parse_snapshot(display: &str, text: &str) -> Result<ClusterState> {
         bail!("{display}: the snapshot is empty");
     }
     // JSON is YAML, but the JSON parser is several times faster on 20k pods.
-    let doc: Value = if text.trim_start().starts_with('{') {
+    let json = text.trim_start().starts_with('{');
+    if let Some(st) = parse_fast(display, text, json) {
+        require_complete(&st, display)?;
+        return Ok(st);
+    }
+    let doc: Value = if json {
         serde_json::from_str(text).map_err(|e| anyhow!("{display}: not valid JSON: {e}"))?
     } else {
         serde_yaml_ng::from_str(text).map_err(|e| anyhow!("{display}: not valid YAML: {e}"))?
@@ -536,6 +513,20 @@ pub fn gather_live(scope: &LiveScope<'_>) -> Result<ClusterState> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fast_and_precise_paths_agree() {
+        let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/cluster/roomy.yaml")).unwrap();
+        let fast = parse_fast("roomy", &text, false).expect("a kubectl List takes the fast path");
+        let doc: Value = serde_yaml_ng::from_str(&text).unwrap();
+        let mut slow = ClusterState::default();
+        for it in doc["items"].as_array().unwrap().clone() {
+            add_item(&mut slow, it, None).unwrap();
+        }
+        let j = |s: &ClusterState| serde_json::json!([s.nodes, s.pods, s.pvcs, s.pvs, s.quotas, s.pdbs, s.ignored]);
+        assert_eq!(j(&fast), j(&slow));
+        assert_eq!((fast.nodes.len(), fast.ignored["Deployment"]), (4, 1));
+    }
 
     #[test]
     fn typed_list_items_may_omit_kind() {

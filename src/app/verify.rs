@@ -306,7 +306,7 @@ pub async fn publish(dir: &Path, to: &str, bundle_path: &Path, jobs: usize) -> R
             // Small files: one conditional PUT (refuses to overwrite). Large
             // files: multipart with bounded buffers; the empty-prefix check
             // above is the overwrite guard there.
-            const SINGLE_PUT_MAX: u64 = 64 << 20;
+            const SINGLE_PUT_MAX: u64 = 16 << 20;
             if size <= SINGLE_PUT_MAX {
                 let data = tokio::fs::read(&path).await.with_context(|| format!("reading {}", path.display()))?;
                 let got = crate::util::sha256_hex(&data);
@@ -321,7 +321,7 @@ pub async fn publish(dir: &Path, to: &str, bundle_path: &Path, jobs: usize) -> R
             } else {
                 use tokio::io::AsyncReadExt;
                 let up = store.inner.put_multipart(&loc).await.map_err(|e| anyhow::anyhow!("starting upload of `{rel}`: {}", store::short_error(&e)))?;
-                let mut w = object_store::WriteMultipart::new_with_chunk_size(up, 16 << 20);
+                let mut w = object_store::WriteMultipart::new_with_chunk_size(up, 8 << 20);
                 let mut f = tokio::fs::File::open(&path).await?;
                 let mut buf = vec![0u8; store::READ_CHUNK];
                 loop {
@@ -362,7 +362,7 @@ pub async fn publish(dir: &Path, to: &str, bundle_path: &Path, jobs: usize) -> R
             sha256: Some(sha.clone()),
             size: Some(*size),
             role: old_roles.get(rel).copied().unwrap_or_else(|| infer_role(rel)),
-            store_checksum: if resolved.starts_with("s3") && *size <= (64 << 20) {
+            store_checksum: if resolved.starts_with("s3") && *size <= (16 << 20) {
                 Some(format!("x-amz-checksum-sha256:{}", crate::util::b64_of_hex(sha)))
             } else {
                 None

@@ -297,9 +297,9 @@ fn argocd_plugin_and_sidecar_manifests_follow_the_cmp_contract() {
     assert_eq!(plugin["spec"]["discover"]["find"]["command"], json!(["bundlegate", "argocd", "discover"]));
     assert_eq!(plugin["spec"]["parameters"]["dynamic"]["command"], json!(["bundlegate", "argocd", "parameters"]));
 
-    let docs = yaml_docs(&argo_file("repo-server-patch.yaml"));
-    let dep = docs.iter().find(|d| d["kind"] == "Deployment").unwrap();
-    let cm = docs.iter().find(|d| d["kind"] == "ConfigMap").unwrap();
+    let dep = &yaml_docs(&argo_file("repo-server-patch.yaml"))[0];
+    assert_eq!((dep["kind"].as_str(), dep["metadata"]["name"].as_str()), (Some("Deployment"), Some("argocd-repo-server")));
+    let cm = &yaml_docs(&argo_file("cmp-plugin-configmap.yaml"))[0];
     assert_eq!(cm["data"]["plugin.yaml"].as_str().unwrap(), argo_file("plugin.yaml"), "ConfigMap copy of plugin.yaml drifted");
     let pod = &dep["spec"]["template"]["spec"];
     let side = pod["containers"].as_array().unwrap().iter().find(|c| c["name"] == "bundlegate-cmp").unwrap();

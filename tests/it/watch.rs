@@ -1,1 +1,1318 @@
-//! Tests for watch (owned by the watch work).
+//! Tests for `watch` and `revert` (issue #7).
+//!
+//! No kube-apiserver can be installed on these machines (TEST-INFRA.md), so
+//! the binary talks to a stand-in Kubernetes API (`standin::Cluster`) that
+//! serves Application, Deployment, ReplicaSet, Pod and Event objects in their
+//! real shapes from a scripted timeline and records every request (all must be
+//! GET). The model service is a real local HTTP server that can be stopped.
+//! Reverts push to a real bare repository served by `git daemon` and open the
+//! PR on a GitHub stand-in validated against GitHub's OpenAPI description.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use crate::support::{repo, run_in, Out};
+
+mod standin {
+    //! A tiny HTTP/1.1 server (one request per connection, `connection:
+    //! close`, so stopping the listener really stops the service), and on it
+    //! the Kubernetes API stand-in.
+
+    use std::io::{BufRead, BufReader, Read, Write};
+    use std::net::{TcpListener, TcpStream};
+    use std::path::{Path, PathBuf};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::{Arc, Mutex};
+    use std::time::{Duration, Instant};
+
+    use serde_json::{json, Value};
+
+    pub struct Req {
+        pub method: String,
+        pub path: String,
+        pub query: Vec<(String, String)>,
+        pub headers: Vec<(String, String)>,
+        pub body: Vec<u8>,
+    }
+
+    impl Req {
+        pub fn header(&self, n: &str) -> Option<&str> {
+            self.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(n)).map(|(_, v)| v.as_str())
+        }
+        pub fn q(&self, n: &str) -> Option<&str> {
+            self.query.iter().find(|(k, _)| k == n).map(|(_, v)| v.as_str())
+        }
+    }
+
+    pub type Handler = Arc<dyn Fn(&Req) -> (u16, Value) + Send + Sync>;
+
+    pub struct Server {
+        pub port: u16,
+        stop: Arc<AtomicBool>,
+        thread: Option<std::thread::JoinHandle<()>>,
+    }
+
+    impl Server {
+        pub fn start(port: u16, h: Handler) -> Server {
+            let l = TcpListener::bind(("127.0.0.1", port)).expect("bind");
+            let port = l.local_addr().unwrap().port();
+            // Non-blocking accept so `stop` can close the listener: a stopped
+            // service must refuse connections, like a dead pod.
+            l.set_nonblocking(true).unwrap();
+            let stop = Arc::new(AtomicBool::new(false));
+            let flag = stop.clone();
+            let thread = std::thread::spawn(move || {
+                while !flag.load(Ordering::SeqCst) {
+                    match l.accept() {
+                        Ok((s, _)) => {
+                            let h = h.clone();
+                            std::thread::spawn(move || serve(s, h));
+                        }
+                        Err(_) => std::thread::sleep(Duration::from_millis(5)),
+                    }
+                }
+            });
+            Server { port, stop, thread: Some(thread) }
+        }
+        pub fn stop(&mut self) {
+            self.stop.store(true, Ordering::SeqCst);
+            if let Some(t) = self.thread.take() {
+                let _ = t.join();
+            }
+        }
+    }
+
+    impl Drop for Server {
+        fn drop(&mut self) {
+            self.stop();
+        }
+    }
+
+    fn serve(s: TcpStream, h: Handler) {
+        s.set_nonblocking(false).ok();
+        s.set_read_timeout(Some(Duration::from_secs(10))).ok();
+        let mut w = s.try_clone().unwrap();
+        let mut r = BufReader::new(s);
+        let mut line = String::new();
+        if r.read_line(&mut line).unwrap_or(0) == 0 {
+            return;
+        }
+        let mut parts = line.split_whitespace();
+        let (Some(method), Some(target)) = (parts.next(), parts.next()) else { return };
+        let mut headers = Vec::new();
+        loop {
+            let mut l = String::new();
+            if r.read_line(&mut l).unwrap_or(0) == 0 {
+                return;
+            }
+            let l = l.trim_end();
+            if l.is_empty() {
+                break;
+            }
+            if let Some((k, v)) = l.split_once(':') {
+                headers.push((k.trim().to_string(), v.trim().to_string()));
+            }
+        }
+        let n = headers.iter().find(|(k, _)| k.eq_ignore_ascii_case("content-length")).and_then(|(_, v)| v.parse().ok()).unwrap_or(0);
+        let mut body = vec![0; n];
+        if r.read_exact(&mut body).is_err() {
+            return;
+        }
+        let (path, q) = target.split_once('?').unwrap_or((target, ""));
+        let query = url::form_urlencoded::parse(q.as_bytes()).map(|(k, v)| (k.into_owned(), v.into_owned())).collect();
+        let req = Req { method: method.to_string(), path: path.to_string(), query, headers, body };
+        let (status, v) = h(&req);
+        let b = serde_json::to_vec(&v).unwrap();
+        let head = format!("HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n", b.len());
+        let _ = w.write_all(head.as_bytes()).and_then(|_| w.write_all(&b)).and_then(|_| w.flush());
+    }
+
+    // ---- the Kubernetes API stand-in ----
+
+    /// The cluster as it is from `at_ms` after the first request on.
+    #[derive(Clone)]
+    pub struct Frame {
+        pub at_ms: u64,
+        pub app: Option<Value>,
+        /// Deployments, ReplicaSets, Pods and Events (by `kind`).
+        pub objects: Vec<Value>,
+    }
+
+    pub struct Cluster {
+        pub server: Server,
+        pub requests: Arc<Mutex<Vec<(String, String)>>>,
+        pub unknown: Arc<Mutex<Vec<String>>>,
+        pub kubeconfig: PathBuf,
+    }
+
+    fn status_404(what: &str) -> Value {
+        json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "message": format!("{what} not found"), "reason": "NotFound", "code": 404})
+    }
+
+    fn labels_match(o: &Value, sel: Option<&str>) -> bool {
+        let Some(sel) = sel else { return true };
+        sel.split(',').all(|term| match term.split_once('=') {
+            Some((k, v)) => o["metadata"]["labels"][k.trim()].as_str() == Some(v.trim()),
+            None => false,
+        })
+    }
+
+    impl Cluster {
+        pub fn start(frames: Vec<Frame>, dir: &Path) -> Cluster {
+            let requests = Arc::new(Mutex::new(Vec::new()));
+            let unknown = Arc::new(Mutex::new(Vec::new()));
+            let first: Arc<Mutex<Option<Instant>>> = Arc::new(Mutex::new(None));
+            let (rq, un) = (requests.clone(), unknown.clone());
+            let h: Handler = Arc::new(move |req: &Req| {
+                let t0 = *first.lock().unwrap().get_or_insert_with(Instant::now);
+                let ms = t0.elapsed().as_millis() as u64;
+                let frame = frames.iter().rev().find(|f| f.at_ms <= ms).unwrap_or(&frames[0]);
+                let full = if req.query.is_empty() { req.path.clone() } else { format!("{}?{}", req.path, url::form_urlencoded::Serializer::new(String::new()).extend_pairs(&req.query).finish()) };
+                rq.lock().unwrap().push((req.method.clone(), full));
+                if req.method != "GET" {
+                    un.lock().unwrap().push(format!("{} {}", req.method, req.path));
+                    return (405, json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": 405, "reason": "MethodNotAllowed"}));
+                }
+                let segs: Vec<&str> = req.path.trim_start_matches('/').split('/').collect();
+                let list = |kind: &str, api_version: &str, ns: &str| {
+                    let items: Vec<Value> = frame
+                        .objects
+                        .iter()
+                        .filter(|o| o["kind"] == kind && o["metadata"]["namespace"] == ns && labels_match(o, req.q("labelSelector")))
+                        .cloned()
+                        .collect();
+                    (200, json!({"apiVersion": api_version, "kind": format!("{kind}List"), "metadata": {"resourceVersion": "48211"}, "items": items}))
+                };
+                match segs.as_slice() {
+                    ["apis", "argoproj.io", "v1alpha1", "namespaces", ns, "applications", name] => match &frame.app {
+                        Some(a) if a["metadata"]["name"] == *name && a["metadata"]["namespace"] == *ns => (200, a.clone()),
+                        _ => (404, status_404(&format!("applications.argoproj.io \"{name}\""))),
+                    },
+                    ["apis", "apps", "v1", "namespaces", ns, "deployments"] => list("Deployment", "apps/v1", ns),
+                    ["apis", "apps", "v1", "namespaces", ns, "replicasets"] => list("ReplicaSet", "apps/v1", ns),
+                    ["api", "v1", "namespaces", ns, "pods"] => list("Pod", "v1", ns),
+                    ["api", "v1", "namespaces", ns, "events"] => list("Event", "v1", ns),
+                    _ => {
+                        un.lock().unwrap().push(format!("GET {}", req.path));
+                        (404, status_404(&req.path))
+                    }
+                }
+            });
+            let server = Server::start(0, h);
+            let kubeconfig = dir.join("kubeconfig.yaml");
+            std::fs::write(
+                &kubeconfig,
+                format!(
+                    "apiVersion: v1\nkind: Config\nclusters:\n- name: standin\n  cluster:\n    server: http://127.0.0.1:{}\nusers:\n- name: watcher\n  user:\n    token: read-only-test-token\ncontexts:\n- name: standin\n  context:\n    cluster: standin\n    user: watcher\n    namespace: ai-lab\ncurrent-context: standin\n",
+                    server.port
+                ),
+            )
+            .unwrap();
+            Cluster { server, requests, unknown, kubeconfig }
+        }
+
+        pub fn requests(&self) -> Vec<(String, String)> {
+            self.requests.lock().unwrap().clone()
+        }
+
+        /// Read-only: every request was a GET on a path the stand-in knows.
+        pub fn assert_read_only(&self) {
+            let r = self.requests();
+            assert!(!r.is_empty(), "the binary never asked the cluster");
+            assert!(r.iter().all(|(m, _)| m == "GET"), "non-GET requests: {r:?}");
+            let u = self.unknown.lock().unwrap().clone();
+            assert!(u.is_empty(), "requests the stand-in does not serve: {u:?}");
+        }
+    }
+}
+
+use standin::{Frame, Server};
+
+// ---------------------------------------------------------------------------
+// Real-shaped objects
+
+const NAME: &str = "llm-scratch";
+const NS: &str = "ai-lab";
+const OLD: &str = "sha256:1111111111111111111111111111111111111111111111111111111111111111";
+const OLD_SHA: &str = "9f3e1c0d2b4a59687766554433221100ffeeddcc";
+const CKPT_SHA: &str = "sha256:bb614beb3c2ca1e8ce883948c403e6eca546ec37c393463eb38d4f8a87021586";
+
+fn fixture(name: &str) -> PathBuf {
+    repo().join("tests/fixtures/watch").join(name)
+}
+
+/// The Application fixture with this revision, phase, health and finish time.
+fn application(revision: &str, phase: &str, health: &str, finished_at: &str) -> Value {
+    let text = std::fs::read_to_string(fixture("application.yaml")).unwrap().replace("REVISION", revision);
+    let mut a: Value = serde_yaml_ng::from_str(&text).unwrap();
+    a["status"]["operationState"]["phase"] = json!(phase);
+    a["status"]["operationState"]["finishedAt"] = json!(finished_at);
+    a["status"]["health"]["status"] = json!(health);
+    if phase == "Running" {
+        a["status"]["operationState"].as_object_mut().unwrap().remove("finishedAt");
+        a["status"]["operationState"]["message"] = json!("waiting for healthy state of serving.kserve.io/InferenceService/llm-scratch");
+    }
+    a
+}
+
+struct PodSpec<'a> {
+    name: &'a str,
+    digest: &'a str,
+    phase: &'a str,
+    ready: bool,
+    restarts: i32,
+    waiting: Option<(&'a str, &'a str)>,
+    source: &'a str,
+    terminating: bool,
+}
+
+impl<'a> PodSpec<'a> {
+    fn ready(name: &'a str, digest: &'a str, source: &'a str) -> Self {
+        PodSpec { name, digest, phase: "Running", ready: true, restarts: 0, waiting: None, source, terminating: false }
+    }
+}
+
+/// A KServe predictor pod as the API returns it: the storage-initializer
+/// holds the real source, the main container's STORAGE_URI is rewritten.
+fn pod(p: PodSpec) -> Value {
+    let rs = p.name.rsplitn(2, '-').nth(1).unwrap_or(p.name);
+    let t = "2026-01-01T10:05:10Z";
+    let ready_s = if p.ready { "True" } else { "False" };
+    let mut state = json!({"running": {"startedAt": t}});
+    if let Some((reason, msg)) = p.waiting {
+        state = json!({"waiting": {"reason": reason, "message": msg}});
+    }
+    let scheduled = p.phase != "Pending" || p.waiting.is_some();
+    let mut status = json!({
+        "phase": p.phase,
+        "conditions": [
+            {"type": "PodScheduled", "status": if scheduled { "True" } else { "False" }, "lastTransitionTime": t,
+             "reason": if scheduled { Value::Null } else { json!("Unschedulable") }},
+            {"type": "Ready", "status": ready_s, "lastTransitionTime": t},
+            {"type": "ContainersReady", "status": ready_s, "lastTransitionTime": t}
+        ],
+        "qosClass": "Burstable"
+    });
+    if scheduled {
+        status["hostIP"] = json!("192.168.126.11");
+        status["podIP"] = json!("10.217.0.57");
+        status["startTime"] = json!(t);
+        status["initContainerStatuses"] = json!([{
+            "name": "storage-initializer", "ready": true, "restartCount": 0, "image": "kserve/storage-initializer:v0.15.0",
+            "imageID": "", "started": false,
+            "state": {"terminated": {"exitCode": 0, "reason": "Completed", "startedAt": t, "finishedAt": t}}
+        }]);
+        let mut cs = json!({
+            "name": "kserve-container", "ready": p.ready, "restartCount": p.restarts, "started": p.ready,
+            "image": "registry.example.com/ai-lab/llm-serve@sha256:7c7c", "imageID": "", "state": state
+        });
+        if p.restarts > 0 {
+            cs["lastState"] = json!({"terminated": {"exitCode": 1, "reason": "Error", "startedAt": t, "finishedAt": t}});
+        }
+        status["containerStatuses"] = json!([cs]);
+    }
+    let mut meta = json!({
+        "name": p.name, "namespace": NS, "uid": format!("uid-{}", p.name), "resourceVersion": "48100",
+        "creationTimestamp": t,
+        "labels": {
+            "serving.kserve.io/inferenceservice": NAME,
+            "app.kubernetes.io/name": NAME,
+            "component": "predictor",
+            "pod-template-hash": rs.rsplit('-').next().unwrap_or("")
+        },
+        "annotations": {"bundlegate.dev/release-digest": p.digest, "serving.kserve.io/storage-initializer-sourceuri": p.source},
+        "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": rs, "uid": format!("uid-{rs}"), "controller": true, "blockOwnerDeletion": true}]
+    });
+    if p.terminating {
+        meta["deletionTimestamp"] = json!("2026-01-01T10:06:00Z");
+        meta["deletionGracePeriodSeconds"] = json!(30);
+    }
+    let mut v = json!({
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": meta,
+        "spec": {
+            "initContainers": [{
+                "name": "storage-initializer", "image": "kserve/storage-initializer:v0.15.0",
+                "args": [p.source, "/mnt/models"],
+                "volumeMounts": [{"name": "kserve-provision-location", "mountPath": "/mnt/models"}]
+            }],
+            "containers": [{
+                "name": "kserve-container", "image": "registry.example.com/ai-lab/llm-serve@sha256:7c7c",
+                "env": [{"name": "STORAGE_URI", "value": "/mnt/models"}, {"name": "BUNDLEGATE_RELEASE_DIGEST", "value": p.digest}],
+                "resources": {"requests": {"cpu": "2", "memory": "8Gi"}}
+            }],
+            "volumes": [{"name": "kserve-provision-location", "emptyDir": {}}],
+            "restartPolicy": "Always"
+        },
+        "status": status
+    });
+    if scheduled {
+        v["spec"]["nodeName"] = json!("crc");
+    }
+    v
+}
+
+fn deployment(updated: i32, ready: i32, available: i32, conds: &[(&str, &str, &str, &str)]) -> Value {
+    let conditions: Vec<Value> = conds
+        .iter()
+        .map(|(t, s, r, m)| json!({"type": t, "status": s, "reason": r, "message": m, "lastUpdateTime": "2026-01-01T10:05:05Z", "lastTransitionTime": "2026-01-01T10:05:05Z"}))
+        .collect();
+    json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": format!("{NAME}-predictor"), "namespace": NS, "uid": "uid-deploy", "generation": 4,
+                     "labels": {"serving.kserve.io/inferenceservice": NAME, "app.kubernetes.io/name": NAME}},
+        "spec": {
+            "replicas": 1, "progressDeadlineSeconds": 600,
+            "selector": {"matchLabels": {"app": format!("isvc.{NAME}-predictor")}},
+            "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": "25%"}},
+            "template": {"metadata": {"labels": {"app": format!("isvc.{NAME}-predictor")}}, "spec": {"containers": [{"name": "kserve-container", "image": "x"}]}}
+        },
+        "status": {"observedGeneration": 4, "replicas": 2, "updatedReplicas": updated, "readyReplicas": ready, "availableReplicas": available, "conditions": conditions}
+    })
+}
+
+fn replicaset(name: &str, digest: &str, replicas: i32, ready: i32) -> Value {
+    json!({
+        "apiVersion": "apps/v1", "kind": "ReplicaSet",
+        "metadata": {"name": name, "namespace": NS, "uid": format!("uid-{name}"),
+                     "labels": {"serving.kserve.io/inferenceservice": NAME, "app.kubernetes.io/name": NAME}},
+        "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": format!("isvc.{NAME}-predictor")}},
+                 "template": {"metadata": {"annotations": {"bundlegate.dev/release-digest": digest}}, "spec": {"containers": [{"name": "kserve-container", "image": "x"}]}}},
+        "status": {"replicas": replicas, "readyReplicas": ready, "availableReplicas": ready}
+    })
+}
+
+fn event(kind: &str, object: &str, type_: &str, reason: &str, message: &str) -> Value {
+    json!({
+        "apiVersion": "v1", "kind": "Event",
+        "metadata": {"name": format!("{object}.{}", reason.to_ascii_lowercase()), "namespace": NS},
+        "involvedObject": {"kind": kind, "name": object, "namespace": NS, "apiVersion": if kind == "Pod" { "v1" } else { "apps/v1" }},
+        "type": type_, "reason": reason, "message": message, "count": 3,
+        "firstTimestamp": "2026-01-01T10:05:06Z", "lastTimestamp": "2026-01-01T10:05:40Z",
+        "source": {"component": "default-scheduler"}
+    })
+}
+
+const OLD_POD: &str = "llm-scratch-predictor-868c589678-6k9cm";
+const NEW_POD: &str = "llm-scratch-predictor-6786d546b4-5tfgh";
+const V1_URI: &str = "s3://models/llm-scratch/v1/";
+const V2_URI: &str = "s3://models/llm-scratch/v2/";
+
+/// Deployment conditions while the new pod is not ready: both True, the
+/// state in which `get deploy` and Argo read green (seed 001).
+fn green_deployment() -> Value {
+    deployment(
+        1,
+        1,
+        1,
+        &[
+            ("Available", "True", "MinimumReplicasAvailable", "Deployment has minimum availability."),
+            ("Progressing", "True", "ReplicaSetUpdated", "ReplicaSet \"llm-scratch-predictor-6786d546b4\" is progressing."),
+        ],
+    )
+}
+
+fn done_deployment() -> Value {
+    deployment(
+        1,
+        1,
+        1,
+        &[
+            ("Available", "True", "MinimumReplicasAvailable", "Deployment has minimum availability."),
+            ("Progressing", "True", "NewReplicaSetAvailable", "ReplicaSet \"llm-scratch-predictor-6786d546b4\" has successfully progressed."),
+        ],
+    )
+}
+
+/// Old ReplicaSet + new ReplicaSet, the Deployment, plus the given pods and events.
+fn objects(new: &str, dep: Value, pods: Vec<Value>, events: Vec<Value>) -> Vec<Value> {
+    let mut v = vec![dep, replicaset("llm-scratch-predictor-868c589678", OLD, 1, 1), replicaset("llm-scratch-predictor-6786d546b4", new, 1, 0)];
+    v.extend(pods);
+    v.extend(events);
+    v
+}
+
+// ---------------------------------------------------------------------------
+// The model service: a real local server answering /health/ready and /model
+
+struct ModelService {
+    server: Option<Server>,
+    port: u16,
+    identity: Arc<Mutex<Value>>,
+}
+
+impl ModelService {
+    fn start(identity: Value) -> ModelService {
+        let identity = Arc::new(Mutex::new(identity));
+        let mut m = ModelService { server: None, port: 0, identity };
+        m.up();
+        m
+    }
+    fn up(&mut self) {
+        let id = self.identity.clone();
+        let h: standin::Handler = Arc::new(move |req| match req.path.as_str() {
+            "/health/ready" => (200, json!({"status": "ok"})),
+            "/model" => (200, id.lock().unwrap().clone()),
+            _ => (404, json!({"detail": "Not Found"})),
+        });
+        let s = Server::start(self.port, h);
+        self.port = s.port;
+        self.server = Some(s);
+    }
+    /// Stop listening: probes get "connection refused", like during
+    /// `delete pod -l` on a single replica.
+    fn down(&mut self) {
+        if let Some(mut s) = self.server.take() {
+            s.stop();
+        }
+    }
+    fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+}
+
+fn identity_ok(release: &str) -> Value {
+    json!({"serving_digest": CKPT_SHA, "release_digest": release, "in_registry": true, "status": "production", "metrics": {"accuracy": 0.91}})
+}
+
+// ---------------------------------------------------------------------------
+// Scenario runner
+
+/// A temp git repository holding the bundle, so the merge commit (and its
+/// time) is real: committed at 2026-01-01T10:00:00Z.
+struct Workspace {
+    dir: tempfile::TempDir,
+    sha: String,
+    digest: String,
+}
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let o = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_AUTHOR_DATE", "2026-01-01T10:00:00Z")
+        .env("GIT_COMMITTER_DATE", "2026-01-01T10:00:00Z")
+        .env("GIT_AUTHOR_NAME", "dev")
+        .env("GIT_AUTHOR_EMAIL", "dev@example.com")
+        .env("GIT_COMMITTER_NAME", "dev")
+        .env("GIT_COMMITTER_EMAIL", "dev@example.com")
+        .env_remove("GIT_DIR")
+        .output()
+        .expect("git");
+    assert!(o.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8_lossy(&o.stdout).trim().to_string()
+}
+
+impl Workspace {
+    fn new() -> Workspace {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::copy(fixture("release.yaml"), dir.path().join("release.yaml")).unwrap();
+        git(dir.path(), &["init", "-q", "-b", "main"]);
+        git(dir.path(), &["add", "release.yaml"]);
+        git(dir.path(), &["commit", "-q", "-m", "release llm-scratch v2"]);
+        let sha = git(dir.path(), &["rev-parse", "HEAD"]);
+        let d = run_in(dir.path(), &["digest", "release.yaml", "--format", "json"], &[]);
+        let digest = d.json()["steps"][0]["data"]["releaseDigest"].as_str().unwrap().to_string();
+        Workspace { dir, sha, digest }
+    }
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+}
+
+fn run_watch(ws: &Workspace, frames: Vec<Frame>, extra: &[&str]) -> (Out, standin::Cluster) {
+    let cluster = standin::Cluster::start(frames, ws.path());
+    let mut args = vec!["watch", "release.yaml", "--app", NAME, "--revision", &ws.sha, "--format", "json"];
+    args.extend_from_slice(extra);
+    let kc = cluster.kubeconfig.to_string_lossy().to_string();
+    let out = run_in(ws.path(), &args, &[("KUBECONFIG", &kc), ("BUNDLEGATE_WATCH_POLL", "150ms"), ("GITHUB_SHA", "")]);
+    (out, cluster)
+}
+
+fn step<'a>(v: &'a Value, name: &str) -> &'a Value {
+    v["steps"].as_array().unwrap().iter().find(|s| s["step"] == name).unwrap_or_else(|| panic!("no step {name} in {v:#}"))
+}
+
+fn all_text(d: &Value) -> String {
+    let mut s = d["message"].as_str().unwrap_or("").to_string();
+    for e in d["evidence"].as_array().into_iter().flatten() {
+        s.push('\n');
+        s.push_str(e.as_str().unwrap_or(""));
+    }
+    for h in d["help"].as_array().into_iter().flatten() {
+        s.push('\n');
+        s.push_str(h.as_str().unwrap_or(""));
+    }
+    s
+}
+
+/// All diagnostics text of one code in a step.
+fn findings(v: &Value, step_name: &str, code: &str) -> String {
+    step(v, step_name)["diagnostics"].as_array().unwrap().iter().filter(|d| d["code"] == code).map(all_text).collect::<Vec<_>>().join("\n---\n")
+}
+
+fn synced(ws: &Workspace) -> Value {
+    application(&ws.sha, "Succeeded", "Healthy", "2026-01-01T10:05:01Z")
+}
+
+// ---------------------------------------------------------------------------
+// watch scenarios
+
+#[test]
+fn watch_healthy_swap_passes_with_evidence() {
+    let ws = Workspace::new();
+    let d = ws.digest.clone();
+    let frames = vec![
+        // Argo still on the previous commit; the old pod serves.
+        Frame {
+            at_ms: 0,
+            app: Some(application(OLD_SHA, "Succeeded", "Healthy", "2025-12-31T09:00:00Z")),
+            objects: objects(OLD, done_deployment(), vec![pod(PodSpec::ready(OLD_POD, OLD, V1_URI))], vec![]),
+        },
+        // Sync of the merge commit running; health already says Healthy.
+        Frame { at_ms: 300, app: Some(application(&ws.sha, "Running", "Healthy", "")), objects: objects(&d, green_deployment(), vec![pod(PodSpec::ready(OLD_POD, OLD, V1_URI))], vec![]) },
+        // Synced; surge pod starting while the old one serves.
+        Frame {
+            at_ms: 700,
+            app: Some(synced(&ws)),
+            objects: objects(
+                &d,
+                green_deployment(),
+                vec![pod(PodSpec::ready(OLD_POD, OLD, V1_URI)), pod(PodSpec { ready: false, ..PodSpec::ready(NEW_POD, &d, V2_URI) })],
+                vec![],
+            ),
+        },
+        // New ready, old terminating.
+        Frame {
+            at_ms: 1300,
+            app: Some(synced(&ws)),
+            objects: objects(
+                &d,
+                done_deployment(),
+                vec![pod(PodSpec { terminating: true, ..PodSpec::ready(OLD_POD, OLD, V1_URI) }), pod(PodSpec::ready(NEW_POD, &d, V2_URI))],
+                vec![],
+            ),
+        },
+        // Only the new release remains.
+        Frame { at_ms: 1900, app: Some(synced(&ws)), objects: objects(&d, done_deployment(), vec![pod(PodSpec::ready(NEW_POD, &d, V2_URI))], vec![]) },
+    ];
+    let model = ModelService::start(identity_ok(&d));
+    let url = model.url();
+    let started = Instant::now();
+    let (out, cluster) = run_watch(&ws, frames, &["--timeout", "20s", "--service-url", &url, "--probe-interval", "100ms"]);
+    let v = out.json();
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert_eq!(v["verdict"], "pass");
+    assert_eq!(step(&v, "argo")["verdict"], "pass");
+    assert!(step(&v, "argo")["summary"].as_str().unwrap().contains(&ws.sha));
+    // It waited for the swap instead of trusting the first "Healthy".
+    assert!(started.elapsed() >= Duration::from_millis(1900), "passed before the old pod was gone");
+    let rollout = step(&v, "rollout");
+    assert_eq!(rollout["verdict"], "pass");
+    let groups = rollout["data"]["groups"].as_array().unwrap();
+    assert_eq!(groups.len(), 1, "{groups:?}");
+    assert_eq!(groups[0]["releaseDigest"], d.as_str());
+    assert_eq!(groups[0]["pods"][0], NEW_POD);
+    assert_eq!(step(&v, "identity")["verdict"], "pass");
+    let down = step(&v, "downtime");
+    assert_eq!(down["verdict"], "pass");
+    assert!(down["data"]["stats"]["ok"].as_u64().unwrap() >= 5, "{down}");
+    assert_eq!(down["data"]["stats"]["fail"], 0);
+    cluster.assert_read_only();
+    let reqs = cluster.requests();
+    assert!(reqs.iter().any(|(_, p)| p.starts_with("/apis/argoproj.io/v1alpha1/namespaces/argocd/applications/llm-scratch")));
+    assert!(reqs.iter().any(|(_, p)| p.starts_with("/api/v1/namespaces/ai-lab/pods") && p.contains("serving.kserve.io")));
+}
+
+#[test]
+fn watch_crashloop_behind_four_green_signals_fails_bg501() {
+    let ws = Workspace::new();
+    let d = ws.digest.clone();
+    let crash = PodSpec {
+        phase: "Running",
+        ready: false,
+        restarts: 6,
+        waiting: Some(("CrashLoopBackOff", "back-off 5m0s restarting failed container=kserve-container")),
+        ..PodSpec::ready(NEW_POD, &d, V2_URI)
+    };
+    let frames = vec![Frame {
+        at_ms: 0,
+        // Argo: Synced, Succeeded, Healthy. Deployment: 1/1/1/1, Available, Progressing.
+        app: Some(synced(&ws)),
+        objects: objects(
+            &d,
+            green_deployment(),
+            vec![pod(PodSpec::ready(OLD_POD, OLD, V1_URI)), pod(crash)],
+            vec![event("Pod", NEW_POD, "Warning", "BackOff", "Back-off restarting failed container kserve-container in pod llm-scratch-predictor-6786d546b4-5tfgh")],
+        ),
+    }];
+    let (out, cluster) = run_watch(&ws, frames, &["--timeout", "2s"]);
+    assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
+    let v = out.json();
+    assert_eq!(v["verdict"], "fail");
+    assert_eq!(step(&v, "argo")["verdict"], "pass", "Argo did sync; the rollout is what failed");
+    let f = findings(&v, "rollout", "BG501");
+    assert!(f.contains("CrashLoopBackOff") && f.contains("6 restart(s)"), "{f}");
+    assert!(f.contains(OLD_POD) && f.contains("ready"), "the old serving pod is named: {f}");
+    assert!(f.contains("Back-off restarting failed container"), "event evidence: {f}");
+    assert!(f.contains("Available=True") && f.contains("not evidence"), "the green signals are shown as such: {f}");
+    // No service URL: identity and downtime were not run, and say why.
+    assert_eq!(step(&v, "identity")["verdict"], "not-run");
+    assert!(step(&v, "downtime")["summary"].as_str().unwrap().contains("--service-url"));
+    cluster.assert_read_only();
+}
+
+#[test]
+fn watch_pending_insufficient_cpu_reports_the_scheduler_event() {
+    let ws = Workspace::new();
+    let d = ws.digest.clone();
+    let pending = PodSpec { phase: "Pending", ready: false, ..PodSpec::ready(NEW_POD, &d, V2_URI) };
+    let frames = vec![Frame {
+        at_ms: 0,
+        app: Some(synced(&ws)),
+        objects: objects(
+            &d,
+            green_deployment(),
+            vec![pod(PodSpec::ready(OLD_POD, OLD, V1_URI)), pod(pending)],
+            vec![event("Pod", NEW_POD, "Warning", "FailedScheduling", "0/1 nodes are available: 1 Insufficient cpu.")],
+        ),
+    }];
+    let (out, cluster) = run_watch(&ws, frames, &["--timeout", "2s"]);
+    assert_eq!(out.code, 1, "{}", out.stdout);
+    let v = out.json();
+    let f = findings(&v, "rollout", "BG501");
+    assert!(f.contains("Pending") && f.contains("0/1 nodes are available: 1 Insufficient cpu."), "{f}");
+    assert!(f.contains("maxSurge"), "help names the cause: {f}");
+    assert!(f.contains("timeout"), "says it waited: {f}");
+    cluster.assert_read_only();
+}
+
+#[test]
+fn watch_rwop_deadlock_fails_although_deployment_is_available_and_progressing() {
+    let ws = Workspace::new();
+    let d = ws.digest.clone();
+    let pending = PodSpec { phase: "Pending", ready: false, ..PodSpec::ready(NEW_POD, &d, V2_URI) };
+    let msg = "0/1 nodes are available: 1 node(s) unavailable due to PersistentVolumeClaim with ReadWriteOncePod access mode already in-use by another pod.";
+    let frames = vec![Frame {
+        at_ms: 0,
+        app: Some(synced(&ws)),
+        objects: objects(&d, green_deployment(), vec![pod(PodSpec::ready(OLD_POD, OLD, V1_URI)), pod(pending)], vec![event("Pod", NEW_POD, "Warning", "FailedScheduling", msg)]),
+    }];
+    let (out, _cluster) = run_watch(&ws, frames, &["--timeout", "2s"]);
+    assert_eq!(out.code, 1);
+    let v = out.json();
+    assert_eq!(v["verdict"], "fail");
+    let f = findings(&v, "rollout", "BG501");
+    assert!(f.contains("ReadWriteOncePod access mode already in-use"), "{f}");
+    assert!(f.contains("deadlock"), "{f}");
+    assert!(f.contains("Progressing=True (ReplicaSetUpdated)"), "{f}");
+}
+
+#[test]
+fn watch_progress_deadline_exceeded_stops_waiting() {
+    let ws = Workspace::new();
+    let d = ws.digest.clone();
+    let dep = deployment(
+        1,
+        1,
+        1,
+        &[
+            ("Available", "True", "MinimumReplicasAvailable", "Deployment has minimum availability."),
+            ("Progressing", "False", "ProgressDeadlineExceeded", "ReplicaSet \"llm-scratch-predictor-6786d546b4\" has timed out progressing."),
+        ],
+    );
+    let new = PodSpec { ready: false, ..PodSpec::ready(NEW_POD, &d, V2_URI) };
+    let frames = vec![Frame { at_ms: 0, app: Some(synced(&ws)), objects: objects(&d, dep, vec![pod(PodSpec::ready(OLD_POD, OLD, V1_URI)), pod(new)], vec![]) }];
+    let t = Instant::now();
+    let (out, _c) = run_watch(&ws, frames, &["--timeout", "60s"]);
+    assert!(t.elapsed() < Duration::from_secs(30), "waited for the timeout although the controller gave up");
+    assert_eq!(out.code, 1);
+    let f = findings(&out.json(), "rollout", "BG501");
+    assert!(f.contains("exceeded its progress deadline") && f.contains("has timed out progressing"), "{f}");
+}
+
+#[test]
+fn watch_storage_initializer_source_is_compared_not_the_rewritten_env() {
+    let ws = Workspace::new();
+    let d = ws.digest.clone();
+    // Right digest annotation, but the model came from the v1 prefix.
+    let frames = vec![Frame { at_ms: 0, app: Some(synced(&ws)), objects: objects(&d, done_deployment(), vec![pod(PodSpec::ready(NEW_POD, &d, V1_URI))], vec![]) }];
+    let (out, _c) = run_watch(&ws, frames, &["--timeout", "1s"]);
+    assert_eq!(out.code, 1, "{}", out.stdout);
+    let f = findings(&out.json(), "rollout", "BG501");
+    assert!(f.contains("downloads its model from s3://models/llm-scratch/v1/"), "{f}");
+    assert!(f.contains("STORAGE_URI env = /mnt/models"), "the rewritten env is shown, not trusted: {f}");
+}
+
+fn completed_frames(ws: &Workspace) -> Vec<Frame> {
+    vec![Frame { at_ms: 0, app: Some(synced(ws)), objects: objects(&ws.digest, done_deployment(), vec![pod(PodSpec::ready(NEW_POD, &ws.digest, V2_URI))], vec![]) }]
+}
+
+#[test]
+fn watch_identity_reporting_another_digest_fails_bg502() {
+    let ws = Workspace::new();
+    let mut id = identity_ok(&ws.digest);
+    id["serving_digest"] = json!("sha256:20c86b9c3c2ca1e8ce883948c403e6eca546ec37c393463eb38d4f8a87021586");
+    let model = ModelService::start(id);
+    let url = model.url();
+    let (out, _c) = run_watch(&ws, completed_frames(&ws), &["--timeout", "5s", "--service-url", &url]);
+    assert_eq!(out.code, 1, "{}", out.stdout);
+    let v = out.json();
+    assert_eq!(step(&v, "rollout")["verdict"], "pass", "the pods are right; only the service's answer is wrong");
+    let f = findings(&v, "identity", "BG502");
+    assert!(f.contains("serving_digest") && f.contains("20c86b9c"), "{f}");
+    // Digest without the `sha256:` prefix is accepted for release_digest.
+    assert!(!f.contains("release_digest"), "{f}");
+}
+
+#[test]
+fn watch_identity_unregistered_fails_bg502() {
+    let ws = Workspace::new();
+    // Seed 001: the digest is right, but the release is not in the registry.
+    let id = json!({"serving_digest": CKPT_SHA.trim_start_matches("sha256:"), "release_digest": ws.digest, "in_registry": false, "status": "UNREGISTERED", "metrics": null});
+    let model = ModelService::start(id);
+    let url = model.url();
+    let (out, _c) = run_watch(&ws, completed_frames(&ws), &["--timeout", "5s", "--service-url", &url]);
+    assert_eq!(out.code, 1);
+    let v = out.json();
+    let f = findings(&v, "identity", "BG502");
+    assert!(f.contains("not registered") && f.contains("UNREGISTERED"), "{f}");
+    assert!(!f.contains("serving_digest` ="), "digests matched (with or without prefix): {f}");
+    assert_eq!(step(&v, "identity")["diagnostics"].as_array().unwrap().len(), 1);
+}
+
+#[test]
+fn watch_measures_downtime_when_the_service_stops() {
+    let ws = Workspace::new();
+    let d = ws.digest.clone();
+    let frames = vec![
+        Frame {
+            at_ms: 0,
+            app: Some(synced(&ws)),
+            objects: objects(&d, green_deployment(), vec![pod(PodSpec::ready(OLD_POD, OLD, V1_URI)), pod(PodSpec { ready: false, ..PodSpec::ready(NEW_POD, &d, V2_URI) })], vec![]),
+        },
+        Frame { at_ms: 3500, app: Some(synced(&ws)), objects: objects(&d, done_deployment(), vec![pod(PodSpec::ready(NEW_POD, &d, V2_URI))], vec![]) },
+    ];
+    let model = Arc::new(Mutex::new(ModelService::start(identity_ok(&d))));
+    let url = model.lock().unwrap().url();
+    let cluster = standin::Cluster::start(frames, ws.path());
+    let reqs = cluster.requests.clone();
+    // Like `delete pod -l` on one replica: the service goes away for ~1.5 s
+    // while the rollout is under way.
+    let m = model.clone();
+    let chaos = std::thread::spawn(move || {
+        let t = Instant::now();
+        while reqs.lock().unwrap().is_empty() && t.elapsed() < Duration::from_secs(20) {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        std::thread::sleep(Duration::from_millis(800));
+        m.lock().unwrap().down();
+        std::thread::sleep(Duration::from_millis(1500));
+        m.lock().unwrap().up();
+    });
+    let kc = cluster.kubeconfig.to_string_lossy().to_string();
+    let out = run_in(
+        ws.path(),
+        &["watch", "release.yaml", "--app", NAME, "--revision", &ws.sha, "--timeout", "20s", "--service-url", &url, "--probe-interval", "100ms", "--format", "json"],
+        &[("KUBECONFIG", &kc), ("BUNDLEGATE_WATCH_POLL", "150ms")],
+    );
+    chaos.join().unwrap();
+    assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
+    let v = out.json();
+    assert_eq!(step(&v, "rollout")["verdict"], "pass");
+    let down = step(&v, "downtime");
+    assert_eq!(down["verdict"], "fail");
+    let stats = &down["data"]["stats"];
+    assert!(stats["fail"].as_u64().unwrap() >= 5, "{stats}");
+    assert!(stats["ok"].as_u64().unwrap() >= 5, "{stats}");
+    let gap = stats["longestGapS"].as_f64().unwrap();
+    assert!((1.2..6.0).contains(&gap), "gap {gap}s for a ~1.5 s stop: {stats}");
+    assert_eq!(stats["gapOpen"], false);
+    let f = findings(&v, "downtime", "BG503");
+    assert!(f.contains("longest gap") && f.contains("RESULT ok="), "{f}");
+    cluster.assert_read_only();
+}
+
+#[test]
+fn watch_argo_never_syncing_the_merge_fails_bg504_with_last_seen() {
+    let ws = Workspace::new();
+    // Healthy and Synced — on the previous commit.
+    let frames = vec![Frame {
+        at_ms: 0,
+        app: Some(application(OLD_SHA, "Succeeded", "Healthy", "2025-12-31T09:00:00Z")),
+        objects: objects(OLD, done_deployment(), vec![pod(PodSpec::ready(OLD_POD, OLD, V1_URI))], vec![]),
+    }];
+    let (out, cluster) = run_watch(&ws, frames, &["--timeout", "1s"]);
+    assert_eq!(out.code, 1, "{}", out.stdout);
+    let v = out.json();
+    let f = findings(&v, "argo", "BG504");
+    assert!(f.contains(OLD_SHA) && f.contains("health=Healthy"), "last seen is reported: {f}");
+    assert!(f.contains("not evidence"), "{f}");
+    assert_eq!(step(&v, "rollout")["verdict"], "not-run");
+    // Only the Application was read: the pods cannot run an unsynced commit.
+    assert!(cluster.requests().iter().all(|(_, p)| p.contains("applications")));
+}
+
+#[test]
+fn watch_sync_finished_before_the_merge_is_not_the_merge_bg504() {
+    let ws = Workspace::new();
+    // The merge commit is at 10:00:00Z; a "successful sync" at 09:59 cannot be of it.
+    let frames = vec![Frame { at_ms: 0, app: Some(application(&ws.sha, "Succeeded", "Healthy", "2026-01-01T09:59:00Z")), objects: vec![] }];
+    let (out, _c) = run_watch(&ws, frames, &["--timeout", "1s"]);
+    assert_eq!(out.code, 1);
+    let f = findings(&out.json(), "argo", "BG504");
+    assert!(f.contains("before the merge"), "{f}");
+}
+
+#[test]
+fn watch_unreachable_cluster_is_an_error_not_a_pass() {
+    let ws = Workspace::new();
+    let dir = ws.path();
+    // A port nothing listens on.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let kc = dir.join("kc.yaml");
+    std::fs::write(&kc, format!("apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: http://127.0.0.1:{port}\nusers:\n- name: u\n  user: {{}}\ncontexts:\n- name: c\n  context:\n    cluster: c\n    user: u\ncurrent-context: c\n")).unwrap();
+    let out = run_in(dir, &["watch", "release.yaml", "--app", NAME, "--revision", &ws.sha, "--timeout", "1s", "--format", "json"], &[("KUBECONFIG", kc.to_str().unwrap()), ("BUNDLEGATE_WATCH_POLL", "200ms")]);
+    assert_eq!(out.code, 2, "{}", out.stdout);
+    assert_eq!(step(&out.json(), "argo")["verdict"], "error");
+}
+
+#[test]
+fn application_fixtures_validate_against_the_argocd_crd() {
+    let crd: serde_yaml_ng::Value = serde_yaml_ng::from_str(&std::fs::read_to_string(repo().join("../shared/reference/argocd/application-crd.yaml")).unwrap()).unwrap();
+    let crd: Value = serde_json::to_value(crd).unwrap();
+    let schema = &crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"];
+    let v = jsonschema::options().with_draft(jsonschema::Draft::Draft4).build(schema).expect("CRD schema compiles");
+    let variants = [
+        application(OLD_SHA, "Succeeded", "Healthy", "2025-12-31T09:00:00Z"),
+        application(OLD_SHA, "Running", "Progressing", ""),
+        application(OLD_SHA, "Failed", "Degraded", "2026-01-01T10:06:00Z"),
+    ];
+    for a in &variants {
+        let errs: Vec<String> = v.iter_errors(a).map(|e| format!("{e} at {}", e.instance_path)).collect();
+        assert!(errs.is_empty(), "{errs:#?}");
+    }
+    // The validator is not vacuous: a wrong type is caught.
+    let mut bad = variants[0].clone();
+    bad["status"]["operationState"]["phase"] = json!(5);
+    assert!(!v.is_valid(&bad));
+}
+
+#[test]
+fn stand_in_objects_have_the_kubernetes_types_shape() {
+    use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
+    use k8s_openapi::api::core::v1::{Event, Pod};
+    let d = "sha256:abc";
+    let p: Pod = serde_json::from_value(pod(PodSpec { waiting: Some(("CrashLoopBackOff", "x")), restarts: 2, ..PodSpec::ready(NEW_POD, d, V2_URI) })).unwrap();
+    assert_eq!(p.spec.unwrap().init_containers.unwrap()[0].args.as_ref().unwrap()[0], V2_URI);
+    let _: Pod = serde_json::from_value(pod(PodSpec { phase: "Pending", ready: false, ..PodSpec::ready(NEW_POD, d, V2_URI) })).unwrap();
+    let dep: Deployment = serde_json::from_value(green_deployment()).unwrap();
+    assert_eq!(dep.status.unwrap().conditions.unwrap().len(), 2);
+    let _: ReplicaSet = serde_json::from_value(replicaset("rs", d, 1, 0)).unwrap();
+    let e: Event = serde_json::from_value(event("Pod", NEW_POD, "Warning", "FailedScheduling", "m")).unwrap();
+    assert_eq!(e.involved_object.name.as_deref(), Some(NEW_POD));
+}
+
+// ---------------------------------------------------------------------------
+// revert: real git remote (git daemon) + GitHub pull-request stand-in
+
+mod pulls {
+    //! A stateful stand-in for `POST/GET /repos/{o}/{r}/pulls`, validated
+    //! with the GitHub stand-in's OpenAPI checks (requests and answers), and
+    //! answering with GitHub's documented examples adjusted to the request.
+
+    use super::standin::{Handler, Server};
+    use crate::github_standin::{documented_example, validate_request, validate_response};
+    use serde_json::{json, Value};
+    use std::sync::{Arc, Mutex};
+
+    #[derive(Default)]
+    pub struct State {
+        pub pulls: Vec<Value>,
+        pub requests: Vec<(String, String, Option<Value>)>,
+        pub violations: Vec<String>,
+    }
+
+    pub struct Pulls {
+        pub server: Server,
+        pub state: Arc<Mutex<State>>,
+        pub token: String,
+    }
+
+    impl Pulls {
+        pub fn start(token: &str) -> Pulls {
+            let state = Arc::new(Mutex::new(State::default()));
+            let st = state.clone();
+            let tok = token.to_string();
+            let h: Handler = Arc::new(move |req| {
+                let mut s = st.lock().unwrap();
+                let body: Option<Value> = serde_json::from_slice(&req.body).ok();
+                s.requests.push((req.method.clone(), req.path.clone(), body.clone()));
+                if req.header("authorization") != Some(&format!("Bearer {tok}")) {
+                    s.violations.push(format!("{} {}: missing or wrong Authorization", req.method, req.path));
+                    return (401, json!({"message": "Requires authentication"}));
+                }
+                let (template, v) = validate_request(&req.method, &req.path, &req.query, &req.body);
+                s.violations.extend(v.iter().cloned());
+                let Some(template) = template else { return (404, json!({"message": "Not Found"})) };
+                if !v.is_empty() {
+                    return (422, json!({"message": "Validation Failed", "documentation_url": "https://docs.github.com/rest"}));
+                }
+                let segs: Vec<&str> = req.path.trim_start_matches('/').split('/').collect();
+                let (owner, repo) = (segs[1].to_string(), segs[2].to_string());
+                let (status, answer) = match (req.method.as_str(), template) {
+                    ("POST", "/repos/{owner}/{repo}/pulls") => {
+                        let b = body.unwrap_or_default();
+                        let head = b["head"].as_str().unwrap_or("").to_string();
+                        if s.pulls.iter().any(|p| p["head"]["ref"] == head.as_str() && p["state"] == "open") {
+                            (
+                                422,
+                                json!({"message": "Validation Failed", "errors": [{"resource": "PullRequest", "code": "custom",
+                                    "message": format!("A pull request already exists for {owner}:{head}.")}],
+                                    "documentation_url": "https://docs.github.com/rest/pulls/pulls#create-a-pull-request", "status": "422"}),
+                            )
+                        } else {
+                            let number = s.pulls.len() as i64 + 1347;
+                            let mut p = documented_example("pull-request");
+                            p["number"] = json!(number);
+                            p["title"] = b["title"].clone();
+                            p["body"] = b["body"].clone();
+                            p["state"] = json!("open");
+                            p["html_url"] = json!(format!("https://github.com/{owner}/{repo}/pull/{number}"));
+                            p["url"] = json!(format!("https://api.github.com/repos/{owner}/{repo}/pulls/{number}"));
+                            p["head"]["ref"] = json!(head);
+                            p["head"]["label"] = json!(format!("{owner}:{head}"));
+                            p["base"]["ref"] = b["base"].clone();
+                            p["base"]["label"] = json!(format!("{owner}:{}", b["base"].as_str().unwrap_or("")));
+                            // GitHub's own example lists a team without the
+                            // schema's required `type`; a new PR has no reviewers.
+                            p["requested_teams"] = json!([]);
+                            p["requested_reviewers"] = json!([]);
+                            s.pulls.push(p.clone());
+                            (201, p)
+                        }
+                    }
+                    ("GET", "/repos/{owner}/{repo}/pulls") => {
+                        let head = req.q("head").unwrap_or("");
+                        let state = req.q("state").unwrap_or("open");
+                        let items: Vec<Value> = s
+                            .pulls
+                            .iter()
+                            .filter(|p| (head.is_empty() || p["head"]["label"] == head) && (state == "all" || p["state"] == state))
+                            .map(|p| {
+                                let mut it = documented_example("pull-request-simple-items")[0].clone();
+                                for k in ["number", "title", "body", "state", "html_url", "url"] {
+                                    it[k] = p[k].clone();
+                                }
+                                it["head"]["ref"] = p["head"]["ref"].clone();
+                                it["head"]["label"] = p["head"]["label"].clone();
+                                it["base"]["ref"] = p["base"]["ref"].clone();
+                                it["requested_teams"] = json!([]);
+                                it["requested_reviewers"] = json!([]);
+                                it
+                            })
+                            .collect();
+                        (200, Value::Array(items))
+                    }
+                    _ => {
+                        s.violations.push(format!("{} {template}: documented, but this stand-in does not implement it", req.method));
+                        (404, json!({"message": "Not Found"}))
+                    }
+                };
+                let rv = validate_response(&req.method, template, status, &answer);
+                s.violations.extend(rv);
+                (status, answer)
+            });
+            Pulls { server: Server::start(0, h), state, token: token.to_string() }
+        }
+        pub fn url(&self) -> String {
+            format!("http://127.0.0.1:{}", self.server.port)
+        }
+        pub fn pulls(&self) -> Vec<Value> {
+            self.state.lock().unwrap().pulls.clone()
+        }
+        pub fn requests(&self) -> Vec<(String, String, Option<Value>)> {
+            self.state.lock().unwrap().requests.clone()
+        }
+        pub fn assert_no_violations(&self) {
+            let v = self.state.lock().unwrap().violations.clone();
+            assert!(v.is_empty(), "requests/answers that do not match GitHub's API description:\n{}", v.join("\n"));
+        }
+    }
+}
+
+/// A bare repository served by `git daemon` (push enabled), and a clone of
+/// it holding the example bundles (v1 → v2) and their local store.
+struct GitRemote {
+    dir: tempfile::TempDir,
+    daemon: Child,
+    url: String,
+}
+
+impl Drop for GitRemote {
+    fn drop(&mut self) {
+        // Our own child, by handle.
+        let _ = self.daemon.kill();
+        let _ = self.daemon.wait();
+    }
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let t = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_dir(&e.path(), &t);
+        } else {
+            std::fs::copy(e.path(), &t).unwrap();
+        }
+    }
+}
+
+impl GitRemote {
+    fn new() -> GitRemote {
+        let dir = tempfile::tempdir().unwrap();
+        let srv = dir.path().join("srv");
+        std::fs::create_dir_all(&srv).unwrap();
+        git(&srv, &["init", "-q", "--bare", "-b", "main", "remote.git"]);
+        let (daemon, port) = (0..5)
+            .find_map(|_| {
+                let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+                let mut child = Command::new("git")
+                    .args(["daemon", "--reuseaddr", "--export-all", "--enable=receive-pack", "--listen=127.0.0.1"])
+                    .arg(format!("--base-path={}", srv.display()))
+                    .arg(format!("--port={port}"))
+                    .arg(&srv)
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .spawn()
+                    .expect("git daemon");
+                let t = Instant::now();
+                while t.elapsed() < Duration::from_secs(5) {
+                    if let Ok(Some(_)) = child.try_wait() {
+                        return None; // port taken meanwhile: try another
+                    }
+                    if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                        return Some((child, port));
+                    }
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                let _ = child.kill();
+                None
+            })
+            .expect("git daemon did not start");
+        let url = format!("git://127.0.0.1:{port}/remote.git");
+        let work = dir.path().join("work");
+        std::fs::create_dir_all(&work).unwrap();
+        copy_dir(&repo().join("examples/llm-scratch"), &work.join("llm-scratch"));
+        copy_dir(&repo().join("examples/store"), &work.join("store"));
+        git(&work, &["init", "-q", "-b", "main"]);
+        git(&work, &["add", "."]);
+        git(&work, &["commit", "-q", "-m", "llm-scratch v1 and v2"]);
+        git(&work, &["remote", "add", "origin", &url]);
+        git(&work, &["push", "-q", "origin", "main"]);
+        GitRemote { dir, daemon, url }
+    }
+    fn work(&self) -> PathBuf {
+        self.dir.path().join("work")
+    }
+    fn bare(&self) -> PathBuf {
+        self.dir.path().join("srv/remote.git")
+    }
+    /// A second, independent checkout (another CI job).
+    fn clone_to(&self, name: &str) -> PathBuf {
+        let to = self.dir.path().join(name);
+        git(self.dir.path(), &["clone", "-q", &self.url, name]);
+        to
+    }
+    fn remote_branch(&self, branch: &str) -> Option<String> {
+        let o = Command::new("git").arg("--git-dir").arg(self.bare()).args(["rev-parse", "--verify", "-q", &format!("refs/heads/{branch}")]).output().unwrap();
+        o.status.success().then(|| String::from_utf8_lossy(&o.stdout).trim().to_string())
+    }
+    fn show(&self, rev: &str) -> String {
+        let o = Command::new("git").arg("--git-dir").arg(self.bare()).args(["show", rev]).output().unwrap();
+        assert!(o.status.success(), "git show {rev}: {}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    }
+}
+
+const BRANCH: &str = "bundlegate/revert-llm-scratch-v2";
+const TOKEN: &str = "ghs_reverttoken0123456789";
+
+fn gh_env(gh: &pulls::Pulls) -> Vec<(String, String)> {
+    vec![("GITHUB_TOKEN".into(), TOKEN.into()), ("GITHUB_API_URL".into(), gh.url()), ("GITHUB_REPOSITORY".into(), "o/r".into())]
+}
+
+fn run_revert(dir: &Path, gh: &pulls::Pulls, extra: &[&str]) -> Out {
+    let mut args = vec!["revert", "llm-scratch/v2/release.yaml", "--repo", ".", "--format", "json"];
+    args.extend_from_slice(extra);
+    let env = gh_env(gh);
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    run_in(dir, &args, &env)
+}
+
+#[test]
+fn revert_pushes_the_branch_and_opens_one_pr_with_the_evidence() {
+    let g = GitRemote::new();
+    let gh = pulls::Pulls::start(TOKEN);
+    let ev = fixture("evidence-crashloop.json");
+    let out = run_revert(&g.work(), &gh, &["--evidence", ev.to_str().unwrap()]);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert!(!out.stdout.contains(TOKEN) && !out.stderr.contains(TOKEN), "the token is never printed");
+    let v = out.json();
+    assert_eq!(step(&v, "verify-rollback-target")["verdict"], "pass", "the rollback target was verified first");
+    let r = step(&v, "revert");
+    assert_eq!(r["verdict"], "pass");
+    assert_eq!(r["data"]["pr"]["created"], true);
+
+    // The real remote received the branch; the bundle path now holds v1.
+    let sha = g.remote_branch(BRANCH).expect("revert branch pushed");
+    let restored = g.show(&format!("{sha}:llm-scratch/v2/release.yaml"));
+    assert_eq!(restored, std::fs::read_to_string(g.work().join("llm-scratch/v1/release.yaml")).unwrap());
+    let msg = g.show(&format!("{sha}"));
+    assert!(msg.contains("bundlegate-revert-of: sha256:"), "{msg}");
+    assert_eq!(g.show(&format!("{sha}~1")).lines().next(), g.show("main").lines().next(), "the revert is on top of main");
+
+    // One PR, from that branch, carrying the failed gates' evidence.
+    let prs = gh.pulls();
+    assert_eq!(prs.len(), 1);
+    let p = &prs[0];
+    assert_eq!(p["head"]["ref"], BRANCH);
+    assert_eq!(p["base"]["ref"], "main");
+    let body = p["body"].as_str().unwrap();
+    assert!(body.contains("BG501") && body.contains("CrashLoopBackOff"), "{body}");
+    assert!(body.contains("bundlegate-revert-of: sha256:"), "{body}");
+    assert!(body.contains("Rollback target verified"), "{body}");
+    gh.assert_no_violations();
+}
+
+#[test]
+fn revert_concurrent_runs_open_one_pr() {
+    let g = GitRemote::new();
+    let gh = pulls::Pulls::start(TOKEN);
+    let a = g.work();
+    let b = g.clone_to("work-b");
+    let spawn = |dir: &Path| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_bundlegate"));
+        c.args(["revert", "llm-scratch/v2/release.yaml", "--repo", ".", "--format", "json"]).current_dir(dir).env_remove("RUST_LOG");
+        for (k, v) in gh_env(&gh) {
+            c.env(k, v);
+        }
+        c.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap()
+    };
+    let (ca, cb) = (spawn(&a), spawn(&b));
+    let (oa, ob) = (ca.wait_with_output().unwrap(), cb.wait_with_output().unwrap());
+    for o in [&oa, &ob] {
+        assert_eq!(o.status.code(), Some(0), "{}\n{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    }
+    assert_eq!(gh.pulls().len(), 1, "exactly one revert PR");
+    let texts = format!("{}{}", String::from_utf8_lossy(&oa.stdout), String::from_utf8_lossy(&ob.stdout));
+    assert!(texts.contains("already reverting"), "one run saw the other: {texts}");
+    assert!(g.remote_branch(BRANCH).is_some());
+    gh.assert_no_violations();
+}
+
+#[test]
+fn revert_with_incomplete_rollback_target_proposes_degrade_bg505() {
+    let g = GitRemote::new();
+    let gh = pulls::Pulls::start(TOKEN);
+    // Seed 001: the previous version's prefix lacks a non-model file.
+    std::fs::remove_file(g.work().join("store/llm-scratch/v1/clean_corpus.txt")).unwrap();
+    let out = run_revert(&g.work(), &gh, &[]);
+    assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
+    let v = out.json();
+    let f = findings(&v, "revert", "BG505");
+    assert!(f.contains("did not verify") && f.contains("clean_corpus.txt"), "{f}");
+    assert!(f.contains("degrade"), "{f}");
+    assert_eq!(step(&v, "revert")["data"]["proposal"], "degrade");
+    assert!(g.remote_branch(BRANCH).is_none(), "no branch pushed");
+    assert!(gh.requests().is_empty(), "no PR call at all");
+}
+
+#[test]
+fn revert_of_a_revert_is_refused() {
+    let g = GitRemote::new();
+    let gh = pulls::Pulls::start(TOKEN);
+    let w = g.work();
+    // The bundle was last changed by a bundlegate revert commit.
+    std::fs::write(w.join("llm-scratch/v2/release.yaml"), std::fs::read_to_string(w.join("llm-scratch/v2/release.yaml")).unwrap() + "# restored\n").unwrap();
+    git(&w, &["commit", "-q", "-am", "Revert llm-scratch v3 to v2\n\nbundlegate-revert-of: sha256:3333333333333333333333333333333333333333333333333333333333333333"]);
+    let out = run_revert(&w, &gh, &[]);
+    assert_eq!(out.code, 1, "{}", out.stdout);
+    let r = step(&out.json(), "revert").clone();
+    assert_eq!(r["verdict"], "not-run");
+    assert_eq!(r["data"]["refused"], "revert-of-a-revert");
+    assert!(r["summary"].as_str().unwrap().contains("never reverted"));
+    assert!(g.remote_branch(BRANCH).is_none());
+    assert!(gh.requests().is_empty());
+}
+
+#[test]
+fn revert_ignores_failures_older_than_max_age() {
+    let g = GitRemote::new();
+    let gh = pulls::Pulls::start(TOKEN);
+    let old = (chrono::Utc::now() - chrono::Duration::minutes(45)).to_rfc3339();
+    let out = run_revert(&g.work(), &gh, &["--failed-at", &old, "--max-age", "20m"]);
+    assert_eq!(out.code, 1, "nothing was done: not a pass");
+    let r = step(&out.json(), "revert").clone();
+    assert_eq!(r["verdict"], "not-run");
+    assert_eq!(r["data"]["ignored"], "older-than-max-age");
+    assert!(g.remote_branch(BRANCH).is_none());
+    assert!(gh.requests().is_empty());
+    // A recent failure with the same settings does revert.
+    let recent = (chrono::Utc::now() - chrono::Duration::minutes(5)).to_rfc3339();
+    let out = run_revert(&g.work(), &gh, &["--failed-at", &recent, "--max-age", "20m"]);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert_eq!(gh.pulls().len(), 1);
+}
+
+#[test]
+fn watch_with_revert_opens_the_pr_when_a_gate_fails() {
+    let g = GitRemote::new();
+    let gh = pulls::Pulls::start(TOKEN);
+    let w = g.work();
+    let sha = git(&w, &["rev-parse", "HEAD"]);
+    let d = run_in(&w, &["digest", "llm-scratch/v2/release.yaml", "--format", "json"], &[]).json()["steps"][0]["data"]["releaseDigest"].as_str().unwrap().to_string();
+    let src = "file:../../store/llm-scratch/v2/";
+    let crash = PodSpec { ready: false, restarts: 4, waiting: Some(("CrashLoopBackOff", "back-off 2m40s")), ..PodSpec::ready(NEW_POD, &d, src) };
+    let frames = vec![Frame {
+        at_ms: 0,
+        app: Some(application(&sha, "Succeeded", "Healthy", "2026-01-01T10:05:01Z")),
+        objects: objects(&d, green_deployment(), vec![pod(PodSpec::ready(OLD_POD, OLD, "file:../../store/llm-scratch/v1/")), pod(crash)], vec![]),
+    }];
+    let cluster = standin::Cluster::start(frames, &w);
+    let kc = cluster.kubeconfig.to_string_lossy().to_string();
+    let mut env = gh_env(&gh);
+    env.push(("KUBECONFIG".into(), kc));
+    env.push(("BUNDLEGATE_WATCH_POLL".into(), "150ms".into()));
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let out = run_in(&w, &["watch", "llm-scratch/v2/release.yaml", "--app", NAME, "--revision", &sha, "--timeout", "2s", "--revert", "--format", "json"], &env);
+    assert_eq!(out.code, 1, "the watch failed, whatever the revert did: {}\n{}", out.stdout, out.stderr);
+    let v = out.json();
+    assert!(findings(&v, "rollout", "BG501").contains("CrashLoopBackOff"));
+    assert_eq!(step(&v, "revert")["verdict"], "pass", "{v:#}");
+    let prs = gh.pulls();
+    assert_eq!(prs.len(), 1);
+    let body = prs[0]["body"].as_str().unwrap();
+    assert!(body.contains("BG501") && body.contains("CrashLoopBackOff"), "{body}");
+    assert!(g.remote_branch(BRANCH).is_some());
+    cluster.assert_read_only();
+    gh.assert_no_violations();
+}
+
+#[test]
+fn every_watch_code_is_exercised_here() {
+    // BG501..BG505 appear by their literal strings in these tests; the
+    // registry must know each one (so `explain` and docs cover them).
+    for code in ["BG501", "BG502", "BG503", "BG504", "BG505"] {
+        let o = crate::support::run(&["explain", code]);
+        assert_eq!(o.code, 0, "{code}: {}", o.stderr);
+        assert!(o.stdout.contains(code));
+    }
+}
