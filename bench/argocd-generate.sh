@@ -5,7 +5,8 @@
 # which is what the plugin's `namespace`/`replicas` parameters do).
 # Budget: generate <= 10 ms median. Uses hyperfine when installed, else a bash
 # loop with `date +%s%N`. Timing is printed, not asserted in tests.
-# Usage: bench/argocd-generate.sh [runs]   (builds target/release first)
+# Usage: bench/argocd-generate.sh [runs]   (builds target/release first;
+# NO_HYPERFINE=1 forces the bash loop)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS=${1:-200}
@@ -66,7 +67,7 @@ median_ms() { # command -> median wall time in ms over $RUNS runs
   done | sort -n | awk '{a[NR]=$1} END {m = (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2; printf "%.3f", m / 1000}'
 }
 
-if command -v hyperfine >/dev/null; then
+if [ -z "${NO_HYPERFINE:-}" ] && command -v hyperfine >/dev/null; then
   # -N: no intermediate shell, so the numbers are the programs themselves.
   hyperfine -N --warmup 10 --runs "$RUNS" --export-csv "$WORK/times.csv" \
     --command-name "bundlegate argocd generate" "$BIN argocd generate --path $SRC" \

@@ -91,11 +91,7 @@ impl Prom {
         let parsed: ApiResponse = serde_json::from_str(&body)
             .with_context(|| format!("Prometheus answered HTTP {status} with something that is not its API JSON: {}", truncate(&body, 200)))?;
         if parsed.status != "success" {
-            bail!(
-                "Prometheus rejected `{q}`: {} {}",
-                parsed.error_type.unwrap_or_default(),
-                parsed.error.unwrap_or_else(|| format!("HTTP {status}"))
-            );
+            bail!("Prometheus rejected `{q}`: {} {}", parsed.error_type.unwrap_or_default(), parsed.error.unwrap_or_else(|| format!("HTTP {status}")));
         }
         let data = parsed.data.ok_or_else(|| anyhow!("Prometheus answer has no data for `{q}`"))?;
         match data.result_type.as_str() {

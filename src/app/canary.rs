@@ -178,7 +178,9 @@ pub async fn analyze(l: &Loaded, args: &CanaryArgs, ov: &Overrides) -> StepRepor
         (None, Some((_, Err(e)))) => {
             return StepReport::error("canary", &l.display, &anyhow!("no baseline: the rollback target does not load ({e}); pass --baseline-selector"))
         }
-        (None, None) => return StepReport::error("canary", &l.display, &anyhow!("no baseline: the bundle declares no spec.rollback; pass --baseline-selector")),
+        (None, None) => {
+            return StepReport::error("canary", &l.display, &anyhow!("no baseline: the bundle declares no spec.rollback; pass --baseline-selector"))
+        }
     };
 
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0);
@@ -217,10 +219,7 @@ pub async fn analyze(l: &Loaded, args: &CanaryArgs, ov: &Overrides) -> StepRepor
     let trend = traffic.trend();
     let situation = c::classify(&outcomes, golden_failed, &trend);
     let rollback = if situation == Situation::VersionRegression && !shadow { check_rollback(prev).await } else { RollbackTarget::NotChecked };
-    let more = outcomes
-        .iter()
-        .filter_map(|o| o.more_samples.zip(o.more_minutes))
-        .max_by(|a, b| a.1.total_cmp(&b.1));
+    let more = outcomes.iter().filter_map(|o| o.more_samples.zip(o.more_minutes)).max_by(|a, b| a.1.total_cmp(&b.1));
     let action = c::decide(situation, shadow, &trend, &rollback, more);
 
     s.diagnostics = ov.apply(diags);
@@ -236,7 +235,11 @@ pub async fn analyze(l: &Loaded, args: &CanaryArgs, ov: &Overrides) -> StepRepor
         Verdict::Pass
     };
     let count = |v: GateVerdict| outcomes.iter().filter(|o| o.verdict == v).count();
-    let downgraded = if s.verdict == Verdict::Pass && not_passed > 0 { format!(" ({not_passed} gate(s) did not pass; their codes were downgraded by configuration)") } else { String::new() };
+    let downgraded = if s.verdict == Verdict::Pass && not_passed > 0 {
+        format!(" ({not_passed} gate(s) did not pass; their codes were downgraded by configuration)")
+    } else {
+        String::new()
+    };
     s.summary = format!(
         "{} of {} gate(s) passed, {} failed, {} inconclusive, {} without data over {} ({} mode; candidate {{{}}} vs baseline {{{}}}); golden set: {}{}. Action: {} — {}. Watch next: {}.",
         count(GateVerdict::Pass),
@@ -308,7 +311,15 @@ impl Traffic {
         let per_min = |n: Option<f64>| n.map(|n| format!("{:.1}/min", n / self.window_seconds * 60.0)).unwrap_or_else(|| "no data".into());
         let secs = |v: Option<f64>| v.map(|v| format!("{v:.3} s")).unwrap_or_else(|| "no data".into());
         let row = |name: &str, sel: &str, n: Option<f64>, nb: Option<f64>, p: Option<f64>, pb: Option<f64>| {
-            vec![name.into(), format!("{{{sel}}}"), n.map(|n| format!("{n:.0}")).unwrap_or_else(|| "no data".into()), per_min(n), per_min(nb), secs(p), secs(pb)]
+            vec![
+                name.into(),
+                format!("{{{sel}}}"),
+                n.map(|n| format!("{n:.0}")).unwrap_or_else(|| "no data".into()),
+                per_min(n),
+                per_min(nb),
+                secs(p),
+                secs(pb),
+            ]
         };
         Table {
             title: "traffic: this window vs the one before".into(),
@@ -363,16 +374,13 @@ fn gate_diagnostic(l: &Loaded, i: usize, o: &GateOutcome, window: &str) -> Optio
         GateVerdict::NoData => Code::GateNoData,
     };
     let field = format!("spec.canary.gates[{i}]");
-    let mut d = Diagnostic::new(code, format!("gate `{}`: {}", o.metric, o.message))
-        .at(l.span(&field))
-        .field(field)
-        .evidence(format!(
-            "candidate {} ({} samples), baseline {} ({} samples) over {window}",
-            fmt_value(o.kind, &o.metric, o.candidate),
-            o.candidate_samples,
-            fmt_value(o.kind, &o.metric, o.baseline),
-            o.baseline_samples
-        ));
+    let mut d = Diagnostic::new(code, format!("gate `{}`: {}", o.metric, o.message)).at(l.span(&field)).field(field).evidence(format!(
+        "candidate {} ({} samples), baseline {} ({} samples) over {window}",
+        fmt_value(o.kind, &o.metric, o.candidate),
+        o.candidate_samples,
+        fmt_value(o.kind, &o.metric, o.baseline),
+        o.baseline_samples
+    ));
     if let Some(t) = o.comparison {
         d = d.evidence(format!("candidate vs baseline: {} p={}", t.method, c::fmt_p(t.p_value)));
     }
@@ -380,7 +388,10 @@ fn gate_diagnostic(l: &Loaded, i: usize, o: &GateOutcome, window: &str) -> Optio
         (GateVerdict::Inconclusive, Some(n), Some(m)) if m.is_finite() => {
             d = d.help(format!("keep the current traffic step for ≈ {m:.1} more minutes ({n} more samples per side), or raise the canary weight"))
         }
-        (GateVerdict::NoData, ..) => d = d.help("check the selector and that both versions export the metric; `--candidate-selector`/`--baseline-selector` or a gate `query` override it"),
+        (GateVerdict::NoData, ..) => {
+            d = d
+                .help("check the selector and that both versions export the metric; `--candidate-selector`/`--baseline-selector` or a gate `query` override it")
+        }
         _ => {}
     }
     Some(d)
@@ -435,7 +446,10 @@ async fn check_rollback(prev: Option<(&bundle::Rollback, Result<Loaded, bundle::
         RollbackTarget::Verified { path: rb.bundle.clone(), version: p.bundle.metadata.version.clone(), digest: p.digest.clone(), evidence: v.summary }
     } else {
         let codes: Vec<String> = v.diagnostics.iter().filter(|d| d.severity == Severity::Error).map(|d| format!("{} {}", d.code, d.message)).take(3).collect();
-        RollbackTarget::Unusable { path, reason: format!("verify {}: {}{}", v.verdict, v.summary, if codes.is_empty() { String::new() } else { format!(" ({})", codes.join("; ")) }) }
+        RollbackTarget::Unusable {
+            path,
+            reason: format!("verify {}: {}{}", v.verdict, v.summary, if codes.is_empty() { String::new() } else { format!(" ({})", codes.join("; ")) }),
+        }
     }
 }
 
@@ -530,7 +544,8 @@ fn golden_into(g: &Golden, s: &mut StepReport, diags: &mut Vec<Diagnostic>) -> S
                 s.details.push(Detail {
                     title: format!("failing golden sample `{}`", r.sample.name),
                     lang: "json".into(),
-                    body: serde_json::to_string_pretty(&json!({"request": r.sample.request, "expect": r.sample.expect, "answer": r.answer})).unwrap_or_default(),
+                    body: serde_json::to_string_pretty(&json!({"request": r.sample.request, "expect": r.sample.expect, "answer": r.answer}))
+                        .unwrap_or_default(),
                 });
             }
             s.tables.push(Table {

@@ -86,9 +86,8 @@ pub fn fisher_exact_greater(x1: u64, n1: u64, x2: u64, n2: u64) -> TestResult {
 pub fn proportion_test(x1: u64, n1: u64, x2: u64, n2: u64) -> TestResult {
     let n = (n1 + n2) as f64;
     let events = (x1 + x2) as f64;
-    let min_expected = [n1 as f64 * events / n, n1 as f64 * (n - events) / n, n2 as f64 * events / n, n2 as f64 * (n - events) / n]
-        .into_iter()
-        .fold(f64::INFINITY, f64::min);
+    let min_expected =
+        [n1 as f64 * events / n, n1 as f64 * (n - events) / n, n2 as f64 * events / n, n2 as f64 * (n - events) / n].into_iter().fold(f64::INFINITY, f64::min);
     if min_expected < 5.0 {
         fisher_exact_greater(x1, n1, x2, n2)
     } else {
@@ -99,7 +98,13 @@ pub fn proportion_test(x1: u64, n1: u64, x2: u64, n2: u64) -> TestResult {
 /// Exact binomial test, H1: true rate > p (scipy `binomtest(k, n, p,
 /// alternative='greater')`): P(X >= k) = I_p(k, n-k+1).
 pub fn binom_test_greater(k: u64, n: u64, p: f64) -> TestResult {
-    let pv = if k == 0 { 1.0 } else if k > n { 0.0 } else { beta_reg(k as f64, (n - k + 1) as f64, p) };
+    let pv = if k == 0 {
+        1.0
+    } else if k > n {
+        0.0
+    } else {
+        beta_reg(k as f64, (n - k + 1) as f64, p)
+    };
     TestResult { method: "exact binomial", statistic: k as f64, p_value: pv }
 }
 
@@ -175,7 +180,8 @@ pub fn mann_whitney_binned(cx: &[f64], cy: &[f64]) -> TestResult {
 /// (Fleiss, without continuity correction). None when there is no effect to
 /// detect (p1 <= p0) or the rates are outside (0, 1).
 pub fn n_two_proportions(p0: f64, p1: f64, alpha: f64, power: f64) -> Option<u64> {
-    if !(p1 > p0) || p0 < 0.0 || p1 >= 1.0 {
+    // NaN rates fail every comparison, so they land here too.
+    if p1.is_nan() || p0.is_nan() || p1 <= p0 || p0 < 0.0 || p1 >= 1.0 {
         return None;
     }
     let za = norm_ppf(1.0 - alpha);
@@ -189,7 +195,7 @@ pub fn n_two_proportions(p0: f64, p1: f64, alpha: f64, power: f64) -> Option<u64
 /// with probability of superiority `p_sup` = P(candidate > baseline), by
 /// Noether's formula with equal arms: n = (z_a + z_b)^2 / (6 (p_sup - 1/2)^2).
 pub fn n_mann_whitney(p_sup: f64, alpha: f64, power: f64) -> Option<u64> {
-    if !(p_sup > 0.5) {
+    if p_sup.is_nan() || p_sup <= 0.5 {
         return None;
     }
     let z = norm_ppf(1.0 - alpha) + norm_ppf(power);
@@ -510,10 +516,8 @@ pub fn evaluate_gate(g: &GateInput) -> GateOutcome {
         more_minutes: None,
         message: String::new(),
     };
-    let missing: Vec<&str> = [(nc == 0 || vc.is_none(), "candidate"), (nb == 0 || vb.is_none(), "baseline")]
-        .into_iter()
-        .filter_map(|(m, s)| m.then_some(s))
-        .collect();
+    let missing: Vec<&str> =
+        [(nc == 0 || vc.is_none(), "candidate"), (nb == 0 || vb.is_none(), "baseline")].into_iter().filter_map(|(m, s)| m.then_some(s)).collect();
     if !missing.is_empty() {
         out.verdict = GateVerdict::NoData;
         out.message = format!("no samples for {} over the window", missing.join(" and "));
@@ -523,9 +527,7 @@ pub fn evaluate_gate(g: &GateInput) -> GateOutcome {
 
     // The candidate-vs-baseline test suited to the data.
     out.comparison = Some(match (&g.candidate, &g.baseline) {
-        (Side::Proportion { .. }, Side::Proportion { .. }) => {
-            proportion_test((vc * nc as f64).round() as u64, nc, (vb * nb as f64).round() as u64, nb)
-        }
+        (Side::Proportion { .. }, Side::Proportion { .. }) => proportion_test((vc * nc as f64).round() as u64, nc, (vb * nb as f64).round() as u64, nb),
         (Side::Histogram { hist: hc, .. }, Side::Histogram { hist: hb, .. }) => {
             let mut bounds: Vec<f64> = hc.bounds.iter().chain(&hb.bounds).copied().collect();
             bounds.sort_by(f64::total_cmp);
@@ -572,7 +574,11 @@ pub fn evaluate_gate(g: &GateInput) -> GateOutcome {
         notes.push("no limit applies, so there is no effect to detect".into());
         None
     } else if effective <= vb {
-        notes.push(format!("the baseline ({}) already sits at or above the limit ({}), so no sample size can show the candidate within it", fmt_num(vb), fmt_num(effective)));
+        notes.push(format!(
+            "the baseline ({}) already sits at or above the limit ({}), so no sample size can show the candidate within it",
+            fmt_num(vb),
+            fmt_num(effective)
+        ));
         None
     } else {
         match (&g.baseline, g.kind) {
@@ -634,7 +640,15 @@ pub fn evaluate_gate(g: &GateInput) -> GateOutcome {
             if more > 0 {
                 out.more_samples = Some(more);
                 // Minutes at each arm's observed rate; the slower arm decides.
-                let mins = |more: u64, have: u64| if more == 0 { 0.0 } else if have == 0 { f64::INFINITY } else { more as f64 / (have as f64 / g.window_secs * 60.0) };
+                let mins = |more: u64, have: u64| {
+                    if more == 0 {
+                        0.0
+                    } else if have == 0 {
+                        f64::INFINITY
+                    } else {
+                        more as f64 / (have as f64 / g.window_secs * 60.0)
+                    }
+                };
                 let m = mins(more_c, nc).max(mins(more_b, nb));
                 out.more_minutes = Some(m);
                 out.message.push_str(&format!(
@@ -737,8 +751,16 @@ pub fn classify(gates: &[GateOutcome], golden_failed: usize, trend: &Trend) -> S
 pub enum RollbackTarget {
     /// Not needed for this situation, so not checked.
     NotChecked,
-    Verified { path: String, version: String, digest: String, evidence: String },
-    Unusable { path: Option<String>, reason: String },
+    Verified {
+        path: String,
+        version: String,
+        digest: String,
+        evidence: String,
+    },
+    Unusable {
+        path: Option<String>,
+        reason: String,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -861,10 +883,7 @@ mod tests {
         let t = mann_whitney_binned(&[3.0, 5.0, 0.0, 2.0], &[6.0, 2.0, 1.0, 0.0]);
         close(t.statistic, 62.0, 1e-12);
         close(t.p_value, 0.07135006634920518, 1e-9);
-        let raw = mann_whitney_u(
-            &[0.0, 0.0, 0.0, 1.0, 1.0, 1.0, 1.0, 1.0, 3.0, 3.0],
-            &[0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 1.0, 2.0],
-        );
+        let raw = mann_whitney_u(&[0.0, 0.0, 0.0, 1.0, 1.0, 1.0, 1.0, 1.0, 3.0, 3.0], &[0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 1.0, 2.0]);
         close(raw.p_value, t.p_value, 1e-12);
     }
 
@@ -1009,7 +1028,12 @@ mod tests {
         let fail = evaluate_gate(&error_gate(prop(0.08, 5000.0), prop(0.01, 5000.0)));
         let steady = Trend { candidate_rate: Some(1.0), baseline_rate: Some(1.0), candidate_latency: Some(1.0), baseline_latency: Some(1.0) };
         assert_eq!(classify(std::slice::from_ref(&fail), 0, &steady), Situation::VersionRegression);
-        let ok = RollbackTarget::Verified { path: "../v1/release.yaml".into(), version: "v1".into(), digest: "sha256:x".into(), evidence: "5/5 artifacts OK".into() };
+        let ok = RollbackTarget::Verified {
+            path: "../v1/release.yaml".into(),
+            version: "v1".into(),
+            digest: "sha256:x".into(),
+            evidence: "5/5 artifacts OK".into(),
+        };
         assert_eq!(decide(Situation::VersionRegression, false, &steady, &ok, None).action, "rollback");
         let bad = RollbackTarget::Unusable { path: Some("../v1/release.yaml".into()), reason: "tokenizer.json missing".into() };
         let a = decide(Situation::VersionRegression, false, &steady, &bad, None);

@@ -105,7 +105,8 @@ fn serve_exporter(arms: Vec<Arm>) -> Exporter {
             for a in arms.iter() {
                 a.metrics(t, &mut body);
             }
-            let _ = write!(c, "HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len());
+            let _ =
+                write!(c, "HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len());
         }
     });
     Exporter { port }
@@ -226,7 +227,10 @@ impl Prometheus {
 
     /// Until the last `secs` seconds hold at least `secs - 1` scrapes.
     fn wait_window(&self, secs: u64) {
-        self.wait_for(|| self.value(&format!("count_over_time(bundlegate_test_phase[{secs}s])")).is_some_and(|n| n >= (secs - 1) as f64), "samples to fill the window");
+        self.wait_for(
+            || self.value(&format!("count_over_time(bundlegate_test_phase[{secs}s])")).is_some_and(|n| n >= (secs - 1) as f64),
+            "samples to fill the window",
+        );
     }
 }
 
@@ -253,7 +257,8 @@ fn serve_model(truncate_json: bool) -> String {
             } else {
                 ("hi".to_string(), "stop")
             };
-            let resp = serde_json::json!({"choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": finish}]}).to_string();
+            let resp =
+                serde_json::json!({"choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": finish}]}).to_string();
             let _ = write!(c, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{resp}", resp.len());
         }
     });
