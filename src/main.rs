@@ -7,6 +7,9 @@ use bundlegate::report::render::render;
 
 fn main() {
     let cli = Cli::parse();
+    // Several clients (kube, object_store, octocrab) share rustls; pin one
+    // process-wide crypto provider so none of them has to guess.
+    let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
     init_logging(cli.verbose);
     let format = cli.format;
     let code = match bundlegate::app::run(cli) {

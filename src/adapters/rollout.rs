@@ -268,6 +268,8 @@ pub async fn probe(http: &reqwest::Client, url: &str) -> bool {
 /// Committer time of `rev` in the repository around `dir` (None when there is
 /// no repository or the commit is not in it, e.g. a shallow clone).
 pub fn commit_time(dir: &Path, rev: &str) -> Option<DateTime<Utc>> {
+    // `release.yaml` has the parent "", which git2 cannot discover from.
+    let dir = if dir.as_os_str().is_empty() { Path::new(".") } else { dir };
     let r = git2::Repository::discover(dir).ok()?;
     let c = r.revparse_single(rev).ok()?.peel_to_commit().ok()?;
     Utc.timestamp_opt(c.time().seconds(), 0).single()

@@ -95,7 +95,7 @@ impl CmpEnv {
     }
 }
 
-/// Resolved parameters, with where each value came from (for error messages).
+/// Resolved parameters (`None`: take the value from the bundle).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Params {
     pub bundle: String,

@@ -276,7 +276,9 @@ async fn watch_loaded(l: &Loaded, args: &WatchArgs, timeout: Duration, probe_eve
 
     // ---- 6. revert on failure ----
     if args.revert && r.verdict == Verdict::Fail {
-        let repo = git2::Repository::discover(l.dir()).ok().and_then(|g| g.workdir().map(Path::to_path_buf)).unwrap_or_else(|| PathBuf::from("."));
+        let dir = l.dir();
+        let dir = if dir.as_os_str().is_empty() { PathBuf::from(".") } else { dir };
+        let repo = git2::Repository::discover(&dir).ok().and_then(|g| g.workdir().map(Path::to_path_buf)).unwrap_or_else(|| PathBuf::from("."));
         let base = default_base(&repo, "origin");
         let rargs = RevertArgs { repo, remote: "origin".into(), base, evidence: None, max_age: "20m".into(), failed_at: None };
         let evidence = r.clone();

@@ -11,5 +11,6 @@ mod pipeline;
 mod pr;
 mod preflight;
 mod render;
+mod secrets;
 mod verify;
 mod watch;

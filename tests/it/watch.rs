@@ -143,7 +143,8 @@ mod standin {
     }
 
     pub struct Cluster {
-        pub server: Server,
+        /// Held so the server lives as long as the test's cluster.
+        _server: Server,
         pub requests: Arc<Mutex<Vec<(String, String)>>>,
         pub unknown: Arc<Mutex<Vec<String>>>,
         pub kubeconfig: PathBuf,
@@ -212,7 +213,7 @@ mod standin {
                 ),
             )
             .unwrap();
-            Cluster { server, requests, unknown, kubeconfig }
+            Cluster { _server: server, requests, unknown, kubeconfig }
         }
 
         pub fn requests(&self) -> Vec<(String, String)> {
@@ -279,7 +280,7 @@ impl<'a> PodSpec<'a> {
 /// A KServe predictor pod as the API returns it: the storage-initializer
 /// holds the real source, the main container's STORAGE_URI is rewritten.
 fn pod(p: PodSpec) -> Value {
-    let rs = p.name.rsplitn(2, '-').nth(1).unwrap_or(p.name);
+    let rs = p.name.rsplit_once('-').map(|(a, _)| a).unwrap_or(p.name);
     let t = "2026-01-01T10:05:10Z";
     let ready_s = if p.ready { "True" } else { "False" };
     let mut state = json!({"running": {"startedAt": t}});
@@ -766,8 +767,12 @@ fn watch_identity_reporting_another_digest_fails_bg502() {
     assert_eq!(step(&v, "rollout")["verdict"], "pass", "the pods are right; only the service's answer is wrong");
     let f = findings(&v, "identity", "BG502");
     assert!(f.contains("serving_digest") && f.contains("20c86b9c"), "{f}");
-    // Digest without the `sha256:` prefix is accepted for release_digest.
-    assert!(!f.contains("release_digest"), "{f}");
+    // release_digest matched: only the one field is reported.
+    let diags = step(&v, "identity")["diagnostics"].as_array().unwrap().clone();
+    assert_eq!(diags.len(), 1, "{diags:#?}");
+    let rows = &step(&v, "identity")["tables"][0]["rows"];
+    assert_eq!(rows[1][0], "release_digest");
+    assert_eq!(rows[1][4], "ok");
 }
 
 #[test]
@@ -941,7 +946,6 @@ mod pulls {
     pub struct Pulls {
         pub server: Server,
         pub state: Arc<Mutex<State>>,
-        pub token: String,
     }
 
     impl Pulls {
@@ -1028,7 +1032,7 @@ mod pulls {
                 s.violations.extend(rv);
                 (status, answer)
             });
-            Pulls { server: Server::start(0, h), state, token: token.to_string() }
+            Pulls { server: Server::start(0, h), state }
         }
         pub fn url(&self) -> String {
             format!("http://127.0.0.1:{}", self.server.port)
@@ -1104,6 +1108,7 @@ impl GitRemote {
                     std::thread::sleep(Duration::from_millis(20));
                 }
                 let _ = child.kill();
+                let _ = child.wait();
                 None
             })
             .expect("git daemon did not start");
@@ -1175,7 +1180,7 @@ fn revert_pushes_the_branch_and_opens_one_pr_with_the_evidence() {
     let sha = g.remote_branch(BRANCH).expect("revert branch pushed");
     let restored = g.show(&format!("{sha}:llm-scratch/v2/release.yaml"));
     assert_eq!(restored, std::fs::read_to_string(g.work().join("llm-scratch/v1/release.yaml")).unwrap());
-    let msg = g.show(&format!("{sha}"));
+    let msg = g.show(&sha);
     assert!(msg.contains("bundlegate-revert-of: sha256:"), "{msg}");
     assert_eq!(g.show(&format!("{sha}~1")).lines().next(), g.show("main").lines().next(), "the revert is on top of main");
 
