@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::support::{repo, run_in, Out};
+use crate::support::{copy_dir, repo, run_in, Out};
 
 mod standin {
     //! A tiny HTTP/1.1 server (one request per connection, `connection:
@@ -1066,18 +1066,6 @@ impl Drop for GitRemote {
     }
 }
 
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let t = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_dir(&e.path(), &t);
-        } else {
-            std::fs::copy(e.path(), &t).unwrap();
-        }
-    }
-}
 
 impl GitRemote {
     fn new() -> GitRemote {

@@ -61,7 +61,7 @@ pub fn run(args: &[&str]) -> Out {
     run_in(&repo(), args, &[])
 }
 
-fn copy_dir(from: &Path, to: &Path) {
+pub fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
     for e in std::fs::read_dir(from).unwrap() {
         let e = e.unwrap();
