@@ -87,6 +87,10 @@ pub enum Command {
         /// Cache file (object identity → verified sha256).
         #[arg(long)]
         cache: Option<PathBuf>,
+        /// Also compare what the cluster serves (kubeconfig, read-only) with
+        /// each service's current bundle.
+        #[arg(long)]
+        serving: bool,
         #[command(flatten)]
         opts: VerifyOpts,
     },
@@ -235,6 +239,9 @@ pub struct WatchArgs {
     /// Open a revert PR when a gate fails.
     #[arg(long)]
     pub revert: bool,
+    /// Prometheus base URL for the canary gates once the rollout completed.
+    #[arg(long, env = "BUNDLEGATE_PROMETHEUS_URL")]
+    pub prometheus: Option<String>,
 }
 
 #[derive(Debug, Clone, Args)]

@@ -11,6 +11,7 @@ pub mod checks;
 pub mod cli;
 pub mod config;
 pub mod diag;
+pub mod fuzzing;
 pub mod pipeline;
 pub mod render;
 pub mod report;

@@ -12,7 +12,7 @@ use anyhow::{bail, Context, Result};
 use serde::Deserialize;
 
 use crate::bundle::{self, Loaded};
-use crate::cli::{CanaryArgs, VerifyOpts};
+use crate::cli::{CanaryArgs, RevertArgs, VerifyOpts, WatchArgs};
 use crate::diag::Overrides;
 use crate::render::TemplateSource;
 use crate::report::{Report, StepReport, Verdict};
@@ -111,12 +111,41 @@ pub struct StepOptions {
     /// audit: re-hash everything.
     #[serde(default)]
     pub deep: Option<bool>,
+    /// audit: also compare what the cluster serves with each service's current bundle.
+    #[serde(default)]
+    pub serving: Option<bool>,
     /// preflight: snapshot file (relative to the working directory); `--snapshot` wins.
     #[serde(default)]
     pub snapshot: Option<PathBuf>,
     /// canary: analysis window.
     #[serde(default)]
     pub window: Option<String>,
+    /// watch: Argo CD Application name; `{name}` and `{namespace}` stand for
+    /// the bundle's metadata (default: `{name}`).
+    #[serde(default)]
+    pub app: Option<String>,
+    /// watch: the Application's namespace (default `argocd`).
+    #[serde(default)]
+    pub app_namespace: Option<String>,
+    /// watch: give up after this long (default 15m).
+    #[serde(default)]
+    pub timeout: Option<String>,
+    /// watch: the service's base URL for identity and downtime, with the same
+    /// placeholders as `app` (e.g. `http://{name}.{namespace}.svc`).
+    #[serde(default)]
+    pub service_url: Option<String>,
+    /// watch: health probe interval (default 300ms).
+    #[serde(default)]
+    pub probe_interval: Option<String>,
+    /// revert: remote to push the revert branch to (default `origin`).
+    #[serde(default)]
+    pub remote: Option<String>,
+    /// revert: base branch of the revert PR (default: the remote's HEAD branch, else `main`).
+    #[serde(default)]
+    pub base: Option<String>,
+    /// revert: ignore failures older than this (default 20m).
+    #[serde(default)]
+    pub max_age: Option<String>,
 }
 
 pub struct Inputs {
@@ -131,8 +160,13 @@ pub struct Inputs {
 
 pub fn load(path: &Path) -> Result<Pipeline> {
     let text = std::fs::read_to_string(path).with_context(|| format!("reading pipeline {}", path.display()))?;
-    let spans = bundle::SpanIndex::build(&text);
-    let de = serde_yaml_ng::Deserializer::from_str(&text);
+    parse(path, &text)
+}
+
+/// Parse and validate pipeline text; `path` names the file in every error.
+pub fn parse(path: &Path, text: &str) -> Result<Pipeline> {
+    let spans = bundle::SpanIndex::build(text);
+    let de = serde_yaml_ng::Deserializer::from_str(text);
     let p: Pipeline = serde_path_to_error::deserialize(de).map_err(|e| {
         let field = e.path().to_string();
         let inner = e.into_inner();
@@ -209,20 +243,32 @@ pub fn run_file(pipeline_path: &Path, inputs: &Inputs) -> Result<Report> {
             }
         };
         let mut stopped: Option<String> = None;
+        // This bundle's steps so far: the evidence a revert step acts on.
+        let mut done: Vec<StepReport> = Vec::new();
         for step in &p.spec.steps {
             if step.name == StepKind::Comment || step.name == StepKind::Audit {
                 continue; // run once for the whole run, below
             }
             let name = step_name(step.name);
-            let s = if let Some(why) = &stopped {
-                StepReport::not_run(name, &loaded.display, format!("skipped: {why} failed and its pipeline step says onFailure: stop"))
-            } else {
-                run_step(&rt, step, &loaded, t, inputs)
+            let steps = match (&stopped, step.name) {
+                // A revert answers a failure, so a stop never skips it.
+                (_, StepKind::Revert) => revert_step(&rt, step, &loaded, inputs, &done),
+                // watch already judged the canary gates (only once the rollout completed).
+                (None, StepKind::Canary) if done.iter().any(|s| s.step == "canary") => continue,
+                (Some(why), _) => {
+                    vec![StepReport::not_run(name, &loaded.display, format!("skipped: {why} failed and its pipeline step says onFailure: stop"))]
+                }
+                (None, _) => run_step(&rt, step, &loaded, t, inputs),
             };
-            if step.on_failure == OnFailure::Stop && matches!(s.verdict, Verdict::Fail | Verdict::Error | Verdict::Inconclusive) && stopped.is_none() {
+            let failed = steps.iter().any(|s| matches!(s.verdict, Verdict::Fail | Verdict::Error | Verdict::Inconclusive));
+            if step.on_failure == OnFailure::Stop && failed && stopped.is_none() {
                 stopped = Some(name.to_string());
             }
-            push_step(&mut report, step, s);
+            for s in steps {
+                let s = apply_required(step, s);
+                done.push(s.clone());
+                report.push(s);
+            }
         }
     }
     for step in &p.spec.steps {
@@ -233,6 +279,11 @@ pub fn run_file(pipeline_path: &Path, inputs: &Inputs) -> Result<Report> {
                 let r = rt.block_on(crate::app::verify::audit(&root, step.with.deep.unwrap_or(false), None, &opts, &inputs.overrides))?;
                 for s in r.steps {
                     push_step(&mut report, step, s);
+                }
+                if step.with.serving.unwrap_or(false) {
+                    for s in rt.block_on(crate::app::watch::serving_audit(&root))? {
+                        push_step(&mut report, step, s);
+                    }
                 }
             }
             StepKind::Comment => {
@@ -246,12 +297,74 @@ pub fn run_file(pipeline_path: &Path, inputs: &Inputs) -> Result<Report> {
     Ok(report)
 }
 
-fn push_step(report: &mut Report, step: &Step, mut s: StepReport) {
-    if step.required && s.verdict == Verdict::NotRun {
+fn push_step(report: &mut Report, step: &Step, s: StepReport) {
+    report.push(apply_required(step, s));
+}
+
+/// A required step that did not run makes the run INCONCLUSIVE. For `watch`,
+/// "required" covers its own required checks (Argo sync and rollout truth);
+/// identity and downtime are optional by watch's policy (docs/watch.md).
+fn apply_required(step: &Step, mut s: StepReport) -> StepReport {
+    let covered = step.name != StepKind::Watch || matches!(s.step.as_str(), "argo" | "rollout" | "watch");
+    if step.required && covered && s.verdict == Verdict::NotRun {
         s.verdict = Verdict::Inconclusive;
         s.summary = format!("required step did not run: {}", s.summary);
     }
-    report.push(s);
+    s
+}
+
+/// `{name}` / `{namespace}` in a watch option stand for the bundle's metadata.
+fn fill(template: &str, l: &Loaded) -> String {
+    template.replace("{name}", &l.bundle.metadata.name).replace("{namespace}", &l.bundle.metadata.namespace)
+}
+
+/// The merge commit Argo CD must have synced: `--head` (or HEAD) resolved in
+/// the repository, else `GITHUB_SHA`.
+fn revision(inputs: &Inputs) -> Option<String> {
+    let spec = inputs.head.clone().unwrap_or_else(|| "HEAD".into());
+    git2::Repository::discover(&inputs.repo)
+        .ok()
+        .and_then(|r| r.revparse_single(&spec).ok().and_then(|o| o.peel_to_commit().ok()).map(|c| c.id().to_string()))
+        .or_else(|| std::env::var("GITHUB_SHA").ok().filter(|v| !v.trim().is_empty()))
+}
+
+fn watch_args(step: &Step, l: &Loaded, inputs: &Inputs) -> WatchArgs {
+    let w = &step.with;
+    WatchArgs {
+        app: fill(w.app.as_deref().unwrap_or("{name}"), l),
+        app_namespace: w.app_namespace.clone().unwrap_or_else(|| "argocd".into()),
+        revision: revision(inputs),
+        timeout: w.timeout.clone().unwrap_or_else(|| "15m".into()),
+        service_url: w.service_url.as_deref().map(|u| fill(u, l)),
+        probe_interval: w.probe_interval.clone().unwrap_or_else(|| "300ms".into()),
+        revert: false, // the pipeline's own revert step decides
+        prometheus: inputs.prometheus.clone(),
+    }
+}
+
+/// Revert only on a proven failure of this bundle's gates: an ERROR or an
+/// INCONCLUSIVE step is missing evidence, and reverting on missing evidence
+/// would undo releases whenever a dependency is down.
+fn revert_step(rt: &tokio::runtime::Runtime, step: &Step, l: &Loaded, inputs: &Inputs, done: &[StepReport]) -> Vec<StepReport> {
+    let failed: Vec<&str> = done.iter().filter(|s| s.verdict == Verdict::Fail).map(|s| s.step.as_str()).collect();
+    if failed.is_empty() {
+        let unsure: Vec<&str> = done.iter().filter(|s| matches!(s.verdict, Verdict::Error | Verdict::Inconclusive)).map(|s| s.step.as_str()).collect();
+        let why = if unsure.is_empty() {
+            "no gate failed: nothing to revert".to_string()
+        } else {
+            format!("no gate failed, but {} could not decide: a revert needs a proven failure, so a human decides", unsure.join(", "))
+        };
+        return vec![StepReport::not_run("revert", &l.display, why)];
+    }
+    let remote = step.with.remote.clone().unwrap_or_else(|| "origin".into());
+    let repo = git2::Repository::discover(&inputs.repo).ok().and_then(|g| g.workdir().map(Path::to_path_buf)).unwrap_or_else(|| inputs.repo.clone());
+    let base = step.with.base.clone().unwrap_or_else(|| crate::app::watch::default_base(&repo, &remote));
+    let args = RevertArgs { repo, remote, base, evidence: None, max_age: step.with.max_age.clone().unwrap_or_else(|| "20m".into()), failed_at: None };
+    let mut evidence = Report::new("run (this bundle)");
+    for s in done {
+        evidence.push(s.clone());
+    }
+    crate::app::watch::revert_in(rt, l, &args, &evidence)
 }
 
 fn step_name(k: StepKind) -> &'static str {
@@ -272,7 +385,14 @@ fn verify_opts(step: &Step) -> VerifyOpts {
     VerifyOpts { jobs: step.with.jobs.unwrap_or(4), deny_extra: step.with.deny_extra.unwrap_or(false), progress: "auto".into() }
 }
 
-fn run_step(rt: &tokio::runtime::Runtime, step: &Step, l: &Loaded, t: &Target, inputs: &Inputs) -> StepReport {
+fn run_step(rt: &tokio::runtime::Runtime, step: &Step, l: &Loaded, t: &Target, inputs: &Inputs) -> Vec<StepReport> {
+    match step.name {
+        StepKind::Watch => crate::app::watch::watch_steps(rt, l, &watch_args(step, l, inputs)),
+        _ => vec![run_one(rt, step, l, t, inputs)],
+    }
+}
+
+fn run_one(rt: &tokio::runtime::Runtime, step: &Step, l: &Loaded, t: &Target, inputs: &Inputs) -> StepReport {
     let ov = &inputs.overrides;
     match step.name {
         StepKind::Lint => crate::app::lint_loaded(l, ov),
@@ -316,9 +436,6 @@ fn run_step(rt: &tokio::runtime::Runtime, step: &Step, l: &Loaded, t: &Target, i
                 crate::app::canary::run(&l.path, &args, ov)
             }
         },
-        StepKind::Watch | StepKind::Revert => {
-            StepReport::not_run(step_name(step.name), &l.display, "post-merge watch/revert is not available in this version (issue #7); nothing was checked")
-        }
-        StepKind::Comment | StepKind::Audit => unreachable!("run once per pipeline"),
+        StepKind::Watch | StepKind::Revert | StepKind::Comment | StepKind::Audit => unreachable!("dispatched by run_step / run_file"),
     }
 }

@@ -88,33 +88,7 @@ impl Prom {
             .with_context(|| format!("Prometheus at {} unreachable", self.base))?;
         let status = resp.status();
         let body = resp.text().await.with_context(|| format!("reading the Prometheus answer from {url}"))?;
-        let parsed: ApiResponse = serde_json::from_str(&body)
-            .with_context(|| format!("Prometheus answered HTTP {status} with something that is not its API JSON: {}", truncate(&body, 200)))?;
-        if parsed.status != "success" {
-            bail!("Prometheus rejected `{q}`: {} {}", parsed.error_type.unwrap_or_default(), parsed.error.unwrap_or_else(|| format!("HTTP {status}")));
-        }
-        let data = parsed.data.ok_or_else(|| anyhow!("Prometheus answer has no data for `{q}`"))?;
-        match data.result_type.as_str() {
-            "vector" => data
-                .result
-                .as_array()
-                .ok_or_else(|| anyhow!("vector result is not an array"))?
-                .iter()
-                .map(|s| Ok(Series { labels: parse_labels(s), values: vec![parse_value(s.get("value").unwrap_or(&Value::Null))?] }))
-                .collect(),
-            "matrix" => data
-                .result
-                .as_array()
-                .ok_or_else(|| anyhow!("matrix result is not an array"))?
-                .iter()
-                .map(|s| {
-                    let values = s.get("values").and_then(Value::as_array).map(|v| v.iter().map(parse_value).collect::<Result<Vec<_>>>()).transpose()?;
-                    Ok(Series { labels: parse_labels(s), values: values.unwrap_or_default() })
-                })
-                .collect(),
-            "scalar" => Ok(vec![Series { labels: BTreeMap::new(), values: vec![parse_value(&data.result)?] }]),
-            other => bail!("unexpected Prometheus result type `{other}` for `{q}`"),
-        }
+        parse_response(status.as_u16(), &body, q)
     }
 
     /// A query expected to yield one number: None when there is no series,
@@ -127,6 +101,38 @@ impl Prom {
             1 => Some(vals[0]),
             _ => Some(vals.iter().sum()),
         })
+    }
+}
+
+/// Parse one `/api/v1/query` answer (`status` is the HTTP status, for the
+/// error text). Pure, so the parser is fuzzed without a server.
+pub fn parse_response(status: u16, body: &str, q: &str) -> Result<Vec<Series>> {
+    let parsed: ApiResponse = serde_json::from_str(body)
+        .with_context(|| format!("Prometheus answered HTTP {status} with something that is not its API JSON: {}", truncate(body, 200)))?;
+    if parsed.status != "success" {
+        bail!("Prometheus rejected `{q}`: {} {}", parsed.error_type.unwrap_or_default(), parsed.error.unwrap_or_else(|| format!("HTTP {status}")));
+    }
+    let data = parsed.data.ok_or_else(|| anyhow!("Prometheus answer has no data for `{q}`"))?;
+    match data.result_type.as_str() {
+        "vector" => data
+            .result
+            .as_array()
+            .ok_or_else(|| anyhow!("vector result is not an array"))?
+            .iter()
+            .map(|s| Ok(Series { labels: parse_labels(s), values: vec![parse_value(s.get("value").unwrap_or(&Value::Null))?] }))
+            .collect(),
+        "matrix" => data
+            .result
+            .as_array()
+            .ok_or_else(|| anyhow!("matrix result is not an array"))?
+            .iter()
+            .map(|s| {
+                let values = s.get("values").and_then(Value::as_array).map(|v| v.iter().map(parse_value).collect::<Result<Vec<_>>>()).transpose()?;
+                Ok(Series { labels: parse_labels(s), values: values.unwrap_or_default() })
+            })
+            .collect(),
+        "scalar" => Ok(vec![Series { labels: BTreeMap::new(), values: vec![parse_value(&data.result)?] }]),
+        other => bail!("unexpected Prometheus result type `{other}` for `{q}`"),
     }
 }
 

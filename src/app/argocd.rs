@@ -20,8 +20,8 @@ use anyhow::{anyhow, bail, Context, Result};
 use serde_json::{json, Value};
 
 use crate::bundle::{self, Loaded};
-use crate::cli::{ArgocdCmd, SeverityArgs};
-use crate::config::Config;
+use crate::cli::ArgocdCmd;
+use crate::diag::Overrides;
 use crate::render::{Renderer, TemplateSource};
 use crate::report::{Report, Severity, StepReport};
 
@@ -177,12 +177,12 @@ fn is_dns_label(s: &str) -> bool {
         && !s.ends_with('-')
 }
 
-pub fn run(cmd: ArgocdCmd) -> Result<Report> {
+pub fn run(cmd: ArgocdCmd, ov: &Overrides) -> Result<Report> {
     let env = CmpEnv::from_process();
     match cmd {
         ArgocdCmd::Generate { path } => {
             let source = source_dir(path)?;
-            let g = generate(&source, &env)?;
+            let g = generate(&source, &env, ov)?;
             let mut r = Report::new("argocd generate");
             let mut s = StepReport::new("argocd-generate", &g.display);
             s.summary = format!("{} object(s): {}", g.kinds.len(), g.kinds.join(", "));
@@ -262,7 +262,9 @@ fn display_path(env: &CmpEnv, rel: &str) -> String {
     }
 }
 
-pub fn generate(source: &Path, env: &CmpEnv) -> Result<Generated> {
+/// `ov`: severity overrides from `--config` / `BUNDLEGATE_CONFIG` (the
+/// sidecar's own file, never one from the repository being rendered).
+pub fn generate(source: &Path, env: &CmpEnv, ov: &Overrides) -> Result<Generated> {
     let app = env.get("ARGOCD_APP_NAME").unwrap_or("(no ARGOCD_APP_NAME)");
     let at = match (env.get("ARGOCD_APP_SOURCE_REPO_URL"), env.get("ARGOCD_APP_REVISION")) {
         (Some(u), Some(r)) => format!(" from {u}@{r}"),
@@ -271,10 +273,10 @@ pub fn generate(source: &Path, env: &CmpEnv) -> Result<Generated> {
     };
     let ns = env.get("ARGOCD_APP_NAMESPACE").map(|n| format!("{n}/")).unwrap_or_default();
     tracing::info!("argocd generate for Application {ns}{app}{at} in {}", source.display());
-    generate_inner(source, env).with_context(|| format!("bundlegate: cannot generate manifests for Application {ns}{app}{at}"))
+    generate_inner(source, env, ov).with_context(|| format!("bundlegate: cannot generate manifests for Application {ns}{app}{at}"))
 }
 
-fn generate_inner(source: &Path, env: &CmpEnv) -> Result<Generated> {
+fn generate_inner(source: &Path, env: &CmpEnv, ov: &Overrides) -> Result<Generated> {
     let params = Params::from_env(env)?;
     let bundle_path = inside(source, &params.bundle, "bundle")?;
     if !bundle_path.is_file() {
@@ -295,9 +297,7 @@ fn generate_inner(source: &Path, env: &CmpEnv) -> Result<Generated> {
 
     if params.lint {
         // Lint sees the overridden values: it checks what will run.
-        let cfg_path = env.get("BUNDLEGATE_CONFIG").map(PathBuf::from);
-        let ov = Config::load(cfg_path.as_deref())?.overrides(&SeverityArgs::default())?;
-        let step = crate::app::lint_loaded(&l, &ov);
+        let step = crate::app::lint_loaded(&l, ov);
         for d in step.diagnostics.iter().filter(|d| d.severity == Severity::Warning) {
             tracing::warn!("{}[{} {}]: {}", d.span.as_ref().map(|s| format!("{s}: ")).unwrap_or_default(), d.code, d.name, d.message);
         }

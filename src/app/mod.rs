@@ -66,9 +66,15 @@ pub fn run(cli: Cli) -> Result<Report> {
             r.push(rt.block_on(verify::publish(&dir, &to, &bundle, jobs))?);
             Ok(r)
         }
-        Command::Audit { root, deep, cache, opts } => {
+        Command::Audit { root, deep, cache, serving, opts } => {
             let rt = rt()?;
-            rt.block_on(verify::audit(&root, deep, cache.as_deref(), &opts, &cfg.overrides(&SeverityArgs::default())?))
+            let mut r = rt.block_on(verify::audit(&root, deep, cache.as_deref(), &opts, &cfg.overrides(&SeverityArgs::default())?))?;
+            if serving {
+                for s in rt.block_on(watch::serving_audit(&root))? {
+                    r.push(s);
+                }
+            }
+            Ok(r)
         }
         Command::Preflight { bundle, snapshot, live, sev } => {
             let ov = cfg.overrides(&sev)?;
@@ -90,7 +96,7 @@ pub fn run(cli: Cli) -> Result<Report> {
             let inputs = crate::pipeline::Inputs { bundles, snapshot, base, head, repo, prometheus, overrides: ov };
             crate::pipeline::run_file(&pipeline, &inputs)
         }
-        Command::Argocd { cmd } => argocd::run(cmd),
+        Command::Argocd { cmd } => argocd::run(cmd, &cfg.overrides(&SeverityArgs::default())?),
         Command::Watch { bundle, args } => watch::watch(&bundle, &args),
         Command::Revert { bundle, args } => watch::revert(&bundle, &args),
         Command::Codes => {

@@ -70,6 +70,26 @@ pub fn watch(bundle: &Path, args: &WatchArgs) -> Result<Report> {
     runtime()?.block_on(watch_loaded(&l, args, timeout, probe_every))
 }
 
+/// `watch` as a pipeline step: the same checks as the command, on an already
+/// loaded bundle and the pipeline's runtime.
+pub fn watch_steps(rt: &tokio::runtime::Runtime, l: &Loaded, args: &WatchArgs) -> Vec<StepReport> {
+    let target = format!("{} ({} {})", l.display, l.bundle.metadata.version, l.digest);
+    let durations = duration_arg("timeout", &args.timeout).and_then(|t| Ok((t, duration_arg("probeInterval", &args.probe_interval)?)));
+    let (timeout, probe_every) = match durations {
+        Ok(d) => d,
+        Err(e) => return vec![StepReport::error("watch", &target, &e)],
+    };
+    match rt.block_on(watch_loaded(l, args, timeout, probe_every)) {
+        Ok(r) => r.steps,
+        Err(e) => vec![StepReport::error("watch", &target, &e)],
+    }
+}
+
+/// `revert` as a pipeline step; `evidence` is what the run found so far.
+pub fn revert_in(rt: &tokio::runtime::Runtime, l: &Loaded, args: &RevertArgs, evidence: &Report) -> Vec<StepReport> {
+    rt.block_on(revert_steps(l, args, Some(evidence)))
+}
+
 struct Prober {
     stop: Arc<AtomicBool>,
     task: tokio::task::JoinHandle<(Vec<ProbeSample>, f64)>,
@@ -259,7 +279,7 @@ async fn watch_loaded(l: &Loaded, args: &WatchArgs, timeout: Duration, probe_eve
     if let Some(plan) = &l.bundle.spec.canary {
         if rollout_complete {
             let cargs = CanaryArgs {
-                prometheus: std::env::var("BUNDLEGATE_PROMETHEUS_URL").ok().filter(|v| !v.trim().is_empty()),
+                prometheus: args.prometheus.clone().filter(|v| !v.trim().is_empty()),
                 window: None,
                 mode: None,
                 candidate_selector: None,
@@ -290,7 +310,7 @@ async fn watch_loaded(l: &Loaded, args: &WatchArgs, timeout: Duration, probe_eve
 }
 
 /// The remote's default branch (`refs/remotes/<remote>/HEAD`), else `main`.
-fn default_base(repo: &Path, remote: &str) -> String {
+pub fn default_base(repo: &Path, remote: &str) -> String {
     git2::Repository::open(repo)
         .ok()
         .and_then(|r| r.find_reference(&format!("refs/remotes/{remote}/HEAD")).ok().and_then(|h| h.symbolic_target().ok().flatten().map(String::from)))
@@ -395,6 +415,62 @@ pub async fn serving_step(l: &Loaded, client: kube::Client) -> StepReport {
     s.tables.push(Table { title: "pods by release".into(), columns: rc::POD_COLUMNS.iter().map(|c| c.to_string()).collect(), rows: o.rows });
     s.data = o.data;
     s
+}
+
+/// The scheduled audit's serving pass: for each service (namespace/name)
+/// under `root`, is the cluster running the bundle git says is current?
+///
+/// The current bundle of a service is the head of its rollback chain: the one
+/// no other bundle names as `spec.rollback`. Two heads (two releases that do
+/// not know each other) cannot be told apart, so that service is
+/// INCONCLUSIVE rather than guessed.
+pub async fn serving_audit(root: &Path) -> Result<Vec<StepReport>> {
+    use std::collections::{BTreeMap, BTreeSet};
+    let paths = super::verify::find_bundles(root)?;
+    let canon = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    let mut groups: BTreeMap<(String, String), Vec<Loaded>> = BTreeMap::new();
+    let mut referenced = BTreeSet::new();
+    for p in &paths {
+        // A bundle that does not load is reported by the store audit itself.
+        let Ok(l) = bundle::load(p) else { continue };
+        if let Some(rb) = &l.bundle.spec.rollback {
+            referenced.insert(canon(&l.dir().join(&rb.bundle)));
+        }
+        groups.entry((l.bundle.metadata.namespace.clone(), l.bundle.metadata.name.clone())).or_default().push(l);
+    }
+    let mut out = Vec::new();
+    if groups.is_empty() {
+        return Ok(out);
+    }
+    let (client, server) = match io::client().await {
+        Ok(c) => c,
+        Err(e) => {
+            out.push(StepReport::error("serving", root.display().to_string(), &e));
+            return Ok(out);
+        }
+    };
+    for ((ns, name), bundles) in groups {
+        let heads: Vec<&Loaded> = bundles.iter().filter(|l| !referenced.contains(&canon(&l.path))).collect();
+        match heads.as_slice() {
+            [head] => {
+                let mut s = serving_step(head, client.clone()).await;
+                s.summary = format!("{ns}/{name} on {server}: {}", s.summary);
+                out.push(s);
+            }
+            _ => {
+                let mut s = StepReport::new("serving", format!("{ns}/{name}"));
+                s.verdict = Verdict::Inconclusive;
+                let names: Vec<String> = heads.iter().map(|l| l.display.clone()).collect();
+                s.summary = if names.is_empty() {
+                    "every bundle of this service is some other bundle's rollback target (a cycle): which one is current is unknown".into()
+                } else {
+                    format!("{} bundles claim to be current (none rolls back to the other): {}; serving not compared", names.len(), names.join(", "))
+                };
+                out.push(s);
+            }
+        }
+    }
+    Ok(out)
 }
 
 // ---- revert -----------------------------------------------------------------------------------

@@ -125,6 +125,31 @@ fn argocd_generate_refuses_lint_errors_unless_disabled() {
 }
 
 #[test]
+fn argocd_generate_reads_severities_from_the_sidecar_config() {
+    let ex = Example::new();
+    ex.edit_v2(|v| *at(v, "spec.runtime.image") = "registry.example.com/ai-lab/llm-serve:latest".into());
+    let cfg_dir = tempfile::tempdir().unwrap();
+    let cfg = cfg_dir.path().join("bundlegate.yaml");
+    std::fs::write(&cfg, "severity:\n  BG001: warn\n").unwrap();
+    let cfg_s = cfg.to_str().unwrap();
+
+    // The flag (as plugin.yaml's generate.args would pass it)…
+    let flag = cmp(&source(&ex), &["generate", "--config", cfg_s], &[]);
+    assert_eq!(objects(&flag)[0]["spec"]["predictor"]["containers"][0]["image"], "registry.example.com/ai-lab/llm-serve:latest");
+    assert!(flag.stderr.contains("BG001"), "a relaxed error is still shown as a warning:\n{}", flag.stderr);
+    // …or the sidecar's environment.
+    let env = cmp(&source(&ex), &["generate"], &[("BUNDLEGATE_CONFIG", cfg_s)]);
+    objects(&env);
+    // The flag wins over the environment.
+    let deny = cfg_dir.path().join("deny.yaml");
+    std::fs::write(&deny, "severity:\n  BG001: deny\n").unwrap();
+    assert_refused(&cmp(&source(&ex), &["generate", "--config", deny.to_str().unwrap()], &[("BUNDLEGATE_CONFIG", cfg_s)]), "BG001");
+    // A broken config refuses the render, naming the file and field.
+    std::fs::write(&deny, "severity:\n  BG001: sometimes\n").unwrap();
+    assert_refused(&cmp(&source(&ex), &["generate", "--config", deny.to_str().unwrap()], &[]), "deny.yaml");
+}
+
+#[test]
 fn argocd_parameters_override_values() {
     let ex = Example::new();
     let json_params = r#"[{"name":"namespace","string":"staging"},{"name":"replicas","string":"2"}]"#;

@@ -1265,8 +1265,17 @@ fn revert_ignores_failures_older_than_max_age() {
     assert_eq!(gh.pulls().len(), 1);
 }
 
-#[test]
-fn watch_with_revert_opens_the_pr_when_a_gate_fails() {
+/// The merged release crash-loops next to the old pod while Argo reports
+/// Synced/Healthy (seed 001's four green signals), with a GitHub stand-in.
+struct CrashloopMerge {
+    g: GitRemote,
+    gh: pulls::Pulls,
+    w: PathBuf,
+    sha: String,
+    cluster: standin::Cluster,
+}
+
+fn crashloop_merge() -> CrashloopMerge {
     let g = GitRemote::new();
     let gh = pulls::Pulls::start(TOKEN);
     let w = g.work();
@@ -1280,10 +1289,20 @@ fn watch_with_revert_opens_the_pr_when_a_gate_fails() {
         objects: objects(&d, green_deployment(), vec![pod(PodSpec::ready(OLD_POD, OLD, "file:../../store/llm-scratch/v1/")), pod(crash)], vec![]),
     }];
     let cluster = standin::Cluster::start(frames, &w);
-    let kc = cluster.kubeconfig.to_string_lossy().to_string();
-    let mut env = gh_env(&gh);
-    env.push(("KUBECONFIG".into(), kc));
+    CrashloopMerge { g, gh, w, sha, cluster }
+}
+
+fn watch_env(gh: &pulls::Pulls, cluster: &standin::Cluster) -> Vec<(String, String)> {
+    let mut env = gh_env(gh);
+    env.push(("KUBECONFIG".into(), cluster.kubeconfig.to_string_lossy().to_string()));
     env.push(("BUNDLEGATE_WATCH_POLL".into(), "150ms".into()));
+    env
+}
+
+#[test]
+fn watch_with_revert_opens_the_pr_when_a_gate_fails() {
+    let CrashloopMerge { g, gh, w, sha, cluster } = crashloop_merge();
+    let env = watch_env(&gh, &cluster);
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     let out = run_in(&w, &["watch", "llm-scratch/v2/release.yaml", "--app", NAME, "--revision", &sha, "--timeout", "2s", "--revert", "--format", "json"], &env);
     assert_eq!(out.code, 1, "the watch failed, whatever the revert did: {}\n{}", out.stdout, out.stderr);
@@ -1308,4 +1327,155 @@ fn every_watch_code_is_exercised_here() {
         assert_eq!(o.code, 0, "{code}: {}", o.stderr);
         assert!(o.stdout.contains(code));
     }
+}
+
+// ---------------------------------------------------------------------------
+// watch and revert as pipeline steps (pipelines/post-merge.yaml's shape)
+
+fn write_pipeline(dir: &Path, steps: &str) -> PathBuf {
+    let p = dir.join("post-merge.yaml");
+    std::fs::write(&p, format!("apiVersion: bundlegate.dev/v1\nkind: Pipeline\nmetadata:\n  name: post-merge-test\nspec:\n  steps:\n{steps}")).unwrap();
+    p
+}
+
+#[test]
+fn pipeline_watch_passes_and_revert_has_nothing_to_do() {
+    let ws = Workspace::new();
+    let d = ws.digest.clone();
+    let frames = vec![Frame { at_ms: 0, app: Some(synced(&ws)), objects: objects(&d, done_deployment(), vec![pod(PodSpec::ready(NEW_POD, &d, V2_URI))], vec![]) }];
+    let cluster = standin::Cluster::start(frames, ws.path());
+    let model = ModelService::start(identity_ok(&d));
+    let tmp = tempfile::tempdir().unwrap();
+    // `{name}` is the bundle's metadata.name (here the Application's name).
+    let url = model.url();
+    let p = write_pipeline(
+        tmp.path(),
+        &format!("    - name: watch\n      required: true\n      with: {{app: \"{{name}}\", timeout: 20s, serviceUrl: \"{url}\", probeInterval: 100ms}}\n    - name: revert\n"),
+    );
+    let kc = cluster.kubeconfig.to_string_lossy().to_string();
+    let out = run_in(
+        ws.path(),
+        &["run", p.to_str().unwrap(), "--bundle", "release.yaml", "--format", "json"],
+        &[("KUBECONFIG", &kc), ("BUNDLEGATE_WATCH_POLL", "150ms"), ("GITHUB_SHA", "")],
+    );
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    let v = out.json();
+    // The revision came from HEAD of the repository (the merge commit).
+    assert!(step(&v, "argo")["summary"].as_str().unwrap().contains(&ws.sha), "{v:#}");
+    assert_eq!(step(&v, "rollout")["verdict"], "pass");
+    assert_eq!(step(&v, "identity")["verdict"], "pass", "{v:#}");
+    assert_eq!(step(&v, "downtime")["verdict"], "pass");
+    let revert = step(&v, "revert");
+    assert_eq!(revert["verdict"], "not-run");
+    assert!(revert["summary"].as_str().unwrap().contains("no gate failed"), "{revert}");
+    cluster.assert_read_only();
+}
+
+#[test]
+fn pipeline_watch_without_a_cluster_is_never_pass_and_never_reverts() {
+    let ws = Workspace::new();
+    let tmp = tempfile::tempdir().unwrap();
+    let p = write_pipeline(tmp.path(), "    - name: watch\n      required: true\n      with: {timeout: 2s}\n    - name: revert\n");
+    let kc = tmp.path().join("kubeconfig");
+    std::fs::write(
+        &kc,
+        "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'http://127.0.0.1:9'}}]\nusers: [{name: u, user: {}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\ncurrent-context: x\n",
+    )
+    .unwrap();
+    let out = run_in(ws.path(), &["run", p.to_str().unwrap(), "--bundle", "release.yaml", "--format", "json"], &[("KUBECONFIG", kc.to_str().unwrap()), ("BUNDLEGATE_WATCH_POLL", "150ms")]);
+    assert_ne!(out.code, 0, "{}", out.stdout);
+    let v = out.json();
+    assert_ne!(v["verdict"], "pass");
+    assert_eq!(step(&v, "argo")["verdict"], "error", "{v:#}");
+    assert_eq!(step(&v, "rollout")["verdict"], "inconclusive", "a required check that did not run: {v:#}");
+    let revert = step(&v, "revert");
+    assert_eq!(revert["verdict"], "not-run");
+    assert!(revert["summary"].as_str().unwrap().contains("could not decide"), "{revert}");
+}
+
+#[test]
+fn pipeline_post_merge_reverts_a_crashlooping_release_with_the_run_as_evidence() {
+    let CrashloopMerge { g, gh, w, sha, cluster } = crashloop_merge();
+    let tmp = tempfile::tempdir().unwrap();
+    // verify stops the run on failure, but a revert answers failures, so it still runs.
+    let p = write_pipeline(
+        tmp.path(),
+        "    - name: verify\n      required: true\n      onFailure: stop\n    - name: watch\n      required: true\n      onFailure: stop\n      with: {timeout: 2s}\n    - name: canary\n    - name: revert\n      with: {base: main}\n",
+    );
+    let env = watch_env(&gh, &cluster);
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let out = run_in(&w, &["run", p.to_str().unwrap(), "--bundle", "llm-scratch/v2/release.yaml", "--head", &sha, "--format", "json"], &env);
+    assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
+    let v = out.json();
+    assert_eq!(step(&v, "verify")["verdict"], "pass");
+    assert!(findings(&v, "rollout", "BG501").contains("CrashLoopBackOff"));
+    // onFailure: stop on watch skips the canary; the revert still runs.
+    assert_eq!(step(&v, "canary")["verdict"], "not-run");
+    assert_eq!(step(&v, "revert")["verdict"], "pass", "{v:#}");
+    let prs = gh.pulls();
+    assert_eq!(prs.len(), 1);
+    let body = prs[0]["body"].as_str().unwrap();
+    assert!(body.contains("BG501") && body.contains("CrashLoopBackOff"), "the PR carries this run's evidence: {body}");
+    assert!(g.remote_branch(BRANCH).is_some());
+    cluster.assert_read_only();
+    gh.assert_no_violations();
+}
+
+// ---------------------------------------------------------------------------
+// scheduled drift audit: does the cluster serve the bundle git says is current?
+
+fn serving_audit(ex: &crate::support::Example, pods: Vec<Value>, digest: &str) -> (Out, standin::Cluster) {
+    let frames = vec![Frame { at_ms: 0, app: None, objects: objects(digest, done_deployment(), pods, vec![]) }];
+    let cluster = standin::Cluster::start(frames, ex.path());
+    let kc = cluster.kubeconfig.to_string_lossy().to_string();
+    let out = run_in(ex.path(), &["audit", "llm-scratch", "--serving", "--cache", "c.json", "--format", "json"], &[("KUBECONFIG", &kc)]);
+    (out, cluster)
+}
+
+fn serving_steps(v: &Value) -> Vec<Value> {
+    v["steps"].as_array().unwrap().iter().filter(|s| s["step"] == "serving").cloned().collect()
+}
+
+#[test]
+fn audit_serving_passes_when_the_cluster_runs_the_current_bundle() {
+    let ex = crate::support::Example::new();
+    let v2 = run_in(ex.path(), &["digest", "llm-scratch/v2/release.yaml", "--format", "json"], &[]).json()["steps"][0]["data"]["releaseDigest"].as_str().unwrap().to_string();
+    let (out, cluster) = serving_audit(&ex, vec![pod(PodSpec::ready(NEW_POD, &v2, "file:../../store/llm-scratch/v2/"))], &v2);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    let v = out.json();
+    let serving = serving_steps(&v);
+    // v1 is v2's rollback target, so v2 is the one current bundle of the service.
+    assert_eq!(serving.len(), 1, "{v:#}");
+    assert_eq!(serving[0]["verdict"], "pass");
+    assert!(serving[0]["target"].as_str().unwrap().contains("v2"), "{:#}", serving[0]);
+    cluster.assert_read_only();
+}
+
+#[test]
+fn audit_serving_reports_drift_when_the_cluster_still_runs_the_old_release() {
+    let ex = crate::support::Example::new();
+    let v1 = run_in(ex.path(), &["digest", "llm-scratch/v1/release.yaml", "--format", "json"], &[]).json()["steps"][0]["data"]["releaseDigest"].as_str().unwrap().to_string();
+    let (out, cluster) = serving_audit(&ex, vec![pod(PodSpec::ready(OLD_POD, &v1, "file:../../store/llm-scratch/v1/"))], &v1);
+    assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
+    let v = out.json();
+    let serving = serving_steps(&v);
+    assert_eq!(serving[0]["verdict"], "fail", "{v:#}");
+    assert_eq!(serving[0]["summary"].as_str().unwrap().split(": ").last().unwrap(), "0/1 live pod(s) run this release");
+    assert!(!serving[0]["diagnostics"].as_array().unwrap().is_empty());
+    cluster.assert_read_only();
+
+    // Two bundles that do not know each other: which is current is unknown, never guessed.
+    edit_yaml_drop_rollback(&ex.v2());
+    let (out, _c) = serving_audit(&ex, vec![pod(PodSpec::ready(OLD_POD, &v1, "file:../../store/llm-scratch/v1/"))], &v1);
+    let v = out.json();
+    let serving = serving_steps(&v);
+    assert_eq!(serving[0]["verdict"], "inconclusive", "{v:#}");
+    assert!(serving[0]["summary"].as_str().unwrap().contains("2 bundles claim to be current"));
+    assert_eq!(out.code, 1);
+}
+
+fn edit_yaml_drop_rollback(p: &Path) {
+    crate::support::edit_yaml(p, |v| {
+        v["spec"].as_mapping_mut().unwrap().remove("rollback");
+    });
 }
