@@ -9,6 +9,7 @@ mod github_standin;
 mod lint;
 mod pipeline;
 mod pr;
+mod props;
 mod preflight;
 mod render;
 mod secrets;

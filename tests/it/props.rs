@@ -1,0 +1,268 @@
+//! Property tests over every parser of outside input (issue #9), in the
+//! normal suite. They drive the same entry points as the cargo-fuzz targets
+//! (`bundlegate::fuzzing`, `fuzz/`), from inputs that stay close to the real
+//! thing: the shipped example files with random edits, and arbitrary JSON in
+//! the places the real formats put JSON. Beyond "no panic" each property
+//! checks what the error must carry (file, line, field) or what a success
+//! must satisfy. Regressions found by fuzzing are at the bottom, by name.
+
+use bundlegate::adapters::{cluster, prom};
+use bundlegate::app::argocd::{CmpEnv, Params};
+use bundlegate::bundle::{self, LoadError};
+use bundlegate::fuzzing;
+use proptest::prelude::*;
+use serde_json::{json, Value};
+use std::path::Path;
+
+const BUNDLE: &str = include_str!("../../examples/llm-scratch/v2/release.yaml");
+const BUNDLE_V1: &str = include_str!("../../examples/llm-scratch/v1/release.yaml");
+const SNAPSHOT: &str = include_str!("../../examples/cluster/single-gpu.yaml");
+const PIPELINES: [&str; 3] = [
+    include_str!("../../pipelines/pull-request.yaml"),
+    include_str!("../../pipelines/post-merge.yaml"),
+    include_str!("../../pipelines/drift-audit.yaml"),
+];
+
+/// Tokens that change YAML structure or types, so edits reach deep paths.
+const TOKENS: &[&str] = &[
+    ":", ": ", "- ", "\n", "\n  ", "  ", "#", "'", "\"", "{", "}", "[", "]", "&a ", "*a", "!!str ", "!!binary ", "|", ">", "---\n", "...\n", "~", "null",
+    "true", "-1", "0", "4294967296", "1e400", ".nan", "0x1F", "../", "/", "\\", "\t", "\u{feff}", "é", "<<: *a\n", "? ", "%YAML 1.2\n", "sha256:",
+];
+
+/// Values of other types and edge cases for a scalar's place.
+const VALUES: &[&str] = &[
+    "0", "-1", "1", "65536", "4294967296", "18446744073709551616", "1.5", "1e400", ".inf", "-.nan", "true", "null", "~", "''", "\"\"", "[]", "{}",
+    "abc", "\"../../etc/passwd\"", "/abs/path", "s3://b/p/", "file:../x/", "\"25%\"", "\"101%\"", "\"-5%\"", "\"0%\"", "1Gi", "500m", "\"\u{0}\"",
+    "sha256:00", "img@sha256:0000000000000000000000000000000000000000000000000000000000000000", "[1, 2]", "{a: 1}", "\"é\u{202e}\"",
+];
+
+#[derive(Debug, Clone)]
+enum Edit {
+    /// Replace the value of the n-th `key: value` line: keeps the YAML valid
+    /// so edits reach the semantic checks, not only the syntax errors.
+    Value { nth: usize, value: &'static str },
+    Delete { at: usize, len: usize },
+    Insert { at: usize, token: &'static str },
+    Duplicate { at: usize, len: usize },
+}
+
+fn edits() -> impl Strategy<Value = Vec<Edit>> {
+    let edit = prop_oneof![
+        6 => (any::<usize>(), prop::sample::select(VALUES)).prop_map(|(nth, value)| Edit::Value { nth, value }),
+        1 => (any::<usize>(), 1usize..40).prop_map(|(at, len)| Edit::Delete { at, len }),
+        1 => (any::<usize>(), prop::sample::select(TOKENS)).prop_map(|(at, token)| Edit::Insert { at, token }),
+        1 => (any::<usize>(), 1usize..120).prop_map(|(at, len)| Edit::Duplicate { at, len }),
+    ];
+    prop::collection::vec(edit, 1..6)
+}
+
+/// Apply edits at char boundaries (positions are taken modulo the length).
+fn apply(text: &str, edits: &[Edit]) -> String {
+    let mut s = text.to_string();
+    let boundary = |s: &str, at: usize| {
+        if s.is_empty() {
+            return 0;
+        }
+        let mut i = at % (s.len() + 1);
+        while !s.is_char_boundary(i) {
+            i -= 1;
+        }
+        i
+    };
+    for e in edits {
+        match *e {
+            Edit::Value { nth, value } => {
+                let starts: Vec<usize> = s.match_indices(": ").map(|(i, _)| i + 2).collect();
+                if starts.is_empty() {
+                    continue;
+                }
+                let a = starts[nth % starts.len()];
+                let end = s[a..].find('\n').map_or(s.len(), |n| a + n);
+                s.replace_range(a..end, value);
+            }
+            Edit::Delete { at, len } => {
+                let a = boundary(&s, at);
+                let b = boundary(&s, a.saturating_add(len).min(s.len()));
+                s.replace_range(a..b.max(a), "");
+            }
+            Edit::Insert { at, token } => {
+                let a = boundary(&s, at);
+                s.insert_str(a, token);
+            }
+            Edit::Duplicate { at, len } => {
+                let a = boundary(&s, at);
+                let b = boundary(&s, a.saturating_add(len).min(s.len()));
+                let piece = s[a..b.max(a)].to_string();
+                s.insert_str(b.max(a), &piece);
+            }
+        }
+    }
+    s
+}
+
+/// Arbitrary JSON, a few levels deep.
+fn json_value() -> impl Strategy<Value = Value> {
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::from),
+        any::<i64>().prop_map(Value::from),
+        any::<f64>().prop_filter("finite", |f| f.is_finite()).prop_map(Value::from),
+        "[ -~]{0,12}".prop_map(Value::from),
+        prop::sample::select(vec!["NaN", "+Inf", "-Inf", "1e309", "0.5", "", "success", "vector", "matrix", "scalar", "string", "1", "-3"]).prop_map(Value::from),
+    ];
+    leaf.prop_recursive(4, 48, 6, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..5).prop_map(Value::Array),
+            prop::collection::btree_map(prop::sample::select(vec!["metric", "value", "values", "__name__", "le", "pod", "name", "string", "array", "map", "x"]), inner, 0..5)
+                .prop_map(|m| Value::Object(m.into_iter().map(|(k, v)| (k.to_string(), v)).collect())),
+        ]
+    })
+}
+
+fn line_count(s: &str) -> usize {
+    s.lines().count().max(1)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, failure_persistence: None, ..ProptestConfig::default() })]
+
+    /// Any edit of the example bundle: a parsed bundle goes through lint and
+    /// render without panicking; a rejected one names the file, a line that
+    /// exists and a field.
+    #[test]
+    fn bundle_edits_parse_or_fail_with_file_line_field(e in edits()) {
+        let text = apply(BUNDLE, &e);
+        let path = Path::new("props/release.yaml");
+        match bundle::parse("props/release.yaml", path, text.clone()) {
+            Ok(_) => prop_assert!(fuzzing::bundle_yaml(path, &text)),
+            Err(LoadError::Invalid { file, line, column, field, message }) => {
+                prop_assert_eq!(file, "props/release.yaml");
+                prop_assert!(line >= 1 && line <= line_count(&text) + 1, "line {} of {}: {}", line, line_count(&text), message);
+                prop_assert!(column >= 1);
+                prop_assert!(!field.is_empty() && !message.is_empty());
+            }
+            Err(other) => prop_assert!(false, "parse of text never does I/O: {}", other),
+        }
+    }
+
+    /// Artifact paths from anywhere: a bundle whose artifact escapes the
+    /// prefix never lints clean (refused by the parser or flagged by lint).
+    #[test]
+    fn artifact_paths_that_escape_are_never_clean(prefix in prop::sample::select(vec!["../", "/", "a/../../", "./../", "..\\", "a/./../../b/"]), name in "[a-z]{1,8}") {
+        let evil = format!("{prefix}{name}");
+        prop_assert!(bundle::path_escapes(&evil), "{} escapes", evil);
+        let text = BUNDLE.replacen("path: tokenizer.json", &format!("path: \"{}\"", evil.replace('\\', "\\\\")), 1);
+        prop_assume!(text != BUNDLE);
+        if let Ok(l) = bundle::parse("p.yaml", Path::new("p.yaml"), text) {
+            let d = bundlegate::checks::lint::lint(&l, &bundlegate::checks::lint::RollbackStatus::NotDeclared);
+            prop_assert!(d.iter().any(|d| d.severity == bundlegate::report::Severity::Error), "escaping path {} linted clean", evil);
+        }
+    }
+
+    /// Pipeline files (a pull request can change them): errors start with the file name.
+    #[test]
+    fn pipeline_edits_parse_or_name_the_file(which in 0usize..3, e in edits()) {
+        let text = apply(PIPELINES[which], &e);
+        if let Err(err) = bundlegate::pipeline::parse(Path::new("props/pipeline.yaml"), &text) {
+            prop_assert!(format!("{err:#}").starts_with("props/pipeline.yaml"), "{:#}", err);
+        }
+    }
+
+    /// Snapshot edits: parse or a named error; parsed state preflights
+    /// without panicking and is never empty (a partial cluster must not pass).
+    #[test]
+    fn snapshot_edits_parse_or_name_the_file(e in edits()) {
+        let text = apply(SNAPSHOT, &e);
+        match cluster::parse_snapshot("props/snap.yaml", &text) {
+            Ok(st) => {
+                prop_assert!(!st.nodes.is_empty() && !st.pods.is_empty());
+                prop_assert!(fuzzing::cluster_snapshot(&text));
+            }
+            Err(err) => prop_assert!(format!("{err:#}").contains("props/snap.yaml"), "{:#}", err),
+        }
+    }
+
+    /// JSON snapshots with arbitrary item contents.
+    #[test]
+    fn snapshot_json_with_arbitrary_items_never_panics(items in prop::collection::vec(json_value(), 0..6), kinds in prop::collection::vec(prop::sample::select(vec!["Node", "Pod", "PersistentVolumeClaim", "PersistentVolume", "ResourceQuota", "PodDisruptionBudget", "Deployment", "ReplicaSet", "Widget"]), 6)) {
+        let items: Vec<Value> = items.into_iter().zip(kinds).map(|(mut v, k)| {
+            if let Value::Object(m) = &mut v { m.insert("kind".into(), json!(k)); }
+            v
+        }).collect();
+        let text = json!({"apiVersion": "v1", "kind": "List", "items": items}).to_string();
+        let _ = fuzzing::cluster_snapshot(&text);
+    }
+
+    /// Prometheus answers of any shape: parsed values are what the body said,
+    /// never invented; errors quote the query or the status.
+    #[test]
+    fn prometheus_answers_of_any_shape(status in prop::sample::select(vec![200u16, 400, 422, 500, 503]), kind in prop::sample::select(vec!["vector", "matrix", "scalar", "string", "bogus"]), result in json_value(), ok in any::<bool>()) {
+        let body = json!({"status": if ok { "success" } else { "error" }, "errorType": "bad_data", "error": "boom", "data": {"resultType": kind, "result": result}}).to_string();
+        match prom::parse_response(status, &body, "q_props") {
+            Ok(series) => {
+                prop_assert!(ok, "an error answer was read as data");
+                match kind {
+                    "vector" | "matrix" => {
+                        prop_assert_eq!(series.len(), result.as_array().map(Vec::len).unwrap_or(usize::MAX), "one series per result entry");
+                        if kind == "vector" { prop_assert!(series.iter().all(|s| s.values.len() == 1)); }
+                    }
+                    "scalar" => prop_assert!(series.len() == 1 && series[0].values.len() == 1),
+                    _ => prop_assert!(false, "result type {} accepted", kind),
+                }
+            }
+            Err(err) => {
+                let m = format!("{err:#}");
+                prop_assert!(!m.is_empty());
+                if !ok { prop_assert!(m.contains("q_props"), "{}", m); }
+            }
+        }
+    }
+
+    /// Arbitrary bodies (HTML error pages, truncated JSON) are errors, not data.
+    #[test]
+    fn prometheus_non_json_bodies_are_errors(body in "[ -~]{0,64}") {
+        prop_assume!(serde_json::from_str::<Value>(&body).is_err());
+        prop_assert!(prom::parse_response(502, &body, "q").is_err());
+    }
+
+    /// CMP parameters: whatever Argo (or a user in its UI) sends, a resolved
+    /// namespace is a DNS label and the bundle path is never empty.
+    #[test]
+    fn cmp_parameters_resolve_to_valid_values_or_fail(list in prop::collection::vec(json_value(), 0..4), names in prop::collection::vec(prop::sample::select(vec!["namespace", "replicas", "bundle", "templates", "lint", "nope"]), 4), strings in prop::collection::vec(prop_oneof!["[a-z0-9-]{0,70}", "[ -~]{0,10}", Just(String::new())], 4), env_ns in "[ -~]{0,12}") {
+        let list: Vec<Value> = list.into_iter().zip(names).zip(strings).map(|((v, n), s)| match v {
+            Value::Object(mut m) => { m.insert("name".into(), json!(n)); m.entry("string").or_insert(json!(s)); Value::Object(m) }
+            other => other,
+        }).collect();
+        let params = serde_json::to_string(&list).unwrap();
+        let env = CmpEnv::from_pairs([("ARGOCD_APP_PARAMETERS", params.as_str()), ("ARGOCD_ENV_NAMESPACE", env_ns.as_str())]);
+        if let Ok(p) = Params::from_env(&env) {
+            prop_assert!(!p.bundle.is_empty());
+            if let Some(ns) = p.namespace {
+                prop_assert!(!ns.is_empty() && ns.len() <= 63 && ns.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-'), "{}", ns);
+            }
+        }
+    }
+
+    /// The raw NUL-separated form the fuzz target takes.
+    #[test]
+    fn cmp_environment_bytes_never_panic(text in "[ -~\\x00]{0,200}") {
+        let _ = fuzzing::cmp_params(&text);
+    }
+}
+
+#[test]
+fn the_unedited_examples_parse() {
+    // The properties above start from these; if they stopped parsing, every
+    // property would only be testing the error path.
+    assert!(fuzzing::bundle_yaml(Path::new("v2.yaml"), BUNDLE));
+    assert!(fuzzing::bundle_yaml(Path::new("v1.yaml"), BUNDLE_V1));
+    assert!(fuzzing::cluster_snapshot(SNAPSHOT));
+    for p in PIPELINES {
+        bundlegate::pipeline::parse(Path::new("p.yaml"), p).unwrap();
+    }
+    assert!(fuzzing::cmp_params("ARGOCD_APP_PARAMETERS=[{\"name\":\"namespace\",\"string\":\"staging\"}]\0PARAM_REPLICAS=2"));
+    assert_eq!(prom::parse_response(200, r#"{"status":"success","data":{"resultType":"vector","result":[{"metric":{},"value":[1,"0.5"]}]}}"#, "q").unwrap()[0].values, vec![0.5]);
+}
+
+// ---------------------------------------------------------------------------
+// Regressions found by `scripts/fuzz` (each input as the fuzzer found it).
