@@ -427,6 +427,25 @@ pub struct LiveScope<'a> {
     pub claims: &'a [String],
 }
 
+/// A client from the kubeconfig (KUBECONFIG) or the in-cluster config, and
+/// the server URL for reports. Every request is bounded: a hung API server
+/// must end in an error, not a CI job that waits for its own time limit.
+/// `BUNDLEGATE_KUBE_TIMEOUT` (default 30s) bounds connect and each read.
+pub async fn kube_client() -> Result<(kube::Client, String)> {
+    let mut config = kube::Config::infer().await.context("loading kubeconfig or in-cluster config")?;
+    let t = kube_timeout();
+    config.connect_timeout = Some(t);
+    config.read_timeout = Some(t);
+    config.write_timeout = Some(t);
+    let server = config.cluster_url.to_string();
+    let client = kube::Client::try_from(config).context("building the Kubernetes client")?;
+    Ok((client, server))
+}
+
+pub fn kube_timeout() -> std::time::Duration {
+    std::env::var("BUNDLEGATE_KUBE_TIMEOUT").ok().and_then(|v| crate::util::parse_duration(&v)).unwrap_or(std::time::Duration::from_secs(30))
+}
+
 /// List every page of one resource (GET only).
 async fn list_all<K>(api: kube::Api<K>, what: &str) -> Result<Vec<K>>
 where
@@ -458,9 +477,7 @@ async fn gather(scope: &LiveScope<'_>) -> Result<ClusterState> {
     use k8s_openapi::api::policy::v1::PodDisruptionBudget;
     use kube::Api;
 
-    let config = kube::Config::infer().await.context("loading kubeconfig or in-cluster config")?;
-    let server = config.cluster_url.to_string();
-    let client = kube::Client::try_from(config).context("building the Kubernetes client")?;
+    let (client, server) = kube_client().await?;
     let ns = scope.namespace;
     let mut st = ClusterState { source: format!("live {server}"), ..Default::default() };
     // Read-only: list and get, nothing else.
@@ -497,9 +514,11 @@ pub fn gather_live(scope: &LiveScope<'_>) -> Result<ClusterState> {
         s.spawn(|| {
             let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().context("starting the async runtime")?;
             rt.block_on(async {
-                tokio::time::timeout(std::time::Duration::from_secs(60), gather(scope))
+                // Many requests, each bounded by kube_timeout(): bound the whole too.
+                let total = (kube_timeout() * 4).max(std::time::Duration::from_secs(5));
+                tokio::time::timeout(total, gather(scope))
                     .await
-                    .map_err(|_| anyhow!("reading the cluster timed out after 60s"))?
+                    .map_err(|_| anyhow!("reading the cluster timed out after {}s", total.as_secs()))?
             })
         })
         .join()

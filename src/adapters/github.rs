@@ -1,4 +1,4 @@
-//! GitHub adapter: the few REST calls PR mode needs, through octocrab.
+//! GitHub adapter: the few REST calls PR mode and revert need, through octocrab.
 //!
 //! Why not octocrab's typed helpers: `issues().update_comment` sends POST
 //! where GitHub documents PATCH, `list_comments` leaves pagination to the
@@ -119,6 +119,25 @@ impl fmt::Display for Method {
     }
 }
 
+#[derive(Debug, Clone, PartialEq)]
+pub struct PullRef {
+    pub number: u64,
+    pub html_url: String,
+}
+
+impl PullRef {
+    fn from_json(v: &Value) -> Option<PullRef> {
+        Some(PullRef { number: v.get("number")?.as_u64()?, html_url: v.get("html_url").and_then(Value::as_str).unwrap_or("").to_string() })
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum PullOutcome {
+    Created(PullRef),
+    /// GitHub refused a second PR for the same head branch; the open one.
+    Exists(Option<PullRef>),
+}
+
 struct RawResponse {
     status: u16,
     retry_after: Option<u64>,
@@ -231,6 +250,32 @@ impl GithubClient {
         v.get("id").and_then(Value::as_u64).ok_or_else(|| GithubError::Decode { what: format!("POST {route}"), message: "no `id` in the check run".into() })
     }
 
+    /// The open pull request whose head is `owner:branch`, if any.
+    pub async fn find_open_pull(&self, owner: &str, repo: &str, branch: &str) -> Result<Option<PullRef>> {
+        let q: String = url::form_urlencoded::Serializer::new(String::new()).append_pair("head", &format!("{owner}:{branch}")).append_pair("state", "open").finish();
+        let route = format!("{}/pulls?{q}", repo_path(owner, repo)?);
+        let resp = self.request(Method::Get, &route, None).await?;
+        let v: Value = decode(&format!("GET {}", strip_query(&route)), &resp.body)?;
+        Ok(v.as_array().and_then(|a| a.first()).and_then(PullRef::from_json))
+    }
+
+    /// Open a pull request. GitHub refuses a second open PR for the same head
+    /// (422 "already exists"), which is how concurrent reverts — and a POST
+    /// retried after GitHub created the PR but failed to answer — end up
+    /// with one PR: that case is `Exists`, with the open PR looked up.
+    pub async fn create_pull(&self, owner: &str, repo: &str, title: &str, head: &str, base: &str, body: &str) -> Result<PullOutcome> {
+        let route = format!("{}/pulls", repo_path(owner, repo)?);
+        let req = serde_json::json!({"title": title, "head": head, "base": base, "body": body, "maintainer_can_modify": false});
+        match self.request(Method::Post, &route, Some(&req)).await {
+            Ok(resp) => {
+                let v: Value = decode(&format!("POST {route}"), &resp.body)?;
+                PullRef::from_json(&v).map(PullOutcome::Created).ok_or_else(|| GithubError::Decode { what: format!("POST {route}"), message: "no `number` in the pull request".into() })
+            }
+            Err(GithubError::Http { status: 422, message, .. }) if message.contains("already exists") => Ok(PullOutcome::Exists(self.find_open_pull(owner, repo, head).await?)),
+            Err(e) => Err(e),
+        }
+    }
+
     /// A `next` link must point at the API we were configured with: octocrab
     /// attaches the token to every request, so following a link to another
     /// host would hand it the token.
@@ -335,12 +380,17 @@ fn decode<T: serde::de::DeserializeOwned>(what: &str, body: &str) -> Result<T> {
     serde_json::from_str(body).map_err(|e| GithubError::Decode { what: what.to_string(), message: e.to_string() })
 }
 
-/// GitHub error bodies are `{"message": ..., "documentation_url": ...}`.
+/// GitHub error bodies are `{"message": ..., "errors": [{"message": ...}],
+/// "documentation_url": ...}`; a 422's reason is only in `errors`.
 fn error_message(body: &str) -> String {
-    serde_json::from_str::<Value>(body)
-        .ok()
-        .and_then(|v| v.get("message").and_then(Value::as_str).map(String::from))
-        .unwrap_or_else(|| body.chars().take(200).collect())
+    let Ok(v) = serde_json::from_str::<Value>(body) else { return body.chars().take(200).collect() };
+    let Some(m) = v.get("message").and_then(Value::as_str) else { return body.chars().take(200).collect() };
+    let details: Vec<&str> = v.get("errors").and_then(Value::as_array).into_iter().flatten().filter_map(|e| e.get("message").and_then(Value::as_str)).collect();
+    if details.is_empty() {
+        m.to_string()
+    } else {
+        format!("{m}: {}", details.join("; "))
+    }
 }
 
 fn strip_query(route: &str) -> &str {

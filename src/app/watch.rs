@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, Context, Result};
 use serde_json::json;
 
+use crate::adapters::github::{GithubClient, PullOutcome};
 use crate::adapters::rollout as io;
 use crate::bundle::{self, Loaded, ServingFormat};
 use crate::checks::rollout::{self as rc, ArgoState, Expected, IdentityExpectation, ProbeSample};
@@ -646,10 +647,10 @@ async fn revert_steps(l: &Loaded, args: &RevertArgs, evidence: Option<&Report>) 
     let already = matches!(pushed, io::PushOutcome::AlreadyExists(_));
     let mut data = json!({"branch": branch, "commit": oid.to_string(), "branchExisted": already, "base": args.base, "rollbackTarget": rb.bundle});
 
-    let gh = match io::Pulls::from_env() {
+    let gh = match GithubClient::from_env() {
         Ok(g) => g,
         Err(e) => {
-            steps.push(StepReport::error("revert", &target, &e));
+            steps.push(StepReport::error("revert", &target, &anyhow::Error::new(e)));
             return steps;
         }
     };
@@ -661,7 +662,7 @@ async fn revert_steps(l: &Loaded, args: &RevertArgs, evidence: Option<&Report>) 
         return steps;
     };
     if already {
-        match gh.find_open(&owner, &name, &branch).await {
+        match gh.find_open_pull(&owner, &name, &branch).await {
             Ok(Some(pr)) => {
                 s.summary = format!("already reverting: {branch} exists and PR #{} is open ({})", pr.number, pr.html_url);
                 data["pr"] = json!({"number": pr.number, "url": pr.html_url, "created": false});
@@ -671,24 +672,24 @@ async fn revert_steps(l: &Loaded, args: &RevertArgs, evidence: Option<&Report>) 
             }
             Ok(None) => {} // the other run died before its PR: open it (GitHub refuses a duplicate)
             Err(e) => {
-                steps.push(StepReport::error("revert", &target, &e));
+                steps.push(StepReport::error("revert", &target, &anyhow::Error::new(e).context(format!("branch {branch} is on the remote; looking up its PR"))));
                 return steps;
             }
         }
     }
     let title = format!("Revert {} {} → {} (bundlegate)", l.bundle.metadata.name, l.bundle.metadata.version, prev.bundle.metadata.version);
     let body = pr_body(l, &prev, &rel, &branch, evidence, &verify_summary);
-    match gh.create(&owner, &name, &title, &branch, &args.base, &body).await {
-        Ok(io::PullOutcome::Created(pr)) => {
+    match gh.create_pull(&owner, &name, &title, &branch, &args.base, &body).await {
+        Ok(PullOutcome::Created(pr)) => {
             s.summary = format!("opened PR #{} {} ({branch} → {})", pr.number, pr.html_url, args.base);
             data["pr"] = json!({"number": pr.number, "url": pr.html_url, "created": true});
         }
-        Ok(io::PullOutcome::Exists(pr)) => {
+        Ok(PullOutcome::Exists(pr)) => {
             s.summary = format!("already reverting: a PR for {branch} exists{}", pr.as_ref().map(|p| format!(" (#{})", p.number)).unwrap_or_default());
             data["pr"] = json!({"number": pr.as_ref().map(|p| p.number), "created": false});
         }
         Err(e) => {
-            steps.push(StepReport::error("revert", &target, &e));
+            steps.push(StepReport::error("revert", &target, &anyhow::Error::new(e).context(format!("branch {branch} is on the remote; opening its PR (open it by hand or re-run)"))));
             return steps;
         }
     }

@@ -15,121 +15,19 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
+use crate::support::http::Reply;
 use crate::support::{copy_dir, repo, run_in, Out};
 
 mod standin {
-    //! A tiny HTTP/1.1 server (one request per connection, `connection:
-    //! close`, so stopping the listener really stops the service), and on it
-    //! the Kubernetes API stand-in.
+    //! The Kubernetes API stand-in, on `support::http`.
 
-    use std::io::{BufRead, BufReader, Read, Write};
-    use std::net::{TcpListener, TcpStream};
     use std::path::{Path, PathBuf};
-    use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::{Arc, Mutex};
-    use std::time::{Duration, Instant};
+    use std::time::Instant;
 
     use serde_json::{json, Value};
 
-    pub struct Req {
-        pub method: String,
-        pub path: String,
-        pub query: Vec<(String, String)>,
-        pub headers: Vec<(String, String)>,
-        pub body: Vec<u8>,
-    }
-
-    impl Req {
-        pub fn header(&self, n: &str) -> Option<&str> {
-            self.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(n)).map(|(_, v)| v.as_str())
-        }
-        pub fn q(&self, n: &str) -> Option<&str> {
-            self.query.iter().find(|(k, _)| k == n).map(|(_, v)| v.as_str())
-        }
-    }
-
-    pub type Handler = Arc<dyn Fn(&Req) -> (u16, Value) + Send + Sync>;
-
-    pub struct Server {
-        pub port: u16,
-        stop: Arc<AtomicBool>,
-        thread: Option<std::thread::JoinHandle<()>>,
-    }
-
-    impl Server {
-        pub fn start(port: u16, h: Handler) -> Server {
-            let l = TcpListener::bind(("127.0.0.1", port)).expect("bind");
-            let port = l.local_addr().unwrap().port();
-            // Non-blocking accept so `stop` can close the listener: a stopped
-            // service must refuse connections, like a dead pod.
-            l.set_nonblocking(true).unwrap();
-            let stop = Arc::new(AtomicBool::new(false));
-            let flag = stop.clone();
-            let thread = std::thread::spawn(move || {
-                while !flag.load(Ordering::SeqCst) {
-                    match l.accept() {
-                        Ok((s, _)) => {
-                            let h = h.clone();
-                            std::thread::spawn(move || serve(s, h));
-                        }
-                        Err(_) => std::thread::sleep(Duration::from_millis(5)),
-                    }
-                }
-            });
-            Server { port, stop, thread: Some(thread) }
-        }
-        pub fn stop(&mut self) {
-            self.stop.store(true, Ordering::SeqCst);
-            if let Some(t) = self.thread.take() {
-                let _ = t.join();
-            }
-        }
-    }
-
-    impl Drop for Server {
-        fn drop(&mut self) {
-            self.stop();
-        }
-    }
-
-    fn serve(s: TcpStream, h: Handler) {
-        s.set_nonblocking(false).ok();
-        s.set_read_timeout(Some(Duration::from_secs(10))).ok();
-        let mut w = s.try_clone().unwrap();
-        let mut r = BufReader::new(s);
-        let mut line = String::new();
-        if r.read_line(&mut line).unwrap_or(0) == 0 {
-            return;
-        }
-        let mut parts = line.split_whitespace();
-        let (Some(method), Some(target)) = (parts.next(), parts.next()) else { return };
-        let mut headers = Vec::new();
-        loop {
-            let mut l = String::new();
-            if r.read_line(&mut l).unwrap_or(0) == 0 {
-                return;
-            }
-            let l = l.trim_end();
-            if l.is_empty() {
-                break;
-            }
-            if let Some((k, v)) = l.split_once(':') {
-                headers.push((k.trim().to_string(), v.trim().to_string()));
-            }
-        }
-        let n = headers.iter().find(|(k, _)| k.eq_ignore_ascii_case("content-length")).and_then(|(_, v)| v.parse().ok()).unwrap_or(0);
-        let mut body = vec![0; n];
-        if r.read_exact(&mut body).is_err() {
-            return;
-        }
-        let (path, q) = target.split_once('?').unwrap_or((target, ""));
-        let query = url::form_urlencoded::parse(q.as_bytes()).map(|(k, v)| (k.into_owned(), v.into_owned())).collect();
-        let req = Req { method: method.to_string(), path: path.to_string(), query, headers, body };
-        let (status, v) = h(&req);
-        let b = serde_json::to_vec(&v).unwrap();
-        let head = format!("HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n", b.len());
-        let _ = w.write_all(head.as_bytes()).and_then(|_| w.write_all(&b)).and_then(|_| w.flush());
-    }
+    pub use crate::support::http::{Handler, Req, Server};
 
     // ---- the Kubernetes API stand-in ----
 
@@ -931,8 +829,10 @@ mod pulls {
     //! with the GitHub stand-in's OpenAPI checks (requests and answers), and
     //! answering with GitHub's documented examples adjusted to the request.
 
-    use super::standin::{Handler, Server};
+    use super::standin::Server;
     use crate::github_standin::{documented_example, validate_request, validate_response};
+    use crate::support::http::{Reply, ReplyHandler};
+    use std::collections::VecDeque;
     use serde_json::{json, Value};
     use std::sync::{Arc, Mutex};
 
@@ -941,6 +841,8 @@ mod pulls {
         pub pulls: Vec<Value>,
         pub requests: Vec<(String, String, Option<Value>)>,
         pub violations: Vec<String>,
+        /// Faults answered, in order, before any real handling.
+        pub inject: VecDeque<Reply>,
     }
 
     pub struct Pulls {
@@ -953,19 +855,22 @@ mod pulls {
             let state = Arc::new(Mutex::new(State::default()));
             let st = state.clone();
             let tok = token.to_string();
-            let h: Handler = Arc::new(move |req| {
+            let h: ReplyHandler = Arc::new(move |req| {
                 let mut s = st.lock().unwrap();
                 let body: Option<Value> = serde_json::from_slice(&req.body).ok();
                 s.requests.push((req.method.clone(), req.path.clone(), body.clone()));
                 if req.header("authorization") != Some(&format!("Bearer {tok}")) {
                     s.violations.push(format!("{} {}: missing or wrong Authorization", req.method, req.path));
-                    return (401, json!({"message": "Requires authentication"}));
+                    return Reply::Json(401, json!({"message": "Requires authentication"}));
+                }
+                if let Some(fault) = s.inject.pop_front() {
+                    return fault;
                 }
                 let (template, v) = validate_request(&req.method, &req.path, &req.query, &req.body);
                 s.violations.extend(v.iter().cloned());
-                let Some(template) = template else { return (404, json!({"message": "Not Found"})) };
+                let Some(template) = template else { return Reply::Json(404, json!({"message": "Not Found"})) };
                 if !v.is_empty() {
-                    return (422, json!({"message": "Validation Failed", "documentation_url": "https://docs.github.com/rest"}));
+                    return Reply::Json(422, json!({"message": "Validation Failed", "documentation_url": "https://docs.github.com/rest"}));
                 }
                 let segs: Vec<&str> = req.path.trim_start_matches('/').split('/').collect();
                 let (owner, repo) = (segs[1].to_string(), segs[2].to_string());
@@ -1030,9 +935,13 @@ mod pulls {
                 };
                 let rv = validate_response(&req.method, template, status, &answer);
                 s.violations.extend(rv);
-                (status, answer)
+                Reply::Json(status, answer)
             });
-            Pulls { server: Server::start(0, h), state }
+            Pulls { server: Server::start_replies(0, h), state }
+        }
+        /// Answer the next requests with these faults, in order.
+        pub fn inject(&self, faults: impl IntoIterator<Item = Reply>) {
+            self.state.lock().unwrap().inject.extend(faults);
         }
         pub fn url(&self) -> String {
             format!("http://127.0.0.1:{}", self.server.port)
@@ -1182,6 +1091,83 @@ fn revert_pushes_the_branch_and_opens_one_pr_with_the_evidence() {
     assert!(body.contains("BG501") && body.contains("CrashLoopBackOff"), "{body}");
     assert!(body.contains("bundlegate-revert-of: sha256:"), "{body}");
     assert!(body.contains("Rollback target verified"), "{body}");
+    gh.assert_no_violations();
+}
+
+// ---- GitHub faults while opening the revert PR (docs/reliability.md) ----
+
+fn revert_with_faults(faults: Vec<Reply>) -> (GitRemote, pulls::Pulls, Out) {
+    let g = GitRemote::new();
+    let gh = pulls::Pulls::start(TOKEN);
+    gh.inject(faults);
+    let ev = fixture("evidence-crashloop.json");
+    let out = run_revert(&g.work(), &gh, &["--evidence", ev.to_str().unwrap()]);
+    (g, gh, out)
+}
+
+fn gh_json(status: u16, message: &str) -> Reply {
+    Reply::Json(status, json!({"message": message, "documentation_url": "https://docs.github.com/rest"}))
+}
+
+#[test]
+fn revert_pr_github_5xx_is_retried_and_opens_one_pr() {
+    let (g, gh, out) = revert_with_faults(vec![gh_json(502, "Server Error"), gh_json(503, "Service Unavailable")]);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    let v = out.json();
+    assert_eq!(step(&v, "revert")["data"]["pr"]["created"], true, "{v:#}");
+    assert_eq!(gh.pulls().len(), 1, "retries never open a second PR");
+    let posts = gh.requests().iter().filter(|(m, p, _)| m == "POST" && p.ends_with("/pulls")).count();
+    assert_eq!(posts, 3, "two failed attempts, then the one that worked");
+    assert!(g.remote_branch(BRANCH).is_some());
+    gh.assert_no_violations();
+}
+
+#[test]
+fn revert_pr_github_5xx_forever_is_an_error_and_a_rerun_finishes_the_job() {
+    let (g, gh, out) = revert_with_faults((0..5).map(|_| gh_json(502, "Server Error")).collect());
+    assert_eq!(out.code, 2, "a tool error, not a pass and not a gate failure: {}\n{}", out.stdout, out.stderr);
+    let v = out.json();
+    let r = step(&v, "revert");
+    assert_eq!(r["verdict"], "error");
+    let summary = r["summary"].as_str().unwrap();
+    assert!(summary.contains("HTTP 502") && summary.contains(BRANCH), "says what failed and that the branch is safe: {summary}");
+    assert!(gh.pulls().is_empty());
+    // Nothing lost: the branch is on the remote, and the next run opens its PR.
+    assert!(g.remote_branch(BRANCH).is_some());
+    let ev = fixture("evidence-crashloop.json");
+    let again = run_revert(&g.work(), &gh, &["--evidence", ev.to_str().unwrap()]);
+    assert_eq!(again.code, 0, "{}\n{}", again.stdout, again.stderr);
+    assert_eq!(gh.pulls().len(), 1);
+    assert_eq!(step(&again.json(), "revert")["data"]["branchExisted"], true);
+    gh.assert_no_violations();
+}
+
+#[test]
+fn revert_pr_github_403_names_the_missing_permission_and_keeps_the_branch() {
+    let (g, gh, out) = revert_with_faults(vec![gh_json(403, "Resource not accessible by integration")]);
+    assert_eq!(out.code, 2, "{}\n{}", out.stdout, out.stderr);
+    let v = out.json();
+    let r = step(&v, "revert");
+    assert_eq!(r["verdict"], "error");
+    let summary = r["summary"].as_str().unwrap();
+    assert!(summary.contains("Resource not accessible") && summary.contains("permission"), "{summary}");
+    let posts = gh.requests().iter().filter(|(m, _, _)| m == "POST").count();
+    assert_eq!(posts, 1, "a plain 403 is final, not retried");
+    assert!(g.remote_branch(BRANCH).is_some());
+}
+
+#[test]
+fn revert_pr_github_secondary_rate_limit_waits_for_retry_after() {
+    let limited = Reply::Raw {
+        status: 403,
+        headers: vec![("content-type".into(), "application/json".into()), ("retry-after".into(), "1".into())],
+        body: br#"{"message":"You have exceeded a secondary rate limit. Please wait a few minutes before you try again.","documentation_url":"https://docs.github.com/rest/overview/rate-limits-for-the-rest-api"}"#.to_vec(),
+    };
+    let t = Instant::now();
+    let (_g, gh, out) = revert_with_faults(vec![limited]);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert!(t.elapsed() >= Duration::from_secs(1), "retry-after was honoured");
+    assert_eq!(gh.pulls().len(), 1);
     gh.assert_no_violations();
 }
 
