@@ -164,7 +164,15 @@ async fn watch_loaded(l: &Loaded, args: &WatchArgs, timeout: Duration, probe_eve
                 }
                 last_app = a;
             }
-            Err(e) => last_err = Some(format!("{e:#}")),
+            Err(e) => {
+                let denied = is_denied(&e);
+                last_err = Some(format!("{e:#}"));
+                if denied {
+                    // A missing RBAC grant does not heal by waiting.
+                    last_err = last_err.map(|m| format!("{m} (the watcher needs get/list on Applications, Deployments, ReplicaSets, Pods and Events)"));
+                    break;
+                }
+            }
         }
         if synced || Instant::now() >= deadline {
             break;
@@ -696,6 +704,11 @@ async fn revert_steps(l: &Loaded, args: &RevertArgs, evidence: Option<&Report>) 
     s.data = data;
     steps.push(s);
     steps
+}
+
+/// 401/403 from the Kubernetes API: the credentials, not the moment.
+fn is_denied(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| matches!(c.downcast_ref::<kube::Error>(), Some(kube::Error::Api(s)) if s.code == 401 || s.code == 403))
 }
 
 /// A revert commit carries the marker; when it arrived through a merge

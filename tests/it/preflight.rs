@@ -2,13 +2,13 @@
 //! `kubectl get … -o yaml` snapshots (tests/fixtures/preflight, examples/cluster),
 //! plus the live path against a stand-in API server.
 
-use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use serde_json::{json, Value};
 
+use crate::support::http;
 use crate::support::*;
 
 fn fixture(name: &str) -> PathBuf {
@@ -267,6 +267,7 @@ fn malformed_snapshots_are_errors_naming_the_file() {
 struct StandIn {
     port: u16,
     requests: Arc<Mutex<Vec<String>>>,
+    _server: http::Server,
 }
 
 fn list_of(items: &[Value], kind: &str, ns: Option<&str>) -> Value {
@@ -279,39 +280,23 @@ fn list_of(items: &[Value], kind: &str, ns: Option<&str>) -> Value {
     json!({"apiVersion": api, "kind": format!("{kind}List"), "metadata": {"resourceVersion": "48213999"}, "items": items})
 }
 
-fn stand_in(snapshot: &Path) -> StandIn {
+/// A Kubernetes API stand-in serving a snapshot's objects; `fault`, when
+/// set, answers every request instead.
+fn stand_in_with(snapshot: &Path, fault: Option<http::Reply>) -> StandIn {
     let doc: Value = serde_yaml_ng::from_str(&std::fs::read_to_string(snapshot).unwrap()).unwrap();
     let items = doc["items"].as_array().unwrap().clone();
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
     let requests = Arc::new(Mutex::new(Vec::new()));
     let rec = requests.clone();
-    std::thread::spawn(move || {
-        for conn in listener.incoming() {
-            let Ok(mut conn) = conn else { continue };
-            let mut reader = BufReader::new(conn.try_clone().unwrap());
-            let mut line = String::new();
-            if reader.read_line(&mut line).unwrap_or(0) == 0 {
-                continue;
+    let server = http::Server::start_replies(
+        0,
+        Arc::new(move |req: &http::Req| {
+            let q: Vec<String> = req.query.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            rec.lock().unwrap().push(format!("{} {}?{}", req.method, req.path, q.join("&")));
+            if let Some(f) = &fault {
+                return f.clone();
             }
-            let mut len = 0usize;
-            loop {
-                let mut h = String::new();
-                if reader.read_line(&mut h).unwrap_or(0) == 0 || h == "\r\n" {
-                    break;
-                }
-                if let Some(v) = h.to_ascii_lowercase().strip_prefix("content-length:") {
-                    len = v.trim().parse().unwrap_or(0);
-                }
-            }
-            let mut body = vec![0; len];
-            let _ = reader.read_exact(&mut body);
-            rec.lock().unwrap().push(line.trim().to_string());
-            let mut parts = line.split_whitespace();
-            let (method, target) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
-            let path = target.split('?').next().unwrap_or("");
-            let seg: Vec<&str> = path.trim_matches('/').split('/').collect();
-            let resp = match (method, seg.as_slice()) {
+            let seg: Vec<&str> = req.path.trim_matches('/').split('/').collect();
+            let resp = match (req.method.as_str(), seg.as_slice()) {
                 ("GET", ["api", "v1", "nodes"]) => Some(list_of(&items, "Node", None)),
                 ("GET", ["api", "v1", "pods"]) => Some(list_of(&items, "Pod", None)),
                 ("GET", ["api", "v1", "namespaces", ns, "persistentvolumeclaims"]) => Some(list_of(&items, "PersistentVolumeClaim", Some(ns))),
@@ -322,14 +307,17 @@ fn stand_in(snapshot: &Path) -> StandIn {
                 }
                 _ => None,
             };
-            let (status, body) = match resp {
-                Some(v) => ("200 OK", v.to_string()),
-                None => ("404 Not Found", json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "NotFound", "code": 404}).to_string()),
-            };
-            let _ = write!(conn, "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len());
-        }
-    });
-    StandIn { port, requests }
+            match resp {
+                Some(v) => http::Reply::Json(200, v),
+                None => http::Reply::Json(404, json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "NotFound", "code": 404})),
+            }
+        }),
+    );
+    StandIn { port: server.port, requests, _server: server }
+}
+
+fn stand_in(snapshot: &Path) -> StandIn {
+    stand_in_with(snapshot, None)
 }
 
 fn kubeconfig(dir: &Path, port: u16) -> PathBuf {
@@ -416,4 +404,59 @@ fn bg201_surge_that_fits_only_after_old_pods_go_is_a_warning() {
     let d = out.diag("BG201");
     assert_eq!(d["severity"], "warning");
     assert!(d["message"].as_str().unwrap().contains("serving with 3 of 4 replicas meanwhile"), "{d}");
+}
+
+// ---- Kubernetes API faults (docs/reliability.md) ----------------------------
+
+/// A kube `Status` body as the API server sends it.
+pub fn kube_status(code: u16, reason: &str, message: &str) -> http::Reply {
+    http::Reply::Json(code, json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "message": message, "reason": reason, "code": code}))
+}
+
+fn live_fault(fault: http::Reply) -> (Out, Vec<String>) {
+    let ex = Example::new();
+    let server = stand_in_with(&repo().join("examples/cluster/roomy.yaml"), Some(fault));
+    let kc = kubeconfig(ex.path(), server.port);
+    let out = run_in(
+        ex.path(),
+        &["preflight", "--format", "json", ex.v2().to_str().unwrap(), "--live"],
+        &[("KUBECONFIG", kc.to_str().unwrap()), ("HOME", ex.path().to_str().unwrap()), ("BUNDLEGATE_KUBE_TIMEOUT", "1s")],
+    );
+    let reqs = server.requests.lock().unwrap().clone();
+    (out, reqs)
+}
+
+#[test]
+fn live_api_500_is_an_error_naming_the_call() {
+    let (out, _) = live_fault(kube_status(500, "InternalError", "etcdserver: request timed out"));
+    assert_eq!(out.code, 2, "{}\n{}", out.stdout, out.stderr);
+    let s = step(&out);
+    assert_eq!(s["verdict"], "error");
+    let summary = s["summary"].as_str().unwrap();
+    assert!(summary.contains("listing nodes") && summary.contains("etcdserver: request timed out"), "{summary}");
+}
+
+#[test]
+fn live_api_403_is_an_error_quoting_the_rbac_denial() {
+    let (out, reqs) = live_fault(kube_status(403, "Forbidden", "nodes is forbidden: User \"system:serviceaccount:ci:bundlegate\" cannot list resource \"nodes\" in API group \"\" at the cluster scope"));
+    assert_eq!(out.code, 2, "{}\n{}", out.stdout, out.stderr);
+    let summary = step(&out)["summary"].as_str().unwrap().to_string();
+    assert!(summary.contains("cannot list resource") && summary.contains("nodes"), "{summary}");
+    assert!(reqs.iter().all(|r| r.starts_with("GET ")), "{reqs:?}");
+}
+
+#[test]
+fn live_api_that_hangs_times_out_as_an_error() {
+    let (out, _) = live_fault(http::Reply::Hang(std::time::Duration::from_secs(30)));
+    assert_eq!(out.code, 2, "{}\n{}", out.stdout, out.stderr);
+    let s = step(&out);
+    assert_eq!(s["verdict"], "error");
+    assert!(s["summary"].as_str().unwrap().contains("listing nodes"), "{s}");
+}
+
+#[test]
+fn live_api_truncated_answer_is_an_error() {
+    let (out, _) = live_fault(http::Reply::Truncated { claimed: 4096, body: br#"{"kind":"NodeList","apiVersion":"v1","items":[{"metadata":{"name":"a"#.to_vec() });
+    assert_eq!(out.code, 2, "{}\n{}", out.stdout, out.stderr);
+    assert_eq!(step(&out)["verdict"], "error");
 }

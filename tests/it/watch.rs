@@ -778,10 +778,67 @@ fn watch_unreachable_cluster_is_an_error_not_a_pass() {
     let dir = ws.path();
     // A port nothing listens on.
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let kc = dir.join("kc.yaml");
-    std::fs::write(&kc, format!("apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: http://127.0.0.1:{port}\nusers:\n- name: u\n  user: {{}}\ncontexts:\n- name: c\n  context:\n    cluster: c\n    user: u\ncurrent-context: c\n")).unwrap();
+    let kc = plain_kubeconfig(dir, port);
     let out = run_in(dir, &["watch", "release.yaml", "--app", NAME, "--revision", &ws.sha, "--timeout", "1s", "--format", "json"], &[("KUBECONFIG", kc.to_str().unwrap()), ("BUNDLEGATE_WATCH_POLL", "200ms")]);
     assert_eq!(out.code, 2, "{}", out.stdout);
+    assert_eq!(step(&out.json(), "argo")["verdict"], "error");
+}
+
+fn plain_kubeconfig(dir: &Path, port: u16) -> PathBuf {
+    let kc = dir.join("kc.yaml");
+    std::fs::write(&kc, format!("apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: http://127.0.0.1:{port}\nusers:\n- name: u\n  user: {{}}\ncontexts:\n- name: c\n  context:\n    cluster: c\n    user: u\ncurrent-context: c\n")).unwrap();
+    kc
+}
+
+/// Watch against an API server that answers every request with `fault`.
+fn watch_fault(fault: Reply, timeout: &str) -> (Out, usize) {
+    let ws = Workspace::new();
+    let hits = Arc::new(Mutex::new(0usize));
+    let h = hits.clone();
+    let server = Server::start_replies(0, Arc::new(move |_r: &standin::Req| {
+        *h.lock().unwrap() += 1;
+        fault.clone()
+    }));
+    let kc = plain_kubeconfig(ws.path(), server.port);
+    let out = run_in(
+        ws.path(),
+        &["watch", "release.yaml", "--app", NAME, "--revision", &ws.sha, "--timeout", timeout, "--format", "json"],
+        &[("KUBECONFIG", kc.to_str().unwrap()), ("BUNDLEGATE_WATCH_POLL", "200ms"), ("BUNDLEGATE_KUBE_TIMEOUT", "1s")],
+    );
+    let n = *hits.lock().unwrap();
+    (out, n)
+}
+
+#[test]
+fn watch_api_500_until_the_deadline_is_an_error_with_the_last_answer() {
+    let (out, hits) = watch_fault(crate::preflight::kube_status(500, "InternalError", "etcdserver: leader changed"), "1s");
+    assert_eq!(out.code, 2, "{}\n{}", out.stdout, out.stderr);
+    let v = out.json();
+    let argo = step(&v, "argo");
+    assert_eq!(argo["verdict"], "error");
+    assert!(argo["summary"].as_str().unwrap().contains("etcdserver: leader changed"), "{argo}");
+    assert!(hits >= 2, "a 500 is retried at the poll interval until the deadline ({hits} requests)");
+    assert_ne!(step(&v, "rollout")["verdict"], "pass");
+}
+
+#[test]
+fn watch_api_403_stops_at_once_and_names_the_permissions() {
+    let (out, hits) = watch_fault(
+        crate::preflight::kube_status(403, "Forbidden", "applications.argoproj.io \"llm-scratch\" is forbidden: User \"system:serviceaccount:ci:bundlegate\" cannot get resource \"applications\" in API group \"argoproj.io\" in the namespace \"argocd\""),
+        "30s",
+    );
+    assert_eq!(out.code, 2, "{}\n{}", out.stdout, out.stderr);
+    let argo = step(&out.json(), "argo").clone();
+    assert_eq!(argo["verdict"], "error");
+    let summary = argo["summary"].as_str().unwrap();
+    assert!(summary.contains("cannot get resource") && summary.contains("needs get/list"), "{summary}");
+    assert_eq!(hits, 1, "a denial does not heal by waiting: one request, not 30s of polling");
+}
+
+#[test]
+fn watch_api_that_hangs_is_bounded_and_an_error() {
+    let (out, _) = watch_fault(Reply::Hang(Duration::from_secs(30)), "2s");
+    assert_eq!(out.code, 2, "{}\n{}", out.stdout, out.stderr);
     assert_eq!(step(&out.json(), "argo")["verdict"], "error");
 }
 
