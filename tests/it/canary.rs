@@ -10,7 +10,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use crate::support::*;
 
@@ -457,4 +457,51 @@ fn unreachable_prometheus_is_an_error_not_a_pass() {
     let s = step(&out);
     assert_eq!(s["verdict"], "error");
     assert!(s["summary"].as_str().unwrap().contains("unreachable"));
+}
+
+// ---- Prometheus faults (docs/reliability.md) --------------------------------
+
+fn canary_against(reply: crate::support::http::Reply) -> Out {
+    use crate::support::http::{Req, Server};
+    let server = Server::start_replies(0, std::sync::Arc::new(move |_r: &Req| reply.clone()));
+    let ex = example();
+    let url = server.url();
+    ex.run(&["canary", "--format", "json", ex.v2().to_str().unwrap(), "--prometheus", &url, "--window", "5m"])
+}
+
+#[test]
+fn prometheus_500_with_an_html_page_is_an_error_not_data() {
+    let out = canary_against(crate::support::http::Reply::Raw {
+        status: 500,
+        headers: vec![("content-type".into(), "text/html".into())],
+        body: b"<html><body><h1>500 Internal Server Error</h1>upstream prometheus-k8s unavailable</body></html>".to_vec(),
+    });
+    assert_eq!(out.code, 2, "{}\n{}", out.stdout, out.stderr);
+    let s = step(&out);
+    assert_eq!(s["verdict"], "error");
+    let summary = s["summary"].as_str().unwrap();
+    assert!(summary.contains("HTTP 500"), "{summary}");
+    assert_ne!(s["data"]["action"], "promote");
+}
+
+#[test]
+fn prometheus_truncated_json_is_an_error_not_data() {
+    let out = canary_against(crate::support::http::Reply::Truncated {
+        claimed: 2048,
+        body: br#"{"status":"success","data":{"resultType":"vector","result":[{"metric":{"version":"v2"},"value":[1767261600,"0.0"#.to_vec(),
+    });
+    assert_eq!(out.code, 2, "{}\n{}", out.stdout, out.stderr);
+    assert_eq!(step(&out)["verdict"], "error");
+}
+
+#[test]
+fn prometheus_rejecting_the_query_is_an_error_quoting_it() {
+    let out = canary_against(crate::support::http::Reply::Json(
+        400,
+        json!({"status": "error", "errorType": "bad_data", "error": "invalid parameter \"query\": 1:14: parse error: unexpected identifier"}),
+    ));
+    assert_eq!(out.code, 2, "{}\n{}", out.stdout, out.stderr);
+    let s = step(&out);
+    assert_eq!(s["verdict"], "error");
+    assert!(s["summary"].as_str().unwrap().contains("bad_data"), "{s}");
 }

@@ -362,6 +362,80 @@ fn s3_server_stopped_is_exit_2() {
 }
 
 #[test]
+fn s3_missing_bucket_is_exit_2_naming_the_bucket() {
+    let Some(s3) = S3Server::start() else { return };
+    let ex = s3_example(&s3);
+    ex.edit_v2(|v| *at(v, "spec.model.storageUri") = "s3://no-such-bucket/llm-scratch/v2/".into());
+    let out = s3.run(ex.path(), &["verify", "--format", "json", ex.v2().to_str().unwrap()], &[]);
+    assert_eq!(out.code, 2, "{}\n{}", out.stdout, out.stderr);
+    let s = &out.json()["steps"][0];
+    assert_eq!(s["verdict"], "error");
+    assert!(s["summary"].as_str().unwrap().contains("no-such-bucket"), "{s}");
+}
+
+/// A TCP proxy in front of s3s-fs that kills the server (SIGKILL) when the
+/// first object GET arrives: listing worked, then the store died mid-run.
+fn kill_on_first_object_get(s3: &S3Server, prefix: &'static str) -> u16 {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let upstream = s3.port;
+    let pid = s3.child.id();
+    let killed = std::sync::Arc::new(std::sync::Mutex::new(false));
+    std::thread::spawn(move || {
+        for client in listener.incoming() {
+            let Ok(mut client) = client else { continue };
+            let Ok(mut up) = std::net::TcpStream::connect(("127.0.0.1", upstream)) else { continue }; // dead: drop the client
+            let (mut c2, mut u2) = (client.try_clone().unwrap(), up.try_clone().unwrap());
+            std::thread::spawn(move || {
+                let _ = std::io::copy(&mut u2, &mut c2);
+                let _ = c2.shutdown(std::net::Shutdown::Both);
+            });
+            let killed = killed.clone();
+            std::thread::spawn(move || {
+                let mut buf = vec![0u8; 64 * 1024];
+                loop {
+                    let n = match client.read(&mut buf) {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => n,
+                    };
+                    if String::from_utf8_lossy(&buf[..n]).contains(&format!("GET {prefix}")) {
+                        // Under the lock, so a concurrent GET cannot slip
+                        // through while the kill is under way.
+                        let mut k = killed.lock().unwrap();
+                        if !*k {
+                            let _ = std::process::Command::new("kill").args(["-9", &pid.to_string()]).status();
+                            *k = true;
+                        }
+                        break; // the server is dead: this request goes nowhere
+                    }
+                    if up.write_all(&buf[..n]).is_err() {
+                        break;
+                    }
+                }
+                let _ = up.shutdown(std::net::Shutdown::Both);
+            });
+        }
+    });
+    port
+}
+
+#[test]
+fn s3_server_killed_mid_run_is_exit_2_and_nothing_passes() {
+    let Some(s3) = S3Server::start() else { return };
+    let ex = s3_example(&s3);
+    let port = kill_on_first_object_get(&s3, "/models/llm-scratch/v2/");
+    let endpoint = format!("http://127.0.0.1:{port}");
+    let out = s3.run(ex.path(), &["verify", "--format", "json", ex.v2().to_str().unwrap()], &[("AWS_ENDPOINT_URL", &endpoint)]);
+    assert_eq!(out.code, 2, "{}\n{}", out.stdout, out.stderr);
+    let v = out.json();
+    assert_eq!(v["steps"][0]["verdict"], "error", "{v:#}");
+    for a in ["ckpt.pt", "tokenizer.json", "chat_template.jinja", "generation_config.json", "clean_corpus.txt"] {
+        assert_eq!(status_of(&out, a), "UNREADABLE", "{a} was never read, so it is not OK: {v:#}");
+    }
+}
+
+#[test]
 fn s3_sibling_prefixes_are_distinct() {
     let Some(s3) = S3Server::start() else { return };
     let ex = s3_example(&s3);
