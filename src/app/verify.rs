@@ -428,7 +428,15 @@ pub async fn audit(root: &Path, deep: bool, cache_path: Option<&Path>, opts: &Ve
             &default_cache
         }
     };
-    let mut cache = AuditCache::load(cache_path)?;
+    let mut cache = match AuditCache::load(cache_path) {
+        Ok(c) => c,
+        // --deep trusts nothing from the cache, so a corrupt one is rebuilt.
+        Err(e) if deep => {
+            tracing::warn!("{e:#}: --deep rebuilds it from scratch");
+            AuditCache { version: 1, ..Default::default() }
+        }
+        Err(e) => return Err(e),
+    };
     let mut r = Report::new("audit");
     if bundles.is_empty() {
         let mut s = StepReport::new("audit", root.display().to_string());

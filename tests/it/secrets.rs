@@ -1,9 +1,16 @@
-//! Credentials in the environment never reach stdout, stderr or reports, at
-//! any verbosity, whatever the command and whether it succeeds or fails.
+//! Credentials in the environment never reach stdout, stderr, reports, files
+//! the tool writes, PR bodies or request bodies, at any verbosity, whatever
+//! the command and whether it succeeds or fails.
 
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use serde_json::json;
+
+use crate::support::http::{Reply, Req, Server};
 use crate::support::*;
 
-const SECRETS: &[(&str, &str)] = &[
+pub const SECRETS: &[(&str, &str)] = &[
     ("GITHUB_TOKEN", "ghp_SECRETtokenVALUE0123456789abcdef"),
     ("AWS_SECRET_ACCESS_KEY", "awsSECRETkeyVALUE/0123456789+abcdef"),
     ("AWS_SESSION_TOKEN", "awsSESSIONtokenVALUE0123456789"),
@@ -11,17 +18,64 @@ const SECRETS: &[(&str, &str)] = &[
     ("AZURE_STORAGE_ACCESS_KEY", "azureSECRETkeyVALUE0123456789"),
 ];
 
+/// In the kubeconfig, not the environment.
+pub const KUBE_TOKEN: &str = "kubeSECRETbearerVALUE0123456789";
+
+/// Every secret value, for scanning any text.
+pub fn all_secrets() -> Vec<&'static str> {
+    SECRETS.iter().map(|(_, v)| *v).chain([KUBE_TOKEN]).collect()
+}
+
+pub fn assert_clean(what: &str, text: &str) {
+    for s in all_secrets() {
+        assert!(!text.contains(s), "a secret leaked into {what}: {}", &s[..8]);
+    }
+}
+
+/// A kubeconfig (with a bearer token) for a server nothing answers on.
+fn dead_kubeconfig(dir: &Path) -> std::path::PathBuf {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let kc = dir.join("kubeconfig.secret");
+    std::fs::write(
+        &kc,
+        format!("apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: http://127.0.0.1:{port}\nusers:\n- name: u\n  user:\n    token: {KUBE_TOKEN}\ncontexts:\n- name: c\n  context:\n    cluster: c\n    user: u\ncurrent-context: c\n"),
+    )
+    .unwrap();
+    kc
+}
+
 fn check(ex: &Example, args: &[&str], extra: &[(&str, &str)]) {
+    let kc = dead_kubeconfig(ex.path());
     let mut env: Vec<(&str, &str)> = SECRETS.to_vec();
+    env.push(("KUBECONFIG", kc.to_str().unwrap()));
+    env.push(("BUNDLEGATE_KUBE_TIMEOUT", "1s"));
     env.extend_from_slice(extra);
-    env.push(("RUST_LOG", "trace"));
-    for format in ["human", "json", "markdown"] {
-        let mut a = args.to_vec();
-        a.extend_from_slice(&["--format", format, "-vv"]);
-        let out = run_in(ex.path(), &a, &env);
-        for (name, value) in SECRETS {
-            assert!(!out.stdout.contains(value), "{name} leaked on stdout of {args:?}");
-            assert!(!out.stderr.contains(value), "{name} leaked on stderr of {args:?}");
+    // Every verbosity, and every format at the most verbose (the formats
+    // share one report; logging is where verbosity changes what is printed).
+    let combos = [("human", None, "info"), ("human", Some("-v"), "debug"), ("human", Some("-vv"), "trace"), ("json", Some("-vv"), "trace"), ("markdown", Some("-vv"), "trace")];
+    for (format, verbosity, log) in combos {
+        {
+            let mut a = args.to_vec();
+            a.extend_from_slice(&["--format", format]);
+            a.extend(verbosity);
+            let mut e = env.clone();
+            e.push(("RUST_LOG", log));
+            let out = run_in(ex.path(), &a, &e);
+            assert_clean(&format!("stdout of {a:?}"), &out.stdout);
+            assert_clean(&format!("stderr of {a:?}"), &out.stderr);
+        }
+    }
+}
+
+/// Every file under `dir` the tool may have written (reports, summaries,
+/// outputs, caches, rendered manifests, published bundles).
+fn assert_files_clean(dir: &Path) {
+    for e in walkdir::WalkDir::new(dir).into_iter().filter_map(Result::ok).filter(|e| e.file_type().is_file()) {
+        if e.file_name() == "kubeconfig.secret" {
+            continue; // the input that holds the kube token
+        }
+        if let Ok(text) = std::fs::read(e.path()) {
+            assert_clean(&e.path().display().to_string(), &String::from_utf8_lossy(&text));
         }
     }
 }
@@ -32,21 +86,104 @@ fn no_command_prints_credentials() {
     let v2 = ex.v2();
     let b = v2.to_str().unwrap();
     let snap = repo().join("examples/cluster/roomy.yaml");
+    let out_dir = ex.path().join("rendered");
     check(&ex, &["lint", b], &[]);
     check(&ex, &["render", b], &[]);
+    check(&ex, &["render", b, "--out", out_dir.to_str().unwrap()], &[]);
     check(&ex, &["digest", b], &[]);
     check(&ex, &["verify", b], &[]);
     check(&ex, &["audit", ".", "--cache", "c.json"], &[]);
+    check(&ex, &["audit", ".", "--cache", "c.json", "--serving"], &[]);
     check(&ex, &["preflight", b, "--snapshot", snap.to_str().unwrap()], &[]);
+
     check(&ex, &["canary", b], &[]);
     check(&ex, &["canary", b, "--prometheus", "http://127.0.0.1:9"], &[]);
+    check(&ex, &["codes"], &[]);
+    check(&ex, &["explain", "BG101"], &[]);
+    let cmp: &[(&str, &str)] = &[("ARGOCD_APP_NAME", "llm-scratch"), ("ARGOCD_APP_PARAMETERS", r#"[{"name":"bundle","string":"llm-scratch/v2/release.yaml"}]"#)];
+    for sub in ["generate", "discover", "parameters"] {
+        check(&ex, &["argocd", sub], cmp);
+    }
+    // Publish into a fresh prefix (writes objects and the bundle).
+    check(&ex, &["publish", "store/llm-scratch/v2", "--to", "file:../../published/v2/", "--bundle", b], &[]);
+    // An S3 store that refuses the connection.
+    ex.edit_v2(|v| *at(v, "spec.model.storageUri") = "s3://models/llm-scratch/v2/".into());
+    check(&ex, &["verify", b], &[("AWS_ACCESS_KEY_ID", "AKIAEXAMPLE"), ("AWS_ENDPOINT_URL", "http://127.0.0.1:9"), ("AWS_ALLOW_HTTP", "true"), ("AWS_DEFAULT_REGION", "us-east-1")]);
+    assert_files_clean(ex.path());
+}
+
+/// The commands that talk to a cluster or GitHub (both unreachable here).
+#[test]
+fn cluster_and_github_commands_print_no_credentials() {
+    let ex = Example::new();
+    let v2 = ex.v2();
+    let b = v2.to_str().unwrap();
+    check(&ex, &["preflight", b, "--live"], &[]);
+    check(&ex, &["watch", b, "--app", "llm-scratch", "--revision", "4f1c2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c", "--timeout", "1s"], &[("BUNDLEGATE_WATCH_POLL", "200ms")]);
+    check(&ex, &["revert", b, "--repo", "."], &[("GITHUB_API_URL", "http://127.0.0.1:9")]);
     // GitHub configured but unreachable: the comment step fails, the token stays hidden.
     check(
         &ex,
         &["run", repo().join("pipelines/pull-request.yaml").to_str().unwrap(), "--bundle", b],
         &[("GITHUB_API_URL", "http://127.0.0.1:9"), ("GITHUB_REPOSITORY", "o/r"), ("BUNDLEGATE_PR_NUMBER", "1")],
     );
-    // An S3 store that refuses the connection.
-    ex.edit_v2(|v| *at(v, "spec.model.storageUri") = "s3://models/llm-scratch/v2/".into());
-    check(&ex, &["verify", b], &[("AWS_ACCESS_KEY_ID", "AKIAEXAMPLE"), ("AWS_ENDPOINT_URL", "http://127.0.0.1:9"), ("AWS_ALLOW_HTTP", "true"), ("AWS_DEFAULT_REGION", "us-east-1")]);
+    // The shipped post-merge pipeline, with the watch bounded to 1s.
+    let pm = std::fs::read_to_string(repo().join("pipelines/post-merge.yaml")).unwrap().replace("timeout: 15m", "timeout: 1s");
+    assert!(pm.contains("timeout: 1s"));
+    let pm_path = ex.path().join("post-merge.yaml");
+    std::fs::write(&pm_path, pm).unwrap();
+    check(&ex, &["run", pm_path.to_str().unwrap(), "--bundle", b], &[("GITHUB_API_URL", "http://127.0.0.1:9"), ("BUNDLEGATE_WATCH_POLL", "200ms")]);
+    check(&ex, &["run", repo().join("pipelines/drift-audit.yaml").to_str().unwrap()], &[]);
+    assert_files_clean(ex.path());
+}
+
+/// The PR comment, check run, job summary and outputs: a GitHub stand-in
+/// records every request body and URL (the Authorization header is where
+/// the token belongs, and is checked to be there and nowhere else).
+#[test]
+fn no_secret_reaches_files_pr_bodies_or_requests() {
+    let seen: Arc<Mutex<Vec<String>>> = Arc::new(Mutex::new(Vec::new()));
+    let auth_ok = Arc::new(Mutex::new(0usize));
+    let (rec, ok) = (seen.clone(), auth_ok.clone());
+    let gh = Server::start_replies(
+        0,
+        Arc::new(move |r: &Req| {
+            let q: Vec<String> = r.query.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            let other_headers: Vec<String> = r.headers.iter().filter(|(k, _)| !k.eq_ignore_ascii_case("authorization")).map(|(k, v)| format!("{k}: {v}")).collect();
+            rec.lock().unwrap().push(format!("{} {}?{}\n{}\n{}", r.method, r.path, q.join("&"), other_headers.join("\n"), String::from_utf8_lossy(&r.body)));
+            if r.header("authorization").is_some_and(|a| a.contains(SECRETS[0].1)) {
+                *ok.lock().unwrap() += 1;
+            }
+            match r.method.as_str() {
+                "GET" => Reply::Json(200, json!([])),
+                _ => Reply::Json(201, json!({"id": 1, "html_url": "https://github.com/o/r/pull/1#issuecomment-1", "body": "", "user": {"login": "github-actions[bot]"}})),
+            }
+        }),
+    );
+    let ex = Example::new();
+    let summary = ex.path().join("summary.md");
+    let outputs = ex.path().join("outputs.txt");
+    let url = gh.url();
+    let mut env: Vec<(&str, &str)> = SECRETS.to_vec();
+    env.extend_from_slice(&[
+        ("GITHUB_API_URL", url.as_str()),
+        ("GITHUB_REPOSITORY", "o/r"),
+        ("BUNDLEGATE_PR_NUMBER", "7"),
+        ("GITHUB_SHA", "4f1c2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c"),
+        ("GITHUB_STEP_SUMMARY", summary.to_str().unwrap()),
+        ("GITHUB_OUTPUT", outputs.to_str().unwrap()),
+        ("RUST_LOG", "trace"),
+    ]);
+    let p = repo().join("pipelines/pull-request.yaml");
+    let out = run_in(ex.path(), &["run", p.to_str().unwrap(), "--bundle", ex.v2().to_str().unwrap(), "--format", "json", "-vv"], &env);
+    assert_clean("stdout", &out.stdout);
+    assert_clean("stderr", &out.stderr);
+    let reqs = seen.lock().unwrap().clone();
+    assert!(reqs.iter().any(|r| r.starts_with("POST /repos/o/r/issues/7/comments")), "the comment was posted: {reqs:#?}\n{}", out.stderr);
+    for r in &reqs {
+        assert_clean("a request to GitHub (URL, headers, body)", r);
+    }
+    assert!(*auth_ok.lock().unwrap() > 0, "the token was used where it belongs");
+    assert!(std::fs::metadata(&summary).is_ok_and(|m| m.len() > 0), "job summary written");
+    assert_files_clean(ex.path());
 }
