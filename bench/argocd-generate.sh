@@ -89,6 +89,12 @@ echo "median bundlegate argocd generate: ${GEN} ms"
 echo "median kubectl kustomize:          ${KUS} ms"
 awk -v g="$GEN" -v k="$KUS" 'BEGIN {printf "ratio kustomize / generate:        %.1fx\n", k / g}'
 echo "($HOW)"
+if [ -n "${BENCH_RESULTS:-}" ]; then
+  # Peak RSS of one run each, for bench/run's summary.
+  rss() { /usr/bin/time -f %M -o "$WORK/rss" bash -c "$1" >/dev/null 2>&1; cat "$WORK/rss"; }
+  printf 'kubectl kustomize (overlay)\t%s\t%s\t-\n' "$(awk -v k="$KUS" 'BEGIN{printf "%.6f", k/1000}')" "$(rss "$KUS_CMD")" >> "$BENCH_RESULTS"
+  printf 'argocd generate (CMP)\t%s\t%s\tkubectl kustomize (overlay)\n' "$(awk -v g="$GEN" 'BEGIN{printf "%.6f", g/1000}')" "$(rss "$GEN_CMD")" >> "$BENCH_RESULTS"
+fi
 if awk -v g="$GEN" 'BEGIN {exit !(g <= 10)}'; then
   echo "within the 10 ms budget"
 else

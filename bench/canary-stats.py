@@ -35,6 +35,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=1_000_000)
     ap.add_argument("--profile", default="release", help="cargo profile for the Rust side (release or dev)")
+    ap.add_argument("--tsv", help="append rows (name, seconds, rss KiB, baseline) for bench/run's summary")
     args = ap.parse_args()
     rng = np.random.default_rng(2)
     # Latencies in seconds, rounded to the millisecond so ties exist (the
@@ -77,6 +78,10 @@ def main():
         diff = abs(p_py - r["p"])
         worst = max(worst, diff)
         print(f"{k:<22}{t:>12.4f}{r['seconds']:>14.3e}{t / max(r['seconds'], 1e-9):>12.1f}{p_py:>24.16g}{r['p']:>24.16g}{diff:>10.1e}")
+        if args.tsv:
+            with open(args.tsv, "a") as f:
+                f.write(f"stats {k}: scipy\t{t:.6f}\t-\t-\n")
+                f.write(f"stats {k}: bundlegate\t{r['seconds']:.6f}\t-\tstats {k}: scipy\n")
     print(f"worst p-value difference {worst:.1e} ({'OK' if worst <= 1e-6 else 'ABOVE 1e-6'})")
     sys.exit(0 if worst <= 1e-6 else 1)
 

@@ -60,14 +60,23 @@ except ImportError:
 PY
 
 BUNDLE=examples/llm-scratch/v2/release.yaml
-for f in "$OUT"/snapshot.json "$OUT"/snapshot.yaml; do
-  [ -f "$f" ] || continue
-  size=$(du -h "$f" | cut -f1)
-  start=$(date +%s.%N)
+# row NAME BASELINE CMD…: wall seconds and peak RSS; appended to $BENCH_RESULTS
+# (bench/run's summary) when set. Exit 1 (a gate failed) is a valid answer.
+row() {
+  local name=$1 base=$2; shift 2
   set +e
-  target/release/bundlegate preflight "$BUNDLE" --snapshot "$f" >/dev/null
-  code=$?
+  /usr/bin/time -f "%e %M" -o "$OUT/t" "$@" >/dev/null 2>"$OUT/err"
+  local code=$?
   set -e
-  end=$(date +%s.%N)
-  printf '%s (%s, %s nodes, %s pods): exit %s in %.3f s\n' "$(basename "$f")" "$size" "$NODES" "$PODS" "$code" "$(echo "$end - $start" | bc)"
-done
+  if [ "$code" -gt 1 ]; then echo "FAILED ($code): $name"; cat "$OUT/err"; return 1; fi
+  local secs rss
+  read -r secs rss < <(tail -1 "$OUT/t")
+  printf '%s (%s nodes, %s pods): exit %s in %s s, peak RSS %s KiB\n' "$name" "$NODES" "$PODS" "$code" "$secs" "$rss"
+  if [ -n "${BENCH_RESULTS:-}" ]; then printf '%s\t%s\t%s\t%s\n' "$name" "$secs" "$rss" "$base" >> "$BENCH_RESULTS"; fi
+}
+NAIVE="python json.load + per-node sums"
+row "$NAIVE" - python3 bench/naive-capacity.py "$OUT/snapshot.json"
+row "preflight, JSON snapshot" "$NAIVE" target/release/bundlegate preflight "$BUNDLE" --snapshot "$OUT/snapshot.json"
+if [ -f "$OUT/snapshot.yaml" ]; then
+  row "preflight, YAML snapshot" "$NAIVE" target/release/bundlegate preflight "$BUNDLE" --snapshot "$OUT/snapshot.yaml"
+fi

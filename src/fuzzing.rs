@@ -35,8 +35,9 @@ pub fn bundle_yaml(path: &Path, text: &str) -> bool {
 /// Snapshot text → cluster state → preflight of the example bundle.
 pub fn cluster_snapshot(text: &str) -> bool {
     let Ok(st) = cluster::parse_snapshot("fuzz/snapshot.yaml", text) else { return false };
-    let l = bundle::parse("example/release.yaml", Path::new("example/release.yaml"), EXAMPLE_BUNDLE.to_string()).expect("the example bundle parses");
-    let _ = preflight::preflight(&l, &st);
+    static L: OnceLock<bundle::Loaded> = OnceLock::new();
+    let l = L.get_or_init(|| bundle::parse("example/release.yaml", Path::new("example/release.yaml"), EXAMPLE_BUNDLE.to_string()).expect("the example bundle parses"));
+    let _ = preflight::preflight(l, &st);
     true
 }
 
