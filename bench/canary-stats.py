@@ -80,8 +80,8 @@ def main():
         print(f"{k:<22}{t:>12.4f}{r['seconds']:>14.3e}{t / max(r['seconds'], 1e-9):>12.1f}{p_py:>24.16g}{r['p']:>24.16g}{diff:>10.1e}")
         if args.tsv:
             with open(args.tsv, "a") as f:
-                f.write(f"stats {k}: scipy\t{t:.6f}\t-\t-\n")
-                f.write(f"stats {k}: bundlegate\t{r['seconds']:.6f}\t-\tstats {k}: scipy\n")
+                f.write(f"stats {k}: scipy\t{t:.6g}\t-\t-\n")
+                f.write(f"stats {k}: bundlegate\t{r['seconds']:.6g}\t-\tstats {k}: scipy\n")
     print(f"worst p-value difference {worst:.1e} ({'OK' if worst <= 1e-6 else 'ABOVE 1e-6'})")
     sys.exit(0 if worst <= 1e-6 else 1)
 
