@@ -244,7 +244,7 @@ pub fn run_file(pipeline_path: &Path, inputs: &Inputs) -> Result<Report> {
         };
         let mut stopped: Option<String> = None;
         // This bundle's steps so far: the evidence a revert step acts on.
-        let mut done: Vec<StepReport> = Vec::new();
+        let mut done = Report::new("run (this bundle)");
         for step in &p.spec.steps {
             if step.name == StepKind::Comment || step.name == StepKind::Audit {
                 continue; // run once for the whole run, below
@@ -254,7 +254,7 @@ pub fn run_file(pipeline_path: &Path, inputs: &Inputs) -> Result<Report> {
                 // A revert answers a failure, so a stop never skips it.
                 (_, StepKind::Revert) => revert_step(&rt, step, &loaded, inputs, &done),
                 // watch already judged the canary gates (only once the rollout completed).
-                (None, StepKind::Canary) if done.iter().any(|s| s.step == "canary") => continue,
+                (None, StepKind::Canary) if done.steps.iter().any(|s| s.step == "canary") => continue,
                 (Some(why), _) => {
                     vec![StepReport::not_run(name, &loaded.display, format!("skipped: {why} failed and its pipeline step says onFailure: stop"))]
                 }
@@ -345,10 +345,10 @@ fn watch_args(step: &Step, l: &Loaded, inputs: &Inputs) -> WatchArgs {
 /// Revert only on a proven failure of this bundle's gates: an ERROR or an
 /// INCONCLUSIVE step is missing evidence, and reverting on missing evidence
 /// would undo releases whenever a dependency is down.
-fn revert_step(rt: &tokio::runtime::Runtime, step: &Step, l: &Loaded, inputs: &Inputs, done: &[StepReport]) -> Vec<StepReport> {
-    let failed: Vec<&str> = done.iter().filter(|s| s.verdict == Verdict::Fail).map(|s| s.step.as_str()).collect();
+fn revert_step(rt: &tokio::runtime::Runtime, step: &Step, l: &Loaded, inputs: &Inputs, done: &Report) -> Vec<StepReport> {
+    let failed: Vec<&str> = done.steps.iter().filter(|s| s.verdict == Verdict::Fail).map(|s| s.step.as_str()).collect();
     if failed.is_empty() {
-        let unsure: Vec<&str> = done.iter().filter(|s| matches!(s.verdict, Verdict::Error | Verdict::Inconclusive)).map(|s| s.step.as_str()).collect();
+        let unsure: Vec<&str> = done.steps.iter().filter(|s| matches!(s.verdict, Verdict::Error | Verdict::Inconclusive)).map(|s| s.step.as_str()).collect();
         let why = if unsure.is_empty() {
             "no gate failed: nothing to revert".to_string()
         } else {
@@ -360,11 +360,7 @@ fn revert_step(rt: &tokio::runtime::Runtime, step: &Step, l: &Loaded, inputs: &I
     let repo = git2::Repository::discover(&inputs.repo).ok().and_then(|g| g.workdir().map(Path::to_path_buf)).unwrap_or_else(|| inputs.repo.clone());
     let base = step.with.base.clone().unwrap_or_else(|| crate::app::watch::default_base(&repo, &remote));
     let args = RevertArgs { repo, remote, base, evidence: None, max_age: step.with.max_age.clone().unwrap_or_else(|| "20m".into()), failed_at: None };
-    let mut evidence = Report::new("run (this bundle)");
-    for s in done {
-        evidence.push(s.clone());
-    }
-    crate::app::watch::revert_in(rt, l, &args, &evidence)
+    crate::app::watch::revert_in(rt, l, &args, done)
 }
 
 fn step_name(k: StepKind) -> &'static str {

@@ -383,9 +383,9 @@ fn decode<T: serde::de::DeserializeOwned>(what: &str, body: &str) -> Result<T> {
 /// GitHub error bodies are `{"message": ..., "errors": [{"message": ...}],
 /// "documentation_url": ...}`; a 422's reason is only in `errors`.
 fn error_message(body: &str) -> String {
-    let Ok(v) = serde_json::from_str::<Value>(body) else { return body.chars().take(200).collect() };
-    let Some(m) = v.get("message").and_then(Value::as_str) else { return body.chars().take(200).collect() };
-    let details: Vec<&str> = v.get("errors").and_then(Value::as_array).into_iter().flatten().filter_map(|e| e.get("message").and_then(Value::as_str)).collect();
+    let v = serde_json::from_str::<Value>(body).ok();
+    let Some(m) = v.as_ref().and_then(|v| v.get("message")).and_then(Value::as_str) else { return body.chars().take(200).collect() };
+    let details: Vec<&str> = v.as_ref().and_then(|v| v.get("errors")).and_then(Value::as_array).into_iter().flatten().filter_map(|e| e.get("message").and_then(Value::as_str)).collect();
     if details.is_empty() {
         m.to_string()
     } else {

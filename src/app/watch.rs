@@ -164,15 +164,12 @@ async fn watch_loaded(l: &Loaded, args: &WatchArgs, timeout: Duration, probe_eve
                 }
                 last_app = a;
             }
-            Err(e) => {
-                let denied = is_denied(&e);
-                last_err = Some(format!("{e:#}"));
-                if denied {
-                    // A missing RBAC grant does not heal by waiting.
-                    last_err = last_err.map(|m| format!("{m} (the watcher needs get/list on Applications, Deployments, ReplicaSets, Pods and Events)"));
-                    break;
-                }
+            // A missing RBAC grant does not heal by waiting.
+            Err(e) if is_denied(&e) => {
+                last_err = Some(format!("{e:#} (the watcher needs get/list on Applications, Deployments, ReplicaSets, Pods and Events)"));
+                break;
             }
+            Err(e) => last_err = Some(format!("{e:#}")),
         }
         if synced || Instant::now() >= deadline {
             break;

@@ -333,13 +333,15 @@ fn kubeconfig(dir: &Path, port: u16) -> PathBuf {
 }
 
 fn live(ex: &Example, bundle: &Path, snapshot: &Path) -> (Out, Vec<String>) {
-    let server = stand_in(snapshot);
+    live_run(ex, bundle, stand_in(snapshot), &[])
+}
+
+/// `preflight --live` against `server`; returns the output and the requests it saw.
+fn live_run(ex: &Example, bundle: &Path, server: StandIn, extra: &[(&str, &str)]) -> (Out, Vec<String>) {
     let kc = kubeconfig(ex.path(), server.port);
-    let out = run_in(
-        ex.path(),
-        &["preflight", "--format", "json", bundle.to_str().unwrap(), "--live"],
-        &[("KUBECONFIG", kc.to_str().unwrap()), ("KUBERNETES_SERVICE_HOST", ""), ("HOME", ex.path().to_str().unwrap())],
-    );
+    let mut env = vec![("KUBECONFIG", kc.to_str().unwrap()), ("KUBERNETES_SERVICE_HOST", ""), ("HOME", ex.path().to_str().unwrap())];
+    env.extend_from_slice(extra);
+    let out = run_in(ex.path(), &["preflight", "--format", "json", bundle.to_str().unwrap(), "--live"], &env);
     let reqs = server.requests.lock().unwrap().clone();
     (out, reqs)
 }
@@ -416,14 +418,7 @@ pub fn kube_status(code: u16, reason: &str, message: &str) -> http::Reply {
 fn live_fault(fault: http::Reply) -> (Out, Vec<String>) {
     let ex = Example::new();
     let server = stand_in_with(&repo().join("examples/cluster/roomy.yaml"), Some(fault));
-    let kc = kubeconfig(ex.path(), server.port);
-    let out = run_in(
-        ex.path(),
-        &["preflight", "--format", "json", ex.v2().to_str().unwrap(), "--live"],
-        &[("KUBECONFIG", kc.to_str().unwrap()), ("HOME", ex.path().to_str().unwrap()), ("BUNDLEGATE_KUBE_TIMEOUT", "1s")],
-    );
-    let reqs = server.requests.lock().unwrap().clone();
-    (out, reqs)
+    live_run(&ex, &ex.v2(), server, &[("BUNDLEGATE_KUBE_TIMEOUT", "1s")])
 }
 
 #[test]

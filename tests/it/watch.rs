@@ -1342,6 +1342,18 @@ fn watch_env(gh: &pulls::Pulls, cluster: &standin::Cluster) -> Vec<(String, Stri
     env
 }
 
+/// One revert PR whose body carries this run's BG501 CrashLoop evidence, its
+/// branch on the remote; the cluster was only read; GitHub saw valid calls.
+fn assert_reverted_once_with_crashloop_evidence(g: &GitRemote, gh: &pulls::Pulls, cluster: &standin::Cluster) {
+    let prs = gh.pulls();
+    assert_eq!(prs.len(), 1);
+    let body = prs[0]["body"].as_str().unwrap();
+    assert!(body.contains("BG501") && body.contains("CrashLoopBackOff"), "the PR carries this run's evidence: {body}");
+    assert!(g.remote_branch(BRANCH).is_some());
+    cluster.assert_read_only();
+    gh.assert_no_violations();
+}
+
 #[test]
 fn watch_with_revert_opens_the_pr_when_a_gate_fails() {
     let CrashloopMerge { g, gh, w, sha, cluster } = crashloop_merge();
@@ -1352,13 +1364,7 @@ fn watch_with_revert_opens_the_pr_when_a_gate_fails() {
     let v = out.json();
     assert!(findings(&v, "rollout", "BG501").contains("CrashLoopBackOff"));
     assert_eq!(step(&v, "revert")["verdict"], "pass", "{v:#}");
-    let prs = gh.pulls();
-    assert_eq!(prs.len(), 1);
-    let body = prs[0]["body"].as_str().unwrap();
-    assert!(body.contains("BG501") && body.contains("CrashLoopBackOff"), "{body}");
-    assert!(g.remote_branch(BRANCH).is_some());
-    cluster.assert_read_only();
-    gh.assert_no_violations();
+    assert_reverted_once_with_crashloop_evidence(&g, &gh, &cluster);
 }
 
 #[test]
@@ -1455,13 +1461,7 @@ fn pipeline_post_merge_reverts_a_crashlooping_release_with_the_run_as_evidence()
     // onFailure: stop on watch skips the canary; the revert still runs.
     assert_eq!(step(&v, "canary")["verdict"], "not-run");
     assert_eq!(step(&v, "revert")["verdict"], "pass", "{v:#}");
-    let prs = gh.pulls();
-    assert_eq!(prs.len(), 1);
-    let body = prs[0]["body"].as_str().unwrap();
-    assert!(body.contains("BG501") && body.contains("CrashLoopBackOff"), "the PR carries this run's evidence: {body}");
-    assert!(g.remote_branch(BRANCH).is_some());
-    cluster.assert_read_only();
-    gh.assert_no_violations();
+    assert_reverted_once_with_crashloop_evidence(&g, &gh, &cluster);
 }
 
 // ---------------------------------------------------------------------------
