@@ -127,6 +127,10 @@ codes! {
         "Argo CD has not finished a successful sync of the merge commit; its health status alone is not evidence (it reads Progressing, even Healthy, while the new pod is Pending)."),
     RollbackTargetUnverified => ("BG505", "rollback-target-unverified", "watch", Error,
         "The previous bundle's artifacts must be complete and readable before rolling back to it; otherwise take the degrade path (seed 002 decision card)."),
+    RolloutEvidenceIncomplete => ("BG506", "rollout-evidence-incomplete", "watch", Error,
+        "A pod's state cannot tell whether it serves (phase Unknown, a Ready pod of a ReplicaSet already scaled to 0, a ready new pod that is terminating): the step is INCONCLUSIVE, never FAIL, so no revert is opened on it."),
+    PodsNotServing => ("BG507", "pods-not-serving", "watch", Note,
+        "Pods that serve nothing (Failed or Succeeded, e.g. an Evicted pod kept until pod GC; terminating; not ready and wanted by no ReplicaSet) are history: reported, never counted as another release still serving."),
 }
 
 impl Code {

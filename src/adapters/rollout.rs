@@ -159,6 +159,7 @@ pub fn pod_info(p: &Pod) -> PodInfo {
         waiting,
         crash_loop,
         source_uri,
+        owner: meta.owner_references.iter().flatten().find(|o| o.kind == "ReplicaSet").map(|o| o.name.clone()),
         storage_env,
         node: spec.and_then(|s| s.node_name.clone()),
     }

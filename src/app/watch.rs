@@ -227,7 +227,7 @@ async fn watch_loaded(l: &Loaded, args: &WatchArgs, timeout: Duration, probe_eve
             match io::service_state(&client, &l.bundle.metadata.namespace, &l.bundle.metadata.name).await {
                 Ok(st) => {
                     let o = rc::evaluate_rollout(&exp, &st);
-                    let stop = o.complete || o.gave_up;
+                    let stop = o.settled || o.gave_up;
                     last = Some(o);
                     last_err = None;
                     if stop {
@@ -253,7 +253,7 @@ async fn watch_loaded(l: &Loaded, args: &WatchArgs, timeout: Duration, probe_eve
                         d.evidence.push(format!("{why}, after {:.0}s", started.elapsed().as_secs_f64()));
                     }
                 }
-                s.verdict = s.verdict_from_diagnostics();
+                s.verdict = rc::verdict_of(&s.diagnostics);
                 s.tables.push(Table { title: "pods by release".into(), columns: rc::POD_COLUMNS.iter().map(|c| c.to_string()).collect(), rows: o.rows });
                 s.data = o.data;
                 s
@@ -407,16 +407,23 @@ pub async fn serving_step(l: &Loaded, client: kube::Client) -> StepReport {
         Err(e) => return StepReport::error("serving", &target, &e),
     };
     let mut s = StepReport::new("serving", &target);
-    s.diagnostics = rc::compare_serving(&exp, &st.pods);
-    if st.pods.is_empty() {
+    s.diagnostics = rc::compare_serving(&exp, &st.pods, &st.replica_sets);
+    // Terminal pods (an Evicted one kept until pod GC) are not live: a
+    // service with only those serves nothing.
+    if st.pods.iter().all(|p| rc::standing(p) == rc::PodStanding::Terminal) {
         s.diagnostics.push(Diagnostic::new(
             Code::RolloutIncomplete,
             format!("no pod of {}/{} is running", l.bundle.metadata.namespace, l.bundle.metadata.name),
         ));
     }
-    s.verdict = s.verdict_from_diagnostics();
-    let matching = st.pods.iter().filter(|p| p.digest.as_deref() == Some(l.digest.as_str())).count();
-    s.summary = format!("{matching}/{} live pod(s) run this release", st.pods.len());
+    let matching = st.pods.iter().filter(|p| p.digest.as_deref() == Some(l.digest.as_str()) && rc::standing(p) == rc::PodStanding::Serving).count();
+    if matching == 0 && !s.diagnostics.iter().any(|d| d.severity == crate::report::Severity::Error) {
+        // Old pods gone but none of this release serving is not "serving the bundle".
+        s.diagnostics.push(Diagnostic::new(Code::RolloutIncomplete, format!("no ready pod of {}/{} runs this release", l.bundle.metadata.namespace, l.bundle.metadata.name)));
+    }
+    s.verdict = rc::verdict_of(&s.diagnostics);
+    let live = st.pods.iter().filter(|p| rc::standing(p) != rc::PodStanding::Terminal).count();
+    s.summary = format!("{matching}/{live} live pod(s) run this release");
     let o = rc::evaluate_rollout(&exp, &st);
     s.tables.push(Table { title: "pods by release".into(), columns: rc::POD_COLUMNS.iter().map(|c| c.to_string()).collect(), rows: o.rows });
     s.data = o.data;

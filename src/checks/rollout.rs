@@ -156,6 +156,9 @@ pub struct PodInfo {
     pub crash_loop: bool,
     /// KServe's storage-initializer `args[0]`: the real model source.
     pub source_uri: Option<String>,
+    /// The ReplicaSet in ownerReferences (None: not owned by one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
     /// The main container's STORAGE_URI env (KServe rewrites it to
     /// `/mnt/models`, so it is reported, never trusted).
     pub storage_env: Option<String>,
@@ -235,37 +238,114 @@ fn same_uri(a: &str, b: &str) -> bool {
     a.trim().trim_end_matches('/') == b.trim().trim_end_matches('/')
 }
 
+/// What one pod's phase, deletion mark and readiness say about serving. The
+/// order of the tests matters: a terminal or terminating pod's Ready
+/// condition may still read True (it is not rewritten when the kubelet stops
+/// reporting), so it is never trusted for those.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PodStanding {
+    /// Phase Failed or Succeeded: its containers stopped for good (an Evicted
+    /// pod object stays until pod GC). History, not serving.
+    Terminal,
+    /// deletionTimestamp set: the endpoints controller has taken it out of
+    /// the Service's ready endpoints; it only drains.
+    Terminating,
+    /// Phase Unknown, missing or unrecognised (node unreachable): whether it
+    /// serves cannot be told from the API.
+    Unknown,
+    /// Running and Ready: receives traffic.
+    Serving,
+    /// Pending, or Running but not Ready: receives no traffic.
+    NotServing,
+}
+
+pub fn standing(p: &PodInfo) -> PodStanding {
+    match p.phase.as_str() {
+        "Failed" | "Succeeded" => PodStanding::Terminal,
+        _ if p.terminating => PodStanding::Terminating,
+        "Running" if p.ready => PodStanding::Serving,
+        "Running" | "Pending" => PodStanding::NotServing,
+        _ => PodStanding::Unknown,
+    }
+}
+
+/// Does the ReplicaSet that owns this pod still want pods? None: the pod has
+/// no ReplicaSet owner, or it was not listed.
+fn owner_wants_pods(p: &PodInfo, replica_sets: &[ReplicaSetInfo]) -> Option<bool> {
+    let owner = p.owner.as_deref()?;
+    replica_sets.iter().find(|r| r.name == owner).map(|r| r.replicas > 0)
+}
+
+fn pod_line(p: &PodInfo) -> String {
+    format!(
+        "pod {} runs {} ({}{}{})",
+        p.name,
+        p.digest.as_deref().map(short).unwrap_or_else(|| "no release-digest annotation".into()),
+        p.phase,
+        if p.ready { ", ready" } else { ", not ready" },
+        if p.terminating { ", terminating" } else { "" }
+    )
+}
+
 /// The drift comparison shared by `watch` and the scheduled serving audit:
 /// each live pod's release digest and real model source against the bundle.
-/// Returns one diagnostic per pod that does not run this release from this
-/// source.
-pub fn compare_serving(exp: &Expected, pods: &[PodInfo]) -> Vec<Diagnostic> {
+///
+/// Only evidence of serving fails: a pod of another release that is Running
+/// and Ready (and whose ReplicaSet still wants pods) is BG501. Pods that
+/// cannot serve — terminal (Evicted, Completed), terminating, not ready —
+/// are reported as BG507 notes; pods whose serving cannot be told (phase
+/// Unknown, a Ready pod whose ReplicaSet is already scaled to 0, a not-ready
+/// pod whose ReplicaSet still wants it) are BG506, which makes the step
+/// INCONCLUSIVE, never FAIL.
+pub fn compare_serving(exp: &Expected, pods: &[PodInfo], replica_sets: &[ReplicaSetInfo]) -> Vec<Diagnostic> {
     let mut out = Vec::new();
-    let old: Vec<&PodInfo> = pods.iter().filter(|p| p.digest.as_deref() != Some(exp.digest.as_str())).collect();
-    if !old.is_empty() {
-        let ready_old = old.iter().filter(|p| p.ready).count();
+    let (mut serving, mut unsure, mut history): (Vec<&PodInfo>, Vec<(&PodInfo, &str)>, Vec<(&PodInfo, &str)>) = Default::default();
+    for p in pods {
+        let is_new = p.digest.as_deref() == Some(exp.digest.as_str());
+        match (standing(p), is_new) {
+            (PodStanding::Terminal, _) => history.push((p, "terminal phase: its containers stopped for good, it serves nothing")),
+            (PodStanding::Terminating, false) => history.push((p, "terminating: out of the Service's ready endpoints, draining")),
+            (PodStanding::Unknown, false) => unsure.push((p, "phase Unknown (node unreachable?): whether it still serves cannot be told")),
+            (PodStanding::Serving, false) => match owner_wants_pods(p, replica_sets) {
+                Some(false) => unsure.push((p, "ready, but its ReplicaSet is scaled to 0: it is being removed and may still receive traffic")),
+                _ => serving.push(p),
+            },
+            (PodStanding::NotServing, false) => match owner_wants_pods(p, replica_sets) {
+                Some(true) => unsure.push((p, "not ready, but its ReplicaSet still wants pods: the old release may become ready again")),
+                _ => history.push((p, "not ready and not wanted by any ReplicaSet: it receives no traffic")),
+            },
+            // New-release pods are judged (and counted) by evaluate_rollout.
+            (_, true) => {}
+        }
+    }
+    if !serving.is_empty() {
         let mut d = Diagnostic::new(
             Code::RolloutIncomplete,
-            format!(
-                "{} pod(s) of another release remain ({} ready and serving); the bundle's release is {}",
-                old.len(),
-                ready_old,
-                short(&exp.digest)
-            ),
+            format!("{} ready pod(s) of another release are still serving; the bundle's release is {}", serving.len(), short(&exp.digest)),
         );
-        for p in &old {
-            d = d.evidence(format!(
-                "pod {} runs {} ({}{}{})",
-                p.name,
-                p.digest.as_deref().map(short).unwrap_or_else(|| "no release-digest annotation".into()),
-                p.phase,
-                if p.ready { ", ready" } else { ", not ready" },
-                if p.terminating { ", terminating" } else { "" }
-            ));
+        for p in &serving {
+            d = d.evidence(pod_line(p));
         }
         out.push(d.help("an old ready pod means the new release never took over: look at the new pods' events below"));
     }
-    for p in pods.iter().filter(|p| p.digest.as_deref() == Some(exp.digest.as_str())) {
+    if !unsure.is_empty() {
+        let mut d = Diagnostic::new(
+            Code::RolloutEvidenceIncomplete,
+            format!("{} pod(s) of another release may still be serving: the cluster's answer does not tell", unsure.len()),
+        );
+        for (p, why) in &unsure {
+            d = d.evidence(format!("{}: {why}", pod_line(p)));
+        }
+        out.push(d.help("read the pods again once the node or controller has caught up (`kubectl get pods -o wide`)"));
+    }
+    if !history.is_empty() {
+        let mut d = Diagnostic::new(Code::PodsNotServing, format!("{} pod(s) are present but serve nothing (not counted either way)", history.len()));
+        for (p, why) in &history {
+            d = d.evidence(format!("{}: {why}", pod_line(p)));
+        }
+        out.push(d);
+    }
+    for p in pods.iter().filter(|p| p.digest.as_deref() == Some(exp.digest.as_str()) && standing(p) != PodStanding::Terminal) {
         match &p.source_uri {
             Some(src) if !same_uri(src, &exp.storage_uri) => out.push(
                 Diagnostic::new(Code::RolloutIncomplete, format!("pod {} downloads its model from {src}, not the bundle's {}", p.name, exp.storage_uri))
@@ -285,10 +365,30 @@ pub fn compare_serving(exp: &Expected, pods: &[PodInfo]) -> Vec<Diagnostic> {
     out
 }
 
+/// A step's verdict from rollout diagnostics: FAIL on any failing error,
+/// INCONCLUSIVE when the only errors are BG506 (could not tell), else PASS.
+pub fn verdict_of(diags: &[Diagnostic]) -> crate::report::Verdict {
+    use crate::report::{Severity, Verdict};
+    let errors: Vec<&Diagnostic> = diags.iter().filter(|d| d.severity == Severity::Error).collect();
+    let unsure = Code::RolloutEvidenceIncomplete.info().code;
+    if errors.is_empty() {
+        Verdict::Pass
+    } else if errors.iter().all(|d| d.code == unsure) {
+        Verdict::Inconclusive
+    } else {
+        Verdict::Fail
+    }
+}
+
 pub struct RolloutOutcome {
     /// Every ready pod runs the new release, none of the old remains, and
     /// enough are ready: the only state that passes.
     pub complete: bool,
+    /// Complete, and no pod of another release is left but terminal ones:
+    /// nothing is still draining. `watch` keeps reading until then (or the
+    /// timeout), so a PASS is not taken in the middle of the swap; a pod that
+    /// never finishes terminating does not turn into a FAIL.
+    pub settled: bool,
     /// The controller itself has given up (ProgressDeadlineExceeded): waiting
     /// longer cannot help.
     pub gave_up: bool,
@@ -307,17 +407,27 @@ fn event_line(e: &EventInfo) -> String {
 }
 
 /// Rollout truth over one snapshot. Pods are grouped by release digest; PASS
-/// only when every pod present runs the new release and is ready, and at least
-/// `replicas` of them are. Everything else becomes BG501 with the evidence a
-/// human would otherwise dig out with `describe`.
+/// only when no pod of another release serves, none may be serving, and at
+/// least `replicas` pods of the new release are Running, Ready and not
+/// terminating. Evidence of failure becomes BG501 with what a human would
+/// otherwise dig out with `describe`; evidence that cannot decide becomes
+/// BG506 (INCONCLUSIVE); pods that serve nothing are BG507 notes.
 pub fn evaluate_rollout(exp: &Expected, st: &ServiceState) -> RolloutOutcome {
-    let mut diags = compare_serving(exp, &st.pods);
-    let new: Vec<&PodInfo> = st.pods.iter().filter(|p| p.digest.as_deref() == Some(exp.digest.as_str())).collect();
-    let ready_new = new.iter().filter(|p| p.ready && !p.terminating).count();
+    let mut diags = compare_serving(exp, &st.pods, &st.replica_sets);
+    let is_error = |d: &Diagnostic| d.severity == crate::report::Severity::Error;
+    // Terminal pods of the new release (an Evicted one, say) are history: a
+    // replacement is judged instead.
+    let new: Vec<&PodInfo> =
+        st.pods.iter().filter(|p| p.digest.as_deref() == Some(exp.digest.as_str()) && standing(p) != PodStanding::Terminal).collect();
+    let ready_new = new.iter().filter(|p| standing(p) == PodStanding::Serving).count();
+    // New pods that may serve but cannot be counted: phase Unknown, or ready
+    // and terminating (a drained node; the replacement is not up yet).
+    let unsure_new: Vec<&&PodInfo> =
+        new.iter().filter(|p| standing(p) == PodStanding::Unknown || (standing(p) == PodStanding::Terminating && p.ready)).collect();
 
     for p in &new {
         let evs = events_for(st, "Pod", &p.name);
-        if p.phase == "Pending" && !p.ready {
+        if p.phase == "Pending" && !p.ready && !p.terminating {
             let sched: Vec<&&EventInfo> = evs.iter().filter(|e| e.reason == "FailedScheduling").collect();
             let mut d = Diagnostic::new(
                 Code::RolloutIncomplete,
@@ -383,15 +493,21 @@ pub fn evaluate_rollout(exp: &Expected, st: &ServiceState) -> RolloutOutcome {
 
     if new.is_empty() && !diags.iter().any(|d| d.message.contains("could not create")) {
         diags.push(Diagnostic::new(Code::RolloutIncomplete, format!("no pod runs the bundle's release {}", short(&exp.digest))));
-    } else if ready_new < exp.replicas as usize && diags.is_empty() {
-        diags.push(Diagnostic::new(
-            Code::RolloutIncomplete,
-            format!("{ready_new} of {} replica(s) of the new release are ready", exp.replicas),
-        ));
+    } else if ready_new < exp.replicas as usize && !diags.iter().any(is_error) {
+        let msg = format!("{ready_new} of {} replica(s) of the new release are ready", exp.replicas);
+        if ready_new + unsure_new.len() >= exp.replicas as usize {
+            let mut d = Diagnostic::new(Code::RolloutEvidenceIncomplete, format!("{msg}; whether {} more serve cannot be told", unsure_new.len()));
+            for p in unsure_new {
+                d = d.evidence(pod_line(p));
+            }
+            diags.push(d);
+        } else {
+            diags.push(Diagnostic::new(Code::RolloutIncomplete, msg));
+        }
     }
 
     // The green signals, recorded next to the truth so a reader sees why they lied.
-    if !diags.is_empty() {
+    if diags.iter().any(is_error) {
         let mut greens = Vec::new();
         for dep in &st.deployments {
             let conds: Vec<String> = dep.conditions.iter().map(|c| format!("{}={}{}", c.type_, c.status, c.reason.as_deref().map(|r| format!(" ({r})")).unwrap_or_default())).collect();
@@ -405,7 +521,7 @@ pub fn evaluate_rollout(exp: &Expected, st: &ServiceState) -> RolloutOutcome {
                 conds.join(", ")
             ));
         }
-        if let Some(first) = diags.first_mut() {
+        if let Some(first) = diags.iter_mut().find(|d| is_error(d)) {
             for g in greens {
                 first.evidence.push(format!("what the Deployment says (not evidence): {g}"));
             }
@@ -424,6 +540,7 @@ pub fn evaluate_rollout(exp: &Expected, st: &ServiceState) -> RolloutOutcome {
                 "isBundleRelease": *d == exp.digest,
                 "pods": ps.iter().map(|p| p.name.clone()).collect::<Vec<_>>(),
                 "ready": ps.iter().filter(|p| p.ready).count(),
+                "serving": ps.iter().filter(|p| standing(p) == PodStanding::Serving).count(),
             })
         })
         .collect();
@@ -446,16 +563,19 @@ pub fn evaluate_rollout(exp: &Expected, st: &ServiceState) -> RolloutOutcome {
             ]
         })
         .collect();
-    let complete = diags.is_empty();
-    let old = st.pods.len() - new.len();
+    let complete = !diags.iter().any(is_error);
+    let old = st.pods.iter().filter(|p| p.digest.as_deref() != Some(exp.digest.as_str()) && standing(p) == PodStanding::Serving).count();
     let summary = format!(
-        "{ready_new}/{} new-release pod(s) ready, {old} other pod(s) remain, {} pod(s) total{}",
+        "{ready_new}/{} new-release pod(s) ready, {old} pod(s) of another release serving, {} pod(s) total{}",
         exp.replicas,
         st.pods.len(),
         if complete { "" } else { " — rollout incomplete" }
     );
+    let settled = complete
+        && st.pods.iter().all(|p| p.digest.as_deref() == Some(exp.digest.as_str()) || standing(p) == PodStanding::Terminal);
     RolloutOutcome {
         complete,
+        settled,
         gave_up,
         diagnostics: diags,
         rows,
@@ -707,5 +827,136 @@ mod tests {
         // Right digest, wrong source: not complete.
         let st3 = ServiceState { pods: vec![PodInfo { source_uri: Some("s3://m/v1/".into()), ..st2.pods[0].clone() }], ..Default::default() };
         assert!(!evaluate_rollout(&exp, &st3).complete);
+    }
+
+    fn pod(name: &str, digest: &str, phase: &str, ready: bool, terminating: bool) -> PodInfo {
+        PodInfo {
+            name: name.into(),
+            digest: Some(digest.into()),
+            phase: phase.into(),
+            ready,
+            terminating,
+            source_uri: Some(if digest == "sha256:new" { "s3://m/v2/" } else { "s3://m/v1/" }.into()),
+            ..Default::default()
+        }
+    }
+
+    fn exp1() -> Expected {
+        Expected { digest: "sha256:new".into(), storage_uri: "s3://m/v2/".into(), kserve: true, replicas: 1 }
+    }
+
+    use crate::report::Verdict;
+
+    /// One ready new pod plus one old pod in every phase × readiness ×
+    /// terminating: only an old pod that is Running and Ready (not being
+    /// deleted) fails; phase Unknown cannot decide; everything else passes.
+    #[test]
+    fn old_pod_phase_readiness_terminating_table() {
+        let cases: &[(&str, bool, bool, Verdict)] = &[
+            ("Running", true, false, Verdict::Fail),
+            ("Running", false, false, Verdict::Pass),
+            ("Running", true, true, Verdict::Pass),
+            ("Running", false, true, Verdict::Pass),
+            ("Pending", false, false, Verdict::Pass),
+            ("Pending", false, true, Verdict::Pass),
+            // Evicted: phase Failed, kept until pod GC; a stale Ready=True too.
+            ("Failed", false, false, Verdict::Pass),
+            ("Failed", true, false, Verdict::Pass),
+            ("Failed", false, true, Verdict::Pass),
+            ("Succeeded", false, false, Verdict::Pass),
+            ("Succeeded", true, false, Verdict::Pass),
+            ("Unknown", true, false, Verdict::Inconclusive),
+            ("Unknown", false, false, Verdict::Inconclusive),
+            ("", false, false, Verdict::Inconclusive),
+            // Terminating wins over Unknown: it is out of the endpoints.
+            ("Unknown", true, true, Verdict::Pass),
+        ];
+        for (phase, ready, terminating, want) in cases {
+            let st = ServiceState { pods: vec![pod("new", "sha256:new", "Running", true, false), pod("old", "sha256:old", phase, *ready, *terminating)], ..Default::default() };
+            let o = evaluate_rollout(&exp1(), &st);
+            let got = verdict_of(&o.diagnostics);
+            assert_eq!(got, *want, "old pod phase={phase:?} ready={ready} terminating={terminating}: {:#?}", o.diagnostics);
+            assert_eq!(o.complete, *want == Verdict::Pass, "{phase} {ready} {terminating}");
+            // The audit's comparison agrees with watch on the old pod.
+            assert_eq!(verdict_of(&compare_serving(&exp1(), &st.pods, &[])), *want, "compare_serving {phase} {ready} {terminating}");
+            // A pod that does not fail is still reported, never silently dropped.
+            if *want == Verdict::Pass {
+                assert!(o.diagnostics.iter().any(|d| d.code == "BG507" && d.evidence.iter().any(|e| e.contains("pod old"))), "{:#?}", o.diagnostics);
+            }
+        }
+    }
+
+    /// The new release's pods in every phase × readiness × terminating, with
+    /// no old pod: PASS only with one Running+Ready new pod; a ready new pod
+    /// that is terminating or Unknown cannot decide; Pending or not ready fails.
+    #[test]
+    fn new_pod_phase_readiness_terminating_table() {
+        let cases: &[(&str, bool, bool, u32, Verdict)] = &[
+            ("Running", true, false, 0, Verdict::Pass),
+            ("Running", false, false, 0, Verdict::Fail),
+            ("Running", false, false, 3, Verdict::Fail),
+            ("Pending", false, false, 0, Verdict::Fail),
+            ("Running", true, true, 0, Verdict::Inconclusive),
+            ("Unknown", true, false, 0, Verdict::Inconclusive),
+            ("Unknown", false, false, 0, Verdict::Inconclusive),
+            ("Running", false, true, 0, Verdict::Fail),
+            ("Failed", true, false, 0, Verdict::Fail),
+            ("Succeeded", false, false, 0, Verdict::Fail),
+        ];
+        for (phase, ready, terminating, restarts, want) in cases {
+            let st = ServiceState { pods: vec![PodInfo { restarts: *restarts, ..pod("new", "sha256:new", phase, *ready, *terminating) }], ..Default::default() };
+            let o = evaluate_rollout(&exp1(), &st);
+            assert_eq!(verdict_of(&o.diagnostics), *want, "new pod phase={phase:?} ready={ready} terminating={terminating}: {:#?}", o.diagnostics);
+        }
+        // An Evicted new pod next to its ready replacement is history.
+        let st = ServiceState { pods: vec![pod("new-a", "sha256:new", "Failed", false, false), pod("new-b", "sha256:new", "Running", true, false)], ..Default::default() };
+        let o = evaluate_rollout(&exp1(), &st);
+        assert!(o.complete, "{:#?}", o.diagnostics);
+        assert!(o.diagnostics.iter().any(|d| d.code == "BG507"));
+        // A crash-looping new pod fails even while it is being deleted.
+        let st = ServiceState { pods: vec![PodInfo { crash_loop: true, restarts: 5, ..pod("new", "sha256:new", "Running", false, true) }], ..Default::default() };
+        assert_eq!(verdict_of(&evaluate_rollout(&exp1(), &st).diagnostics), Verdict::Fail);
+    }
+
+    /// Old pods judged with their ReplicaSet: ready pods of an RS scaled to 0
+    /// are being removed (cannot decide), not-ready pods of an RS that still
+    /// wants pods may come back (cannot decide), not-ready pods of an RS at 0
+    /// are history, ready pods of an RS that wants pods are serving.
+    #[test]
+    fn old_pod_owner_replicaset_table() {
+        let cases: &[(bool, i32, Verdict)] = &[
+            (true, 1, Verdict::Fail),
+            (true, 0, Verdict::Inconclusive),
+            (false, 1, Verdict::Inconclusive),
+            (false, 0, Verdict::Pass),
+        ];
+        for (ready, rs_replicas, want) in cases {
+            let old = PodInfo { owner: Some("svc-old".into()), ..pod("old", "sha256:old", "Running", *ready, false) };
+            let st = ServiceState {
+                pods: vec![pod("new", "sha256:new", "Running", true, false), old],
+                replica_sets: vec![ReplicaSetInfo { name: "svc-old".into(), digest: Some("sha256:old".into()), replicas: *rs_replicas, ready: 0 }],
+                ..Default::default()
+            };
+            let o = evaluate_rollout(&exp1(), &st);
+            assert_eq!(verdict_of(&o.diagnostics), *want, "ready={ready} rs replicas={rs_replicas}: {:#?}", o.diagnostics);
+        }
+    }
+
+    /// Init-container states: a new pod still initialising (storage-initializer
+    /// downloading) is Pending and fails only because the window ended; one
+    /// whose init container crash-loops fails with the reason.
+    #[test]
+    fn new_pod_init_container_states() {
+        let mut p = pod("new", "sha256:new", "Pending", false, false);
+        p.waiting = vec!["kserve-container: PodInitializing".into()];
+        let o = evaluate_rollout(&exp1(), &ServiceState { pods: vec![p.clone()], ..Default::default() });
+        assert!(o.diagnostics.iter().any(|d| d.code == "BG501" && d.message.contains("is Pending")), "{:#?}", o.diagnostics);
+        p.crash_loop = true;
+        p.restarts = 4;
+        p.waiting = vec!["storage-initializer: CrashLoopBackOff (back-off 40s)".into()];
+        p.phase = "Pending".into();
+        let o = evaluate_rollout(&exp1(), &ServiceState { pods: vec![p], ..Default::default() });
+        assert_eq!(verdict_of(&o.diagnostics), Verdict::Fail);
+        assert!(o.diagnostics.iter().any(|d| d.evidence.iter().any(|e| e.contains("storage-initializer: CrashLoopBackOff"))), "{:#?}", o.diagnostics);
     }
 }

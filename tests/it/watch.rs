@@ -1319,18 +1319,22 @@ struct CrashloopMerge {
 }
 
 fn crashloop_merge() -> CrashloopMerge {
+    merged_with(|d, src| {
+        let crash = PodSpec { ready: false, restarts: 4, waiting: Some(("CrashLoopBackOff", "back-off 2m40s")), ..PodSpec::ready(NEW_POD, d, src) };
+        objects(d, green_deployment(), vec![pod(PodSpec::ready(OLD_POD, OLD, "file:../../store/llm-scratch/v1/")), pod(crash)], vec![])
+    })
+}
+
+/// The merge commit synced by Argo, with the cluster objects `objects(new
+/// release digest, its source URI)` returns, and a GitHub stand-in.
+fn merged_with(objects: impl FnOnce(&str, &str) -> Vec<Value>) -> CrashloopMerge {
     let g = GitRemote::new();
     let gh = pulls::Pulls::start(TOKEN);
     let w = g.work();
     let sha = git(&w, &["rev-parse", "HEAD"]);
     let d = run_in(&w, &["digest", "llm-scratch/v2/release.yaml", "--format", "json"], &[]).json()["steps"][0]["data"]["releaseDigest"].as_str().unwrap().to_string();
     let src = "file:../../store/llm-scratch/v2/";
-    let crash = PodSpec { ready: false, restarts: 4, waiting: Some(("CrashLoopBackOff", "back-off 2m40s")), ..PodSpec::ready(NEW_POD, &d, src) };
-    let frames = vec![Frame {
-        at_ms: 0,
-        app: Some(application(&sha, "Succeeded", "Healthy", "2026-01-01T10:05:01Z")),
-        objects: objects(&d, green_deployment(), vec![pod(PodSpec::ready(OLD_POD, OLD, "file:../../store/llm-scratch/v1/")), pod(crash)], vec![]),
-    }];
+    let frames = vec![Frame { at_ms: 0, app: Some(application(&sha, "Succeeded", "Healthy", "2026-01-01T10:05:01Z")), objects: objects(&d, src) }];
     let cluster = standin::Cluster::start(frames, &w);
     CrashloopMerge { g, gh, w, sha, cluster }
 }
@@ -1367,11 +1371,115 @@ fn watch_with_revert_opens_the_pr_when_a_gate_fails() {
     assert_reverted_once_with_crashloop_evidence(&g, &gh, &cluster);
 }
 
+/// An Evicted pod as the API keeps it until pod GC: phase Failed, reason
+/// Evicted, its container terminated — and a Ready condition the kubelet
+/// never rewrote.
+fn evicted(name: &str, digest: &str, source: &str) -> Value {
+    let mut v = pod(PodSpec { phase: "Failed", ..PodSpec::ready(name, digest, source) });
+    v["status"]["reason"] = json!("Evicted");
+    v["status"]["message"] = json!("The node was low on resource: memory. Threshold quantity: 100Mi, available: 91Mi.");
+    v["status"]["containerStatuses"][0]["ready"] = json!(false);
+    v["status"]["containerStatuses"][0]["state"] =
+        json!({"terminated": {"exitCode": 137, "reason": "ContainerStatusUnknown", "startedAt": "2026-01-01T10:05:10Z", "finishedAt": "2026-01-01T10:06:10Z"}});
+    v
+}
+
+/// The finished rollout with extra pods of the old release next to the
+/// ready new pod; the old ReplicaSet is scaled to 0 as the Deployment leaves it.
+fn finished_with(d: &str, src: &str, extra: Vec<Value>) -> Vec<Value> {
+    let mut v = vec![
+        done_deployment(),
+        replicaset("llm-scratch-predictor-868c589678", OLD, 0, 0),
+        replicaset("llm-scratch-predictor-6786d546b4", d, 1, 1),
+        pod(PodSpec::ready(NEW_POD, d, src)),
+    ];
+    v.extend(extra);
+    v
+}
+
+/// `watch --revert` on the finished rollout plus these old-release pods.
+fn watch_with_revert_on(old_pods: impl FnOnce() -> Vec<Value>) -> (Out, GitRemote, pulls::Pulls, standin::Cluster) {
+    let CrashloopMerge { g, gh, w, sha, cluster } = merged_with(|d, src| finished_with(d, src, old_pods()));
+    let env = watch_env(&gh, &cluster);
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let out = run_in(&w, &["watch", "llm-scratch/v2/release.yaml", "--app", NAME, "--revision", &sha, "--timeout", "2s", "--revert", "--format", "json"], &env);
+    (out, g, gh, cluster)
+}
+
+#[test]
+fn watch_evicted_old_pod_is_history_passes_and_opens_no_revert() {
+    // The old release's pod was Evicted (phase Failed, stale Ready=True) and
+    // stays until pod GC; a Completed one too. Neither serves.
+    let (out, g, gh, cluster) = watch_with_revert_on(|| {
+        let mut done = pod(PodSpec { phase: "Succeeded", ready: false, ..PodSpec::ready("llm-scratch-predictor-868c589678-q2x7w", OLD, "file:../../store/llm-scratch/v1/") });
+        done["status"]["reason"] = json!("Completed");
+        vec![evicted(OLD_POD, OLD, "file:../../store/llm-scratch/v1/"), done]
+    });
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    let v = out.json();
+    assert_eq!(v["verdict"], "pass", "{v:#}");
+    let rollout = step(&v, "rollout");
+    assert_eq!(rollout["verdict"], "pass", "{rollout:#}");
+    assert!(findings(&v, "rollout", "BG501").is_empty(), "{rollout:#}");
+    // Reported as history, with the pod's name, not dropped.
+    let notes = findings(&v, "rollout", "BG507");
+    assert!(notes.contains(OLD_POD) && notes.contains("Failed") && notes.contains("terminal"), "{notes}");
+    assert!(!v["steps"].as_array().unwrap().iter().any(|s| s["step"] == "revert"), "no revert step on a PASS: {v:#}");
+    assert!(gh.pulls().is_empty(), "a good release must not get a revert PR");
+    assert!(g.remote_branch(BRANCH).is_none());
+    cluster.assert_read_only();
+}
+
+#[test]
+fn watch_old_pod_on_unknown_node_is_inconclusive_and_opens_no_revert() {
+    // A Ready old pod whose node stopped reporting: it may or may not serve.
+    let (out, g, gh, cluster) = watch_with_revert_on(|| {
+        vec![pod(PodSpec { phase: "Unknown", ..PodSpec::ready(OLD_POD, OLD, "file:../../store/llm-scratch/v1/") })]
+    });
+    assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
+    let v = out.json();
+    assert_eq!(step(&v, "rollout")["verdict"], "inconclusive", "{v:#}");
+    assert!(findings(&v, "rollout", "BG506").contains("phase Unknown"), "{v:#}");
+    assert!(findings(&v, "rollout", "BG501").is_empty());
+    assert!(gh.pulls().is_empty(), "INCONCLUSIVE is not a failure: no revert PR");
+    assert!(g.remote_branch(BRANCH).is_none());
+    cluster.assert_read_only();
+}
+
+#[test]
+fn audit_serving_evicted_old_pod_is_history_not_drift() {
+    let ex = crate::support::Example::new();
+    let v1 = run_in(ex.path(), &["digest", "llm-scratch/v1/release.yaml", "--format", "json"], &[]).json()["steps"][0]["data"]["releaseDigest"].as_str().unwrap().to_string();
+    let v2 = run_in(ex.path(), &["digest", "llm-scratch/v2/release.yaml", "--format", "json"], &[]).json()["steps"][0]["data"]["releaseDigest"].as_str().unwrap().to_string();
+    let old_src = "file:../../store/llm-scratch/v1/";
+    let new_src = "file:../../store/llm-scratch/v2/";
+    let pods = vec![
+        pod(PodSpec::ready(NEW_POD, &v2, new_src)),
+        evicted(OLD_POD, &v1, old_src),
+        pod(PodSpec { terminating: true, ..PodSpec::ready("llm-scratch-predictor-868c589678-zz9k2", &v1, old_src) }),
+    ];
+    let (out, cluster) = serving_audit(&ex, pods, &v2);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    let v = out.json();
+    let serving = serving_steps(&v);
+    assert_eq!(serving[0]["verdict"], "pass", "{v:#}");
+    let notes: Vec<&Value> = serving[0]["diagnostics"].as_array().unwrap().iter().filter(|d| d["code"] == "BG507").collect();
+    assert_eq!(notes.len(), 1, "{v:#}");
+    assert!(all_text(notes[0]).contains(OLD_POD) && all_text(notes[0]).contains("terminating"), "{v:#}");
+    cluster.assert_read_only();
+
+    // Only the Evicted pod is left: nothing serves the bundle, which is a failure.
+    let (out, _c) = serving_audit(&ex, vec![evicted(NEW_POD, &v2, new_src)], &v2);
+    assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
+    let v = out.json();
+    assert_eq!(serving_steps(&v)[0]["verdict"], "fail", "{v:#}");
+}
+
 #[test]
 fn every_watch_code_is_exercised_here() {
     // BG501..BG505 appear by their literal strings in these tests; the
     // registry must know each one (so `explain` and docs cover them).
-    for code in ["BG501", "BG502", "BG503", "BG504", "BG505"] {
+    for code in ["BG501", "BG502", "BG503", "BG504", "BG505", "BG506", "BG507"] {
         let o = crate::support::run(&["explain", code]);
         assert_eq!(o.code, 0, "{code}: {}", o.stderr);
         assert!(o.stdout.contains(code));
