@@ -10,15 +10,22 @@
 --   * a False Ready/PredictorReady is not Progressing forever: failure signals
 --     (modelStatus, terminal reasons) are Degraded at once, and any other False
 --     condition older than GRACE_SECONDS is Degraded;
---   * Healthy also needs the latest created revision to be the ready one and
---     the target model to be Loaded, when KServe reports those.
+--   * Healthy also needs, for the predictor, transformer and explainer, the
+--     latest created revision to be the ready one and that revision to receive
+--     the traffic the spec declares (canaryTrafficPercent, else 100%); the
+--     target model to be Loaded; no failed model copies;
+--   * a stopped InferenceService (Stopped=True, or the serving.kserve.io/stop
+--     annotation) is Suspended, as upstream says; one being deleted is
+--     Progressing.
 --
--- Sandbox: Argo opens only the base, table and package libraries plus a safe
--- `os` with time() and date() (unless `useOpenLibs` is set for this kind, which
--- this script does not need). There is NO string or math library, so
--- timestamps are compared as strings against a cutoff built with arithmetic:
--- Kubernetes serializes condition times as RFC 3339 UTC ("2026-01-02T03:04:05Z"),
--- which sorts lexicographically.
+-- Sandbox (argo-cd util/lua/lua.go, for argocd-cm overrides without
+-- useOpenLibs): gopher-lua (Lua 5.1) with only the base, table and package
+-- libraries. There is NO global `os` (Argo's safe os library registers its
+-- time() and date() into `table`), only `require("os")` through a preloaded
+-- module; there is no string or math library, and no string metatable, so
+-- ("x"):sub() fails. Timestamps are therefore compared as strings against a
+-- cutoff built with arithmetic: Kubernetes serializes condition times as
+-- RFC 3339 UTC ("2026-01-02T03:04:05Z"), which sorts lexicographically.
 
 -- A False condition younger than this is still Progressing (pods starting,
 -- nodes scaling up); older, it is Degraded. Keep it above your slowest model
@@ -49,8 +56,8 @@ local function fdiv(a, b)
   return (a - a % b) / b
 end
 
--- Decimal digits of a whole number without tostring(), which prints "5.0" for floats in
--- Lua 5.3+ (Argo's gopher-lua has only floats; tests run Lua 5.4).
+-- Decimal digits of a whole number, fixed width or not, with operators only
+-- (the same digits in gopher-lua, Lua 5.1 and later Luas).
 local function pad(n, width)
   local s = ""
   for _ = 1, width do
@@ -90,11 +97,20 @@ local function rfc3339(t)
     pad(fdiv(secs, 3600), 2) .. ":" .. pad(fdiv(secs % 3600, 60), 2) .. ":" .. pad(secs % 60, 2) .. "Z"
 end
 
+-- The clock: Argo's preloaded safe `os` module (there is no global `os`);
+-- nil when there is none.
+local function clock()
+  local ok, lib = pcall(require, "os")
+  if ok and type(lib) == "table" and type(lib.time) == "function" then return lib.time end
+  return nil
+end
+
 -- Conditions older than this string have persisted beyond the grace period;
 -- nil when no clock is available.
 local function cutoff()
-  if os == nil or os.time == nil then return nil end
-  local now = os.time()
+  local time = clock()
+  if time == nil then return nil end
+  local now = time()
   if type(now) ~= "number" then return nil end
   return rfc3339(now - GRACE_SECONDS)
 end
@@ -114,8 +130,67 @@ local function result(status, message)
   return {status = status, message = message}
 end
 
+-- The traffic share (percent) the revision receives in a component's
+-- status.traffic; nil when KServe reports no traffic (raw deployments).
+local function traffic_of(comp, revision)
+  if type(comp.traffic) ~= "table" then return nil end
+  local sum = 0
+  for _, t in ipairs(comp.traffic) do
+    local named = t.revisionName == revision or (t.revisionName == nil and t.latestRevision == true)
+    if named and type(t.percent) == "number" then sum = sum + t.percent end
+  end
+  return sum
+end
+
+local COMPONENTS = {"predictor", "transformer", "explainer"}
+
+-- Every component's newest revision must be ready and receive the traffic
+-- its spec declares; nil when they do, else the Progressing message.
+local function components_waiting(comps)
+  if comps == nil then return nil end
+  for _, name in ipairs(COMPONENTS) do
+    local comp = comps[name]
+    if comp ~= nil then
+      local ready_rev = comp.latestReadyRevision
+      if comp.latestCreatedRevision ~= nil and ready_rev ~= comp.latestCreatedRevision then
+        return name .. " revision " .. comp.latestCreatedRevision .. " is not ready yet (serving " .. (ready_rev or "nothing") .. ")"
+      end
+      if ready_rev ~= nil then
+        local share = traffic_of(comp, ready_rev)
+        local spec = obj.spec ~= nil and obj.spec[name] or nil
+        local want = 100
+        if spec ~= nil and type(spec.canaryTrafficPercent) == "number" then want = spec.canaryTrafficPercent end
+        if share ~= nil and share < want then
+          return name .. " revision " .. ready_rev .. " receives " .. tostring(share) .. "% of traffic, the spec declares " .. tostring(want) .. "%"
+        end
+      end
+    end
+  end
+  return nil
+end
+
 local function check()
+  local meta = obj.metadata or {}
+  if meta.deletionTimestamp ~= nil then
+    return result("Progressing", "Pending deletion (deletionTimestamp " .. tostring(meta.deletionTimestamp) .. ")")
+  end
   local status = obj.status
+  local stop = meta.annotations ~= nil and meta.annotations["serving.kserve.io/stop"] or nil
+  local stopped = nil
+  if status ~= nil and status.conditions ~= nil then
+    for _, c in ipairs(status.conditions) do
+      if c.type == "Stopped" then stopped = c end
+    end
+  end
+  if stopped ~= nil and stopped.status == "True" then
+    if stop == "false" then
+      return result("Progressing", "Restarting: the stop annotation is false but the Stopped condition is still True")
+    end
+    return result("Suspended", "InferenceService is Stopped")
+  end
+  if stop == "true" then
+    return result("Suspended", "InferenceService is Stopped (serving.kserve.io/stop annotation; the controller has not reported Stopped yet)")
+  end
   if status == nil or status.conditions == nil then
     return result("Progressing", "Waiting for the KServe controller to report status")
   end
@@ -146,6 +221,10 @@ local function check()
   if ms ~= nil and (ms.transitionStatus == "BlockedByFailedLoad" or ms.transitionStatus == "InvalidSpec") then
     return result("Degraded", "Model transition " .. ms.transitionStatus .. failure_text())
   end
+  local copies = ms ~= nil and ms.copies or nil
+  if copies ~= nil and type(copies.failedCopies) == "number" and copies.failedCopies > 0 then
+    return result("Degraded", "Model has " .. tostring(copies.failedCopies) .. " failed copies" .. failure_text())
+  end
   if states ~= nil and (states.targetModelState == "FailedToLoad" or states.activeModelState == "FailedToLoad") then
     return result("Degraded", "Model FailedToLoad" .. failure_text())
   end
@@ -170,7 +249,8 @@ local function check()
     local informational = c.severity == "Info" or c.severity == "Warning"
     if c.type == "Ready" then ready = c end
     if c.type == "PredictorReady" then predictor_ready = c end
-    if c.status ~= "True" and not informational then
+    -- Stopped is True only when stopped (handled above); False is normal.
+    if c.status ~= "True" and not informational and c.type ~= "Stopped" then
       if c.status == "False" and c.reason ~= nil and TERMINAL_REASONS[c.reason] then
         return result("Degraded", describe(c))
       end
@@ -194,8 +274,9 @@ local function check()
   -- up: that is a rollout in progress, not health.
   local comps = status.components
   local pred = comps ~= nil and comps.predictor or nil
-  if pred ~= nil and pred.latestCreatedRevision ~= nil and pred.latestReadyRevision ~= pred.latestCreatedRevision then
-    return result("Progressing", "Revision " .. pred.latestCreatedRevision .. " is not ready yet (serving " .. (pred.latestReadyRevision or "nothing") .. ")")
+  local comp_wait = components_waiting(comps)
+  if comp_wait ~= nil then
+    return result("Progressing", comp_wait)
   end
   if ms ~= nil and ms.transitionStatus ~= nil and ms.transitionStatus ~= "" and ms.transitionStatus ~= "UpToDate" then
     return result("Progressing", "Model transition " .. ms.transitionStatus)

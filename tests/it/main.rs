@@ -7,6 +7,7 @@ mod argocd;
 mod canary;
 mod docs;
 mod github_standin;
+mod health_lua;
 mod lint;
 mod pipeline;
 mod pr;
