@@ -418,8 +418,11 @@ pub async fn serving_step(l: &Loaded, client: kube::Client) -> StepReport {
     }
     let matching = st.pods.iter().filter(|p| p.digest.as_deref() == Some(l.digest.as_str()) && rc::standing(p) == rc::PodStanding::Serving).count();
     if matching == 0 && !s.diagnostics.iter().any(|d| d.severity == crate::report::Severity::Error) {
-        // Old pods gone but none of this release serving is not "serving the bundle".
-        s.diagnostics.push(Diagnostic::new(Code::RolloutIncomplete, format!("no ready pod of {}/{} runs this release", l.bundle.metadata.namespace, l.bundle.metadata.name)));
+        // Old pods gone but none of this release serving is not "serving the
+        // bundle" — unless one of its pods is on a node that stopped reporting.
+        let unknown = st.pods.iter().any(|p| p.digest.as_deref() == Some(l.digest.as_str()) && rc::standing(p) == rc::PodStanding::Unknown);
+        let code = if unknown { Code::RolloutEvidenceIncomplete } else { Code::RolloutIncomplete };
+        s.diagnostics.push(Diagnostic::new(code, format!("no ready pod of {}/{} runs this release", l.bundle.metadata.namespace, l.bundle.metadata.name)));
     }
     s.verdict = rc::verdict_of(&s.diagnostics);
     let live = st.pods.iter().filter(|p| rc::standing(p) != rc::PodStanding::Terminal).count();

@@ -1473,6 +1473,11 @@ fn audit_serving_evicted_old_pod_is_history_not_drift() {
     assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
     let v = out.json();
     assert_eq!(serving_steps(&v)[0]["verdict"], "fail", "{v:#}");
+    // Its only pod on a node that stopped reporting: cannot tell, never a drift FAIL.
+    let (out, _c) = serving_audit(&ex, vec![pod(PodSpec { phase: "Unknown", ..PodSpec::ready(NEW_POD, &v2, new_src) })], &v2);
+    assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
+    let v = out.json();
+    assert_eq!(serving_steps(&v)[0]["verdict"], "inconclusive", "{v:#}");
 }
 
 #[test]
