@@ -19,6 +19,8 @@
 //! under `tests/fixtures/argocd-health/` and must get upstream's status except
 //! where `expectations.yaml` documents a stricter rule.
 
+use std::process::Command;
+
 use mlua::{Function, Lua, LuaOptions, StdLib, Table};
 use serde_json::Value;
 
@@ -381,5 +383,81 @@ fn health_lua_agrees_with_upstream_argo_cases() {
             let (s, m) = health(&o, Clock::At(NOW));
             assert_eq!(s, later, "{file} at {NOW}: {m}");
         }
+    }
+}
+
+// ---------- cross-check with the Debian lua5.1 interpreter ----------
+
+/// A Lua 5.1 table constructor for a JSON value (what decodeValue builds).
+fn lua_literal(v: &Value) -> String {
+    match v {
+        Value::Null => "nil".into(),
+        Value::Bool(b) => b.to_string(),
+        Value::Number(n) => format!("{}", n.as_f64().unwrap()),
+        Value::String(s) => {
+            let mut o = String::from("\"");
+            for b in s.bytes() {
+                match b {
+                    b'"' | b'\\' => {
+                        o.push('\\');
+                        o.push(b as char);
+                    }
+                    0x20..=0x7e => o.push(b as char),
+                    _ => o.push_str(&format!("\\{b:03}")),
+                }
+            }
+            o + "\""
+        }
+        Value::Array(a) => format!("{{{}}}", a.iter().map(lua_literal).collect::<Vec<_>>().join(", ")),
+        Value::Object(m) => format!("{{{}}}", m.iter().map(|(k, x)| format!("[{}] = {}", lua_literal(&Value::String(k.clone())), lua_literal(x))).collect::<Vec<_>>().join(", ")),
+    }
+}
+
+/// The same script and object under the real PUC Lua 5.1 interpreter, with
+/// the sandbox rebuilt in Lua (libraries removed, string metatable dropped,
+/// the safe os preloaded): mlua's vendored Lua and Debian's must agree.
+#[test]
+fn health_lua_cross_check_with_debian_lua51() {
+    if Command::new("lua5.1").arg("-v").output().is_err() {
+        assert!(std::env::var_os("BUNDLEGATE_REQUIRE_LUA51").is_none(), "lua5.1 is required (apt-get install lua5.1)");
+        eprintln!("SKIP health_lua_cross_check_with_debian_lua51: lua5.1 is not installed (apt-get install lua5.1)");
+        return;
+    }
+    let script = std::fs::read_to_string(repo().join("argo/health/inferenceservice.lua")).unwrap();
+    let now = chrono::DateTime::parse_from_rfc3339(NOW).unwrap().timestamp();
+    let mut objs: Vec<(String, Value)> = Vec::new();
+    for dir in ["tests/fixtures/argocd", "tests/fixtures/argocd-health"] {
+        for e in std::fs::read_dir(repo().join(dir)).unwrap() {
+            let p = e.unwrap().path();
+            let name = p.file_name().unwrap().to_string_lossy().to_string();
+            if name.starts_with("isvc-") || name.starts_with("upstream-") {
+                objs.push((name, serde_yaml_ng::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap()));
+            }
+        }
+    }
+    assert!(objs.len() >= 17, "{} fixtures", objs.len());
+    for (name, obj) in objs {
+        let prelude = format!(
+            "local T = {now}\n\
+             debug.setmetatable('', nil)\n\
+             local safe_os = {{time = function() return T end, date = os.date}}\n\
+             package.preload.os = function() return safe_os end\n\
+             package.loaded.os = nil\n\
+             package.loaders = {{package.loaders[1]}}\n\
+             table.time, table.date = safe_os.time, safe_os.date\n\
+             os, string, math, io, debug, coroutine = nil, nil, nil, nil, nil, nil\n\
+             obj = {}\n\
+             local r = (function()\n{script}\nend)()\n\
+             print(r.status)\nprint(r.message)\n",
+            lua_literal(&obj)
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("run.lua");
+        std::fs::write(&f, prelude).unwrap();
+        let out = Command::new("lua5.1").arg(&f).output().unwrap();
+        assert!(out.status.success(), "{name}: lua5.1 failed: {}", String::from_utf8_lossy(&out.stderr));
+        let text = String::from_utf8(out.stdout).unwrap();
+        let (status, message) = text.trim_end_matches('\n').split_once('\n').unwrap_or_else(|| panic!("{name}: {text}"));
+        assert_eq!((status.to_string(), message.to_string()), health(&obj, Clock::At(NOW)), "{name}: Debian lua5.1 and mlua's Lua 5.1 disagree");
     }
 }
