@@ -24,6 +24,13 @@
 //! - BG505 `rollback-target-unverified` — the previous bundle's artifacts are
 //!   not complete and readable, so rolling back to it would be a second broken
 //!   release; take the degrade path instead (seed 002 decision card).
+//! - BG506 `rollout-evidence-incomplete` — a pod's state cannot tell whether
+//!   it serves (phase Unknown, a Ready pod of a ReplicaSet already scaled to
+//!   0, a ready new pod that is terminating). Why: a false FAIL opens a revert
+//!   of a good release, so what cannot be decided is INCONCLUSIVE.
+//! - BG507 `pods-not-serving` (note) — terminal pods (an Evicted pod kept until
+//!   pod GC), terminating pods and not-ready pods no ReplicaSet wants are
+//!   history: reported, never counted as another release still serving.
 //!
 //! Everything here is plain data in, diagnostics out; the adapter
 //! (`adapters::rollout`) turns Kubernetes objects into these structs.
