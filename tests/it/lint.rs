@@ -503,8 +503,13 @@ fn bundle_alias_bombs_and_deep_nesting_are_refused_fast() {
     let msg = out.json()["steps"][0]["summary"].as_str().unwrap().to_string();
     assert!(msg.contains("release.yaml:5:45: l4[7]: ") && msg.contains("alias amplification"), "{msg}");
     let deep = bundlegate::fuzzing::deeply_nested(200);
-    let msg = refused_at(&ex, &deep, "n63:", "n63", "metadata.labels.n0.n1.n2");
-    assert!(msg.contains("deeper than 64"), "{msg}");
+    std::fs::write(ex.v2(), &deep).unwrap();
+    let out = lint_within(&ex, &["lint", "--format", "json", ex.v2().to_str().unwrap()], 20);
+    assert_eq!(out.code, 2);
+    // Root, metadata, labels and n0…n60 are 64 levels: n61's value is the 65th.
+    let msg = out.json()["steps"][0]["summary"].as_str().unwrap().to_string();
+    let line = line_of(&deep, "n61:") + 1;
+    assert!(msg.contains(&format!("release.yaml:{line}:")) && msg.contains(": metadata.labels.n0.n1.n2.") && msg.contains("n60.n61: nested deeper than 64"), "{msg}");
     assert!(t0.elapsed() < std::time::Duration::from_secs(10));
 }
 
