@@ -71,6 +71,8 @@ codes! {
         "A progress deadline shorter than the load time marks a healthy slow rollout ProgressDeadlineExceeded, which does not roll back anything (seed 002)."),
     UnsupportedStorageScheme => ("BG019", "storage-scheme-unsupported", "lint", Error,
         "bundlegate verifies s3://, gs://, az:// and file: storage URIs; any other scheme cannot be verified."),
+    RollbackPathEscapes => ("BG020", "rollback-target-outside-repo", "lint", Error,
+        "The rollback target is read and reported on; a path that leaves the repository (absolute, `..`, or a symlink) could make lint read any file on the runner, such as a `.env`, so it is refused unread."),
 
     // ---- verify: the store holds exactly the bundle's bytes ---------------------
     ArtifactMissing => ("BG101", "artifact-missing", "verify", Error,

@@ -16,3 +16,4 @@ pub mod pipeline;
 pub mod render;
 pub mod report;
 pub mod util;
+pub mod yaml_guard;

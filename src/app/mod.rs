@@ -141,7 +141,7 @@ pub fn load_or_step(path: &Path, step: &str) -> std::result::Result<Loaded, Step
 }
 
 pub fn lint_loaded(l: &Loaded, ov: &Overrides) -> StepReport {
-    let rb = lint::resolve_rollback(l);
+    let rb = crate::adapters::bundle_files::rollback_status(l);
     let mut s = StepReport::new("lint", &l.display);
     s.diagnostics = ov.apply(lint::lint(l, &rb));
     s.verdict = s.verdict_from_diagnostics();

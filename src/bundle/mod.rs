@@ -3,6 +3,7 @@
 
 pub mod model;
 pub mod spans;
+pub mod validate;
 
 use std::path::{Path, PathBuf};
 
@@ -24,6 +25,78 @@ pub enum LoadError {
     },
     #[error("{file}:{line}:{column}: {field}: {message}")]
     Invalid { file: String, line: usize, column: usize, field: String, message: String },
+}
+
+impl LoadError {
+    /// The error without any text quoted from the file (values, keys, or
+    /// the scalar a `.env` file turns into): file, line, column, field and
+    /// the kind of problem only. For files the user did not name as a
+    /// bundle, e.g. a rollback target that is really something else.
+    pub fn redacted(&self) -> String {
+        match self {
+            LoadError::Io { .. } => self.to_string(),
+            LoadError::Invalid { file, line, column, field, message } => {
+                format!("{file}:{line}:{column}: {}: {}", redact_path(field), redact_quotes(message))
+            }
+        }
+    }
+}
+
+/// Field names of the schema: a path segment that is not one of them is a
+/// key taken from the file (a label, an env name, an unknown field).
+const SCHEMA_FIELDS: &[&str] = &[
+    "(document)", "apiVersion", "kind", "metadata", "spec", "name", "namespace", "version", "labels", "runtime", "model", "generation", "serving",
+    "canary", "rollback", "image", "engine", "args", "env", "storageUri", "quantization", "format", "artifacts", "path", "sha256", "size", "role",
+    "storeChecksum", "eosTokenIds", "stopStrings", "maxOutputTokens", "replicas", "port", "resources", "nodeSelector", "tolerations", "volumes",
+    "rollout", "probes", "loadTimeSeconds", "identity", "healthPath", "requests", "limits", "key", "operator", "value", "effect", "claimName",
+    "accessMode", "mountPath", "readOnly", "maxSurge", "maxUnavailable", "progressDeadlineSeconds", "startup", "readiness", "liveness", "httpGet",
+    "tcpSocket", "exec", "initialDelaySeconds", "periodSeconds", "timeoutSeconds", "failureThreshold", "successThreshold", "command", "p95", "p50",
+    "expect", "registeredField", "field", "digestOf", "mode", "steps", "window", "minSamples", "gates", "golden", "metric", "maxAbsolute",
+    "maxRelativeIncrease", "query", "bundle", "releaseDigest",
+];
+
+fn redact_path(field: &str) -> String {
+    let mut out = String::new();
+    for (i, seg) in field.split('.').enumerate() {
+        if i > 0 {
+            out.push('.');
+        }
+        let (name, index) = seg.find('[').map(|j| seg.split_at(j)).unwrap_or((seg, ""));
+        let index_ok = index.is_empty() || index.trim_start_matches('[').trim_end_matches(']').split("][").all(|n| n.parse::<usize>().is_ok());
+        if SCHEMA_FIELDS.contains(&name) && index_ok {
+            out.push_str(seg);
+        } else {
+            out.push('…');
+        }
+    }
+    out
+}
+
+/// Replace every `` `…` `` and `"…"` span (serde and the guard quote the
+/// offending text that way) with an ellipsis.
+fn redact_quotes(msg: &str) -> String {
+    let mut out = String::with_capacity(msg.len());
+    let mut open: Option<char> = None;
+    for c in msg.chars() {
+        match open {
+            Some(q) if c == q => {
+                out.push('…');
+                out.push(c);
+                open = None;
+            }
+            Some(_) => {}
+            None => {
+                out.push(c);
+                if c == '`' || c == '"' {
+                    open = Some(c);
+                }
+            }
+        }
+    }
+    if open.is_some() {
+        out.push('…');
+    }
+    out
 }
 
 /// A parsed bundle with where it came from.
@@ -52,11 +125,18 @@ impl Loaded {
 
 pub fn load(path: &Path) -> Result<Loaded, LoadError> {
     let display = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|source| LoadError::Io { file: display.clone(), source })?;
+    // Bounded, regular files only: `/dev/zero` or a 200 MB file never reaches memory.
+    let text = crate::adapters::bundle_files::read_bundle_text(path).map_err(|source| LoadError::Io { file: display.clone(), source })?;
     parse(&display, path, text)
 }
 
 pub fn parse(display: &str, path: &Path, text: String) -> Result<Loaded, LoadError> {
+    // Before anything builds a tree: duplicate keys, non-finite numbers,
+    // alias amplification and nesting depth (the span index walk recurses).
+    if let Err(g) = crate::yaml_guard::check(&text, &crate::yaml_guard::Limits::DEFAULT) {
+        let field = if g.path.is_empty() { "(document)".into() } else { g.path };
+        return Err(LoadError::Invalid { file: display.to_string(), line: g.line, column: g.column, field, message: g.message });
+    }
     let spans = SpanIndex::build(&text);
     let invalid = |field: String, message: String, loc: Option<(usize, usize)>| {
         let (line, column) = loc.or_else(|| spans.lookup(&field)).unwrap_or((1, 1));
@@ -90,22 +170,13 @@ pub fn parse(display: &str, path: &Path, text: String) -> Result<Loaded, LoadErr
     if bundle.kind != KIND {
         return Err(invalid("kind".into(), format!("expected `{KIND}`, found `{}`", bundle.kind), None));
     }
-    if bundle.metadata.name.is_empty() || !is_dns_label(&bundle.metadata.name) {
-        return Err(invalid(
-            "metadata.name".into(),
-            format!("`{}` is not a valid Kubernetes name (lowercase letters, digits, '-', at most 63)", bundle.metadata.name),
-            None,
-        ));
+    // Names and numbers in range (see `validate`): refused here, with the
+    // field's position, so nothing downstream sees them.
+    if let Err((field, message)) = validate::validate(&bundle) {
+        return Err(invalid(field, message, None));
     }
     let digest = release_digest(&bundle);
     Ok(Loaded { path: path.to_path_buf(), display: display.to_string(), text, bundle, spans, digest })
-}
-
-fn is_dns_label(s: &str) -> bool {
-    s.len() <= 63
-        && s.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
-        && !s.starts_with('-')
-        && !s.ends_with('-')
 }
 
 /// serde_path_to_error prints `.` for the root and `?` for unknown positions.

@@ -1,5 +1,5 @@
 //! Lint: pure checks over one parsed bundle (plus whether its rollback target
-//! resolves, which the caller gathers).
+//! resolves, which `adapters::bundle_files::rollback_status` gathers).
 
 use std::collections::HashMap;
 
@@ -12,7 +12,10 @@ use crate::report::Diagnostic;
 pub enum RollbackStatus {
     NotDeclared,
     Resolved { path: String, digest: String },
+    /// `error` says where the target is broken without quoting it.
     Unreadable { path: String, error: String },
+    /// The path leads outside the confinement root (absolute, `..`, or a symlink).
+    Escapes { path: String, root: String },
 }
 
 pub fn is_sha256_hex(s: &str) -> bool {
@@ -242,6 +245,10 @@ pub fn lint(l: &Loaded, rollback: &RollbackStatus) -> Vec<Diagnostic> {
             d(Code::RollbackUnresolvable, "spec.rollback.bundle", format!("rollback target `{path}` cannot be loaded"))
                 .evidence(error.clone()),
         ),
+        RollbackStatus::Escapes { path, root } => out.push(
+            d(Code::RollbackPathEscapes, "spec.rollback.bundle", format!("rollback target `{path}` resolves outside {root}; it was not read"))
+                .help("name the previous bundle by a relative path inside the repository, e.g. `../v1/release.yaml`"),
+        ),
         RollbackStatus::Resolved { path, digest } => {
             let want = &b.spec.rollback.as_ref().expect("resolved implies declared").release_digest;
             if want != digest {
@@ -253,14 +260,4 @@ pub fn lint(l: &Loaded, rollback: &RollbackStatus) -> Vec<Diagnostic> {
         }
     }
     out
-}
-
-/// Load the rollback target named by `l`, as plain data for [`lint`].
-pub fn resolve_rollback(l: &Loaded) -> RollbackStatus {
-    let Some(rb) = &l.bundle.spec.rollback else { return RollbackStatus::NotDeclared };
-    let path = l.dir().join(&rb.bundle);
-    match bundle::load(&path) {
-        Ok(prev) => RollbackStatus::Resolved { path: rb.bundle.clone(), digest: prev.digest },
-        Err(e) => RollbackStatus::Unreadable { path: rb.bundle.clone(), error: e.to_string() },
-    }
 }

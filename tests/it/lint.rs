@@ -349,3 +349,275 @@ fn every_code_is_documented_and_docs_are_in_sync() {
     }
     assert!(untested.is_empty(), "codes without a test that names them: {untested:?}");
 }
+
+// ---- hostile and unlucky input (the bundle hardening issue) ------------------
+
+fn v2_text() -> String {
+    std::fs::read_to_string(repo().join("examples/llm-scratch/v2/release.yaml")).unwrap()
+}
+
+fn replace_once(text: &str, from: &str, to: &str) -> String {
+    assert!(text.contains(from), "`{from}` not in the bundle");
+    text.replacen(from, to, 1)
+}
+
+/// Lint with a deadline: the classes below used to hang or exhaust memory,
+/// and a test must fail rather than wait forever.
+fn lint_within(ex: &Example, args: &[&str], secs: u64) -> Out {
+    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_bundlegate"));
+    c.args(args).current_dir(ex.path()).env_remove("RUST_LOG").env("NO_COLOR", "1");
+    c.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped());
+    let mut child = c.spawn().unwrap();
+    let t0 = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if t0.elapsed() > std::time::Duration::from_secs(secs) {
+            child.kill().unwrap();
+            child.wait().unwrap();
+            panic!("bundlegate {args:?} still running after {secs}s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let o = child.wait_with_output().unwrap();
+    Out { code: o.status.code().unwrap_or(-1), stdout: String::from_utf8_lossy(&o.stdout).into_owned(), stderr: String::from_utf8_lossy(&o.stderr).into_owned() }
+}
+
+/// Write `text` as v2, lint it, and assert exit 2 with
+/// `release.yaml:LINE:COL: FIELD:` where LINE is the line containing `needle`
+/// and COL where `at` starts on it. Returns the message.
+fn refused_at(ex: &Example, text: &str, needle: &str, at: &str, field: &str) -> String {
+    std::fs::write(ex.v2(), text).unwrap();
+    let out = lint_within(ex, &["lint", "--format", "json", ex.v2().to_str().unwrap()], 20);
+    assert_eq!(out.code, 2, "{needle}: {}\n{}", out.stdout, out.stderr);
+    assert!(!out.stderr.contains("panicked"), "{}", out.stderr);
+    let summary = out.json()["steps"][0]["summary"].as_str().unwrap().to_string();
+    let line = line_of(text, needle);
+    let col = text.lines().nth(line - 1).unwrap().find(at).unwrap() + 1;
+    assert!(summary.contains(&format!("release.yaml:{line}:{col}: {field}: ")), "want {line}:{col}: {field} in: {summary}");
+    summary
+}
+
+#[test]
+fn bundle_non_finite_numbers_are_exit_2_at_the_value() {
+    let ex = Example::new();
+    let t = v2_text();
+    for (from, to, needle, field) in [
+        ("p95: 95", "p95: .nan", "p95: .nan", "spec.serving.loadTimeSeconds.p95"),
+        ("maxAbsolute: 0.02", "maxAbsolute: .inf", "maxAbsolute: .inf", "spec.canary.gates[0].maxAbsolute"),
+        ("maxRelativeIncrease: 0.20", "maxRelativeIncrease: -.Inf", "-.Inf", "spec.canary.gates[1].maxRelativeIncrease"),
+        ("cpu: \"2\"", "cpu: 1e999", "cpu: 1e999", "spec.serving.resources.requests.cpu"),
+    ] {
+        let at = to.split(": ").nth(1).unwrap();
+        let msg = refused_at(&ex, &replace_once(&t, from, to), needle, at, field);
+        assert!(msg.contains("not a finite number"), "{msg}");
+    }
+}
+
+#[test]
+fn bundle_nan_and_inf_gates_no_longer_share_one_digest() {
+    // Both used to serialize as `null`, i.e. as "no bound": one identity for
+    // three different bundles. Now they are refused, and finite bounds differ.
+    let ex = Example::new();
+    let t = v2_text();
+    let digest = |text: String| {
+        std::fs::write(ex.v2(), text).unwrap();
+        ex.run(&["digest", "--format", "json", ex.v2().to_str().unwrap()])
+    };
+    for v in [".nan", ".inf"] {
+        let out = digest(replace_once(&t, "maxAbsolute: 0.02", &format!("maxAbsolute: {v}")));
+        assert_eq!(out.code, 2, "{v}: {}", out.stdout);
+        assert!(format!("{}{}", out.stdout, out.stderr).contains("release.yaml:95:22: spec.canary.gates[0].maxAbsolute: "), "{}", out.stderr);
+    }
+    let a = digest(replace_once(&t, "maxAbsolute: 0.02", "maxAbsolute: 0.1")).json()["steps"][0]["data"]["releaseDigest"].clone();
+    let b = digest(replace_once(&t, "maxAbsolute: 0.02", "maxAbsolute: 0.10000000000000002")).json()["steps"][0]["data"]["releaseDigest"].clone();
+    assert!(a.is_string() && b.is_string());
+    assert_ne!(a, b);
+}
+
+#[test]
+fn bundle_numbers_out_of_range_are_exit_2_never_a_panic() {
+    let ex = Example::new();
+    let t = v2_text();
+    for (from, to, field) in [
+        // These two used to panic (exit 101): Duration::from_secs_f64 and a u64 overflow.
+        ("window: 30m", "window: 99999999999999999999999h", "spec.canary.window"),
+        ("maxSurge: 25%", "maxSurge: '18446744073709551615%'", "spec.serving.rollout.maxSurge"),
+        ("p95: 95", "p95: -5", "spec.serving.loadTimeSeconds.p95"),
+        ("p95: 95", "p95: 1e12", "spec.serving.loadTimeSeconds.p95"),
+        ("maxAbsolute: 0.02", "maxAbsolute: 1.5", "spec.canary.gates[0].maxAbsolute"),
+        ("maxRelativeIncrease: 0.10", "maxRelativeIncrease: -0.1", "spec.canary.gates[0].maxRelativeIncrease"),
+        ("replicas: 1", "replicas: 0", "spec.serving.replicas"),
+        ("periodSeconds: 10", "periodSeconds: 0", "spec.serving.probes.startup.periodSeconds"),
+        ("progressDeadlineSeconds: 600", "progressDeadlineSeconds: 4294967295", "spec.serving.rollout.progressDeadlineSeconds"),
+    ] {
+        let key = to.split(':').next().unwrap();
+        let msg = refused_at(&ex, &replace_once(&t, from, to), to, key, field);
+        assert!(msg.contains("out of range"), "{msg}");
+    }
+}
+
+#[test]
+fn bundle_duplicate_keys_are_refused_naming_both_lines() {
+    let ex = Example::new();
+    let t = v2_text();
+    // Nested map (last one used to win silently), top level, inside a list item.
+    for (line, dup, field) in [
+        ("        cpu: \"2\"\n", "        cpu: \"1\"\n", "spec.serving.resources.requests.cpu"),
+        ("kind: ReleaseBundle\n", "kind: ReleaseBundle\n", "kind"),
+        ("        role: tokenizer\n", "        role: weights\n", "spec.model.artifacts[1].role"),
+    ] {
+        let text = replace_once(&t, line, &format!("{line}{dup}"));
+        std::fs::write(ex.v2(), &text).unwrap();
+        let out = lint(&ex);
+        assert_eq!(out.code, 2, "{}", out.stdout);
+        let msg = out.json()["steps"][0]["summary"].as_str().unwrap().to_string();
+        let first = line_of(&text, line.trim_end());
+        let col = dup.len() - dup.trim_start().len() + 1;
+        assert!(msg.contains(&format!("release.yaml:{}:{col}: {field}: duplicate key", first + 1)), "{msg}");
+        assert!(msg.contains(&format!("first at line {first}")) && msg.contains(&format!("again at line {}", first + 1)), "{msg}");
+    }
+}
+
+#[test]
+fn rollback_bundle_with_duplicate_keys_is_unresolvable_naming_its_lines() {
+    let ex = Example::new();
+    let v1 = std::fs::read_to_string(ex.v1()).unwrap();
+    // Same value twice: the digest is unchanged, so this used to lint clean.
+    let text = replace_once(&v1, "    replicas: 1\n", "    replicas: 1\n    replicas: 1\n");
+    std::fs::write(ex.v1(), &text).unwrap();
+    let out = lint(&ex);
+    assert_eq!(out.code, 1, "{}", out.stdout);
+    let d = out.diag("BG011");
+    let ev = d["evidence"].to_string();
+    let l = line_of(&text, "replicas: 1");
+    assert!(ev.contains(&format!("release.yaml:{}:5: spec.serving.replicas", l + 1)) && ev.contains("duplicate key"), "{ev}");
+}
+
+#[test]
+fn bundle_alias_bombs_and_deep_nesting_are_refused_fast() {
+    let ex = Example::new();
+    let t0 = std::time::Instant::now();
+    std::fs::write(ex.v2(), bundlegate::fuzzing::alias_bomb(9, 10)).unwrap();
+    let out = lint_within(&ex, &["lint", "--format", "json", ex.v2().to_str().unwrap()], 20);
+    assert_eq!(out.code, 2);
+    // The 8th `*l3` of line 5 is where the expansion passes 100 000 nodes.
+    let msg = out.json()["steps"][0]["summary"].as_str().unwrap().to_string();
+    assert!(msg.contains("release.yaml:5:45: l4[7]: ") && msg.contains("alias amplification"), "{msg}");
+    let deep = bundlegate::fuzzing::deeply_nested(200);
+    std::fs::write(ex.v2(), &deep).unwrap();
+    let out = lint_within(&ex, &["lint", "--format", "json", ex.v2().to_str().unwrap()], 20);
+    assert_eq!(out.code, 2);
+    // Root, metadata, labels and n0…n60 are 64 levels: n61's value is the 65th.
+    let msg = out.json()["steps"][0]["summary"].as_str().unwrap().to_string();
+    let line = line_of(&deep, "n61:") + 1;
+    assert!(msg.contains(&format!("release.yaml:{line}:")) && msg.contains(": metadata.labels.n0.n1.n2.") && msg.contains("n60.n61: nested deeper than 64"), "{msg}");
+    assert!(t0.elapsed() < std::time::Duration::from_secs(10));
+}
+
+#[test]
+fn oversized_and_non_regular_bundles_are_refused_before_reading() {
+    let ex = Example::new();
+    // A valid bundle padded with a 5 MiB comment: used to be read whole and pass.
+    let big = format!("{}#{}\n", v2_text(), "x".repeat(5 << 20));
+    std::fs::write(ex.v2(), big).unwrap();
+    let out = lint_within(&ex, &["lint", "--format", "json", ex.v2().to_str().unwrap()], 20);
+    assert_eq!(out.code, 2, "{}", out.stdout);
+    let s = out.json()["steps"][0]["summary"].as_str().unwrap().to_string();
+    assert!(s.contains("release.yaml") && s.contains("over the limit of 4194304 bytes"), "{s}");
+    let out = lint_within(&ex, &["lint", "--format", "json", "/dev/zero"], 20);
+    assert_eq!(out.code, 2);
+    assert!(out.json()["steps"][0]["summary"].as_str().unwrap().contains("/dev/zero: cannot read: not a regular file"), "{}", out.stdout);
+    let fifo = ex.path().join("fifo.yaml");
+    assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let out = lint_within(&ex, &["lint", "--format", "json", fifo.to_str().unwrap()], 20);
+    assert_eq!(out.code, 2);
+    assert!(out.stdout.contains("not a regular file"), "{}", out.stdout);
+}
+
+#[test]
+fn rollback_target_reads_are_bounded() {
+    let ex = Example::new();
+    let dir = ex.v2().parent().unwrap().to_path_buf();
+    assert!(std::process::Command::new("mkfifo").arg(dir.join("prev.fifo")).status().unwrap().success());
+    std::fs::write(dir.join("big.yaml"), format!("{}#{}\n", std::fs::read_to_string(ex.v1()).unwrap(), "x".repeat(5 << 20))).unwrap();
+    for (target, want) in [("prev.fifo", "not a regular file"), ("big.yaml", "over the limit")] {
+        ex.edit_v2(|v| *at(v, "spec.rollback.bundle") = target.into());
+        let out = lint_within(&ex, &["lint", "--format", "json", ex.v2().to_str().unwrap()], 20);
+        assert_eq!(out.code, 1, "{}", out.stdout);
+        let d = out.diag("BG011");
+        assert!(d["evidence"].to_string().contains(want), "{d}");
+        assert_eq!(d["field"], "spec.rollback.bundle");
+    }
+}
+
+#[test]
+fn rollback_target_evidence_never_quotes_the_file() {
+    let ex = Example::new();
+    let dir = ex.v2().parent().unwrap().to_path_buf();
+    std::fs::write(dir.join(".env"), "API_TOKEN=s3cr3t-token-value\nDB_PASSWORD=hunter2hunter2\n").unwrap();
+    std::fs::write(dir.join("vars.yaml"), "API_TOKEN: s3cr3t-token-value\nDB_PASSWORD: hunter2hunter2\n").unwrap();
+    std::fs::write(dir.join("half.yaml"), "apiVersion: bundlegate.dev/v1\nkind: s3cr3t-token-value\n").unwrap();
+    for target in [".env", "vars.yaml", "half.yaml"] {
+        ex.edit_v2(|v| *at(v, "spec.rollback.bundle") = target.into());
+        for fmt in ["json", "human", "markdown"] {
+            let out = ex.run(&["lint", "--format", fmt, ex.v2().to_str().unwrap()]);
+            assert_eq!(out.code, 1, "{}", out.stdout);
+            for secret in ["s3cr3t", "hunter2", "API_TOKEN", "DB_PASSWORD"] {
+                assert!(!out.stdout.contains(secret) && !out.stderr.contains(secret), "{target} {fmt} leaks {secret}:\n{}", out.stdout);
+            }
+            if fmt == "json" {
+                // Still says where: the file, line and column, and the field.
+                let ev = out.diag("BG011")["evidence"].to_string();
+                assert!(ev.contains(&format!("{target}:1:1: (document)")) || ev.contains(&format!("{target}:2:7: kind")) || ev.contains(&format!("{target}:1:1:")), "{ev}");
+            }
+        }
+    }
+}
+
+#[test]
+fn rollback_target_outside_the_tree_is_refused_unread() {
+    let ex = Example::new();
+    // A valid copy of v1 outside the release tree: the digest matches, so
+    // every one of these used to lint clean.
+    let outside = ex.path().join("outside/v1");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::copy(ex.v1(), outside.join("release.yaml")).unwrap();
+    let abs = outside.join("release.yaml").to_str().unwrap().to_string();
+    std::os::unix::fs::symlink(outside.join("release.yaml"), ex.v2().parent().unwrap().join("prev.yaml")).unwrap();
+    for target in [abs.as_str(), "../../outside/v1/release.yaml", "prev.yaml", "../v1/../../outside/v1/release.yaml"] {
+        ex.edit_v2(|v| *at(v, "spec.rollback.bundle") = target.into());
+        let out = lint(&ex);
+        assert_eq!(out.code, 1, "{target}: {}", out.stdout);
+        let d = out.diag("BG020");
+        assert_eq!(d["field"], "spec.rollback.bundle");
+        assert_eq!(d["span"]["line"].as_u64().unwrap() as usize, line_of(&std::fs::read_to_string(ex.v2()).unwrap(), "bundle: "), "{d}");
+        assert!(!out.codes().contains(&"BG011".to_string()), "{}", out.stdout);
+    }
+    // A symlink that stays inside is followed as before.
+    std::fs::remove_file(ex.v2().parent().unwrap().join("prev.yaml")).unwrap();
+    std::os::unix::fs::symlink("../v1/release.yaml", ex.v2().parent().unwrap().join("prev.yaml")).unwrap();
+    ex.edit_v2(|v| *at(v, "spec.rollback.bundle") = "prev.yaml".into());
+    assert_eq!(lint(&ex).code, 0);
+    // Inside a git work tree the root is the work tree: a sibling service folder is inside it.
+    assert!(std::process::Command::new("git").args(["init", "-q"]).current_dir(ex.path()).status().unwrap().success());
+    ex.edit_v2(|v| *at(v, "spec.rollback.bundle") = "../../outside/v1/release.yaml".into());
+    let out = lint(&ex);
+    assert_eq!(out.code, 0, "{}", out.stdout);
+}
+
+#[test]
+fn hostile_names_are_exit_2_naming_the_field() {
+    let ex = Example::new();
+    let t = v2_text();
+    for (from, to, field) in [
+        ("  version: v2\n", "  version: ../../etc\n", "metadata.version"),
+        ("  version: v2\n", "  version: v2/../../x\n", "metadata.version"),
+        ("  version: v2\n", "  version: v..2\n", "metadata.version"),
+        ("  version: v2\n", format!("  version: v{}\n", "2".repeat(63)).leak(), "metadata.version"),
+        ("  namespace: ai-lab\n", "  namespace: Kube_System\n", "metadata.namespace"),
+        ("  namespace: ai-lab\n", "  namespace: -ai\n", "metadata.namespace"),
+        ("  name: llm-scratch\n", "  name: 9lives\n", "metadata.name"),
+    ] {
+        let key = to.trim_start().split(':').next().unwrap();
+        refused_at(&ex, &replace_once(&t, from, to), to.trim_end(), key, field);
+    }
+}

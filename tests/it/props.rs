@@ -250,6 +250,121 @@ proptest! {
     }
 }
 
+// ---- hostile input classes (the bundle hardening issue) ------------------------
+// Each property would have found one class that used to pass silently or
+// panic: non-finite numbers, duplicate keys, alias amplification, deep
+// nesting, and names that become Kubernetes object names and file paths.
+
+fn parse_err(text: &str) -> (usize, usize, String, String) {
+    match bundle::parse("props/release.yaml", Path::new("props/release.yaml"), text.to_string()) {
+        Err(LoadError::Invalid { line, column, field, message, .. }) => (line, column, field, message),
+        Ok(_) => panic!("accepted:\n{text}"),
+        Err(e) => panic!("not a located error: {e}"),
+    }
+}
+
+const FLOAT_FIELDS: &[(&str, &str)] = &[
+    ("p95", "spec.serving.loadTimeSeconds.p95"),
+    ("maxAbsolute", "spec.canary.gates[0].maxAbsolute"),
+    ("maxRelativeIncrease", "spec.canary.gates[0].maxRelativeIncrease"),
+    ("cpu", "spec.serving.resources.requests.cpu"),
+    ("memory", "spec.serving.resources.requests.memory"),
+];
+const NON_FINITE: &[&str] = &[".nan", ".NaN", ".NAN", ".inf", ".Inf", "+.inf", "-.inf", "-.INF", "1e999", "-2.5e400", "1_0e999"];
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, failure_persistence: None, ..ProptestConfig::default() })]
+
+    /// `.nan`/`.inf` or an overflowing literal in any number field is refused
+    /// at its own line and column, naming the field.
+    #[test]
+    fn non_finite_numbers_in_any_float_field_are_refused(f in prop::sample::select(FLOAT_FIELDS), v in prop::sample::select(NON_FINITE)) {
+        let text = fuzzing::with_value(f.0, v).unwrap();
+        let (line, column, field, message) = parse_err(&text);
+        let want_line = text.lines().position(|l| l.trim_start().starts_with(&format!("{}: {v}", f.0))).unwrap() + 1;
+        prop_assert_eq!(line, want_line);
+        prop_assert_eq!(column, text.lines().nth(line - 1).unwrap().find(v).unwrap() + 1);
+        prop_assert_eq!(field, f.1);
+        prop_assert!(message.contains("not a finite number"), "{}", message);
+    }
+
+    /// Out-of-range finite numbers are refused too, never passed to a check.
+    #[test]
+    fn out_of_range_numbers_are_refused(case in prop::sample::select(vec![
+        ("p95", "-1", "spec.serving.loadTimeSeconds.p95"), ("p95", "1e12", "spec.serving.loadTimeSeconds.p95"),
+        ("maxAbsolute", "1.5", "spec.canary.gates[0].maxAbsolute"), ("maxAbsolute", "-0.01", "spec.canary.gates[0].maxAbsolute"),
+        ("maxRelativeIncrease", "-0.1", "spec.canary.gates[0].maxRelativeIncrease"), ("maxRelativeIncrease", "1e300", "spec.canary.gates[0].maxRelativeIncrease"),
+        ("window", "99999999999999999999999h", "spec.canary.window"), ("window", "0s", "spec.canary.window"),
+        ("replicas", "0", "spec.serving.replicas"), ("port", "0", "spec.serving.port"),
+        ("periodSeconds", "0", "spec.serving.probes.startup.periodSeconds"), ("failureThreshold", "0", "spec.serving.probes.startup.failureThreshold"),
+        ("progressDeadlineSeconds", "4294967295", "spec.serving.rollout.progressDeadlineSeconds"),
+        ("maxSurge", "'18446744073709551615%'", "spec.serving.rollout.maxSurge"), ("maxUnavailable", "'101%'", "spec.serving.rollout.maxUnavailable"),
+    ])) {
+        let text = fuzzing::with_value(case.0, case.1).unwrap();
+        let (_, _, field, _) = parse_err(&text);
+        prop_assert_eq!(field, case.2);
+    }
+
+    /// Any mapping key repeated at any depth is refused at the second one,
+    /// and the message names both lines.
+    #[test]
+    fn duplicate_keys_at_any_depth_are_refused(line in 0usize..110) {
+        let Some(text) = fuzzing::duplicate_key_line(line) else { return Ok(()) };
+        let (l, _, field, message) = parse_err(&text);
+        prop_assert_eq!(l, line + 2, "{}", message);
+        prop_assert!(message.contains("duplicate key") && message.contains(&format!("line {}", line + 1)), "{}", message);
+        prop_assert!(!field.is_empty());
+    }
+
+    /// Alias amplification is refused before anything expands it: fast and
+    /// with a message that says so.
+    #[test]
+    fn alias_bombs_are_refused_quickly(levels in 3usize..10, width in 6usize..16) {
+        prop_assume!((width as f64).powi(levels as i32) > 200_000.0);
+        let t0 = std::time::Instant::now();
+        let (_, _, _, message) = parse_err(&fuzzing::alias_bomb(levels, width));
+        prop_assert!(message.contains("alias"), "{}", message);
+        prop_assert!(t0.elapsed() < std::time::Duration::from_secs(2));
+    }
+
+    /// Nesting beyond the limit is refused (the span walk recurses).
+    #[test]
+    fn deep_nesting_is_refused(depth in 63usize..400) {
+        let (_, _, field, message) = parse_err(&fuzzing::deeply_nested(depth));
+        prop_assert!(message.contains("deeper than 64"), "{}", message);
+        prop_assert!(field.starts_with("metadata.labels.n0"), "{}", field);
+    }
+
+    /// Names that become object names, label values and path segments.
+    #[test]
+    fn hostile_names_are_refused(which in 0usize..3, v in prop_oneof![
+        "\\.\\./[a-z]{1,6}", "[a-z]{1,3}/[a-z]{1,3}", "[a-z]{0,3}\\.\\.[a-z]{0,3}", "[a-z0-9]{64,70}", "[._-][a-z0-9]{1,5}", "[a-z0-9]{1,5}[._-]",
+        "[A-Z_ ]{1,5}", "[a-z]{1,4}[\u{202e}é ][a-z]{0,3}",
+    ]) {
+        let (key, field) = [("version", "metadata.version"), ("namespace", "metadata.namespace"), ("name", "metadata.name")][which];
+        // version accepts capitals, dots and underscores inside; the others do not.
+        prop_assume!(!(which == 0 && v.len() <= 63 && !v.contains("..") && regex_like_label_value(&v)));
+        let text = fuzzing::with_value(key, &serde_json::to_string(&v).unwrap()).unwrap();
+        let (line, _, f, _) = parse_err(&text);
+        prop_assert_eq!(f, field);
+        prop_assert_eq!(line, text.lines().position(|l| l.trim_start().starts_with(&format!("{key}: "))).unwrap() + 1);
+    }
+
+    /// The release digest is injective over numbers: different gate bounds
+    /// never share a digest (NaN and Inf both serialized as `null` did).
+    #[test]
+    fn distinct_gate_bounds_have_distinct_digests(a in 0.0f64..1.0, b in 0.0f64..1.0) {
+        prop_assume!(a != b);
+        let d = |x: f64| bundle::parse("p.yaml", Path::new("p.yaml"), fuzzing::with_value("maxAbsolute", &format!("{x:?}")).unwrap()).unwrap().digest;
+        prop_assert_ne!(d(a), d(b));
+    }
+}
+
+fn regex_like_label_value(s: &str) -> bool {
+    let b = s.as_bytes();
+    !b.is_empty() && b.iter().all(|c| c.is_ascii_alphanumeric() || b"-_.".contains(c)) && b[0].is_ascii_alphanumeric() && b[b.len() - 1].is_ascii_alphanumeric()
+}
+
 #[test]
 fn the_unedited_examples_parse() {
     // The properties above start from these; if they stopped parsing, every

@@ -1,0 +1,252 @@
+//! Ranges and name rules for every number and name in the bundle, checked
+//! at parse time (exit 2 with file:line:column and the field) so no check,
+//! renderer or `Duration` conversion downstream ever sees them.
+//!
+//! | field | accepted |
+//! |---|---|
+//! | `metadata.name` | DNS-1035 label (it names the Service/InferenceService): `[a-z]([-a-z0-9]*[a-z0-9])?`, ≤ 63 |
+//! | `metadata.namespace` | DNS-1123 label: `[a-z0-9]([-a-z0-9]*[a-z0-9])?`, ≤ 63 |
+//! | `metadata.version` | label value and path segment: `[A-Za-z0-9._-]`, starts and ends alphanumeric, ≤ 63, no `..` |
+//! | `metadata.labels` | Kubernetes label keys (`[prefix/]name`) and values |
+//! | `spec.serving.replicas` | 1 ..= 10 000 |
+//! | `spec.serving.port`, probe `httpGet.port` / `tcpSocket.port` | 1 ..= 65 535 |
+//! | `spec.serving.rollout.progressDeadlineSeconds` | 1 ..= 604 800 (7 days) |
+//! | `spec.serving.rollout.maxSurge` / `maxUnavailable` | integer ≤ 10 000, or `N%` with N ≤ 1000 (surge) / ≤ 100 (unavailable) |
+//! | probe `initialDelaySeconds` | 0 ..= 604 800 |
+//! | probe `periodSeconds`, `timeoutSeconds` | 1 ..= 604 800 |
+//! | probe `failureThreshold`, `successThreshold` | 1 ..= 10 000 |
+//! | `spec.serving.loadTimeSeconds.p95` / `p50` | finite, 0 ..= 604 800, p50 ≤ p95 |
+//! | `spec.canary.window` | a duration of more than 0 s and at most 7 days |
+//! | `spec.canary.minSamples` | ≤ 10¹² (0 is reported by lint, BG015) |
+//! | `spec.canary.gates[].maxAbsolute` | finite, ≥ 0; ≤ 1 for `error_rate` (a probability); ≤ 604 800 for `p95_latency_seconds` |
+//! | `spec.canary.gates[].maxRelativeIncrease` | finite, 0 ..= 100 (a fraction: 0.10 = +10 %) |
+//!
+//! Not range-checked here: artifact `size` (any u64), token ids and
+//! `maxOutputTokens` (any u32; 0 is lint's BG006), canary `steps` (lint's
+//! BG015), resource quantities (preflight parses them).
+
+use super::model::*;
+
+/// Upper bound for every seconds field: a week. Far above any real load time
+/// or canary window, and far below where `Duration::from_secs_f64` panics.
+pub const MAX_SECONDS: u64 = 7 * 24 * 3600;
+pub const MAX_REPLICAS: u32 = 10_000;
+const MAX_THRESHOLD: u32 = 10_000;
+const MAX_MIN_SAMPLES: u64 = 1_000_000_000_000;
+
+type Refusal = (String, String);
+
+fn dns_label(s: &str, first_letter: bool) -> bool {
+    let b = s.as_bytes();
+    let ok = |c: &u8| c.is_ascii_lowercase() || c.is_ascii_digit();
+    !b.is_empty()
+        && b.len() <= 63
+        && b.iter().all(|c| ok(c) || *c == b'-')
+        && ok(&b[0])
+        && (!first_letter || b[0].is_ascii_lowercase())
+        && ok(&b[b.len() - 1])
+}
+
+/// A Kubernetes label value (may be empty).
+fn label_value(s: &str) -> bool {
+    let b = s.as_bytes();
+    b.is_empty()
+        || (b.len() <= 63
+            && b.iter().all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
+            && b[0].is_ascii_alphanumeric()
+            && b[b.len() - 1].is_ascii_alphanumeric())
+}
+
+fn label_key(k: &str) -> bool {
+    let (prefix, name) = match k.rsplit_once('/') {
+        Some((p, n)) => (Some(p), n),
+        None => (None, k),
+    };
+    let prefix_ok = prefix.is_none_or(|p| p.len() <= 253 && p.split('.').all(|l| dns_label(l, false)));
+    prefix_ok && !name.is_empty() && label_value(name)
+}
+
+/// Total seconds of a duration written like `30m`, `1h30m`, `90s`, `45`,
+/// computed without ever building a `Duration`; `None` when it is not one
+/// (lint reports that as BG015).
+pub fn duration_seconds(s: &str) -> Option<f64> {
+    let s = s.trim();
+    if let Ok(n) = s.parse::<u64>() {
+        return Some(n as f64);
+    }
+    let (mut total, mut num, mut any) = (0f64, String::new(), false);
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c.is_ascii_digit() || c == '.' {
+            num.push(c);
+            continue;
+        }
+        let unit = match c {
+            'm' if chars.peek() == Some(&'s') => {
+                chars.next();
+                0.001
+            }
+            'h' => 3600.0,
+            'm' => 60.0,
+            's' => 1.0,
+            'd' => 86400.0,
+            _ => return None,
+        };
+        total += num.parse::<f64>().ok()? * unit;
+        num.clear();
+        any = true;
+    }
+    (num.is_empty() && any).then_some(total)
+}
+
+fn seconds(field: String, v: f64, min: f64) -> Result<(), Refusal> {
+    if !v.is_finite() {
+        return Err((field, format!("{v} is not a finite number of seconds")));
+    }
+    if v < min || v > MAX_SECONDS as f64 {
+        return Err((field, format!("{v} is out of range: seconds must be in {min}..={MAX_SECONDS} (7 days)")));
+    }
+    Ok(())
+}
+
+fn int_range(field: String, v: u64, lo: u64, hi: u64) -> Result<(), Refusal> {
+    if v < lo || v > hi {
+        return Err((field, format!("{v} is out of range {lo}..={hi}")));
+    }
+    Ok(())
+}
+
+fn fraction(field: String, v: f64, hi: f64, what: &str) -> Result<(), Refusal> {
+    if !v.is_finite() || !(0.0..=hi).contains(&v) {
+        return Err((field, format!("{v} is out of range: {what} must be a finite number in 0..={hi}")));
+    }
+    Ok(())
+}
+
+fn int_or_percent(field: String, v: &IntOrPercent, max_pct: u64) -> Result<(), Refusal> {
+    match v {
+        IntOrPercent::Int(i) => int_range(field, *i as u64, 0, MAX_REPLICAS as u64),
+        // Text that is not `N%` is lint's (BG015); only out-of-range numbers stop here.
+        IntOrPercent::Str(s) => match s.strip_suffix('%').and_then(|n| n.trim().parse::<u128>().ok()) {
+            Some(p) if p > max_pct as u128 => Err((field, format!("`{s}` is out of range: at most {max_pct}%"))),
+            _ => Ok(()),
+        },
+    }
+}
+
+fn probe(path: &str, p: &Probe) -> Result<(), Refusal> {
+    let f = |n: &str| format!("{path}.{n}");
+    seconds(f("initialDelaySeconds"), p.initial_delay_seconds as f64, 0.0)?;
+    seconds(f("periodSeconds"), p.period_seconds as f64, 1.0)?;
+    seconds(f("timeoutSeconds"), p.timeout_seconds as f64, 1.0)?;
+    int_range(f("failureThreshold"), p.failure_threshold as u64, 1, MAX_THRESHOLD as u64)?;
+    if let Some(s) = p.success_threshold {
+        int_range(f("successThreshold"), s as u64, 1, MAX_THRESHOLD as u64)?;
+    }
+    if let Some(port) = p.http_get.as_ref().and_then(|h| h.port) {
+        int_range(f("httpGet.port"), port as u64, 1, 65535)?;
+    }
+    if let Some(port) = p.tcp_socket.as_ref().and_then(|t| t.port) {
+        int_range(f("tcpSocket.port"), port as u64, 1, 65535)?;
+    }
+    Ok(())
+}
+
+/// The first field that is out of range or not a valid name: (field path, why).
+pub fn validate(b: &ReleaseBundle) -> Result<(), Refusal> {
+    let m = &b.metadata;
+    if !dns_label(&m.name, true) {
+        return Err((
+            "metadata.name".into(),
+            format!("`{}` is not a valid Kubernetes service name (DNS-1035 label: lowercase letters, digits, '-', starting with a letter, at most 63)", m.name),
+        ));
+    }
+    if !dns_label(&m.namespace, false) {
+        return Err((
+            "metadata.namespace".into(),
+            format!("`{}` is not a valid Kubernetes namespace (DNS-1123 label: lowercase letters, digits, '-', at most 63)", m.namespace),
+        ));
+    }
+    // The version becomes part of object names, label values and file paths.
+    if m.version.is_empty() || !label_value(&m.version) || m.version.contains("..") {
+        return Err((
+            "metadata.version".into(),
+            format!("`{}` is not a valid version: 1 to 63 of `A-Za-z0-9._-`, starting and ending with a letter or digit, no `..` or `/`", m.version),
+        ));
+    }
+    for (k, v) in &m.labels {
+        if !label_key(k) {
+            return Err((format!("metadata.labels.{k}"), format!("`{k}` is not a valid Kubernetes label key")));
+        }
+        if !label_value(v) {
+            return Err((format!("metadata.labels.{k}"), format!("`{v}` is not a valid Kubernetes label value (at most 63 of `A-Za-z0-9._-`)")));
+        }
+    }
+
+    let s = &b.spec.serving;
+    int_range("spec.serving.replicas".into(), s.replicas as u64, 1, MAX_REPLICAS as u64)?;
+    int_range("spec.serving.port".into(), s.port as u64, 1, 65535)?;
+    seconds("spec.serving.rollout.progressDeadlineSeconds".into(), s.rollout.progress_deadline_seconds as f64, 1.0)?;
+    int_or_percent("spec.serving.rollout.maxSurge".into(), &s.rollout.max_surge, 1000)?;
+    int_or_percent("spec.serving.rollout.maxUnavailable".into(), &s.rollout.max_unavailable, 100)?;
+    for (name, p) in [("startup", &s.probes.startup), ("readiness", &s.probes.readiness), ("liveness", &s.probes.liveness)] {
+        if let Some(p) = p {
+            probe(&format!("spec.serving.probes.{name}"), p)?;
+        }
+    }
+    if let Some(lt) = &s.load_time_seconds {
+        seconds("spec.serving.loadTimeSeconds.p95".into(), lt.p95, 0.0)?;
+        if let Some(p50) = lt.p50 {
+            seconds("spec.serving.loadTimeSeconds.p50".into(), p50, 0.0)?;
+            if p50 > lt.p95 {
+                return Err(("spec.serving.loadTimeSeconds.p50".into(), format!("p50 {p50} is above p95 {}", lt.p95)));
+            }
+        }
+    }
+
+    if let Some(c) = &b.spec.canary {
+        if let Some(total) = duration_seconds(&c.window) {
+            if !(total.is_finite() && total > 0.0 && total <= MAX_SECONDS as f64) {
+                return Err(("spec.canary.window".into(), format!("`{}` is out of range: a canary window is more than 0s and at most 7 days", c.window)));
+            }
+        }
+        int_range("spec.canary.minSamples".into(), c.min_samples, 0, MAX_MIN_SAMPLES)?;
+        for (i, g) in c.gates.iter().enumerate() {
+            let f = |n: &str| format!("spec.canary.gates[{i}].{n}");
+            if let Some(v) = g.max_absolute {
+                let (hi, what) = match g.metric.as_str() {
+                    "error_rate" => (1.0, "an error rate (a probability)"),
+                    "p95_latency_seconds" => (MAX_SECONDS as f64, "a latency in seconds"),
+                    _ => (f64::MAX, "a metric bound"),
+                };
+                fraction(f("maxAbsolute"), v, hi, what)?;
+            }
+            if let Some(v) = g.max_relative_increase {
+                fraction(f("maxRelativeIncrease"), v, 100.0, "a relative increase (0.10 = +10%)")?;
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_follow_kubernetes_rules() {
+        assert!(dns_label("llm-scratch", true) && !dns_label("1llm", true) && dns_label("1ns", false));
+        assert!(!dns_label("-a", false) && !dns_label("a-", false) && !dns_label(&"a".repeat(64), false) && !dns_label("A", false));
+        assert!(label_value("v2") && label_value("2026.12.01") && label_value("v1_rc-1"));
+        assert!(!label_value("../v1") && !label_value("v/1") && !label_value(".v1") && !label_value(&"a".repeat(64)));
+        assert!(label_key("app.kubernetes.io/name") && label_key("team") && !label_key("/x") && !label_key("a/b/c"));
+    }
+
+    #[test]
+    fn durations_are_computed_without_panicking() {
+        assert_eq!(duration_seconds("1h30m"), Some(5400.0));
+        assert_eq!(duration_seconds("45"), Some(45.0));
+        assert_eq!(duration_seconds("soon"), None);
+        assert!(duration_seconds(&format!("{}h", "9".repeat(400))).unwrap().is_infinite());
+    }
+}
