@@ -3,6 +3,8 @@
 
 pub mod model;
 pub mod spans;
+pub mod storage_uri;
+pub mod edit;
 
 use std::path::{Path, PathBuf};
 
