@@ -26,7 +26,9 @@ pub const READ_CHUNK: usize = 1 << 20;
 
 /// Local files are read in larger blocks: 4 MiB per read halves the syscall
 /// and page-cache-copy overhead against 1 MiB and still keeps `jobs` (4 by
-/// default) buffers at 16 MiB.
+/// default) buffers at 16 MiB. Not mmap: a file truncated by someone else
+/// while mapped raises SIGBUS and kills the process, where a read just comes
+/// up short and is reported as SIZE-MISMATCH/CHANGED.
 pub const LOCAL_READ_CHUNK: usize = 4 << 20;
 
 /// Progress is reported every this many bytes, not per chunk, so the hot
