@@ -70,7 +70,7 @@ codes! {
     ProgressDeadlineShort => ("BG018", "progress-deadline-short", "lint", Warning,
         "A progress deadline shorter than the load time marks a healthy slow rollout ProgressDeadlineExceeded, which does not roll back anything (seed 002)."),
     UnsupportedStorageScheme => ("BG019", "storage-scheme-unsupported", "lint", Error,
-        "bundlegate verifies s3://, gs://, az:// and file: storage URIs; any other scheme cannot be verified."),
+        "bundlegate verifies s3://, gs://, az://, abfs:// and file: storage URIs (the one table lint and the store share); any other scheme cannot be verified. Hadoop's s3a:// is refused: KServe's storage-initializer cannot download it."),
     RollbackPathEscapes => ("BG020", "rollback-target-outside-repo", "lint", Error,
         "The rollback target is read and reported on; a path that leaves the repository (absolute, `..`, or a symlink) could make lint read any file on the runner, such as a `.env`, so it is refused unread."),
 
@@ -89,6 +89,12 @@ codes! {
         "The object could not be read to the end (denied, not found, truncated, timed out); unreadable is never OK."),
     ArtifactDrifted => ("BG107", "artifact-drifted", "verify", Error,
         "The object's identity (ETag/version/size/modified time) changed since the last audit: something rewrote a released path."),
+    StoreObjectEscapes => ("BG108", "store-object-escapes", "verify", Error,
+        "A `file:` store object that is a symlink leading outside the versioned prefix is not part of the release; reading it would verify (and list) files of the host instead of the model."),
+    ObjectNotChecked => ("BG109", "object-not-checked", "verify", Error,
+        "The store stopped answering (connection refused, DNS failure) before the object was read to the end; verify stops starting new reads at the first such failure, and an object never read is never OK."),
+    StorageUriOutsideRoot => ("BG110", "storage-uri-outside-root", "verify", Error,
+        "A `file:` storage URI must stay inside the store root (the bundle's git work tree, or BUNDLEGATE_STORE_ROOT); `file:/etc/` or `../` out of it would list and hash host files. Nothing is listed or read."),
 
     // ---- preflight: can this rollout happen on this cluster? --------------------
     SurgeUnschedulable => ("BG201", "surge-pod-unschedulable", "preflight", Error,

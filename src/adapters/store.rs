@@ -6,6 +6,7 @@
 //! from their kind and the object key.
 
 use std::io::Read;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -16,10 +17,23 @@ use object_store::{GetOptions, GetResultPayload, ObjectMeta, ObjectStore, Object
 use sha2::{Digest, Sha256};
 use url::Url;
 
+use crate::bundle::storage_uri::{self, Backend};
+
 /// Read size for hashing: large enough that per-call overhead vanishes next
 /// to SHA-256 (1 MiB, like sigstore model-transparency), small enough that
 /// `jobs` concurrent reads stay far below the 64 MiB memory budget.
 pub const READ_CHUNK: usize = 1 << 20;
+
+/// Local files are read in larger blocks: 4 MiB per read halves the syscall
+/// and page-cache-copy overhead against 1 MiB and still keeps `jobs` (4 by
+/// default) buffers at 16 MiB. Not mmap: a file truncated by someone else
+/// while mapped raises SIGBUS and kills the process, where a read just comes
+/// up short and is reported as SIZE-MISMATCH/CHANGED.
+pub const LOCAL_READ_CHUNK: usize = 4 << 20;
+
+/// Progress is reported every this many bytes, not per chunk, so the hot
+/// loop does no atomic/terminal work per read.
+const PROGRESS_EVERY: u64 = 16 << 20;
 
 /// Called with the number of bytes just hashed (drives the progress bar).
 pub type Progress = Arc<dyn Fn(u64) + Send + Sync>;
@@ -31,6 +45,9 @@ pub struct Store {
     /// The URI as given, for messages (never contains credentials).
     pub uri: String,
     pub local: bool,
+    /// `file:` stores: the prefix folder, canonical (symlinks resolved). Every
+    /// object read must resolve inside it.
+    pub local_dir: Option<PathBuf>,
 }
 
 /// One listed object, relative to the prefix.
@@ -52,6 +69,13 @@ pub enum ReadFailure {
     Denied(String),
     /// Fewer or more bytes than listed.
     Truncated { expected: u64, got: u64 },
+    /// The endpoint itself is gone (connection refused, DNS failure): retrying
+    /// this object or starting others cannot succeed.
+    Unreachable(String),
+    /// Never read: the store became unreachable before this object's turn.
+    NotChecked(String),
+    /// A `file:` object resolves outside its prefix (symlink): not read.
+    Escapes(String),
     Other(String),
 }
 
@@ -62,6 +86,9 @@ impl std::fmt::Display for ReadFailure {
             ReadFailure::NotFound => write!(f, "not found when read (deleted after listing?)"),
             ReadFailure::Denied(s) => write!(f, "access denied: {s}"),
             ReadFailure::Truncated { expected, got } => write!(f, "stream ended after {got} of {expected} bytes"),
+            ReadFailure::Unreachable(s) => write!(f, "the store is unreachable: {s}"),
+            ReadFailure::NotChecked(s) => write!(f, "NOT CHECKED: {s}"),
+            ReadFailure::Escapes(s) => write!(f, "refused: {s}"),
             ReadFailure::Other(s) => write!(f, "{s}"),
         }
     }
@@ -73,8 +100,80 @@ fn classify(e: &object_store::Error) -> ReadFailure {
         E::NotFound { .. } => ReadFailure::NotFound,
         E::Precondition { .. } | E::NotModified { .. } => ReadFailure::Changed("the store's ETag no longer matches the listed one".into()),
         E::PermissionDenied { .. } | E::Unauthenticated { .. } => ReadFailure::Denied(short_error(e)),
+        _ if endpoint_gone(e) => ReadFailure::Unreachable(short_error(e)),
         _ => ReadFailure::Other(short_error(e)),
     }
+}
+
+/// The request never reached a server: connection refused, no route, DNS
+/// failure. object_store has already retried it (RetryConfig), so it is not
+/// transient. Timeouts and 5xx are not this: they stay retryable.
+pub fn endpoint_gone(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(err) = cur {
+        if let Some(h) = err.downcast_ref::<object_store::client::HttpError>() {
+            if h.kind() == object_store::client::HttpErrorKind::Connect {
+                return true;
+            }
+        }
+        if let Some(io) = err.downcast_ref::<std::io::Error>() {
+            if matches!(io.kind(), std::io::ErrorKind::ConnectionRefused | std::io::ErrorKind::NotConnected | std::io::ErrorKind::HostUnreachable | std::io::ErrorKind::NetworkUnreachable) {
+                return true;
+            }
+        }
+        cur = err.source();
+    }
+    false
+}
+
+/// The folder `file:` stores must stay inside: `BUNDLEGATE_STORE_ROOT` when
+/// set, else the git work tree holding the bundle, else the current folder
+/// when the bundle is under it, else the bundle's own folder. Canonical.
+pub fn store_root(bundle_dir: &Path) -> Result<PathBuf> {
+    if let Some(r) = std::env::var_os("BUNDLEGATE_STORE_ROOT") {
+        let r = PathBuf::from(r);
+        return std::fs::canonicalize(&r).with_context(|| format!("BUNDLEGATE_STORE_ROOT {} does not exist", r.display()));
+    }
+    let dir = std::fs::canonicalize(bundle_dir).with_context(|| format!("bundle folder {}", bundle_dir.display()))?;
+    if let Some(top) = dir.ancestors().find(|a| a.join(".git").exists()) {
+        return Ok(top.to_path_buf());
+    }
+    if let Ok(cwd) = std::env::current_dir().and_then(std::fs::canonicalize) {
+        if dir.starts_with(&cwd) {
+            return Ok(cwd);
+        }
+    }
+    Ok(dir)
+}
+
+/// A `file:` storage URI outside the store root: a policy refusal (BG110),
+/// not a tool failure.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct OutsideRoot(pub String);
+
+/// Confine a `file:` store folder to `root`: lexically first (so `/etc` or
+/// `../../..` is refused before anything is touched), then with symlinks
+/// resolved on the deepest existing ancestor (a symlinked folder leading out).
+fn confine(path: &Path, root: &Path, uri: &str) -> Result<()> {
+    let abs = storage_uri::normalize(&std::path::absolute(path)?);
+    let refuse = |shown: &Path| {
+        anyhow::Error::new(OutsideRoot(format!(
+            "storage URI `{uri}` resolves to {}, outside the store root {} (the bundle's git work tree; set BUNDLEGATE_STORE_ROOT to choose another); nothing was listed or read",
+            shown.display(),
+            root.display()
+        )))
+    };
+    if !abs.starts_with(root) {
+        return Err(refuse(&abs));
+    }
+    if let Some(existing) = abs.ancestors().find(|a| a.exists()) {
+        let real = std::fs::canonicalize(existing).with_context(|| format!("resolving {}", existing.display()))?;
+        if !real.starts_with(root) {
+            return Err(refuse(&real));
+        }
+    }
+    Ok(())
 }
 
 /// First line of an error chain, without URLs' query strings (presigned
@@ -114,9 +213,37 @@ fn redact_query(s: &str) -> String {
 }
 
 impl Store {
-    /// Open a store from a bundle's resolved URI (`file:///abs`, `s3://`,
-    /// `gs://`, `az://`, `memory:///` for tests).
-    pub fn open(uri: &str) -> Result<Store> {
+    /// Open the store a bundle names (`storage_uri::SCHEMES` is the one
+    /// list). `file:` URIs resolve against `bundle_dir` and must stay inside
+    /// `store_root(bundle_dir)`; `create` makes the folder (publish).
+    pub fn open(uri: &str, bundle_dir: &Path, create: bool) -> Result<Store> {
+        let parsed = storage_uri::parse(uri).map_err(|e| anyhow!(e))?;
+        if parsed.backend == Backend::Local {
+            let base = std::fs::canonicalize(bundle_dir).with_context(|| format!("bundle folder {}", bundle_dir.display()))?;
+            let path = storage_uri::local_path(&parsed, &base);
+            let root = store_root(bundle_dir)?;
+            confine(&path, &root, uri)?;
+            if create {
+                std::fs::create_dir_all(&path).with_context(|| format!("creating {}", path.display()))?;
+            }
+            let parent = path.parent().unwrap_or(Path::new("/"));
+            if !parent.exists() {
+                bail!("local store folder {} does not exist", parent.display());
+            }
+            // Re-check after creating: a symlink raced in is refused too.
+            confine(&path, &root, uri)?;
+            let url = Url::from_file_path(&path).map_err(|_| anyhow!("`{uri}` is not a local path"))?;
+            let mut s = Store::open_resolved(url.as_str())?;
+            s.uri = uri.to_string();
+            s.local_dir = std::fs::canonicalize(&path).ok();
+            return Ok(s);
+        }
+        Store::open_resolved(uri)
+    }
+
+    /// Open an already-resolved URI (`file:///abs` after confinement, or a
+    /// remote URI from the table).
+    fn open_resolved(uri: &str) -> Result<Store> {
         let url = Url::parse(uri).with_context(|| format!("storage URI `{uri}` is not a URL"))?;
         let retry = object_store::RetryConfig {
             backoff: object_store::BackoffConfig { init_backoff: Duration::from_millis(100), max_backoff: Duration::from_secs(5), base: 2.0 },
@@ -138,8 +265,7 @@ impl Store {
                     .with_context(|| format!("opening local store {}", root.display()))?;
                 (Arc::new(fs), OPath::from(leaf), true)
             }
-            "memory" => (Arc::new(object_store::memory::InMemory::new()), OPath::from(url.path().trim_matches('/')), false),
-            "s3" | "s3a" => {
+            "s3" => {
                 // Client options first, then the environment, so AWS_ALLOW_HTTP
                 // and friends are not reset by our timeouts.
                 let mut b = object_store::aws::AmazonS3Builder::new().with_client_options(client).with_retry(retry);
@@ -165,7 +291,7 @@ impl Store {
                     .with_context(|| format!("configuring GCS for `{uri}` (GOOGLE_* environment)"))?;
                 (Arc::new(s), OPath::from(url.path().trim_matches('/')), false)
             }
-            "az" | "abfs" | "abfss" | "azure" => {
+            "az" | "abfs" => {
                 let mut b = object_store::azure::MicrosoftAzureBuilder::new().with_client_options(client).with_retry(retry);
                 for (k, v) in env_with_prefix("AZURE_") {
                     if let Ok(key) = k.to_ascii_lowercase().parse() {
@@ -180,12 +306,12 @@ impl Store {
             }
             other => bail!("unsupported storage scheme `{other}` in `{uri}`"),
         };
-        Ok(Store { inner, prefix, uri: uri.to_string(), local })
+        Ok(Store { inner, prefix, uri: uri.to_string(), local, local_dir: None })
     }
 
     /// Wrap an existing store (tests: InMemory).
     pub fn from_parts(inner: Arc<dyn ObjectStore>, prefix: &str, uri: &str) -> Store {
-        Store { inner, prefix: OPath::from(prefix.trim_matches('/')), uri: uri.to_string(), local: false }
+        Store { inner, prefix: OPath::from(prefix.trim_matches('/')), uri: uri.to_string(), local: false, local_dir: None }
     }
 
     pub fn object_path(&self, key: &str) -> OPath {
@@ -200,7 +326,15 @@ impl Store {
     /// prefixes (`v1` vs `v10`) are excluded: listing is by path segment and
     /// we re-check every key starts with `prefix/`.
     pub async fn list(&self) -> Result<Vec<Listed>> {
+        Ok(self.list_checked().await?.0)
+    }
+
+    /// Like `list`, and separately the keys of a `file:` store that resolve
+    /// outside the prefix (symlinks): they are neither listed with the
+    /// target's size nor read, only named.
+    pub async fn list_checked(&self) -> Result<(Vec<Listed>, Vec<String>)> {
         let mut out = Vec::new();
+        let mut refused = Vec::new();
         let want = format!("{}/", self.prefix);
         let mut s = self.inner.list(Some(&self.prefix));
         while let Some(item) = s.next().await {
@@ -210,15 +344,35 @@ impl Store {
             if rel.is_empty() || rel.ends_with('/') {
                 continue;
             }
+            if self.escapes(rel).is_some() {
+                refused.push(rel.to_string());
+                continue;
+            }
             out.push(listed(rel, &m));
         }
         out.sort_by(|a, b| a.key.cmp(&b.key));
-        Ok(out)
+        refused.sort();
+        Ok((out, refused))
+    }
+
+    /// `file:` stores: why `key` may not be read (it resolves outside the
+    /// prefix folder, or cannot be resolved), or None when it is inside.
+    fn escapes(&self, key: &str) -> Option<String> {
+        let dir = self.local_dir.as_ref()?;
+        match std::fs::canonicalize(dir.join(key)) {
+            Ok(real) if real.starts_with(dir) => None,
+            Ok(_) => Some(format!("`{key}` is a symlink leading outside `{}`", self.uri)),
+            Err(e) => Some(format!("`{key}` cannot be resolved inside `{}`: {e}", self.uri)),
+        }
     }
 
     /// Stream the object and hash it, pinned to the listed identity. Memory
     /// stays at one chunk per concurrent read whatever the object size.
     pub async fn hash(&self, obj: &Listed, progress: Progress) -> Result<String, ReadFailure> {
+        // Checked again at read time: a symlink swapped in after listing.
+        if let Some(why) = self.escapes(&obj.key) {
+            return Err(ReadFailure::Escapes(why));
+        }
         let opts = GetOptions { if_match: obj.e_tag.clone(), version: obj.version.clone(), ..Default::default() };
         let res = self.inner.get_opts(&self.object_path(&obj.key), opts).await.map_err(|e| classify(&e))?;
         if res.meta.size != obj.size {
@@ -233,8 +387,9 @@ impl Store {
                 let expected = obj.size;
                 let progress = progress.clone();
                 let (h, n) = tokio::task::spawn_blocking(move || -> Result<(Sha256, u64), ReadFailure> {
-                    let mut buf = vec![0u8; READ_CHUNK];
+                    let mut buf = vec![0u8; LOCAL_READ_CHUNK.min(expected as usize + 1).max(1)];
                     let mut n = 0u64;
+                    let mut unreported = 0u64;
                     loop {
                         let r = file.read(&mut buf).map_err(|e| ReadFailure::Other(format!("{}: {e}", path.display())))?;
                         if r == 0 {
@@ -242,11 +397,16 @@ impl Store {
                         }
                         hasher.update(&buf[..r]);
                         n += r as u64;
-                        progress(r as u64);
+                        unreported += r as u64;
+                        if unreported >= PROGRESS_EVERY {
+                            progress(unreported);
+                            unreported = 0;
+                        }
                         if n > expected {
                             break;
                         }
                     }
+                    progress(unreported);
                     Ok((hasher, n))
                 })
                 .await
@@ -255,6 +415,8 @@ impl Store {
                 got = n;
             }
             GetResultPayload::Stream(mut s) => {
+                // Hash each `Bytes` chunk as it arrives: no copy, no buffer.
+                let mut unreported = 0u64;
                 while let Some(chunk) = s.next().await {
                     let chunk = chunk.map_err(|e| match classify(&e) {
                         ReadFailure::Other(m) => ReadFailure::Other(format!("stream failed after {got} bytes: {m}")),
@@ -262,8 +424,13 @@ impl Store {
                     })?;
                     hasher.update(&chunk);
                     got += chunk.len() as u64;
-                    progress(chunk.len() as u64);
+                    unreported += chunk.len() as u64;
+                    if unreported >= PROGRESS_EVERY {
+                        progress(unreported);
+                        unreported = 0;
+                    }
                 }
+                progress(unreported);
             }
         }
         if got != obj.size {

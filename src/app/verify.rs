@@ -51,17 +51,30 @@ pub async fn hash_all(store: Arc<Store>, mut objs: Vec<Listed>, jobs: usize, pro
         Arc::new(move |n| pb.inc(n))
     };
     let sem = Arc::new(Semaphore::new(jobs.max(1)));
+    // Set by the first object that finds the endpoint gone (connection
+    // refused, DNS): nothing new is started, the rest are NOT CHECKED with
+    // that one reason instead of each spending its own retries on it.
+    let gone: Arc<std::sync::OnceLock<String>> = Arc::new(std::sync::OnceLock::new());
     let mut set = tokio::task::JoinSet::new();
     for o in objs {
         let store = store.clone();
         let sem = sem.clone();
         let tick = tick.clone();
+        let gone = gone.clone();
         set.spawn(async move {
             let _permit = sem.acquire_owned().await.expect("semaphore open");
             let mut retries = Vec::new();
             loop {
+                if let Some(why) = gone.get() {
+                    let failure = ReadFailure::NotChecked(format!("the store stopped answering before this object was read ({why})"));
+                    return (o.key, HashOutcome::Failed { failure, retries });
+                }
                 match store.hash(&o, tick.clone()).await {
                     Ok(sha256) => return (o.key, HashOutcome::Hashed { sha256, retries }),
+                    Err(ReadFailure::Unreachable(why)) => {
+                        let _ = gone.set(why.clone());
+                        return (o.key, HashOutcome::Failed { failure: ReadFailure::Unreachable(why), retries });
+                    }
                     Err(f @ (ReadFailure::Other(_) | ReadFailure::Truncated { .. })) if (retries.len() as u32) < RETRIES => {
                         let wait = Duration::from_millis(200 << retries.len());
                         tracing::warn!("{}: {f}; retrying in {wait:?}", o.key);
@@ -145,11 +158,26 @@ pub async fn verify_step(path: &Path, opts: &VerifyOpts, ov: &Overrides, audit: 
 pub async fn verify_loaded(l: &Loaded, opts: &VerifyOpts, ov: &Overrides, audit: Option<AuditCtx<'_>>) -> StepReport {
     let uri = bundle::resolve_storage_uri(l);
     let started = std::time::Instant::now();
-    let store = match Store::open(&uri) {
+    let store = match Store::open(&l.bundle.spec.model.storage_uri, &l.dir(), false) {
         Ok(s) => Arc::new(s),
-        Err(e) => return StepReport::error("verify", &l.display, &e),
+        Err(e) => {
+            if let Some(out) = e.downcast_ref::<store::OutsideRoot>() {
+                let mut s = StepReport::new("verify", &l.display);
+                s.diagnostics = ov.apply(vec![Diagnostic::new(Code::StorageUriOutsideRoot, out.0.clone())
+                    .at(l.span("spec.model.storageUri"))
+                    .field("spec.model.storageUri")]);
+                s.verdict = s.verdict_from_diagnostics();
+                if s.verdict == Verdict::Pass {
+                    // Allowed away by policy still checks nothing: never PASS.
+                    s.verdict = Verdict::Inconclusive;
+                }
+                s.summary = format!("0/{} artifacts verified: {}", l.bundle.spec.model.artifacts.len(), out.0);
+                return s;
+            }
+            return StepReport::error("verify", &l.display, &e);
+        }
     };
-    let listing = match store.list().await {
+    let (listing, refused) = match store.list_checked().await {
         Ok(v) => v,
         Err(e) => return StepReport::error("verify", &l.display, &e.context(format!("store for {} unreachable or unreadable", l.display))),
     };
@@ -197,7 +225,7 @@ pub async fn verify_loaded(l: &Loaded, opts: &VerifyOpts, ov: &Overrides, audit:
         }
     }
     hashes.extend(read);
-    let outcome = vcheck::evaluate(l, &listing, &hashes, opts.deny_extra);
+    let outcome = vcheck::evaluate_with_refused(l, &listing, &refused, &hashes, opts.deny_extra);
     let mut diags = outcome.diagnostics;
     for (key, was, now) in drift {
         let field = l.bundle.spec.model.artifacts.iter().position(|a| a.path == key).map(|i| format!("spec.model.artifacts[{i}]"));
@@ -277,18 +305,11 @@ pub async fn publish(dir: &Path, to: &str, bundle_path: &Path, jobs: usize) -> R
     if files.is_empty() {
         bail!("{} holds no files", dir.display());
     }
-    let resolved = if let Some(rest) = to.strip_prefix("file:").filter(|r| !r.starts_with("//")) {
-        format!("file://{}", std::path::absolute(l.dir().join(rest))?.display())
-    } else {
-        to.to_string()
-    };
-    if let Some(p) = resolved.strip_prefix("file://") {
-        std::fs::create_dir_all(p).with_context(|| format!("creating {p}"))?;
-    }
-    let store = Arc::new(Store::open(&resolved)?);
-    let existing = store.list().await.with_context(|| format!("listing {to}"))?;
-    if !existing.is_empty() {
-        bail!("refusing to publish into `{to}`: it already holds {} object(s) (one version, one path)", existing.len());
+    let is_s3 = matches!(bundle::storage_uri::backend_of(to), Some((_, bundle::storage_uri::Backend::S3)));
+    let store = Arc::new(Store::open(to, &l.dir(), true)?);
+    let (existing, refused) = store.list_checked().await.with_context(|| format!("listing {to}"))?;
+    if !existing.is_empty() || !refused.is_empty() {
+        bail!("refusing to publish into `{to}`: it already holds {} object(s) (one version, one path)", existing.len() + refused.len());
     }
     let sem = Arc::new(Semaphore::new(jobs.max(1)));
     let mut set = tokio::task::JoinSet::new();
@@ -362,22 +383,46 @@ pub async fn publish(dir: &Path, to: &str, bundle_path: &Path, jobs: usize) -> R
             sha256: Some(sha.clone()),
             size: Some(*size),
             role: old_roles.get(rel).copied().unwrap_or_else(|| infer_role(rel)),
-            store_checksum: if resolved.starts_with("s3") && *size <= (16 << 20) {
+            store_checksum: if is_s3 && *size <= (16 << 20) {
                 Some(format!("x-amz-checksum-sha256:{}", crate::util::b64_of_hex(sha)))
             } else {
                 None
             },
         })
         .collect();
-    let model = doc.get_mut("spec").and_then(|s| s.get_mut("model")).context("bundle has no spec.model")?;
-    model["storageUri"] = serde_yaml_ng::Value::String(to.to_string());
-    model["artifacts"] = serde_yaml_ng::to_value(&arts)?;
-    let new_text = serde_yaml_ng::to_string(&doc)?;
+    let edits: Vec<bundle::edit::NewArtifact> = arts
+        .iter()
+        .map(|a| bundle::edit::NewArtifact {
+            path: a.path.clone(),
+            sha256: a.sha256.clone().unwrap_or_default(),
+            size: a.size.unwrap_or(0),
+            role: serde_json::to_value(a.role).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_else(|| "other".into()),
+            store_checksum: a.store_checksum.clone(),
+        })
+        .collect();
+    // Splice only the changed values so the reviewed file keeps its comments
+    // and style; a layout the editor cannot splice is re-serialised, and the
+    // summary says so.
+    let mut rewritten = None;
+    let new_text = match bundle::edit::publish_edit(&text, to, &edits) {
+        Ok(t) => t,
+        Err(why) => {
+            let model = doc.get_mut("spec").and_then(|s| s.get_mut("model")).context("bundle has no spec.model")?;
+            model["storageUri"] = serde_yaml_ng::Value::String(to.to_string());
+            model["artifacts"] = serde_yaml_ng::to_value(&arts)?;
+            rewritten = Some(why);
+            serde_yaml_ng::to_string(&doc)?
+        }
+    };
     // Validate before writing: publish never leaves an unparseable bundle.
     let reparsed = bundle::parse(&l.display, bundle_path, new_text.clone())?;
     std::fs::write(bundle_path, &new_text).with_context(|| format!("writing {}", bundle_path.display()))?;
     let mut s = StepReport::new("publish", &l.display);
     s.summary = format!("published {} file(s) to {to}; bundle updated, release digest {}", published.len(), reparsed.digest);
+    if let Some(why) = rewritten {
+        tracing::warn!("{}: rewritten as a whole ({why}); comments and formatting were not kept", l.display);
+        s.summary.push_str(&format!("; the bundle was rewritten as a whole ({why}): comments and formatting were not kept"));
+    }
     s.tables.push(crate::report::Table {
         title: "published".into(),
         columns: vec!["path".into(), "size".into(), "sha256".into(), "role".into()],

@@ -4,6 +4,8 @@
 pub mod model;
 pub mod spans;
 pub mod validate;
+pub mod storage_uri;
+pub mod edit;
 
 use std::path::{Path, PathBuf};
 

@@ -52,9 +52,8 @@ pub fn lint(l: &Loaded, rollback: &RollbackStatus) -> Vec<Diagnostic> {
 
     // Storage scheme and versioned prefix.
     let uri = &b.spec.model.storage_uri;
-    let scheme_ok = ["s3://", "gs://", "az://", "abfs://", "file:"].iter().any(|p| uri.starts_with(p));
-    if !scheme_ok {
-        out.push(d(Code::UnsupportedStorageScheme, "spec.model.storageUri", format!("storage URI `{uri}` has no supported scheme")));
+    if let Err(why) = crate::bundle::storage_uri::parse(uri) {
+        out.push(d(Code::UnsupportedStorageScheme, "spec.model.storageUri", why));
     }
     match version_segment(uri) {
         Some(seg) if FLOATING.contains(&seg.to_ascii_lowercase().as_str()) || !seg.chars().any(|c| c.is_ascii_digit()) => {

@@ -80,6 +80,12 @@ pub fn to_hash<'a>(l: &Loaded, listing: &'a [Listed]) -> Vec<&'a Listed> {
 }
 
 pub fn evaluate(l: &Loaded, listing: &[Listed], hashes: &BTreeMap<String, HashOutcome>, deny_extra: bool) -> Outcome {
+    evaluate_with_refused(l, listing, &[], hashes, deny_extra)
+}
+
+/// `refused`: keys under a `file:` prefix that resolve outside it (symlinks);
+/// the adapter neither listed their metadata nor read them.
+pub fn evaluate_with_refused(l: &Loaded, listing: &[Listed], refused: &[String], hashes: &BTreeMap<String, HashOutcome>, deny_extra: bool) -> Outcome {
     let by_key: HashMap<&str, &Listed> = listing.iter().map(|o| (o.key.as_str(), o)).collect();
     let mut out = Outcome::default();
     let uri = &l.bundle.spec.model.storage_uri;
@@ -99,6 +105,13 @@ pub fn evaluate(l: &Loaded, listing: &[Listed], hashes: &BTreeMap<String, HashOu
             row.status = Status::Refused;
             row.note = "path escapes the prefix; not read".into();
             out.diagnostics.push(diag(Code::ArtifactPathEscapes, format!("refusing to read `{}`: it escapes `{uri}`", a.path)));
+            out.rows.push(row);
+            continue;
+        }
+        if refused.iter().any(|k| k == &a.path) {
+            row.status = Status::Refused;
+            row.note = "symlink leading outside the prefix; not read".into();
+            out.diagnostics.push(diag(Code::StoreObjectEscapes, format!("refusing to read `{}`: in `{uri}` it is a symlink leading outside the prefix", a.path)));
             out.rows.push(row);
             continue;
         }
@@ -141,6 +154,15 @@ pub fn evaluate(l: &Loaded, listing: &[Listed], hashes: &BTreeMap<String, HashOu
                         row.status = Status::Changed;
                         diag(Code::ObjectChangedDuringRead, format!("`{}` changed while being verified ({why})", a.path))
                     }
+                    ReadFailure::Escapes(why) => {
+                        row.status = Status::Refused;
+                        diag(Code::StoreObjectEscapes, format!("refusing to read `{}`: {why}", a.path))
+                    }
+                    ReadFailure::Unreachable(_) | ReadFailure::NotChecked(_) => {
+                        row.status = Status::Unreadable;
+                        out.unreadable = true;
+                        diag(Code::ObjectNotChecked, format!("`{}` under `{uri}` was not verified: {failure}", a.path))
+                    }
                     other => {
                         row.status = Status::Unreadable;
                         out.unreadable = true;
@@ -178,6 +200,22 @@ pub fn evaluate(l: &Loaded, listing: &[Listed], hashes: &BTreeMap<String, HashOu
         out.rows.push(row);
     }
     let listed_in_bundle: std::collections::HashSet<&str> = l.bundle.spec.model.artifacts.iter().map(|a| a.path.as_str()).collect();
+    for k in refused.iter().filter(|k| !listed_in_bundle.contains(k.as_str())) {
+        out.diagnostics.push(
+            Diagnostic::new(Code::StoreObjectEscapes, format!("`{k}` under `{uri}` is a symlink leading outside the prefix; not read"))
+                .at(l.span("spec.model.storageUri"))
+                .field("spec.model.storageUri"),
+        );
+        out.rows.push(Row {
+            path: k.clone(),
+            status: Status::Refused,
+            expected_size: None,
+            actual_size: None,
+            expected_sha256: None,
+            actual_sha256: None,
+            note: "symlink leading outside the prefix; not read".into(),
+        });
+    }
     for o in listing {
         if listed_in_bundle.contains(o.key.as_str()) {
             continue;

@@ -396,15 +396,26 @@ fn s3_missing_bucket_is_exit_2_naming_the_bucket() {
 
 /// A TCP proxy in front of s3s-fs that kills the server (SIGKILL) when the
 /// first object GET arrives: listing worked, then the store died mid-run.
+/// After the kill the proxy stops listening too, so later connections are
+/// refused like a dead endpoint's. `gets` counts object GETs that reached it.
 fn kill_on_first_object_get(s3: &S3Server, prefix: &'static str) -> u16 {
+    kill_on_first_object_get_counting(s3, prefix).0
+}
+
+fn kill_on_first_object_get_counting(s3: &S3Server, prefix: &'static str) -> (u16, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
     use std::io::{Read, Write};
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     let upstream = s3.port;
     let pid = s3.child.id();
     let killed = std::sync::Arc::new(std::sync::Mutex::new(false));
+    let gets = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let gets_out = gets.clone();
     std::thread::spawn(move || {
         for client in listener.incoming() {
+            if *killed.lock().unwrap() {
+                break; // drops the listener: from now on connections are refused
+            }
             let Ok(mut client) = client else { continue };
             let Ok(mut up) = std::net::TcpStream::connect(("127.0.0.1", upstream)) else { continue }; // dead: drop the client
             let (mut c2, mut u2) = (client.try_clone().unwrap(), up.try_clone().unwrap());
@@ -413,6 +424,7 @@ fn kill_on_first_object_get(s3: &S3Server, prefix: &'static str) -> u16 {
                 let _ = c2.shutdown(std::net::Shutdown::Both);
             });
             let killed = killed.clone();
+            let gets = gets.clone();
             std::thread::spawn(move || {
                 let mut buf = vec![0u8; 64 * 1024];
                 loop {
@@ -421,6 +433,7 @@ fn kill_on_first_object_get(s3: &S3Server, prefix: &'static str) -> u16 {
                         Ok(n) => n,
                     };
                     if String::from_utf8_lossy(&buf[..n]).contains(&format!("GET {prefix}")) {
+                        gets.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                         // Under the lock, so a concurrent GET cannot slip
                         // through while the kill is under way.
                         let mut k = killed.lock().unwrap();
@@ -438,7 +451,7 @@ fn kill_on_first_object_get(s3: &S3Server, prefix: &'static str) -> u16 {
             });
         }
     });
-    port
+    (port, gets_out)
 }
 
 #[test]
@@ -594,4 +607,140 @@ fn truncated_stream_is_retried_then_exit_2_naming_the_object() {
     assert_eq!(d["evidence"].as_array().unwrap().len(), 3, "three retries are reported: {d}");
     assert_eq!(status_of(&out, "ckpt.pt"), "UNREADABLE");
     assert!(gets.load(std::sync::atomic::Ordering::SeqCst) >= 4);
+}
+
+#[test]
+fn s3_store_gone_mid_run_fails_fast_without_retrying_each_object() {
+    let Some(s3) = S3Server::start() else { return };
+    let ex = s3_example(&s3);
+    let (port, gets) = kill_on_first_object_get_counting(&s3, "/models/llm-scratch/v2/");
+    let endpoint = format!("http://127.0.0.1:{port}");
+    let out = s3.run(ex.path(), &["verify", "--format", "json", "--jobs", "1", ex.v2().to_str().unwrap()], &[("AWS_ENDPOINT_URL", &endpoint)]);
+    assert_eq!(out.code, 2, "{}\n{}", out.stdout, out.stderr);
+    let v = out.json();
+    for a in ["ckpt.pt", "tokenizer.json", "chat_template.jinja", "generation_config.json", "clean_corpus.txt"] {
+        assert_eq!(status_of(&out, a), "UNREADABLE", "{a}: {v:#}");
+    }
+    // One object GET reached the store; the refused connections that
+    // followed stopped the run: no object was retried by verify itself and
+    // the four others were never requested, each NOT CHECKED with one reason.
+    assert_eq!(gets.load(std::sync::atomic::Ordering::SeqCst), 1, "{v:#}");
+    let diags = v["steps"][0]["diagnostics"].as_array().unwrap();
+    assert!(!v.to_string().contains("retried after"), "{v:#}");
+    let not_checked = diags.iter().filter(|d| d["message"].as_str().unwrap_or("").contains("NOT CHECKED")).count();
+    assert_eq!(not_checked, 4, "{v:#}");
+    assert!(diags.iter().all(|d| d["code"] == "BG109"), "{v:#}");
+}
+
+#[test]
+fn symlink_in_file_store_leading_outside_is_refused_and_not_listed() {
+    let ex = Example::new();
+    let outside = tempfile::tempdir().unwrap();
+    let store = ex.store("v2");
+    // An artifact replaced by a symlink to identical bytes outside the tree:
+    // the bytes match, but they are not in the release prefix.
+    std::fs::copy(store.join("ckpt.pt"), outside.path().join("ckpt.pt")).unwrap();
+    std::fs::remove_file(store.join("ckpt.pt")).unwrap();
+    std::os::unix::fs::symlink(outside.path().join("ckpt.pt"), store.join("ckpt.pt")).unwrap();
+    // And an extra symlink to a host file.
+    std::os::unix::fs::symlink("/etc/passwd", store.join("passwd")).unwrap();
+    let out = verify(&ex, &[]);
+    assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
+    assert_eq!(status_of(&out, "ckpt.pt"), "REFUSED");
+    assert_eq!(status_of(&out, "passwd"), "REFUSED");
+    assert!(out.codes().contains(&"BG108".to_string()), "{}", out.stdout);
+    let host_size = std::fs::metadata("/etc/passwd").unwrap().len();
+    let v = out.json();
+    for a in v["steps"][0]["data"]["artifacts"].as_array().unwrap() {
+        if a["path"] == "passwd" {
+            assert!(a["actualSize"].is_null() && a["actual_size"].is_null(), "host file size listed: {a} ({host_size})");
+        }
+    }
+    // A symlink that stays inside the prefix is fine.
+    let ok = Example::new();
+    let st = ok.store("v2");
+    std::fs::rename(st.join("clean_corpus.txt"), st.join("real_corpus.txt")).unwrap();
+    std::os::unix::fs::symlink("real_corpus.txt", st.join("clean_corpus.txt")).unwrap();
+    let out = verify(&ok, &[]);
+    assert_eq!(status_of(&out, "clean_corpus.txt"), "OK", "{}", out.stdout);
+}
+
+#[test]
+fn file_uri_outside_the_store_root_is_refused_and_nothing_listed() {
+    for uri in ["file:/etc/", "file:///etc/", "file:../../../../../../../../etc/"] {
+        let ex = Example::new();
+        ex.edit_v2(|v| *at(v, "spec.model.storageUri") = uri.into());
+        let out = verify(&ex, &[]);
+        assert_eq!(out.code, 1, "{uri}: {}\n{}", out.stdout, out.stderr);
+        assert_eq!(out.codes(), vec!["BG110".to_string()], "{uri}: {}", out.stdout);
+        assert_eq!(out.json()["verdict"], "fail");
+        for s in [&out.stdout, &out.stderr] {
+            assert!(!s.contains("passwd") && !s.contains("hostname"), "{uri}: host folder listed: {s}");
+        }
+    }
+    // A symlinked store folder leading out is refused the same way.
+    let ex = Example::new();
+    let outside = tempfile::tempdir().unwrap();
+    copy_dir(&ex.store("v2"), &outside.path().join("v2"));
+    std::fs::remove_dir_all(ex.store("v2")).unwrap();
+    std::os::unix::fs::symlink(outside.path().join("v2"), ex.store("v2")).unwrap();
+    let out = verify(&ex, &[]);
+    assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
+    assert_eq!(out.codes(), vec!["BG110".to_string()], "{}", out.stdout);
+    // Publish refuses to write outside the root too.
+    let model = ex.path().join("m");
+    std::fs::create_dir_all(&model).unwrap();
+    std::fs::write(model.join("a.bin"), "x").unwrap();
+    let p = ex.run(&["publish", "m", "--to", "file:/tmp/bundlegate-escape-test/v9/", "--bundle", ex.v2().to_str().unwrap()]);
+    assert_eq!(p.code, 2, "{}\n{}", p.stdout, p.stderr);
+    assert!(p.stderr.contains("outside the store root"), "{}", p.stderr);
+    assert!(!Path::new("/tmp/bundlegate-escape-test/v9").exists());
+}
+
+#[test]
+fn s3a_is_refused_by_lint_and_verify_alike() {
+    let ex = Example::new();
+    ex.edit_v2(|v| *at(v, "spec.model.storageUri") = "s3a://models/llm-scratch/v2/".into());
+    let lint = ex.run(&["lint", "--format", "json", ex.v2().to_str().unwrap()]);
+    assert!(lint.codes().contains(&"BG019".to_string()), "{}", lint.stdout);
+    let v = verify(&ex, &[]);
+    assert_eq!(v.code, 2, "{}", v.stdout);
+    assert!(v.stdout.contains("no supported scheme"), "{}", v.stdout);
+}
+
+#[test]
+fn publish_changes_only_the_values_it_must() {
+    let ex = Example::new();
+    let model = ex.path().join("model-v3");
+    std::fs::create_dir_all(&model).unwrap();
+    std::fs::write(model.join("model.safetensors"), vec![7u8; 3000]).unwrap();
+    std::fs::write(model.join("tokenizer.json"), "{}").unwrap();
+    let bundle = ex.path().join("llm-scratch/v3/release.yaml");
+    std::fs::create_dir_all(bundle.parent().unwrap()).unwrap();
+    let orig = std::fs::read_to_string(ex.v2()).unwrap();
+    // Comments, a quoted string and a flow list the author wrote; CRLF line ends.
+    let orig = orig
+        .replacen("storageUri: file:../../store/llm-scratch/v2/", "storageUri: \"file:../../store/llm-scratch/v2/\"  # reviewed", 1)
+        .replace('\n', "\r\n");
+    assert!(orig.contains("# reviewed"));
+    std::fs::write(&bundle, &orig).unwrap();
+    let out = ex.run(&["publish", "--format", "json", "model-v3", "--to", "file:../../store/llm-scratch/v3/", "--bundle", bundle.to_str().unwrap()]);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert!(!out.stdout.contains("rewritten as a whole"), "{}", out.stdout);
+    let new = std::fs::read_to_string(&bundle).unwrap();
+    assert!(new.contains("storageUri: \"file:../../store/llm-scratch/v3/\"  # reviewed\r\n"), "{new}");
+    assert!(!new.replace("\r\n", "").contains('\n'), "line ends kept: {new}");
+    let diff = similar::TextDiff::from_lines(&orig, &new);
+    for change in diff.iter_all_changes().filter(|c| c.tag() != similar::ChangeTag::Equal) {
+        let line = change.value().trim();
+        let ok = ["- path:", "path:", "sha256:", "size:", "role:", "storeChecksum:", "storageUri:"].iter().any(|k| line.starts_with(k));
+        assert!(ok, "publish changed a line it did not need to: {change:?}\n{new}");
+    }
+    assert!(new.contains("path: model.safetensors") && !new.contains("path: ckpt.pt"), "{new}");
+    // Everything before spec.model.artifacts except storageUri, and everything
+    // after the list, is byte-identical.
+    let tail = |t: &str| t[t.find("\r\n  generation:").expect("generation after artifacts")..].to_string();
+    assert_eq!(tail(&orig), tail(&new));
+    let v = ex.run(&["verify", "--format", "json", bundle.to_str().unwrap()]);
+    assert_eq!(v.code, 0, "{}", v.stdout);
 }

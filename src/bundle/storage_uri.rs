@@ -1,0 +1,132 @@
+//! The one table of storage schemes bundlegate verifies, used by both lint
+//! (BG019) and the store opener, so a URI lint accepts is one verify can open
+//! and the other way round. Pure: parsing only, no I/O.
+//!
+//! The table is what KServe's storage-initializer downloads *and* what
+//! `object_store` reads: `s3://`, `gs://`, the Azure names `az://`/`abfs://`,
+//! and `file:` (local folders, relative to the bundle). Hadoop's `s3a://` is
+//! not in it: KServe's storage-initializer has no `s3a://` handler (its
+//! supported prefixes are gs://, s3://, hdfs://, webhdfs://, http(s)://, pvc://,
+//! hf://), so a bundle pointing there would verify but never serve.
+
+use std::path::{Component, Path, PathBuf};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Local,
+    S3,
+    Gcs,
+    Azure,
+}
+
+/// Scheme (without `:`/`://`) → backend. The only list of schemes.
+pub const SCHEMES: &[(&str, Backend)] = &[("s3", Backend::S3), ("gs", Backend::Gcs), ("az", Backend::Azure), ("abfs", Backend::Azure), ("file", Backend::Local)];
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StorageUri {
+    pub scheme: &'static str,
+    pub backend: Backend,
+    /// Bucket / container; empty for `file:`.
+    pub bucket: String,
+    /// Object prefix without leading or trailing `/`; for `file:` the path as
+    /// written (relative or absolute, trailing `/` trimmed).
+    pub prefix: String,
+    /// `file:` only: the path was absolute (`file:/x`, `file:///x`).
+    pub absolute: bool,
+}
+
+/// The backend of `uri`'s scheme, if the scheme is in the table.
+pub fn backend_of(uri: &str) -> Option<(&'static str, Backend)> {
+    let (scheme, rest) = uri.split_once(':')?;
+    let &(name, backend) = SCHEMES.iter().find(|(s, _)| *s == scheme)?;
+    // Remote schemes need `//bucket`; `file:` takes any path form.
+    if backend != Backend::Local && !rest.starts_with("//") {
+        return None;
+    }
+    Some((name, backend))
+}
+
+/// Parse a storage URI. The error says what is wrong in words a bundle author
+/// can act on.
+pub fn parse(uri: &str) -> Result<StorageUri, String> {
+    let Some((scheme, backend)) = backend_of(uri) else {
+        let names: Vec<String> = SCHEMES.iter().map(|(s, b)| if *b == Backend::Local { format!("{s}:") } else { format!("{s}://") }).collect();
+        return Err(format!("storage URI `{uri}` has no supported scheme (supported: {})", names.join(", ")));
+    };
+    let rest = &uri[scheme.len() + 1..];
+    if backend == Backend::Local {
+        // `file:///abs`, `file:/abs` and `file:rel`; `file://host/x` is not local.
+        let path = if let Some(p) = rest.strip_prefix("//") {
+            if !p.starts_with('/') {
+                return Err(format!("storage URI `{uri}` names a host; use `file:relative/dir/` or `file:///absolute/dir/`"));
+            }
+            p
+        } else {
+            rest
+        };
+        let prefix = path.trim_end_matches('/');
+        if prefix.is_empty() && !path.starts_with('/') {
+            return Err(format!("storage URI `{uri}` has no folder"));
+        }
+        return Ok(StorageUri { scheme, backend, bucket: String::new(), prefix: prefix.to_string(), absolute: path.starts_with('/') });
+    }
+    let after = &rest[2..];
+    let (bucket, prefix) = after.split_once('/').unwrap_or((after, ""));
+    if bucket.is_empty() {
+        return Err(format!("storage URI `{uri}` has no bucket"));
+    }
+    Ok(StorageUri { scheme, backend, bucket: bucket.to_string(), prefix: prefix.trim_matches('/').to_string(), absolute: false })
+}
+
+/// A `file:` prefix joined to the bundle folder and normalised lexically
+/// (`.`/`..` folded), so it can be compared with the store root before any
+/// file is touched.
+pub fn local_path(u: &StorageUri, bundle_dir: &Path) -> PathBuf {
+    let joined = if u.absolute { PathBuf::from(if u.prefix.is_empty() { "/" } else { &u.prefix }) } else { bundle_dir.join(&u.prefix) };
+    normalize(&joined)
+}
+
+/// Fold `.` and `..` without touching the filesystem (`..` at the root stays at the root).
+pub fn normalize(p: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in p.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other.as_os_str()),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_table_for_every_scheme() {
+        assert_eq!(parse("s3://b/m/v2/").unwrap().prefix, "m/v2");
+        assert_eq!(parse("gs://b/m/v2").unwrap().bucket, "b");
+        assert_eq!(parse("abfs://c/m/v2/").unwrap().backend, Backend::Azure);
+        assert!(parse("s3a://b/m/v2/").is_err(), "KServe does not download s3a://");
+        assert!(parse("s3:/b/m").is_err());
+        assert!(parse("s3:///m").is_err());
+        assert!(parse("http://x/m/v2").is_err());
+        let f = parse("file:../../store/v2/").unwrap();
+        assert!(!f.absolute);
+        assert_eq!(f.prefix, "../../store/v2");
+        assert!(parse("file:/etc/").unwrap().absolute);
+        assert!(parse("file:///etc/").unwrap().absolute);
+        assert!(parse("file://host/etc/").is_err());
+    }
+
+    #[test]
+    fn local_paths_fold_dot_dot() {
+        let u = parse("file:../../store/v2/").unwrap();
+        assert_eq!(local_path(&u, Path::new("/r/a/b")), PathBuf::from("/r/store/v2"));
+        let u = parse("file:../../../../../etc/").unwrap();
+        assert_eq!(local_path(&u, Path::new("/r/a")), PathBuf::from("/etc"));
+    }
+}
