@@ -127,6 +127,12 @@ codes! {
         "Argo CD has not finished a successful sync of the merge commit; its health status alone is not evidence (it reads Progressing, even Healthy, while the new pod is Pending)."),
     RollbackTargetUnverified => ("BG505", "rollback-target-unverified", "watch", Error,
         "The previous bundle's artifacts must be complete and readable before rolling back to it; otherwise take the degrade path (seed 002 decision card)."),
+
+    // ---- audit at scale: shards, merged reports, shared cache --------------------
+    AuditCacheRebuilt => ("BG601", "audit-cache-rebuilt", "audit", Warning,
+        "The audit cache was corrupt, foreign (another schema or another bundle's) or unreadable, so nothing in it was trusted: every object was re-hashed. The audit is still complete; it only cost the bytes."),
+    ShardCoverageIncomplete => ("BG602", "shard-coverage-incomplete", "audit", Error,
+        "Merged shard reports must cover one tree state exactly once: a missing shard, a shard counted twice, or shards of different trees or commits leave bundles unaudited or audited against another state, so the merged audit is INCONCLUSIVE, never PASS."),
 }
 
 impl Code {

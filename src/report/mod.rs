@@ -4,6 +4,8 @@
 //! [`Verdict::Error`]. The exit code is derived from the report, never from the
 //! path the code took, so a command cannot "forget" to fail.
 
+pub mod merge;
+pub mod metrics;
 pub mod render;
 
 use serde::{Deserialize, Serialize};
@@ -224,11 +226,17 @@ pub struct Report {
     /// `render`), so the default output can be piped to kubectl.
     #[serde(skip)]
     pub raw_human: Option<String>,
+    /// Set by a sharded audit: which shard this is and which bundles it owns.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<crate::checks::shard::ShardInfo>,
+    /// Wall time of the run (audit), for the alerting metrics.
+    #[serde(default, skip_serializing_if = "Option::is_none", rename = "durationSeconds")]
+    pub duration_seconds: Option<f64>,
 }
 
 impl Report {
     pub fn new(command: impl Into<String>) -> Self {
-        Report { schema: "bundlegate.dev/report/v1".into(), command: command.into(), verdict: Verdict::Pass, steps: Vec::new(), raw_human: None }
+        Report { schema: "bundlegate.dev/report/v1".into(), command: command.into(), verdict: Verdict::Pass, steps: Vec::new(), raw_human: None, shard: None, duration_seconds: None }
     }
 
     pub fn push(&mut self, step: StepReport) {
