@@ -203,6 +203,10 @@ pub enum ReportCmd {
         /// Report files or objects, or a folder/prefix ending in `/` holding them.
         #[arg(required = true, value_name = "REPORT")]
         reports: Vec<String>,
+        /// Shard reports that finished longer ago than this (e.g. `6h`) are
+        /// stale: the merge is then INCONCLUSIVE.
+        #[arg(long, value_name = "DURATION")]
+        max_age: Option<String>,
         #[command(flatten)]
         alerts: AlertArgs,
     },

@@ -177,6 +177,7 @@ pub async fn audit(o: &AuditOptions, vo: &VerifyOpts, ov: &Overrides) -> Result<
         r.shard = Some(info);
     }
     r.duration_seconds = Some(started.elapsed().as_secs_f64());
+    r.finished_at = Some(chrono::Utc::now().to_rfc3339());
     if let Some(w) = &o.write_report {
         blob::write_location(w, serde_json::to_vec_pretty(&r)?).await.with_context(|| format!("--write-report {w}"))?;
     }
@@ -246,7 +247,7 @@ async fn audit_one_with_dir(d: &BlobDir, id: &str, l: &Loaded, deep: bool, vo: &
 
 /// `report merge`: shard reports (files, objects, or a prefix ending in `/`
 /// holding them) → one report. Incomplete coverage is INCONCLUSIVE, never PASS.
-pub async fn merge(inputs: &[String]) -> Result<Report> {
+pub async fn merge(inputs: &[String], max_age: Option<std::time::Duration>) -> Result<Report> {
     let mut named: Vec<(String, Vec<u8>)> = Vec::new();
     for i in inputs {
         if i.ends_with('/') || (!blob::is_remote(i) && Path::new(i).is_dir()) {
@@ -271,7 +272,8 @@ pub async fn merge(inputs: &[String]) -> Result<Report> {
         }
         reports.push((name, r));
     }
-    Ok(crate::report::merge::merge_shards(reports))
+    let max_age = max_age.map(|d| chrono::Duration::from_std(d).unwrap_or(chrono::Duration::MAX));
+    Ok(crate::report::merge::merge_shards(reports, chrono::Utc::now(), max_age))
 }
 
 /// Write/push the audit's Prometheus metrics where the user asked.

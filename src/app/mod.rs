@@ -83,9 +83,13 @@ pub fn run(cli: Cli) -> Result<Report> {
             rt.block_on(audit::emit_metrics(&r, &alerts))?;
             Ok(r)
         }
-        Command::Report { cmd: crate::cli::ReportCmd::Merge { reports, alerts } } => {
+        Command::Report { cmd: crate::cli::ReportCmd::Merge { reports, max_age, alerts } } => {
+            let max_age = match max_age {
+                Some(s) => Some(crate::util::parse_duration(&s).ok_or_else(|| anyhow::anyhow!("--max-age `{s}` is not a duration (e.g. 6h, 90m)"))?),
+                None => None,
+            };
             let rt = rt()?;
-            let r = rt.block_on(audit::merge(&reports))?;
+            let r = rt.block_on(audit::merge(&reports, max_age))?;
             rt.block_on(audit::emit_metrics(&r, &alerts))?;
             Ok(r)
         }

@@ -232,11 +232,14 @@ pub struct Report {
     /// Wall time of the run (audit), for the alerting metrics.
     #[serde(default, skip_serializing_if = "Option::is_none", rename = "durationSeconds")]
     pub duration_seconds: Option<f64>,
+    /// When the run finished (RFC 3339; audit), so a merge can refuse stale shards.
+    #[serde(default, skip_serializing_if = "Option::is_none", rename = "finishedAt")]
+    pub finished_at: Option<String>,
 }
 
 impl Report {
     pub fn new(command: impl Into<String>) -> Self {
-        Report { schema: "bundlegate.dev/report/v1".into(), command: command.into(), verdict: Verdict::Pass, steps: Vec::new(), raw_human: None, shard: None, duration_seconds: None }
+        Report { schema: "bundlegate.dev/report/v1".into(), command: command.into(), verdict: Verdict::Pass, steps: Vec::new(), raw_human: None, shard: None, duration_seconds: None, finished_at: None }
     }
 
     pub fn push(&mut self, step: StepReport) {
