@@ -84,15 +84,35 @@ pub enum Command {
         /// Re-hash everything instead of trusting unchanged object identity.
         #[arg(long)]
         deep: bool,
-        /// Cache file (object identity → verified sha256).
-        #[arg(long)]
-        cache: Option<PathBuf>,
+        /// Audit cache (object identity → verified sha256): a folder or an
+        /// object-store prefix (`s3://bucket/audit-cache/`), one object per
+        /// bundle so concurrent shards share it; a `.json` file is a
+        /// single-machine cache. Default: a folder under the user cache dir
+        /// (`BUNDLEGATE_CACHE_DIR` overrides it).
+        #[arg(long, value_name = "DIR|URI")]
+        cache: Option<String>,
+        /// Audit only this shard's bundles: `K/N` (0 ≤ K < N) or `auto/N`
+        /// (K from `JOB_COMPLETION_INDEX`, as a Kubernetes Indexed Job sets it).
+        /// Every shard computes the same assignment from the tree alone.
+        #[arg(long, value_name = "K/N")]
+        shard: Option<String>,
+        /// Also write the JSON report here (file or object-store URI), e.g.
+        /// for `report merge` to collect from a bucket.
+        #[arg(long, value_name = "PATH|URI")]
+        write_report: Option<String>,
+        #[command(flatten)]
+        alerts: AlertArgs,
         /// Also compare what the cluster serves (kubeconfig, read-only) with
         /// each service's current bundle.
         #[arg(long)]
         serving: bool,
         #[command(flatten)]
         opts: VerifyOpts,
+    },
+    /// Work with reports: `report merge` joins the reports of a sharded audit.
+    Report {
+        #[command(subcommand)]
+        cmd: ReportCmd,
     },
     /// Will this rollout be able to happen on this cluster?
     Preflight {
@@ -172,6 +192,36 @@ pub struct VerifyOpts {
     /// Progress bar: auto (on a TTY), always, never.
     #[arg(long, default_value = "auto")]
     pub progress: String,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ReportCmd {
+    /// Merge shard reports (`audit --shard K/N --format json`) into one.
+    /// A missing or duplicate shard, or shards of different trees/commits, is
+    /// INCONCLUSIVE, never PASS.
+    Merge {
+        /// Report files or objects, or a folder/prefix ending in `/` holding them.
+        #[arg(required = true, value_name = "REPORT")]
+        reports: Vec<String>,
+        /// Shard reports that finished longer ago than this (e.g. `6h`) are
+        /// stale: the merge is then INCONCLUSIVE.
+        #[arg(long, value_name = "DURATION")]
+        max_age: Option<String>,
+        #[command(flatten)]
+        alerts: AlertArgs,
+    },
+}
+
+/// Where an audit's Prometheus metrics go (drift alerts).
+#[derive(Debug, Clone, Args, Default)]
+pub struct AlertArgs {
+    /// Write Prometheus text-format metrics to this file (node-exporter
+    /// textfile collector: name it `*.prom` in the collector's folder).
+    #[arg(long, value_name = "FILE")]
+    pub metrics_file: Option<PathBuf>,
+    /// Push the metrics to this Pushgateway (job `bundlegate_audit`).
+    #[arg(long, value_name = "URL", env = "BUNDLEGATE_PUSHGATEWAY_URL", hide_env_values = true)]
+    pub pushgateway: Option<String>,
 }
 
 #[derive(Debug, Clone, Args)]

@@ -139,6 +139,12 @@ codes! {
         "A pod's state cannot tell whether it serves (phase Unknown, a Ready pod of a ReplicaSet already scaled to 0, a ready new pod that is terminating): the step is INCONCLUSIVE, never FAIL, so no revert is opened on it."),
     PodsNotServing => ("BG507", "pods-not-serving", "watch", Note,
         "Pods that serve nothing (Failed or Succeeded, e.g. an Evicted pod kept until pod GC; terminating; not ready and wanted by no ReplicaSet) are history: reported, never counted as another release still serving."),
+
+    // ---- audit at scale: shards, merged reports, shared cache --------------------
+    AuditCacheRebuilt => ("BG601", "audit-cache-rebuilt", "audit", Warning,
+        "The audit cache was corrupt, foreign (another schema or another bundle's) or unreadable, so nothing in it was trusted: every object was re-hashed. The audit is still complete; it only cost the bytes."),
+    ShardCoverageIncomplete => ("BG602", "shard-coverage-incomplete", "audit", Error,
+        "Merged shard reports must cover one tree state exactly once: a missing shard, a shard counted twice, or shards of different trees or commits leave bundles unaudited or audited against another state, so the merged audit is INCONCLUSIVE, never PASS."),
 }
 
 impl Code {

@@ -276,7 +276,8 @@ pub fn run_file(pipeline_path: &Path, inputs: &Inputs) -> Result<Report> {
             StepKind::Audit => {
                 let opts = verify_opts(step);
                 let root = inputs.repo.clone();
-                let r = rt.block_on(crate::app::verify::audit(&root, step.with.deep.unwrap_or(false), None, &opts, &inputs.overrides))?;
+                let o = crate::app::audit::AuditOptions { root: root.clone(), deep: step.with.deep.unwrap_or(false), ..Default::default() };
+                let r = rt.block_on(crate::app::audit::audit(&o, &opts, &inputs.overrides))?;
                 for s in r.steps {
                     push_step(&mut report, step, s);
                 }

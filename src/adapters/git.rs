@@ -157,3 +157,11 @@ mod tests {
         assert!(!is_bundle(Path::new("a/deploy.yaml"), "kind: Deployment\n"));
     }
 }
+
+/// The commit checked out in the work tree that contains `path`, if any (a
+/// sharded audit records it so shards of different commits are not merged).
+pub fn head_commit(path: &Path) -> Option<String> {
+    let r = Repository::discover(path).ok()?;
+    let c = r.head().ok()?.peel_to_commit().ok()?;
+    Some(c.id().to_string())
+}

@@ -2,6 +2,8 @@
 //! user's input files. Each turns the outside world into plain data.
 
 pub mod store;
+pub mod blob;
+pub mod pushgateway;
 pub mod cluster;
 pub mod prom;
 pub mod git;

@@ -2,6 +2,7 @@
 //! one [`Report`].
 
 pub mod argocd;
+pub mod audit;
 pub mod canary;
 pub mod pr;
 pub mod preflight;
@@ -66,14 +67,30 @@ pub fn run(cli: Cli) -> Result<Report> {
             r.push(rt.block_on(verify::publish(&dir, &to, &bundle, jobs))?);
             Ok(r)
         }
-        Command::Audit { root, deep, cache, serving, opts } => {
+        Command::Audit { root, deep, cache, shard, write_report, alerts, serving, opts } => {
             let rt = rt()?;
-            let mut r = rt.block_on(verify::audit(&root, deep, cache.as_deref(), &opts, &cfg.overrides(&SeverityArgs::default())?))?;
+            let shard = match shard {
+                Some(s) => Some(crate::checks::shard::parse_shard(&s, std::env::var("JOB_COMPLETION_INDEX").ok().as_deref()).map_err(|e| anyhow::anyhow!("--shard {e}"))?),
+                None => None,
+            };
+            let o = audit::AuditOptions { root: root.clone(), deep, cache, shard, write_report };
+            let mut r = rt.block_on(audit::audit(&o, &opts, &cfg.overrides(&SeverityArgs::default())?))?;
             if serving {
                 for s in rt.block_on(watch::serving_audit(&root))? {
                     r.push(s);
                 }
             }
+            rt.block_on(audit::emit_metrics(&r, &alerts))?;
+            Ok(r)
+        }
+        Command::Report { cmd: crate::cli::ReportCmd::Merge { reports, max_age, alerts } } => {
+            let max_age = match max_age {
+                Some(s) => Some(crate::util::parse_duration(&s).ok_or_else(|| anyhow::anyhow!("--max-age `{s}` is not a duration (e.g. 6h, 90m)"))?),
+                None => None,
+            };
+            let rt = rt()?;
+            let r = rt.block_on(audit::merge(&reports, max_age))?;
+            rt.block_on(audit::emit_metrics(&r, &alerts))?;
             Ok(r)
         }
         Command::Preflight { bundle, snapshot, live, sev } => {

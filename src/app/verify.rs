@@ -16,7 +16,7 @@ use crate::bundle::{self, Loaded};
 use crate::checks::verify::{self as vcheck, HashOutcome};
 use crate::cli::VerifyOpts;
 use crate::diag::{Code, Overrides};
-use crate::report::{Diagnostic, Report, StepReport, Verdict};
+use crate::report::{Diagnostic, StepReport, Verdict};
 
 /// Transient failures are retried this many times, with exponential backoff.
 const RETRIES: u32 = 3;
@@ -123,13 +123,6 @@ impl CacheEntry {
 }
 
 impl AuditCache {
-    pub fn load(p: &Path) -> Result<AuditCache> {
-        match std::fs::read(p) {
-            Ok(b) => serde_json::from_slice(&b).with_context(|| format!("audit cache {} is corrupt; delete it or pass --deep", p.display())),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(AuditCache { version: 1, ..Default::default() }),
-            Err(e) => Err(e).with_context(|| format!("reading audit cache {}", p.display())),
-        }
-    }
     pub fn save(&self, p: &Path) -> Result<()> {
         if let Some(d) = p.parent() {
             std::fs::create_dir_all(d).ok();
@@ -459,48 +452,4 @@ pub fn find_bundles(root: &Path) -> Result<Vec<PathBuf>> {
         }
     }
     Ok(out)
-}
-
-pub async fn audit(root: &Path, deep: bool, cache_path: Option<&Path>, opts: &VerifyOpts, ov: &Overrides) -> Result<Report> {
-    let bundles = find_bundles(root)?;
-    let default_cache;
-    let cache_path = match cache_path {
-        Some(p) => p,
-        None => {
-            let base = std::env::var_os("XDG_CACHE_HOME").map(PathBuf::from).or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache"))).unwrap_or_else(|| PathBuf::from("."));
-            let key = crate::util::sha256_hex(std::path::absolute(root)?.to_string_lossy().as_bytes());
-            default_cache = base.join("bundlegate").join(format!("audit-{}.json", &key[..16]));
-            &default_cache
-        }
-    };
-    let mut cache = match AuditCache::load(cache_path) {
-        Ok(c) => c,
-        // --deep trusts nothing from the cache, so a corrupt one is rebuilt.
-        Err(e) if deep => {
-            tracing::warn!("{e:#}: --deep rebuilds it from scratch");
-            AuditCache { version: 1, ..Default::default() }
-        }
-        Err(e) => return Err(e),
-    };
-    let mut r = Report::new("audit");
-    if bundles.is_empty() {
-        let mut s = StepReport::new("audit", root.display().to_string());
-        s.verdict = Verdict::Error;
-        s.summary = "no release bundles found under this path; nothing was audited".into();
-        r.push(s);
-        return Ok(r);
-    }
-    for b in &bundles {
-        let step = match super::load_or_step(b, "audit") {
-            Ok(l) => {
-                let mut s = verify_loaded(&l, opts, ov, Some(AuditCtx { cache: &mut cache, deep })).await;
-                s.step = "audit".into();
-                s
-            }
-            Err(s) => s,
-        };
-        r.push(step);
-    }
-    cache.save(cache_path)?;
-    Ok(r)
 }

@@ -4,4 +4,5 @@ pub mod canary;
 pub mod lint;
 pub mod preflight;
 pub mod rollout;
+pub mod shard;
 pub mod verify;

@@ -4,6 +4,8 @@
 //! [`Verdict::Error`]. The exit code is derived from the report, never from the
 //! path the code took, so a command cannot "forget" to fail.
 
+pub mod merge;
+pub mod metrics;
 pub mod render;
 
 use serde::{Deserialize, Serialize};
@@ -224,11 +226,20 @@ pub struct Report {
     /// `render`), so the default output can be piped to kubectl.
     #[serde(skip)]
     pub raw_human: Option<String>,
+    /// Set by a sharded audit: which shard this is and which bundles it owns.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<crate::checks::shard::ShardInfo>,
+    /// Wall time of the run (audit), for the alerting metrics.
+    #[serde(default, skip_serializing_if = "Option::is_none", rename = "durationSeconds")]
+    pub duration_seconds: Option<f64>,
+    /// When the run finished (RFC 3339; audit), so a merge can refuse stale shards.
+    #[serde(default, skip_serializing_if = "Option::is_none", rename = "finishedAt")]
+    pub finished_at: Option<String>,
 }
 
 impl Report {
     pub fn new(command: impl Into<String>) -> Self {
-        Report { schema: "bundlegate.dev/report/v1".into(), command: command.into(), verdict: Verdict::Pass, steps: Vec::new(), raw_human: None }
+        Report { schema: "bundlegate.dev/report/v1".into(), command: command.into(), verdict: Verdict::Pass, steps: Vec::new(), raw_human: None, shard: None, duration_seconds: None, finished_at: None }
     }
 
     pub fn push(&mut self, step: StepReport) {

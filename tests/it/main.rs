@@ -4,6 +4,7 @@
 mod support;
 
 mod argocd;
+mod audit_shard;
 mod canary;
 mod docs;
 mod github_standin;

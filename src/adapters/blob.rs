@@ -1,0 +1,141 @@
+//! Small whole objects (audit cache entries, shard reports) at a location the
+//! user names: a local folder or file, `file:///abs`, or an object-store URI
+//! (`s3://bucket/prefix/`, `gs://`, `az://`). Used so the audit cache and the
+//! shard reports outlive the machine that wrote them (hosted runners, pods).
+//!
+//! Every read is bounded: these objects come from a shared bucket that other
+//! writers can reach, so size is never trusted.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::{anyhow, bail, Context, Result};
+use futures::StreamExt;
+use object_store::{path::Path as OPath, ObjectStore, ObjectStoreExt, PutPayload};
+
+use super::store::{short_error, Store};
+
+/// Where small objects live: the store and the prefix inside it.
+#[derive(Clone)]
+pub struct BlobDir {
+    inner: Arc<dyn ObjectStore>,
+    prefix: OPath,
+    /// As the user gave it, for messages (an object-store URI never carries
+    /// credentials: those come from the environment).
+    pub display: String,
+}
+
+/// Is `s` an object-store URI rather than a local path? The storage-scheme
+/// table is the one the store opens, so a cache can live wherever a bundle can.
+pub fn is_remote(s: &str) -> bool {
+    crate::bundle::storage_uri::backend_of(s).is_some_and(|(_, b)| b != crate::bundle::storage_uri::Backend::Local)
+}
+
+fn local_dir(p: &Path) -> Result<PathBuf> {
+    std::fs::create_dir_all(p).with_context(|| format!("creating {}", p.display()))?;
+    std::fs::canonicalize(p).with_context(|| format!("resolving {}", p.display()))
+}
+
+impl BlobDir {
+    /// Open a folder-like location; a local folder is created when missing.
+    pub fn open(location: &str) -> Result<BlobDir> {
+        if is_remote(location) {
+            // Remote locations are not resolved against any folder.
+            let s = Store::open(&format!("{}/", location.trim_end_matches('/')), Path::new("."), false)?;
+            return Ok(BlobDir { inner: s.inner, prefix: s.prefix, display: location.to_string() });
+        }
+        if location.contains("://") && !location.starts_with("file://") {
+            bail!("`{location}` has no supported scheme for a cache (a folder, file:, or one of the storage schemes bundles use)");
+        }
+        let path = match location.strip_prefix("file://") {
+            Some(p) => PathBuf::from(p),
+            None => PathBuf::from(location.strip_prefix("file:").unwrap_or(location)),
+        };
+        let dir = local_dir(&path)?;
+        let fs = object_store::local::LocalFileSystem::new_with_prefix(&dir).with_context(|| format!("opening {}", dir.display()))?;
+        Ok(BlobDir { inner: Arc::new(fs), prefix: OPath::from(""), display: path.display().to_string() })
+    }
+
+    fn path(&self, name: &str) -> OPath {
+        if self.prefix.as_ref().is_empty() {
+            OPath::from(name)
+        } else {
+            self.prefix.clone().join(name)
+        }
+    }
+
+    /// The object's bytes, `None` when it does not exist; more than `limit`
+    /// bytes is an error (never read whole).
+    pub async fn get(&self, name: &str, limit: u64) -> Result<Option<Vec<u8>>> {
+        let p = self.path(name);
+        let r = match self.inner.get(&p).await {
+            Ok(r) => r,
+            Err(object_store::Error::NotFound { .. }) => return Ok(None),
+            Err(e) => bail!("reading {}/{name}: {}", self.display.trim_end_matches('/'), short_error(&e)),
+        };
+        if r.meta.size > limit {
+            bail!("{}/{name} is {} bytes, over the {limit}-byte limit", self.display.trim_end_matches('/'), r.meta.size);
+        }
+        let mut out = Vec::with_capacity(r.meta.size as usize);
+        let mut s = r.into_stream();
+        while let Some(chunk) = s.next().await {
+            let chunk = chunk.map_err(|e| anyhow!("reading {}/{name}: {}", self.display.trim_end_matches('/'), short_error(&e)))?;
+            if out.len() as u64 + chunk.len() as u64 > limit {
+                bail!("{}/{name} grew past the {limit}-byte limit while reading", self.display.trim_end_matches('/'));
+            }
+            out.extend_from_slice(&chunk);
+        }
+        Ok(Some(out))
+    }
+
+    /// Write the whole object. Local stores write to a temporary name and
+    /// rename, so a reader never sees half an object.
+    pub async fn put(&self, name: &str, bytes: Vec<u8>) -> Result<()> {
+        self.inner
+            .put(&self.path(name), PutPayload::from(bytes))
+            .await
+            .map_err(|e| anyhow!("writing {}/{name}: {}", self.display.trim_end_matches('/'), short_error(&e)))?;
+        Ok(())
+    }
+
+    /// Names (relative to the prefix) of the objects directly under it that end with `suffix`.
+    pub async fn list(&self, suffix: &str) -> Result<Vec<String>> {
+        let mut out = Vec::new();
+        let prefix = if self.prefix.as_ref().is_empty() { None } else { Some(&self.prefix) };
+        let want = if self.prefix.as_ref().is_empty() { String::new() } else { format!("{}/", self.prefix) };
+        let mut s = self.inner.list(prefix);
+        while let Some(item) = s.next().await {
+            let m = item.map_err(|e| anyhow!("listing {}: {}", self.display, short_error(&e)))?;
+            let full = m.location.to_string();
+            let Some(rel) = full.strip_prefix(&want) else { continue };
+            if !rel.contains('/') && rel.ends_with(suffix) {
+                out.push(rel.to_string());
+            }
+        }
+        out.sort();
+        Ok(out)
+    }
+}
+
+/// Read one whole object or file named by a full location (`s3://b/r.json`,
+/// `file:///abs/r.json`, `path/r.json`), at most `limit` bytes.
+pub async fn read_location(location: &str, limit: u64) -> Result<Vec<u8>> {
+    let (dir, name) = split_location(location)?;
+    dir.get(&name, limit).await?.ok_or_else(|| anyhow!("{location}: no such object or file"))
+}
+
+/// Write one whole object or file named by a full location.
+pub async fn write_location(location: &str, bytes: Vec<u8>) -> Result<()> {
+    let (dir, name) = split_location(location)?;
+    dir.put(&name, bytes).await
+}
+
+fn split_location(location: &str) -> Result<(BlobDir, String)> {
+    let trimmed = location.trim_end_matches('/');
+    let (dir, name) = trimmed.rsplit_once('/').unwrap_or((".", trimmed));
+    if name.is_empty() || name == "." || name == ".." {
+        bail!("`{location}` does not name a file or object");
+    }
+    let dir = if dir.is_empty() { "/" } else { dir };
+    Ok((BlobDir::open(dir)?, name.to_string()))
+}

@@ -1,0 +1,295 @@
+//! `audit`: every bundle under a tree against its store, incrementally, in
+//! shards that any number of machines can run (`--shard K/N`), with a cache
+//! that outlives the machine (`--cache DIR|URI`), and `report merge` to put
+//! the shards back together.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Serialize};
+
+use super::verify::{find_bundles, verify_loaded, AuditCache, AuditCtx, CacheEntry};
+use crate::adapters::blob::{self, BlobDir};
+use crate::bundle::{self, Loaded};
+use crate::checks::shard::{self, Item, ShardInfo, ShardSpec};
+use crate::cli::VerifyOpts;
+use crate::diag::{Code, Overrides};
+use crate::report::{Diagnostic, Report, StepReport, Verdict};
+
+/// Cache objects and shard reports are small; anything bigger is not ours.
+pub const CACHE_OBJECT_LIMIT: u64 = 64 << 20;
+pub const REPORT_LIMIT: u64 = 256 << 20;
+
+const CACHE_SCHEMA: &str = "bundlegate.dev/audit-cache/v2";
+
+/// Typed options of one audit run.
+#[derive(Debug, Clone, Default)]
+pub struct AuditOptions {
+    pub root: PathBuf,
+    pub deep: bool,
+    /// Folder, `.json` file (one machine only) or object-store prefix.
+    pub cache: Option<String>,
+    pub shard: Option<ShardSpec>,
+    /// Also write the JSON report here (file or object-store URI).
+    pub write_report: Option<String>,
+}
+
+/// The cache of one bundle, one object per bundle so concurrent shards never
+/// overwrite each other's entries.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct BundleCache {
+    schema: String,
+    bundle: String,
+    objects: BTreeMap<String, CacheEntry>,
+}
+
+enum CacheStore {
+    /// The legacy single file: fine on one machine, not shared by shards.
+    File(PathBuf),
+    Dir(BlobDir),
+}
+
+fn cache_object_name(bundle_id: &str) -> String {
+    format!("{}.json", &crate::util::sha256_hex(bundle_id.as_bytes())[..32])
+}
+
+fn default_cache(root: &Path) -> Result<String> {
+    let base = std::env::var_os("BUNDLEGATE_CACHE_DIR")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("XDG_CACHE_HOME").map(|p| PathBuf::from(p).join("bundlegate")))
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache").join("bundlegate")))
+        .unwrap_or_else(|| PathBuf::from(".bundlegate-cache"));
+    let key = crate::util::sha256_hex(std::path::absolute(root)?.to_string_lossy().as_bytes());
+    Ok(base.join(format!("audit-{}", &key[..16])).display().to_string())
+}
+
+impl CacheStore {
+    fn open(location: &str, sharded: bool) -> Result<CacheStore> {
+        if !blob::is_remote(location) && location.ends_with(".json") {
+            if sharded {
+                bail!("--cache {location}: a single cache file cannot be shared by shards; give a folder or an object-store prefix (one object per bundle)");
+            }
+            return Ok(CacheStore::File(PathBuf::from(location)));
+        }
+        Ok(CacheStore::Dir(BlobDir::open(location)?))
+    }
+}
+
+/// Bundle id: its path relative to the audited tree, `/`-separated, so every
+/// shard (whatever its working directory) names it the same way.
+fn bundle_id(root: &Path, b: &Path) -> String {
+    let rel = b.strip_prefix(root).unwrap_or(b);
+    let s: Vec<String> = rel.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect();
+    if s.is_empty() {
+        b.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+    } else {
+        s.join("/")
+    }
+}
+
+fn git_commit(root: &Path) -> Option<String> {
+    crate::adapters::git::head_commit(root)
+}
+
+pub async fn audit(o: &AuditOptions, vo: &VerifyOpts, ov: &Overrides) -> Result<Report> {
+    let started = Instant::now();
+    let paths = find_bundles(&o.root)?;
+    let root = if o.root.is_file() { o.root.parent().map(Path::to_path_buf).unwrap_or_default() } else { o.root.clone() };
+    let mut r = Report::new("audit");
+    if paths.is_empty() {
+        let mut s = StepReport::new("audit", o.root.display().to_string());
+        s.verdict = Verdict::Error;
+        s.summary = "no release bundles found under this path; nothing was audited".into();
+        r.push(s);
+        return Ok(r);
+    }
+    // Load every bundle: the assignment needs the declared bytes of all of
+    // them, and a bundle that does not load still belongs to one shard.
+    let loaded: Vec<(String, std::result::Result<Loaded, StepReport>)> =
+        paths.iter().map(|p| (bundle_id(&root, p), super::load_or_step(p, "audit"))).collect();
+    let items: Vec<Item> = loaded
+        .iter()
+        .map(|(id, l)| Item {
+            id: id.clone(),
+            bytes: l.as_ref().map(|l| l.bundle.spec.model.artifacts.iter().fold(0u64, |a, x| a.saturating_add(x.size.unwrap_or(0)))).unwrap_or(0),
+        })
+        .collect();
+    let spec = o.shard.unwrap_or(ShardSpec { index: 0, count: 1 });
+    let assignment = shard::assign(&items, spec.count);
+    let cache_loc = match &o.cache {
+        Some(c) => c.clone(),
+        None => default_cache(&o.root)?,
+    };
+    let store = CacheStore::open(&cache_loc, o.shard.is_some_and(|s| s.count > 1))?;
+    let mut file_cache = match &store {
+        CacheStore::File(p) => Some(load_file_cache(p)),
+        CacheStore::Dir(_) => None,
+    };
+    let mut owned = Vec::new();
+    let mut owned_bytes = 0u64;
+    for (i, (id, l)) in loaded.into_iter().enumerate() {
+        if assignment[i] != spec.index {
+            continue;
+        }
+        owned.push(id.clone());
+        owned_bytes = owned_bytes.saturating_add(items[i].bytes);
+        let l = match l {
+            Ok(l) => l,
+            Err(s) => {
+                r.push(s);
+                continue;
+            }
+        };
+        let mut step = match (&store, file_cache.as_mut()) {
+            (_, Some((cache, note))) => {
+                let mut s = verify_loaded(&l, vo, ov, Some(AuditCtx { cache, deep: o.deep })).await;
+                if let Some(n) = note.take() {
+                    s.diagnostics.push(n);
+                }
+                s
+            }
+            (CacheStore::Dir(d), None) => audit_one_with_dir(d, &id, &l, o.deep, vo, ov).await?,
+            (CacheStore::File(_), None) => unreachable!("a file cache is loaded above"),
+        };
+        step.step = "audit".into();
+        r.push(step);
+    }
+    if let (CacheStore::File(p), Some((cache, _))) = (&store, &file_cache) {
+        cache.save(p)?;
+    }
+    if o.shard.is_some() {
+        let mut commit = git_commit(&root);
+        if commit.is_none() {
+            commit = std::env::var("GITHUB_SHA").ok().filter(|s| !s.is_empty());
+        }
+        let info = ShardInfo { index: spec.index, count: spec.count, tree: shard::tree_fingerprint(&items), commit, bundles_total: items.len(), owned, owned_bytes };
+        if info.owned.is_empty() {
+            // A shard with nothing to do is normal (more shards than bundles);
+            // its report still says so, and the merge accounts for it.
+            let mut s = StepReport::new("audit", format!("shard {spec}"));
+            s.verdict = Verdict::NotRun;
+            s.summary = format!("shard {spec} owns none of the tree's {} bundles", items.len());
+            r.push(s);
+        }
+        r.shard = Some(info);
+    }
+    r.duration_seconds = Some(started.elapsed().as_secs_f64());
+    r.finished_at = Some(chrono::Utc::now().to_rfc3339());
+    if let Some(w) = &o.write_report {
+        blob::write_location(w, serde_json::to_vec_pretty(&r)?).await.with_context(|| format!("--write-report {w}"))?;
+    }
+    Ok(r)
+}
+
+/// A local file, at most `limit` bytes; `None` when it does not exist.
+fn read_bounded(p: &Path, limit: u64) -> Result<Option<Vec<u8>>> {
+    use std::io::Read;
+    let f = match std::fs::File::open(p) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e).with_context(|| format!("reading {}", p.display())),
+    };
+    let mut out = Vec::new();
+    f.take(limit + 1).read_to_end(&mut out).with_context(|| format!("reading {}", p.display()))?;
+    if out.len() as u64 > limit {
+        bail!("{} is over the {limit}-byte limit", p.display());
+    }
+    Ok(Some(out))
+}
+
+fn rebuilt_note(what: &str, why: &str) -> Diagnostic {
+    Diagnostic::new(Code::AuditCacheRebuilt, format!("audit cache {what} was not trusted ({why}); every object was re-hashed and the cache rewritten"))
+}
+
+/// The legacy file cache. Corrupt or foreign: start empty (re-hash), say so.
+fn load_file_cache(p: &Path) -> (AuditCache, Option<Diagnostic>) {
+    let empty = || AuditCache { version: 1, ..Default::default() };
+    match read_bounded(p, CACHE_OBJECT_LIMIT * 4) {
+        Ok(None) => (empty(), None),
+        Ok(Some(b)) => match serde_json::from_slice::<AuditCache>(&b) {
+            Ok(c) if c.version == 1 => (c, None),
+            Ok(c) => (empty(), Some(rebuilt_note(&p.display().to_string(), &format!("unknown cache version {}", c.version)))),
+            Err(e) => (empty(), Some(rebuilt_note(&p.display().to_string(), &format!("corrupt: {e}")))),
+        },
+        Err(e) => (empty(), Some(rebuilt_note(&p.display().to_string(), &format!("{e:#}")))),
+    }
+}
+
+async fn audit_one_with_dir(d: &BlobDir, id: &str, l: &Loaded, deep: bool, vo: &VerifyOpts, ov: &Overrides) -> Result<StepReport> {
+    let name = cache_object_name(id);
+    let shown = format!("{}/{name}", d.display.trim_end_matches('/'));
+    let (mut cache, note) = match d.get(&name, CACHE_OBJECT_LIMIT).await {
+        Ok(None) => (AuditCache { version: 1, ..Default::default() }, None),
+        Ok(Some(b)) => match serde_json::from_slice::<BundleCache>(&b) {
+            Ok(c) if c.schema == CACHE_SCHEMA && c.bundle == id => (AuditCache { version: 1, objects: c.objects }, None),
+            Ok(c) if c.schema != CACHE_SCHEMA => (AuditCache { version: 1, ..Default::default() }, Some(rebuilt_note(&shown, &format!("foreign schema `{}`", c.schema)))),
+            Ok(c) => (AuditCache { version: 1, ..Default::default() }, Some(rebuilt_note(&shown, &format!("it belongs to bundle `{}`", c.bundle)))),
+            Err(e) => (AuditCache { version: 1, ..Default::default() }, Some(rebuilt_note(&shown, &format!("corrupt: {e}")))),
+        },
+        // An unreadable shared cache costs time, never correctness: re-hash.
+        Err(e) => (AuditCache { version: 1, ..Default::default() }, Some(rebuilt_note(&shown, &format!("{e:#}")))),
+    };
+    let mut s = verify_loaded(l, vo, ov, Some(AuditCtx { cache: &mut cache, deep })).await;
+    if let Some(n) = note {
+        s.diagnostics.push(n);
+    }
+    // Only this bundle's own objects: entries of a prefix it no longer uses go.
+    let uri = bundle::resolve_storage_uri(l);
+    let keep = format!("{}/", uri.trim_end_matches('/'));
+    let objects: BTreeMap<String, CacheEntry> = cache.objects.into_iter().filter(|(k, _)| k.starts_with(&keep)).collect();
+    let body = serde_json::to_vec(&BundleCache { schema: CACHE_SCHEMA.into(), bundle: id.to_string(), objects })?;
+    d.put(&name, body).await?;
+    Ok(s)
+}
+
+/// `report merge`: shard reports (files, objects, or a prefix ending in `/`
+/// holding them) → one report. Incomplete coverage is INCONCLUSIVE, never PASS.
+pub async fn merge(inputs: &[String], max_age: Option<std::time::Duration>) -> Result<Report> {
+    let mut named: Vec<(String, Vec<u8>)> = Vec::new();
+    for i in inputs {
+        if i.ends_with('/') || (!blob::is_remote(i) && Path::new(i).is_dir()) {
+            let d = BlobDir::open(i)?;
+            let names = d.list(".json").await?;
+            if names.is_empty() {
+                bail!("{i}: no .json reports there");
+            }
+            for n in names {
+                let b = d.get(&n, REPORT_LIMIT).await?.with_context(|| format!("{i}{n} vanished while merging"))?;
+                named.push((format!("{}/{n}", i.trim_end_matches('/')), b));
+            }
+        } else {
+            named.push((i.clone(), blob::read_location(i, REPORT_LIMIT).await?));
+        }
+    }
+    let mut reports = Vec::new();
+    for (name, bytes) in named {
+        let r: Report = serde_json::from_slice(&bytes).map_err(|e| anyhow::anyhow!("{name}:{}:{}: not a bundlegate report: {e}", e.line(), e.column()))?;
+        if r.schema != "bundlegate.dev/report/v1" || r.command != "audit" {
+            bail!("{name}: not an audit report (schema `{}`, command `{}`)", r.schema, r.command);
+        }
+        reports.push((name, r));
+    }
+    let max_age = max_age.map(|d| chrono::Duration::from_std(d).unwrap_or(chrono::Duration::MAX));
+    Ok(crate::report::merge::merge_shards(reports, chrono::Utc::now(), max_age))
+}
+
+/// Write/push the audit's Prometheus metrics where the user asked.
+pub async fn emit_metrics(r: &Report, a: &crate::cli::AlertArgs) -> Result<()> {
+    if a.metrics_file.is_none() && a.pushgateway.is_none() {
+        return Ok(());
+    }
+    let text = crate::report::metrics::audit_metrics(r, chrono::Utc::now().timestamp());
+    if let Some(p) = &a.metrics_file {
+        // Write then rename: the textfile collector must never read half a file.
+        let tmp = p.with_extension("prom.tmp");
+        std::fs::write(&tmp, &text).with_context(|| format!("writing {}", tmp.display()))?;
+        std::fs::rename(&tmp, p).with_context(|| format!("writing {}", p.display()))?;
+    }
+    if let Some(u) = &a.pushgateway {
+        crate::adapters::pushgateway::push(u, "bundlegate_audit", text).await?;
+    }
+    Ok(())
+}

@@ -1,0 +1,357 @@
+//! Which shard audits which bundle, and whether a set of shard reports covers
+//! one tree exactly once. Pure: every shard computes the same answer from the
+//! tree alone (bundle ids and the artifact bytes their bundles declare), so no
+//! coordinator is needed.
+//!
+//! Assignment is consistent hashing with bounded loads: bundles are placed
+//! largest first, each on the first shard of its own rendezvous ranking whose
+//! load stays under `(1 + SLACK) × total / N`. Rendezvous ranking keeps a
+//! bundle on the same shard when others come and go (adding one bundle moves
+//! few others); the load bound keeps shards balanced by bytes (a 140 GB model
+//! and fifty 1 GB models do not land on one shard). A bundle larger than the
+//! bound goes to the least-loaded shard: it cannot be split (one file's sha256
+//! is serial), so it sets the floor for the slowest shard.
+
+use std::fmt;
+
+use sha2::{Digest, Sha256};
+
+/// Headroom over the mean load before a shard counts as full. Small enough to
+/// keep max/mean near 1, large enough that one added bundle rarely pushes a
+/// shard over and cascades moves.
+pub const SLACK: f64 = 0.10;
+
+/// The most shards an audit can be split into (a Kubernetes Indexed Job allows
+/// 100,000 completions; far beyond what one tree needs).
+pub const MAX_SHARDS: u32 = 10_000;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ShardSpec {
+    pub index: u32,
+    pub count: u32,
+}
+
+impl fmt::Display for ShardSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.index, self.count)
+    }
+}
+
+/// Parse `K/N` (0 ≤ K < N ≤ MAX_SHARDS); `auto/N` takes K from `completion_index`
+/// (the caller passes `JOB_COMPLETION_INDEX` of a Kubernetes Indexed Job).
+pub fn parse_shard(s: &str, completion_index: Option<&str>) -> Result<ShardSpec, String> {
+    let (k, n) = s.split_once('/').ok_or_else(|| format!("`{s}`: expected K/N (e.g. 0/4) or auto/N"))?;
+    let count: u32 = n.trim().parse().map_err(|_| format!("`{s}`: shard count `{n}` is not a whole number"))?;
+    if count == 0 || count > MAX_SHARDS {
+        return Err(format!("`{s}`: shard count must be 1..={MAX_SHARDS}"));
+    }
+    let (k, from) = if k.trim() == "auto" {
+        match completion_index {
+            Some(v) => (v.trim().to_string(), "JOB_COMPLETION_INDEX"),
+            None => return Err(format!("`{s}`: auto needs JOB_COMPLETION_INDEX (set by a Kubernetes Indexed Job)")),
+        }
+    } else {
+        (k.trim().to_string(), "the shard index")
+    };
+    let index: u32 = k.parse().map_err(|_| format!("`{s}`: {from} `{k}` is not a whole number"))?;
+    if index >= count {
+        return Err(format!("`{s}`: {from} {index} is out of range: shards are numbered 0..{count}"));
+    }
+    Ok(ShardSpec { index, count })
+}
+
+/// One bundle as the assignment sees it: its id (path relative to the audited
+/// tree, `/`-separated) and the bytes its artifacts declare.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Item {
+    pub id: String,
+    pub bytes: u64,
+}
+
+fn score(id: &str, shard: u32) -> u64 {
+    let mut h = Sha256::new();
+    h.update(id.as_bytes());
+    h.update([0]);
+    h.update(shard.to_be_bytes());
+    let d = h.finalize();
+    u64::from_be_bytes([d[0], d[1], d[2], d[3], d[4], d[5], d[6], d[7]])
+}
+
+/// The shard of every item, in the order given. Deterministic in the set of
+/// items (not their order); `count` must be ≥ 1.
+pub fn assign(items: &[Item], count: u32) -> Vec<u32> {
+    let count = count.max(1);
+    let n = count as usize;
+    // u128 sums: 10,000 bundles of u64::MAX bytes still cannot overflow.
+    let total: u128 = items.iter().map(|i| i.bytes as u128).sum();
+    let mut order: Vec<usize> = (0..items.len()).collect();
+    // Largest first; ties by id so the order never depends on the input order.
+    order.sort_by(|&a, &b| items[b].bytes.cmp(&items[a].bytes).then_with(|| items[a].id.cmp(&items[b].id)));
+    // Giants (bigger than a fair share of what remains) get a shard each; the
+    // bound for everything else is computed without them, so the small
+    // bundles spread over the other shards instead of piling up.
+    let (mut rest, mut free) = (total, n);
+    for &i in &order {
+        let b = items[i].bytes as u128;
+        if free > 1 && (b as f64) > (rest as f64 / free as f64) * (1.0 + SLACK) {
+            rest -= b;
+            free -= 1;
+        } else {
+            break;
+        }
+    }
+    let bound = ((rest as f64 / free as f64) * (1.0 + SLACK)).ceil() as u128;
+    let mut load = vec![0u128; n];
+    let mut out = vec![0u32; items.len()];
+    let mut ranking: Vec<(u64, u32)> = Vec::with_capacity(n);
+    for i in order {
+        let it = &items[i];
+        ranking.clear();
+        ranking.extend((0..count).map(|s| (score(&it.id, s), s)));
+        ranking.sort_unstable_by(|a, b| b.cmp(a));
+        let fits = ranking.iter().map(|&(_, s)| s).find(|&s| load[s as usize] + it.bytes as u128 <= bound);
+        let s = fits.unwrap_or_else(|| {
+            // Nothing fits (an item above the bound): least loaded, ties by ranking.
+            ranking.iter().map(|&(_, s)| s).min_by_key(|&s| load[s as usize]).unwrap_or(0)
+        });
+        load[s as usize] += it.bytes as u128;
+        out[i] = s;
+    }
+    out
+}
+
+/// The identity of a tree for sharding: sha256 over the sorted (id, bytes)
+/// list. Shards of the same tree state agree on it; a shard that saw another
+/// commit (a bundle added, an artifact resized) does not.
+pub fn tree_fingerprint(items: &[Item]) -> String {
+    let mut v: Vec<&Item> = items.iter().collect();
+    v.sort_by(|a, b| a.id.cmp(&b.id));
+    let mut h = Sha256::new();
+    for i in v {
+        h.update(i.id.as_bytes());
+        h.update([0]);
+        h.update(i.bytes.to_be_bytes());
+    }
+    format!("sha256:{}", hex::encode(h.finalize()))
+}
+
+/// What one shard says about itself in its report.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ShardInfo {
+    pub index: u32,
+    pub count: u32,
+    /// [`tree_fingerprint`] of the whole tree the shard saw.
+    pub tree: String,
+    /// Git commit of the tree, when it is a git work tree.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commit: Option<String>,
+    /// Bundles in the whole tree.
+    pub bundles_total: usize,
+    /// The bundle ids this shard owns (and audited).
+    pub owned: Vec<String>,
+    /// Artifact bytes the owned bundles declare.
+    pub owned_bytes: u64,
+}
+
+/// Why a set of shard reports does not make one complete audit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CoverageProblem {
+    NotSharded { report: usize },
+    CountsDiffer { counts: Vec<u32> },
+    TreesDiffer { trees: Vec<String> },
+    CommitsDiffer { commits: Vec<String> },
+    Duplicate { index: u32, reports: Vec<usize> },
+    Missing { indices: Vec<u32> },
+    /// A bundle claimed by two shards, or a shard that owns bundles the others
+    /// do not account for (shards computed by different versions of the rule).
+    OwnershipOverlap { bundle: String },
+    OwnershipIncomplete { owned: usize, total: usize },
+}
+
+impl fmt::Display for CoverageProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CoverageProblem::NotSharded { report } => write!(f, "report #{report} is not a sharded audit report (no shard section)"),
+            CoverageProblem::CountsDiffer { counts } => write!(f, "shard reports disagree on the number of shards: {counts:?}"),
+            CoverageProblem::TreesDiffer { trees } => write!(f, "shard reports come from different trees: {}", trees.join(", ")),
+            CoverageProblem::CommitsDiffer { commits } => write!(f, "shard reports come from different commits: {}", commits.join(", ")),
+            CoverageProblem::Duplicate { index, reports } => write!(f, "shard {index} appears {} times (reports {reports:?})", reports.len()),
+            CoverageProblem::Missing { indices } => write!(f, "missing shard(s) {indices:?}: their bundles were not audited"),
+            CoverageProblem::OwnershipOverlap { bundle } => write!(f, "bundle `{bundle}` is owned by more than one shard"),
+            CoverageProblem::OwnershipIncomplete { owned, total } => write!(f, "the shards own {owned} of the tree's {total} bundles"),
+        }
+    }
+}
+
+/// Check that `shards` (one per report, `None` for a report without a shard
+/// section) cover one tree state exactly once. Empty means complete.
+pub fn coverage(shards: &[Option<&ShardInfo>]) -> Vec<CoverageProblem> {
+    let mut problems = Vec::new();
+    let mut infos = Vec::new();
+    for (i, s) in shards.iter().enumerate() {
+        match s {
+            Some(s) => infos.push((i, *s)),
+            None => problems.push(CoverageProblem::NotSharded { report: i }),
+        }
+    }
+    if infos.is_empty() {
+        return problems;
+    }
+    let mut counts: Vec<u32> = infos.iter().map(|(_, s)| s.count).collect();
+    counts.sort_unstable();
+    counts.dedup();
+    if counts.len() > 1 {
+        problems.push(CoverageProblem::CountsDiffer { counts });
+        return problems;
+    }
+    let mut trees: Vec<String> = infos.iter().map(|(_, s)| s.tree.clone()).collect();
+    trees.sort();
+    trees.dedup();
+    if trees.len() > 1 {
+        problems.push(CoverageProblem::TreesDiffer { trees });
+    }
+    let mut commits: Vec<String> = infos.iter().filter_map(|(_, s)| s.commit.clone()).collect();
+    commits.sort();
+    commits.dedup();
+    if commits.len() > 1 {
+        problems.push(CoverageProblem::CommitsDiffer { commits });
+    }
+    let count = counts[0];
+    let mut by_index: std::collections::BTreeMap<u32, Vec<usize>> = Default::default();
+    for (i, s) in &infos {
+        by_index.entry(s.index).or_default().push(*i);
+    }
+    for (index, reports) in &by_index {
+        if reports.len() > 1 {
+            problems.push(CoverageProblem::Duplicate { index: *index, reports: reports.clone() });
+        }
+    }
+    let missing: Vec<u32> = (0..count).filter(|k| !by_index.contains_key(k)).collect();
+    if !missing.is_empty() {
+        problems.push(CoverageProblem::Missing { indices: missing });
+    }
+    if problems.is_empty() {
+        let mut seen = std::collections::BTreeSet::new();
+        for (_, s) in &infos {
+            for b in &s.owned {
+                if !seen.insert(b.as_str()) {
+                    problems.push(CoverageProblem::OwnershipOverlap { bundle: b.clone() });
+                }
+            }
+        }
+        let total = infos[0].1.bundles_total;
+        if problems.is_empty() && seen.len() != total {
+            problems.push(CoverageProblem::OwnershipIncomplete { owned: seen.len(), total });
+        }
+    }
+    problems
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn items(v: &[(&str, u64)]) -> Vec<Item> {
+        v.iter().map(|(id, b)| Item { id: id.to_string(), bytes: *b }).collect()
+    }
+
+    fn loads(items: &[Item], a: &[u32], n: u32) -> Vec<u128> {
+        let mut l = vec![0u128; n as usize];
+        for (i, s) in a.iter().enumerate() {
+            l[*s as usize] += items[i].bytes as u128;
+        }
+        l
+    }
+
+    #[test]
+    fn parse_shard_forms() {
+        assert_eq!(parse_shard("0/4", None), Ok(ShardSpec { index: 0, count: 4 }));
+        assert_eq!(parse_shard("3/4", None), Ok(ShardSpec { index: 3, count: 4 }));
+        assert_eq!(parse_shard("auto/4", Some("2")), Ok(ShardSpec { index: 2, count: 4 }));
+        for bad in ["4/4", "0/0", "-1/4", "1", "a/4", "1/x", "0/10001", "18446744073709551616/2"] {
+            assert!(parse_shard(bad, None).is_err(), "{bad}");
+        }
+        assert!(parse_shard("auto/4", None).unwrap_err().contains("JOB_COMPLETION_INDEX"));
+        assert!(parse_shard("auto/4", Some("4")).unwrap_err().contains("out of range"));
+    }
+
+    #[test]
+    fn every_item_lands_in_exactly_one_shard_whatever_the_input_order() {
+        let mut it: Vec<Item> = (0..200).map(|i| Item { id: format!("models/m{i}/release.yaml"), bytes: (i as u64 * 7919) % 1000 + 1 }).collect();
+        let a = assign(&it, 4);
+        assert!(a.iter().all(|s| *s < 4));
+        let map: std::collections::BTreeMap<String, u32> = it.iter().zip(&a).map(|(i, s)| (i.id.clone(), *s)).collect();
+        it.reverse();
+        let b = assign(&it, 4);
+        for (i, s) in it.iter().zip(&b) {
+            assert_eq!(map[&i.id], *s, "{} moved when only the order changed", i.id);
+        }
+    }
+
+    #[test]
+    fn one_huge_model_does_not_drag_the_small_ones_with_it() {
+        let mut v = vec![("big/release.yaml".to_string(), 140_000_000_000u64)];
+        v.extend((0..50).map(|i| (format!("small{i}/release.yaml"), 1_000_000_000u64)));
+        let it: Vec<Item> = v.into_iter().map(|(id, bytes)| Item { id, bytes }).collect();
+        let a = assign(&it, 4);
+        let l = loads(&it, &a, 4);
+        let big = a[0] as usize;
+        assert_eq!(l[big], 140_000_000_000, "the big model's shard takes nothing else: {l:?}");
+        // The other 50 GB spread over the three other shards within the bound.
+        for (s, x) in l.iter().enumerate() {
+            if s != big {
+                assert!(*x > 0 && *x <= 20_000_000_000, "{l:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn balanced_by_bytes_and_stable_when_one_bundle_is_added() {
+        let it: Vec<Item> = (0..1000).map(|i| Item { id: format!("m{i}"), bytes: 1_000_000 + (i as u64 * 104_729) % 50_000_000 }).collect();
+        let a = assign(&it, 8);
+        let l = loads(&it, &a, 8);
+        let mean = l.iter().sum::<u128>() as f64 / 8.0;
+        let max = *l.iter().max().unwrap() as f64;
+        assert!(max / mean <= 1.0 + SLACK + 0.01, "max/mean {}", max / mean);
+        let mut more = it.clone();
+        more.push(Item { id: "new".into(), bytes: 2_000_000 });
+        let b = assign(&more, 8);
+        let moved = (0..it.len()).filter(|&i| a[i] != b[i]).count();
+        assert!(moved <= it.len() / 10, "{moved} of {} bundles moved after adding one small bundle", it.len());
+    }
+
+    #[test]
+    fn zero_and_enormous_sizes_do_not_overflow() {
+        let it = items(&[("a", u64::MAX), ("b", u64::MAX), ("c", 0), ("d", u64::MAX)]);
+        let a = assign(&it, 2);
+        assert_eq!(a.len(), 4);
+        assert_eq!(assign(&[], 3), Vec::<u32>::new());
+        assert_eq!(assign(&it, 1), vec![0, 0, 0, 0]);
+    }
+
+    fn info(index: u32, count: u32, tree: &str, owned: &[&str], total: usize) -> ShardInfo {
+        ShardInfo { index, count, tree: tree.into(), commit: None, bundles_total: total, owned: owned.iter().map(|s| s.to_string()).collect(), owned_bytes: 0 }
+    }
+
+    #[test]
+    fn coverage_is_complete_only_for_one_tree_every_shard_once() {
+        let a = info(0, 2, "t", &["x"], 2);
+        let b = info(1, 2, "t", &["y"], 2);
+        assert!(coverage(&[Some(&a), Some(&b)]).is_empty());
+        assert!(matches!(coverage(&[Some(&a)])[..], [CoverageProblem::Missing { .. }]));
+        assert!(coverage(&[Some(&a), Some(&a.clone()), Some(&b)]).iter().any(|p| matches!(p, CoverageProblem::Duplicate { index: 0, .. })));
+        let other = info(1, 2, "u", &["y"], 2);
+        assert!(coverage(&[Some(&a), Some(&other)]).iter().any(|p| matches!(p, CoverageProblem::TreesDiffer { .. })));
+        let three = info(1, 3, "t", &["y"], 2);
+        assert!(matches!(coverage(&[Some(&a), Some(&three)])[..], [CoverageProblem::CountsDiffer { .. }]));
+        let overlap = info(1, 2, "t", &["x"], 2);
+        assert!(coverage(&[Some(&a), Some(&overlap)]).iter().any(|p| matches!(p, CoverageProblem::OwnershipOverlap { .. })));
+        assert!(matches!(coverage(&[Some(&a), None])[..], [CoverageProblem::NotSharded { report: 1 }, ..]));
+        let mut c1 = a.clone();
+        c1.commit = Some("aaa".into());
+        let mut c2 = b.clone();
+        c2.commit = Some("bbb".into());
+        assert!(coverage(&[Some(&c1), Some(&c2)]).iter().any(|p| matches!(p, CoverageProblem::CommitsDiffer { .. })));
+    }
+}

@@ -1,0 +1,129 @@
+//! Put the reports of a sharded audit back together. Pure: reports in, one
+//! report out. The merged verdict is the worst step's, and a merge that cannot
+//! prove it covers the tree exactly once is INCONCLUSIVE, never PASS.
+
+use chrono::{DateTime, Utc};
+
+use super::{Diagnostic, Report, StepReport, Verdict};
+use crate::checks::shard::{self, ShardInfo};
+use crate::diag::Code;
+
+/// `reports`: (where it came from, the report), in any order.
+/// `max_age`: shard reports that finished longer ago than this (or say not
+/// when) are stale — e.g. yesterday's report of a shard that did not run today.
+pub fn merge_shards(reports: Vec<(String, Report)>, now: DateTime<Utc>, max_age: Option<chrono::Duration>) -> Report {
+    let infos: Vec<Option<ShardInfo>> = reports.iter().map(|(_, r)| r.shard.clone()).collect();
+    let mut problems: Vec<String> = shard::coverage(&infos.iter().map(|i| i.as_ref()).collect::<Vec<_>>()).iter().map(|p| p.to_string()).collect();
+    if let Some(max) = max_age {
+        for (name, r) in &reports {
+            let at = r.finished_at.as_deref().and_then(|t| DateTime::parse_from_rfc3339(t).ok()).map(|t| t.with_timezone(&Utc));
+            match at {
+                None => problems.push(format!("{name} does not say when it finished, so it may be stale")),
+                Some(t) if now.signed_duration_since(t) > max => {
+                    problems.push(format!("{name} finished at {t}, longer ago than --max-age: a stale shard proves nothing about today"))
+                }
+                Some(_) => {}
+            }
+        }
+    }
+    let mut out = Report::new("audit");
+    out.duration_seconds = reports.iter().filter_map(|(_, r)| r.duration_seconds).reduce(f64::max);
+    let mut steps: Vec<StepReport> = Vec::new();
+    for (_, r) in &reports {
+        for s in &r.steps {
+            // "this shard owns nothing" is bookkeeping of one shard, not a finding.
+            if s.verdict == Verdict::NotRun && s.step == "audit" && s.target.starts_with("shard ") {
+                continue;
+            }
+            steps.push(s.clone());
+        }
+    }
+    steps.sort_by(|a, b| a.target.cmp(&b.target));
+    let names: Vec<&str> = reports.iter().map(|(n, _)| n.as_str()).collect();
+    let mut m = StepReport::new("merge", format!("{} shard report(s)", reports.len()));
+    let first = infos.iter().flatten().next();
+    if let (true, Some(i)) = (problems.is_empty(), first) {
+        m.summary = format!(
+            "{} of {} shards of tree {}{}: all {} bundles audited exactly once",
+            reports.len(),
+            i.count,
+            i.tree,
+            i.commit.as_deref().map(|c| format!(" (commit {c})")).unwrap_or_default(),
+            i.bundles_total
+        );
+    } else {
+        m.verdict = Verdict::Inconclusive;
+        m.summary = format!("the shard reports do not cover one tree exactly once ({} problem(s)): the merged audit proves nothing about the rest", problems.len());
+        for p in &problems {
+            m.diagnostics.push(Diagnostic::new(Code::ShardCoverageIncomplete, p.clone()).evidence(format!("reports: {}", names.join(", "))));
+        }
+    }
+    if reports.is_empty() {
+        m.verdict = Verdict::Inconclusive;
+        m.summary = "no shard reports given".into();
+    }
+    m.data = serde_json::json!({
+        "reports": names,
+        "shards": infos.iter().map(|i| i.as_ref().map(|i| serde_json::json!({"index": i.index, "count": i.count, "tree": i.tree, "commit": i.commit, "owned": i.owned.len(), "ownedBytes": i.owned_bytes}))).collect::<Vec<_>>(),
+    });
+    for s in steps {
+        out.push(s);
+    }
+    out.push(m);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shard_report(index: u32, count: u32, tree: &str, owned: &[&str], verdict: Verdict) -> (String, Report) {
+        let mut r = Report::new("audit");
+        for o in owned {
+            let mut s = StepReport::new("audit", o.to_string());
+            s.verdict = verdict;
+            r.push(s);
+        }
+        r.shard = Some(ShardInfo { index, count, tree: tree.into(), commit: None, bundles_total: 3, owned: owned.iter().map(|s| s.to_string()).collect(), owned_bytes: 0 });
+        (format!("shard-{index}.json"), r)
+    }
+
+    #[test]
+    fn complete_passing_shards_pass_and_a_missing_one_is_inconclusive() {
+        let all = vec![shard_report(0, 2, "t", &["a", "b"], Verdict::Pass), shard_report(1, 2, "t", &["c"], Verdict::Pass)];
+        let m = merge_shards(all.clone(), Utc::now(), None);
+        assert_eq!(m.verdict, Verdict::Pass);
+        assert_eq!(m.steps.iter().filter(|s| s.step == "audit").count(), 3);
+        let m = merge_shards(all[..1].to_vec(), Utc::now(), None);
+        assert_eq!(m.verdict, Verdict::Inconclusive);
+        assert_eq!(m.exit_code(), 1);
+    }
+
+    #[test]
+    fn a_proven_drift_fails_even_when_coverage_is_incomplete() {
+        let m = merge_shards(vec![shard_report(0, 2, "t", &["a"], Verdict::Fail)], Utc::now(), None);
+        assert_eq!(m.verdict, Verdict::Fail);
+        assert!(m.steps.iter().any(|s| s.step == "merge" && s.verdict == Verdict::Inconclusive));
+    }
+
+    #[test]
+    fn a_stale_shard_is_inconclusive_when_a_max_age_is_set() {
+        let mut all = vec![shard_report(0, 2, "t", &["a", "b"], Verdict::Pass), shard_report(1, 2, "t", &["c"], Verdict::Pass)];
+        let now = Utc::now();
+        all[0].1.finished_at = Some(now.to_rfc3339());
+        all[1].1.finished_at = Some((now - chrono::Duration::hours(30)).to_rfc3339());
+        let day = Some(chrono::Duration::hours(24));
+        assert_eq!(merge_shards(all.clone(), now, day).verdict, Verdict::Inconclusive);
+        assert_eq!(merge_shards(all.clone(), now, None).verdict, Verdict::Pass);
+        all[1].1.finished_at = None;
+        assert_eq!(merge_shards(all, now, day).verdict, Verdict::Inconclusive);
+    }
+
+    #[test]
+    fn nothing_to_merge_is_never_pass() {
+        assert_ne!(merge_shards(vec![], Utc::now(), None).verdict, Verdict::Pass);
+        let mut unsharded = Report::new("audit");
+        unsharded.push(StepReport::new("audit", "a"));
+        assert_eq!(merge_shards(vec![("x.json".into(), unsharded)], Utc::now(), None).verdict, Verdict::Inconclusive);
+    }
+}

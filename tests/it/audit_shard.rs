@@ -1,0 +1,243 @@
+//! Audits past one machine: `audit --shard K/N`, `report merge`, a cache
+//! shared by shards (folder or real S3 prefix), and the alert metrics.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use crate::support::{copy_dir, edit_yaml, run_in, yaml, Example, Out};
+
+/// The example plus `extra` more bundles, each with its own store folder.
+fn tree(extra: usize) -> Example {
+    let ex = Example::new();
+    for i in 0..extra {
+        let v = format!("v1-copy{i}");
+        copy_dir(&ex.path().join("llm-scratch/v1"), &ex.path().join("llm-scratch").join(&v));
+        copy_dir(&ex.store("v1"), &ex.store(&v));
+        edit_yaml(&ex.path().join("llm-scratch").join(&v).join("release.yaml"), |b| {
+            b["spec"]["model"]["storageUri"] = yaml(&format!("file:../../store/llm-scratch/{v}/"));
+        });
+    }
+    ex
+}
+
+fn audit(ex: &Example, extra: &[&str]) -> Out {
+    let mut a = vec!["audit", "--format", "json", "--progress", "never", "."];
+    a.extend_from_slice(extra);
+    run_in(ex.path(), &a, &[])
+}
+
+/// (bundle, verdict, sorted codes) of every audited bundle.
+fn findings(o: &Out) -> BTreeSet<(String, String, Vec<String>)> {
+    o.json()["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["step"] == "audit")
+        .map(|s| {
+            let mut codes: Vec<String> = s["diagnostics"].as_array().map(|d| d.iter().map(|x| x["code"].as_str().unwrap().to_string()).collect()).unwrap_or_default();
+            codes.sort();
+            (s["target"].as_str().unwrap().to_string(), s["verdict"].as_str().unwrap().to_string(), codes)
+        })
+        .collect()
+}
+
+fn run_shards(ex: &Example, n: u32, cache: &str, reports: &Path) -> Vec<Out> {
+    std::fs::create_dir_all(reports).unwrap();
+    (0..n)
+        .map(|k| {
+            let shard = format!("{k}/{n}");
+            let rep = reports.join(format!("shard-{k}.json"));
+            audit(ex, &["--shard", &shard, "--cache", cache, "--write-report", rep.to_str().unwrap()])
+        })
+        .collect()
+}
+
+#[test]
+fn four_shards_merged_equal_one_audit_and_a_drift_is_reported_once_by_its_owner() {
+    let ex = tree(6);
+    let single = audit(&ex, &["--cache", ex.path().join("cache-single").to_str().unwrap()]);
+    assert_eq!(single.code, 0, "{}\n{}", single.stdout, single.stderr);
+    assert_eq!(findings(&single).len(), 8);
+
+    let cache = ex.path().join("cache-shared");
+    let reports = ex.path().join("reports");
+    let shards = run_shards(&ex, 4, cache.to_str().unwrap(), &reports);
+    let mut owned = Vec::new();
+    for (k, s) in shards.iter().enumerate() {
+        assert_eq!(s.code, 0, "shard {k}: {}\n{}", s.stdout, s.stderr);
+        let j = s.json();
+        assert_eq!(j["shard"]["index"], k as u64);
+        assert_eq!(j["shard"]["count"], 4);
+        assert_eq!(j["shard"]["bundlesTotal"], 8);
+        owned.extend(j["shard"]["owned"].as_array().unwrap().iter().map(|v| v.as_str().unwrap().to_string()));
+    }
+    owned.sort();
+    let n = owned.len();
+    owned.dedup();
+    assert_eq!((n, owned.len()), (8, 8), "every bundle in exactly one shard: {owned:?}");
+    let merged = run_in(ex.path(), &["report", "merge", "--format", "json", "reports/"], &[]);
+    assert_eq!(merged.code, 0, "{}\n{}", merged.stdout, merged.stderr);
+    assert_eq!(merged.json()["verdict"], "pass");
+    assert_eq!(findings(&merged), findings(&single), "sharded and single audits must agree");
+
+    // The shared cache makes the second run read nothing.
+    let again = run_shards(&ex, 4, cache.to_str().unwrap(), &reports);
+    for s in &again {
+        for st in s.json()["steps"].as_array().unwrap().iter().filter(|s| s["data"].is_object()) {
+            assert_eq!(st["data"]["bytesHashed"], 0, "{st}");
+        }
+    }
+
+    // One byte changes in one store: one bundle drifts, in one shard's report.
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let p = ex.store("v1-copy3").join("clean_corpus.txt");
+    let mut b = std::fs::read(&p).unwrap();
+    b[0] ^= 1;
+    std::fs::write(&p, &b).unwrap();
+    let drifted = run_shards(&ex, 4, cache.to_str().unwrap(), &reports);
+    let reporting: Vec<usize> = drifted.iter().enumerate().filter(|(_, s)| s.codes().contains(&"BG107".to_string())).map(|(k, _)| k).collect();
+    assert_eq!(reporting.len(), 1, "exactly one shard reports the drift: {reporting:?}");
+    assert_eq!(drifted[reporting[0]].code, 1);
+    let metrics = ex.path().join("audit.prom");
+    let merged = run_in(ex.path(), &["report", "merge", "--format", "json", "reports/", "--metrics-file", metrics.to_str().unwrap()], &[]);
+    assert_eq!(merged.code, 1);
+    let fails: Vec<_> = findings(&merged).into_iter().filter(|f| f.1 == "fail").collect();
+    assert_eq!(fails.len(), 1, "{fails:?}");
+    assert!(fails[0].0.contains("v1-copy3"), "{fails:?}");
+    let m = std::fs::read_to_string(&metrics).unwrap();
+    assert!(m.contains("bundlegate_audit_bundle_drifted{bundle=\"./llm-scratch/v1-copy3/release.yaml\"} 1") || m.lines().any(|l| l.starts_with("bundlegate_audit_bundle_drifted{") && l.contains("v1-copy3") && l.ends_with(" 1")), "{m}");
+    assert!(m.contains("bundlegate_audit_verdict{verdict=\"fail\"} 1"), "{m}");
+    assert_eq!(m.lines().filter(|l| l.starts_with("bundlegate_audit_bundle_drifted{") && l.ends_with(" 1")).count(), 1, "{m}");
+}
+
+#[test]
+fn merge_of_a_missing_duplicate_or_foreign_shard_is_inconclusive() {
+    let ex = tree(3);
+    let reports = ex.path().join("reports");
+    run_shards(&ex, 3, ex.path().join("c").to_str().unwrap(), &reports);
+    let r = |f: &str| reports.join(f).to_str().unwrap().to_string();
+    let missing = run_in(ex.path(), &["report", "merge", "--format", "json", &r("shard-0.json"), &r("shard-1.json")], &[]);
+    assert_eq!(missing.code, 1, "{}", missing.stdout);
+    assert_eq!(missing.json()["verdict"], "inconclusive");
+    assert!(missing.diag("BG602")["message"].as_str().unwrap().contains("missing shard"), "{}", missing.stdout);
+    let dup = run_in(ex.path(), &["report", "merge", "--format", "json", &r("shard-0.json"), &r("shard-0.json"), &r("shard-1.json"), &r("shard-2.json")], &[]);
+    assert_eq!(dup.code, 1);
+    assert!(dup.stdout.contains("appears 2 times"), "{}", dup.stdout);
+    // Another tree state: a bundle is added, one shard re-runs.
+    let ex2 = tree(4);
+    let other = ex2.path().join("other.json");
+    audit(&ex2, &["--shard", "2/3", "--cache", ex2.path().join("c").to_str().unwrap(), "--write-report", other.to_str().unwrap()]);
+    let foreign = run_in(ex.path(), &["report", "merge", "--format", "json", &r("shard-0.json"), &r("shard-1.json"), other.to_str().unwrap()], &[]);
+    assert_eq!(foreign.code, 1);
+    assert!(foreign.stdout.contains("different trees"), "{}", foreign.stdout);
+    // Not a report at all: exit 2 naming the file.
+    std::fs::write(ex.path().join("junk.json"), "{\"schema\": 1").unwrap();
+    let junk = run_in(ex.path(), &["report", "merge", "junk.json"], &[]);
+    assert_eq!(junk.code, 2);
+    assert!(junk.stderr.contains("junk.json"), "{}", junk.stderr);
+}
+
+#[test]
+fn shard_auto_takes_the_indexed_job_completion_index() {
+    let ex = tree(1);
+    let c = ex.path().join("c");
+    let out = run_in(ex.path(), &["audit", "--format", "json", ".", "--shard", "auto/2", "--cache", c.to_str().unwrap()], &[("JOB_COMPLETION_INDEX", "1")]);
+    assert!(out.code <= 1, "{}\n{}", out.stdout, out.stderr);
+    assert_eq!(out.json()["shard"]["index"], 1);
+    let bad = run_in(ex.path(), &["audit", ".", "--shard", "auto/2"], &[("JOB_COMPLETION_INDEX", "2")]);
+    assert_eq!(bad.code, 2);
+    assert!(bad.stderr.contains("out of range"), "{}", bad.stderr);
+    let bad = run_in(ex.path(), &["audit", ".", "--shard", "3/2"], &[]);
+    assert_eq!(bad.code, 2);
+    // A single cache file cannot be shared by shards.
+    let bad = run_in(ex.path(), &["audit", ".", "--shard", "0/2", "--cache", "c.json"], &[]);
+    assert_eq!(bad.code, 2);
+    assert!(bad.stderr.contains("cannot be shared"), "{}", bad.stderr);
+}
+
+#[test]
+fn a_corrupt_or_foreign_cache_object_is_rebuilt_never_trusted() {
+    let ex = tree(0);
+    let c = ex.path().join("c");
+    assert_eq!(audit(&ex, &["--cache", c.to_str().unwrap()]).code, 0);
+    let objs: Vec<_> = std::fs::read_dir(&c).unwrap().map(|e| e.unwrap().path()).collect();
+    assert_eq!(objs.len(), 2, "one cache object per bundle: {objs:?}");
+    std::fs::write(&objs[0], b"{\"schema\": \"bundlegate.dev/audit-cache/v2\", \"bund").unwrap();
+    // The other object claims to be a different bundle's (copied by hand).
+    let text = std::fs::read_to_string(&objs[1]).unwrap();
+    std::fs::write(&objs[1], text.replace("\"bundle\":\"", "\"bundle\":\"elsewhere/")).unwrap();
+    let out = audit(&ex, &["--cache", c.to_str().unwrap()]);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert_eq!(out.codes().iter().filter(|c| *c == "BG601").count(), 2, "{}", out.stdout);
+    let hashed: u64 = out.json()["steps"].as_array().unwrap().iter().map(|s| s["data"]["objectsHashed"].as_u64().unwrap()).sum();
+    assert_eq!(hashed, 10, "nothing from the broken cache was trusted");
+    let third = audit(&ex, &["--cache", c.to_str().unwrap()]);
+    let hashed: u64 = third.json()["steps"].as_array().unwrap().iter().map(|s| s["data"]["objectsHashed"].as_u64().unwrap()).sum();
+    assert_eq!(hashed, 0, "the rebuilt cache is used");
+}
+
+#[test]
+fn shards_share_a_cache_in_a_real_s3_bucket() {
+    let Some(s3) = crate::verify::S3Server::start() else { return };
+    let ex = tree(2);
+    let env: Vec<(&str, String)> = s3.env();
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    std::fs::create_dir_all(s3.data.path().join("audit")).unwrap();
+    let cache = "s3://audit/cache/";
+    let run = |k: u32| {
+        let shard = format!("{k}/2");
+        run_in(ex.path(), &["audit", "--format", "json", "--progress", "never", ".", "--shard", &shard, "--cache", cache, "--write-report", &format!("s3://audit/reports/shard-{k}.json")], &env)
+    };
+    for k in 0..2 {
+        let o = run(k);
+        assert_eq!(o.code, 0, "{}\n{}", o.stdout, o.stderr);
+    }
+    let merged = run_in(ex.path(), &["report", "merge", "--format", "json", "s3://audit/reports/"], &env);
+    assert_eq!(merged.code, 0, "{}\n{}", merged.stdout, merged.stderr);
+    assert_eq!(findings(&merged).len(), 4);
+    for k in 0..2 {
+        let o = run(k);
+        for st in o.json()["steps"].as_array().unwrap().iter().filter(|s| s["data"].is_object()) {
+            assert_eq!(st["data"]["bytesHashed"], 0, "second run reads nothing: {st}");
+        }
+    }
+}
+
+#[test]
+fn metrics_are_pushed_to_a_pushgateway_with_basic_auth_and_no_secret_printed() {
+    use std::io::{Read, Write};
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    let h = std::thread::spawn(move || {
+        let (mut c, _) = l.accept().unwrap();
+        c.set_read_timeout(Some(std::time::Duration::from_secs(10))).unwrap();
+        let mut buf = Vec::new();
+        let mut chunk = [0u8; 65536];
+        // Read headers, then Content-Length bytes of body.
+        loop {
+            let n = c.read(&mut chunk).unwrap();
+            buf.extend_from_slice(&chunk[..n]);
+            let t = String::from_utf8_lossy(&buf).to_string();
+            if let Some(i) = t.find("\r\n\r\n") {
+                let len: usize = t.lines().find_map(|l| l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().parse().unwrap())).unwrap_or(0);
+                if buf.len() >= i + 4 + len {
+                    break;
+                }
+            }
+            if n == 0 {
+                break;
+            }
+        }
+        c.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n").unwrap();
+        String::from_utf8_lossy(&buf).to_string()
+    });
+    let ex = tree(0);
+    let url = format!("http://pusher:s3cr3t-pw@127.0.0.1:{port}/");
+    let out = audit(&ex, &["--cache", ex.path().join("c").to_str().unwrap(), "--pushgateway", &url]);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    let req = h.join().unwrap();
+    assert!(req.starts_with("PUT /metrics/job/bundlegate_audit "), "{req}");
+    assert!(req.to_ascii_lowercase().contains("authorization: basic "), "{req}");
+    assert!(req.contains("bundlegate_audit_verdict{verdict=\"pass\"} 1"), "{req}");
+    assert!(!out.stdout.contains("s3cr3t") && !out.stderr.contains("s3cr3t"));
+}
