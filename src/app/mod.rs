@@ -140,6 +140,17 @@ pub fn load_or_step(path: &Path, step: &str) -> std::result::Result<Loaded, Step
     })
 }
 
+/// [`load_or_step`] for text read elsewhere (a bundle as committed in git);
+/// `path` still anchors relative references and names the file.
+pub fn parse_or_step(path: &Path, text: &str, step: &str) -> std::result::Result<Loaded, StepReport> {
+    bundle::parse(&path.display().to_string(), path, text.to_string()).map_err(|e| {
+        let mut s = StepReport::new(step, path.display().to_string());
+        s.verdict = Verdict::Error;
+        s.summary = e.to_string();
+        s
+    })
+}
+
 pub fn lint_loaded(l: &Loaded, ov: &Overrides) -> StepReport {
     let rb = lint::resolve_rollback(l);
     let mut s = StepReport::new("lint", &l.display);
