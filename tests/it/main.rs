@@ -5,6 +5,7 @@ mod support;
 
 mod argocd;
 mod canary;
+mod cli_hardening;
 mod docs;
 mod github_standin;
 mod lint;
