@@ -336,3 +336,21 @@ impl CanaryModeArg {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    /// `--help` prints an env-backed flag's current value unless hidden; a
+    /// URL there may carry credentials, so every such flag hides it.
+    #[test]
+    fn every_env_flag_hides_its_value_in_help() {
+        fn walk(c: &clap::Command) {
+            for a in c.get_arguments() {
+                assert!(a.get_env().is_none() || a.is_hide_env_values_set(), "{} --{:?} shows its env value in --help", c.get_name(), a.get_long());
+            }
+            c.get_subcommands().for_each(walk);
+        }
+        walk(&super::Cli::command());
+    }
+}

@@ -21,6 +21,10 @@ pub const MASK: &str = "***";
 /// end (a password may itself contain `@`), never crossing `/ ? #` or space.
 static USERINFO: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?i)\b([a-z][a-z0-9+.\-]*://)([^/?#\s@'\x22<>]*@)+").expect("static regex"));
 
+/// `user:password@host` without a scheme (HTTP clients' debug logs print
+/// connection-pool keys this way).
+static BARE_USERINFO: LazyLock<Regex> = LazyLock::new(|| Regex::new(r#"(^|[\s(,"'=])[^\s/@:'"()<>,]+:[^\s/@'"()<>,]+@"#).expect("static regex"));
+
 /// A query or form parameter whose value is a credential.
 static PARAM: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
@@ -45,6 +49,7 @@ pub fn redact(text: &str) -> Cow<'_, str> {
         }
     };
     apply(&USERINFO, &|c| format!("{}{MASK}@", &c[1]));
+    apply(&BARE_USERINFO, &|c| format!("{}{MASK}@", &c[1]));
     apply(&PARAM, &|c| format!("{}{MASK}", &c[1]));
     apply(&AUTH_HEADER, &|c| format!("{}{MASK}", &c[1]));
     apply(&SCHEME_TOKEN, &|c| format!("{} {MASK}", &c[1]));
@@ -61,6 +66,7 @@ mod tests {
         assert_eq!(redact("endpoint `https://AKIA:p@ss@s3.local` refused"), "endpoint `https://***@s3.local` refused");
         assert_eq!(redact("s3://bucket/key@v2"), "s3://bucket/key@v2", "an `@` in the path is not userinfo");
         assert_eq!(redact("mailto-free text a@b"), "mailto-free text a@b");
+        assert_eq!(redact(r#"checkout for ("http", robot:pw@127.0.0.1:9)"#), r#"checkout for ("http", ***@127.0.0.1:9)"#);
     }
 
     #[test]
