@@ -2,7 +2,8 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand};
+use clap::builder::{EnumValueParser, TypedValueParser};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::report::render::Format;
 
@@ -16,7 +17,7 @@ pub struct Cli {
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     pub verbose: u8,
     /// Config file (YAML): per-code severities and verify policy.
-    #[arg(long, global = true, env = "BUNDLEGATE_CONFIG")]
+    #[arg(long, global = true, env = "BUNDLEGATE_CONFIG", hide_env_values = true)]
     pub config: Option<PathBuf>,
     #[command(subcommand)]
     pub command: Command,
@@ -74,8 +75,8 @@ pub enum Command {
         /// Bundle to update (its storageUri and artifacts are rewritten).
         #[arg(long)]
         bundle: PathBuf,
-        /// Concurrent uploads.
-        #[arg(long, default_value_t = 4)]
+        /// Concurrent uploads (1..=256).
+        #[arg(long, default_value_t = 4, value_parser = jobs_value)]
         jobs: usize,
     },
     /// Verify every bundle under a tree; report drift since the last audit.
@@ -153,7 +154,7 @@ pub enum Command {
         #[arg(long, default_value = ".")]
         repo: PathBuf,
         /// Prometheus URL for the canary step.
-        #[arg(long, env = "BUNDLEGATE_PROMETHEUS_URL")]
+        #[arg(long, env = "BUNDLEGATE_PROMETHEUS_URL", hide_env_values = true)]
         prometheus: Option<String>,
         #[command(flatten)]
         sev: SeverityArgs,
@@ -183,14 +184,14 @@ pub enum Command {
 
 #[derive(Debug, Clone, Args)]
 pub struct VerifyOpts {
-    /// Concurrent object reads.
-    #[arg(long, default_value_t = 4)]
+    /// Concurrent object reads (1..=256).
+    #[arg(long, default_value_t = 4, value_parser = jobs_value)]
     pub jobs: usize,
     /// Treat objects under the prefix that the bundle does not list as errors.
     #[arg(long)]
     pub deny_extra: bool,
     /// Progress bar: auto (on a TTY), always, never.
-    #[arg(long, default_value = "auto")]
+    #[arg(long, default_value = "auto", value_parser = EnumValueParser::<ProgressMode>::new().map(|m| m.as_str().to_string()))]
     pub progress: String,
 }
 
@@ -227,13 +228,13 @@ pub struct AlertArgs {
 #[derive(Debug, Clone, Args)]
 pub struct CanaryArgs {
     /// Prometheus base URL, e.g. http://127.0.0.1:9090
-    #[arg(long, env = "BUNDLEGATE_PROMETHEUS_URL")]
+    #[arg(long, env = "BUNDLEGATE_PROMETHEUS_URL", hide_env_values = true)]
     pub prometheus: Option<String>,
     /// Analysis window (default: the bundle's canary.window).
-    #[arg(long)]
+    #[arg(long, value_parser = duration_value)]
     pub window: Option<String>,
     /// canary (split traffic) or shadow (mirrored traffic).
-    #[arg(long)]
+    #[arg(long, value_parser = EnumValueParser::<CanaryModeArg>::new().map(|m| m.as_str().to_string()))]
     pub mode: Option<String>,
     /// PromQL label selector for the candidate (default: release version label).
     #[arg(long)]
@@ -275,22 +276,22 @@ pub struct WatchArgs {
     #[arg(long, default_value = "argocd")]
     pub app_namespace: String,
     /// The merge commit that must be synced.
-    #[arg(long, env = "GITHUB_SHA")]
+    #[arg(long, env = "GITHUB_SHA", hide_env_values = true)]
     pub revision: Option<String>,
     /// Give up after this long (e.g. 15m).
-    #[arg(long, default_value = "15m")]
+    #[arg(long, default_value = "15m", value_parser = duration_value)]
     pub timeout: String,
     /// Base URL of the service (identity endpoint and health probe).
     #[arg(long)]
     pub service_url: Option<String>,
     /// Health probe interval for downtime measurement (e.g. 300ms).
-    #[arg(long, default_value = "300ms")]
+    #[arg(long, default_value = "300ms", value_parser = duration_value)]
     pub probe_interval: String,
     /// Open a revert PR when a gate fails.
     #[arg(long)]
     pub revert: bool,
     /// Prometheus base URL for the canary gates once the rollout completed.
-    #[arg(long, env = "BUNDLEGATE_PROMETHEUS_URL")]
+    #[arg(long, env = "BUNDLEGATE_PROMETHEUS_URL", hide_env_values = true)]
     pub prometheus: Option<String>,
 }
 
@@ -309,9 +310,97 @@ pub struct RevertArgs {
     #[arg(long)]
     pub evidence: Option<PathBuf>,
     /// Ignore failures older than this (e.g. 20m).
-    #[arg(long, default_value = "20m")]
+    #[arg(long, default_value = "20m", value_parser = duration_value)]
     pub max_age: String,
     /// When the failure was observed (RFC 3339; default now).
-    #[arg(long)]
+    #[arg(long, value_parser = rfc3339_value)]
     pub failed_at: Option<String>,
+}
+
+/// Most concurrent object reads or uploads: far above what one object store
+/// connection pool serves well, far below tokio's semaphore limit.
+pub const MAX_JOBS: usize = 256;
+
+/// `--jobs`: refused at parse time (exit 2, naming the flag) outside 1..=256.
+pub fn jobs_value(s: &str) -> Result<usize, String> {
+    let n: usize = s.trim().parse().map_err(|_| format!("`{s}` is not a whole number"))?;
+    check_jobs(n)
+}
+
+pub fn check_jobs(n: usize) -> Result<usize, String> {
+    if (1..=MAX_JOBS).contains(&n) {
+        Ok(n)
+    } else {
+        Err(format!("{n} is out of range: expected 1..={MAX_JOBS}"))
+    }
+}
+
+/// A duration flag: validated at parse time (finite, greater than zero, at
+/// most 7d), kept as typed so reports quote what the user wrote.
+pub fn duration_value(s: &str) -> Result<String, String> {
+    let d = crate::util::try_duration(s)?;
+    if d.is_zero() {
+        return Err(format!("`{s}` must be greater than zero"));
+    }
+    Ok(s.trim().to_string())
+}
+
+fn rfc3339_value(s: &str) -> Result<String, String> {
+    chrono::DateTime::parse_from_rfc3339(s.trim()).map_err(|e| format!("`{s}` is not an RFC 3339 time (e.g. 2026-01-31T12:00:00Z): {e}"))?;
+    Ok(s.trim().to_string())
+}
+
+/// `--progress`: a typo is an error, not a silent `auto`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ProgressMode {
+    /// On when stderr is a terminal.
+    Auto,
+    Always,
+    Never,
+}
+
+impl ProgressMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ProgressMode::Auto => "auto",
+            ProgressMode::Always => "always",
+            ProgressMode::Never => "never",
+        }
+    }
+}
+
+/// `canary --mode`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CanaryModeArg {
+    /// Split traffic.
+    Canary,
+    /// Mirrored traffic.
+    Shadow,
+}
+
+impl CanaryModeArg {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CanaryModeArg::Canary => "canary",
+            CanaryModeArg::Shadow => "shadow",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    /// `--help` prints an env-backed flag's current value unless hidden; a
+    /// URL there may carry credentials, so every such flag hides it.
+    #[test]
+    fn every_env_flag_hides_its_value_in_help() {
+        fn walk(c: &clap::Command) {
+            for a in c.get_arguments() {
+                assert!(a.get_env().is_none() || a.is_hide_env_values_set(), "{} --{:?} shows its env value in --help", c.get_name(), a.get_long());
+            }
+            c.get_subcommands().for_each(walk);
+        }
+        walk(&super::Cli::command());
+    }
 }

@@ -1,8 +1,9 @@
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write};
 
 use clap::Parser;
 
 use bundlegate::cli::Cli;
+use bundlegate::report::redact::redact;
 use bundlegate::report::render::render;
 
 fn main() {
@@ -15,17 +16,41 @@ fn main() {
     let code = match bundlegate::app::run(cli) {
         Ok(report) => {
             let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
-            print!("{}", render(&report, format, color));
+            emit(&mut std::io::stdout().lock(), &render(&report, format, color));
             report.exit_code()
         }
         Err(e) => {
             // `Err` means the tool could not finish (bad input, I/O); policy
             // findings never come here.
-            eprintln!("error: {e:#}");
+            emit(&mut std::io::stderr().lock(), &format!("error: {e:#}\n"));
             2
         }
     };
     std::process::exit(code);
+}
+
+/// Every byte for stdout or stderr passes here: credentials are cut out, and
+/// a reader that went away (`| head`) ends the write quietly, as for cat or
+/// grep; the exit code still says what the report found. `print!` would
+/// panic on EPIPE (Rust ignores SIGPIPE).
+fn emit(out: &mut dyn Write, text: &str) {
+    let _ = out.write_all(redact(text).as_bytes()).and_then(|()| out.flush());
+}
+
+/// Log lines go through the same redaction as the report.
+struct RedactingStderr;
+
+impl Write for RedactingStderr {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let text = String::from_utf8_lossy(buf);
+        // A closed stderr must not fail the command; the log is advisory.
+        let _ = std::io::stderr().lock().write_all(redact(&text).as_bytes());
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        let _ = std::io::stderr().flush();
+        Ok(())
+    }
 }
 
 fn init_logging(verbose: u8) {
@@ -36,5 +61,5 @@ fn init_logging(verbose: u8) {
         _ => "debug",
     };
     let filter = EnvFilter::try_from_env("RUST_LOG").unwrap_or_else(|_| EnvFilter::new(format!("bundlegate={default},warn")));
-    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_target(false).init();
+    tracing_subscriber::fmt().with_env_filter(filter).with_writer(|| RedactingStderr).with_target(false).init();
 }

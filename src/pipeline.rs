@@ -181,18 +181,83 @@ pub fn parse(path: &Path, text: &str) -> Result<Pipeline> {
     if p.spec.steps.is_empty() {
         bail!("{}: spec.steps is empty; a pipeline that runs nothing proves nothing", path.display());
     }
+    for (i, step) in p.spec.steps.iter().enumerate() {
+        check_options(step).map_err(|(key, msg)| {
+            let field = format!("spec.steps[{i}].with.{key}");
+            let (line, col) = spans.lookup(&field).unwrap_or((1, 1));
+            anyhow::anyhow!("{}:{line}:{col}: {field}: {msg}", path.display())
+        })?;
+    }
     Ok(p)
+}
+
+/// The options each step reads; any other option on that step is an error
+/// (it would be silently ignored, e.g. `deep:` on a lint step).
+fn allowed_options(k: StepKind) -> &'static [&'static str] {
+    match k {
+        StepKind::Lint | StepKind::Comment => &[],
+        StepKind::Render => &["diff", "templates"],
+        StepKind::Verify => &["jobs", "denyExtra"],
+        StepKind::Preflight => &["snapshot"],
+        StepKind::Canary => &["window"],
+        StepKind::Audit => &["jobs", "denyExtra", "deep", "serving"],
+        StepKind::Watch => &["app", "appNamespace", "timeout", "serviceUrl", "probeInterval"],
+        StepKind::Revert => &["remote", "base", "maxAge"],
+    }
+}
+
+/// Every option of one step checked before anything runs: known for this
+/// step, numbers in range, durations finite, positive and at most 7d.
+/// `Err((option, why))`.
+fn check_options(step: &Step) -> std::result::Result<(), (&'static str, String)> {
+    let w = &step.with;
+    let set: [(&'static str, bool); 16] = [
+        ("diff", w.diff.is_some()),
+        ("templates", w.templates.is_some()),
+        ("jobs", w.jobs.is_some()),
+        ("denyExtra", w.deny_extra.is_some()),
+        ("deep", w.deep.is_some()),
+        ("serving", w.serving.is_some()),
+        ("snapshot", w.snapshot.is_some()),
+        ("window", w.window.is_some()),
+        ("app", w.app.is_some()),
+        ("appNamespace", w.app_namespace.is_some()),
+        ("timeout", w.timeout.is_some()),
+        ("serviceUrl", w.service_url.is_some()),
+        ("probeInterval", w.probe_interval.is_some()),
+        ("remote", w.remote.is_some()),
+        ("base", w.base.is_some()),
+        ("maxAge", w.max_age.is_some()),
+    ];
+    let allowed = allowed_options(step.name);
+    if let Some((key, _)) = set.iter().find(|(k, on)| *on && !allowed.contains(k)) {
+        let known = if allowed.is_empty() { "it takes no options".to_string() } else { format!("its options are {}", allowed.join(", ")) };
+        return Err((key, format!("`{key}` is not an option of the {} step ({known})", step_name(step.name))));
+    }
+    if let Some(n) = w.jobs {
+        crate::cli::check_jobs(n).map_err(|e| ("jobs", e))?;
+    }
+    let durations = [("window", &w.window), ("timeout", &w.timeout), ("probeInterval", &w.probe_interval), ("maxAge", &w.max_age)];
+    for (key, v) in durations {
+        if let Some(v) = v {
+            crate::cli::duration_value(v).map_err(|e| (key, e))?;
+        }
+    }
+    Ok(())
 }
 
 /// A bundle to run on, plus its base version in PR mode.
 struct Target {
     path: PathBuf,
     base_text: Option<String>,
+    /// PR mode: the bundle as committed at `--head`, which is what is
+    /// checked (the working tree may be at another revision).
+    head_text: Option<String>,
 }
 
 fn select(p: &Pipeline, inputs: &Inputs) -> Result<(Vec<Target>, Option<StepReport>)> {
     if !inputs.bundles.is_empty() {
-        return Ok((inputs.bundles.iter().map(|b| Target { path: b.clone(), base_text: None }).collect(), None));
+        return Ok((inputs.bundles.iter().map(|b| Target { path: b.clone(), base_text: None, head_text: None }).collect(), None));
     }
     match p.spec.bundles.as_ref().map(|b| b.from) {
         Some(SelectFrom::Changed) => {
@@ -203,14 +268,25 @@ fn select(p: &Pipeline, inputs: &Inputs) -> Result<(Vec<Target>, Option<StepRepo
             let mut note = StepReport::new("select", format!("{base}..{head}"));
             let mut out = Vec::new();
             let mut skipped = Vec::new();
+            let mut differs = Vec::new();
             for c in changed {
                 if c.status == "deleted" {
                     skipped.push(c.path.display().to_string());
                     continue;
                 }
-                out.push(Target { path: inputs.repo.join(&c.path), base_text: c.base_text });
+                let path = inputs.repo.join(&c.path);
+                // Say so when the checkout is not at head: the check reads
+                // head's committed bundle, not the file on disk.
+                if std::fs::read_to_string(&path).ok().as_deref() != Some(c.head_text.as_str()) {
+                    differs.push(c.path.display().to_string());
+                }
+                out.push(Target { path, base_text: c.base_text, head_text: Some(c.head_text) });
             }
-            note.summary = format!("{} changed bundle(s){}", out.len(), if skipped.is_empty() { String::new() } else { format!("; deleted, not checked: {}", skipped.join(", ")) });
+            note.summary = format!("{} changed bundle(s), checked as committed at {head}{}", out.len(), if skipped.is_empty() { String::new() } else { format!("; deleted, not checked: {}", skipped.join(", ")) });
+            if !differs.is_empty() {
+                note.summary.push_str(&format!("; the working tree differs from {head} for {} (not what was checked)", differs.join(", ")));
+            }
+            note.data = serde_json::json!({"base": base, "head": head, "workingTreeDiffers": differs});
             if out.is_empty() {
                 note.verdict = Verdict::NotRun;
                 note.summary = "this change touches no release bundle; nothing to check".into();
@@ -220,7 +296,7 @@ fn select(p: &Pipeline, inputs: &Inputs) -> Result<(Vec<Target>, Option<StepRepo
         Some(SelectFrom::All) => {
             let root = p.spec.bundles.as_ref().and_then(|b| b.root.clone()).map(|r| r).unwrap_or_else(|| inputs.repo.clone());
             let found = crate::app::verify::find_bundles(&root)?;
-            Ok((found.into_iter().map(|path| Target { path, base_text: None }).collect(), None))
+            Ok((found.into_iter().map(|path| Target { path, base_text: None, head_text: None }).collect(), None))
         }
         None => bail!("no bundles: pass --bundle PATH (or declare spec.bundles in the pipeline)"),
     }
@@ -235,7 +311,11 @@ pub fn run_file(pipeline_path: &Path, inputs: &Inputs) -> Result<Report> {
         report.push(n);
     }
     for t in &targets {
-        let loaded = match crate::app::load_or_step(&t.path, "load") {
+        let loaded = match &t.head_text {
+            Some(text) => crate::app::parse_or_step(&t.path, text, "load"),
+            None => crate::app::load_or_step(&t.path, "load"),
+        };
+        let loaded = match loaded {
             Ok(l) => l,
             Err(s) => {
                 report.push(s);
@@ -415,7 +495,7 @@ fn run_one(rt: &tokio::runtime::Runtime, step: &Step, l: &Loaded, t: &Target, in
         StepKind::Preflight => {
             let snap = inputs.snapshot.clone().or_else(|| step.with.snapshot.clone());
             match snap {
-                Some(sn) => crate::app::preflight::run(&l.path, Some(&sn), false, ov),
+                Some(sn) => crate::app::preflight::run_loaded(l, Some(&sn), false, ov),
                 None => StepReport::not_run("preflight", &l.display, "no cluster state: pass --snapshot FILE (kubectl get … -o yaml) to check surge capacity, quotas and volumes"),
             }
         }
@@ -430,7 +510,7 @@ fn run_one(rt: &tokio::runtime::Runtime, step: &Step, l: &Loaded, t: &Target, in
                     baseline_selector: None,
                     endpoint: None,
                 };
-                crate::app::canary::run(&l.path, &args, ov)
+                rt.block_on(crate::app::canary::analyze(l, &args, ov))
             }
         },
         StepKind::Watch | StepKind::Revert | StepKind::Comment | StepKind::Audit => unreachable!("dispatched by run_step / run_file"),

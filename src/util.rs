@@ -2,15 +2,25 @@
 
 use std::time::Duration;
 
-/// Parse `90s`, `30m`, `2h`, `1h30m`, or plain seconds.
-pub fn parse_duration(s: &str) -> Option<Duration> {
+/// The longest duration any option or environment variable may name: every
+/// duration bundlegate reads is a wait, a window or an age, and a week is
+/// already far past any CI job's limit. Larger values are refused rather
+/// than clamped, so a typo (`150000h`) is reported instead of becoming a hang.
+pub const MAX_DURATION: Duration = Duration::from_secs(7 * 86400);
+
+/// Parse `90s`, `30m`, `2h`, `1h30m`, `500ms`, `1.5h`, `1d`, or plain
+/// seconds, refusing anything that is not a finite, non-negative duration of
+/// at most [`MAX_DURATION`]; the error says why.
+pub fn try_duration(s: &str) -> Result<Duration, String> {
     let s = s.trim();
     if s.is_empty() {
-        return None;
+        return Err("empty duration (e.g. 300ms, 90s, 15m, 2h)".into());
     }
+    let too_long = || format!("`{s}` is longer than the maximum of 7d");
     if let Ok(n) = s.parse::<u64>() {
-        return Some(Duration::from_secs(n));
+        return if n > MAX_DURATION.as_secs() { Err(too_long()) } else { Ok(Duration::from_secs(n)) };
     }
+    let bad = || format!("`{s}` is not a duration (e.g. 300ms, 90s, 15m, 1h30m, 1d)");
     let mut total = 0f64;
     let mut num = String::new();
     let mut any = false;
@@ -29,18 +39,31 @@ pub fn parse_duration(s: &str) -> Option<Duration> {
                 'm' => 60.0,
                 's' => 1.0,
                 'd' => 86400.0,
-                _ => return None,
+                _ => return Err(bad()),
             }
         };
-        let n: f64 = num.parse().ok()?;
+        let n: f64 = num.parse().map_err(|_| bad())?;
         total += n * unit;
         num.clear();
         any = true;
     }
     if !num.is_empty() || !any {
-        return None;
+        return Err(bad());
     }
-    Some(Duration::from_secs_f64(total))
+    // Digits and '.' only, so NaN, infinities and negatives cannot be typed;
+    // the checks still guard `from_secs_f64`, which panics on any of them.
+    if !total.is_finite() || total < 0.0 {
+        return Err(bad());
+    }
+    if total > MAX_DURATION.as_secs_f64() {
+        return Err(too_long());
+    }
+    Ok(Duration::from_secs_f64(total))
+}
+
+/// [`try_duration`] without the reason, for callers that substitute a default.
+pub fn parse_duration(s: &str) -> Option<Duration> {
+    try_duration(s).ok()
 }
 
 /// Human bytes: 1.5 GiB.
@@ -71,6 +94,18 @@ mod tests {
         assert_eq!(parse_duration("x"), None);
         assert_eq!(parse_duration("10"), Some(Duration::from_secs(10)));
         assert_eq!(parse_duration("m"), None);
+        assert_eq!(parse_duration("1.5h"), Some(Duration::from_secs(5400)));
+        assert_eq!(parse_duration("7d"), Some(MAX_DURATION));
+    }
+
+    #[test]
+    fn durations_outside_input_cannot_overflow() {
+        // Each of these panicked in `Duration::from_secs_f64` or overflowed.
+        for s in ["99999999999999999999999h", "1e400s", "184467440737095516160s", "inf", "NaN", "-5s", "8d", "604801", "1..5s", "s", ""] {
+            let e = try_duration(s).unwrap_err();
+            assert!(!e.is_empty(), "{s}");
+        }
+        assert!(try_duration("8d").unwrap_err().contains("maximum of 7d"));
     }
 }
 

@@ -8,7 +8,9 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, Context, Result};
-use git2::{Delta, DiffFindOptions, DiffOptions, ObjectType, Oid, Repository};
+use git2::{Delta, DiffFindOptions, DiffOptions, FileMode, ObjectType, Oid, Repository, Tree};
+
+use crate::bundle::detect;
 
 /// One bundle file the PR touches.
 ///
@@ -28,10 +30,8 @@ pub struct ChangedBundle {
     pub status: String,
 }
 
-/// Blobs larger than this are never sniffed for `kind: ReleaseBundle`: a
-/// bundle is a small hand-written file, and reading a multi-GB LFS mistake
-/// into memory would be a denial of service.
-const MAX_SNIFF_BYTES: usize = 4 << 20;
+/// Blobs larger than this are never read: the same bound as detection.
+const MAX_SNIFF_BYTES: usize = detect::MAX_SNIFF_BYTES;
 
 /// Bundles changed by `head` relative to `base`, with pull-request semantics:
 /// the diff is `merge_base(base, head) → head`, so commits that landed on the
@@ -64,20 +64,20 @@ pub fn changed_bundles(repo: &Path, base: &str, head: &str) -> Result<Vec<Change
         };
         let old = delta.old_file();
         let new = delta.new_file();
-        // Symlinks and submodules are not files we may read through: a symlink
-        // blob is a path, a submodule entry is a commit in another repository.
-        let is_blob = |f: &git2::DiffFile<'_>| f.mode() == git2::FileMode::Blob || f.mode() == git2::FileMode::BlobExecutable;
-        let old_text = if status == "added" || !is_blob(&old) { None } else { blob_text(&r, old.id())? };
-        let new_text = if status == "deleted" || !is_blob(&new) { None } else { blob_text(&r, new.id())? };
+        // A symlink is read through to its target blob in the same tree, and
+        // only while the target stays inside the repository; a submodule
+        // entry is a commit in another repository and never read.
         let old_path = old.path().map(Path::to_path_buf);
         let new_path = new.path().map(Path::to_path_buf);
+        let old_text = if status == "added" { None } else { side_text(&r, &old_tree, old_path.as_deref(), old.id(), old.mode())? };
+        let new_text = if status == "deleted" { None } else { side_text(&r, &new_tree, new_path.as_deref(), new.id(), new.mode())? };
 
         let old_is = match (&old_path, &old_text) {
-            (Some(p), Some(t)) => is_bundle(p, t),
+            (Some(p), Some(t)) => detect::is_bundle(p, t.as_bytes()),
             _ => false,
         };
         let new_is = match (&new_path, &new_text) {
-            (Some(p), Some(t)) => is_bundle(p, t),
+            (Some(p), Some(t)) => detect::is_bundle(p, t.as_bytes()),
             _ => false,
         };
         if !old_is && !new_is {
@@ -126,36 +126,42 @@ fn blob_text(r: &Repository, id: Oid) -> Result<Option<String>> {
     Ok(String::from_utf8(blob.content().to_vec()).ok())
 }
 
-/// A release bundle is `release.yaml`/`release.yml`, or any YAML file that
-/// declares `kind: ReleaseBundle` at the top level.
-pub fn is_bundle(path: &Path, text: &str) -> bool {
-    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
-    if name == "release.yaml" || name == "release.yml" {
-        return true;
+/// The text behind one side of a diff entry: a blob's, or for a symlink
+/// its target's (followed inside `tree`). A bundle-named symlink whose target
+/// leaves the repository is refused; any other unreadable entry is "no text".
+fn side_text(r: &Repository, tree: &Tree<'_>, path: Option<&Path>, id: Oid, mode: FileMode) -> Result<Option<String>> {
+    let Some(path) = path else { return Ok(None) };
+    let (mut at, mut id, mut mode) = (path.to_path_buf(), id, mode);
+    for _ in 0..detect::MAX_LINK_HOPS {
+        match mode {
+            FileMode::Blob | FileMode::BlobExecutable => return blob_text(r, id),
+            FileMode::Link if detect::is_candidate(path) => {
+                let blob = r.find_blob(id).with_context(|| format!("reading symlink {}", at.display()))?;
+                let target = PathBuf::from(String::from_utf8_lossy(blob.content()).into_owned());
+                at = match detect::link_target_in_repo(&at, &target) {
+                    Ok(t) => t,
+                    Err(why) if detect::has_bundle_name(path) => return Err(anyhow!(why)),
+                    Err(_) => return Ok(None),
+                };
+                let Ok(entry) = tree.get_path(&at) else {
+                    if detect::has_bundle_name(path) {
+                        return Err(anyhow!("{} is a symlink to {}, which the commit does not contain", path.display(), at.display()));
+                    }
+                    return Ok(None);
+                };
+                id = entry.id();
+                // Raw tree-entry modes (git2 gives no FileMode for entries).
+                mode = match entry.filemode() {
+                    0o120000 => FileMode::Link,
+                    0o100755 => FileMode::BlobExecutable,
+                    0o100644 => FileMode::Blob,
+                    _ => return Ok(None),
+                };
+            }
+            _ => return Ok(None),
+        }
     }
-    if !(name.ends_with(".yaml") || name.ends_with(".yml")) {
-        return false;
-    }
-    text.lines().any(|l| {
-        let l = l.trim_end();
-        matches!(l, "kind: ReleaseBundle" | "kind: \"ReleaseBundle\"" | "kind: 'ReleaseBundle'") || l.starts_with("kind: ReleaseBundle #")
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn bundle_detection() {
-        assert!(is_bundle(Path::new("a/release.yaml"), ""));
-        assert!(is_bundle(Path::new("a/release.yml"), "x: 1"));
-        assert!(is_bundle(Path::new("a/model.yaml"), "apiVersion: bundlegate.dev/v1\nkind: ReleaseBundle\n"));
-        // Nested `kind:` (e.g. a Kubernetes object inside) does not count.
-        assert!(!is_bundle(Path::new("a/model.yaml"), "spec:\n  kind: ReleaseBundle\n"));
-        assert!(!is_bundle(Path::new("a/notes.md"), "kind: ReleaseBundle\n"));
-        assert!(!is_bundle(Path::new("a/deploy.yaml"), "kind: Deployment\n"));
-    }
+    Err(anyhow!("{} goes through more than {} symlinks", path.display(), detect::MAX_LINK_HOPS))
 }
 
 /// The commit checked out in the work tree that contains `path`, if any (a

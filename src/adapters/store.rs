@@ -176,8 +176,8 @@ fn confine(path: &Path, root: &Path, uri: &str) -> Result<()> {
     Ok(())
 }
 
-/// First line of an error chain, without URLs' query strings (presigned
-/// parameters could carry credentials).
+/// An error chain on one line, with credentials (URL userinfo, presigned
+/// parameters) cut out by the one redaction rule.
 pub fn short_error(e: &dyn std::error::Error) -> String {
     let mut parts = vec![e.to_string()];
     let mut src = e.source();
@@ -189,27 +189,7 @@ pub fn short_error(e: &dyn std::error::Error) -> String {
         src = s.source();
     }
     let joined = parts.join(": ");
-    redact_query(&joined)
-}
-
-fn redact_query(s: &str) -> String {
-    // Drop everything from '?' to the next whitespace inside URLs.
-    let mut out = String::with_capacity(s.len());
-    let mut in_query = false;
-    for c in s.chars() {
-        if c == '?' && !in_query {
-            in_query = true;
-            out.push_str("?…");
-            continue;
-        }
-        if in_query && (c.is_whitespace() || c == ')' || c == ',') {
-            in_query = false;
-        }
-        if !in_query {
-            out.push(c);
-        }
-    }
-    out
+    crate::report::redact::redact(&joined).into_owned()
 }
 
 impl Store {

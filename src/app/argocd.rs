@@ -402,20 +402,13 @@ pub fn discover(source: &Path, env: &CmpEnv) -> Result<Option<String>> {
     if !path.is_file() {
         return Ok(None);
     }
-    let text = std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
-    Ok(looks_like_bundle(&text).then_some(rel))
+    let head = bundle::detect::read_head(&path).with_context(|| format!("reading {}", path.display()))?;
+    Ok(bundle::detect::is_bundle(Path::new(&rel), &head).then_some(rel))
 }
 
+#[cfg(test)]
 fn looks_like_bundle(text: &str) -> bool {
-    match serde_yaml_ng::from_str::<Value>(text) {
-        Ok(v) => v.get("apiVersion").and_then(Value::as_str) == Some(bundle::API_VERSION) && v.get("kind").and_then(Value::as_str) == Some(bundle::KIND),
-        // Unparseable (or several documents): match on the header lines so
-        // the syntax error surfaces in `generate`.
-        Err(_) => {
-            let has = |k: &str, v: &str| text.lines().any(|l| l.trim_start().strip_prefix(k).map(|r| r.trim().trim_matches('"') == v).unwrap_or(false));
-            has("apiVersion:", bundle::API_VERSION) && has("kind:", bundle::KIND)
-        }
-    }
+    bundle::detect::is_bundle(Path::new(DEFAULT_BUNDLE), text.as_bytes())
 }
 
 /// `parameters.dynamic` output: Argo's ParameterAnnouncement list. Defaults

@@ -149,12 +149,20 @@ pub fn run(cli: Cli) -> Result<Report> {
 
 /// Load a bundle or produce the Error step that says why (file:line:col: field).
 pub fn load_or_step(path: &Path, step: &str) -> std::result::Result<Loaded, StepReport> {
-    bundle::load(path).map_err(|e| {
-        let mut s = StepReport::new(step, path.display().to_string());
-        s.verdict = Verdict::Error;
-        s.summary = e.to_string();
-        s
-    })
+    bundle::load(path).map_err(|e| load_error(path, step, e))
+}
+
+/// [`load_or_step`] for text read elsewhere (a bundle as committed in git);
+/// `path` still anchors relative references and names the file.
+pub fn parse_or_step(path: &Path, text: &str, step: &str) -> std::result::Result<Loaded, StepReport> {
+    bundle::parse(&path.display().to_string(), path, text.to_string()).map_err(|e| load_error(path, step, e))
+}
+
+fn load_error(path: &Path, step: &str, e: bundle::LoadError) -> StepReport {
+    let mut s = StepReport::new(step, path.display().to_string());
+    s.verdict = Verdict::Error;
+    s.summary = e.to_string();
+    s
 }
 
 pub fn lint_loaded(l: &Loaded, ov: &Overrides) -> StepReport {

@@ -372,12 +372,15 @@ impl GithubEnv {
         }
     }
 
-    /// Replace the token wherever it could appear in text we emit.
+    /// Replace the token wherever it could appear in text we emit, then the
+    /// credentials any URL or header in it carries (the comment and job
+    /// summary are written here, not through the output layer).
     fn scrub(&self, s: &str) -> String {
-        match &self.token {
+        let s = match &self.token {
             Some(t) if t.trim().len() >= 4 => s.replace(t.trim(), "***"),
             _ => s.to_string(),
-        }
+        };
+        crate::report::redact::redact(&s).into_owned()
     }
 }
 

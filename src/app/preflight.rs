@@ -11,10 +11,14 @@ use crate::report::{Severity, StepReport, Verdict};
 /// Gather cluster state (snapshot file or live, read-only) and run the pure
 /// preflight checks for one bundle.
 pub fn run(bundle: &Path, snapshot: Option<&Path>, live: bool, ov: &Overrides) -> StepReport {
-    let l = match crate::app::load_or_step(bundle, "preflight") {
-        Ok(l) => l,
-        Err(s) => return s,
-    };
+    match crate::app::load_or_step(bundle, "preflight") {
+        Ok(l) => run_loaded(&l, snapshot, live, ov),
+        Err(s) => s,
+    }
+}
+
+/// [`run`] on a bundle already loaded (e.g. as committed at a PR's head).
+pub fn run_loaded(l: &crate::bundle::Loaded, snapshot: Option<&Path>, live: bool, ov: &Overrides) -> StepReport {
     let state = match (snapshot, live) {
         (Some(p), _) => cluster::load_snapshot(p),
         (None, true) => {

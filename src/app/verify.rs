@@ -50,7 +50,7 @@ pub async fn hash_all(store: Arc<Store>, mut objs: Vec<Listed>, jobs: usize, pro
         let pb = pb.clone();
         Arc::new(move |n| pb.inc(n))
     };
-    let sem = Arc::new(Semaphore::new(jobs.max(1)));
+    let sem = Arc::new(Semaphore::new(jobs.clamp(1, crate::cli::MAX_JOBS)));
     // Set by the first object that finds the endpoint gone (connection
     // refused, DNS): nothing new is started, the rest are NOT CHECKED with
     // that one reason instead of each spending its own retries on it.
@@ -304,7 +304,7 @@ pub async fn publish(dir: &Path, to: &str, bundle_path: &Path, jobs: usize) -> R
     if !existing.is_empty() || !refused.is_empty() {
         bail!("refusing to publish into `{to}`: it already holds {} object(s) (one version, one path)", existing.len() + refused.len());
     }
-    let sem = Arc::new(Semaphore::new(jobs.max(1)));
+    let sem = Arc::new(Semaphore::new(jobs.clamp(1, crate::cli::MAX_JOBS)));
     let mut set = tokio::task::JoinSet::new();
     for (rel, path) in files.clone() {
         let store = store.clone();
@@ -432,23 +432,15 @@ pub fn find_bundles(root: &Path) -> Result<Vec<PathBuf>> {
         return Ok(vec![root.to_path_buf()]);
     }
     let mut out = Vec::new();
+    let real_root = root.canonicalize().with_context(|| format!("reading {}", root.display()))?;
     let walker = walkdir::WalkDir::new(root).sort_by_file_name().into_iter().filter_entry(|e| {
         let n = e.file_name().to_string_lossy();
         !(e.file_type().is_dir() && (n == ".git" || n == "target" || n == "node_modules"))
     });
     for e in walker {
         let e = e.with_context(|| format!("walking {}", root.display()))?;
-        if !e.file_type().is_file() {
-            continue;
-        }
-        let n = e.file_name().to_string_lossy();
-        if n == "release.yaml" || n == "release.yml" {
-            out.push(e.path().to_path_buf());
-        } else if n.ends_with(".yaml") || n.ends_with(".yml") {
-            let head = std::fs::read_to_string(e.path()).unwrap_or_default();
-            if head.lines().any(|l| l.trim() == "kind: ReleaseBundle") && head.contains("bundlegate.dev/") {
-                out.push(e.path().to_path_buf());
-            }
+        if let Some(p) = crate::bundle::detect::check_file(&real_root, e.path(), e.path_is_symlink())? {
+            out.push(p);
         }
     }
     Ok(out)

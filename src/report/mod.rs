@@ -6,6 +6,7 @@
 
 pub mod merge;
 pub mod metrics;
+pub mod redact;
 pub mod render;
 
 use serde::{Deserialize, Serialize};

@@ -6,6 +6,7 @@ mod support;
 mod argocd;
 mod audit_shard;
 mod canary;
+mod cli_hardening;
 mod docs;
 mod github_standin;
 mod health_lua;

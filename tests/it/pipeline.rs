@@ -95,3 +95,31 @@ fn drift_audit_pipeline_audits_every_bundle() {
     let audits = out.json()["steps"].as_array().unwrap().iter().filter(|s| s["step"] == "audit").count();
     assert_eq!(audits, 2);
 }
+
+/// Every option of every step is checked when the file is loaded, before
+/// anything runs: unknown options for that step, numbers out of range and
+/// durations that are not finite, positive and at most 7d, each with
+/// file:line:col and the field.
+#[test]
+fn step_options_are_validated_at_load_with_positions() {
+    let ex = Example::new();
+    let b = ex.v2();
+    let cases = [
+        ("  steps:\n    - name: lint\n      with:\n        deep: true\n", "spec.steps[0].with.deep", 4, "not an option of the lint step"),
+        ("  steps:\n    - name: lint\n    - name: verify\n      with:\n        jobs: 0\n", "spec.steps[1].with.jobs", 5, "out of range"),
+        ("  steps:\n    - name: verify\n      with:\n        jobs: 100000000\n", "spec.steps[0].with.jobs", 4, "out of range"),
+        ("  steps:\n    - name: watch\n      with:\n        timeout: 99999999999999999999h\n", "spec.steps[0].with.timeout", 4, "maximum of 7d"),
+        ("  steps:\n    - name: watch\n      with:\n        probeInterval: NaN\n", "spec.steps[0].with.probeInterval", 4, "not a duration"),
+        ("  steps:\n    - name: canary\n      with:\n        window: 0s\n", "spec.steps[0].with.window", 4, "greater than zero"),
+        ("  steps:\n    - name: revert\n      with:\n        maxAge: 1e400s\n", "spec.steps[0].with.maxAge", 4, "not a duration"),
+        ("  steps:\n    - name: render\n      with:\n        window: 5m\n", "spec.steps[0].with.window", 4, "its options are diff, templates"),
+    ];
+    for (body, field, line, why) in cases {
+        let p = write_pipeline(&ex, body);
+        let out = ex.run(&["run", &p, "--bundle", b.to_str().unwrap()]);
+        assert_eq!(out.code, 2, "{body}\n{}\n{}", out.stdout, out.stderr);
+        let want = format!("{p}:{}:", line + 5); // 5 header lines before `spec:`'s body
+        assert!(out.stderr.contains(&want) && out.stderr.contains(field) && out.stderr.contains(why), "want {want} {field} {why}:\n{}", out.stderr);
+        assert!(out.stdout.is_empty(), "nothing ran: {}", out.stdout);
+    }
+}

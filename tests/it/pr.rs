@@ -695,3 +695,87 @@ fn pr_e2e_token_never_printed() {
     assert_eq!(step(&out.json(), "comment")["verdict"], "error", "{}", out.stdout);
     assert!(!out.stdout.contains(TOKEN) && !out.stderr.contains(TOKEN));
 }
+
+// ---------------------------------------------------------------------------
+// One detection rule: PR mode, audit's tree walk and Argo CD discover agree
+
+/// Each form of bundle that `argocd discover` accepts, added by a PR: PR mode
+/// finds it, audit's walk finds it, discover finds it.
+#[test]
+fn pr_json_spaced_kind_and_symlinked_bundles_are_detected_everywhere() {
+    let ex = pr_repo();
+    let v2_text = std::fs::read_to_string(ex.v2()).unwrap();
+    let v2_json = serde_json::to_string_pretty(&serde_yaml_ng::from_str::<Value>(&v2_text).unwrap()).unwrap();
+    std::fs::create_dir_all(ex.path().join("json-svc")).unwrap();
+    std::fs::write(ex.path().join("json-svc/release.json"), &v2_json).unwrap();
+    std::fs::write(ex.path().join("json-svc/serving.json"), &v2_json).unwrap();
+    std::fs::create_dir_all(ex.path().join("spaced")).unwrap();
+    std::fs::write(ex.path().join("spaced/model.yaml"), v2_text.replacen("kind: ReleaseBundle", "kind:   ReleaseBundle", 1)).unwrap();
+    std::fs::create_dir_all(ex.path().join("current")).unwrap();
+    std::os::unix::fs::symlink("../llm-scratch/v2/release.yaml", ex.path().join("current/release.yaml")).unwrap();
+    commit_all(ex.path(), "more bundle forms");
+
+    let ch = changed_bundles(ex.path(), "main", "feature").unwrap();
+    let paths: Vec<String> = ch.iter().map(|c| c.path.display().to_string()).collect();
+    let want = ["current/release.yaml", "json-svc/release.json", "json-svc/serving.json", "spaced/model.yaml"];
+    assert_eq!(paths, want, "{ch:#?}");
+    let link = ch.iter().find(|c| c.path.ends_with("current/release.yaml")).unwrap();
+    assert_eq!(link.head_text, v2_text, "a symlinked bundle is read through to its target");
+
+    let found = bundlegate::app::verify::find_bundles(ex.path()).unwrap();
+    for w in want {
+        assert!(found.iter().any(|p| p.ends_with(w)), "audit misses {w}: {found:?}");
+    }
+    // An Application whose source path is the repository root, pointed at each.
+    let src = ex.path().canonicalize().unwrap();
+    for w in want {
+        let params = format!(r#"[{{"name":"bundle","string":"{w}"}}]"#);
+        let env = bundlegate::app::argocd::CmpEnv::from_pairs([("ARGOCD_APP_PARAMETERS", params.as_str())]);
+        assert_eq!(bundlegate::app::argocd::discover(&src, &env).unwrap().as_deref(), Some(w), "discover misses {w}");
+    }
+    // The whole PR pipeline then checks all four (none reads "touches no release bundle").
+    let out = run_pr(ex.path(), &[], &[]);
+    let v = out.json();
+    let select = step(&v, "select");
+    assert!(select["summary"].as_str().unwrap().starts_with("4 changed bundle(s)"), "{}", out.stdout);
+    let linted = v["steps"].as_array().unwrap().iter().filter(|s| s["step"] == "lint").count();
+    assert_eq!(linted, 4, "{}", out.stdout);
+}
+
+/// A bundle-named symlink that leaves the repository is refused with a
+/// message in PR mode and in audit, never read.
+#[test]
+fn pr_symlinked_bundle_outside_the_repo_is_refused() {
+    let ex = pr_repo();
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("release.yaml"), std::fs::read_to_string(ex.v2()).unwrap()).unwrap();
+    std::fs::create_dir_all(ex.path().join("escape")).unwrap();
+    std::os::unix::fs::symlink(outside.path().join("release.yaml"), ex.path().join("escape/release.yaml")).unwrap();
+    commit_all(ex.path(), "link outside");
+    let e = format!("{:#}", changed_bundles(ex.path(), "main", "feature").unwrap_err());
+    assert!(e.contains("escape/release.yaml") && e.contains("refusing to follow"), "{e}");
+    let e = format!("{:#}", bundlegate::app::verify::find_bundles(ex.path()).unwrap_err());
+    assert!(e.contains("escape/release.yaml") && e.contains("refusing to follow"), "{e}");
+    let out = run_pr(ex.path(), &[], &[]);
+    assert_eq!(out.code, 2, "{}\n{}", out.stdout, out.stderr);
+    assert!(out.stderr.contains("refusing to follow"), "{}", out.stderr);
+}
+
+/// `run --base main --head feature` checks the bundle as committed at
+/// `feature`, not the file in the working tree (here: a clean, uncommitted
+/// edit hides head's unpinned image).
+#[test]
+fn pr_run_checks_the_head_revision_not_the_working_tree() {
+    let ex = pr_repo();
+    let clean = std::fs::read_to_string(ex.v2()).unwrap();
+    replace_in(&ex.v2(), "llm-serve@sha256:7c7c7c7c7c7c7c7c7c7c7c7c7c7c7c7c7c7c7c7c7c7c7c7c7c7c7c7c7c7c7c7c", "llm-serve:latest");
+    commit_all(ex.path(), "unpinned image");
+    std::fs::write(ex.v2(), &clean).unwrap();
+    let out = run_pr(ex.path(), &[], &[]);
+    assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
+    assert!(out.codes().contains(&"BG001".to_string()), "head's unpinned image is what is checked:\n{}", out.stdout);
+    let v = out.json();
+    let select = step(&v, "select");
+    assert!(select["summary"].as_str().unwrap().contains("the working tree differs from feature"), "{select}");
+    assert_eq!(select["data"]["workingTreeDiffers"], serde_json::json!(["llm-scratch/v2/release.yaml"]));
+}

@@ -21,9 +21,17 @@ pub const SECRETS: &[(&str, &str)] = &[
 /// In the kubeconfig, not the environment.
 pub const KUBE_TOKEN: &str = "kubeSECRETbearerVALUE0123456789";
 
+/// The password inside `http://user:password@host` URLs the user supplies.
+pub const URL_SECRET: &str = "urlSECRETpassVALUE0123456789";
+
 /// Every secret value, for scanning any text.
 pub fn all_secrets() -> Vec<&'static str> {
-    SECRETS.iter().map(|(_, v)| *v).chain([KUBE_TOKEN]).collect()
+    SECRETS.iter().map(|(_, v)| *v).chain([KUBE_TOKEN, URL_SECRET]).collect()
+}
+
+/// `url` with userinfo carrying [`URL_SECRET`].
+fn with_userinfo(url: &str) -> String {
+    url.replacen("://", &format!("://robot:{URL_SECRET}@"), 1)
 }
 
 pub fn assert_clean(what: &str, text: &str) {
@@ -186,4 +194,58 @@ fn no_secret_reaches_files_pr_bodies_or_requests() {
     assert!(*auth_ok.lock().unwrap() > 0, "the token was used where it belongs");
     assert!(std::fs::metadata(&summary).is_ok_and(|m| m.len() > 0), "job summary written");
     assert_files_clean(ex.path());
+}
+
+/// Credentials inside URLs (userinfo) in every env variable and flag that
+/// takes a URL, at every verbosity and format, never appear in stdout,
+/// stderr, `--help` or written files.
+#[test]
+fn credentials_inside_urls_are_never_printed() {
+    let ex = Example::new();
+    let v2 = ex.v2();
+    let b = v2.to_str().unwrap();
+    let dead = with_userinfo("http://127.0.0.1:9");
+    let d = dead.as_str();
+    check(&ex, &["canary", b, "--prometheus", d], &[]);
+    check(&ex, &["canary", b], &[("BUNDLEGATE_PROMETHEUS_URL", d)]);
+    check(&ex, &["canary", b, "--prometheus", d, "--endpoint", d], &[]);
+    check(&ex, &["watch", b, "--app", "llm-scratch", "--revision", "4f1c2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c", "--timeout", "1s", "--service-url", d, "--prometheus", d], &[("BUNDLEGATE_WATCH_POLL", "200ms")]);
+    check(&ex, &["revert", b, "--repo", "."], &[("GITHUB_API_URL", d)]);
+    check(
+        &ex,
+        &["run", repo().join("pipelines/pull-request.yaml").to_str().unwrap(), "--bundle", b, "--prometheus", d],
+        &[("GITHUB_API_URL", d), ("GITHUB_REPOSITORY", "o/r"), ("BUNDLEGATE_PR_NUMBER", "1")],
+    );
+    // `--help` shows which variable feeds a flag, never its value.
+    for sub in ["canary", "run", "watch"] {
+        check(&ex, &[sub, "--help"], &[("BUNDLEGATE_PROMETHEUS_URL", d), ("BUNDLEGATE_CONFIG", d), ("GITHUB_SHA", d)]);
+    }
+    ex.edit_v2(|v| *at(v, "spec.model.storageUri") = "s3://models/llm-scratch/v2/".into());
+    check(&ex, &["verify", b], &[("AWS_ACCESS_KEY_ID", "AKIAEXAMPLE"), ("AWS_ENDPOINT_URL", d), ("AWS_ALLOW_HTTP", "true"), ("AWS_DEFAULT_REGION", "us-east-1")]);
+    assert_files_clean(ex.path());
+}
+
+/// An S3 XML error body is shown as the server sent it: the redaction that
+/// cuts credentials leaves `<?xml …?><Error>…` readable.
+#[test]
+fn s3_xml_error_bodies_stay_readable() {
+    let xml = r#"<?xml version="1.0" encoding="UTF-8"?><Error><Code>AccessDenied</Code><Message>Access Denied</Message><RequestId>R1</RequestId></Error>"#;
+    let body = xml.as_bytes().to_vec();
+    let s3 = Server::start_replies(0, Arc::new(move |_r: &Req| Reply::Raw { status: 403, headers: vec![("content-type".into(), "application/xml".into())], body: body.clone() }));
+    let ex = Example::new();
+    ex.edit_v2(|v| *at(v, "spec.model.storageUri") = "s3://models/llm-scratch/v2/".into());
+    let endpoint = with_userinfo(&s3.url());
+    let env = [
+        ("AWS_ACCESS_KEY_ID", "AKIAEXAMPLE"),
+        ("AWS_SECRET_ACCESS_KEY", SECRETS[1].1),
+        ("AWS_ENDPOINT_URL", endpoint.as_str()),
+        ("AWS_ALLOW_HTTP", "true"),
+        ("AWS_DEFAULT_REGION", "us-east-1"),
+    ];
+    let out = run_in(ex.path(), &["verify", ex.v2().to_str().unwrap(), "--format", "json"], &env);
+    assert_clean("stdout", &out.stdout);
+    assert_clean("stderr", &out.stderr);
+    let all = format!("{}{}", out.stdout, out.stderr);
+    assert!(all.contains("<Code>AccessDenied</Code>") && all.contains("<?xml version"), "the XML error is readable:\n{all}");
+    assert!(!all.contains('\u{2026}') && !all.contains('\u{2039}'), "nothing garbled:\n{all}");
 }

@@ -1,0 +1,183 @@
+//! The one rule for "is this file a release bundle?", shared by PR mode
+//! (files a change touches, read from git), audit's tree walk and Argo CD
+//! `discover`, so a bundle one of them accepts is never missed by another.
+//!
+//! A file is a bundle when its top-level `kind` is `ReleaseBundle` (with an
+//! `apiVersion` under `bundlegate.dev/`, unless the file is named
+//! `release.yaml|yml|json`), parsed as YAML (JSON included), or when it is
+//! named `release.yaml|yml|json` and declares no other kind: a broken or
+//! half-written bundle still counts, so its errors are reported instead of
+//! the file being skipped. Only `.yaml`, `.yml` and `.json` files qualify,
+//! and only the first [`MAX_SNIFF_BYTES`] are read.
+//!
+//! Symlinks are followed only while the target stays inside the repository
+//! (or Argo CD source path); one that leaves it is refused with a message,
+//! never read.
+
+use std::io::Read;
+use std::path::{Component, Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+
+/// A bundle is a small hand-written file; sniffing more than this would let a
+/// multi-GB file (an LFS mistake) exhaust memory.
+pub const MAX_SNIFF_BYTES: usize = 4 << 20;
+
+/// File names that are bundles unless their content says otherwise.
+pub const BUNDLE_NAMES: [&str; 3] = ["release.yaml", "release.yml", "release.json"];
+
+/// How many symlinks a path may go through (a loop ends here).
+pub const MAX_LINK_HOPS: usize = 8;
+
+fn file_name(path: &Path) -> &str {
+    path.file_name().and_then(|n| n.to_str()).unwrap_or("")
+}
+
+/// Named like a bundle by itself.
+pub fn has_bundle_name(path: &Path) -> bool {
+    BUNDLE_NAMES.contains(&file_name(path))
+}
+
+/// Could the file be a bundle at all (is it worth reading)?
+pub fn is_candidate(path: &Path) -> bool {
+    let n = file_name(path);
+    has_bundle_name(path) || n.ends_with(".yaml") || n.ends_with(".yml") || n.ends_with(".json")
+}
+
+/// `(apiVersion, kind)` declared at the top level of the first document, as
+/// far as they can be read.
+fn declared(head: &str) -> (Option<String>, Option<String>) {
+    use serde::Deserialize;
+    let first = serde_yaml_ng::Deserializer::from_str(head).next().map(serde_yaml_ng::Value::deserialize);
+    match first {
+        Some(Ok(serde_yaml_ng::Value::Mapping(m))) => {
+            let get = |k: &str| m.get(k).and_then(|v| v.as_str()).map(|s| s.trim().to_string());
+            (get("apiVersion"), get("kind"))
+        }
+        Some(Ok(_)) => (None, None),
+        // Unparseable (a syntax error, or cut at the sniff limit): read the
+        // unindented header lines, so the syntax error is reported by the
+        // loader instead of the file being skipped.
+        Some(Err(_)) | None => {
+            let top = |key: &str| {
+                head.lines().find_map(|l| {
+                    let rest = l.strip_prefix(key).or_else(|| l.strip_prefix(&format!("\"{key}\"")))?;
+                    let v = rest.trim_start().strip_prefix(':')?;
+                    let v = v.split(" #").next().unwrap_or(v).trim().trim_end_matches(',');
+                    Some(v.trim_matches(|c| c == '"' || c == '\'').to_string())
+                })
+            };
+            (top("apiVersion"), top("kind"))
+        }
+    }
+}
+
+/// Is `path`, whose first bytes are `head`, a release bundle?
+pub fn is_bundle(path: &Path, head: &[u8]) -> bool {
+    if !is_candidate(path) {
+        return false;
+    }
+    let head = &head[..head.len().min(MAX_SNIFF_BYTES)];
+    let text = String::from_utf8_lossy(head);
+    let (api, kind) = declared(&text);
+    match kind.as_deref() {
+        Some(k) if k == super::KIND => has_bundle_name(path) || api.is_some_and(|a| a.starts_with("bundlegate.dev/")),
+        // Another kind (a ConfigMap named release.yaml) is not ours.
+        Some(_) => false,
+        None => has_bundle_name(path),
+    }
+}
+
+/// The first [`MAX_SNIFF_BYTES`] of a file.
+pub fn read_head(path: &Path) -> std::io::Result<Vec<u8>> {
+    let mut buf = Vec::new();
+    std::fs::File::open(path)?.take(MAX_SNIFF_BYTES as u64).read_to_end(&mut buf)?;
+    Ok(buf)
+}
+
+/// A file found while walking `root` (canonical), when it is a bundle. A
+/// symlink is followed only when its target stays inside `root`; a
+/// bundle-named link that leaves it is an error, other links that leave it
+/// are not read.
+pub fn check_file(root: &Path, path: &Path, is_symlink: bool) -> Result<Option<PathBuf>> {
+    if !is_candidate(path) {
+        return Ok(None);
+    }
+    if is_symlink {
+        let real = match path.canonicalize() {
+            Ok(r) => r,
+            Err(e) if has_bundle_name(path) => bail!("{} is a symlink to a missing file: {e}", path.display()),
+            Err(_) => return Ok(None),
+        };
+        if !real.starts_with(root) {
+            if has_bundle_name(path) {
+                bail!("{} is a symlink to {}, outside {}: refusing to follow it (copy the bundle into the repository)", path.display(), real.display(), root.display());
+            }
+            return Ok(None);
+        }
+        if !real.is_file() {
+            return Ok(None);
+        }
+    } else if !path.is_file() {
+        return Ok(None);
+    }
+    let head = read_head(path).with_context(|| format!("reading {}", path.display()))?;
+    Ok(is_bundle(path, &head).then(|| path.to_path_buf()))
+}
+
+/// Where a symlink stored in git at `link` (repository-relative) points, as
+/// a repository-relative path; an error when the target leaves the
+/// repository (absolute, or `..` above its root).
+pub fn link_target_in_repo(link: &Path, target: &Path) -> Result<PathBuf, String> {
+    if target.is_absolute() {
+        return Err(format!("{} is a symlink to the absolute path {}, outside the repository: refusing to follow it", link.display(), target.display()));
+    }
+    let mut out: Vec<Component> = link.parent().map(|p| p.components().collect()).unwrap_or_default();
+    for c in target.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                if out.pop().is_none() {
+                    return Err(format!("{} is a symlink to {}, outside the repository: refusing to follow it", link.display(), target.display()));
+                }
+            }
+            Component::Normal(_) => out.push(c),
+            Component::RootDir | Component::Prefix(_) => return Err(format!("{} is a symlink to {}: refusing to follow it", link.display(), target.display())),
+        }
+    }
+    Ok(out.iter().collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn b(p: &str, t: &str) -> bool {
+        is_bundle(Path::new(p), t.as_bytes())
+    }
+
+    #[test]
+    fn one_rule_for_names_kinds_and_formats() {
+        assert!(b("a/release.yaml", ""));
+        assert!(b("a/release.yml", "x: 1"));
+        assert!(b("a/release.json", "{}"));
+        assert!(b("a/model.yaml", "apiVersion: bundlegate.dev/v1\nkind: ReleaseBundle\n"));
+        assert!(b("a/model.yaml", "apiVersion: bundlegate.dev/v1\nkind:   ReleaseBundle   # the bundle\n"));
+        assert!(b("a/model.json", r#"{"apiVersion": "bundlegate.dev/v1", "kind": "ReleaseBundle", "metadata": {}}"#));
+        assert!(b("a/model.yaml", "apiVersion: bundlegate.dev/v1\nkind: ReleaseBundle\nmetadata: [\n"), "a broken bundle still counts");
+        assert!(b("a/model.yaml", "---\napiVersion: bundlegate.dev/v1\nkind: ReleaseBundle\n---\nkind: Other\n"));
+        // Nested `kind:` (a Kubernetes object inside) does not count.
+        assert!(!b("a/model.yaml", "spec:\n  kind: ReleaseBundle\n"));
+        assert!(!b("a/notes.md", "apiVersion: bundlegate.dev/v1\nkind: ReleaseBundle\n"));
+        assert!(!b("a/deploy.yaml", "kind: Deployment\n"));
+        assert!(!b("a/release.yaml", "apiVersion: v1\nkind: ConfigMap\n"), "content names another kind");
+        assert!(!b("a/other.yaml", "apiVersion: example.com/v1\nkind: ReleaseBundle\n"), "someone else's ReleaseBundle");
+    }
+
+    #[test]
+    fn git_links_stay_inside_the_repository() {
+        assert_eq!(link_target_in_repo(Path::new("svc/current/release.yaml"), Path::new("../v2/release.yaml")), Ok(PathBuf::from("svc/v2/release.yaml")));
+        assert!(link_target_in_repo(Path::new("svc/release.yaml"), Path::new("../../etc/passwd")).is_err());
+        assert!(link_target_in_repo(Path::new("release.yaml"), Path::new("/etc/passwd")).is_err());
+    }
+}
