@@ -169,6 +169,15 @@ fn action_installs_its_release_and_runs_pull_request_push_and_schedule() {
     assert!(rep["steps"].as_array().unwrap().iter().any(|s| s["step"] == "verify" && s["verdict"] == "pass"), "{rep:#}");
     assert!(!r["summary"].as_str().unwrap().is_empty(), "the comment step writes the job summary");
 
+    // A pull request touching no release bundle: nothing to check, and the
+    // required check passes saying so instead of failing INCONCLUSIVE.
+    let none = json!({"pull_request": {"number": 8, "base": {"sha": fx.head}, "head": {"sha": fx.head}}});
+    let r = fx.run(&host, "pull_request", none, &fx.head, json!({}));
+    assert_eq!(r["conclusion"], "success", "{r:#}");
+    assert_eq!(r["outputs"]["exit-code"], "0", "{r:#}");
+    assert_eq!(r["outputs"]["verdict"], "not-run", "{r:#}");
+    assert!(step(&r, "run")["stdout"].as_str().unwrap().contains("touches no release bundle"), "{r:#}");
+
     // push (post-merge): base = event.before, head = github.sha. Without a
     // cluster the watch step cannot finish; outputs are set all the same.
     let r = fx.run(&host, "push", json!({"before": fx.base, "after": fx.head}), &fx.head, json!({"fail-on": "never", "args": "--help-not-a-flag"}));
@@ -217,4 +226,92 @@ fn action_refuses_a_tampered_asset_and_a_version_without_sums() {
     let bin = step(&r, "bin");
     assert_eq!(bin["outcome"], "failure", "{bin:#}");
     assert!(bin["stdout"].as_str().unwrap().contains("has no sha256 for"), "{bin:#}");
+}
+
+// ---------------------------------------------------------------------------
+// deploy/: the in-cluster drift audit, validated against the Kubernetes schema
+
+/// Kubernetes swagger definitions as JSON Schema, strict like `kubectl
+/// apply --validate=strict`: an unknown field is an error.
+fn k8s_schema_for(api_version: &str, kind: &str) -> Value {
+    let p = repo().join("tests/fixtures/reference/kubernetes/definitions.trimmed.json");
+    let mut doc: Value = serde_json::from_slice(&std::fs::read(&p).unwrap()).unwrap();
+    let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+    let defs = doc["definitions"].as_object_mut().unwrap();
+    let name = defs
+        .iter()
+        .find(|(_, d)| d["x-kubernetes-group-version-kind"].as_array().into_iter().flatten().any(|g| g["group"] == group && g["version"] == version && g["kind"] == kind))
+        .map(|(n, _)| n.clone())
+        .unwrap_or_else(|| panic!("no definition for {api_version} {kind} in {}", p.display()));
+    for d in defs.values_mut() {
+        if d.get("properties").is_some() && d.get("additionalProperties").is_none() {
+            d["additionalProperties"] = json!(false);
+        }
+    }
+    json!({"$ref": format!("#/definitions/{name}"), "definitions": doc["definitions"]})
+}
+
+fn k8s_errors(obj: &Value) -> Vec<String> {
+    let schema = k8s_schema_for(obj["apiVersion"].as_str().unwrap(), obj["kind"].as_str().unwrap());
+    let v = jsonschema::options().with_draft(jsonschema::Draft::Draft4).build(&schema).expect("schema compiles");
+    v.iter_errors(obj).map(|e| format!("{e} at {}", e.instance_path)).collect()
+}
+
+fn deploy_docs() -> Vec<Value> {
+    let text = std::fs::read_to_string(repo().join("deploy/drift-audit-cronjob.yaml")).unwrap();
+    serde_yaml_ng::Deserializer::from_str(&text).map(|d| serde::Deserialize::deserialize(d).unwrap()).filter(|v: &Value| !v.is_null()).collect()
+}
+
+#[test]
+fn deploy_drift_audit_cronjob_validates_and_is_read_only() {
+    let docs = deploy_docs();
+    let kinds: Vec<&str> = docs.iter().map(|d| d["kind"].as_str().unwrap()).collect();
+    for k in ["CronJob", "ServiceAccount", "Role", "RoleBinding", "PersistentVolumeClaim"] {
+        assert!(kinds.contains(&k), "deploy/ has a {k}: {kinds:?}");
+    }
+    for d in &docs {
+        let errs = k8s_errors(d);
+        assert!(errs.is_empty(), "{} {} violates the Kubernetes schema:\n{}", d["kind"], d["metadata"]["name"], errs.join("\n"));
+    }
+    // The validator is not vacuous: a misspelt field and a wrong type are caught.
+    let mut cj = docs.iter().find(|d| d["kind"] == "CronJob").unwrap().clone();
+    cj["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]["imagePullPolicyy"] = json!("Always");
+    assert!(!k8s_errors(&cj).is_empty(), "unknown field must be rejected");
+    let mut cj2 = docs.iter().find(|d| d["kind"] == "CronJob").unwrap().clone();
+    cj2["spec"]["concurrencyPolicy"] = json!(3);
+    assert!(!k8s_errors(&cj2).is_empty(), "wrong type must be rejected");
+
+    // Read-only: no write verb anywhere, no Secret access through the API.
+    for role in docs.iter().filter(|d| d["kind"] == "Role" || d["kind"] == "ClusterRole") {
+        for rule in role["rules"].as_array().unwrap() {
+            for verb in rule["verbs"].as_array().unwrap() {
+                assert!(["get", "list", "watch"].contains(&verb.as_str().unwrap()), "write verb {verb} in {}", role["metadata"]["name"]);
+            }
+            assert!(!rule["resources"].as_array().unwrap().iter().any(|r| r == "secrets"), "the audit reads no Secrets through the API");
+        }
+    }
+    // Credentials come from a Secret, never inline; the audit runs as non-root from the published image.
+    let pod = &docs.iter().find(|d| d["kind"] == "CronJob").unwrap()["spec"]["jobTemplate"]["spec"]["template"]["spec"];
+    let c = &pod["containers"][0];
+    assert!(c["envFrom"][0]["secretRef"]["name"].is_string());
+    assert!(!serde_json::to_string(c).unwrap().contains("AWS_SECRET_ACCESS_KEY"), "no inline credentials");
+    assert_eq!(pod["securityContext"]["runAsNonRoot"], true);
+    assert!(c["image"].as_str().unwrap().starts_with("ghcr.io/bundlegate/bundlegate:"));
+    assert_eq!(c["args"][0], "audit", "the container runs the drift audit");
+    // Every flag it passes is one `bundlegate audit` accepts.
+    let help = run(&["audit", "--help"]).stdout;
+    for a in c["args"].as_array().unwrap().iter().filter_map(Value::as_str).filter(|a| a.starts_with("--")) {
+        assert!(help.contains(a), "`bundlegate audit` has no {a}");
+    }
+}
+
+#[test]
+fn published_image_name_is_the_same_everywhere() {
+    // One documented default: the Argo CD patch, the CronJob and the docs agree.
+    let want = format!("ghcr.io/bundlegate/bundlegate:{}", version());
+    for f in ["argo/repo-server-patch.yaml", "deploy/drift-audit-cronjob.yaml", "docs/argocd.md", "docs/github-action.md"] {
+        let text = std::fs::read_to_string(repo().join(f)).unwrap();
+        assert!(text.contains(&want), "{f} does not name {want}");
+        assert!(!text.contains("sha256:0000000000"), "{f} still has a placeholder digest");
+    }
 }
