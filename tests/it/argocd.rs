@@ -297,7 +297,7 @@ fn yaml_docs(text: &str) -> Vec<Value> {
 
 #[test]
 fn argocd_application_example_validates_against_the_crd() {
-    let p = repo().join("../shared/reference/argocd/application-crd.yaml");
+    let p = repo().join("tests/fixtures/reference/argocd/application-crd.yaml");
     let crd: Value = serde_yaml_ng::from_str(&std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))).unwrap();
     let schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"].clone();
     let v = jsonschema::validator_for(&schema).expect("CRD schema compiles");

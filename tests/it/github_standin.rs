@@ -32,7 +32,7 @@ use serde_json::{json, Map, Value};
 pub fn spec_path() -> PathBuf {
     std::env::var_os("BUNDLEGATE_GITHUB_OPENAPI")
         .map(PathBuf::from)
-        .unwrap_or_else(|| crate::support::repo().join("../shared/reference/github/api.github.com.json"))
+        .unwrap_or_else(|| crate::support::repo().join("tests/fixtures/reference/github/api.github.com.trimmed.json"))
 }
 
 struct Spec {

@@ -3,6 +3,7 @@
 
 mod support;
 
+mod action;
 mod argocd;
 mod audit_shard;
 mod canary;

@@ -13,7 +13,7 @@ fn rendered(out: &Out) -> Vec<Value> {
 }
 
 fn crd_schema(rel: &str) -> Value {
-    let p = repo().join("../shared/reference").join(rel);
+    let p = repo().join("tests/fixtures/reference").join(rel);
     let text = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("reference schema {} missing: {e}", p.display()));
     let crd: Value = serde_yaml_ng::from_str(&text).unwrap();
     crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"].clone()

@@ -844,7 +844,7 @@ fn watch_api_that_hangs_is_bounded_and_an_error() {
 
 #[test]
 fn application_fixtures_validate_against_the_argocd_crd() {
-    let crd: serde_yaml_ng::Value = serde_yaml_ng::from_str(&std::fs::read_to_string(repo().join("../shared/reference/argocd/application-crd.yaml")).unwrap()).unwrap();
+    let crd: serde_yaml_ng::Value = serde_yaml_ng::from_str(&std::fs::read_to_string(repo().join("tests/fixtures/reference/argocd/application-crd.yaml")).unwrap()).unwrap();
     let crd: Value = serde_json::to_value(crd).unwrap();
     let schema = &crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"];
     let v = jsonschema::options().with_draft(jsonschema::Draft::Draft4).build(schema).expect("CRD schema compiles");
