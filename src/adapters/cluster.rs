@@ -432,6 +432,14 @@ fn scan_yaml(text: &str) -> Result<Option<YamlScan>, ScanFail> {
             let mut element = false;
             if let Some(top) = stack.last_mut() {
                 if top.map && !top.awaiting_value {
+                    // A block mapping's own mark lies after its first key, so
+                    // an item starts where its first key does.
+                    if depth == 3 && top.keys.is_empty() && stack[1].items {
+                        if let Some(h) = out.items.last_mut().filter(|h| h.line == 0) {
+                            (h.line, h.col) = (mark.line().max(1), mark.col());
+                        }
+                    }
+                    let top = stack.last_mut().expect("checked");
                     top.awaiting_value = true;
                     top.key = None;
                     if let Event::Scalar(k, ..) = &ev {
@@ -454,7 +462,7 @@ fn scan_yaml(text: &str) -> Result<Option<YamlScan>, ScanFail> {
             }
             let in_items = depth >= 2 && stack[1].items;
             if element && depth == 2 && in_items {
-                out.items.push(ItemHead { line: mark.line().max(1), col: mark.col(), ..Default::default() });
+                out.items.push(ItemHead::default());
                 if !matches!(ev, Event::MappingStart(..)) {
                     simple = false;
                 }
@@ -490,7 +498,8 @@ fn scan_yaml(text: &str) -> Result<Option<YamlScan>, ScanFail> {
     }
     // Block style puts every item on its own line(s); anything else is rare
     // enough to read whole.
-    let lines_ok = out.items.windows(2).all(|w| w[0].line < w[1].line) && out.items.last().is_none_or(|l| l.line < out.end_line);
+    let lines_ok = out.items.iter().all(|h| h.line > 0)
+        && out.items.windows(2).all(|w| w[0].line < w[1].line) && out.items.last().is_none_or(|l| l.line < out.end_line);
     Ok((simple && docs <= 1 && out.end_line > 0 && lines_ok).then_some(out))
 }
 
@@ -643,11 +652,15 @@ pub fn load_snapshot(path: &Path) -> Result<ClusterState> {
     use std::io::Read;
     let display = path.display().to_string();
     let f = std::fs::File::open(path).with_context(|| format!("reading cluster snapshot {display}"))?;
+    let too_big = || anyhow!("{display}: the snapshot is larger than {} MiB, the limit preflight reads; take it per namespace or trim it with `kubectl get … -o yaml`", MAX_SNAPSHOT_BYTES >> 20);
+    if f.metadata().is_ok_and(|m| m.len() > MAX_SNAPSHOT_BYTES) {
+        return Err(too_big());
+    }
     // Read at most one byte past the limit: a file that grows while read is bounded too.
     let mut bytes = Vec::new();
     f.take(MAX_SNAPSHOT_BYTES + 1).read_to_end(&mut bytes).with_context(|| format!("reading cluster snapshot {display}"))?;
     if bytes.len() as u64 > MAX_SNAPSHOT_BYTES {
-        bail!("{display}: the snapshot is larger than {} MiB, the limit preflight reads; take it per namespace or trim it with `kubectl get … -o yaml`", MAX_SNAPSHOT_BYTES >> 20);
+        return Err(too_big());
     }
     let text = String::from_utf8(bytes).map_err(|e| anyhow!("{display}: not UTF-8 text (byte {})", e.utf8_error().valid_up_to()))?;
     parse_snapshot(&display, &text)
@@ -779,7 +792,34 @@ mod tests {
         }
         let j = |s: &ClusterState| serde_json::json!([s.nodes, s.pods, s.pvcs, s.pvs, s.quotas, s.pdbs, s.ignored]);
         assert_eq!(j(&fast), j(&slow));
+        // The item-at-a-time YAML reading takes this file and agrees too.
+        let items = parse_yaml_items("roomy", &text).unwrap().expect("a kubectl List takes the item-at-a-time path");
+        assert_eq!(j(&items), j(&slow));
         assert_eq!((fast.nodes.len(), fast.ignored["Deployment"]), (4, 1));
+    }
+
+    #[test]
+    fn yaml_items_keep_absolute_positions_and_refuse_duplicates() {
+        let head = "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Node\n  metadata: {name: a}\n  status: {allocatable: {cpu: 1, memory: 1Gi}}\n";
+        let bad = format!("{head}- apiVersion: v1\n  kind: Pod\n  metadata:\n    name: p\n  spec:\n    containers:\n    - resources: {{requests: [1]}}\n");
+        let e = parse_snapshot("s.yaml", &bad).unwrap_err().to_string();
+        assert!(e.contains("s.yaml: items[1] (Pod p) spec.containers[0].resources.requests") && e.contains("(line 14, column"), "{e}");
+        let dup = format!("{head}  metadata: {{name: b}}\n");
+        let e = parse_snapshot("d.yaml", &dup).unwrap_err().to_string();
+        assert!(e.contains("d.yaml:8:3: duplicate key `metadata`"), "{e}");
+        let dup = "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Pod\n  metadata: {name: p}\n  spec:\n    containers:\n    - resources:\n        requests: {cpu: 1, cpu: 2}\n";
+        let e = parse_snapshot("d.yaml", dup).unwrap_err().to_string();
+        assert!(e.contains("d.yaml:10:28: duplicate key `cpu`"), "{e}");
+        // Items after other top-level keys, a dash on its own line, comments between items.
+        let odd = "kind: List\napiVersion: v1\nitems:\n  -\n    apiVersion: v1\n    kind: Node\n    metadata: {name: a}\n  # a comment\n  - apiVersion: v1\n    kind: Pod\n    metadata: {name: p}\n    spec: {nodeName: a, containers: [{}]}\nmetadata: {}\n";
+        let scan = scan_yaml(odd).ok().flatten().expect("block style is read item by item");
+        assert_eq!(scan.items.len(), 2);
+        let st = parse_snapshot("o.yaml", odd).unwrap();
+        assert_eq!((st.nodes[0].name.as_str(), st.pods[0].node_name.as_deref()), ("a", Some("a")));
+        // Anchors are left to the whole-document reading, which resolves them.
+        let anchored = "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Node\n  metadata: {name: a}\n  status: {allocatable: &al {cpu: 1, memory: 1Gi}}\n- apiVersion: v1\n  kind: Pod\n  metadata: {name: p}\n  spec: {nodeName: a, containers: [{resources: {requests: *al}}]}\n";
+        assert!(scan_yaml(anchored).ok().flatten().is_none());
+        assert_eq!(parse_snapshot("a.yaml", anchored).unwrap().pods[0].containers[0].requests["cpu"], "1");
     }
 
     #[test]

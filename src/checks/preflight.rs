@@ -689,6 +689,12 @@ pub fn preflight(l: &Loaded, st: &ClusterState) -> Result<Outcome, String> {
         if p.is_terminal() {
             continue;
         }
+        // Without its spec a pod's node and requests are unknown: it may be
+        // using any node, so the answer is unknown too (never "uses nothing").
+        if p.containers.is_empty() {
+            incomplete.push(format!("pod {}: no spec.containers (every pod has at least one): where it runs and what it requests are unknown", p.key()));
+            continue;
+        }
         let ours = is_service_pod(p, name, ns);
         let Some(ni) = p.node_name.as_deref().and_then(|n| node_idx.get(n).copied()) else {
             if ours && !p.terminating {
