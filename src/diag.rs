@@ -113,6 +113,8 @@ codes! {
         "The cluster snapshot lacks the objects needed to decide (no nodes, unparseable quantities); an unknown cluster is never PASS."),
     NoMatchingNodes => ("BG208", "no-eligible-nodes", "preflight", Error,
         "No node satisfies the pod's nodeSelector, affinity and tolerations at all, so even the first pod cannot run."),
+    QuantityInvalid => ("BG209", "resource-quantity-invalid", "preflight", Error,
+        "A request or limit in the bundle is not a Kubernetes quantity the scheduler can use (negative, NaN/Inf, garbage, above 2^63-1): a negative request would subtract capacity and let an overfull node pass."),
 
     // ---- canary: candidate vs baseline ---------------------------------------------
     GateFailed => ("BG301", "canary-gate-failed", "canary", Error,

@@ -359,6 +359,231 @@ fn parse_fast(display: &str, text: &str, json: bool) -> Option<ClusterState> {
     Some(st)
 }
 
+// ---- YAML, one item at a time ---------------------------------------------------------
+//
+// serde_yaml_ng loads every event of a document before deserializing, which
+// for 20,000 pods peaks at several hundred MiB. Instead, one pass of
+// yaml-rust2's event parser (constant memory) finds where each item of the
+// List starts, checks every mapping for duplicate keys and reads each item's
+// kind and name; then each item's own text is deserialized on its own, and its
+// events are freed before the next. Errors keep absolute line:column.
+
+/// One item of `items:` as found by the scan.
+#[derive(Default)]
+struct ItemHead {
+    /// 1-based line and 0-based column (in chars) where the item's node starts.
+    line: usize,
+    col: usize,
+    kind: Option<String>,
+    api_version: Option<String>,
+    name: Option<String>,
+}
+
+struct YamlScan {
+    kind: Option<String>,
+    items: Vec<ItemHead>,
+    /// 1-based line of the event that closes `items`.
+    end_line: usize,
+}
+
+enum ScanFail {
+    /// Not well-formed YAML: (message, line, column), 1-based.
+    Syntax(String, usize, usize),
+    Duplicate(String, usize, usize),
+}
+
+struct Frame {
+    map: bool,
+    keys: std::collections::HashSet<String>,
+    awaiting_value: bool,
+    key: Option<String>,
+    items: bool,
+}
+
+/// `Ok(None)`: a shape the item-at-a-time path does not take (anchors and
+/// aliases, several documents, flow-style items, no `items` list); the caller
+/// then reads the whole document, which reports such files precisely.
+fn scan_yaml(text: &str) -> Result<Option<YamlScan>, ScanFail> {
+    use yaml_rust2::parser::{Event, Parser};
+    let mut parser = Parser::new_from_str(text);
+    let mut stack: Vec<Frame> = Vec::new();
+    let mut out = YamlScan { kind: None, items: Vec::new(), end_line: 0 };
+    let mut docs = 0;
+    let mut simple = true;
+    loop {
+        let (ev, mark) = parser.next_token().map_err(|e| ScanFail::Syntax(e.info().to_string(), e.marker().line().max(1), e.marker().col() + 1))?;
+        let (anchor, node) = match &ev {
+            Event::StreamEnd => break,
+            Event::DocumentStart => {
+                docs += 1;
+                continue;
+            }
+            Event::Alias(_) => (1, true),
+            Event::Scalar(_, _, a, _) | Event::MappingStart(a, _) | Event::SequenceStart(a, _) => (*a, true),
+            _ => (0, false),
+        };
+        if anchor != 0 {
+            simple = false;
+        }
+        if node {
+            let depth = stack.len();
+            // The node's role: a key, a value (of which key), or an element.
+            let mut value_of: Option<String> = None;
+            let mut element = false;
+            if let Some(top) = stack.last_mut() {
+                if top.map && !top.awaiting_value {
+                    // A block mapping's own mark lies after its first key, so
+                    // an item starts where its first key does.
+                    if depth == 3 && top.keys.is_empty() && stack[1].items {
+                        if let Some(h) = out.items.last_mut().filter(|h| h.line == 0) {
+                            (h.line, h.col) = (mark.line().max(1), mark.col());
+                        }
+                    }
+                    let top = stack.last_mut().expect("checked");
+                    top.awaiting_value = true;
+                    top.key = None;
+                    if let Event::Scalar(k, ..) = &ev {
+                        if !top.keys.insert(k.clone()) {
+                            return Err(ScanFail::Duplicate(k.clone(), mark.line().max(1), mark.col() + 1));
+                        }
+                        top.key = Some(k.clone());
+                    }
+                    // Keys are never the nodes looked for below.
+                    if let Event::MappingStart(..) | Event::SequenceStart(..) = ev {
+                        stack.push(Frame { map: matches!(ev, Event::MappingStart(..)), keys: Default::default(), awaiting_value: false, key: None, items: false });
+                    }
+                    continue;
+                } else if top.map {
+                    top.awaiting_value = false;
+                    value_of = top.key.clone();
+                } else {
+                    element = true;
+                }
+            }
+            let in_items = depth >= 2 && stack[1].items;
+            if element && depth == 2 && in_items {
+                out.items.push(ItemHead::default());
+                if !matches!(ev, Event::MappingStart(..)) {
+                    simple = false;
+                }
+            }
+            if let (Event::Scalar(v, ..), Some(k)) = (&ev, value_of.as_deref()) {
+                match (depth, k) {
+                    (1, "kind") => out.kind = Some(v.clone()),
+                    (3, "kind") if in_items => out.items.last_mut().expect("inside an item").kind = Some(v.clone()),
+                    (3, "apiVersion") if in_items => out.items.last_mut().expect("inside an item").api_version = Some(v.clone()),
+                    (4, "name") if in_items && stack[2].key.as_deref() == Some("metadata") => {
+                        out.items.last_mut().expect("inside an item").name = Some(v.clone())
+                    }
+                    _ => {}
+                }
+            } else if depth == 3 && in_items && matches!(value_of.as_deref(), Some("kind" | "apiVersion")) {
+                simple = false; // a non-scalar kind: let the precise path say so
+            }
+            match ev {
+                Event::MappingStart(..) | Event::SequenceStart(..) => {
+                    let items = depth == 1 && value_of.as_deref() == Some("items") && matches!(ev, Event::SequenceStart(..));
+                    stack.push(Frame { map: matches!(ev, Event::MappingStart(..)), keys: Default::default(), awaiting_value: false, key: None, items });
+                }
+                _ => {}
+            }
+            continue;
+        }
+        if let Event::MappingEnd | Event::SequenceEnd = ev {
+            let f = stack.pop();
+            if f.is_some_and(|f| f.items) {
+                out.end_line = mark.line().max(1);
+            }
+        }
+    }
+    // Block style puts every item on its own line(s); anything else is rare
+    // enough to read whole.
+    let lines_ok = out.items.iter().all(|h| h.line > 0)
+        && out.items.windows(2).all(|w| w[0].line < w[1].line) && out.items.last().is_none_or(|l| l.line < out.end_line);
+    Ok((simple && docs <= 1 && out.end_line > 0 && lines_ok).then_some(out))
+}
+
+/// Byte offset of every line start.
+fn line_starts(text: &str) -> Vec<usize> {
+    std::iter::once(0).chain(text.match_indices('\n').map(|(i, _)| i + 1)).collect()
+}
+
+/// The text of one item, with everything left of its first node (the `- `)
+/// blanked so columns stay what they are in the file. `None` when the marks
+/// do not fall where block style puts them.
+fn item_text(text: &str, starts: &[usize], head: &ItemHead, end_line: usize) -> Option<String> {
+    let line_start = *starts.get(head.line - 1)?;
+    let end = starts.get(end_line - 1).copied().unwrap_or(text.len());
+    let first_line = &text[line_start..];
+    let (off, _) = first_line.char_indices().nth(head.col)?;
+    let prefix = &first_line[..off];
+    if !prefix.chars().all(|c| c == ' ' || c == '-') {
+        return None;
+    }
+    let mut body = &text[line_start + off..end.max(line_start + off)];
+    // Drop what belongs between items: blank lines, comments, a lone `-`.
+    loop {
+        let trimmed = body.trim_end_matches(['\n', '\r', ' ', '\t']);
+        let last = trimmed.rsplit('\n').next().unwrap_or("");
+        let t = last.trim();
+        if trimmed.len() > last.len() && (t == "-" || t.starts_with('#') || t == "..." || t == "---") {
+            body = &trimmed[..trimmed.len() - last.len()];
+        } else {
+            body = trimmed;
+            break;
+        }
+    }
+    Some(format!("{}{body}\n", " ".repeat(prefix.chars().count())))
+}
+
+/// serde_yaml_ng's message without its (item-relative) position, and the
+/// position made absolute.
+fn yaml_error(e: &serde_yaml_ng::Error, first_line: usize) -> String {
+    let msg = e.to_string();
+    let msg = msg.rfind(" at line ").map(|i| msg[..i].to_string()).unwrap_or(msg);
+    match e.location() {
+        Some(l) => format!("{msg} (line {}, column {})", first_line + l.line() - 1, l.column()),
+        None => msg,
+    }
+}
+
+/// The YAML path: `Ok(None)` when the item-at-a-time reading does not apply.
+fn parse_yaml_items(display: &str, text: &str) -> Result<Option<ClusterState>> {
+    let scan = match scan_yaml(text) {
+        Ok(Some(s)) => s,
+        Ok(None) => return Ok(None),
+        Err(ScanFail::Syntax(msg, line, col)) => bail!("{display}: not valid YAML: {msg} at line {line} column {col}"),
+        Err(ScanFail::Duplicate(key, line, col)) => bail!(
+            "{display}:{line}:{col}: duplicate key `{key}`: YAML keeps only one of the values, so the snapshot is ambiguous (kubectl never prints one twice)"
+        ),
+    };
+    let Some(kind) = scan.kind.as_deref().filter(|k| *k == "List" || (k.ends_with("List") && k.len() > 4)) else { return Ok(None) };
+    let hint = kind.strip_suffix("List").filter(|k| !k.is_empty());
+    let starts = line_starts(text);
+    let mut st = ClusterState { source: format!("snapshot {display}"), ..Default::default() };
+    for (i, head) in scan.items.iter().enumerate() {
+        let end_line = scan.items.get(i + 1).map(|n| n.line).unwrap_or(scan.end_line);
+        let item_kind = match head.kind.as_deref() {
+            Some(k) if !k.is_empty() => k,
+            Some(_) => bail!("{display}: items[{i}] `kind` is empty (line {})", head.line),
+            None => hint.ok_or_else(|| anyhow!("{display}: items[{i}] has no `kind` (line {})", head.line))?,
+        };
+        if hint.is_none() && head.api_version.as_deref().is_none_or(str::is_empty) {
+            bail!("{display}: items[{i}] ({item_kind}) has no `apiVersion` (line {})", head.line);
+        }
+        if !KINDS.contains(&item_kind) {
+            *st.ignored.entry(item_kind.to_string()).or_insert(0) += 1;
+            continue;
+        }
+        let Some(body) = item_text(text, &starts, head, end_line) else { return Ok(None) };
+        let label = head.name.as_deref().map(|n| format!(" {n}")).unwrap_or_default();
+        let raw: RawItem =
+            serde_yaml_ng::from_str(&body).map_err(|e| anyhow!("{display}: items[{i}] ({item_kind}{label}) {}", yaml_error(&e, head.line)))?;
+        add_raw(&mut st, item_kind, raw).map_err(|e| anyhow!("{display}: items[{i}] {e} (line {})", head.line))?;
+    }
+    Ok(Some(st))
+}
+
 /// Refuse state that cannot support an answer: no nodes (or no pods) means the
 /// snapshot is partial, and a partial cluster must never PASS.
 fn require_complete(st: &ClusterState, origin: &str) -> Result<()> {
@@ -378,6 +603,12 @@ pub fn parse_snapshot(display: &str, text: &str) -> Result<ClusterState> {
     }
     // JSON is YAML, but the JSON parser is several times faster on 20k pods.
     let json = text.trim_start().starts_with('{');
+    if !json {
+        if let Some(st) = parse_yaml_items(display, text)? {
+            require_complete(&st, display)?;
+            return Ok(st);
+        }
+    }
     if let Some(st) = parse_fast(display, text, json) {
         require_complete(&st, display)?;
         return Ok(st);
@@ -412,9 +643,26 @@ pub fn parse_snapshot(display: &str, text: &str) -> Result<ClusterState> {
     Ok(st)
 }
 
+/// The largest snapshot read (bytes). A 5,000-node / 200,000-pod cluster
+/// prints about 400 MiB of YAML; beyond this the file is refused rather than
+/// read into memory without bound. Documented in docs/reliability.md.
+pub const MAX_SNAPSHOT_BYTES: u64 = 512 << 20;
+
 pub fn load_snapshot(path: &Path) -> Result<ClusterState> {
+    use std::io::Read;
     let display = path.display().to_string();
-    let text = std::fs::read_to_string(path).with_context(|| format!("reading cluster snapshot {display}"))?;
+    let f = std::fs::File::open(path).with_context(|| format!("reading cluster snapshot {display}"))?;
+    let too_big = || anyhow!("{display}: the snapshot is larger than {} MiB, the limit preflight reads; take it per namespace or trim it with `kubectl get … -o yaml`", MAX_SNAPSHOT_BYTES >> 20);
+    if f.metadata().is_ok_and(|m| m.len() > MAX_SNAPSHOT_BYTES) {
+        return Err(too_big());
+    }
+    // Read at most one byte past the limit: a file that grows while read is bounded too.
+    let mut bytes = Vec::new();
+    f.take(MAX_SNAPSHOT_BYTES + 1).read_to_end(&mut bytes).with_context(|| format!("reading cluster snapshot {display}"))?;
+    if bytes.len() as u64 > MAX_SNAPSHOT_BYTES {
+        return Err(too_big());
+    }
+    let text = String::from_utf8(bytes).map_err(|e| anyhow!("{display}: not UTF-8 text (byte {})", e.utf8_error().valid_up_to()))?;
     parse_snapshot(&display, &text)
 }
 
@@ -544,7 +792,34 @@ mod tests {
         }
         let j = |s: &ClusterState| serde_json::json!([s.nodes, s.pods, s.pvcs, s.pvs, s.quotas, s.pdbs, s.ignored]);
         assert_eq!(j(&fast), j(&slow));
+        // The item-at-a-time YAML reading takes this file and agrees too.
+        let items = parse_yaml_items("roomy", &text).unwrap().expect("a kubectl List takes the item-at-a-time path");
+        assert_eq!(j(&items), j(&slow));
         assert_eq!((fast.nodes.len(), fast.ignored["Deployment"]), (4, 1));
+    }
+
+    #[test]
+    fn yaml_items_keep_absolute_positions_and_refuse_duplicates() {
+        let head = "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Node\n  metadata: {name: a}\n  status: {allocatable: {cpu: 1, memory: 1Gi}}\n";
+        let bad = format!("{head}- apiVersion: v1\n  kind: Pod\n  metadata:\n    name: p\n  spec:\n    containers:\n    - resources: {{requests: [1]}}\n");
+        let e = parse_snapshot("s.yaml", &bad).unwrap_err().to_string();
+        assert!(e.contains("s.yaml: items[1] (Pod p) spec.containers[0].resources.requests") && e.contains("(line 14, column"), "{e}");
+        let dup = format!("{head}  metadata: {{name: b}}\n");
+        let e = parse_snapshot("d.yaml", &dup).unwrap_err().to_string();
+        assert!(e.contains("d.yaml:8:3: duplicate key `metadata`"), "{e}");
+        let dup = "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Pod\n  metadata: {name: p}\n  spec:\n    containers:\n    - resources:\n        requests: {cpu: 1, cpu: 2}\n";
+        let e = parse_snapshot("d.yaml", dup).unwrap_err().to_string();
+        assert!(e.contains("d.yaml:10:28: duplicate key `cpu`"), "{e}");
+        // Items after other top-level keys, a dash on its own line, comments between items.
+        let odd = "kind: List\napiVersion: v1\nitems:\n  -\n    apiVersion: v1\n    kind: Node\n    metadata: {name: a}\n  # a comment\n  - apiVersion: v1\n    kind: Pod\n    metadata: {name: p}\n    spec: {nodeName: a, containers: [{}]}\nmetadata: {}\n";
+        let scan = scan_yaml(odd).ok().flatten().expect("block style is read item by item");
+        assert_eq!(scan.items.len(), 2);
+        let st = parse_snapshot("o.yaml", odd).unwrap();
+        assert_eq!((st.nodes[0].name.as_str(), st.pods[0].node_name.as_deref()), ("a", Some("a")));
+        // Anchors are left to the whole-document reading, which resolves them.
+        let anchored = "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Node\n  metadata: {name: a}\n  status: {allocatable: &al {cpu: 1, memory: 1Gi}}\n- apiVersion: v1\n  kind: Pod\n  metadata: {name: p}\n  spec: {nodeName: a, containers: [{resources: {requests: *al}}]}\n";
+        assert!(scan_yaml(anchored).ok().flatten().is_none());
+        assert_eq!(parse_snapshot("a.yaml", anchored).unwrap().pods[0].containers[0].requests["cpu"], "1");
     }
 
     #[test]

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use crate::adapters::cluster::{self, LiveScope};
 use crate::checks::preflight;
-use crate::diag::Overrides;
+use crate::diag::{Code, Overrides};
 use crate::report::{Severity, StepReport, Verdict};
 
 /// Gather cluster state (snapshot file or live, read-only) and run the pure
@@ -38,6 +38,13 @@ pub fn run_loaded(l: &crate::bundle::Loaded, snapshot: Option<&Path>, live: bool
     let mut s = StepReport::new("preflight", &l.display);
     s.diagnostics = ov.apply(out.diagnostics);
     s.verdict = s.verdict_from_diagnostics();
+    // Evidence that could not be read (BG207) is not a failure the cluster
+    // showed: when it is the only error, the answer is unknown, not FAIL.
+    let incomplete = Code::RolloutNotRunningOnCluster.info().code;
+    let errors = || s.diagnostics.iter().filter(|d| d.severity == Severity::Error);
+    if s.verdict == Verdict::Fail && errors().all(|d| d.code == incomplete) {
+        s.verdict = Verdict::Inconclusive;
+    }
     debug_assert!(s.verdict != Verdict::Error);
     s.summary = format!("{}; {} error(s), {} warning(s)", out.summary, s.count(Severity::Error), s.count(Severity::Warning));
     s.tables.push(out.table);

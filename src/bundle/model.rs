@@ -260,8 +260,9 @@ impl IntOrPercent {
                     .strip_suffix('%')
                     .and_then(|n| n.trim().parse::<u64>().ok())
                     .ok_or_else(|| format!("`{s}` is neither an integer nor a percentage like `25%`"))?;
-                let scaled = p * total as u64;
-                Ok(if round_up { scaled.div_ceil(100) } else { scaled / 100 } as u32)
+                let scaled = p.checked_mul(total as u64).ok_or_else(|| format!("`{s}` of {total} overflows"))?;
+                let v = if round_up { scaled.div_ceil(100) } else { scaled / 100 };
+                u32::try_from(v).map_err(|_| format!("`{s}` of {total} is {v}, above {}", u32::MAX))
             }
         }
     }

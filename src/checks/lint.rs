@@ -205,6 +205,7 @@ pub fn lint(l: &Loaded, rollback: &RollbackStatus) -> Vec<Diagnostic> {
             }
         }
     }
+    out.extend(crate::checks::preflight::bundle_quantity_diagnostics(l));
     if let Err(e) = s.rollout.resolve(s.replicas) {
         out.push(d(Code::CanaryPlanInvalid, "spec.serving.rollout", format!("rollout strategy: {e}")).severity(crate::report::Severity::Error));
     }

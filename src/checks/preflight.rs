@@ -17,9 +17,19 @@ use crate::report::{Diagnostic, Severity, Table};
 
 /// Exact Kubernetes quantities (`resource.Quantity`) as integer milli-units.
 pub mod quantity {
+    /// The largest value (in base units) a quantity may have: the scheduler and
+    /// the quota controller hold quantities as `int64` (`Quantity.Value()`), and
+    /// apimachinery caps binary-SI quantities there too. Above it a number can
+    /// only be a typo or an attack, and summing it would overflow.
+    pub const MAX_UNITS: i128 = i64::MAX as i128;
+
     /// Parse a quantity into thousandths of its base unit, rounding up like
-    /// `Quantity.MilliValue()`. Grammar: `[+-]digits[.digits][suffix]`, suffix
-    /// one of n u m "" k M G T P E, Ki Mi Gi Ti Pi Ei, or `e`/`E` + integer.
+    /// `Quantity.MilliValue()`. Grammar (apimachinery `resource.Quantity`):
+    /// `[+-]digits[.digits][suffix]` (`digits.` and `.digits` too), suffix one
+    /// of n u m "" k M G T P E, Ki Mi Gi Ti Pi Ei, or `e`/`E` + signed integer.
+    /// A request or capacity is never negative, so negative values are refused
+    /// (Kubernetes' validation refuses them too), as is anything above
+    /// [`MAX_UNITS`]. The result is in `0..=MAX_UNITS * 1000`.
     pub fn parse_milli(s: &str) -> Result<i128, String> {
         let bad = |why: &str| format!("`{s}` is not a Kubernetes quantity ({why})");
         let b = s.as_bytes();
@@ -84,23 +94,38 @@ pub mod quantity {
         // value × 1000 = mantissa × 10^(dec_exp + 3 − frac_len) × 1024^bin_exp
         let p10 = dec_exp + 3 - frac_part.len() as i32;
         let overflow = || bad("out of range");
-        let mut numer = mantissa.checked_mul(1024i128.checked_pow(bin_exp).ok_or_else(overflow)?).ok_or_else(overflow)?;
-        let mut denom: i128 = 1;
-        if p10 >= 0 {
-            numer = numer.checked_mul(10i128.checked_pow(p10 as u32).ok_or_else(overflow)?).ok_or_else(overflow)?;
+        let numer = mantissa.checked_mul(1024i128.checked_pow(bin_exp).ok_or_else(overflow)?).ok_or_else(overflow)?;
+        let v = if p10 >= 0 {
+            numer.checked_mul(10i128.checked_pow(p10 as u32).ok_or_else(overflow)?).ok_or_else(overflow)?
         } else {
-            denom = 10i128.checked_pow((-p10) as u32).ok_or_else(overflow)?;
+            // Round up (towards +∞ for the magnitude), as Kubernetes' ScaledValue
+            // does; a divisor beyond i128 leaves a positive value below one milli.
+            match 10i128.checked_pow((-p10) as u32) {
+                Some(denom) => numer / denom + i128::from(numer % denom != 0),
+                None => i128::from(numer != 0),
+            }
+        };
+        if neg && v != 0 {
+            return Err(bad("negative; a resource amount is never below zero"));
         }
-        // Round up (towards +∞ for the magnitude), as Kubernetes' ScaledValue does.
-        let v = (numer + denom - 1) / denom;
-        Ok(if neg { -v } else { v })
+        if v > MAX_UNITS * 1000 {
+            return Err(bad("out of range: above 2^63-1, the largest amount Kubernetes represents"));
+        }
+        Ok(v)
     }
 
     /// Milli-units as the scheduler compares them: CPU in millicores, every
     /// other resource in whole units (`Quantity.Value()` rounds up).
     pub fn parse_for(resource: &str, s: &str) -> Result<i128, String> {
         let m = parse_milli(s)?;
-        Ok(if resource == "cpu" { m } else { m.div_euclid(1000) * 1000 + if m.rem_euclid(1000) > 0 { 1000 } else { 0 } })
+        if resource == "cpu" {
+            // CPU compares as `MilliValue()`, itself an int64.
+            if m > MAX_UNITS {
+                return Err(format!("`{s}` is out of range for cpu: above 2^63-1 millicores"));
+            }
+            return Ok(m);
+        }
+        Ok((m + 999) / 1000 * 1000)
     }
 
     fn trim(x: f64, decimals: usize) -> String {
@@ -332,10 +357,14 @@ fn default_tolerations() -> Vec<Toleration> {
 
 type Res = BTreeMap<String, i128>;
 
-fn add_into(acc: &mut Res, other: &Res) {
+/// Sums are checked: an overflow is an error naming the resource, never a wrap
+/// that turns a full node into an empty one.
+fn add_into(acc: &mut Res, other: &Res) -> Result<(), String> {
     for (k, v) in other {
-        *acc.entry(k.clone()).or_insert(0) += v;
+        let e = acc.entry(k.clone()).or_insert(0);
+        *e = e.checked_add(*v).ok_or_else(|| format!("{k}: the sum of requests overflows"))?;
     }
+    Ok(())
 }
 
 fn max_into(acc: &mut Res, other: &Res) {
@@ -377,28 +406,35 @@ fn container_res(c: &ContainerResources, which: Which) -> Result<Res, String> {
 /// max(sum(containers) + sidecars, each regular init container + sidecars
 /// started before it) + overhead.
 fn pod_res(p: &Pod, which: Which) -> Result<Res, String> {
+    // The API server refuses a pod without containers, so none means the
+    // snapshot lost the spec: what it requests is unknown, not zero.
+    if p.containers.is_empty() {
+        return Err("no spec.containers (every pod has at least one): its requests are unknown".into());
+    }
     let mut sum = Res::new();
     for c in &p.containers {
-        add_into(&mut sum, &container_res(c, which)?);
+        add_into(&mut sum, &container_res(c, which)?)?;
     }
     let mut sidecars = Res::new();
     let mut init_max = Res::new();
     for (c, sidecar) in &p.init_containers {
         let r = container_res(c, which)?;
         if *sidecar {
-            add_into(&mut sidecars, &r);
+            add_into(&mut sidecars, &r)?;
         } else {
             let mut at = sidecars.clone();
-            add_into(&mut at, &r);
+            add_into(&mut at, &r)?;
             max_into(&mut init_max, &at);
         }
     }
-    add_into(&mut sum, &sidecars);
+    add_into(&mut sum, &sidecars)?;
     max_into(&mut sum, &init_max);
     if which == Which::Requests {
+        let mut over = Res::new();
         for (k, v) in &p.overhead {
-            *sum.entry(k.clone()).or_insert(0) += quantity::parse_for(k, v).map_err(|e| format!("overhead {k}: {e}"))?;
+            over.insert(k.clone(), quantity::parse_for(k, v).map_err(|e| format!("overhead {k}: {e}"))?);
         }
+        add_into(&mut sum, &over)?;
     }
     Ok(sum)
 }
@@ -410,7 +446,8 @@ fn pod_res(p: &Pod, which: Which) -> Result<Res, String> {
 #[serde(rename_all = "camelCase")]
 pub struct SurgePlan {
     pub replicas: u32,
-    pub surge: u32,
+    /// May exceed the replica count (Kubernetes allows maxSurge above 100%).
+    pub surge: u64,
     pub unavailable: u32,
     /// New pods that must fit at the same time.
     pub new_pods: u32,
@@ -419,16 +456,54 @@ pub struct SurgePlan {
     pub mode: &'static str,
 }
 
+/// `intstr.GetScaledValueFromIntOrPercent` with the Deployment/PDB
+/// validation in front: an int as is, or `digits%` of `total`, rounded up or
+/// down, in checked u64 (a huge percentage is an error, never a wrap or a
+/// truncation to a small surge).
+pub fn scaled(v: &IntOrPercent, total: u32, round_up: bool) -> Result<u64, String> {
+    let s = match v {
+        IntOrPercent::Int(i) => return Ok(u64::from(*i)),
+        IntOrPercent::Str(s) => s,
+    };
+    let digits = s
+        .strip_suffix('%')
+        .filter(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
+        .ok_or_else(|| format!("`{s}` is neither an integer nor a percentage like `25%`"))?;
+    let p: u64 = digits.parse().map_err(|_| format!("`{s}` is out of range"))?;
+    let x = p.checked_mul(u64::from(total)).ok_or_else(|| format!("`{s}` of {total} overflows"))?;
+    Ok(if round_up { x.div_ceil(100) } else { x / 100 })
+}
+
+/// (surge, unavailable) for `replicas` as the Deployment controller resolves
+/// them (`ResolveFenceposts`): surge rounds up and may exceed 100%;
+/// maxUnavailable rounds down, may not exceed 100% (API validation), and is
+/// capped at the replica count; both zero is bumped to unavailable 1.
+pub fn resolve_rollout(r: &crate::bundle::RolloutStrategy, replicas: u32) -> Result<(u64, u32), String> {
+    let surge = scaled(&r.max_surge, replicas, true).map_err(|e| format!("maxSurge: {e}"))?;
+    if let IntOrPercent::Str(s) = &r.max_unavailable {
+        if s.strip_suffix('%').and_then(|d| d.parse::<u64>().ok()).is_some_and(|p| p > 100) {
+            return Err(format!("maxUnavailable: `{s}` is above 100%"));
+        }
+    }
+    let mut unavailable = scaled(&r.max_unavailable, replicas, false).map_err(|e| format!("maxUnavailable: {e}"))?;
+    if surge == 0 && unavailable == 0 {
+        unavailable = 1;
+    }
+    Ok((surge, u32::try_from(unavailable.min(u64::from(replicas))).unwrap_or(replicas)))
+}
+
 /// The Deployment controller's first step: scale the new ReplicaSet up to
 /// `replicas + surge − running` and the old one down by `unavailable`.
 /// `current` is the number of running pods of the release being replaced.
-pub fn surge_plan(replicas: u32, surge: u32, unavailable: u32, current: u32) -> SurgePlan {
+pub fn surge_plan(replicas: u32, surge: u64, unavailable: u32, current: u32) -> SurgePlan {
     if current == 0 {
         // Nothing to replace: every replica is new and must fit.
         return SurgePlan { replicas, surge, unavailable, new_pods: replicas, freed_old_pods: 0, mode: "first-rollout" };
     }
     if surge > 0 {
-        SurgePlan { replicas, surge, unavailable, new_pods: surge.min(replicas.max(1)), freed_old_pods: 0, mode: "surge" }
+        // The new ReplicaSet never grows beyond `replicas`, however large the surge.
+        let new_pods = u32::try_from(surge).unwrap_or(u32::MAX).min(replicas.max(1));
+        SurgePlan { replicas, surge, unavailable, new_pods, freed_old_pods: 0, mode: "surge" }
     } else {
         let n = unavailable.min(current).max(1);
         SurgePlan { replicas, surge, unavailable, new_pods: n, freed_old_pods: n, mode: "replace" }
@@ -523,6 +598,25 @@ fn pct(p: &IntOrPercent) -> String {
     }
 }
 
+/// The bundle's own requests and limits must be quantities the scheduler can
+/// use (BG209): finite, non-negative, in range. Pure; lint runs it too, so a
+/// bad request is caught before any cluster is read.
+pub fn bundle_quantity_diagnostics(l: &Loaded) -> Vec<Diagnostic> {
+    let r = &l.bundle.spec.serving.resources;
+    let mut out = Vec::new();
+    for (kind, m) in [("requests", &r.requests), ("limits", &r.limits)] {
+        for (k, v) in m {
+            if let Err(e) = quantity::parse_for(k, &v.0) {
+                let field = format!("spec.serving.resources.{kind}.{k}");
+                out.push(Diagnostic::new(Code::QuantityInvalid, format!("{field}: {e}")).at(l.span(&field)).field(&field).help(
+                    "write a non-negative Kubernetes quantity: `500m` or `2` for cpu, `8Gi` for memory, an integer for extended resources like nvidia.com/gpu",
+                ));
+            }
+        }
+    }
+    out
+}
+
 /// Run every preflight check. `Err` means the bundle itself cannot be
 /// evaluated (an input error), never a policy failure.
 pub fn preflight(l: &Loaded, st: &ClusterState) -> Result<Outcome, String> {
@@ -533,7 +627,7 @@ pub fn preflight(l: &Loaded, st: &ClusterState) -> Result<Outcome, String> {
     let mut diags: Vec<Diagnostic> = Vec::new();
     let d = |code: Code, field: &str, msg: String| Diagnostic::new(code, msg).at(l.span(field)).field(field);
 
-    let (surge, unavailable) = s.rollout.resolve(s.replicas).map_err(|e| format!("spec.serving.rollout: {e}"))?;
+    let (surge, unavailable) = resolve_rollout(&s.rollout, s.replicas).map_err(|e| format!("spec.serving.rollout.{e}"))?;
 
     // The new pod, as the API server will default it.
     let new_pod = Pod {
@@ -576,6 +670,13 @@ pub fn preflight(l: &Loaded, st: &ClusterState) -> Result<Outcome, String> {
                 }
             }
         }
+        // A kubelet always reports cpu and memory; without them the node's
+        // room is unknown (an absent extended resource is just zero).
+        let missing: Vec<&str> = ["cpu", "memory"].into_iter().filter(|k| ok && !r.contains_key(*k)).collect();
+        if !missing.is_empty() {
+            incomplete.push(format!("node {}: status.allocatable has no {}", n.name, missing.join(" or ")));
+            ok = false;
+        }
         alloc.push(ok.then_some(r));
     }
     let mut used: Vec<Res> = vec![Res::new(); st.nodes.len()];
@@ -586,6 +687,12 @@ pub fn preflight(l: &Loaded, st: &ClusterState) -> Result<Outcome, String> {
     let mut unbound_current = 0usize;
     for (pi, p) in st.pods.iter().enumerate() {
         if p.is_terminal() {
+            continue;
+        }
+        // Without its spec a pod's node and requests are unknown: it may be
+        // using any node, so the answer is unknown too (never "uses nothing").
+        if p.containers.is_empty() {
+            incomplete.push(format!("pod {}: no spec.containers (every pod has at least one): where it runs and what it requests are unknown", p.key()));
             continue;
         }
         let ours = is_service_pod(p, name, ns);
@@ -602,7 +709,10 @@ pub fn preflight(l: &Loaded, st: &ClusterState) -> Result<Outcome, String> {
                 continue;
             }
         };
-        add_into(&mut used[ni], &r);
+        if let Err(e) = add_into(&mut used[ni], &r) {
+            incomplete.push(format!("node {}: {e}", st.nodes[ni].name));
+            continue;
+        }
         pod_count[ni] += 1;
         if ours && !p.terminating {
             notable[ni].push(format!("{} (current release of {name})", p.key()));
@@ -613,7 +723,7 @@ pub fn preflight(l: &Loaded, st: &ClusterState) -> Result<Outcome, String> {
         }
     }
 
-    let plan = surge_plan(s.replicas, surge, unavailable, (current.len() + unbound_current) as u32);
+    let plan = surge_plan(s.replicas, surge, unavailable, u32::try_from(current.len() + unbound_current).unwrap_or(u32::MAX));
 
     // PVs the bundle's claims are bound to restrict nodes (VolumeBinding).
     let pvc_of = |claim: &str| st.pvcs.iter().find(|c| c.namespace == ns && c.name == claim);
@@ -693,7 +803,9 @@ pub fn preflight(l: &Loaded, st: &ClusterState) -> Result<Outcome, String> {
         for (_, ni, r) in order.into_iter().take(n as usize) {
             if let Some(ni) = ni {
                 for (k, v) in r {
-                    *used2[*ni].entry(k.clone()).or_insert(0) -= v;
+                    // `r` was added to this node's sum above, so this cannot underflow.
+                    let e = used2[*ni].entry(k.clone()).or_insert(0);
+                    *e = e.saturating_sub(*v);
                 }
                 count2[*ni] -= 1;
             }
@@ -857,6 +969,18 @@ pub fn preflight(l: &Loaded, st: &ClusterState) -> Result<Outcome, String> {
         diags.push(ways_out(dg));
     }
 
+    // A node whose allocatable is unknown but which the pod could otherwise
+    // use may have room: a shortage elsewhere then proves nothing (BG207 says
+    // why), so it is reported as a warning, never as the failure.
+    let unknown: Vec<&str> = evals.iter().filter(|e| alloc[e.idx].is_none() && e.excluded.len() == 1).map(|e| st.nodes[e.idx].name.as_str()).collect();
+    if !unknown.is_empty() {
+        let capacity_codes = [Code::SurgeUnschedulable.info().code, Code::NoMatchingNodes.info().code];
+        for dg in diags.iter_mut().filter(|d| capacity_codes.contains(&d.code.as_str())) {
+            dg.severity = Severity::Warning;
+            dg.evidence.push(format!("not proven: {} node(s) with unknown allocatable could have room ({})", unknown.len(), capped(unknown.iter().map(|n| n.to_string()).collect(), "nodes").join(", ")));
+        }
+    }
+
     // ---- ResourceQuota headroom ----
     let quota_pods = if plan.mode == "replace" { 0 } else { plan.new_pods as i128 };
     let mut quota_rows = Vec::new();
@@ -901,11 +1025,20 @@ pub fn preflight(l: &Loaded, st: &ClusterState) -> Result<Outcome, String> {
                     }
                 },
                 // Not yet reported by the quota controller: count the namespace's pods ourselves.
-                None => ns_usage(st, ns, res, which),
+                None => match ns_usage(st, ns, res, which) {
+                    Ok(u) => u,
+                    Err(e) => {
+                        incomplete.push(format!("resourcequota {}/{}: no status.used.{key}, and counting the namespace's pods failed: {e}", q.namespace, q.name));
+                        continue;
+                    }
+                },
             };
-            let need = per_pod * quota_pods;
+            let Some((need, total)) = per_pod.checked_mul(quota_pods).and_then(|n| Some((n, used_q.checked_add(n)?))) else {
+                incomplete.push(format!("resourcequota {}/{}: {key}: used + {quota_pods} new pod(s) overflows", q.namespace, q.name));
+                continue;
+            };
             quota_rows.push(json!({"quota": format!("{}/{}", q.namespace, q.name), "key": key, "hard": hard_s, "used": quantity::format(res, used_q), "needs": quantity::format(res, need)}));
-            if used_q + need > hard {
+            if total > hard {
                 short.push(format!(
                     "quota {}/{}: {key} hard {}, used {}, the {} new pod(s) need {} more (headroom {})",
                     q.namespace,
@@ -1013,8 +1146,8 @@ pub fn preflight(l: &Loaded, st: &ClusterState) -> Result<Outcome, String> {
         }
         let r = s.replicas;
         let (rule, desired) = match (&p.min_available, &p.max_unavailable) {
-            (_, Some(mu)) => (format!("maxUnavailable {}", pct(mu)), mu.resolve(r, true).map(|m| r.saturating_sub(m))),
-            (Some(ma), None) => (format!("minAvailable {}", pct(ma)), ma.resolve(r, true)),
+            (_, Some(mu)) => (format!("maxUnavailable {}", pct(mu)), scaled(mu, r, true).map(|m| u64::from(r).saturating_sub(m))),
+            (Some(ma), None) => (format!("minAvailable {}", pct(ma)), scaled(ma, r, true)),
             (None, None) => continue,
         };
         let desired = match desired {
@@ -1024,7 +1157,7 @@ pub fn preflight(l: &Loaded, st: &ClusterState) -> Result<Outcome, String> {
                 continue;
             }
         };
-        let allowed = r.saturating_sub(desired);
+        let allowed = u64::from(r).saturating_sub(desired);
         pdb_rows.push(json!({"pdb": format!("{}/{}", p.namespace, p.name), "rule": rule, "allowedDisruptions": allowed, "statusDisruptionsAllowed": p.disruptions_allowed}));
         if allowed == 0 {
             let mut dg = d(
@@ -1203,15 +1336,18 @@ fn quota_key(key: &str) -> Option<(&str, Option<Which>)> {
 }
 
 /// What the quota controller would report as used in `ns` for one key.
-fn ns_usage(st: &ClusterState, ns: &str, res: &str, which: Option<Which>) -> i128 {
-    st.pods
-        .iter()
-        .filter(|p| p.namespace == ns && !p.is_terminal())
-        .map(|p| match which {
+/// A pod whose requests cannot be read makes the usage unknown (an error
+/// naming it), never zero; the sum is checked.
+fn ns_usage(st: &ClusterState, ns: &str, res: &str, which: Option<Which>) -> Result<i128, String> {
+    let mut sum: i128 = 0;
+    for p in st.pods.iter().filter(|p| p.namespace == ns && !p.is_terminal()) {
+        let v = match which {
             None => 1000,
-            Some(w) => pod_res(p, w).ok().and_then(|r| r.get(res).copied()).unwrap_or(0),
-        })
-        .sum()
+            Some(w) => pod_res(p, w).map_err(|e| format!("pod {}: {e}", p.key()))?.get(res).copied().unwrap_or(0),
+        };
+        sum = sum.checked_add(v).ok_or_else(|| format!("{res}: the namespace's sum overflows"))?;
+    }
+    Ok(sum)
 }
 
 #[cfg(test)]
@@ -1234,7 +1370,6 @@ mod tests {
         assert_eq!(parse_milli("0.1").unwrap(), 100);
         assert_eq!(parse_milli(".5").unwrap(), 500);
         assert_eq!(parse_milli("12.5").unwrap(), 12_500);
-        assert_eq!(parse_milli("-1").unwrap(), -1000);
         assert_eq!(parse_milli("0").unwrap(), 0);
         // Below a millicore rounds up, like MilliValue().
         assert_eq!(parse_milli("1n").unwrap(), 1);
@@ -1244,6 +1379,128 @@ mod tests {
         for bad in ["", "abc", "1Gb", "1 Gi", "Gi", "1.2.3", "1e", "--1", "1ki", "1e99"] {
             assert!(parse_milli(bad).is_err(), "{bad:?} should not parse");
         }
+    }
+
+    /// Boundary and hostile values, each with what Kubernetes would make of
+    /// it: `Ok(milli)` or an error containing the given words.
+    #[test]
+    fn quantity_table_with_boundaries() {
+        const MAX: i128 = i64::MAX as i128;
+        let ok: &[(&str, i128)] = &[
+            ("100m", 100),
+            ("0.1", 100),
+            ("1e-3", 1),
+            ("+1", 1000),
+            ("1.", 1000),
+            ("-0", 0),
+            ("1.5Gi", 3 * (1i128 << 29) * 1000),
+            ("1Ki", 1_024_000),
+            ("1Ti", (1i128 << 40) * 1000),
+            ("1Pi", (1i128 << 50) * 1000),
+            ("7Ei", 7 * (1i128 << 60) * 1000),
+            ("9223372036854775807", MAX * 1000),
+            ("1e-40", 1),
+            ("0.0000000000000000000000000000000000001e-40", 1),
+        ];
+        for (q, want) in ok {
+            assert_eq!(parse_milli(q), Ok(*want), "{q}");
+        }
+        let bad: &[(&str, &str)] = &[
+            ("-1", "negative"),
+            ("-100m", "negative"),
+            ("-1.5Gi", "negative"),
+            ("9223372036854775808", "out of range"), // 2^63
+            ("18446744073709551616", "out of range"), // 2^64
+            ("1e30", "out of range"),
+            ("8Ei", "out of range"),
+            ("1e40", "out of range"),
+            ("∞", "no digits"),
+            ("inf", "no digits"),
+            ("NaN", "no digits"),
+            ("1.5.Gi", "unknown suffix"),
+            (" 1", "no digits"),
+            ("1 ", "unknown suffix"),
+            ("0x10", "unknown suffix"),
+            ("1e3.5", "bad exponent"),
+        ];
+        for (q, why) in bad {
+            let e = parse_milli(q).expect_err(q);
+            assert!(e.contains(why) && e.contains(&format!("`{q}`")), "{q}: {e}");
+        }
+        // CPU compares millicores as int64: 2^63 millicores is out of range.
+        assert!(parse_for("cpu", "9223372036854775808m").is_err());
+        assert_eq!(parse_for("cpu", "9223372036854775807m"), Ok(MAX));
+        assert_eq!(parse_for("memory", "9223372036854775807"), Ok(MAX * 1000));
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 500, ..Default::default() })]
+
+        /// Any string: never a panic, never a negative or out-of-range value.
+        #[test]
+        fn quantity_parse_is_total_and_bounded(q in "\\PC{0,24}|[+-]?[0-9]{0,25}(\\.[0-9]{0,12})?(m|k|Ki|Mi|Gi|Ti|Pi|Ei|M|G|T|P|E|e-?[0-9]{1,3})?") {
+            if let Ok(v) = parse_milli(&q) {
+                proptest::prop_assert!((0..=MAX_UNITS * 1000).contains(&v), "{q} → {v}");
+            }
+            for r in ["cpu", "memory", "nvidia.com/gpu"] {
+                if let Ok(v) = parse_for(r, &q) {
+                    proptest::prop_assert!(v >= 0);
+                }
+            }
+        }
+
+        /// Integers and binary suffixes are exact: n, nKi, nm.
+        #[test]
+        fn quantity_exact_for_integers(n in 0u64..(1u64 << 40)) {
+            proptest::prop_assert_eq!(parse_milli(&n.to_string()), Ok(i128::from(n) * 1000));
+            proptest::prop_assert_eq!(parse_milli(&format!("{n}Ki")), Ok(i128::from(n) * 1024 * 1000));
+            proptest::prop_assert_eq!(parse_milli(&format!("{n}m")), Ok(i128::from(n)));
+            let neg = format!("-{}", n + 1);
+            proptest::prop_assert!(parse_milli(&neg).is_err());
+        }
+
+        /// Surge never truncates: a percentage resolves to ceil(p·r/100) in u64,
+        /// unavailable to floor(p·r/100), exactly.
+        #[test]
+        fn surge_percentages_are_exact(p in 0u64..u64::MAX / 4, r in 0u32..=u32::MAX) {
+            let v = IntOrPercent::Str(format!("{p}%"));
+            let x = u128::from(p) * u128::from(r);
+            let up = scaled(&v, r, true);
+            if x <= u128::from(u64::MAX) {
+                proptest::prop_assert_eq!(up, Ok(x.div_ceil(100) as u64));
+                proptest::prop_assert_eq!(scaled(&v, r, false), Ok((x / 100) as u64));
+            } else {
+                proptest::prop_assert!(up.is_err());
+            }
+        }
+    }
+
+    #[test]
+    fn surge_above_u32_is_not_truncated() {
+        // 2^32 % of 100 replicas used to wrap to a surge of 0.
+        let (surge, unavailable) = resolve_rollout(&strategy("4294967296%", "0"), 100).unwrap();
+        assert_eq!((surge, unavailable), (4_294_967_296, 0));
+        let p = surge_plan(100, surge, unavailable, 100);
+        assert_eq!((p.new_pods, p.mode), (100, "surge"), "the new ReplicaSet grows to replicas, not to surge 0");
+        assert!(resolve_rollout(&strategy("184467440737095516%", "0"), 1000).unwrap_err().contains("overflows"));
+        assert!(resolve_rollout(&strategy("25%", "101%"), 4).unwrap_err().contains("above 100%"));
+        assert!(resolve_rollout(&strategy("-5%", "0"), 4).is_err());
+        assert!(resolve_rollout(&strategy("5", "0"), 4).is_ok(), "an int");
+        assert!(resolve_rollout(&strategy("5 %", "0"), 4).is_err());
+        assert_eq!(resolve_rollout(&strategy("300%", "100%"), 3).unwrap(), (9, 3));
+    }
+
+    #[test]
+    fn request_sums_are_checked() {
+        let big = |q: &str| ContainerResources { requests: BTreeMap::from([("memory".into(), q.into())]), limits: BTreeMap::new() };
+        let mut acc = Res::from([("memory".to_string(), i128::MAX - 5)]);
+        assert!(add_into(&mut acc, &Res::from([("memory".to_string(), 10)])).unwrap_err().contains("overflows"));
+        // A pod without containers has unknown requests, not zero.
+        assert!(pod_res(&Pod::default(), Which::Requests).unwrap_err().contains("no spec.containers"));
+        let p = Pod { containers: vec![big("9223372036854775807"), big("9223372036854775807")], ..Pod::default() };
+        assert_eq!(pod_res(&p, Which::Requests).unwrap()["memory"], 2 * (i64::MAX as i128) * 1000);
+        let neg = Pod { containers: vec![big("-1Gi")], ..Pod::default() };
+        assert!(pod_res(&neg, Which::Requests).unwrap_err().contains("negative"));
     }
 
     #[test]
@@ -1265,13 +1522,16 @@ mod tests {
 
     #[test]
     fn surge_arithmetic_matches_the_deployment_controller() {
-        // 25%/25% with 1 replica: surge rounds up to 1, unavailable down to 0 (seed 001).
-        assert_eq!(strategy("25%", "25%").resolve(1).unwrap(), (1, 0));
-        assert_eq!(strategy("25%", "25%").resolve(4).unwrap(), (1, 1));
-        assert_eq!(strategy("25%", "25%").resolve(10).unwrap(), (3, 2));
+        // 25%/25% with 1 replica: surge rounds up to 1, unavailable down to 0 (the single-replica lab rollout).
+        for (r, want) in [(1, (1, 0)), (4, (1, 1)), (10, (3, 2))] {
+            assert_eq!(resolve_rollout(&strategy("25%", "25%"), r).unwrap(), want);
+            // The bundle model's resolution agrees where both apply.
+            let (s, u) = strategy("25%", "25%").resolve(r).unwrap();
+            assert_eq!((u64::from(s), u), want);
+        }
         // Both zero is bumped to unavailable 1.
-        assert_eq!(strategy("0", "0").resolve(3).unwrap(), (0, 1));
-        assert_eq!(strategy("0", "1").resolve(1).unwrap(), (0, 1));
+        assert_eq!(resolve_rollout(&strategy("0", "0"), 3).unwrap(), (0, 1));
+        assert_eq!(resolve_rollout(&strategy("0", "1"), 1).unwrap(), (0, 1));
 
         let p = surge_plan(1, 1, 0, 1);
         assert_eq!((p.new_pods, p.freed_old_pods, p.mode), (1, 0, "surge"));

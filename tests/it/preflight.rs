@@ -455,3 +455,167 @@ fn live_api_truncated_answer_is_an_error() {
     assert_eq!(out.code, 2, "{}\n{}", out.stdout, out.stderr);
     assert_eq!(step(&out)["verdict"], "error");
 }
+
+// ---- arithmetic that must never wrap or truncate into a PASS -----------------------------
+
+/// examples/cluster/roomy.yaml (the v2 surge pod fits on the idle gpu-b) with
+/// `extra` items appended, written back as kubectl-style YAML.
+fn roomy_plus(ex: &Example, file: &str, extra: &str) -> PathBuf {
+    let text = std::fs::read_to_string(repo().join("examples/cluster/roomy.yaml")).unwrap();
+    let mut doc: serde_yaml_ng::Value = serde_yaml_ng::from_str(&text).unwrap();
+    let more: serde_yaml_ng::Value = serde_yaml_ng::from_str(extra).unwrap();
+    doc["items"].as_sequence_mut().unwrap().extend(more.as_sequence().unwrap().iter().cloned());
+    let p = ex.path().join(file);
+    std::fs::write(&p, serde_yaml_ng::to_string(&doc).unwrap()).unwrap();
+    p
+}
+
+/// A pod on gpu-b in another namespace, requesting `gpu` GPUs, in `phase`.
+fn gpu_b_pod(name: &str, gpu: &str, phase: &str) -> String {
+    format!(
+        "- apiVersion: v1\n  kind: Pod\n  metadata: {{name: {name}, namespace: batch}}\n  spec:\n    nodeName: gpu-b\n    containers:\n    - name: c\n      resources: {{requests: {{nvidia.com/gpu: \"{gpu}\"}}, limits: {{nvidia.com/gpu: \"{gpu}\"}}}}\n  status: {{phase: {phase}}}\n"
+    )
+}
+
+#[test]
+fn negative_request_in_a_snapshot_pod_does_not_free_capacity() {
+    let ex = Example::new();
+    // A pod takes gpu-b's only GPU; a second claims -1 GPU. Summed, gpu-b
+    // would look free again; the negative one must be refused instead.
+    let snap = roomy_plus(&ex, "neg.yaml", &format!("{}{}", gpu_b_pod("takes-gpu", "1", "Running"), gpu_b_pod("gives-gpu", "-1", "Running")));
+    let out = preflight(&ex, &ex.v2(), &snap);
+    assert_eq!(out.code, 1, "{}", out.stdout);
+    assert_eq!(step(&out)["verdict"], "fail");
+    assert!(out.codes().contains(&"BG201".to_string()), "{}", out.stdout);
+    let t = text(&out.diag("BG207"));
+    assert!(t.contains("pod batch/gives-gpu") && t.contains("negative"), "{t}");
+}
+
+#[test]
+fn huge_requests_are_out_of_range_not_a_wrapped_sum() {
+    let ex = Example::new();
+    // Two pods of 1e35 GPUs: beyond int64, once summed beyond i128. Neither may
+    // wrap into free room (nor panic): they are named, and the answer is unknown.
+    let snap = roomy_plus(&ex, "huge.yaml", &format!("{}{}", gpu_b_pod("huge-1", "1e35", "Running"), gpu_b_pod("huge-2", "1e35", "Running")));
+    let out = preflight(&ex, &ex.v2(), &snap);
+    assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
+    assert_eq!(step(&out)["verdict"], "inconclusive", "{}", out.stdout);
+    let t = text(&out.diag("BG207"));
+    assert!(t.contains("pod batch/huge-1") && t.contains("pod batch/huge-2") && t.contains("out of range"), "{t}");
+}
+
+#[test]
+fn percentage_surge_above_u32_is_not_truncated_to_zero() {
+    let ex = Example::new();
+    // 429496729600% of 1 replica is 2^32 surge pods: truncated to u32 it was 0,
+    // which turned the rollout into a replacement that frees gpu-a first and passed.
+    let b = ex.edit_v2(|v| {
+        *at(v, "spec.serving.rollout.maxSurge") = "429496729600%".into();
+        *at(v, "spec.serving.rollout.maxUnavailable") = 0.into();
+    });
+    let out = preflight(&ex, &b, &repo().join("examples/cluster/single-gpu.yaml"));
+    assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
+    let s = step(&out);
+    assert_eq!(s["data"]["rollout"]["surge"], 4_294_967_296u64);
+    assert_eq!(s["data"]["rollout"]["mode"], "surge");
+    assert_eq!(out.codes(), vec!["BG201"]);
+    // A percentage whose product overflows u64 is an input error naming the field.
+    let b = ex.edit_v2(|v| *at(v, "spec.serving.rollout.maxSurge") = "18446744073709551615%".into());
+    ex.edit_v2(|v| *at(v, "spec.serving.replicas") = 2.into());
+    let out = preflight(&ex, &b, &repo().join("examples/cluster/single-gpu.yaml"));
+    assert_eq!(out.code, 2, "{}", out.stdout);
+    assert!(step(&out)["summary"].as_str().unwrap().contains("spec.serving.rollout.maxSurge: `18446744073709551615%` of 2 overflows"), "{}", out.stdout);
+}
+
+#[test]
+fn pod_without_spec_is_inconclusive_not_using_nothing() {
+    let ex = Example::new();
+    for (file, item) in [
+        ("nospec.yaml", "- apiVersion: v1\n  kind: Pod\n  metadata: {name: mystery, namespace: batch}\n  status: {phase: Running}\n"),
+        ("nocontainers.yaml", "- apiVersion: v1\n  kind: Pod\n  metadata: {name: mystery, namespace: batch}\n  spec: {nodeName: gpu-b}\n  status: {phase: Running}\n"),
+    ] {
+        let out = preflight(&ex, &ex.v2(), &roomy_plus(&ex, file, item));
+        assert_eq!(out.code, 1, "{file}: {}", out.stdout);
+        assert_eq!(step(&out)["verdict"], "inconclusive", "{file}: {}", out.stdout);
+        assert!(text(&out.diag("BG207")).contains("pod batch/mystery: no spec.containers"), "{file}: {}", out.stdout);
+    }
+    // A node whose allocatable lacks cpu/memory is unknown too, not empty.
+    let text_ = std::fs::read_to_string(repo().join("examples/cluster/roomy.yaml")).unwrap();
+    let mut doc: serde_yaml_ng::Value = serde_yaml_ng::from_str(&text_).unwrap();
+    for it in doc["items"].as_sequence_mut().unwrap() {
+        if it["metadata"]["name"] == "gpu-b" {
+            it["status"]["allocatable"].as_mapping_mut().unwrap().remove("memory");
+        }
+    }
+    let p = ex.path().join("nomem.yaml");
+    std::fs::write(&p, serde_yaml_ng::to_string(&doc).unwrap()).unwrap();
+    let out = preflight(&ex, &ex.v2(), &p);
+    assert_eq!(step(&out)["verdict"], "inconclusive", "{}", out.stdout);
+    assert!(text(&out.diag("BG207")).contains("node gpu-b: status.allocatable has no memory"), "{}", out.stdout);
+    // gpu-b might have room: the shortage on gpu-a is not reported as the failure.
+    assert_eq!(out.diag("BG201")["severity"], "warning", "{}", out.stdout);
+}
+
+#[test]
+fn evicted_and_completed_pods_hold_no_node_resources() {
+    let ex = Example::new();
+    let terminal = format!("{}{}", gpu_b_pod("evicted", "1", "Failed"), gpu_b_pod("done", "1", "Succeeded"));
+    let out = preflight(&ex, &ex.v2(), &roomy_plus(&ex, "terminal.yaml", &terminal));
+    assert_eq!(out.code, 0, "{}", out.stdout);
+    assert_eq!(step(&out)["verdict"], "pass");
+    // The same pod Running does take gpu-b's GPU.
+    let out = preflight(&ex, &ex.v2(), &roomy_plus(&ex, "running.yaml", &gpu_b_pod("busy", "1", "Running")));
+    assert_eq!(out.codes(), vec!["BG201"], "{}", out.stdout);
+}
+
+#[test]
+fn init_containers_count_as_the_scheduler_counts_them() {
+    let ex = Example::new();
+    // gpu-b has 7890m cpu, 125m taken by its daemon pods; the v2 pod needs 2
+    // cores. One more pod: init container I cores, containers 2 × 500m,
+    // overhead 500m → max(I, 1) + 0.5 cores.
+    let pod = |init: &str| {
+        format!("- apiVersion: v1\n  kind: Pod\n  metadata: {{name: init-heavy, namespace: batch}}\n  spec:\n    nodeName: gpu-b\n    overhead: {{cpu: 500m}}\n    initContainers:\n    - {{name: i, resources: {{requests: {{cpu: '{init}'}}}}}}\n    containers:\n    - {{name: a, resources: {{requests: {{cpu: 500m}}}}}}\n    - {{name: b, resources: {{requests: {{cpu: 500m}}}}}}\n  status: {{phase: Running}}\n")
+    };
+    // I = 7: 7.5 cores, 265m left: does not fit (ignoring init containers would say it does).
+    let out = preflight(&ex, &ex.v2(), &roomy_plus(&ex, "init7.yaml", &pod("7")));
+    assert_eq!(out.codes(), vec!["BG201"], "{}", out.stdout);
+    let t = text(&out.diag("BG201"));
+    assert!(t.contains("gpu-b: cpu requested 7.625/7.89"), "{t}");
+    // I = 5: 5.5 cores, 2.265 left: fits (summing init with the containers would say it does not).
+    let out = preflight(&ex, &ex.v2(), &roomy_plus(&ex, "init5.yaml", &pod("5")));
+    assert_eq!(out.code, 0, "{}", out.stdout);
+}
+
+#[test]
+fn bad_quantity_in_the_bundle_is_refused_by_lint_and_preflight() {
+    let ex = Example::new();
+    for (q, why) in [("-2", "negative"), (".nan", "no digits"), ("1e30", "out of range"), ("2 cores", "unknown suffix")] {
+        let b = ex.edit_v2(|v| *at(v, "spec.serving.resources.requests.cpu") = yaml(q));
+        let out = ex.run(&["lint", "--format", "json", b.to_str().unwrap()]);
+        assert_eq!(out.code, 1, "{q}: {}", out.stdout);
+        let d = out.diag("BG209");
+        assert_eq!(d["field"], "spec.serving.resources.requests.cpu", "{q}");
+        assert!(d["message"].as_str().unwrap().contains(why), "{q}: {d}");
+        assert!(d["span"]["line"].as_u64().is_some(), "{d}");
+        let out = preflight(&ex, &b, &repo().join("examples/cluster/roomy.yaml"));
+        assert_eq!(out.code, 2, "{q}: {}", out.stdout);
+        assert!(step(&out)["summary"].as_str().unwrap().contains("spec.serving.resources"), "{q}: {}", out.stdout);
+    }
+}
+
+#[test]
+fn yaml_snapshot_duplicate_keys_and_oversize_are_refused() {
+    let ex = Example::new();
+    let p = ex.path().join("dup.yaml");
+    std::fs::write(&p, "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Node\n  metadata: {name: a}\n  metadata: {name: b}\n").unwrap();
+    let out = preflight(&ex, &ex.v2(), &p);
+    assert_eq!(out.code, 2, "{}", out.stdout);
+    assert!(step(&out)["summary"].as_str().unwrap().contains("dup.yaml:7:3: duplicate key `metadata`"), "{}", out.stdout);
+    // Sparse: refused from its size, before anything is read.
+    let p = ex.path().join("huge.yaml");
+    std::fs::File::create(&p).unwrap().set_len(513 << 20).unwrap();
+    let out = preflight(&ex, &ex.v2(), &p);
+    assert_eq!(out.code, 2, "{}", out.stdout);
+    assert!(step(&out)["summary"].as_str().unwrap().contains("huge.yaml: the snapshot is larger than 512 MiB"), "{}", out.stdout);
+}
