@@ -1186,4 +1186,129 @@ mod tests {
         assert_eq!(classify(std::slice::from_ref(&both), 1, &load), Situation::VersionRegression);
         assert_eq!(classify(&[], 0, &steady), Situation::Undecided);
     }
+
+    // ---- totality over bad numbers, and higher-is-better tests ----------------
+
+    #[test]
+    fn statistics_are_total_over_nan_inf_and_empty() {
+        // Used to loop forever: NaN never equals the merge's current value.
+        assert!(mann_whitney_u(&[1.0, f64::NAN], &[2.0]).is_none());
+        assert!(mann_whitney_u(&[f64::NAN], &[f64::NAN]).is_none());
+        assert!(mann_whitney_u(&[1.0, f64::INFINITY], &[2.0]).is_none());
+        assert!(mann_whitney_u(&[], &[2.0]).is_none());
+        assert!(mann_whitney_u_less(&[1.0], &[f64::NEG_INFINITY]).is_none());
+        assert!(mann_whitney_binned(&[1.0, f64::NAN], &[1.0, 1.0]).is_none());
+        assert!(mann_whitney_binned(&[1.0, -1.0], &[1.0, 1.0]).is_none());
+        assert!(mann_whitney_binned(&[0.0, 0.0], &[1.0, 1.0]).is_none());
+        assert!(mann_whitney_binned(&[1.0], &[1.0, 1.0]).is_none());
+        assert!(two_proportion_z(f64::NAN, 10.0, 1.0, 10.0).is_none());
+        assert!(two_proportion_z(1.0, f64::INFINITY, 1.0, 10.0).is_none());
+        assert!(two_proportion_z(11.0, 10.0, 1.0, 10.0).is_none());
+        assert!(two_proportion_z(1.0, 0.0, 1.0, 10.0).is_none());
+        assert!(fisher_exact_greater(11, 10, 1, 10).is_none());
+        assert!(proportion_test(1, 0, 0, 10).is_none());
+        assert!(binom_test_greater(1, 10, f64::NAN).is_none());
+        assert!(binom_test_greater(1, 0, 0.5).is_none());
+        assert!(n_two_proportions(0.01, 0.02, f64::NAN, POWER).is_none());
+        assert!(n_mann_whitney(f64::INFINITY, ALPHA, POWER).is_none());
+        close(superiority_scaled_samples(&[1.0, f64::NAN], 1.2), 0.5, 0.0);
+        // Prometheus' "NaN"/"+Inf" counts empty the histogram: NO DATA.
+        assert_eq!(hist(&[(0.1, f64::NAN), (f64::INFINITY, 10.0)]).total(), 0.0);
+        assert_eq!(hist(&[(f64::NAN, 1.0), (f64::INFINITY, 10.0)]).total(), 0.0);
+        assert_eq!(hist(&[(0.1, 1.0), (f64::INFINITY, f64::INFINITY)]).total(), 0.0);
+    }
+
+    #[test]
+    fn more_events_than_baseline_trials_no_longer_underflows() {
+        // 10/10 vs 5/5: every expected non-event cell is 0, so Fisher runs with
+        // x1 + x2 > n2, where `total - k - n1` used to underflow (panic in debug).
+        // scipy.stats.fisher_exact([[10, 0], [5, 0]], alternative='greater').pvalue
+        close(proportion_test(10, 10, 5, 5).unwrap().p_value, 1.0, 1e-12);
+        // scipy.stats.fisher_exact([[9, 1], [2, 3]], alternative='greater').pvalue
+        close(fisher_exact_greater(9, 10, 2, 5).unwrap().p_value, 0.07692307692307693, 1e-9);
+    }
+
+    #[test]
+    fn higher_is_better_tests_match_scipy() {
+        // scipy 1.17.1: scipy.stats.mannwhitneyu(x, y, alternative='less', method='asymptotic')
+        let x = [70.0, 71.5, 69.0, 72.0, 68.5, 70.5, 71.0, 69.5];
+        let y = [100.0, 98.5, 101.0, 99.0, 102.0, 100.5, 97.5, 99.5];
+        let t = mann_whitney_u_less(&x, &y).unwrap();
+        close(t.statistic, 0.0, 1e-12);
+        close(t.p_value, 0.00046955284955859495, 1e-9);
+        // With ties: the same samples as mann_whitney_matches_scipy, both ways.
+        let (a, b) = ([1.0, 2.0, 2.0, 3.0, 5.0, 8.0, 8.0, 9.0], [0.5, 1.0, 2.0, 2.0, 2.0, 4.0, 4.0]);
+        let t = mann_whitney_u_less(&a, &b).unwrap();
+        close(t.statistic, 41.5, 1e-12);
+        close(t.p_value, 0.9509888563434155, 1e-9);
+        let t = mann_whitney_u_less(&b, &a).unwrap();
+        close(t.statistic, 14.5, 1e-12);
+        close(t.p_value, 0.06222772238479956, 1e-9);
+        // Binned, mirrored by reversing the bins:
+        // scipy.stats.mannwhitneyu(np.repeat([0,1,2,3],[6,2,1,0]), np.repeat([0,1,2,3],[3,5,0,2]), alternative='less', method='asymptotic').pvalue
+        let t = mann_whitney_binned(&[0.0, 1.0, 2.0, 6.0], &[2.0, 0.0, 5.0, 3.0]).unwrap();
+        close(t.p_value, 0.07135006634920518, 1e-9);
+        // Sign test: scipy.stats.binomtest(7, 8, 0.5, alternative='greater').pvalue
+        close(binom_test_greater(7, 8, 0.5).unwrap().p_value, 0.03515625, 1e-12);
+    }
+
+    fn throughput(c: Vec<f64>, b: Vec<f64>, requests: (u64, u64)) -> GateInput {
+        let mean = |v: &[f64]| Some(v.iter().sum::<f64>() / v.len() as f64);
+        GateInput {
+            metric: "output_tokens_per_second".into(),
+            kind: MetricKind::Gauge,
+            quantile: 0.0,
+            max_absolute: None,
+            max_relative_increase: None,
+            min_samples: 200,
+            window_secs: 600.0,
+            candidate: Side::Gauge { value: mean(&c), samples: c },
+            baseline: Side::Gauge { value: mean(&b), samples: b },
+            higher_is_better: true,
+            min_absolute: Some(50.0),
+            min_relative_decrease: Some(0.2),
+            request_counts: Some(requests),
+        }
+    }
+
+    #[test]
+    fn lower_throughput_fails_the_higher_is_better_gate() {
+        let base: Vec<f64> = (0..20).map(|i| 100.0 + (i % 5) as f64).collect();
+        let slow: Vec<f64> = base.iter().map(|v| v * 0.7).collect();
+        let o = evaluate_gate(&throughput(slow, base.clone(), (5000, 5000)));
+        assert_eq!(o.verdict, GateVerdict::Fail, "{o:?}");
+        assert!(o.version_tied());
+        let rel = o.checks.iter().find(|c| c.kind == "relative").unwrap();
+        assert!(rel.exceeded && rel.supported);
+        close(rel.limit, 102.0 * 0.8, 1e-9);
+        // Equal arms: PASS with enough scrapes and requests.
+        let o = evaluate_gate(&throughput(base.clone(), base.clone(), (5000, 5000)));
+        assert_eq!(o.verdict, GateVerdict::Pass, "{o:?}");
+        // A higher candidate is never a failure of a higher-is-better gate.
+        let fast: Vec<f64> = base.iter().map(|v| v * 1.5).collect();
+        assert_eq!(evaluate_gate(&throughput(fast, base.clone(), (5000, 5000))).verdict, GateVerdict::Pass);
+        // Too few requests: INCONCLUSIVE, with the hint counted in requests.
+        let o = evaluate_gate(&throughput(base.clone(), base.clone(), (20, 5000)));
+        assert_eq!(o.verdict, GateVerdict::Inconclusive, "{o:?}");
+        assert_eq!(o.more_samples, Some(180));
+        assert!(o.message.contains("20 candidate / 5000 baseline requests"), "{}", o.message);
+        // Below the absolute floor, sign-tested.
+        let low: Vec<f64> = base.iter().map(|v| v * 0.4).collect();
+        let o = evaluate_gate(&throughput(low, base, (5000, 5000)));
+        let abs = o.checks.iter().find(|c| c.kind == "absolute").unwrap();
+        assert!(abs.supported && abs.test.unwrap().method == "sign test (binomial)", "{o:?}");
+    }
+
+    #[test]
+    fn bad_proportions_from_an_override_are_undecided_not_a_panic() {
+        // A "rate" of 1.5 (a wrong override query) used to give x > n.
+        let o = evaluate_gate(&error_gate(prop(1.5, 5000.0), prop(0.01, 5000.0)));
+        assert_eq!(o.verdict, GateVerdict::Inconclusive, "{o:?}");
+        assert!(o.message.contains("no candidate-vs-baseline test"), "{}", o.message);
+        // NaN gauge samples never reach a test.
+        let mut g = throughput(vec![100.0; 20], vec![100.0; 20], (5000, 5000));
+        g.candidate = Side::Gauge { value: Some(100.0), samples: vec![] };
+        assert_eq!(evaluate_gate(&g).verdict, GateVerdict::NoData);
+    }
+
 }
