@@ -159,7 +159,9 @@ pub fn template(provider: MetricProvider, metric: &str) -> Option<Template> {
                     requests: Some(increase(VLLM_FINISHED, "")),
                     ..gauge(
                         format!("avg(rate({}{W}))", sel("vllm:generation_tokens_total", "")),
-                        format!("rate({}[2m])[{{{{window}}}}:]", sel("vllm:generation_tokens_total", "")),
+                        // irate: each step's own rate, not a 2-minute
+                        // average smeared over its neighbours.
+                        format!("irate({}[2m])[{{{{window}}}}:]", sel("vllm:generation_tokens_total", "")),
                         1.0,
                         "tokens/s per replica",
                     )
