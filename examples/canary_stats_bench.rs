@@ -33,7 +33,7 @@ fn main() {
     }
     let (x, y, bounds) = (read_f64(&args[1]), read_f64(&args[2]), read_f64(&args[3]));
 
-    let (t_mwu, mwu) = time(3, || c::mann_whitney_u(&x, &y));
+    let (t_mwu, mwu) = time(3, || c::mann_whitney_u(&x, &y).expect("finite samples"));
 
     // Binned: bucket counts per `le` (+Inf last), as Prometheus would have them.
     let bin = |v: &[f64]| {
@@ -46,14 +46,14 @@ fn main() {
     // Timed on the bucket counts only: that is what the canary has (scipy is
     // handed the pre-binned values too).
     let (cx, cy) = (bin(&x), bin(&y));
-    let (t_binned, binned) = time(3, || c::mann_whitney_binned(&cx, &cy));
+    let (t_binned, binned) = time(3, || c::mann_whitney_binned(&cx, &cy).expect("finite counts"));
 
     // Error counts: a value above 1.0 counts as an error (about 1% here).
     let ex = x.iter().filter(|v| **v > 1.0).count() as u64;
     let ey = y.iter().filter(|v| **v > 1.0).count() as u64;
     let (nx, ny) = (x.len() as u64, y.len() as u64);
-    let (t_z, z) = time(20, || c::two_proportion_z(ex as f64, nx as f64, ey as f64, ny as f64));
-    let (t_fisher, fisher) = time(3, || c::fisher_exact_greater(ex, nx, ey, ny));
+    let (t_z, z) = time(20, || c::two_proportion_z(ex as f64, nx as f64, ey as f64, ny as f64).expect("valid counts"));
+    let (t_fisher, fisher) = time(3, || c::fisher_exact_greater(ex, nx, ey, ny).expect("valid counts"));
 
     println!(
         "{}",

@@ -125,6 +125,10 @@ codes! {
         "No samples for a gate's metric; no data is never a pass (Flagger counts it as a failed check)."),
     GoldenFailed => ("BG304", "golden-sample-failed", "canary", Error,
         "A golden request got an invalid answer (invalid JSON, wrong finish reason, length or latency out of bounds)."),
+    GateUnsupported => ("BG305", "canary-gate-unsupported", "canary", Error,
+        "The gate's metric provider exports nothing that computes this gate (e.g. time to first token under Istio); it would read NO DATA on every run, so it is named at lint time instead of being skipped."),
+    GateDirection => ("BG306", "canary-gate-direction", "canary", Error,
+        "A gate's limits point the wrong way: higher-is-better gates (throughput) take minAbsolute / minRelativeDecrease, lower-is-better gates take maxAbsolute / maxRelativeIncrease; a limit on the wrong side would never trigger."),
 
     // ---- rollout truth (watch, revert, verify-serving) -------------------------------
     RolloutIncomplete => ("BG501", "rollout-incomplete", "watch", Error,

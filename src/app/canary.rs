@@ -8,60 +8,13 @@ use anyhow::{anyhow, Context, Result};
 use serde_json::json;
 
 use crate::adapters::prom::{self, GoldenSample, Prom};
-use crate::bundle::{self, CanaryMode, Loaded};
-use crate::checks::canary::{self as c, GateInput, GateOutcome, GateVerdict, Histogram, MetricKind, RollbackTarget, Side, Situation, Trend};
+use crate::bundle::{self, CanaryMode, Loaded, MetricProvider};
+use crate::checks::canary::providers;
+use crate::checks::canary::steps::{self as st, StepVerdict};
+use crate::checks::canary::{self as c, GateInput, GateOutcome, GateVerdict, Histogram, MetricKind, RollbackTarget, Side, Situation, Template, Trend};
 use crate::cli::{CanaryArgs, VerifyOpts};
 use crate::diag::{Code, Overrides};
 use crate::report::{Detail, Diagnostic, Severity, StepReport, Table, Verdict};
-
-/// Query templates per metric. `{{selector}}` and `{{window}}` are replaced
-/// by plain string substitution (no template engine: PromQL is full of
-/// braces). `value` gives the gate's number; `samples` gives what the test
-/// needs: the request count (proportion), bucket counts (histogram) or raw
-/// gauge samples (a range selector), multiplied by `scale`.
-#[derive(Debug, Clone)]
-pub struct Template {
-    pub kind: MetricKind,
-    pub quantile: f64,
-    pub value: String,
-    pub samples: String,
-    pub scale: f64,
-}
-
-const REQUESTS: &str = "sum(increase(bundlegate_requests_total{{{selector}}}[{{window}}]))";
-const ERRORS: &str = "sum(increase(bundlegate_requests_total{{{selector}},code=~\"5..\"}[{{window}}]))";
-const BUCKETS: &str = "sum by (le) (increase(bundlegate_request_duration_seconds_bucket{{{selector}}}[{{window}}]))";
-
-fn latency_quantile(q: &str) -> String {
-    format!("histogram_quantile({q}, sum by (le) (rate(bundlegate_request_duration_seconds_bucket{{{{{{selector}}}}}}[{{{{window}}}}])))")
-}
-
-/// The one table of default queries (documented in docs/canary.md).
-pub fn template_for(metric: &str) -> Template {
-    let latency = |q: f64| Template { kind: MetricKind::Histogram, quantile: q, value: latency_quantile(&q.to_string()), samples: BUCKETS.into(), scale: 1.0 };
-    match metric {
-        "error_rate" => Template { kind: MetricKind::Proportion, quantile: 0.0, value: format!("{ERRORS} / {REQUESTS}"), samples: REQUESTS.into(), scale: 1.0 },
-        "p50_latency_seconds" => latency(0.5),
-        "p90_latency_seconds" => latency(0.9),
-        "p95_latency_seconds" => latency(0.95),
-        "p99_latency_seconds" => latency(0.99),
-        // DCGM reports framebuffer use in MiB.
-        "gpu_memory_bytes" => Template {
-            kind: MetricKind::Gauge,
-            quantile: 0.0,
-            value: "max(max_over_time(DCGM_FI_DEV_FB_USED{{{selector}}}[{{window}}])) * 1048576".into(),
-            samples: "DCGM_FI_DEV_FB_USED{{{selector}}}[{{window}}]".into(),
-            scale: 1_048_576.0,
-        },
-        // Any other name is a per-request quality failure rate the server
-        // counts by check name (e.g. json_incomplete_rate).
-        other => {
-            let checks = format!("sum(increase(bundlegate_quality_checks_total{{{{{{selector}}}},check=\"{other}\"}}[{{{{window}}}}]))");
-            let fails = format!("sum(increase(bundlegate_quality_failures_total{{{{{{selector}}}},check=\"{other}\"}}[{{{{window}}}}]))");
-            Template { kind: MetricKind::Proportion, quantile: 0.0, value: format!("{fails} / {checks}"), samples: checks, scale: 1.0 }
-        }
-    }
-}
 
 /// Substitute the placeholders. An empty selector leaves `{,` or `{}`
 /// behind, which is tidied so `--baseline-selector ''` still parses.
@@ -99,20 +52,26 @@ impl Ctx<'_> {
         let value = self.scalar(value_tpl, sel).await?;
         let q = fill(&t.samples, sel, &self.window);
         Ok(match t.kind {
+            // A NaN/Inf count reads as no requests: NO DATA, never a pass.
             MetricKind::Proportion => Side::Proportion { value, total: self.prom.scalar(&q).await?.filter(|v| v.is_finite()).unwrap_or(0.0) },
             MetricKind::Histogram => {
                 let series = self.prom.query(&q).await?;
                 let mut buckets = Vec::new();
                 for s in series {
                     let le = s.labels.get("le").ok_or_else(|| anyhow!("bucket query `{q}` returned a series without `le`; keep `sum by (le)`"))?;
-                    let le: f64 = if le == "+Inf" { f64::INFINITY } else { le.parse().with_context(|| format!("bucket bound `{le}`"))? };
-                    buckets.push((le, s.values.first().copied().unwrap_or(0.0)));
+                    let le: f64 = if le == "+Inf" { f64::INFINITY } else { le.parse::<f64>().with_context(|| format!("bucket bound `{le}`"))? * t.bound_scale };
+                    // A NaN count empties the histogram (NO DATA), see Histogram::from_buckets.
+                    buckets.push((le, s.values.first().copied().unwrap_or(f64::NAN)));
                 }
                 Side::Histogram { value, hist: Histogram::from_buckets(buckets) }
             }
             MetricKind::Gauge => {
                 let series = self.prom.query(&q).await?;
-                let samples = series.iter().flat_map(|s| s.values.iter().map(|v| v * t.scale)).filter(|v| v.is_finite()).collect();
+                let samples: Vec<f64> = series.iter().flat_map(|s| s.values.iter().map(|v| v * t.scale)).collect();
+                // One NaN/Inf sample (a division by zero in the exporter, a
+                // stale marker) voids the arm rather than being dropped, so
+                // what is left cannot pass on its own.
+                let samples = if samples.iter().all(|v| v.is_finite()) { samples } else { Vec::new() };
                 Side::Gauge { value, samples }
             }
         })
@@ -136,25 +95,72 @@ fn fmt_value(kind: MetricKind, metric: &str, v: Option<f64>) -> String {
     }
 }
 
+fn unix_now() -> f64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0)
+}
+
+/// Judge the current split: gates over the window ending now.
 pub async fn analyze(l: &Loaded, args: &CanaryArgs, ov: &Overrides) -> StepReport {
+    analyze_at(l, args, ov, unix_now(), true).await.0
+}
+
+/// Which series belong to each arm: the overrides, else the provider's arm
+/// label set to each version.
+struct Arms {
+    candidate_version: String,
+    baseline_version: Option<String>,
+    candidate_override: Option<String>,
+    baseline_override: Option<String>,
+}
+
+impl Arms {
+    fn candidate(&self, p: MetricProvider) -> String {
+        self.candidate_override.clone().unwrap_or_else(|| format!("{}=\"{}\"", providers::arm_label(p), self.candidate_version))
+    }
+    fn baseline(&self, p: MetricProvider) -> String {
+        self.baseline_override.clone().unwrap_or_else(|| format!("{}=\"{}\"", providers::arm_label(p), self.baseline_version.as_deref().unwrap_or_default()))
+    }
+}
+
+/// The provider a gate reads: its own, else the plan's, else bundlegate's.
+pub fn gate_provider(plan: &bundle::Canary, g: &bundle::Gate) -> MetricProvider {
+    g.provider.or(plan.provider).unwrap_or_default()
+}
+
+/// Gates over the window ending at `now` (unix seconds); the golden set
+/// runs only when `with_golden`. Also returns the gate outcomes.
+async fn analyze_at(l: &Loaded, args: &CanaryArgs, ov: &Overrides, now: f64, with_golden: bool) -> (StepReport, Vec<GateOutcome>) {
     let b = &l.bundle;
     let Some(plan) = &b.spec.canary else {
-        return StepReport::not_run("canary", &l.display, "the bundle declares no spec.canary plan: there is nothing to compare");
+        return (StepReport::not_run("canary", &l.display, "the bundle declares no spec.canary plan: there is nothing to compare"), Vec::new());
     };
+    let no_golden = CanaryArgs { endpoint: None, ..args.clone() };
+    let golden_args = if with_golden { args } else { &no_golden };
+    analyze_plan(l, plan, golden_args, ov, now).await
+}
+
+async fn analyze_plan(l: &Loaded, plan: &bundle::Canary, args: &CanaryArgs, ov: &Overrides, now: f64) -> (StepReport, Vec<GateOutcome>) {
+    let b = &l.bundle;
+    macro_rules! bail_step {
+        ($e:expr) => {
+            return ($e, Vec::new())
+        };
+    }
     let shadow = match args.mode.as_deref() {
         None => plan.mode == CanaryMode::Shadow,
         Some("canary") => false,
         Some("shadow") => true,
-        Some(other) => return StepReport::error("canary", &l.display, &anyhow!("--mode `{other}`: expected `canary` or `shadow`")),
+        Some(other) => bail_step!(StepReport::error("canary", &l.display, &anyhow!("--mode `{other}`: expected `canary` or `shadow`"))),
     };
     let window_text = args.window.clone().unwrap_or_else(|| plan.window.clone());
     let window_secs = match crate::util::parse_duration(&window_text).map(|d| d.as_secs()) {
         Some(s) if s >= 1 => s,
-        _ => return StepReport::error("canary", &l.display, &anyhow!("window `{window_text}` is not a duration of at least 1s (e.g. 30m)")),
+        _ => bail_step!(StepReport::error("canary", &l.display, &anyhow!("window `{window_text}` is not a duration of at least 1s (e.g. 30m)"))),
     };
 
     // Golden set first: it needs no Prometheus and its failures stand alone.
     let golden = run_golden(l, args).await;
+    let provider = plan.provider.unwrap_or_default();
 
     let Some(prom_url) = args.prometheus.as_deref().filter(|u| !u.trim().is_empty()) else {
         let mut s = StepReport::not_run("canary", &l.display, "");
@@ -167,40 +173,54 @@ pub async fn analyze(l: &Loaded, args: &CanaryArgs, ov: &Overrides) -> StepRepor
         } else if matches!(golden, Golden::Error(_)) {
             s.verdict = Verdict::Error;
         }
-        return s;
+        bail_step!(s);
     };
 
-    let candidate_sel = args.candidate_selector.clone().unwrap_or_else(|| format!("version=\"{}\"", b.metadata.version));
     let prev = b.spec.rollback.as_ref().map(|rb| (rb, bundle::load(&l.dir().join(&rb.bundle))));
-    let baseline_sel = match (&args.baseline_selector, &prev) {
-        (Some(s), _) => s.clone(),
-        (None, Some((_, Ok(p)))) => format!("version=\"{}\"", p.bundle.metadata.version),
+    let baseline_version = match (&args.baseline_selector, &prev) {
+        (Some(_), _) => None,
+        (None, Some((_, Ok(p)))) => Some(p.bundle.metadata.version.clone()),
         (None, Some((_, Err(e)))) => {
-            return StepReport::error("canary", &l.display, &anyhow!("no baseline: the rollback target does not load ({e}); pass --baseline-selector"))
+            bail_step!(StepReport::error("canary", &l.display, &anyhow!("no baseline: the rollback target does not load ({e}); pass --baseline-selector")))
         }
         (None, None) => {
-            return StepReport::error("canary", &l.display, &anyhow!("no baseline: the bundle declares no spec.rollback; pass --baseline-selector"))
+            bail_step!(StepReport::error("canary", &l.display, &anyhow!("no baseline: the bundle declares no spec.rollback; pass --baseline-selector")))
         }
     };
 
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0);
+    let arms = Arms {
+        candidate_version: b.metadata.version.clone(),
+        baseline_version,
+        candidate_override: args.candidate_selector.clone(),
+        baseline_override: args.baseline_selector.clone(),
+    };
+    let (candidate_sel, baseline_sel) = (arms.candidate(provider), arms.baseline(provider));
     let prom = match Prom::new(prom_url, now) {
         Ok(p) => p,
-        Err(e) => return StepReport::error("canary", &l.display, &e),
+        Err(e) => bail_step!(StepReport::error("canary", &l.display, &e)),
     };
     let ctx = Ctx { prom: &prom, window: format!("{window_secs}s") };
 
-    let gathered = gather(&ctx, plan, &candidate_sel, &baseline_sel, window_secs as f64).await;
+    let gathered = gather(&ctx, plan, &arms, window_secs as f64).await;
     let (inputs, traffic) = match gathered {
         Ok(x) => x,
         Err(e) => {
             // Unanswered queries are not "no data": the step could not finish.
             let mut s = StepReport::error("canary", &l.display, &e);
             s.summary = format!("could not query Prometheus, nothing was compared: {e:#}");
-            return s;
+            bail_step!(s);
         }
     };
-    let outcomes: Vec<GateOutcome> = inputs.iter().map(c::evaluate_gate).collect();
+    let outcomes: Vec<GateOutcome> = inputs
+        .iter()
+        .map(|(g, note)| {
+            let mut o = c::evaluate_gate(g);
+            if let Some(n) = note {
+                o.message = n.clone();
+            }
+            o
+        })
+        .collect();
 
     let mut s = StepReport::new("canary", &l.display);
     let mut diags = Vec::new();
@@ -280,7 +300,7 @@ pub async fn analyze(l: &Loaded, args: &CanaryArgs, ov: &Overrides) -> StepRepor
             RollbackTarget::Unusable { path, reason } => json!({"status": "unusable", "path": path, "reason": reason}),
         },
     });
-    s
+    (s, outcomes)
 }
 
 #[derive(Debug, Default, serde::Serialize)]
@@ -332,37 +352,76 @@ impl Traffic {
     }
 }
 
-async fn gather(ctx: &Ctx<'_>, plan: &bundle::Canary, cs: &str, bs: &str, window_secs: f64) -> Result<(Vec<GateInput>, Traffic)> {
+/// Why a gate could not be queried under its provider (lint reports it
+/// too); its outcome is NO DATA with this note, never skipped.
+pub fn unsupported_note(p: MetricProvider, metric: &str) -> String {
+    let hint = match providers::other_provider(metric) {
+        Some(o) if o != p => format!("; it is a `{}` gate: set `provider: {}` on the gate or the plan", providers::name(o), providers::name(o)),
+        _ => String::new(),
+    };
+    format!("provider `{}` exports nothing that computes `{metric}`{hint}", providers::name(p))
+}
+
+async fn gather(ctx: &Ctx<'_>, plan: &bundle::Canary, arms: &Arms, window_secs: f64) -> Result<(Vec<(GateInput, Option<String>)>, Traffic)> {
     let mut inputs = Vec::new();
     for g in &plan.gates {
-        let t = template_for(&g.metric);
-        let value_tpl = g.query.clone().unwrap_or_else(|| t.value.clone());
-        let candidate = ctx.side(&t, &value_tpl, cs).await.with_context(|| format!("gate {}", g.metric))?;
-        let baseline = ctx.side(&t, &value_tpl, bs).await.with_context(|| format!("gate {}", g.metric))?;
-        inputs.push(GateInput {
-            metric: g.metric.clone(),
-            kind: t.kind,
-            quantile: t.quantile,
-            max_absolute: g.max_absolute,
-            max_relative_increase: g.max_relative_increase,
-            min_samples: plan.min_samples,
-            window_secs,
-            candidate,
-            baseline,
-        });
+        let p = gate_provider(plan, g);
+        let (cs, bs) = (arms.candidate(p), arms.baseline(p));
+        let (t, note) = match providers::template(p, &g.metric) {
+            Some(t) => (Some(t), None),
+            None => (None, Some(unsupported_note(p, &g.metric))),
+        };
+        let (candidate, baseline, requests, kind, quantile, hib) = match &t {
+            Some(t) => {
+                let value_tpl = g.query.clone().unwrap_or_else(|| t.value.clone());
+                let candidate = ctx.side(t, &value_tpl, &cs).await.with_context(|| format!("gate {}", g.metric))?;
+                let baseline = ctx.side(t, &value_tpl, &bs).await.with_context(|| format!("gate {}", g.metric))?;
+                let requests = match &t.requests {
+                    Some(q) => {
+                        let n = |v: Option<f64>| v.filter(|v| v.is_finite() && *v > 0.0).map(|v| v.round() as u64).unwrap_or(0);
+                        Some((n(ctx.scalar(q, &cs).await?), n(ctx.scalar(q, &bs).await?)))
+                    }
+                    None => None,
+                };
+                (candidate, baseline, requests, t.kind, t.quantile, t.higher_is_better)
+            }
+            None => {
+                let empty = Side::Proportion { value: None, total: 0.0 };
+                (empty.clone(), empty, None, MetricKind::Proportion, 0.0, false)
+            }
+        };
+        inputs.push((
+            GateInput {
+                metric: g.metric.clone(),
+                kind,
+                quantile,
+                max_absolute: g.max_absolute,
+                max_relative_increase: g.max_relative_increase,
+                min_samples: plan.min_samples,
+                window_secs,
+                candidate,
+                baseline,
+                higher_is_better: hib,
+                min_absolute: g.min_absolute,
+                min_relative_decrease: g.min_relative_decrease,
+                request_counts: requests,
+            },
+            note,
+        ));
     }
-    let p95 = latency_quantile("0.95");
-    let traffic = Traffic {
-        candidate_requests: ctx.scalar(REQUESTS, cs).await?,
-        baseline_requests: ctx.scalar(REQUESTS, bs).await?,
-        candidate_requests_before: ctx.scalar(&earlier(REQUESTS), cs).await?,
-        baseline_requests_before: ctx.scalar(&earlier(REQUESTS), bs).await?,
-        candidate_p95: ctx.scalar(&p95, cs).await?,
-        baseline_p95: ctx.scalar(&p95, bs).await?,
-        candidate_p95_before: ctx.scalar(&earlier(&p95), cs).await?,
-        baseline_p95_before: ctx.scalar(&earlier(&p95), bs).await?,
-        window_seconds: window_secs,
-    };
+    let provider = plan.provider.unwrap_or_default();
+    let (cs, bs) = (arms.candidate(provider), arms.baseline(provider));
+    let mut traffic = Traffic { window_seconds: window_secs, ..Traffic::default() };
+    if let Some((requests, p95)) = providers::traffic(provider) {
+        traffic.candidate_requests = ctx.scalar(&requests, &cs).await?;
+        traffic.baseline_requests = ctx.scalar(&requests, &bs).await?;
+        traffic.candidate_requests_before = ctx.scalar(&earlier(&requests), &cs).await?;
+        traffic.baseline_requests_before = ctx.scalar(&earlier(&requests), &bs).await?;
+        traffic.candidate_p95 = ctx.scalar(&p95, &cs).await?;
+        traffic.baseline_p95 = ctx.scalar(&p95, &bs).await?;
+        traffic.candidate_p95_before = ctx.scalar(&earlier(&p95), &cs).await?;
+        traffic.baseline_p95_before = ctx.scalar(&earlier(&p95), &bs).await?;
+    }
     Ok((inputs, traffic))
 }
 
@@ -556,5 +615,101 @@ fn golden_into(g: &Golden, s: &mut StepReport, diags: &mut Vec<Diagnostic>) -> S
             let failed = results.iter().filter(|r| !r.problems.is_empty()).count();
             format!("{}/{} passed", results.len() - failed, results.len())
         }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Traffic steps (used by `watch`)
+
+/// Judge every traffic step of `spec.canary.steps` in turn: step `i` over
+/// the window that ended `(n-1-i)` windows ago, stopping at the first FAIL.
+/// One step (or no Prometheus) is the plain current-split analysis. The
+/// report is the deciding step's (the first FAIL, else the last judged),
+/// with one row per step and the diagnostics of every judged step.
+pub async fn analyze_steps(l: &Loaded, args: &CanaryArgs, ov: &Overrides) -> StepReport {
+    let Some(plan) = &l.bundle.spec.canary else { return analyze(l, args, ov).await };
+    let window_text = args.window.clone().unwrap_or_else(|| plan.window.clone());
+    let window_secs = crate::util::parse_duration(&window_text).map(|d| d.as_secs()).filter(|s| *s >= 1);
+    let (Some(window_secs), true, true) = (window_secs, plan.steps.len() > 1, args.prometheus.as_deref().is_some_and(|u| !u.trim().is_empty())) else {
+        return analyze(l, args, ov).await;
+    };
+    let times = st::step_times(unix_now(), window_secs as f64, plan.steps.len());
+    let last = plan.steps.len() - 1;
+    let mut verdicts: Vec<StepVerdict> = Vec::new();
+    let mut rows = Vec::new();
+    let mut diags = Vec::new();
+    let mut deciding: Option<StepReport> = None;
+    for (i, (pct, t)) in plan.steps.iter().zip(&times).enumerate() {
+        if verdicts.last().is_some_and(|v| !st::continue_after(*v)) {
+            verdicts.push(StepVerdict::NotReached);
+            rows.push(vec![format!("{pct}%"), "—".into(), StepVerdict::NotReached.to_string(), "an earlier step failed".into()]);
+            continue;
+        }
+        // The golden set checks the candidate as it is now: with the last step.
+        let (rep, outcomes) = analyze_at(l, args, ov, *t, i == last).await;
+        if rep.verdict == Verdict::Error {
+            let mut rep = rep;
+            rep.summary = format!("traffic step {pct}%: {}", rep.summary);
+            return rep;
+        }
+        let mut v = st::judge_step(&outcomes);
+        // Golden failures and downgraded codes speak through the step report.
+        if rep.verdict == Verdict::Fail {
+            v = StepVerdict::Fail;
+        }
+        let at = chrono_free_offset(*t, times[last]);
+        rows.push(vec![format!("{pct}%"), at, v.to_string(), rep.summary.split(". Action:").next().unwrap_or_default().to_string()]);
+        for mut d in rep.diagnostics.clone() {
+            d.message = format!("step {pct}%: {}", d.message);
+            diags.push(d);
+        }
+        verdicts.push(v);
+        if v == StepVerdict::Fail || i == last || deciding.is_none() {
+            deciding = Some(rep);
+        }
+        if v == StepVerdict::Fail {
+            // Keep the failing step's report as the deciding one.
+            break;
+        }
+    }
+    while verdicts.len() < plan.steps.len() {
+        let pct = plan.steps[verdicts.len()];
+        verdicts.push(StepVerdict::NotReached);
+        rows.push(vec![format!("{pct}%"), "—".into(), StepVerdict::NotReached.to_string(), "an earlier step failed".into()]);
+    }
+    let mut s = deciding.unwrap_or_else(|| StepReport::new("canary", &l.display));
+    let overall = st::overall(&verdicts);
+    s.diagnostics = diags;
+    s.verdict = match overall {
+        StepVerdict::Fail => Verdict::Fail,
+        StepVerdict::Pass => Verdict::Pass,
+        _ => Verdict::Inconclusive,
+    };
+    s.summary = format!(
+        "traffic steps {:?} judged one window each ({window_text}): {}; {}",
+        plan.steps,
+        plan.steps.iter().zip(&verdicts).map(|(p, v)| format!("{p}% {v}")).collect::<Vec<_>>().join(", "),
+        s.summary
+    );
+    s.tables.insert(
+        0,
+        Table { title: "traffic steps".into(), columns: ["step", "window ends", "verdict", "gates"].map(String::from).to_vec(), rows },
+    );
+    if let Some(o) = s.data.as_object_mut() {
+        o.insert(
+            "steps".into(),
+            json!(plan.steps.iter().zip(&verdicts).zip(&times).map(|((p, v), t)| json!({"percent": p, "verdict": v, "evaluatedAt": t})).collect::<Vec<_>>()),
+        );
+    }
+    s
+}
+
+/// "now" or "N s before now" for the steps table.
+fn chrono_free_offset(t: f64, now: f64) -> String {
+    let d = (now - t).round();
+    if d <= 0.0 {
+        "now".into()
+    } else {
+        format!("{d:.0} s before the last")
     }
 }

@@ -292,7 +292,7 @@ async fn watch_loaded(l: &Loaded, args: &WatchArgs, timeout: Duration, probe_eve
                 baseline_selector: None,
                 endpoint: args.service_url.clone(),
             };
-            let mut s = super::canary::analyze(l, &cargs, &Overrides::default()).await;
+            let mut s = super::canary::analyze_steps(l, &cargs, &Overrides::default()).await;
             s.summary = format!("traffic steps {:?}: gates for the current split — {}", plan.steps, s.summary);
             r.push(s);
         } else {

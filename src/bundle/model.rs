@@ -418,7 +418,9 @@ pub enum CanaryMode {
 pub struct Canary {
     #[serde(default)]
     pub mode: CanaryMode,
-    /// Traffic percentages, increasing, ending at 100.
+    /// Traffic percentages, strictly increasing in 1..=100 (checked when the
+    /// bundle is parsed); `watch` judges each step's window in turn.
+    #[serde(deserialize_with = "traffic_steps")]
     pub steps: Vec<u32>,
     /// Analysis window per step, e.g. `30m`.
     pub window: String,
@@ -428,6 +430,33 @@ pub struct Canary {
     /// JSONL file of golden requests, relative to the bundle.
     #[serde(default)]
     pub golden: Option<String>,
+    /// Which stack's metrics the gates read (default `bundlegate`). Skipped
+    /// when absent so existing bundles keep their release digest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider: Option<MetricProvider>,
+}
+
+/// Metric providers: each maps gate names to that stack's queries
+/// (`checks::canary::template`).
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum MetricProvider {
+    #[default]
+    Bundlegate,
+    Vllm,
+    Kserve,
+    Istio,
+    Dcgm,
+}
+
+/// Steps must be strictly increasing percentages in 1..=100; rejected at
+/// parse time so every command sees the same valid plan.
+fn traffic_steps<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<u32>, D::Error> {
+    let steps = Vec::<u32>::deserialize(d)?;
+    if steps.is_empty() || steps.iter().any(|s| !(1..=100).contains(s)) || steps.windows(2).any(|w| w[0] >= w[1]) {
+        return Err(serde::de::Error::custom(format!("steps {steps:?} must be strictly increasing traffic percentages in 1..=100, e.g. [10, 50, 100]")));
+    }
+    Ok(steps)
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -445,6 +474,17 @@ pub struct Gate {
     /// PromQL override with `{{selector}}` and `{{window}}` placeholders.
     #[serde(default)]
     pub query: Option<String>,
+    /// Higher-is-better gates (throughput): candidate must not fall below.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_absolute: Option<f64>,
+    /// Higher-is-better gates: candidate may fall below the baseline by at
+    /// most this fraction (0.10 = −10%).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_relative_decrease: Option<f64>,
+    /// This gate's provider when it differs from `spec.canary.provider`
+    /// (e.g. `dcgm` for GPU memory beside `vllm` latency gates).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider: Option<MetricProvider>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

@@ -226,12 +226,15 @@ pub fn lint(l: &Loaded, rollback: &RollbackStatus) -> Vec<Diagnostic> {
             problems.push("no gates".into());
         }
         for g in &c.gates {
-            if g.max_absolute.is_none() && g.max_relative_increase.is_none() {
+            if g.max_absolute.is_none() && g.max_relative_increase.is_none() && g.min_absolute.is_none() && g.min_relative_decrease.is_none() {
                 problems.push(format!("gate `{}` has neither maxAbsolute nor maxRelativeIncrease", g.metric));
             }
         }
         for p in problems {
             out.push(d(Code::CanaryPlanInvalid, "spec.canary", p));
+        }
+        for (code, field, msg) in crate::checks::canary::providers::lint_plan(c) {
+            out.push(d(code, &field, msg));
         }
     }
 

@@ -168,16 +168,15 @@ fn start_prometheus(exporter: &Exporter) -> Option<Prometheus> {
         }
         panic!("`prometheus` is not on PATH: install it (`apt-get install --no-install-recommends prometheus`) or set BUNDLEGATE_SKIP_SERVERS=1 to skip server tests");
     };
+    start_prometheus_with(bin, &format!("  - job_name: canary\n    static_configs:\n      - targets: ['127.0.0.1:{}']\n", exporter.port))
+}
+
+/// A Prometheus with these `scrape_configs` entries (1 s scrapes and rule
+/// evaluations, so subqueries have one point per second).
+fn start_prometheus_with(bin: PathBuf, scrape_configs: &str) -> Option<Prometheus> {
     let dir = tempfile::tempdir().unwrap();
     let cfg = dir.path().join("prometheus.yml");
-    std::fs::write(
-        &cfg,
-        format!(
-            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n  - job_name: canary\n    static_configs:\n      - targets: ['127.0.0.1:{}']\n",
-            exporter.port
-        ),
-    )
-    .unwrap();
+    std::fs::write(&cfg, format!("global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n{scrape_configs}")).unwrap();
     let port = free_port();
     let child = Command::new(bin)
         .arg(format!("--config.file={}", cfg.display()))
@@ -504,4 +503,298 @@ fn prometheus_rejecting_the_query_is_an_error_quoting_it() {
     let s = step(&out);
     assert_eq!(s["verdict"], "error");
     assert!(s["summary"].as_str().unwrap().contains("bad_data"), "{s}");
+}
+
+
+// ---- metric providers: each stack's real exposition, one Prometheus ---------
+//
+// One exporter serves one target per arm (`/arm/<i>`); Prometheus attaches
+// `bundlegate_dev_release_version` as a target label, the way the usual
+// Kubernetes service-discovery labelmap turns the pod label bundlegate renders
+// into a series label. Every target exposes vLLM (V1 engine), Knative
+// queue-proxy, Istio and DCGM metrics at once, with the names, label sets and
+// histogram buckets of those stacks, so one scrape covers every provider.
+
+/// vLLM V1 bucket bounds (vllm/v1/metrics/loggers.py).
+const VLLM_TTFT_LE: [f64; 22] =
+    [0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0];
+const VLLM_ITL_LE: [f64; 19] = [0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0];
+const VLLM_REQUEST_LE: [f64; 21] =
+    [0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0, 60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0];
+/// Knative's request latency distribution (ms).
+const KNATIVE_LE: [f64; 26] = [
+    5.0, 10.0, 20.0, 40.0, 60.0, 80.0, 100.0, 150.0, 200.0, 250.0, 300.0, 350.0, 400.0, 450.0, 500.0, 600.0, 700.0, 800.0, 900.0, 1000.0, 2000.0, 5000.0,
+    10000.0, 20000.0, 50000.0, 100000.0,
+];
+/// Istio's default request duration buckets (ms).
+const ISTIO_LE: [f64; 19] =
+    [0.5, 1.0, 5.0, 10.0, 25.0, 50.0, 100.0, 250.0, 500.0, 1000.0, 2500.0, 5000.0, 10000.0, 30000.0, 60000.0, 300000.0, 600000.0, 1800000.0, 3600000.0];
+
+#[derive(Clone, Copy)]
+struct Stack {
+    rps: f64,
+    /// Fraction of requests that end aborted (vLLM) / 5xx (Knative, Istio).
+    aborted: f64,
+    /// Every latency multiplied by this (1.3 = 30% worse).
+    slower: f64,
+    /// Generated tokens per second multiplied by this (0.7 = 30% lower).
+    tokens: f64,
+    gpu_mib: f64,
+    /// Export `vllm:time_per_output_token_seconds` (older releases) instead
+    /// of `vllm:inter_token_latency_seconds`.
+    old_names: bool,
+}
+
+const NORMAL: Stack = Stack { rps: 500.0, aborted: 0.01, slower: 1.0, tokens: 1.0, gpu_mib: 20_000.0, old_names: false };
+
+/// Cumulative count per bound for `n` observations spread evenly over
+/// [0.9, 1.1] × `typical` × `slower`.
+fn cumulative(le: &[f64], n: f64, typical: f64) -> Vec<f64> {
+    le.iter().map(|b| n * ((b / typical - 0.9) / 0.2).clamp(0.0, 1.0)).collect()
+}
+
+fn histogram_lines(out: &mut String, name: &str, labels: &str, le: &[f64], n: f64, typical: f64) {
+    use std::fmt::Write as _;
+    let _ = writeln!(out, "# TYPE {name} histogram");
+    for (b, c) in le.iter().zip(cumulative(le, n, typical)) {
+        let _ = writeln!(out, "{name}_bucket{{{labels},le=\"{b}\"}} {c}");
+    }
+    let _ = writeln!(out, "{name}_bucket{{{labels},le=\"+Inf\"}} {n}");
+    let _ = writeln!(out, "{name}_sum{{{labels}}} {}", n * typical);
+    let _ = writeln!(out, "{name}_count{{{labels}}} {n}");
+}
+
+impl Stack {
+    fn exposition(&self, version: &str, t: f64) -> String {
+        use std::fmt::Write as _;
+        let mut o = String::from("bundlegate_test_phase 1\n");
+        let n = self.rps * t;
+        let s = self.slower;
+        // vLLM V1: labels engine and model_name on every series.
+        let v = "engine=\"0\",model_name=\"llm-scratch\"";
+        histogram_lines(&mut o, "vllm:time_to_first_token_seconds", v, &VLLM_TTFT_LE, n, 0.06 * s);
+        let itl = if self.old_names { "vllm:time_per_output_token_seconds" } else { "vllm:inter_token_latency_seconds" };
+        histogram_lines(&mut o, itl, v, &VLLM_ITL_LE, n * 100.0, 0.05 * s);
+        histogram_lines(&mut o, "vllm:e2e_request_latency_seconds", v, &VLLM_REQUEST_LE, n, 0.2 * s);
+        histogram_lines(&mut o, "vllm:request_queue_time_seconds", v, &VLLM_REQUEST_LE, n, 0.01 * s);
+        let _ = writeln!(o, "# TYPE vllm:request_success_total counter");
+        for (reason, share) in [("stop", (1.0 - self.aborted) * 0.9), ("length", (1.0 - self.aborted) * 0.1), ("abort", self.aborted), ("error", 0.0)] {
+            let _ = writeln!(o, "vllm:request_success_total{{{v},finished_reason=\"{reason}\"}} {}", n * share);
+        }
+        let _ = writeln!(o, "# TYPE vllm:generation_tokens_total counter\nvllm:generation_tokens_total{{{v}}} {}", n * 100.0 * self.tokens);
+        let _ = writeln!(o, "# TYPE vllm:num_requests_waiting gauge\nvllm:num_requests_waiting{{{v}}} {}", (t as u64 % 3) as f64);
+        let _ = writeln!(o, "# TYPE vllm:kv_cache_usage_perc gauge\nvllm:kv_cache_usage_perc{{{v}}} 0.4{}", t as u64 % 3);
+        // Knative queue-proxy (KServe serverless), latencies in ms.
+        let k = format!("configuration_name=\"llm-scratch-predictor\",container_name=\"queue-proxy\",namespace_name=\"ai-lab\",pod_name=\"llm-scratch-predictor-{version}-0\",revision_name=\"llm-scratch-predictor-{version}\",service_name=\"llm-scratch-predictor\"");
+        let _ = writeln!(o, "# TYPE revision_app_request_count counter");
+        let _ = writeln!(o, "revision_app_request_count{{{k},response_code=\"200\",response_code_class=\"2xx\"}} {}", n * (1.0 - self.aborted));
+        let _ = writeln!(o, "revision_app_request_count{{{k},response_code=\"503\",response_code_class=\"5xx\"}} {}", n * self.aborted);
+        histogram_lines(&mut o, "revision_app_request_latencies", &k, &KNATIVE_LE, n, 200.0 * s);
+        // Istio: both proxies report each request; the version label is the
+        // workload's own.
+        let _ = writeln!(o, "# TYPE istio_requests_total counter");
+        for reporter in ["destination", "source"] {
+            let i = format!("reporter=\"{reporter}\",source_workload=\"gateway\",destination_workload=\"llm-scratch-predictor\",destination_service=\"llm-scratch.ai-lab.svc.cluster.local\",destination_version=\"{version}\",request_protocol=\"http\",response_flags=\"-\"");
+            let _ = writeln!(o, "istio_requests_total{{{i},response_code=\"200\"}} {}", n * (1.0 - self.aborted));
+            let _ = writeln!(o, "istio_requests_total{{{i},response_code=\"503\"}} {}", n * self.aborted);
+            histogram_lines(&mut o, "istio_request_duration_milliseconds", &i, &ISTIO_LE, n, 200.0 * s);
+        }
+        // DCGM exporter with pod mapping: MiB and percent.
+        let d = format!("gpu=\"0\",UUID=\"GPU-5a4c\",device=\"nvidia0\",modelName=\"NVIDIA A100-SXM4-80GB\",Hostname=\"gpu-node-1\",container=\"kserve-container\",namespace=\"ai-lab\",pod=\"llm-scratch-predictor-{version}-0\"");
+        let _ = writeln!(o, "# TYPE DCGM_FI_DEV_FB_USED gauge\nDCGM_FI_DEV_FB_USED{{{d}}} {}", self.gpu_mib * s + (t as u64 % 3) as f64 * 50.0);
+        let _ = writeln!(o, "# TYPE DCGM_FI_DEV_GPU_UTIL gauge\nDCGM_FI_DEV_GPU_UTIL{{{d}}} {}", 60.0 * s + (t as u64 % 3) as f64);
+        o
+    }
+}
+
+/// Serve every arm on `/arm/<i>`; returns the scrape configs for Prometheus.
+fn serve_stacks(arms: Vec<(&'static str, Stack)>) -> String {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    let start = Instant::now();
+    let mut cfg = String::new();
+    for (i, (version, _)) in arms.iter().enumerate() {
+        cfg.push_str(&format!(
+            "  - job_name: arm{i}\n    metrics_path: /arm/{i}\n    static_configs:\n      - targets: ['127.0.0.1:{port}']\n        labels: {{bundlegate_dev_release_version: '{version}'}}\n"
+        ));
+    }
+    let arms = Arc::new(arms);
+    std::thread::spawn(move || {
+        for conn in l.incoming() {
+            let Ok(mut c) = conn else { continue };
+            let Ok((line, _)) = read_request(&mut c) else { continue };
+            let i: Option<usize> = line.split_whitespace().nth(1).and_then(|p| p.strip_prefix("/arm/")).and_then(|i| i.parse().ok());
+            let body = i.and_then(|i| arms.get(i)).map(|(v, s)| s.exposition(v, start.elapsed().as_secs_f64())).unwrap_or_default();
+            let _ =
+                write!(c, "HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len());
+        }
+    });
+    cfg
+}
+
+/// The example as a `provider` bundle with these gates, the candidate
+/// version renamed so each case selects its own arm by the default label.
+fn provider_bundle(ex: &Example, provider: &str, candidate: &str, gates: &str) {
+    ex.edit_v2(|v| {
+        *at(v, "metadata.version") = candidate.into();
+        *at(v, "spec.canary.provider") = provider.into();
+        *at(v, "spec.canary.gates") = yaml(gates);
+        *at(v, "spec.canary.minSamples") = 200.into();
+    });
+}
+
+fn verdicts(s: &Value) -> Vec<(String, String)> {
+    s["data"]["gates"].as_array().unwrap().iter().map(|g| (g["metric"].as_str().unwrap().to_string(), g["verdict"].as_str().unwrap().to_string())).collect()
+}
+
+#[test]
+fn providers_read_each_stacks_own_metrics_with_honest_verdicts() {
+    let few = Stack { rps: 2.0, ..NORMAL };
+    let scfg = serve_stacks(vec![
+        ("v1", NORMAL),
+        ("v2", NORMAL),
+        ("v2-slow", Stack { slower: 1.3, gpu_mib: NORMAL.gpu_mib, ..NORMAL }),
+        ("v2-fewer-tokens", Stack { tokens: 0.7, ..NORMAL }),
+        ("v2-few", few),
+        ("v2-idle", Stack { rps: 0.0, ..NORMAL }),
+        ("v2-old-names", Stack { old_names: true, ..NORMAL }),
+    ]);
+    let Some(bin) = prometheus_binary() else {
+        assert!(std::env::var_os("BUNDLEGATE_SKIP_SERVERS").is_some(), "`prometheus` is not on PATH");
+        return;
+    };
+    let p = start_prometheus_with(bin, &scfg).unwrap();
+    p.wait_window(12);
+    let ex = example();
+    let run = |provider: &str, candidate: &str, gates: &str| {
+        provider_bundle(&ex, provider, candidate, gates);
+        let out = canary(&ex, &p, "12s", &[]);
+        let s = step(&out);
+        (out, s)
+    };
+
+    // ---- vllm: TTFT, ITL (either naming generation), aborts, throughput ----
+    let vllm_gates = "[{metric: ttft_p95_seconds, maxRelativeIncrease: 0.10}, {metric: itl_p95_seconds, maxRelativeIncrease: 0.10}, \
+                      {metric: abort_rate, maxAbsolute: 0.05}, {metric: output_tokens_per_second, minRelativeDecrease: 0.20}]";
+    let (out, s) = run("vllm", "v2", vllm_gates);
+    assert_eq!(s["verdict"], "pass", "equal arms: {:?}\n{}", verdicts(&s), gate(&s, "output_tokens_per_second"));
+    assert_eq!(out.code, 0);
+    assert_eq!(s["data"]["selectors"]["candidate"], "bundlegate_dev_release_version=\"v2\"");
+    let tps = gate(&s, "output_tokens_per_second");
+    assert!(tps["candidateSamples"].as_u64().unwrap() >= 5, "{tps}");
+    // The trend reads vLLM's own request counter.
+    assert!(s["data"]["traffic"]["candidateRequests"].as_f64().unwrap() > 1000.0, "{}", s["data"]["traffic"]);
+
+    let (out, s) = run("vllm", "v2-slow", vllm_gates);
+    assert_eq!(s["verdict"], "fail", "{:?}", verdicts(&s));
+    assert_eq!(gate(&s, "ttft_p95_seconds")["verdict"], "fail", "{}", gate(&s, "ttft_p95_seconds"));
+    assert!(gate(&s, "ttft_p95_seconds")["comparison"]["pValue"].as_f64().unwrap() < 1e-6);
+    assert_eq!(gate(&s, "output_tokens_per_second")["verdict"], "pass");
+    assert!(out.diag("BG301")["message"].as_str().unwrap().contains("ttft_p95_seconds"));
+
+    let (_, s) = run("vllm", "v2-fewer-tokens", vllm_gates);
+    let g = gate(&s, "output_tokens_per_second");
+    assert_eq!(g["verdict"], "fail", "{g}");
+    assert!(g["comparison"]["pValue"].as_f64().unwrap() < 0.05, "{g}");
+    let ratio = g["candidate"].as_f64().unwrap() / g["baseline"].as_f64().unwrap();
+    assert!((ratio - 0.7).abs() < 0.05, "{ratio}");
+    assert_eq!(gate(&s, "ttft_p95_seconds")["verdict"], "pass", "latency is the same");
+
+    let (out, s) = run("vllm", "v2-few", vllm_gates);
+    assert_eq!(s["verdict"], "inconclusive", "{:?}", verdicts(&s));
+    assert_eq!(out.code, 1);
+    for (m, v) in verdicts(&s) {
+        assert_eq!(v, "inconclusive", "{m} with 16 requests");
+    }
+    assert!(gate(&s, "output_tokens_per_second")["message"].as_str().unwrap().contains("requests"), "{}", gate(&s, "output_tokens_per_second"));
+    assert!(gate(&s, "ttft_p95_seconds")["moreMinutes"].as_f64().unwrap() > 0.0);
+
+    // Idle arm: histogram_quantile answers NaN, never a pass.
+    let (_, s) = run("vllm", "v2-idle", vllm_gates);
+    assert_eq!(s["verdict"], "inconclusive");
+    assert_eq!(gate(&s, "ttft_p95_seconds")["verdict"], "no-data");
+
+    let (_, s) = run("vllm", "v2-absent", vllm_gates);
+    assert_eq!(s["verdict"], "inconclusive");
+    assert!(verdicts(&s).iter().all(|(_, v)| v == "no-data"), "{:?}", verdicts(&s));
+
+    // Older vLLM naming (time_per_output_token) still answers itl_*.
+    let (_, s) = run("vllm", "v2-old-names", "[{metric: itl_p95_seconds, maxRelativeIncrease: 0.10}]");
+    assert_eq!(s["verdict"], "pass", "{}", s["data"]["gates"]);
+
+    // ---- kserve (Knative queue-proxy, ms) and istio (ms) ----
+    for provider in ["kserve", "istio"] {
+        let gates = "[{metric: error_rate, maxAbsolute: 0.05}, {metric: p95_latency_seconds, maxRelativeIncrease: 0.10}]";
+        let (_, s) = run(provider, "v2", gates);
+        assert_eq!(s["verdict"], "pass", "{provider}: {}", s["data"]["gates"]);
+        // Milliseconds reported as seconds.
+        let v = gate(&s, "p95_latency_seconds")["candidate"].as_f64().unwrap();
+        assert!((0.18..0.3).contains(&v), "{provider}: {v}");
+        let (_, s) = run(provider, "v2-slow", gates);
+        assert_eq!(gate(&s, "p95_latency_seconds")["verdict"], "fail", "{provider}: {}", gate(&s, "p95_latency_seconds"));
+        let (_, s) = run(provider, "v2-few", gates);
+        assert_eq!(s["verdict"], "inconclusive", "{provider}");
+        let (_, s) = run(provider, "v2-absent", gates);
+        assert!(verdicts(&s).iter().all(|(_, v)| v == "no-data"), "{provider}: {:?}", verdicts(&s));
+    }
+    // Istio reads the workload's own version label.
+    let (_, s) = run("istio", "v2", "[{metric: error_rate, maxAbsolute: 0.05}]");
+    assert_eq!(s["data"]["selectors"]["candidate"], "destination_version=\"v2\"");
+
+    // ---- dcgm: GPU memory in MiB → bytes ----
+    let gates = "[{metric: gpu_memory_bytes, maxRelativeIncrease: 0.10}]";
+    let (_, s) = run("dcgm", "v2", gates);
+    assert_eq!(s["verdict"], "pass", "{}", s["data"]["gates"]);
+    assert!(gate(&s, "gpu_memory_bytes")["candidate"].as_f64().unwrap() >= 20_000.0 * 1_048_576.0);
+    let (_, s) = run("dcgm", "v2-slow", gates);
+    assert_eq!(gate(&s, "gpu_memory_bytes")["verdict"], "fail", "{}", gate(&s, "gpu_memory_bytes"));
+    let (_, s) = run("dcgm", "v2-absent", gates);
+    assert_eq!(gate(&s, "gpu_memory_bytes")["verdict"], "no-data");
+}
+
+#[test]
+fn the_shipped_vllm_example_lints_and_names_gates_a_provider_cannot_compute() {
+    let example = repo().join("examples/llm-vllm/v2/release.yaml");
+    let out = run(&["lint", "--format", "json", example.to_str().unwrap()]);
+    assert_eq!(out.code, 0, "{}", out.stdout);
+    let ex = Example::new();
+    ex.edit_v2(|v| {
+        *at(v, "spec.canary.provider") = "istio".into();
+        *at(v, "spec.canary.gates") =
+            yaml("[{metric: ttft_p95_seconds, maxAbsolute: 1.0}, {metric: output_tokens_per_second, maxRelativeIncrease: 0.1, provider: vllm}]");
+    });
+    let out = ex.run(&["lint", "--format", "json", ex.v2().to_str().unwrap()]);
+    assert_eq!(out.code, 1, "{}", out.stdout);
+    let d = out.diag("BG305");
+    assert!(d["message"].as_str().unwrap().contains("`vllm` has it"), "{d}");
+    assert_eq!(d["field"], "spec.canary.gates[0].metric");
+    assert!(out.diag("BG306")["message"].as_str().unwrap().contains("higher-is-better"));
+    // Canary itself reports such a gate as NO DATA with the reason.
+    let out = ex.run(&["canary", "--format", "json", ex.v2().to_str().unwrap(), "--prometheus", "http://127.0.0.1:1"]);
+    assert_eq!(out.code, 2, "Prometheus is unreachable: {}", out.stdout);
+}
+
+#[test]
+fn steps_must_be_strictly_increasing_percentages_at_parse_time() {
+    for steps in ["[10, 10, 100]", "[0, 100]", "[50, 101]", "[]", "[100, 50]"] {
+        let ex = Example::new();
+        ex.edit_v2(|v| *at(v, "spec.canary.steps") = yaml(steps));
+        let out = ex.run(&["lint", "--format", "json", ex.v2().to_str().unwrap()]);
+        assert_eq!(out.code, 2, "{steps}: {}", out.stdout);
+        assert!(out.stdout.contains("strictly increasing") || out.stderr.contains("strictly increasing"), "{steps}: {}\n{}", out.stdout, out.stderr);
+    }
+}
+
+#[test]
+fn prometheus_nan_and_inf_values_are_no_data_not_a_pass() {
+    for v in ["NaN", "+Inf", "-Inf"] {
+        let out = canary_against(crate::support::http::Reply::Json(
+            200,
+            json!({"status": "success", "data": {"resultType": "vector", "result": [{"metric": {"le": "+Inf"}, "value": [1767261600, v]}]}}),
+        ));
+        assert_eq!(out.code, 1, "{v}: {}\n{}", out.stdout, out.stderr);
+        let s = step(&out);
+        assert_eq!(s["verdict"], "inconclusive", "{v}");
+        assert!(verdicts(&s).iter().all(|(_, g)| g == "no-data"), "{v}: {:?}", verdicts(&s));
+    }
 }

@@ -6,6 +6,11 @@
 //! sample size needed to detect the configured effect; it FAILs only when the
 //! candidate exceeds a limit *and* a one-sided test supports it.
 
+pub mod providers;
+pub mod steps;
+
+pub use providers::Template;
+
 use serde::Serialize;
 use statrs::distribution::{ContinuousCDF, Normal};
 use statrs::function::{beta::beta_reg, factorial::ln_binomial};
@@ -42,25 +47,38 @@ pub struct TestResult {
     pub p_value: f64,
 }
 
+/// Every statistics entry point is total: NaN, ±Inf, negative counts, more
+/// events than trials or an empty arm give None (no test), never a loop, a
+/// panic or a p-value computed from garbage.
+fn counts_ok(x: f64, n: f64) -> bool {
+    x.is_finite() && n.is_finite() && x >= 0.0 && n > 0.0 && x <= n
+}
+
 /// Pooled two-proportion z-test, H1: candidate rate (x1/n1) > baseline rate
 /// (x2/n2). Same z as statsmodels' `proportions_ztest(alternative='larger')`.
-pub fn two_proportion_z(x1: f64, n1: f64, x2: f64, n2: f64) -> TestResult {
+pub fn two_proportion_z(x1: f64, n1: f64, x2: f64, n2: f64) -> Option<TestResult> {
+    if !counts_ok(x1, n1) || !counts_ok(x2, n2) {
+        return None;
+    }
     let p = (x1 + x2) / (n1 + n2);
     let se = (p * (1.0 - p) * (1.0 / n1 + 1.0 / n2)).sqrt();
     let diff = x1 / n1 - x2 / n2;
     // Identical all-zero or all-one arms carry no evidence either way.
     if se == 0.0 || !se.is_finite() {
-        return TestResult { method: "two-proportion z", statistic: 0.0, p_value: if diff > 0.0 { 0.0 } else { 1.0 } };
+        return Some(TestResult { method: "two-proportion z", statistic: 0.0, p_value: if diff > 0.0 { 0.0 } else { 1.0 } });
     }
     let z = diff / se;
-    TestResult { method: "two-proportion z", statistic: z, p_value: norm_sf(z) }
+    Some(TestResult { method: "two-proportion z", statistic: z, p_value: norm_sf(z) })
 }
 
 /// Fisher's exact test, one-sided (candidate has more events), for the table
 /// [[x1, n1-x1], [x2, n2-x2]]: P(X >= x1) for X ~ Hypergeom(n1+n2, x1+x2, n1).
 /// Summed with the pmf recurrence so 10^6-sample arms stay exact and fast.
-pub fn fisher_exact_greater(x1: u64, n1: u64, x2: u64, n2: u64) -> TestResult {
-    let total = n1 + n2;
+pub fn fisher_exact_greater(x1: u64, n1: u64, x2: u64, n2: u64) -> Option<TestResult> {
+    if x1 > n1 || x2 > n2 || n1 == 0 || n2 == 0 {
+        return None;
+    }
+    let total = n1.checked_add(n2)?;
     let k = x1 + x2;
     let hi = k.min(n1);
     let ln_pmf = |a: u64| ln_binomial(k, a) + ln_binomial(total - k, n1 - a) - ln_binomial(total, n1);
@@ -69,7 +87,9 @@ pub fn fisher_exact_greater(x1: u64, n1: u64, x2: u64, n2: u64) -> TestResult {
     let mut a = x1;
     while a < hi {
         // pmf(a+1)/pmf(a) for the hypergeometric distribution.
-        let r = ((k - a) as f64 * (n1 - a) as f64) / ((a + 1) as f64 * (total - k - n1 + a + 1) as f64);
+        // In f64: `total - k - n1` alone is negative whenever there are more
+        // events than baseline trials (u64 would underflow); the sum is ≥ 1.
+        let r = ((k - a) as f64 * (n1 - a) as f64) / ((a + 1) as f64 * (total as f64 - k as f64 - n1 as f64 + a as f64 + 1.0));
         term *= r;
         sum += term;
         a += 1;
@@ -78,12 +98,15 @@ pub fn fisher_exact_greater(x1: u64, n1: u64, x2: u64, n2: u64) -> TestResult {
         }
     }
     let odds = (x1 as f64 * (n2 - x2) as f64) / ((n1 - x1) as f64 * x2 as f64);
-    TestResult { method: "Fisher exact", statistic: odds, p_value: sum.min(1.0) }
+    Some(TestResult { method: "Fisher exact", statistic: odds, p_value: sum.min(1.0) })
 }
 
 /// Chooses the error-rate test: Fisher when any expected cell is below 5
 /// (Cochran's rule: the normal approximation is poor there), z otherwise.
-pub fn proportion_test(x1: u64, n1: u64, x2: u64, n2: u64) -> TestResult {
+pub fn proportion_test(x1: u64, n1: u64, x2: u64, n2: u64) -> Option<TestResult> {
+    if x1 > n1 || x2 > n2 || n1 == 0 || n2 == 0 {
+        return None;
+    }
     let n = (n1 + n2) as f64;
     let events = (x1 + x2) as f64;
     let min_expected =
@@ -97,7 +120,10 @@ pub fn proportion_test(x1: u64, n1: u64, x2: u64, n2: u64) -> TestResult {
 
 /// Exact binomial test, H1: true rate > p (scipy `binomtest(k, n, p,
 /// alternative='greater')`): P(X >= k) = I_p(k, n-k+1).
-pub fn binom_test_greater(k: u64, n: u64, p: f64) -> TestResult {
+pub fn binom_test_greater(k: u64, n: u64, p: f64) -> Option<TestResult> {
+    if !(0.0..=1.0).contains(&p) || n == 0 {
+        return None;
+    }
     let pv = if k == 0 {
         1.0
     } else if k > n {
@@ -105,7 +131,7 @@ pub fn binom_test_greater(k: u64, n: u64, p: f64) -> TestResult {
     } else {
         beta_reg(k as f64, (n - k + 1) as f64, p)
     };
-    TestResult { method: "exact binomial", statistic: k as f64, p_value: pv }
+    Some(TestResult { method: "exact binomial", statistic: k as f64, p_value: pv })
 }
 
 /// Normal approximation of Mann-Whitney U with tie correction and continuity
@@ -124,8 +150,13 @@ fn mwu_from_rank_sum(r1: f64, n1: f64, n2: f64, tie_term: f64) -> TestResult {
     TestResult { method: "Mann-Whitney U", statistic: u1, p_value: norm_sf(z) }
 }
 
-/// Mann-Whitney U over raw samples. Sorts copies: O(n log n).
-pub fn mann_whitney_u(x: &[f64], y: &[f64]) -> TestResult {
+/// Mann-Whitney U over raw samples. Sorts copies: O(n log n). None for an
+/// empty arm or any non-finite value (NaN compares unequal to itself, so the
+/// tie-group merge below could never advance past it).
+pub fn mann_whitney_u(x: &[f64], y: &[f64]) -> Option<TestResult> {
+    if x.is_empty() || y.is_empty() || x.iter().chain(y).any(|v| !v.is_finite()) {
+        return None;
+    }
     let mut xs = x.to_vec();
     let mut ys = y.to_vec();
     xs.sort_unstable_by(f64::total_cmp);
@@ -141,7 +172,7 @@ pub fn mann_whitney_u(x: &[f64], y: &[f64]) -> TestResult {
             (Some(&a), Some(&b)) => a.min(b),
             (Some(&a), None) => a,
             (None, Some(&b)) => b,
-            (None, None) => unreachable!(),
+            (None, None) => break,
         };
         let i0 = i;
         while i < xs.len() && xs[i] == v {
@@ -156,14 +187,36 @@ pub fn mann_whitney_u(x: &[f64], y: &[f64]) -> TestResult {
         r1 += cx * (rank_before + (t + 1.0) / 2.0);
         tie_term += t * t * t - t;
         rank_before += t;
+        if t == 0.0 {
+            // Cannot happen with finite values; guards the loop regardless.
+            return None;
+        }
     }
-    mwu_from_rank_sum(r1, xs.len() as f64, ys.len() as f64, tie_term)
+    Some(mwu_from_rank_sum(r1, xs.len() as f64, ys.len() as f64, tie_term))
+}
+
+/// Mann-Whitney U, H1: x tends to be *smaller* than y (scipy `mannwhitneyu(x,
+/// y, alternative='less', method='asymptotic')`), for higher-is-better
+/// gates. Ranks of −x vs −y give exactly that test; `statistic` is U of x.
+pub fn mann_whitney_u_less(x: &[f64], y: &[f64]) -> Option<TestResult> {
+    let neg = |v: &[f64]| v.iter().map(|a| -a).collect::<Vec<_>>();
+    let t = mann_whitney_u(&neg(x), &neg(y))?;
+    Some(TestResult { statistic: x.len() as f64 * y.len() as f64 - t.statistic, ..t })
 }
 
 /// Mann-Whitney U over binned data: `cx[i]`/`cy[i]` samples fall in bin `i`
 /// (bins ordered by value, identical for both arms). Each bin is one tie
 /// group, so this equals the raw test on bucket-rounded values, in O(bins).
-pub fn mann_whitney_binned(cx: &[f64], cy: &[f64]) -> TestResult {
+/// None when the bin lists differ in length, a count is negative or
+/// non-finite, or an arm is empty.
+pub fn mann_whitney_binned(cx: &[f64], cy: &[f64]) -> Option<TestResult> {
+    if cx.len() != cy.len() || cx.iter().chain(cy).any(|v| !v.is_finite() || *v < 0.0) {
+        return None;
+    }
+    let (n1, n2): (f64, f64) = (cx.iter().sum(), cy.iter().sum());
+    if n1 <= 0.0 || n2 <= 0.0 {
+        return None;
+    }
     let mut rank_before = 0f64;
     let mut r1 = 0f64;
     let mut tie_term = 0f64;
@@ -173,7 +226,7 @@ pub fn mann_whitney_binned(cx: &[f64], cy: &[f64]) -> TestResult {
         tie_term += t * t * t - t;
         rank_before += t;
     }
-    mwu_from_rank_sum(r1, cx.iter().sum(), cy.iter().sum(), tie_term)
+    Some(mwu_from_rank_sum(r1, n1, n2, tie_term))
 }
 
 /// Samples per arm for a one-sided two-proportion test to detect p0 → p1
@@ -181,7 +234,7 @@ pub fn mann_whitney_binned(cx: &[f64], cy: &[f64]) -> TestResult {
 /// detect (p1 <= p0) or the rates are outside (0, 1).
 pub fn n_two_proportions(p0: f64, p1: f64, alpha: f64, power: f64) -> Option<u64> {
     // NaN rates fail every comparison, so they land here too.
-    if p1.is_nan() || p0.is_nan() || p1 <= p0 || p0 < 0.0 || p1 >= 1.0 {
+    if p1.is_nan() || p0.is_nan() || p1 <= p0 || p0 < 0.0 || p1 >= 1.0 || !(alpha > 0.0 && alpha < 1.0) || !(power > 0.0 && power < 1.0) {
         return None;
     }
     let za = norm_ppf(1.0 - alpha);
@@ -195,7 +248,7 @@ pub fn n_two_proportions(p0: f64, p1: f64, alpha: f64, power: f64) -> Option<u64
 /// with probability of superiority `p_sup` = P(candidate > baseline), by
 /// Noether's formula with equal arms: n = (z_a + z_b)^2 / (6 (p_sup - 1/2)^2).
 pub fn n_mann_whitney(p_sup: f64, alpha: f64, power: f64) -> Option<u64> {
-    if p_sup.is_nan() || p_sup <= 0.5 {
+    if p_sup.is_nan() || p_sup <= 0.5 || p_sup > 1.0 || !(alpha > 0.0 && alpha < 1.0) || !(power > 0.0 && power < 1.0) {
         return None;
     }
     let z = norm_ppf(1.0 - alpha) + norm_ppf(power);
@@ -215,7 +268,14 @@ impl Histogram {
     /// From (le, cumulative count) pairs in any order. Counts from
     /// `increase()` can dip from extrapolation, so they are made monotonic the
     /// way Prometheus' `histogram_quantile` does.
+    ///
+    /// A NaN bound or a non-finite or negative count (Prometheus answers
+    /// "NaN" and "+Inf" as values) makes the whole histogram empty, so the
+    /// gate reads NO DATA instead of judging the buckets that were left.
     pub fn from_buckets(mut b: Vec<(f64, f64)>) -> Histogram {
+        if b.iter().any(|(le, c)| le.is_nan() || !c.is_finite() || *c < 0.0) {
+            return Histogram::default();
+        }
         b.sort_by(|x, y| x.0.total_cmp(&y.0));
         b.dedup_by(|x, y| x.0 == y.0);
         let mut h = Histogram::default();
@@ -344,7 +404,7 @@ impl Histogram {
 
 /// P(s·X > Y) for X, Y drawn from `samples` (empirical), ties counted half.
 pub fn superiority_scaled_samples(samples: &[f64], s: f64) -> f64 {
-    if samples.is_empty() {
+    if samples.is_empty() || !s.is_finite() || samples.iter().any(|v| !v.is_finite()) {
         return 0.5;
     }
     let mut ys = samples.to_vec();
@@ -422,6 +482,14 @@ pub struct GateInput {
     pub window_secs: f64,
     pub candidate: Side,
     pub baseline: Side,
+    /// Higher-is-better gate (throughput): the tests look for a candidate
+    /// *below* the baseline, against `min_absolute` / `min_relative_decrease`.
+    pub higher_is_better: bool,
+    pub min_absolute: Option<f64>,
+    pub min_relative_decrease: Option<f64>,
+    /// Requests per arm over the window, for gauge gates whose samples are
+    /// scrapes but whose evidence depends on traffic (tokens per second).
+    pub request_counts: Option<(u64, u64)>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -525,74 +593,123 @@ pub fn evaluate_gate(g: &GateInput) -> GateOutcome {
     }
     let (vc, vb) = (vc.unwrap_or_default(), vb.unwrap_or_default());
 
-    // The candidate-vs-baseline test suited to the data.
-    out.comparison = Some(match (&g.candidate, &g.baseline) {
-        (Side::Proportion { .. }, Side::Proportion { .. }) => proportion_test((vc * nc as f64).round() as u64, nc, (vb * nb as f64).round() as u64, nb),
+    // The candidate-vs-baseline test suited to the data, one-sided towards
+    // "candidate worse": larger for lower-is-better gates, smaller for
+    // higher-is-better ones (the same tests on mirrored data).
+    let hib = g.higher_is_better;
+    let events = |v: f64, n: u64| (v * n as f64).round().clamp(0.0, n as f64) as u64;
+    let (xc, xb) = (events(vc, nc), events(vb, nb));
+    let proportion_ok = |v: f64| (0.0..=1.0).contains(&v);
+    out.comparison = match (&g.candidate, &g.baseline) {
+        (Side::Proportion { .. }, Side::Proportion { .. }) if !proportion_ok(vc) || !proportion_ok(vb) => None,
+        (Side::Proportion { .. }, Side::Proportion { .. }) if hib => proportion_test(nc - xc, nc, nb - xb, nb),
+        (Side::Proportion { .. }, Side::Proportion { .. }) => proportion_test(xc, nc, xb, nb),
         (Side::Histogram { hist: hc, .. }, Side::Histogram { hist: hb, .. }) => {
             let mut bounds: Vec<f64> = hc.bounds.iter().chain(&hb.bounds).copied().collect();
             bounds.sort_by(f64::total_cmp);
             bounds.dedup();
-            mann_whitney_binned(&hc.on_bounds(&bounds).bin_counts(), &hb.on_bounds(&bounds).bin_counts())
+            let (mut bc, mut bb) = (hc.on_bounds(&bounds).bin_counts(), hb.on_bounds(&bounds).bin_counts());
+            if hib {
+                // Reversed bin order ranks the values mirrored.
+                bc.reverse();
+                bb.reverse();
+            }
+            mann_whitney_binned(&bc, &bb)
         }
+        (Side::Gauge { samples: sc, .. }, Side::Gauge { samples: sb, .. }) if hib => mann_whitney_u_less(sc, sb),
         (Side::Gauge { samples: sc, .. }, Side::Gauge { samples: sb, .. }) => mann_whitney_u(sc, sb),
-        _ => unreachable!("both arms come from the same metric kind"),
-    });
+        _ => None,
+    };
+    if out.comparison.is_none() {
+        // Mismatched kinds, a "rate" outside [0, 1] from an overridden query,
+        // or counts no test is defined on: undecidable, never PASS.
+        out.message = format!(
+            "no candidate-vs-baseline test is defined on these numbers (candidate {} over {nc}, baseline {} over {nb}); check the gate's query",
+            fmt_num(vc),
+            fmt_num(vb)
+        );
+        return out;
+    }
 
     // Limits. A relative limit on a zero baseline is meaningless (any event
     // is an infinite increase), so it is skipped with a note.
     let mut notes = Vec::new();
     let mut limits: Vec<(&'static str, f64)> = Vec::new();
-    if let Some(a) = g.max_absolute {
+    let (absolute, relative) = if hib { (g.min_absolute, g.min_relative_decrease) } else { (g.max_absolute, g.max_relative_increase) };
+    if let Some(a) = absolute {
         limits.push(("absolute", a));
     }
-    if let Some(r) = g.max_relative_increase {
+    if let Some(r) = relative {
         if vb > 0.0 {
-            limits.push(("relative", vb * (1.0 + r)));
+            limits.push(("relative", if hib { vb * (1.0 - r) } else { vb * (1.0 + r) }));
         } else {
-            notes.push(format!("baseline is 0, so maxRelativeIncrease {r} cannot be applied"));
+            notes.push(format!("baseline is 0, so {} {r} cannot be applied", if hib { "minRelativeDecrease" } else { "maxRelativeIncrease" }));
         }
     }
+    // "Worse than the limit" in the gate's direction.
+    let beyond = |v: f64, limit: f64| if hib { v < limit } else { v > limit };
     for (kind, limit) in &limits {
-        let exceeded = vc > *limit;
+        let exceeded = beyond(vc, *limit);
         let test = match (kind, &g.candidate) {
             (&"relative", _) => out.comparison,
-            (_, Side::Proportion { .. }) => Some(binom_test_greater((vc * nc as f64).round() as u64, nc, *limit)),
-            // P(q-quantile > limit) ⇔ more than (1-q) of the samples lie above it.
+            (_, Side::Proportion { .. }) if hib => binom_test_greater(nc - xc, nc, (1.0 - *limit).clamp(0.0, 1.0)),
+            (_, Side::Proportion { .. }) => binom_test_greater(xc, nc, limit.clamp(0.0, 1.0)),
+            // P(q-quantile > limit) ⇔ more than (1-q) of the samples lie above
+            // it; mirrored: P(q-quantile < limit) ⇔ more than q lie below.
             (_, Side::Histogram { hist, .. }) => {
-                let above = ((1.0 - hist.cdf(*limit)) * nc as f64).round() as u64;
-                Some(TestResult { method: "quantile (binomial)", ..binom_test_greater(above, nc, 1.0 - g.quantile) })
+                let below = hist.cdf(*limit).clamp(0.0, 1.0);
+                let (k, p) = if hib { (below, g.quantile) } else { (1.0 - below, 1.0 - g.quantile) };
+                binom_test_greater((k * nc as f64).round() as u64, nc, p).map(|t| TestResult { method: "quantile (binomial)", ..t })
             }
+            // Throughput's window mean is an estimate: sign test, H1: the
+            // median sample is below the floor.
+            (_, Side::Gauge { samples, .. }) if hib => {
+                let k = samples.iter().filter(|v| **v < *limit).count() as u64;
+                binom_test_greater(k, samples.len() as u64, 0.5).map(|t| TestResult { method: "sign test (binomial)", ..t })
+            }
+            // A gauge peak is a measurement, not an estimate.
             (_, Side::Gauge { .. }) => None,
         };
-        let supported = exceeded && test.map(|t| t.p_value < ALPHA).unwrap_or(true);
+        let measured = matches!(g.candidate, Side::Gauge { .. }) && !hib && *kind == "absolute";
+        let supported = exceeded && if measured { true } else { test.is_some_and(|t| t.p_value < ALPHA) };
         out.checks.push(LimitCheck { kind, limit: *limit, exceeded, test, supported });
     }
 
     // Samples needed to detect a move from the baseline to the tightest limit.
-    let effective = limits.iter().map(|l| l.1).fold(f64::INFINITY, f64::min);
+    let effective = if hib { limits.iter().map(|l| l.1).fold(f64::NEG_INFINITY, f64::max) } else { limits.iter().map(|l| l.1).fold(f64::INFINITY, f64::min) };
     let detect = if !effective.is_finite() {
         notes.push("no limit applies, so there is no effect to detect".into());
         None
-    } else if effective <= vb {
+    } else if !beyond(effective, vb) {
         notes.push(format!(
-            "the baseline ({}) already sits at or above the limit ({}), so no sample size can show the candidate within it",
+            "the baseline ({}) already sits at or {} the limit ({}), so no sample size can show the candidate within it",
             fmt_num(vb),
+            if hib { "below" } else { "above" },
             fmt_num(effective)
         ));
         None
     } else {
+        // P(candidate worse) at the limit: P(s·X > Y), mirrored P(s·X < Y).
+        let sup = |p: f64| if hib { 1.0 - p } else { p };
         match (&g.baseline, g.kind) {
+            (_, MetricKind::Proportion) if hib => n_two_proportions(1.0 - vb, 1.0 - effective, ALPHA, POWER),
             (_, MetricKind::Proportion) => n_two_proportions(vb, effective, ALPHA, POWER),
-            (Side::Histogram { hist, .. }, _) => n_mann_whitney(hist.superiority_scaled(effective / vb), ALPHA, POWER),
-            (Side::Gauge { samples, .. }, _) => n_mann_whitney(superiority_scaled_samples(samples, effective / vb), ALPHA, POWER),
+            (Side::Histogram { hist, .. }, _) => n_mann_whitney(sup(hist.superiority_scaled(effective / vb)), ALPHA, POWER),
+            (Side::Gauge { samples, .. }, _) => n_mann_whitney(sup(superiority_scaled_samples(samples, effective / vb)), ALPHA, POWER),
             _ => None,
         }
     };
+    // Gauge gates count scrapes; a gauge gate that also knows its request
+    // counts (throughput) holds them to minSamples like any request gate.
+    let requests = g.request_counts;
     let floor = if g.kind == MetricKind::Gauge { 0 } else { g.min_samples };
     out.needed = detect.map(|n| n.max(floor));
     let need_floor = out.needed.unwrap_or(floor);
 
-    let below_min = g.kind != MetricKind::Gauge && (nc < g.min_samples || nb < g.min_samples);
+    let below_min = match requests {
+        Some((rc, rb)) => rc < g.min_samples || rb < g.min_samples,
+        None => g.kind != MetricKind::Gauge && (nc < g.min_samples || nb < g.min_samples),
+    };
     let failing: Vec<&LimitCheck> = out.checks.iter().filter(|c| c.supported).collect();
     let unsupported: Vec<&LimitCheck> = out.checks.iter().filter(|c| c.exceeded && !c.supported).collect();
     let enough = out.needed.is_some_and(|n| nc >= n && nb >= n);
@@ -620,7 +737,8 @@ pub fn evaluate_gate(g: &GateInput) -> GateOutcome {
         _ => {
             let mut why = Vec::new();
             if below_min {
-                why.push(format!("below canary.minSamples {} ({nc} candidate / {nb} baseline samples)", g.min_samples));
+                let (rc, rb) = requests.unwrap_or((nc, nb));
+                why.push(format!("below canary.minSamples {} ({rc} candidate / {rb} baseline {})", g.min_samples, if requests.is_some() { "requests" } else { "samples" }));
             }
             for c in &unsupported {
                 why.push(format!("candidate is above the {} but not significantly (p ≥ {ALPHA})", describe(c)));
@@ -633,7 +751,13 @@ pub fn evaluate_gate(g: &GateInput) -> GateOutcome {
         }
     };
     if out.verdict == GateVerdict::Inconclusive {
-        if let Some(n) = out.needed.or((floor > 0).then_some(floor)) {
+        // Short of requests (throughput gates): the hint counts requests.
+        let (target, hc, hb) = match requests {
+            Some((rc, rb)) if below_min => (Some(g.min_samples), rc, rb),
+            _ => (out.needed.or((floor > 0).then_some(floor)), nc, nb),
+        };
+        if let Some(n) = target {
+            let (nc, nb) = (hc, hb);
             let more_c = n.saturating_sub(nc);
             let more_b = n.saturating_sub(nb);
             let more = more_c.max(more_b);
@@ -842,32 +966,32 @@ mod tests {
     #[test]
     fn z_test_matches_scipy() {
         // z = (p1-p2)/sqrt(p(1-p)(1/n1+1/n2)); scipy.stats.norm.sf(z)
-        let t = two_proportion_z(130.0, 10_000.0, 100.0, 10_000.0);
+        let t = two_proportion_z(130.0, 10_000.0, 100.0, 10_000.0).unwrap();
         close(t.statistic, 1.989614786521866, 1e-9);
         close(t.p_value, 0.023316693019580684, 1e-9);
-        let t = two_proportion_z(8.0, 1000.0, 12.0, 1000.0);
+        let t = two_proportion_z(8.0, 1000.0, 12.0, 1000.0).unwrap();
         close(t.p_value, 0.8156558653191092, 1e-9);
         // A huge difference: far tail still accurate (norm.sf(z)).
-        let t = two_proportion_z(800.0, 10_000.0, 100.0, 10_000.0);
+        let t = two_proportion_z(800.0, 10_000.0, 100.0, 10_000.0).unwrap();
         close(t.p_value, 2.6716184583199285e-126, 1e-130);
     }
 
     #[test]
     fn fisher_matches_scipy() {
         // scipy.stats.fisher_exact([[5, 95], [1, 99]], alternative='greater').pvalue
-        close(fisher_exact_greater(5, 100, 1, 100).p_value, 0.10582392634786585, 1e-9);
+        close(fisher_exact_greater(5, 100, 1, 100).unwrap().p_value, 0.10582392634786585, 1e-9);
         // scipy.stats.fisher_exact([[3, 17], [0, 20]], alternative='greater').pvalue
-        close(fisher_exact_greater(3, 20, 0, 20).p_value, 0.1153846153846154, 1e-9);
+        close(fisher_exact_greater(3, 20, 0, 20).unwrap().p_value, 0.1153846153846154, 1e-9);
         // scipy.stats.fisher_exact([[1020, 98980], [950, 99050]], alternative='greater').pvalue
-        close(fisher_exact_greater(1020, 100_000, 950, 100_000).p_value, 0.05909723156181717, 1e-9);
+        close(fisher_exact_greater(1020, 100_000, 950, 100_000).unwrap().p_value, 0.05909723156181717, 1e-9);
     }
 
     #[test]
     fn binomial_matches_scipy() {
         // scipy.stats.binomtest(30, 1000, 0.02, alternative='greater').pvalue
-        close(binom_test_greater(30, 1000, 0.02).p_value, 0.02069651867323949, 1e-9);
+        close(binom_test_greater(30, 1000, 0.02).unwrap().p_value, 0.02069651867323949, 1e-9);
         // scipy.stats.binomtest(0, 50, 0.05, alternative='greater').pvalue
-        close(binom_test_greater(0, 50, 0.05).p_value, 1.0, 1e-12);
+        close(binom_test_greater(0, 50, 0.05).unwrap().p_value, 1.0, 1e-12);
     }
 
     #[test]
@@ -875,15 +999,15 @@ mod tests {
         let x = [1.0, 2.0, 2.0, 3.0, 5.0, 8.0, 8.0, 9.0];
         let y = [0.5, 1.0, 2.0, 2.0, 2.0, 4.0, 4.0];
         // scipy.stats.mannwhitneyu(x, y, alternative='greater', method='asymptotic')
-        let t = mann_whitney_u(&x, &y);
+        let t = mann_whitney_u(&x, &y).unwrap();
         close(t.statistic, 41.5, 1e-12);
         close(t.p_value, 0.06222772238479956, 1e-9);
         // Binned = raw on bin-index values. x bins [3,5,0,2], y bins [6,2,1,0]:
         // scipy.stats.mannwhitneyu(np.repeat([0,1,2,3],[3,5,0,2]), np.repeat([0,1,2,3],[6,2,1,0]), alternative='greater', method='asymptotic')
-        let t = mann_whitney_binned(&[3.0, 5.0, 0.0, 2.0], &[6.0, 2.0, 1.0, 0.0]);
+        let t = mann_whitney_binned(&[3.0, 5.0, 0.0, 2.0], &[6.0, 2.0, 1.0, 0.0]).unwrap();
         close(t.statistic, 62.0, 1e-12);
         close(t.p_value, 0.07135006634920518, 1e-9);
-        let raw = mann_whitney_u(&[0.0, 0.0, 0.0, 1.0, 1.0, 1.0, 1.0, 1.0, 3.0, 3.0], &[0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 1.0, 2.0]);
+        let raw = mann_whitney_u(&[0.0, 0.0, 0.0, 1.0, 1.0, 1.0, 1.0, 1.0, 3.0, 3.0], &[0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 1.0, 2.0]).unwrap();
         close(raw.p_value, t.p_value, 1e-12);
     }
 
@@ -938,6 +1062,10 @@ mod tests {
             window_secs: 600.0,
             candidate: c,
             baseline: b,
+            higher_is_better: false,
+            min_absolute: None,
+            min_relative_decrease: None,
+            request_counts: None,
         }
     }
 
@@ -1013,6 +1141,10 @@ mod tests {
             window_secs: 60.0,
             candidate: Side::Histogram { value: slow.quantile(0.95), hist: slow.clone() },
             baseline: Side::Histogram { value: base.quantile(0.95), hist: base.clone() },
+            higher_is_better: false,
+            min_absolute: None,
+            min_relative_decrease: None,
+            request_counts: None,
         };
         let o = evaluate_gate(&g);
         assert_eq!(o.verdict, GateVerdict::Fail, "{o:?}");
@@ -1054,4 +1186,129 @@ mod tests {
         assert_eq!(classify(std::slice::from_ref(&both), 1, &load), Situation::VersionRegression);
         assert_eq!(classify(&[], 0, &steady), Situation::Undecided);
     }
+
+    // ---- totality over bad numbers, and higher-is-better tests ----------------
+
+    #[test]
+    fn statistics_are_total_over_nan_inf_and_empty() {
+        // Used to loop forever: NaN never equals the merge's current value.
+        assert!(mann_whitney_u(&[1.0, f64::NAN], &[2.0]).is_none());
+        assert!(mann_whitney_u(&[f64::NAN], &[f64::NAN]).is_none());
+        assert!(mann_whitney_u(&[1.0, f64::INFINITY], &[2.0]).is_none());
+        assert!(mann_whitney_u(&[], &[2.0]).is_none());
+        assert!(mann_whitney_u_less(&[1.0], &[f64::NEG_INFINITY]).is_none());
+        assert!(mann_whitney_binned(&[1.0, f64::NAN], &[1.0, 1.0]).is_none());
+        assert!(mann_whitney_binned(&[1.0, -1.0], &[1.0, 1.0]).is_none());
+        assert!(mann_whitney_binned(&[0.0, 0.0], &[1.0, 1.0]).is_none());
+        assert!(mann_whitney_binned(&[1.0], &[1.0, 1.0]).is_none());
+        assert!(two_proportion_z(f64::NAN, 10.0, 1.0, 10.0).is_none());
+        assert!(two_proportion_z(1.0, f64::INFINITY, 1.0, 10.0).is_none());
+        assert!(two_proportion_z(11.0, 10.0, 1.0, 10.0).is_none());
+        assert!(two_proportion_z(1.0, 0.0, 1.0, 10.0).is_none());
+        assert!(fisher_exact_greater(11, 10, 1, 10).is_none());
+        assert!(proportion_test(1, 0, 0, 10).is_none());
+        assert!(binom_test_greater(1, 10, f64::NAN).is_none());
+        assert!(binom_test_greater(1, 0, 0.5).is_none());
+        assert!(n_two_proportions(0.01, 0.02, f64::NAN, POWER).is_none());
+        assert!(n_mann_whitney(f64::INFINITY, ALPHA, POWER).is_none());
+        close(superiority_scaled_samples(&[1.0, f64::NAN], 1.2), 0.5, 0.0);
+        // Prometheus' "NaN"/"+Inf" counts empty the histogram: NO DATA.
+        assert_eq!(hist(&[(0.1, f64::NAN), (f64::INFINITY, 10.0)]).total(), 0.0);
+        assert_eq!(hist(&[(f64::NAN, 1.0), (f64::INFINITY, 10.0)]).total(), 0.0);
+        assert_eq!(hist(&[(0.1, 1.0), (f64::INFINITY, f64::INFINITY)]).total(), 0.0);
+    }
+
+    #[test]
+    fn more_events_than_baseline_trials_no_longer_underflows() {
+        // 10/10 vs 5/5: every expected non-event cell is 0, so Fisher runs with
+        // x1 + x2 > n2, where `total - k - n1` used to underflow (panic in debug).
+        // scipy.stats.fisher_exact([[10, 0], [5, 0]], alternative='greater').pvalue
+        close(proportion_test(10, 10, 5, 5).unwrap().p_value, 1.0, 1e-12);
+        // scipy.stats.fisher_exact([[9, 1], [2, 3]], alternative='greater').pvalue
+        close(fisher_exact_greater(9, 10, 2, 5).unwrap().p_value, 0.07692307692307693, 1e-9);
+    }
+
+    #[test]
+    fn higher_is_better_tests_match_scipy() {
+        // scipy 1.17.1: scipy.stats.mannwhitneyu(x, y, alternative='less', method='asymptotic')
+        let x = [70.0, 71.5, 69.0, 72.0, 68.5, 70.5, 71.0, 69.5];
+        let y = [100.0, 98.5, 101.0, 99.0, 102.0, 100.5, 97.5, 99.5];
+        let t = mann_whitney_u_less(&x, &y).unwrap();
+        close(t.statistic, 0.0, 1e-12);
+        close(t.p_value, 0.00046955284955859495, 1e-9);
+        // With ties: the same samples as mann_whitney_matches_scipy, both ways.
+        let (a, b) = ([1.0, 2.0, 2.0, 3.0, 5.0, 8.0, 8.0, 9.0], [0.5, 1.0, 2.0, 2.0, 2.0, 4.0, 4.0]);
+        let t = mann_whitney_u_less(&a, &b).unwrap();
+        close(t.statistic, 41.5, 1e-12);
+        close(t.p_value, 0.9509888563434155, 1e-9);
+        let t = mann_whitney_u_less(&b, &a).unwrap();
+        close(t.statistic, 14.5, 1e-12);
+        close(t.p_value, 0.06222772238479956, 1e-9);
+        // Binned, mirrored by reversing the bins:
+        // scipy.stats.mannwhitneyu(np.repeat([0,1,2,3],[6,2,1,0]), np.repeat([0,1,2,3],[3,5,0,2]), alternative='less', method='asymptotic').pvalue
+        let t = mann_whitney_binned(&[0.0, 1.0, 2.0, 6.0], &[2.0, 0.0, 5.0, 3.0]).unwrap();
+        close(t.p_value, 0.07135006634920518, 1e-9);
+        // Sign test: scipy.stats.binomtest(7, 8, 0.5, alternative='greater').pvalue
+        close(binom_test_greater(7, 8, 0.5).unwrap().p_value, 0.03515625, 1e-12);
+    }
+
+    fn throughput(c: Vec<f64>, b: Vec<f64>, requests: (u64, u64)) -> GateInput {
+        let mean = |v: &[f64]| Some(v.iter().sum::<f64>() / v.len() as f64);
+        GateInput {
+            metric: "output_tokens_per_second".into(),
+            kind: MetricKind::Gauge,
+            quantile: 0.0,
+            max_absolute: None,
+            max_relative_increase: None,
+            min_samples: 200,
+            window_secs: 600.0,
+            candidate: Side::Gauge { value: mean(&c), samples: c },
+            baseline: Side::Gauge { value: mean(&b), samples: b },
+            higher_is_better: true,
+            min_absolute: Some(50.0),
+            min_relative_decrease: Some(0.2),
+            request_counts: Some(requests),
+        }
+    }
+
+    #[test]
+    fn lower_throughput_fails_the_higher_is_better_gate() {
+        let base: Vec<f64> = (0..20).map(|i| 100.0 + (i % 5) as f64).collect();
+        let slow: Vec<f64> = base.iter().map(|v| v * 0.7).collect();
+        let o = evaluate_gate(&throughput(slow, base.clone(), (5000, 5000)));
+        assert_eq!(o.verdict, GateVerdict::Fail, "{o:?}");
+        assert!(o.version_tied());
+        let rel = o.checks.iter().find(|c| c.kind == "relative").unwrap();
+        assert!(rel.exceeded && rel.supported);
+        close(rel.limit, 102.0 * 0.8, 1e-9);
+        // Equal arms: PASS with enough scrapes and requests.
+        let o = evaluate_gate(&throughput(base.clone(), base.clone(), (5000, 5000)));
+        assert_eq!(o.verdict, GateVerdict::Pass, "{o:?}");
+        // A higher candidate is never a failure of a higher-is-better gate.
+        let fast: Vec<f64> = base.iter().map(|v| v * 1.5).collect();
+        assert_eq!(evaluate_gate(&throughput(fast, base.clone(), (5000, 5000))).verdict, GateVerdict::Pass);
+        // Too few requests: INCONCLUSIVE, with the hint counted in requests.
+        let o = evaluate_gate(&throughput(base.clone(), base.clone(), (20, 5000)));
+        assert_eq!(o.verdict, GateVerdict::Inconclusive, "{o:?}");
+        assert_eq!(o.more_samples, Some(180));
+        assert!(o.message.contains("20 candidate / 5000 baseline requests"), "{}", o.message);
+        // Below the absolute floor, sign-tested.
+        let low: Vec<f64> = base.iter().map(|v| v * 0.4).collect();
+        let o = evaluate_gate(&throughput(low, base, (5000, 5000)));
+        let abs = o.checks.iter().find(|c| c.kind == "absolute").unwrap();
+        assert!(abs.supported && abs.test.unwrap().method == "sign test (binomial)", "{o:?}");
+    }
+
+    #[test]
+    fn bad_proportions_from_an_override_are_undecided_not_a_panic() {
+        // A "rate" of 1.5 (a wrong override query) used to give x > n.
+        let o = evaluate_gate(&error_gate(prop(1.5, 5000.0), prop(0.01, 5000.0)));
+        assert_eq!(o.verdict, GateVerdict::Inconclusive, "{o:?}");
+        assert!(o.message.contains("no candidate-vs-baseline test"), "{}", o.message);
+        // NaN gauge samples never reach a test.
+        let mut g = throughput(vec![100.0; 20], vec![100.0; 20], (5000, 5000));
+        g.candidate = Side::Gauge { value: Some(100.0), samples: vec![] };
+        assert_eq!(evaluate_gate(&g).verdict, GateVerdict::NoData);
+    }
+
 }

@@ -1,0 +1,366 @@
+//! Metric providers (pure data): per serving stack, the PromQL that gives
+//! each gate's value *and* the samples its test needs, in that stack's
+//! units, and the label that tells the two arms apart. Documented as one
+//! table in docs/canary.md.
+//!
+//! Placeholders `{{selector}}` and `{{window}}` are filled by plain string
+//! substitution in `app::canary` (PromQL is full of braces).
+
+use crate::bundle::MetricProvider;
+
+use super::MetricKind;
+
+/// How to query one gate.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Template {
+    pub kind: MetricKind,
+    /// For histogram gates: the quantile the value stands for.
+    pub quantile: f64,
+    pub value: String,
+    /// Request count (proportion), bucket counts `sum by (le)` (histogram) or
+    /// a range/subquery of raw samples (gauge).
+    pub samples: String,
+    /// Multiplies gauge samples (DCGM reports MiB; the gate is in bytes).
+    pub scale: f64,
+    /// Multiplies histogram `le` bounds (Istio and Knative bucket in ms).
+    pub bound_scale: f64,
+    pub higher_is_better: bool,
+    /// Requests per arm, for gauge gates that need traffic to mean anything.
+    pub requests: Option<String>,
+    /// Unit of the gate's value, as documented.
+    pub unit: &'static str,
+}
+
+const W: &str = "[{{window}}]";
+
+/// `metric{<selector>extra}`; `extra` starts with a comma.
+fn sel(metric: &str, extra: &str) -> String {
+    format!("{metric}{{{{{{selector}}}}{extra}}}")
+}
+
+fn increase(metric: &str, extra: &str) -> String {
+    format!("sum(increase({}{W}))", sel(metric, extra))
+}
+
+fn buckets(bucket: &str, extra: &str) -> String {
+    format!("sum by (le) (increase({}{W}))", sel(bucket, extra))
+}
+
+fn quantile_of(bucket: &str, extra: &str, q: f64) -> String {
+    format!("histogram_quantile({q}, sum by (le) (rate({}{W})))", sel(bucket, extra))
+}
+
+/// A histogram gate; `div` converts the value to seconds (ms stacks: 1000).
+fn histogram(bucket: &str, extra: &str, q: f64, ms: bool) -> Template {
+    let value = quantile_of(bucket, extra, q);
+    Template {
+        kind: MetricKind::Histogram,
+        quantile: q,
+        value: if ms { format!("{value} / 1000") } else { value },
+        samples: buckets(bucket, extra),
+        scale: 1.0,
+        bound_scale: if ms { 0.001 } else { 1.0 },
+        higher_is_better: false,
+        requests: None,
+        unit: "s",
+    }
+}
+
+/// Two naming generations of one histogram: the newer wins where both exist
+/// (vLLM exports both for a while), the older answers on older releases.
+fn histogram_either(new: &str, old: &str, q: f64) -> Template {
+    let value = format!("histogram_quantile({q}, sum by (le) (rate({}{W})) or sum by (le) (rate({}{W})))", sel(new, ""), sel(old, ""));
+    Template { value, samples: format!("{} or {}", buckets(new, ""), buckets(old, "")), ..histogram(new, "", q, false) }
+}
+
+/// Events / requests, with no event series read as zero events (counters
+/// with lazily created labels) while a missing arm stays empty (NO DATA).
+fn proportion(events: String, requests: String) -> Template {
+    Template {
+        kind: MetricKind::Proportion,
+        quantile: 0.0,
+        value: format!("({events} or vector(0)) / {requests}"),
+        samples: requests,
+        scale: 1.0,
+        bound_scale: 1.0,
+        higher_is_better: false,
+        requests: None,
+        unit: "ratio",
+    }
+}
+
+fn gauge(value: String, samples: String, scale: f64, unit: &'static str) -> Template {
+    Template { kind: MetricKind::Gauge, quantile: 0.0, value, samples, scale, bound_scale: 1.0, higher_is_better: false, requests: None, unit }
+}
+
+/// `<prefix>p<NN>_seconds` → NN/100 for NN in 1..=99.
+fn percentile(metric: &str, prefix: &str) -> Option<f64> {
+    let n: u32 = metric.strip_prefix(prefix)?.strip_prefix('p')?.strip_suffix("_seconds")?.parse().ok()?;
+    (1..=99).contains(&n).then(|| n as f64 / 100.0)
+}
+
+const VLLM_TTFT: &str = "vllm:time_to_first_token_seconds_bucket";
+const VLLM_ITL: &str = "vllm:inter_token_latency_seconds_bucket";
+const VLLM_TPOT: &str = "vllm:time_per_output_token_seconds_bucket";
+const VLLM_E2E: &str = "vllm:e2e_request_latency_seconds_bucket";
+const VLLM_QUEUE: &str = "vllm:request_queue_time_seconds_bucket";
+const VLLM_FINISHED: &str = "vllm:request_success_total";
+const KNATIVE_COUNT: &str = "revision_app_request_count";
+const KNATIVE_LATENCY: &str = "revision_app_request_latencies_bucket";
+const ISTIO_COUNT: &str = "istio_requests_total";
+const ISTIO_LATENCY: &str = "istio_request_duration_milliseconds_bucket";
+const ISTIO_DEST: &str = ",reporter=\"destination\"";
+
+fn dcgm(metric: &str) -> Option<Template> {
+    match metric {
+        // DCGM reports framebuffer use in MiB.
+        "gpu_memory_bytes" => Some(gauge(
+            format!("max(max_over_time({}{W})) * 1048576", sel("DCGM_FI_DEV_FB_USED", "")),
+            format!("{}{W}", sel("DCGM_FI_DEV_FB_USED", "")),
+            1_048_576.0,
+            "bytes",
+        )),
+        "gpu_utilization_percent" => Some(gauge(
+            format!("avg(avg_over_time({}{W}))", sel("DCGM_FI_DEV_GPU_UTIL", "")),
+            format!("{}{W}", sel("DCGM_FI_DEV_GPU_UTIL", "")),
+            1.0,
+            "%",
+        )),
+        _ => None,
+    }
+}
+
+/// The query template for `metric` under `provider`; None when that stack
+/// does not export what the gate needs (a lint error, never skipped).
+pub fn template(provider: MetricProvider, metric: &str) -> Option<Template> {
+    match provider {
+        MetricProvider::Bundlegate => bundlegate(metric),
+        MetricProvider::Vllm => {
+            let q = |prefix: &str| percentile(metric, prefix);
+            if let Some(q) = q("ttft_") {
+                return Some(histogram(VLLM_TTFT, "", q, false));
+            }
+            if let Some(q) = q("itl_") {
+                return Some(histogram_either(VLLM_ITL, VLLM_TPOT, q));
+            }
+            if let Some(q) = q("e2e_") {
+                return Some(histogram(VLLM_E2E, "", q, false));
+            }
+            if let Some(q) = q("queue_wait_") {
+                return Some(histogram(VLLM_QUEUE, "", q, false));
+            }
+            match metric {
+                "abort_rate" => Some(proportion(increase(VLLM_FINISHED, ",finished_reason=~\"abort|error\""), increase(VLLM_FINISHED, ""))),
+                "error_rate" => Some(proportion(increase(VLLM_FINISHED, ",finished_reason=\"error\""), increase(VLLM_FINISHED, ""))),
+                // Per replica: each scraped vLLM process's generation rate,
+                // one sample per rule-evaluation step of the window.
+                "output_tokens_per_second" => Some(Template {
+                    higher_is_better: true,
+                    requests: Some(increase(VLLM_FINISHED, "")),
+                    ..gauge(
+                        format!("avg(rate({}{W}))", sel("vllm:generation_tokens_total", "")),
+                        // irate: each step's own rate, not a 2-minute
+                        // average smeared over its neighbours.
+                        format!("irate({}[2m])[{{{{window}}}}:]", sel("vllm:generation_tokens_total", "")),
+                        1.0,
+                        "tokens/s per replica",
+                    )
+                }),
+                // 0..1 despite the name; V0 called it gpu_cache_usage_perc.
+                "kv_cache_usage_ratio" => Some(gauge(
+                    format!("max(max_over_time({}{W}) or max_over_time({}{W}))", sel("vllm:kv_cache_usage_perc", ""), sel("vllm:gpu_cache_usage_perc", "")),
+                    format!("({} or {})[{{{{window}}}}:]", sel("vllm:kv_cache_usage_perc", ""), sel("vllm:gpu_cache_usage_perc", "")),
+                    1.0,
+                    "ratio",
+                )),
+                "requests_waiting" => Some(gauge(
+                    format!("max(max_over_time({}{W}))", sel("vllm:num_requests_waiting", "")),
+                    format!("{}{W}", sel("vllm:num_requests_waiting", "")),
+                    1.0,
+                    "requests",
+                )),
+                _ => None,
+            }
+        }
+        MetricProvider::Kserve => {
+            let q = percentile(metric, "e2e_").or_else(|| latency_percentile(metric));
+            if let Some(q) = q {
+                return Some(histogram(KNATIVE_LATENCY, "", q, true));
+            }
+            (metric == "error_rate").then(|| proportion(increase(KNATIVE_COUNT, ",response_code_class=\"5xx\""), increase(KNATIVE_COUNT, "")))
+        }
+        MetricProvider::Istio => {
+            let q = percentile(metric, "e2e_").or_else(|| latency_percentile(metric));
+            if let Some(q) = q {
+                return Some(histogram(ISTIO_LATENCY, ISTIO_DEST, q, true));
+            }
+            (metric == "error_rate")
+                .then(|| proportion(increase(ISTIO_COUNT, &format!("{ISTIO_DEST},response_code=~\"5..\"")), increase(ISTIO_COUNT, ISTIO_DEST)))
+        }
+        MetricProvider::Dcgm => dcgm(metric),
+    }
+}
+
+/// `pNN_latency_seconds` → NN/100.
+fn latency_percentile(metric: &str) -> Option<f64> {
+    let n: u32 = metric.strip_prefix('p')?.strip_suffix("_latency_seconds")?.parse().ok()?;
+    (1..=99).contains(&n).then(|| n as f64 / 100.0)
+}
+
+/// The original bundlegate_* names (the default provider).
+fn bundlegate(metric: &str) -> Option<Template> {
+    const REQUESTS: &str = "bundlegate_requests_total";
+    if let Some(q) = latency_percentile(metric) {
+        return Some(histogram("bundlegate_request_duration_seconds_bucket", "", q, false));
+    }
+    match metric {
+        "error_rate" => {
+            let requests = increase(REQUESTS, "");
+            Some(Template { value: format!("{} / {requests}", increase(REQUESTS, ",code=~\"5..\"")), ..proportion(String::new(), requests) })
+        }
+        "gpu_memory_bytes" => dcgm(metric),
+        // A stack-specific name under the default provider is a mistake
+        // (lint says which provider has it), not a quality check.
+        m if other_provider(m).is_some() => None,
+        // Any other name is a per-request quality failure rate the server
+        // counts by check name (e.g. json_incomplete_rate).
+        other => {
+            let checks = increase("bundlegate_quality_checks_total", &format!(",check=\"{other}\""));
+            let fails = increase("bundlegate_quality_failures_total", &format!(",check=\"{other}\""));
+            Some(Template { value: format!("{fails} / {checks}"), ..proportion(String::new(), checks) })
+        }
+    }
+}
+
+/// Every provider, in documentation order.
+pub const PROVIDERS: [MetricProvider; 5] = [MetricProvider::Bundlegate, MetricProvider::Vllm, MetricProvider::Kserve, MetricProvider::Istio, MetricProvider::Dcgm];
+
+pub fn name(p: MetricProvider) -> &'static str {
+    match p {
+        MetricProvider::Bundlegate => "bundlegate",
+        MetricProvider::Vllm => "vllm",
+        MetricProvider::Kserve => "kserve",
+        MetricProvider::Istio => "istio",
+        MetricProvider::Dcgm => "dcgm",
+    }
+}
+
+/// A provider other than the default that computes `metric`, for the lint
+/// hint ("`ttft_p95_seconds` is a vllm gate").
+pub fn other_provider(metric: &str) -> Option<MetricProvider> {
+    PROVIDERS[1..].iter().copied().find(|p| template(*p, metric).is_some())
+}
+
+/// The label whose value (the bundle's version) selects an arm by default.
+/// Serving stacks do not export the release version themselves: vLLM,
+/// Knative and DCGM series get it from the pod label bundlegate renders
+/// (`bundlegate.dev/release-version`) through the usual Kubernetes
+/// service-discovery `labelmap`; Istio reports the workload's `version`
+/// label as `destination_version`.
+pub fn arm_label(p: MetricProvider) -> &'static str {
+    match p {
+        MetricProvider::Bundlegate => "version",
+        MetricProvider::Istio => "destination_version",
+        MetricProvider::Vllm | MetricProvider::Kserve | MetricProvider::Dcgm => "bundlegate_dev_release_version",
+    }
+}
+
+/// Request count and P95 latency queries for the load trend, if the stack
+/// has them.
+pub fn traffic(p: MetricProvider) -> Option<(String, String)> {
+    let t = match p {
+        MetricProvider::Bundlegate => ("error_rate", "p95_latency_seconds"),
+        MetricProvider::Vllm => ("abort_rate", "e2e_p95_seconds"),
+        MetricProvider::Kserve | MetricProvider::Istio => ("error_rate", "p95_latency_seconds"),
+        MetricProvider::Dcgm => return None,
+    };
+    Some((template(p, t.0)?.samples, template(p, t.1)?.value))
+}
+
+/// Lint findings for a canary plan: gates the provider cannot compute
+/// (BG305) and limits on the wrong side of the gate's direction (BG306), as
+/// (code, field, message).
+pub fn lint_plan(plan: &crate::bundle::Canary) -> Vec<(crate::diag::Code, String, String)> {
+    use crate::diag::Code;
+    let mut out = Vec::new();
+    for (i, g) in plan.gates.iter().enumerate() {
+        let p = g.provider.or(plan.provider).unwrap_or_default();
+        let field = format!("spec.canary.gates[{i}]");
+        let Some(t) = template(p, &g.metric) else {
+            let hint = match other_provider(&g.metric) {
+                Some(o) => format!("; `{}` has it: set `provider: {}` on the gate or the plan", name(o), name(o)),
+                None => format!("; `{}` computes {}", name(p), gate_names(p).join(", ")),
+            };
+            out.push((Code::GateUnsupported, format!("{field}.metric"), format!("gate `{}`: provider `{}` exports nothing that computes it{hint}", g.metric, name(p))));
+            continue;
+        };
+        let (max_set, min_set) = (g.max_absolute.is_some() || g.max_relative_increase.is_some(), g.min_absolute.is_some() || g.min_relative_decrease.is_some());
+        if t.higher_is_better && (max_set || !min_set) {
+            out.push((Code::GateDirection, field.clone(), format!("gate `{}` is higher-is-better: limit it with minAbsolute / minRelativeDecrease, not maxAbsolute / maxRelativeIncrease", g.metric)));
+        } else if !t.higher_is_better && min_set {
+            out.push((Code::GateDirection, field.clone(), format!("gate `{}` is lower-is-better: minAbsolute / minRelativeDecrease never trigger on it; use maxAbsolute / maxRelativeIncrease", g.metric)));
+        }
+        if let Some(r) = g.min_relative_decrease.filter(|r| !(r.is_finite() && *r > 0.0 && *r < 1.0)) {
+            out.push((Code::GateDirection, format!("{field}.minRelativeDecrease"), format!("gate `{}`: minRelativeDecrease {r} must be a fraction in (0, 1)", g.metric)));
+        }
+        if let Some(a) = g.min_absolute.filter(|a| !a.is_finite()) {
+            out.push((Code::GateDirection, format!("{field}.minAbsolute"), format!("gate `{}`: minAbsolute {a} is not a finite number", g.metric)));
+        }
+    }
+    out
+}
+
+/// The documented gate names of a provider (for messages and docs).
+pub fn gate_names(p: MetricProvider) -> &'static [&'static str] {
+    match p {
+        MetricProvider::Bundlegate => &["error_rate", "p50/p90/p95/p99_latency_seconds", "gpu_memory_bytes", "any quality failure rate"],
+        MetricProvider::Vllm => &[
+            "ttft_pNN_seconds",
+            "itl_pNN_seconds",
+            "e2e_pNN_seconds",
+            "queue_wait_pNN_seconds",
+            "abort_rate",
+            "error_rate",
+            "output_tokens_per_second",
+            "kv_cache_usage_ratio",
+            "requests_waiting",
+        ],
+        MetricProvider::Kserve | MetricProvider::Istio => &["error_rate", "pNN_latency_seconds", "e2e_pNN_seconds"],
+        MetricProvider::Dcgm => &["gpu_memory_bytes", "gpu_utilization_percent"],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn queries_carry_the_placeholders_and_units() {
+        let t = template(MetricProvider::Vllm, "ttft_p95_seconds").unwrap();
+        assert_eq!(t.value, "histogram_quantile(0.95, sum by (le) (rate(vllm:time_to_first_token_seconds_bucket{{{selector}}}[{{window}}])))");
+        assert_eq!(t.samples, "sum by (le) (increase(vllm:time_to_first_token_seconds_bucket{{{selector}}}[{{window}}]))");
+        let itl = template(MetricProvider::Vllm, "itl_p95_seconds").unwrap();
+        assert!(itl.samples.contains("vllm:inter_token_latency_seconds_bucket") && itl.samples.contains(" or ") && itl.samples.contains("time_per_output_token"));
+        let istio = template(MetricProvider::Istio, "p95_latency_seconds").unwrap();
+        assert!(istio.value.ends_with(" / 1000") && istio.bound_scale == 0.001 && istio.samples.contains("reporter=\"destination\""));
+        let tps = template(MetricProvider::Vllm, "output_tokens_per_second").unwrap();
+        assert!(tps.higher_is_better && tps.requests.is_some());
+        assert_eq!(template(MetricProvider::Dcgm, "gpu_memory_bytes").unwrap().scale, 1_048_576.0);
+        // The default provider keeps its queries byte for byte.
+        assert_eq!(
+            template(MetricProvider::Bundlegate, "error_rate").unwrap().value,
+            "sum(increase(bundlegate_requests_total{{{selector}},code=~\"5..\"}[{{window}}])) / sum(increase(bundlegate_requests_total{{{selector}}}[{{window}}]))"
+        );
+        assert!(template(MetricProvider::Bundlegate, "json_incomplete_rate").is_some());
+    }
+
+    #[test]
+    fn gates_a_provider_cannot_compute_are_none() {
+        assert!(template(MetricProvider::Bundlegate, "ttft_p95_seconds").is_none());
+        assert_eq!(other_provider("ttft_p95_seconds"), Some(MetricProvider::Vllm));
+        assert!(template(MetricProvider::Istio, "ttft_p95_seconds").is_none());
+        assert!(template(MetricProvider::Dcgm, "error_rate").is_none());
+        assert!(template(MetricProvider::Vllm, "ttft_p100_seconds").is_none());
+        assert!(template(MetricProvider::Kserve, "output_tokens_per_second").is_none());
+    }
+}
