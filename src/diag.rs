@@ -127,6 +127,10 @@ codes! {
         "Argo CD has not finished a successful sync of the merge commit; its health status alone is not evidence (it reads Progressing, even Healthy, while the new pod is Pending)."),
     RollbackTargetUnverified => ("BG505", "rollback-target-unverified", "watch", Error,
         "The previous bundle's artifacts must be complete and readable before rolling back to it; otherwise take the degrade path (seed 002 decision card)."),
+    VerifyOnStartNotRendered => ("BG040", "verify-on-start-not-rendered", "lint", Warning,
+        "`spec.serving.verifyOnStart` asks for the pod to re-check its model files before it is Ready, but the rendered pod for this serving format does not carry the verifier yet: between the PR's store check and the pod start the bytes can still change (docs/verify-on-start.md). Set `verifyOnStart: off` to accept that explicitly."),
+    PodArtifactMismatch => ("BG530", "pod-artifact-mismatch", "watch", Error,
+        "The files the model server opens are not the bytes git pins: missing, a different size (truncated or resumed download) or a different sha256 (overwritten object, stale node cache). The pod must never become Ready with them (docs/verify-on-start.md)."),
 }
 
 impl Code {

@@ -7,3 +7,4 @@ pub mod prom;
 pub mod git;
 pub mod github;
 pub mod rollout;
+pub mod filehash;
