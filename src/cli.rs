@@ -176,6 +176,35 @@ pub enum Command {
         #[command(flatten)]
         args: RevertArgs,
     },
+    /// In the serving pod: check the model files against the artifact list the manifest carries.
+    VerifyFiles {
+        /// Environment variable holding the rendered artifact list (JSON).
+        #[arg(long, default_value = "BUNDLEGATE_ARTIFACTS")]
+        manifest_env: String,
+        /// Folder the model server reads the files from.
+        #[arg(long, default_value = "/mnt/models")]
+        root: PathBuf,
+        /// full (sha256 + size) or size (default: the list's mode).
+        #[arg(long)]
+        mode: Option<String>,
+        #[arg(long, default_value = "/dev/termination-log")]
+        termination_log: PathBuf,
+        /// Written with the release digest when every artifact is OK.
+        #[arg(long, default_value = "/tmp/bundlegate-verified")]
+        marker: PathBuf,
+        /// Readiness probe: exit 0 only if the marker holds this release's digest.
+        #[arg(long)]
+        ready: bool,
+        /// Wait this long for files still being downloaded (e.g. 10m).
+        #[arg(long, default_value = "0s")]
+        wait: String,
+        /// After a pass keep running (sidecar mode).
+        #[arg(long)]
+        stay: bool,
+        /// Hashing threads (0: one per core).
+        #[arg(long, default_value_t = 0)]
+        threads: usize,
+    },
     /// List every diagnostic code (markdown: the docs/diagnostics.md text).
     Codes,
     /// Explain one diagnostic code.

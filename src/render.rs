@@ -7,9 +7,12 @@
 //! string, which is also a valid YAML scalar, so no value can inject YAML;
 //! `{{{json value}}}` inserts structured values as JSON flow (valid YAML).
 
-use std::path::{Path, PathBuf};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
 
-use anyhow::{bail, Context as _, Result};
+use anyhow::{anyhow, bail, Context as _, Result};
+use handlebars::template::{Parameter, Template, TemplateElement};
 use handlebars::{Context, Handlebars, Helper, HelperResult, Output, RenderContext, RenderErrorReason};
 use serde_json::{json, Value};
 
@@ -31,12 +34,32 @@ const BUILTIN: &[(&str, &str)] = &[
 pub enum TemplateSource {
     #[default]
     Builtin,
+    /// Every template file must resolve inside this folder.
     Dir(PathBuf),
+    /// Templates in `dir`, each file resolving inside `root` (the Argo CD
+    /// app's source path: a symlink leading out of it is refused).
+    Confined { dir: PathBuf, root: PathBuf },
 }
 
 pub struct Renderer {
-    hb: Handlebars<'static>,
+    hb: Arc<Handlebars<'static>>,
 }
+
+/// Limits that keep a template from the repository under review from
+/// hanging or aborting the process (handlebars has no recursion limit of its
+/// own: a self-including partial overflows the stack).
+pub const MAX_PARTIAL_DEPTH: usize = 16;
+/// Partial expansions counted with multiplicity (a partial used twice by a
+/// partial used twice... grows exponentially).
+pub const MAX_PARTIAL_EXPANSIONS: u64 = 10_000;
+/// Nesting of blocks (`#if`, `#each`...) inside one template: bounds stack use.
+pub const MAX_BLOCK_DEPTH: usize = 32;
+/// Rendered text per bundle.
+pub const MAX_OUTPUT_BYTES: usize = 8 << 20;
+/// Wall-clock budget for one render (nested `#each` loops can still multiply).
+pub const RENDER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(20);
+/// Template file size.
+const MAX_TEMPLATE_BYTES: u64 = 1 << 20;
 
 fn json_helper(h: &Helper, _: &Handlebars, _: &Context, _: &mut RenderContext, out: &mut dyn Output) -> HelperResult {
     let p = h.param(0).ok_or(RenderErrorReason::ParamNotFoundForIndex("json", 0))?;
@@ -63,17 +86,31 @@ impl Renderer {
                     hb.register_template_string(name, *text).with_context(|| format!("built-in template {name}"))?;
                 }
             }
-            TemplateSource::Dir(dir) => {
+            TemplateSource::Dir(dir) | TemplateSource::Confined { dir, .. } => {
+                let root = match src {
+                    TemplateSource::Confined { root, .. } => root.canonicalize().with_context(|| format!("template root {}", root.display()))?,
+                    _ => dir.canonicalize().with_context(|| format!("template folder {} does not exist", dir.display()))?,
+                };
                 for (name, _) in BUILTIN {
                     let p = dir.join(format!("{name}.yaml.hbs"));
-                    if p.exists() {
-                        let text = std::fs::read_to_string(&p).with_context(|| format!("reading template {}", p.display()))?;
-                        hb.register_template_string(name, text).with_context(|| format!("template {}", p.display()))?;
+                    if std::fs::symlink_metadata(&p).is_err() {
+                        continue;
                     }
+                    let real = p.canonicalize().with_context(|| format!("template {} (dangling symlink?)", p.display()))?;
+                    if !real.starts_with(&root) {
+                        bail!("template {} resolves outside {} (symlink to {}); refused", p.display(), root.display(), real.display());
+                    }
+                    let meta = std::fs::metadata(&real).with_context(|| format!("reading template {}", p.display()))?;
+                    if !meta.is_file() || meta.len() > MAX_TEMPLATE_BYTES {
+                        bail!("template {} must be a regular file of at most {MAX_TEMPLATE_BYTES} bytes", p.display());
+                    }
+                    let text = std::fs::read_to_string(&real).with_context(|| format!("reading template {}", p.display()))?;
+                    hb.register_template_string(name, text).with_context(|| format!("template {}", p.display()))?;
                 }
             }
         }
-        Ok(Renderer { hb })
+        check_bounded(hb.get_templates())?;
+        Ok(Renderer { hb: Arc::new(hb) })
     }
 
     /// Render to a normalized multi-document YAML stream.
@@ -83,7 +120,7 @@ impl Renderer {
             bail!("no template for serving format `{fmt}` (expected `{fmt}.yaml.hbs`)");
         }
         let ctx = context(l)?;
-        let text = self.hb.render(fmt, &ctx).with_context(|| format!("rendering template `{fmt}` for {}", l.display))?;
+        let text = self.render_bounded(fmt, ctx).with_context(|| format!("rendering template `{fmt}` for {}", l.display))?;
         let docs = parse_stream(&text).with_context(|| format!("template `{fmt}` produced invalid YAML for {}", l.display))?;
         if docs.is_empty() {
             bail!("template `{fmt}` produced no Kubernetes objects for {}", l.display);
@@ -95,6 +132,155 @@ impl Renderer {
         }
         Ok(Rendered { objects: docs, yaml })
     }
+}
+
+impl Renderer {
+    /// Render on a worker thread with an output cap and a deadline. On a
+    /// timeout the worker is abandoned (it holds only its own copies) and the
+    /// command fails; the process exits soon after.
+    fn render_bounded(&self, name: &str, ctx: Value) -> Result<String> {
+        let hb = Arc::clone(&self.hb);
+        let owned = name.to_string();
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        std::thread::Builder::new()
+            .name("render".into())
+            .stack_size(8 << 20)
+            .spawn(move || {
+                let mut w = CappedWriter { buf: Vec::new(), cap: MAX_OUTPUT_BYTES, over: false };
+                let r = hb.render_to_write(&owned, &ctx, &mut w);
+                let _ = tx.send((r.map(|_| std::mem::take(&mut w.buf)), w.over));
+            })
+            .context("starting the render thread")?;
+        match rx.recv_timeout(RENDER_TIMEOUT) {
+            Ok((_, true)) => bail!("template `{name}` produced more than {MAX_OUTPUT_BYTES} bytes; refused"),
+            Ok((Ok(buf), false)) => String::from_utf8(buf).map_err(|_| anyhow!("template `{name}` produced invalid UTF-8")),
+            Ok((Err(e), false)) => Err(e.into()),
+            Err(_) => bail!("template `{name}` did not finish rendering within {}s; refused", RENDER_TIMEOUT.as_secs()),
+        }
+    }
+}
+
+struct CappedWriter {
+    buf: Vec<u8>,
+    cap: usize,
+    over: bool,
+}
+
+impl std::io::Write for CappedWriter {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        if self.buf.len().saturating_add(b.len()) > self.cap {
+            self.over = true;
+            return Err(std::io::Error::other("rendered output exceeds the size limit"));
+        }
+        self.buf.extend_from_slice(b);
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Partials each template calls, with multiplicity, plus the inline partials
+/// it defines. Dynamic partial names (`{{> (lookup …)}}`) cannot be bounded
+/// statically and are refused.
+fn partial_calls(t: &Template, tname: &str, depth: usize, calls: &mut Vec<String>, inline: &mut BTreeMap<String, Vec<String>>) -> Result<()> {
+    if depth > MAX_BLOCK_DEPTH {
+        bail!("template `{tname}` nests blocks more than {MAX_BLOCK_DEPTH} deep; refused");
+    }
+    for e in &t.elements {
+        match e {
+            TemplateElement::HelperBlock(h) => {
+                for sub in [&h.template, &h.inverse].into_iter().flatten() {
+                    partial_calls(sub, tname, depth + 1, calls, inline)?;
+                }
+            }
+            TemplateElement::DecoratorBlock(d) | TemplateElement::DecoratorExpression(d) => {
+                let is_inline = d.name.as_name() == Some("inline");
+                match (&d.template, is_inline) {
+                    (Some(body), true) => {
+                        let pname = match d.params.first() {
+                            Some(Parameter::Literal(Value::String(n))) => n.clone(),
+                            Some(p) => p.as_name().map(String::from).ok_or_else(|| anyhow!("template `{tname}`: an inline partial has a computed name; refused"))?,
+                            None => bail!("template `{tname}`: an inline partial has no name"),
+                        };
+                        let mut sub = Vec::new();
+                        partial_calls(body, tname, depth + 1, &mut sub, inline)?;
+                        inline.entry(pname).or_default().extend(sub);
+                    }
+                    (Some(body), false) => partial_calls(body, tname, depth + 1, calls, inline)?,
+                    (None, _) => {}
+                }
+            }
+            TemplateElement::PartialExpression(d) | TemplateElement::PartialBlock(d) => {
+                let pname = match &d.name {
+                    Parameter::Name(_) | Parameter::Path(_) => d.name.as_name().unwrap_or_default().to_string(),
+                    Parameter::Literal(Value::String(n)) => n.clone(),
+                    _ => bail!("template `{tname}` includes a partial with a computed name; refused (name partials literally)"),
+                };
+                // `@partial-block` is the caller's block body, already counted at the caller.
+                if pname != "@partial-block" {
+                    calls.push(pname);
+                }
+                if let Some(body) = &d.template {
+                    partial_calls(body, tname, depth + 1, calls, inline)?;
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// Refuse template sets whose partials recurse, nest too deep or expand too
+/// much, naming the template and the chain.
+fn check_bounded(templates: &std::collections::HashMap<String, Template>) -> Result<()> {
+    let mut graph: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut inline: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for (name, t) in templates {
+        let mut calls = Vec::new();
+        partial_calls(t, name, 0, &mut calls, &mut inline)?;
+        graph.entry(name.clone()).or_default().extend(calls);
+    }
+    // Inline partials are scoped to their template at run time; merging them
+    // by name over-approximates, which can only refuse more, never less.
+    for (n, c) in inline {
+        graph.entry(n).or_default().extend(c);
+    }
+    let mut done: BTreeMap<String, u64> = BTreeMap::new();
+    let names: Vec<String> = templates.keys().cloned().collect();
+    for n in names {
+        let mut stack = Vec::new();
+        expansions(&graph, &n, &mut stack, &mut done)?;
+    }
+    Ok(())
+}
+
+fn expansions(graph: &BTreeMap<String, Vec<String>>, name: &str, stack: &mut Vec<String>, done: &mut BTreeMap<String, u64>) -> Result<u64> {
+    if let Some(c) = done.get(name) {
+        return Ok(*c);
+    }
+    let root = stack.first().cloned().unwrap_or_else(|| name.to_string());
+    if stack.iter().any(|s| s == name) {
+        stack.push(name.to_string());
+        bail!("template `{root}`: partial `{name}` includes itself ({}); recursive templates are refused", stack.join(" → "));
+    }
+    if stack.len() >= MAX_PARTIAL_DEPTH {
+        bail!("template `{root}`: partials nest more than {MAX_PARTIAL_DEPTH} deep ({} → …); refused", stack.join(" → "));
+    }
+    stack.push(name.to_string());
+    let mut total: u64 = 1;
+    let callees: BTreeSet<&String> = graph.get(name).map(|v| v.iter().collect()).unwrap_or_default();
+    for callee in callees {
+        let times = graph.get(name).map(|v| v.iter().filter(|c| *c == callee).count() as u64).unwrap_or(0);
+        let each = expansions(graph, callee, stack, done)?;
+        total = total.saturating_add(each.saturating_mul(times));
+        if total > MAX_PARTIAL_EXPANSIONS {
+            bail!("template `{root}`: partial `{name}` expands to more than {MAX_PARTIAL_EXPANSIONS} partial renders; refused");
+        }
+    }
+    stack.pop();
+    done.insert(name.to_string(), total);
+    Ok(total)
 }
 
 pub struct Rendered {
@@ -221,10 +407,54 @@ pub fn context(l: &Loaded) -> Result<Value> {
     }))
 }
 
-/// Render into `out` (one file per bundle) or return the stream.
+/// One component of an output file name: a name the bundle chose must not
+/// steer the write (`../`, `/`, a leading dot, control characters).
+fn file_component(field: &str, v: &str) -> Result<()> {
+    let ok = !v.is_empty()
+        && v.len() <= 128
+        && !v.starts_with('.')
+        && v.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
+    if !ok {
+        bail!("{field} `{}` cannot name an output file (letters, digits, `.`, `_`, `-`; not starting with `.`)", v.escape_debug());
+    }
+    Ok(())
+}
+
+/// Render into `out` (one file per bundle) or return the stream. The file
+/// name is built from validated components, must stay directly under `out`,
+/// and an existing symlink there is refused rather than followed.
 pub fn write_out(r: &Rendered, l: &Loaded, out: &Path) -> Result<PathBuf> {
+    file_component("metadata.name", &l.bundle.metadata.name)?;
+    file_component("metadata.version", &l.bundle.metadata.version)?;
     std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
-    let p = out.join(format!("{}-{}.yaml", l.bundle.metadata.name, l.bundle.metadata.version));
-    std::fs::write(&p, &r.yaml).with_context(|| format!("writing {}", p.display()))?;
+    let fname = format!("{}-{}.yaml", l.bundle.metadata.name, l.bundle.metadata.version);
+    let rel = Path::new(&fname);
+    if rel.components().count() != 1 || !matches!(rel.components().next(), Some(Component::Normal(_))) {
+        bail!("output file name `{fname}` is not a plain file name");
+    }
+    let root = out.canonicalize().with_context(|| format!("resolving {}", out.display()))?;
+    let p = root.join(rel);
+    if p.parent() != Some(root.as_path()) {
+        bail!("output file {} would leave {}", p.display(), out.display());
+    }
+    if let Ok(m) = std::fs::symlink_metadata(&p) {
+        if m.file_type().is_symlink() || !m.is_file() {
+            bail!("{} exists and is not a regular file (symlink or folder); refusing to write through it", p.display());
+        }
+    }
+    // Write a sibling then rename: rename replaces the directory entry, so
+    // a symlink planted between the check and the write is not followed.
+    let tmp = root.join(format!(".{fname}.{}.tmp", std::process::id()));
+    let res = (|| -> Result<()> {
+        use std::io::Write as _;
+        let mut f = std::fs::OpenOptions::new().write(true).create_new(true).open(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
+        f.write_all(r.yaml.as_bytes()).with_context(|| format!("writing {}", tmp.display()))?;
+        f.sync_all().ok();
+        std::fs::rename(&tmp, &p).with_context(|| format!("writing {}", p.display()))
+    })();
+    if res.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    res?;
     Ok(p)
 }

@@ -10,3 +10,4 @@ pub mod git;
 pub mod github;
 pub mod rollout;
 pub mod bundle_files;
+pub mod filehash;

@@ -121,9 +121,14 @@ pub fn pod_info(p: &Pod) -> PodInfo {
     let mut restarts = 0u32;
     let mut waiting = Vec::new();
     let mut crash_loop = false;
+    let mut verifier = None;
     let all_statuses = status.into_iter().flat_map(|s| s.init_container_statuses.iter().flatten().chain(s.container_statuses.iter().flatten()));
     for cs in all_statuses {
         restarts += cs.restart_count.max(0) as u32;
+        if cs.name == crate::checks::rollout::VERIFIER_CONTAINER && verifier.is_none() {
+            let term = [cs.state.as_ref(), cs.last_state.as_ref()].into_iter().flatten().filter_map(|st| st.terminated.as_ref());
+            verifier = term.filter(|t| t.exit_code != 0).find_map(|t| t.message.clone()).filter(|m| !m.trim().is_empty());
+        }
         if let Some(w) = cs.state.as_ref().and_then(|st| st.waiting.as_ref()) {
             let reason = w.reason.clone().unwrap_or_else(|| "Waiting".into());
             if reason == "CrashLoopBackOff" {
@@ -162,6 +167,7 @@ pub fn pod_info(p: &Pod) -> PodInfo {
         owner: meta.owner_references.iter().flatten().find(|o| o.kind == "ReplicaSet").map(|o| o.name.clone()),
         storage_env,
         node: spec.and_then(|s| s.node_name.clone()),
+        verifier,
     }
 }
 

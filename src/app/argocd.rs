@@ -245,6 +245,65 @@ pub fn inside(root: &Path, rel: &str, what: &str) -> Result<PathBuf> {
     Ok(real)
 }
 
+/// The repository root the CMP checked out: the source path minus
+/// `ARGOCD_APP_SOURCE_PATH`'s components (the source path itself when Argo
+/// does not say, or the two disagree).
+pub fn repo_root(source: &Path, env: &CmpEnv) -> PathBuf {
+    let Some(sp) = env.get("ARGOCD_APP_SOURCE_PATH") else { return source.to_path_buf() };
+    let rel = Path::new(sp.trim_matches('/'));
+    if rel.components().any(|c| !matches!(c, Component::Normal(_) | Component::CurDir)) {
+        return source.to_path_buf();
+    }
+    let n = rel.components().filter(|c| matches!(c, Component::Normal(_))).count();
+    let mut root = source.to_path_buf();
+    if !source.ends_with(rel) {
+        return source.to_path_buf();
+    }
+    for _ in 0..n {
+        if !root.pop() {
+            return source.to_path_buf();
+        }
+    }
+    root
+}
+
+/// The rollback bundle is read by lint; a bundle in the repository under
+/// review must not make the plugin read a file outside the checked-out
+/// repository (by `..` or through a symlink).
+fn confine_rollback(source: &Path, env: &CmpEnv, l: &Loaded) -> Result<()> {
+    let Some(rb) = &l.bundle.spec.rollback else { return Ok(()) };
+    let root = repo_root(source, env);
+    let p = l.dir().join(&rb.bundle);
+    if Path::new(&rb.bundle).is_absolute() {
+        bail!("spec.rollback.bundle `{}` must be relative to the bundle", rb.bundle);
+    }
+    // A missing file is lint's to report; only an existing path can leak.
+    if let Ok(real) = p.canonicalize() {
+        if !real.starts_with(&root) {
+            bail!("spec.rollback.bundle `{}` resolves outside the repository ({}); refused", rb.bundle, real.display());
+        }
+    } else if !lexically_inside(&root, &p) {
+        bail!("spec.rollback.bundle `{}` leaves the repository; refused", rb.bundle);
+    }
+    Ok(())
+}
+
+fn lexically_inside(root: &Path, p: &Path) -> bool {
+    let mut out = PathBuf::new();
+    for c in p.components() {
+        match c {
+            Component::ParentDir => {
+                if !out.pop() {
+                    return false;
+                }
+            }
+            Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out.starts_with(root)
+}
+
 /// What `generate` produced.
 pub struct Generated {
     pub yaml: String,
@@ -295,6 +354,8 @@ fn generate_inner(source: &Path, env: &CmpEnv, ov: &Overrides) -> Result<Generat
         l.bundle.spec.serving.replicas = r;
     }
 
+    confine_rollback(source, env, &l)?;
+
     if params.lint {
         // Lint sees the overridden values: it checks what will run.
         let step = crate::app::lint_loaded(&l, ov);
@@ -322,7 +383,9 @@ fn generate_inner(source: &Path, env: &CmpEnv, ov: &Overrides) -> Result<Generat
             if !dir.is_dir() {
                 bail!("templates `{t}` is not a folder");
             }
-            TemplateSource::Dir(dir)
+            // Each template file must also resolve inside the source path:
+            // the folder being inside says nothing about a symlinked file.
+            TemplateSource::Confined { dir, root: source.to_path_buf() }
         }
         None => TemplateSource::Builtin,
     };

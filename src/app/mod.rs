@@ -5,6 +5,7 @@ pub mod argocd;
 pub mod audit;
 pub mod canary;
 pub mod pr;
+pub mod pod_verify;
 pub mod preflight;
 pub mod verify;
 pub mod watch;
@@ -116,6 +117,10 @@ pub fn run(cli: Cli) -> Result<Report> {
         Command::Argocd { cmd } => argocd::run(cmd, &cfg.overrides(&SeverityArgs::default())?),
         Command::Watch { bundle, args } => watch::watch(&bundle, &args),
         Command::Revert { bundle, args } => watch::revert(&bundle, &args),
+        Command::VerifyFiles { manifest_env, root, mode, termination_log, marker, ready, wait, stay, threads } => {
+            let wait = crate::util::parse_duration(&wait).ok_or_else(|| anyhow::anyhow!("--wait `{wait}` is not a duration like 30s or 10m"))?;
+            pod_verify::run(&pod_verify::Opts { manifest_env, root, mode, termination_log, marker, ready, wait, stay, threads })
+        }
         Command::Codes => {
             let mut r = Report::new("codes");
             let mut s = StepReport::new("codes", "bundlegate");

@@ -169,6 +169,50 @@ pub struct Serving {
     /// Health URL path probed for downtime measurement during rollout.
     #[serde(default)]
     pub health_path: Option<String>,
+    /// Re-check the artifacts in the pod before it may become Ready
+    /// (docs/verify-on-start.md). Skipped when default so existing release
+    /// digests do not change.
+    #[serde(default, skip_serializing_if = "VerifyOnStart::is_full")]
+    pub verify_on_start: VerifyOnStart,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum VerifyOnStart {
+    /// sha256 and size of every artifact.
+    #[default]
+    Full,
+    /// Sizes only (catches truncated or missing files, not changed bytes).
+    Size,
+    Off,
+}
+
+/// Conservative single-core sha256 rate used to budget the verification
+/// (sha2 with SHA-NI does 1.5–2 GB/s; slow or shared cores far less).
+pub const VERIFY_HASH_BYTES_PER_SECOND: u64 = 500 << 20;
+
+impl VerifyOnStart {
+    fn is_full(&self) -> bool {
+        *self == VerifyOnStart::Full
+    }
+    pub fn as_str(self) -> &'static str {
+        match self {
+            VerifyOnStart::Full => "full",
+            VerifyOnStart::Size => "size",
+            VerifyOnStart::Off => "off",
+        }
+    }
+}
+
+/// Seconds the in-pod verification adds before the pod can be Ready:
+/// `bytes` over [`VERIFY_HASH_BYTES_PER_SECOND`] for `full` (one core: the
+/// largest file bounds it), one second for `size`, none for `off`.
+pub fn verify_seconds(bytes: u64, mode: VerifyOnStart) -> f64 {
+    match mode {
+        VerifyOnStart::Full => (bytes as f64 / VERIFY_HASH_BYTES_PER_SECOND as f64).ceil().max(1.0),
+        VerifyOnStart::Size => 1.0,
+        VerifyOnStart::Off => 0.0,
+    }
 }
 
 fn one() -> u32 {

@@ -37,6 +37,25 @@ pub fn version_segment(uri: &str) -> Option<&str> {
     path.trim_end_matches('/').rsplit('/').next().filter(|s| !s.is_empty())
 }
 
+/// Seconds `verifyOnStart` adds for this bundle's artifact bytes.
+pub fn verify_budget(b: &bundle::ReleaseBundle) -> f64 {
+    let bytes = b.spec.model.artifacts.iter().filter_map(|a| a.size).fold(0u64, u64::saturating_add);
+    bundle::verify_seconds(bytes, b.spec.serving.verify_on_start)
+}
+
+/// No serving format renders the pod verifier yet: say so instead of
+/// letting `verifyOnStart` look like protection it is not.
+fn verify_on_start_rendered(b: &bundle::ReleaseBundle) -> Option<Diagnostic> {
+    let s = &b.spec.serving;
+    (s.verify_on_start != bundle::VerifyOnStart::Off).then(|| {
+        Diagnostic::new(
+            Code::VerifyOnStartNotRendered,
+            format!("verifyOnStart `{}`: the rendered `{}` pod does not run the file verifier yet, so the pod can become Ready on bytes that changed after the PR check", s.verify_on_start.as_str(), s.format.as_str()),
+        )
+        .help("run `bundlegate verify-files` in the pod yourself (docs/verify-on-start.md) or set `spec.serving.verifyOnStart: off`")
+    })
+}
+
 pub fn lint(l: &Loaded, rollback: &RollbackStatus) -> Vec<Diagnostic> {
     let b = &l.bundle;
     let mut out = Vec::new();
@@ -133,9 +152,18 @@ pub fn lint(l: &Loaded, rollback: &RollbackStatus) -> Vec<Diagnostic> {
         }
     }
 
+    // Flagged where the bundle asks for it explicitly; the implicit default
+    // is only budgeted until the templates carry the verifier.
+    // (The span lookup falls back to the parent, so a distinct span means the key is present.)
+    let explicit = l.span("spec.serving.verifyOnStart").filter(|sp| Some(sp) != l.span("spec.serving").as_ref());
+    if let (Some(x), Some(span)) = (verify_on_start_rendered(b), explicit) {
+        out.push(x.at(Some(span)).field("spec.serving.verifyOnStart"));
+    }
+
     // Probes vs measured load time.
     let s = &b.spec.serving;
-    let load = s.load_time_seconds.as_ref().map(|l| l.p95);
+    // The in-pod verification runs before the pod can be Ready: budget it on top of the load time.
+    let load = s.load_time_seconds.as_ref().map(|l| l.p95 + verify_budget(b));
     if load.is_none() {
         out.push(d(Code::LoadTimeUnmeasured, "spec.serving", "no measured `loadTimeSeconds.p95`: probe windows cannot be checked".into()));
     }

@@ -170,6 +170,29 @@ pub struct PodInfo {
     /// `/mnt/models`, so it is reported, never trusted).
     pub storage_env: Option<String>,
     pub node: Option<String>,
+    /// Termination message of the `bundlegate-verify` container when it
+    /// exited non-zero: the artifacts whose bytes in the pod are not git's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verifier: Option<String>,
+}
+
+/// Container name of the in-pod verifier (`bundlegate verify-files`).
+pub const VERIFIER_CONTAINER: &str = "bundlegate-verify";
+
+/// A new pod held back by its verifier: proven, final (the files will not
+/// fix themselves), named per artifact from the termination message.
+fn verifier_failures(new: &[&PodInfo]) -> Vec<Diagnostic> {
+    new.iter()
+        .filter_map(|p| {
+            let msg = p.verifier.as_deref()?;
+            let first = msg.lines().next().unwrap_or(msg);
+            let mut d = Diagnostic::new(Code::PodArtifactMismatch, format!("new pod {} refused its model files: {first}", p.name));
+            for l in msg.lines() {
+                d = d.evidence(format!("{VERIFIER_CONTAINER}: {l}"));
+            }
+            Some(d.help("the bytes in the pod differ from the bundle: the object was overwritten after the PR check, a node cache is stale, or a download was resumed; run `bundlegate verify` on the bundle"))
+        })
+        .collect()
 }
 
 #[derive(Debug, Clone, Default, Serialize, PartialEq)]
@@ -484,7 +507,9 @@ pub fn evaluate_rollout(exp: &Expected, st: &ServiceState) -> RolloutOutcome {
         }
     }
 
-    let mut gave_up = false;
+    let verifier = verifier_failures(&new);
+    let mut gave_up = !verifier.is_empty();
+    diags.extend(verifier);
     for dep in &st.deployments {
         for c in &dep.conditions {
             if c.type_ == "Progressing" && c.reason.as_deref() == Some("ProgressDeadlineExceeded") {

@@ -358,3 +358,33 @@ fn argocd_cm_patch_embeds_the_health_script_verbatim() {
     let embedded = cm["data"]["resource.customizations.health.serving.kserve.io_InferenceService"].as_str().expect("health key");
     assert_eq!(embedded, argo_file("health/inferenceservice.lua"), "argocd-cm-patch.yaml drifted from health/inferenceservice.lua");
 }
+
+#[test]
+fn argocd_template_file_symlinked_out_of_the_source_is_refused() {
+    let ex = Example::new();
+    let secret = ex.path().join("outside.hbs");
+    std::fs::write(&secret, "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: leaked-{{name}}\n").unwrap();
+    let tpl = source(&ex).join("tpl");
+    std::fs::create_dir_all(&tpl).unwrap();
+    #[cfg(unix)]
+    std::os::unix::fs::symlink(&secret, tpl.join("kserve-custom.yaml.hbs")).unwrap();
+    let out = cmp(&source(&ex), &["generate"], &[("PARAM_TEMPLATES", "tpl")]);
+    assert_refused(&out, "resolves outside");
+    assert!(!out.stderr.contains("leaked"), "{}", out.stderr);
+}
+
+#[test]
+fn argocd_rollback_bundle_outside_the_repository_is_refused() {
+    let ex = Example::new();
+    // The shipped rollback target `../v1/release.yaml` is inside the repository: fine.
+    objects(&cmp(&source(&ex), &["generate"], &[]));
+    // A symlink leading out of the checked-out repository is not read.
+    let elsewhere = tempfile::tempdir().unwrap();
+    std::fs::copy(ex.v1(), elsewhere.path().join("release.yaml")).unwrap();
+    #[cfg(unix)]
+    std::os::unix::fs::symlink(elsewhere.path(), source(&ex).join("prev")).unwrap();
+    edit_yaml(&ex.v2(), |v| *at(v, "spec.rollback.bundle") = "prev/release.yaml".into());
+    assert_refused(&cmp(&source(&ex), &["generate"], &[]), "resolves outside the repository");
+    edit_yaml(&ex.v2(), |v| *at(v, "spec.rollback.bundle") = "../../../../../../etc/passwd".into());
+    assert_refused(&cmp(&source(&ex), &["generate"], &[]), "outside the repository");
+}

@@ -15,6 +15,7 @@ mod lint;
 mod pipeline;
 mod pr;
 mod props;
+mod pod_verify;
 mod preflight;
 mod render;
 mod secrets;

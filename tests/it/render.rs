@@ -132,3 +132,87 @@ fn user_template_producing_nothing_is_an_error() {
     assert_eq!(out.code, 2);
     assert!(out.stdout.contains("no Kubernetes objects"), "{}", out.stdout);
 }
+
+#[test]
+fn out_file_name_cannot_leave_the_out_folder() {
+    let ex = Example::new();
+    // A version with `../` (and other separators) would steer the write out of --out.
+    for bad in ["../../escaped", "v2/../../x", "/abs", ".hidden", "v2\nx"] {
+        ex.edit_v2(|v| *at(v, "metadata.version") = bad.into());
+        let out = ex.run(&["render", ex.v2().to_str().unwrap(), "--out", "manifests"]);
+        assert_eq!(out.code, 2, "version {bad:?} accepted: {}", out.stdout);
+        assert!(out.stdout.contains("metadata.version"), "{}", out.stdout);
+    }
+    assert!(!ex.path().join("escaped.yaml").exists() && !ex.path().join("llm-scratch-..").exists());
+    // A symlink planted where the file goes is refused, not followed.
+    ex.edit_v2(|v| *at(v, "metadata.version") = "v2".into());
+    std::fs::create_dir_all(ex.path().join("manifests")).unwrap();
+    let victim = ex.path().join("victim.txt");
+    std::fs::write(&victim, "keep").unwrap();
+    #[cfg(unix)]
+    std::os::unix::fs::symlink(&victim, ex.path().join("manifests/llm-scratch-v2.yaml")).unwrap();
+    let out = ex.run(&["render", ex.v2().to_str().unwrap(), "--out", "manifests"]);
+    assert_eq!(out.code, 2, "{}", out.stdout);
+    assert!(out.stdout.contains("symlink"), "{}", out.stdout);
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
+}
+
+fn render_with_template(body: &str) -> Out {
+    let ex = Example::new();
+    let t = ex.path().join("tpl");
+    std::fs::create_dir_all(&t).unwrap();
+    std::fs::write(t.join("kserve-custom.yaml.hbs"), body).unwrap();
+    ex.run(&["render", ex.v2().to_str().unwrap(), "--templates", t.to_str().unwrap()])
+}
+
+#[test]
+fn recursive_user_templates_are_refused_not_a_stack_overflow() {
+    // A template including itself, and an inline partial including itself.
+    for body in [
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{name}}\n{{> kserve-custom}}\n",
+        "{{#*inline \"loop\"}}x{{> loop}}{{/inline}}apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{name}}\n# {{> loop}}\n",
+    ] {
+        let out = render_with_template(body);
+        assert_eq!(out.code, 2, "{}\n{}", out.stdout, out.stderr);
+        assert!(out.stdout.contains("includes itself") && out.stdout.contains("kserve-custom"), "{}", out.stdout);
+    }
+}
+
+#[test]
+fn exponential_partials_are_refused_quickly() {
+    // p0 includes p1 twice, p1 includes p2 twice, … 30 levels: 2^30 renders.
+    let mut body = String::new();
+    for i in 0..30 {
+        body.push_str(&format!("{{{{#*inline \"p{i}\"}}}}{{{{> p{n}}}}}{{{{> p{n}}}}}{{{{/inline}}}}", n = i + 1));
+    }
+    body.push_str("{{#*inline \"p30\"}}a{{/inline}}apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{name}}\n# {{> p0}}\n");
+    let t0 = std::time::Instant::now();
+    let out = render_with_template(&body);
+    assert_eq!(out.code, 2, "{}\n{}", out.stdout, out.stderr);
+    assert!(out.stdout.contains("kserve-custom") && (out.stdout.contains("expands to more than") || out.stdout.contains("deep")), "{}", out.stdout);
+    assert!(t0.elapsed() < std::time::Duration::from_secs(10), "took {:?}", t0.elapsed());
+    // A bounded partial still works.
+    let ok = render_with_template("{{#*inline \"meta\"}}  name: {{name}}\n{{/inline}}apiVersion: v1\nkind: ConfigMap\nmetadata:\n{{> meta}}");
+    assert_eq!(ok.code, 0, "{}\n{}", ok.stdout, ok.stderr);
+}
+
+#[test]
+fn huge_template_output_is_capped() {
+    // 9 nested loops over the runtime args: small template, huge output.
+    let mut body = String::from("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{name}}\n# ");
+    for _ in 0..9 {
+        body.push_str("{{#each ../args}}");
+    }
+    body.push_str("0123456789abcdef0123456789abcdef");
+    for _ in 0..9 {
+        body.push_str("{{/each}}");
+    }
+    let ex = Example::new();
+    ex.edit_v2(|v| *at(v, "spec.runtime.args") = yaml("[a, b, c, d, e, f, g, h]"));
+    let t = ex.path().join("tpl");
+    std::fs::create_dir_all(&t).unwrap();
+    std::fs::write(t.join("kserve-custom.yaml.hbs"), body.replace("../args", "@root.args")).unwrap();
+    let out = ex.run(&["render", ex.v2().to_str().unwrap(), "--templates", t.to_str().unwrap()]);
+    assert_eq!(out.code, 2, "{}\n{}", out.stdout.len(), out.stderr);
+    assert!(out.stdout.contains("more than") && out.stdout.contains("kserve-custom"), "{}", out.stdout);
+}

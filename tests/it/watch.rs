@@ -1635,3 +1635,29 @@ fn edit_yaml_drop_rollback(p: &Path) {
         v["spec"].as_mapping_mut().unwrap().remove("rollback");
     });
 }
+
+#[test]
+fn watch_pod_held_back_by_its_verifier_fails_bg530_naming_the_file() {
+    let ws = Workspace::new();
+    let d = ws.digest.clone();
+    let msg = "DIGEST-MISMATCH ckpt.pt: expected sha256:20c86b9c3c2ca1e8ce883948c403e6eca546ec37c393463eb38d4f8a87021586, found sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08";
+    let mut held = pod(PodSpec { ready: false, ..PodSpec::ready(NEW_POD, &d, V2_URI) });
+    // The verifier ran after the storage initializer and refused the files
+    // (exit 1, its termination message); the pod never becomes Ready.
+    held["status"]["initContainerStatuses"].as_array_mut().unwrap().push(json!({
+        "name": "bundlegate-verify", "ready": false, "restartCount": 3, "image": "ghcr.io/bundlegate/bundlegate:0.1.0", "imageID": "", "started": false,
+        "state": {"waiting": {"reason": "CrashLoopBackOff", "message": "back-off 40s restarting failed container=bundlegate-verify"}},
+        "lastState": {"terminated": {"exitCode": 1, "reason": "Error", "message": msg, "startedAt": "2026-01-01T10:05:10Z", "finishedAt": "2026-01-01T10:05:12Z"}}
+    }));
+    let frames = vec![Frame { at_ms: 0, app: Some(synced(&ws)), objects: objects(&d, green_deployment(), vec![pod(PodSpec::ready(OLD_POD, OLD, V1_URI)), held], vec![]) }];
+    let t = Instant::now();
+    let (out, cluster) = run_watch(&ws, frames, &["--timeout", "60s"]);
+    assert!(t.elapsed() < Duration::from_secs(30), "a proven mismatch is final: no waiting for the timeout");
+    assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
+    let v = out.json();
+    assert_eq!(v["verdict"], "fail");
+    let f = findings(&v, "rollout", "BG530");
+    assert!(f.contains(NEW_POD) && f.contains("DIGEST-MISMATCH ckpt.pt"), "{f}");
+    assert!(f.contains("20c86b9c3c2ca1e8") && f.contains("9f86d081884c7d65"), "both digests: {f}");
+    cluster.assert_read_only();
+}

@@ -1,0 +1,187 @@
+//! `verify-files`: runs inside the serving pod and checks that the files the
+//! model server opens are the bytes git pins. The expected list comes from
+//! the manifest (an env var rendered from the bundle), never from the store.
+//!
+//! Exit 0: every artifact OK (a marker file records the release digest for
+//! the readiness probe). Exit 1: a MISSING / SIZE-MISMATCH /
+//! DIGEST-MISMATCH, written to the termination log so the pod status names
+//! it. Exit 2: the expected list itself is unusable.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, Context, Result};
+use serde::Deserialize;
+use serde_json::json;
+
+use crate::adapters::filehash::{self, Expected, Outcome};
+use crate::checks::lint::is_sha256_hex;
+use crate::diag::Code;
+use crate::report::{Diagnostic, Report, StepReport, Table, Verdict};
+
+pub use crate::bundle::verify_seconds;
+
+/// Cap on the env var's size: the list is small; a huge value is not ours.
+const MAX_MANIFEST_BYTES: usize = 4 << 20;
+
+#[derive(Debug, Clone)]
+pub struct Opts {
+    pub manifest_env: String,
+    pub root: PathBuf,
+    pub mode: Option<String>,
+    pub termination_log: PathBuf,
+    pub marker: PathBuf,
+    pub ready: bool,
+    pub wait: Duration,
+    pub stay: bool,
+    pub threads: usize,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct PodManifest {
+    pub release_digest: String,
+    #[serde(default = "full")]
+    pub mode: String,
+    pub artifacts: Vec<PodArtifact>,
+}
+
+fn full() -> String {
+    "full".into()
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PodArtifact {
+    pub path: String,
+    pub sha256: String,
+    pub size: u64,
+}
+
+/// The JSON the renderer puts in the manifest env var for a bundle.
+pub fn manifest_json(b: &crate::bundle::ReleaseBundle, digest: &str) -> serde_json::Value {
+    json!({
+        "releaseDigest": digest,
+        "mode": b.spec.serving.verify_on_start.as_str(),
+        "artifacts": b.spec.model.artifacts.iter().map(|a| json!({"path": a.path, "sha256": a.sha256, "size": a.size})).collect::<Vec<_>>(),
+    })
+}
+
+pub fn parse_manifest(name: &str, text: &str) -> Result<PodManifest> {
+    if text.len() > MAX_MANIFEST_BYTES {
+        bail!("{name} is larger than {MAX_MANIFEST_BYTES} bytes");
+    }
+    let m: PodManifest = serde_json::from_str(text).with_context(|| format!("{name} is not the artifact list bundlegate renders"))?;
+    if m.artifacts.is_empty() {
+        bail!("{name} lists no artifacts: nothing could be verified");
+    }
+    for (i, a) in m.artifacts.iter().enumerate() {
+        if !is_sha256_hex(&a.sha256) {
+            bail!("{name}: artifacts[{i}] ({}) sha256 is not 64 lowercase hex characters", a.path);
+        }
+    }
+    if !["full", "size"].contains(&m.mode.as_str()) {
+        bail!("{name}: mode `{}` must be full or size", m.mode);
+    }
+    Ok(m)
+}
+
+pub fn run(o: &Opts) -> Result<Report> {
+    let text = std::env::var(&o.manifest_env).map_err(|_| anyhow!("environment variable {} (the artifact list) is not set", o.manifest_env))?;
+    let m = parse_manifest(&o.manifest_env, &text)?;
+    let mut r = Report::new("verify-files");
+    if o.ready {
+        // Readiness probe: Ready only when this release's check passed.
+        let ok = std::fs::read_to_string(&o.marker).map(|s| s.trim() == m.release_digest).unwrap_or(false);
+        let mut s = StepReport::new("verify-files-ready", o.marker.display().to_string());
+        s.verdict = if ok { Verdict::Pass } else { Verdict::Fail };
+        s.summary = if ok { format!("verified {}", m.release_digest) } else { "model files not verified (yet)".into() };
+        r.push(s);
+        return Ok(r);
+    }
+    let mode = o.mode.clone().unwrap_or(m.mode.clone());
+    let full = match mode.as_str() {
+        "full" => true,
+        "size" => false,
+        other => bail!("--mode `{other}` must be full or size"),
+    };
+    let root = o.root.canonicalize().with_context(|| format!("model folder {} does not exist", o.root.display()))?;
+    let items: Vec<Expected> = m.artifacts.iter().map(|a| Expected { path: a.path.clone(), sha256: a.sha256.clone(), size: a.size }).collect();
+    wait_complete(&root, &items, o.wait);
+    let t0 = Instant::now();
+    let outcomes = filehash::check_all(&root, &items, full, o.threads);
+    let secs = t0.elapsed().as_secs_f64();
+    let bytes: u64 = items.iter().map(|e| e.size).fold(0, u64::saturating_add);
+    let step = step_for(&m, &items, &outcomes, full, &root, bytes, secs);
+    let lines: Vec<String> = step.diagnostics.iter().map(|d| d.message.clone()).collect();
+    let _ = std::fs::remove_file(&o.marker);
+    if lines.is_empty() {
+        std::fs::write(&o.marker, &m.release_digest).with_context(|| format!("writing the marker {}", o.marker.display()))?;
+    } else {
+        // Kubernetes keeps the last 4096 bytes; the first artifacts matter most.
+        let mut msg = lines.join("\n");
+        msg.truncate(4000);
+        for l in &lines {
+            eprintln!("bundlegate verify-files: {l}");
+        }
+        if let Err(e) = std::fs::write(&o.termination_log, msg) {
+            tracing::warn!("cannot write the termination log {}: {e}", o.termination_log.display());
+        }
+    }
+    let ok = lines.is_empty();
+    r.push(step);
+    if ok && o.stay {
+        // Sidecar mode: keep running so the readiness probe can exec.
+        eprintln!("bundlegate verify-files: {} artifact(s) OK for {}", items.len(), m.release_digest);
+        loop {
+            std::thread::sleep(Duration::from_secs(3600));
+        }
+    }
+    Ok(r)
+}
+
+/// Wait (bounded) until every file exists with at least its pinned size, so
+/// a download still in progress is not reported as a mismatch. Whatever is
+/// still wrong at the deadline is then reported as found.
+fn wait_complete(root: &Path, items: &[Expected], wait: Duration) {
+    let deadline = Instant::now() + wait;
+    loop {
+        let done = filehash::sizes(root, items).iter().zip(items).all(|(s, e)| s.is_some_and(|s| s >= e.size));
+        if done || Instant::now() >= deadline {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
+
+fn step_for(m: &PodManifest, items: &[Expected], outcomes: &[Outcome], full: bool, root: &Path, bytes: u64, secs: f64) -> StepReport {
+    let mut s = StepReport::new("verify-files", root.display().to_string());
+    let mut rows = Vec::new();
+    for (e, o) in items.iter().zip(outcomes) {
+        let (status, detail) = match o {
+            Outcome::Ok => ("OK", String::new()),
+            Outcome::Missing => ("MISSING", format!("MISSING {}: expected sha256:{} size {}, no such file", e.path, e.sha256, e.size)),
+            Outcome::SizeMismatch { actual } => ("SIZE-MISMATCH", format!("SIZE-MISMATCH {}: expected size {} (sha256:{}), found {actual} bytes", e.path, e.size, e.sha256)),
+            Outcome::DigestMismatch { actual } => ("DIGEST-MISMATCH", format!("DIGEST-MISMATCH {}: expected sha256:{}, found sha256:{actual}", e.path, e.sha256)),
+            Outcome::Unreadable(why) => ("UNREADABLE", format!("UNREADABLE {}: expected sha256:{}: {why}", e.path, e.sha256)),
+        };
+        if !detail.is_empty() {
+            s.diagnostics.push(Diagnostic::new(Code::PodArtifactMismatch, detail).field(e.path.clone()));
+        }
+        rows.push(vec![e.path.clone(), status.to_string(), e.size.to_string()]);
+    }
+    s.tables.push(Table { title: "artifacts".into(), columns: vec!["path".into(), "status".into(), "size".into()], rows });
+    s.verdict = s.verdict_from_diagnostics();
+    let bad = s.diagnostics.len();
+    s.summary = format!(
+        "{}/{} artifact(s) OK ({}, {} in {:.2}s) for release {}",
+        items.len() - bad,
+        items.len(),
+        if full { "sha256" } else { "size only" },
+        crate::util::human_bytes(bytes),
+        secs,
+        m.release_digest
+    );
+    s.data = json!({"releaseDigest": m.release_digest, "bytes": bytes, "seconds": secs, "mismatches": bad});
+    s
+}
