@@ -177,8 +177,6 @@ fn bg014_load_time_unmeasured() {
 
 #[test]
 fn bg015_canary_plan_invalid() {
-    let d = triggers("BG015", |v| *at(v, "spec.canary.steps") = yaml("[50, 10]"), Some("canary:"));
-    assert!(d["message"].as_str().unwrap().contains("increasing"));
     triggers("BG015", |v| *at(v, "spec.canary.minSamples") = 0.into(), None);
     triggers("BG015", |v| *at(v, "spec.canary.window") = "soon".into(), None);
 }

@@ -141,7 +141,10 @@ pub fn template(provider: MetricProvider, metric: &str) -> Option<Template> {
                 return Some(histogram(VLLM_TTFT, "", q, false));
             }
             if let Some(q) = q("itl_") {
-                return Some(histogram_either(VLLM_ITL, VLLM_TPOT, q));
+                // One observation per output token: a handful of long
+                // answers yields thousands of correlated samples, so
+                // minSamples counts the requests they came from.
+                return Some(Template { requests: Some(increase(VLLM_FINISHED, "")), ..histogram_either(VLLM_ITL, VLLM_TPOT, q) });
             }
             if let Some(q) = q("e2e_") {
                 return Some(histogram(VLLM_E2E, "", q, false));
