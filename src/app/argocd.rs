@@ -280,12 +280,23 @@ fn confine_rollback(source: &Path, env: &CmpEnv, l: &Loaded) -> Result<()> {
     // A missing file is lint's to report; only an existing path can leak.
     if let Ok(real) = p.canonicalize() {
         if !real.starts_with(&root) {
-            bail!("spec.rollback.bundle `{}` resolves outside the repository ({}); refused", rb.bundle, real.display());
+            bail!("spec.rollback.bundle `{}` resolves outside the repository ({}); refused{}", rb.bundle, real.display(), root_hint(env));
         }
     } else if !lexically_inside(&root, &p) {
-        bail!("spec.rollback.bundle `{}` leaves the repository; refused", rb.bundle);
+        bail!("spec.rollback.bundle `{}` leaves the repository; refused{}", rb.bundle, root_hint(env));
     }
     Ok(())
+}
+
+/// Without `ARGOCD_APP_SOURCE_PATH` the repository root is unknown and the
+/// application's own folder is the boundary; say so, since a run by hand
+/// (outside Argo CD) meets this first.
+fn root_hint(env: &CmpEnv) -> &'static str {
+    if env.get("ARGOCD_APP_SOURCE_PATH").is_none() {
+        " (ARGOCD_APP_SOURCE_PATH is not set, so the repository is taken to be the application's source path; Argo CD sets it to the application's path in the repository)"
+    } else {
+        ""
+    }
 }
 
 fn lexically_inside(root: &Path, p: &Path) -> bool {
