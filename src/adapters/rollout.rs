@@ -144,7 +144,8 @@ pub fn pod_info(p: &Pod) -> PodInfo {
     }
     // KServe's webhook moves the model URI into the storage-initializer's
     // first argument and rewrites the main container's STORAGE_URI to the
-    // local mount (seed 001): the init container is the only true source.
+    // local mount (/mnt/models, which shows no version): the init container
+    // is the only true source.
     let source_uri = spec
         .and_then(|s| s.init_containers.as_ref())
         .and_then(|ics| ics.iter().find(|c| c.name == STORAGE_INITIALIZER))

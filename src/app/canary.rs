@@ -596,7 +596,7 @@ fn golden_into(g: &Golden, s: &mut StepReport, diags: &mut Vec<Diagnostic>) -> S
                     .evidence(format!("output ({} chars): {excerpt}{}", shown.chars().count(), if shown.chars().count() > 300 { "…" } else { "" }))
                     .evidence(format!("finish reason {:?}, HTTP {}, {} ms", r.answer.finish_reason, r.answer.status, r.answer.latency_ms));
                 if r.answer.finish_reason.as_deref() == Some("length") {
-                    d = d.help("finish reason `length` means the output hit max_tokens: check generation.maxOutputTokens, EOS ids and stop strings shipped with this release (seed 002)");
+                    d = d.help("finish reason `length` means the output hit max_tokens: check generation.maxOutputTokens, EOS ids and stop strings shipped with this release (a release once truncated structured output this way, and the config diff pointed at EOS/stop)");
                 }
                 diags.push(d);
                 // Keep the failing sample whole so it can be replayed.

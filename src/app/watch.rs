@@ -97,8 +97,9 @@ struct Prober {
     url: String,
 }
 
-/// Probe the health URL every `every` until stopped, like the seed's
-/// `curl -m 2` loop: a 2xx within 2 s is ok, anything else a failure.
+/// Probe the health URL every `every` until stopped, like the in-cluster
+/// `curl -m 2` loop that once measured a rollout's downtime: a 2xx within
+/// 2 s is ok, anything else a failure.
 fn start_prober(url: String, every: Duration) -> Result<Prober> {
     let http = io::http_client(Duration::from_secs(2))?;
     let stop = Arc::new(AtomicBool::new(false));
@@ -527,7 +528,7 @@ pub fn branch_name(l: &Loaded) -> String {
 }
 
 fn degrade_help() -> &'static str {
-    "degrade instead of rolling back: keep or scale the current pods, route traffic away, or serve a fallback; do not roll back to bytes that cannot be read (seed 002)"
+    "degrade instead of rolling back: keep or scale the current pods, route traffic away, or serve a fallback; do not roll back to bytes that cannot be read (switching blindly to an old package with a missing tokenizer adds a new failure)"
 }
 
 async fn revert_steps(l: &Loaded, args: &RevertArgs, evidence: Option<&Report>) -> Vec<StepReport> {

@@ -8,22 +8,24 @@
 //!   storage-initializer `args[0]`) is not the bundle's. Why: every signal people
 //!   look at can read green in this state — ISvc READY, its conditions, the API
 //!   answering, `get deploy` 1/1/1/1 — because each counts a different pod
-//!   (seed 001: "four green signals"). Only grouping the pods by release digest
-//!   shows it.
+//!   (a new pod once crash-looped behind all four). Only grouping the pods by
+//!   release digest shows it.
 //! - BG502 `identity-mismatch` — the service's identity endpoint reports a
 //!   digest other than the bundle's, or reports itself unregistered. Why: the
 //!   service's own answer is the last word on what is served; "the digest is
-//!   right but it is not in the registry" broke the evidence chain in seed 001.
+//!   right but it is not in the registry" broke the evidence chain after a
+//!   manual promote.
 //! - BG503 `downtime-measured` — the health probe failed during the rollout.
-//!   Why: zero downtime is a measurement, not a claim (seed 001: 465/0 when only
-//!   patching vs 208/42 after `delete pod -l`).
+//!   Why: zero downtime is a measurement, not a claim (a 0.3 s probe counted
+//!   465 ok / 0 fail when only patching vs 208/42 after `delete pod -l`).
 //! - BG504 `argo-not-synced` — Argo CD did not finish a successful sync of the
 //!   merge commit (sync.revision, operationState.phase == Succeeded, finishedAt
 //!   after the merge). Why: `health.status` is not evidence; it reads
 //!   Progressing or even Healthy while the new pod is Pending.
 //! - BG505 `rollback-target-unverified` — the previous bundle's artifacts are
 //!   not complete and readable, so rolling back to it would be a second broken
-//!   release; take the degrade path instead (seed 002 decision card).
+//!   release; take the degrade path instead (rollback decision card: old
+//!   package incomplete → degrade).
 //! - BG506 `rollout-evidence-incomplete` — a pod's state cannot tell whether
 //!   it serves (phase Unknown, a Ready pod of a ReplicaSet already scaled to
 //!   0, a ready new pod that is terminating). Why: a false FAIL opens a revert
@@ -474,7 +476,7 @@ pub fn evaluate_rollout(exp: &Expected, st: &ServiceState) -> RolloutOutcome {
                 d = d.evidence(format!("waiting: {w}"));
             }
             if evs.iter().any(|e| e.message.contains("ReadWriteOncePod")) {
-                d = d.help("ReadWriteOncePod claim held by the old pod: with maxUnavailable 0 this is a deadlock that never resolves by itself (seed 001); use Recreate or a shared volume");
+                d = d.help("ReadWriteOncePod claim held by the old pod: with maxUnavailable 0 this is a deadlock that never resolves by itself (the Deployment reads Available and Progressing until its progress deadline); use Recreate or a shared volume");
             } else if sched.iter().any(|e| e.message.contains("Insufficient")) {
                 d = d.help("the surge pod needs room while the old pod still runs; free capacity or lower maxSurge (`bundlegate preflight` predicts this)");
             }
@@ -694,7 +696,7 @@ pub fn check_identity(expect: &[IdentityExpectation], registered_field: Option<&
             if let Some(s) = body.get("status").and_then(Value::as_str) {
                 d = d.evidence(format!("status: {s}"));
             }
-            diags.push(d.help("register the release (model registry) so its evaluation metrics can be found; a manual promote skips this (seed 001)"));
+            diags.push(d.help("register the release (model registry) so its evaluation metrics can be found; a manual promote skips this (a swapped release once served the right digest but reported itself UNREGISTERED, with no metrics)"));
         }
     }
     (diags, rows)
@@ -772,7 +774,7 @@ pub fn downtime_diagnostic(st: &DowntimeStats, url: &str) -> Option<Diagnostic> 
         )
         .evidence(format!("RESULT ok={} fail={} ({url})", st.ok, st.fail))
         .evidence(format!("{} failure run(s)", st.fail_runs))
-        .help("a rolling update with maxUnavailable 0 should not drop requests; `delete pod -l` or too few replicas does (seed 001: 208 ok / 42 fail)")
+        .help("a rolling update with maxUnavailable 0 should not drop requests; `delete pod -l` or too few replicas does (on a one-replica service it once gave 208 ok / 42 fail, about 13 s down)")
     })
 }
 

@@ -24,7 +24,7 @@ fn readme_main_job_passes_on_the_shipped_example() {
 }
 
 #[test]
-fn seed_002_cluster_fails_the_pipeline() {
+fn single_gpu_cluster_without_room_to_surge_fails_the_pipeline() {
     let out = run(&[
         "run",
         "--format",

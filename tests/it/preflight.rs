@@ -1,6 +1,7 @@
-//! `bundlegate preflight`: the seeds' rollout failures replayed from
-//! `kubectl get … -o yaml` snapshots (tests/fixtures/preflight, examples/cluster),
-//! plus the live path against a stand-in API server.
+//! `bundlegate preflight`: rollouts that stalled (no GPU or CPU for the surge
+//! pod, a ReadWriteOncePod deadlock) replayed from `kubectl get … -o yaml`
+//! snapshots (tests/fixtures/preflight, examples/cluster), plus the live path
+//! against a stand-in API server.
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -27,8 +28,8 @@ fn text(d: &Value) -> String {
     format!("{} | {} | {}", d["message"], d["evidence"], d["help"])
 }
 
-/// The v2 bundle as a CPU-only service (seed 001's lab): no GPU, no GPU
-/// nodeSelector/tolerations, 2 cores, optionally one volume.
+/// The v2 bundle as a CPU-only service (like the single-node CRC lab): no
+/// GPU, no GPU nodeSelector/tolerations, 2 cores, optionally one volume.
 fn cpu_bundle(ex: &Example, volume_mode: Option<&str>) -> PathBuf {
     ex.edit_v2(|v| {
         *at(v, "spec.serving.resources") = yaml("requests: {cpu: \"2\", memory: 4Gi}\nlimits: {memory: 4Gi}");
@@ -58,7 +59,7 @@ fn roomy_example_passes() {
 }
 
 #[test]
-fn seed_002_single_gpu_node_fully_used() {
+fn single_gpu_node_fully_used_by_the_old_release() {
     let out = run(&["preflight", "--format", "json", "examples/llm-scratch/v2/release.yaml", "--snapshot", "examples/cluster/single-gpu.yaml"]);
     assert_eq!(out.code, 1, "{}", out.stdout);
     assert_eq!(step(&out)["verdict"], "fail");
@@ -75,7 +76,7 @@ fn seed_002_single_gpu_node_fully_used() {
 }
 
 #[test]
-fn seed_001_cpu_requests_at_96_percent() {
+fn surge_pod_pending_with_cpu_requests_at_96_percent() {
     let ex = Example::new();
     let b = cpu_bundle(&ex, None);
     let out = preflight(&ex, &b, &fixture("cpu-96.yaml"));

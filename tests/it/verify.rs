@@ -33,7 +33,8 @@ fn shipped_example_verifies() {
 
 #[test]
 fn missing_non_model_file_fails() {
-    // Seed 001: the new prefix lacked clean_corpus.txt, a drift baseline.
+    // A release once crash-looped because its prefix lacked clean_corpus.txt,
+    // a drift-monitor baseline, not a model file.
     let ex = Example::new();
     std::fs::remove_file(ex.store("v2").join("clean_corpus.txt")).unwrap();
     let out = verify(&ex, &[]);

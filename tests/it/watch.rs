@@ -303,7 +303,8 @@ const V1_URI: &str = "s3://models/llm-scratch/v1/";
 const V2_URI: &str = "s3://models/llm-scratch/v2/";
 
 /// Deployment conditions while the new pod is not ready: both True, the
-/// state in which `get deploy` and Argo read green (seed 001).
+/// state in which `get deploy` and Argo read green (as when a ReadWriteOncePod
+/// rollout deadlocked).
 fn green_deployment() -> Value {
     deployment(
         1,
@@ -676,7 +677,7 @@ fn watch_identity_reporting_another_digest_fails_bg502() {
 #[test]
 fn watch_identity_unregistered_fails_bg502() {
     let ws = Workspace::new();
-    // Seed 001: the digest is right, but the release is not in the registry.
+    // After a manual promote: the digest is right, but the release is not in the registry.
     let id = json!({"serving_digest": CKPT_SHA.trim_start_matches("sha256:"), "release_digest": ws.digest, "in_registry": false, "status": "UNREGISTERED", "metrics": null});
     let model = ModelService::start(id);
     let url = model.url();
@@ -1258,7 +1259,7 @@ fn revert_concurrent_runs_open_one_pr() {
 fn revert_with_incomplete_rollback_target_proposes_degrade_bg505() {
     let g = GitRemote::new();
     let gh = pulls::Pulls::start(TOKEN);
-    // Seed 001: the previous version's prefix lacks a non-model file.
+    // The previous version's prefix lacks a non-model file (a drift-monitor baseline).
     std::fs::remove_file(g.work().join("store/llm-scratch/v1/clean_corpus.txt")).unwrap();
     let out = run_revert(&g.work(), &gh, &[]);
     assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
@@ -1309,7 +1310,8 @@ fn revert_ignores_failures_older_than_max_age() {
 }
 
 /// The merged release crash-loops next to the old pod while Argo reports
-/// Synced/Healthy (seed 001's four green signals), with a GitHub stand-in.
+/// Synced/Healthy and `get isvc`, its conditions, the API and `get deploy` read
+/// green, with a GitHub stand-in.
 struct CrashloopMerge {
     g: GitRemote,
     gh: pulls::Pulls,

@@ -716,7 +716,8 @@ pub fn evaluate_gate(g: &GateInput) -> GateOutcome {
 
     // A supported exceedance fails even below the power sample size: power
     // bounds missed regressions, not false alarms. Below minSamples nothing
-    // but INCONCLUSIVE is allowed (seed 002: 1 request in 20 is not evidence).
+    // but INCONCLUSIVE is allowed (a 5% canary that sent the new version 1
+    // request in 20 is not evidence).
     out.verdict = if below_min {
         GateVerdict::Inconclusive
     } else if !failing.is_empty() {
@@ -799,7 +800,9 @@ pub fn fmt_p(p: f64) -> String {
 }
 
 // ---------------------------------------------------------------------------
-// Exit action (seed 002's decision card)
+// Exit action (the rollback decision card: version-linked regression with a
+// verified old package → roll back; load doubled on both versions → throttle;
+// old package incomplete → degrade)
 
 /// How each arm moved against its own previous window (ratios now/earlier).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
@@ -1016,7 +1019,7 @@ mod tests {
         // Fleiss: ((za*sqrt(2*pb*(1-pb)) + zb*sqrt(p0*(1-p0)+p1*(1-p1)))/(p1-p0))**2 with
         // za = scipy.stats.norm.ppf(0.95), zb = norm.ppf(0.8): 128_469.40… → 128_470
         assert_eq!(n_two_proportions(0.01, 0.011, ALPHA, POWER), Some(128_470));
-        // Seed 002: detecting 1% → 2% errors needs thousands, not 20.
+        // Detecting 1% → 2% errors needs thousands of requests, not 20.
         assert_eq!(n_two_proportions(0.01, 0.02, ALPHA, POWER), Some(1_826));
         assert_eq!(n_two_proportions(0.02, 0.01, ALPHA, POWER), None);
         // (za+zb)^2 / (6*0.1^2) = 103.04…
@@ -1078,7 +1081,7 @@ mod tests {
     }
 
     #[test]
-    fn seed_002_one_request_in_twenty_is_inconclusive() {
+    fn one_request_in_twenty_is_inconclusive() {
         // 1 canary request out of 20, zero errors: never PASS.
         let o = evaluate_gate(&error_gate(prop(0.0, 1.0), prop(0.0, 19.0)));
         assert_eq!(o.verdict, GateVerdict::Inconclusive);
