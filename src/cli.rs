@@ -2,9 +2,9 @@
 
 use std::path::PathBuf;
 
-use clap::builder::{EnumValueParser, TypedValueParser};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use crate::app::options::{self, defaults, AlertOptions, ArgocdAction, CanaryMode, CanaryOptions, HumanDuration, Progress, RevertOptions, VerifyOptions, WatchOptions};
 use crate::report::render::Format;
 
 #[derive(Debug, Parser)]
@@ -76,7 +76,7 @@ pub enum Command {
         #[arg(long)]
         bundle: PathBuf,
         /// Concurrent uploads (1..=256).
-        #[arg(long, default_value_t = 4, value_parser = jobs_value)]
+        #[arg(long, default_value = defaults::JOBS_STR, value_parser = jobs_value)]
         jobs: usize,
     },
     /// Verify every bundle under a tree; report drift since the last audit.
@@ -195,9 +195,9 @@ pub enum Command {
         /// Readiness probe: exit 0 only if the marker holds this release's digest.
         #[arg(long)]
         ready: bool,
-        /// Wait this long for files still being downloaded (e.g. 10m).
-        #[arg(long, default_value = "0s")]
-        wait: String,
+        /// Wait this long for files still being downloaded (e.g. 10m; 0s: not at all).
+        #[arg(long, default_value = "0s", value_parser = wait_value)]
+        wait: std::time::Duration,
         /// After a pass keep running (sidecar mode).
         #[arg(long)]
         stay: bool,
@@ -214,14 +214,20 @@ pub enum Command {
 #[derive(Debug, Clone, Args)]
 pub struct VerifyOpts {
     /// Concurrent object reads (1..=256).
-    #[arg(long, default_value_t = 4, value_parser = jobs_value)]
+    #[arg(long, default_value = defaults::JOBS_STR, value_parser = jobs_value)]
     pub jobs: usize,
     /// Treat objects under the prefix that the bundle does not list as errors.
     #[arg(long)]
     pub deny_extra: bool,
     /// Progress bar: auto (on a TTY), always, never.
-    #[arg(long, default_value = "auto", value_parser = EnumValueParser::<ProgressMode>::new().map(|m| m.as_str().to_string()))]
-    pub progress: String,
+    #[arg(long, value_enum, default_value_t = ProgressMode::Auto)]
+    pub progress: ProgressMode,
+}
+
+impl From<VerifyOpts> for VerifyOptions {
+    fn from(o: VerifyOpts) -> Self {
+        VerifyOptions { jobs: o.jobs, deny_extra: o.deny_extra, progress: o.progress.into() }
+    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -235,8 +241,8 @@ pub enum ReportCmd {
         reports: Vec<String>,
         /// Shard reports that finished longer ago than this (e.g. `6h`) are
         /// stale: the merge is then INCONCLUSIVE.
-        #[arg(long, value_name = "DURATION")]
-        max_age: Option<String>,
+        #[arg(long, value_name = "DURATION", value_parser = duration_value)]
+        max_age: Option<HumanDuration>,
         #[command(flatten)]
         alerts: AlertArgs,
     },
@@ -254,6 +260,12 @@ pub struct AlertArgs {
     pub pushgateway: Option<String>,
 }
 
+impl From<AlertArgs> for AlertOptions {
+    fn from(a: AlertArgs) -> Self {
+        AlertOptions { metrics_file: a.metrics_file, pushgateway: a.pushgateway }
+    }
+}
+
 #[derive(Debug, Clone, Args)]
 pub struct CanaryArgs {
     /// Prometheus base URL, e.g. http://127.0.0.1:9090
@@ -261,10 +273,10 @@ pub struct CanaryArgs {
     pub prometheus: Option<String>,
     /// Analysis window (default: the bundle's canary.window).
     #[arg(long, value_parser = duration_value)]
-    pub window: Option<String>,
+    pub window: Option<HumanDuration>,
     /// canary (split traffic) or shadow (mirrored traffic).
-    #[arg(long, value_parser = EnumValueParser::<CanaryModeArg>::new().map(|m| m.as_str().to_string()))]
-    pub mode: Option<String>,
+    #[arg(long, value_enum)]
+    pub mode: Option<CanaryModeArg>,
     /// PromQL label selector for the candidate (default: release version label).
     #[arg(long)]
     pub candidate_selector: Option<String>,
@@ -274,6 +286,19 @@ pub struct CanaryArgs {
     /// Candidate base URL for the golden-set smoke (e.g. http://127.0.0.1:8080).
     #[arg(long)]
     pub endpoint: Option<String>,
+}
+
+impl From<CanaryArgs> for CanaryOptions {
+    fn from(a: CanaryArgs) -> Self {
+        CanaryOptions {
+            prometheus: a.prometheus,
+            window: a.window,
+            mode: a.mode.map(Into::into),
+            candidate_selector: a.candidate_selector,
+            baseline_selector: a.baseline_selector,
+            endpoint: a.endpoint,
+        }
+    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -296,26 +321,36 @@ pub enum ArgocdCmd {
     },
 }
 
+impl From<ArgocdCmd> for ArgocdAction {
+    fn from(c: ArgocdCmd) -> Self {
+        match c {
+            ArgocdCmd::Generate { path } => ArgocdAction::Generate { path },
+            ArgocdCmd::Discover { path } => ArgocdAction::Discover { path },
+            ArgocdCmd::Parameters { path } => ArgocdAction::Parameters { path },
+        }
+    }
+}
+
 #[derive(Debug, Clone, Args)]
 pub struct WatchArgs {
     /// Argo CD Application name.
     #[arg(long)]
     pub app: String,
     /// Namespace of the Application (Argo CD's namespace).
-    #[arg(long, default_value = "argocd")]
+    #[arg(long, default_value = defaults::APP_NAMESPACE)]
     pub app_namespace: String,
     /// The merge commit that must be synced.
     #[arg(long, env = "GITHUB_SHA", hide_env_values = true)]
     pub revision: Option<String>,
     /// Give up after this long (e.g. 15m).
-    #[arg(long, default_value = "15m", value_parser = duration_value)]
-    pub timeout: String,
+    #[arg(long, default_value = defaults::WATCH_TIMEOUT, value_parser = duration_value)]
+    pub timeout: HumanDuration,
     /// Base URL of the service (identity endpoint and health probe).
     #[arg(long)]
     pub service_url: Option<String>,
     /// Health probe interval for downtime measurement (e.g. 300ms).
-    #[arg(long, default_value = "300ms", value_parser = duration_value)]
-    pub probe_interval: String,
+    #[arg(long, default_value = defaults::PROBE_INTERVAL, value_parser = duration_value)]
+    pub probe_interval: HumanDuration,
     /// Open a revert PR when a gate fails.
     #[arg(long)]
     pub revert: bool,
@@ -324,59 +359,70 @@ pub struct WatchArgs {
     pub prometheus: Option<String>,
 }
 
+impl From<WatchArgs> for WatchOptions {
+    fn from(a: WatchArgs) -> Self {
+        WatchOptions {
+            app: a.app,
+            app_namespace: a.app_namespace,
+            revision: a.revision,
+            timeout: a.timeout,
+            service_url: a.service_url,
+            probe_interval: a.probe_interval,
+            revert: a.revert,
+            prometheus: a.prometheus,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Args)]
 pub struct RevertArgs {
     /// Git repository holding the bundle (default: current directory).
     #[arg(long, default_value = ".")]
     pub repo: PathBuf,
     /// Remote to push the revert branch to.
-    #[arg(long, default_value = "origin")]
+    #[arg(long, default_value = defaults::REMOTE)]
     pub remote: String,
     /// Base branch for the revert PR.
-    #[arg(long, default_value = "main")]
+    #[arg(long, default_value = defaults::BASE_BRANCH)]
     pub base: String,
     /// Evidence (a JSON report file, e.g. from `watch --format json`) for the PR body.
     #[arg(long)]
     pub evidence: Option<PathBuf>,
     /// Ignore failures older than this (e.g. 20m).
-    #[arg(long, default_value = "20m", value_parser = duration_value)]
-    pub max_age: String,
+    #[arg(long, default_value = defaults::REVERT_MAX_AGE, value_parser = duration_value)]
+    pub max_age: HumanDuration,
     /// When the failure was observed (RFC 3339; default now).
     #[arg(long, value_parser = rfc3339_value)]
-    pub failed_at: Option<String>,
+    pub failed_at: Option<chrono::DateTime<chrono::Utc>>,
 }
 
-/// Most concurrent object reads or uploads: far above what one object store
-/// connection pool serves well, far below tokio's semaphore limit.
-pub const MAX_JOBS: usize = 256;
+impl From<RevertArgs> for RevertOptions {
+    fn from(a: RevertArgs) -> Self {
+        RevertOptions { repo: a.repo, remote: a.remote, base: a.base, evidence: a.evidence, max_age: a.max_age, failed_at: a.failed_at }
+    }
+}
 
 /// `--jobs`: refused at parse time (exit 2, naming the flag) outside 1..=256.
 pub fn jobs_value(s: &str) -> Result<usize, String> {
     let n: usize = s.trim().parse().map_err(|_| format!("`{s}` is not a whole number"))?;
-    check_jobs(n)
-}
-
-pub fn check_jobs(n: usize) -> Result<usize, String> {
-    if (1..=MAX_JOBS).contains(&n) {
-        Ok(n)
-    } else {
-        Err(format!("{n} is out of range: expected 1..={MAX_JOBS}"))
-    }
+    options::check_jobs(n)
 }
 
 /// A duration flag: validated at parse time (finite, greater than zero, at
-/// most 7d), kept as typed so reports quote what the user wrote.
-pub fn duration_value(s: &str) -> Result<String, String> {
-    let d = crate::util::try_duration(s)?;
-    if d.is_zero() {
-        return Err(format!("`{s}` must be greater than zero"));
-    }
-    Ok(s.trim().to_string())
+/// most 7d), kept with its text so reports quote what the user wrote.
+pub fn duration_value(s: &str) -> Result<HumanDuration, String> {
+    HumanDuration::parse(s)
 }
 
-fn rfc3339_value(s: &str) -> Result<String, String> {
-    chrono::DateTime::parse_from_rfc3339(s.trim()).map_err(|e| format!("`{s}` is not an RFC 3339 time (e.g. 2026-01-31T12:00:00Z): {e}"))?;
-    Ok(s.trim().to_string())
+/// `--wait`: like a duration flag, but zero (do not wait) is allowed.
+fn wait_value(s: &str) -> Result<std::time::Duration, String> {
+    crate::util::try_duration(s)
+}
+
+fn rfc3339_value(s: &str) -> Result<chrono::DateTime<chrono::Utc>, String> {
+    chrono::DateTime::parse_from_rfc3339(s.trim())
+        .map(|t| t.with_timezone(&chrono::Utc))
+        .map_err(|e| format!("`{s}` is not an RFC 3339 time (e.g. 2026-01-31T12:00:00Z): {e}"))
 }
 
 /// `--progress`: a typo is an error, not a silent `auto`.
@@ -388,12 +434,12 @@ pub enum ProgressMode {
     Never,
 }
 
-impl ProgressMode {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ProgressMode::Auto => "auto",
-            ProgressMode::Always => "always",
-            ProgressMode::Never => "never",
+impl From<ProgressMode> for Progress {
+    fn from(m: ProgressMode) -> Self {
+        match m {
+            ProgressMode::Auto => Progress::Auto,
+            ProgressMode::Always => Progress::Always,
+            ProgressMode::Never => Progress::Never,
         }
     }
 }
@@ -407,11 +453,11 @@ pub enum CanaryModeArg {
     Shadow,
 }
 
-impl CanaryModeArg {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            CanaryModeArg::Canary => "canary",
-            CanaryModeArg::Shadow => "shadow",
+impl From<CanaryModeArg> for CanaryMode {
+    fn from(m: CanaryModeArg) -> Self {
+        match m {
+            CanaryModeArg::Canary => CanaryMode::Canary,
+            CanaryModeArg::Shadow => CanaryMode::Shadow,
         }
     }
 }

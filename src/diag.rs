@@ -4,8 +4,9 @@
 //! the code.
 
 use std::collections::BTreeMap;
+use std::fmt;
 
-use crate::report::{Diagnostic, Severity};
+use serde::{Deserialize, Serialize};
 
 pub struct CodeInfo {
     pub code: &'static str,
@@ -18,7 +19,7 @@ pub struct CodeInfo {
 
 macro_rules! codes {
     ($( $variant:ident => ($code:literal, $name:literal, $family:literal, $sev:ident, $why:literal), )*) => {
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
         pub enum Code { $($variant,)* }
         impl Code {
             pub const ALL: &'static [Code] = &[$(Code::$variant,)*];
@@ -158,6 +159,11 @@ codes! {
 }
 
 impl Code {
+    /// The stable code, e.g. `BG001`.
+    pub fn as_str(self) -> &'static str {
+        self.info().code
+    }
+
     pub fn from_str_any(s: &str) -> Option<Code> {
         Code::ALL.iter().copied().find(|c| {
             let i = c.info();
@@ -166,17 +172,142 @@ impl Code {
     }
 }
 
+impl fmt::Display for Code {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Tests and callers that hold a code as text compare without converting.
+impl PartialEq<&str> for Code {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
+/// Reports carry the code as its stable string (`"BG001"`): the JSON report
+/// format does not change with the Rust enum.
+impl Serialize for Code {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+/// A report naming a code this build does not know (another version's) is
+/// refused rather than read as something else.
+impl<'de> Deserialize<'de> for Code {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        Code::ALL.iter().copied().find(|c| c.as_str() == s).ok_or_else(|| serde::de::Error::custom(format!("unknown diagnostic code `{s}`")))
+    }
+}
+
+/// Severity after overrides. `Allow` diagnostics are kept out of reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    Allow,
+    Note,
+    Warning,
+    Error,
+}
+
+impl fmt::Display for Severity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Severity::Allow => "allow",
+            Severity::Note => "note",
+            Severity::Warning => "warning",
+            Severity::Error => "error",
+        })
+    }
+}
+
+/// A position in a user's file: 1-based line and column.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Span {
+    pub file: String,
+    pub line: usize,
+    pub column: usize,
+}
+
+impl fmt::Display for Span {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}:{}", self.file, self.line, self.column)
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Diagnostic {
+    /// Stable code, e.g. `BG001` (serialized as that string).
+    pub code: Code,
+    /// Stable kebab-case name, e.g. `image-not-pinned`.
+    pub name: String,
+    pub severity: Severity,
+    pub message: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub span: Option<Span>,
+    /// Dotted field path inside the file, when the finding is about a field.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub field: Option<String>,
+    /// Short "why this matters", from the code's documentation.
+    pub why: String,
+    /// Facts behind the finding: node names, numbers, object keys.
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub evidence: Vec<String>,
+    /// What the user can do about it.
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub help: Vec<String>,
+}
+
+impl Diagnostic {
+    pub fn new(code: Code, message: impl Into<String>) -> Self {
+        let info = code.info();
+        Diagnostic {
+            code,
+            name: info.name.to_string(),
+            severity: info.default_severity,
+            message: message.into(),
+            span: None,
+            field: None,
+            why: info.why.to_string(),
+            evidence: Vec::new(),
+            help: Vec::new(),
+        }
+    }
+    pub fn at(mut self, span: Option<Span>) -> Self {
+        self.span = span;
+        self
+    }
+    pub fn field(mut self, field: impl Into<String>) -> Self {
+        self.field = Some(field.into());
+        self
+    }
+    pub fn evidence(mut self, e: impl Into<String>) -> Self {
+        self.evidence.push(e.into());
+        self
+    }
+    pub fn help(mut self, h: impl Into<String>) -> Self {
+        self.help.push(h.into());
+        self
+    }
+    pub fn severity(mut self, s: Severity) -> Self {
+        self.severity = s;
+        self
+    }
+}
+
 /// Per-code severity overrides (`-A/-W/-D CODE`, or `severity:` in config).
 #[derive(Debug, Clone, Default)]
 pub struct Overrides {
-    map: BTreeMap<&'static str, Severity>,
+    map: BTreeMap<Code, Severity>,
 }
 
 impl Overrides {
     pub fn set(&mut self, code: &str, sev: Severity) -> anyhow::Result<()> {
         let c = Code::from_str_any(code)
             .ok_or_else(|| anyhow::anyhow!("unknown diagnostic code `{code}` (see `bundlegate codes`)"))?;
-        self.map.insert(c.info().code, sev);
+        self.map.insert(c, sev);
         Ok(())
     }
 
@@ -185,7 +316,7 @@ impl Overrides {
         diags
             .into_iter()
             .filter_map(|mut d| {
-                if let Some(s) = self.map.get(d.code.as_str()) {
+                if let Some(s) = self.map.get(&d.code) {
                     d.severity = *s;
                 }
                 (d.severity != Severity::Allow).then_some(d)

@@ -2,7 +2,9 @@
 //!
 //! Layout: `bundle` parses, `checks` are pure functions over gathered data,
 //! `adapters` are the only I/O, `report` is the one output model, `app` wires
-//! a command to those pieces.
+//! a command to those pieces (typed options in `app::options`), `dispatch`
+//! maps the command line into them and `pipeline` runs pipeline files over
+//! the same commands.
 
 pub mod adapters;
 pub mod app;
@@ -11,6 +13,7 @@ pub mod checks;
 pub mod cli;
 pub mod config;
 pub mod diag;
+pub mod dispatch;
 pub mod fuzzing;
 pub mod pipeline;
 pub mod render;

@@ -13,7 +13,7 @@ fn main() {
     let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
     init_logging(cli.verbose);
     let format = cli.format;
-    let code = match bundlegate::app::run(cli) {
+    let code = match bundlegate::dispatch::run(cli) {
         Ok(report) => {
             let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
             emit(&mut std::io::stdout().lock(), &render(&report, format, color));

@@ -11,34 +11,43 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use serde::Deserialize;
 
+use crate::app::options::{self, defaults, CanaryOptions, HumanDuration, RevertOptions, VerifyOptions, WatchOptions};
 use crate::bundle::{self, Loaded};
-use crate::cli::{CanaryArgs, RevertArgs, VerifyOpts, WatchArgs};
 use crate::diag::Overrides;
 use crate::render::TemplateSource;
 use crate::report::{Report, StepReport, Verdict};
 
+/// A pipeline file, validated: every step's options typed and checked.
+#[derive(Debug)]
+pub struct Pipeline {
+    pub name: String,
+    /// `changed` (bundles the PR changes, from git) or `all` (every bundle under `root`).
+    pub bundles: Option<BundleSelection>,
+    pub steps: Vec<Step>,
+}
+
+/// The file as written; [`parse`] turns it into a [`Pipeline`].
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct Pipeline {
-    pub api_version: String,
-    pub kind: String,
-    pub metadata: PipelineMeta,
-    pub spec: PipelineSpec,
+struct PipelineFile {
+    api_version: String,
+    kind: String,
+    metadata: PipelineMeta,
+    spec: PipelineSpec,
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct PipelineMeta {
-    pub name: String,
+struct PipelineMeta {
+    name: String,
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct PipelineSpec {
-    /// `changed` (bundles the PR changes, from git) or `all` (every bundle under `root`).
+struct PipelineSpec {
     #[serde(default)]
-    pub bundles: Option<BundleSelection>,
-    pub steps: Vec<Step>,
+    bundles: Option<BundleSelection>,
+    steps: Vec<StepFile>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -80,72 +89,136 @@ pub enum OnFailure {
     Stop,
 }
 
+/// One step as written: its name, and the union of every step's options
+/// (each step then takes only its own, see [`StepSpec::from_file`]).
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct Step {
-    pub name: StepKind,
+struct StepFile {
+    name: StepKind,
     #[serde(default)]
+    on_failure: OnFailure,
+    #[serde(default)]
+    required: bool,
+    #[serde(default)]
+    with: StepOptions,
+}
+
+/// A validated step.
+#[derive(Debug, Clone)]
+pub struct Step {
+    pub spec: StepSpec,
     pub on_failure: OnFailure,
     /// A required step that does not run makes the run INCONCLUSIVE.
-    #[serde(default)]
     pub required: bool,
-    #[serde(default)]
-    pub with: StepOptions,
+}
+
+impl Step {
+    pub fn kind(&self) -> StepKind {
+        self.spec.kind()
+    }
+}
+
+/// Each step with its own typed options, defaults applied.
+#[derive(Debug, Clone)]
+pub enum StepSpec {
+    Lint,
+    Render {
+        /// Show the base→head manifest diff (PR mode).
+        diff: bool,
+        templates: Option<PathBuf>,
+    },
+    Verify(VerifyOptions),
+    Preflight {
+        /// `--snapshot` wins over this.
+        snapshot: Option<PathBuf>,
+    },
+    Canary {
+        window: Option<HumanDuration>,
+    },
+    /// Posted once per run.
+    Comment,
+    /// Runs once per run over the whole tree.
+    Audit {
+        verify: VerifyOptions,
+        deep: bool,
+        serving: bool,
+    },
+    Watch(WatchStep),
+    Revert(RevertStep),
+}
+
+/// `watch` in a pipeline: `{name}`/`{namespace}` in `app` and `service_url`
+/// stand for the bundle's metadata.
+#[derive(Debug, Clone)]
+pub struct WatchStep {
+    pub app: String,
+    pub app_namespace: String,
+    pub timeout: HumanDuration,
+    pub service_url: Option<String>,
+    pub probe_interval: HumanDuration,
+}
+
+#[derive(Debug, Clone)]
+pub struct RevertStep {
+    pub remote: String,
+    /// Default: the remote's HEAD branch, else `main`.
+    pub base: Option<String>,
+    pub max_age: HumanDuration,
 }
 
 #[derive(Debug, Deserialize, Default)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct StepOptions {
+struct StepOptions {
     /// render: show the base→head manifest diff (PR mode).
     #[serde(default)]
-    pub diff: Option<bool>,
+    diff: Option<bool>,
     /// render: template folder (logic-less; relative to the working directory, like every path option).
     #[serde(default)]
-    pub templates: Option<PathBuf>,
+    templates: Option<PathBuf>,
     /// verify/audit: concurrent reads.
     #[serde(default)]
-    pub jobs: Option<usize>,
+    jobs: Option<usize>,
     /// verify: treat extra objects as errors.
     #[serde(default)]
-    pub deny_extra: Option<bool>,
+    deny_extra: Option<bool>,
     /// audit: re-hash everything.
     #[serde(default)]
-    pub deep: Option<bool>,
+    deep: Option<bool>,
     /// audit: also compare what the cluster serves with each service's current bundle.
     #[serde(default)]
-    pub serving: Option<bool>,
+    serving: Option<bool>,
     /// preflight: snapshot file (relative to the working directory); `--snapshot` wins.
     #[serde(default)]
-    pub snapshot: Option<PathBuf>,
+    snapshot: Option<PathBuf>,
     /// canary: analysis window.
     #[serde(default)]
-    pub window: Option<String>,
+    window: Option<String>,
     /// watch: Argo CD Application name; `{name}` and `{namespace}` stand for
     /// the bundle's metadata (default: `{name}`).
     #[serde(default)]
-    pub app: Option<String>,
+    app: Option<String>,
     /// watch: the Application's namespace (default `argocd`).
     #[serde(default)]
-    pub app_namespace: Option<String>,
+    app_namespace: Option<String>,
     /// watch: give up after this long (default 15m).
     #[serde(default)]
-    pub timeout: Option<String>,
+    timeout: Option<String>,
     /// watch: the service's base URL for identity and downtime, with the same
     /// placeholders as `app` (e.g. `http://{name}.{namespace}.svc`).
     #[serde(default)]
-    pub service_url: Option<String>,
+    service_url: Option<String>,
     /// watch: health probe interval (default 300ms).
     #[serde(default)]
-    pub probe_interval: Option<String>,
+    probe_interval: Option<String>,
     /// revert: remote to push the revert branch to (default `origin`).
     #[serde(default)]
-    pub remote: Option<String>,
+    remote: Option<String>,
     /// revert: base branch of the revert PR (default: the remote's HEAD branch, else `main`).
     #[serde(default)]
-    pub base: Option<String>,
+    base: Option<String>,
     /// revert: ignore failures older than this (default 20m).
     #[serde(default)]
-    pub max_age: Option<String>,
+    max_age: Option<String>,
 }
 
 pub struct Inputs {
@@ -167,7 +240,7 @@ pub fn load(path: &Path) -> Result<Pipeline> {
 pub fn parse(path: &Path, text: &str) -> Result<Pipeline> {
     let spans = bundle::SpanIndex::build(text);
     let de = serde_yaml_ng::Deserializer::from_str(text);
-    let p: Pipeline = serde_path_to_error::deserialize(de).map_err(|e| {
+    let p: PipelineFile = serde_path_to_error::deserialize(de).map_err(|e| {
         let field = e.path().to_string();
         let inner = e.into_inner();
         let (line, col) = inner.location().map(|l| (l.line(), l.column())).or_else(|| spans.lookup(&field)).unwrap_or((1, 1));
@@ -181,69 +254,135 @@ pub fn parse(path: &Path, text: &str) -> Result<Pipeline> {
     if p.spec.steps.is_empty() {
         bail!("{}: spec.steps is empty; a pipeline that runs nothing proves nothing", path.display());
     }
-    for (i, step) in p.spec.steps.iter().enumerate() {
-        check_options(step).map_err(|(key, msg)| {
+    let mut steps = Vec::with_capacity(p.spec.steps.len());
+    for (i, step) in p.spec.steps.into_iter().enumerate() {
+        let spec = StepSpec::from_file(step.name, step.with).map_err(|(key, msg)| {
             let field = format!("spec.steps[{i}].with.{key}");
             let (line, col) = spans.lookup(&field).unwrap_or((1, 1));
             anyhow::anyhow!("{}:{line}:{col}: {field}: {msg}", path.display())
         })?;
+        steps.push(Step { spec, on_failure: step.on_failure, required: step.required });
     }
-    Ok(p)
+    Ok(Pipeline { name: p.metadata.name, bundles: p.spec.bundles, steps })
 }
 
-/// The options each step reads; any other option on that step is an error
-/// (it would be silently ignored, e.g. `deep:` on a lint step).
-fn allowed_options(k: StepKind) -> &'static [&'static str] {
-    match k {
-        StepKind::Lint | StepKind::Comment => &[],
-        StepKind::Render => &["diff", "templates"],
-        StepKind::Verify => &["jobs", "denyExtra"],
-        StepKind::Preflight => &["snapshot"],
-        StepKind::Canary => &["window"],
-        StepKind::Audit => &["jobs", "denyExtra", "deep", "serving"],
-        StepKind::Watch => &["app", "appNamespace", "timeout", "serviceUrl", "probeInterval"],
-        StepKind::Revert => &["remote", "base", "maxAge"],
-    }
-}
-
-/// Every option of one step checked before anything runs: known for this
-/// step, numbers in range, durations finite, positive and at most 7d.
-/// `Err((option, why))`.
-fn check_options(step: &Step) -> std::result::Result<(), (&'static str, String)> {
-    let w = &step.with;
-    let set: [(&'static str, bool); 16] = [
-        ("diff", w.diff.is_some()),
-        ("templates", w.templates.is_some()),
-        ("jobs", w.jobs.is_some()),
-        ("denyExtra", w.deny_extra.is_some()),
-        ("deep", w.deep.is_some()),
-        ("serving", w.serving.is_some()),
-        ("snapshot", w.snapshot.is_some()),
-        ("window", w.window.is_some()),
-        ("app", w.app.is_some()),
-        ("appNamespace", w.app_namespace.is_some()),
-        ("timeout", w.timeout.is_some()),
-        ("serviceUrl", w.service_url.is_some()),
-        ("probeInterval", w.probe_interval.is_some()),
-        ("remote", w.remote.is_some()),
-        ("base", w.base.is_some()),
-        ("maxAge", w.max_age.is_some()),
-    ];
-    let allowed = allowed_options(step.name);
-    if let Some((key, _)) = set.iter().find(|(k, on)| *on && !allowed.contains(k)) {
-        let known = if allowed.is_empty() { "it takes no options".to_string() } else { format!("its options are {}", allowed.join(", ")) };
-        return Err((key, format!("`{key}` is not an option of the {} step ({known})", step_name(step.name))));
-    }
-    if let Some(n) = w.jobs {
-        crate::cli::check_jobs(n).map_err(|e| ("jobs", e))?;
-    }
-    let durations = [("window", &w.window), ("timeout", &w.timeout), ("probeInterval", &w.probe_interval), ("maxAge", &w.max_age)];
-    for (key, v) in durations {
-        if let Some(v) = v {
-            crate::cli::duration_value(v).map_err(|e| (key, e))?;
+impl StepKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StepKind::Lint => "lint",
+            StepKind::Render => "render",
+            StepKind::Verify => "verify",
+            StepKind::Preflight => "preflight",
+            StepKind::Canary => "canary",
+            StepKind::Comment => "comment",
+            StepKind::Audit => "audit",
+            StepKind::Watch => "watch",
+            StepKind::Revert => "revert",
         }
     }
-    Ok(())
+
+    /// The options this step reads; any other is an error (it would be
+    /// silently ignored, e.g. `deep:` on a lint step).
+    fn options(self) -> &'static [&'static str] {
+        match self {
+            StepKind::Lint | StepKind::Comment => &[],
+            StepKind::Render => &["diff", "templates"],
+            StepKind::Verify => &["jobs", "denyExtra"],
+            StepKind::Preflight => &["snapshot"],
+            StepKind::Canary => &["window"],
+            StepKind::Audit => &["jobs", "denyExtra", "deep", "serving"],
+            StepKind::Watch => &["app", "appNamespace", "timeout", "serviceUrl", "probeInterval"],
+            StepKind::Revert => &["remote", "base", "maxAge"],
+        }
+    }
+}
+
+/// `Err((option, why))`.
+type OptionError = (&'static str, String);
+
+fn duration_option(key: &'static str, v: Option<String>, default: Option<&'static str>) -> std::result::Result<Option<HumanDuration>, OptionError> {
+    match v.as_deref().or(default) {
+        Some(text) => HumanDuration::parse(text).map(Some).map_err(|e| (key, e)),
+        None => Ok(None),
+    }
+}
+
+/// A duration option with a built-in default, so never absent.
+fn duration_or(key: &'static str, v: Option<String>, default: &'static str) -> std::result::Result<HumanDuration, OptionError> {
+    duration_option(key, v, Some(default)).map(|d| d.unwrap_or_else(|| unreachable!("a default was given")))
+}
+
+impl StepSpec {
+    pub fn kind(&self) -> StepKind {
+        match self {
+            StepSpec::Lint => StepKind::Lint,
+            StepSpec::Render { .. } => StepKind::Render,
+            StepSpec::Verify(_) => StepKind::Verify,
+            StepSpec::Preflight { .. } => StepKind::Preflight,
+            StepSpec::Canary { .. } => StepKind::Canary,
+            StepSpec::Comment => StepKind::Comment,
+            StepSpec::Audit { .. } => StepKind::Audit,
+            StepSpec::Watch(_) => StepKind::Watch,
+            StepSpec::Revert(_) => StepKind::Revert,
+        }
+    }
+
+    /// Every option of one step checked before anything runs: known for
+    /// this step, numbers in range, durations finite, positive and at most
+    /// 7d; then typed, with the defaults of `app::options::defaults`.
+    fn from_file(kind: StepKind, w: StepOptions) -> std::result::Result<StepSpec, OptionError> {
+        let set: [(&'static str, bool); 16] = [
+            ("diff", w.diff.is_some()),
+            ("templates", w.templates.is_some()),
+            ("jobs", w.jobs.is_some()),
+            ("denyExtra", w.deny_extra.is_some()),
+            ("deep", w.deep.is_some()),
+            ("serving", w.serving.is_some()),
+            ("snapshot", w.snapshot.is_some()),
+            ("window", w.window.is_some()),
+            ("app", w.app.is_some()),
+            ("appNamespace", w.app_namespace.is_some()),
+            ("timeout", w.timeout.is_some()),
+            ("serviceUrl", w.service_url.is_some()),
+            ("probeInterval", w.probe_interval.is_some()),
+            ("remote", w.remote.is_some()),
+            ("base", w.base.is_some()),
+            ("maxAge", w.max_age.is_some()),
+        ];
+        let allowed = kind.options();
+        if let Some((key, _)) = set.iter().find(|(k, on)| *on && !allowed.contains(k)) {
+            let known = if allowed.is_empty() { "it takes no options".to_string() } else { format!("its options are {}", allowed.join(", ")) };
+            return Err((key, format!("`{key}` is not an option of the {} step ({known})", kind.as_str())));
+        }
+        let verify = || -> std::result::Result<VerifyOptions, OptionError> {
+            let jobs = match w.jobs {
+                Some(n) => options::check_jobs(n).map_err(|e| ("jobs", e))?,
+                None => defaults::JOBS,
+            };
+            Ok(VerifyOptions { jobs, deny_extra: w.deny_extra.unwrap_or(false), ..Default::default() })
+        };
+        Ok(match kind {
+            StepKind::Lint => StepSpec::Lint,
+            StepKind::Comment => StepSpec::Comment,
+            StepKind::Render => StepSpec::Render { diff: w.diff.unwrap_or(true), templates: w.templates.clone() },
+            StepKind::Verify => StepSpec::Verify(verify()?),
+            StepKind::Preflight => StepSpec::Preflight { snapshot: w.snapshot.clone() },
+            StepKind::Canary => StepSpec::Canary { window: duration_option("window", w.window.clone(), None)? },
+            StepKind::Audit => StepSpec::Audit { verify: verify()?, deep: w.deep.unwrap_or(false), serving: w.serving.unwrap_or(false) },
+            StepKind::Watch => StepSpec::Watch(WatchStep {
+                app: w.app.clone().unwrap_or_else(|| defaults::APP_TEMPLATE.into()),
+                app_namespace: w.app_namespace.clone().unwrap_or_else(|| defaults::APP_NAMESPACE.into()),
+                timeout: duration_or("timeout", w.timeout.clone(), defaults::WATCH_TIMEOUT)?,
+                service_url: w.service_url.clone(),
+                probe_interval: duration_or("probeInterval", w.probe_interval.clone(), defaults::PROBE_INTERVAL)?,
+            }),
+            StepKind::Revert => StepSpec::Revert(RevertStep {
+                remote: w.remote.clone().unwrap_or_else(|| defaults::REMOTE.into()),
+                base: w.base.clone(),
+                max_age: duration_or("maxAge", w.max_age.clone(), defaults::REVERT_MAX_AGE)?,
+            }),
+        })
+    }
 }
 
 /// A bundle to run on, plus its base version in PR mode.
@@ -259,7 +398,7 @@ fn select(p: &Pipeline, inputs: &Inputs) -> Result<(Vec<Target>, Option<StepRepo
     if !inputs.bundles.is_empty() {
         return Ok((inputs.bundles.iter().map(|b| Target { path: b.clone(), base_text: None, head_text: None }).collect(), None));
     }
-    match p.spec.bundles.as_ref().map(|b| b.from) {
+    match p.bundles.as_ref().map(|b| b.from) {
         Some(SelectFrom::Changed) => {
             let base = inputs.base.clone().context("this pipeline selects changed bundles: pass --base (and --head) or --bundle")?;
             let head = inputs.head.clone().unwrap_or_else(|| "HEAD".into());
@@ -294,7 +433,7 @@ fn select(p: &Pipeline, inputs: &Inputs) -> Result<(Vec<Target>, Option<StepRepo
             Ok((out, Some(note)))
         }
         Some(SelectFrom::All) => {
-            let root = p.spec.bundles.as_ref().and_then(|b| b.root.clone()).map(|r| r).unwrap_or_else(|| inputs.repo.clone());
+            let root = p.bundles.as_ref().and_then(|b| b.root.clone()).unwrap_or_else(|| inputs.repo.clone());
             let found = crate::app::verify::find_bundles(&root)?;
             Ok((found.into_iter().map(|path| Target { path, base_text: None, head_text: None }).collect(), None))
         }
@@ -305,7 +444,7 @@ fn select(p: &Pipeline, inputs: &Inputs) -> Result<(Vec<Target>, Option<StepRepo
 pub fn run_file(pipeline_path: &Path, inputs: &Inputs) -> Result<Report> {
     let p = load(pipeline_path)?;
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
-    let mut report = Report::new(format!("run {}", p.metadata.name));
+    let mut report = Report::new(format!("run {}", p.name));
     let (targets, note) = select(&p, inputs)?;
     if let Some(n) = note {
         report.push(n);
@@ -325,16 +464,16 @@ pub fn run_file(pipeline_path: &Path, inputs: &Inputs) -> Result<Report> {
         let mut stopped: Option<String> = None;
         // This bundle's steps so far: the evidence a revert step acts on.
         let mut done = Report::new("run (this bundle)");
-        for step in &p.spec.steps {
-            if step.name == StepKind::Comment || step.name == StepKind::Audit {
+        for step in &p.steps {
+            if matches!(step.spec, StepSpec::Comment | StepSpec::Audit { .. }) {
                 continue; // run once for the whole run, below
             }
-            let name = step_name(step.name);
-            let steps = match (&stopped, step.name) {
+            let name = step.kind().as_str();
+            let steps = match (&stopped, &step.spec) {
                 // A revert answers a failure, so a stop never skips it.
-                (_, StepKind::Revert) => revert_step(&rt, step, &loaded, inputs, &done),
+                (_, StepSpec::Revert(rs)) => revert_step(&rt, rs, &loaded, inputs, &done),
                 // watch already judged the canary gates (only once the rollout completed).
-                (None, StepKind::Canary) if done.steps.iter().any(|s| s.step == "canary") => continue,
+                (None, StepSpec::Canary { .. }) if done.steps.iter().any(|s| s.step == "canary") => continue,
                 (Some(why), _) => {
                     vec![StepReport::not_run(name, &loaded.display, format!("skipped: {why} failed and its pipeline step says onFailure: stop"))]
                 }
@@ -351,23 +490,22 @@ pub fn run_file(pipeline_path: &Path, inputs: &Inputs) -> Result<Report> {
             }
         }
     }
-    for step in &p.spec.steps {
-        match step.name {
-            StepKind::Audit => {
-                let opts = verify_opts(step);
+    for step in &p.steps {
+        match &step.spec {
+            StepSpec::Audit { verify, deep, serving } => {
                 let root = inputs.repo.clone();
-                let o = crate::app::audit::AuditOptions { root: root.clone(), deep: step.with.deep.unwrap_or(false), ..Default::default() };
-                let r = rt.block_on(crate::app::audit::audit(&o, &opts, &inputs.overrides))?;
+                let o = crate::app::audit::AuditOptions { root: root.clone(), deep: *deep, ..Default::default() };
+                let r = rt.block_on(crate::app::audit::audit(&o, verify, &inputs.overrides))?;
                 for s in r.steps {
                     push_step(&mut report, step, s);
                 }
-                if step.with.serving.unwrap_or(false) {
+                if *serving {
                     for s in rt.block_on(crate::app::watch::serving_audit(&root))? {
                         push_step(&mut report, step, s);
                     }
                 }
             }
-            StepKind::Comment => {
+            StepSpec::Comment => {
                 // Posted even when no bundle changed, so the PR says so.
                 let s = crate::app::pr::github_step(&report);
                 push_step(&mut report, step, s);
@@ -386,7 +524,7 @@ fn push_step(report: &mut Report, step: &Step, s: StepReport) {
 /// "required" covers its own required checks (Argo sync and rollout truth);
 /// identity and downtime are optional by watch's policy (docs/watch.md).
 fn apply_required(step: &Step, mut s: StepReport) -> StepReport {
-    let covered = step.name != StepKind::Watch || matches!(s.step.as_str(), "argo" | "rollout" | "watch");
+    let covered = step.kind() != StepKind::Watch || matches!(s.step.as_str(), "argo" | "rollout" | "watch");
     if step.required && covered && s.verdict == Verdict::NotRun {
         s.verdict = Verdict::Inconclusive;
         s.summary = format!("required step did not run: {}", s.summary);
@@ -409,15 +547,14 @@ fn revision(inputs: &Inputs) -> Option<String> {
         .or_else(|| std::env::var("GITHUB_SHA").ok().filter(|v| !v.trim().is_empty()))
 }
 
-fn watch_args(step: &Step, l: &Loaded, inputs: &Inputs) -> WatchArgs {
-    let w = &step.with;
-    WatchArgs {
-        app: fill(w.app.as_deref().unwrap_or("{name}"), l),
-        app_namespace: w.app_namespace.clone().unwrap_or_else(|| "argocd".into()),
+fn watch_options(w: &WatchStep, l: &Loaded, inputs: &Inputs) -> WatchOptions {
+    WatchOptions {
+        app: fill(&w.app, l),
+        app_namespace: w.app_namespace.clone(),
         revision: revision(inputs),
-        timeout: w.timeout.clone().unwrap_or_else(|| "15m".into()),
+        timeout: w.timeout.clone(),
         service_url: w.service_url.as_deref().map(|u| fill(u, l)),
-        probe_interval: w.probe_interval.clone().unwrap_or_else(|| "300ms".into()),
+        probe_interval: w.probe_interval.clone(),
         revert: false, // the pipeline's own revert step decides
         prometheus: inputs.prometheus.clone(),
     }
@@ -426,7 +563,7 @@ fn watch_args(step: &Step, l: &Loaded, inputs: &Inputs) -> WatchArgs {
 /// Revert only on a proven failure of this bundle's gates: an ERROR or an
 /// INCONCLUSIVE step is missing evidence, and reverting on missing evidence
 /// would undo releases whenever a dependency is down.
-fn revert_step(rt: &tokio::runtime::Runtime, step: &Step, l: &Loaded, inputs: &Inputs, done: &Report) -> Vec<StepReport> {
+fn revert_step(rt: &tokio::runtime::Runtime, rs: &RevertStep, l: &Loaded, inputs: &Inputs, done: &Report) -> Vec<StepReport> {
     let failed: Vec<&str> = done.steps.iter().filter(|s| s.verdict == Verdict::Fail).map(|s| s.step.as_str()).collect();
     if failed.is_empty() {
         let unsure: Vec<&str> = done.steps.iter().filter(|s| matches!(s.verdict, Verdict::Error | Verdict::Inconclusive)).map(|s| s.step.as_str()).collect();
@@ -437,46 +574,28 @@ fn revert_step(rt: &tokio::runtime::Runtime, step: &Step, l: &Loaded, inputs: &I
         };
         return vec![StepReport::not_run("revert", &l.display, why)];
     }
-    let remote = step.with.remote.clone().unwrap_or_else(|| "origin".into());
+    let remote = rs.remote.clone();
     let repo = git2::Repository::discover(&inputs.repo).ok().and_then(|g| g.workdir().map(Path::to_path_buf)).unwrap_or_else(|| inputs.repo.clone());
-    let base = step.with.base.clone().unwrap_or_else(|| crate::app::watch::default_base(&repo, &remote));
-    let args = RevertArgs { repo, remote, base, evidence: None, max_age: step.with.max_age.clone().unwrap_or_else(|| "20m".into()), failed_at: None };
+    let base = rs.base.clone().unwrap_or_else(|| crate::app::watch::default_base(&repo, &remote));
+    let args = RevertOptions { repo, remote, base, evidence: None, max_age: rs.max_age.clone(), failed_at: None };
     crate::app::watch::revert_in(rt, l, &args, done)
 }
 
-fn step_name(k: StepKind) -> &'static str {
-    match k {
-        StepKind::Lint => "lint",
-        StepKind::Render => "render",
-        StepKind::Verify => "verify",
-        StepKind::Preflight => "preflight",
-        StepKind::Canary => "canary",
-        StepKind::Comment => "comment",
-        StepKind::Audit => "audit",
-        StepKind::Watch => "watch",
-        StepKind::Revert => "revert",
-    }
-}
-
-fn verify_opts(step: &Step) -> VerifyOpts {
-    VerifyOpts { jobs: step.with.jobs.unwrap_or(4), deny_extra: step.with.deny_extra.unwrap_or(false), progress: "auto".into() }
-}
-
 fn run_step(rt: &tokio::runtime::Runtime, step: &Step, l: &Loaded, t: &Target, inputs: &Inputs) -> Vec<StepReport> {
-    match step.name {
-        StepKind::Watch => crate::app::watch::watch_steps(rt, l, &watch_args(step, l, inputs)),
+    match &step.spec {
+        StepSpec::Watch(w) => crate::app::watch::watch_steps(rt, l, &watch_options(w, l, inputs)),
         _ => vec![run_one(rt, step, l, t, inputs)],
     }
 }
 
 fn run_one(rt: &tokio::runtime::Runtime, step: &Step, l: &Loaded, t: &Target, inputs: &Inputs) -> StepReport {
     let ov = &inputs.overrides;
-    match step.name {
-        StepKind::Lint => crate::app::lint_loaded(l, ov),
-        StepKind::Render => {
-            let src = step.with.templates.as_ref().map(|d| TemplateSource::Dir(d.clone())).unwrap_or_default();
+    match &step.spec {
+        StepSpec::Lint => crate::app::lint_loaded(l, ov),
+        StepSpec::Render { diff, templates } => {
+            let src = templates.as_ref().map(|d| TemplateSource::Dir(d.clone())).unwrap_or_default();
             let mut s = crate::app::render_loaded(l, &src, None);
-            if s.verdict == Verdict::Pass && step.with.diff.unwrap_or(true) {
+            if s.verdict == Verdict::Pass && *diff {
                 let head_yaml = s.details.first().map(|d| d.body.clone()).unwrap_or_default();
                 let base_yaml = t.base_text.as_ref().map(|text| {
                     bundle::parse(&format!("{} (base)", l.display), &l.path, text.clone())
@@ -491,28 +610,21 @@ fn run_one(rt: &tokio::runtime::Runtime, step: &Step, l: &Loaded, t: &Target, in
             }
             s
         }
-        StepKind::Verify => rt.block_on(crate::app::verify::verify_loaded(l, &verify_opts(step), ov, None)),
-        StepKind::Preflight => {
-            let snap = inputs.snapshot.clone().or_else(|| step.with.snapshot.clone());
+        StepSpec::Verify(opts) => rt.block_on(crate::app::verify::verify_loaded(l, opts, ov, None)),
+        StepSpec::Preflight { snapshot } => {
+            let snap = inputs.snapshot.clone().or_else(|| snapshot.clone());
             match snap {
                 Some(sn) => crate::app::preflight::run_loaded(l, Some(&sn), false, ov),
                 None => StepReport::not_run("preflight", &l.display, "no cluster state: pass --snapshot FILE (kubectl get … -o yaml) to check surge capacity, quotas and volumes"),
             }
         }
-        StepKind::Canary => match &inputs.prometheus {
+        StepSpec::Canary { window } => match &inputs.prometheus {
             None => StepReport::not_run("canary", &l.display, "no Prometheus URL (--prometheus / BUNDLEGATE_PROMETHEUS_URL): canary gates not evaluated"),
             Some(url) => {
-                let args = CanaryArgs {
-                    prometheus: Some(url.clone()),
-                    window: step.with.window.clone(),
-                    mode: None,
-                    candidate_selector: None,
-                    baseline_selector: None,
-                    endpoint: None,
-                };
+                let args = CanaryOptions { prometheus: Some(url.clone()), window: window.clone(), ..Default::default() };
                 rt.block_on(crate::app::canary::analyze(l, &args, ov))
             }
         },
-        StepKind::Watch | StepKind::Revert | StepKind::Comment | StepKind::Audit => unreachable!("dispatched by run_step / run_file"),
+        StepSpec::Watch(_) | StepSpec::Revert(_) | StepSpec::Comment | StepSpec::Audit { .. } => unreachable!("dispatched by run_step / run_file"),
     }
 }

@@ -12,7 +12,7 @@
 use std::io::Read;
 use std::path::{Component, Path, PathBuf};
 
-use crate::bundle::{self, Loaded};
+use crate::bundle::{self, LoadError, Loaded};
 use crate::checks::lint::RollbackStatus;
 use crate::yaml_guard::MAX_BUNDLE_BYTES;
 
@@ -107,7 +107,7 @@ pub fn rollback_status(l: &Loaded) -> RollbackStatus {
     let path = rb.bundle.clone();
     match confine(&l.path, &rb.bundle) {
         Confined::Outside { root } => RollbackStatus::Escapes { path, root: root.display().to_string() },
-        Confined::Inside(p) => match bundle::load(&p) {
+        Confined::Inside(p) => match load(&p) {
             Ok(prev) => RollbackStatus::Resolved { path, digest: prev.digest },
             Err(e) => RollbackStatus::Unreadable { path, error: e.redacted() },
         },
@@ -134,4 +134,12 @@ mod tests {
         assert!(read_bounded(&p, 1024).unwrap_err().to_string().contains("over the limit"));
         assert_eq!(read_bounded(&p, 4096).unwrap().len(), 2048);
     }
+}
+
+/// Read and parse a bundle file (`bundle::parse` judges the text).
+pub fn load(path: &Path) -> Result<Loaded, LoadError> {
+    let display = path.display().to_string();
+    // Bounded, regular files only: `/dev/zero` or a 200 MB file never reaches memory.
+    let text = read_bundle_text(path).map_err(|source| LoadError::Io { file: display.clone(), source })?;
+    bundle::parse(&display, path, text)
 }

@@ -50,49 +50,9 @@ pub struct Store {
     pub local_dir: Option<PathBuf>,
 }
 
-/// One listed object, relative to the prefix.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct Listed {
-    pub key: String,
-    pub size: u64,
-    pub e_tag: Option<String>,
-    pub version: Option<String>,
-    pub last_modified: String,
-}
-
-/// Why an object could not be hashed. Each maps to a diagnostic; none is OK.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ReadFailure {
-    /// The object changed between listing and reading (ETag/version mismatch).
-    Changed(String),
-    NotFound,
-    Denied(String),
-    /// Fewer or more bytes than listed.
-    Truncated { expected: u64, got: u64 },
-    /// The endpoint itself is gone (connection refused, DNS failure): retrying
-    /// this object or starting others cannot succeed.
-    Unreachable(String),
-    /// Never read: the store became unreachable before this object's turn.
-    NotChecked(String),
-    /// A `file:` object resolves outside its prefix (symlink): not read.
-    Escapes(String),
-    Other(String),
-}
-
-impl std::fmt::Display for ReadFailure {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            ReadFailure::Changed(s) => write!(f, "changed while reading: {s}"),
-            ReadFailure::NotFound => write!(f, "not found when read (deleted after listing?)"),
-            ReadFailure::Denied(s) => write!(f, "access denied: {s}"),
-            ReadFailure::Truncated { expected, got } => write!(f, "stream ended after {got} of {expected} bytes"),
-            ReadFailure::Unreachable(s) => write!(f, "the store is unreachable: {s}"),
-            ReadFailure::NotChecked(s) => write!(f, "NOT CHECKED: {s}"),
-            ReadFailure::Escapes(s) => write!(f, "refused: {s}"),
-            ReadFailure::Other(s) => write!(f, "{s}"),
-        }
-    }
-}
+// The listing and read outcomes are plain data the verify check judges;
+// they are defined with that check.
+pub use crate::checks::verify::{Listed, ReadFailure};
 
 fn classify(e: &object_store::Error) -> ReadFailure {
     use object_store::Error as E;

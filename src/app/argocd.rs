@@ -20,7 +20,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use serde_json::{json, Value};
 
 use crate::bundle::{self, Loaded};
-use crate::cli::ArgocdCmd;
+use crate::app::options::ArgocdAction;
 use crate::diag::Overrides;
 use crate::render::{Renderer, TemplateSource};
 use crate::report::{Report, Severity, StepReport};
@@ -177,10 +177,10 @@ fn is_dns_label(s: &str) -> bool {
         && !s.ends_with('-')
 }
 
-pub fn run(cmd: ArgocdCmd, ov: &Overrides) -> Result<Report> {
+pub fn run(cmd: ArgocdAction, ov: &Overrides) -> Result<Report> {
     let env = CmpEnv::from_process();
     match cmd {
-        ArgocdCmd::Generate { path } => {
+        ArgocdAction::Generate { path } => {
             let source = source_dir(path)?;
             let g = generate(&source, &env, ov)?;
             let mut r = Report::new("argocd generate");
@@ -193,7 +193,7 @@ pub fn run(cmd: ArgocdCmd, ov: &Overrides) -> Result<Report> {
             r.raw_human = Some(g.yaml);
             Ok(r)
         }
-        ArgocdCmd::Discover { path } => {
+        ArgocdAction::Discover { path } => {
             let source = source_dir(path)?;
             let found = discover(&source, &env)?;
             let mut r = Report::new("argocd discover");
@@ -207,7 +207,7 @@ pub fn run(cmd: ArgocdCmd, ov: &Overrides) -> Result<Report> {
             r.raw_human = Some(found.map(|p| p + "\n").unwrap_or_default());
             Ok(r)
         }
-        ArgocdCmd::Parameters { path } => {
+        ArgocdAction::Parameters { path } => {
             let source = source_dir(path)?;
             let ann = announcement(&source, &env);
             let mut r = Report::new("argocd parameters");
@@ -490,7 +490,7 @@ fn looks_like_bundle(text: &str) -> bool {
 /// UI shows what will actually be applied.
 pub fn announcement(source: &Path, env: &CmpEnv) -> Value {
     let rel = Params::from_env(env).map(|p| p.bundle).unwrap_or_else(|_| DEFAULT_BUNDLE.to_string());
-    let loaded = inside(source, &rel, "bundle").ok().and_then(|p| bundle::load(&p).ok());
+    let loaded = inside(source, &rel, "bundle").ok().and_then(|p| crate::adapters::bundle_files::load(&p).ok());
     let list: Vec<Value> = PARAMS
         .iter()
         .map(|s| {

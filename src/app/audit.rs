@@ -14,7 +14,7 @@ use super::verify::{find_bundles, verify_loaded, AuditCache, AuditCtx, CacheEntr
 use crate::adapters::blob::{self, BlobDir};
 use crate::bundle::{self, Loaded};
 use crate::checks::shard::{self, Item, ShardInfo, ShardSpec};
-use crate::cli::VerifyOpts;
+use crate::app::options::{AlertOptions, VerifyOptions};
 use crate::diag::{Code, Overrides};
 use crate::report::{Diagnostic, Report, StepReport, Verdict};
 
@@ -94,7 +94,7 @@ fn git_commit(root: &Path) -> Option<String> {
     crate::adapters::git::head_commit(root)
 }
 
-pub async fn audit(o: &AuditOptions, vo: &VerifyOpts, ov: &Overrides) -> Result<Report> {
+pub async fn audit(o: &AuditOptions, vo: &VerifyOptions, ov: &Overrides) -> Result<Report> {
     let started = Instant::now();
     let paths = find_bundles(&o.root)?;
     let root = if o.root.is_file() { o.root.parent().map(Path::to_path_buf).unwrap_or_default() } else { o.root.clone() };
@@ -218,7 +218,7 @@ fn load_file_cache(p: &Path) -> (AuditCache, Option<Diagnostic>) {
     }
 }
 
-async fn audit_one_with_dir(d: &BlobDir, id: &str, l: &Loaded, deep: bool, vo: &VerifyOpts, ov: &Overrides) -> Result<StepReport> {
+async fn audit_one_with_dir(d: &BlobDir, id: &str, l: &Loaded, deep: bool, vo: &VerifyOptions, ov: &Overrides) -> Result<StepReport> {
     let name = cache_object_name(id);
     let shown = format!("{}/{name}", d.display.trim_end_matches('/'));
     let (mut cache, note) = match d.get(&name, CACHE_OBJECT_LIMIT).await {
@@ -273,11 +273,11 @@ pub async fn merge(inputs: &[String], max_age: Option<std::time::Duration>) -> R
         reports.push((name, r));
     }
     let max_age = max_age.map(|d| chrono::Duration::from_std(d).unwrap_or(chrono::Duration::MAX));
-    Ok(crate::report::merge::merge_shards(reports, chrono::Utc::now(), max_age))
+    Ok(crate::checks::merge::merge_shards(reports, chrono::Utc::now(), max_age))
 }
 
 /// Write/push the audit's Prometheus metrics where the user asked.
-pub async fn emit_metrics(r: &Report, a: &crate::cli::AlertArgs) -> Result<()> {
+pub async fn emit_metrics(r: &Report, a: &AlertOptions) -> Result<()> {
     if a.metrics_file.is_none() && a.pushgateway.is_none() {
         return Ok(());
     }

@@ -12,7 +12,7 @@ use crate::bundle::{self, CanaryMode, Loaded, MetricProvider};
 use crate::checks::canary::providers;
 use crate::checks::canary::steps::{self as st, StepVerdict};
 use crate::checks::canary::{self as c, GateInput, GateOutcome, GateVerdict, Histogram, MetricKind, RollbackTarget, Side, Situation, Template, Trend};
-use crate::cli::{CanaryArgs, VerifyOpts};
+use crate::app::options::{CanaryMode as ModeOption, CanaryOptions, VerifyOptions};
 use crate::diag::{Code, Overrides};
 use crate::report::{Detail, Diagnostic, Severity, StepReport, Table, Verdict};
 
@@ -27,7 +27,7 @@ pub fn earlier(template: &str) -> String {
     template.replace("[{{window}}]", "[{{window}}] offset {{window}}")
 }
 
-pub fn run(bundle: &Path, args: &CanaryArgs, ov: &Overrides) -> StepReport {
+pub fn run(bundle: &Path, args: &CanaryOptions, ov: &Overrides) -> StepReport {
     let l = match super::load_or_step(bundle, "canary") {
         Ok(l) => l,
         Err(s) => return s,
@@ -100,7 +100,7 @@ fn unix_now() -> f64 {
 }
 
 /// Judge the current split: gates over the window ending now.
-pub async fn analyze(l: &Loaded, args: &CanaryArgs, ov: &Overrides) -> StepReport {
+pub async fn analyze(l: &Loaded, args: &CanaryOptions, ov: &Overrides) -> StepReport {
     analyze_at(l, args, ov, unix_now(), true).await.0
 }
 
@@ -129,30 +129,28 @@ pub fn gate_provider(plan: &bundle::Canary, g: &bundle::Gate) -> MetricProvider 
 
 /// Gates over the window ending at `now` (unix seconds); the golden set
 /// runs only when `with_golden`. Also returns the gate outcomes.
-async fn analyze_at(l: &Loaded, args: &CanaryArgs, ov: &Overrides, now: f64, with_golden: bool) -> (StepReport, Vec<GateOutcome>) {
+async fn analyze_at(l: &Loaded, args: &CanaryOptions, ov: &Overrides, now: f64, with_golden: bool) -> (StepReport, Vec<GateOutcome>) {
     let b = &l.bundle;
     let Some(plan) = &b.spec.canary else {
         return (StepReport::not_run("canary", &l.display, "the bundle declares no spec.canary plan: there is nothing to compare"), Vec::new());
     };
-    let no_golden = CanaryArgs { endpoint: None, ..args.clone() };
+    let no_golden = CanaryOptions { endpoint: None, ..args.clone() };
     let golden_args = if with_golden { args } else { &no_golden };
     analyze_plan(l, plan, golden_args, ov, now).await
 }
 
-async fn analyze_plan(l: &Loaded, plan: &bundle::Canary, args: &CanaryArgs, ov: &Overrides, now: f64) -> (StepReport, Vec<GateOutcome>) {
+async fn analyze_plan(l: &Loaded, plan: &bundle::Canary, args: &CanaryOptions, ov: &Overrides, now: f64) -> (StepReport, Vec<GateOutcome>) {
     let b = &l.bundle;
     macro_rules! bail_step {
         ($e:expr) => {
             return ($e, Vec::new())
         };
     }
-    let shadow = match args.mode.as_deref() {
+    let shadow = match args.mode {
         None => plan.mode == CanaryMode::Shadow,
-        Some("canary") => false,
-        Some("shadow") => true,
-        Some(other) => bail_step!(StepReport::error("canary", &l.display, &anyhow!("--mode `{other}`: expected `canary` or `shadow`"))),
+        Some(m) => m == ModeOption::Shadow,
     };
-    let window_text = args.window.clone().unwrap_or_else(|| plan.window.clone());
+    let window_text = args.window.as_ref().map(|w| w.text.clone()).unwrap_or_else(|| plan.window.clone());
     let window_secs = match crate::util::parse_duration(&window_text).map(|d| d.as_secs()) {
         Some(s) if s >= 1 => s,
         _ => bail_step!(StepReport::error("canary", &l.display, &anyhow!("window `{window_text}` is not a duration of at least 1s (e.g. 30m)"))),
@@ -162,7 +160,7 @@ async fn analyze_plan(l: &Loaded, plan: &bundle::Canary, args: &CanaryArgs, ov: 
     let golden = run_golden(l, args).await;
     let provider = plan.provider.unwrap_or_default();
 
-    let Some(prom_url) = args.prometheus.as_deref().filter(|u| !u.trim().is_empty()) else {
+    let Some(prom_url) = args.prometheus_url() else {
         let mut s = StepReport::not_run("canary", &l.display, "");
         let mut diags = Vec::new();
         let note = golden_into(&golden, &mut s, &mut diags);
@@ -176,7 +174,7 @@ async fn analyze_plan(l: &Loaded, plan: &bundle::Canary, args: &CanaryArgs, ov: 
         bail_step!(s);
     };
 
-    let prev = b.spec.rollback.as_ref().map(|rb| (rb, bundle::load(&l.dir().join(&rb.bundle))));
+    let prev = b.spec.rollback.as_ref().map(|rb| (rb, crate::adapters::bundle_files::load(&l.dir().join(&rb.bundle))));
     let baseline_version = match (&args.baseline_selector, &prev) {
         (Some(_), _) => None,
         (None, Some((_, Ok(p)))) => Some(p.bundle.metadata.version.clone()),
@@ -243,13 +241,13 @@ async fn analyze_plan(l: &Loaded, plan: &bundle::Canary, args: &CanaryArgs, ov: 
     let action = c::decide(situation, shadow, &trend, &rollback, more);
 
     s.diagnostics = ov.apply(diags);
-    let blocking = |codes: &[&str]| s.diagnostics.iter().any(|d| d.severity == Severity::Error && codes.contains(&d.code.as_str()));
+    let blocking = |codes: &[Code]| s.diagnostics.iter().any(|d| d.severity == Severity::Error && codes.contains(&d.code));
     let not_passed = outcomes.iter().filter(|o| o.verdict != GateVerdict::Pass).count();
     s.verdict = if matches!(golden, Golden::Error(_)) {
         Verdict::Error
-    } else if blocking(&["BG301", "BG304"]) {
+    } else if blocking(&[Code::GateFailed, Code::GoldenFailed]) {
         Verdict::Fail
-    } else if blocking(&["BG302", "BG303"]) || outcomes.is_empty() {
+    } else if blocking(&[Code::GateInconclusive, Code::GateNoData]) || outcomes.is_empty() {
         Verdict::Inconclusive
     } else {
         Verdict::Pass
@@ -499,7 +497,7 @@ async fn check_rollback(prev: Option<(&bundle::Rollback, Result<Loaded, bundle::
     if p.digest != rb.release_digest {
         return RollbackTarget::Unusable { path, reason: format!("it hashes to {} but spec.rollback.releaseDigest records {}", p.digest, rb.release_digest) };
     }
-    let opts = VerifyOpts { jobs: 4, deny_extra: false, progress: "never".into() };
+    let opts = VerifyOptions::quiet();
     let v = super::verify::verify_loaded(&p, &opts, &Overrides::default(), None).await;
     if v.verdict == Verdict::Pass {
         RollbackTarget::Verified { path: rb.bundle.clone(), version: p.bundle.metadata.version.clone(), digest: p.digest.clone(), evidence: v.summary }
@@ -544,7 +542,7 @@ impl Golden {
     }
 }
 
-async fn run_golden(l: &Loaded, args: &CanaryArgs) -> Golden {
+async fn run_golden(l: &Loaded, args: &CanaryOptions) -> Golden {
     let Some(file) = l.bundle.spec.canary.as_ref().and_then(|c| c.golden.as_ref()) else { return Golden::NotDeclared };
     let Some(endpoint) = args.endpoint.as_deref() else { return Golden::NoEndpoint };
     let path = l.dir().join(file);
@@ -626,11 +624,11 @@ fn golden_into(g: &Golden, s: &mut StepReport, diags: &mut Vec<Diagnostic>) -> S
 /// One step (or no Prometheus) is the plain current-split analysis. The
 /// report is the deciding step's (the first FAIL, else the last judged),
 /// with one row per step and the diagnostics of every judged step.
-pub async fn analyze_steps(l: &Loaded, args: &CanaryArgs, ov: &Overrides) -> StepReport {
+pub async fn analyze_steps(l: &Loaded, args: &CanaryOptions, ov: &Overrides) -> StepReport {
     let Some(plan) = &l.bundle.spec.canary else { return analyze(l, args, ov).await };
-    let window_text = args.window.clone().unwrap_or_else(|| plan.window.clone());
+    let window_text = args.window.as_ref().map(|w| w.text.clone()).unwrap_or_else(|| plan.window.clone());
     let window_secs = crate::util::parse_duration(&window_text).map(|d| d.as_secs()).filter(|s| *s >= 1);
-    let (Some(window_secs), true, true) = (window_secs, plan.steps.len() > 1, args.prometheus.as_deref().is_some_and(|u| !u.trim().is_empty())) else {
+    let (Some(window_secs), true, true) = (window_secs, plan.steps.len() > 1, args.prometheus_url().is_some()) else {
         return analyze(l, args, ov).await;
     };
     let times = st::step_times(unix_now(), window_secs as f64, plan.steps.len());

@@ -40,7 +40,7 @@ pub fn run_loaded(l: &crate::bundle::Loaded, snapshot: Option<&Path>, live: bool
     s.verdict = s.verdict_from_diagnostics();
     // Evidence that could not be read (BG207) is not a failure the cluster
     // showed: when it is the only error, the answer is unknown, not FAIL.
-    let incomplete = Code::RolloutNotRunningOnCluster.info().code;
+    let incomplete = Code::RolloutNotRunningOnCluster;
     let errors = || s.diagnostics.iter().filter(|d| d.severity == Severity::Error);
     if s.verdict == Verdict::Fail && errors().all(|d| d.code == incomplete) {
         s.verdict = Verdict::Inconclusive;

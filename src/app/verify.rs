@@ -14,18 +14,18 @@ use tokio::sync::Semaphore;
 use crate::adapters::store::{self, Listed, ReadFailure, Store};
 use crate::bundle::{self, Loaded};
 use crate::checks::verify::{self as vcheck, HashOutcome};
-use crate::cli::VerifyOpts;
+use crate::app::options::{Progress, VerifyOptions, MAX_JOBS};
 use crate::diag::{Code, Overrides};
 use crate::report::{Diagnostic, StepReport, Verdict};
 
 /// Transient failures are retried this many times, with exponential backoff.
 const RETRIES: u32 = 3;
 
-fn progress_bar(total: u64, mode: &str) -> indicatif::ProgressBar {
+fn progress_bar(total: u64, mode: Progress) -> indicatif::ProgressBar {
     let show = match mode {
-        "always" => true,
-        "never" => false,
-        _ => std::io::stderr().is_terminal(),
+        Progress::Always => true,
+        Progress::Never => false,
+        Progress::Auto => std::io::stderr().is_terminal(),
     };
     if !show {
         return indicatif::ProgressBar::hidden();
@@ -40,7 +40,7 @@ fn progress_bar(total: u64, mode: &str) -> indicatif::ProgressBar {
 
 /// Hash `objs` concurrently (at most `jobs` at once), each pinned to its
 /// listed identity, retrying transient failures.
-pub async fn hash_all(store: Arc<Store>, mut objs: Vec<Listed>, jobs: usize, progress: &str) -> BTreeMap<String, HashOutcome> {
+pub async fn hash_all(store: Arc<Store>, mut objs: Vec<Listed>, jobs: usize, progress: Progress) -> BTreeMap<String, HashOutcome> {
     // Largest first: one file's sha256 is serial, so the biggest object sets
     // the floor; starting it last would add the others' time on top.
     objs.sort_by(|a, b| b.size.cmp(&a.size));
@@ -50,7 +50,7 @@ pub async fn hash_all(store: Arc<Store>, mut objs: Vec<Listed>, jobs: usize, pro
         let pb = pb.clone();
         Arc::new(move |n| pb.inc(n))
     };
-    let sem = Arc::new(Semaphore::new(jobs.clamp(1, crate::cli::MAX_JOBS)));
+    let sem = Arc::new(Semaphore::new(jobs.clamp(1, MAX_JOBS)));
     // Set by the first object that finds the endpoint gone (connection
     // refused, DNS): nothing new is started, the rest are NOT CHECKED with
     // that one reason instead of each spending its own retries on it.
@@ -140,7 +140,7 @@ pub struct AuditCtx<'a> {
     pub deep: bool,
 }
 
-pub async fn verify_step(path: &Path, opts: &VerifyOpts, ov: &Overrides, audit: Option<AuditCtx<'_>>) -> StepReport {
+pub async fn verify_step(path: &Path, opts: &VerifyOptions, ov: &Overrides, audit: Option<AuditCtx<'_>>) -> StepReport {
     let l = match super::load_or_step(path, "verify") {
         Ok(l) => l,
         Err(s) => return s,
@@ -148,7 +148,7 @@ pub async fn verify_step(path: &Path, opts: &VerifyOpts, ov: &Overrides, audit: 
     verify_loaded(&l, opts, ov, audit).await
 }
 
-pub async fn verify_loaded(l: &Loaded, opts: &VerifyOpts, ov: &Overrides, audit: Option<AuditCtx<'_>>) -> StepReport {
+pub async fn verify_loaded(l: &Loaded, opts: &VerifyOptions, ov: &Overrides, audit: Option<AuditCtx<'_>>) -> StepReport {
     let uri = bundle::resolve_storage_uri(l);
     let started = std::time::Instant::now();
     let store = match Store::open(&l.bundle.spec.model.storage_uri, &l.dir(), false) {
@@ -198,7 +198,7 @@ pub async fn verify_loaded(l: &Loaded, opts: &VerifyOpts, ov: &Overrides, audit:
     }
     let bytes: u64 = to_read.iter().map(|o| o.size).sum();
     let n_read = to_read.len();
-    let read = hash_all(store.clone(), to_read, opts.jobs, &opts.progress).await;
+    let read = hash_all(store.clone(), to_read, opts.jobs, opts.progress).await;
     if let Some(cache) = cache {
         let now = chrono::Utc::now().to_rfc3339();
         for o in &listing {
@@ -275,7 +275,7 @@ pub fn infer_role(path: &str) -> bundle::ArtifactRole {
 
 pub async fn publish(dir: &Path, to: &str, bundle_path: &Path, jobs: usize) -> Result<StepReport> {
     use object_store::{ObjectStoreExt, PutMode, PutOptions, PutPayload};
-    let l = bundle::load(bundle_path)?;
+    let l = crate::adapters::bundle_files::load(bundle_path)?;
     if !dir.is_dir() {
         bail!("{} is not a folder", dir.display());
     }
@@ -304,7 +304,7 @@ pub async fn publish(dir: &Path, to: &str, bundle_path: &Path, jobs: usize) -> R
     if !existing.is_empty() || !refused.is_empty() {
         bail!("refusing to publish into `{to}`: it already holds {} object(s) (one version, one path)", existing.len() + refused.len());
     }
-    let sem = Arc::new(Semaphore::new(jobs.clamp(1, crate::cli::MAX_JOBS)));
+    let sem = Arc::new(Semaphore::new(jobs.clamp(1, MAX_JOBS)));
     let mut set = tokio::task::JoinSet::new();
     for (rel, path) in files.clone() {
         let store = store.clone();

@@ -23,9 +23,9 @@ use serde_json::json;
 
 use crate::adapters::github::{GithubClient, PullOutcome};
 use crate::adapters::rollout as io;
-use crate::bundle::{self, Loaded, ServingFormat};
+use crate::bundle::{Loaded, ServingFormat};
 use crate::checks::rollout::{self as rc, ArgoState, Expected, IdentityExpectation, ProbeSample};
-use crate::cli::{CanaryArgs, RevertArgs, VerifyOpts, WatchArgs};
+use crate::app::options::{defaults, CanaryOptions, RevertOptions, VerifyOptions, WatchOptions};
 use crate::diag::{Code, Overrides};
 use crate::report::{Diagnostic, Report, StepReport, Table, Verdict};
 
@@ -44,10 +44,6 @@ fn runtime() -> Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the async runtime")
 }
 
-fn duration_arg(flag: &str, v: &str) -> Result<Duration> {
-    crate::util::parse_duration(v).filter(|d| !d.is_zero()).ok_or_else(|| anyhow!("{flag} `{v}` is not a duration (e.g. 300ms, 90s, 15m)"))
-}
-
 pub fn expected(l: &Loaded) -> Expected {
     Expected {
         digest: l.digest.clone(),
@@ -57,7 +53,7 @@ pub fn expected(l: &Loaded) -> Expected {
     }
 }
 
-pub fn watch(bundle: &Path, args: &WatchArgs) -> Result<Report> {
+pub fn watch(bundle: &Path, args: &WatchOptions) -> Result<Report> {
     let mut r = Report::new("watch");
     let l = match super::load_or_step(bundle, "watch") {
         Ok(l) => l,
@@ -66,28 +62,21 @@ pub fn watch(bundle: &Path, args: &WatchArgs) -> Result<Report> {
             return Ok(r);
         }
     };
-    let timeout = duration_arg("--timeout", &args.timeout)?;
-    let probe_every = duration_arg("--probe-interval", &args.probe_interval)?;
-    runtime()?.block_on(watch_loaded(&l, args, timeout, probe_every))
+    runtime()?.block_on(watch_loaded(&l, args))
 }
 
 /// `watch` as a pipeline step: the same checks as the command, on an already
 /// loaded bundle and the pipeline's runtime.
-pub fn watch_steps(rt: &tokio::runtime::Runtime, l: &Loaded, args: &WatchArgs) -> Vec<StepReport> {
+pub fn watch_steps(rt: &tokio::runtime::Runtime, l: &Loaded, args: &WatchOptions) -> Vec<StepReport> {
     let target = format!("{} ({} {})", l.display, l.bundle.metadata.version, l.digest);
-    let durations = duration_arg("timeout", &args.timeout).and_then(|t| Ok((t, duration_arg("probeInterval", &args.probe_interval)?)));
-    let (timeout, probe_every) = match durations {
-        Ok(d) => d,
-        Err(e) => return vec![StepReport::error("watch", &target, &e)],
-    };
-    match rt.block_on(watch_loaded(l, args, timeout, probe_every)) {
+    match rt.block_on(watch_loaded(l, args)) {
         Ok(r) => r.steps,
         Err(e) => vec![StepReport::error("watch", &target, &e)],
     }
 }
 
 /// `revert` as a pipeline step; `evidence` is what the run found so far.
-pub fn revert_in(rt: &tokio::runtime::Runtime, l: &Loaded, args: &RevertArgs, evidence: &Report) -> Vec<StepReport> {
+pub fn revert_in(rt: &tokio::runtime::Runtime, l: &Loaded, args: &RevertOptions, evidence: &Report) -> Vec<StepReport> {
     rt.block_on(revert_steps(l, args, Some(evidence)))
 }
 
@@ -125,7 +114,8 @@ async fn sleep_until_next(poll: Duration, deadline: Instant) {
     tokio::time::sleep(poll.min(left)).await;
 }
 
-async fn watch_loaded(l: &Loaded, args: &WatchArgs, timeout: Duration, probe_every: Duration) -> Result<Report> {
+async fn watch_loaded(l: &Loaded, args: &WatchOptions) -> Result<Report> {
+    let (timeout, probe_every) = (args.timeout.value, args.probe_interval.value);
     let started = Instant::now();
     let deadline = started + timeout;
     let poll = poll_interval();
@@ -285,13 +275,10 @@ async fn watch_loaded(l: &Loaded, args: &WatchArgs, timeout: Duration, probe_eve
     // ---- 5. canary gates ----
     if let Some(plan) = &l.bundle.spec.canary {
         if rollout_complete {
-            let cargs = CanaryArgs {
+            let cargs = CanaryOptions {
                 prometheus: args.prometheus.clone().filter(|v| !v.trim().is_empty()),
-                window: None,
-                mode: None,
-                candidate_selector: None,
-                baseline_selector: None,
                 endpoint: args.service_url.clone(),
+                ..Default::default()
             };
             let mut s = super::canary::analyze_steps(l, &cargs, &Overrides::default()).await;
             s.summary = format!("traffic steps {:?}: gates for the current split — {}", plan.steps, s.summary);
@@ -306,8 +293,8 @@ async fn watch_loaded(l: &Loaded, args: &WatchArgs, timeout: Duration, probe_eve
         let dir = l.dir();
         let dir = if dir.as_os_str().is_empty() { PathBuf::from(".") } else { dir };
         let repo = git2::Repository::discover(&dir).ok().and_then(|g| g.workdir().map(Path::to_path_buf)).unwrap_or_else(|| PathBuf::from("."));
-        let base = default_base(&repo, "origin");
-        let rargs = RevertArgs { repo, remote: "origin".into(), base, evidence: None, max_age: "20m".into(), failed_at: None };
+        let base = default_base(&repo, defaults::REMOTE);
+        let rargs = RevertOptions { repo, base, ..Default::default() };
         let evidence = r.clone();
         for s in revert_steps(l, &rargs, Some(&evidence)).await {
             r.push(s);
@@ -449,7 +436,7 @@ pub async fn serving_audit(root: &Path) -> Result<Vec<StepReport>> {
     let mut referenced = BTreeSet::new();
     for p in &paths {
         // A bundle that does not load is reported by the store audit itself.
-        let Ok(l) = bundle::load(p) else { continue };
+        let Ok(l) = crate::adapters::bundle_files::load(p) else { continue };
         if let Some(rb) = &l.bundle.spec.rollback {
             referenced.insert(canon(&l.dir().join(&rb.bundle)));
         }
@@ -492,7 +479,7 @@ pub async fn serving_audit(root: &Path) -> Result<Vec<StepReport>> {
 
 // ---- revert -----------------------------------------------------------------------------------
 
-pub fn revert(bundle: &Path, args: &RevertArgs) -> Result<Report> {
+pub fn revert(bundle: &Path, args: &RevertOptions) -> Result<Report> {
     let mut r = Report::new("revert");
     let l = match super::load_or_step(bundle, "revert") {
         Ok(l) => l,
@@ -531,7 +518,7 @@ fn degrade_help() -> &'static str {
     "degrade instead of rolling back: keep or scale the current pods, route traffic away, or serve a fallback; do not roll back to bytes that cannot be read (switching blindly to an old package with a missing tokenizer adds a new failure)"
 }
 
-async fn revert_steps(l: &Loaded, args: &RevertArgs, evidence: Option<&Report>) -> Vec<StepReport> {
+async fn revert_steps(l: &Loaded, args: &RevertOptions, evidence: Option<&Report>) -> Vec<StepReport> {
     let mut steps = Vec::new();
     let target = format!("{} ({} {})", l.display, l.bundle.metadata.version, l.digest);
     let fail = |steps: &mut Vec<StepReport>, d: Diagnostic, summary: String, data: serde_json::Value| {
@@ -545,22 +532,13 @@ async fn revert_steps(l: &Loaded, args: &RevertArgs, evidence: Option<&Report>) 
 
     // Kargo's safeguard: a failure older than --max-age is history, not an
     // incident; acting on it could undo a fix made since.
-    let max_age = match duration_arg("--max-age", &args.max_age) {
-        Ok(d) => d,
-        Err(e) => return vec![StepReport::error("revert", &target, &e)],
-    };
+    let max_age = args.max_age.value;
     let now = chrono::Utc::now();
-    let failed_at = match args.failed_at.as_deref() {
-        Some(t) => match chrono::DateTime::parse_from_rfc3339(t) {
-            Ok(t) => t.with_timezone(&chrono::Utc),
-            Err(e) => return vec![StepReport::error("revert", &target, &anyhow!("--failed-at `{t}` is not RFC 3339: {e}"))],
-        },
-        None => now,
-    };
+    let failed_at = args.failed_at.unwrap_or(now);
     let age = (now - failed_at).to_std().unwrap_or_default();
     if age > max_age {
         let mut s = StepReport::not_run("revert", &target, format!("ignored: the failure at {failed_at} is {}s old, older than --max-age {}", age.as_secs(), args.max_age));
-        s.data = json!({"ignored": "older-than-max-age", "failedAt": failed_at, "maxAge": args.max_age});
+        s.data = json!({"ignored": "older-than-max-age", "failedAt": failed_at, "maxAge": args.max_age.text});
         return vec![s];
     }
 
@@ -593,7 +571,7 @@ async fn revert_steps(l: &Loaded, args: &RevertArgs, evidence: Option<&Report>) 
     }
 
     let rb_path = l.dir().join(&rb.bundle);
-    let prev = match bundle::load(&rb_path) {
+    let prev = match crate::adapters::bundle_files::load(&rb_path) {
         Ok(p) => p,
         Err(e) => {
             fail(
@@ -619,7 +597,7 @@ async fn revert_steps(l: &Loaded, args: &RevertArgs, evidence: Option<&Report>) 
 
     // Verify the exit before taking it: a rollback to incomplete bytes is a
     // second broken release.
-    let opts = VerifyOpts { jobs: 4, deny_extra: false, progress: "never".into() };
+    let opts = VerifyOptions::quiet();
     let mut verify = super::verify::verify_loaded(&prev, &opts, &Overrides::default(), None).await;
     verify.step = "verify-rollback-target".into();
     let verified = verify.verdict == Verdict::Pass;

@@ -15,7 +15,7 @@ use sha2::{Digest, Sha256};
 pub use model::*;
 pub use spans::SpanIndex;
 
-use crate::report::Span;
+use crate::diag::Span;
 
 /// Why a bundle could not be loaded. Always names file, line, column and field.
 #[derive(Debug, thiserror::Error)]
@@ -124,13 +124,6 @@ impl Loaded {
     pub fn dir(&self) -> PathBuf {
         self.path.parent().map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("."))
     }
-}
-
-pub fn load(path: &Path) -> Result<Loaded, LoadError> {
-    let display = path.display().to_string();
-    // Bounded, regular files only: `/dev/zero` or a 200 MB file never reaches memory.
-    let text = crate::adapters::bundle_files::read_bundle_text(path).map_err(|source| LoadError::Io { file: display.clone(), source })?;
-    parse(&display, path, text)
 }
 
 pub fn parse(display: &str, path: &Path, text: String) -> Result<Loaded, LoadError> {

@@ -2,6 +2,7 @@
 
 pub mod canary;
 pub mod lint;
+pub mod merge;
 pub mod preflight;
 pub mod rollout;
 pub mod shard;

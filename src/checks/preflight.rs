@@ -974,8 +974,8 @@ pub fn preflight(l: &Loaded, st: &ClusterState) -> Result<Outcome, String> {
     // why), so it is reported as a warning, never as the failure.
     let unknown: Vec<&str> = evals.iter().filter(|e| alloc[e.idx].is_none() && e.excluded.len() == 1).map(|e| st.nodes[e.idx].name.as_str()).collect();
     if !unknown.is_empty() {
-        let capacity_codes = [Code::SurgeUnschedulable.info().code, Code::NoMatchingNodes.info().code];
-        for dg in diags.iter_mut().filter(|d| capacity_codes.contains(&d.code.as_str())) {
+        let capacity_codes = [Code::SurgeUnschedulable, Code::NoMatchingNodes];
+        for dg in diags.iter_mut().filter(|d| capacity_codes.contains(&d.code)) {
             dg.severity = Severity::Warning;
             dg.evidence.push(format!("not proven: {} node(s) with unknown allocatable could have room ({})", unknown.len(), capped(unknown.iter().map(|n| n.to_string()).collect(), "nodes").join(", ")));
         }

@@ -402,7 +402,7 @@ pub fn compare_serving(exp: &Expected, pods: &[PodInfo], replica_sets: &[Replica
 pub fn verdict_of(diags: &[Diagnostic]) -> crate::report::Verdict {
     use crate::report::{Severity, Verdict};
     let errors: Vec<&Diagnostic> = diags.iter().filter(|d| d.severity == Severity::Error).collect();
-    let unsure = Code::RolloutEvidenceIncomplete.info().code;
+    let unsure = Code::RolloutEvidenceIncomplete;
     if errors.is_empty() {
         Verdict::Pass
     } else if errors.iter().all(|d| d.code == unsure) {

@@ -135,24 +135,8 @@ pub fn tree_fingerprint(items: &[Item]) -> String {
     format!("sha256:{}", hex::encode(h.finalize()))
 }
 
-/// What one shard says about itself in its report.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ShardInfo {
-    pub index: u32,
-    pub count: u32,
-    /// [`tree_fingerprint`] of the whole tree the shard saw.
-    pub tree: String,
-    /// Git commit of the tree, when it is a git work tree.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub commit: Option<String>,
-    /// Bundles in the whole tree.
-    pub bundles_total: usize,
-    /// The bundle ids this shard owns (and audited).
-    pub owned: Vec<String>,
-    /// Artifact bytes the owned bundles declare.
-    pub owned_bytes: u64,
-}
+// What a shard says about itself is part of the report format.
+pub use crate::report::ShardInfo;
 
 /// Why a set of shard reports does not make one complete audit.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -4,7 +4,6 @@
 //! [`Verdict::Error`]. The exit code is derived from the report, never from the
 //! path the code took, so a command cannot "forget" to fail.
 
-pub mod merge;
 pub mod metrics;
 pub mod redact;
 pub mod render;
@@ -12,102 +11,10 @@ pub mod render;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
-use crate::diag::Code;
 
-/// Severity after overrides. `Allow` diagnostics are kept out of reports.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Severity {
-    Allow,
-    Note,
-    Warning,
-    Error,
-}
-
-impl fmt::Display for Severity {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Severity::Allow => "allow",
-            Severity::Note => "note",
-            Severity::Warning => "warning",
-            Severity::Error => "error",
-        })
-    }
-}
-
-/// A position in a user's file: 1-based line and column.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Span {
-    pub file: String,
-    pub line: usize,
-    pub column: usize,
-}
-
-impl fmt::Display for Span {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}:{}", self.file, self.line, self.column)
-    }
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Diagnostic {
-    /// Stable code, e.g. `BG001`.
-    pub code: String,
-    /// Stable kebab-case name, e.g. `image-not-pinned`.
-    pub name: String,
-    pub severity: Severity,
-    pub message: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub span: Option<Span>,
-    /// Dotted field path inside the file, when the finding is about a field.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub field: Option<String>,
-    /// Short "why this matters", from the code's documentation.
-    pub why: String,
-    /// Facts behind the finding: node names, numbers, object keys.
-    #[serde(skip_serializing_if = "Vec::is_empty", default)]
-    pub evidence: Vec<String>,
-    /// What the user can do about it.
-    #[serde(skip_serializing_if = "Vec::is_empty", default)]
-    pub help: Vec<String>,
-}
-
-impl Diagnostic {
-    pub fn new(code: Code, message: impl Into<String>) -> Self {
-        let info = code.info();
-        Diagnostic {
-            code: info.code.to_string(),
-            name: info.name.to_string(),
-            severity: info.default_severity,
-            message: message.into(),
-            span: None,
-            field: None,
-            why: info.why.to_string(),
-            evidence: Vec::new(),
-            help: Vec::new(),
-        }
-    }
-    pub fn at(mut self, span: Option<Span>) -> Self {
-        self.span = span;
-        self
-    }
-    pub fn field(mut self, field: impl Into<String>) -> Self {
-        self.field = Some(field.into());
-        self
-    }
-    pub fn evidence(mut self, e: impl Into<String>) -> Self {
-        self.evidence.push(e.into());
-        self
-    }
-    pub fn help(mut self, h: impl Into<String>) -> Self {
-        self.help.push(h.into());
-        self
-    }
-    pub fn severity(mut self, s: Severity) -> Self {
-        self.severity = s;
-        self
-    }
-}
+// The diagnostic model lives with the code registry (`diag`), so `bundle`
+// and `checks` can build findings without depending on the report side.
+pub use crate::diag::{Diagnostic, Severity, Span};
 
 /// The outcome of one step. Ordered from best to worst so `max` aggregates.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -229,7 +136,7 @@ pub struct Report {
     pub raw_human: Option<String>,
     /// Set by a sharded audit: which shard this is and which bundles it owns.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub shard: Option<crate::checks::shard::ShardInfo>,
+    pub shard: Option<ShardInfo>,
     /// Wall time of the run (audit), for the alerting metrics.
     #[serde(default, skip_serializing_if = "Option::is_none", rename = "durationSeconds")]
     pub duration_seconds: Option<f64>,
@@ -299,3 +206,23 @@ mod tests {
         assert_eq!(r.exit_code(), 2);
     }
 }
+
+/// What one shard says about itself in its report.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ShardInfo {
+    pub index: u32,
+    pub count: u32,
+    /// `checks::shard::tree_fingerprint` of the whole tree the shard saw.
+    pub tree: String,
+    /// Git commit of the tree, when it is a git work tree.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commit: Option<String>,
+    /// Bundles in the whole tree.
+    pub bundles_total: usize,
+    /// The bundle ids this shard owns (and audited).
+    pub owned: Vec<String>,
+    /// Artifact bytes the owned bundles declare.
+    pub owned_bytes: u64,
+}
+

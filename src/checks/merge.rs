@@ -4,8 +4,8 @@
 
 use chrono::{DateTime, Utc};
 
-use super::{Diagnostic, Report, StepReport, Verdict};
 use crate::checks::shard::{self, ShardInfo};
+use crate::report::{Diagnostic, Report, StepReport, Verdict};
 use crate::diag::Code;
 
 /// `reports`: (where it came from, the report), in any order.

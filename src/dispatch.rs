@@ -1,0 +1,140 @@
+//! The command line → typed options → one `app` command. This is the only
+//! place that knows both clap's types and the commands; `pipeline` builds
+//! the same options from a pipeline file.
+
+use anyhow::{Context, Result};
+
+use crate::app::options::{AlertOptions, CanaryOptions, RevertOptions, VerifyOptions, WatchOptions};
+use crate::app::{self, argocd, audit, canary, pod_verify, preflight, verify, watch};
+use crate::cli::{Cli, Command, ReportCmd, SeverityArgs};
+use crate::config::Config;
+use crate::diag::Code;
+use crate::render::TemplateSource;
+use crate::report::{Detail, Report, StepReport};
+
+pub fn run(cli: Cli) -> Result<Report> {
+    let cfg = Config::load(cli.config.as_deref())?;
+    let rt = || tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the async runtime");
+    match cli.command {
+        Command::Lint { bundles, sev } => {
+            let ov = cfg.overrides(&sev)?;
+            let mut r = Report::new("lint");
+            for b in &bundles {
+                r.push(app::lint_step(b, &ov));
+            }
+            Ok(r)
+        }
+        Command::Render { bundle, out, templates } => {
+            let src = templates.map(TemplateSource::Dir).unwrap_or_default();
+            let mut r = Report::new("render");
+            let step = app::render_step(&bundle, &src, out.as_deref());
+            if out.is_none() {
+                r.raw_human = step.details.first().map(|d| d.body.clone());
+            }
+            r.push(step);
+            Ok(r)
+        }
+        Command::Digest { bundle } => {
+            let l = crate::adapters::bundle_files::load(&bundle)?;
+            let mut r = Report::new("digest");
+            let mut s = StepReport::new("digest", &l.display);
+            s.summary = l.digest.clone();
+            s.data = serde_json::json!({"releaseDigest": l.digest, "name": l.bundle.metadata.name, "version": l.bundle.metadata.version});
+            r.push(s);
+            Ok(r)
+        }
+        Command::Verify { bundles, opts, sev } => {
+            let ov = cfg.overrides(&sev)?;
+            let opts = VerifyOptions::from(opts);
+            let rt = rt()?;
+            let mut r = Report::new("verify");
+            for b in &bundles {
+                r.push(rt.block_on(verify::verify_step(b, &opts, &ov, None)));
+            }
+            Ok(r)
+        }
+        Command::Publish { dir, to, bundle, jobs } => {
+            let rt = rt()?;
+            let mut r = Report::new("publish");
+            r.push(rt.block_on(verify::publish(&dir, &to, &bundle, jobs))?);
+            Ok(r)
+        }
+        Command::Audit { root, deep, cache, shard, write_report, alerts, serving, opts } => {
+            let rt = rt()?;
+            let shard = match shard {
+                Some(s) => Some(crate::checks::shard::parse_shard(&s, std::env::var("JOB_COMPLETION_INDEX").ok().as_deref()).map_err(|e| anyhow::anyhow!("--shard {e}"))?),
+                None => None,
+            };
+            let o = audit::AuditOptions { root: root.clone(), deep, cache, shard, write_report };
+            let mut r = rt.block_on(audit::audit(&o, &VerifyOptions::from(opts), &cfg.overrides(&SeverityArgs::default())?))?;
+            if serving {
+                for s in rt.block_on(watch::serving_audit(&root))? {
+                    r.push(s);
+                }
+            }
+            rt.block_on(audit::emit_metrics(&r, &AlertOptions::from(alerts)))?;
+            Ok(r)
+        }
+        Command::Report { cmd: ReportCmd::Merge { reports, max_age, alerts } } => {
+            let rt = rt()?;
+            let r = rt.block_on(audit::merge(&reports, max_age.map(|d| d.value)))?;
+            rt.block_on(audit::emit_metrics(&r, &AlertOptions::from(alerts)))?;
+            Ok(r)
+        }
+        Command::Preflight { bundle, snapshot, live, sev } => {
+            let ov = cfg.overrides(&sev)?;
+            if snapshot.is_none() && !live {
+                anyhow::bail!("preflight needs cluster state: --snapshot FILE or --live");
+            }
+            let mut r = Report::new("preflight");
+            r.push(preflight::run(&bundle, snapshot.as_deref(), live, &ov));
+            Ok(r)
+        }
+        Command::Canary { bundle, args, sev } => {
+            let ov = cfg.overrides(&sev)?;
+            let mut r = Report::new("canary");
+            r.push(canary::run(&bundle, &CanaryOptions::from(args), &ov));
+            Ok(r)
+        }
+        Command::Run { pipeline, bundles, snapshot, base, head, repo, prometheus, sev } => {
+            let ov = cfg.overrides(&sev)?;
+            let inputs = crate::pipeline::Inputs { bundles, snapshot, base, head, repo, prometheus, overrides: ov };
+            crate::pipeline::run_file(&pipeline, &inputs)
+        }
+        Command::Argocd { cmd } => argocd::run(cmd.into(), &cfg.overrides(&SeverityArgs::default())?),
+        Command::Watch { bundle, args } => watch::watch(&bundle, &WatchOptions::from(args)),
+        Command::Revert { bundle, args } => watch::revert(&bundle, &RevertOptions::from(args)),
+        Command::VerifyFiles { manifest_env, root, mode, termination_log, marker, ready, wait, stay, threads } => {
+            pod_verify::run(&pod_verify::Opts { manifest_env, root, mode, termination_log, marker, ready, wait, stay, threads })
+        }
+        Command::Codes => {
+            let mut r = Report::new("codes");
+            let mut s = StepReport::new("codes", "bundlegate");
+            s.summary = format!("{} diagnostic codes", Code::ALL.len());
+            s.tables.push(crate::report::Table {
+                title: String::new(),
+                columns: vec!["code".into(), "name".into(), "family".into(), "default".into()],
+                rows: Code::ALL
+                    .iter()
+                    .map(|c| {
+                        let i = c.info();
+                        vec![i.code.into(), i.name.into(), i.family.into(), i.default_severity.to_string()]
+                    })
+                    .collect(),
+            });
+            s.details.push(Detail { title: "documentation".into(), lang: "markdown".into(), body: crate::diag::markdown_docs() });
+            r.push(s);
+            Ok(r)
+        }
+        Command::Explain { code } => {
+            let c = Code::from_str_any(&code).ok_or_else(|| anyhow::anyhow!("unknown diagnostic code `{code}` (see `bundlegate codes`)"))?;
+            let i = c.info();
+            let mut r = Report::new("explain");
+            let mut s = StepReport::new("explain", i.code);
+            s.summary = format!("{} `{}` ({}, default {}): {}", i.code, i.name, i.family, i.default_severity, i.why);
+            r.push(s);
+            Ok(r)
+        }
+    }
+}
+
