@@ -54,6 +54,10 @@ pub enum Command {
         /// Folder with `<format>.yaml.hbs` templates (logic-less; no custom helpers).
         #[arg(long)]
         templates: Option<PathBuf>,
+        /// Image of the in-pod file verifier (default: this release's image,
+        /// ghcr.io/bundlegate/bundlegate:<version>; docs/verify-on-start.md).
+        #[arg(long, env = "BUNDLEGATE_VERIFIER_IMAGE", hide_env_values = true)]
+        verifier_image: Option<String>,
     },
     /// Print a bundle's release digest.
     Digest { bundle: PathBuf },

@@ -153,7 +153,7 @@ codes! {
     ShardCoverageIncomplete => ("BG602", "shard-coverage-incomplete", "audit", Error,
         "Merged shard reports must cover one tree state exactly once: a missing shard, a shard counted twice, or shards of different trees or commits leave bundles unaudited or audited against another state, so the merged audit is INCONCLUSIVE, never PASS."),
     VerifyOnStartNotRendered => ("BG040", "verify-on-start-not-rendered", "lint", Warning,
-        "`spec.serving.verifyOnStart` asks for the pod to re-check its model files before it is Ready, but the rendered pod for this serving format does not carry the verifier yet: between the PR's store check and the pod start the bytes can still change (docs/verify-on-start.md). Set `verifyOnStart: off` to accept that explicitly."),
+        "`spec.serving.verifyOnStart` (default `full`) asks for the pod to re-check its model files before it is Ready, but the rendered pod cannot carry the verifier: a `deployment` bundle without `spec.serving.modelDir` (where the server reads the files), or a user template that leaves the `verifier` value out. Between the PR's store check and the pod start the bytes can still change (docs/verify-on-start.md). Set `modelDir`, render the verifier, or set `verifyOnStart: off` to accept that explicitly."),
     PodArtifactMismatch => ("BG530", "pod-artifact-mismatch", "watch", Error,
         "The files the model server opens are not the bytes git pins: missing, a different size (truncated or resumed download) or a different sha256 (overwritten object, stale node cache). The pod must never become Ready with them (docs/verify-on-start.md)."),
 }

@@ -9,6 +9,7 @@ use crate::app::{self, argocd, audit, canary, pod_verify, preflight, verify, wat
 use crate::cli::{Cli, Command, ReportCmd, SeverityArgs};
 use crate::config::Config;
 use crate::diag::Code;
+use crate::app::options::RenderOptions;
 use crate::render::TemplateSource;
 use crate::report::{Detail, Report, StepReport};
 
@@ -24,10 +25,10 @@ pub fn run(cli: Cli) -> Result<Report> {
             }
             Ok(r)
         }
-        Command::Render { bundle, out, templates } => {
-            let src = templates.map(TemplateSource::Dir).unwrap_or_default();
+        Command::Render { bundle, out, templates, verifier_image } => {
+            let ro = RenderOptions { templates: templates.map(TemplateSource::Dir).unwrap_or_default(), verifier_image };
             let mut r = Report::new("render");
-            let step = app::render_step(&bundle, &src, out.as_deref());
+            let step = app::render_step(&bundle, &ro, out.as_deref());
             if out.is_none() {
                 r.raw_human = step.details.first().map(|d| d.body.clone());
             }
@@ -98,7 +99,7 @@ pub fn run(cli: Cli) -> Result<Report> {
         }
         Command::Run { pipeline, bundles, snapshot, base, head, repo, prometheus, sev } => {
             let ov = cfg.overrides(&sev)?;
-            let inputs = crate::pipeline::Inputs { bundles, snapshot, base, head, repo, prometheus, overrides: ov };
+            let inputs = crate::pipeline::Inputs { bundles, snapshot, base, head, repo, prometheus, overrides: ov, verifier_image: std::env::var("BUNDLEGATE_VERIFIER_IMAGE").ok().filter(|v| !v.trim().is_empty()) };
             crate::pipeline::run_file(&pipeline, &inputs)
         }
         Command::Argocd { cmd } => argocd::run(cmd.into(), &cfg.overrides(&SeverityArgs::default())?),

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use serde::Deserialize;
 
-use crate::app::options::{self, defaults, CanaryOptions, HumanDuration, RevertOptions, VerifyOptions, WatchOptions};
+use crate::app::options::{self, defaults, CanaryOptions, RenderOptions, HumanDuration, RevertOptions, VerifyOptions, WatchOptions};
 use crate::bundle::{self, Loaded};
 use crate::diag::Overrides;
 use crate::render::TemplateSource;
@@ -229,6 +229,8 @@ pub struct Inputs {
     pub repo: PathBuf,
     pub prometheus: Option<String>,
     pub overrides: Overrides,
+    /// The render step's verifier image (`None`: the default).
+    pub verifier_image: Option<String>,
 }
 
 pub fn load(path: &Path) -> Result<Pipeline> {
@@ -593,14 +595,14 @@ fn run_one(rt: &tokio::runtime::Runtime, step: &Step, l: &Loaded, t: &Target, in
     match &step.spec {
         StepSpec::Lint => crate::app::lint_loaded(l, ov),
         StepSpec::Render { diff, templates } => {
-            let src = templates.as_ref().map(|d| TemplateSource::Dir(d.clone())).unwrap_or_default();
-            let mut s = crate::app::render_loaded(l, &src, None);
+            let ro = RenderOptions { templates: templates.as_ref().map(|d| TemplateSource::Dir(d.clone())).unwrap_or_default(), verifier_image: inputs.verifier_image.clone() };
+            let mut s = crate::app::render_loaded(l, &ro, None);
             if s.verdict == Verdict::Pass && *diff {
                 let head_yaml = s.details.first().map(|d| d.body.clone()).unwrap_or_default();
                 let base_yaml = t.base_text.as_ref().map(|text| {
                     bundle::parse(&format!("{} (base)", l.display), &l.path, text.clone())
                         .map_err(anyhow::Error::from)
-                        .and_then(|b| crate::render::Renderer::new(&src)?.render(&b))
+                        .and_then(|b| ro.renderer()?.render(&b))
                         .map(|r| r.yaml)
                         .unwrap_or_else(|e| format!("# base version could not be rendered: {e}\n"))
                 });

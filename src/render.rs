@@ -43,7 +43,25 @@ pub enum TemplateSource {
 
 pub struct Renderer {
     hb: Arc<Handlebars<'static>>,
+    /// Image of the in-pod file verifier (`verify-files`); a render input.
+    verifier_image: String,
 }
+
+/// The verifier image by default: this release's own image (the packaging
+/// workflow publishes it), so the verifier and the renderer agree on the
+/// artifact-list format.
+pub const DEFAULT_VERIFIER_IMAGE: &str = concat!("ghcr.io/bundlegate/bundlegate:", env!("CARGO_PKG_VERSION"));
+/// Name of the verifier container in every rendered pod; `watch` reads its
+/// termination message (one name, defined with the rollout check).
+pub use crate::checks::rollout::VERIFIER_CONTAINER;
+/// Env var carrying the artifact list, rendered from the bundle (git).
+pub const VERIFIER_ENV: &str = "BUNDLEGATE_ARTIFACTS";
+/// Where KServe's storage initializer writes the model, and the emptyDir it
+/// uses (`kserve-provision-location`): the webhook reuses a volume of that
+/// name when the pod spec already declares it, which lets the verifier mount
+/// it too (docs/verify-on-start.md).
+pub const KSERVE_MODEL_DIR: &str = "/mnt/models";
+pub const KSERVE_MODEL_VOLUME: &str = "kserve-provision-location";
 
 /// Limits that keep a template from the repository under review from
 /// hanging or aborting the process (handlebars has no recursion limit of its
@@ -110,7 +128,13 @@ impl Renderer {
             }
         }
         check_bounded(hb.get_templates())?;
-        Ok(Renderer { hb: Arc::new(hb) })
+        Ok(Renderer { hb: Arc::new(hb), verifier_image: DEFAULT_VERIFIER_IMAGE.to_string() })
+    }
+
+    /// The in-pod verifier's image (default [`DEFAULT_VERIFIER_IMAGE`]).
+    pub fn with_verifier_image(mut self, image: impl Into<String>) -> Self {
+        self.verifier_image = image.into();
+        self
     }
 
     /// Render to a normalized multi-document YAML stream.
@@ -119,7 +143,14 @@ impl Renderer {
         if !self.hb.has_template(fmt) {
             bail!("no template for serving format `{fmt}` (expected `{fmt}.yaml.hbs`)");
         }
-        let ctx = context(l)?;
+        let mut ctx = context(l)?;
+        let verifier = verifier(l, &self.verifier_image);
+        if let (Some(v), Some(obj)) = (&verifier, ctx.as_object_mut()) {
+            obj.insert("verifier".into(), v.container.clone());
+            if let (Some(vol), Some(Value::Array(vols))) = (&v.volume, obj.get_mut("volumes")) {
+                vols.push(vol.clone());
+            }
+        }
         let text = self.render_bounded(fmt, ctx).with_context(|| format!("rendering template `{fmt}` for {}", l.display))?;
         let docs = parse_stream(&text).with_context(|| format!("template `{fmt}` produced invalid YAML for {}", l.display))?;
         if docs.is_empty() {
@@ -130,7 +161,10 @@ impl Renderer {
             yaml.push_str("---\n");
             yaml.push_str(&serde_yaml_ng::to_string(d)?);
         }
-        Ok(Rendered { objects: docs, yaml })
+        // A template (a user's, say) that leaves the verifier out must not
+        // look like protection: say so instead of skipping silently.
+        let verifier_missing = verifier.is_some() && !docs.iter().any(carries_verifier);
+        Ok(Rendered { objects: docs, yaml, verifier_missing })
     }
 }
 
@@ -286,6 +320,120 @@ fn expansions(graph: &BTreeMap<String, Vec<String>>, name: &str, stack: &mut Vec
 pub struct Rendered {
     pub objects: Vec<Value>,
     pub yaml: String,
+    /// The bundle asks for the in-pod verifier but the template did not put
+    /// it in any pod template.
+    pub verifier_missing: bool,
+}
+
+/// The verifier's container, and the volume it needs declared in the pod.
+pub struct Verifier {
+    pub container: Value,
+    pub volume: Option<Value>,
+}
+
+/// Why the bundle's pod cannot carry the verifier (the `deployment` format
+/// without a usable `modelDir`); `None` when it can or is not asked to.
+pub fn verifier_unsupported(b: &bundle::ReleaseBundle) -> Option<String> {
+    let s = &b.spec.serving;
+    if s.verify_on_start == bundle::VerifyOnStart::Off || s.format != ServingFormat::Deployment {
+        return None;
+    }
+    match &s.model_dir {
+        None => Some("the `deployment` format does not say where the server reads the artifacts: set `spec.serving.modelDir` (a folder under one of `spec.serving.volumes`' mountPath)".into()),
+        Some(dir) => model_volume(s, dir).is_none().then(|| {
+            format!("`spec.serving.modelDir` `{dir}` is not an absolute folder under one of `spec.serving.volumes`' mountPath, so the verifier cannot mount it")
+        }),
+    }
+}
+
+/// Does the rendered pod carry the verifier (asked for, and the format can)?
+pub fn renders_verifier(b: &bundle::ReleaseBundle) -> bool {
+    b.spec.serving.verify_on_start != bundle::VerifyOnStart::Off && verifier_unsupported(b).is_none()
+}
+
+/// The bundle volume holding `dir` (absolute, no `..`).
+fn model_volume<'a>(s: &'a bundle::Serving, dir: &str) -> Option<&'a bundle::Volume> {
+    let p = Path::new(dir);
+    if !p.is_absolute() || p.components().any(|c| matches!(c, std::path::Component::ParentDir)) {
+        return None;
+    }
+    s.volumes.iter().filter(|v| p.starts_with(&v.mount_path)).max_by_key(|v| v.mount_path.len())
+}
+
+/// The in-pod verifier for this bundle: a native sidecar (an init container
+/// with `restartPolicy: Always`) that waits for the files, hashes them
+/// against the list rendered from git, and gates the pod's readiness. See
+/// docs/verify-on-start.md for why this shape works with KServe's injection.
+pub fn verifier(l: &Loaded, image: &str) -> Option<Verifier> {
+    let b = &l.bundle;
+    let s = &b.spec.serving;
+    if s.verify_on_start == bundle::VerifyOnStart::Off || verifier_unsupported(b).is_some() {
+        return None;
+    }
+    let (dir, mount, volume) = match s.format {
+        ServingFormat::Deployment => {
+            let dir = s.model_dir.clone()?;
+            let v = model_volume(s, &dir)?;
+            (dir, json!({"name": v.name, "mountPath": v.mount_path, "readOnly": true}), None)
+        }
+        ServingFormat::KserveModelspec | ServingFormat::KserveCustom => (
+            KSERVE_MODEL_DIR.to_string(),
+            json!({"name": KSERVE_MODEL_VOLUME, "mountPath": KSERVE_MODEL_DIR, "readOnly": true}),
+            Some(json!({"name": KSERVE_MODEL_VOLUME, "emptyDir": {}})),
+        ),
+    };
+    let list = artifact_list(b, &l.digest).to_string();
+    // Files may still be downloading: wait as long as the rollout itself may
+    // take before giving up (the Deployment's progress deadline).
+    let wait = format!("{}s", s.rollout.progress_deadline_seconds.max(60));
+    let container = json!({
+        "name": VERIFIER_CONTAINER,
+        "image": image,
+        "restartPolicy": "Always",
+        "args": ["verify-files", "--manifest-env", VERIFIER_ENV, "--root", dir, "--wait", wait, "--stay", "--marker", VERIFIER_MARKER, "--termination-log", "/dev/termination-log"],
+        "env": [{"name": VERIFIER_ENV, "value": list}],
+        "volumeMounts": [mount],
+        "readinessProbe": {
+            "exec": {"command": ["/usr/local/bin/bundlegate", "verify-files", "--manifest-env", VERIFIER_ENV, "--ready", "--marker", VERIFIER_MARKER]},
+            "periodSeconds": 5,
+            "failureThreshold": 1
+        },
+        // Peak RSS is ~16 MiB whatever the model size (1 MiB buffer per
+        // thread); hashing bursts on idle cores without a CPU limit.
+        "resources": {"requests": {"cpu": VERIFIER_CPU_REQUEST, "memory": VERIFIER_MEMORY}, "limits": {"memory": VERIFIER_MEMORY}},
+        "terminationMessagePolicy": "FallbackToLogsOnError",
+        "securityContext": {"runAsNonRoot": true, "allowPrivilegeEscalation": false, "capabilities": {"drop": ["ALL"]}}
+    });
+    Some(Verifier { container, volume })
+}
+
+/// The JSON the verifier reads from [`VERIFIER_ENV`]: what git pins, never
+/// what the store says.
+pub fn artifact_list(b: &bundle::ReleaseBundle, digest: &str) -> Value {
+    json!({
+        "releaseDigest": digest,
+        "mode": b.spec.serving.verify_on_start.as_str(),
+        "artifacts": b.spec.model.artifacts.iter().map(|a| json!({"path": a.path, "sha256": a.sha256, "size": a.size})).collect::<Vec<_>>(),
+    })
+}
+
+/// Written by the verifier when every artifact is OK; read by its readiness
+/// probe (the image's HOME and work folder is /tmp, writable as its user).
+pub const VERIFIER_MARKER: &str = "/tmp/bundlegate-verified";
+
+/// The verifier's requests, which preflight adds to every new pod.
+pub const VERIFIER_CPU_REQUEST: &str = "100m";
+pub const VERIFIER_MEMORY: &str = "64Mi";
+
+/// Does this object's pod template run the verifier?
+fn carries_verifier(o: &Value) -> bool {
+    let pod_specs = [
+        o.pointer("/spec/template/spec"),
+        o.pointer("/spec/predictor"),
+    ];
+    pod_specs.into_iter().flatten().any(|spec| {
+        spec.get("initContainers").and_then(Value::as_array).is_some_and(|ics| ics.iter().any(|c| c.get("name").and_then(Value::as_str) == Some(VERIFIER_CONTAINER)))
+    })
 }
 
 /// Parse a YAML stream into objects, requiring apiVersion, kind and metadata.name.
@@ -404,6 +552,8 @@ pub fn context(l: &Loaded) -> Result<Value> {
             "liveness": probe_json(&s.probes.liveness, s.port),
         },
         "isModelSpec": fmt == ServingFormat::KserveModelspec,
+        // Filled by `Renderer::render` when the pod carries the verifier.
+        "verifier": Value::Null,
     }))
 }
 

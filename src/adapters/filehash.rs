@@ -46,6 +46,15 @@ pub fn confined(root: &Path, rel: &str) -> Result<Option<PathBuf>, String> {
 }
 
 /// Current size of each artifact (None: missing), for waiting on downloads.
+/// Size and modification time of each file (`None`: absent or refused);
+/// two equal readings some time apart mean nobody is writing.
+pub fn stamps(root: &Path, items: &[Expected]) -> Vec<Option<(u64, std::time::SystemTime)>> {
+    items
+        .iter()
+        .map(|e| confined(root, &e.path).ok().flatten().and_then(|p| std::fs::metadata(p).ok()).and_then(|m| Some((m.len(), m.modified().ok()?))))
+        .collect()
+}
+
 pub fn sizes(root: &Path, items: &[Expected]) -> Vec<Option<u64>> {
     items.iter().map(|e| confined(root, &e.path).ok().flatten().and_then(|p| std::fs::metadata(p).ok()).map(|m| m.len())).collect()
 }

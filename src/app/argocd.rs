@@ -400,7 +400,16 @@ fn generate_inner(source: &Path, env: &CmpEnv, ov: &Overrides) -> Result<Generat
         }
         None => TemplateSource::Builtin,
     };
-    let rendered = Renderer::new(&src)?.render(&l)?;
+    // The verifier image is the plugin operator's setting (the sidecar's own
+    // environment), never the repository's.
+    let mut renderer = Renderer::new(&src)?;
+    if let Some(img) = env.get("BUNDLEGATE_VERIFIER_IMAGE").filter(|v| !v.trim().is_empty()) {
+        renderer = renderer.with_verifier_image(img);
+    }
+    let rendered = renderer.render(&l)?;
+    if rendered.verifier_missing {
+        tracing::warn!("{}: the template renders no `{}` container although spec.serving.verifyOnStart is on (BG040)", l.display, crate::render::VERIFIER_CONTAINER);
+    }
     let mut objects = rendered.objects;
     let revision = env.get("ARGOCD_APP_REVISION");
     let mut changed = false;

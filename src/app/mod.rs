@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use crate::bundle::{self, Loaded};
 use crate::checks::lint;
 use crate::diag::Overrides;
-use crate::render::{Renderer, TemplateSource};
+use crate::app::options::RenderOptions;
 use crate::report::{Detail, StepReport, Verdict};
 
 /// Load a bundle or produce the Error step that says why (file:line:col: field).
@@ -63,16 +63,16 @@ pub fn lint_step(path: &Path, ov: &Overrides) -> StepReport {
     }
 }
 
-pub fn render_step(path: &Path, src: &TemplateSource, out: Option<&Path>) -> StepReport {
+pub fn render_step(path: &Path, ro: &RenderOptions, out: Option<&Path>) -> StepReport {
     let l = match load_or_step(path, "render") {
         Ok(l) => l,
         Err(s) => return s,
     };
-    render_loaded(&l, src, out)
+    render_loaded(&l, ro, out)
 }
 
-pub fn render_loaded(l: &Loaded, src: &TemplateSource, out: Option<&Path>) -> StepReport {
-    let res = Renderer::new(src).and_then(|r| r.render(l)).and_then(|rendered| {
+pub fn render_loaded(l: &Loaded, ro: &RenderOptions, out: Option<&Path>) -> StepReport {
+    let res = ro.renderer().and_then(|r| r.render(l)).and_then(|rendered| {
         let written: Option<PathBuf> = match out {
             Some(dir) => Some(crate::render::write_out(&rendered, l, dir)?),
             None => None,
@@ -89,6 +89,16 @@ pub fn render_loaded(l: &Loaded, src: &TemplateSource, out: Option<&Path>) -> St
             };
             s.data = serde_json::json!({"objects": rendered.objects.len(), "kinds": kinds, "releaseDigest": l.digest, "written": written});
             s.details.push(Detail { title: format!("manifests for {}", l.display), lang: "yaml".into(), body: rendered.yaml });
+            if rendered.verifier_missing {
+                s.diagnostics.push(
+                    crate::report::Diagnostic::new(
+                        crate::diag::Code::VerifyOnStartNotRendered,
+                        format!("the `{}` template puts no `{}` container in the pod, although spec.serving.verifyOnStart is `{}`", l.bundle.spec.serving.format.as_str(), crate::render::VERIFIER_CONTAINER, l.bundle.spec.serving.verify_on_start.as_str()),
+                    )
+                    .help("render the `verifier` value as an init container of the pod (see the built-in templates), or set `spec.serving.verifyOnStart: off`"),
+                );
+                s.verdict = s.verdict_from_diagnostics();
+            }
             s
         }
         Err(e) => StepReport::error("render", &l.display, &e),

@@ -58,15 +58,6 @@ pub struct PodArtifact {
     pub size: u64,
 }
 
-/// The JSON the renderer puts in the manifest env var for a bundle.
-pub fn manifest_json(b: &crate::bundle::ReleaseBundle, digest: &str) -> serde_json::Value {
-    json!({
-        "releaseDigest": digest,
-        "mode": b.spec.serving.verify_on_start.as_str(),
-        "artifacts": b.spec.model.artifacts.iter().map(|a| json!({"path": a.path, "sha256": a.sha256, "size": a.size})).collect::<Vec<_>>(),
-    })
-}
-
 pub fn parse_manifest(name: &str, text: &str) -> Result<PodManifest> {
     if text.len() > MAX_MANIFEST_BYTES {
         bail!("{name} is larger than {MAX_MANIFEST_BYTES} bytes");
@@ -107,9 +98,20 @@ pub fn run(o: &Opts) -> Result<Report> {
     };
     let root = o.root.canonicalize().with_context(|| format!("model folder {} does not exist", o.root.display()))?;
     let items: Vec<Expected> = m.artifacts.iter().map(|a| Expected { path: a.path.clone(), sha256: a.sha256.clone(), size: a.size }).collect();
-    wait_complete(&root, &items, o.wait);
+    let deadline = Instant::now() + o.wait;
     let t0 = Instant::now();
-    let outcomes = filehash::check_all(&root, &items, full, o.threads);
+    let outcomes = loop {
+        wait_complete(&root, &items, deadline);
+        let before = filehash::stamps(&root, &items);
+        let outcomes = filehash::check_all(&root, &items, full, o.threads);
+        let all_ok = outcomes.iter().all(|x| matches!(x, Outcome::Ok));
+        // A file that changed while it was hashed was still being written:
+        // its mismatch proves nothing yet, so look again (until the deadline).
+        if all_ok || filehash::stamps(&root, &items) == before || Instant::now() >= deadline {
+            break outcomes;
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    };
     let secs = t0.elapsed().as_secs_f64();
     let bytes: u64 = items.iter().map(|e| e.size).fold(0, u64::saturating_add);
     let step = step_for(&m, &items, &outcomes, full, &root, bytes, secs);
@@ -140,17 +142,33 @@ pub fn run(o: &Opts) -> Result<Report> {
     Ok(r)
 }
 
-/// Wait (bounded) until every file exists with at least its pinned size, so
-/// a download still in progress is not reported as a mismatch. Whatever is
+/// How long every file must keep its size and modification time before it
+/// counts as complete: a downloader may preallocate a file at its full size
+/// and fill it in, so "has its size" alone is not "is done".
+const SETTLE: Duration = Duration::from_secs(2);
+
+/// Wait (bounded by `deadline`) until every file exists with at least its
+/// pinned size and nothing has written to any of them for [`SETTLE`], so a
+/// download still in progress is not reported as a mismatch. Whatever is
 /// still wrong at the deadline is then reported as found.
-fn wait_complete(root: &Path, items: &[Expected], wait: Duration) {
-    let deadline = Instant::now() + wait;
+fn wait_complete(root: &Path, items: &[Expected], deadline: Instant) {
+    let mut last = filehash::stamps(root, items);
+    let mut quiet_since = Instant::now();
     loop {
-        let done = filehash::sizes(root, items).iter().zip(items).all(|(s, e)| s.is_some_and(|s| s >= e.size));
-        if done || Instant::now() >= deadline {
+        let now = Instant::now();
+        if now >= deadline {
             return;
         }
-        std::thread::sleep(Duration::from_millis(500));
+        let cur = filehash::stamps(root, items);
+        if cur != last {
+            last = cur;
+            quiet_since = now;
+        }
+        let sized = last.iter().zip(items).all(|(s, e)| s.is_some_and(|(len, _)| len >= e.size));
+        if sized && now.duration_since(quiet_since) >= SETTLE {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(250).min(deadline.saturating_duration_since(now)));
     }
 }
 

@@ -174,6 +174,11 @@ pub struct Serving {
     /// digests do not change.
     #[serde(default, skip_serializing_if = "VerifyOnStart::is_full")]
     pub verify_on_start: VerifyOnStart,
+    /// `deployment` format: the folder inside the server container that holds
+    /// the artifacts, under one of `volumes`' `mountPath`, so the verifier can
+    /// mount the same volume read-only. (KServe formats: always `/mnt/models`.)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_dir: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Default)]

@@ -47,12 +47,12 @@ pub fn verify_budget(b: &bundle::ReleaseBundle) -> f64 {
 /// letting `verifyOnStart` look like protection it is not.
 fn verify_on_start_rendered(b: &bundle::ReleaseBundle) -> Option<Diagnostic> {
     let s = &b.spec.serving;
-    (s.verify_on_start != bundle::VerifyOnStart::Off).then(|| {
+    crate::render::verifier_unsupported(b).map(|why| {
         Diagnostic::new(
             Code::VerifyOnStartNotRendered,
-            format!("verifyOnStart `{}`: the rendered `{}` pod does not run the file verifier yet, so the pod can become Ready on bytes that changed after the PR check", s.verify_on_start.as_str(), s.format.as_str()),
+            format!("verifyOnStart `{}`: the rendered `{}` pod cannot run the file verifier: {why}; the pod could become Ready on bytes that changed after the PR check", s.verify_on_start.as_str(), s.format.as_str()),
         )
-        .help("run `bundlegate verify-files` in the pod yourself (docs/verify-on-start.md) or set `spec.serving.verifyOnStart: off`")
+        .help("set `spec.serving.modelDir`, or `spec.serving.verifyOnStart: off` to accept the risk explicitly (docs/verify-on-start.md)")
     })
 }
 
@@ -152,12 +152,11 @@ pub fn lint(l: &Loaded, rollback: &RollbackStatus) -> Vec<Diagnostic> {
         }
     }
 
-    // Flagged where the bundle asks for it explicitly; the implicit default
-    // is only budgeted until the templates carry the verifier.
-    // (The span lookup falls back to the parent, so a distinct span means the key is present.)
-    let explicit = l.span("spec.serving.verifyOnStart").filter(|sp| Some(sp) != l.span("spec.serving").as_ref());
-    if let (Some(x), Some(span)) = (verify_on_start_rendered(b), explicit) {
-        out.push(x.at(Some(span)).field("spec.serving.verifyOnStart"));
+    // The default (`full`) counts as asking for it: a pod that cannot carry
+    // the verifier is reported either way, never skipped silently.
+    if let Some(x) = verify_on_start_rendered(b) {
+        let field = if b.spec.serving.model_dir.is_some() { "spec.serving.modelDir" } else { "spec.serving.format" };
+        out.push(x.at(l.span(field)).field(field));
     }
 
     // Probes vs measured load time.

@@ -637,6 +637,22 @@ pub fn preflight(l: &Loaded, st: &ClusterState) -> Result<Outcome, String> {
             requests: s.resources.requests.iter().map(|(k, v)| (k.clone(), v.0.clone())).collect(),
             limits: s.resources.limits.iter().map(|(k, v)| (k.clone(), v.0.clone())).collect(),
         }],
+        // The rendered file verifier is a native sidecar: its requests are
+        // the new pod's for its whole life.
+        init_containers: crate::render::renders_verifier(b)
+            .then(|| {
+                let q = |cpu: Option<&str>| {
+                    let mut m: Quantities = BTreeMap::new();
+                    if let Some(c) = cpu {
+                        m.insert("cpu".into(), c.into());
+                    }
+                    m.insert("memory".into(), crate::render::VERIFIER_MEMORY.into());
+                    m
+                };
+                (ContainerResources { requests: q(Some(crate::render::VERIFIER_CPU_REQUEST)), limits: q(None) }, true)
+            })
+            .into_iter()
+            .collect(),
         ..Pod::default()
     };
     let req = pod_res(&new_pod, Which::Requests).map_err(|e| format!("spec.serving.resources: {e}"))?;

@@ -102,18 +102,196 @@ fn pod_verify_bad_artifact_list_is_exit_2() {
 }
 
 #[test]
-fn pod_verify_lint_budgets_hashing_and_says_it_is_not_rendered() {
+fn pod_verify_lint_budgets_hashing_and_off_removes_it() {
     let ex = Example::new();
     // 100 GiB of weights at 500 MiB/s is 205 s of hashing on top of the 95 s load:
     // the example's 180 s startup window no longer covers it.
     ex.edit_v2(|v| *at(v, "spec.model.artifacts.0.size") = serde_yaml_ng::Value::from(100u64 << 30));
     let out = ex.run(&["lint", "--format", "json", ex.v2().to_str().unwrap()]);
     assert!(out.codes().contains(&"BG013".to_string()), "{}", out.stdout);
-    // Asked for explicitly but not carried by the rendered pod: said, not skipped.
+    // KServe pods carry the verifier, so lint has nothing to say about it.
     ex.edit_v2(|v| *at(v, "spec.serving.verifyOnStart") = "full".into());
     let out = ex.run(&["lint", "--format", "json", ex.v2().to_str().unwrap()]);
-    assert!(out.codes().contains(&"BG040".to_string()), "{}", out.stdout);
+    assert!(!out.codes().contains(&"BG040".to_string()), "{}", out.stdout);
     ex.edit_v2(|v| *at(v, "spec.serving.verifyOnStart") = "off".into());
     let out = ex.run(&["lint", "--format", "json", ex.v2().to_str().unwrap()]);
     assert!(!out.codes().contains(&"BG013".to_string()) && !out.codes().contains(&"BG040".to_string()), "{}", out.stdout);
+}
+
+// ---- the verifier exactly as the rendered manifest declares it -----------------------------
+
+/// The rendered verifier container of `format`: the pod spec's
+/// `initContainers` entry named `bundlegate-verify`, with the pod's volumes.
+fn rendered_verifier(ex: &Example, format: &str) -> (Value, Vec<Value>) {
+    let bundle = ex.edit_v2(|b| {
+        *at(b, "spec.serving.format") = yaml(&format!("\"{format}\""));
+        if format == "deployment" {
+            *at(b, "spec.serving.volumes") = yaml("[{name: models, claimName: llm-models, accessMode: ReadOnlyMany, mountPath: /models, readOnly: true}]");
+            *at(b, "spec.serving.modelDir") = yaml("/models/llm-scratch/v2");
+        }
+    });
+    let out = ex.run(&["render", "--format", "json", bundle.to_str().unwrap()]);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    let body = out.json()["steps"][0]["details"][0]["body"].as_str().unwrap().to_string();
+    let lint = ex.run(&["lint", "--format", "json", bundle.to_str().unwrap()]);
+    assert!(!lint.codes().contains(&"BG040".to_string()), "the {format} pod carries the verifier, so lint must not say it does not:\n{}", lint.stdout);
+    for doc in serde_yaml_ng::Deserializer::from_str(&body) {
+        let v: Value = serde::Deserialize::deserialize(doc).unwrap();
+        let spec = v.pointer("/spec/template/spec").or_else(|| v.pointer("/spec/predictor")).cloned();
+        let Some(spec) = spec else { continue };
+        let ics = spec["initContainers"].as_array().cloned().unwrap_or_default();
+        if let Some(c) = ics.into_iter().find(|c| c["name"] == "bundlegate-verify") {
+            return (c, spec["volumes"].as_array().cloned().unwrap_or_default());
+        }
+    }
+    panic!("no bundlegate-verify init container in the {format} render:\n{body}");
+}
+
+/// Map the pod's paths to local ones: the model folder, /tmp (the marker),
+/// the termination log, and the image's binary.
+fn map_path(arg: &str, model_dir: &str, root: &Path, tmp: &Path) -> String {
+    if let Some(rest) = arg.strip_prefix(model_dir) {
+        return format!("{}{rest}", root.display());
+    }
+    match arg {
+        "/usr/local/bin/bundlegate" => env!("CARGO_BIN_EXE_bundlegate").to_string(),
+        "/dev/termination-log" => tmp.join("termination-log").display().to_string(),
+        _ => match arg.strip_prefix("/tmp/") {
+            Some(rest) => tmp.join(rest).display().to_string(),
+            None => arg.to_string(),
+        },
+    }
+}
+
+struct Declared {
+    args: Vec<String>,
+    env: Vec<(String, String)>,
+    probe: Vec<String>,
+}
+
+fn declared(c: &Value, model_dir: &str, root: &Path, tmp: &Path) -> Declared {
+    let strs = |v: &Value| v.as_array().unwrap().iter().map(|s| map_path(s.as_str().unwrap(), model_dir, root, tmp)).collect::<Vec<_>>();
+    Declared {
+        args: strs(&c["args"]),
+        env: c["env"].as_array().unwrap().iter().map(|e| (e["name"].as_str().unwrap().to_string(), e["value"].as_str().unwrap().to_string())).collect(),
+        probe: strs(&c["readinessProbe"]["exec"]["command"]),
+    }
+}
+
+fn probe(d: &Declared) -> i32 {
+    let mut c = std::process::Command::new(&d.probe[0]);
+    c.args(&d.probe[1..]).envs(d.env.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+    c.output().unwrap().status.code().unwrap_or(-1)
+}
+
+/// Run the container's args (the image's entrypoint is the binary) with the
+/// container's env; `--wait` shortened so a missing file is reported at once.
+fn start(d: &Declared, wait: &str) -> std::process::Child {
+    let mut args = d.args.clone();
+    if let Some(i) = args.iter().position(|a| a == "--wait") {
+        args[i + 1] = wait.to_string();
+    }
+    std::process::Command::new(env!("CARGO_BIN_EXE_bundlegate"))
+        .args(&args)
+        .envs(d.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+fn wait_exit(child: &mut std::process::Child, secs: u64) -> Option<i32> {
+    let t = std::time::Instant::now();
+    while t.elapsed() < std::time::Duration::from_secs(secs) {
+        if let Some(s) = child.try_wait().unwrap() {
+            return Some(s.code().unwrap_or(-1));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    None
+}
+
+#[test]
+fn rendered_verifier_gates_readiness_in_every_serving_format() {
+    for format in ["kserve-modelspec", "kserve-custom", "deployment"] {
+        let ex = Example::new();
+        let (c, volumes) = rendered_verifier(&ex, format);
+        // A native sidecar: it starts before KServe's storage-initializer
+        // (appended after user init containers) and stays for the probe.
+        assert_eq!(c["restartPolicy"], "Always", "{format}: {c:#}");
+        assert_eq!(c["volumeMounts"][0]["readOnly"], true, "{format}: {c:#}");
+        let mount = c["volumeMounts"][0]["name"].as_str().unwrap();
+        assert!(volumes.iter().any(|v| v["name"] == mount), "{format}: the verifier's volume `{mount}` is declared in the pod: {volumes:#?}");
+        if format != "deployment" {
+            assert!(volumes.iter().any(|v| v["name"] == "kserve-provision-location" && v.get("emptyDir").is_some()), "{format}: KServe's model volume is declared so the webhook reuses it");
+        }
+        assert_eq!(c["resources"]["limits"]["memory"], "64Mi", "{format}");
+        let model_dir = {
+            let args = c["args"].as_array().unwrap();
+            let i = args.iter().position(|a| a == "--root").unwrap();
+            args[i + 1].as_str().unwrap().to_string()
+        };
+        let tmp = tempfile::tempdir().unwrap();
+        let root = ex.store("v2");
+        let d = declared(&c, &model_dir, &root, tmp.path());
+        assert_eq!(probe(&d), 1, "{format}: not Ready before the check");
+
+        // Good files: the sidecar stays up and the probe turns Ready.
+        let mut child = start(&d, "5s");
+        let t = std::time::Instant::now();
+        while probe(&d) != 0 && t.elapsed() < std::time::Duration::from_secs(30) {
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        }
+        assert_eq!(probe(&d), 0, "{format}: Ready once every artifact is OK");
+        assert_eq!(child.try_wait().unwrap(), None, "{format}: the sidecar keeps running after a pass");
+        child.kill().unwrap();
+        let _ = child.wait();
+
+        // One byte changed after the PR check: never Ready, the termination
+        // log names the file with both digests.
+        let ckpt = root.join("ckpt.pt");
+        let mut bytes = std::fs::read(&ckpt).unwrap();
+        bytes[100] ^= 1;
+        std::fs::write(&ckpt, &bytes).unwrap();
+        let mut child = start(&d, "5s");
+        assert_eq!(wait_exit(&mut child, 60), Some(1), "{format}: a changed byte ends the verifier with exit 1");
+        assert_eq!(probe(&d), 1, "{format}: a changed file keeps the pod not Ready");
+        let term = std::fs::read_to_string(tmp.path().join("termination-log")).unwrap_or_default();
+        assert!(term.contains("DIGEST-MISMATCH ckpt.pt"), "{format}: {term}");
+        bytes[100] ^= 1;
+        std::fs::write(&ckpt, &bytes).unwrap();
+
+        // Truncated, then missing.
+        let tok = root.join("tokenizer.json");
+        let orig = std::fs::read(&tok).unwrap();
+        std::fs::write(&tok, &orig[..orig.len() / 2]).unwrap();
+        let mut child = start(&d, "1s");
+        assert_eq!(wait_exit(&mut child, 60), Some(1), "{format}: truncated");
+        assert!(std::fs::read_to_string(tmp.path().join("termination-log")).unwrap().contains("SIZE-MISMATCH tokenizer.json"), "{format}");
+        assert_eq!(probe(&d), 1);
+        std::fs::remove_file(&tok).unwrap();
+        let mut child = start(&d, "1s");
+        assert_eq!(wait_exit(&mut child, 60), Some(1), "{format}: missing");
+        assert!(std::fs::read_to_string(tmp.path().join("termination-log")).unwrap().contains("MISSING tokenizer.json"), "{format}");
+        assert_eq!(probe(&d), 1);
+    }
+}
+
+#[test]
+fn verify_on_start_off_renders_no_verifier_and_deployment_without_model_dir_is_reported() {
+    let ex = Example::new();
+    let off = ex.edit_v2(|b| *at(b, "spec.serving.verifyOnStart") = yaml("\"off\""));
+    let out = ex.run(&["render", off.to_str().unwrap()]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(!out.stdout.contains("bundlegate-verify"), "{}", out.stdout);
+    // The default (full) on a Deployment that does not say where the files are.
+    let dep = ex.edit_v2(|b| {
+        *at(b, "spec.serving.format") = yaml("deployment");
+        *at(b, "spec.serving.verifyOnStart") = yaml("full");
+    });
+    let lint = ex.run(&["lint", "--format", "json", dep.to_str().unwrap()]);
+    let d = lint.diag("BG040");
+    assert!(d["message"].as_str().unwrap().contains("modelDir"), "{d:#}");
+    let render = ex.run(&["render", dep.to_str().unwrap()]);
+    assert!(!render.stdout.contains("bundlegate-verify"), "{}", render.stdout);
 }
