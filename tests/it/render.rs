@@ -12,18 +12,16 @@ fn rendered(out: &Out) -> Vec<Value> {
         .collect()
 }
 
-fn crd_schema(rel: &str) -> Value {
-    let p = repo().join("tests/fixtures/reference").join(rel);
-    let text = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("reference schema {} missing: {e}", p.display()));
-    let crd: Value = serde_yaml_ng::from_str(&text).unwrap();
-    crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"].clone()
+/// Valid against the KServe CRD, strictly: a field the CRD does not know
+/// would be pruned by the API server without a word, so it is an error here.
+pub fn assert_valid_isvc(obj: &Value) {
+    let errors = crate::support::schema::isvc_errors(obj);
+    assert!(errors.is_empty(), "rendered InferenceService violates the KServe CRD (or would lose a pruned field):\n{}", errors.join("\n"));
 }
 
-pub fn assert_valid_isvc(obj: &Value) {
-    let schema = crd_schema("kserve/serving.kserve.io_inferenceservices.yaml");
-    let v = jsonschema::validator_for(&schema).expect("CRD schema compiles");
-    let errors: Vec<String> = v.iter_errors(obj).map(|e| format!("{} at {}", e, e.instance_path)).collect();
-    assert!(errors.is_empty(), "rendered InferenceService violates the KServe CRD:\n{}", errors.join("\n"));
+fn assert_valid_k8s(obj: &Value) {
+    let errors = crate::support::schema::k8s_errors(obj);
+    assert!(errors.is_empty(), "rendered {} violates the Kubernetes schema:\n{}", obj["kind"], errors.join("\n"));
 }
 
 fn digest_of(ex: &Example) -> String {
@@ -44,7 +42,13 @@ fn kserve_custom_puts_storage_uri_in_container_env() {
     assert_eq!(isvc["spec"]["predictor"]["annotations"]["bundlegate.dev/release-digest"], digest_of(&ex));
     assert_eq!(isvc["spec"]["predictor"]["containers"][0]["resources"]["requests"]["nvidia.com/gpu"], "1");
     assert_eq!(isvc["spec"]["predictor"]["containers"][0]["startupProbe"]["failureThreshold"], 18);
+    // The file verifier rides along as a native sidecar (docs/verify-on-start.md).
+    assert_eq!(isvc["spec"]["predictor"]["initContainers"][0]["name"], "bundlegate-verify");
     assert_valid_isvc(isvc);
+    // The validator is not vacuous: an unknown (would-be pruned) field is caught.
+    let mut bad = isvc.clone();
+    bad["spec"]["predictor"]["initContainers"][0]["restartPolicyy"] = "Always".into();
+    assert!(!crate::support::schema::isvc_errors(&bad).is_empty());
 }
 
 #[test]
@@ -59,6 +63,7 @@ fn kserve_modelspec_puts_storage_uri_in_model() {
     assert_eq!(isvc["spec"]["predictor"]["model"]["storageUri"], "s3://models/llm-scratch/v2/");
     assert!(isvc["spec"]["predictor"].get("containers").is_none());
     assert_eq!(isvc["spec"]["predictor"]["model"]["modelFormat"]["name"], "fastapi-torch");
+    assert_eq!(isvc["spec"]["predictor"]["initContainers"][0]["name"], "bundlegate-verify");
     assert_valid_isvc(isvc);
 }
 
@@ -73,6 +78,9 @@ fn deployment_pod_template_carries_release_digest() {
     assert_eq!(dep["spec"]["template"]["metadata"]["annotations"]["bundlegate.dev/release-digest"], d);
     assert_eq!(dep["spec"]["strategy"]["rollingUpdate"]["maxSurge"], "25%");
     assert_eq!(dep["spec"]["progressDeadlineSeconds"], 600);
+    for o in &objs {
+        assert_valid_k8s(o);
+    }
     // Any change to the bundle changes the pod template.
     ex.edit_v2(|v| *at(v, "spec.generation.maxOutputTokens") = 1024.into());
     let objs2 = rendered(&ex.run(&["render", ex.v2().to_str().unwrap()]));
@@ -215,4 +223,23 @@ fn huge_template_output_is_capped() {
     let out = ex.run(&["render", ex.v2().to_str().unwrap(), "--templates", t.to_str().unwrap()]);
     assert_eq!(out.code, 2, "{}\n{}", out.stdout.len(), out.stderr);
     assert!(out.stdout.contains("more than") && out.stdout.contains("kserve-custom"), "{}", out.stdout);
+}
+
+#[test]
+fn deployment_with_model_dir_carries_the_verifier_and_validates_strictly() {
+    let ex = Example::new();
+    ex.edit_v2(|v| {
+        *at(v, "spec.serving.format") = "deployment".into();
+        *at(v, "spec.serving.volumes") = yaml("[{name: models, claimName: llm-models, accessMode: ReadOnlyMany, mountPath: /models, readOnly: true}]");
+        *at(v, "spec.serving.modelDir") = "/models/llm-scratch/v2".into();
+    });
+    let objs = rendered(&ex.run(&["render", ex.v2().to_str().unwrap()]));
+    let spec = &objs[0]["spec"]["template"]["spec"];
+    let v = &spec["initContainers"][0];
+    assert_eq!(v["name"], "bundlegate-verify");
+    assert_eq!(v["restartPolicy"], "Always");
+    assert_eq!(v["volumeMounts"][0], serde_json::json!({"name": "models", "mountPath": "/models", "readOnly": true}));
+    for o in &objs {
+        assert_valid_k8s(o);
+    }
 }

@@ -1,6 +1,7 @@
 #![allow(dead_code)]
 
 pub mod http;
+pub mod schema;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
