@@ -47,21 +47,14 @@ pub struct Renderer {
     verifier_image: String,
 }
 
+// What the in-pod verifier is (names, paths, requests, which pods can carry
+// it) is a property of the bundle, shared with lint and preflight.
+pub use crate::bundle::pod_verifier::*;
+
 /// The verifier image by default: this release's own image (the packaging
 /// workflow publishes it), so the verifier and the renderer agree on the
 /// artifact-list format.
 pub const DEFAULT_VERIFIER_IMAGE: &str = concat!("ghcr.io/bundlegate/bundlegate:", env!("CARGO_PKG_VERSION"));
-/// Name of the verifier container in every rendered pod; `watch` reads its
-/// termination message (one name, defined with the rollout check).
-pub use crate::checks::rollout::VERIFIER_CONTAINER;
-/// Env var carrying the artifact list, rendered from the bundle (git).
-pub const VERIFIER_ENV: &str = "BUNDLEGATE_ARTIFACTS";
-/// Where KServe's storage initializer writes the model, and the emptyDir it
-/// uses (`kserve-provision-location`): the webhook reuses a volume of that
-/// name when the pod spec already declares it, which lets the verifier mount
-/// it too (docs/verify-on-start.md).
-pub const KSERVE_MODEL_DIR: &str = "/mnt/models";
-pub const KSERVE_MODEL_VOLUME: &str = "kserve-provision-location";
 
 /// Limits that keep a template from the repository under review from
 /// hanging or aborting the process (handlebars has no recursion limit of its
@@ -331,35 +324,6 @@ pub struct Verifier {
     pub volume: Option<Value>,
 }
 
-/// Why the bundle's pod cannot carry the verifier (the `deployment` format
-/// without a usable `modelDir`); `None` when it can or is not asked to.
-pub fn verifier_unsupported(b: &bundle::ReleaseBundle) -> Option<String> {
-    let s = &b.spec.serving;
-    if s.verify_on_start == bundle::VerifyOnStart::Off || s.format != ServingFormat::Deployment {
-        return None;
-    }
-    match &s.model_dir {
-        None => Some("the `deployment` format does not say where the server reads the artifacts: set `spec.serving.modelDir` (a folder under one of `spec.serving.volumes`' mountPath)".into()),
-        Some(dir) => model_volume(s, dir).is_none().then(|| {
-            format!("`spec.serving.modelDir` `{dir}` is not an absolute folder under one of `spec.serving.volumes`' mountPath, so the verifier cannot mount it")
-        }),
-    }
-}
-
-/// Does the rendered pod carry the verifier (asked for, and the format can)?
-pub fn renders_verifier(b: &bundle::ReleaseBundle) -> bool {
-    b.spec.serving.verify_on_start != bundle::VerifyOnStart::Off && verifier_unsupported(b).is_none()
-}
-
-/// The bundle volume holding `dir` (absolute, no `..`).
-fn model_volume<'a>(s: &'a bundle::Serving, dir: &str) -> Option<&'a bundle::Volume> {
-    let p = Path::new(dir);
-    if !p.is_absolute() || p.components().any(|c| matches!(c, std::path::Component::ParentDir)) {
-        return None;
-    }
-    s.volumes.iter().filter(|v| p.starts_with(&v.mount_path)).max_by_key(|v| v.mount_path.len())
-}
-
 /// The in-pod verifier for this bundle: a native sidecar (an init container
 /// with `restartPolicy: Always`) that waits for the files, hashes them
 /// against the list rendered from git, and gates the pod's readiness. See
@@ -417,13 +381,6 @@ pub fn artifact_list(b: &bundle::ReleaseBundle, digest: &str) -> Value {
     })
 }
 
-/// Written by the verifier when every artifact is OK; read by its readiness
-/// probe (the image's HOME and work folder is /tmp, writable as its user).
-pub const VERIFIER_MARKER: &str = "/tmp/bundlegate-verified";
-
-/// The verifier's requests, which preflight adds to every new pod.
-pub const VERIFIER_CPU_REQUEST: &str = "100m";
-pub const VERIFIER_MEMORY: &str = "64Mi";
 
 /// Does this object's pod template run the verifier?
 fn carries_verifier(o: &Value) -> bool {

@@ -1,6 +1,7 @@
 //! Loading a release bundle: strict parsing with positions, and the release
 //! digest that identifies the release.
 
+pub mod pod_verifier;
 pub mod detect;
 pub mod model;
 pub mod spans;

@@ -47,7 +47,7 @@ pub fn verify_budget(b: &bundle::ReleaseBundle) -> f64 {
 /// letting `verifyOnStart` look like protection it is not.
 fn verify_on_start_rendered(b: &bundle::ReleaseBundle) -> Option<Diagnostic> {
     let s = &b.spec.serving;
-    crate::render::verifier_unsupported(b).map(|why| {
+    crate::bundle::pod_verifier::verifier_unsupported(b).map(|why| {
         Diagnostic::new(
             Code::VerifyOnStartNotRendered,
             format!("verifyOnStart `{}`: the rendered `{}` pod cannot run the file verifier: {why}; the pod could become Ready on bytes that changed after the PR check", s.verify_on_start.as_str(), s.format.as_str()),

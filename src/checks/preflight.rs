@@ -639,17 +639,17 @@ pub fn preflight(l: &Loaded, st: &ClusterState) -> Result<Outcome, String> {
         }],
         // The rendered file verifier is a native sidecar: its requests are
         // the new pod's for its whole life.
-        init_containers: crate::render::renders_verifier(b)
+        init_containers: crate::bundle::pod_verifier::renders_verifier(b)
             .then(|| {
                 let q = |cpu: Option<&str>| {
                     let mut m: Quantities = BTreeMap::new();
                     if let Some(c) = cpu {
                         m.insert("cpu".into(), c.into());
                     }
-                    m.insert("memory".into(), crate::render::VERIFIER_MEMORY.into());
+                    m.insert("memory".into(), crate::bundle::pod_verifier::VERIFIER_MEMORY.into());
                     m
                 };
-                (ContainerResources { requests: q(Some(crate::render::VERIFIER_CPU_REQUEST)), limits: q(None) }, true)
+                (ContainerResources { requests: q(Some(crate::bundle::pod_verifier::VERIFIER_CPU_REQUEST)), limits: q(None) }, true)
             })
             .into_iter()
             .collect(),

@@ -179,7 +179,7 @@ pub struct PodInfo {
 }
 
 /// Container name of the in-pod verifier (`bundlegate verify-files`).
-pub const VERIFIER_CONTAINER: &str = "bundlegate-verify";
+pub use crate::bundle::pod_verifier::VERIFIER_CONTAINER;
 
 /// A new pod held back by its verifier: proven, final (the files will not
 /// fix themselves), named per artifact from the termination message.
