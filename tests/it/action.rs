@@ -116,9 +116,20 @@ impl Fixture {
     }
 
     fn run(&self, host: &Server, event_name: &str, event: Value, sha: &str, inputs: Value) -> Value {
+        self.run_action(&self.tmp.path().join("action"), ACTION_REPO, host, event_name, event, sha, inputs)
+    }
+
+    /// A copy of the test action at `dir` (e.g. the runner's layout).
+    fn copy_action(&self, dir: &Path) {
+        copy_dir(&self.tmp.path().join("action"), dir);
+    }
+
+    /// The action checked out at `action_dir`, with `github.action_repository` = `action_repository`.
+    #[allow(clippy::too_many_arguments)]
+    fn run_action(&self, action_dir: &Path, action_repository: &str, host: &Server, event_name: &str, event: Value, sha: &str, inputs: Value) -> Value {
         let t = self.tmp.path();
         let cfg = json!({
-            "action_dir": t.join("action"),
+            "action_dir": action_dir,
             "workspace": t.join("ws"),
             "event_name": event_name,
             "event": event,
@@ -126,7 +137,7 @@ impl Fixture {
             // The hosted runner's tools, but no cargo: the action must not compile.
             "path": "/usr/local/bin:/usr/bin:/bin",
             "env": {"HOME": t.join("home")},
-            "github": {"repository": "acme/models", "sha": sha, "server_url": host.url(), "action_repository": ACTION_REPO},
+            "github": {"repository": "acme/models", "sha": sha, "server_url": host.url(), "action_repository": action_repository},
         });
         let cfg_path = t.join(format!("{event_name}.json"));
         std::fs::write(&cfg_path, serde_json::to_vec(&cfg).unwrap()).unwrap();
@@ -226,6 +237,35 @@ fn action_refuses_a_tampered_asset_and_a_version_without_sums() {
     let bin = step(&r, "bin");
     assert_eq!(bin["outcome"], "failure", "{bin:#}");
     assert!(bin["stdout"].as_str().unwrap().contains("has no sha256 for"), "{bin:#}");
+}
+
+#[test]
+fn action_finds_its_repository_from_its_path_when_action_repository_is_empty() {
+    // The runner does not always set github.action_repository for a
+    // composite action's steps (actions/runner#2473). The release then comes
+    // from the repository in the runner's checkout path
+    // (<work>/_actions/<owner>/<repo>/<ref>), never from GITHUB_REPOSITORY
+    // (the workflow's own repository, acme/models here, which has no release).
+    let fx = Fixture::new();
+    let host = fx.host(fx.asset.clone());
+    let pr_event = json!({"pull_request": {"number": 7, "base": {"sha": fx.base}, "head": {"sha": fx.head}}});
+    let runner_layout = fx.tmp.path().join("runner/_work/_actions/acme/bundlegate/0123456789abcdef0123456789abcdef01234567");
+    fx.copy_action(&runner_layout);
+    let r = fx.run_action(&runner_layout, "", &host, "pull_request", pr_event.clone(), &fx.head, json!({}));
+    let bin = step(&r, "bin");
+    assert_eq!(bin["outcome"], "success", "{bin:#}");
+    assert!(bin["stdout"].as_str().unwrap().contains(&format!("/{ACTION_REPO}/releases/download/v{}/", version())), "{bin:#}");
+    assert_eq!(r["conclusion"], "success", "{r:#}");
+    assert_eq!(r["outputs"]["verdict"], "pass", "{r:#}");
+
+    // Neither source (a local `uses: ./` checkout): a clear failure, no download from the workflow's repository.
+    let r = fx.run_action(&fx.tmp.path().join("action"), "", &host, "pull_request", pr_event, &fx.head, json!({}));
+    let bin = step(&r, "bin");
+    assert_eq!(bin["outcome"], "failure", "{bin:#}");
+    let out = bin["stdout"].as_str().unwrap();
+    assert!(out.contains("cannot tell which repository this action comes from"), "{bin:#}");
+    assert!(!out.contains("downloading") && !out.contains("acme/models"), "no fallback to GITHUB_REPOSITORY: {bin:#}");
+    assert_eq!(step(&r, "run")["outcome"], "skipped");
 }
 
 // ---------------------------------------------------------------------------
