@@ -116,9 +116,20 @@ impl Fixture {
     }
 
     fn run(&self, host: &Server, event_name: &str, event: Value, sha: &str, inputs: Value) -> Value {
+        self.run_action(&self.tmp.path().join("action"), ACTION_REPO, host, event_name, event, sha, inputs)
+    }
+
+    /// A copy of the test action at `dir` (e.g. the runner's layout).
+    fn copy_action(&self, dir: &Path) {
+        copy_dir(&self.tmp.path().join("action"), dir);
+    }
+
+    /// The action checked out at `action_dir`, with `github.action_repository` = `action_repository`.
+    #[allow(clippy::too_many_arguments)]
+    fn run_action(&self, action_dir: &Path, action_repository: &str, host: &Server, event_name: &str, event: Value, sha: &str, inputs: Value) -> Value {
         let t = self.tmp.path();
         let cfg = json!({
-            "action_dir": t.join("action"),
+            "action_dir": action_dir,
             "workspace": t.join("ws"),
             "event_name": event_name,
             "event": event,
@@ -126,7 +137,7 @@ impl Fixture {
             // The hosted runner's tools, but no cargo: the action must not compile.
             "path": "/usr/local/bin:/usr/bin:/bin",
             "env": {"HOME": t.join("home")},
-            "github": {"repository": "acme/models", "sha": sha, "server_url": host.url(), "action_repository": ACTION_REPO},
+            "github": {"repository": "acme/models", "sha": sha, "server_url": host.url(), "action_repository": action_repository},
         });
         let cfg_path = t.join(format!("{event_name}.json"));
         std::fs::write(&cfg_path, serde_json::to_vec(&cfg).unwrap()).unwrap();
@@ -228,8 +239,37 @@ fn action_refuses_a_tampered_asset_and_a_version_without_sums() {
     assert!(bin["stdout"].as_str().unwrap().contains("has no sha256 for"), "{bin:#}");
 }
 
+#[test]
+fn action_finds_its_repository_from_its_path_when_action_repository_is_empty() {
+    // The runner does not always set github.action_repository for a
+    // composite action's steps (actions/runner#2473). The release then comes
+    // from the repository in the runner's checkout path
+    // (<work>/_actions/<owner>/<repo>/<ref>), never from GITHUB_REPOSITORY
+    // (the workflow's own repository, acme/models here, which has no release).
+    let fx = Fixture::new();
+    let host = fx.host(fx.asset.clone());
+    let pr_event = json!({"pull_request": {"number": 7, "base": {"sha": fx.base}, "head": {"sha": fx.head}}});
+    let runner_layout = fx.tmp.path().join("runner/_work/_actions/acme/bundlegate/0123456789abcdef0123456789abcdef01234567");
+    fx.copy_action(&runner_layout);
+    let r = fx.run_action(&runner_layout, "", &host, "pull_request", pr_event.clone(), &fx.head, json!({}));
+    let bin = step(&r, "bin");
+    assert_eq!(bin["outcome"], "success", "{bin:#}");
+    assert!(bin["stdout"].as_str().unwrap().contains(&format!("/{ACTION_REPO}/releases/download/v{}/", version())), "{bin:#}");
+    assert_eq!(r["conclusion"], "success", "{r:#}");
+    assert_eq!(r["outputs"]["verdict"], "pass", "{r:#}");
+
+    // Neither source (a local `uses: ./` checkout): a clear failure, no download from the workflow's repository.
+    let r = fx.run_action(&fx.tmp.path().join("action"), "", &host, "pull_request", pr_event, &fx.head, json!({}));
+    let bin = step(&r, "bin");
+    assert_eq!(bin["outcome"], "failure", "{bin:#}");
+    let out = bin["stdout"].as_str().unwrap();
+    assert!(out.contains("cannot tell which repository this action comes from"), "{bin:#}");
+    assert!(!out.contains("downloading") && !out.contains("acme/models"), "no fallback to GITHUB_REPOSITORY: {bin:#}");
+    assert_eq!(step(&r, "run")["outcome"], "skipped");
+}
+
 // ---------------------------------------------------------------------------
-// deploy/: the in-cluster drift audit, validated against the Kubernetes schema
+// deploy/: the in-cluster drift audits, every document validated against the Kubernetes schema
 
 /// Kubernetes swagger definitions as JSON Schema, strict like `kubectl
 /// apply --validate=strict`: an unknown field is an error.
@@ -257,59 +297,155 @@ fn k8s_errors(obj: &Value) -> Vec<String> {
     v.iter_errors(obj).map(|e| format!("{e} at {}", e.instance_path)).collect()
 }
 
-fn deploy_docs() -> Vec<Value> {
-    let text = std::fs::read_to_string(repo().join("deploy/drift-audit-cronjob.yaml")).unwrap();
-    serde_yaml_ng::Deserializer::from_str(&text).map(|d| serde::Deserialize::deserialize(d).unwrap()).filter(|v: &Value| !v.is_null()).collect()
+/// Every YAML document of every file under deploy/, with its file name.
+fn deploy_docs() -> Vec<(String, Value)> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(repo().join("deploy"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| matches!(p.extension().and_then(|e| e.to_str()), Some("yaml" | "yml")))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 2, "deploy/ manifests: {files:?}");
+    let mut out = Vec::new();
+    for f in files {
+        let name = format!("deploy/{}", f.file_name().unwrap().to_string_lossy());
+        let text = std::fs::read_to_string(&f).unwrap();
+        for d in serde_yaml_ng::Deserializer::from_str(&text) {
+            let v: Value = serde::Deserialize::deserialize(d).unwrap_or_else(|e| panic!("{name}: {e}"));
+            if !v.is_null() {
+                out.push((name.clone(), v));
+            }
+        }
+    }
+    out
+}
+
+/// The documents of one deploy/ file.
+fn in_file<'a>(docs: &'a [(String, Value)], file: &'a str) -> impl Iterator<Item = &'a Value> + 'a {
+    docs.iter().filter(move |(f, _)| f == file).map(|(_, d)| d)
+}
+
+/// The pod spec of a CronJob or Job.
+fn pod_spec(d: &Value) -> Option<&Value> {
+    match d["kind"].as_str() {
+        Some("CronJob") => Some(&d["spec"]["jobTemplate"]["spec"]["template"]["spec"]),
+        Some("Job") => Some(&d["spec"]["template"]["spec"]),
+        _ => None,
+    }
 }
 
 #[test]
-fn deploy_drift_audit_cronjob_validates_and_is_read_only() {
+fn deploy_manifests_validate_and_are_read_only() {
     let docs = deploy_docs();
-    let kinds: Vec<&str> = docs.iter().map(|d| d["kind"].as_str().unwrap()).collect();
-    for k in ["CronJob", "ServiceAccount", "Role", "RoleBinding", "PersistentVolumeClaim"] {
-        assert!(kinds.contains(&k), "deploy/ has a {k}: {kinds:?}");
-    }
-    for d in &docs {
+    // Every document of every file, against the Kubernetes schema.
+    for (f, d) in &docs {
         let errs = k8s_errors(d);
-        assert!(errs.is_empty(), "{} {} violates the Kubernetes schema:\n{}", d["kind"], d["metadata"]["name"], errs.join("\n"));
+        assert!(errs.is_empty(), "{f}: {} {} violates the Kubernetes schema:\n{}", d["kind"], d["metadata"]["name"], errs.join("\n"));
+    }
+    let kinds: Vec<&str> = in_file(&docs, "deploy/drift-audit-cronjob.yaml").map(|d| d["kind"].as_str().unwrap()).collect();
+    for k in ["CronJob", "ServiceAccount", "Role", "RoleBinding", "PersistentVolumeClaim"] {
+        assert!(kinds.contains(&k), "deploy/drift-audit-cronjob.yaml has a {k}: {kinds:?}");
     }
     // The validator is not vacuous: a misspelt field and a wrong type are caught.
-    let mut cj = docs.iter().find(|d| d["kind"] == "CronJob").unwrap().clone();
+    let mut cj = in_file(&docs, "deploy/drift-audit-cronjob.yaml").find(|d| d["kind"] == "CronJob").unwrap().clone();
     cj["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]["imagePullPolicyy"] = json!("Always");
     assert!(!k8s_errors(&cj).is_empty(), "unknown field must be rejected");
-    let mut cj2 = docs.iter().find(|d| d["kind"] == "CronJob").unwrap().clone();
+    let mut cj2 = in_file(&docs, "deploy/drift-audit-cronjob.yaml").find(|d| d["kind"] == "CronJob").unwrap().clone();
     cj2["spec"]["concurrencyPolicy"] = json!(3);
     assert!(!k8s_errors(&cj2).is_empty(), "wrong type must be rejected");
 
-    // Read-only: no write verb anywhere, no Secret access through the API.
-    for role in docs.iter().filter(|d| d["kind"] == "Role" || d["kind"] == "ClusterRole") {
-        for rule in role["rules"].as_array().unwrap() {
-            for verb in rule["verbs"].as_array().unwrap() {
-                assert!(["get", "list", "watch"].contains(&verb.as_str().unwrap()), "write verb {verb} in {}", role["metadata"]["name"]);
-            }
-            assert!(!rule["resources"].as_array().unwrap().iter().any(|r| r == "secrets"), "the audit reads no Secrets through the API");
+    // The files apply side by side: no object defined twice across deploy/
+    // (one would silently replace the other), and each file's objects, RBAC
+    // aside, share one namespace (so `kubectl apply -f FILE` needs no -n).
+    let mut seen = std::collections::BTreeMap::new();
+    for (f, d) in &docs {
+        let key = (d["apiVersion"].as_str().unwrap().to_string(), d["kind"].as_str().unwrap().to_string(), d["metadata"]["namespace"].as_str().unwrap_or("").to_string(), d["metadata"]["name"].as_str().unwrap().to_string());
+        if let Some(other) = seen.insert(key.clone(), f.clone()) {
+            panic!("{key:?} is defined in {other} and {f}");
+        }
+        if !d["kind"].as_str().unwrap().starts_with("Cluster") {
+            assert!(d["metadata"]["namespace"].is_string(), "{f}: {} {} names no namespace", d["kind"], d["metadata"]["name"]);
         }
     }
-    // Credentials come from a Secret, never inline; the audit runs as non-root from the published image.
-    let pod = &docs.iter().find(|d| d["kind"] == "CronJob").unwrap()["spec"]["jobTemplate"]["spec"]["template"]["spec"];
-    let c = &pod["containers"][0];
-    assert!(c["envFrom"][0]["secretRef"]["name"].is_string());
-    assert!(!serde_json::to_string(c).unwrap().contains("AWS_SECRET_ACCESS_KEY"), "no inline credentials");
-    assert_eq!(pod["securityContext"]["runAsNonRoot"], true);
-    assert!(c["image"].as_str().unwrap().starts_with("ghcr.io/bundlegate/bundlegate:"));
-    assert_eq!(c["args"][0], "audit", "the container runs the drift audit");
-    // Every flag it passes is one `bundlegate audit` accepts.
-    let help = run(&["audit", "--help"]).stdout;
-    for a in c["args"].as_array().unwrap().iter().filter_map(Value::as_str).filter(|a| a.starts_with("--")) {
-        assert!(help.contains(a), "`bundlegate audit` has no {a}");
+    let workload_ns: std::collections::BTreeSet<&str> =
+        docs.iter().filter(|(_, d)| !matches!(d["kind"].as_str(), Some("Role" | "RoleBinding"))).map(|(_, d)| d["metadata"]["namespace"].as_str().unwrap()).collect();
+    assert_eq!(workload_ns.len(), 1, "deploy/ workloads in one namespace: {workload_ns:?}");
+    // Credentials are never committed: no Secret object, no placeholder; the
+    // file says how to create each Secret it reads.
+    for (f, d) in &docs {
+        assert_ne!(d["kind"], "Secret", "{f}: a Secret in deploy/ (create it with kubectl, as the file's comment says)");
+        assert!(!serde_json::to_string(d).unwrap().contains("replace-me"), "{f}: placeholder credentials");
     }
+    for (f, d) in &docs {
+        let Some(pod) = pod_spec(d) else { continue };
+        let text = std::fs::read_to_string(repo().join(f)).unwrap();
+        for c in pod["containers"].as_array().unwrap().iter().chain(pod["initContainers"].as_array().into_iter().flatten()) {
+            let refs = c["envFrom"].as_array().into_iter().flatten().filter_map(|e| e["secretRef"]["name"].as_str());
+            let keyrefs = c["env"].as_array().into_iter().flatten().filter_map(|e| e["valueFrom"]["secretKeyRef"]["name"].as_str());
+            for name in refs.chain(keyrefs) {
+                assert!(text.contains(&format!("create secret generic {name}")), "{f} reads Secret {name} but does not say how to create it");
+            }
+        }
+        for e in pod["containers"].as_array().unwrap().iter().chain(pod["initContainers"].as_array().into_iter().flatten()).flat_map(|c| c["env"].as_array().into_iter().flatten()) {
+            let n = e["name"].as_str().unwrap();
+            assert!(!(e.get("value").is_some() && ["SECRET", "TOKEN", "PASSWORD", "ACCESS_KEY"].iter().any(|k| n.contains(k))), "{f}: inline credential {n}");
+        }
+        // The ServiceAccount it runs as is defined in the same file.
+        let sa = pod["serviceAccountName"].as_str().unwrap_or_else(|| panic!("{f}: {} names no serviceAccountName", d["metadata"]["name"]));
+        assert!(in_file(&docs, f).any(|o| o["kind"] == "ServiceAccount" && o["metadata"]["name"] == sa), "{f}: ServiceAccount {sa} is not defined there");
+        // Non-root, from the published image, running a command bundlegate has.
+        assert_eq!(pod["securityContext"]["runAsNonRoot"], true, "{f}");
+        let c = &pod["containers"][0];
+        assert!(c["image"].as_str().unwrap().starts_with("ghcr.io/bundlegate/bundlegate:"), "{f}");
+        let args: Vec<&str> = c["args"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+        let sub: Vec<&str> = args.iter().take_while(|a| !a.starts_with('-')).take(if args[0] == "report" { 2 } else { 1 }).copied().collect();
+        assert!(matches!(sub.as_slice(), ["audit"] | ["report", "merge"]), "{f}: runs {sub:?}");
+        let help = run(&[sub.as_slice(), &["--help"]].concat()).stdout;
+        for a in args.iter().filter(|a| a.starts_with("--")) {
+            let flag = a.split('=').next().unwrap();
+            assert!(help.contains(flag), "{f}: `bundlegate {}` has no {flag}", sub.join(" "));
+        }
+    }
+
+    // Read-only: no write verb anywhere, no Secret access through the API,
+    // and the Role covers exactly what `audit --serving` reads
+    // (src/adapters/rollout.rs service_state: Deployments, ReplicaSets and
+    // Pods by label, the namespace's Events).
+    let mut granted = std::collections::BTreeSet::new();
+    for (f, role) in docs.iter().filter(|(_, d)| d["kind"] == "Role" || d["kind"] == "ClusterRole") {
+        for rule in role["rules"].as_array().unwrap() {
+            for verb in rule["verbs"].as_array().unwrap() {
+                assert!(["get", "list", "watch"].contains(&verb.as_str().unwrap()), "{f}: write verb {verb} in {}", role["metadata"]["name"]);
+            }
+            for g in rule["apiGroups"].as_array().unwrap() {
+                for r in rule["resources"].as_array().unwrap() {
+                    granted.insert(format!("{}/{}", g.as_str().unwrap(), r.as_str().unwrap()));
+                }
+            }
+        }
+    }
+    let want: std::collections::BTreeSet<String> = ["/pods", "/events", "apps/deployments", "apps/replicasets"].iter().map(|s| s.to_string()).collect();
+    assert_eq!(granted, want, "the audit's Role grants exactly what `audit --serving` lists");
+    let cj = in_file(&docs, "deploy/drift-audit-cronjob.yaml").find(|d| d["kind"] == "CronJob").unwrap();
+    assert!(pod_spec(cj).unwrap()["containers"][0]["args"].as_array().unwrap().iter().any(|a| a == "--serving"), "the RBAC is for --serving");
+
+    // The sharded audit: a shard that exits 1 (drift, a failed gate) has
+    // given its answer and is never re-run; exit 2 (could not finish) is
+    // retried within backoffLimitPerIndex.
+    let job = &in_file(&docs, "deploy/audit-sharded.yaml").find(|d| d["kind"] == "CronJob" && d["spec"]["jobTemplate"]["spec"]["completionMode"] == "Indexed").expect("an Indexed Job")["spec"]["jobTemplate"]["spec"];
+    assert!(job["backoffLimitPerIndex"].as_i64().unwrap() >= 1, "{job:#}");
+    let action_for = |code: i64| {
+        job["podFailurePolicy"]["rules"].as_array().unwrap().iter().find(|r| r["onExitCodes"]["operator"] == "In" && r["onExitCodes"]["values"].as_array().unwrap().iter().any(|v| v == code)).map(|r| r["action"].as_str().unwrap())
+    };
+    assert_eq!(action_for(1), Some("FailIndex"), "{job:#}");
+    assert!(matches!(action_for(2), None | Some("Count")), "{job:#}");
 }
 
 #[test]
 fn published_image_name_is_the_same_everywhere() {
     // One documented default: the Argo CD patch, the CronJob and the docs agree.
     let want = format!("ghcr.io/bundlegate/bundlegate:{}", version());
-    for f in ["argo/repo-server-patch.yaml", "deploy/drift-audit-cronjob.yaml", "docs/argocd.md", "docs/github-action.md"] {
+    for f in ["argo/repo-server-patch.yaml", "deploy/drift-audit-cronjob.yaml", "deploy/audit-sharded.yaml", "docs/argocd.md", "docs/github-action.md"] {
         let text = std::fs::read_to_string(repo().join(f)).unwrap();
         assert!(text.contains(&want), "{f} does not name {want}");
         assert!(!text.contains("sha256:0000000000"), "{f} still has a placeholder digest");
