@@ -271,31 +271,8 @@ fn action_finds_its_repository_from_its_path_when_action_repository_is_empty() {
 // ---------------------------------------------------------------------------
 // deploy/: the in-cluster drift audits, every document validated against the Kubernetes schema
 
-/// Kubernetes swagger definitions as JSON Schema, strict like `kubectl
-/// apply --validate=strict`: an unknown field is an error.
-fn k8s_schema_for(api_version: &str, kind: &str) -> Value {
-    let p = repo().join("tests/fixtures/reference/kubernetes/definitions.trimmed.json");
-    let mut doc: Value = serde_json::from_slice(&std::fs::read(&p).unwrap()).unwrap();
-    let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
-    let defs = doc["definitions"].as_object_mut().unwrap();
-    let name = defs
-        .iter()
-        .find(|(_, d)| d["x-kubernetes-group-version-kind"].as_array().into_iter().flatten().any(|g| g["group"] == group && g["version"] == version && g["kind"] == kind))
-        .map(|(n, _)| n.clone())
-        .unwrap_or_else(|| panic!("no definition for {api_version} {kind} in {}", p.display()));
-    for d in defs.values_mut() {
-        if d.get("properties").is_some() && d.get("additionalProperties").is_none() {
-            d["additionalProperties"] = json!(false);
-        }
-    }
-    json!({"$ref": format!("#/definitions/{name}"), "definitions": doc["definitions"]})
-}
-
-fn k8s_errors(obj: &Value) -> Vec<String> {
-    let schema = k8s_schema_for(obj["apiVersion"].as_str().unwrap(), obj["kind"].as_str().unwrap());
-    let v = jsonschema::options().with_draft(jsonschema::Draft::Draft4).build(&schema).expect("schema compiles");
-    v.iter_errors(obj).map(|e| format!("{e} at {}", e.instance_path)).collect()
-}
+// Strict like `kubectl apply --validate=strict`: an unknown field is an error.
+use crate::support::schema::k8s_errors;
 
 /// Every YAML document of every file under deploy/, with its file name.
 fn deploy_docs() -> Vec<(String, Value)> {
