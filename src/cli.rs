@@ -290,6 +290,9 @@ pub struct CanaryArgs {
     /// Candidate base URL for the golden-set smoke (e.g. http://127.0.0.1:8080).
     #[arg(long)]
     pub endpoint: Option<String>,
+    /// Judge every traffic step of spec.canary.steps where the arms' request shares show it was held (as `watch` does).
+    #[arg(long)]
+    pub steps: bool,
 }
 
 impl From<CanaryArgs> for CanaryOptions {
@@ -301,6 +304,7 @@ impl From<CanaryArgs> for CanaryOptions {
             candidate_selector: a.candidate_selector,
             baseline_selector: a.baseline_selector,
             endpoint: a.endpoint,
+            steps: a.steps,
         }
     }
 }

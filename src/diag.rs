@@ -130,6 +130,8 @@ codes! {
         "The gate's metric provider exports nothing that computes this gate (e.g. time to first token under Istio); it would read NO DATA on every run, so it is named at lint time instead of being skipped."),
     GateDirection => ("BG306", "canary-gate-direction", "canary", Error,
         "A gate's limits point the wrong way: higher-is-better gates (throughput) take minAbsolute / minRelativeDecrease, lower-is-better gates take maxAbsolute / maxRelativeIncrease; a limit on the wrong side would never trigger."),
+    FullStepUnchecked => ("BG307", "canary-full-step-unchecked", "canary", Warning,
+        "At a 100% traffic step the baseline serves nothing, so no gate can compare the arms there; only absolute limits (maxAbsolute / minAbsolute) hold the candidate at full traffic. A plan ending at 100% with relative limits only leaves that step NOT CHECKED, and a regression that shows only under full load goes unseen."),
 
     // ---- rollout truth (watch, revert, verify-serving) -------------------------------
     RolloutIncomplete => ("BG501", "rollout-incomplete", "watch", Error,

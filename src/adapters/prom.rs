@@ -15,6 +15,8 @@ pub struct Series {
     pub labels: BTreeMap<String, String>,
     /// One value for a vector, every sample for a matrix (range selector).
     pub values: Vec<f64>,
+    /// The unix time of each value, in the same order.
+    pub times: Vec<f64>,
 }
 
 #[derive(Debug, Clone)]
@@ -43,15 +45,23 @@ struct ApiData {
     result: Value,
 }
 
-/// Prometheus encodes sample values as strings ("NaN", "+Inf" included).
-fn parse_value(v: &Value) -> Result<f64> {
+/// Prometheus encodes sample values as strings ("NaN", "+Inf" included);
+/// returns (unix time, value).
+fn parse_value(v: &Value) -> Result<(f64, f64)> {
     let s = v.get(1).and_then(Value::as_str).ok_or_else(|| anyhow!("sample is not [time, \"value\"]: {v}"))?;
-    match s {
-        "NaN" => Ok(f64::NAN),
-        "+Inf" | "Inf" => Ok(f64::INFINITY),
-        "-Inf" => Ok(f64::NEG_INFINITY),
-        _ => s.parse::<f64>().with_context(|| format!("sample value `{s}`")),
-    }
+    let t = v.get(0).and_then(Value::as_f64).unwrap_or(f64::NAN);
+    let x = match s {
+        "NaN" => f64::NAN,
+        "+Inf" | "Inf" => f64::INFINITY,
+        "-Inf" => f64::NEG_INFINITY,
+        _ => s.parse::<f64>().with_context(|| format!("sample value `{s}`"))?,
+    };
+    Ok((t, x))
+}
+
+fn series(labels: BTreeMap<String, String>, points: Vec<(f64, f64)>) -> Series {
+    let (times, values) = points.into_iter().unzip();
+    Series { labels, values, times }
 }
 
 fn parse_labels(v: &Value) -> BTreeMap<String, String> {
@@ -74,10 +84,27 @@ impl Prom {
     /// Run one instant query. Any transport, HTTP or API error is an `Err`:
     /// the caller must not mistake an unanswered query for "no data".
     pub async fn query(&self, q: &str) -> Result<Vec<Series>> {
-        let url = format!("{}/api/v1/query", self.base);
         let time = format!("{:.3}", self.time);
+        self.post("query", q, &[("time", &time)]).await
+    }
+
+    /// A range query over [`start`, `end`] (unix seconds) every `step`
+    /// seconds; each series carries the time of every point. Errors as
+    /// [`Prom::query`].
+    pub async fn query_range(&self, q: &str, start: f64, end: f64, step: f64) -> Result<Vec<Series>> {
+        let (start, end, step) = (format!("{start:.3}"), format!("{end:.3}"), format!("{step:.3}"));
+        self.post("query_range", q, &[("start", &start), ("end", &end), ("step", &step)]).await
+    }
+
+    async fn post(&self, endpoint: &str, q: &str, params: &[(&str, &str)]) -> Result<Vec<Series>> {
+        let url = format!("{}/api/v1/{endpoint}", self.base);
         // reqwest's `form` feature is off; url's encoder gives the same body.
-        let body = url::form_urlencoded::Serializer::new(String::new()).append_pair("query", q).append_pair("time", &time).finish();
+        let mut form = url::form_urlencoded::Serializer::new(String::new());
+        form.append_pair("query", q);
+        for (k, v) in params {
+            form.append_pair(k, v);
+        }
+        let body = form.finish();
         let resp = self
             .http
             .post(&url)
@@ -119,7 +146,7 @@ pub fn parse_response(status: u16, body: &str, q: &str) -> Result<Vec<Series>> {
             .as_array()
             .ok_or_else(|| anyhow!("vector result is not an array"))?
             .iter()
-            .map(|s| Ok(Series { labels: parse_labels(s), values: vec![parse_value(s.get("value").unwrap_or(&Value::Null))?] }))
+            .map(|s| Ok(series(parse_labels(s), vec![parse_value(s.get("value").unwrap_or(&Value::Null))?])))
             .collect(),
         "matrix" => data
             .result
@@ -127,11 +154,11 @@ pub fn parse_response(status: u16, body: &str, q: &str) -> Result<Vec<Series>> {
             .ok_or_else(|| anyhow!("matrix result is not an array"))?
             .iter()
             .map(|s| {
-                let values = s.get("values").and_then(Value::as_array).map(|v| v.iter().map(parse_value).collect::<Result<Vec<_>>>()).transpose()?;
-                Ok(Series { labels: parse_labels(s), values: values.unwrap_or_default() })
+                let points = s.get("values").and_then(Value::as_array).map(|v| v.iter().map(parse_value).collect::<Result<Vec<_>>>()).transpose()?;
+                Ok(series(parse_labels(s), points.unwrap_or_default()))
             })
             .collect(),
-        "scalar" => Ok(vec![Series { labels: BTreeMap::new(), values: vec![parse_value(&data.result)?] }]),
+        "scalar" => Ok(vec![series(BTreeMap::new(), vec![parse_value(&data.result)?])]),
         other => bail!("unexpected Prometheus result type `{other}` for `{q}`"),
     }
 }

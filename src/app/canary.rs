@@ -12,7 +12,7 @@ use crate::bundle::{self, CanaryMode, Loaded, MetricProvider};
 use crate::checks::canary::providers;
 use crate::checks::canary::steps::{self as st, StepVerdict};
 use crate::checks::canary::{self as c, GateInput, GateOutcome, GateVerdict, Histogram, MetricKind, RollbackTarget, Side, Situation, Template, Trend};
-use crate::app::options::{CanaryMode as ModeOption, CanaryOptions, VerifyOptions};
+use crate::app::options::{CanaryMode as ModeOption, CanaryOptions, HumanDuration, VerifyOptions};
 use crate::diag::{Code, Overrides};
 use crate::report::{Detail, Diagnostic, Severity, StepReport, Table, Verdict};
 
@@ -33,6 +33,7 @@ pub fn run(bundle: &Path, args: &CanaryOptions, ov: &Overrides) -> StepReport {
         Err(s) => return s,
     };
     match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) if args.steps => rt.block_on(analyze_steps(&l, args, ov)),
         Ok(rt) => rt.block_on(analyze(&l, args, ov)),
         Err(e) => StepReport::error("canary", &l.display, &anyhow!(e).context("starting the async runtime")),
     }
@@ -59,7 +60,13 @@ impl Ctx<'_> {
                 let mut buckets = Vec::new();
                 for s in series {
                     let le = s.labels.get("le").ok_or_else(|| anyhow!("bucket query `{q}` returned a series without `le`; keep `sum by (le)`"))?;
-                    let le: f64 = if le == "+Inf" { f64::INFINITY } else { le.parse::<f64>().with_context(|| format!("bucket bound `{le}`"))? * t.bound_scale };
+                    // A series relabelled with its own bound factor (a second
+                    // naming generation in another unit) uses that factor.
+                    let scale = match s.labels.get(providers::LE_SCALE_LABEL) {
+                        Some(f) => f.parse::<f64>().ok().filter(|f| f.is_finite() && *f > 0.0).ok_or_else(|| anyhow!("bucket query `{q}`: bad {} `{f}`", providers::LE_SCALE_LABEL))?,
+                        None => t.bound_scale,
+                    };
+                    let le: f64 = if le == "+Inf" { f64::INFINITY } else { le.parse::<f64>().with_context(|| format!("bucket bound `{le}`"))? * scale };
                     // A NaN count empties the histogram (NO DATA), see Histogram::from_buckets.
                     buckets.push((le, s.values.first().copied().unwrap_or(f64::NAN)));
                 }
@@ -101,7 +108,7 @@ fn unix_now() -> f64 {
 
 /// Judge the current split: gates over the window ending now.
 pub async fn analyze(l: &Loaded, args: &CanaryOptions, ov: &Overrides) -> StepReport {
-    analyze_at(l, args, ov, unix_now(), true).await.0
+    analyze_at(l, args, ov, unix_now(), true, false).await.0
 }
 
 /// Which series belong to each arm: the overrides, else the provider's arm
@@ -128,18 +135,35 @@ pub fn gate_provider(plan: &bundle::Canary, g: &bundle::Gate) -> MetricProvider 
 }
 
 /// Gates over the window ending at `now` (unix seconds); the golden set
-/// runs only when `with_golden`. Also returns the gate outcomes.
-async fn analyze_at(l: &Loaded, args: &CanaryOptions, ov: &Overrides, now: f64, with_golden: bool) -> (StepReport, Vec<GateOutcome>) {
+/// runs only when `with_golden`. `alone`: a 100% step, where the baseline
+/// serves nothing: only gates with an absolute limit are judged, on the
+/// candidate alone. Also returns the gate outcomes.
+async fn analyze_at(l: &Loaded, args: &CanaryOptions, ov: &Overrides, now: f64, with_golden: bool, alone: bool) -> (StepReport, Vec<GateOutcome>) {
     let b = &l.bundle;
     let Some(plan) = &b.spec.canary else {
         return (StepReport::not_run("canary", &l.display, "the bundle declares no spec.canary plan: there is nothing to compare"), Vec::new());
     };
     let no_golden = CanaryOptions { endpoint: None, ..args.clone() };
     let golden_args = if with_golden { args } else { &no_golden };
-    analyze_plan(l, plan, golden_args, ov, now).await
+    analyze_plan(l, plan, golden_args, ov, now, alone).await
 }
 
-async fn analyze_plan(l: &Loaded, plan: &bundle::Canary, args: &CanaryOptions, ov: &Overrides, now: f64) -> (StepReport, Vec<GateOutcome>) {
+/// The baseline's version: none with `--baseline-selector`, else the
+/// rollback target's, which must load. Also returns the rollback target as
+/// loaded, for the rollback check.
+#[allow(clippy::type_complexity)]
+fn baseline_version<'a>(l: &'a Loaded, args: &CanaryOptions) -> Result<(Option<String>, Option<(&'a bundle::Rollback, Result<Loaded, bundle::LoadError>)>)> {
+    let prev = l.bundle.spec.rollback.as_ref().map(|rb| (rb, crate::adapters::bundle_files::load(&l.dir().join(&rb.bundle))));
+    let version = match (&args.baseline_selector, &prev) {
+        (Some(_), _) => None,
+        (None, Some((_, Ok(p)))) => Some(p.bundle.metadata.version.clone()),
+        (None, Some((_, Err(e)))) => return Err(anyhow!("no baseline: the rollback target does not load ({e}); pass --baseline-selector")),
+        (None, None) => return Err(anyhow!("no baseline: the bundle declares no spec.rollback; pass --baseline-selector")),
+    };
+    Ok((version, prev))
+}
+
+async fn analyze_plan(l: &Loaded, plan: &bundle::Canary, args: &CanaryOptions, ov: &Overrides, now: f64, alone: bool) -> (StepReport, Vec<GateOutcome>) {
     let b = &l.bundle;
     macro_rules! bail_step {
         ($e:expr) => {
@@ -174,16 +198,9 @@ async fn analyze_plan(l: &Loaded, plan: &bundle::Canary, args: &CanaryOptions, o
         bail_step!(s);
     };
 
-    let prev = b.spec.rollback.as_ref().map(|rb| (rb, crate::adapters::bundle_files::load(&l.dir().join(&rb.bundle))));
-    let baseline_version = match (&args.baseline_selector, &prev) {
-        (Some(_), _) => None,
-        (None, Some((_, Ok(p)))) => Some(p.bundle.metadata.version.clone()),
-        (None, Some((_, Err(e)))) => {
-            bail_step!(StepReport::error("canary", &l.display, &anyhow!("no baseline: the rollback target does not load ({e}); pass --baseline-selector")))
-        }
-        (None, None) => {
-            bail_step!(StepReport::error("canary", &l.display, &anyhow!("no baseline: the bundle declares no spec.rollback; pass --baseline-selector")))
-        }
+    let (baseline_version, prev) = match baseline_version(l, args) {
+        Ok(x) => x,
+        Err(e) => bail_step!(StepReport::error("canary", &l.display, &e)),
     };
 
     let arms = Arms {
@@ -199,8 +216,8 @@ async fn analyze_plan(l: &Loaded, plan: &bundle::Canary, args: &CanaryOptions, o
     };
     let ctx = Ctx { prom: &prom, window: format!("{window_secs}s") };
 
-    let gathered = gather(&ctx, plan, &arms, window_secs as f64).await;
-    let (inputs, traffic) = match gathered {
+    let gathered = gather(&ctx, plan, &arms, window_secs as f64, alone).await;
+    let (inputs, traffic, unchecked) = match gathered {
         Ok(x) => x,
         Err(e) => {
             // Unanswered queries are not "no data": the step could not finish.
@@ -211,7 +228,7 @@ async fn analyze_plan(l: &Loaded, plan: &bundle::Canary, args: &CanaryOptions, o
     };
     let outcomes: Vec<GateOutcome> = inputs
         .iter()
-        .map(|(g, note)| {
+        .map(|(_, g, note)| {
             let mut o = c::evaluate_gate(g);
             if let Some(n) = note {
                 o.message = n.clone();
@@ -222,8 +239,8 @@ async fn analyze_plan(l: &Loaded, plan: &bundle::Canary, args: &CanaryOptions, o
 
     let mut s = StepReport::new("canary", &l.display);
     let mut diags = Vec::new();
-    for (i, o) in outcomes.iter().enumerate() {
-        if let Some(d) = gate_diagnostic(l, i, o, &window_text) {
+    for ((i, ..), o) in inputs.iter().zip(&outcomes) {
+        if let Some(d) = gate_diagnostic(l, *i, o, &window_text, alone) {
             diags.push(d);
         }
         s.tables.push(gate_table(o));
@@ -235,10 +252,18 @@ async fn analyze_plan(l: &Loaded, plan: &bundle::Canary, args: &CanaryOptions, o
     };
 
     let trend = traffic.trend();
-    let situation = c::classify(&outcomes, golden_failed, &trend);
+    let situation = match c::classify(&outcomes, golden_failed, &trend) {
+        // No baseline ran beside it: neither version nor load can be named.
+        Situation::Unattributed if alone => Situation::FullTrafficBreach,
+        other => other,
+    };
     let rollback = if situation == Situation::VersionRegression && !shadow { check_rollback(prev).await } else { RollbackTarget::NotChecked };
     let more = outcomes.iter().filter_map(|o| o.more_samples.zip(o.more_minutes)).max_by(|a, b| a.1.total_cmp(&b.1));
-    let action = c::decide(situation, shadow, &trend, &rollback, more);
+    let mut action = c::decide(situation, shadow, &trend, &rollback, more);
+    if alone {
+        // Only the candidate's samples count at a 100% step.
+        action.precondition = action.precondition.replace("each side has", "the candidate has").replace("per side are needed and one side receives no traffic", "are needed and the candidate receives no traffic");
+    }
 
     s.diagnostics = ov.apply(diags);
     let blocking = |codes: &[Code]| s.diagnostics.iter().any(|d| d.severity == Severity::Error && codes.contains(&d.code));
@@ -247,8 +272,11 @@ async fn analyze_plan(l: &Loaded, plan: &bundle::Canary, args: &CanaryOptions, o
         Verdict::Error
     } else if blocking(&[Code::GateFailed, Code::GoldenFailed]) {
         Verdict::Fail
-    } else if blocking(&[Code::GateInconclusive, Code::GateNoData]) || outcomes.is_empty() {
+    } else if blocking(&[Code::GateInconclusive, Code::GateNoData]) || (outcomes.is_empty() && !alone) {
         Verdict::Inconclusive
+    } else if outcomes.is_empty() {
+        // A 100% step with no absolute limit: nothing could be judged there.
+        Verdict::NotRun
     } else {
         Verdict::Pass
     };
@@ -258,17 +286,23 @@ async fn analyze_plan(l: &Loaded, plan: &bundle::Canary, args: &CanaryOptions, o
     } else {
         String::new()
     };
+    let arms_note = if alone {
+        format!(
+            "candidate {{{candidate_sel}}} alone at 100% traffic: the baseline serves nothing, so only absolute limits were judged{}",
+            if unchecked.is_empty() { String::new() } else { format!("; not checked here (relative limits only, judged at the earlier steps): {}", unchecked.join(", ")) }
+        )
+    } else {
+        format!("{} mode; candidate {{{candidate_sel}}} vs baseline {{{baseline_sel}}}", if shadow { "shadow" } else { "canary" })
+    };
     s.summary = format!(
-        "{} of {} gate(s) passed, {} failed, {} inconclusive, {} without data over {} ({} mode; candidate {{{}}} vs baseline {{{}}}); golden set: {}{}. Action: {} — {}. Watch next: {}.",
+        "{} of {} gate(s) passed, {} failed, {} inconclusive, {} without data over {} ({}); golden set: {}{}. Action: {} — {}. Watch next: {}.",
         count(GateVerdict::Pass),
         outcomes.len(),
         count(GateVerdict::Fail),
         count(GateVerdict::Inconclusive),
         count(GateVerdict::NoData),
         window_text,
-        if shadow { "shadow" } else { "canary" },
-        candidate_sel,
-        baseline_sel,
+        arms_note,
         golden_note,
         downgraded,
         action.action,
@@ -286,6 +320,8 @@ async fn analyze_plan(l: &Loaded, plan: &bundle::Canary, args: &CanaryOptions, o
         "windowSeconds": window_secs,
         "evaluatedAt": now,
         "selectors": {"candidate": candidate_sel, "baseline": baseline_sel},
+        "candidateAlone": alone,
+        "notChecked": unchecked,
         "alpha": c::ALPHA,
         "power": c::POWER,
         "gates": outcomes,
@@ -353,16 +389,26 @@ impl Traffic {
 /// Why a gate could not be queried under its provider (lint reports it
 /// too); its outcome is NO DATA with this note, never skipped.
 pub fn unsupported_note(p: MetricProvider, metric: &str) -> String {
+    let reason = providers::unsupported_reason(p, metric).map(|r| format!(": {r}")).unwrap_or_default();
     let hint = match providers::other_provider(metric) {
         Some(o) if o != p => format!("; it is a `{}` gate: set `provider: {}` on the gate or the plan", providers::name(o), providers::name(o)),
         _ => String::new(),
     };
-    format!("provider `{}` exports nothing that computes `{metric}`{hint}", providers::name(p))
+    format!("provider `{}` exports nothing that computes `{metric}`{reason}{hint}", providers::name(p))
 }
 
-async fn gather(ctx: &Ctx<'_>, plan: &bundle::Canary, arms: &Arms, window_secs: f64) -> Result<(Vec<(GateInput, Option<String>)>, Traffic)> {
+/// Each gate's input (with its index in the plan and a note overriding its
+/// message), the traffic of both arms, and — `alone` — the gates skipped for
+/// lack of an absolute limit.
+#[allow(clippy::type_complexity)]
+async fn gather(ctx: &Ctx<'_>, plan: &bundle::Canary, arms: &Arms, window_secs: f64, alone: bool) -> Result<(Vec<(usize, GateInput, Option<String>)>, Traffic, Vec<String>)> {
     let mut inputs = Vec::new();
-    for g in &plan.gates {
+    let mut unchecked = Vec::new();
+    for (i, g) in plan.gates.iter().enumerate() {
+        if alone && !providers::has_absolute_limit(g) {
+            unchecked.push(g.metric.clone());
+            continue;
+        }
         let p = gate_provider(plan, g);
         let (cs, bs) = (arms.candidate(p), arms.baseline(p));
         let (t, note) = match providers::template(p, &g.metric) {
@@ -373,11 +419,13 @@ async fn gather(ctx: &Ctx<'_>, plan: &bundle::Canary, arms: &Arms, window_secs: 
             Some(t) => {
                 let value_tpl = g.query.clone().unwrap_or_else(|| t.value.clone());
                 let candidate = ctx.side(t, &value_tpl, &cs).await.with_context(|| format!("gate {}", g.metric))?;
-                let baseline = ctx.side(t, &value_tpl, &bs).await.with_context(|| format!("gate {}", g.metric))?;
+                // At a 100% step the baseline is not read: it served nothing.
+                let baseline = if alone { Side::Proportion { value: None, total: 0.0 } } else { ctx.side(t, &value_tpl, &bs).await.with_context(|| format!("gate {}", g.metric))? };
                 let requests = match &t.requests {
                     Some(q) => {
                         let n = |v: Option<f64>| v.filter(|v| v.is_finite() && *v > 0.0).map(|v| v.round() as u64).unwrap_or(0);
-                        Some((n(ctx.scalar(q, &cs).await?), n(ctx.scalar(q, &bs).await?)))
+                        let rb = if alone { 0 } else { n(ctx.scalar(q, &bs).await?) };
+                        Some((n(ctx.scalar(q, &cs).await?), rb))
                     }
                     None => None,
                 };
@@ -389,6 +437,7 @@ async fn gather(ctx: &Ctx<'_>, plan: &bundle::Canary, arms: &Arms, window_secs: 
             }
         };
         inputs.push((
+            i,
             GateInput {
                 metric: g.metric.clone(),
                 kind,
@@ -403,6 +452,7 @@ async fn gather(ctx: &Ctx<'_>, plan: &bundle::Canary, arms: &Arms, window_secs: 
                 min_absolute: g.min_absolute,
                 min_relative_decrease: g.min_relative_decrease,
                 request_counts: requests,
+                candidate_only: alone,
             },
             note,
         ));
@@ -420,10 +470,10 @@ async fn gather(ctx: &Ctx<'_>, plan: &bundle::Canary, arms: &Arms, window_secs: 
         traffic.candidate_p95_before = ctx.scalar(&earlier(&p95), &cs).await?;
         traffic.baseline_p95_before = ctx.scalar(&earlier(&p95), &bs).await?;
     }
-    Ok((inputs, traffic))
+    Ok((inputs, traffic, unchecked))
 }
 
-fn gate_diagnostic(l: &Loaded, i: usize, o: &GateOutcome, window: &str) -> Option<Diagnostic> {
+fn gate_diagnostic(l: &Loaded, i: usize, o: &GateOutcome, window: &str, alone: bool) -> Option<Diagnostic> {
     let code = match o.verdict {
         GateVerdict::Pass => return None,
         GateVerdict::Fail => Code::GateFailed,
@@ -431,13 +481,18 @@ fn gate_diagnostic(l: &Loaded, i: usize, o: &GateOutcome, window: &str) -> Optio
         GateVerdict::NoData => Code::GateNoData,
     };
     let field = format!("spec.canary.gates[{i}]");
-    let mut d = Diagnostic::new(code, format!("gate `{}`: {}", o.metric, o.message)).at(l.span(&field)).field(field).evidence(format!(
-        "candidate {} ({} samples), baseline {} ({} samples) over {window}",
-        fmt_value(o.kind, &o.metric, o.candidate),
-        o.candidate_samples,
-        fmt_value(o.kind, &o.metric, o.baseline),
-        o.baseline_samples
-    ));
+    let evidence = if alone {
+        format!("candidate {} ({} samples) over {window} at 100% traffic; no concurrent baseline", fmt_value(o.kind, &o.metric, o.candidate), o.candidate_samples)
+    } else {
+        format!(
+            "candidate {} ({} samples), baseline {} ({} samples) over {window}",
+            fmt_value(o.kind, &o.metric, o.candidate),
+            o.candidate_samples,
+            fmt_value(o.kind, &o.metric, o.baseline),
+            o.baseline_samples
+        )
+    };
+    let mut d = Diagnostic::new(code, format!("gate `{}`: {}", o.metric, o.message)).at(l.span(&field)).field(field).evidence(evidence);
     if let Some(t) = o.comparison {
         d = d.evidence(format!("candidate vs baseline: {} p={}", t.method, c::fmt_p(t.p_value)));
     }
@@ -617,97 +672,204 @@ fn golden_into(g: &Golden, s: &mut StepReport, diags: &mut Vec<Diagnostic>) -> S
 }
 
 // ---------------------------------------------------------------------------
-// Traffic steps (used by `watch`)
+// Traffic steps (`watch`, `canary --steps`)
 
-/// Judge every traffic step of `spec.canary.steps` in turn: step `i` over
-/// the window that ended `(n-1-i)` windows ago, stopping at the first FAIL.
-/// One step (or no Prometheus) is the plain current-split analysis. The
-/// report is the deciding step's (the first FAIL, else the last judged),
-/// with one row per step and the diagnostics of every judged step.
+/// Judge every traffic step of `spec.canary.steps` where the arms really
+/// held it (`checks::canary::steps`): the candidate's share of the requests
+/// over the look-back horizon places each step; a step below 100% is judged
+/// candidate vs baseline over the last window of its latest stretch, the
+/// 100% step on the candidate alone against absolute limits. The walk stops
+/// at the first FAIL. The report is the deciding step's (the first FAIL,
+/// else the latest judged) with one row per step and the diagnostics of
+/// every judged step. Shadow mode has no split: the current window is
+/// judged instead, and the summary says so.
 pub async fn analyze_steps(l: &Loaded, args: &CanaryOptions, ov: &Overrides) -> StepReport {
     let Some(plan) = &l.bundle.spec.canary else { return analyze(l, args, ov).await };
+    let shadow = match args.mode {
+        None => plan.mode == CanaryMode::Shadow,
+        Some(m) => m == ModeOption::Shadow,
+    };
     let window_text = args.window.as_ref().map(|w| w.text.clone()).unwrap_or_else(|| plan.window.clone());
     let window_secs = crate::util::parse_duration(&window_text).map(|d| d.as_secs()).filter(|s| *s >= 1);
-    let (Some(window_secs), true, true) = (window_secs, plan.steps.len() > 1, args.prometheus_url().is_some()) else {
+    let (Some(window_secs), Some(prom_url)) = (window_secs, args.prometheus_url()) else {
+        // No Prometheus (or a bad window): the plain analysis says why.
         return analyze(l, args, ov).await;
     };
-    let times = st::step_times(unix_now(), window_secs as f64, plan.steps.len());
-    let last = plan.steps.len() - 1;
+    if shadow {
+        let mut s = analyze(l, args, ov).await;
+        s.summary = format!("shadow mode mirrors traffic instead of splitting it, so traffic steps {:?} do not apply; the current window was judged: {}", plan.steps, s.summary);
+        return s;
+    }
+    let provider = plan.provider.unwrap_or_default();
+    let Some((requests_tpl, _)) = providers::traffic(provider) else {
+        let e = anyhow!(
+            "provider `{}` exports no request count, so the arms' traffic shares (which place the steps) cannot be read; set the plan's provider to the serving stack and `provider: dcgm` on the GPU gates only",
+            providers::name(provider)
+        );
+        return StepReport::error("canary", &l.display, &e);
+    };
+    let baseline_version = match baseline_version(l, args) {
+        Ok((v, _)) => v,
+        Err(e) => return StepReport::error("canary", &l.display, &e),
+    };
+    let arms = Arms {
+        candidate_version: l.bundle.metadata.version.clone(),
+        baseline_version,
+        candidate_override: args.candidate_selector.clone(),
+        baseline_override: args.baseline_selector.clone(),
+    };
+    let (cs, bs) = (arms.candidate(provider), arms.baseline(provider));
+
+    // ---- where was each step held? ----
+    let now = unix_now();
+    let res = st::resolution_secs(window_secs);
+    let horizon = st::horizon_secs(res);
+    let timeline = async {
+        let prom = Prom::new(prom_url, now)?;
+        let q = |sel: &str| fill(&requests_tpl, sel, &format!("{res}s"));
+        let c = prom.query_range(&q(&cs), now - horizon as f64, now, res as f64).await?;
+        let b = prom.query_range(&q(&bs), now - horizon as f64, now, res as f64).await?;
+        anyhow::Ok(split_points(&c, &b))
+    };
+    let points = match timeline.await {
+        Ok(p) => p,
+        Err(e) => {
+            let mut s = StepReport::error("canary", &l.display, &e);
+            s.summary = format!("could not read the arms' traffic shares from Prometheus, so no traffic step was placed or judged: {e:#}");
+            return s;
+        }
+    };
+    let segments = st::segments(&points, &plan.steps);
+    let placed = st::place(&segments, &plan.steps, res as f64, window_secs as f64);
+    let latest_share = points.iter().rev().find_map(|p| p.share());
+    let last_placed = placed.iter().rposition(Option::is_some);
+
+    // ---- judge them in order ----
     let mut verdicts: Vec<StepVerdict> = Vec::new();
     let mut rows = Vec::new();
+    let mut steps_data = Vec::new();
     let mut diags = Vec::new();
     let mut deciding: Option<StepReport> = None;
-    for (i, (pct, t)) in plan.steps.iter().zip(&times).enumerate() {
-        if verdicts.last().is_some_and(|v| !st::continue_after(*v)) {
-            verdicts.push(StepVerdict::NotReached);
-            rows.push(vec![format!("{pct}%"), "—".into(), StepVerdict::NotReached.to_string(), "an earlier step failed".into()]);
-            continue;
-        }
-        // The golden set checks the candidate as it is now: with the last step.
-        let (rep, outcomes) = analyze_at(l, args, ov, *t, i == last).await;
-        if rep.verdict == Verdict::Error {
-            let mut rep = rep;
-            rep.summary = format!("traffic step {pct}%: {}", rep.summary);
-            return rep;
-        }
-        let mut v = st::judge_step(&outcomes);
-        // Golden failures and downgraded codes speak through the step report.
-        if rep.verdict == Verdict::Fail {
-            v = StepVerdict::Fail;
-        }
-        let at = chrono_free_offset(*t, times[last]);
-        rows.push(vec![format!("{pct}%"), at, v.to_string(), rep.summary.split(". Action:").next().unwrap_or_default().to_string()]);
-        for mut d in rep.diagnostics.clone() {
-            d.message = format!("step {pct}%: {}", d.message);
-            diags.push(d);
-        }
+    let ago = |t: f64| format!("{:.0} s ago", (now - t).max(0.0));
+    for (i, pct) in plan.steps.iter().enumerate() {
+        let field = "spec.canary.steps".to_string();
+        let (v, held, judged, note) = if verdicts.contains(&StepVerdict::Fail) {
+            (StepVerdict::NotJudged, "—".into(), "—".into(), "an earlier step failed: not judged".to_string())
+        } else {
+            match placed[i] {
+                None => {
+                    let v = st::unplaced_verdict(&placed, i);
+                    let note = if v == StepVerdict::Pending {
+                        format!("not held in the last {horizon} s: not reached yet")
+                    } else {
+                        format!("never held in the last {horizon} s while a later step was: skipped, so nothing was compared at {pct}%")
+                    };
+                    if v == StepVerdict::Inconclusive {
+                        diags.extend(ov.apply(vec![Diagnostic::new(Code::GateInconclusive, format!("step {pct}%: {note}")).field(field.clone()).at(l.span(&field))]));
+                    }
+                    (v, "—".into(), "—".into(), note)
+                }
+                Some(w) if w.secs < 1.0 => {
+                    let note = format!("held about {:.0} s, too briefly to judge once the buckets straddling its changes are dropped", w.held_to - w.held_from);
+                    diags.extend(ov.apply(vec![Diagnostic::new(Code::GateInconclusive, format!("step {pct}%: {note}")).field(field.clone()).at(l.span(&field))]));
+                    (StepVerdict::Inconclusive, format!("{} → {}", ago(w.held_from), ago(w.held_to)), "—".into(), note)
+                }
+                Some(w) => {
+                    let alone = *pct == 100;
+                    let secs = w.secs.round() as u64;
+                    let step_args = CanaryOptions { window: Some(HumanDuration { value: std::time::Duration::from_secs(secs), text: format!("{secs}s") }), ..args.clone() };
+                    // The golden set checks the candidate as it is now: with the latest step held.
+                    let (rep, outcomes) = analyze_at(l, &step_args, ov, w.end, Some(i) == last_placed, alone).await;
+                    if rep.verdict == Verdict::Error {
+                        let mut rep = rep;
+                        rep.summary = format!("traffic step {pct}%: {}", rep.summary);
+                        return rep;
+                    }
+                    let mut v = st::judge_step(&outcomes, alone);
+                    // Golden failures and downgraded codes speak through the step report.
+                    if rep.verdict == Verdict::Fail {
+                        v = StepVerdict::Fail;
+                    }
+                    let note = if v == StepVerdict::NotChecked {
+                        "the baseline serves nothing at 100% and no gate has an absolute limit (maxAbsolute / minAbsolute): nothing to judge here".to_string()
+                    } else {
+                        rep.summary.split(". Action:").next().unwrap_or_default().to_string()
+                    };
+                    for mut d in rep.diagnostics.clone() {
+                        d.message = format!("step {pct}%: {}", d.message);
+                        diags.push(d);
+                    }
+                    if v == StepVerdict::Fail || deciding.as_ref().is_none_or(|d| d.verdict != Verdict::Fail) {
+                        deciding = Some(rep);
+                    }
+                    (v, format!("{} → {}", ago(w.held_from), ago(w.held_to)), format!("{secs} s ending {}", ago(w.end)), note)
+                }
+            }
+        };
+        rows.push(vec![format!("{pct}%"), held, judged, v.to_string(), note.clone()]);
+        steps_data.push(json!({
+            "percent": pct,
+            "verdict": v,
+            "held": placed[i].map(|w| json!({"from": w.held_from, "to": w.held_to})),
+            "window": placed[i].filter(|w| w.secs >= 1.0).map(|w| json!({"end": w.end, "seconds": w.secs})),
+            "note": note,
+        }));
         verdicts.push(v);
-        if v == StepVerdict::Fail || i == last || deciding.is_none() {
-            deciding = Some(rep);
-        }
-        if v == StepVerdict::Fail {
-            // Keep the failing step's report as the deciding one.
-            break;
-        }
     }
-    while verdicts.len() < plan.steps.len() {
-        let pct = plan.steps[verdicts.len()];
-        verdicts.push(StepVerdict::NotReached);
-        rows.push(vec![format!("{pct}%"), "—".into(), StepVerdict::NotReached.to_string(), "an earlier step failed".into()]);
-    }
-    let mut s = deciding.unwrap_or_else(|| StepReport::new("canary", &l.display));
+
     let overall = st::overall(&verdicts);
+    let mut s = deciding.unwrap_or_else(|| StepReport::new("canary", &l.display));
+    // Each step's diagnostics went through the overrides already.
     s.diagnostics = diags;
     s.verdict = match overall {
         StepVerdict::Fail => Verdict::Fail,
         StepVerdict::Pass => Verdict::Pass,
         _ => Verdict::Inconclusive,
     };
+    let latest = latest_share.map(|x| format!("{:.1}%", x * 100.0)).unwrap_or_else(|| "no traffic".into());
+    let deciding_note = if s.summary.is_empty() { String::new() } else { format!(" Deciding step: {}", s.summary) };
     s.summary = format!(
-        "traffic steps {:?} judged one window each ({window_text}): {}; {}",
+        "traffic steps {:?}, placed from the arms' request shares (every {res} s over the last {horizon} s; the candidate's latest share: {latest}), each judged over at most {window_text}: {}.{deciding_note}",
         plan.steps,
         plan.steps.iter().zip(&verdicts).map(|(p, v)| format!("{p}% {v}")).collect::<Vec<_>>().join(", "),
-        s.summary
     );
     s.tables.insert(
         0,
-        Table { title: "traffic steps".into(), columns: ["step", "window ends", "verdict", "gates"].map(String::from).to_vec(), rows },
+        Table { title: "traffic steps".into(), columns: ["step", "held", "judged window", "verdict", "gates"].map(String::from).to_vec(), rows },
     );
+    if !s.data.is_object() {
+        s.data = json!({});
+    }
     if let Some(o) = s.data.as_object_mut() {
+        o.insert("steps".into(), json!(steps_data));
+        o.insert("verdict".into(), json!(overall));
         o.insert(
-            "steps".into(),
-            json!(plan.steps.iter().zip(&verdicts).zip(&times).map(|((p, v), t)| json!({"percent": p, "verdict": v, "evaluatedAt": t})).collect::<Vec<_>>()),
+            "timeline".into(),
+            json!({"resolutionSeconds": res, "horizonSeconds": horizon, "latestCandidateShare": latest_share, "segments": segments, "selectors": {"candidate": cs, "baseline": bs}}),
         );
     }
     s
 }
 
-/// "now" or "N s before now" for the steps table.
-fn chrono_free_offset(t: f64, now: f64) -> String {
-    let d = (now - t).round();
-    if d <= 0.0 {
-        "now".into()
-    } else {
-        format!("{d:.0} s before the last")
+/// Requests per arm at each point of the two range queries (an arm without
+/// a point at a time served nothing then; NaN points are dropped).
+fn split_points(candidate: &[prom::Series], baseline: &[prom::Series]) -> Vec<st::SplitPoint> {
+    use std::collections::BTreeMap;
+    let mut at: BTreeMap<i64, st::SplitPoint> = BTreeMap::new();
+    for (arm, series) in [(0, candidate), (1, baseline)] {
+        for s in series {
+            for (t, v) in s.times.iter().zip(&s.values) {
+                if !t.is_finite() || !v.is_finite() {
+                    continue;
+                }
+                let p = at.entry((t * 1000.0).round() as i64).or_insert(st::SplitPoint { t: *t, candidate: 0.0, baseline: 0.0 });
+                if arm == 0 {
+                    p.candidate += v.max(0.0);
+                } else {
+                    p.baseline += v.max(0.0);
+                }
+            }
+        }
     }
+    at.into_values().collect()
 }

@@ -148,6 +148,9 @@ pub struct CanaryOptions {
     pub baseline_selector: Option<String>,
     /// Candidate base URL for the golden-set smoke.
     pub endpoint: Option<String>,
+    /// Judge every traffic step of `spec.canary.steps` where the arms held
+    /// it, instead of the window ending now.
+    pub steps: bool,
 }
 
 impl CanaryOptions {

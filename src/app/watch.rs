@@ -280,9 +280,8 @@ async fn watch_loaded(l: &Loaded, args: &WatchOptions) -> Result<Report> {
                 endpoint: args.service_url.clone(),
                 ..Default::default()
             };
-            let mut s = super::canary::analyze_steps(l, &cargs, &Overrides::default()).await;
-            s.summary = format!("traffic steps {:?}: gates for the current split — {}", plan.steps, s.summary);
-            r.push(s);
+            // The summary names each step, where it was found and its verdict.
+            r.push(super::canary::analyze_steps(l, &cargs, &Overrides::default()).await);
         } else {
             r.push(StepReport::not_run("canary", &target, format!("traffic steps {:?} not analysed: the rollout did not complete", plan.steps)));
         }

@@ -521,20 +521,34 @@ const VLLM_TTFT_LE: [f64; 22] =
 const VLLM_ITL_LE: [f64; 19] = [0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0];
 const VLLM_REQUEST_LE: [f64; 21] =
     [0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0, 60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0];
-/// Knative's request latency distribution (ms).
+/// Knative Serving ≤ 1.18 queue-proxy request latency distribution (ms).
 const KNATIVE_LE: [f64; 26] = [
     5.0, 10.0, 20.0, 40.0, 60.0, 80.0, 100.0, 150.0, 200.0, 250.0, 300.0, 350.0, 400.0, 450.0, 500.0, 600.0, 700.0, 800.0, 900.0, 1000.0, 2000.0, 5000.0,
     10000.0, 20000.0, 50000.0, 100000.0,
 ];
+/// Knative Serving 1.19+ queue-proxy `kn.serving.invocation.duration` bounds
+/// (seconds; knative/serving pkg/queue/request_metric.go).
+const KNATIVE_OTEL_LE: [f64; 14] = [0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0];
 /// Istio's default request duration buckets (ms).
 const ISTIO_LE: [f64; 19] =
     [0.5, 1.0, 5.0, 10.0, 25.0, 50.0, 100.0, 250.0, 500.0, 1000.0, 2500.0, 5000.0, 10000.0, 30000.0, 60000.0, 300000.0, 600000.0, 1800000.0, 3600000.0];
 
+/// Which Knative Serving queue-proxy the arm runs.
+#[derive(Clone, Copy, PartialEq)]
+enum Knative {
+    /// ≤ 1.18 (OpenCensus): `revision_app_request_count`, `revision_app_request_latencies` in ms.
+    OpenCensus,
+    /// 1.19+ (OpenTelemetry, knative/serving#16290): `kn_serving_invocation_duration_seconds`.
+    OpenTelemetry,
+}
+
 #[derive(Clone, Copy)]
 struct Stack {
     rps: f64,
-    /// Fraction of requests that end aborted (vLLM) / 5xx (Knative, Istio).
-    aborted: f64,
+    /// Fraction of requests that fail: vLLM finishes them with
+    /// `finished_reason="error"` (an engine error, HTTP 500); Knative and
+    /// Istio see a 5xx.
+    errors: f64,
     /// Every latency multiplied by this (1.3 = 30% worse).
     slower: f64,
     /// Generated tokens per second multiplied by this (0.7 = 30% lower).
@@ -543,75 +557,133 @@ struct Stack {
     /// Export `vllm:time_per_output_token_seconds` (older releases) instead
     /// of `vllm:inter_token_latency_seconds`.
     old_names: bool,
+    knative: Knative,
 }
 
-const NORMAL: Stack = Stack { rps: 500.0, aborted: 0.01, slower: 1.0, tokens: 1.0, gpu_mib: 20_000.0, old_names: false };
+const NORMAL: Stack = Stack { rps: 500.0, errors: 0.01, slower: 1.0, tokens: 1.0, gpu_mib: 20_000.0, old_names: false, knative: Knative::OpenCensus };
 
 /// Cumulative count per bound for `n` observations spread evenly over
-/// [0.9, 1.1] × `typical` × `slower`.
+/// [0.9, 1.1] × `typical`.
 fn cumulative(le: &[f64], n: f64, typical: f64) -> Vec<f64> {
     le.iter().map(|b| n * ((b / typical - 0.9) / 0.2).clamp(0.0, 1.0)).collect()
 }
 
-fn histogram_lines(out: &mut String, name: &str, labels: &str, le: &[f64], n: f64, typical: f64) {
+/// One classic histogram made of `parts`: (observations, typical value).
+fn histogram_lines(out: &mut String, name: &str, labels: &str, le: &[f64], parts: &[(f64, f64)]) {
     use std::fmt::Write as _;
     let _ = writeln!(out, "# TYPE {name} histogram");
-    for (b, c) in le.iter().zip(cumulative(le, n, typical)) {
+    let mut cum = vec![0.0; le.len()];
+    for (n, typical) in parts {
+        for (c, x) in cum.iter_mut().zip(cumulative(le, *n, *typical)) {
+            *c += x;
+        }
+    }
+    let n: f64 = parts.iter().map(|p| p.0).sum();
+    for (b, c) in le.iter().zip(cum) {
         let _ = writeln!(out, "{name}_bucket{{{labels},le=\"{b}\"}} {c}");
     }
     let _ = writeln!(out, "{name}_bucket{{{labels},le=\"+Inf\"}} {n}");
-    let _ = writeln!(out, "{name}_sum{{{labels}}} {}", n * typical);
+    let _ = writeln!(out, "{name}_sum{{{labels}}} {}", parts.iter().map(|(n, t)| n * t).sum::<f64>());
     let _ = writeln!(out, "{name}_count{{{labels}}} {n}");
 }
 
-impl Stack {
-    fn exposition(&self, version: &str, t: f64) -> String {
-        use std::fmt::Write as _;
-        let mut o = String::from("bundlegate_test_phase 1\n");
-        let n = self.rps * t;
-        let s = self.slower;
-        // vLLM V1: labels engine and model_name on every series.
-        let v = "engine=\"0\",model_name=\"llm-scratch\"";
-        histogram_lines(&mut o, "vllm:time_to_first_token_seconds", v, &VLLM_TTFT_LE, n, 0.06 * s);
-        let itl = if self.old_names { "vllm:time_per_output_token_seconds" } else { "vllm:inter_token_latency_seconds" };
-        histogram_lines(&mut o, itl, v, &VLLM_ITL_LE, n * 100.0, 0.05 * s);
-        histogram_lines(&mut o, "vllm:e2e_request_latency_seconds", v, &VLLM_REQUEST_LE, n, 0.2 * s);
-        histogram_lines(&mut o, "vllm:request_queue_time_seconds", v, &VLLM_REQUEST_LE, n, 0.01 * s);
-        let _ = writeln!(o, "# TYPE vllm:request_success_total counter");
-        for (reason, share) in [("stop", (1.0 - self.aborted) * 0.9), ("length", (1.0 - self.aborted) * 0.1), ("abort", self.aborted), ("error", 0.0)] {
-            let _ = writeln!(o, "vllm:request_success_total{{{v},finished_reason=\"{reason}\"}} {}", n * share);
-        }
-        let _ = writeln!(o, "# TYPE vllm:generation_tokens_total counter\nvllm:generation_tokens_total{{{v}}} {}", n * 100.0 * self.tokens);
-        let _ = writeln!(o, "# TYPE vllm:num_requests_waiting gauge\nvllm:num_requests_waiting{{{v}}} {}", (t as u64 % 3) as f64);
-        let _ = writeln!(o, "# TYPE vllm:kv_cache_usage_perc gauge\nvllm:kv_cache_usage_perc{{{v}}} 0.4{}", t as u64 % 3);
-        // Knative queue-proxy (KServe serverless), latencies in ms.
-        let k = format!("configuration_name=\"llm-scratch-predictor\",container_name=\"queue-proxy\",namespace_name=\"ai-lab\",pod_name=\"llm-scratch-predictor-{version}-0\",revision_name=\"llm-scratch-predictor-{version}\",service_name=\"llm-scratch-predictor\"");
-        let _ = writeln!(o, "# TYPE revision_app_request_count counter");
-        let _ = writeln!(o, "revision_app_request_count{{{k},response_code=\"200\",response_code_class=\"2xx\"}} {}", n * (1.0 - self.aborted));
-        let _ = writeln!(o, "revision_app_request_count{{{k},response_code=\"503\",response_code_class=\"5xx\"}} {}", n * self.aborted);
-        histogram_lines(&mut o, "revision_app_request_latencies", &k, &KNATIVE_LE, n, 200.0 * s);
-        // Istio: both proxies report each request; the version label is the
-        // workload's own.
-        let _ = writeln!(o, "# TYPE istio_requests_total counter");
-        for reporter in ["destination", "source"] {
-            let i = format!("reporter=\"{reporter}\",source_workload=\"gateway\",destination_workload=\"llm-scratch-predictor\",destination_service=\"llm-scratch.ai-lab.svc.cluster.local\",destination_version=\"{version}\",request_protocol=\"http\",response_flags=\"-\"");
-            let _ = writeln!(o, "istio_requests_total{{{i},response_code=\"200\"}} {}", n * (1.0 - self.aborted));
-            let _ = writeln!(o, "istio_requests_total{{{i},response_code=\"503\"}} {}", n * self.aborted);
-            histogram_lines(&mut o, "istio_request_duration_milliseconds", &i, &ISTIO_LE, n, 200.0 * s);
-        }
-        // DCGM exporter with pod mapping: MiB and percent.
-        let d = format!("gpu=\"0\",UUID=\"GPU-5a4c\",device=\"nvidia0\",modelName=\"NVIDIA A100-SXM4-80GB\",Hostname=\"gpu-node-1\",container=\"kserve-container\",namespace=\"ai-lab\",pod=\"llm-scratch-predictor-{version}-0\"");
-        let _ = writeln!(o, "# TYPE DCGM_FI_DEV_FB_USED gauge\nDCGM_FI_DEV_FB_USED{{{d}}} {}", self.gpu_mib * s + (t as u64 % 3) as f64 * 50.0);
-        let _ = writeln!(o, "# TYPE DCGM_FI_DEV_GPU_UTIL gauge\nDCGM_FI_DEV_GPU_UTIL{{{d}}} {}", 60.0 * s + (t as u64 % 3) as f64);
-        o
+/// The requests each phase served up to `t`, and the current phase (1-based).
+fn phased_exposition(version: &str, phases: &[(f64, f64, Stack)], t: f64) -> String {
+    let parts: Vec<(f64, Stack)> = phases
+        .iter()
+        .enumerate()
+        .map(|(i, (from, rps, s))| {
+            let end = phases.get(i + 1).map(|n| n.0).unwrap_or(f64::INFINITY).min(t);
+            (rps * (end - from).max(0.0), *s)
+        })
+        .collect();
+    let now = phases.iter().rposition(|p| p.0 <= t).unwrap_or(0);
+    exposition(&parts[..=now], version, t, now + 1)
+}
+
+/// Every stack's series for requests served in `parts` (requests, how they
+/// were served); gauges and naming follow the last part.
+fn exposition(parts: &[(f64, Stack)], version: &str, t: f64, phase: usize) -> String {
+    use std::fmt::Write as _;
+    let mut o = format!("bundlegate_test_phase {phase}\n");
+    let now = parts.last().map(|p| p.1).unwrap_or(NORMAL);
+    let hist = |typical: f64, per_request: f64, ok_only: bool| -> Vec<(f64, f64)> {
+        parts.iter().map(|(n, s)| (n * per_request * if ok_only { 1.0 - s.errors } else { 1.0 }, typical * s.slower)).collect()
+    };
+    let sum = |f: &dyn Fn(&Stack) -> f64| parts.iter().map(|(n, s)| n * f(s)).sum::<f64>();
+    // vLLM V1: labels engine and model_name on every series.
+    let v = "engine=\"0\",model_name=\"llm-scratch\"";
+    histogram_lines(&mut o, "vllm:time_to_first_token_seconds", v, &VLLM_TTFT_LE, &hist(0.06, 1.0, false));
+    let itl = if now.old_names { "vllm:time_per_output_token_seconds" } else { "vllm:inter_token_latency_seconds" };
+    histogram_lines(&mut o, itl, v, &VLLM_ITL_LE, &hist(0.05, 100.0, false));
+    histogram_lines(&mut o, "vllm:e2e_request_latency_seconds", v, &VLLM_REQUEST_LE, &hist(0.2, 1.0, false));
+    histogram_lines(&mut o, "vllm:request_queue_time_seconds", v, &VLLM_REQUEST_LE, &hist(0.01, 1.0, false));
+    // vLLM declares one series per finish reason. `abort` stays 0: requests
+    // the client aborts are never counted (vllm-project/vllm#31503).
+    let _ = writeln!(o, "# TYPE vllm:request_success_total counter");
+    for (reason, count) in [("stop", sum(&|s| (1.0 - s.errors) * 0.9)), ("length", sum(&|s| (1.0 - s.errors) * 0.1)), ("abort", 0.0), ("error", sum(&|s| s.errors))] {
+        let _ = writeln!(o, "vllm:request_success_total{{{v},finished_reason=\"{reason}\"}} {count}");
     }
+    let _ = writeln!(o, "# TYPE vllm:generation_tokens_total counter\nvllm:generation_tokens_total{{{v}}} {}", sum(&|s| 100.0 * s.tokens));
+    let _ = writeln!(o, "# TYPE vllm:num_requests_waiting gauge\nvllm:num_requests_waiting{{{v}}} {}", (t as u64 % 3) as f64);
+    let _ = writeln!(o, "# TYPE vllm:kv_cache_usage_perc gauge\nvllm:kv_cache_usage_perc{{{v}}} 0.4{}", t as u64 % 3);
+    // Knative queue-proxy (KServe serverless), one generation per arm.
+    match now.knative {
+        Knative::OpenCensus => {
+            let k = format!("configuration_name=\"llm-scratch-predictor\",container_name=\"queue-proxy\",namespace_name=\"ai-lab\",pod_name=\"llm-scratch-predictor-{version}-0\",revision_name=\"llm-scratch-predictor-{version}\",service_name=\"llm-scratch-predictor\"");
+            let _ = writeln!(o, "# TYPE revision_app_request_count counter");
+            let _ = writeln!(o, "revision_app_request_count{{{k},response_code=\"200\",response_code_class=\"2xx\"}} {}", sum(&|s| 1.0 - s.errors));
+            let _ = writeln!(o, "revision_app_request_count{{{k},response_code=\"503\",response_code_class=\"5xx\"}} {}", sum(&|s| s.errors));
+            histogram_lines(&mut o, "revision_app_request_latencies", &k, &KNATIVE_LE, &hist(200.0, 1.0, false));
+        }
+        Knative::OpenTelemetry => {
+            // One histogram per status code; its `_count` is the request count.
+            let k = "otel_scope_name=\"knative.dev/serving/pkg/queue\",otel_scope_version=\"\"";
+            let ok: Vec<(f64, f64)> = hist(0.2, 1.0, true);
+            let failed: Vec<(f64, f64)> = parts.iter().map(|(n, s)| (n * s.errors, 0.2 * s.slower)).collect();
+            histogram_lines(&mut o, "kn_serving_invocation_duration_seconds", &format!("http_response_status_code=\"200\",{k}"), &KNATIVE_OTEL_LE, &ok);
+            let body = {
+                let mut b = String::new();
+                histogram_lines(&mut b, "kn_serving_invocation_duration_seconds", &format!("http_response_status_code=\"503\",{k}"), &KNATIVE_OTEL_LE, &failed);
+                b
+            };
+            // One `# TYPE` line per metric family.
+            o.push_str(body.split_once('\n').map(|x| x.1).unwrap_or_default());
+        }
+    }
+    // Istio: both proxies report each request; the version label is the
+    // workload's own.
+    let _ = writeln!(o, "# TYPE istio_requests_total counter");
+    for reporter in ["destination", "source"] {
+        let i = format!("reporter=\"{reporter}\",source_workload=\"gateway\",destination_workload=\"llm-scratch-predictor\",destination_service=\"llm-scratch.ai-lab.svc.cluster.local\",destination_version=\"{version}\",request_protocol=\"http\",response_flags=\"-\"");
+        let _ = writeln!(o, "istio_requests_total{{{i},response_code=\"200\"}} {}", sum(&|s| 1.0 - s.errors));
+        let _ = writeln!(o, "istio_requests_total{{{i},response_code=\"503\"}} {}", sum(&|s| s.errors));
+        let mut b = String::new();
+        histogram_lines(&mut b, "istio_request_duration_milliseconds", &i, &ISTIO_LE, &hist(200.0, 1.0, false));
+        o.push_str(if reporter == "destination" { &b } else { b.split_once('\n').map(|x| x.1).unwrap_or_default() });
+    }
+    // DCGM exporter with pod mapping: MiB and percent.
+    let d = format!("gpu=\"0\",UUID=\"GPU-5a4c\",device=\"nvidia0\",modelName=\"NVIDIA A100-SXM4-80GB\",Hostname=\"gpu-node-1\",container=\"kserve-container\",namespace=\"ai-lab\",pod=\"llm-scratch-predictor-{version}-0\"");
+    let _ = writeln!(o, "# TYPE DCGM_FI_DEV_FB_USED gauge\nDCGM_FI_DEV_FB_USED{{{d}}} {}", now.gpu_mib * now.slower + (t as u64 % 3) as f64 * 50.0);
+    let _ = writeln!(o, "# TYPE DCGM_FI_DEV_GPU_UTIL gauge\nDCGM_FI_DEV_GPU_UTIL{{{d}}} {}", 60.0 * now.slower + (t as u64 % 3) as f64);
+    o
 }
 
 /// Serve every arm on `/arm/<i>`; returns the scrape configs for Prometheus.
 fn serve_stacks(arms: Vec<(&'static str, Stack)>) -> String {
+    serve_phased(arms.into_iter().map(|(v, s)| (v, vec![(0.0, s.rps, s)])).collect())
+}
+
+/// An arm's phases: from `.0` seconds after the first scrape, `.1` requests
+/// per second served as `.2`.
+type Phases = Vec<(f64, f64, Stack)>;
+
+/// As `serve_stacks`, each arm going through its phases (timed from the
+/// first scrape, so Prometheus sees every phase from its start).
+fn serve_phased(arms: Vec<(&'static str, Phases)>) -> String {
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = l.local_addr().unwrap().port();
-    let start = Instant::now();
+    let start = std::sync::OnceLock::new();
     let mut cfg = String::new();
     for (i, (version, _)) in arms.iter().enumerate() {
         cfg.push_str(&format!(
@@ -624,7 +696,8 @@ fn serve_stacks(arms: Vec<(&'static str, Stack)>) -> String {
             let Ok(mut c) = conn else { continue };
             let Ok((line, _)) = read_request(&mut c) else { continue };
             let i: Option<usize> = line.split_whitespace().nth(1).and_then(|p| p.strip_prefix("/arm/")).and_then(|i| i.parse().ok());
-            let body = i.and_then(|i| arms.get(i)).map(|(v, s)| s.exposition(v, start.elapsed().as_secs_f64())).unwrap_or_default();
+            let t = start.get_or_init(Instant::now).elapsed().as_secs_f64();
+            let body = i.and_then(|i| arms.get(i)).map(|(v, phases)| phased_exposition(v, phases, t)).unwrap_or_default();
             let _ =
                 write!(c, "HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len());
         }
@@ -658,6 +731,13 @@ fn providers_read_each_stacks_own_metrics_with_honest_verdicts() {
         ("v2-few", few),
         ("v2-idle", Stack { rps: 0.0, ..NORMAL }),
         ("v2-old-names", Stack { old_names: true, ..NORMAL }),
+        ("v2-errors", Stack { errors: 0.08, ..NORMAL }),
+        // Knative Serving 1.19+ queue-proxies (OpenTelemetry names, seconds).
+        ("v1-otel", Stack { knative: Knative::OpenTelemetry, ..NORMAL }),
+        ("v2-otel", Stack { knative: Knative::OpenTelemetry, ..NORMAL }),
+        ("v2-otel-slow", Stack { knative: Knative::OpenTelemetry, slower: 1.3, ..NORMAL }),
+        ("v2-otel-errors", Stack { knative: Knative::OpenTelemetry, errors: 0.08, ..NORMAL }),
+        ("v2-otel-few", Stack { knative: Knative::OpenTelemetry, ..few }),
     ]);
     let Some(bin) = prometheus_binary() else {
         assert!(std::env::var_os("BUNDLEGATE_SKIP_SERVERS").is_some(), "`prometheus` is not on PATH");
@@ -666,16 +746,17 @@ fn providers_read_each_stacks_own_metrics_with_honest_verdicts() {
     let p = start_prometheus_with(bin, &scfg).unwrap();
     p.wait_window(12);
     let ex = example();
-    let run = |provider: &str, candidate: &str, gates: &str| {
+    let run_vs = |provider: &str, candidate: &str, gates: &str, extra: &[&str]| {
         provider_bundle(&ex, provider, candidate, gates);
-        let out = canary(&ex, &p, "12s", &[]);
+        let out = canary(&ex, &p, "12s", extra);
         let s = step(&out);
         (out, s)
     };
+    let run = |provider: &str, candidate: &str, gates: &str| run_vs(provider, candidate, gates, &[]);
 
-    // ---- vllm: TTFT, ITL (either naming generation), aborts, throughput ----
+    // ---- vllm: TTFT, ITL (either naming generation), errors, throughput ----
     let vllm_gates = "[{metric: ttft_p95_seconds, maxRelativeIncrease: 0.10}, {metric: itl_p95_seconds, maxRelativeIncrease: 0.10}, \
-                      {metric: abort_rate, maxAbsolute: 0.05}, {metric: output_tokens_per_second, minRelativeDecrease: 0.20}]";
+                      {metric: error_rate, maxAbsolute: 0.05}, {metric: output_tokens_per_second, minRelativeDecrease: 0.20}]";
     let (out, s) = run("vllm", "v2", vllm_gates);
     assert_eq!(s["verdict"], "pass", "equal arms: {:?}\n{}", verdicts(&s), gate(&s, "output_tokens_per_second"));
     assert_eq!(out.code, 0);
@@ -722,21 +803,47 @@ fn providers_read_each_stacks_own_metrics_with_honest_verdicts() {
     let (_, s) = run("vllm", "v2-old-names", "[{metric: itl_p95_seconds, maxRelativeIncrease: 0.10}]");
     assert_eq!(s["verdict"], "pass", "{}", s["data"]["gates"]);
 
-    // ---- kserve (Knative queue-proxy, ms) and istio (ms) ----
-    for provider in ["kserve", "istio"] {
+    // Engine errors are what vLLM counts (finished_reason="error").
+    let (_, s) = run("vllm", "v2-errors", vllm_gates);
+    let e = gate(&s, "error_rate");
+    assert_eq!(e["verdict"], "fail", "{e}");
+    assert!((e["candidate"].as_f64().unwrap() - 0.08).abs() < 0.005, "{e}");
+
+    // Aborts are not: vLLM declares finished_reason="abort" and leaves it at
+    // 0 whatever the clients do, so an abort_rate gate would pass on
+    // nothing. It is named NO DATA with the reason, never a pass.
+    assert_eq!(p.value("sum(vllm:request_success_total{finished_reason=\"abort\",bundlegate_dev_release_version=\"v2\"})"), Some(0.0));
+    let (out, s) = run("vllm", "v2", "[{metric: abort_rate, maxAbsolute: 0.05}]");
+    assert_eq!(s["verdict"], "inconclusive", "{}", s["data"]["gates"]);
+    let a = gate(&s, "abort_rate");
+    assert_eq!(a["verdict"], "no-data", "{a}");
+    assert!(a["message"].as_str().unwrap().contains("vllm-project/vllm#31503"), "{a}");
+    assert!(out.diag("BG303")["message"].as_str().unwrap().contains("does not increment it"), "{}", out.stdout);
+
+    // ---- kserve (Knative queue-proxy: ≤ 1.18 in ms, 1.19+ in s) and istio (ms) ----
+    let otel_baseline = ["--baseline-selector", "bundlegate_dev_release_version=\"v1-otel\""];
+    for (provider, prefix, extra) in [("kserve", "v2", &[][..]), ("kserve", "v2-otel", &otel_baseline[..]), ("istio", "v2", &[][..])] {
+        let case = format!("{provider} {prefix}");
         let gates = "[{metric: error_rate, maxAbsolute: 0.05}, {metric: p95_latency_seconds, maxRelativeIncrease: 0.10}]";
-        let (_, s) = run(provider, "v2", gates);
-        assert_eq!(s["verdict"], "pass", "{provider}: {}", s["data"]["gates"]);
-        // Milliseconds reported as seconds.
+        let (_, s) = run_vs(provider, prefix, gates, extra);
+        assert_eq!(s["verdict"], "pass", "{case}: {}", s["data"]["gates"]);
+        // Milliseconds (or OpenTelemetry seconds) reported as seconds.
         let v = gate(&s, "p95_latency_seconds")["candidate"].as_f64().unwrap();
-        assert!((0.18..0.3).contains(&v), "{provider}: {v}");
-        let (_, s) = run(provider, "v2-slow", gates);
-        assert_eq!(gate(&s, "p95_latency_seconds")["verdict"], "fail", "{provider}: {}", gate(&s, "p95_latency_seconds"));
-        let (_, s) = run(provider, "v2-few", gates);
-        assert_eq!(s["verdict"], "inconclusive", "{provider}");
-        let (_, s) = run(provider, "v2-absent", gates);
-        assert!(verdicts(&s).iter().all(|(_, v)| v == "no-data"), "{provider}: {:?}", verdicts(&s));
+        assert!((0.18..0.3).contains(&v), "{case}: {v}");
+        let e = gate(&s, "error_rate");
+        assert!((e["candidate"].as_f64().unwrap() - 0.01).abs() < 0.002 && e["candidateSamples"].as_u64().unwrap() > 1000, "{case}: {e}");
+        let (_, s) = run_vs(provider, &format!("{prefix}-slow"), gates, extra);
+        assert_eq!(gate(&s, "p95_latency_seconds")["verdict"], "fail", "{case}: {}", gate(&s, "p95_latency_seconds"));
+        assert!(gate(&s, "p95_latency_seconds")["comparison"]["pValue"].as_f64().unwrap() < 1e-6, "{case}");
+        assert_eq!(gate(&s, "error_rate")["verdict"], "pass", "{case}");
+        let (_, s) = run_vs(provider, &format!("{prefix}-errors"), gates, extra);
+        assert_eq!(gate(&s, "error_rate")["verdict"], "fail", "{case}: {}", gate(&s, "error_rate"));
+        let (_, s) = run_vs(provider, &format!("{prefix}-few"), gates, extra);
+        assert_eq!(s["verdict"], "inconclusive", "{case}");
+        let (_, s) = run_vs(provider, &format!("{prefix}-absent"), gates, extra);
+        assert!(verdicts(&s).iter().all(|(_, v)| v == "no-data"), "{case}: {:?}", verdicts(&s));
     }
+
     // Istio reads the workload's own version label.
     let (_, s) = run("istio", "v2", "[{metric: error_rate, maxAbsolute: 0.05}]");
     assert_eq!(s["data"]["selectors"]["candidate"], "destination_version=\"v2\"");
@@ -750,6 +857,112 @@ fn providers_read_each_stacks_own_metrics_with_honest_verdicts() {
     assert_eq!(gate(&s, "gpu_memory_bytes")["verdict"], "fail", "{}", gate(&s, "gpu_memory_bytes"));
     let (_, s) = run("dcgm", "v2-absent", gates);
     assert_eq!(gate(&s, "gpu_memory_bytes")["verdict"], "no-data");
+}
+
+// ---- traffic steps: where the arms held each split ---------------------------
+
+/// Seconds each step of a test ramp is held.
+const STEP_SECS: f64 = 12.0;
+const SHARES: [f64; 3] = [0.10, 0.50, 1.0];
+
+/// A canary ramp of `total` requests per second over [10, 50, 100]: the
+/// candidate's phases (served as `candidate[i]` at step i) and the
+/// baseline's, which serves the rest. The split is visible only as the
+/// arms' request rates, as with KServe's `canaryTrafficPercent`.
+fn ramp(total: f64, candidate: [Stack; 3]) -> (Phases, Phases) {
+    let at = |i: usize| i as f64 * STEP_SECS;
+    let c = (0..3).map(|i| (at(i), total * SHARES[i], candidate[i])).collect();
+    let b = (0..3).map(|i| (at(i), total * (1.0 - SHARES[i]), NORMAL)).collect();
+    (c, b)
+}
+
+fn step_verdicts(s: &Value) -> Vec<(u64, String)> {
+    s["data"]["steps"].as_array().unwrap_or_else(|| panic!("no steps in {s}")).iter().map(|x| (x["percent"].as_u64().unwrap(), x["verdict"].as_str().unwrap().to_string())).collect()
+}
+
+#[test]
+fn every_traffic_step_is_judged_where_the_arms_held_it() {
+    let slow = Stack { slower: 1.3, ..NORMAL };
+    let (ok, ok_base) = ramp(1000.0, [NORMAL; 3]);
+    let (slow50, slow50_base) = ramp(1000.0, [NORMAL, slow, slow]);
+    let (thin, thin_base) = ramp(20.0, [NORMAL; 3]);
+    let scfg = serve_phased(vec![("ok", ok), ("ok-base", ok_base), ("slow50", slow50), ("slow50-base", slow50_base), ("thin", thin), ("thin-base", thin_base)]);
+    let Some(bin) = prometheus_binary() else {
+        assert!(std::env::var_os("BUNDLEGATE_SKIP_SERVERS").is_some(), "`prometheus` is not on PATH");
+        return;
+    };
+    let p = start_prometheus_with(bin, &scfg).unwrap();
+    // The 100% step held for 10 s.
+    p.wait_for(|| p.value("min_over_time(bundlegate_test_phase[10s])") == Some(3.0), "the 100% step to be held");
+    let ex = example();
+    // The issue's own plan: vLLM metrics, steps [10, 50, 100]. TTFT and
+    // errors have absolute limits (judged at 100% too); ITL is relative only.
+    provider_bundle(
+        &ex,
+        "vllm",
+        "v2",
+        "[{metric: ttft_p95_seconds, maxAbsolute: 1.0, maxRelativeIncrease: 0.10}, {metric: error_rate, maxAbsolute: 0.05}, \
+          {metric: itl_p95_seconds, maxRelativeIncrease: 0.10}]",
+    );
+    ex.edit_v2(|v| *at(v, "spec.canary.steps") = yaml("[10, 50, 100]"));
+    let steps = |arm: &str| {
+        let (c, b) = (format!("bundlegate_dev_release_version=\"{arm}\""), format!("bundlegate_dev_release_version=\"{arm}-base\""));
+        let out = canary(&ex, &p, "20s", &["--steps", "--candidate-selector", &c, "--baseline-selector", &b]);
+        let s = step(&out);
+        (out, s)
+    };
+
+    // Healthy arms: every step passes, one row each, in order.
+    let (out, s) = steps("ok");
+    assert_eq!(step_verdicts(&s), vec![(10, "pass".into()), (50, "pass".into()), (100, "pass".into())], "{}", s["summary"]);
+    assert_eq!((out.code, s["verdict"].as_str()), (0, Some("pass")), "{}", out.stdout);
+    assert_eq!(s["tables"][0]["title"], "traffic steps");
+    assert_eq!(s["tables"][0]["rows"].as_array().unwrap().len(), 3);
+    let summary = s["summary"].as_str().unwrap();
+    assert!(summary.contains("10% PASS, 50% PASS, 100% PASS") && summary.contains("request shares"), "{summary}");
+    // Each step over its own stretch: in order, within the time it was held.
+    let st = s["data"]["steps"].as_array().unwrap();
+    for (i, x) in st.iter().enumerate() {
+        let (w, held) = (&x["window"], &x["held"]);
+        assert!(w["seconds"].as_f64().unwrap() >= 6.0, "{x}");
+        assert!(w["end"].as_f64().unwrap() <= held["to"].as_f64().unwrap() + 1e-6, "{x}");
+        assert!(w["end"].as_f64().unwrap() - w["seconds"].as_f64().unwrap() >= held["from"].as_f64().unwrap() - 1e-6, "{x}");
+        if i > 0 {
+            assert!(st[i - 1]["held"]["to"].as_f64().unwrap() < held["from"].as_f64().unwrap() + 2.0, "{st:?}");
+        }
+    }
+    // The deciding step is the 100% one: the candidate alone, absolute limits only.
+    assert_eq!(s["data"]["candidateAlone"], true, "{}", s["data"]);
+    assert_eq!(s["data"]["notChecked"], json!(["itl_p95_seconds"]));
+    assert_eq!(verdicts(&s), vec![("ttft_p95_seconds".to_string(), "pass".to_string()), ("error_rate".to_string(), "pass".to_string())]);
+    assert!(gate(&s, "ttft_p95_seconds")["baseline"].is_null());
+
+    // 30% slower TTFT from step 50 on: step 10 passes (its window holds no
+    // step-50 traffic), step 50 fails and names itself, 100% is not judged.
+    let (out, s) = steps("slow50");
+    assert_eq!(step_verdicts(&s), vec![(10, "pass".into()), (50, "fail".into()), (100, "not-judged".into())], "{}", s["summary"]);
+    assert_eq!((out.code, s["verdict"].as_str()), (1, Some("fail")), "{}", out.stdout);
+    let d = out.diag("BG301");
+    assert!(d["message"].as_str().unwrap().starts_with("step 50%: gate `ttft_p95_seconds`"), "{d}");
+    assert!(s["summary"].as_str().unwrap().contains("50% FAIL, 100% NOT JUDGED"), "{}", s["summary"]);
+    // The deciding report is step 50's: candidate vs baseline, version-tied.
+    assert_eq!(s["data"]["candidateAlone"], false);
+    assert!(gate(&s, "ttft_p95_seconds")["comparison"]["pValue"].as_f64().unwrap() < 1e-6);
+    assert_eq!(s["data"]["action"], "rollback", "{}", s["summary"]);
+
+    // 20 requests a second: 2 a second reach the candidate at 10%, far
+    // below minSamples. INCONCLUSIVE there, never a pass, never a failure.
+    let (out, s) = steps("thin");
+    assert_eq!(step_verdicts(&s)[0], (10, "inconclusive".into()), "{}", s["summary"]);
+    assert_eq!((out.code, s["verdict"].as_str()), (1, Some("inconclusive")), "{}", out.stdout);
+    assert!(!out.codes().contains(&"BG301".to_string()), "{:?}", out.codes());
+    let thin = out.json()["steps"][0]["diagnostics"].as_array().unwrap().iter().find(|d| d["message"].as_str().unwrap().starts_with("step 10%:")).cloned();
+    assert!(thin.is_some_and(|d| d["code"] == "BG302" && d["message"].as_str().unwrap().contains("minSamples")), "{}", out.stdout);
+
+    // A candidate that never got traffic: no step held, nothing passes.
+    let (out, s) = steps("never");
+    assert_eq!(step_verdicts(&s), vec![(10, "pending".into()), (50, "pending".into()), (100, "pending".into())], "{}", s["summary"]);
+    assert_eq!((out.code, s["verdict"].as_str()), (1, Some("inconclusive")));
 }
 
 #[test]
@@ -772,6 +985,25 @@ fn the_shipped_vllm_example_lints_and_names_gates_a_provider_cannot_compute() {
     // Canary itself reports such a gate as NO DATA with the reason.
     let out = ex.run(&["canary", "--format", "json", ex.v2().to_str().unwrap(), "--prometheus", "http://127.0.0.1:1"]);
     assert_eq!(out.code, 2, "Prometheus is unreachable: {}", out.stdout);
+
+    // vLLM's abort counter exists but never counts client aborts: BG305 with the reason.
+    ex.edit_v2(|v| {
+        *at(v, "spec.canary.provider") = "vllm".into();
+        *at(v, "spec.canary.gates") = yaml("[{metric: abort_rate, maxAbsolute: 0.02}]");
+    });
+    let out = ex.run(&["lint", "--format", "json", ex.v2().to_str().unwrap()]);
+    let d = out.diag("BG305");
+    assert!(d["message"].as_str().unwrap().contains("vllm-project/vllm#31503") && d["message"].as_str().unwrap().contains("error_rate"), "{d}");
+
+    // Steps ending at 100% with relative limits only: that step cannot be
+    // checked, said at lint time as a warning.
+    ex.edit_v2(|v| *at(v, "spec.canary.gates") = yaml("[{metric: ttft_p95_seconds, maxRelativeIncrease: 0.1}]"));
+    let out = ex.run(&["lint", "--format", "json", ex.v2().to_str().unwrap()]);
+    let d = out.diag("BG307");
+    assert_eq!((d["severity"].as_str(), d["field"].as_str()), (Some("warning"), Some("spec.canary.steps")), "{d}");
+    assert!(d["message"].as_str().unwrap().contains("NOT CHECKED"), "{d}");
+    ex.edit_v2(|v| *at(v, "spec.canary.gates") = yaml("[{metric: ttft_p95_seconds, maxRelativeIncrease: 0.1, maxAbsolute: 2.0}]"));
+    assert!(!ex.run(&["lint", "--format", "json", ex.v2().to_str().unwrap()]).codes().contains(&"BG307".to_string()));
 }
 
 #[test]

@@ -490,6 +490,12 @@ pub struct GateInput {
     /// Requests per arm over the window, for gauge gates whose samples are
     /// scrapes but whose evidence depends on traffic (tokens per second).
     pub request_counts: Option<(u64, u64)>,
+    /// No concurrent baseline (a 100% traffic step: the baseline serves
+    /// nothing). Only the absolute limits are judged, on the candidate's own
+    /// samples; `baseline` is ignored, relative limits are not applied, and
+    /// the sample size needed is computed with the candidate's own
+    /// distribution as the reference.
+    pub candidate_only: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -584,14 +590,23 @@ pub fn evaluate_gate(g: &GateInput) -> GateOutcome {
         more_minutes: None,
         message: String::new(),
     };
-    let missing: Vec<&str> =
-        [(nc == 0 || vc.is_none(), "candidate"), (nb == 0 || vb.is_none(), "baseline")].into_iter().filter_map(|(m, s)| m.then_some(s)).collect();
+    let alone = g.candidate_only;
+    if alone {
+        (out.baseline, out.baseline_samples) = (None, 0);
+    }
+    let missing: Vec<&str> = [(nc == 0 || vc.is_none(), "candidate"), (!alone && (nb == 0 || vb.is_none()), "baseline")]
+        .into_iter()
+        .filter_map(|(m, s)| m.then_some(s))
+        .collect();
     if !missing.is_empty() {
         out.verdict = GateVerdict::NoData;
         out.message = format!("no samples for {} over the window", missing.join(" and "));
         return out;
     }
-    let (vc, vb) = (vc.unwrap_or_default(), vb.unwrap_or_default());
+    let vc = vc.unwrap_or_default();
+    // The reference the configured effect is measured from: the baseline,
+    // or with no concurrent baseline the candidate itself.
+    let (reference, vb) = if alone { (&g.candidate, vc) } else { (&g.baseline, vb.unwrap_or_default()) };
 
     // The candidate-vs-baseline test suited to the data, one-sided towards
     // "candidate worse": larger for lower-is-better gates, smaller for
@@ -601,6 +616,7 @@ pub fn evaluate_gate(g: &GateInput) -> GateOutcome {
     let (xc, xb) = (events(vc, nc), events(vb, nb));
     let proportion_ok = |v: f64| (0.0..=1.0).contains(&v);
     out.comparison = match (&g.candidate, &g.baseline) {
+        _ if alone => None,
         (Side::Proportion { .. }, Side::Proportion { .. }) if !proportion_ok(vc) || !proportion_ok(vb) => None,
         (Side::Proportion { .. }, Side::Proportion { .. }) if hib => proportion_test(nc - xc, nc, nb - xb, nb),
         (Side::Proportion { .. }, Side::Proportion { .. }) => proportion_test(xc, nc, xb, nb),
@@ -620,7 +636,12 @@ pub fn evaluate_gate(g: &GateInput) -> GateOutcome {
         (Side::Gauge { samples: sc, .. }, Side::Gauge { samples: sb, .. }) => mann_whitney_u(sc, sb),
         _ => None,
     };
-    if out.comparison.is_none() {
+    let undecidable = if alone { matches!(g.candidate, Side::Proportion { .. }) && !proportion_ok(vc) } else { out.comparison.is_none() };
+    if undecidable && alone {
+        out.message = format!("no test is defined on a rate of {} over {nc} requests; check the gate's query", fmt_num(vc));
+        return out;
+    }
+    if undecidable {
         // Mismatched kinds, a "rate" outside [0, 1] from an overridden query,
         // or counts no test is defined on: undecidable, never PASS.
         out.message = format!(
@@ -639,7 +660,12 @@ pub fn evaluate_gate(g: &GateInput) -> GateOutcome {
     if let Some(a) = absolute {
         limits.push(("absolute", a));
     }
-    if let Some(r) = relative {
+    if let (Some(_), true) = (relative, alone) {
+        notes.push(format!(
+            "{} needs a concurrent baseline, which a 100% step does not have: it was judged at the earlier steps",
+            if hib { "minRelativeDecrease" } else { "maxRelativeIncrease" }
+        ));
+    } else if let Some(r) = relative {
         if vb > 0.0 {
             limits.push(("relative", if hib { vb * (1.0 - r) } else { vb * (1.0 + r) }));
         } else {
@@ -682,7 +708,8 @@ pub fn evaluate_gate(g: &GateInput) -> GateOutcome {
         None
     } else if !beyond(effective, vb) {
         notes.push(format!(
-            "the baseline ({}) already sits at or {} the limit ({}), so no sample size can show the candidate within it",
+            "the {} ({}) already sits at or {} the limit ({}), so no sample size can show the candidate within it",
+            if alone { "candidate" } else { "baseline" },
             fmt_num(vb),
             if hib { "below" } else { "above" },
             fmt_num(effective)
@@ -691,7 +718,7 @@ pub fn evaluate_gate(g: &GateInput) -> GateOutcome {
     } else {
         // P(candidate worse) at the limit: P(s·X > Y), mirrored P(s·X < Y).
         let sup = |p: f64| if hib { 1.0 - p } else { p };
-        match (&g.baseline, g.kind) {
+        match (reference, g.kind) {
             (_, MetricKind::Proportion) if hib => n_two_proportions(1.0 - vb, 1.0 - effective, ALPHA, POWER),
             (_, MetricKind::Proportion) => n_two_proportions(vb, effective, ALPHA, POWER),
             (Side::Histogram { hist, .. }, _) => n_mann_whitney(sup(hist.superiority_scaled(effective / vb)), ALPHA, POWER),
@@ -707,12 +734,12 @@ pub fn evaluate_gate(g: &GateInput) -> GateOutcome {
     let need_floor = out.needed.unwrap_or(floor);
 
     let below_min = match requests {
-        Some((rc, rb)) => rc < g.min_samples || rb < g.min_samples,
-        None => g.kind != MetricKind::Gauge && (nc < g.min_samples || nb < g.min_samples),
+        Some((rc, rb)) => rc < g.min_samples || (!alone && rb < g.min_samples),
+        None => g.kind != MetricKind::Gauge && (nc < g.min_samples || (!alone && nb < g.min_samples)),
     };
     let failing: Vec<&LimitCheck> = out.checks.iter().filter(|c| c.supported).collect();
     let unsupported: Vec<&LimitCheck> = out.checks.iter().filter(|c| c.exceeded && !c.supported).collect();
-    let enough = out.needed.is_some_and(|n| nc >= n && nb >= n);
+    let enough = out.needed.is_some_and(|n| nc >= n && (alone || nb >= n));
 
     // A supported exceedance fails even below the power sample size: power
     // bounds missed regressions, not false alarms. Below minSamples nothing
@@ -734,18 +761,31 @@ pub fn evaluate_gate(g: &GateInput) -> GateOutcome {
     };
     out.message = match out.verdict {
         GateVerdict::Fail => format!("candidate exceeds the {}", failing.iter().map(|c| describe(c)).collect::<Vec<_>>().join("; ")),
+        GateVerdict::Pass if alone => format!(
+            "candidate {} within its absolute limit with {nc} samples (needed {need_floor}); no concurrent baseline at a 100% step",
+            fmt_num(vc)
+        ),
         GateVerdict::Pass => format!("candidate {} within limits with {nc}/{nb} samples (needed {need_floor})", fmt_num(vc)),
         _ => {
             let mut why = Vec::new();
             if below_min {
                 let (rc, rb) = requests.unwrap_or((nc, nb));
-                why.push(format!("below canary.minSamples {} ({rc} candidate / {rb} baseline {})", g.min_samples, if requests.is_some() { "requests" } else { "samples" }));
+                let unit = if requests.is_some() { "requests" } else { "samples" };
+                why.push(if alone {
+                    format!("below canary.minSamples {} ({rc} candidate {unit})", g.min_samples)
+                } else {
+                    format!("below canary.minSamples {} ({rc} candidate / {rb} baseline {unit})", g.min_samples)
+                });
             }
             for c in &unsupported {
                 why.push(format!("candidate is above the {} but not significantly (p ≥ {ALPHA})", describe(c)));
             }
             if out.needed.is_some() && !enough && !below_min {
-                why.push(format!("{nc}/{nb} samples are fewer than the {need_floor} per side needed to detect the configured effect"));
+                why.push(if alone {
+                    format!("{nc} candidate samples are fewer than the {need_floor} needed to show it within the limit")
+                } else {
+                    format!("{nc}/{nb} samples are fewer than the {need_floor} per side needed to detect the configured effect")
+                });
             }
             why.extend(notes.iter().cloned());
             why.join("; ")
@@ -760,7 +800,7 @@ pub fn evaluate_gate(g: &GateInput) -> GateOutcome {
         if let Some(n) = target {
             let (nc, nb) = (hc, hb);
             let more_c = n.saturating_sub(nc);
-            let more_b = n.saturating_sub(nb);
+            let more_b = if alone { 0 } else { n.saturating_sub(nb) };
             let more = more_c.max(more_b);
             if more > 0 {
                 out.more_samples = Some(more);
@@ -776,12 +816,13 @@ pub fn evaluate_gate(g: &GateInput) -> GateOutcome {
                 };
                 let m = mins(more_c, nc).max(mins(more_b, nb));
                 out.more_minutes = Some(m);
-                out.message.push_str(&format!(
-                    "; needs {more} more samples per side (≈ {} more minutes at the observed {:.1}/{:.1} per minute)",
-                    if m.is_finite() { format!("{:.1}", m) } else { "∞".into() },
-                    nc as f64 / g.window_secs * 60.0,
-                    nb as f64 / g.window_secs * 60.0
-                ));
+                let minutes = if m.is_finite() { format!("{:.1}", m) } else { "∞".into() };
+                let rate = |n: u64| n as f64 / g.window_secs * 60.0;
+                out.message.push_str(&if alone {
+                    format!("; needs {more} more candidate samples (≈ {minutes} more minutes at the observed {:.1} per minute)", rate(nc))
+                } else {
+                    format!("; needs {more} more samples per side (≈ {minutes} more minutes at the observed {:.1}/{:.1} per minute)", rate(nc), rate(nb))
+                });
             }
         }
     }
@@ -855,6 +896,9 @@ pub enum Situation {
     LoadDriven,
     /// Gates fail without a candidate-vs-baseline difference or a load change.
     Unattributed,
+    /// An absolute limit fails at a 100% step, where no baseline runs to
+    /// tell the version from the load.
+    FullTrafficBreach,
 }
 
 pub fn classify(gates: &[GateOutcome], golden_failed: usize, trend: &Trend) -> Situation {
@@ -947,6 +991,11 @@ pub fn decide(situation: Situation, shadow: bool, trend: &Trend, rollback: &Roll
             action: "throttle",
             precondition: format!("both versions slowed or took more traffic ({}); rolling back adds no capacity, so limit admission and isolate long requests per the runbook", trend.describe()),
             watch_next: "queue length and P95 falling after admission limits, counting rejected and queued requests as outcomes; if latency stays high after the rate returns to normal, re-run the canary: it may be the version after all".into(),
+        },
+        Situation::FullTrafficBreach => Action {
+            action: "step-back",
+            precondition: "at the 100% step the baseline serves nothing, so this breach of an absolute limit cannot be told apart from load; move traffic back to the previous step, where both arms are compared under the same load".into(),
+            watch_next: "the same gate at the previous step on both arms: only the candidate over the limit means the version (roll back), both over it means capacity (throttle or scale)".into(),
         },
         Situation::Unattributed => Action {
             action: "hold",
@@ -1069,6 +1118,7 @@ mod tests {
             min_absolute: None,
             min_relative_decrease: None,
             request_counts: None,
+            candidate_only: false,
         }
     }
 
@@ -1148,6 +1198,7 @@ mod tests {
             min_absolute: None,
             min_relative_decrease: None,
             request_counts: None,
+            candidate_only: false,
         };
         let o = evaluate_gate(&g);
         assert_eq!(o.verdict, GateVerdict::Fail, "{o:?}");
@@ -1271,6 +1322,7 @@ mod tests {
             min_absolute: Some(50.0),
             min_relative_decrease: Some(0.2),
             request_counts: Some(requests),
+            candidate_only: false,
         }
     }
 
@@ -1300,6 +1352,61 @@ mod tests {
         let o = evaluate_gate(&throughput(low, base, (5000, 5000)));
         let abs = o.checks.iter().find(|c| c.kind == "absolute").unwrap();
         assert!(abs.supported && abs.test.unwrap().method == "sign test (binomial)", "{o:?}");
+    }
+
+    #[test]
+    fn at_full_traffic_only_absolute_limits_judge_the_candidate_alone() {
+        let empty = Side::Proportion { value: None, total: 0.0 };
+        let alone = |c: Side| GateInput { candidate_only: true, ..error_gate(c, empty.clone()) };
+        // 1% errors over 5000 requests, cap 2%: within, with the samples to say so.
+        let o = evaluate_gate(&alone(prop(0.01, 5000.0)));
+        assert_eq!(o.verdict, GateVerdict::Pass, "{o:?}");
+        assert!(o.baseline.is_none() && o.baseline_samples == 0 && o.comparison.is_none());
+        assert_eq!(o.checks.iter().map(|c| c.kind).collect::<Vec<_>>(), vec!["absolute"], "the relative limit needs a baseline");
+        assert!(o.message.contains("no concurrent baseline"), "{}", o.message);
+        // Needed from the candidate's own rate: 1% → 2%, as with a 1% baseline.
+        assert_eq!(o.needed, n_two_proportions(0.01, 0.02, ALPHA, POWER));
+        // 8% against a 2% cap: a failure, but not one tied to the version.
+        let o = evaluate_gate(&alone(prop(0.08, 5000.0)));
+        assert_eq!(o.verdict, GateVerdict::Fail, "{o:?}");
+        assert!(!o.version_tied());
+        assert_eq!(classify(std::slice::from_ref(&o), 0, &Trend::default()), Situation::Unattributed);
+        // Thin: INCONCLUSIVE, the hint counting the candidate only.
+        let o = evaluate_gate(&alone(prop(0.0, 50.0)));
+        assert_eq!(o.verdict, GateVerdict::Inconclusive, "{o:?}");
+        assert!(o.message.contains("(50 candidate samples)") && o.message.contains("more candidate samples"), "{}", o.message);
+        // Nothing from the candidate: NO DATA; the missing baseline is not.
+        let o = evaluate_gate(&alone(empty.clone()));
+        assert_eq!(o.verdict, GateVerdict::NoData);
+        assert_eq!(o.message, "no samples for candidate over the window");
+        // Relative limits only: nothing applies, never a pass.
+        let mut g = alone(prop(0.01, 50_000.0));
+        g.max_absolute = None;
+        let o = evaluate_gate(&g);
+        assert_eq!(o.verdict, GateVerdict::Inconclusive);
+        assert!(o.message.contains("judged at the earlier steps"), "{}", o.message);
+        // A histogram against maxAbsolute: quantile test on the candidate.
+        let h = hist(&[(0.1, 4000.0), (0.2, 9000.0), (0.5, 9900.0), (1.0, 10000.0), (f64::INFINITY, 10000.0)]);
+        let g = GateInput {
+            metric: "ttft_p95_seconds".into(),
+            kind: MetricKind::Histogram,
+            quantile: 0.95,
+            max_absolute: Some(1.0),
+            max_relative_increase: Some(0.1),
+            min_samples: 200,
+            window_secs: 60.0,
+            candidate: Side::Histogram { value: h.quantile(0.95), hist: h.clone() },
+            baseline: Side::Histogram { value: None, hist: Histogram::default() },
+            higher_is_better: false,
+            min_absolute: None,
+            min_relative_decrease: None,
+            request_counts: None,
+            candidate_only: true,
+        };
+        assert_eq!(evaluate_gate(&g).verdict, GateVerdict::Pass, "{:?}", evaluate_gate(&g));
+        let o = evaluate_gate(&GateInput { max_absolute: Some(0.2), ..g });
+        assert_eq!(o.verdict, GateVerdict::Fail, "{o:?}");
+        assert_eq!(o.checks[0].test.unwrap().method, "quantile (binomial)");
     }
 
     #[test]

@@ -22,7 +22,9 @@ pub struct Template {
     pub samples: String,
     /// Multiplies gauge samples (DCGM reports MiB; the gate is in bytes).
     pub scale: f64,
-    /// Multiplies histogram `le` bounds (Istio and Knative bucket in ms).
+    /// Multiplies histogram `le` bounds (Istio and Knative ≤ 1.18 bucket in
+    /// ms). A bucket series labelled [`LE_SCALE_LABEL`] uses that factor
+    /// instead (one query reading two naming generations in two units).
     pub bound_scale: f64,
     pub higher_is_better: bool,
     /// Requests per arm, for gauge gates that need traffic to mean anything.
@@ -32,6 +34,10 @@ pub struct Template {
 }
 
 const W: &str = "[{{window}}]";
+
+/// Label a bucket query sets (with `label_replace`) on the series whose
+/// `le` is in another unit than the template's: its value is the factor.
+pub const LE_SCALE_LABEL: &str = "bundlegate_le_scale";
 
 /// `metric{<selector>extra}`; `extra` starts with a comma.
 fn sel(metric: &str, extra: &str) -> String {
@@ -73,13 +79,32 @@ fn histogram_either(new: &str, old: &str, q: f64) -> Template {
     Template { value, samples: format!("{} or {}", buckets(new, ""), buckets(old, "")), ..histogram(new, "", q, false) }
 }
 
+/// Knative's request latency, both naming generations: the OpenTelemetry
+/// histogram (seconds) where it exists, else the OpenCensus one (ms,
+/// relabelled with its bound factor so one bucket query serves both). Only
+/// one generation is read per arm (`unless on()`), never a mix of two
+/// bucket layouts.
+fn knative_latency(q: f64) -> Template {
+    let new_buckets = buckets(KNATIVE_OTEL_LATENCY, "");
+    let old_buckets = format!("label_replace({}, \"{LE_SCALE_LABEL}\", \"0.001\", \"\", \"\")", buckets(KNATIVE_LATENCY, ""));
+    Template {
+        value: format!("{} or {} / 1000", quantile_of(KNATIVE_OTEL_LATENCY, "", q), quantile_of(KNATIVE_LATENCY, "", q)),
+        samples: format!("{new_buckets} or ({old_buckets} unless on() {new_buckets})"),
+        bound_scale: 1.0,
+        ..histogram(KNATIVE_OTEL_LATENCY, "", q, false)
+    }
+}
+
 /// Events / requests, with no event series read as zero events (counters
 /// with lazily created labels) while a missing arm stays empty (NO DATA).
 fn proportion(events: String, requests: String) -> Template {
+    // `/` binds tighter than `or`: a two-generation request count needs
+    // its parentheses.
+    let denominator = if requests.contains(" or ") { format!("({requests})") } else { requests.clone() };
     Template {
         kind: MetricKind::Proportion,
         quantile: 0.0,
-        value: format!("({events} or vector(0)) / {requests}"),
+        value: format!("({events} or vector(0)) / {denominator}"),
         samples: requests,
         scale: 1.0,
         bound_scale: 1.0,
@@ -105,8 +130,15 @@ const VLLM_TPOT: &str = "vllm:time_per_output_token_seconds_bucket";
 const VLLM_E2E: &str = "vllm:e2e_request_latency_seconds_bucket";
 const VLLM_QUEUE: &str = "vllm:request_queue_time_seconds_bucket";
 const VLLM_FINISHED: &str = "vllm:request_success_total";
+/// Knative Serving ≤ 1.18 queue-proxy (OpenCensus): a request counter and a
+/// latency histogram in milliseconds.
 const KNATIVE_COUNT: &str = "revision_app_request_count";
 const KNATIVE_LATENCY: &str = "revision_app_request_latencies_bucket";
+/// Knative Serving 1.19+ queue-proxy (OpenTelemetry, knative/serving#16290):
+/// one histogram in seconds whose `_count` is the request count, the status
+/// in `http_response_status_code`.
+const KNATIVE_OTEL_COUNT: &str = "kn_serving_invocation_duration_seconds_count";
+const KNATIVE_OTEL_LATENCY: &str = "kn_serving_invocation_duration_seconds_bucket";
 const ISTIO_COUNT: &str = "istio_requests_total";
 const ISTIO_LATENCY: &str = "istio_request_duration_milliseconds_bucket";
 const ISTIO_DEST: &str = ",reporter=\"destination\"";
@@ -153,7 +185,7 @@ pub fn template(provider: MetricProvider, metric: &str) -> Option<Template> {
                 return Some(histogram(VLLM_QUEUE, "", q, false));
             }
             match metric {
-                "abort_rate" => Some(proportion(increase(VLLM_FINISHED, ",finished_reason=~\"abort|error\""), increase(VLLM_FINISHED, ""))),
+                // No `abort_rate`: see `unsupported_reason`.
                 "error_rate" => Some(proportion(increase(VLLM_FINISHED, ",finished_reason=\"error\""), increase(VLLM_FINISHED, ""))),
                 // Per replica: each scraped vLLM process's generation rate,
                 // one sample per rule-evaluation step of the window.
@@ -188,9 +220,14 @@ pub fn template(provider: MetricProvider, metric: &str) -> Option<Template> {
         MetricProvider::Kserve => {
             let q = percentile(metric, "e2e_").or_else(|| latency_percentile(metric));
             if let Some(q) = q {
-                return Some(histogram(KNATIVE_LATENCY, "", q, true));
+                return Some(knative_latency(q));
             }
-            (metric == "error_rate").then(|| proportion(increase(KNATIVE_COUNT, ",response_code_class=\"5xx\""), increase(KNATIVE_COUNT, "")))
+            (metric == "error_rate").then(|| {
+                proportion(
+                    format!("{} or {}", increase(KNATIVE_OTEL_COUNT, ",http_response_status_code=~\"5..\""), increase(KNATIVE_COUNT, ",response_code_class=\"5xx\"")),
+                    format!("{} or {}", increase(KNATIVE_OTEL_COUNT, ""), increase(KNATIVE_COUNT, "")),
+                )
+            })
         }
         MetricProvider::Istio => {
             let q = percentile(metric, "e2e_").or_else(|| latency_percentile(metric));
@@ -248,6 +285,20 @@ pub fn name(p: MetricProvider) -> &'static str {
     }
 }
 
+/// Why `provider` cannot compute `metric` when the reason is more than "the
+/// stack has no such metric": a series that exists but does not count what
+/// the gate promises. Quoted by lint (BG305) and by `canary` (NO DATA).
+pub fn unsupported_reason(p: MetricProvider, metric: &str) -> Option<&'static str> {
+    match (p, metric) {
+        (MetricProvider::Vllm, "abort_rate") => Some(
+            "vLLM V1 declares `vllm:request_success_total{finished_reason=\"abort\"}` but does not increment it for requests the client aborted \
+             (vllm-project/vllm#31503): an aborted request leaves no per-request series at all, so a low abort count is not evidence of few aborts; \
+             gate engine errors with `error_rate` (`finished_reason=\"error\"`)",
+        ),
+        _ => None,
+    }
+}
+
 /// A provider other than the default that computes `metric`, for the lint
 /// hint ("`ttft_p95_seconds` is a vllm gate").
 pub fn other_provider(metric: &str) -> Option<MetricProvider> {
@@ -273,7 +324,7 @@ pub fn arm_label(p: MetricProvider) -> &'static str {
 pub fn traffic(p: MetricProvider) -> Option<(String, String)> {
     let t = match p {
         MetricProvider::Bundlegate => ("error_rate", "p95_latency_seconds"),
-        MetricProvider::Vllm => ("abort_rate", "e2e_p95_seconds"),
+        MetricProvider::Vllm => ("error_rate", "e2e_p95_seconds"),
         MetricProvider::Kserve | MetricProvider::Istio => ("error_rate", "p95_latency_seconds"),
         MetricProvider::Dcgm => return None,
     };
@@ -290,9 +341,10 @@ pub fn lint_plan(plan: &crate::bundle::Canary) -> Vec<(crate::diag::Code, String
         let p = g.provider.or(plan.provider).unwrap_or_default();
         let field = format!("spec.canary.gates[{i}]");
         let Some(t) = template(p, &g.metric) else {
+            let reason = unsupported_reason(p, &g.metric).map(|r| format!(": {r}")).unwrap_or_default();
             let hint = match other_provider(&g.metric) {
-                Some(o) => format!("; `{}` has it: set `provider: {}` on the gate or the plan", name(o), name(o)),
-                None => format!("; `{}` computes {}", name(p), gate_names(p).join(", ")),
+                Some(o) => format!("{reason}; `{}` has it: set `provider: {}` on the gate or the plan", name(o), name(o)),
+                None => format!("{reason}; `{}` computes {}", name(p), gate_names(p).join(", ")),
             };
             out.push((Code::GateUnsupported, format!("{field}.metric"), format!("gate `{}`: provider `{}` exports nothing that computes it{hint}", g.metric, name(p))));
             continue;
@@ -310,7 +362,20 @@ pub fn lint_plan(plan: &crate::bundle::Canary) -> Vec<(crate::diag::Code, String
             out.push((Code::GateDirection, format!("{field}.minAbsolute"), format!("gate `{}`: minAbsolute {a} is not a finite number", g.metric)));
         }
     }
+    if plan.steps.last() == Some(&100) && !plan.gates.iter().any(has_absolute_limit) {
+        out.push((
+            Code::FullStepUnchecked,
+            "spec.canary.steps".into(),
+            "the last traffic step is 100%, where the baseline serves nothing to compare with, and no gate has an absolute limit (maxAbsolute / minAbsolute): that step will be NOT CHECKED".into(),
+        ));
+    }
     out
+}
+
+/// Whether the gate holds the candidate to an absolute limit, the only kind
+/// that can be judged at a 100% step (no concurrent baseline there).
+pub fn has_absolute_limit(g: &crate::bundle::Gate) -> bool {
+    g.max_absolute.is_some() || g.min_absolute.is_some()
 }
 
 /// The documented gate names of a provider (for messages and docs).
@@ -322,7 +387,6 @@ pub fn gate_names(p: MetricProvider) -> &'static [&'static str] {
             "itl_pNN_seconds",
             "e2e_pNN_seconds",
             "queue_wait_pNN_seconds",
-            "abort_rate",
             "error_rate",
             "output_tokens_per_second",
             "kv_cache_usage_ratio",
@@ -365,5 +429,25 @@ mod tests {
         assert!(template(MetricProvider::Dcgm, "error_rate").is_none());
         assert!(template(MetricProvider::Vllm, "ttft_p100_seconds").is_none());
         assert!(template(MetricProvider::Kserve, "output_tokens_per_second").is_none());
+        // vLLM declares an abort series it never increments for client aborts.
+        assert!(template(MetricProvider::Vllm, "abort_rate").is_none());
+        assert!(unsupported_reason(MetricProvider::Vllm, "abort_rate").unwrap().contains("vllm-project/vllm#31503"));
+        assert_eq!(traffic(MetricProvider::Vllm).unwrap().0, template(MetricProvider::Vllm, "error_rate").unwrap().samples);
+    }
+
+    #[test]
+    fn knative_reads_both_naming_generations_in_their_own_units() {
+        let e = template(MetricProvider::Kserve, "error_rate").unwrap();
+        assert!(e.samples.starts_with("sum(increase(kn_serving_invocation_duration_seconds_count{{{selector}}}[{{window}}])) or "), "{}", e.samples);
+        assert!(e.samples.ends_with("sum(increase(revision_app_request_count{{{selector}}}[{{window}}]))"), "{}", e.samples);
+        // `/` binds tighter than `or`: the two-generation count is parenthesised.
+        assert!(e.value.contains(") / (sum(increase(kn_serving"), "{}", e.value);
+        assert!(e.value.contains("http_response_status_code=~\"5..\"") && e.value.contains("response_code_class=\"5xx\""));
+        let l = template(MetricProvider::Kserve, "p95_latency_seconds").unwrap();
+        assert_eq!(l.bound_scale, 1.0);
+        assert!(l.value.ends_with("revision_app_request_latencies_bucket{{{selector}}}[{{window}}]))) / 1000"), "{}", l.value);
+        assert!(l.value.starts_with("histogram_quantile(0.95, sum by (le) (rate(kn_serving_invocation_duration_seconds_bucket"), "{}", l.value);
+        // Milliseconds marked with their factor; only one generation per arm.
+        assert!(l.samples.contains(&format!("\"{LE_SCALE_LABEL}\", \"0.001\"")) && l.samples.contains(" unless on() "), "{}", l.samples);
     }
 }
