@@ -48,7 +48,12 @@ pub fn is_candidate(path: &Path) -> bool {
 /// far as they can be read.
 fn declared(head: &str) -> (Option<String>, Option<String>) {
     use serde::Deserialize;
-    let first = serde_yaml_ng::Deserializer::from_str(head).next().map(serde_yaml_ng::Value::deserialize);
+    // The guard before serde here too: an alias bomb in any `.yaml` of the
+    // tree must not expand while deciding whether it is a bundle. A refused
+    // file is sniffed from its header lines, so a hostile bundle is still
+    // detected and its loader reports what is wrong.
+    let guarded = crate::yaml_guard::check(head, &crate::yaml_guard::Limits::DEFAULT).is_ok();
+    let first = if guarded { serde_yaml_ng::Deserializer::from_str(head).next().map(serde_yaml_ng::Value::deserialize) } else { None };
     match first {
         Some(Ok(serde_yaml_ng::Value::Mapping(m))) => {
             let get = |k: &str| m.get(k).and_then(|v| v.as_str()).map(|s| s.trim().to_string());
@@ -172,6 +177,12 @@ mod tests {
         assert!(!b("a/deploy.yaml", "kind: Deployment\n"));
         assert!(!b("a/release.yaml", "apiVersion: v1\nkind: ConfigMap\n"), "content names another kind");
         assert!(!b("a/other.yaml", "apiVersion: example.com/v1\nkind: ReleaseBundle\n"), "someone else's ReleaseBundle");
+        // A hostile file is sniffed without expanding it, and still detected.
+        let bomb = format!("apiVersion: bundlegate.dev/v1\nkind: ReleaseBundle\n{}", crate::fuzzing::alias_bomb(9, 10));
+        let t0 = std::time::Instant::now();
+        assert!(b("a/model.yaml", &bomb));
+        assert!(b("a/model.yaml", "apiVersion: bundlegate.dev/v1\nkind: ReleaseBundle\nx: {a: 1, a: 2}\n"));
+        assert!(t0.elapsed() < std::time::Duration::from_secs(2));
     }
 
     #[test]
