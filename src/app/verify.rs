@@ -322,7 +322,9 @@ pub async fn publish(dir: &Path, to: &str, bundle_path: &Path, jobs: usize) -> R
             // above is the overwrite guard there.
             const SINGLE_PUT_MAX: u64 = 16 << 20;
             if size <= SINGLE_PUT_MAX {
-                let data = tokio::fs::read(&path).await.with_context(|| format!("reading {}", path.display()))?;
+                // Bounded like every read: the file may have grown since it was hashed.
+                let data = crate::adapters::bundle_files::read_bytes(&path, SINGLE_PUT_MAX, "file to publish in one request")
+                    .with_context(|| format!("reading {}", path.display()))?;
                 let got = crate::util::sha256_hex(&data);
                 if got != sha {
                     bail!("{} changed while publishing", path.display());

@@ -93,8 +93,12 @@ pub fn is_bundle(path: &Path, head: &[u8]) -> bool {
     }
 }
 
-/// The first [`MAX_SNIFF_BYTES`] of a file.
+/// The first [`MAX_SNIFF_BYTES`] of a regular file (a FIFO would block the
+/// open, a device never end).
 pub fn read_head(path: &Path) -> std::io::Result<Vec<u8>> {
+    if !std::fs::metadata(path)?.is_file() {
+        return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a regular file (a device, FIFO, socket or folder): refusing to read it"));
+    }
     let mut buf = Vec::new();
     std::fs::File::open(path)?.take(MAX_SNIFF_BYTES as u64).read_to_end(&mut buf)?;
     Ok(buf)
