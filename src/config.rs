@@ -39,8 +39,18 @@ impl Level {
 impl Config {
     pub fn load(path: Option<&Path>) -> Result<Config> {
         let Some(p) = path else { return Ok(Config::default()) };
-        let text = std::fs::read_to_string(p).with_context(|| format!("reading config {}", p.display()))?;
-        let de = serde_yaml_ng::Deserializer::from_str(&text);
+        let text = crate::adapters::bundle_files::read_text(p, crate::adapters::bundle_files::FileKind::Config)
+            .with_context(|| format!("reading config {}", p.display()))?;
+        Self::parse(p, &text)
+    }
+
+    /// Parse config text; `p` names the file in every error. A severity set
+    /// twice (`BG001: deny` then `BG001: allow`) is refused, not last-wins.
+    pub fn parse(p: &Path, text: &str) -> Result<Config> {
+        if let Err(g) = crate::yaml_guard::check(text, &crate::yaml_guard::Limits::DEFAULT) {
+            anyhow::bail!("{}:{}:{}: {}", p.display(), g.line, g.column, g.at_path());
+        }
+        let de = serde_yaml_ng::Deserializer::from_str(text);
         serde_path_to_error::deserialize(de).map_err(|e| {
             let path = e.path().to_string();
             anyhow::anyhow!("{}: {}: {}", p.display(), path, e.into_inner())
@@ -50,7 +60,15 @@ impl Config {
     /// Config first, then command-line flags (flags win).
     pub fn overrides(&self, args: &SeverityArgs) -> Result<Overrides> {
         let mut o = Overrides::default();
+        // A code and its name are one key: `BG001` and `image-not-pinned`
+        // both set would be last-wins in an order the file does not show.
+        let mut seen = std::collections::BTreeMap::new();
         for (code, lvl) in &self.severity {
+            if let Some(c) = crate::diag::Code::from_str_any(code) {
+                if let Some(first) = seen.insert(c, code) {
+                    anyhow::bail!("config: severity for {} is set twice (`{first}` and `{code}` name the same code); keep one", c.as_str());
+                }
+            }
             o.set(code, lvl.severity())?;
         }
         for c in &args.allow {

@@ -95,7 +95,7 @@ codes! {
     ObjectNotChecked => ("BG109", "object-not-checked", "verify", Error,
         "The store stopped answering (connection refused, DNS failure) before the object was read to the end; verify stops starting new reads at the first such failure, and an object never read is never OK."),
     StorageUriOutsideRoot => ("BG110", "storage-uri-outside-root", "verify", Error,
-        "A `file:` storage URI must stay inside the store root (the bundle's git work tree, or BUNDLEGATE_STORE_ROOT); `file:/etc/` or `../` out of it would list and hash host files. Nothing is listed or read."),
+        "A `file:` storage URI must stay inside the store root (the bundle's git work tree, else the bundle's own folder, never the current folder; or BUNDLEGATE_STORE_ROOT); `file:/etc/` or `../` out of it would list and hash host files. Nothing is listed or read."),
 
     // ---- preflight: can this rollout happen on this cluster? --------------------
     SurgeUnschedulable => ("BG201", "surge-pod-unschedulable", "preflight", Error,

@@ -95,3 +95,107 @@ pub fn with_value(key: &str, value: &str) -> Option<String> {
     lines[i] = format!("{}{needle}{value}", " ".repeat(indent));
     Some(lines.join("\n") + "\n")
 }
+
+/// Every way serde_yaml_ng reads a scalar as a float, for the non-finite
+/// `word` (`.nan`, `-.inf`…), as the value of a key indented by `indent`:
+/// plain, and `!!float`-tagged in each style (single and double quoted,
+/// literal and folded block, the verbatim tag). Used to say that the guard
+/// refuses all of them, not only the plain one.
+pub const NON_FINITE_STYLES: usize = 6;
+
+pub fn non_finite_value(style: usize, word: &str, indent: usize) -> String {
+    let block = " ".repeat(indent + 2);
+    match style % NON_FINITE_STYLES {
+        0 => word.to_string(),
+        1 => format!("!!float '{word}'"),
+        2 => format!("!!float \"{word}\""),
+        3 => format!("!!float |-\n{block}{word}"),
+        4 => format!("!!float >-\n{block}{word}"),
+        _ => format!("!<tag:yaml.org,2002:float> {word}"),
+    }
+}
+
+/// The example bundle with the value of the first `key:` line replaced by
+/// `value(indent)`, where `indent` is that line's indentation; a key the
+/// example does not set (`minAbsolute`, `minRelativeDecrease`) is added to
+/// its last gate (`spec.canary.gates[2]`).
+pub fn with_value_at(key: &str, value: impl Fn(usize) -> String) -> Option<String> {
+    if let Some(t) = with_value(key, "\u{0}") {
+        let line = t.lines().find(|l| l.ends_with(": \u{0}"))?;
+        let indent = line.len() - line.trim_start().len();
+        return Some(t.replacen("\u{0}", &value(indent), 1));
+    }
+    let gate = "      - metric: gpu_memory_bytes\n        maxRelativeIncrease: 0.15\n";
+    EXAMPLE_BUNDLE.contains(gate).then(|| EXAMPLE_BUNDLE.replacen(gate, &format!("{gate}        {key}: {}\n", value(8)), 1))
+}
+
+/// The example bundle with its `line`-th line (0-based), when it is a
+/// `key: value` entry, anchored and its key repeated through an alias:
+/// `&k key: v` then `*k : v`. Same key twice, written so that only an
+/// alias-resolving check sees it. `None` for other lines.
+pub fn alias_key_line(line: usize) -> Option<String> {
+    let lines: Vec<&str> = EXAMPLE_BUNDLE.lines().collect();
+    let l = lines.get(line)?;
+    let t = l.trim_start();
+    let (key, value) = t.split_once(": ")?;
+    if t.starts_with('#') || t.starts_with('-') || key.is_empty() || key.contains(['"', '\'', '{', '[', '&', '*', '#']) || value.trim().is_empty() {
+        return None;
+    }
+    let indent = &l[..l.len() - t.len()];
+    let mut out: Vec<String> = lines[..line].iter().map(|s| s.to_string()).collect();
+    out.push(format!("{indent}&k {t}"));
+    out.push(format!("{indent}*k : {value}"));
+    out.extend(lines[line + 1..].iter().map(|s| s.to_string()));
+    Some(out.join("\n") + "\n")
+}
+
+/// A snapshot `text` (YAML) with the `nth` scalar mapping entry written
+/// twice: as JSON (`"k": v, "k": v`) when `json`, else as YAML with the
+/// second key an alias of the first. `None` when there is no such entry.
+pub fn snapshot_with_duplicate_key(text: &str, nth: usize, json: bool) -> Option<String> {
+    if json {
+        let v: serde_json::Value = serde_yaml_ng::from_str(text).ok()?;
+        let pretty = serde_json::to_string_pretty(&v).ok()?;
+        let entries: Vec<(usize, &str)> = pretty
+            .lines()
+            .enumerate()
+            .filter(|(_, l)| l.trim_start().starts_with('"') && l.contains("\": ") && !l.trim_end().ends_with(['{', '[']))
+            .collect();
+        let (i, l) = *entries.get(nth % entries.len().max(1))?;
+        let entry = l.trim().trim_end_matches(',');
+        let mut lines: Vec<String> = pretty.lines().map(String::from).collect();
+        lines[i] = format!("{}{entry}, {}", &l[..l.len() - l.trim_start().len()], l.trim_start());
+        return Some(lines.join("\n"));
+    }
+    let lines: Vec<&str> = text.lines().collect();
+    let entries: Vec<usize> = (0..lines.len())
+        .filter(|&i| {
+            let t = lines[i].trim_start().trim_start_matches("- ");
+            t.split_once(": ").is_some_and(|(k, v)| {
+                !k.is_empty() && !k.contains(['"', '\'', '{', '[', '#', '&', '*']) && !v.trim().is_empty() && !v.contains('#') && !v.trim_start().starts_with(['|', '>'])
+            })
+        })
+        .collect();
+    let i = *entries.get(nth % entries.len().max(1))?;
+    let l = lines[i];
+    let t = l.trim_start();
+    let (lead, t) = match t.strip_prefix("- ") {
+        Some(rest) => (format!("{}- ", &l[..l.len() - t.len()]), rest),
+        None => (l[..l.len() - t.len()].to_string(), t),
+    };
+    let indent = " ".repeat(lead.len());
+    let (_, value) = t.split_once(": ")?;
+    let mut out: Vec<String> = lines[..i].iter().map(|s| s.to_string()).collect();
+    out.push(format!("{lead}&dup {t}"));
+    out.push(format!("{indent}*dup : {value}"));
+    out.extend(lines[i + 1..].iter().map(|s| s.to_string()));
+    Some(out.join("\n") + "\n")
+}
+
+/// A snapshot of `aliases` copies of one anchored pod (`- *p`), after one
+/// node and the pod itself: the shape that took 57 s and 6 GB.
+pub fn snapshot_alias_bomb(aliases: usize) -> String {
+    let node = r#"{"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}, "status": {"allocatable": {"cpu": "4", "memory": "16Gi", "pods": "110"}}}"#;
+    let pod = r#"{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p1", "namespace": "ml", "labels": {"app": "x", "tier": "y"}}, "spec": {"nodeName": "n1", "containers": [{"name": "c", "resources": {"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"memory": "1Gi"}}}]}, "status": {"phase": "Running"}}"#;
+    format!("apiVersion: v1\nkind: List\nitems:\n- {node}\n- &p {pod}\n{}", "- *p\n".repeat(aliases))
+}

@@ -234,12 +234,18 @@ pub struct Inputs {
 }
 
 pub fn load(path: &Path) -> Result<Pipeline> {
-    let text = std::fs::read_to_string(path).with_context(|| format!("reading pipeline {}", path.display()))?;
+    let text = crate::adapters::bundle_files::read_text(path, crate::adapters::bundle_files::FileKind::Pipeline)
+        .with_context(|| format!("reading pipeline {}", path.display()))?;
     parse(path, &text)
 }
 
 /// Parse and validate pipeline text; `path` names the file in every error.
 pub fn parse(path: &Path, text: &str) -> Result<Pipeline> {
+    // The rule every YAML input follows (duplicate keys, `required: false`
+    // then `required: true`, must not be last-wins; aliases and depth bounded).
+    if let Err(g) = crate::yaml_guard::check(text, &crate::yaml_guard::Limits::DEFAULT) {
+        bail!("{}:{}:{}: {}", path.display(), g.line, g.column, g.at_path());
+    }
     let spans = bundle::SpanIndex::build(text);
     let de = serde_yaml_ng::Deserializer::from_str(text);
     let p: PipelineFile = serde_path_to_error::deserialize(de).map_err(|e| {
@@ -394,11 +400,14 @@ struct Target {
     /// PR mode: the bundle as committed at `--head`, which is what is
     /// checked (the working tree may be at another revision).
     head_text: Option<String>,
+    /// PR mode: why the committed bundle cannot be read (too large, not
+    /// UTF-8): reported as its load error, never skipped.
+    head_error: Option<String>,
 }
 
 fn select(p: &Pipeline, inputs: &Inputs) -> Result<(Vec<Target>, Option<StepReport>)> {
     if !inputs.bundles.is_empty() {
-        return Ok((inputs.bundles.iter().map(|b| Target { path: b.clone(), base_text: None, head_text: None }).collect(), None));
+        return Ok((inputs.bundles.iter().map(|b| Target { path: b.clone(), base_text: None, head_text: None, head_error: None }).collect(), None));
     }
     match p.bundles.as_ref().map(|b| b.from) {
         Some(SelectFrom::Changed) => {
@@ -418,10 +427,10 @@ fn select(p: &Pipeline, inputs: &Inputs) -> Result<(Vec<Target>, Option<StepRepo
                 let path = inputs.repo.join(&c.path);
                 // Say so when the checkout is not at head: the check reads
                 // head's committed bundle, not the file on disk.
-                if std::fs::read_to_string(&path).ok().as_deref() != Some(c.head_text.as_str()) {
+                if c.head_error.is_none() && crate::adapters::bundle_files::read_bundle_text(&path).ok().as_deref() != Some(c.head_text.as_str()) {
                     differs.push(c.path.display().to_string());
                 }
-                out.push(Target { path, base_text: c.base_text, head_text: Some(c.head_text) });
+                out.push(Target { path, base_text: c.base_text, head_text: Some(c.head_text), head_error: c.head_error });
             }
             note.summary = format!("{} changed bundle(s), checked as committed at {head}{}", out.len(), if skipped.is_empty() { String::new() } else { format!("; deleted, not checked: {}", skipped.join(", ")) });
             if !differs.is_empty() {
@@ -437,7 +446,7 @@ fn select(p: &Pipeline, inputs: &Inputs) -> Result<(Vec<Target>, Option<StepRepo
         Some(SelectFrom::All) => {
             let root = p.bundles.as_ref().and_then(|b| b.root.clone()).unwrap_or_else(|| inputs.repo.clone());
             let found = crate::app::verify::find_bundles(&root)?;
-            Ok((found.into_iter().map(|path| Target { path, base_text: None, head_text: None }).collect(), None))
+            Ok((found.into_iter().map(|path| Target { path, base_text: None, head_text: None, head_error: None }).collect(), None))
         }
         None => bail!("no bundles: pass --bundle PATH (or declare spec.bundles in the pipeline)"),
     }
@@ -452,9 +461,10 @@ pub fn run_file(pipeline_path: &Path, inputs: &Inputs) -> Result<Report> {
         report.push(n);
     }
     for t in &targets {
-        let loaded = match &t.head_text {
-            Some(text) => crate::app::parse_or_step(&t.path, text, "load"),
-            None => crate::app::load_or_step(&t.path, "load"),
+        let loaded = match (&t.head_error, &t.head_text) {
+            (Some(why), _) => Err(crate::app::unreadable_step(&t.path, why, "load")),
+            (None, Some(text)) => crate::app::parse_or_step(&t.path, text, "load"),
+            (None, None) => crate::app::load_or_step(&t.path, "load"),
         };
         let loaded = match loaded {
             Ok(l) => l,

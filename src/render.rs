@@ -70,7 +70,7 @@ pub const MAX_OUTPUT_BYTES: usize = 8 << 20;
 /// Wall-clock budget for one render (nested `#each` loops can still multiply).
 pub const RENDER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(20);
 /// Template file size.
-const MAX_TEMPLATE_BYTES: u64 = 1 << 20;
+const MAX_TEMPLATE_BYTES: u64 = crate::adapters::bundle_files::FileKind::Template.max_bytes();
 
 fn json_helper(h: &Helper, _: &Handlebars, _: &Context, _: &mut RenderContext, out: &mut dyn Output) -> HelperResult {
     let p = h.param(0).ok_or(RenderErrorReason::ParamNotFoundForIndex("json", 0))?;
@@ -115,7 +115,8 @@ impl Renderer {
                     if !meta.is_file() || meta.len() > MAX_TEMPLATE_BYTES {
                         bail!("template {} must be a regular file of at most {MAX_TEMPLATE_BYTES} bytes", p.display());
                     }
-                    let text = std::fs::read_to_string(&real).with_context(|| format!("reading template {}", p.display()))?;
+                    let text = crate::adapters::bundle_files::read_text(&real, crate::adapters::bundle_files::FileKind::Template)
+                        .with_context(|| format!("reading template {}", p.display()))?;
                     hb.register_template_string(name, text).with_context(|| format!("template {}", p.display()))?;
                 }
             }
@@ -395,6 +396,12 @@ fn carries_verifier(o: &Value) -> bool {
 
 /// Parse a YAML stream into objects, requiring apiVersion, kind and metadata.name.
 pub fn parse_stream(text: &str) -> Result<Vec<Value>> {
+    // User templates write this text: the YAML guard before serde, as for
+    // every YAML read (aliases and depth bounded, keys unique).
+    let limits = crate::yaml_guard::Limits { max_bytes: MAX_OUTPUT_BYTES, ..crate::yaml_guard::Limits::DEFAULT };
+    if let Err(g) = crate::yaml_guard::check(text, &limits) {
+        anyhow::bail!("rendered manifests, line {} column {}: {}", g.line, g.column, g.at_path());
+    }
     let mut out = Vec::new();
     for (i, doc) in serde_yaml_ng::Deserializer::from_str(text).enumerate() {
         let v: Value = serde::Deserialize::deserialize(doc).with_context(|| format!("document {}", i + 1))?;

@@ -1,19 +1,30 @@
-//! One guard for every YAML file bundlegate reads, run on the event stream
-//! *before* serde sees the text: serde_yaml_ng keeps the last of two equal
-//! keys, expands aliases without a budget, and turns `.nan`/`.inf` into
-//! floats that every comparison then silently passes. The guard streams
+//! One guard for every YAML (and JSON) file bundlegate reads, run on the
+//! event stream *before* serde sees the text: serde_yaml_ng keeps the last of
+//! two equal keys, expands aliases without a budget, and turns `.nan`/`.inf`
+//! into floats that every comparison then silently passes. The guard streams
 //! events (aliases are never expanded here) and stops at the first problem,
 //! so a hostile file costs at most one pass over its bytes.
 //!
-//! Shared on purpose: the pipeline and snapshot parsers can call [`check`]
-//! with their own [`Limits`] (or [`Limits::DEFAULT`]).
+//! Readers: the bundle parser, pipeline and config files, cluster snapshots
+//! (the item-at-a-time scan feeds its own events through a [`Guard`], so a
+//! 400 MiB snapshot is still read once), bundle detection and rendered
+//! manifests. JSON snapshots, which take serde_json's faster path, get the
+//! same duplicate-key rule from [`check_json`].
+//!
+//! The rules, each for every style a parser would accept:
+//! - a mapping key appears once (an `*alias` key counts as the text of the
+//!   scalar it names; a mapping or list as a key is refused: no reader takes one);
+//! - no non-finite number: a plain scalar (with any tag or none) or a
+//!   `!!float`-tagged scalar of any style (quoted, literal `|`, folded `>`)
+//!   spelled `.nan`/`.inf`/`-.inf`, or a number that overflows to infinity;
+//! - nesting, `*alias` count and the nodes aliases add are bounded ([`Limits`]).
 
 use std::collections::HashMap;
 
-use yaml_rust2::parser::{Event, Parser};
+use yaml_rust2::parser::{Event, Parser, Tag};
 use yaml_rust2::scanner::{Marker, TScalarStyle};
 
-/// Resource limits for one YAML document. A release bundle is a few
+/// Resource limits for one YAML stream. A release bundle is a few
 /// kilobytes, about 300 nodes and 7 levels deep; the limits leave two orders
 /// of magnitude of room and still stop amplification within milliseconds.
 #[derive(Debug, Clone, Copy)]
@@ -26,17 +37,42 @@ pub struct Limits {
     pub max_nodes: u64,
     /// `*alias` references.
     pub max_aliases: usize,
-    /// Refuse plain scalars that are YAML's non-finite floats (`.nan`,
-    /// `.inf`, `-.inf`) or numbers that overflow to infinity (`1e999`).
+    /// Nodes that `*alias` references add once expanded: the amplification
+    /// itself, bounded even where the text may be large (snapshots).
+    pub max_alias_nodes: u64,
+    /// Refuse non-finite numbers (see the module docs).
     pub refuse_non_finite: bool,
 }
 
 /// 4 MiB: a release bundle is text that a human reviews in a pull request.
 pub const MAX_BUNDLE_BYTES: usize = 4 * 1024 * 1024;
 
+/// The largest cluster snapshot read (bytes). A 5,000-node / 200,000-pod
+/// cluster prints about 400 MiB of YAML.
+pub const MAX_SNAPSHOT_BYTES: usize = 512 << 20;
+
 impl Limits {
-    pub const DEFAULT: Limits =
-        Limits { max_bytes: MAX_BUNDLE_BYTES, max_depth: 64, max_nodes: 100_000, max_aliases: 1_000, refuse_non_finite: true };
+    /// Bundles, pipelines, config files, rendered manifests.
+    pub const DEFAULT: Limits = Limits {
+        max_bytes: MAX_BUNDLE_BYTES,
+        max_depth: 64,
+        max_nodes: 100_000,
+        max_aliases: 1_000,
+        max_alias_nodes: 100_000,
+        refuse_non_finite: true,
+    };
+    /// Cluster snapshots: large by nature, so the node count is bounded by
+    /// the text alone; kubectl never writes an anchor, so aliases get a small
+    /// budget (a 180 KB file of 20,000 `*pod` aliases took 6 GB before).
+    /// Depth 128: `managedFields` of custom resources nest deep.
+    pub const SNAPSHOT: Limits = Limits {
+        max_bytes: MAX_SNAPSHOT_BYTES,
+        max_depth: 128,
+        max_nodes: u64::MAX,
+        max_aliases: 10_000,
+        max_alias_nodes: 200_000,
+        refuse_non_finite: true,
+    };
 }
 
 /// Where and why the guard refused the text. `path` is the field path of the
@@ -49,28 +85,56 @@ pub struct GuardError {
     pub message: String,
 }
 
+impl GuardError {
+    /// `path: message`, or the message alone at the root.
+    pub fn at_path(&self) -> String {
+        if self.path.is_empty() {
+            self.message.clone()
+        } else {
+            format!("{}: {}", self.path, self.message)
+        }
+    }
+}
+
 struct Frame {
     is_map: bool,
-    path: String,
     /// Expanded node count of this collection so far (itself included).
     size: u64,
     anchor: usize,
     /// Mapping: the next node is a key.
     at_key: bool,
-    cur_key: Option<String>,
+    /// Mapping: position of the current key (its text is in `keys`).
+    cur_key: Option<(usize, usize)>,
     keys: HashMap<String, (usize, usize)>,
     idx: usize,
 }
 
 impl Frame {
-    fn child_path(&self) -> String {
+    fn new(is_map: bool, anchor: usize) -> Frame {
+        Frame { is_map, size: 1, anchor, at_key: is_map, cur_key: None, keys: HashMap::new(), idx: 0 }
+    }
+
+    fn segment(&self) -> String {
         if self.is_map {
-            let k = if self.at_key { "?" } else { self.cur_key.as_deref().unwrap_or("?") };
-            if self.path.is_empty() { k.to_string() } else { format!("{}.{k}", self.path) }
+            let key = if self.at_key { None } else { self.cur_key.and_then(|p| self.keys.iter().find(|(_, at)| **at == p).map(|(k, _)| k.as_str())) };
+            key.unwrap_or("?").to_string()
         } else {
-            format!("{}[{}]", self.path, self.idx)
+            format!("[{}]", self.idx)
         }
     }
+}
+
+/// The field path of the node the next event opens, built only for errors.
+fn path_of(stack: &[Frame]) -> String {
+    let mut out = String::new();
+    for f in stack {
+        let seg = f.segment();
+        if f.is_map && !out.is_empty() {
+            out.push('.');
+        }
+        out.push_str(&seg);
+    }
+    out
 }
 
 fn pos(m: &Marker) -> (usize, usize) {
@@ -81,7 +145,7 @@ fn pos(m: &Marker) -> (usize, usize) {
 /// overflow an f64 (`1e999`), which serde would read as infinity.
 pub fn is_non_finite_scalar(s: &str) -> bool {
     let l = s.to_ascii_lowercase();
-    if matches!(l.as_str(), ".nan" | ".inf" | "+.inf" | "-.inf") {
+    if matches!(l.as_str(), ".nan" | ".inf" | "+.inf" | "-.inf" | "+.nan" | "-.nan") {
         return true;
     }
     let b = s.as_bytes();
@@ -91,6 +155,142 @@ pub fn is_non_finite_scalar(s: &str) -> bool {
         _ => false,
     };
     numeric_start && s.replace('_', "").parse::<f64>().is_ok_and(|f| !f.is_finite())
+}
+
+/// `!!float` however it is written (`!!float`, `!<tag:yaml.org,2002:float>`,
+/// a `%TAG` handle for the core schema).
+fn is_float_tag(tag: &Option<Tag>) -> bool {
+    tag.as_ref().is_some_and(|t| format!("{}{}", t.handle, t.suffix) == "tag:yaml.org,2002:float" || (t.handle == "!!" && t.suffix == "float"))
+}
+
+/// What an anchor names: its expanded size, and its text when it is a scalar
+/// (so an `*alias` used as a key is compared as that text).
+struct Anchored {
+    size: u64,
+    text: Option<String>,
+}
+
+/// The guard as a state machine over parser events, for readers that run
+/// their own event loop (the snapshot scan); [`check`] drives it over a text.
+pub struct Guard {
+    limits: Limits,
+    stack: Vec<Frame>,
+    anchors: HashMap<usize, Anchored>,
+    total: u64,
+    alias_nodes: u64,
+    aliases: usize,
+}
+
+impl Guard {
+    pub fn new(limits: &Limits) -> Guard {
+        Guard { limits: *limits, stack: Vec::new(), anchors: HashMap::new(), total: 0, alias_nodes: 0, aliases: 0 }
+    }
+
+    fn err(&self, mark: &Marker, message: String) -> Result<(), GuardError> {
+        let (line, column) = pos(mark);
+        Err(GuardError { line, column, path: path_of(&self.stack), message })
+    }
+
+    /// A key (scalar text, or the text an alias names): refused when the
+    /// mapping already has it.
+    fn key(&mut self, text: &str, mark: &Marker) -> Result<(), GuardError> {
+        let at = pos(mark);
+        let n = self.stack.len();
+        if let Some((l, c)) = self.stack[n - 1].keys.get(text).copied() {
+            let parent = path_of(&self.stack[..n - 1]);
+            let path = if parent.is_empty() { text.to_string() } else { format!("{parent}.{text}") };
+            let message = format!("duplicate key `{text}`: first at line {l} column {c}, again at line {} (YAML 1.2 requires unique keys)", at.0);
+            return Err(GuardError { line: at.0, column: at.1, path, message });
+        }
+        let f = &mut self.stack[n - 1];
+        f.keys.insert(text.to_string(), at);
+        f.cur_key = Some(at);
+        Ok(())
+    }
+
+    /// Feed one event (in stream order). Syntax errors are the parser's to
+    /// report; this only judges well-formed events.
+    pub fn event(&mut self, ev: &Event, mark: &Marker) -> Result<(), GuardError> {
+        let in_key = self.stack.last().is_some_and(|f| f.is_map && f.at_key);
+        // Expanded size and anchor of a node that completes with this event.
+        let (size, anchor, text): (u64, usize, Option<&String>) = match ev {
+            Event::DocumentStart => {
+                self.stack.clear();
+                return Ok(());
+            }
+            Event::Scalar(s, style, anchor, tag) => {
+                if in_key {
+                    self.key(s, mark)?;
+                } else if self.limits.refuse_non_finite && (*style == TScalarStyle::Plain || is_float_tag(tag)) && is_non_finite_scalar(s) {
+                    let how = if *style == TScalarStyle::Plain { "quote it if it is meant as text" } else { "a `!!float` tag reads any style as a number" };
+                    return self.err(mark, format!("`{s}` is not a finite number ({how})"));
+                }
+                (1, *anchor, Some(s))
+            }
+            Event::Alias(id) => {
+                self.aliases += 1;
+                if self.aliases > self.limits.max_aliases {
+                    return self.err(mark, format!("more than {} aliases (`*name`): refusing alias amplification", self.limits.max_aliases));
+                }
+                let (size, key) = match self.anchors.get(id) {
+                    Some(a) => (a.size, a.text.clone()),
+                    None => (1, None),
+                };
+                if in_key {
+                    match key {
+                        Some(k) => self.key(&k, mark)?,
+                        None => return self.err(mark, "a mapping key must be text, not an alias of a mapping or list".into()),
+                    }
+                }
+                self.alias_nodes = self.alias_nodes.saturating_add(size);
+                if self.alias_nodes > self.limits.max_alias_nodes {
+                    return self.err(mark, format!("aliases expand to more than {} nodes: refusing alias amplification", self.limits.max_alias_nodes));
+                }
+                (size, 0, None)
+            }
+            Event::MappingStart(anchor, _) | Event::SequenceStart(anchor, _) => {
+                if self.stack.len() >= self.limits.max_depth {
+                    return self.err(mark, format!("nested deeper than {} levels", self.limits.max_depth));
+                }
+                if in_key {
+                    return self.err(mark, "a mapping key must be text, not a mapping or list".into());
+                }
+                self.stack.push(Frame::new(matches!(ev, Event::MappingStart(..)), *anchor));
+                self.total = self.total.saturating_add(1);
+                if self.total > self.limits.max_nodes {
+                    return self.err(mark, format!("more than {} nodes", self.limits.max_nodes));
+                }
+                return Ok(());
+            }
+            Event::MappingEnd | Event::SequenceEnd => match self.stack.pop() {
+                Some(f) => (f.size, f.anchor, None),
+                None => return Ok(()),
+            },
+            _ => return Ok(()),
+        };
+        if anchor != 0 {
+            self.anchors.insert(anchor, Anchored { size, text: text.cloned() });
+        }
+        // A collection counted itself when it started; a scalar or alias counts here.
+        if !matches!(ev, Event::MappingEnd | Event::SequenceEnd) {
+            self.total = self.total.saturating_add(size);
+        }
+        if self.total > self.limits.max_nodes {
+            return self.err(mark, format!("expands to more than {} nodes (aliases included): refusing alias amplification", self.limits.max_nodes));
+        }
+        if let Some(f) = self.stack.last_mut() {
+            f.size = f.size.saturating_add(size);
+            if f.is_map {
+                if !f.at_key {
+                    f.idx += 1;
+                }
+                f.at_key = !f.at_key;
+            } else {
+                f.idx += 1;
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Check `text` against `limits`. A YAML syntax error is *not* reported here:
@@ -105,89 +305,97 @@ pub fn check(text: &str, limits: &Limits) -> Result<(), GuardError> {
         });
     }
     let mut parser = Parser::new_from_str(text);
-    let mut stack: Vec<Frame> = Vec::new();
-    let mut anchors: HashMap<usize, u64> = HashMap::new();
-    let (mut total, mut aliases) = (0u64, 0usize);
-    let err = |m: &Marker, path: String, message: String| {
-        let (line, column) = pos(m);
-        Err(GuardError { line, column, path, message })
-    };
+    let mut guard = Guard::new(limits);
     loop {
         let Ok((ev, mark)) = parser.next_token() else { return Ok(()) };
-        let path = stack.last().map(Frame::child_path).unwrap_or_default();
-        // Expanded size of a node that completes with this event.
-        let done: Option<(u64, usize)> = match &ev {
-            Event::StreamEnd => return Ok(()),
-            Event::DocumentStart => {
-                stack.clear();
-                None
-            }
-            Event::Scalar(s, style, anchor, _) => {
-                if let Some(f) = stack.last_mut().filter(|f| f.is_map && f.at_key) {
-                    if let Some((l, c)) = f.keys.get(s) {
-                        let (l2, _) = pos(&mark);
-                        let at = if f.path.is_empty() { s.clone() } else { format!("{}.{s}", f.path) };
-                        return err(&mark, at, format!("duplicate key `{s}`: first at line {l} column {c}, again at line {l2} (YAML 1.2 requires unique keys)"));
-                    }
-                    f.keys.insert(s.clone(), pos(&mark));
-                    f.cur_key = Some(s.clone());
-                } else if limits.refuse_non_finite && *style == TScalarStyle::Plain && is_non_finite_scalar(s) {
-                    return err(&mark, path, format!("`{s}` is not a finite number (quote it if it is meant as text)"));
-                }
-                Some((1, *anchor))
-            }
-            Event::Alias(id) => {
-                aliases += 1;
-                if aliases > limits.max_aliases {
-                    return err(&mark, path, format!("more than {} aliases (`*name`): refusing alias amplification", limits.max_aliases));
-                }
-                if let Some(f) = stack.last_mut().filter(|f| f.is_map && f.at_key) {
-                    f.cur_key = None;
-                }
-                Some((anchors.get(id).copied().unwrap_or(1), 0))
-            }
-            Event::MappingStart(anchor, _) | Event::SequenceStart(anchor, _) => {
-                if stack.len() >= limits.max_depth {
-                    return err(&mark, path, format!("nested deeper than {} levels", limits.max_depth));
-                }
-                if let Some(f) = stack.last_mut().filter(|f| f.is_map && f.at_key) {
-                    f.cur_key = None;
-                }
-                let is_map = matches!(ev, Event::MappingStart(..));
-                stack.push(Frame { is_map, path: path.clone(), size: 1, anchor: *anchor, at_key: is_map, cur_key: None, keys: HashMap::new(), idx: 0 });
-                total = total.saturating_add(1);
-                None
-            }
-            Event::MappingEnd | Event::SequenceEnd => stack.pop().map(|f| (f.size, f.anchor)),
-            _ => None,
-        };
-        let Some((size, anchor)) = done else {
-            if total > limits.max_nodes {
-                return err(&mark, path, format!("more than {} nodes", limits.max_nodes));
-            }
-            continue;
-        };
-        if anchor != 0 {
-            anchors.insert(anchor, size);
+        if matches!(ev, Event::StreamEnd) {
+            return Ok(());
         }
-        // A collection counted itself when it started; a scalar or alias counts here.
-        if !matches!(ev, Event::MappingEnd | Event::SequenceEnd) {
-            total = total.saturating_add(size);
-        }
-        if total > limits.max_nodes {
-            return err(&mark, path, format!("expands to more than {} nodes (aliases included): refusing alias amplification", limits.max_nodes));
-        }
-        if let Some(f) = stack.last_mut() {
-            f.size = f.size.saturating_add(size);
-            if f.is_map {
-                if !f.at_key {
-                    f.idx += 1;
-                }
-                f.at_key = !f.at_key;
-            } else {
-                f.idx += 1;
+        guard.event(&ev, &mark)?;
+    }
+}
+
+/// The duplicate-key rule for JSON text (serde_json keeps the last of two
+/// equal keys without a word). Streams the text once, building nothing; a
+/// syntax error is left to the caller's parser, like [`check`]. Nesting is
+/// bounded by serde_json's own limit (128).
+pub fn check_json(text: &str) -> Result<(), GuardError> {
+    use serde::de::DeserializeSeed;
+    let found = std::cell::RefCell::new(None);
+    let mut path = Vec::new();
+    let mut de = serde_json::Deserializer::from_str(text);
+    match (UniqueKeys { path: &mut path, found: &found }).deserialize(&mut de) {
+        Ok(()) => Ok(()),
+        Err(e) => match found.into_inner() {
+            Some((path, message)) => Err(GuardError { line: e.line().max(1), column: e.column().max(1), path, message }),
+            None => Ok(()),
+        },
+    }
+}
+
+struct UniqueKeys<'a> {
+    path: &'a mut Vec<String>,
+    found: &'a std::cell::RefCell<Option<(String, String)>>,
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for UniqueKeys<'_> {
+    type Value = ();
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for UniqueKeys<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_str<E>(self, _: &str) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_unit<E>(self) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        let mut i = 0usize;
+        loop {
+            let last = self.path.last().cloned().unwrap_or_default();
+            self.path.push(format!("{last}[{i}]"));
+            let more = seq.next_element_seed(UniqueKeys { path: self.path, found: self.found })?;
+            self.path.pop();
+            if more.is_none() {
+                return Ok(());
             }
+            i += 1;
         }
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let mut seen = std::collections::HashSet::new();
+        while let Some(k) = map.next_key::<String>()? {
+            let last = self.path.last().cloned().unwrap_or_default();
+            let here = if last.is_empty() { k.clone() } else { format!("{last}.{k}") };
+            if !seen.insert(k.clone()) {
+                let message = format!("duplicate key `{k}` (JSON parsers keep one of the values, so the file is ambiguous)");
+                *self.found.borrow_mut() = Some((here, message.clone()));
+                return Err(serde::de::Error::custom(message));
+            }
+            self.path.push(here);
+            map.next_value_seed(UniqueKeys { path: self.path, found: self.found })?;
+            self.path.pop();
+        }
+        Ok(())
     }
 }
 
@@ -211,12 +419,60 @@ mod tests {
     }
 
     #[test]
-    fn non_finite_numbers_are_refused_but_quoted_text_is_not() {
-        for s in [".nan", ".NaN", ".inf", "-.inf", "+.INF", "1e999", "-1e400"] {
-            let e = chk(&format!("g:\n  max: {s}\n")).unwrap_err();
-            assert_eq!((e.line, e.column, e.path.as_str()), (2, 8, "g.max"), "{s}");
+    fn non_finite_numbers_are_refused_in_every_style_but_quoted_text_is_not() {
+        // Plain (any tag or none), and `!!float` of any style, which
+        // serde_yaml_ng reads as a number too; a block scalar is reported
+        // where its text is.
+        let plain = [".nan", ".NaN", ".inf", "-.inf", "+.INF", "1e999", "-1e400", "!!str .nan", "!custom .NaN"];
+        let tagged = ["!!float |-\n    .nan", "!!float '.inf'", "!!float \".nan\"", "!!float >-\n    -.inf", "!<tag:yaml.org,2002:float> .inf"];
+        for v in plain.iter().chain(&tagged) {
+            let e = chk(&format!("g:\n  max: {v}\n")).unwrap_err();
+            assert_eq!((e.line, e.path.as_str()), (if v.contains('\n') { 3 } else { 2 }, "g.max"), "{v}");
+            assert!(e.message.contains("not a finite number"), "{v}: {}", e.message);
         }
+        assert_eq!(chk("g:\n  max: .nan\n").unwrap_err().column, 8);
+        let e = chk("%TAG !e! tag:yaml.org,2002:\n---\ng: {max: !e!float '.nan'}\n").unwrap_err();
+        assert_eq!(e.path, "g.max");
+        // Quoted text without the float tag stays text.
         assert!(chk("g: {max: '.nan', n: nan, i: inf, v: 1e300}\n").is_ok());
+        assert!(chk("g: {a: '.nan', b: \".inf\", c: !!str '.nan', d: |-\n    .nan\n}\n").is_ok());
+        assert!(chk("g: {max: !!float '0.5'}\n").is_ok());
+    }
+
+    #[test]
+    fn alias_keys_count_as_the_text_they_name_and_complex_keys_are_refused() {
+        let e = chk("requests: {&c cpu: \"64\", *c : \"1\"}\n").unwrap_err();
+        assert_eq!((e.line, e.path.as_str()), (1, "requests.cpu"), "{e:?}");
+        assert!(e.message.contains("duplicate key `cpu`"), "{}", e.message);
+        let e = chk("a: &k cpu\nr:\n  cpu: 1\n  *k : 2\n").unwrap_err();
+        assert_eq!((e.line, e.path.as_str()), (4, "r.cpu"), "{e:?}");
+        assert!(chk("a: &k cpu\nr:\n  *k : 1\n  mem: 2\n").is_ok());
+        for t in ["? [a, b]\n: 1\n", "{[a]: 1}\n", "a: &m {x: 1}\nb: {*m : 1}\n"] {
+            assert!(chk(t).unwrap_err().message.contains("mapping key must be text"), "{t}");
+        }
+    }
+
+    #[test]
+    fn json_duplicate_keys_are_found_at_any_depth() {
+        let e = check_json(r#"{"items": [{"a": 1}, {"r": {"gpu": "1", "gpu": "0"}}]}"#).unwrap_err();
+        assert_eq!(e.path, "items[1].r.gpu");
+        assert!(e.message.contains("duplicate key `gpu`"), "{}", e.message);
+        let e = check_json("{\n \"a\": 1,\n \"a\": 2\n}").unwrap_err();
+        assert_eq!(e.line, 3);
+        assert!(check_json(r#"{"a": {"x": 1}, "b": {"x": [1, {"x": 2}]}}"#).is_ok());
+        // Syntax errors are the caller's parser's to report.
+        assert!(check_json("{\"a\": ").is_ok());
+    }
+
+    #[test]
+    fn snapshot_limits_bound_alias_expansion_not_size() {
+        let many = format!("p: &p {{a: 1, b: [1, 2, 3]}}\nitems: [{}]\n", vec!["*p"; 10_001].join(", "));
+        assert!(check(&many, &Limits::SNAPSHOT).unwrap_err().message.contains("aliases"));
+        let wide = format!("p: &p [{}]\nitems: [{}]\n", vec!["1"; 1000].join(", "), vec!["*p"; 300].join(", "));
+        assert!(check(&wide, &Limits::SNAPSHOT).unwrap_err().message.contains("expand to more than 200000"));
+        let plain: String = (0..150_000).map(|i| format!("- k{i}\n")).collect();
+        assert!(check(&plain, &Limits::SNAPSHOT).is_ok(), "no node limit without aliases");
+        assert!(check(&plain, &Limits::DEFAULT).is_err());
     }
 
     #[test]

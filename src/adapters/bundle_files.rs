@@ -1,6 +1,10 @@
-//! Reading bundle files from disk: bounded, regular files only, and (for a
-//! file that a bundle *names*, such as its rollback target) confined to the
-//! tree the bundle lives in.
+//! Reading the files bundlegate is given or led to: bounded, regular files
+//! only, and (for a file that a bundle *names*, such as its rollback target
+//! or golden set) confined to the tree the bundle lives in.
+//!
+//! One reader for every file ([`read_text`], [`read_bytes`]): devices, FIFOs
+//! and folders are refused before they are opened, and nothing is read past
+//! the limit of the file's [`FileKind`] (limits in docs/reliability.md).
 //!
 //! Confinement root: the git work tree that contains the bundle (the nearest
 //! ancestor folder holding a `.git` entry, a folder or a worktree's file).
@@ -8,42 +12,114 @@
 //! service folder of the `<service>/<version>/release.yaml` layout, so that
 //! `../v1/release.yaml` resolves. A reference resolves inside the root after
 //! `..` is applied *and* after symlinks are followed, or it is refused.
+//! Every reader of a named file (lint, canary, watch/revert, the golden set)
+//! goes through [`load_named_bundle`] or [`read_named_text`].
 
 use std::io::Read;
 use std::path::{Component, Path, PathBuf};
 
 use crate::bundle::{self, LoadError, Loaded};
 use crate::checks::lint::RollbackStatus;
-use crate::yaml_guard::MAX_BUNDLE_BYTES;
+use crate::yaml_guard::{MAX_BUNDLE_BYTES, MAX_SNAPSHOT_BYTES};
+
+/// What a file is, which sets how much of it is ever read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileKind {
+    /// A release bundle (also a rollback target): 4 MiB.
+    Bundle,
+    /// A pipeline file: 1 MiB.
+    Pipeline,
+    /// `--config`: 1 MiB.
+    Config,
+    /// A `kubectl get … -o yaml|json` snapshot: 512 MiB.
+    Snapshot,
+    /// `spec.canary.golden` (JSONL requests): 16 MiB.
+    GoldenSet,
+    /// A bundlegate JSON report read back (`revert --evidence`): 64 MiB.
+    Report,
+    /// A user template: 1 MiB.
+    Template,
+    /// `GITHUB_EVENT_PATH`: 32 MiB (GitHub caps webhook payloads at 25 MB).
+    GithubEvent,
+    /// The in-pod verification marker: 4 KiB.
+    Marker,
+}
+
+impl FileKind {
+    pub const fn max_bytes(self) -> u64 {
+        match self {
+            FileKind::Bundle => MAX_BUNDLE_BYTES as u64,
+            FileKind::Pipeline | FileKind::Config | FileKind::Template => 1 << 20,
+            FileKind::Snapshot => MAX_SNAPSHOT_BYTES as u64,
+            FileKind::GoldenSet => 16 << 20,
+            FileKind::Report => 64 << 20,
+            FileKind::GithubEvent => 32 << 20,
+            FileKind::Marker => 4 << 10,
+        }
+    }
+
+    pub const fn noun(self) -> &'static str {
+        match self {
+            FileKind::Bundle => "bundle file",
+            FileKind::Pipeline => "pipeline file",
+            FileKind::Config => "config file",
+            FileKind::Snapshot => "cluster snapshot",
+            FileKind::GoldenSet => "golden set",
+            FileKind::Report => "report",
+            FileKind::Template => "template",
+            FileKind::GithubEvent => "GitHub event file",
+            FileKind::Marker => "marker file",
+        }
+    }
+}
 
 fn refuse(msg: String) -> std::io::Error {
     std::io::Error::new(std::io::ErrorKind::InvalidInput, msg)
 }
 
-/// Read a UTF-8 text file of at most `max` bytes. Devices, FIFOs and folders
-/// are refused before they are opened (`/dev/zero` never ends, a FIFO blocks).
-pub fn read_bounded(path: &Path, max: usize) -> std::io::Result<String> {
+fn human(max: u64) -> String {
+    if max >= 1 << 20 {
+        format!("{} MiB", max >> 20)
+    } else {
+        format!("{} KiB", max >> 10)
+    }
+}
+
+/// Read at most `max` bytes of a regular file. Devices, FIFOs and folders
+/// are refused before they are opened (`/dev/zero` never ends, a FIFO
+/// blocks); a file over the limit is an error of kind `FileTooLarge`.
+pub fn read_bytes(path: &Path, max: u64, noun: &str) -> std::io::Result<Vec<u8>> {
     let meta = std::fs::metadata(path)?;
     if !meta.is_file() {
         return Err(refuse("not a regular file (a device, FIFO, socket or folder): refusing to read it".into()));
     }
-    let too_big = |n: u64| refuse(format!("{n} bytes or more, over the limit of {max} bytes ({} MiB) for a bundle file", max / (1024 * 1024)));
-    if meta.len() > max as u64 {
+    let too_big = |n: u64| std::io::Error::new(std::io::ErrorKind::FileTooLarge, format!("{n} bytes or more, over the limit of {max} bytes ({}) for a {noun}", human(max)));
+    if meta.len() > max {
         return Err(too_big(meta.len()));
     }
     let f = std::fs::File::open(path)?;
-    // The file may grow between stat and read: the reader itself is bounded.
+    // The file may grow (or be swapped) between stat and read: the reader itself is bounded.
     let mut buf = Vec::with_capacity(meta.len() as usize);
-    f.take(max as u64 + 1).read_to_end(&mut buf)?;
-    if buf.len() > max {
+    f.take(max + 1).read_to_end(&mut buf)?;
+    if buf.len() as u64 > max {
         return Err(too_big(buf.len() as u64));
     }
+    Ok(buf)
+}
+
+/// UTF-8 text, or why it is not (no byte of it quoted).
+pub fn utf8(buf: Vec<u8>) -> std::io::Result<String> {
     String::from_utf8(buf).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, format!("not UTF-8 text (invalid byte at offset {})", e.utf8_error().valid_up_to())))
+}
+
+/// Read a file of the given kind: regular, within its limit, UTF-8.
+pub fn read_text(path: &Path, kind: FileKind) -> std::io::Result<String> {
+    utf8(read_bytes(path, kind.max_bytes(), kind.noun())?)
 }
 
 /// Read a bundle-sized file (see [`MAX_BUNDLE_BYTES`]).
 pub fn read_bundle_text(path: &Path) -> std::io::Result<String> {
-    read_bounded(path, MAX_BUNDLE_BYTES)
+    read_text(path, FileKind::Bundle)
 }
 
 /// `..` and `.` applied without touching the disk (the target may not exist).
@@ -61,18 +137,24 @@ fn normalize(p: &Path) -> PathBuf {
     out
 }
 
+/// The canonical folder holding the bundle at `bundle_path` (lexically
+/// normalized when it does not exist).
+pub fn bundle_folder(bundle_path: &Path) -> PathBuf {
+    let abs = std::fs::canonicalize(bundle_path).unwrap_or_else(|_| normalize(&std::path::absolute(bundle_path).unwrap_or_else(|_| bundle_path.to_path_buf())));
+    abs.parent().map(Path::to_path_buf).unwrap_or_default()
+}
+
+/// The git work tree holding `dir`: the nearest ancestor with a `.git`
+/// entry (a folder, or a worktree's or submodule's file). Never the
+/// current folder unless the bundle is in it.
+pub fn work_tree_of(dir: &Path) -> Option<PathBuf> {
+    dir.ancestors().find(|d| d.join(".git").exists()).map(Path::to_path_buf)
+}
+
 /// The confinement root for files a bundle at `bundle_path` names (see the module docs).
 pub fn confinement_root(bundle_path: &Path) -> PathBuf {
-    let abs = std::fs::canonicalize(bundle_path).unwrap_or_else(|_| normalize(&std::path::absolute(bundle_path).unwrap_or_else(|_| bundle_path.to_path_buf())));
-    let dir = abs.parent().map(Path::to_path_buf).unwrap_or_default();
-    let mut cur = Some(dir.as_path());
-    while let Some(d) = cur {
-        if d.join(".git").exists() {
-            return d.to_path_buf();
-        }
-        cur = d.parent();
-    }
-    dir.parent().map(Path::to_path_buf).unwrap_or(dir)
+    let dir = bundle_folder(bundle_path);
+    work_tree_of(&dir).unwrap_or_else(|| dir.parent().map(Path::to_path_buf).unwrap_or(dir))
 }
 
 /// Where a reference from a bundle leads, if it stays inside the root.
@@ -99,18 +181,47 @@ pub fn confine(bundle_path: &Path, reference: &str) -> Confined {
     }
 }
 
-/// Load the rollback target of `l` as plain data for `checks::lint`. Errors
-/// say where the target is broken (file, line, column, field) but never
-/// quote it: the target may be any file, such as a `.env`.
+/// Why a file that a bundle names could not be used. Never quotes the file:
+/// it may be anything the bundle points at, such as a `.env`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NamedFileError {
+    #[error("`{reference}` resolves outside {root} (the bundle's git work tree, else the folder above the bundle's folder): refused, not read")]
+    Outside { reference: String, root: String },
+    #[error("{0}")]
+    Unreadable(String),
+}
+
+/// Where `reference` (named by the bundle `l`) leads, if inside the root.
+pub fn resolve_named(l: &Loaded, reference: &str) -> Result<PathBuf, NamedFileError> {
+    match confine(&l.path, reference) {
+        Confined::Outside { root } => Err(NamedFileError::Outside { reference: reference.to_string(), root: root.display().to_string() }),
+        Confined::Inside(p) => Ok(p),
+    }
+}
+
+/// Load a bundle that `l` names (its rollback target): confined, bounded,
+/// and with errors that say where the file is broken but never quote it.
+/// The one loader lint, canary and watch/revert use.
+pub fn load_named_bundle(l: &Loaded, reference: &str) -> Result<Loaded, NamedFileError> {
+    let p = resolve_named(l, reference)?;
+    load(&p).map_err(|e| NamedFileError::Unreadable(e.redacted()))
+}
+
+/// Read a text file that `l` names (its golden set): confined and bounded.
+pub fn read_named_text(l: &Loaded, reference: &str, kind: FileKind) -> Result<(PathBuf, String), NamedFileError> {
+    let p = resolve_named(l, reference)?;
+    let text = read_text(&p, kind).map_err(|e| NamedFileError::Unreadable(format!("{}: cannot read: {e}", p.display())))?;
+    Ok((p, text))
+}
+
+/// The rollback target of `l` as plain data for `checks::lint`.
 pub fn rollback_status(l: &Loaded) -> RollbackStatus {
     let Some(rb) = &l.bundle.spec.rollback else { return RollbackStatus::NotDeclared };
     let path = rb.bundle.clone();
-    match confine(&l.path, &rb.bundle) {
-        Confined::Outside { root } => RollbackStatus::Escapes { path, root: root.display().to_string() },
-        Confined::Inside(p) => match load(&p) {
-            Ok(prev) => RollbackStatus::Resolved { path, digest: prev.digest },
-            Err(e) => RollbackStatus::Unreadable { path, error: e.redacted() },
-        },
+    match load_named_bundle(l, &rb.bundle) {
+        Ok(prev) => RollbackStatus::Resolved { path, digest: prev.digest },
+        Err(NamedFileError::Outside { root, .. }) => RollbackStatus::Escapes { path, root },
+        Err(NamedFileError::Unreadable(error)) => RollbackStatus::Unreadable { path, error },
     }
 }
 
@@ -126,13 +237,17 @@ mod tests {
 
     #[test]
     fn devices_and_oversized_files_are_refused() {
-        let e = read_bounded(Path::new("/dev/zero"), 1024).unwrap_err();
+        let e = read_text(Path::new("/dev/zero"), FileKind::Bundle).unwrap_err();
         assert!(e.to_string().contains("not a regular file"), "{e}");
         let d = tempfile::tempdir().unwrap();
         let p = d.path().join("big.yaml");
         std::fs::write(&p, vec![b'a'; 2048]).unwrap();
-        assert!(read_bounded(&p, 1024).unwrap_err().to_string().contains("over the limit"));
-        assert_eq!(read_bounded(&p, 4096).unwrap().len(), 2048);
+        let e = read_bytes(&p, 1024, "thing").unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::FileTooLarge);
+        assert!(e.to_string().contains("over the limit of 1024 bytes (1 KiB) for a thing"), "{e}");
+        assert_eq!(read_bytes(&p, 4096, "thing").unwrap().len(), 2048);
+        std::fs::write(&p, b"ok\xff").unwrap();
+        assert!(read_text(&p, FileKind::Marker).unwrap_err().to_string().contains("not UTF-8 text (invalid byte at offset 2)"));
     }
 }
 

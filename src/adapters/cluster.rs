@@ -364,9 +364,13 @@ fn parse_fast(display: &str, text: &str, json: bool) -> Option<ClusterState> {
 // serde_yaml_ng loads every event of a document before deserializing, which
 // for 20,000 pods peaks at several hundred MiB. Instead, one pass of
 // yaml-rust2's event parser (constant memory) finds where each item of the
-// List starts, checks every mapping for duplicate keys and reads each item's
-// kind and name; then each item's own text is deserialized on its own, and its
-// events are freed before the next. Errors keep absolute line:column.
+// List starts and reads each item's kind and name, while every event also
+// goes through the YAML guard with snapshot limits (duplicate keys, alias
+// keys included; non-finite numbers; nesting; alias expansion); then each
+// item's own text is deserialized on its own, and its events are freed
+// before the next. Errors keep absolute line:column. A file the scan does not
+// take item by item (anchors, flow style) is read whole, but only after the
+// guard has passed over all of it: alias expansion is bounded either way.
 
 /// One item of `items:` as found by the scan.
 #[derive(Default)]
@@ -389,12 +393,14 @@ struct YamlScan {
 enum ScanFail {
     /// Not well-formed YAML: (message, line, column), 1-based.
     Syntax(String, usize, usize),
-    Duplicate(String, usize, usize),
+    /// Refused by the YAML guard (duplicate key, non-finite number, depth, aliases).
+    Guard(crate::yaml_guard::GuardError),
 }
 
 struct Frame {
     map: bool,
-    keys: std::collections::HashSet<String>,
+    /// Keys seen so far (the guard checks they are unique).
+    keys: usize,
     awaiting_value: bool,
     key: Option<String>,
     items: bool,
@@ -410,8 +416,10 @@ fn scan_yaml(text: &str) -> Result<Option<YamlScan>, ScanFail> {
     let mut out = YamlScan { kind: None, items: Vec::new(), end_line: 0 };
     let mut docs = 0;
     let mut simple = true;
+    let mut guard = crate::yaml_guard::Guard::new(&crate::yaml_guard::Limits::SNAPSHOT);
     loop {
         let (ev, mark) = parser.next_token().map_err(|e| ScanFail::Syntax(e.info().to_string(), e.marker().line().max(1), e.marker().col() + 1))?;
+        guard.event(&ev, &mark).map_err(ScanFail::Guard)?;
         let (anchor, node) = match &ev {
             Event::StreamEnd => break,
             Event::DocumentStart => {
@@ -434,7 +442,7 @@ fn scan_yaml(text: &str) -> Result<Option<YamlScan>, ScanFail> {
                 if top.map && !top.awaiting_value {
                     // A block mapping's own mark lies after its first key, so
                     // an item starts where its first key does.
-                    if depth == 3 && top.keys.is_empty() && stack[1].items {
+                    if depth == 3 && top.keys == 0 && stack[1].items {
                         if let Some(h) = out.items.last_mut().filter(|h| h.line == 0) {
                             (h.line, h.col) = (mark.line().max(1), mark.col());
                         }
@@ -442,10 +450,9 @@ fn scan_yaml(text: &str) -> Result<Option<YamlScan>, ScanFail> {
                     let top = stack.last_mut().expect("checked");
                     top.awaiting_value = true;
                     top.key = None;
+                    // Duplicates are the guard's (above); this only counts keys.
+                    top.keys += 1;
                     if let Event::Scalar(k, ..) = &ev {
-                        if !top.keys.insert(k.clone()) {
-                            return Err(ScanFail::Duplicate(k.clone(), mark.line().max(1), mark.col() + 1));
-                        }
                         top.key = Some(k.clone());
                     }
                     // Keys are never the nodes looked for below.
@@ -553,9 +560,7 @@ fn parse_yaml_items(display: &str, text: &str) -> Result<Option<ClusterState>> {
         Ok(Some(s)) => s,
         Ok(None) => return Ok(None),
         Err(ScanFail::Syntax(msg, line, col)) => bail!("{display}: not valid YAML: {msg} at line {line} column {col}"),
-        Err(ScanFail::Duplicate(key, line, col)) => bail!(
-            "{display}:{line}:{col}: duplicate key `{key}`: YAML keeps only one of the values, so the snapshot is ambiguous (kubectl never prints one twice)"
-        ),
+        Err(ScanFail::Guard(g)) => bail!("{display}:{}:{}: {}", g.line, g.column, g.at_path()),
     };
     let Some(kind) = scan.kind.as_deref().filter(|k| *k == "List" || (k.ends_with("List") && k.len() > 4)) else { return Ok(None) };
     let hint = kind.strip_suffix("List").filter(|k| !k.is_empty());
@@ -602,8 +607,14 @@ pub fn parse_snapshot(display: &str, text: &str) -> Result<ClusterState> {
         bail!("{display}: the snapshot is empty");
     }
     // JSON is YAML, but the JSON parser is several times faster on 20k pods.
+    // serde_json keeps the last of two equal keys: refuse them first (a
+    // `"nvidia.com/gpu": "0"` after `"1"` must not turn a FAIL into a PASS).
     let json = text.trim_start().starts_with('{');
-    if !json {
+    if json {
+        if let Err(g) = crate::yaml_guard::check_json(text) {
+            bail!("{display}:{}:{}: {}", g.line, g.column, g.at_path());
+        }
+    } else {
         if let Some(st) = parse_yaml_items(display, text)? {
             require_complete(&st, display)?;
             return Ok(st);
@@ -646,23 +657,18 @@ pub fn parse_snapshot(display: &str, text: &str) -> Result<ClusterState> {
 /// The largest snapshot read (bytes). A 5,000-node / 200,000-pod cluster
 /// prints about 400 MiB of YAML; beyond this the file is refused rather than
 /// read into memory without bound. Documented in docs/reliability.md.
-pub const MAX_SNAPSHOT_BYTES: u64 = 512 << 20;
+pub const MAX_SNAPSHOT_BYTES: u64 = crate::yaml_guard::MAX_SNAPSHOT_BYTES as u64;
 
 pub fn load_snapshot(path: &Path) -> Result<ClusterState> {
-    use std::io::Read;
+    use crate::adapters::bundle_files::{read_text, FileKind};
     let display = path.display().to_string();
-    let f = std::fs::File::open(path).with_context(|| format!("reading cluster snapshot {display}"))?;
-    let too_big = || anyhow!("{display}: the snapshot is larger than {} MiB, the limit preflight reads; take it per namespace or trim it with `kubectl get … -o yaml`", MAX_SNAPSHOT_BYTES >> 20);
-    if f.metadata().is_ok_and(|m| m.len() > MAX_SNAPSHOT_BYTES) {
-        return Err(too_big());
-    }
-    // Read at most one byte past the limit: a file that grows while read is bounded too.
-    let mut bytes = Vec::new();
-    f.take(MAX_SNAPSHOT_BYTES + 1).read_to_end(&mut bytes).with_context(|| format!("reading cluster snapshot {display}"))?;
-    if bytes.len() as u64 > MAX_SNAPSHOT_BYTES {
-        return Err(too_big());
-    }
-    let text = String::from_utf8(bytes).map_err(|e| anyhow!("{display}: not UTF-8 text (byte {})", e.utf8_error().valid_up_to()))?;
+    let text = read_text(path, FileKind::Snapshot).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::FileTooLarge {
+            anyhow!("{display}: the snapshot is larger than {} MiB, the limit preflight reads; take it per namespace or trim it with `kubectl get … -o yaml`", MAX_SNAPSHOT_BYTES >> 20)
+        } else {
+            anyhow!("{display}: reading cluster snapshot: {e}")
+        }
+    })?;
     parse_snapshot(&display, &text)
 }
 
@@ -806,10 +812,10 @@ mod tests {
         assert!(e.contains("s.yaml: items[1] (Pod p) spec.containers[0].resources.requests") && e.contains("(line 14, column"), "{e}");
         let dup = format!("{head}  metadata: {{name: b}}\n");
         let e = parse_snapshot("d.yaml", &dup).unwrap_err().to_string();
-        assert!(e.contains("d.yaml:8:3: duplicate key `metadata`"), "{e}");
+        assert!(e.contains("d.yaml:8:3: items[0].metadata: duplicate key `metadata`"), "{e}");
         let dup = "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Pod\n  metadata: {name: p}\n  spec:\n    containers:\n    - resources:\n        requests: {cpu: 1, cpu: 2}\n";
         let e = parse_snapshot("d.yaml", dup).unwrap_err().to_string();
-        assert!(e.contains("d.yaml:10:28: duplicate key `cpu`"), "{e}");
+        assert!(e.contains("d.yaml:10:28: items[0].spec.containers[0].resources.requests.cpu: duplicate key `cpu`"), "{e}");
         // Items after other top-level keys, a dash on its own line, comments between items.
         let odd = "kind: List\napiVersion: v1\nitems:\n  -\n    apiVersion: v1\n    kind: Node\n    metadata: {name: a}\n  # a comment\n  - apiVersion: v1\n    kind: Pod\n    metadata: {name: p}\n    spec: {nodeName: a, containers: [{}]}\nmetadata: {}\n";
         let scan = scan_yaml(odd).ok().flatten().expect("block style is read item by item");

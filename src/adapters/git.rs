@@ -8,7 +8,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, Context, Result};
-use git2::{Delta, DiffFindOptions, DiffOptions, FileMode, ObjectType, Oid, Repository, Tree};
+use git2::{Delta, DiffFindOptions, DiffOptions, FileMode, ObjectType, Oid, Repository, Tree, TreeWalkMode, TreeWalkResult};
 
 use crate::bundle::detect;
 
@@ -19,19 +19,58 @@ use crate::bundle::detect;
 /// is still reported (so the run can say "removed, nothing to verify") with
 /// `head_text` empty and `base_text` holding the old content; callers must
 /// check `status` before parsing `head_text`.
+///
+/// Detection is the one rule of `bundle::detect` (what `argocd discover` and
+/// audit accept), applied to the first bytes of the blob: a bundle that is
+/// too large or not UTF-8 is still reported, with `head_error` saying why,
+/// so the run fails on it instead of reading "touches no release bundle".
+/// A changed symlink to a folder (`llm/current -> v2`) changes every bundle
+/// it serves: each is reported under the link's path.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ChangedBundle {
     /// Path relative to the repository root, at head (at base for `deleted`).
     pub path: PathBuf,
-    /// Content at the merge base; `None` when the bundle is new.
+    /// Content at the merge base; `None` when the bundle is new (or unreadable there).
     pub base_text: Option<String>,
-    /// Content at head; empty for `deleted`.
+    /// Content at head; empty for `deleted` and when `head_error` is set.
     pub head_text: String,
+    /// Why the head blob cannot be read as a bundle's text (over the 4 MiB
+    /// limit, not UTF-8): the caller reports it as this bundle's load error.
+    pub head_error: Option<String>,
     pub status: String,
 }
 
-/// Blobs larger than this are never read: the same bound as detection.
+/// Blobs are sniffed (detection) on this many first bytes, the same bound as
+/// `argocd discover`; a bundle is read whole only within [`MAX_BUNDLE_BYTES`].
 const MAX_SNIFF_BYTES: usize = detect::MAX_SNIFF_BYTES;
+const MAX_BUNDLE_BYTES: usize = crate::yaml_guard::MAX_BUNDLE_BYTES;
+
+/// Entries of a symlinked folder looked at for bundles (a link to a huge
+/// folder stops here rather than walking it all).
+const MAX_DIR_ENTRIES: usize = 10_000;
+
+/// One side of a diff entry as detection sees it.
+#[derive(Debug)]
+enum Blob {
+    Text(String),
+    /// Not readable as a bundle's text; `head` is what detection sniffs.
+    Unreadable { head: Vec<u8>, why: String },
+}
+
+impl Blob {
+    fn head(&self) -> &[u8] {
+        match self {
+            Blob::Text(t) => t.as_bytes(),
+            Blob::Unreadable { head, .. } => head,
+        }
+    }
+    fn text(self) -> Option<String> {
+        match self {
+            Blob::Text(t) => Some(t),
+            Blob::Unreadable { .. } => None,
+        }
+    }
+}
 
 /// Bundles changed by `head` relative to `base`, with pull-request semantics:
 /// the diff is `merge_base(base, head) → head`, so commits that landed on the
@@ -53,7 +92,8 @@ pub fn changed_bundles(repo: &Path, base: &str, head: &str) -> Result<Vec<Change
     // delete plus an unrelated add.
     diff.find_similar(Some(DiffFindOptions::new().renames(true)))?;
 
-    let mut out = Vec::new();
+    let mut out: Vec<ChangedBundle> = Vec::new();
+    let mut links: Vec<PathBuf> = Vec::new();
     for delta in diff.deltas() {
         let status = match delta.status() {
             Delta::Added | Delta::Copied => "added",
@@ -69,34 +109,146 @@ pub fn changed_bundles(repo: &Path, base: &str, head: &str) -> Result<Vec<Change
         // entry is a commit in another repository and never read.
         let old_path = old.path().map(Path::to_path_buf);
         let new_path = new.path().map(Path::to_path_buf);
-        let old_text = if status == "added" { None } else { side_text(&r, &old_tree, old_path.as_deref(), old.id(), old.mode())? };
-        let new_text = if status == "deleted" { None } else { side_text(&r, &new_tree, new_path.as_deref(), new.id(), new.mode())? };
+        if old.mode() == FileMode::Link || new.mode() == FileMode::Link {
+            if let Some(p) = new_path.clone().or(old_path.clone()) {
+                links.push(p);
+            }
+        }
+        let old_blob = if status == "added" { None } else { side_text(&r, &old_tree, old_path.as_deref(), old.id(), old.mode())? };
+        let new_blob = if status == "deleted" { None } else { side_text(&r, &new_tree, new_path.as_deref(), new.id(), new.mode())? };
 
-        let old_is = match (&old_path, &old_text) {
-            (Some(p), Some(t)) => detect::is_bundle(p, t.as_bytes()),
+        let old_is = match (&old_path, &old_blob) {
+            (Some(p), Some(b)) => detect::is_bundle(p, b.head()),
             _ => false,
         };
-        let new_is = match (&new_path, &new_text) {
-            (Some(p), Some(t)) => detect::is_bundle(p, t.as_bytes()),
+        let new_is = match (&new_path, &new_blob) {
+            (Some(p), Some(b)) => detect::is_bundle(p, b.head()),
             _ => false,
         };
         if !old_is && !new_is {
             continue;
         }
-        if status == "deleted" || (old_is && new_text.is_none()) {
+        let base_text = old_blob.and_then(Blob::text);
+        if status == "deleted" || (old_is && new_blob.is_none()) {
             out.push(ChangedBundle {
                 path: old_path.clone().or(new_path).unwrap_or_default(),
-                base_text: old_text,
+                base_text,
                 head_text: String::new(),
+                head_error: None,
                 status: "deleted".into(),
             });
             continue;
         }
-        let Some(head_text) = new_text else { continue };
+        let Some(head) = new_blob else { continue };
         let path = new_path.ok_or_else(|| anyhow!("diff entry without a path"))?;
-        out.push(ChangedBundle { path, base_text: old_text, head_text, status: status.into() });
+        out.push(changed(path, base_text, head, status));
+    }
+    // A retargeted folder link changes which bundle its path serves.
+    for link in links {
+        for c in through_folder_link(&r, &old_tree, &new_tree, &link)? {
+            out.retain(|o| o.path != c.path);
+            out.push(c);
+        }
     }
     out.sort_by(|a, b| a.path.cmp(&b.path));
+    Ok(out)
+}
+
+fn changed(path: PathBuf, base_text: Option<String>, head: Blob, status: &str) -> ChangedBundle {
+    let (head_text, head_error) = match head {
+        Blob::Text(t) => (t, None),
+        Blob::Unreadable { why, .. } => (String::new(), Some(why)),
+    };
+    ChangedBundle { path, base_text, head_text, head_error, status: status.into() }
+}
+
+/// The folder `path` names in `tree`, following symlinks inside the
+/// repository: its repository-relative path and its tree.
+fn folder_at<'r>(r: &'r Repository, tree: &Tree<'r>, path: &Path) -> Option<(PathBuf, Tree<'r>)> {
+    let mut at = path.to_path_buf();
+    for _ in 0..detect::MAX_LINK_HOPS {
+        let entry = tree.get_path(&at).ok()?;
+        match entry.filemode() {
+            0o040000 => return Some((at, entry.to_object(r).ok()?.into_tree().ok()?)),
+            0o120000 => {
+                let blob = r.find_blob(entry.id()).ok()?;
+                let target = PathBuf::from(String::from_utf8_lossy(blob.content()).into_owned());
+                at = detect::link_target_in_repo(&at, &target).ok()?;
+            }
+            _ => return None,
+        }
+    }
+    None
+}
+
+/// Bundle candidates (by name) under a folder, relative to it.
+fn candidates_in(tree: &Tree<'_>) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut seen = 0usize;
+    let _ = tree.walk(TreeWalkMode::PreOrder, |root, entry| {
+        seen += 1;
+        if seen > MAX_DIR_ENTRIES {
+            return TreeWalkResult::Abort;
+        }
+        if let (Some(name), Some(ObjectType::Blob)) = (entry.name().ok(), entry.kind()) {
+            let rel = Path::new(root).join(name);
+            if detect::is_candidate(&rel) {
+                out.push(rel);
+            }
+        }
+        TreeWalkResult::Ok
+    });
+    out
+}
+
+/// The bundle text at `rel` under the folder `dir` of `tree`, if any.
+fn file_in(r: &Repository, tree: &Tree<'_>, dir: &Path, rel: &Path) -> Result<Option<Blob>> {
+    let at = dir.join(rel);
+    let Ok(entry) = tree.get_path(&at) else { return Ok(None) };
+    let Some(mode) = file_mode(entry.filemode()) else { return Ok(None) };
+    side_text(r, tree, Some(&at), entry.id(), mode)
+}
+
+/// Bundles served through `link` (a symlink on at least one side of the
+/// diff) when it names a folder: each one whose text differs between base
+/// and head, reported under the link's path.
+fn through_folder_link(r: &Repository, old_tree: &Tree<'_>, new_tree: &Tree<'_>, link: &Path) -> Result<Vec<ChangedBundle>> {
+    let before = folder_at(r, old_tree, link);
+    let after = folder_at(r, new_tree, link);
+    if before.is_none() && after.is_none() {
+        return Ok(Vec::new());
+    }
+    let mut rels: Vec<PathBuf> = before.iter().chain(after.iter()).flat_map(|(_, t)| candidates_in(t)).collect();
+    rels.sort();
+    rels.dedup();
+    let mut out = Vec::new();
+    for rel in rels {
+        let path = link.join(&rel);
+        let old = match &before {
+            Some((dir, _)) => file_in(r, old_tree, dir, &rel)?,
+            None => None,
+        };
+        let new = match &after {
+            Some((dir, _)) => file_in(r, new_tree, dir, &rel)?,
+            None => None,
+        };
+        let old_is = old.as_ref().is_some_and(|b| detect::is_bundle(&path, b.head()));
+        let new_is = new.as_ref().is_some_and(|b| detect::is_bundle(&path, b.head()));
+        if !old_is && !new_is {
+            continue;
+        }
+        let base_text = if old_is { old.and_then(Blob::text) } else { None };
+        match new.filter(|_| new_is) {
+            None => out.push(ChangedBundle { path, base_text, head_text: String::new(), head_error: None, status: "deleted".into() }),
+            Some(head) => {
+                if matches!(&head, Blob::Text(t) if base_text.as_ref() == Some(t)) {
+                    continue; // the link moved, the bundle it serves did not change
+                }
+                let status = if old_is { "modified" } else { "added" };
+                out.push(changed(path, base_text, head, status));
+            }
+        }
+    }
     Ok(out)
 }
 
@@ -114,22 +266,42 @@ fn resolve(r: &Repository, rev: &str) -> Result<Oid> {
     Err(anyhow!("git revision `{rev}` not found in {} (fetch it, e.g. actions/checkout with fetch-depth: 0)", r.path().display()))
 }
 
-/// Text of a blob, or `None` when it is too large or not UTF-8 (not a bundle).
-fn blob_text(r: &Repository, id: Oid) -> Result<Option<String>> {
+/// A blob as detection sees it: its text, or (over the bundle limit, not
+/// UTF-8) its first bytes and why it cannot be read. Binary content (a NUL)
+/// is text to git2's heuristics only: it goes to the parser, which says
+/// where it is, as `argocd discover` does.
+fn blob_text(r: &Repository, id: Oid) -> Result<Option<Blob>> {
     if id.is_zero() {
         return Ok(None);
     }
     let blob = r.find_blob(id).with_context(|| format!("reading blob {id}"))?;
-    if blob.size() > MAX_SNIFF_BYTES || blob.is_binary() {
-        return Ok(None);
+    let content = blob.content();
+    if content.len() > MAX_BUNDLE_BYTES {
+        return Ok(Some(Blob::Unreadable {
+            head: content[..MAX_SNIFF_BYTES.min(content.len())].to_vec(),
+            why: format!("{} bytes, over the limit of {MAX_BUNDLE_BYTES} bytes (4 MiB) for a bundle file", content.len()),
+        }));
     }
-    Ok(String::from_utf8(blob.content().to_vec()).ok())
+    Ok(Some(match std::str::from_utf8(content) {
+        Ok(t) => Blob::Text(t.to_string()),
+        Err(e) => Blob::Unreadable { head: content.to_vec(), why: format!("not UTF-8 text (invalid byte at offset {})", e.valid_up_to()) },
+    }))
 }
 
-/// The text behind one side of a diff entry: a blob's, or for a symlink
+/// Raw tree-entry modes (git2 gives no FileMode for entries).
+fn file_mode(raw: i32) -> Option<FileMode> {
+    match raw {
+        0o120000 => Some(FileMode::Link),
+        0o100755 => Some(FileMode::BlobExecutable),
+        0o100644 => Some(FileMode::Blob),
+        _ => None,
+    }
+}
+
+/// The blob behind one side of a diff entry: a blob's, or for a symlink
 /// its target's (followed inside `tree`). A bundle-named symlink whose target
 /// leaves the repository is refused; any other unreadable entry is "no text".
-fn side_text(r: &Repository, tree: &Tree<'_>, path: Option<&Path>, id: Oid, mode: FileMode) -> Result<Option<String>> {
+fn side_text(r: &Repository, tree: &Tree<'_>, path: Option<&Path>, id: Oid, mode: FileMode) -> Result<Option<Blob>> {
     let Some(path) = path else { return Ok(None) };
     let (mut at, mut id, mut mode) = (path.to_path_buf(), id, mode);
     for _ in 0..detect::MAX_LINK_HOPS {
@@ -150,13 +322,8 @@ fn side_text(r: &Repository, tree: &Tree<'_>, path: Option<&Path>, id: Oid, mode
                     return Ok(None);
                 };
                 id = entry.id();
-                // Raw tree-entry modes (git2 gives no FileMode for entries).
-                mode = match entry.filemode() {
-                    0o120000 => FileMode::Link,
-                    0o100755 => FileMode::BlobExecutable,
-                    0o100644 => FileMode::Blob,
-                    _ => return Ok(None),
-                };
+                let Some(m) = file_mode(entry.filemode()) else { return Ok(None) };
+                mode = m;
             }
             _ => return Ok(None),
         }

@@ -209,12 +209,22 @@ pub struct GoldenExpect {
     pub max_latency_ms: Option<u64>,
 }
 
-/// Parse a golden JSONL file; errors name the line.
+/// Parse a golden JSONL file; errors name the line, column and kind of
+/// problem but never quote the file (the bundle names it: it may be any
+/// file of the repository). A key given twice in a request is refused.
 pub fn parse_golden(text: &str) -> Result<Vec<GoldenSample>> {
     text.lines()
         .enumerate()
         .filter(|(_, l)| !l.trim().is_empty() && !l.trim_start().starts_with("//"))
-        .map(|(i, l)| serde_json::from_str(l).with_context(|| format!("line {}", i + 1)))
+        .map(|(i, l)| {
+            if let Err(g) = crate::yaml_guard::check_json(l) {
+                anyhow::bail!("line {} column {}: not a golden request (duplicate key; its text is not quoted)", i + 1, g.column);
+            }
+            serde_json::from_str(l).map_err(|e| {
+                let kind = if e.is_syntax() || e.is_eof() { "not JSON" } else { crate::bundle::problem_kind(&e.to_string()) };
+                anyhow::anyhow!("line {} column {}: not a golden request ({kind}; its text is not quoted)", i + 1, e.column())
+            })
+        })
         .collect()
 }
 

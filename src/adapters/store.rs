@@ -87,23 +87,17 @@ pub fn endpoint_gone(e: &(dyn std::error::Error + 'static)) -> bool {
 }
 
 /// The folder `file:` stores must stay inside: `BUNDLEGATE_STORE_ROOT` when
-/// set, else the git work tree holding the bundle, else the current folder
-/// when the bundle is under it, else the bundle's own folder. Canonical.
+/// set, else the git work tree holding the bundle (the same lookup as
+/// `bundle_files::confinement_root`), else the bundle's own folder. Never the
+/// current folder: `cd / && bundlegate verify /tmp/x/release.yaml` with
+/// `storageUri: file:/etc/` must not make `/` the root. Canonical.
 pub fn store_root(bundle_dir: &Path) -> Result<PathBuf> {
     if let Some(r) = std::env::var_os("BUNDLEGATE_STORE_ROOT") {
         let r = PathBuf::from(r);
         return std::fs::canonicalize(&r).with_context(|| format!("BUNDLEGATE_STORE_ROOT {} does not exist", r.display()));
     }
     let dir = std::fs::canonicalize(bundle_dir).with_context(|| format!("bundle folder {}", bundle_dir.display()))?;
-    if let Some(top) = dir.ancestors().find(|a| a.join(".git").exists()) {
-        return Ok(top.to_path_buf());
-    }
-    if let Ok(cwd) = std::env::current_dir().and_then(std::fs::canonicalize) {
-        if dir.starts_with(&cwd) {
-            return Ok(cwd);
-        }
-    }
-    Ok(dir)
+    Ok(crate::adapters::bundle_files::work_tree_of(&dir).unwrap_or(dir))
 }
 
 /// A `file:` storage URI outside the store root: a policy refusal (BG110),
@@ -119,7 +113,7 @@ fn confine(path: &Path, root: &Path, uri: &str) -> Result<()> {
     let abs = storage_uri::normalize(&std::path::absolute(path)?);
     let refuse = |shown: &Path| {
         anyhow::Error::new(OutsideRoot(format!(
-            "storage URI `{uri}` resolves to {}, outside the store root {} (the bundle's git work tree; set BUNDLEGATE_STORE_ROOT to choose another); nothing was listed or read",
+            "storage URI `{uri}` resolves to {}, outside the store root {} (the bundle's git work tree, else the bundle's folder; set BUNDLEGATE_STORE_ROOT to choose another); nothing was listed or read",
             shown.display(),
             root.display()
         )))

@@ -120,9 +120,18 @@ impl Params {
             }
         }
         if let Some(text) = env.get("ARGOCD_APP_PARAMETERS") {
+            // A key twice in an entry, or a parameter twice in the list, is
+            // refused: serde_json and the loop below would keep the last.
+            if let Err(g) = crate::yaml_guard::check_json(text) {
+                bail!("ARGOCD_APP_PARAMETERS: column {}: {}", g.column, g.at_path());
+            }
             let list: Vec<Value> = serde_json::from_str(text).context("ARGOCD_APP_PARAMETERS is not a JSON array")?;
+            let mut seen = std::collections::BTreeSet::new();
             for p in list {
                 let name = p.get("name").and_then(Value::as_str).ok_or_else(|| anyhow!("ARGOCD_APP_PARAMETERS: an entry has no `name`: {p}"))?;
+                if !seen.insert(name.to_string()) {
+                    bail!("ARGOCD_APP_PARAMETERS: parameter `{name}` is given twice");
+                }
                 let spec = PARAMS.iter().find(|s| s.name == name).ok_or_else(|| {
                     let known: Vec<&str> = PARAMS.iter().map(|s| s.name).collect();
                     anyhow!("unknown plugin parameter `{name}` (known: {})", known.join(", "))
@@ -145,17 +154,20 @@ impl Params {
         let default = |name: &str| PARAMS.iter().find(|s| s.name == name).map(|s| s.default).unwrap_or("");
 
         let bundle = val("bundle").map(|(v, _)| v.clone()).unwrap_or_else(|| default("bundle").to_string());
+        // The same rules as the bundle fields they override (bundle::validate).
         let namespace = match val("namespace") {
             Some((v, src)) => {
-                if !is_dns_label(v) {
-                    bail!("parameter `namespace` ({src}) = `{v}` is not a valid namespace name");
-                }
+                crate::bundle::validate::check_namespace(v).map_err(|why| anyhow!("parameter `namespace` ({src}): {why}"))?;
                 Some(v.clone())
             }
             None => None,
         };
         let replicas = match val("replicas") {
-            Some((v, src)) => Some(v.trim().parse::<u32>().map_err(|_| anyhow!("parameter `replicas` ({src}) = `{v}` is not a whole number"))?),
+            Some((v, src)) => {
+                let n = v.trim().parse::<u64>().map_err(|_| anyhow!("parameter `replicas` ({src}) = `{v}` is not a whole number"))?;
+                crate::bundle::validate::check_replicas(n).map_err(|why| anyhow!("parameter `replicas` ({src}): {why}, as for spec.serving.replicas"))?;
+                Some(n as u32)
+            }
             None => None,
         };
         let templates = val("templates").map(|(v, _)| v.clone());
@@ -167,14 +179,6 @@ impl Params {
         };
         Ok(Params { bundle, namespace, replicas, templates, lint })
     }
-}
-
-fn is_dns_label(s: &str) -> bool {
-    !s.is_empty()
-        && s.len() <= 63
-        && s.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
-        && !s.starts_with('-')
-        && !s.ends_with('-')
 }
 
 pub fn run(cmd: ArgocdAction, ov: &Overrides) -> Result<Report> {
@@ -353,7 +357,8 @@ fn generate_inner(source: &Path, env: &CmpEnv, ov: &Overrides) -> Result<Generat
         bail!("bundle `{}` is not a file", params.bundle);
     }
     let display = display_path(env, &params.bundle);
-    let text = std::fs::read_to_string(&bundle_path).with_context(|| format!("reading {display}"))?;
+    // Bounded before anything is read: a 200 MB file is refused from its size.
+    let text = crate::adapters::bundle_files::read_bundle_text(&bundle_path).with_context(|| format!("reading {display}"))?;
     let mut l: Loaded = bundle::parse(&display, &bundle_path, text)?;
 
     // Overrides change what is deployed, not which release it is: the digest
@@ -363,6 +368,10 @@ fn generate_inner(source: &Path, env: &CmpEnv, ov: &Overrides) -> Result<Generat
     }
     if let Some(r) = params.replicas {
         l.bundle.spec.serving.replicas = r;
+    }
+    // What is rendered obeys the bundle's rules, overrides included.
+    if let Err((field, why)) = bundle::validate::validate(&l.bundle) {
+        bail!("{display}: {field} (after plugin parameters): {why}");
     }
 
     confine_rollback(source, env, &l)?;

@@ -186,18 +186,12 @@ pub async fn audit(o: &AuditOptions, vo: &VerifyOptions, ov: &Overrides) -> Resu
 
 /// A local file, at most `limit` bytes; `None` when it does not exist.
 fn read_bounded(p: &Path, limit: u64) -> Result<Option<Vec<u8>>> {
-    use std::io::Read;
-    let f = match std::fs::File::open(p) {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(e).with_context(|| format!("reading {}", p.display())),
-    };
-    let mut out = Vec::new();
-    f.take(limit + 1).read_to_end(&mut out).with_context(|| format!("reading {}", p.display()))?;
-    if out.len() as u64 > limit {
-        bail!("{} is over the {limit}-byte limit", p.display());
+    // The one bounded, regular-file-only reader (a FIFO here would block).
+    match crate::adapters::bundle_files::read_bytes(p, limit, "cache file") {
+        Ok(b) => Ok(Some(b)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e).with_context(|| format!("reading {}", p.display())),
     }
-    Ok(Some(out))
 }
 
 fn rebuilt_note(what: &str, why: &str) -> Diagnostic {

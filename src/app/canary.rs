@@ -152,8 +152,8 @@ async fn analyze_at(l: &Loaded, args: &CanaryOptions, ov: &Overrides, now: f64, 
 /// rollback target's, which must load. Also returns the rollback target as
 /// loaded, for the rollback check.
 #[allow(clippy::type_complexity)]
-fn baseline_version<'a>(l: &'a Loaded, args: &CanaryOptions) -> Result<(Option<String>, Option<(&'a bundle::Rollback, Result<Loaded, bundle::LoadError>)>)> {
-    let prev = l.bundle.spec.rollback.as_ref().map(|rb| (rb, crate::adapters::bundle_files::load(&l.dir().join(&rb.bundle))));
+fn baseline_version<'a>(l: &'a Loaded, args: &CanaryOptions) -> Result<(Option<String>, Option<(&'a bundle::Rollback, Result<Loaded, crate::adapters::bundle_files::NamedFileError>)>)> {
+    let prev = l.bundle.spec.rollback.as_ref().map(|rb| (rb, crate::adapters::bundle_files::load_named_bundle(l, &rb.bundle)));
     let version = match (&args.baseline_selector, &prev) {
         (Some(_), _) => None,
         (None, Some((_, Ok(p)))) => Some(p.bundle.metadata.version.clone()),
@@ -540,7 +540,7 @@ fn gate_table(o: &GateOutcome) -> Table {
     }
 }
 
-async fn check_rollback(prev: Option<(&bundle::Rollback, Result<Loaded, bundle::LoadError>)>) -> RollbackTarget {
+async fn check_rollback(prev: Option<(&bundle::Rollback, Result<Loaded, crate::adapters::bundle_files::NamedFileError>)>) -> RollbackTarget {
     let Some((rb, loaded)) = prev else {
         return RollbackTarget::Unusable { path: None, reason: "the bundle declares no spec.rollback".into() };
     };
@@ -600,9 +600,8 @@ impl Golden {
 async fn run_golden(l: &Loaded, args: &CanaryOptions) -> Golden {
     let Some(file) = l.bundle.spec.canary.as_ref().and_then(|c| c.golden.as_ref()) else { return Golden::NotDeclared };
     let Some(endpoint) = args.endpoint.as_deref() else { return Golden::NoEndpoint };
-    let path = l.dir().join(file);
     let res: Result<Vec<GoldenResult>> = async {
-        let text = std::fs::read_to_string(&path).with_context(|| format!("golden set {}", path.display()))?;
+        let (path, text) = crate::adapters::bundle_files::read_named_text(l, file, crate::adapters::bundle_files::FileKind::GoldenSet).with_context(|| format!("golden set {file}"))?;
         let samples = prom::parse_golden(&text).with_context(|| format!("golden set {}", path.display()))?;
         let http = reqwest::Client::builder().timeout(std::time::Duration::from_secs(120)).build()?;
         let mut out = Vec::new();

@@ -33,6 +33,13 @@ pub fn parse_or_step(path: &Path, text: &str, step: &str) -> std::result::Result
     bundle::parse(&path.display().to_string(), path, text.to_string()).map_err(|e| load_error(path, step, e))
 }
 
+/// The Error step for a bundle whose text could not be read at all (a
+/// committed blob over the size limit or not UTF-8), worded as a load error.
+pub fn unreadable_step(path: &Path, why: &str, step: &str) -> StepReport {
+    let source = std::io::Error::new(std::io::ErrorKind::InvalidData, why.to_string());
+    load_error(path, step, bundle::LoadError::Io { file: path.display().to_string(), source })
+}
+
 fn load_error(path: &Path, step: &str, e: bundle::LoadError) -> StepReport {
     let mut s = StepReport::new(step, path.display().to_string());
     s.verdict = Verdict::Error;

@@ -83,7 +83,7 @@ pub fn run(o: &Opts) -> Result<Report> {
     let mut r = Report::new("verify-files");
     if o.ready {
         // Readiness probe: Ready only when this release's check passed.
-        let ok = std::fs::read_to_string(&o.marker).map(|s| s.trim() == m.release_digest).unwrap_or(false);
+        let ok = crate::adapters::bundle_files::read_text(&o.marker, crate::adapters::bundle_files::FileKind::Marker).map(|s| s.trim() == m.release_digest).unwrap_or(false);
         let mut s = StepReport::new("verify-files-ready", o.marker.display().to_string());
         s.verdict = if ok { Verdict::Pass } else { Verdict::Fail };
         s.summary = if ok { format!("verified {}", m.release_digest) } else { "model files not verified (yet)".into() };

@@ -349,7 +349,7 @@ fn env_nonempty(k: &str) -> Option<String> {
 impl GithubEnv {
     pub fn from_env() -> GithubEnv {
         let event: Option<serde_json::Value> =
-            env_nonempty("GITHUB_EVENT_PATH").and_then(|p| std::fs::read_to_string(p).ok()).and_then(|t| serde_json::from_str(&t).ok());
+            env_nonempty("GITHUB_EVENT_PATH").and_then(|p| crate::adapters::bundle_files::read_text(Path::new(&p), crate::adapters::bundle_files::FileKind::GithubEvent).ok()).and_then(|t| serde_json::from_str(&t).ok());
         let pr = event.as_ref().map(|e| &e["pull_request"]);
         let pr_number = env_nonempty("BUNDLEGATE_PR_NUMBER")
             .and_then(|s| s.trim().trim_start_matches('#').parse().ok())

@@ -322,7 +322,9 @@ pub async fn publish(dir: &Path, to: &str, bundle_path: &Path, jobs: usize) -> R
             // above is the overwrite guard there.
             const SINGLE_PUT_MAX: u64 = 16 << 20;
             if size <= SINGLE_PUT_MAX {
-                let data = tokio::fs::read(&path).await.with_context(|| format!("reading {}", path.display()))?;
+                // Bounded like every read: the file may have grown since it was hashed.
+                let data = crate::adapters::bundle_files::read_bytes(&path, SINGLE_PUT_MAX, "file to publish in one request")
+                    .with_context(|| format!("reading {}", path.display()))?;
                 let got = crate::util::sha256_hex(&data);
                 if got != sha {
                     bail!("{} changed while publishing", path.display());
@@ -366,7 +368,10 @@ pub async fn publish(dir: &Path, to: &str, bundle_path: &Path, jobs: usize) -> R
         }
     }
     // Rewrite the bundle: storageUri and artifacts; roles kept by path, else inferred.
-    let text = std::fs::read_to_string(bundle_path)?;
+    let text = crate::adapters::bundle_files::read_bundle_text(bundle_path)?;
+    if let Err(g) = crate::yaml_guard::check(&text, &crate::yaml_guard::Limits::DEFAULT) {
+        bail!("{}:{}:{}: {}", bundle_path.display(), g.line, g.column, g.at_path());
+    }
     let mut doc: serde_yaml_ng::Value = serde_yaml_ng::from_str(&text)?;
     let old_roles: BTreeMap<String, bundle::ArtifactRole> = l.bundle.spec.model.artifacts.iter().map(|a| (a.path.clone(), a.role)).collect();
     let arts: Vec<bundle::Artifact> = published

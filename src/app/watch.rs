@@ -35,9 +35,16 @@ pub const REVERT_MARKER: &str = "bundlegate-revert-of:";
 
 /// How often the cluster is read. Polling (plain GETs) rather than watches
 /// keeps the tool's access read-only and simple to audit; 2 s is well below
-/// the seconds a pod takes to schedule. Tests shorten it.
-fn poll_interval() -> Duration {
-    std::env::var("BUNDLEGATE_WATCH_POLL").ok().and_then(|v| crate::util::parse_duration(&v)).unwrap_or(Duration::from_secs(2))
+/// the seconds a pod takes to schedule. Tests shorten it. Zero is refused
+/// (it polled the API in a tight loop), as is anything that is not a
+/// duration of at most 7 days.
+fn poll_interval() -> Result<Duration> {
+    let Ok(v) = std::env::var("BUNDLEGATE_WATCH_POLL") else { return Ok(Duration::from_secs(2)) };
+    match crate::util::try_duration(&v) {
+        Ok(d) if d.is_zero() => anyhow::bail!("BUNDLEGATE_WATCH_POLL=`{v}`: the poll interval must be more than 0 (zero reads the cluster in a tight loop); e.g. 2s"),
+        Ok(d) => Ok(d),
+        Err(why) => anyhow::bail!("BUNDLEGATE_WATCH_POLL: {why}"),
+    }
 }
 
 fn runtime() -> Result<tokio::runtime::Runtime> {
@@ -116,9 +123,9 @@ async fn sleep_until_next(poll: Duration, deadline: Instant) {
 
 async fn watch_loaded(l: &Loaded, args: &WatchOptions) -> Result<Report> {
     let (timeout, probe_every) = (args.timeout.value, args.probe_interval.value);
+    let poll = poll_interval()?;
     let started = Instant::now();
     let deadline = started + timeout;
-    let poll = poll_interval();
     let mut r = Report::new("watch");
     let target = format!("{} ({} {})", l.display, l.bundle.metadata.version, l.digest);
 
@@ -489,7 +496,7 @@ pub fn revert(bundle: &Path, args: &RevertOptions) -> Result<Report> {
     };
     let evidence = match &args.evidence {
         Some(p) => {
-            let text = std::fs::read_to_string(p).with_context(|| format!("reading evidence {}", p.display()))?;
+            let text = crate::adapters::bundle_files::read_text(p, crate::adapters::bundle_files::FileKind::Report).with_context(|| format!("reading evidence {}", p.display()))?;
             Some(serde_json::from_str::<Report>(&text).with_context(|| format!("{} is not a bundlegate JSON report (`watch --format json`)", p.display()))?)
         }
         None => None,
@@ -569,8 +576,7 @@ async fn revert_steps(l: &Loaded, args: &RevertOptions, evidence: Option<&Report
         Err(e) => return vec![StepReport::error("revert", &target, &e.context("reading the bundle's history"))],
     }
 
-    let rb_path = l.dir().join(&rb.bundle);
-    let prev = match crate::adapters::bundle_files::load(&rb_path) {
+    let prev = match crate::adapters::bundle_files::load_named_bundle(l, &rb.bundle) {
         Ok(p) => p,
         Err(e) => {
             fail(

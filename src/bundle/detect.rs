@@ -48,7 +48,12 @@ pub fn is_candidate(path: &Path) -> bool {
 /// far as they can be read.
 fn declared(head: &str) -> (Option<String>, Option<String>) {
     use serde::Deserialize;
-    let first = serde_yaml_ng::Deserializer::from_str(head).next().map(serde_yaml_ng::Value::deserialize);
+    // The guard before serde here too: an alias bomb in any `.yaml` of the
+    // tree must not expand while deciding whether it is a bundle. A refused
+    // file is sniffed from its header lines, so a hostile bundle is still
+    // detected and its loader reports what is wrong.
+    let guarded = crate::yaml_guard::check(head, &crate::yaml_guard::Limits::DEFAULT).is_ok();
+    let first = if guarded { serde_yaml_ng::Deserializer::from_str(head).next().map(serde_yaml_ng::Value::deserialize) } else { None };
     match first {
         Some(Ok(serde_yaml_ng::Value::Mapping(m))) => {
             let get = |k: &str| m.get(k).and_then(|v| v.as_str()).map(|s| s.trim().to_string());
@@ -88,8 +93,12 @@ pub fn is_bundle(path: &Path, head: &[u8]) -> bool {
     }
 }
 
-/// The first [`MAX_SNIFF_BYTES`] of a file.
+/// The first [`MAX_SNIFF_BYTES`] of a regular file (a FIFO would block the
+/// open, a device never end).
 pub fn read_head(path: &Path) -> std::io::Result<Vec<u8>> {
+    if !std::fs::metadata(path)?.is_file() {
+        return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a regular file (a device, FIFO, socket or folder): refusing to read it"));
+    }
     let mut buf = Vec::new();
     std::fs::File::open(path)?.take(MAX_SNIFF_BYTES as u64).read_to_end(&mut buf)?;
     Ok(buf)
@@ -172,6 +181,12 @@ mod tests {
         assert!(!b("a/deploy.yaml", "kind: Deployment\n"));
         assert!(!b("a/release.yaml", "apiVersion: v1\nkind: ConfigMap\n"), "content names another kind");
         assert!(!b("a/other.yaml", "apiVersion: example.com/v1\nkind: ReleaseBundle\n"), "someone else's ReleaseBundle");
+        // A hostile file is sniffed without expanding it, and still detected.
+        let bomb = format!("apiVersion: bundlegate.dev/v1\nkind: ReleaseBundle\n{}", crate::fuzzing::alias_bomb(9, 10));
+        let t0 = std::time::Instant::now();
+        assert!(b("a/model.yaml", &bomb));
+        assert!(b("a/model.yaml", "apiVersion: bundlegate.dev/v1\nkind: ReleaseBundle\nx: {a: 1, a: 2}\n"));
+        assert!(t0.elapsed() < std::time::Duration::from_secs(2));
     }
 
     #[test]

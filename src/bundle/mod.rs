@@ -32,18 +32,47 @@ pub enum LoadError {
 }
 
 impl LoadError {
-    /// The error without any text quoted from the file (values, keys, or
-    /// the scalar a `.env` file turns into): file, line, column, field and
-    /// the kind of problem only. For files the user did not name as a
-    /// bundle, e.g. a rollback target that is really something else.
+    /// The error without any text from the file: file, line, column, the
+    /// field (schema names only) and the kind of problem from a fixed
+    /// vocabulary, never the parser's message (serde and the guard quote the
+    /// offending text, escaped in ways no quote-stripping catches). For files
+    /// the user did not name as a bundle, e.g. a rollback target that is
+    /// really a `.env`.
     pub fn redacted(&self) -> String {
         match self {
             LoadError::Io { .. } => self.to_string(),
             LoadError::Invalid { file, line, column, field, message } => {
-                format!("{file}:{line}:{column}: {}: {}", redact_path(field), redact_quotes(message))
+                format!("{file}:{line}:{column}: {}: the file is not a release bundle (line {line}: {}; its text is not quoted)", redact_path(field), problem_kind(message))
             }
         }
     }
+}
+
+/// What kind of problem a parse message describes, as one of a fixed set of
+/// phrases: nothing of the message itself is kept.
+pub fn problem_kind(message: &str) -> &'static str {
+    const KINDS: &[(&str, &str)] = &[
+        ("duplicate key", "duplicate key"),
+        ("duplicate field", "duplicate key"),
+        ("not a finite number", "not a finite number"),
+        ("alias", "alias amplification"),
+        ("nested deeper", "nested too deep"),
+        ("nodes", "too many nodes"),
+        ("mapping key must be text", "a key that is not text"),
+        ("over the limit", "too large"),
+        ("invalid YAML", "invalid YAML"),
+        ("YAML document", "not exactly one YAML document"),
+        ("unknown field", "unknown field"),
+        ("missing field", "missing field"),
+        ("unknown variant", "value not allowed"),
+        ("invalid type", "wrong type"),
+        ("invalid value", "invalid value"),
+        ("invalid length", "wrong length"),
+        ("out of range", "out of range"),
+        ("is not a valid", "invalid name"),
+        ("expected `", "not the expected value"),
+    ];
+    KINDS.iter().find(|(needle, _)| message.contains(needle)).map_or("invalid", |(_, kind)| kind)
 }
 
 /// Field names of the schema: a path segment that is not one of them is a
@@ -72,33 +101,6 @@ fn redact_path(field: &str) -> String {
         } else {
             out.push('…');
         }
-    }
-    out
-}
-
-/// Replace every `` `…` `` and `"…"` span (serde and the guard quote the
-/// offending text that way) with an ellipsis.
-fn redact_quotes(msg: &str) -> String {
-    let mut out = String::with_capacity(msg.len());
-    let mut open: Option<char> = None;
-    for c in msg.chars() {
-        match open {
-            Some(q) if c == q => {
-                out.push('…');
-                out.push(c);
-                open = None;
-            }
-            Some(_) => {}
-            None => {
-                out.push(c);
-                if c == '`' || c == '"' {
-                    open = Some(c);
-                }
-            }
-        }
-    }
-    if open.is_some() {
-        out.push('…');
     }
     out
 }
@@ -200,13 +202,42 @@ fn strip_location(msg: &str) -> String {
 /// release, not part of what is served, and including it would make two
 /// identical releases differ only by history.
 pub fn release_digest(b: &ReleaseBundle) -> String {
+    format!("sha256:{}", hex::encode(Sha256::digest(canonical_form(b).as_bytes())))
+}
+
+/// The bytes [`release_digest`] hashes. JSON has no NaN or infinity
+/// (serde_json writes both as `null`, which the canonical form drops like an
+/// absent field), so a non-finite float, which the parser refuses, is still
+/// written as an object no number can equal: `{"nonFinite":"NaN"}`. Distinct
+/// values never share canonical bytes.
+pub fn canonical_form(b: &ReleaseBundle) -> String {
     let mut v = serde_json::to_value(b).expect("bundle serializes");
+    for (field, x) in b.float_fields() {
+        if !x.is_finite() {
+            if let Some(slot) = value_at(&mut v, &field) {
+                *slot = serde_json::json!({"nonFinite": format!("{x}")});
+            }
+        }
+    }
     if let Some(spec) = v.get_mut("spec").and_then(|s| s.as_object_mut()) {
         spec.remove("rollback");
     }
     let mut canon = String::new();
     canonical_json(&v, &mut canon);
-    format!("sha256:{}", hex::encode(Sha256::digest(canon.as_bytes())))
+    canon
+}
+
+/// The value at a field path such as `spec.canary.gates[1].maxAbsolute`.
+fn value_at<'a>(v: &'a mut serde_json::Value, field: &str) -> Option<&'a mut serde_json::Value> {
+    let mut cur = v;
+    for seg in field.split('.') {
+        let (name, rest) = seg.find('[').map(|i| seg.split_at(i)).unwrap_or((seg, ""));
+        cur = cur.get_mut(name)?;
+        for idx in rest.split(['[', ']']).filter(|s| !s.is_empty()) {
+            cur = cur.get_mut(idx.parse::<usize>().ok()?)?;
+        }
+    }
+    Some(cur)
 }
 
 fn canonical_json(v: &serde_json::Value, out: &mut String) {
@@ -282,6 +313,43 @@ mod tests {
         let l = try_parse(EXAMPLE.to_string()).unwrap();
         assert_eq!(l.bundle.metadata.name, "llm-scratch");
         assert!(l.digest.starts_with("sha256:"));
+    }
+
+    /// NaN, +Inf, -Inf and "no bound" used to hash alike (all `null`, then
+    /// dropped): the canonical form keeps them apart even if one got past the parser.
+    #[test]
+    fn canonical_form_never_maps_distinct_floats_to_the_same_bytes() {
+        let l = try_parse(EXAMPLE.to_string()).unwrap();
+        let with = |v: Option<f64>| {
+            let mut b = l.bundle.clone();
+            b.spec.canary.as_mut().unwrap().gates[0].max_absolute = v;
+            b.spec.canary.as_mut().unwrap().gates[0].min_relative_decrease = v.map(|x| -x);
+            release_digest(&b)
+        };
+        let digests: Vec<String> = [None, Some(f64::NAN), Some(f64::INFINITY), Some(f64::NEG_INFINITY), Some(0.5)].into_iter().map(with).collect();
+        let unique: std::collections::BTreeSet<&String> = digests.iter().collect();
+        assert_eq!(unique.len(), digests.len(), "{digests:?}");
+        assert!(canonical_form(&{
+            let mut b = l.bundle.clone();
+            b.spec.serving.load_time_seconds.as_mut().unwrap().p95 = f64::NAN;
+            b
+        })
+        .contains(r#""p95":{"nonFinite":"NaN"}"#));
+    }
+
+    /// `float_fields` is the list validation and the digest rely on: it must
+    /// name every `f64` the schema declares.
+    #[test]
+    fn float_fields_cover_every_f64_of_the_schema() {
+        let src = include_str!("model.rs");
+        let declared = src.lines().filter(|l| l.trim_start().starts_with("pub ") && l.contains(": ") && l.contains("f64") && l.trim_end().ends_with(',')).count();
+        let mut l = try_parse(EXAMPLE.to_string()).unwrap();
+        let c = l.bundle.spec.canary.as_mut().unwrap();
+        let g = &mut c.gates[0];
+        (g.max_absolute, g.max_relative_increase, g.min_absolute, g.min_relative_decrease) = (Some(0.5), Some(0.5), Some(0.5), Some(0.5));
+        c.gates.truncate(1);
+        l.bundle.spec.serving.load_time_seconds.as_mut().unwrap().p50 = Some(1.0);
+        assert_eq!(l.bundle.float_fields().len(), declared, "{:?}", l.bundle.float_fields());
     }
 
     proptest! {

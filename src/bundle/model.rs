@@ -21,6 +21,37 @@ pub struct ReleaseBundle {
     pub spec: Spec,
 }
 
+impl ReleaseBundle {
+    /// Every floating-point field of the bundle that is set, with its field
+    /// path: the one list that validation (finite, in range) and the release
+    /// digest (distinct values, distinct bytes) both use. Every `f64` of the
+    /// schema is here: `spec.serving.loadTimeSeconds.p95`/`p50` and
+    /// `spec.canary.gates[].maxAbsolute`/`maxRelativeIncrease`/`minAbsolute`/
+    /// `minRelativeDecrease` (a unit test counts the `f64` fields of this file).
+    pub fn float_fields(&self) -> Vec<(String, f64)> {
+        let mut out = Vec::new();
+        if let Some(lt) = &self.spec.serving.load_time_seconds {
+            out.push(("spec.serving.loadTimeSeconds.p95".to_string(), lt.p95));
+            if let Some(p50) = lt.p50 {
+                out.push(("spec.serving.loadTimeSeconds.p50".to_string(), p50));
+            }
+        }
+        for (i, g) in self.spec.canary.iter().flat_map(|c| c.gates.iter()).enumerate() {
+            for (name, v) in [
+                ("maxAbsolute", g.max_absolute),
+                ("maxRelativeIncrease", g.max_relative_increase),
+                ("minAbsolute", g.min_absolute),
+                ("minRelativeDecrease", g.min_relative_decrease),
+            ] {
+                if let Some(v) = v {
+                    out.push((format!("spec.canary.gates[{i}].{name}"), v));
+                }
+            }
+        }
+        out
+    }
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Metadata {
@@ -253,6 +284,8 @@ fn string_or_number<'de, D: serde::Deserializer<'de>>(d: D) -> Result<String, D:
     Ok(match SN::deserialize(d)? {
         SN::S(s) => s,
         SN::U(u) => u.to_string(),
+        // `NaN`/`inf` would reach the manifest as text Kubernetes refuses.
+        SN::F(f) if !f.is_finite() => return Err(serde::de::Error::custom(format!("{f} is not a finite number"))),
         SN::F(f) => f.to_string(),
     })
 }

@@ -20,6 +20,9 @@
 //! | `spec.canary.minSamples` | ≤ 10¹² (0 is reported by lint, BG015) |
 //! | `spec.canary.gates[].maxAbsolute` | finite, ≥ 0; ≤ 1 for `error_rate` (a probability); ≤ 604 800 for `p95_latency_seconds` |
 //! | `spec.canary.gates[].maxRelativeIncrease` | finite, 0 ..= 100 (a fraction: 0.10 = +10 %) |
+//! | `spec.canary.gates[].minAbsolute` | finite, ≥ 0; ≤ 1 for `error_rate`; ≤ 604 800 for `p95_latency_seconds` |
+//! | `spec.canary.gates[].minRelativeDecrease` | finite, 0 ..= 1 (a fraction: 0.10 = −10 %; a fall of more than 100 % is below zero) |
+//! | every float field (`ReleaseBundle::float_fields`) | finite, checked first, so no field is missed |
 //!
 //! Not range-checked here: artifact `size` (any u64), token ids and
 //! `maxOutputTokens` (any u32; 0 is lint's BG006), canary `steps` (lint's
@@ -152,8 +155,30 @@ fn probe(path: &str, p: &Probe) -> Result<(), Refusal> {
     Ok(())
 }
 
+/// `spec.serving.replicas`, and every override of it (the Argo CD plugin's
+/// `replicas` parameter): 1 ..= [`MAX_REPLICAS`].
+pub fn check_replicas(n: u64) -> Result<(), String> {
+    int_range(String::new(), n, 1, MAX_REPLICAS as u64).map_err(|(_, why)| why)
+}
+
+/// `metadata.namespace`, and every override of it: a DNS-1123 label.
+pub fn check_namespace(ns: &str) -> Result<(), String> {
+    if dns_label(ns, false) {
+        Ok(())
+    } else {
+        Err(format!("`{ns}` is not a valid Kubernetes namespace (DNS-1123 label: lowercase letters, digits, '-', at most 63)"))
+    }
+}
+
 /// The first field that is out of range or not a valid name: (field path, why).
 pub fn validate(b: &ReleaseBundle) -> Result<(), Refusal> {
+    // Every float, whatever its own range below: the YAML guard refuses
+    // `.nan` spelled any way, this refuses whatever else could produce one.
+    for (field, v) in b.float_fields() {
+        if !v.is_finite() {
+            return Err((field, format!("{v} is not a finite number")));
+        }
+    }
     let m = &b.metadata;
     if !dns_label(&m.name, true) {
         return Err((
@@ -161,12 +186,7 @@ pub fn validate(b: &ReleaseBundle) -> Result<(), Refusal> {
             format!("`{}` is not a valid Kubernetes service name (DNS-1035 label: lowercase letters, digits, '-', starting with a letter, at most 63)", m.name),
         ));
     }
-    if !dns_label(&m.namespace, false) {
-        return Err((
-            "metadata.namespace".into(),
-            format!("`{}` is not a valid Kubernetes namespace (DNS-1123 label: lowercase letters, digits, '-', at most 63)", m.namespace),
-        ));
-    }
+    check_namespace(&m.namespace).map_err(|why| ("metadata.namespace".to_string(), why))?;
     // The version becomes part of object names, label values and file paths.
     if m.version.is_empty() || !label_value(&m.version) || m.version.contains("..") {
         return Err((
@@ -184,7 +204,7 @@ pub fn validate(b: &ReleaseBundle) -> Result<(), Refusal> {
     }
 
     let s = &b.spec.serving;
-    int_range("spec.serving.replicas".into(), s.replicas as u64, 1, MAX_REPLICAS as u64)?;
+    check_replicas(s.replicas as u64).map_err(|why| ("spec.serving.replicas".to_string(), why))?;
     int_range("spec.serving.port".into(), s.port as u64, 1, 65535)?;
     seconds("spec.serving.rollout.progressDeadlineSeconds".into(), s.rollout.progress_deadline_seconds as f64, 1.0)?;
     int_or_percent("spec.serving.rollout.maxSurge".into(), &s.rollout.max_surge, 1000)?;
@@ -213,16 +233,22 @@ pub fn validate(b: &ReleaseBundle) -> Result<(), Refusal> {
         int_range("spec.canary.minSamples".into(), c.min_samples, 0, MAX_MIN_SAMPLES)?;
         for (i, g) in c.gates.iter().enumerate() {
             let f = |n: &str| format!("spec.canary.gates[{i}].{n}");
+            let (hi, what) = match g.metric.as_str() {
+                "error_rate" => (1.0, "an error rate (a probability)"),
+                "p95_latency_seconds" => (MAX_SECONDS as f64, "a latency in seconds"),
+                _ => (f64::MAX, "a metric bound"),
+            };
             if let Some(v) = g.max_absolute {
-                let (hi, what) = match g.metric.as_str() {
-                    "error_rate" => (1.0, "an error rate (a probability)"),
-                    "p95_latency_seconds" => (MAX_SECONDS as f64, "a latency in seconds"),
-                    _ => (f64::MAX, "a metric bound"),
-                };
                 fraction(f("maxAbsolute"), v, hi, what)?;
+            }
+            if let Some(v) = g.min_absolute {
+                fraction(f("minAbsolute"), v, hi, what)?;
             }
             if let Some(v) = g.max_relative_increase {
                 fraction(f("maxRelativeIncrease"), v, 100.0, "a relative increase (0.10 = +10%)")?;
+            }
+            if let Some(v) = g.min_relative_decrease {
+                fraction(f("minRelativeDecrease"), v, 1.0, "a relative decrease (0.10 = -10%)")?;
             }
         }
     }

@@ -1449,6 +1449,39 @@ mod tests {
         assert_eq!(parse_for("memory", "9223372036854775807"), Ok(MAX * 1000));
     }
 
+    /// The audit asked whether `+1` and `-0` are quantities. apimachinery's
+    /// `ParseQuantity` takes an optional sign (`+1` is 1, `-0` is zero, so
+    /// not negative), `digits.`, `.digits`, `e`/`E` + a signed integer, and
+    /// `E` alone is exa; validation then refuses any negative request or
+    /// limit (`-1n` too). We agree on all of these. Where its code is laxer
+    /// than its documented grammar (`-`, `+`, `.`, `Gi` with no digits all
+    /// parse as 0), we keep the grammar and refuse: a diagnostic, never a
+    /// wrong PASS. Surrounding spaces are refused as `ParseQuantity` does
+    /// (only JSON decoding trims them).
+    #[test]
+    fn quantity_grammar_agrees_with_kubernetes_parse_quantity() {
+        let ok: &[(&str, i128)] = &[
+            ("+1", 1000),
+            ("-0", 0),
+            ("-0.0m", 0),
+            ("+0.5", 500),
+            (".5", 500),
+            ("5.", 5000),
+            ("1.G", 1_000_000_000_000),
+            ("1e+3", 1_000_000),
+            ("1E3", 1_000_000),
+            ("1E", 1_000_000_000_000_000_000_000),
+            ("0.5m", 1),
+            ("1n", 1),
+        ];
+        for (q, want) in ok {
+            assert_eq!(parse_milli(q), Ok(*want), "{q}");
+        }
+        for q in ["-1", "-1n", "-0.001m", "+-1", "++1", "1K", "1ki", "1e", "1e3.5", "1.5.Gi", "-", "+", ".", "Gi", " 1", "1 "] {
+            assert!(parse_milli(q).is_err(), "{q} should be refused");
+        }
+    }
+
     proptest::proptest! {
         #![proptest_config(proptest::prelude::ProptestConfig { cases: 500, ..Default::default() })]
 

@@ -388,3 +388,24 @@ fn argocd_rollback_bundle_outside_the_repository_is_refused() {
     edit_yaml(&ex.v2(), |v| *at(v, "spec.rollback.bundle") = "../../../../../../etc/passwd".into());
     assert_refused(&cmp(&source(&ex), &["generate"], &[]), "outside the repository");
 }
+
+/// `ARGOCD_ENV_REPLICAS=0` rendered `minReplicas: 0`: the parameter skipped
+/// the 1..=10000 range of the bundle field it overrides. A key or parameter
+/// given twice in ARGOCD_APP_PARAMETERS was last-wins, and a 200 MB
+/// `release.yaml` was read whole before being refused.
+#[test]
+fn argocd_parameters_obey_the_bundle_rules_and_reads_are_bounded() {
+    let ex = Example::new();
+    for (k, v) in [("ARGOCD_ENV_REPLICAS", "0"), ("PARAM_REPLICAS", "10001"), ("PARAM_REPLICAS", "4294967296")] {
+        assert_refused(&cmp(&source(&ex), &["generate"], &[(k, v)]), "out of range 1..=10000");
+    }
+    let objs = objects(&cmp(&source(&ex), &["generate"], &[("ARGOCD_ENV_REPLICAS", "10000")]));
+    assert_eq!(objs[0]["spec"]["predictor"]["minReplicas"], 10000);
+    assert_refused(&cmp(&source(&ex), &["generate"], &[("ARGOCD_APP_PARAMETERS", r#"[{"name":"replicas","string":"2","string":"0"}]"#)]), "duplicate key `string`");
+    assert_refused(&cmp(&source(&ex), &["generate"], &[("ARGOCD_APP_PARAMETERS", r#"[{"name":"replicas","string":"2"},{"name":"replicas","string":"0"}]"#)]), "given twice");
+    let big = source(&ex).join("big.yaml");
+    std::fs::File::create(&big).unwrap().set_len(200 << 20).unwrap();
+    let t0 = std::time::Instant::now();
+    assert_refused(&cmp(&source(&ex), &["generate"], &[("PARAM_BUNDLE", "big.yaml")]), "over the limit of 4194304 bytes (4 MiB) for a bundle file");
+    assert!(t0.elapsed() < std::time::Duration::from_secs(5));
+}

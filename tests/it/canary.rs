@@ -1030,3 +1030,42 @@ fn prometheus_nan_and_inf_values_are_no_data_not_a_pass() {
         assert!(verdicts(&s).iter().all(|(_, g)| g == "no-data"), "{v}: {:?}", verdicts(&s));
     }
 }
+
+/// canary loaded `spec.rollback.bundle` and `spec.canary.golden` without
+/// the confinement lint applies: an absolute path to a `.env` printed its
+/// content in the "no baseline" error, and `golden: /dev/zero` was read
+/// without bound (2 GB). One confined, bounded loader serves both.
+#[test]
+fn canary_rollback_and_golden_set_are_confined_and_bounded() {
+    let ex = Example::new();
+    let v2 = ex.v2().to_str().unwrap().to_string();
+    let dir = ex.v2().parent().unwrap().to_path_buf();
+    let outside = tempfile::tempdir().unwrap();
+    let env = outside.path().join("outside.env");
+    std::fs::write(&env, "API_TOKEN=s3cr3t-token-value\nDB_PASSWORD=\"hunter2hunter2\"\n").unwrap();
+    std::fs::copy(&env, dir.join("inside.env")).unwrap();
+    // Set `field`, run canary with `args`: exit 2, the summary says `says` and `want`, and no secret.
+    let refused = |field: &str, value: &str, args: &[&str], says: &str, want: &str| {
+        ex.edit_v2(|v| *at(v, field) = value.into());
+        let mut a = vec!["canary", "--format", "json", v2.as_str()];
+        a.extend_from_slice(args);
+        let out = run_within(ex.path(), &a, &[], 60);
+        assert_eq!(out.code, 2, "{value}: {}\n{}", out.stdout, out.stderr);
+        let s = step(&out)["summary"].as_str().unwrap().to_string();
+        assert!(s.contains(says) && s.contains(want), "{value}: {s}");
+        for secret in ["s3cr3t", "hunter2", "API_TOKEN", "DB_PASSWORD"] {
+            assert!(!out.stdout.contains(secret) && !out.stderr.contains(secret), "{value} leaks {secret}:\n{}\n{}", out.stdout, out.stderr);
+        }
+    };
+    let prom = ["--prometheus", "http://127.0.0.1:1"];
+    for (target, want) in [(env.to_str().unwrap(), "refused, not read"), ("../../../../../../../../../etc/hostname", "refused, not read"), ("inside.env", "the file is not a release bundle")] {
+        refused("spec.rollback.bundle", target, &prom, "no baseline: the rollback target does not load", want);
+    }
+    ex.edit_v2(|v| *at(v, "spec.rollback.bundle") = "../v1/release.yaml".into());
+    std::os::unix::fs::symlink("/dev/zero", dir.join("zero.jsonl")).unwrap();
+    assert!(Command::new("mkfifo").arg(dir.join("golden.fifo")).status().unwrap().success());
+    let endpoint = ["--endpoint", "http://127.0.0.1:1"];
+    for (golden, want) in [("/dev/zero", "refused, not read"), ("zero.jsonl", "refused, not read"), ("golden.fifo", "not a regular file"), ("inside.env", "line 1 column 1: not a golden request (not JSON")] {
+        refused("spec.canary.golden", golden, &endpoint, "golden set: could not run", want);
+    }
+}

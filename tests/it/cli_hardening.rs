@@ -60,20 +60,42 @@ fn closed_sets_reject_typos() {
     assert_refused(&ex.run(&["canary", b, "--mode", "shdow"]), "--mode", "canary --mode shdow");
 }
 
+/// A kubeconfig for a cluster that is not there (a port nothing listens on).
+fn dead_kubeconfig(ex: &Example) -> std::path::PathBuf {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let kc = ex.path().join("kubeconfig");
+    std::fs::write(&kc, format!("apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: http://127.0.0.1:{port}\nusers:\n- name: u\n  user: {{}}\ncontexts:\n- name: c\n  context:\n    cluster: c\n    user: u\ncurrent-context: c\n")).unwrap();
+    kc
+}
+
 /// Duration environment variables fall back to their default instead of
 /// panicking in `Duration::from_secs_f64`.
 #[test]
 fn huge_duration_environment_variables_do_not_panic() {
     let ex = Example::new();
     let b = ex.v2();
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let kc = ex.path().join("kubeconfig");
-    std::fs::write(&kc, format!("apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: http://127.0.0.1:{port}\nusers:\n- name: u\n  user: {{}}\ncontexts:\n- name: c\n  context:\n    cluster: c\n    user: u\ncurrent-context: c\n")).unwrap();
+    let kc = dead_kubeconfig(&ex);
     for v in HUGE {
         let env = [("KUBECONFIG", kc.to_str().unwrap()), ("BUNDLEGATE_KUBE_TIMEOUT", v), ("BUNDLEGATE_WATCH_POLL", v)];
         let out = run_in(ex.path(), &["preflight", b.to_str().unwrap(), "--live"], &env);
         assert!(out.code != 101 && !out.stderr.contains("panicked"), "BUNDLEGATE_KUBE_TIMEOUT={v}:\n{}", out.stderr);
         assert_eq!(out.code, 2, "the dead cluster is an error: {}\n{}", out.stdout, out.stderr);
+    }
+}
+
+/// `BUNDLEGATE_WATCH_POLL=0` made watch read the cluster in a tight loop
+/// (a `Duration` of zero between GETs). Zero is refused, as is anything over
+/// the 7-day cap or not a duration: exit 2 naming the variable, before any
+/// request.
+#[test]
+fn zero_or_invalid_watch_poll_is_refused_naming_the_variable() {
+    let ex = Example::new();
+    let b = ex.v2();
+    let kc = dead_kubeconfig(&ex);
+    for v in ["0", "0s", "0ms", "8d", "soon"] {
+        let env = [("KUBECONFIG", kc.to_str().unwrap()), ("BUNDLEGATE_WATCH_POLL", v)];
+        let out = run_within(ex.path(), &["watch", b.to_str().unwrap(), "--app", "x", "--revision", "abc", "--timeout", "30s"], &env, 20);
+        assert_refused(&out, "BUNDLEGATE_WATCH_POLL", &format!("BUNDLEGATE_WATCH_POLL={v}"));
     }
 }
 

@@ -362,21 +362,7 @@ fn replace_once(text: &str, from: &str, to: &str) -> String {
 /// Lint with a deadline: the classes below used to hang or exhaust memory,
 /// and a test must fail rather than wait forever.
 fn lint_within(ex: &Example, args: &[&str], secs: u64) -> Out {
-    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_bundlegate"));
-    c.args(args).current_dir(ex.path()).env_remove("RUST_LOG").env("NO_COLOR", "1");
-    c.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped());
-    let mut child = c.spawn().unwrap();
-    let t0 = std::time::Instant::now();
-    while child.try_wait().unwrap().is_none() {
-        if t0.elapsed() > std::time::Duration::from_secs(secs) {
-            child.kill().unwrap();
-            child.wait().unwrap();
-            panic!("bundlegate {args:?} still running after {secs}s");
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    let o = child.wait_with_output().unwrap();
-    Out { code: o.status.code().unwrap_or(-1), stdout: String::from_utf8_lossy(&o.stdout).into_owned(), stderr: String::from_utf8_lossy(&o.stderr).into_owned() }
+    run_within(ex.path(), args, &[], secs)
 }
 
 /// Write `text` as v2, lint it, and assert exit 2 with
@@ -446,9 +432,15 @@ fn bundle_numbers_out_of_range_are_exit_2_never_a_panic() {
         ("replicas: 1", "replicas: 0", "spec.serving.replicas"),
         ("periodSeconds: 10", "periodSeconds: 0", "spec.serving.probes.startup.periodSeconds"),
         ("progressDeadlineSeconds: 600", "progressDeadlineSeconds: 4294967295", "spec.serving.rollout.progressDeadlineSeconds"),
+        // The min bounds were not range-checked at all: a gate that could never fail.
+        ("maxRelativeIncrease: 0.15", "maxRelativeIncrease: 0.15\n        minAbsolute: -1", "spec.canary.gates[2].minAbsolute"),
+        ("maxRelativeIncrease: 0.15", "maxRelativeIncrease: 0.15\n        minRelativeDecrease: 1.5", "spec.canary.gates[2].minRelativeDecrease"),
+        ("maxRelativeIncrease: 0.15", "maxRelativeIncrease: 0.15\n        minRelativeDecrease: -0.1", "spec.canary.gates[2].minRelativeDecrease"),
+        ("maxAbsolute: 0.02", "maxAbsolute: 0.02\n        minAbsolute: 2", "spec.canary.gates[0].minAbsolute"),
     ] {
-        let key = to.split(':').next().unwrap();
-        let msg = refused_at(&ex, &replace_once(&t, from, to), to, key, field);
+        let needle = to.lines().last().unwrap();
+        let key = needle.trim_start().split(':').next().unwrap();
+        let msg = refused_at(&ex, &replace_once(&t, from, to), needle, key, field);
         assert!(msg.contains("out of range"), "{msg}");
     }
 }
@@ -554,7 +546,11 @@ fn rollback_target_evidence_never_quotes_the_file() {
     std::fs::write(dir.join(".env"), "API_TOKEN=s3cr3t-token-value\nDB_PASSWORD=hunter2hunter2\n").unwrap();
     std::fs::write(dir.join("vars.yaml"), "API_TOKEN: s3cr3t-token-value\nDB_PASSWORD: hunter2hunter2\n").unwrap();
     std::fs::write(dir.join("half.yaml"), "apiVersion: bundlegate.dev/v1\nkind: s3cr3t-token-value\n").unwrap();
-    for target in [".env", "vars.yaml", "half.yaml"] {
+    // `KEY="value"` lines: serde quotes the whole scalar with `\"` escapes,
+    // and the quote stripping (which toggled on every `"`) printed the value.
+    std::fs::write(dir.join("q.env"), "API_TOKEN=s3cr3t-token-value\nDB_PASSWORD=\"hunter2hunter2\"\n").unwrap();
+    std::fs::write(dir.join("q.json"), "{\"apiVersion\": \"bundlegate.dev/v1\", \"kind\": \"x\\\"hunter2hunter2\\\"\", \"DB_PASSWORD\": 1}\n").unwrap();
+    for target in [".env", "vars.yaml", "half.yaml", "q.env", "q.json"] {
         ex.edit_v2(|v| *at(v, "spec.rollback.bundle") = target.into());
         for fmt in ["json", "human", "markdown"] {
             let out = ex.run(&["lint", "--format", fmt, ex.v2().to_str().unwrap()]);
@@ -563,9 +559,11 @@ fn rollback_target_evidence_never_quotes_the_file() {
                 assert!(!out.stdout.contains(secret) && !out.stderr.contains(secret), "{target} {fmt} leaks {secret}:\n{}", out.stdout);
             }
             if fmt == "json" {
-                // Still says where: the file, line and column, and the field.
+                // Still says where (file, line, column, a schema field) and
+                // what kind of problem, never any text of the file.
                 let ev = out.diag("BG011")["evidence"].to_string();
-                assert!(ev.contains(&format!("{target}:1:1: (document)")) || ev.contains(&format!("{target}:2:7: kind")) || ev.contains(&format!("{target}:1:1:")), "{ev}");
+                assert!(ev.contains(&format!("{target}:1:1: (document)")) || ev.contains(&format!("{target}:2:7: kind")) || ev.contains(&format!("{target}:1:")), "{ev}");
+                assert!(ev.contains("the file is not a release bundle (line "), "{ev}");
             }
         }
     }
@@ -573,7 +571,7 @@ fn rollback_target_evidence_never_quotes_the_file() {
 
 #[test]
 fn rollback_target_outside_the_tree_is_refused_unread() {
-    let ex = Example::new();
+    let ex = Example::without_repository();
     // A valid copy of v1 outside the release tree: the digest matches, so
     // every one of these used to lint clean.
     let outside = ex.path().join("outside/v1");
@@ -618,4 +616,66 @@ fn hostile_names_are_exit_2_naming_the_field() {
         let key = to.trim_start().split(':').next().unwrap();
         refused_at(&ex, &replace_once(&t, from, to), to.trim_end(), key, field);
     }
+}
+
+/// Every form serde_yaml_ng reads as a float was a way around the
+/// non-finite check, which looked at plain scalars only: a `!!float`-tagged
+/// literal block (`minAbsolute: !!float |-` then `.nan`), quoted or folded
+/// scalar, or the verbatim tag. The gate then passed every comparison.
+#[test]
+fn bundle_tagged_non_finite_numbers_are_exit_2_at_the_value() {
+    let ex = Example::new();
+    let t = v2_text();
+    let gate = "      - metric: gpu_memory_bytes\n        maxRelativeIncrease: 0.15\n";
+    for (value, needle, at) in [
+        ("!!float |-\n          .nan", "          .nan", ".nan"),
+        ("!!float >-\n          -.inf", "          -.inf", "-.inf"),
+        ("!!float '.inf'", "minAbsolute: !!float '.inf'", "'.inf'"),
+        ("!!float \".nan\"", "minAbsolute: !!float \".nan\"", "\".nan\""),
+        ("!<tag:yaml.org,2002:float> .inf", "minAbsolute: !<tag:", ".inf"),
+    ] {
+        let text = replace_once(&t, gate, &format!("{gate}        minAbsolute: {value}\n"));
+        let msg = refused_at(&ex, &text, needle, at, "spec.canary.gates[2].minAbsolute");
+        assert!(msg.contains("not a finite number"), "{value}: {msg}");
+    }
+    // The same spelling quoted without the tag is text: refused as a number of the wrong type, never read as NaN.
+    let text = replace_once(&t, gate, &format!("{gate}        minAbsolute: '.nan'\n"));
+    std::fs::write(ex.v2(), &text).unwrap();
+    let out = lint(&ex);
+    assert_eq!(out.code, 2, "{}", out.stdout);
+    assert!(out.json()["steps"][0]["summary"].as_str().unwrap().contains("spec.canary.gates[2].minAbsolute: invalid type"), "{}", out.stdout);
+}
+
+/// The min bounds in their range (see the out-of-range rows above) parse;
+/// lint then judges the gate's direction (BG306 for a lower-is-better metric).
+#[test]
+fn bundle_min_bounds_in_range_are_accepted() {
+    let ex = Example::new();
+    let text = replace_once(&v2_text(), "maxRelativeIncrease: 0.15\n", "maxRelativeIncrease: 0.15\n        minRelativeDecrease: 0.5\n        minAbsolute: 0\n");
+    std::fs::write(ex.v2(), &text).unwrap();
+    let out = lint(&ex);
+    assert_eq!((out.code, out.codes()), (1, vec!["BG306".to_string()]), "{}", out.stdout);
+}
+
+/// An alias used as a key names the anchored key's text: `{&c cpu: "64",
+/// *c : "1"}` is `cpu` twice, and linted PASS with cpu 1. A severity set
+/// twice in `--config` (`BG001: deny` then `BG001: allow`, or by code and by
+/// name) was silently last-wins.
+#[test]
+fn alias_keys_and_repeated_config_severities_are_duplicates() {
+    let ex = Example::new();
+    let t = v2_text();
+    let text = replace_once(&t, "        cpu: \"2\"\n", "        &c cpu: \"64\"\n        *c : \"1\"\n");
+    let msg = refused_at(&ex, &text, "*c :", "*c", "spec.serving.resources.requests.cpu");
+    assert!(msg.contains("duplicate key `cpu`"), "{msg}");
+    std::fs::write(ex.v2(), &t).unwrap();
+    let c1 = ex.path().join("c1.yaml");
+    std::fs::write(&c1, "severity:\n  BG001: deny\n  BG001: allow\n").unwrap();
+    let out = ex.run(&["lint", "--config", c1.to_str().unwrap(), ex.v2().to_str().unwrap()]);
+    assert_eq!(out.code, 2, "{}\n{}", out.stdout, out.stderr);
+    assert!(out.stderr.contains("c1.yaml:3:3: severity.BG001: duplicate key `BG001`"), "{}", out.stderr);
+    std::fs::write(&c1, "severity:\n  BG001: deny\n  image-not-pinned: allow\n").unwrap();
+    let out = ex.run(&["lint", "--config", c1.to_str().unwrap(), ex.v2().to_str().unwrap()]);
+    assert_eq!(out.code, 2, "{}\n{}", out.stdout, out.stderr);
+    assert!(out.stderr.contains("BG001 is set twice"), "{}", out.stderr);
 }

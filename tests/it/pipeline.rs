@@ -123,3 +123,24 @@ fn step_options_are_validated_at_load_with_positions() {
         assert!(out.stdout.is_empty(), "nothing ran: {}", out.stdout);
     }
 }
+
+/// `required: false` then `required: true` in one step was silently
+/// last-wins, and pipeline files were read whole with no size bound.
+#[test]
+fn pipeline_duplicate_keys_and_unbounded_files_are_refused() {
+    let ex = Example::new();
+    let p = ex.path().join("p1.yaml");
+    std::fs::write(&p, "apiVersion: bundlegate.dev/v1\nkind: Pipeline\nmetadata: {name: x}\nspec:\n  steps:\n    - name: lint\n      required: false\n      required: true\n").unwrap();
+    let out = ex.run(&["run", p.to_str().unwrap(), "--bundle", ex.v2().to_str().unwrap()]);
+    assert_eq!(out.code, 2, "{}\n{}", out.stdout, out.stderr);
+    assert!(out.stderr.contains("p1.yaml:8:7: spec.steps[0].required: duplicate key `required`"), "{}", out.stderr);
+    let fifo = ex.path().join("p.fifo");
+    assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let big = ex.path().join("big.yaml");
+    std::fs::write(&big, format!("{}#{}\n", std::fs::read_to_string(repo().join("pipelines/pull-request.yaml")).unwrap(), "x".repeat(2 << 20))).unwrap();
+    for (f, want) in [(&fifo, "not a regular file"), (&big, "over the limit of 1048576 bytes (1 MiB) for a pipeline file")] {
+        let out = run_within(ex.path(), &["run", f.to_str().unwrap(), "--bundle", ex.v2().to_str().unwrap()], &[], 20);
+        assert_eq!(out.code, 2, "{}\n{}", out.stdout, out.stderr);
+        assert!(out.stderr.contains(want), "{}", out.stderr);
+    }
+}

@@ -742,6 +742,76 @@ fn pr_json_spaced_kind_and_symlinked_bundles_are_detected_everywhere() {
     assert_eq!(linted, 4, "{}", out.stdout);
 }
 
+/// A committed bundle over 4 MiB, or not UTF-8, or holding a NUL, was
+/// skipped by changed-bundle detection while `argocd discover` accepted it:
+/// the PR read "touches no release bundle". Each is now a changed bundle
+/// whose load fails, naming the file and why.
+#[test]
+fn pr_oversized_or_non_utf8_bundle_is_a_load_error_not_skipped() {
+    let ex = pr_repo();
+    let v2_text = std::fs::read_to_string(ex.v2()).unwrap();
+    std::fs::write(ex.v2(), format!("{v2_text}#{}\n", "x".repeat(5 << 20))).unwrap();
+    std::fs::create_dir_all(ex.path().join("latin1")).unwrap();
+    let mut bytes = v2_text.clone().into_bytes();
+    bytes.extend_from_slice(b"# caf\xe9\n");
+    std::fs::write(ex.path().join("latin1/release.yaml"), bytes).unwrap();
+    std::fs::create_dir_all(ex.path().join("nul")).unwrap();
+    std::fs::write(ex.path().join("nul/release.yaml"), format!("{v2_text}# \0\n")).unwrap();
+    commit_all(ex.path(), "unreadable bundles");
+
+    let ch = changed_bundles(ex.path(), "main", "feature").unwrap();
+    let get = |p: &str| ch.iter().find(|c| c.path.ends_with(p)).unwrap_or_else(|| panic!("{p} skipped: {:?}", ch.iter().map(|c| &c.path).collect::<Vec<_>>()));
+    assert!(get("llm-scratch/v2/release.yaml").head_error.as_deref().unwrap_or("").contains("over the limit of 4194304 bytes"));
+    assert!(get("latin1/release.yaml").head_error.as_deref().unwrap_or("").contains("not UTF-8 text"));
+    assert_eq!(get("nul/release.yaml").head_error, None, "a NUL is the parser's to report");
+    // The same files are bundles to discover.
+    let src = ex.path().canonicalize().unwrap();
+    for w in ["llm-scratch/v2/release.yaml", "latin1/release.yaml", "nul/release.yaml"] {
+        let params = format!(r#"[{{"name":"bundle","string":"{w}"}}]"#);
+        let env = bundlegate::app::argocd::CmpEnv::from_pairs([("ARGOCD_APP_PARAMETERS", params.as_str())]);
+        assert_eq!(bundlegate::app::argocd::discover(&src, &env).unwrap().as_deref(), Some(w), "discover misses {w}");
+    }
+    let out = run_pr(ex.path(), &[], &[]);
+    assert_eq!(out.code, 2, "{}\n{}", out.stdout, out.stderr);
+    let v = out.json();
+    assert!(step(&v, "select")["summary"].as_str().unwrap().starts_with("3 changed bundle(s)"), "{}", out.stdout);
+    let loads: Vec<String> = v["steps"].as_array().unwrap().iter().filter(|s| s["step"] == "load").map(|s| s["summary"].as_str().unwrap().to_string()).collect();
+    assert_eq!(loads.len(), 3, "{loads:?}");
+    assert!(loads.iter().any(|l| l.contains("llm-scratch/v2/release.yaml: cannot read: ") && l.contains("over the limit")), "{loads:?}");
+    assert!(loads.iter().any(|l| l.contains("latin1/release.yaml: cannot read: not UTF-8 text")), "{loads:?}");
+    assert!(loads.iter().any(|l| l.contains("nul/release.yaml:")), "{loads:?}");
+}
+
+/// A PR that only retargets a folder symlink (`current -> v1` becomes
+/// `current -> v2`) changes which bundle `current/release.yaml` serves (an
+/// Argo CD Application may point at `current`), yet no bundle file changed
+/// and the PR read "touches no release bundle".
+#[test]
+fn pr_retargeted_folder_symlink_changes_the_bundle_it_serves() {
+    let ex = Example::new();
+    std::os::unix::fs::symlink("v1", ex.path().join("llm-scratch/current")).unwrap();
+    git(ex.path(), &["init", "-q", "-b", "main"]);
+    commit_all(ex.path(), "current is v1");
+    git(ex.path(), &["checkout", "-q", "-b", "feature"]);
+    std::fs::remove_file(ex.path().join("llm-scratch/current")).unwrap();
+    std::os::unix::fs::symlink("v2", ex.path().join("llm-scratch/current")).unwrap();
+    std::os::unix::fs::symlink("v1", ex.path().join("llm-scratch/stable")).unwrap();
+    commit_all(ex.path(), "current is v2, stable is v1");
+
+    let ch = changed_bundles(ex.path(), "main", "feature").unwrap();
+    let summary: Vec<(String, &str)> = ch.iter().map(|c| (c.path.display().to_string(), c.status.as_str())).collect();
+    assert_eq!(summary, [("llm-scratch/current/release.yaml".to_string(), "modified"), ("llm-scratch/stable/release.yaml".to_string(), "added")]);
+    let v1 = std::fs::read_to_string(ex.v1()).unwrap();
+    let v2 = std::fs::read_to_string(ex.v2()).unwrap();
+    assert_eq!((ch[0].base_text.as_deref(), ch[0].head_text.as_str()), (Some(v1.as_str()), v2.as_str()));
+    assert_eq!((ch[1].base_text.as_deref(), ch[1].head_text.as_str()), (None, v1.as_str()));
+    let out = run_pr(ex.path(), &[], &[]);
+    let v = out.json();
+    assert!(step(&v, "select")["summary"].as_str().unwrap().starts_with("2 changed bundle(s)"), "{}", out.stdout);
+    let linted: Vec<&str> = v["steps"].as_array().unwrap().iter().filter(|s| s["step"] == "lint").map(|s| s["target"].as_str().unwrap()).collect();
+    assert!(linted.iter().any(|t| t.ends_with("llm-scratch/current/release.yaml")), "{linted:?}");
+}
+
 /// A bundle-named symlink that leaves the repository is refused with a
 /// message in PR mode and in audit, never read.
 #[test]

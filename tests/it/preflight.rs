@@ -620,11 +620,75 @@ fn yaml_snapshot_duplicate_keys_and_oversize_are_refused() {
     std::fs::write(&p, "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Node\n  metadata: {name: a}\n  metadata: {name: b}\n").unwrap();
     let out = preflight(&ex, &ex.v2(), &p);
     assert_eq!(out.code, 2, "{}", out.stdout);
-    assert!(step(&out)["summary"].as_str().unwrap().contains("dup.yaml:7:3: duplicate key `metadata`"), "{}", out.stdout);
+    assert!(step(&out)["summary"].as_str().unwrap().contains("dup.yaml:7:3: items[0].metadata: duplicate key `metadata`"), "{}", out.stdout);
     // Sparse: refused from its size, before anything is read.
     let p = ex.path().join("huge.yaml");
     std::fs::File::create(&p).unwrap().set_len(513 << 20).unwrap();
     let out = preflight(&ex, &ex.v2(), &p);
     assert_eq!(out.code, 2, "{}", out.stdout);
     assert!(step(&out)["summary"].as_str().unwrap().contains("huge.yaml: the snapshot is larger than 512 MiB"), "{}", out.stdout);
+}
+
+/// The single-GPU snapshot (its v1 pod holds the only GPU: BG201, FAIL) with
+/// that pod's GPU request written a second time as `0`. Last-wins read it as
+/// 0 and turned the FAIL into a PASS: in JSON (serde_json keeps the last
+/// key), and in YAML through an alias key (`*g : "0"`), which the duplicate
+/// check skipped. Both are refused naming file:line:column and the field.
+#[test]
+fn json_and_alias_duplicate_keys_in_snapshots_are_refused_naming_the_line() {
+    let ex = Example::new();
+    let yaml_text = std::fs::read_to_string(repo().join("examples/cluster/single-gpu.yaml")).unwrap();
+    let pod = yaml_text.find("name: llm-scratch-predictor-7d9f6c5b8d-x2kqp").unwrap();
+    let req = pod + yaml_text[pod..].find("          nvidia.com/gpu: \"1\"\n").unwrap();
+    let line = yaml_text[..req].lines().count() + 1;
+
+    let alias = format!("{}          &g nvidia.com/gpu: \"1\"\n          *g : \"0\"\n{}", &yaml_text[..req], &yaml_text[req + "          nvidia.com/gpu: \"1\"\n".len()..]);
+    let p = ex.path().join("alias.yaml");
+    std::fs::write(&p, &alias).unwrap();
+    let out = preflight(&ex, &ex.v2(), &p);
+    assert_eq!(out.code, 2, "{}", out.stdout);
+    let s = step(&out)["summary"].as_str().unwrap().to_string();
+    assert!(s.contains(&format!("alias.yaml:{}:11: items[", line + 1)) && s.contains("spec.containers[0].resources.requests.nvidia.com/gpu: duplicate key `nvidia.com/gpu`"), "{s}");
+
+    let v: serde_json::Value = serde_yaml_ng::from_str(&yaml_text).unwrap();
+    let json = serde_json::to_string_pretty(&v).unwrap();
+    let pod = json.find("\"llm-scratch-predictor-7d9f6c5b8d-x2kqp\"").unwrap();
+    let req = pod + json[pod..].find("\"requests\"").unwrap();
+    let at = req + json[req..].find("\"nvidia.com/gpu\": \"1\"").unwrap();
+    let p = ex.path().join("gpu.json");
+    std::fs::write(&p, &json).unwrap();
+    assert_eq!(preflight(&ex, &ex.v2(), &p).code, 1, "the snapshot as written fails BG201");
+    let dup = format!("{}\"nvidia.com/gpu\": \"1\", \"nvidia.com/gpu\": \"0\"{}", &json[..at], &json[at + "\"nvidia.com/gpu\": \"1\"".len()..]);
+    std::fs::write(&p, &dup).unwrap();
+    let out = preflight(&ex, &ex.v2(), &p);
+    assert_eq!(out.code, 2, "{}", out.stdout);
+    let s = step(&out)["summary"].as_str().unwrap().to_string();
+    let line = json[..at].lines().count();
+    assert!(s.contains(&format!("gpu.json:{line}:")) && s.contains("requests.nvidia.com/gpu: duplicate key `nvidia.com/gpu`"), "{s}");
+}
+
+/// An anchored pod and 20,000 `*p` aliases (180 KB) sent the snapshot down
+/// serde's whole-document path unguarded: 57 s and 6 GB, then an abort
+/// (exit 134). The guard with snapshot limits refuses it at once.
+#[test]
+fn snapshot_alias_bombs_are_refused_fast() {
+    let ex = Example::new();
+    let v: serde_json::Value = serde_yaml_ng::from_str(&std::fs::read_to_string(repo().join("examples/cluster/single-gpu.yaml")).unwrap()).unwrap();
+    let items = v["items"].as_array().unwrap();
+    let node = items.iter().find(|i| i["kind"] == "Node").unwrap();
+    let pod = items.iter().find(|i| i["kind"] == "Pod").unwrap();
+    let mut t = format!("apiVersion: v1\nkind: List\nitems:\n- {node}\n- &p {pod}\n");
+    t.push_str(&"- *p\n".repeat(20_000));
+    let p = ex.path().join("bomb.yaml");
+    std::fs::write(&p, &t).unwrap();
+    let t0 = std::time::Instant::now();
+    let out = run_within(ex.path(), &["preflight", "--format", "json", ex.v2().to_str().unwrap(), "--snapshot", p.to_str().unwrap()], &[], 30);
+    assert_eq!(out.code, 2, "{}\n{}", out.stdout, out.stderr);
+    let s = step(&out)["summary"].as_str().unwrap().to_string();
+    assert!(s.contains("bomb.yaml:") && s.contains("alias amplification"), "{s}");
+    assert!(t0.elapsed() < std::time::Duration::from_secs(10), "{:?}", t0.elapsed());
+    // A few aliases stay readable: anchors are YAML, amplification is not.
+    let few = format!("apiVersion: v1\nkind: List\nitems:\n- {node}\n- &p {pod}\n- *p\n");
+    std::fs::write(&p, few).unwrap();
+    assert_eq!(preflight(&ex, &ex.v2(), &p).code, 1);
 }

@@ -228,15 +228,19 @@ proptest! {
     /// CMP parameters: whatever Argo (or a user in its UI) sends, a resolved
     /// namespace is a DNS label and the bundle path is never empty.
     #[test]
-    fn cmp_parameters_resolve_to_valid_values_or_fail(list in prop::collection::vec(json_value(), 0..4), names in prop::collection::vec(prop::sample::select(vec!["namespace", "replicas", "bundle", "templates", "lint", "nope"]), 4), strings in prop::collection::vec(prop_oneof!["[a-z0-9-]{0,70}", "[ -~]{0,10}", Just(String::new())], 4), env_ns in "[ -~]{0,12}") {
+    fn cmp_parameters_resolve_to_valid_values_or_fail(list in prop::collection::vec(json_value(), 0..4), names in prop::collection::vec(prop::sample::select(vec!["namespace", "replicas", "bundle", "templates", "lint", "nope"]), 4), strings in prop::collection::vec(prop_oneof!["[a-z0-9-]{0,70}", "[ -~]{0,10}", "[0-9]{1,6}", Just(String::new())], 4), env_ns in "[ -~]{0,12}", env_replicas in prop_oneof!["[0-9]{1,12}", "-?[0-9]{1,3}"]) {
         let list: Vec<Value> = list.into_iter().zip(names).zip(strings).map(|((v, n), s)| match v {
             Value::Object(mut m) => { m.insert("name".into(), json!(n)); m.entry("string").or_insert(json!(s)); Value::Object(m) }
             other => other,
         }).collect();
         let params = serde_json::to_string(&list).unwrap();
-        let env = CmpEnv::from_pairs([("ARGOCD_APP_PARAMETERS", params.as_str()), ("ARGOCD_ENV_NAMESPACE", env_ns.as_str())]);
+        let env = CmpEnv::from_pairs([("ARGOCD_APP_PARAMETERS", params.as_str()), ("ARGOCD_ENV_NAMESPACE", env_ns.as_str()), ("ARGOCD_ENV_REPLICAS", env_replicas.as_str())]);
         if let Ok(p) = Params::from_env(&env) {
             prop_assert!(!p.bundle.is_empty());
+            // The same range as spec.serving.replicas (ARGOCD_ENV_REPLICAS=0 rendered minReplicas 0).
+            if let Some(r) = p.replicas {
+                prop_assert!((1..=10_000).contains(&r), "replicas {}", r);
+            }
             if let Some(ns) = p.namespace {
                 prop_assert!(!ns.is_empty() && ns.len() <= 63 && ns.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-'), "{}", ns);
             }
@@ -357,6 +361,152 @@ proptest! {
         prop_assume!(a != b);
         let d = |x: f64| bundle::parse("p.yaml", Path::new("p.yaml"), fuzzing::with_value("maxAbsolute", &format!("{x:?}")).unwrap()).unwrap().digest;
         prop_assert_ne!(d(a), d(b));
+    }
+}
+
+// ---- hardening, round two --------------------------------------------------
+// Each property would have found a class that got through the first round:
+// non-finite numbers in `!!float`-tagged and quoted styles, duplicate keys
+// written through an alias (bundle and snapshot) or in JSON, unbounded alias
+// expansion in snapshots, and evidence that quoted a file it should not.
+
+/// Every float field, including the gate bounds the example does not set.
+const ALL_FLOAT_FIELDS: &[(&str, &str)] = &[
+    ("p95", "spec.serving.loadTimeSeconds.p95"),
+    ("maxAbsolute", "spec.canary.gates[0].maxAbsolute"),
+    ("maxRelativeIncrease", "spec.canary.gates[0].maxRelativeIncrease"),
+    ("minAbsolute", "spec.canary.gates[2].minAbsolute"),
+    ("minRelativeDecrease", "spec.canary.gates[2].minRelativeDecrease"),
+    ("cpu", "spec.serving.resources.requests.cpu"),
+];
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 96, failure_persistence: None, ..ProptestConfig::default() })]
+
+    /// A non-finite number in any float field, in any style serde_yaml_ng
+    /// reads as a float (plain, or `!!float` quoted, block or verbatim), is
+    /// refused naming that field; the plain check alone let `!!float |-` through.
+    #[test]
+    fn non_finite_numbers_in_every_float_style_are_refused(f in prop::sample::select(ALL_FLOAT_FIELDS), style in 0usize..fuzzing::NON_FINITE_STYLES, word in prop::sample::select(vec![".nan", ".NaN", ".inf", "-.inf", "+.INF"])) {
+        let text = fuzzing::with_value_at(f.0, |indent| fuzzing::non_finite_value(style, word, indent)).unwrap();
+        let (_, _, field, message) = parse_err(&text);
+        prop_assert_eq!(field, f.1);
+        prop_assert!(message.contains("not a finite number"), "{}", message);
+    }
+
+    /// Any key of the bundle repeated through an alias (`&k key: v`, then
+    /// `*k : v`) is refused at the alias, naming the key's field.
+    #[test]
+    fn alias_keys_repeating_any_key_are_refused(line in 0usize..110) {
+        let Some(text) = fuzzing::alias_key_line(line) else { return Ok(()) };
+        let (l, _, field, message) = parse_err(&text);
+        prop_assert_eq!(l, line + 2, "{}", message);
+        prop_assert!(message.contains("duplicate key"), "{}", message);
+        let key = BUNDLE.lines().nth(line).unwrap().trim_start().split(':').next().unwrap();
+        prop_assert!(field.ends_with(&key), "{} does not end with {}", field, key);
+    }
+
+    /// Any scalar entry of the snapshot written twice, in YAML through an
+    /// alias key or in JSON (where serde_json kept the last), is refused
+    /// naming the file and the duplicate key.
+    #[test]
+    fn snapshot_duplicate_keys_are_refused_in_yaml_and_json(nth in any::<usize>(), json in any::<bool>()) {
+        let Some(text) = fuzzing::snapshot_with_duplicate_key(SNAPSHOT, nth, json) else { return Ok(()) };
+        let err = format!("{:#}", cluster::parse_snapshot("props/snap", &text).unwrap_err());
+        prop_assert!(err.starts_with("props/snap:") && err.contains("duplicate key"), "{}", err);
+    }
+
+    /// Alias expansion in a snapshot is bounded whatever the count: past the
+    /// budget it is refused within a second, under it it reads.
+    #[test]
+    fn snapshot_alias_expansion_is_bounded(aliases in prop_oneof![1usize..50, 10_001usize..30_000]) {
+        let t0 = std::time::Instant::now();
+        let r = cluster::parse_snapshot("props/bomb", &fuzzing::snapshot_alias_bomb(aliases));
+        prop_assert!(t0.elapsed() < std::time::Duration::from_secs(2), "{:?}", t0.elapsed());
+        if aliases > 10_000 {
+            let e = format!("{:#}", r.unwrap_err());
+            prop_assert!(e.contains("alias amplification"), "{}", e);
+        } else {
+            prop_assert_eq!(r.unwrap().pods.len(), aliases + 1);
+        }
+    }
+
+    /// JSON: any value serde_json writes has unique keys and passes; the
+    /// same text with one key of any of its objects written twice does not.
+    #[test]
+    fn json_duplicate_keys_are_found_anywhere(v in json_value(), nth in any::<usize>(), key in "[a-z]{1,6}") {
+        let mut v = json!({"w": v});
+        prop_assert!(bundlegate::yaml_guard::check_json(&v.to_string()).is_ok());
+        // A sentinel entry in the nth object (pre-order), then made a duplicate pair.
+        fn count(v: &Value) -> usize {
+            match v {
+                Value::Object(m) => 1 + m.values().map(count).sum::<usize>(),
+                Value::Array(a) => a.iter().map(count).sum(),
+                _ => 0,
+            }
+        }
+        fn mark(v: &mut Value, n: &mut usize) -> bool {
+            match v {
+                Value::Object(m) => {
+                    if *n == 0 {
+                        m.insert("__dup__".into(), json!(0));
+                        return true;
+                    }
+                    *n -= 1;
+                    m.values_mut().any(|x| mark(x, n))
+                }
+                Value::Array(a) => a.iter_mut().any(|x| mark(x, n)),
+                _ => false,
+            }
+        }
+        let mut n = nth % count(&v);
+        prop_assert!(mark(&mut v, &mut n));
+        let dup = v.to_string().replacen("\"__dup__\":0", &format!("\"{key}\":1,\"{key}\":2"), 1);
+        let e = bundlegate::yaml_guard::check_json(&dup).unwrap_err();
+        prop_assert!(e.message.contains(&format!("duplicate key `{key}`")), "{}", e.message);
+    }
+
+    /// Whatever a rollback target holds (a `.env`, quoted and escaped values,
+    /// keys, a half bundle), the evidence about it never contains its text:
+    /// the quote-stripping it replaced missed `\"` escapes.
+    #[test]
+    fn evidence_about_a_named_file_never_quotes_it(secret in "[a-z]{10,14}", shape in 0usize..6) {
+        let text = match shape {
+            0 => format!("API_TOKEN={secret}\nDB_PASSWORD=\"{secret}\"\n"),
+            1 => format!("DB_PASSWORD: \"a\\\"{secret}\\\"b\"\n"),
+            2 => format!("{secret}: 1\n"),
+            3 => format!("apiVersion: bundlegate.dev/v1\nkind: '{secret}'\n"),
+            4 => format!("{{\"apiVersion\": \"bundlegate.dev/v1\", \"kind\": \"ReleaseBundle\", \"{secret}\": 1}}\n"),
+            _ => BUNDLE.replacen("name: llm-scratch", &format!("name: \"`{secret}`\\\"\""), 1),
+        };
+        let e = bundle::parse("t.env", Path::new("t.env"), text).unwrap_err();
+        let shown = e.redacted();
+        prop_assert!(!shown.contains(&secret), "{}", shown);
+        prop_assert!(shown.starts_with("t.env:"), "{}", shown);
+    }
+}
+
+/// The hand-made fuzz seeds of the hostile classes stay what they claim:
+/// each is refused, so the fuzzer starts next to the boundary.
+#[test]
+fn hostile_fuzz_seeds_are_refused() {
+    let seeds = |dir: &str| -> Vec<(String, String)> {
+        let mut v: Vec<(String, String)> = std::fs::read_dir(crate::support::repo().join("fuzz/seeds").join(dir))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .map(|p| (p.file_name().unwrap().to_string_lossy().into_owned(), std::fs::read_to_string(&p).unwrap()))
+            .collect();
+        v.sort();
+        v
+    };
+    for (name, text) in seeds("bundle_yaml") {
+        assert!(bundle::parse(&name, Path::new(&name), text).is_err(), "bundle seed {name} parses");
+    }
+    let snaps = seeds("cluster_snapshot");
+    assert!(snaps.len() >= 3);
+    for (name, text) in snaps {
+        let e = format!("{:#}", cluster::parse_snapshot(&name, &text).unwrap_err());
+        assert!(e.contains("duplicate key") || e.contains("alias amplification"), "{name}: {e}");
     }
 }
 

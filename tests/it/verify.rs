@@ -699,6 +699,34 @@ fn file_uri_outside_the_store_root_is_refused_and_nothing_listed() {
     assert!(!Path::new("/tmp/bundlegate-escape-test/v9").exists());
 }
 
+/// With no `.git` around the bundle, the `file:` store root fell back to the
+/// current folder: `cd / && bundlegate verify /tmp/x/release.yaml` with
+/// `storageUri: file:/etc/` listed host files. The root is the bundle's git
+/// work tree, else the bundle's own folder, never the current folder.
+#[test]
+fn file_store_root_is_the_bundles_repository_never_the_current_folder() {
+    let ex = Example::without_repository();
+    ex.edit_v2(|v| *at(v, "spec.model.storageUri") = "file:/etc/".into());
+    let out = run_in(Path::new("/"), &["verify", "--format", "json", ex.v2().to_str().unwrap()], &[]);
+    assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
+    assert_eq!(out.codes(), vec!["BG110".to_string()], "{}", out.stdout);
+    for s in [&out.stdout, &out.stderr] {
+        assert!(!s.contains("passwd") && !s.contains("hostname"), "host folder listed: {s}");
+    }
+    // Without a repository the bundle's folder is the root, wherever the
+    // command runs: the example's `../../store/` is outside it.
+    let ex = Example::without_repository();
+    let out = verify(&ex, &[]);
+    assert_eq!(out.code, 1, "{}", out.stdout);
+    assert_eq!(out.codes(), vec!["BG110".to_string()], "{}", out.stdout);
+    let root = std::fs::canonicalize(ex.v2().parent().unwrap()).unwrap();
+    assert!(out.stdout.contains(&format!("outside the store root {}", root.display())), "{}", out.stdout);
+    // BUNDLEGATE_STORE_ROOT chooses another root; in a git work tree the tree is the root.
+    let out = run_in(ex.path(), &["verify", "--format", "json", ex.v2().to_str().unwrap()], &[("BUNDLEGATE_STORE_ROOT", ex.path().to_str().unwrap())]);
+    assert_eq!(out.code, 0, "{}", out.stdout);
+    assert_eq!(verify(&Example::new(), &[]).code, 0);
+}
+
 #[test]
 fn s3a_is_refused_by_lint_and_verify_alike() {
     let ex = Example::new();

@@ -1272,6 +1272,30 @@ fn revert_with_incomplete_rollback_target_proposes_degrade_bg505() {
     assert!(gh.requests().is_empty(), "no PR call at all");
 }
 
+/// revert loaded the rollback target unconfined: a target outside the
+/// repository was read (and its parse error quoted it). Now it is refused
+/// unread, through the loader lint and canary use: BG505, degrade, no PR.
+#[test]
+fn revert_with_rollback_target_outside_the_repository_is_refused_unread() {
+    let g = GitRemote::new();
+    let gh = pulls::Pulls::start(TOKEN);
+    let w = g.work();
+    let outside = tempfile::tempdir().unwrap();
+    let env = outside.path().join("outside.env");
+    std::fs::write(&env, "API_TOKEN=s3cr3t-token-value\n").unwrap();
+    let b = w.join("llm-scratch/v2/release.yaml");
+    let text = std::fs::read_to_string(&b).unwrap();
+    std::fs::write(&b, text.replacen("bundle: ../v1/release.yaml", &format!("bundle: {}", env.display()), 1)).unwrap();
+    git(&w, &["commit", "-q", "-am", "point the rollback elsewhere"]);
+    let out = run_revert(&w, &gh, &[]);
+    assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
+    let f = findings(&out.json(), "revert", "BG505");
+    assert!(f.contains("does not load") && f.contains("refused, not read"), "{f}");
+    assert!(!out.stdout.contains("s3cr3t") && !out.stderr.contains("s3cr3t"), "{}", out.stdout);
+    assert!(g.remote_branch(BRANCH).is_none(), "no branch pushed");
+    assert!(gh.requests().is_empty(), "no PR call at all");
+}
+
 #[test]
 fn revert_of_a_revert_is_refused() {
     let g = GitRemote::new();

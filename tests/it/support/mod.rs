@@ -60,6 +60,29 @@ pub fn run_in(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Out {
     }
 }
 
+/// [`run_in`] with a deadline: the classes of input that used to hang or
+/// exhaust memory must fail the test rather than wait forever.
+pub fn run_within(dir: &Path, args: &[&str], env: &[(&str, &str)], secs: u64) -> Out {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_bundlegate"));
+    c.args(args).current_dir(dir).env_remove("RUST_LOG").env("NO_COLOR", "1");
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped());
+    let mut child = c.spawn().unwrap();
+    let t0 = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if t0.elapsed() > std::time::Duration::from_secs(secs) {
+            child.kill().unwrap();
+            child.wait().unwrap();
+            panic!("bundlegate {args:?} still running after {secs}s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let o = child.wait_with_output().unwrap();
+    Out { code: o.status.code().unwrap_or(-1), stdout: String::from_utf8_lossy(&o.stdout).into_owned(), stderr: String::from_utf8_lossy(&o.stderr).into_owned() }
+}
+
 pub fn run(args: &[&str]) -> Out {
     run_in(&repo(), args, &[])
 }
@@ -77,13 +100,24 @@ pub fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
-/// A private copy of the shipped example (bundles + local store).
+/// A private copy of the shipped example (bundles + local store), in a git
+/// work tree as bundles are: the `file:` store (`../../store/…`) must be
+/// inside the bundle's repository, never merely under the current folder.
 pub struct Example {
     pub dir: tempfile::TempDir,
 }
 
 impl Example {
     pub fn new() -> Example {
+        let ex = Example::without_repository();
+        let mut opts = git2::RepositoryInitOptions::new();
+        opts.initial_head("main");
+        git2::Repository::init_opts(ex.path(), &opts).unwrap();
+        ex
+    }
+    /// The copy without a git work tree around it (confinement falls back
+    /// to the bundle's folder, or the folder above it for rollback targets).
+    pub fn without_repository() -> Example {
         let dir = tempfile::tempdir().unwrap();
         copy_dir(&repo().join("examples/llm-scratch"), &dir.path().join("llm-scratch"));
         copy_dir(&repo().join("examples/store"), &dir.path().join("store"));
