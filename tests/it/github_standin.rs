@@ -1,5 +1,5 @@
 //! A stateful GitHub REST stand-in, checked against GitHub's official OpenAPI
-//! description (`../shared/reference/github/api.github.com.json`).
+//! description (trimmed copy in `tests/fixtures/reference/github/api.github.com.trimmed.json`).
 //!
 //! It keeps PR comments and check runs, paginates with `Link` headers like
 //! GitHub (default `per_page` 30, max 100), can inject failures, records every
