@@ -82,7 +82,7 @@ fn huge_duration_environment_variables_do_not_panic() {
 fn closed_stdout(dir: &std::path::Path, args: &[&str]) -> (Option<i32>, String) {
     let (reader, writer) = std::io::pipe().unwrap();
     drop(reader);
-    let out = Command::new(env!("CARGO_BIN_EXE_bundlegate"))
+    let out = Command::new(crate::support::bin())
         .args(args)
         .current_dir(dir)
         .env_remove("RUST_LOG")

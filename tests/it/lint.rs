@@ -362,7 +362,7 @@ fn replace_once(text: &str, from: &str, to: &str) -> String {
 /// Lint with a deadline: the classes below used to hang or exhaust memory,
 /// and a test must fail rather than wait forever.
 fn lint_within(ex: &Example, args: &[&str], secs: u64) -> Out {
-    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_bundlegate"));
+    let mut c = std::process::Command::new(crate::support::bin());
     c.args(args).current_dir(ex.path()).env_remove("RUST_LOG").env("NO_COLOR", "1");
     c.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped());
     let mut child = c.spawn().unwrap();
