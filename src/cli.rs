@@ -89,8 +89,8 @@ pub enum Command {
         /// Re-hash everything instead of trusting unchanged object identity.
         #[arg(long)]
         deep: bool,
-        /// Audit cache (object identity → verified sha256): a folder or an
-        /// object-store prefix (`s3://bucket/audit-cache/`), one object per
+        /// Audit cache (object identity → verified sha256): a folder (path or
+        /// `file:` URI) or an object-store prefix (`s3://bucket/audit-cache/`), one object per
         /// bundle so concurrent shards share it; a `.json` file is a
         /// single-machine cache. Default: a folder under the user cache dir
         /// (`BUNDLEGATE_CACHE_DIR` overrides it).
@@ -101,7 +101,7 @@ pub enum Command {
         /// Every shard computes the same assignment from the tree alone.
         #[arg(long, value_name = "K/N")]
         shard: Option<String>,
-        /// Also write the JSON report here (file or object-store URI), e.g.
+        /// Also write the JSON report here (path, `file:` or object-store URI), e.g.
         /// for `report merge` to collect from a bucket.
         #[arg(long, value_name = "PATH|URI")]
         write_report: Option<String>,
@@ -240,7 +240,8 @@ pub enum ReportCmd {
     /// A missing or duplicate shard, or shards of different trees/commits, is
     /// INCONCLUSIVE, never PASS.
     Merge {
-        /// Report files or objects, or a folder/prefix ending in `/` holding them.
+        /// Report files or objects (paths, `file:` or object-store URIs), or a
+        /// folder/prefix ending in `/` holding them.
         #[arg(required = true, value_name = "REPORT")]
         reports: Vec<String>,
         /// Shard reports that finished longer ago than this (e.g. `6h`) are
@@ -255,10 +256,11 @@ pub enum ReportCmd {
 /// Where an audit's Prometheus metrics go (drift alerts).
 #[derive(Debug, Clone, Args, Default)]
 pub struct AlertArgs {
-    /// Write Prometheus text-format metrics to this file (node-exporter
-    /// textfile collector: name it `*.prom` in the collector's folder).
+    /// Write Prometheus text-format metrics to this file (path, `file:` or
+    /// object-store URI; for the node-exporter textfile collector name it
+    /// `*.prom` in the collector's folder).
     #[arg(long, value_name = "FILE")]
-    pub metrics_file: Option<PathBuf>,
+    pub metrics_file: Option<String>,
     /// Push the metrics to this Pushgateway (job `bundlegate_audit`).
     #[arg(long, value_name = "URL", env = "BUNDLEGATE_PUSHGATEWAY_URL", hide_env_values = true)]
     pub pushgateway: Option<String>,

@@ -67,19 +67,23 @@ pub fn run(cli: Cli) -> Result<Report> {
                 None => None,
             };
             let o = audit::AuditOptions { root: root.clone(), deep, cache, shard, write_report };
+            let alerts = AlertOptions::from(alerts);
+            audit::check_alerts(&alerts)?;
             let mut r = rt.block_on(audit::audit(&o, &VerifyOptions::from(opts), &cfg.overrides(&SeverityArgs::default())?))?;
             if serving {
                 for s in rt.block_on(watch::serving_audit(&root))? {
                     r.push(s);
                 }
             }
-            rt.block_on(audit::emit_metrics(&r, &AlertOptions::from(alerts)))?;
+            rt.block_on(audit::emit_metrics(&mut r, &alerts));
             Ok(r)
         }
         Command::Report { cmd: ReportCmd::Merge { reports, max_age, alerts } } => {
             let rt = rt()?;
-            let r = rt.block_on(audit::merge(&reports, max_age.map(|d| d.value)))?;
-            rt.block_on(audit::emit_metrics(&r, &AlertOptions::from(alerts)))?;
+            let alerts = AlertOptions::from(alerts);
+            audit::check_alerts(&alerts)?;
+            let mut r = rt.block_on(audit::merge(&reports, max_age.map(|d| d.value)))?;
+            rt.block_on(audit::emit_metrics(&mut r, &alerts));
             Ok(r)
         }
         Command::Preflight { bundle, snapshot, live, sev } => {

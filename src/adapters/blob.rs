@@ -14,6 +14,8 @@ use futures::StreamExt;
 use object_store::{path::Path as OPath, ObjectStore, ObjectStoreExt, PutPayload};
 
 use super::store::{short_error, Store};
+use crate::bundle::storage_uri::{self, StorageUri};
+pub use crate::bundle::storage_uri::Location;
 
 /// Where small objects live: the store and the prefix inside it.
 #[derive(Clone)]
@@ -25,10 +27,10 @@ pub struct BlobDir {
     pub display: String,
 }
 
-/// Is `s` an object-store URI rather than a local path? The storage-scheme
-/// table is the one the store opens, so a cache can live wherever a bundle can.
-pub fn is_remote(s: &str) -> bool {
-    crate::bundle::storage_uri::backend_of(s).is_some_and(|(_, b)| b != crate::bundle::storage_uri::Backend::Local)
+/// Parse a location the user named (cache, report, metrics): the one rule,
+/// [`storage_uri::location`], shared with bundles' storage URIs.
+pub fn location(s: &str) -> Result<Location> {
+    storage_uri::location(s).map_err(|e| anyhow!("`{s}`: {e}"))
 }
 
 fn local_dir(p: &Path) -> Result<PathBuf> {
@@ -38,22 +40,24 @@ fn local_dir(p: &Path) -> Result<PathBuf> {
 
 impl BlobDir {
     /// Open a folder-like location; a local folder is created when missing.
-    pub fn open(location: &str) -> Result<BlobDir> {
-        if is_remote(location) {
-            // Remote locations are not resolved against any folder.
-            let s = Store::open(&format!("{}/", location.trim_end_matches('/')), Path::new("."), false)?;
-            return Ok(BlobDir { inner: s.inner, prefix: s.prefix, display: location.to_string() });
+    pub fn open(s: &str) -> Result<BlobDir> {
+        BlobDir::at(&location(s)?, s)
+    }
+
+    /// Open a parsed location; `display` names it in messages.
+    pub fn at(loc: &Location, display: &str) -> Result<BlobDir> {
+        match loc {
+            Location::Remote(u) => {
+                // Remote locations are not resolved against any folder.
+                let s = Store::open(&format!("{}/", u.with_prefix(&u.prefix).trim_end_matches('/')), Path::new("."), false)?;
+                Ok(BlobDir { inner: s.inner, prefix: s.prefix, display: display.to_string() })
+            }
+            Location::Local(path) => {
+                let dir = local_dir(path)?;
+                let fs = object_store::local::LocalFileSystem::new_with_prefix(&dir).with_context(|| format!("opening {}", dir.display()))?;
+                Ok(BlobDir { inner: Arc::new(fs), prefix: OPath::from(""), display: path.display().to_string() })
+            }
         }
-        if location.contains("://") && !location.starts_with("file://") {
-            bail!("`{location}` has no supported scheme for a cache (a folder, file:, or one of the storage schemes bundles use)");
-        }
-        let path = match location.strip_prefix("file://") {
-            Some(p) => PathBuf::from(p),
-            None => PathBuf::from(location.strip_prefix("file:").unwrap_or(location)),
-        };
-        let dir = local_dir(&path)?;
-        let fs = object_store::local::LocalFileSystem::new_with_prefix(&dir).with_context(|| format!("opening {}", dir.display()))?;
-        Ok(BlobDir { inner: Arc::new(fs), prefix: OPath::from(""), display: path.display().to_string() })
     }
 
     fn path(&self, name: &str) -> OPath {
@@ -130,12 +134,39 @@ pub async fn write_location(location: &str, bytes: Vec<u8>) -> Result<()> {
     dir.put(&name, bytes).await
 }
 
-fn split_location(location: &str) -> Result<(BlobDir, String)> {
-    let trimmed = location.trim_end_matches('/');
-    let (dir, name) = trimmed.rsplit_once('/').unwrap_or((".", trimmed));
-    if name.is_empty() || name == "." || name == ".." {
-        bail!("`{location}` does not name a file or object");
+/// The folder (or prefix) and the file (or object) name of a full location,
+/// without touching anything: commands check their output locations with it
+/// before the work, not after.
+pub fn file_location(s: &str) -> Result<(Location, String)> {
+    let unnamed = || anyhow!("`{s}` does not name a file or object");
+    if s.ends_with('/') {
+        return Err(unnamed());
     }
-    let dir = if dir.is_empty() { "/" } else { dir };
-    Ok((BlobDir::open(dir)?, name.to_string()))
+    match location(s)? {
+        Location::Local(p) => {
+            let name = match p.components().next_back() {
+                Some(std::path::Component::Normal(n)) => n.to_string_lossy().into_owned(),
+                _ => return Err(unnamed()),
+            };
+            let dir = p.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+            Ok((Location::Local(dir.to_path_buf()), name))
+        }
+        Location::Remote(u) => {
+            let (dir, name) = u.prefix.rsplit_once('/').unwrap_or(("", &u.prefix));
+            if name.is_empty() {
+                return Err(unnamed());
+            }
+            let name = name.to_string();
+            Ok((Location::Remote(StorageUri { prefix: dir.to_string(), ..u }), name))
+        }
+    }
+}
+
+fn split_location(s: &str) -> Result<(BlobDir, String)> {
+    let (dir, name) = file_location(s)?;
+    let shown = match &dir {
+        Location::Local(p) => p.display().to_string(),
+        Location::Remote(u) => u.with_prefix(&u.prefix),
+    };
+    Ok((BlobDir::at(&dir, &shown)?, name))
 }

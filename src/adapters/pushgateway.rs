@@ -2,30 +2,68 @@
 //! way batch jobs report to Prometheus. Credentials in the URL are sent as
 //! basic auth and never printed.
 
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{anyhow, bail, Result};
 
-pub async fn push(base: &str, job: &str, body: String) -> Result<()> {
-    let mut url = url::Url::parse(base).with_context(|| "--pushgateway is not a URL")?;
-    let user = url.username().to_string();
-    let pass = url.password().map(str::to_string);
-    let _ = url.set_username("");
-    let _ = url.set_password(None);
-    let shown = url.to_string();
-    let target = format!("{}/metrics/job/{job}", shown.trim_end_matches('/'));
-    let mut req = reqwest::Client::builder()
-        .timeout(std::time::Duration::from_secs(30))
-        .build()?
-        .put(&target)
-        .header("Content-Type", "text/plain; version=0.0.4")
-        .body(body);
-    if !user.is_empty() {
-        req = req.basic_auth(user, pass);
+/// A Pushgateway base URL, its credentials held apart so they are never shown.
+pub struct Gateway {
+    url: url::Url,
+    user: String,
+    pass: Option<String>,
+}
+
+impl Gateway {
+    /// Parse `--pushgateway`; the error never repeats the URL (it may hold a password).
+    pub fn parse(base: &str) -> Result<Gateway> {
+        let mut url = url::Url::parse(base).map_err(|e| anyhow!("--pushgateway is not a URL ({e})"))?;
+        if !matches!(url.scheme(), "http" | "https") {
+            bail!("--pushgateway must be an http:// or https:// URL, not {}:", url.scheme());
+        }
+        let user = url.username().to_string();
+        let pass = url.password().map(str::to_string);
+        let _ = url.set_username("");
+        let _ = url.set_password(None);
+        Ok(Gateway { url, user, pass })
     }
-    let resp = req.send().await.map_err(|e| anyhow!("pushing metrics to {shown}: {}", e.without_url()))?;
-    if !resp.status().is_success() {
-        let status = resp.status();
-        let text = resp.text().await.unwrap_or_default();
-        bail!("pushing metrics to {shown}: HTTP {status}: {}", text.chars().take(300).collect::<String>());
+
+    /// The URL without credentials, for messages.
+    pub fn shown(&self) -> String {
+        self.url.to_string()
     }
-    Ok(())
+
+    /// Replace the metrics of group `job` with `body` (text format 0.0.4).
+    pub async fn push(&self, job: &str, body: String) -> Result<()> {
+        let shown = self.shown();
+        let target = format!("{}/metrics/job/{job}", shown.trim_end_matches('/'));
+        let mut req = reqwest::Client::builder()
+            .timeout(std::time::Duration::from_secs(30))
+            .build()?
+            .put(&target)
+            .header("Content-Type", "text/plain; version=0.0.4")
+            .body(body);
+        if !self.user.is_empty() {
+            req = req.basic_auth(&self.user, self.pass.as_ref());
+        }
+        let resp = req.send().await.map_err(|e| anyhow!("pushing metrics to {shown}: {}", e.without_url()))?;
+        if !resp.status().is_success() {
+            let status = resp.status();
+            let text = resp.text().await.unwrap_or_default();
+            bail!("pushing metrics to {shown}: HTTP {status}: {}", text.chars().take(300).collect::<String>());
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn credentials_are_held_apart_and_never_shown() {
+        let g = Gateway::parse("http://pusher:pw@127.0.0.1:9091/").unwrap();
+        assert_eq!(g.shown(), "http://127.0.0.1:9091/");
+        assert_eq!((g.user.as_str(), g.pass.as_deref()), ("pusher", Some("pw")));
+        let e = Gateway::parse("ftp://u:secret@h/").err().unwrap().to_string();
+        assert!(e.contains("http") && !e.contains("secret"), "{e}");
+        assert!(!Gateway::parse("u:secret@h").err().unwrap().to_string().contains("secret"));
+    }
 }

@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use super::verify::{find_bundles, verify_loaded, AuditCache, AuditCtx, CacheEntry};
 use crate::adapters::blob::{self, BlobDir};
+use crate::adapters::pushgateway::Gateway;
 use crate::bundle::{self, Loaded};
 use crate::checks::shard::{self, Item, ShardInfo, ShardSpec};
 use crate::app::options::{AlertOptions, VerifyOptions};
@@ -68,13 +69,16 @@ fn default_cache(root: &Path) -> Result<String> {
 
 impl CacheStore {
     fn open(location: &str, sharded: bool) -> Result<CacheStore> {
-        if !blob::is_remote(location) && location.ends_with(".json") {
-            if sharded {
-                bail!("--cache {location}: a single cache file cannot be shared by shards; give a folder or an object-store prefix (one object per bundle)");
+        let loc = blob::location(location).context("--cache")?;
+        match &loc {
+            blob::Location::Local(p) if p.extension().is_some_and(|e| e == "json") => {
+                if sharded {
+                    bail!("--cache {location}: a single cache file cannot be shared by shards; give a folder or an object-store prefix (one object per bundle)");
+                }
+                Ok(CacheStore::File(p.clone()))
             }
-            return Ok(CacheStore::File(PathBuf::from(location)));
+            _ => Ok(CacheStore::Dir(BlobDir::at(&loc, location)?)),
         }
-        Ok(CacheStore::Dir(BlobDir::open(location)?))
     }
 }
 
@@ -96,6 +100,9 @@ fn git_commit(root: &Path) -> Option<String> {
 
 pub async fn audit(o: &AuditOptions, vo: &VerifyOptions, ov: &Overrides) -> Result<Report> {
     let started = Instant::now();
+    if let Some(w) = &o.write_report {
+        blob::file_location(w).context("--write-report")?;
+    }
     let paths = find_bundles(&o.root)?;
     let root = if o.root.is_file() { o.root.parent().map(Path::to_path_buf).unwrap_or_default() } else { o.root.clone() };
     let mut r = Report::new("audit");
@@ -179,7 +186,9 @@ pub async fn audit(o: &AuditOptions, vo: &VerifyOptions, ov: &Overrides) -> Resu
     r.duration_seconds = Some(started.elapsed().as_secs_f64());
     r.finished_at = Some(chrono::Utc::now().to_rfc3339());
     if let Some(w) = &o.write_report {
-        blob::write_location(w, serde_json::to_vec_pretty(&r)?).await.with_context(|| format!("--write-report {w}"))?;
+        if let Err(e) = blob::write_location(w, serde_json::to_vec_pretty(&r)?).await {
+            r.push(not_delivered("write-report", w, &e));
+        }
     }
     Ok(r)
 }
@@ -244,14 +253,15 @@ async fn audit_one_with_dir(d: &BlobDir, id: &str, l: &Loaded, deep: bool, vo: &
 pub async fn merge(inputs: &[String], max_age: Option<std::time::Duration>) -> Result<Report> {
     let mut named: Vec<(String, Vec<u8>)> = Vec::new();
     for i in inputs {
-        if i.ends_with('/') || (!blob::is_remote(i) && Path::new(i).is_dir()) {
-            let d = BlobDir::open(i)?;
+        let loc = blob::location(i)?;
+        if i.ends_with('/') || matches!(&loc, blob::Location::Local(p) if p.is_dir()) {
+            let d = BlobDir::at(&loc, i)?;
             let names = d.list(".json").await?;
             if names.is_empty() {
                 bail!("{i}: no .json reports there");
             }
             for n in names {
-                let b = d.get(&n, REPORT_LIMIT).await?.with_context(|| format!("{i}{n} vanished while merging"))?;
+                let b = d.get(&n, REPORT_LIMIT).await?.with_context(|| format!("{}/{n} vanished while merging", i.trim_end_matches('/')))?;
                 named.push((format!("{}/{n}", i.trim_end_matches('/')), b));
             }
         } else {
@@ -270,20 +280,52 @@ pub async fn merge(inputs: &[String], max_age: Option<std::time::Duration>) -> R
     Ok(crate::checks::merge::merge_shards(reports, chrono::Utc::now(), max_age))
 }
 
-/// Write/push the audit's Prometheus metrics where the user asked.
-pub async fn emit_metrics(r: &Report, a: &AlertOptions) -> Result<()> {
+/// Refuse a bad alert destination before the audit runs, not after hours of
+/// hashing.
+pub fn check_alerts(a: &AlertOptions) -> Result<()> {
+    if let Some(p) = &a.metrics_file {
+        blob::file_location(p).context("--metrics-file")?;
+    }
+    if let Some(u) = &a.pushgateway {
+        Gateway::parse(u)?;
+    }
+    Ok(())
+}
+
+/// Write/push the audit's Prometheus metrics where the user asked. A
+/// destination that fails never costs the audit its findings: the failure
+/// is one more ERROR step of the report, which is still printed.
+pub async fn emit_metrics(r: &mut Report, a: &AlertOptions) {
     if a.metrics_file.is_none() && a.pushgateway.is_none() {
-        return Ok(());
+        return;
     }
     let text = crate::report::metrics::audit_metrics(r, chrono::Utc::now().timestamp());
     if let Some(p) = &a.metrics_file {
-        // Write then rename: the textfile collector must never read half a file.
-        let tmp = p.with_extension("prom.tmp");
-        std::fs::write(&tmp, &text).with_context(|| format!("writing {}", tmp.display()))?;
-        std::fs::rename(&tmp, p).with_context(|| format!("writing {}", p.display()))?;
+        // Written whole under another name, then renamed: the textfile
+        // collector never reads half a file.
+        if let Err(e) = blob::write_location(p, text.clone().into_bytes()).await {
+            r.push(not_delivered("metrics-file", p, &e));
+        }
     }
     if let Some(u) = &a.pushgateway {
-        crate::adapters::pushgateway::push(u, "bundlegate_audit", text).await?;
+        let pushed = match Gateway::parse(u) {
+            Ok(g) => g.push(PUSH_JOB, text).await.map_err(|e| (g.shown(), e)),
+            Err(e) => Err(("--pushgateway".to_string(), e)),
+        };
+        if let Err((shown, e)) = pushed {
+            r.push(not_delivered("pushgateway", &shown, &e));
+        }
     }
-    Ok(())
+}
+
+/// The Pushgateway job (grouping key) of the audit's metrics.
+pub const PUSH_JOB: &str = "bundlegate_audit";
+
+/// An output the audit could not deliver: ERROR (exit 2), next to findings
+/// that are complete.
+fn not_delivered(step: &str, target: &str, e: &anyhow::Error) -> StepReport {
+    let mut s = StepReport::new(step, target);
+    s.verdict = Verdict::Error;
+    s.summary = format!("not delivered: {e:#} (the audit's findings in this report are complete)");
+    s
 }

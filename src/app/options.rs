@@ -240,7 +240,8 @@ impl RenderOptions {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct AlertOptions {
     /// Prometheus text format for the node-exporter textfile collector.
-    pub metrics_file: Option<PathBuf>,
+    /// A path, `file:` or object-store URI ([`crate::bundle::storage_uri::location`]).
+    pub metrics_file: Option<String>,
     /// Pushgateway base URL (job `bundlegate_audit`).
     pub pushgateway: Option<String>,
 }

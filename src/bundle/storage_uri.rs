@@ -78,6 +78,46 @@ pub fn parse(uri: &str) -> Result<StorageUri, String> {
     Ok(StorageUri { scheme, backend, bucket: bucket.to_string(), prefix: prefix.trim_matches('/').to_string(), absolute: false })
 }
 
+/// Where a cache, a report or a metrics file goes, as the user named it on
+/// the command line: the same table as bundles, so a location is never half
+/// understood (a `file:` URI taken for a folder named `file:`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Location {
+    /// A plain path or a `file:` URI (`file:rel`, `file:/abs`, `file:///abs`),
+    /// relative to the working directory; trailing `/` trimmed.
+    Local(PathBuf),
+    /// An object-store URI from the table (`s3://bucket/prefix`, …).
+    Remote(StorageUri),
+}
+
+/// Parse a command-line location. Text that starts with a scheme of the
+/// table is parsed as a URI (and refused when malformed, e.g. `s3:/b/x` or
+/// `file://host/x`); any other `scheme://` is refused; the rest is a path.
+pub fn location(s: &str) -> Result<Location, String> {
+    if s.is_empty() {
+        return Err("an empty location".into());
+    }
+    let scheme = s.split_once(':').map(|(sc, _)| sc);
+    if scheme.is_some_and(|sc| SCHEMES.iter().any(|(n, _)| *n == sc)) {
+        let u = parse(s)?;
+        if u.backend != Backend::Local {
+            return Ok(Location::Remote(u));
+        }
+        return Ok(Location::Local(PathBuf::from(if u.prefix.is_empty() { "/" } else { &u.prefix })));
+    }
+    if s.contains("://") {
+        return Err(parse(s).expect_err("not a scheme of the table"));
+    }
+    Ok(Location::Local(PathBuf::from(s)))
+}
+
+impl StorageUri {
+    /// The URI of `prefix` (without leading `/`) in this URI's bucket.
+    pub fn with_prefix(&self, prefix: &str) -> String {
+        format!("{}://{}/{}", self.scheme, self.bucket, prefix.trim_start_matches('/'))
+    }
+}
+
 /// A `file:` prefix joined to the bundle folder and normalised lexically
 /// (`.`/`..` folded), so it can be compared with the store root before any
 /// file is touched.
@@ -120,6 +160,27 @@ mod tests {
         assert!(parse("file:/etc/").unwrap().absolute);
         assert!(parse("file:///etc/").unwrap().absolute);
         assert!(parse("file://host/etc/").is_err());
+    }
+
+    #[test]
+    fn command_line_locations_use_the_same_table() {
+        let local = |s: &str| match location(s) {
+            Ok(Location::Local(p)) => p,
+            other => panic!("{s}: {other:?}"),
+        };
+        assert_eq!(local("file:/abs/cache.json"), PathBuf::from("/abs/cache.json"));
+        assert_eq!(local("file:///abs/reports/"), PathBuf::from("/abs/reports"));
+        assert_eq!(local("file:rel/r.json"), PathBuf::from("rel/r.json"));
+        assert_eq!(local("file:/"), PathBuf::from("/"));
+        assert_eq!(local("reports/shard-0.json"), PathBuf::from("reports/shard-0.json"));
+        assert_eq!(local("odd:name.json"), PathBuf::from("odd:name.json"), "not a scheme of the table: a path");
+        match location("s3://audit/cache/").unwrap() {
+            Location::Remote(u) => assert_eq!((u.bucket.as_str(), u.prefix.as_str(), u.with_prefix("x/y")), ("audit", "cache", "s3://audit/x/y".to_string())),
+            other => panic!("{other:?}"),
+        }
+        for bad in ["file://host/x.json", "s3:/b/x", "s3://", "http://h/x", "s3a://b/x", "", "file:"] {
+            assert!(location(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

@@ -69,7 +69,7 @@ impl Fixture {
         // The release asset: `bundlegate` at the archive's top level.
         let bin = t.join("bin");
         std::fs::create_dir_all(&bin).unwrap();
-        std::fs::copy(env!("CARGO_BIN_EXE_bundlegate"), bin.join("bundlegate")).unwrap();
+        std::fs::copy(crate::support::bin(), bin.join("bundlegate")).unwrap();
         // Release builds carry no debug info; stripping keeps the test's archive small.
         let _ = Command::new("strip").arg("--strip-debug").arg(bin.join("bundlegate")).status();
         let asset_name = format!("bundlegate-{}-{}.tar.gz", version(), target());

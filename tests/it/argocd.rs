@@ -29,7 +29,7 @@ fn argo_env() -> Vec<(&'static str, String)> {
 /// Run `bundlegate argocd <args>` in `dir` with a clean environment (so the
 /// developer's own PARAM_* or ARGOCD_* can't leak in) plus `extra`.
 fn cmp(dir: &Path, args: &[&str], extra: &[(&str, &str)]) -> Out {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_bundlegate"));
+    let mut c = Command::new(crate::support::bin());
     c.arg("argocd").args(args).current_dir(dir).env_clear().env("PATH", std::env::var_os("PATH").unwrap_or_default());
     for (k, v) in argo_env() {
         c.env(k, v);

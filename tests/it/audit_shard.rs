@@ -203,41 +203,163 @@ fn shards_share_a_cache_in_a_real_s3_bucket() {
     }
 }
 
-#[test]
-fn metrics_are_pushed_to_a_pushgateway_with_basic_auth_and_no_secret_printed() {
-    use std::io::{Read, Write};
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = l.local_addr().unwrap().port();
-    let h = std::thread::spawn(move || {
-        let (mut c, _) = l.accept().unwrap();
-        c.set_read_timeout(Some(std::time::Duration::from_secs(10))).unwrap();
-        let mut buf = Vec::new();
-        let mut chunk = [0u8; 65536];
-        // Read headers, then Content-Length bytes of body.
-        loop {
-            let n = c.read(&mut chunk).unwrap();
-            buf.extend_from_slice(&chunk[..n]);
-            let t = String::from_utf8_lossy(&buf).to_string();
-            if let Some(i) = t.find("\r\n\r\n") {
-                let len: usize = t.lines().find_map(|l| l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().parse().unwrap())).unwrap_or(0);
-                if buf.len() >= i + 4 + len {
-                    break;
-                }
+/// A real Prometheus Pushgateway (`prometheus-pushgateway`, Debian; scripts/
+/// install-test-deps installs it) behind basic auth, killed on drop.
+struct Pushgateway {
+    child: std::process::Child,
+    port: u16,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Pushgateway {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+const PUSH_USER: &str = "pusher";
+const PUSH_PASSWORD: &str = "s3cr3t-pw";
+
+impl Pushgateway {
+    fn start() -> Option<Pushgateway> {
+        let bin = std::env::var_os("PATH").and_then(|p| std::env::split_paths(&p).map(|d| d.join("prometheus-pushgateway")).find(|p| p.is_file()));
+        let Some(bin) = bin else {
+            if std::env::var_os("BUNDLEGATE_SKIP_SERVERS").is_some() {
+                eprintln!("skipping: `prometheus-pushgateway` not on PATH and BUNDLEGATE_SKIP_SERVERS is set");
+                return None;
             }
-            if n == 0 {
-                break;
-            }
+            panic!("`prometheus-pushgateway` is not on PATH: run scripts/install-test-deps (Debian package) or set BUNDLEGATE_SKIP_SERVERS=1 to skip server tests");
+        };
+        let dir = tempfile::tempdir().unwrap();
+        // bcrypt of PUSH_PASSWORD (cost 4: a test, not a vault).
+        let web = dir.path().join("web.yml");
+        std::fs::write(&web, "basic_auth_users:\n  pusher: $2b$04$IMy3AhlViB5YtKwKEQkseuF8yi6D3dUzfkMcF00M/jSGF5omicYta\n").unwrap();
+        let port = crate::verify::free_port();
+        let child = std::process::Command::new(bin)
+            .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+            .arg(format!("--web.config.file={}", web.display()))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("start prometheus-pushgateway");
+        let p = Pushgateway { child, port, _dir: dir };
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while p.get("/-/ready", true).map(|(c, _)| c != 200).unwrap_or(true) {
+            assert!(std::time::Instant::now() < deadline, "the Pushgateway did not get ready on {port}");
+            std::thread::sleep(std::time::Duration::from_millis(50));
         }
-        c.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n").unwrap();
-        String::from_utf8_lossy(&buf).to_string()
-    });
+        Some(p)
+    }
+
+    /// GET `path`, with or without the credentials → (status, body).
+    fn get(&self, path: &str, auth: bool) -> std::io::Result<(u16, String)> {
+        use base64::Engine;
+        let header = if auth { format!("Authorization: Basic {}\r\n", base64::engine::general_purpose::STANDARD.encode(format!("{PUSH_USER}:{PUSH_PASSWORD}"))) } else { String::new() };
+        crate::support::http::get(self.port, path, &header)
+    }
+}
+
+#[test]
+fn metrics_pushed_with_basic_auth_are_served_by_a_real_pushgateway_and_no_secret_is_printed() {
+    let Some(pg) = Pushgateway::start() else { return };
     let ex = tree(0);
-    let url = format!("http://pusher:s3cr3t-pw@127.0.0.1:{port}/");
+    let url = format!("http://{PUSH_USER}:{PUSH_PASSWORD}@127.0.0.1:{}/", pg.port);
     let out = audit(&ex, &["--cache", ex.path().join("c").to_str().unwrap(), "--pushgateway", &url]);
     assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
-    let req = h.join().unwrap();
-    assert!(req.starts_with("PUT /metrics/job/bundlegate_audit "), "{req}");
-    assert!(req.to_ascii_lowercase().contains("authorization: basic "), "{req}");
-    assert!(req.contains("bundlegate_audit_verdict{verdict=\"pass\"} 1"), "{req}");
-    assert!(!out.stdout.contains("s3cr3t") && !out.stderr.contains("s3cr3t"));
+    assert!(!out.stdout.contains(PUSH_PASSWORD) && !out.stderr.contains(PUSH_PASSWORD));
+    assert_eq!(pg.get("/metrics", false).unwrap().0, 401, "the gateway demands the credentials we sent");
+    // The gateway parsed our text format (it refuses a malformed push) and
+    // serves every series under the job's grouping key.
+    let (code, m) = pg.get("/metrics", true).unwrap();
+    assert_eq!(code, 200);
+    assert!(m.contains("bundlegate_audit_verdict{instance=\"\",job=\"bundlegate_audit\",verdict=\"pass\"} 1"), "{m}");
+    let drifted: Vec<&str> = m.lines().filter(|l| l.starts_with("bundlegate_audit_bundle_drifted{")).collect();
+    assert_eq!(drifted.len(), 2, "one series per bundle: {m}");
+    assert!(drifted.iter().all(|l| l.contains("job=\"bundlegate_audit\"") && l.ends_with(" 0")), "{drifted:?}");
+    assert!(m.lines().any(|l| l.starts_with("bundlegate_audit_bundles{") && l.ends_with(" 2")), "{m}");
+    // A wrong password is refused by the gateway: the audit is still printed.
+    let bad = format!("http://{PUSH_USER}:wrong@127.0.0.1:{}/", pg.port);
+    let out = audit(&ex, &["--cache", ex.path().join("c").to_str().unwrap(), "--pushgateway", &bad]);
+    assert_eq!(out.code, 2, "{}\n{}", out.stdout, out.stderr);
+    let step = out.json()["steps"].as_array().unwrap().iter().find(|s| s["step"] == "pushgateway").cloned().unwrap();
+    assert_eq!(step["verdict"], "error");
+    assert!(step["summary"].as_str().unwrap().contains("401"), "{step}");
+    assert_eq!(findings(&out).len(), 2);
+}
+
+#[test]
+fn a_failed_push_still_prints_the_findings_writes_the_metrics_file_and_never_passes() {
+    use crate::support::http::{Reply, Server};
+    let down = Server::start_replies(0, std::sync::Arc::new(|_r: &crate::support::http::Req| Reply::Raw { status: 503, headers: vec![], body: b"maintenance".to_vec() }));
+    let ex = tree(1);
+    let c = ex.path().join("c");
+    let clean = audit(&ex, &["--cache", c.to_str().unwrap()]);
+    assert_eq!(clean.code, 0, "{}\n{}", clean.stdout, clean.stderr);
+    // One byte drifts: FAIL, and the push fails too.
+    let p = ex.store("v1-copy0").join("clean_corpus.txt");
+    let mut b = std::fs::read(&p).unwrap();
+    b[0] ^= 1;
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    std::fs::write(&p, &b).unwrap();
+    let prom = ex.path().join("audit.prom");
+    let out = audit(&ex, &["--cache", c.to_str().unwrap(), "--metrics-file", prom.to_str().unwrap(), "--pushgateway", &down.url()]);
+    assert_eq!(out.code, 2, "the push failed: exit 2, never 0\n{}\n{}", out.stdout, out.stderr);
+    let j = out.json();
+    assert_eq!(j["verdict"], "error");
+    let f = findings(&out);
+    assert_eq!(f.len(), 3, "every bundle's finding is printed: {f:?}");
+    assert!(f.iter().any(|(t, v, codes)| t.contains("v1-copy0") && v == "fail" && codes.contains(&"BG107".to_string())), "{f:?}");
+    let step = j["steps"].as_array().unwrap().iter().find(|s| s["step"] == "pushgateway").cloned().unwrap();
+    assert_eq!(step["verdict"], "error");
+    assert!(step["summary"].as_str().unwrap().contains("503"), "{step}");
+    let m = std::fs::read_to_string(&prom).unwrap();
+    assert!(m.lines().any(|l| l.starts_with("bundlegate_audit_bundle_drifted{") && l.contains("v1-copy0") && l.ends_with(" 1")), "{m}");
+    assert!(m.contains("bundlegate_audit_verdict{verdict=\"fail\"} 1"), "the metrics say what the audit found: {m}");
+    // The merge of shard reports behaves the same.
+    let reports = ex.path().join("reports");
+    run_shards(&ex, 2, c.to_str().unwrap(), &reports);
+    let merged = run_in(ex.path(), &["report", "merge", "--format", "json", "reports/", "--pushgateway", &down.url()], &[]);
+    assert_eq!(merged.code, 2, "{}\n{}", merged.stdout, merged.stderr);
+    let verdicts = |f: BTreeSet<(String, String, Vec<String>)>| f.into_iter().map(|(t, v, _)| (t, v)).collect::<Vec<_>>();
+    assert_eq!(verdicts(findings(&merged)), verdicts(f), "the merged findings are printed");
+    // A destination that cannot work is refused before any hashing.
+    let bad = audit(&ex, &["--cache", c.to_str().unwrap(), "--pushgateway", "ftp://h/"]);
+    assert_eq!((bad.code, bad.stdout.as_str()), (2, ""), "{}", bad.stderr);
+}
+
+#[test]
+fn file_uris_name_the_same_place_as_paths_for_cache_reports_and_metrics() {
+    let ex = tree(1);
+    let abs = ex.path().display().to_string();
+    // The single-file cache, the report and the metrics as `file:/abs` URIs.
+    let out = audit(&ex, &["--cache", &format!("file:{abs}/cache.json"), "--write-report", &format!("file:{abs}/one/r.json"), "--metrics-file", &format!("file://{abs}/m.prom")]);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert!(ex.path().join("cache.json").is_file(), "the cache is at the path the URI names");
+    assert!(ex.path().join("one/r.json").is_file());
+    assert!(std::fs::read_to_string(ex.path().join("m.prom")).unwrap().contains("bundlegate_audit_verdict"));
+    // Folder caches, relative `file:` reports, and merge inputs likewise.
+    let reports = ex.path().join("reports");
+    std::fs::create_dir_all(&reports).unwrap();
+    for k in 0..2 {
+        let o = audit(&ex, &["--shard", &format!("{k}/2"), "--cache", &format!("file://{abs}/shared/"), "--write-report", &format!("file:reports/shard-{k}.json")]);
+        assert_eq!(o.code, 0, "{}\n{}", o.stdout, o.stderr);
+    }
+    assert!(reports.join("shard-0.json").is_file() && reports.join("shard-1.json").is_file());
+    assert!(std::fs::read_dir(ex.path().join("shared")).unwrap().count() >= 3, "one cache object per bundle");
+    for inputs in [vec![format!("file:{abs}/reports")], vec![format!("file:{abs}/reports/shard-0.json"), "file:reports/shard-1.json".to_string()]] {
+        let mut a = vec!["report", "merge", "--format", "json"];
+        a.extend(inputs.iter().map(String::as_str));
+        let m = run_in(ex.path(), &a, &[]);
+        assert_eq!(m.code, 0, "{inputs:?}: {}\n{}", m.stdout, m.stderr);
+        assert_eq!(findings(&m).len(), 3);
+    }
+    let stray: Vec<_> = std::fs::read_dir(ex.path()).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).filter(|n| n.starts_with("file")).collect();
+    assert!(stray.is_empty(), "no folder named after the URI: {stray:?}");
+    // A malformed URI is refused before the audit, not taken for a path.
+    for (flag, bad) in [("--cache", "s3:/bucket/c/"), ("--write-report", "file://host/r.json"), ("--write-report", "reports/"), ("--metrics-file", "gs://")] {
+        let o = audit(&ex, &[flag, bad]);
+        assert_eq!(o.code, 2, "{flag} {bad}: {}", o.stdout);
+        assert!(o.stderr.contains(flag) || o.stderr.contains(bad), "{flag} {bad}: {}", o.stderr);
+    }
 }

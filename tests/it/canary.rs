@@ -192,14 +192,7 @@ fn start_prometheus_with(bin: PathBuf, scrape_configs: &str) -> Option<Prometheu
 }
 
 fn http_get(port: u16, path: &str) -> std::io::Result<(u16, String)> {
-    let mut c = TcpStream::connect(("127.0.0.1", port))?;
-    c.set_read_timeout(Some(Duration::from_secs(5)))?;
-    write!(c, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")?;
-    let mut s = String::new();
-    c.read_to_string(&mut s)?;
-    let code = s.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
-    let body = s.split_once("\r\n\r\n").map(|(_, b)| b.to_string()).unwrap_or_default();
-    Ok((code, body))
+    crate::support::http::get(port, path, "")
 }
 
 impl Prometheus {

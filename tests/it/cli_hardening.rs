@@ -104,7 +104,7 @@ fn zero_or_invalid_watch_poll_is_refused_naming_the_variable() {
 fn closed_stdout(dir: &std::path::Path, args: &[&str]) -> (Option<i32>, String) {
     let (reader, writer) = std::io::pipe().unwrap();
     drop(reader);
-    let out = Command::new(env!("CARGO_BIN_EXE_bundlegate"))
+    let out = Command::new(crate::support::bin())
         .args(args)
         .current_dir(dir)
         .env_remove("RUST_LOG")

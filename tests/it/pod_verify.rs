@@ -154,7 +154,7 @@ fn map_path(arg: &str, model_dir: &str, root: &Path, tmp: &Path) -> String {
         return format!("{}{rest}", root.display());
     }
     match arg {
-        "/usr/local/bin/bundlegate" => env!("CARGO_BIN_EXE_bundlegate").to_string(),
+        "/usr/local/bin/bundlegate" => bin().display().to_string(),
         "/dev/termination-log" => tmp.join("termination-log").display().to_string(),
         _ => match arg.strip_prefix("/tmp/") {
             Some(rest) => tmp.join(rest).display().to_string(),
@@ -191,7 +191,7 @@ fn start(d: &Declared, wait: &str) -> std::process::Child {
     if let Some(i) = args.iter().position(|a| a == "--wait") {
         args[i + 1] = wait.to_string();
     }
-    std::process::Command::new(env!("CARGO_BIN_EXE_bundlegate"))
+    std::process::Command::new(bin())
         .args(&args)
         .envs(d.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
         .stdout(std::process::Stdio::null())

@@ -90,7 +90,7 @@ fn run_pr(dir: &Path, extra_args: &[&str], env: &[(&str, &str)]) -> Out {
     let pipeline = repo().join("pipelines/pull-request.yaml");
     let mut args = vec!["run", pipeline.to_str().unwrap(), "--repo", ".", "--base", "main", "--head", "feature", "--format", "json"];
     args.extend_from_slice(extra_args);
-    let mut c = Command::new(env!("CARGO_BIN_EXE_bundlegate"));
+    let mut c = Command::new(crate::support::bin());
     c.args(&args).current_dir(dir).env("NO_COLOR", "1");
     for (k, _) in std::env::vars() {
         if k.starts_with("GITHUB_") || k.starts_with("BUNDLEGATE_") || k == "RUST_LOG" {

@@ -1236,7 +1236,7 @@ fn revert_concurrent_runs_open_one_pr() {
     let a = g.work();
     let b = g.clone_to("work-b");
     let spawn = |dir: &Path| {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_bundlegate"));
+        let mut c = Command::new(crate::support::bin());
         c.args(["revert", "llm-scratch/v2/release.yaml", "--repo", ".", "--format", "json"]).current_dir(dir).env_remove("RUST_LOG");
         for (k, v) in gh_env(&gh) {
             c.env(k, v);

@@ -46,8 +46,15 @@ impl Out {
     }
 }
 
+/// The binary under test: nextest names it at run time (so a test archive,
+/// or a target folder other builds share, runs the binary built with these
+/// tests); `cargo test` bakes it in.
+pub fn bin() -> PathBuf {
+    std::env::var_os("NEXTEST_BIN_EXE_bundlegate").map(PathBuf::from).unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_bundlegate")))
+}
+
 pub fn run_in(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Out {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_bundlegate"));
+    let mut c = Command::new(bin());
     c.args(args).current_dir(dir).env_remove("RUST_LOG").env("NO_COLOR", "1");
     for (k, v) in env {
         c.env(k, v);
@@ -63,7 +70,7 @@ pub fn run_in(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Out {
 /// [`run_in`] with a deadline: the classes of input that used to hang or
 /// exhaust memory must fail the test rather than wait forever.
 pub fn run_within(dir: &Path, args: &[&str], env: &[(&str, &str)], secs: u64) -> Out {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_bundlegate"));
+    let mut c = Command::new(bin());
     c.args(args).current_dir(dir).env_remove("RUST_LOG").env("NO_COLOR", "1");
     for (k, v) in env {
         c.env(k, v);
