@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# Audits past one machine: a generated tree of BUNDLES bundles × PER small
+# objects (bench/audit-tree.py; default 1,000 × 100 = 100,000 objects) on a
+# `file:` store, audited whole and as 4 shards, then merged; and 4 shards run
+# at once against the loopback S3 server (s3s-fs) with a shared
+# `--cache s3://…` prefix, twice (the second run must read 0 bytes).
+# Appends rows to $BENCH_RESULTS (name, seconds, peak RSS KiB, baseline) and
+# the figures that are not times (balance, bytes read) to $BENCH_NOTES.
+#   bash bench/audit-shards.sh BIN [BUNDLES] [PER]
+# The shard assignment alone is timed by examples/shard_assign_bench.rs
+# (built here with cargo). Timings are printed, never asserted.
+set -euo pipefail
+BG=$(realpath "$1"); BUNDLES="${2:-1000}"; PER="${3:-100}"
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+RESULTS="${BENCH_RESULTS:-/dev/stdout}"
+NOTES="${BENCH_NOTES:-/dev/stdout}"
+D=$(mktemp -d)
+S3PID=""
+trap '[ -n "$S3PID" ] && kill "$S3PID" 2>/dev/null; rm -rf "$D"' EXIT
+OBJECTS=$((BUNDLES * PER))
+LABEL="$BUNDLES bundles / $OBJECTS objects"
+
+# row NAME BASELINE CMD... → one row; CMD's stdout in $D/.out. A command that
+# fails (exit ≥ 2) ends the bench: a row must never time an error.
+row() {
+  local name=$1 base=$2; shift 2
+  local rc=0
+  /usr/bin/time -f "%e %M" -o "$D/.t" "$@" > "$D/.out" 2> "$D/.err" || rc=$?
+  if [ "$rc" -ge 2 ]; then echo "FAILED ($rc): $name"; cat "$D/.err"; exit 1; fi
+  read -r secs rss < "$D/.t"
+  printf '%s\t%s\t%s\t%s\n' "$name" "$secs" "$rss" "$base" >> "$RESULTS"
+  printf '  %-44s %8ss  %8s KiB\n' "$name" "$secs" "$rss"
+}
+
+# Sum of bytesHashed over the reports given (files).
+bytes_read() {
+  python3 - "$@" <<'PY'
+import json, sys
+print(sum(s.get("data", {}).get("bytesHashed", 0) or 0 for p in sys.argv[1:] for s in json.load(open(p))["steps"] if isinstance(s.get("data"), dict)))
+PY
+}
+
+S3S="${BUNDLEGATE_S3S_FS:-$HOME/.cache/bundlegate-ci/s3s-fs-0.14.1/bin/s3s-fs}"
+BUCKET=""; [ -x "$S3S" ] && BUCKET=bench
+echo "== generating $LABEL"
+T0=$(date +%s.%N)
+python3 "$ROOT/bench/audit-tree.py" "$D" "$BUNDLES" "$PER" $BUCKET
+printf '  generated in %.1fs, %s bytes declared\n' "$(awk "BEGIN {print $(date +%s.%N) - $T0}")" "$(awk -F'\t' '{s += $2} END {print s}' "$D/items.tsv")"
+cd "$D"
+
+echo "== audit of $LABEL on a file: store"
+COLD="audit $BUNDLES bundles, unsharded, cold"
+WARM="audit $BUNDLES bundles, unsharded, warm cache"
+row "$COLD" - "$BG" audit --format json --progress never models --cache cache/
+row "$WARM" "$COLD" "$BG" audit --format json --progress never models --cache cache/
+# Shards share the warm cache folder (one object per bundle): each one loads
+# every bundle, computes the assignment, and audits its quarter.
+mkdir -p reports
+for k in 0 1 2 3; do
+  row "audit --shard $k/4, warm cache" "$WARM" "$BG" audit --format json --progress never models --cache cache/ --shard "$k/4" --write-report "reports/shard-$k.json"
+done
+row "report merge of 4 shard reports" - "$BG" report merge --format json reports/
+python3 - "$NOTES" "$LABEL" reports/shard-*.json <<'PY'
+import json, sys
+notes, label, paths = sys.argv[1], sys.argv[2], sys.argv[3:]
+owned = [json.load(open(p))["shard"]["ownedBytes"] for p in paths]
+mean = sum(owned) / len(owned)
+with open(notes, "a") as f:
+    f.write(f"  shard balance, {label}: max/mean declared bytes over 4 shards = {max(owned) / mean:.3f} (ownedBytes {owned})\n")
+PY
+(cd "$ROOT" && cargo build --release -q --example shard_assign_bench)
+ASSIGN=$("${CARGO_TARGET_DIR:-$ROOT/target}/release/examples/shard_assign_bench" items.tsv 4)
+python3 - "$RESULTS" "$NOTES" "$BUNDLES" "$ASSIGN" <<'PY'
+import json, sys
+results, notes, n, a = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4])
+with open(results, "a") as f:
+    f.write(f"shard assignment alone, {n} bundles -> 4\t{a['seconds']:.6f}\t-\t-\n")
+print(f"  {'shard assignment alone, ' + n + ' bundles -> 4':<44} {a['seconds']:.6f}s (best of 20)")
+with open(notes, "a") as f:
+    f.write(f"  shard assignment alone: {a['seconds'] * 1e3:.3f} ms for {a['items']} bundles, max/mean {a['maxOverMean']}\n")
+PY
+
+if [ -n "$BUCKET" ]; then
+  echo "== 4 shards at once against s3s-fs, shared --cache s3://audit/cache/"
+  mkdir -p s3data/audit s3data/bench
+  cp -al store/. s3data/bench/
+  PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  "$S3S" --host 127.0.0.1 --port "$PORT" --access-key benchkey --secret-key benchsecret s3data >/dev/null 2>&1 &
+  S3PID=$!
+  for _ in $(seq 100); do (echo > /dev/tcp/127.0.0.1/"$PORT") 2>/dev/null && break; sleep 0.05; done
+  export AWS_ACCESS_KEY_ID=benchkey AWS_SECRET_ACCESS_KEY=benchsecret AWS_DEFAULT_REGION=us-east-1 \
+    AWS_ENDPOINT_URL="http://127.0.0.1:$PORT" AWS_ALLOW_HTTP=true AWS_VIRTUAL_HOSTED_STYLE_REQUEST=false
+  # The 4 shards of one run, started together as a matrix would start them.
+  cat > shards.sh <<EOF
+set -e
+pids=""
+for k in 0 1 2 3; do
+  "$BG" audit --format json --progress never models-s3 --cache s3://audit/cache/ --shard "\$k/4" --write-report "s3://audit/reports/shard-\$k.json" > "s3-\$1-\$k.json" &
+  pids="\$pids \$!"
+done
+rc=0
+for p in \$pids; do wait "\$p" || { c=\$?; [ "\$c" -gt "\$rc" ] && rc=\$c; }; done
+exit \$rc
+EOF
+  FIRST="4 shards on s3s-fs at once, first run"
+  row "$FIRST" - bash shards.sh first
+  row "4 shards on s3s-fs at once, shared cache" "$FIRST" bash shards.sh second
+  row "report merge of 4 shard reports on s3s-fs" - "$BG" report merge --format json s3://audit/reports/
+  first=$(bytes_read s3-first-*.json); second=$(bytes_read s3-second-*.json)
+  printf '  4 shards on s3s-fs, %s: bytes read %s (first run), %s (second run, shared s3:// cache)\n' "$LABEL" "$first" "$second" >> "$NOTES"
+  [ "$second" = 0 ] || echo "  WARNING: the second run read $second bytes"
+else
+  echo "(s3s-fs not built: skipping the S3 rows; scripts/install-test-deps builds it)"
+fi

@@ -1,0 +1,46 @@
+//! Times the shard assignment alone (what every `audit --shard K/N` computes
+//! before it audits anything) on the items of a generated tree, for
+//! `bench/audit-shards.sh`. Usage: shard_assign_bench ITEMS.tsv N, where each
+//! line is `bundle id<TAB>declared bytes`. Prints one JSON object: the best
+//! of 20 runs in seconds and the byte balance (max/mean over the N shards).
+
+use std::time::Instant;
+
+use bundlegate::checks::shard::{assign, Item};
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if args.len() != 3 {
+        eprintln!("usage: shard_assign_bench ITEMS.tsv N");
+        std::process::exit(2);
+    }
+    let text = std::fs::read_to_string(&args[1]).unwrap_or_else(|e| panic!("{}: {e}", args[1]));
+    let n: u32 = args[2].parse().expect("N");
+    let items: Vec<Item> = text
+        .lines()
+        .filter(|l| !l.is_empty())
+        .map(|l| {
+            let (id, bytes) = l.split_once('\t').expect("id<TAB>bytes");
+            Item { id: id.to_string(), bytes: bytes.parse().expect("bytes") }
+        })
+        .collect();
+    let mut best = f64::INFINITY;
+    let mut out = Vec::new();
+    for _ in 0..20 {
+        let t = Instant::now();
+        out = assign(&items, n);
+        best = best.min(t.elapsed().as_secs_f64());
+    }
+    let mut load = vec![0u128; n as usize];
+    for (i, s) in out.iter().enumerate() {
+        load[*s as usize] += items[i].bytes as u128;
+    }
+    let mean = load.iter().sum::<u128>() as f64 / f64::from(n);
+    let max = *load.iter().max().unwrap_or(&0) as f64;
+    println!(
+        "{{\"items\": {}, \"shards\": {n}, \"seconds\": {best:.6}, \"maxOverMean\": {:.4}, \"load\": {:?}}}",
+        items.len(),
+        if mean > 0.0 { max / mean } else { 1.0 },
+        load
+    );
+}
