@@ -332,7 +332,7 @@ pub struct Verifier {
 pub fn verifier(l: &Loaded, image: &str) -> Option<Verifier> {
     let b = &l.bundle;
     let s = &b.spec.serving;
-    if s.verify_on_start == bundle::VerifyOnStart::Off || verifier_unsupported(b).is_some() {
+    if !renders_verifier(b) {
         return None;
     }
     let (dir, mount, volume) = match s.format {

@@ -86,16 +86,6 @@ pub enum Progress {
     Never,
 }
 
-impl Progress {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Progress::Auto => "auto",
-            Progress::Always => "always",
-            Progress::Never => "never",
-        }
-    }
-}
-
 /// `verify`, `audit` and every step that hashes artifacts.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct VerifyOptions {
@@ -124,15 +114,6 @@ impl VerifyOptions {
 pub enum CanaryMode {
     Canary,
     Shadow,
-}
-
-impl CanaryMode {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            CanaryMode::Canary => "canary",
-            CanaryMode::Shadow => "shadow",
-        }
-    }
 }
 
 /// `canary`, and the canary gates `watch` judges once the rollout completed.
