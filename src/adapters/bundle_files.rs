@@ -167,7 +167,14 @@ pub enum Confined {
 /// Resolve `reference` (relative to the bundle's folder, or absolute) and
 /// check it stays inside [`confinement_root`], before and after symlinks.
 pub fn confine(bundle_path: &Path, reference: &str) -> Confined {
-    let root = confinement_root(bundle_path);
+    confine_within(&confinement_root(bundle_path), bundle_path, reference)
+}
+
+/// [`confine`] against a root the caller knows better than the bundle's
+/// surroundings do: Argo CD's CMP checkout has no `.git`, but
+/// `ARGOCD_APP_SOURCE_PATH` says where the repository starts.
+pub fn confine_within(root: &Path, bundle_path: &Path, reference: &str) -> Confined {
+    let root = std::fs::canonicalize(root).unwrap_or_else(|_| normalize(root));
     let base = std::fs::canonicalize(bundle_path).ok().and_then(|p| p.parent().map(Path::to_path_buf)).unwrap_or_else(|| root.clone());
     let lexical = normalize(&base.join(reference));
     if !lexical.starts_with(&root) {
@@ -193,7 +200,12 @@ pub enum NamedFileError {
 
 /// Where `reference` (named by the bundle `l`) leads, if inside the root.
 pub fn resolve_named(l: &Loaded, reference: &str) -> Result<PathBuf, NamedFileError> {
-    match confine(&l.path, reference) {
+    resolve_named_within(&confinement_root(&l.path), l, reference)
+}
+
+/// [`resolve_named`] inside an explicit root (see [`confine_within`]).
+pub fn resolve_named_within(root: &Path, l: &Loaded, reference: &str) -> Result<PathBuf, NamedFileError> {
+    match confine_within(root, &l.path, reference) {
         Confined::Outside { root } => Err(NamedFileError::Outside { reference: reference.to_string(), root: root.display().to_string() }),
         Confined::Inside(p) => Ok(p),
     }
@@ -203,7 +215,12 @@ pub fn resolve_named(l: &Loaded, reference: &str) -> Result<PathBuf, NamedFileEr
 /// and with errors that say where the file is broken but never quote it.
 /// The one loader lint, canary and watch/revert use.
 pub fn load_named_bundle(l: &Loaded, reference: &str) -> Result<Loaded, NamedFileError> {
-    let p = resolve_named(l, reference)?;
+    load_named_bundle_within(&confinement_root(&l.path), l, reference)
+}
+
+/// [`load_named_bundle`] inside an explicit root (see [`confine_within`]).
+pub fn load_named_bundle_within(root: &Path, l: &Loaded, reference: &str) -> Result<Loaded, NamedFileError> {
+    let p = resolve_named_within(root, l, reference)?;
     load(&p).map_err(|e| NamedFileError::Unreadable(e.redacted()))
 }
 
@@ -216,9 +233,14 @@ pub fn read_named_text(l: &Loaded, reference: &str, kind: FileKind) -> Result<(P
 
 /// The rollback target of `l` as plain data for `checks::lint`.
 pub fn rollback_status(l: &Loaded) -> RollbackStatus {
+    rollback_status_within(&confinement_root(&l.path), l)
+}
+
+/// [`rollback_status`] inside an explicit root (see [`confine_within`]).
+pub fn rollback_status_within(root: &Path, l: &Loaded) -> RollbackStatus {
     let Some(rb) = &l.bundle.spec.rollback else { return RollbackStatus::NotDeclared };
     let path = rb.bundle.clone();
-    match load_named_bundle(l, &rb.bundle) {
+    match load_named_bundle_within(root, l, &rb.bundle) {
         Ok(prev) => RollbackStatus::Resolved { path, digest: prev.digest },
         Err(NamedFileError::Outside { root, .. }) => RollbackStatus::Escapes { path, root },
         Err(NamedFileError::Unreadable(error)) => RollbackStatus::Unreadable { path, error },

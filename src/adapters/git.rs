@@ -274,18 +274,42 @@ fn blob_text(r: &Repository, id: Oid) -> Result<Option<Blob>> {
     if id.is_zero() {
         return Ok(None);
     }
+    // The size from the object header first: an oversized blob (a model file
+    // committed by mistake) is never inflated whole just to learn its size.
+    let odb = r.odb().context("opening the git object database")?;
+    let (size, _) = odb.read_header(id).with_context(|| format!("reading blob {id}"))?;
+    if size > MAX_BUNDLE_BYTES {
+        let why = format!("{size} bytes, over the limit of {MAX_BUNDLE_BYTES} bytes (4 MiB) for a bundle file");
+        return Ok(Some(Blob::Unreadable { head: oversized_head(r, &odb, id, size)?, why }));
+    }
     let blob = r.find_blob(id).with_context(|| format!("reading blob {id}"))?;
     let content = blob.content();
-    if content.len() > MAX_BUNDLE_BYTES {
-        return Ok(Some(Blob::Unreadable {
-            head: content[..MAX_SNIFF_BYTES.min(content.len())].to_vec(),
-            why: format!("{} bytes, over the limit of {MAX_BUNDLE_BYTES} bytes (4 MiB) for a bundle file", content.len()),
-        }));
-    }
     Ok(Some(match std::str::from_utf8(content) {
         Ok(t) => Blob::Text(t.to_string()),
         Err(e) => Blob::Unreadable { head: content.to_vec(), why: format!("not UTF-8 text (invalid byte at offset {})", e.valid_up_to()) },
     }))
+}
+
+/// A packed blob up to this size may be inflated whole to sniff its head
+/// (libgit2 streams loose objects only); beyond it detection goes by the
+/// file name alone, so memory stays bounded whatever a commit holds.
+const MAX_INFLATE_BYTES: usize = 256 << 20;
+
+/// The first [`MAX_SNIFF_BYTES`] of an oversized blob, for detection.
+fn oversized_head(r: &Repository, odb: &git2::Odb<'_>, id: Oid, size: usize) -> Result<Vec<u8>> {
+    if let Ok(mut reader) = odb.reader(id) {
+        let mut head = Vec::with_capacity(MAX_SNIFF_BYTES);
+        let read = std::io::Read::read_to_end(&mut std::io::Read::take(&mut reader.0, MAX_SNIFF_BYTES as u64), &mut head);
+        if read.is_ok() {
+            return Ok(head);
+        }
+    }
+    if size > MAX_INFLATE_BYTES {
+        tracing::warn!("blob {id} ({size} bytes) is too large to sniff; deciding by its file name only");
+        return Ok(Vec::new());
+    }
+    let blob = r.find_blob(id).with_context(|| format!("reading blob {id}"))?;
+    Ok(blob.content()[..MAX_SNIFF_BYTES.min(blob.content().len())].to_vec())
 }
 
 /// Raw tree-entry modes (git2 gives no FileMode for entries).

@@ -5,7 +5,6 @@
 //! AZURE_*) and are never formatted into messages: errors are re-described
 //! from their kind and the object key.
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,19 +16,13 @@ use object_store::{GetOptions, GetResultPayload, ObjectMeta, ObjectStore, Object
 use sha2::{Digest, Sha256};
 use url::Url;
 
+use crate::adapters::filehash;
 use crate::bundle::storage_uri::{self, Backend};
 
 /// Read size for hashing: large enough that per-call overhead vanishes next
 /// to SHA-256 (1 MiB, like sigstore model-transparency), small enough that
 /// `jobs` concurrent reads stay far below the 64 MiB memory budget.
 pub const READ_CHUNK: usize = 1 << 20;
-
-/// Local files are read in larger blocks: 4 MiB per read halves the syscall
-/// and page-cache-copy overhead against 1 MiB and still keeps `jobs` (4 by
-/// default) buffers at 16 MiB. Not mmap: a file truncated by someone else
-/// while mapped raises SIGBUS and kills the process, where a read just comes
-/// up short and is reported as SIZE-MISMATCH/CHANGED.
-pub const LOCAL_READ_CHUNK: usize = 4 << 20;
 
 /// Progress is reported every this many bytes, not per chunk, so the hot
 /// loop does no atomic/terminal work per read.
@@ -312,45 +305,21 @@ impl Store {
         if res.meta.size != obj.size {
             return Err(ReadFailure::Changed(format!("size is now {} (listed {})", res.meta.size, obj.size)));
         }
-        let mut hasher = Sha256::new();
-        let mut got = 0u64;
-        match res.payload {
-            GetResultPayload::File(mut file, path) => {
-                // Local files: read with a large buffer on a blocking thread;
-                // object_store's own stream uses 8 KiB reads.
+        let (sha, got) = match res.payload {
+            GetResultPayload::File(file, path) => {
+                // Local files: object_store's own stream uses 8 KiB reads; the
+                // shared loop reads ahead on a second thread (see `sha256_read`).
                 let expected = obj.size;
                 let progress = progress.clone();
-                let (h, n) = tokio::task::spawn_blocking(move || -> Result<(Sha256, u64), ReadFailure> {
-                    let mut buf = vec![0u8; LOCAL_READ_CHUNK.min(expected as usize + 1).max(1)];
-                    let mut n = 0u64;
-                    let mut unreported = 0u64;
-                    loop {
-                        let r = file.read(&mut buf).map_err(|e| ReadFailure::Other(format!("{}: {e}", path.display())))?;
-                        if r == 0 {
-                            break;
-                        }
-                        hasher.update(&buf[..r]);
-                        n += r as u64;
-                        unreported += r as u64;
-                        if unreported >= PROGRESS_EVERY {
-                            progress(unreported);
-                            unreported = 0;
-                        }
-                        if n > expected {
-                            break;
-                        }
-                    }
-                    progress(unreported);
-                    Ok((hasher, n))
-                })
-                .await
-                .map_err(|e| ReadFailure::Other(format!("hashing task failed: {e}")))??;
-                hasher = h;
-                got = n;
+                let got = tokio::task::spawn_blocking(move || filehash::sha256_read(file, expected, &*progress).map_err(|e| ReadFailure::Other(format!("{}: {e}", path.display()))))
+                    .await
+                    .map_err(|e| ReadFailure::Other(format!("hashing task failed: {e}")))??;
+                (got.sha256, got.bytes)
             }
             GetResultPayload::Stream(mut s) => {
                 // Hash each `Bytes` chunk as it arrives: no copy, no buffer.
-                let mut unreported = 0u64;
+                let mut hasher = Sha256::new();
+                let (mut got, mut unreported) = (0u64, 0u64);
                 while let Some(chunk) = s.next().await {
                     let chunk = chunk.map_err(|e| match classify(&e) {
                         ReadFailure::Other(m) => ReadFailure::Other(format!("stream failed after {got} bytes: {m}")),
@@ -365,8 +334,9 @@ impl Store {
                     }
                 }
                 progress(unreported);
+                (hex::encode(hasher.finalize()), got)
             }
-        }
+        };
         if got != obj.size {
             return Err(ReadFailure::Truncated { expected: obj.size, got });
         }
@@ -379,7 +349,7 @@ impl Store {
                 }
             }
         }
-        Ok(hex::encode(hasher.finalize()))
+        Ok(sha)
     }
 }
 
@@ -397,19 +367,11 @@ fn listed(rel: &str, m: &ObjectMeta) -> Listed {
     }
 }
 
-/// Hash a local file (publish): bounded memory, 1 MiB reads.
+/// Hash a local file (publish): bounded memory, the shared read loop.
 pub fn hash_file(path: &std::path::Path) -> Result<(String, u64)> {
-    let mut f = std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
-    let mut buf = vec![0u8; READ_CHUNK];
-    let mut h = Sha256::new();
-    let mut n = 0u64;
-    loop {
-        let r = f.read(&mut buf).with_context(|| format!("reading {}", path.display()))?;
-        if r == 0 {
-            break;
-        }
-        h.update(&buf[..r]);
-        n += r as u64;
-    }
-    Ok((hex::encode(h.finalize()), n))
+    let f = std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
+    let len = f.metadata().with_context(|| format!("reading {}", path.display()))?.len();
+    // Up to one block past the size it had when opened: a file still growing is read as far as that.
+    let got = filehash::sha256_read(f, len, &|_| {}).with_context(|| format!("reading {}", path.display()))?;
+    Ok((got.sha256, got.bytes))
 }

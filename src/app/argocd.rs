@@ -19,7 +19,9 @@ use std::path::{Component, Path, PathBuf};
 use anyhow::{anyhow, bail, Context, Result};
 use serde_json::{json, Value};
 
+use crate::adapters::bundle_files;
 use crate::bundle::{self, Loaded};
+use crate::checks::lint::RollbackStatus;
 use crate::app::options::ArgocdAction;
 use crate::diag::Overrides;
 use crate::render::{Renderer, TemplateSource};
@@ -271,25 +273,17 @@ pub fn repo_root(source: &Path, env: &CmpEnv) -> PathBuf {
     root
 }
 
-/// The rollback bundle is read by lint; a bundle in the repository under
-/// review must not make the plugin read a file outside the checked-out
-/// repository (by `..` or through a symlink).
-fn confine_rollback(source: &Path, env: &CmpEnv, l: &Loaded) -> Result<()> {
-    let Some(rb) = &l.bundle.spec.rollback else { return Ok(()) };
-    let root = repo_root(source, env);
-    let p = l.dir().join(&rb.bundle);
-    if Path::new(&rb.bundle).is_absolute() {
-        bail!("spec.rollback.bundle `{}` must be relative to the bundle", rb.bundle);
+/// The rollback target, resolved by the one loader lint, canary and revert
+/// use, but inside the repository root Argo CD names: the CMP checkout has
+/// no `.git` to find it by. A target leading outside it (by `..`, an absolute
+/// path or a symlink) is refused even with lint off: reading it would let a
+/// bundle under review make the plugin read any file of the sidecar.
+fn rollback_in_repo(source: &Path, env: &CmpEnv, l: &Loaded) -> Result<RollbackStatus> {
+    let status = bundle_files::rollback_status_within(&repo_root(source, env), l);
+    if let RollbackStatus::Escapes { path, root } = &status {
+        bail!("spec.rollback.bundle `{path}` resolves outside the repository ({root}); refused{}", root_hint(env));
     }
-    // A missing file is lint's to report; only an existing path can leak.
-    if let Ok(real) = p.canonicalize() {
-        if !real.starts_with(&root) {
-            bail!("spec.rollback.bundle `{}` resolves outside the repository ({}); refused{}", rb.bundle, real.display(), root_hint(env));
-        }
-    } else if !lexically_inside(&root, &p) {
-        bail!("spec.rollback.bundle `{}` leaves the repository; refused{}", rb.bundle, root_hint(env));
-    }
-    Ok(())
+    Ok(status)
 }
 
 /// Without `ARGOCD_APP_SOURCE_PATH` the repository root is unknown and the
@@ -301,22 +295,6 @@ fn root_hint(env: &CmpEnv) -> &'static str {
     } else {
         ""
     }
-}
-
-fn lexically_inside(root: &Path, p: &Path) -> bool {
-    let mut out = PathBuf::new();
-    for c in p.components() {
-        match c {
-            Component::ParentDir => {
-                if !out.pop() {
-                    return false;
-                }
-            }
-            Component::CurDir => {}
-            other => out.push(other),
-        }
-    }
-    out.starts_with(root)
 }
 
 /// What `generate` produced.
@@ -374,11 +352,11 @@ fn generate_inner(source: &Path, env: &CmpEnv, ov: &Overrides) -> Result<Generat
         bail!("{display}: {field} (after plugin parameters): {why}");
     }
 
-    confine_rollback(source, env, &l)?;
+    let rollback = rollback_in_repo(source, env, &l)?;
 
     if params.lint {
         // Lint sees the overridden values: it checks what will run.
-        let step = crate::app::lint_loaded(&l, ov);
+        let step = crate::app::lint_loaded_with(&l, ov, &rollback);
         for d in step.diagnostics.iter().filter(|d| d.severity == Severity::Warning) {
             tracing::warn!("{}[{} {}]: {}", d.span.as_ref().map(|s| format!("{s}: ")).unwrap_or_default(), d.code, d.name, d.message);
         }

@@ -48,9 +48,14 @@ fn load_error(path: &Path, step: &str, e: bundle::LoadError) -> StepReport {
 }
 
 pub fn lint_loaded(l: &Loaded, ov: &Overrides) -> StepReport {
-    let rb = crate::adapters::bundle_files::rollback_status(l);
+    lint_loaded_with(l, ov, &crate::adapters::bundle_files::rollback_status(l))
+}
+
+/// [`lint_loaded`] with the rollback target already resolved (the CMP
+/// resolves it inside the repository root Argo CD names).
+pub fn lint_loaded_with(l: &Loaded, ov: &Overrides, rb: &lint::RollbackStatus) -> StepReport {
     let mut s = StepReport::new("lint", &l.display);
-    s.diagnostics = ov.apply(lint::lint(l, &rb));
+    s.diagnostics = ov.apply(lint::lint(l, rb));
     s.verdict = s.verdict_from_diagnostics();
     s.summary = format!(
         "{} error(s), {} warning(s); release {} {}",

@@ -389,6 +389,33 @@ fn argocd_rollback_bundle_outside_the_repository_is_refused() {
     assert_refused(&cmp(&source(&ex), &["generate"], &[]), "outside the repository");
 }
 
+/// Argo CD's CMP checkout has no `.git`: the repository root is where
+/// `ARGOCD_APP_SOURCE_PATH` says. Lint and the plugin's own refusal used two
+/// rules for the rollback target (lint's root was the folder above the
+/// bundle's), so a target two folders up inside the repository was refused by
+/// one and accepted by the other. Now both resolve it the same way.
+#[test]
+fn argocd_rollback_target_anywhere_in_the_repository_resolves_without_git() {
+    let ex = Example::without_repository();
+    let deep = ex.path().join("teams/ml/llm-scratch");
+    std::fs::create_dir_all(&deep).unwrap();
+    for v in ["v1", "v2"] {
+        std::fs::rename(ex.path().join("llm-scratch").join(v), deep.join(v)).unwrap();
+    }
+    // v1 moves to the repository's top: `../../../../v1/release.yaml` from v2.
+    std::fs::rename(deep.join("v1"), ex.path().join("v1")).unwrap();
+    let v2 = deep.join("v2");
+    edit_yaml(&v2.join("release.yaml"), |v| *at(v, "spec.rollback.bundle") = "../../../../v1/release.yaml".into());
+    let env = [("ARGOCD_APP_SOURCE_PATH", "teams/ml/llm-scratch/v2")];
+    let objs = objects(&cmp(&v2, &["generate"], &env));
+    assert!(!objs.is_empty());
+    // One level further is outside the repository for both, lint on or off.
+    edit_yaml(&v2.join("release.yaml"), |v| *at(v, "spec.rollback.bundle") = "../../../../../v1/release.yaml".into());
+    for lint in ["true", "false"] {
+        assert_refused(&cmp(&v2, &["generate"], &[env[0], ("PARAM_LINT", lint)]), "resolves outside the repository");
+    }
+}
+
 /// `ARGOCD_ENV_REPLICAS=0` rendered `minReplicas: 0`: the parameter skipped
 /// the 1..=10000 range of the bundle field it overrides. A key or parameter
 /// given twice in ARGOCD_APP_PARAMETERS was last-wins, and a 200 MB
