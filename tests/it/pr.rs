@@ -782,6 +782,33 @@ fn pr_oversized_or_non_utf8_bundle_is_a_load_error_not_skipped() {
     assert!(loads.iter().any(|l| l.contains("nul/release.yaml:")), "{loads:?}");
 }
 
+/// An oversized blob was inflated whole before its size was known. Its size
+/// now comes from the object header and detection sniffs only its head, for
+/// loose objects (streamed) and packed ones (after `git gc`) alike: a 6 MiB
+/// bundle not named `release.yaml` is still found by its `kind`, and a 6 MiB
+/// data file is still not a bundle.
+#[test]
+fn pr_oversized_blobs_are_sniffed_by_their_head_loose_or_packed() {
+    let ex = pr_repo();
+    let v2_text = std::fs::read_to_string(ex.v2()).unwrap();
+    std::fs::create_dir_all(ex.path().join("big")).unwrap();
+    std::fs::write(ex.path().join("big/model.yaml"), format!("{v2_text}#{}\n", "x".repeat(6 << 20))).unwrap();
+    std::fs::write(ex.path().join("big/data.yaml"), format!("kind: Dataset\nrows:\n{}", "- 1\n".repeat(2 << 20))).unwrap();
+    commit_all(ex.path(), "big files");
+    let check = |when: &str| {
+        let ch = changed_bundles(ex.path(), "main", "feature").unwrap();
+        let paths: Vec<_> = ch.iter().map(|c| c.path.display().to_string()).collect();
+        let big = ch.iter().find(|c| c.path.ends_with("big/model.yaml")).unwrap_or_else(|| panic!("{when}: oversized bundle skipped: {paths:?}"));
+        assert!(big.head_error.as_deref().unwrap_or("").contains("over the limit of 4194304 bytes"), "{when}: {big:?}");
+        assert!(!paths.iter().any(|p| p.ends_with("data.yaml")), "{when}: a data file is not a bundle: {paths:?}");
+    };
+    check("loose objects");
+    let gc = std::process::Command::new("git").args(["gc", "-q", "--aggressive", "--prune=now"]).current_dir(ex.path()).status().expect("git gc");
+    assert!(gc.success());
+    assert!(!ex.path().join(".git/objects/pack").read_dir().unwrap().next().is_none(), "gc packed nothing");
+    check("packed objects");
+}
+
 /// A PR that only retargets a folder symlink (`current -> v1` becomes
 /// `current -> v2`) changes which bundle `current/release.yaml` serves (an
 /// Argo CD Application may point at `current`), yet no bundle file changed
