@@ -369,7 +369,7 @@ fn parse_fast(display: &str, text: &str, json: bool) -> Option<ClusterState> {
 // keys included; non-finite numbers; nesting; alias expansion); then each
 // item's own text is deserialized on its own, and its events are freed
 // before the next. Errors keep absolute line:column. A file the scan does not
-// take item by item (anchors, flow style) is read whole, but only after the
+// take item by item (an alias crossing items, flow style) is read whole, but only after the
 // guard has passed over all of it: alias expansion is bounded either way.
 
 /// One item of `items:` as found by the scan.
@@ -406,8 +406,8 @@ struct Frame {
     items: bool,
 }
 
-/// `Ok(None)`: a shape the item-at-a-time path does not take (anchors and
-/// aliases, several documents, flow-style items, no `items` list); the caller
+/// `Ok(None)`: a shape the item-at-a-time path does not take (an alias
+/// crossing items, several documents, flow-style items, no `items` list); the caller
 /// then reads the whole document, which reports such files precisely.
 fn scan_yaml(text: &str) -> Result<Option<YamlScan>, ScanFail> {
     use yaml_rust2::parser::{Event, Parser};
@@ -417,22 +417,24 @@ fn scan_yaml(text: &str) -> Result<Option<YamlScan>, ScanFail> {
     let mut docs = 0;
     let mut simple = true;
     let mut guard = crate::yaml_guard::Guard::new(&crate::yaml_guard::Limits::SNAPSHOT);
+    // Anchor id → the item that defines it (`None`: outside `items`).
+    let mut anchored_in: std::collections::HashMap<usize, Option<usize>> = std::collections::HashMap::new();
     loop {
         let (ev, mark) = parser.next_token().map_err(|e| ScanFail::Syntax(e.info().to_string(), e.marker().line().max(1), e.marker().col() + 1))?;
         guard.event(&ev, &mark).map_err(ScanFail::Guard)?;
-        let (anchor, node) = match &ev {
+        // An anchor (`&a`, as PyYAML writes for shared values) and its
+        // aliases inside one item travel with that item's text; an alias to
+        // another item's anchor or to one outside `items` would not.
+        let (anchor, alias, node) = match &ev {
             Event::StreamEnd => break,
             Event::DocumentStart => {
                 docs += 1;
                 continue;
             }
-            Event::Alias(_) => (1, true),
-            Event::Scalar(_, _, a, _) | Event::MappingStart(a, _) | Event::SequenceStart(a, _) => (*a, true),
-            _ => (0, false),
+            Event::Alias(id) => (0, Some(*id), true),
+            Event::Scalar(_, _, a, _) | Event::MappingStart(a, _) | Event::SequenceStart(a, _) => (*a, None, true),
+            _ => (0, None, false),
         };
-        if anchor != 0 {
-            simple = false;
-        }
         if node {
             let depth = stack.len();
             // The node's role: a key, a value (of which key), or an element.
@@ -446,6 +448,9 @@ fn scan_yaml(text: &str) -> Result<Option<YamlScan>, ScanFail> {
                         if let Some(h) = out.items.last_mut().filter(|h| h.line == 0) {
                             (h.line, h.col) = (mark.line().max(1), mark.col());
                         }
+                    }
+                    if anchor != 0 || alias.is_some() {
+                        simple = false; // anchored keys: rare, read whole
                     }
                     let top = stack.last_mut().expect("checked");
                     top.awaiting_value = true;
@@ -471,6 +476,15 @@ fn scan_yaml(text: &str) -> Result<Option<YamlScan>, ScanFail> {
             if element && depth == 2 && in_items {
                 out.items.push(ItemHead::default());
                 if !matches!(ev, Event::MappingStart(..)) {
+                    simple = false;
+                }
+            }
+            let item = if in_items { out.items.len().checked_sub(1) } else { None };
+            if anchor != 0 {
+                anchored_in.insert(anchor, item);
+            }
+            if let Some(id) = alias {
+                if item.is_none() || anchored_in.get(&id).copied().flatten() != item {
                     simple = false;
                 }
             }
@@ -822,7 +836,13 @@ mod tests {
         assert_eq!(scan.items.len(), 2);
         let st = parse_snapshot("o.yaml", odd).unwrap();
         assert_eq!((st.nodes[0].name.as_str(), st.pods[0].node_name.as_deref()), ("a", Some("a")));
-        // Anchors are left to the whole-document reading, which resolves them.
+        // An anchor used inside its own item (PyYAML writes one for every
+        // shared value) keeps the item-at-a-time reading and its result.
+        let local = "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Node\n  metadata: {name: a}\n  status:\n    allocatable: &al {cpu: 1, memory: 1Gi}\n    capacity: *al\n- apiVersion: v1\n  kind: Pod\n  metadata: {name: p}\n  spec: {nodeName: a, containers: [{resources: {requests: &r {cpu: 2}, limits: *r}}]}\n";
+        assert_eq!(scan_yaml(local).ok().flatten().expect("item-local anchors are read item by item").items.len(), 2);
+        let st = parse_snapshot("l.yaml", local).unwrap();
+        assert_eq!((st.nodes[0].allocatable["cpu"].as_str(), st.pods[0].containers[0].requests["cpu"].as_str()), ("1", "2"));
+        // An alias to another item's anchor is left to the whole-document reading, which resolves it.
         let anchored = "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Node\n  metadata: {name: a}\n  status: {allocatable: &al {cpu: 1, memory: 1Gi}}\n- apiVersion: v1\n  kind: Pod\n  metadata: {name: p}\n  spec: {nodeName: a, containers: [{resources: {requests: *al}}]}\n";
         assert!(scan_yaml(anchored).ok().flatten().is_none());
         assert_eq!(parse_snapshot("a.yaml", anchored).unwrap().pods[0].containers[0].requests["cpu"], "1");
