@@ -15,6 +15,9 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 RESULTS="${BENCH_RESULTS:-/dev/stdout}"
 NOTES="${BENCH_NOTES:-/dev/stdout}"
 D=$(mktemp -d)
+# The generated bundles name their store as `file:../../store/…`: outside the
+# bundle's own folder, so the tree's top is the store root (no git work tree here).
+export BUNDLEGATE_STORE_ROOT="$D"
 S3PID=""
 trap '[ -n "$S3PID" ] && kill "$S3PID" 2>/dev/null; rm -rf "$D"' EXIT
 OBJECTS=$((BUNDLES * PER))
