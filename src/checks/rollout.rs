@@ -446,7 +446,6 @@ fn event_line(e: &EventInfo) -> String {
 /// BG506 (INCONCLUSIVE); pods that serve nothing are BG507 notes.
 pub fn evaluate_rollout(exp: &Expected, st: &ServiceState) -> RolloutOutcome {
     let mut diags = compare_serving(exp, &st.pods, &st.replica_sets);
-    let is_error = |d: &Diagnostic| d.severity == crate::report::Severity::Error;
     // Terminal pods of the new release (an Evicted one, say) are history: a
     // replacement is judged instead.
     let new: Vec<&PodInfo> =
@@ -457,7 +456,48 @@ pub fn evaluate_rollout(exp: &Expected, st: &ServiceState) -> RolloutOutcome {
     let unsure_new: Vec<&&PodInfo> =
         new.iter().filter(|p| standing(p) == PodStanding::Unknown || (standing(p) == PodStanding::Terminating && p.ready)).collect();
 
-    for p in &new {
+    diags.extend(new_pod_diagnostics(st, &new));
+    diags.extend(replica_set_diagnostics(exp, st, &new));
+    let verifier = verifier_failures(&new);
+    let mut gave_up = !verifier.is_empty();
+    diags.extend(verifier);
+    let deadline = deadline_diagnostics(st);
+    gave_up |= !deadline.is_empty();
+    diags.extend(deadline);
+    let readiness = readiness_diagnostic(exp, &new, ready_new, &unsure_new, &diags);
+    diags.extend(readiness);
+    add_green_signals(st, &mut diags);
+
+    let complete = !diags.iter().any(is_error);
+    let old = st.pods.iter().filter(|p| p.digest.as_deref() != Some(exp.digest.as_str()) && standing(p) == PodStanding::Serving).count();
+    let summary = format!(
+        "{ready_new}/{} new-release pod(s) ready, {old} pod(s) of another release serving, {} pod(s) total{}",
+        exp.replicas,
+        st.pods.len(),
+        if complete { "" } else { " — rollout incomplete" }
+    );
+    let settled = complete
+        && st.pods.iter().all(|p| p.digest.as_deref() == Some(exp.digest.as_str()) || standing(p) == PodStanding::Terminal);
+    RolloutOutcome {
+        complete,
+        settled,
+        gave_up,
+        diagnostics: diags,
+        rows: pod_rows(exp, st),
+        summary,
+        data: json!({"releaseDigest": exp.digest, "groups": release_groups(exp, st), "state": st}),
+    }
+}
+
+fn is_error(d: &Diagnostic) -> bool {
+    d.severity == crate::report::Severity::Error
+}
+
+/// BG501 for each new pod that is Pending (with the scheduler's reason) or
+/// not ready after restarts.
+fn new_pod_diagnostics(st: &ServiceState, new: &[&PodInfo]) -> Vec<Diagnostic> {
+    let mut diags = Vec::new();
+    for p in new {
         let evs = events_for(st, "Pod", &p.name);
         if p.phase == "Pending" && !p.ready && !p.terminating {
             let sched: Vec<&&EventInfo> = evs.iter().filter(|e| e.reason == "FailedScheduling").collect();
@@ -495,9 +535,13 @@ pub fn evaluate_rollout(exp: &Expected, st: &ServiceState) -> RolloutOutcome {
             diags.push(d.help("read the new pod's logs (`kubectl logs --previous`); the old pod keeps serving, so nothing else looks wrong"));
         }
     }
+    diags
+}
 
-    // A ReplicaSet of the new release that wants pods but has none usually
-    // carries the reason (quota, admission) in FailedCreate events.
+/// A ReplicaSet of the new release that wants pods but has none usually
+/// carries the reason (quota, admission) in FailedCreate events.
+fn replica_set_diagnostics(exp: &Expected, st: &ServiceState, new: &[&PodInfo]) -> Vec<Diagnostic> {
+    let mut diags = Vec::new();
     for rs in st.replica_sets.iter().filter(|r| r.digest.as_deref() == Some(exp.digest.as_str())) {
         let evs: Vec<&EventInfo> = events_for(st, "ReplicaSet", &rs.name).into_iter().filter(|e| e.type_ == "Warning").collect();
         if !evs.is_empty() && new.is_empty() {
@@ -508,14 +552,15 @@ pub fn evaluate_rollout(exp: &Expected, st: &ServiceState) -> RolloutOutcome {
             diags.push(d);
         }
     }
+    diags
+}
 
-    let verifier = verifier_failures(&new);
-    let mut gave_up = !verifier.is_empty();
-    diags.extend(verifier);
+/// BG501 for each Deployment past its progress deadline: the controller gave up.
+fn deadline_diagnostics(st: &ServiceState) -> Vec<Diagnostic> {
+    let mut diags = Vec::new();
     for dep in &st.deployments {
         for c in &dep.conditions {
             if c.type_ == "Progressing" && c.reason.as_deref() == Some("ProgressDeadlineExceeded") {
-                gave_up = true;
                 diags.push(
                     Diagnostic::new(Code::RolloutIncomplete, format!("Deployment {} exceeded its progress deadline", dep.name))
                         .evidence(format!("condition Progressing={} ProgressDeadlineExceeded: {}", c.status, c.message.as_deref().unwrap_or("")))
@@ -524,9 +569,15 @@ pub fn evaluate_rollout(exp: &Expected, st: &ServiceState) -> RolloutOutcome {
             }
         }
     }
+    diags
+}
 
+/// No new pod at all, or fewer ready than the replicas (BG501), or enough
+/// only if pods of unknown standing serve (BG506). Only when nothing above is
+/// already an error.
+fn readiness_diagnostic(exp: &Expected, new: &[&PodInfo], ready_new: usize, unsure_new: &[&&PodInfo], diags: &[Diagnostic]) -> Option<Diagnostic> {
     if new.is_empty() && !diags.iter().any(|d| d.message.contains("could not create")) {
-        diags.push(Diagnostic::new(Code::RolloutIncomplete, format!("no pod runs the bundle's release {}", short(&exp.digest))));
+        Some(Diagnostic::new(Code::RolloutIncomplete, format!("no pod runs the bundle's release {}", short(&exp.digest))))
     } else if ready_new < exp.replicas as usize && !diags.iter().any(is_error) {
         let msg = format!("{ready_new} of {} replica(s) of the new release are ready", exp.replicas);
         if ready_new + unsure_new.len() >= exp.replicas as usize {
@@ -534,13 +585,17 @@ pub fn evaluate_rollout(exp: &Expected, st: &ServiceState) -> RolloutOutcome {
             for p in unsure_new {
                 d = d.evidence(pod_line(p));
             }
-            diags.push(d);
+            Some(d)
         } else {
-            diags.push(Diagnostic::new(Code::RolloutIncomplete, msg));
+            Some(Diagnostic::new(Code::RolloutIncomplete, msg))
         }
+    } else {
+        None
     }
+}
 
-    // The green signals, recorded next to the truth so a reader sees why they lied.
+/// The green signals, recorded next to the truth so a reader sees why they lied.
+fn add_green_signals(st: &ServiceState, diags: &mut [Diagnostic]) {
     if diags.iter().any(is_error) {
         let mut greens = Vec::new();
         for dep in &st.deployments {
@@ -561,12 +616,15 @@ pub fn evaluate_rollout(exp: &Expected, st: &ServiceState) -> RolloutOutcome {
             }
         }
     }
+}
 
+/// Pods grouped by release digest, for the JSON data.
+fn release_groups(exp: &Expected, st: &ServiceState) -> Vec<Value> {
     let mut groups: BTreeMap<String, Vec<&PodInfo>> = BTreeMap::new();
     for p in &st.pods {
         groups.entry(p.digest.clone().unwrap_or_else(|| "(none)".into())).or_default().push(p);
     }
-    let group_data: Vec<Value> = groups
+    groups
         .iter()
         .map(|(d, ps)| {
             json!({
@@ -577,8 +635,12 @@ pub fn evaluate_rollout(exp: &Expected, st: &ServiceState) -> RolloutOutcome {
                 "serving": ps.iter().filter(|p| standing(p) == PodStanding::Serving).count(),
             })
         })
-        .collect();
-    let rows = st
+        .collect()
+}
+
+/// One table row per pod (`POD_COLUMNS`).
+fn pod_rows(exp: &Expected, st: &ServiceState) -> Vec<Vec<String>> {
+    st
         .pods
         .iter()
         .map(|p| {
@@ -596,26 +658,7 @@ pub fn evaluate_rollout(exp: &Expected, st: &ServiceState) -> RolloutOutcome {
                 p.source_uri.clone().unwrap_or_else(|| "-".into()),
             ]
         })
-        .collect();
-    let complete = !diags.iter().any(is_error);
-    let old = st.pods.iter().filter(|p| p.digest.as_deref() != Some(exp.digest.as_str()) && standing(p) == PodStanding::Serving).count();
-    let summary = format!(
-        "{ready_new}/{} new-release pod(s) ready, {old} pod(s) of another release serving, {} pod(s) total{}",
-        exp.replicas,
-        st.pods.len(),
-        if complete { "" } else { " — rollout incomplete" }
-    );
-    let settled = complete
-        && st.pods.iter().all(|p| p.digest.as_deref() == Some(exp.digest.as_str()) || standing(p) == PodStanding::Terminal);
-    RolloutOutcome {
-        complete,
-        settled,
-        gave_up,
-        diagnostics: diags,
-        rows,
-        summary,
-        data: json!({"releaseDigest": exp.digest, "groups": group_data, "state": st}),
-    }
+        .collect()
 }
 
 pub const POD_COLUMNS: [&str; 7] = ["pod", "release", "phase", "ready", "restarts", "waiting", "source (storage-initializer)"];

@@ -1,0 +1,168 @@
+//! The exit action (the rollback decision card): gate verdicts, the golden
+//! set and each arm's trend → a situation (version regression, load, …) → an
+//! action (promote, hold, roll back, degrade, throttle, step back). Separate
+//! because it combines gates; it never looks at a sample.
+
+use serde::Serialize;
+
+use super::gate::{GateOutcome, GateVerdict};
+
+/// How each arm moved against its own previous window (ratios now/earlier).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Trend {
+    pub candidate_rate: Option<f64>,
+    pub baseline_rate: Option<f64>,
+    pub candidate_latency: Option<f64>,
+    pub baseline_latency: Option<f64>,
+}
+
+/// Request rate up by half on both arms is a load change, not a release.
+pub const LOAD_RATE_RATIO: f64 = 1.5;
+/// Both P95s up by a fifth against their own earlier window: load-driven.
+pub const LOAD_LATENCY_RATIO: f64 = 1.2;
+
+impl Trend {
+    pub fn load_driven(&self) -> bool {
+        let both = |a: Option<f64>, b: Option<f64>, t: f64| matches!((a, b), (Some(a), Some(b)) if a >= t && b >= t);
+        both(self.candidate_rate, self.baseline_rate, LOAD_RATE_RATIO) || both(self.candidate_latency, self.baseline_latency, LOAD_LATENCY_RATIO)
+    }
+    pub fn baseline_steady(&self) -> Option<bool> {
+        match (self.baseline_rate, self.baseline_latency) {
+            (None, None) => None,
+            (r, l) => Some(r.is_none_or(|r| r < LOAD_RATE_RATIO) && l.is_none_or(|l| l < LOAD_LATENCY_RATIO)),
+        }
+    }
+    pub fn describe(&self) -> String {
+        let f = |v: Option<f64>| v.map(|v| format!("×{v:.2}")).unwrap_or_else(|| "unknown".into());
+        format!(
+            "vs the previous window: request rate candidate {} / baseline {}, P95 candidate {} / baseline {}",
+            f(self.candidate_rate),
+            f(self.baseline_rate),
+            f(self.candidate_latency),
+            f(self.baseline_latency)
+        )
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Situation {
+    /// Every gate passed.
+    Healthy,
+    /// Not enough evidence (or no data): decide nothing yet.
+    Undecided,
+    /// The candidate is worse than the baseline (gates or golden set).
+    VersionRegression,
+    /// Gates fail but both versions slowed / took more traffic.
+    LoadDriven,
+    /// Gates fail without a candidate-vs-baseline difference or a load change.
+    Unattributed,
+    /// An absolute limit fails at a 100% step, where no baseline runs to
+    /// tell the version from the load.
+    FullTrafficBreach,
+}
+
+pub fn classify(gates: &[GateOutcome], golden_failed: usize, trend: &Trend) -> Situation {
+    if golden_failed > 0 || gates.iter().any(GateOutcome::version_tied) {
+        Situation::VersionRegression
+    } else if gates.iter().any(|g| g.verdict == GateVerdict::Fail) {
+        if trend.load_driven() {
+            Situation::LoadDriven
+        } else {
+            Situation::Unattributed
+        }
+    } else if !gates.is_empty() && gates.iter().all(|g| g.verdict == GateVerdict::Pass) {
+        Situation::Healthy
+    } else {
+        Situation::Undecided
+    }
+}
+
+/// Whether the rollback target can be used, as the caller found out.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RollbackTarget {
+    /// Not needed for this situation, so not checked.
+    NotChecked,
+    Verified {
+        path: String,
+        version: String,
+        digest: String,
+        evidence: String,
+    },
+    Unusable {
+        path: Option<String>,
+        reason: String,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Action {
+    pub action: &'static str,
+    pub precondition: String,
+    pub watch_next: String,
+}
+
+pub fn decide(situation: Situation, shadow: bool, trend: &Trend, rollback: &RollbackTarget, more: Option<(u64, f64)>) -> Action {
+    let load_note = if trend.load_driven() { " Load rose on both versions too: after the rollback, limit admission until the queue drains." } else { "" };
+    match situation {
+        Situation::Healthy => Action {
+            action: "promote",
+            precondition: "every gate passed with at least the samples needed to detect its configured effect".into(),
+            watch_next: "repeat this analysis at the next traffic step over a full window; watch error rate, P95, GPU memory and the golden set per version".into(),
+        },
+        Situation::Undecided => Action {
+            action: "hold",
+            precondition: match more {
+                Some((n, m)) if m.is_finite() => format!("keep traffic at the current step; no promotion until each side has {n} more samples (≈ {m:.1} more minutes at the observed rate)"),
+                Some((n, _)) => format!("keep traffic at the current step; {n} more samples per side are needed and one side receives no traffic"),
+                None => "keep traffic at the current step; a gate had no data or could not be decided".into(),
+            },
+            watch_next: "re-run after that time; if the rate cannot reach the sample size, raise the canary weight or lengthen the window instead of promoting on thin evidence".into(),
+        },
+        Situation::VersionRegression if shadow => Action {
+            action: "hold",
+            precondition: "shadow mode: users are served by the baseline, so there is nothing to roll back; stop the mirror and do not promote this version".into(),
+            watch_next: "fix the candidate, re-run the golden set and the shadow analysis at the same load".into(),
+        },
+        Situation::VersionRegression => match rollback {
+            RollbackTarget::Verified { path, version, digest, evidence } => Action {
+                action: "rollback",
+                precondition: format!(
+                    "rollback target {path} (version {version}, {digest}) verified: {evidence}; the candidate is worse than the baseline under the same load ({}).{load_note}",
+                    trend.describe()
+                ),
+                watch_next: "after rolling back: golden set, finish reasons, output length and P95 on the previous version at the same load within one window; if they do not recover the cause is not the version (check load, admission, shared dependencies)".into(),
+            },
+            RollbackTarget::Unusable { path, reason } => Action {
+                action: "degrade",
+                precondition: format!(
+                    "rollback target {} is not usable ({reason}); switching blindly could add a second failure, so enable the existing verified degrade path first (e.g. a fallback model or reduced features), then repair the previous bundle",
+                    path.as_deref().unwrap_or("(none declared)")
+                ),
+                watch_next: "error rate and golden set on the degrade path; `bundlegate verify` the previous bundle until it passes, then roll back".into(),
+            },
+            RollbackTarget::NotChecked => Action {
+                action: "degrade",
+                precondition: "the rollback target was not verified, so a rollback cannot be recommended".into(),
+                watch_next: "verify the previous bundle, then re-run".into(),
+            },
+        },
+        Situation::LoadDriven => Action {
+            action: "throttle",
+            precondition: format!("both versions slowed or took more traffic ({}); rolling back adds no capacity, so limit admission and isolate long requests per the runbook", trend.describe()),
+            watch_next: "queue length and P95 falling after admission limits, counting rejected and queued requests as outcomes; if latency stays high after the rate returns to normal, re-run the canary: it may be the version after all".into(),
+        },
+        Situation::FullTrafficBreach => Action {
+            action: "step-back",
+            precondition: "at the 100% step the baseline serves nothing, so this breach of an absolute limit cannot be told apart from load; move traffic back to the previous step, where both arms are compared under the same load".into(),
+            watch_next: "the same gate at the previous step on both arms: only the candidate over the limit means the version (roll back), both over it means capacity (throttle or scale)".into(),
+        },
+        Situation::Unattributed => Action {
+            action: "hold",
+            precondition: format!("a gate fails but the candidate is not worse than the baseline and load did not change ({}); a rollback would not help", trend.describe()),
+            watch_next: "shared dependencies (GPU nodes, upstream services, limits too tight for both versions); stop promotion until explained".into(),
+        },
+    }
+}

@@ -1,0 +1,417 @@
+//! The canary checks' unit tests, across concepts: gate tests build
+//! histograms and read the statistics, so they share one set of helpers.
+
+use super::*;
+
+fn close(a: f64, b: f64, tol: f64) {
+    assert!((a - b).abs() <= tol, "{a} vs {b} (diff {:e})", (a - b).abs());
+}
+
+// Expected values from scipy 1.17.1 (computed once, hard-coded).
+
+#[test]
+fn z_test_matches_scipy() {
+    // z = (p1-p2)/sqrt(p(1-p)(1/n1+1/n2)); scipy.stats.norm.sf(z)
+    let t = two_proportion_z(130.0, 10_000.0, 100.0, 10_000.0).unwrap();
+    close(t.statistic, 1.989614786521866, 1e-9);
+    close(t.p_value, 0.023316693019580684, 1e-9);
+    let t = two_proportion_z(8.0, 1000.0, 12.0, 1000.0).unwrap();
+    close(t.p_value, 0.8156558653191092, 1e-9);
+    // A huge difference: far tail still accurate (norm.sf(z)).
+    let t = two_proportion_z(800.0, 10_000.0, 100.0, 10_000.0).unwrap();
+    close(t.p_value, 2.6716184583199285e-126, 1e-130);
+}
+
+#[test]
+fn fisher_matches_scipy() {
+    // scipy.stats.fisher_exact([[5, 95], [1, 99]], alternative='greater').pvalue
+    close(fisher_exact_greater(5, 100, 1, 100).unwrap().p_value, 0.10582392634786585, 1e-9);
+    // scipy.stats.fisher_exact([[3, 17], [0, 20]], alternative='greater').pvalue
+    close(fisher_exact_greater(3, 20, 0, 20).unwrap().p_value, 0.1153846153846154, 1e-9);
+    // scipy.stats.fisher_exact([[1020, 98980], [950, 99050]], alternative='greater').pvalue
+    close(fisher_exact_greater(1020, 100_000, 950, 100_000).unwrap().p_value, 0.05909723156181717, 1e-9);
+}
+
+#[test]
+fn binomial_matches_scipy() {
+    // scipy.stats.binomtest(30, 1000, 0.02, alternative='greater').pvalue
+    close(binom_test_greater(30, 1000, 0.02).unwrap().p_value, 0.02069651867323949, 1e-9);
+    // scipy.stats.binomtest(0, 50, 0.05, alternative='greater').pvalue
+    close(binom_test_greater(0, 50, 0.05).unwrap().p_value, 1.0, 1e-12);
+}
+
+#[test]
+fn mann_whitney_matches_scipy() {
+    let x = [1.0, 2.0, 2.0, 3.0, 5.0, 8.0, 8.0, 9.0];
+    let y = [0.5, 1.0, 2.0, 2.0, 2.0, 4.0, 4.0];
+    // scipy.stats.mannwhitneyu(x, y, alternative='greater', method='asymptotic')
+    let t = mann_whitney_u(&x, &y).unwrap();
+    close(t.statistic, 41.5, 1e-12);
+    close(t.p_value, 0.06222772238479956, 1e-9);
+    // Binned = raw on bin-index values. x bins [3,5,0,2], y bins [6,2,1,0]:
+    // scipy.stats.mannwhitneyu(np.repeat([0,1,2,3],[3,5,0,2]), np.repeat([0,1,2,3],[6,2,1,0]), alternative='greater', method='asymptotic')
+    let t = mann_whitney_binned(&[3.0, 5.0, 0.0, 2.0], &[6.0, 2.0, 1.0, 0.0]).unwrap();
+    close(t.statistic, 62.0, 1e-12);
+    close(t.p_value, 0.07135006634920518, 1e-9);
+    let raw = mann_whitney_u(&[0.0, 0.0, 0.0, 1.0, 1.0, 1.0, 1.0, 1.0, 3.0, 3.0], &[0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 1.0, 2.0]).unwrap();
+    close(raw.p_value, t.p_value, 1e-12);
+}
+
+#[test]
+fn sample_sizes() {
+    // Fleiss: ((za*sqrt(2*pb*(1-pb)) + zb*sqrt(p0*(1-p0)+p1*(1-p1)))/(p1-p0))**2 with
+    // za = scipy.stats.norm.ppf(0.95), zb = norm.ppf(0.8): 128_469.40… → 128_470
+    assert_eq!(n_two_proportions(0.01, 0.011, ALPHA, POWER), Some(128_470));
+    // Detecting 1% → 2% errors needs thousands of requests, not 20.
+    assert_eq!(n_two_proportions(0.01, 0.02, ALPHA, POWER), Some(1_826));
+    assert_eq!(n_two_proportions(0.02, 0.01, ALPHA, POWER), None);
+    // (za+zb)^2 / (6*0.1^2) = 103.04…
+    assert_eq!(n_mann_whitney(0.6, ALPHA, POWER), Some(104));
+    assert_eq!(n_mann_whitney(0.5, ALPHA, POWER), None);
+}
+
+fn hist(pairs: &[(f64, f64)]) -> Histogram {
+    Histogram::from_buckets(pairs.to_vec())
+}
+
+#[test]
+fn histogram_quantile_like_prometheus() {
+    let h = hist(&[(0.1, 50.0), (0.2, 90.0), (0.5, 100.0), (f64::INFINITY, 100.0)]);
+    // rank 95 lies in (0.2, 0.5]: 0.2 + 0.3 * 5/10
+    close(h.quantile(0.95).unwrap(), 0.35, 1e-12);
+    close(h.quantile(0.5).unwrap(), 0.1, 1e-12);
+    close(h.cdf(0.35), 0.95, 1e-12);
+    // Rank in +Inf → highest finite bound.
+    let h2 = hist(&[(0.1, 10.0), (f64::INFINITY, 100.0)]);
+    assert_eq!(h2.quantile(0.95), Some(0.1));
+    // Extrapolated increase() counts can dip; they are made monotonic.
+    let h3 = hist(&[(0.1, 10.0), (0.2, 9.5), (f64::INFINITY, 12.0)]);
+    assert_eq!(h3.cumulative, vec![10.0, 10.0, 12.0]);
+    assert!(hist(&[]).quantile(0.95).is_none());
+    // P(1·X > Y) = 1/2 for a continuous model; larger scale → larger.
+    close(h.superiority_scaled(1.0), 0.5, 0.01);
+    assert!(h.superiority_scaled(1.5) > 0.6);
+}
+
+fn prop(value: f64, total: f64) -> Side {
+    Side::Proportion { value: Some(value), total }
+}
+
+fn error_gate(c: Side, b: Side) -> GateInput {
+    GateInput {
+        metric: "error_rate".into(),
+        kind: MetricKind::Proportion,
+        quantile: 0.95,
+        max_absolute: Some(0.02),
+        max_relative_increase: Some(0.10),
+        min_samples: 200,
+        window_secs: 600.0,
+        candidate: c,
+        baseline: b,
+        higher_is_better: false,
+        min_absolute: None,
+        min_relative_decrease: None,
+        request_counts: None,
+        candidate_only: false,
+    }
+}
+
+#[test]
+fn error_rate_regression_fails() {
+    let o = evaluate_gate(&error_gate(prop(0.08, 5000.0), prop(0.01, 5000.0)));
+    assert_eq!(o.verdict, GateVerdict::Fail, "{o:?}");
+    assert!(o.version_tied());
+    assert!(o.checks.iter().all(|c| c.supported));
+}
+
+#[test]
+fn one_request_in_twenty_is_inconclusive() {
+    // 1 canary request out of 20, zero errors: never PASS.
+    let o = evaluate_gate(&error_gate(prop(0.0, 1.0), prop(0.0, 19.0)));
+    assert_eq!(o.verdict, GateVerdict::Inconclusive);
+    assert!(o.message.contains("minSamples"), "{}", o.message);
+    // Detecting 0% → 2% (maxAbsolute) needs 305 per side; the candidate
+    // arm has 1, at 0.1/min → 304 more take 3040 minutes.
+    assert_eq!(o.needed, Some(305), "{o:?}");
+    assert_eq!(o.more_samples, Some(304), "{o:?}");
+    close(o.more_minutes.unwrap(), 3040.0, 1e-9);
+}
+
+#[test]
+fn equal_rates_need_the_power_sample_size() {
+    // Above minSamples but far below the ~128k needed for +10% on 1%.
+    let o = evaluate_gate(&error_gate(prop(0.01, 5000.0), prop(0.01, 5000.0)));
+    assert_eq!(o.verdict, GateVerdict::Inconclusive);
+    assert_eq!(o.needed, Some(128_470));
+    let o = evaluate_gate(&error_gate(prop(0.01, 200_000.0), prop(0.01, 200_000.0)));
+    assert_eq!(o.verdict, GateVerdict::Pass, "{o:?}");
+}
+
+#[test]
+fn no_data_is_never_pass() {
+    let o = evaluate_gate(&error_gate(Side::Proportion { value: None, total: 0.0 }, prop(0.01, 5000.0)));
+    assert_eq!(o.verdict, GateVerdict::NoData);
+    assert!(o.message.contains("candidate"));
+    let o = evaluate_gate(&error_gate(Side::Proportion { value: Some(f64::NAN), total: 0.0 }, prop(0.01, 5000.0)));
+    assert_eq!(o.verdict, GateVerdict::NoData);
+}
+
+#[test]
+fn above_limit_without_support_is_inconclusive() {
+    // 3% vs 2% on 300 each: above both limits, not significant.
+    let o = evaluate_gate(&error_gate(prop(0.03, 300.0), prop(0.02, 300.0)));
+    assert_eq!(o.verdict, GateVerdict::Inconclusive, "{o:?}");
+    assert!(o.message.contains("not significantly"), "{}", o.message);
+}
+
+#[test]
+fn zero_baseline_skips_relative_limit() {
+    let mut g = error_gate(prop(0.0, 50_000.0), prop(0.0, 50_000.0));
+    g.max_absolute = None;
+    let o = evaluate_gate(&g);
+    assert_eq!(o.verdict, GateVerdict::Inconclusive);
+    assert!(o.message.contains("cannot be applied"), "{}", o.message);
+    assert_eq!(o.needed, None);
+}
+
+#[test]
+fn latency_gate_uses_mann_whitney_and_quantile() {
+    let base = hist(&[(0.1, 4000.0), (0.2, 9000.0), (0.5, 9900.0), (1.0, 10000.0), (f64::INFINITY, 10000.0)]);
+    let slow = hist(&[(0.1, 1000.0), (0.2, 3000.0), (0.5, 7000.0), (1.0, 9800.0), (f64::INFINITY, 10000.0)]);
+    let g = GateInput {
+        metric: "p95_latency_seconds".into(),
+        kind: MetricKind::Histogram,
+        quantile: 0.95,
+        max_absolute: Some(0.5),
+        max_relative_increase: Some(0.2),
+        min_samples: 200,
+        window_secs: 60.0,
+        candidate: Side::Histogram { value: slow.quantile(0.95), hist: slow.clone() },
+        baseline: Side::Histogram { value: base.quantile(0.95), hist: base.clone() },
+        higher_is_better: false,
+        min_absolute: None,
+        min_relative_decrease: None,
+        request_counts: None,
+        candidate_only: false,
+    };
+    let o = evaluate_gate(&g);
+    assert_eq!(o.verdict, GateVerdict::Fail, "{o:?}");
+    assert_eq!(o.comparison.unwrap().method, "Mann-Whitney U");
+    assert!(o.version_tied());
+    let same = GateInput { candidate: g.baseline.clone(), ..g };
+    let o = evaluate_gate(&same);
+    assert_eq!(o.verdict, GateVerdict::Pass, "{o:?}");
+}
+
+#[test]
+fn decision_card() {
+    let fail = evaluate_gate(&error_gate(prop(0.08, 5000.0), prop(0.01, 5000.0)));
+    let steady = Trend { candidate_rate: Some(1.0), baseline_rate: Some(1.0), candidate_latency: Some(1.0), baseline_latency: Some(1.0) };
+    assert_eq!(classify(std::slice::from_ref(&fail), 0, &steady), Situation::VersionRegression);
+    let ok = RollbackTarget::Verified {
+        path: "../v1/release.yaml".into(),
+        version: "v1".into(),
+        digest: "sha256:x".into(),
+        evidence: "5/5 artifacts OK".into(),
+    };
+    assert_eq!(decide(Situation::VersionRegression, false, &steady, &ok, None).action, "rollback");
+    let bad = RollbackTarget::Unusable { path: Some("../v1/release.yaml".into()), reason: "tokenizer.json missing".into() };
+    let a = decide(Situation::VersionRegression, false, &steady, &bad, None);
+    assert_eq!(a.action, "degrade");
+    assert!(a.precondition.contains("tokenizer.json missing"));
+    assert_eq!(decide(Situation::VersionRegression, true, &steady, &ok, None).action, "hold");
+
+    // Both slower under doubled load, candidate no worse than baseline.
+    let mut both = evaluate_gate(&error_gate(prop(0.03, 50_000.0), prop(0.03, 50_000.0)));
+    assert_eq!(both.verdict, GateVerdict::Fail);
+    assert!(!both.version_tied());
+    let load = Trend { candidate_rate: Some(2.0), baseline_rate: Some(2.0), candidate_latency: Some(3.0), baseline_latency: Some(3.0) };
+    assert_eq!(classify(std::slice::from_ref(&both), 0, &load), Situation::LoadDriven);
+    assert_eq!(decide(Situation::LoadDriven, false, &load, &RollbackTarget::NotChecked, None).action, "throttle");
+    assert_eq!(classify(std::slice::from_ref(&both), 0, &steady), Situation::Unattributed);
+    // Golden failures are the candidate's alone.
+    both.verdict = GateVerdict::Pass;
+    assert_eq!(classify(std::slice::from_ref(&both), 1, &load), Situation::VersionRegression);
+    assert_eq!(classify(&[], 0, &steady), Situation::Undecided);
+}
+
+// ---- totality over bad numbers, and higher-is-better tests ----------------
+
+#[test]
+fn statistics_are_total_over_nan_inf_and_empty() {
+    // Used to loop forever: NaN never equals the merge's current value.
+    assert!(mann_whitney_u(&[1.0, f64::NAN], &[2.0]).is_none());
+    assert!(mann_whitney_u(&[f64::NAN], &[f64::NAN]).is_none());
+    assert!(mann_whitney_u(&[1.0, f64::INFINITY], &[2.0]).is_none());
+    assert!(mann_whitney_u(&[], &[2.0]).is_none());
+    assert!(mann_whitney_u_less(&[1.0], &[f64::NEG_INFINITY]).is_none());
+    assert!(mann_whitney_binned(&[1.0, f64::NAN], &[1.0, 1.0]).is_none());
+    assert!(mann_whitney_binned(&[1.0, -1.0], &[1.0, 1.0]).is_none());
+    assert!(mann_whitney_binned(&[0.0, 0.0], &[1.0, 1.0]).is_none());
+    assert!(mann_whitney_binned(&[1.0], &[1.0, 1.0]).is_none());
+    assert!(two_proportion_z(f64::NAN, 10.0, 1.0, 10.0).is_none());
+    assert!(two_proportion_z(1.0, f64::INFINITY, 1.0, 10.0).is_none());
+    assert!(two_proportion_z(11.0, 10.0, 1.0, 10.0).is_none());
+    assert!(two_proportion_z(1.0, 0.0, 1.0, 10.0).is_none());
+    assert!(fisher_exact_greater(11, 10, 1, 10).is_none());
+    assert!(proportion_test(1, 0, 0, 10).is_none());
+    assert!(binom_test_greater(1, 10, f64::NAN).is_none());
+    assert!(binom_test_greater(1, 0, 0.5).is_none());
+    assert!(n_two_proportions(0.01, 0.02, f64::NAN, POWER).is_none());
+    assert!(n_mann_whitney(f64::INFINITY, ALPHA, POWER).is_none());
+    close(superiority_scaled_samples(&[1.0, f64::NAN], 1.2), 0.5, 0.0);
+    // Prometheus' "NaN"/"+Inf" counts empty the histogram: NO DATA.
+    assert_eq!(hist(&[(0.1, f64::NAN), (f64::INFINITY, 10.0)]).total(), 0.0);
+    assert_eq!(hist(&[(f64::NAN, 1.0), (f64::INFINITY, 10.0)]).total(), 0.0);
+    assert_eq!(hist(&[(0.1, 1.0), (f64::INFINITY, f64::INFINITY)]).total(), 0.0);
+}
+
+#[test]
+fn more_events_than_baseline_trials_no_longer_underflows() {
+    // 10/10 vs 5/5: every expected non-event cell is 0, so Fisher runs with
+    // x1 + x2 > n2, where `total - k - n1` used to underflow (panic in debug).
+    // scipy.stats.fisher_exact([[10, 0], [5, 0]], alternative='greater').pvalue
+    close(proportion_test(10, 10, 5, 5).unwrap().p_value, 1.0, 1e-12);
+    // scipy.stats.fisher_exact([[9, 1], [2, 3]], alternative='greater').pvalue
+    close(fisher_exact_greater(9, 10, 2, 5).unwrap().p_value, 0.07692307692307693, 1e-9);
+}
+
+#[test]
+fn higher_is_better_tests_match_scipy() {
+    // scipy 1.17.1: scipy.stats.mannwhitneyu(x, y, alternative='less', method='asymptotic')
+    let x = [70.0, 71.5, 69.0, 72.0, 68.5, 70.5, 71.0, 69.5];
+    let y = [100.0, 98.5, 101.0, 99.0, 102.0, 100.5, 97.5, 99.5];
+    let t = mann_whitney_u_less(&x, &y).unwrap();
+    close(t.statistic, 0.0, 1e-12);
+    close(t.p_value, 0.00046955284955859495, 1e-9);
+    // With ties: the same samples as mann_whitney_matches_scipy, both ways.
+    let (a, b) = ([1.0, 2.0, 2.0, 3.0, 5.0, 8.0, 8.0, 9.0], [0.5, 1.0, 2.0, 2.0, 2.0, 4.0, 4.0]);
+    let t = mann_whitney_u_less(&a, &b).unwrap();
+    close(t.statistic, 41.5, 1e-12);
+    close(t.p_value, 0.9509888563434155, 1e-9);
+    let t = mann_whitney_u_less(&b, &a).unwrap();
+    close(t.statistic, 14.5, 1e-12);
+    close(t.p_value, 0.06222772238479956, 1e-9);
+    // Binned, mirrored by reversing the bins:
+    // scipy.stats.mannwhitneyu(np.repeat([0,1,2,3],[6,2,1,0]), np.repeat([0,1,2,3],[3,5,0,2]), alternative='less', method='asymptotic').pvalue
+    let t = mann_whitney_binned(&[0.0, 1.0, 2.0, 6.0], &[2.0, 0.0, 5.0, 3.0]).unwrap();
+    close(t.p_value, 0.07135006634920518, 1e-9);
+    // Sign test: scipy.stats.binomtest(7, 8, 0.5, alternative='greater').pvalue
+    close(binom_test_greater(7, 8, 0.5).unwrap().p_value, 0.03515625, 1e-12);
+}
+
+fn throughput(c: Vec<f64>, b: Vec<f64>, requests: (u64, u64)) -> GateInput {
+    let mean = |v: &[f64]| Some(v.iter().sum::<f64>() / v.len() as f64);
+    GateInput {
+        metric: "output_tokens_per_second".into(),
+        kind: MetricKind::Gauge,
+        quantile: 0.0,
+        max_absolute: None,
+        max_relative_increase: None,
+        min_samples: 200,
+        window_secs: 600.0,
+        candidate: Side::Gauge { value: mean(&c), samples: c },
+        baseline: Side::Gauge { value: mean(&b), samples: b },
+        higher_is_better: true,
+        min_absolute: Some(50.0),
+        min_relative_decrease: Some(0.2),
+        request_counts: Some(requests),
+        candidate_only: false,
+    }
+}
+
+#[test]
+fn lower_throughput_fails_the_higher_is_better_gate() {
+    let base: Vec<f64> = (0..20).map(|i| 100.0 + (i % 5) as f64).collect();
+    let slow: Vec<f64> = base.iter().map(|v| v * 0.7).collect();
+    let o = evaluate_gate(&throughput(slow, base.clone(), (5000, 5000)));
+    assert_eq!(o.verdict, GateVerdict::Fail, "{o:?}");
+    assert!(o.version_tied());
+    let rel = o.checks.iter().find(|c| c.kind == "relative").unwrap();
+    assert!(rel.exceeded && rel.supported);
+    close(rel.limit, 102.0 * 0.8, 1e-9);
+    // Equal arms: PASS with enough scrapes and requests.
+    let o = evaluate_gate(&throughput(base.clone(), base.clone(), (5000, 5000)));
+    assert_eq!(o.verdict, GateVerdict::Pass, "{o:?}");
+    // A higher candidate is never a failure of a higher-is-better gate.
+    let fast: Vec<f64> = base.iter().map(|v| v * 1.5).collect();
+    assert_eq!(evaluate_gate(&throughput(fast, base.clone(), (5000, 5000))).verdict, GateVerdict::Pass);
+    // Too few requests: INCONCLUSIVE, with the hint counted in requests.
+    let o = evaluate_gate(&throughput(base.clone(), base.clone(), (20, 5000)));
+    assert_eq!(o.verdict, GateVerdict::Inconclusive, "{o:?}");
+    assert_eq!(o.more_samples, Some(180));
+    assert!(o.message.contains("20 candidate / 5000 baseline requests"), "{}", o.message);
+    // Below the absolute floor, sign-tested.
+    let low: Vec<f64> = base.iter().map(|v| v * 0.4).collect();
+    let o = evaluate_gate(&throughput(low, base, (5000, 5000)));
+    let abs = o.checks.iter().find(|c| c.kind == "absolute").unwrap();
+    assert!(abs.supported && abs.test.unwrap().method == "sign test (binomial)", "{o:?}");
+}
+
+#[test]
+fn at_full_traffic_only_absolute_limits_judge_the_candidate_alone() {
+    let empty = Side::Proportion { value: None, total: 0.0 };
+    let alone = |c: Side| GateInput { candidate_only: true, ..error_gate(c, empty.clone()) };
+    // 1% errors over 5000 requests, cap 2%: within, with the samples to say so.
+    let o = evaluate_gate(&alone(prop(0.01, 5000.0)));
+    assert_eq!(o.verdict, GateVerdict::Pass, "{o:?}");
+    assert!(o.baseline.is_none() && o.baseline_samples == 0 && o.comparison.is_none());
+    assert_eq!(o.checks.iter().map(|c| c.kind).collect::<Vec<_>>(), vec!["absolute"], "the relative limit needs a baseline");
+    assert!(o.message.contains("no concurrent baseline"), "{}", o.message);
+    // Needed from the candidate's own rate: 1% → 2%, as with a 1% baseline.
+    assert_eq!(o.needed, n_two_proportions(0.01, 0.02, ALPHA, POWER));
+    // 8% against a 2% cap: a failure, but not one tied to the version.
+    let o = evaluate_gate(&alone(prop(0.08, 5000.0)));
+    assert_eq!(o.verdict, GateVerdict::Fail, "{o:?}");
+    assert!(!o.version_tied());
+    assert_eq!(classify(std::slice::from_ref(&o), 0, &Trend::default()), Situation::Unattributed);
+    // Thin: INCONCLUSIVE, the hint counting the candidate only.
+    let o = evaluate_gate(&alone(prop(0.0, 50.0)));
+    assert_eq!(o.verdict, GateVerdict::Inconclusive, "{o:?}");
+    assert!(o.message.contains("(50 candidate samples)") && o.message.contains("more candidate samples"), "{}", o.message);
+    // Nothing from the candidate: NO DATA; the missing baseline is not.
+    let o = evaluate_gate(&alone(empty.clone()));
+    assert_eq!(o.verdict, GateVerdict::NoData);
+    assert_eq!(o.message, "no samples for candidate over the window");
+    // Relative limits only: nothing applies, never a pass.
+    let mut g = alone(prop(0.01, 50_000.0));
+    g.max_absolute = None;
+    let o = evaluate_gate(&g);
+    assert_eq!(o.verdict, GateVerdict::Inconclusive);
+    assert!(o.message.contains("judged at the earlier steps"), "{}", o.message);
+    // A histogram against maxAbsolute: quantile test on the candidate.
+    let h = hist(&[(0.1, 4000.0), (0.2, 9000.0), (0.5, 9900.0), (1.0, 10000.0), (f64::INFINITY, 10000.0)]);
+    let g = GateInput {
+        metric: "ttft_p95_seconds".into(),
+        kind: MetricKind::Histogram,
+        quantile: 0.95,
+        max_absolute: Some(1.0),
+        max_relative_increase: Some(0.1),
+        min_samples: 200,
+        window_secs: 60.0,
+        candidate: Side::Histogram { value: h.quantile(0.95), hist: h.clone() },
+        baseline: Side::Histogram { value: None, hist: Histogram::default() },
+        higher_is_better: false,
+        min_absolute: None,
+        min_relative_decrease: None,
+        request_counts: None,
+        candidate_only: true,
+    };
+    assert_eq!(evaluate_gate(&g).verdict, GateVerdict::Pass, "{:?}", evaluate_gate(&g));
+    let o = evaluate_gate(&GateInput { max_absolute: Some(0.2), ..g });
+    assert_eq!(o.verdict, GateVerdict::Fail, "{o:?}");
+    assert_eq!(o.checks[0].test.unwrap().method, "quantile (binomial)");
+}
+
+#[test]
+fn bad_proportions_from_an_override_are_undecided_not_a_panic() {
+    // A "rate" of 1.5 (a wrong override query) used to give x > n.
+    let o = evaluate_gate(&error_gate(prop(1.5, 5000.0), prop(0.01, 5000.0)));
+    assert_eq!(o.verdict, GateVerdict::Inconclusive, "{o:?}");
+    assert!(o.message.contains("no candidate-vs-baseline test"), "{}", o.message);
+    // NaN gauge samples never reach a test.
+    let mut g = throughput(vec![100.0; 20], vec![100.0; 20], (5000, 5000));
+    g.candidate = Side::Gauge { value: Some(100.0), samples: vec![] };
+    assert_eq!(evaluate_gate(&g).verdict, GateVerdict::NoData);
+}
+

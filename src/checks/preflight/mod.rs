@@ -1,0 +1,170 @@
+//! Preflight (issue #4): can this rollout actually happen on this cluster?
+//!
+//! Pure functions over [`ClusterState`], which the cluster adapter builds from a
+//! `kubectl get … -o yaml` snapshot or a live, read-only listing. Scheduling
+//! rules follow kube-scheduler's filters (NodeResourcesFit, NodeUnschedulable,
+//! TaintToleration, NodeAffinity for nodeSelector, VolumeBinding for PV node
+//! affinity) and the Deployment controller's surge arithmetic.
+//!
+//! [`preflight`] runs one named pass per concept, each in its own file, in the
+//! order their diagnostics appear in the report: scheduling and surge capacity,
+//! ResourceQuota, volumes, PodDisruptionBudgets, probes, then what could not be
+//! read. `quantity` and `state` hold the numbers and the plain data they share.
+
+pub mod quantity;
+mod pdb;
+mod probes;
+mod quota;
+mod report;
+mod scheduling;
+mod state;
+mod surge;
+mod volumes;
+
+use std::collections::BTreeMap;
+
+use crate::bundle::{IntOrPercent, Loaded, Serving};
+use crate::diag::Code;
+use crate::report::{Diagnostic, Table};
+
+pub use probes::SCHEDULING_ALLOWANCE_SECONDS;
+pub use quantity::bundle_quantity_diagnostics;
+pub use scheduling::tolerates;
+pub use state::{ClusterState, ContainerResources, LabelSelector, Node, Pdb, Pod, Pv, Pvc, Quantities, Quota, Requirement, SelectorTerm, Taint};
+pub use surge::{resolve_rollout, scaled, surge_plan, SurgePlan};
+
+use quantity::{pod_res, Res, Which};
+use surge::Lines;
+
+/// Everything the app layer needs to build the step report.
+#[derive(Debug, Default)]
+pub struct Outcome {
+    pub diagnostics: Vec<Diagnostic>,
+    pub table: Table,
+    pub data: serde_json::Value,
+    pub summary: String,
+}
+
+/// What every pass reads, computed once: the bundle, the cluster state, the
+/// new pod's requests and limits, and the rollout plan.
+struct Ctx<'a> {
+    l: &'a Loaded,
+    st: &'a ClusterState,
+    ns: &'a str,
+    name: &'a str,
+    req: Res,
+    lim: Res,
+    surge: u64,
+    unavailable: u32,
+    plan: SurgePlan,
+}
+
+impl<'a> Ctx<'a> {
+    fn serving(&self) -> &'a Serving {
+        &self.l.bundle.spec.serving
+    }
+
+    /// A diagnostic pointing at a field of the bundle.
+    fn diag(&self, code: Code, field: &str, msg: String) -> Diagnostic {
+        Diagnostic::new(code, msg).at(self.l.span(field)).field(field)
+    }
+}
+
+const MAX_EVIDENCE: usize = 12;
+
+fn capped(lines: Vec<String>, what: &str) -> Vec<String> {
+    let n = lines.len();
+    let mut out: Vec<String> = lines.into_iter().take(MAX_EVIDENCE).collect();
+    if n > MAX_EVIDENCE {
+        out.push(format!("… and {} more {what}", n - MAX_EVIDENCE));
+    }
+    out
+}
+
+fn pct(p: &IntOrPercent) -> String {
+    match p {
+        IntOrPercent::Int(i) => i.to_string(),
+        IntOrPercent::Str(s) => s.clone(),
+    }
+}
+
+/// Run every preflight check. `Err` means the bundle itself cannot be
+/// evaluated (an input error), never a policy failure.
+pub fn preflight(l: &Loaded, st: &ClusterState) -> Result<Outcome, String> {
+    let b = &l.bundle;
+    let s = &b.spec.serving;
+    let (surge, unavailable) = resolve_rollout(&s.rollout, s.replicas).map_err(|e| format!("spec.serving.rollout.{e}"))?;
+    let (req, lim) = new_pod_requests(l)?;
+
+    // Cluster state that cannot be read makes the answer unknown: BG207.
+    let mut incomplete: Vec<String> = Vec::new();
+    let usage = scheduling::tally(st, &b.metadata.name, &b.metadata.namespace, &mut incomplete);
+    let plan = surge_plan(s.replicas, surge, unavailable, usage.running_current());
+    let cx = Ctx { l, st, ns: &b.metadata.namespace, name: &b.metadata.name, req, lim, surge, unavailable, plan };
+
+    let evals = scheduling::evaluate_nodes(&cx, &usage, &volumes::bound_pvs(&cx));
+    let cap = surge::capacity(&cx, &usage, &evals);
+    let lines = Lines::new(&cx, &usage);
+    let mut diags = surge::capacity_diagnostics(&cx, &usage, &evals, &cap, &lines);
+    let (quota_diags, quotas) = quota::check(&cx, &lines, &mut incomplete);
+    diags.extend(quota_diags);
+    let (volume_diags, volumes) = volumes::check(&cx, &usage, &evals, &lines);
+    diags.extend(volume_diags);
+    let (pdb_diags, pdbs) = pdb::check(&cx, &usage, &mut incomplete);
+    diags.extend(pdb_diags);
+    diags.extend(probes::check(&cx));
+    diags.extend(unreadable(st, &incomplete));
+    Ok(report::outcome(&cx, &usage, &evals, &cap, diags, report::Rows { quotas, volumes, pdbs, incomplete }))
+}
+
+/// The new pod's effective requests and limits, as the API server will
+/// default it.
+fn new_pod_requests(l: &Loaded) -> Result<(Res, Res), String> {
+    let b = &l.bundle;
+    let s = &b.spec.serving;
+    let (ns, name) = (b.metadata.namespace.as_str(), b.metadata.name.as_str());
+    let new_pod = Pod {
+        namespace: ns.into(),
+        name: format!("{name} (new {})", b.metadata.version),
+        containers: vec![ContainerResources {
+            requests: s.resources.requests.iter().map(|(k, v)| (k.clone(), v.0.clone())).collect(),
+            limits: s.resources.limits.iter().map(|(k, v)| (k.clone(), v.0.clone())).collect(),
+        }],
+        // The rendered file verifier is a native sidecar: its requests are
+        // the new pod's for its whole life.
+        init_containers: crate::bundle::pod_verifier::renders_verifier(b)
+            .then(|| {
+                let q = |cpu: Option<&str>| {
+                    let mut m: Quantities = BTreeMap::new();
+                    if let Some(c) = cpu {
+                        m.insert("cpu".into(), c.into());
+                    }
+                    m.insert("memory".into(), crate::bundle::pod_verifier::VERIFIER_MEMORY.into());
+                    m
+                };
+                (ContainerResources { requests: q(Some(crate::bundle::pod_verifier::VERIFIER_CPU_REQUEST)), limits: q(None) }, true)
+            })
+            .into_iter()
+            .collect(),
+        ..Pod::default()
+    };
+    let req = pod_res(&new_pod, Which::Requests).map_err(|e| format!("spec.serving.resources: {e}"))?;
+    let lim = pod_res(&new_pod, Which::Limits).map_err(|e| format!("spec.serving.resources: {e}"))?;
+    Ok((req, lim))
+}
+
+/// Never PASS on what could not be read (BG207).
+fn unreadable(st: &ClusterState, incomplete: &[String]) -> Option<Diagnostic> {
+    if incomplete.is_empty() {
+        return None;
+    }
+    let mut dg = Diagnostic::new(
+        Code::RolloutNotRunningOnCluster,
+        format!("{} object(s) in the cluster state could not be evaluated; the capacity answer is not trustworthy", incomplete.len()),
+    )
+    .evidence(format!("source: {}", st.source));
+    for e in capped(incomplete.to_vec(), "problems") {
+        dg = dg.evidence(e);
+    }
+    Some(dg.help("re-take the snapshot with `kubectl get nodes,pods,pvc,pv,resourcequotas,poddisruptionbudgets -A -o yaml` and check the named fields"))
+}

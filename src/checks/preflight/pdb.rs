@@ -1,0 +1,78 @@
+//! PodDisruptionBudgets that select the service's pods and allow no
+//! disruption: node drains and evictions block. Separate because it judges
+//! the steady state after the rollout, not the rollout itself.
+
+use std::collections::BTreeMap;
+
+use serde_json::{json, Value};
+
+use crate::bundle::{Loaded, ServingFormat};
+use crate::diag::Code;
+use crate::report::Diagnostic;
+
+use super::scheduling::Usage;
+use super::surge::scaled;
+use super::{pct, Ctx};
+
+/// Labels the renderer (and KServe) put on this service's pods.
+fn service_labels(l: &Loaded) -> BTreeMap<String, String> {
+    let b = &l.bundle;
+    let mut m = BTreeMap::from([
+        ("app.kubernetes.io/name".to_string(), b.metadata.name.clone()),
+        ("app.kubernetes.io/managed-by".to_string(), "bundlegate".to_string()),
+        ("bundlegate.dev/release-version".to_string(), b.metadata.version.clone()),
+    ]);
+    if b.spec.serving.format != ServingFormat::Deployment {
+        m.insert("serving.kserve.io/inferenceservice".into(), b.metadata.name.clone());
+        m.insert("component".into(), "predictor".into());
+    }
+    m
+}
+
+/// One diagnostic per budget that allows no disruption, and the rows for the
+/// JSON data. A budget whose numbers cannot be read goes to `incomplete`.
+pub(super) fn check(cx: &Ctx, usage: &Usage, incomplete: &mut Vec<String>) -> (Vec<Diagnostic>, Vec<Value>) {
+    let (l, st, s, ns, name, current) = (cx.l, cx.st, cx.serving(), cx.ns, cx.name, &usage.current);
+    let d = |code: Code, field: &str, msg: String| cx.diag(code, field, msg);
+    let mut diags = Vec::new();
+    let labels = service_labels(l);
+    let current_labels: Vec<&BTreeMap<String, String>> = current.iter().map(|(pi, ..)| &st.pods[*pi].labels).collect();
+    let mut pdb_rows = Vec::new();
+    for p in st.pdbs.iter().filter(|p| p.namespace == ns) {
+        let Some(sel) = &p.selector else { continue };
+        if !(sel.matches(&labels) || current_labels.iter().any(|l| sel.matches(l))) {
+            continue;
+        }
+        let r = s.replicas;
+        let (rule, desired) = match (&p.min_available, &p.max_unavailable) {
+            (_, Some(mu)) => (format!("maxUnavailable {}", pct(mu)), scaled(mu, r, true).map(|m| u64::from(r).saturating_sub(m))),
+            (Some(ma), None) => (format!("minAvailable {}", pct(ma)), scaled(ma, r, true)),
+            (None, None) => continue,
+        };
+        let desired = match desired {
+            Ok(x) => x,
+            Err(e) => {
+                incomplete.push(format!("poddisruptionbudget {}/{}: {e}", p.namespace, p.name));
+                continue;
+            }
+        };
+        let allowed = u64::from(r).saturating_sub(desired);
+        pdb_rows.push(json!({"pdb": format!("{}/{}", p.namespace, p.name), "rule": rule, "allowedDisruptions": allowed, "statusDisruptionsAllowed": p.disruptions_allowed}));
+        if allowed == 0 {
+            let mut dg = d(
+                Code::PdbBlocksDisruption,
+                "spec.serving.replicas",
+                format!("PodDisruptionBudget {}/{} allows 0 disruptions with {r} replica(s): node drains and evictions of {name} block", p.namespace, p.name),
+            )
+            .evidence(format!("{rule} with replicas {r} → desired healthy {desired}, disruptions allowed {allowed}"));
+            if let Some(x) = p.disruptions_allowed {
+                dg = dg.evidence(format!("the cluster reports status.disruptionsAllowed {x}"));
+            }
+            diags.push(
+                dg.help("run at least 2 replicas and allow 1 disruption (maxUnavailable: 1)")
+                    .help("or accept that `kubectl drain` waits on this service and plan node maintenance around it"),
+            );
+        }
+    }
+    (diags, pdb_rows)
+}
