@@ -5,7 +5,7 @@
 use anyhow::{Context, Result};
 
 use crate::app::options::{AlertOptions, CanaryOptions, RevertOptions, VerifyOptions, WatchOptions};
-use crate::app::{self, argocd, audit, canary, pod_verify, preflight, verify, watch};
+use crate::app::{self, argocd, audit, canary, pod_verify, preflight, revert, serving, verify, watch};
 use crate::cli::{Cli, Command, ReportCmd, SeverityArgs};
 use crate::config::Config;
 use crate::diag::Code;
@@ -71,7 +71,7 @@ pub fn run(cli: Cli) -> Result<Report> {
             audit::check_alerts(&alerts)?;
             let mut r = rt.block_on(audit::audit(&o, &VerifyOptions::from(opts), &cfg.overrides(&SeverityArgs::default())?))?;
             if serving {
-                for s in rt.block_on(watch::serving_audit(&root))? {
+                for s in rt.block_on(serving::serving_audit(&root))? {
                     r.push(s);
                 }
             }
@@ -108,7 +108,7 @@ pub fn run(cli: Cli) -> Result<Report> {
         }
         Command::Argocd { cmd } => argocd::run(cmd.into(), &cfg.overrides(&SeverityArgs::default())?),
         Command::Watch { bundle, args } => watch::watch(&bundle, &WatchOptions::from(args)),
-        Command::Revert { bundle, args } => watch::revert(&bundle, &RevertOptions::from(args)),
+        Command::Revert { bundle, args } => revert::revert(&bundle, &RevertOptions::from(args)),
         Command::VerifyFiles { manifest_env, root, mode, termination_log, marker, ready, wait, stay, threads } => {
             pod_verify::run(&pod_verify::Opts { manifest_env, root, mode, termination_log, marker, ready, wait, stay, threads })
         }

@@ -512,7 +512,7 @@ pub fn run_file(pipeline_path: &Path, inputs: &Inputs) -> Result<Report> {
                     push_step(&mut report, step, s);
                 }
                 if *serving {
-                    for s in rt.block_on(crate::app::watch::serving_audit(&root))? {
+                    for s in rt.block_on(crate::app::serving::serving_audit(&root))? {
                         push_step(&mut report, step, s);
                     }
                 }
@@ -588,9 +588,9 @@ fn revert_step(rt: &tokio::runtime::Runtime, rs: &RevertStep, l: &Loaded, inputs
     }
     let remote = rs.remote.clone();
     let repo = git2::Repository::discover(&inputs.repo).ok().and_then(|g| g.workdir().map(Path::to_path_buf)).unwrap_or_else(|| inputs.repo.clone());
-    let base = rs.base.clone().unwrap_or_else(|| crate::app::watch::default_base(&repo, &remote));
+    let base = rs.base.clone().unwrap_or_else(|| crate::adapters::rollout::default_base(&repo, &remote));
     let args = RevertOptions { repo, remote, base, evidence: None, max_age: rs.max_age.clone(), failed_at: None };
-    crate::app::watch::revert_in(rt, l, &args, done)
+    crate::app::revert::revert_in(rt, l, &args, done)
 }
 
 fn run_step(rt: &tokio::runtime::Runtime, step: &Step, l: &Loaded, t: &Target, inputs: &Inputs) -> Vec<StepReport> {

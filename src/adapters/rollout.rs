@@ -420,6 +420,28 @@ fn cli_push(r: &git2::Repository, remote: &str, refname: &str) -> Result<PushOut
     bail!("git push failed: {}", text.trim())
 }
 
+/// The work tree of the repository around `dir`, if there is one.
+pub fn checkout_root(dir: &Path) -> Option<PathBuf> {
+    let dir = if dir.as_os_str().is_empty() { Path::new(".") } else { dir };
+    git2::Repository::discover(dir).ok().and_then(|g| g.workdir().map(Path::to_path_buf))
+}
+
+/// The remote's default branch (`refs/remotes/<remote>/HEAD`), else `main`.
+pub fn default_base(repo: &Path, remote: &str) -> String {
+    git2::Repository::open(repo)
+        .ok()
+        .and_then(|r| r.find_reference(&format!("refs/remotes/{remote}/HEAD")).ok().and_then(|h| h.symbolic_target().ok().flatten().map(String::from)))
+        .and_then(|t| t.rsplit('/').next().map(String::from))
+        .unwrap_or_else(|| "main".into())
+}
+
+/// Messages of the branch heads a merge commit `sha` merged (its parents
+/// after the first); empty for a plain commit or one not in the repository.
+pub fn merged_head_messages(r: &git2::Repository, sha: &str) -> Vec<String> {
+    let Ok(c) = git2::Oid::from_str(sha).and_then(|o| r.find_commit(o)) else { return Vec::new() };
+    c.parents().skip(1).filter_map(|p| p.message().ok().map(String::from)).collect()
+}
+
 /// `owner/repo` from GITHUB_REPOSITORY, or from a GitHub remote URL.
 pub fn github_repo(r: &git2::Repository, remote: &str) -> Option<(String, String)> {
     let from = |s: &str| {

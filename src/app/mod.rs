@@ -11,6 +11,8 @@ pub mod options;
 pub mod pr;
 pub mod pod_verify;
 pub mod preflight;
+pub mod revert;
+pub mod serving;
 pub mod verify;
 pub mod watch;
 
@@ -21,6 +23,12 @@ use crate::checks::lint;
 use crate::diag::Overrides;
 use crate::app::options::RenderOptions;
 use crate::report::{Detail, StepReport, Verdict};
+
+/// The async runtime a command runs on.
+pub(crate) fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    use anyhow::Context;
+    tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the async runtime")
+}
 
 /// Load a bundle or produce the Error step that says why (file:line:col: field).
 pub fn load_or_step(path: &Path, step: &str) -> std::result::Result<Loaded, StepReport> {
