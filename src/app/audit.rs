@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use super::verify::{find_bundles, verify_loaded, AuditCache, AuditCtx, CacheEntry};
 use crate::adapters::blob::{self, BlobDir};
+use crate::app::ctx::Ctx;
 use crate::adapters::pushgateway::Gateway;
 use crate::bundle::{self, Loaded};
 use crate::checks::shard::{self, Item, ShardInfo, ShardSpec};
@@ -57,12 +58,8 @@ fn cache_object_name(bundle_id: &str) -> String {
     format!("{}.json", &crate::util::sha256_hex(bundle_id.as_bytes())[..32])
 }
 
-fn default_cache(root: &Path) -> Result<String> {
-    let base = std::env::var_os("BUNDLEGATE_CACHE_DIR")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("XDG_CACHE_HOME").map(|p| PathBuf::from(p).join("bundlegate")))
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache").join("bundlegate")))
-        .unwrap_or_else(|| PathBuf::from(".bundlegate-cache"));
+fn default_cache(cache_dir: Option<&Path>, root: &Path) -> Result<String> {
+    let base = cache_dir.map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from(".bundlegate-cache"));
     let key = crate::util::sha256_hex(std::path::absolute(root)?.to_string_lossy().as_bytes());
     Ok(base.join(format!("audit-{}", &key[..16])).display().to_string())
 }
@@ -98,7 +95,7 @@ fn git_commit(root: &Path) -> Option<String> {
     crate::adapters::git::head_commit(root)
 }
 
-pub async fn audit(o: &AuditOptions, vo: &VerifyOptions, ov: &Overrides) -> Result<Report> {
+pub async fn audit(ctx: &Ctx, o: &AuditOptions, vo: &VerifyOptions, ov: &Overrides) -> Result<Report> {
     let started = Instant::now();
     if let Some(w) = &o.write_report {
         blob::file_location(w).context("--write-report")?;
@@ -128,7 +125,7 @@ pub async fn audit(o: &AuditOptions, vo: &VerifyOptions, ov: &Overrides) -> Resu
     let assignment = shard::assign(&items, spec.count);
     let cache_loc = match &o.cache {
         Some(c) => c.clone(),
-        None => default_cache(&o.root)?,
+        None => default_cache(ctx.env.cache_dir.as_deref(), &o.root)?,
     };
     let store = CacheStore::open(&cache_loc, o.shard.is_some_and(|s| s.count > 1))?;
     let mut file_cache = match &store {
@@ -152,13 +149,13 @@ pub async fn audit(o: &AuditOptions, vo: &VerifyOptions, ov: &Overrides) -> Resu
         };
         let mut step = match (&store, file_cache.as_mut()) {
             (_, Some((cache, note))) => {
-                let mut s = verify_loaded(&l, vo, ov, Some(AuditCtx { cache, deep: o.deep })).await;
+                let mut s = verify_loaded(ctx, &l, vo, ov, Some(AuditCtx { cache, deep: o.deep })).await;
                 if let Some(n) = note.take() {
                     s.diagnostics.push(n);
                 }
                 s
             }
-            (CacheStore::Dir(d), None) => audit_one_with_dir(d, &id, &l, o.deep, vo, ov).await?,
+            (CacheStore::Dir(d), None) => audit_one_with_dir(ctx, d, &id, &l, o.deep, vo, ov).await?,
             (CacheStore::File(_), None) => unreachable!("a file cache is loaded above"),
         };
         step.step = "audit".into();
@@ -170,7 +167,7 @@ pub async fn audit(o: &AuditOptions, vo: &VerifyOptions, ov: &Overrides) -> Resu
     if o.shard.is_some() {
         let mut commit = git_commit(&root);
         if commit.is_none() {
-            commit = std::env::var("GITHUB_SHA").ok().filter(|s| !s.is_empty());
+            commit = ctx.env.github_sha.clone();
         }
         let info = ShardInfo { index: spec.index, count: spec.count, tree: shard::tree_fingerprint(&items), commit, bundles_total: items.len(), owned, owned_bytes };
         if info.owned.is_empty() {
@@ -221,7 +218,7 @@ fn load_file_cache(p: &Path) -> (AuditCache, Option<Diagnostic>) {
     }
 }
 
-async fn audit_one_with_dir(d: &BlobDir, id: &str, l: &Loaded, deep: bool, vo: &VerifyOptions, ov: &Overrides) -> Result<StepReport> {
+async fn audit_one_with_dir(ctx: &Ctx, d: &BlobDir, id: &str, l: &Loaded, deep: bool, vo: &VerifyOptions, ov: &Overrides) -> Result<StepReport> {
     let name = cache_object_name(id);
     let shown = format!("{}/{name}", d.display.trim_end_matches('/'));
     let (mut cache, note) = match d.get(&name, CACHE_OBJECT_LIMIT).await {
@@ -235,7 +232,7 @@ async fn audit_one_with_dir(d: &BlobDir, id: &str, l: &Loaded, deep: bool, vo: &
         // An unreadable shared cache costs time, never correctness: re-hash.
         Err(e) => (AuditCache { version: 1, ..Default::default() }, Some(rebuilt_note(&shown, &format!("{e:#}")))),
     };
-    let mut s = verify_loaded(l, vo, ov, Some(AuditCtx { cache: &mut cache, deep })).await;
+    let mut s = verify_loaded(ctx, l, vo, ov, Some(AuditCtx { cache: &mut cache, deep })).await;
     if let Some(n) = note {
         s.diagnostics.push(n);
     }

@@ -7,6 +7,7 @@
 pub mod argocd;
 pub mod audit;
 pub mod canary;
+pub mod ctx;
 pub mod options;
 pub mod pr;
 pub mod pod_verify;
@@ -23,12 +24,6 @@ use crate::checks::lint;
 use crate::diag::Overrides;
 use crate::app::options::RenderOptions;
 use crate::report::{Detail, StepReport, Verdict};
-
-/// The async runtime a command runs on.
-pub(crate) fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
-    use anyhow::Context;
-    tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the async runtime")
-}
 
 /// Load a bundle or produce the Error step that says why (file:line:col: field).
 pub fn load_or_step(path: &Path, step: &str) -> std::result::Result<Loaded, StepReport> {

@@ -7,8 +7,9 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use serde_json::json;
 
-use crate::adapters::github::{GithubClient, PullOutcome};
+use crate::adapters::github::PullOutcome;
 use crate::adapters::rollout as io;
+use crate::app::ctx::Ctx;
 use crate::app::options::{RevertOptions, VerifyOptions};
 use crate::bundle::Loaded;
 use crate::diag::{Code, Overrides};
@@ -19,11 +20,11 @@ use crate::report::{Diagnostic, Report, StepReport, Verdict};
 pub const REVERT_MARKER: &str = "bundlegate-revert-of:";
 
 /// `revert` as a pipeline step; `evidence` is what the run found so far.
-pub fn revert_in(rt: &tokio::runtime::Runtime, l: &Loaded, args: &RevertOptions, evidence: &Report) -> Vec<StepReport> {
-    rt.block_on(revert_steps(l, args, Some(evidence)))
+pub fn revert_in(ctx: &Ctx, l: &Loaded, args: &RevertOptions, evidence: &Report) -> Vec<StepReport> {
+    ctx.block_on(revert_steps(ctx, l, args, Some(evidence)))
 }
 
-pub fn revert(bundle: &Path, args: &RevertOptions) -> Result<Report> {
+pub fn revert(ctx: &Ctx, bundle: &Path, args: &RevertOptions) -> Result<Report> {
     let mut r = Report::new("revert");
     let l = match super::load_or_step(bundle, "revert") {
         Ok(l) => l,
@@ -39,7 +40,7 @@ pub fn revert(bundle: &Path, args: &RevertOptions) -> Result<Report> {
         }
         None => None,
     };
-    for s in super::runtime()?.block_on(revert_steps(&l, args, evidence.as_ref())) {
+    for s in ctx.block_on(revert_steps(ctx, &l, args, evidence.as_ref())) {
         r.push(s);
     }
     Ok(r)
@@ -62,7 +63,7 @@ fn degrade_help() -> &'static str {
     "degrade instead of rolling back: keep or scale the current pods, route traffic away, or serve a fallback; do not roll back to bytes that cannot be read (switching blindly to an old package with a missing tokenizer adds a new failure)"
 }
 
-pub(crate) async fn revert_steps(l: &Loaded, args: &RevertOptions, evidence: Option<&Report>) -> Vec<StepReport> {
+pub(crate) async fn revert_steps(ctx: &Ctx, l: &Loaded, args: &RevertOptions, evidence: Option<&Report>) -> Vec<StepReport> {
     let mut steps = Vec::new();
     let target = format!("{} ({} {})", l.display, l.bundle.metadata.version, l.digest);
     let fail = |steps: &mut Vec<StepReport>, d: Diagnostic, summary: String, data: serde_json::Value| {
@@ -77,7 +78,7 @@ pub(crate) async fn revert_steps(l: &Loaded, args: &RevertOptions, evidence: Opt
     // Kargo's safeguard: a failure older than --max-age is history, not an
     // incident; acting on it could undo a fix made since.
     let max_age = args.max_age.value;
-    let now = chrono::Utc::now();
+    let now = ctx.now();
     let failed_at = args.failed_at.unwrap_or(now);
     let age = (now - failed_at).to_std().unwrap_or_default();
     if age > max_age {
@@ -141,7 +142,7 @@ pub(crate) async fn revert_steps(l: &Loaded, args: &RevertOptions, evidence: Opt
     // Verify the exit before taking it: a rollback to incomplete bytes is a
     // second broken release.
     let opts = VerifyOptions::quiet();
-    let mut verify = super::verify::verify_loaded(&prev, &opts, &Overrides::default(), None).await;
+    let mut verify = super::verify::verify_loaded(ctx, &prev, &opts, &Overrides::default(), None).await;
     verify.step = "verify-rollback-target".into();
     let verified = verify.verdict == Verdict::Pass;
     let verify_summary = verify.summary.clone();
@@ -184,14 +185,14 @@ pub(crate) async fn revert_steps(l: &Loaded, args: &RevertOptions, evidence: Opt
     let already = matches!(pushed, io::PushOutcome::AlreadyExists(_));
     let mut data = json!({"branch": branch, "commit": oid.to_string(), "branchExisted": already, "base": args.base, "rollbackTarget": rb.bundle});
 
-    let gh = match GithubClient::from_env() {
+    let gh = match ctx.github().await {
         Ok(g) => g,
         Err(e) => {
             steps.push(StepReport::error("revert", &target, &anyhow::Error::new(e)));
             return steps;
         }
     };
-    let (Some(gh), Some((owner, name))) = (gh, io::github_repo(&repo, &args.remote)) else {
+    let (Some(gh), Some((owner, name))) = (gh, io::github_repo(&repo, &args.remote, ctx.env.github_repository.as_deref())) else {
         s.verdict = Verdict::Inconclusive;
         s.summary = format!("branch {branch} {}; no GITHUB_TOKEN or GitHub repository (GITHUB_REPOSITORY): PR not opened", if already { "already existed" } else { "pushed" });
         s.data = data;

@@ -6,6 +6,7 @@ use std::path::Path;
 use anyhow::Result;
 
 use crate::adapters::rollout as io;
+use crate::app::ctx::Ctx;
 use crate::bundle::Loaded;
 use crate::checks::rollout as rc;
 use crate::diag::Code;
@@ -56,7 +57,7 @@ pub async fn serving_step(l: &Loaded, client: kube::Client) -> StepReport {
 /// no other bundle names as `spec.rollback`. Two heads (two releases that do
 /// not know each other) cannot be told apart, so that service is
 /// INCONCLUSIVE rather than guessed.
-pub async fn serving_audit(root: &Path) -> Result<Vec<StepReport>> {
+pub async fn serving_audit(ctx: &Ctx, root: &Path) -> Result<Vec<StepReport>> {
     use std::collections::{BTreeMap, BTreeSet};
     let paths = super::verify::find_bundles(root)?;
     let canon = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
@@ -74,7 +75,7 @@ pub async fn serving_audit(root: &Path) -> Result<Vec<StepReport>> {
     if groups.is_empty() {
         return Ok(out);
     }
-    let (client, server) = match io::client().await {
+    let (client, server) = match ctx.kube().await {
         Ok(c) => c,
         Err(e) => {
             out.push(StepReport::error("serving", root.display().to_string(), &e));

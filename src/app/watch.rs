@@ -20,7 +20,9 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, Result};
 use serde_json::json;
 
+use crate::adapters::env::EnvSnapshot;
 use crate::adapters::rollout as io;
+use crate::app::ctx::Ctx;
 use crate::app::options::{defaults, CanaryOptions, RevertOptions, WatchOptions};
 use crate::bundle::{Loaded, ServingFormat};
 use crate::checks::rollout::{self as rc, ArgoState, Expected, IdentityExpectation, ProbeSample};
@@ -32,9 +34,9 @@ use crate::report::{Diagnostic, Report, StepReport, Table, Verdict};
 /// the seconds a pod takes to schedule. Tests shorten it. Zero is refused
 /// (it polled the API in a tight loop), as is anything that is not a
 /// duration of at most 7 days.
-fn poll_interval() -> Result<Duration> {
-    let Ok(v) = std::env::var("BUNDLEGATE_WATCH_POLL") else { return Ok(Duration::from_secs(2)) };
-    match crate::util::try_duration(&v) {
+fn poll_interval(env: &EnvSnapshot) -> Result<Duration> {
+    let Some(v) = &env.watch_poll else { return Ok(Duration::from_secs(2)) };
+    match crate::util::try_duration(v) {
         Ok(d) if d.is_zero() => anyhow::bail!("BUNDLEGATE_WATCH_POLL=`{v}`: the poll interval must be more than 0 (zero reads the cluster in a tight loop); e.g. 2s"),
         Ok(d) => Ok(d),
         Err(why) => anyhow::bail!("BUNDLEGATE_WATCH_POLL: {why}"),
@@ -50,7 +52,7 @@ pub fn expected(l: &Loaded) -> Expected {
     }
 }
 
-pub fn watch(bundle: &Path, args: &WatchOptions) -> Result<Report> {
+pub fn watch(ctx: &Ctx, bundle: &Path, args: &WatchOptions) -> Result<Report> {
     let mut r = Report::new("watch");
     let l = match super::load_or_step(bundle, "watch") {
         Ok(l) => l,
@@ -59,14 +61,14 @@ pub fn watch(bundle: &Path, args: &WatchOptions) -> Result<Report> {
             return Ok(r);
         }
     };
-    super::runtime()?.block_on(watch_loaded(&l, args))
+    ctx.block_on(watch_loaded(ctx, &l, args))
 }
 
 /// `watch` as a pipeline step: the same checks as the command, on an already
-/// loaded bundle and the pipeline's runtime.
-pub fn watch_steps(rt: &tokio::runtime::Runtime, l: &Loaded, args: &WatchOptions) -> Vec<StepReport> {
+/// loaded bundle.
+pub fn watch_steps(ctx: &Ctx, l: &Loaded, args: &WatchOptions) -> Vec<StepReport> {
     let target = format!("{} ({} {})", l.display, l.bundle.metadata.version, l.digest);
-    match rt.block_on(watch_loaded(l, args)) {
+    match ctx.block_on(watch_loaded(ctx, l, args)) {
         Ok(r) => r.steps,
         Err(e) => vec![StepReport::error("watch", &target, &e)],
     }
@@ -81,8 +83,7 @@ struct Prober {
 /// Probe the health URL every `every` until stopped, like the in-cluster
 /// `curl -m 2` loop that once measured a rollout's downtime: a 2xx within
 /// 2 s is ok, anything else a failure.
-fn start_prober(url: String, every: Duration) -> Result<Prober> {
-    let http = io::http_client(Duration::from_secs(2))?;
+fn start_prober(http: reqwest::Client, url: String, every: Duration) -> Prober {
     let stop = Arc::new(AtomicBool::new(false));
     let flag = stop.clone();
     let u = url.clone();
@@ -93,12 +94,12 @@ fn start_prober(url: String, every: Duration) -> Result<Prober> {
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         while !flag.load(Ordering::SeqCst) {
             tick.tick().await;
-            let ok = io::probe(&http, &u).await;
+            let ok = io::probe(&http, &u, Duration::from_secs(2)).await;
             samples.push(ProbeSample { at_s: start.elapsed().as_secs_f64(), ok });
         }
         (samples, start.elapsed().as_secs_f64())
     });
-    Ok(Prober { stop, task, url })
+    Prober { stop, task, url }
 }
 
 async fn sleep_until_next(poll: Duration, deadline: Instant) {
@@ -106,15 +107,15 @@ async fn sleep_until_next(poll: Duration, deadline: Instant) {
     tokio::time::sleep(poll.min(left)).await;
 }
 
-async fn watch_loaded(l: &Loaded, args: &WatchOptions) -> Result<Report> {
+async fn watch_loaded(ctx: &Ctx, l: &Loaded, args: &WatchOptions) -> Result<Report> {
     let (timeout, probe_every) = (args.timeout.value, args.probe_interval.value);
-    let poll = poll_interval()?;
+    let poll = poll_interval(&ctx.env)?;
     let started = Instant::now();
     let deadline = started + timeout;
     let mut r = Report::new("watch");
     let target = format!("{} ({} {})", l.display, l.bundle.metadata.version, l.digest);
 
-    let (client, server) = match io::client().await {
+    let (client, server) = match ctx.kube().await {
         Ok(c) => c,
         Err(e) => {
             r.push(StepReport::error("argo", &args.app, &e));
@@ -124,7 +125,7 @@ async fn watch_loaded(l: &Loaded, args: &WatchOptions) -> Result<Report> {
     };
 
     let prober = match (&args.service_url, &l.bundle.spec.serving.health_path) {
-        (Some(base), Some(path)) => Some(start_prober(io::join_url(base, path), probe_every)?),
+        (Some(base), Some(path)) => Some(start_prober(ctx.http()?.clone(), io::join_url(base, path), probe_every)),
         _ => None,
     };
 
@@ -261,7 +262,7 @@ async fn watch_loaded(l: &Loaded, args: &WatchOptions) -> Result<Report> {
     };
 
     // ---- 4. identity: what the service says it serves ----
-    r.push(identity_step(l, args.service_url.as_deref(), &target).await);
+    r.push(identity_step(ctx, l, args.service_url.as_deref(), &target).await);
     r.push(down);
 
     // ---- 5. canary gates ----
@@ -273,7 +274,7 @@ async fn watch_loaded(l: &Loaded, args: &WatchOptions) -> Result<Report> {
                 ..Default::default()
             };
             // The summary names each step, where it was found and its verdict.
-            r.push(super::canary::analyze_steps(l, &cargs, &Overrides::default()).await);
+            r.push(super::canary::analyze_steps(ctx, l, &cargs, &Overrides::default()).await);
         } else {
             r.push(StepReport::not_run("canary", &target, format!("traffic steps {:?} not analysed: the rollout did not complete", plan.steps)));
         }
@@ -285,7 +286,7 @@ async fn watch_loaded(l: &Loaded, args: &WatchOptions) -> Result<Report> {
         let base = io::default_base(&repo, defaults::REMOTE);
         let rargs = RevertOptions { repo, base, ..Default::default() };
         let evidence = r.clone();
-        for s in super::revert::revert_steps(l, &rargs, Some(&evidence)).await {
+        for s in super::revert::revert_steps(ctx, l, &rargs, Some(&evidence)).await {
             r.push(s);
         }
     }
@@ -309,7 +310,7 @@ fn downtime_step(target: &str, url: &str, samples: &[ProbeSample], end: f64) -> 
     s
 }
 
-async fn identity_step(l: &Loaded, service_url: Option<&str>, target: &str) -> StepReport {
+async fn identity_step(ctx: &Ctx, l: &Loaded, service_url: Option<&str>, target: &str) -> StepReport {
     let Some(base) = service_url else {
         return StepReport::not_run("identity", target, "no --service-url: the service's own identity was not asked");
     };
@@ -330,7 +331,7 @@ async fn identity_step(l: &Loaded, service_url: Option<&str>, target: &str) -> S
             },
         })
         .collect();
-    let http = match io::http_client(Duration::from_secs(10)) {
+    let http = match ctx.http() {
         Ok(h) => h,
         Err(e) => return StepReport::error("identity", target, &e),
     };
@@ -341,7 +342,7 @@ async fn identity_step(l: &Loaded, service_url: Option<&str>, target: &str) -> S
         if attempt > 0 {
             tokio::time::sleep(Duration::from_secs(1)).await;
         }
-        body = io::get_json(&http, &url).await;
+        body = io::get_json(http, &url, Duration::from_secs(10)).await;
         if body.is_ok() {
             break;
         }
