@@ -519,7 +519,7 @@ pub fn run_file(ctx: &Ctx, pipeline_path: &Path, inputs: &Inputs) -> Result<Repo
             }
             StepSpec::Comment => {
                 // Posted even when no bundle changed, so the PR says so.
-                let s = crate::app::pr::github_step(&report);
+                let s = crate::app::pr::github_step(ctx, &report);
                 push_step(&mut report, step, s);
             }
             _ => {}

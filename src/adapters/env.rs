@@ -6,8 +6,7 @@
 //! than bundlegate: `AWS_*` / `GOOGLE_*` / `AZURE_*` (object_store's
 //! builders, `adapters::store`), `KUBECONFIG` and the in-cluster service
 //! account (kube's `Config::infer`), the Argo CD plugin environment
-//! (`ARGOCD_ENV_*`, the plugin's input, `app::argocd::CmpEnv`), the GitHub
-//! Actions variables of the PR comment (`app::pr::GithubEnv`), the variable
+//! (`ARGOCD_ENV_*`, the plugin's input, `app::argocd::CmpEnv`), the variable
 //! `verify-files --manifest-env` names (the pod verifier's input) and
 //! `NO_COLOR` / `RUST_LOG` (the terminal, `main`).
 
@@ -36,6 +35,25 @@ pub struct EnvSnapshot {
     pub job_completion_index: Option<String>,
     /// BUNDLEGATE_VERIFIER_IMAGE: the in-pod verifier image `render` uses.
     pub verifier_image: Option<String>,
+    /// The GitHub Actions run the `comment` step reports to.
+    pub actions: ActionsEnv,
+}
+
+/// GitHub Actions' variables for the PR comment and job summary, as set
+/// (empty counts as unset); `app::pr::GithubEnv` interprets them.
+#[derive(Debug, Clone, Default)]
+pub struct ActionsEnv {
+    /// GITHUB_EVENT_PATH: the event payload (the pull request).
+    pub event_path: Option<PathBuf>,
+    /// BUNDLEGATE_PR_NUMBER: overrides the event's PR number.
+    pub pr_number: Option<String>,
+    pub step_summary: Option<PathBuf>,
+    pub output: Option<PathBuf>,
+    pub workspace: Option<PathBuf>,
+    /// BUNDLEGATE_COMMENT_KEY: tells this tool's sticky comments apart.
+    pub comment_key: Option<String>,
+    /// BUNDLEGATE_CHECK_RUN: create a check run too.
+    pub check_run: Option<String>,
 }
 
 /// A value kept out of `Debug` output.
@@ -70,6 +88,15 @@ impl EnvSnapshot {
                 .or_else(|| path("HOME").map(|h| h.join(".cache").join("bundlegate"))),
             job_completion_index: get("JOB_COMPLETION_INDEX"),
             verifier_image: var("BUNDLEGATE_VERIFIER_IMAGE"),
+            actions: ActionsEnv {
+                event_path: var("GITHUB_EVENT_PATH").map(PathBuf::from),
+                pr_number: var("BUNDLEGATE_PR_NUMBER"),
+                step_summary: var("GITHUB_STEP_SUMMARY").map(PathBuf::from),
+                output: var("GITHUB_OUTPUT").map(PathBuf::from),
+                workspace: var("GITHUB_WORKSPACE").map(PathBuf::from),
+                comment_key: var("BUNDLEGATE_COMMENT_KEY"),
+                check_run: var("BUNDLEGATE_CHECK_RUN"),
+            },
         }
     }
 }
