@@ -6,9 +6,10 @@
 //! than bundlegate: `AWS_*` / `GOOGLE_*` / `AZURE_*` (object_store's
 //! builders, `adapters::store`), `KUBECONFIG` and the in-cluster service
 //! account (kube's `Config::infer`), the Argo CD plugin environment
-//! (`ARGOCD_ENV_*`, the plugin's input, `app::argocd::CmpEnv`), the variable
-//! `verify-files --manifest-env` names (the pod verifier's input) and
-//! `NO_COLOR` / `RUST_LOG` (the terminal, `main`).
+//! (`ARGOCD_ENV_*`, the plugin's input, `app::argocd::CmpEnv`) and
+//! `NO_COLOR` / `RUST_LOG` (the terminal, `main`). The variable
+//! `verify-files --manifest-env` names is that command's input, read through
+//! [`named`] when the command runs.
 
 use std::path::PathBuf;
 
@@ -54,6 +55,12 @@ pub struct ActionsEnv {
     pub comment_key: Option<String>,
     /// BUNDLEGATE_CHECK_RUN: create a check run too.
     pub check_run: Option<String>,
+}
+
+/// The variable an option names (`verify-files --manifest-env`); `None`
+/// when unset or not UTF-8.
+pub fn named(name: &str) -> Option<String> {
+    std::env::var(name).ok()
 }
 
 /// A value kept out of `Debug` output.
