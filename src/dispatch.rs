@@ -11,7 +11,7 @@ use crate::cli::{Cli, Command, ReportCmd, SeverityArgs};
 use crate::config::Config;
 use crate::diag::Code;
 use crate::app::options::RenderOptions;
-use crate::render::TemplateSource;
+use crate::manifests::TemplateSource;
 use crate::report::{Detail, Report, StepReport};
 
 pub fn run(cli: Cli) -> Result<Report> {

@@ -14,7 +14,7 @@ use serde::Deserialize;
 use crate::app::options::{self, defaults, CanaryOptions, RenderOptions, HumanDuration, RevertOptions, VerifyOptions, WatchOptions};
 use crate::bundle::{self, Loaded};
 use crate::diag::Overrides;
-use crate::render::TemplateSource;
+use crate::manifests::TemplateSource;
 use crate::app::ctx::Ctx;
 use crate::report::{Report, StepReport, Verdict};
 
