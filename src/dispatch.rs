@@ -74,14 +74,14 @@ pub fn run(cli: Cli) -> Result<Report> {
                     r.push(s);
                 }
             }
-            ctx.block_on(audit::emit_metrics(&mut r, &alerts));
+            ctx.block_on(audit::emit_metrics(&ctx, &mut r, &alerts));
             Ok(r)
         }
         Command::Report { cmd: ReportCmd::Merge { reports, max_age, alerts } } => {
             let alerts = AlertOptions::from(alerts);
             audit::check_alerts(&alerts)?;
-            let mut r = ctx.block_on(audit::merge(&reports, max_age.map(|d| d.value)))?;
-            ctx.block_on(audit::emit_metrics(&mut r, &alerts));
+            let mut r = ctx.block_on(audit::merge(&ctx, &reports, max_age.map(|d| d.value)))?;
+            ctx.block_on(audit::emit_metrics(&ctx, &mut r, &alerts));
             Ok(r)
         }
         Command::Preflight { bundle, snapshot, live, sev } => {

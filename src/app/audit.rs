@@ -181,7 +181,7 @@ pub async fn audit(ctx: &Ctx, o: &AuditOptions, vo: &VerifyOptions, ov: &Overrid
         r.shard = Some(info);
     }
     r.duration_seconds = Some(started.elapsed().as_secs_f64());
-    r.finished_at = Some(chrono::Utc::now().to_rfc3339());
+    r.finished_at = Some(ctx.now().to_rfc3339());
     if let Some(w) = &o.write_report {
         if let Err(e) = blob::write_location(w, serde_json::to_vec_pretty(&r)?).await {
             r.push(not_delivered("write-report", w, &e));
@@ -247,7 +247,7 @@ async fn audit_one_with_dir(ctx: &Ctx, d: &BlobDir, id: &str, l: &Loaded, deep: 
 
 /// `report merge`: shard reports (files, objects, or a prefix ending in `/`
 /// holding them) → one report. Incomplete coverage is INCONCLUSIVE, never PASS.
-pub async fn merge(inputs: &[String], max_age: Option<std::time::Duration>) -> Result<Report> {
+pub async fn merge(ctx: &Ctx, inputs: &[String], max_age: Option<std::time::Duration>) -> Result<Report> {
     let mut named: Vec<(String, Vec<u8>)> = Vec::new();
     for i in inputs {
         let loc = blob::location(i)?;
@@ -274,7 +274,7 @@ pub async fn merge(inputs: &[String], max_age: Option<std::time::Duration>) -> R
         reports.push((name, r));
     }
     let max_age = max_age.map(|d| chrono::Duration::from_std(d).unwrap_or(chrono::Duration::MAX));
-    Ok(crate::checks::merge::merge_shards(reports, chrono::Utc::now(), max_age))
+    Ok(crate::checks::merge::merge_shards(reports, ctx.now(), max_age))
 }
 
 /// Refuse a bad alert destination before the audit runs, not after hours of
@@ -292,11 +292,11 @@ pub fn check_alerts(a: &AlertOptions) -> Result<()> {
 /// Write/push the audit's Prometheus metrics where the user asked. A
 /// destination that fails never costs the audit its findings: the failure
 /// is one more ERROR step of the report, which is still printed.
-pub async fn emit_metrics(r: &mut Report, a: &AlertOptions) {
+pub async fn emit_metrics(ctx: &Ctx, r: &mut Report, a: &AlertOptions) {
     if a.metrics_file.is_none() && a.pushgateway.is_none() {
         return;
     }
-    let text = crate::report::metrics::audit_metrics(r, chrono::Utc::now().timestamp());
+    let text = crate::report::metrics::audit_metrics(r, ctx.now().timestamp());
     if let Some(p) = &a.metrics_file {
         // Written whole under another name, then renamed: the textfile
         // collector never reads half a file.
@@ -305,8 +305,8 @@ pub async fn emit_metrics(r: &mut Report, a: &AlertOptions) {
         }
     }
     if let Some(u) = &a.pushgateway {
-        let pushed = match Gateway::parse(u) {
-            Ok(g) => g.push(PUSH_JOB, text).await.map_err(|e| (g.shown(), e)),
+        let pushed = match Gateway::parse(u).and_then(|g| Ok((g, ctx.http()?))) {
+            Ok((g, http)) => g.push(http, PUSH_JOB, text).await.map_err(|e| (g.shown(), e)),
             Err(e) => Err(("--pushgateway".to_string(), e)),
         };
         if let Err((shown, e)) = pushed {

@@ -201,7 +201,7 @@ pub async fn verify_loaded(ctx: &Ctx, l: &Loaded, opts: &VerifyOptions, ov: &Ove
     let n_read = to_read.len();
     let read = hash_all(store.clone(), to_read, opts.jobs, opts.progress).await;
     if let Some(cache) = cache {
-        let now = chrono::Utc::now().to_rfc3339();
+        let now = ctx.now().to_rfc3339();
         for o in &listing {
             if let Some(HashOutcome::Hashed { sha256, .. }) = read.get(&o.key) {
                 cache.objects.insert(
