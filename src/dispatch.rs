@@ -2,20 +2,22 @@
 //! place that knows both clap's types and the commands; `pipeline` builds
 //! the same options from a pipeline file.
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 
+use crate::app::ctx::Ctx;
 use crate::app::options::{AlertOptions, CanaryOptions, RevertOptions, VerifyOptions, WatchOptions};
-use crate::app::{self, argocd, audit, canary, pod_verify, preflight, verify, watch};
+use crate::app::{self, argocd, audit, canary, pod_verify, preflight, revert, serving, verify, watch};
 use crate::cli::{Cli, Command, ReportCmd, SeverityArgs};
 use crate::config::Config;
 use crate::diag::Code;
 use crate::app::options::RenderOptions;
-use crate::render::TemplateSource;
+use crate::manifests::TemplateSource;
 use crate::report::{Detail, Report, StepReport};
 
 pub fn run(cli: Cli) -> Result<Report> {
     let cfg = Config::load(cli.config.as_deref())?;
-    let rt = || tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the async runtime");
+    // One context for the whole run: one runtime, the environment read once.
+    let ctx = Ctx::from_process()?;
     match cli.command {
         Command::Lint { bundles, sev } => {
             let ov = cfg.overrides(&sev)?;
@@ -47,43 +49,39 @@ pub fn run(cli: Cli) -> Result<Report> {
         Command::Verify { bundles, opts, sev } => {
             let ov = cfg.overrides(&sev)?;
             let opts = VerifyOptions::from(opts);
-            let rt = rt()?;
             let mut r = Report::new("verify");
             for b in &bundles {
-                r.push(rt.block_on(verify::verify_step(b, &opts, &ov, None)));
+                r.push(ctx.block_on(verify::verify_step(&ctx, b, &opts, &ov, None)));
             }
             Ok(r)
         }
         Command::Publish { dir, to, bundle, jobs } => {
-            let rt = rt()?;
             let mut r = Report::new("publish");
-            r.push(rt.block_on(verify::publish(&dir, &to, &bundle, jobs))?);
+            r.push(ctx.block_on(verify::publish(&ctx, &dir, &to, &bundle, jobs))?);
             Ok(r)
         }
         Command::Audit { root, deep, cache, shard, write_report, alerts, serving, opts } => {
-            let rt = rt()?;
             let shard = match shard {
-                Some(s) => Some(crate::checks::shard::parse_shard(&s, std::env::var("JOB_COMPLETION_INDEX").ok().as_deref()).map_err(|e| anyhow::anyhow!("--shard {e}"))?),
+                Some(s) => Some(crate::checks::shard::parse_shard(&s, ctx.env.job_completion_index.as_deref()).map_err(|e| anyhow::anyhow!("--shard {e}"))?),
                 None => None,
             };
             let o = audit::AuditOptions { root: root.clone(), deep, cache, shard, write_report };
             let alerts = AlertOptions::from(alerts);
             audit::check_alerts(&alerts)?;
-            let mut r = rt.block_on(audit::audit(&o, &VerifyOptions::from(opts), &cfg.overrides(&SeverityArgs::default())?))?;
+            let mut r = ctx.block_on(audit::audit(&ctx, &o, &VerifyOptions::from(opts), &cfg.overrides(&SeverityArgs::default())?))?;
             if serving {
-                for s in rt.block_on(watch::serving_audit(&root))? {
+                for s in ctx.block_on(serving::serving_audit(&ctx, &root))? {
                     r.push(s);
                 }
             }
-            rt.block_on(audit::emit_metrics(&mut r, &alerts));
+            ctx.block_on(audit::emit_metrics(&ctx, &mut r, &alerts));
             Ok(r)
         }
         Command::Report { cmd: ReportCmd::Merge { reports, max_age, alerts } } => {
-            let rt = rt()?;
             let alerts = AlertOptions::from(alerts);
             audit::check_alerts(&alerts)?;
-            let mut r = rt.block_on(audit::merge(&reports, max_age.map(|d| d.value)))?;
-            rt.block_on(audit::emit_metrics(&mut r, &alerts));
+            let mut r = ctx.block_on(audit::merge(&ctx, &reports, max_age.map(|d| d.value)))?;
+            ctx.block_on(audit::emit_metrics(&ctx, &mut r, &alerts));
             Ok(r)
         }
         Command::Preflight { bundle, snapshot, live, sev } => {
@@ -92,23 +90,23 @@ pub fn run(cli: Cli) -> Result<Report> {
                 anyhow::bail!("preflight needs cluster state: --snapshot FILE or --live");
             }
             let mut r = Report::new("preflight");
-            r.push(preflight::run(&bundle, snapshot.as_deref(), live, &ov));
+            r.push(preflight::run(&ctx, &bundle, snapshot.as_deref(), live, &ov));
             Ok(r)
         }
         Command::Canary { bundle, args, sev } => {
             let ov = cfg.overrides(&sev)?;
             let mut r = Report::new("canary");
-            r.push(canary::run(&bundle, &CanaryOptions::from(args), &ov));
+            r.push(canary::run(&ctx, &bundle, &CanaryOptions::from(args), &ov));
             Ok(r)
         }
         Command::Run { pipeline, bundles, snapshot, base, head, repo, prometheus, sev } => {
             let ov = cfg.overrides(&sev)?;
-            let inputs = crate::pipeline::Inputs { bundles, snapshot, base, head, repo, prometheus, overrides: ov, verifier_image: std::env::var("BUNDLEGATE_VERIFIER_IMAGE").ok().filter(|v| !v.trim().is_empty()) };
-            crate::pipeline::run_file(&pipeline, &inputs)
+            let inputs = crate::pipeline::Inputs { bundles, snapshot, base, head, repo, prometheus, overrides: ov, verifier_image: ctx.env.verifier_image.clone() };
+            crate::pipeline::run_file(&ctx, &pipeline, &inputs)
         }
         Command::Argocd { cmd } => argocd::run(cmd.into(), &cfg.overrides(&SeverityArgs::default())?),
-        Command::Watch { bundle, args } => watch::watch(&bundle, &WatchOptions::from(args)),
-        Command::Revert { bundle, args } => watch::revert(&bundle, &RevertOptions::from(args)),
+        Command::Watch { bundle, args } => watch::watch(&ctx, &bundle, &WatchOptions::from(args)),
+        Command::Revert { bundle, args } => revert::revert(&ctx, &bundle, &RevertOptions::from(args)),
         Command::VerifyFiles { manifest_env, root, mode, termination_log, marker, ready, wait, stay, threads } => {
             pod_verify::run(&pod_verify::Opts { manifest_env, root, mode, termination_log, marker, ready, wait, stay, threads })
         }

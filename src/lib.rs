@@ -15,8 +15,12 @@ pub mod config;
 pub mod diag;
 pub mod dispatch;
 pub mod fuzzing;
+pub mod manifests;
 pub mod pipeline;
-pub mod render;
 pub mod report;
+
+/// The former name of [`manifests`] (bundle → Kubernetes manifests), kept
+/// so code written against it still builds; new code says `manifests`.
+pub use manifests as render;
 pub mod util;
 pub mod yaml_guard;

@@ -14,7 +14,8 @@ use serde::Deserialize;
 use crate::app::options::{self, defaults, CanaryOptions, RenderOptions, HumanDuration, RevertOptions, VerifyOptions, WatchOptions};
 use crate::bundle::{self, Loaded};
 use crate::diag::Overrides;
-use crate::render::TemplateSource;
+use crate::manifests::TemplateSource;
+use crate::app::ctx::Ctx;
 use crate::report::{Report, StepReport, Verdict};
 
 /// A pipeline file, validated: every step's options typed and checked.
@@ -452,9 +453,8 @@ fn select(p: &Pipeline, inputs: &Inputs) -> Result<(Vec<Target>, Option<StepRepo
     }
 }
 
-pub fn run_file(pipeline_path: &Path, inputs: &Inputs) -> Result<Report> {
+pub fn run_file(ctx: &Ctx, pipeline_path: &Path, inputs: &Inputs) -> Result<Report> {
     let p = load(pipeline_path)?;
-    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     let mut report = Report::new(format!("run {}", p.name));
     let (targets, note) = select(&p, inputs)?;
     if let Some(n) = note {
@@ -483,13 +483,13 @@ pub fn run_file(pipeline_path: &Path, inputs: &Inputs) -> Result<Report> {
             let name = step.kind().as_str();
             let steps = match (&stopped, &step.spec) {
                 // A revert answers a failure, so a stop never skips it.
-                (_, StepSpec::Revert(rs)) => revert_step(&rt, rs, &loaded, inputs, &done),
+                (_, StepSpec::Revert(rs)) => revert_step(ctx, rs, &loaded, inputs, &done),
                 // watch already judged the canary gates (only once the rollout completed).
                 (None, StepSpec::Canary { .. }) if done.steps.iter().any(|s| s.step == "canary") => continue,
                 (Some(why), _) => {
                     vec![StepReport::not_run(name, &loaded.display, format!("skipped: {why} failed and its pipeline step says onFailure: stop"))]
                 }
-                (None, _) => run_step(&rt, step, &loaded, t, inputs),
+                (None, _) => run_step(ctx, step, &loaded, t, inputs),
             };
             let failed = steps.iter().any(|s| matches!(s.verdict, Verdict::Fail | Verdict::Error | Verdict::Inconclusive));
             if step.on_failure == OnFailure::Stop && failed && stopped.is_none() {
@@ -507,19 +507,19 @@ pub fn run_file(pipeline_path: &Path, inputs: &Inputs) -> Result<Report> {
             StepSpec::Audit { verify, deep, serving } => {
                 let root = inputs.repo.clone();
                 let o = crate::app::audit::AuditOptions { root: root.clone(), deep: *deep, ..Default::default() };
-                let r = rt.block_on(crate::app::audit::audit(&o, verify, &inputs.overrides))?;
+                let r = ctx.block_on(crate::app::audit::audit(ctx, &o, verify, &inputs.overrides))?;
                 for s in r.steps {
                     push_step(&mut report, step, s);
                 }
                 if *serving {
-                    for s in rt.block_on(crate::app::watch::serving_audit(&root))? {
+                    for s in ctx.block_on(crate::app::serving::serving_audit(ctx, &root))? {
                         push_step(&mut report, step, s);
                     }
                 }
             }
             StepSpec::Comment => {
                 // Posted even when no bundle changed, so the PR says so.
-                let s = crate::app::pr::github_step(&report);
+                let s = crate::app::pr::github_step(ctx, &report);
                 push_step(&mut report, step, s);
             }
             _ => {}
@@ -551,19 +551,16 @@ fn fill(template: &str, l: &Loaded) -> String {
 
 /// The merge commit Argo CD must have synced: `--head` (or HEAD) resolved in
 /// the repository, else `GITHUB_SHA`.
-fn revision(inputs: &Inputs) -> Option<String> {
-    let spec = inputs.head.clone().unwrap_or_else(|| "HEAD".into());
-    git2::Repository::discover(&inputs.repo)
-        .ok()
-        .and_then(|r| r.revparse_single(&spec).ok().and_then(|o| o.peel_to_commit().ok()).map(|c| c.id().to_string()))
-        .or_else(|| std::env::var("GITHUB_SHA").ok().filter(|v| !v.trim().is_empty()))
+fn revision(ctx: &Ctx, inputs: &Inputs) -> Option<String> {
+    let spec = inputs.head.as_deref().unwrap_or("HEAD");
+    crate::adapters::git::resolve_commit(&inputs.repo, spec).or_else(|| ctx.env.github_sha.clone())
 }
 
-fn watch_options(w: &WatchStep, l: &Loaded, inputs: &Inputs) -> WatchOptions {
+fn watch_options(ctx: &Ctx, w: &WatchStep, l: &Loaded, inputs: &Inputs) -> WatchOptions {
     WatchOptions {
         app: fill(&w.app, l),
         app_namespace: w.app_namespace.clone(),
-        revision: revision(inputs),
+        revision: revision(ctx, inputs),
         timeout: w.timeout.clone(),
         service_url: w.service_url.as_deref().map(|u| fill(u, l)),
         probe_interval: w.probe_interval.clone(),
@@ -575,7 +572,7 @@ fn watch_options(w: &WatchStep, l: &Loaded, inputs: &Inputs) -> WatchOptions {
 /// Revert only on a proven failure of this bundle's gates: an ERROR or an
 /// INCONCLUSIVE step is missing evidence, and reverting on missing evidence
 /// would undo releases whenever a dependency is down.
-fn revert_step(rt: &tokio::runtime::Runtime, rs: &RevertStep, l: &Loaded, inputs: &Inputs, done: &Report) -> Vec<StepReport> {
+fn revert_step(ctx: &Ctx, rs: &RevertStep, l: &Loaded, inputs: &Inputs, done: &Report) -> Vec<StepReport> {
     let failed: Vec<&str> = done.steps.iter().filter(|s| s.verdict == Verdict::Fail).map(|s| s.step.as_str()).collect();
     if failed.is_empty() {
         let unsure: Vec<&str> = done.steps.iter().filter(|s| matches!(s.verdict, Verdict::Error | Verdict::Inconclusive)).map(|s| s.step.as_str()).collect();
@@ -587,20 +584,20 @@ fn revert_step(rt: &tokio::runtime::Runtime, rs: &RevertStep, l: &Loaded, inputs
         return vec![StepReport::not_run("revert", &l.display, why)];
     }
     let remote = rs.remote.clone();
-    let repo = git2::Repository::discover(&inputs.repo).ok().and_then(|g| g.workdir().map(Path::to_path_buf)).unwrap_or_else(|| inputs.repo.clone());
-    let base = rs.base.clone().unwrap_or_else(|| crate::app::watch::default_base(&repo, &remote));
+    let repo = crate::adapters::rollout::checkout_root(&inputs.repo).unwrap_or_else(|| inputs.repo.clone());
+    let base = rs.base.clone().unwrap_or_else(|| crate::adapters::rollout::default_base(&repo, &remote));
     let args = RevertOptions { repo, remote, base, evidence: None, max_age: rs.max_age.clone(), failed_at: None };
-    crate::app::watch::revert_in(rt, l, &args, done)
+    crate::app::revert::revert_in(ctx, l, &args, done)
 }
 
-fn run_step(rt: &tokio::runtime::Runtime, step: &Step, l: &Loaded, t: &Target, inputs: &Inputs) -> Vec<StepReport> {
+fn run_step(ctx: &Ctx, step: &Step, l: &Loaded, t: &Target, inputs: &Inputs) -> Vec<StepReport> {
     match &step.spec {
-        StepSpec::Watch(w) => crate::app::watch::watch_steps(rt, l, &watch_options(w, l, inputs)),
-        _ => vec![run_one(rt, step, l, t, inputs)],
+        StepSpec::Watch(w) => crate::app::watch::watch_steps(ctx, l, &watch_options(ctx, w, l, inputs)),
+        _ => vec![run_one(ctx, step, l, t, inputs)],
     }
 }
 
-fn run_one(rt: &tokio::runtime::Runtime, step: &Step, l: &Loaded, t: &Target, inputs: &Inputs) -> StepReport {
+fn run_one(ctx: &Ctx, step: &Step, l: &Loaded, t: &Target, inputs: &Inputs) -> StepReport {
     let ov = &inputs.overrides;
     match &step.spec {
         StepSpec::Lint => crate::app::lint_loaded(l, ov),
@@ -622,11 +619,11 @@ fn run_one(rt: &tokio::runtime::Runtime, step: &Step, l: &Loaded, t: &Target, in
             }
             s
         }
-        StepSpec::Verify(opts) => rt.block_on(crate::app::verify::verify_loaded(l, opts, ov, None)),
+        StepSpec::Verify(opts) => ctx.block_on(crate::app::verify::verify_loaded(ctx, l, opts, ov, None)),
         StepSpec::Preflight { snapshot } => {
             let snap = inputs.snapshot.clone().or_else(|| snapshot.clone());
             match snap {
-                Some(sn) => crate::app::preflight::run_loaded(l, Some(&sn), false, ov),
+                Some(sn) => crate::app::preflight::run_loaded(ctx, l, Some(&sn), false, ov),
                 None => StepReport::not_run("preflight", &l.display, "no cluster state: pass --snapshot FILE (kubectl get … -o yaml) to check surge capacity, quotas and volumes"),
             }
         }
@@ -634,7 +631,7 @@ fn run_one(rt: &tokio::runtime::Runtime, step: &Step, l: &Loaded, t: &Target, in
             None => StepReport::not_run("canary", &l.display, "no Prometheus URL (--prometheus / BUNDLEGATE_PROMETHEUS_URL): canary gates not evaluated"),
             Some(url) => {
                 let args = CanaryOptions { prometheus: Some(url.clone()), window: window.clone(), ..Default::default() };
-                rt.block_on(crate::app::canary::analyze(l, &args, ov))
+                ctx.block_on(crate::app::canary::analyze(ctx, l, &args, ov))
             }
         },
         StepSpec::Watch(_) | StepSpec::Revert(_) | StepSpec::Comment | StepSpec::Audit { .. } => unreachable!("dispatched by run_step / run_file"),

@@ -49,7 +49,7 @@ impl BlobDir {
         match loc {
             Location::Remote(u) => {
                 // Remote locations are not resolved against any folder.
-                let s = Store::open(&format!("{}/", u.with_prefix(&u.prefix).trim_end_matches('/')), Path::new("."), false)?;
+                let s = Store::open(&format!("{}/", u.with_prefix(&u.prefix).trim_end_matches('/')), Path::new("."), false, None)?;
                 Ok(BlobDir { inner: s.inner, prefix: s.prefix, display: display.to_string() })
             }
             Location::Local(path) => {

@@ -698,20 +698,15 @@ pub struct LiveScope<'a> {
 /// A client from the kubeconfig (KUBECONFIG) or the in-cluster config, and
 /// the server URL for reports. Every request is bounded: a hung API server
 /// must end in an error, not a CI job that waits for its own time limit.
-/// `BUNDLEGATE_KUBE_TIMEOUT` (default 30s) bounds connect and each read.
-pub async fn kube_client() -> Result<(kube::Client, String)> {
+/// `t` (BUNDLEGATE_KUBE_TIMEOUT, default 30s) bounds connect and each read.
+pub async fn kube_client(t: std::time::Duration) -> Result<(kube::Client, String)> {
     let mut config = kube::Config::infer().await.context("loading kubeconfig or in-cluster config")?;
-    let t = kube_timeout();
     config.connect_timeout = Some(t);
     config.read_timeout = Some(t);
     config.write_timeout = Some(t);
     let server = config.cluster_url.to_string();
     let client = kube::Client::try_from(config).context("building the Kubernetes client")?;
     Ok((client, server))
-}
-
-pub fn kube_timeout() -> std::time::Duration {
-    std::env::var("BUNDLEGATE_KUBE_TIMEOUT").ok().and_then(|v| crate::util::parse_duration(&v)).unwrap_or(std::time::Duration::from_secs(30))
 }
 
 /// List every page of one resource (GET only).
@@ -740,12 +735,11 @@ fn push_all<K: serde::Serialize>(st: &mut ClusterState, what: &str, kind: &str, 
     Ok(())
 }
 
-async fn gather(scope: &LiveScope<'_>) -> Result<ClusterState> {
+async fn gather(client: kube::Client, server: &str, scope: &LiveScope<'_>) -> Result<ClusterState> {
     use k8s_openapi::api::core::v1::{Node as KNode, PersistentVolume, PersistentVolumeClaim, Pod as KPod, ResourceQuota};
     use k8s_openapi::api::policy::v1::PodDisruptionBudget;
     use kube::Api;
 
-    let (client, server) = kube_client().await?;
     let ns = scope.namespace;
     let mut st = ClusterState { source: format!("live {server}"), ..Default::default() };
     // Read-only: list and get, nothing else.
@@ -775,26 +769,11 @@ async fn gather(scope: &LiveScope<'_>) -> Result<ClusterState> {
     Ok(st)
 }
 
-/// Gather live state. Runs its own runtime on a separate thread so it works
-/// whether or not the caller is already inside one.
-pub fn gather_live(scope: &LiveScope<'_>) -> Result<ClusterState> {
-    std::thread::scope(|s| {
-        s.spawn(|| {
-            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().context("starting the async runtime")?;
-            rt.block_on(async {
-                // Many requests, each bounded by kube_timeout(): bound the whole too.
-                let total = (kube_timeout() * 4).max(std::time::Duration::from_secs(5));
-                tokio::time::timeout(total, gather(scope))
-                    .await
-                    .map_err(|_| anyhow!("reading the cluster timed out after {}s", total.as_secs()))?
-            })
-        })
-        .join()
-        .map_err(|p| {
-            let msg = p.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| p.downcast_ref::<String>().cloned()).unwrap_or_default();
-            anyhow!("the cluster reader panicked: {msg}")
-        })?
-    })
+/// Gather live state over `client` (`server` names it). Many requests, each
+/// bounded by `kube_timeout`: the whole is bounded too.
+pub async fn gather_live(client: kube::Client, server: &str, scope: &LiveScope<'_>, kube_timeout: std::time::Duration) -> Result<ClusterState> {
+    let total = (kube_timeout * 4).max(std::time::Duration::from_secs(5));
+    tokio::time::timeout(total, gather(client, server, scope)).await.map_err(|_| anyhow!("reading the cluster timed out after {}s", total.as_secs()))?
 }
 
 #[cfg(test)]

@@ -362,3 +362,11 @@ pub fn head_commit(path: &Path) -> Option<String> {
     let c = r.head().ok()?.peel_to_commit().ok()?;
     Some(c.id().to_string())
 }
+
+/// The commit `spec` names in the repository around `dir` (None when there is
+/// no repository or no such commit).
+pub fn resolve_commit(dir: &Path, spec: &str) -> Option<String> {
+    let r = Repository::discover(dir).ok()?;
+    let c = r.revparse_single(spec).ok()?.peel_to_commit().ok()?;
+    Some(c.id().to_string())
+}

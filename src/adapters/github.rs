@@ -190,16 +190,6 @@ impl GithubClient {
         Ok(GithubClient { crab, api_url, policy })
     }
 
-    /// From `GITHUB_API_URL` (default api.github.com) and `GITHUB_TOKEN`;
-    /// `None` without a token.
-    pub fn from_env() -> Result<Option<Self>> {
-        let Some(token) = std::env::var("GITHUB_TOKEN").ok().filter(|t| !t.trim().is_empty()) else {
-            return Ok(None);
-        };
-        let url = std::env::var("GITHUB_API_URL").ok().filter(|u| !u.trim().is_empty()).unwrap_or_else(|| DEFAULT_API_URL.into());
-        Self::new(&url, &token).map(Some)
-    }
-
     pub fn api_url(&self) -> &str {
         self.api_url.as_str()
     }

@@ -1,6 +1,7 @@
 //! The only modules that touch the network or the disk beyond reading the
 //! user's input files. Each turns the outside world into plain data.
 
+pub mod env;
 pub mod store;
 pub mod blob;
 pub mod pushgateway;

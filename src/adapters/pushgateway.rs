@@ -30,14 +30,14 @@ impl Gateway {
         self.url.to_string()
     }
 
-    /// Replace the metrics of group `job` with `body` (text format 0.0.4).
-    pub async fn push(&self, job: &str, body: String) -> Result<()> {
+    /// Replace the metrics of group `job` with `body` (text format 0.0.4),
+    /// within 30 s.
+    pub async fn push(&self, http: &reqwest::Client, job: &str, body: String) -> Result<()> {
         let shown = self.shown();
         let target = format!("{}/metrics/job/{job}", shown.trim_end_matches('/'));
-        let mut req = reqwest::Client::builder()
-            .timeout(std::time::Duration::from_secs(30))
-            .build()?
+        let mut req = http
             .put(&target)
+            .timeout(std::time::Duration::from_secs(30))
             .header("Content-Type", "text/plain; version=0.0.4")
             .body(body);
         if !self.user.is_empty() {

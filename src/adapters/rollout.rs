@@ -22,11 +22,9 @@ use serde_json::Value;
 use crate::checks::rollout::{
     AppStatus, ConditionInfo, DeploymentInfo, EventInfo, PodInfo, ReplicaSetInfo, ServiceState, KSERVE_LABEL, NAME_LABEL, STORAGE_INITIALIZER,
 };
-use crate::render::ANNOTATION_DIGEST;
+use crate::manifests::ANNOTATION_DIGEST;
 
 // ---- Kubernetes ---------------------------------------------------------------------------
-
-pub use crate::adapters::cluster::kube_client as client;
 
 fn s(v: &Value, ptr: &str) -> Option<String> {
     v.pointer(ptr).and_then(Value::as_str).filter(|x| !x.is_empty()).map(String::from)
@@ -239,18 +237,14 @@ pub async fn service_state(client: &kube::Client, ns: &str, name: &str) -> Resul
 
 // ---- the service's HTTP endpoints -----------------------------------------------------------
 
-pub fn http_client(timeout: Duration) -> Result<reqwest::Client> {
-    reqwest::Client::builder().timeout(timeout).build().context("building the HTTP client")
-}
-
 /// `base` + `path` without doubling or dropping the slash.
 pub fn join_url(base: &str, path: &str) -> String {
     format!("{}/{}", base.trim_end_matches('/'), path.trim_start_matches('/'))
 }
 
-/// GET a JSON document (the identity endpoint).
-pub async fn get_json(http: &reqwest::Client, url: &str) -> Result<Value> {
-    let resp = http.get(url).header("accept", "application/json").send().await.with_context(|| format!("GET {url}"))?;
+/// GET a JSON document (the identity endpoint) within `timeout`.
+pub async fn get_json(http: &reqwest::Client, url: &str, timeout: Duration) -> Result<Value> {
+    let resp = http.get(url).timeout(timeout).header("accept", "application/json").send().await.with_context(|| format!("GET {url}"))?;
     let status = resp.status();
     let text = resp.text().await.with_context(|| format!("reading the answer of GET {url}"))?;
     if !status.is_success() {
@@ -259,9 +253,9 @@ pub async fn get_json(http: &reqwest::Client, url: &str) -> Result<Value> {
     serde_json::from_str(&text).with_context(|| format!("GET {url}: the answer is not JSON: {}", text.chars().take(200).collect::<String>()))
 }
 
-/// One health probe: a 2xx answer within the client's timeout.
-pub async fn probe(http: &reqwest::Client, url: &str) -> bool {
-    matches!(http.get(url).send().await, Ok(r) if r.status().is_success())
+/// One health probe: a 2xx answer within `timeout`.
+pub async fn probe(http: &reqwest::Client, url: &str, timeout: Duration) -> bool {
+    matches!(http.get(url).timeout(timeout).send().await, Ok(r) if r.status().is_success())
 }
 
 // ---- git: the revert branch -----------------------------------------------------------------
@@ -420,8 +414,30 @@ fn cli_push(r: &git2::Repository, remote: &str, refname: &str) -> Result<PushOut
     bail!("git push failed: {}", text.trim())
 }
 
-/// `owner/repo` from GITHUB_REPOSITORY, or from a GitHub remote URL.
-pub fn github_repo(r: &git2::Repository, remote: &str) -> Option<(String, String)> {
+/// The work tree of the repository around `dir`, if there is one.
+pub fn checkout_root(dir: &Path) -> Option<PathBuf> {
+    let dir = if dir.as_os_str().is_empty() { Path::new(".") } else { dir };
+    git2::Repository::discover(dir).ok().and_then(|g| g.workdir().map(Path::to_path_buf))
+}
+
+/// The remote's default branch (`refs/remotes/<remote>/HEAD`), else `main`.
+pub fn default_base(repo: &Path, remote: &str) -> String {
+    git2::Repository::open(repo)
+        .ok()
+        .and_then(|r| r.find_reference(&format!("refs/remotes/{remote}/HEAD")).ok().and_then(|h| h.symbolic_target().ok().flatten().map(String::from)))
+        .and_then(|t| t.rsplit('/').next().map(String::from))
+        .unwrap_or_else(|| "main".into())
+}
+
+/// Messages of the branch heads a merge commit `sha` merged (its parents
+/// after the first); empty for a plain commit or one not in the repository.
+pub fn merged_head_messages(r: &git2::Repository, sha: &str) -> Vec<String> {
+    let Ok(c) = git2::Oid::from_str(sha).and_then(|o| r.find_commit(o)) else { return Vec::new() };
+    c.parents().skip(1).filter_map(|p| p.message().ok().map(String::from)).collect()
+}
+
+/// `owner/repo` from `configured` (GITHUB_REPOSITORY), or from a GitHub remote URL.
+pub fn github_repo(r: &git2::Repository, remote: &str, configured: Option<&str>) -> Option<(String, String)> {
     let from = |s: &str| {
         let s = s.trim().trim_end_matches('/').trim_end_matches(".git");
         let mut parts = s.rsplit(['/', ':']);
@@ -429,7 +445,7 @@ pub fn github_repo(r: &git2::Repository, remote: &str) -> Option<(String, String
         let owner = parts.next()?.to_string();
         (!owner.is_empty() && !repo.is_empty()).then_some((owner, repo))
     };
-    if let Ok(v) = std::env::var("GITHUB_REPOSITORY") {
+    if let Some(v) = configured {
         if let Some((o, r)) = v.split_once('/') {
             return Some((o.to_string(), r.to_string()));
         }

@@ -79,15 +79,14 @@ pub fn endpoint_gone(e: &(dyn std::error::Error + 'static)) -> bool {
     false
 }
 
-/// The folder `file:` stores must stay inside: `BUNDLEGATE_STORE_ROOT` when
-/// set, else the git work tree holding the bundle (the same lookup as
+/// The folder `file:` stores must stay inside: `configured`
+/// (BUNDLEGATE_STORE_ROOT) when set, else the git work tree holding the bundle (the same lookup as
 /// `bundle_files::confinement_root`), else the bundle's own folder. Never the
 /// current folder: `cd / && bundlegate verify /tmp/x/release.yaml` with
 /// `storageUri: file:/etc/` must not make `/` the root. Canonical.
-pub fn store_root(bundle_dir: &Path) -> Result<PathBuf> {
-    if let Some(r) = std::env::var_os("BUNDLEGATE_STORE_ROOT") {
-        let r = PathBuf::from(r);
-        return std::fs::canonicalize(&r).with_context(|| format!("BUNDLEGATE_STORE_ROOT {} does not exist", r.display()));
+pub fn store_root(bundle_dir: &Path, configured: Option<&Path>) -> Result<PathBuf> {
+    if let Some(r) = configured {
+        return std::fs::canonicalize(r).with_context(|| format!("BUNDLEGATE_STORE_ROOT {} does not exist", r.display()));
     }
     let dir = std::fs::canonicalize(bundle_dir).with_context(|| format!("bundle folder {}", bundle_dir.display()))?;
     Ok(crate::adapters::bundle_files::work_tree_of(&dir).unwrap_or(dir))
@@ -142,13 +141,13 @@ pub fn short_error(e: &dyn std::error::Error) -> String {
 impl Store {
     /// Open the store a bundle names (`storage_uri::SCHEMES` is the one
     /// list). `file:` URIs resolve against `bundle_dir` and must stay inside
-    /// `store_root(bundle_dir)`; `create` makes the folder (publish).
-    pub fn open(uri: &str, bundle_dir: &Path, create: bool) -> Result<Store> {
+    /// `store_root(bundle_dir, root)`; `create` makes the folder (publish).
+    pub fn open(uri: &str, bundle_dir: &Path, create: bool, root: Option<&Path>) -> Result<Store> {
         let parsed = storage_uri::parse(uri).map_err(|e| anyhow!(e))?;
         if parsed.backend == Backend::Local {
             let base = std::fs::canonicalize(bundle_dir).with_context(|| format!("bundle folder {}", bundle_dir.display()))?;
             let path = storage_uri::local_path(&parsed, &base);
-            let root = store_root(bundle_dir)?;
+            let root = store_root(bundle_dir, root)?;
             confine(&path, &root, uri)?;
             if create {
                 std::fs::create_dir_all(&path).with_context(|| format!("creating {}", path.display()))?;

@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use super::verify::{find_bundles, verify_loaded, AuditCache, AuditCtx, CacheEntry};
 use crate::adapters::blob::{self, BlobDir};
+use crate::app::ctx::Ctx;
 use crate::adapters::pushgateway::Gateway;
 use crate::bundle::{self, Loaded};
 use crate::checks::shard::{self, Item, ShardInfo, ShardSpec};
@@ -57,12 +58,8 @@ fn cache_object_name(bundle_id: &str) -> String {
     format!("{}.json", &crate::util::sha256_hex(bundle_id.as_bytes())[..32])
 }
 
-fn default_cache(root: &Path) -> Result<String> {
-    let base = std::env::var_os("BUNDLEGATE_CACHE_DIR")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("XDG_CACHE_HOME").map(|p| PathBuf::from(p).join("bundlegate")))
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache").join("bundlegate")))
-        .unwrap_or_else(|| PathBuf::from(".bundlegate-cache"));
+fn default_cache(cache_dir: Option<&Path>, root: &Path) -> Result<String> {
+    let base = cache_dir.map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from(".bundlegate-cache"));
     let key = crate::util::sha256_hex(std::path::absolute(root)?.to_string_lossy().as_bytes());
     Ok(base.join(format!("audit-{}", &key[..16])).display().to_string())
 }
@@ -98,7 +95,7 @@ fn git_commit(root: &Path) -> Option<String> {
     crate::adapters::git::head_commit(root)
 }
 
-pub async fn audit(o: &AuditOptions, vo: &VerifyOptions, ov: &Overrides) -> Result<Report> {
+pub async fn audit(ctx: &Ctx, o: &AuditOptions, vo: &VerifyOptions, ov: &Overrides) -> Result<Report> {
     let started = Instant::now();
     if let Some(w) = &o.write_report {
         blob::file_location(w).context("--write-report")?;
@@ -128,7 +125,7 @@ pub async fn audit(o: &AuditOptions, vo: &VerifyOptions, ov: &Overrides) -> Resu
     let assignment = shard::assign(&items, spec.count);
     let cache_loc = match &o.cache {
         Some(c) => c.clone(),
-        None => default_cache(&o.root)?,
+        None => default_cache(ctx.env.cache_dir.as_deref(), &o.root)?,
     };
     let store = CacheStore::open(&cache_loc, o.shard.is_some_and(|s| s.count > 1))?;
     let mut file_cache = match &store {
@@ -152,13 +149,13 @@ pub async fn audit(o: &AuditOptions, vo: &VerifyOptions, ov: &Overrides) -> Resu
         };
         let mut step = match (&store, file_cache.as_mut()) {
             (_, Some((cache, note))) => {
-                let mut s = verify_loaded(&l, vo, ov, Some(AuditCtx { cache, deep: o.deep })).await;
+                let mut s = verify_loaded(ctx, &l, vo, ov, Some(AuditCtx { cache, deep: o.deep })).await;
                 if let Some(n) = note.take() {
                     s.diagnostics.push(n);
                 }
                 s
             }
-            (CacheStore::Dir(d), None) => audit_one_with_dir(d, &id, &l, o.deep, vo, ov).await?,
+            (CacheStore::Dir(d), None) => audit_one_with_dir(ctx, d, &id, &l, o.deep, vo, ov).await?,
             (CacheStore::File(_), None) => unreachable!("a file cache is loaded above"),
         };
         step.step = "audit".into();
@@ -170,7 +167,7 @@ pub async fn audit(o: &AuditOptions, vo: &VerifyOptions, ov: &Overrides) -> Resu
     if o.shard.is_some() {
         let mut commit = git_commit(&root);
         if commit.is_none() {
-            commit = std::env::var("GITHUB_SHA").ok().filter(|s| !s.is_empty());
+            commit = ctx.env.github_sha.clone();
         }
         let info = ShardInfo { index: spec.index, count: spec.count, tree: shard::tree_fingerprint(&items), commit, bundles_total: items.len(), owned, owned_bytes };
         if info.owned.is_empty() {
@@ -184,7 +181,7 @@ pub async fn audit(o: &AuditOptions, vo: &VerifyOptions, ov: &Overrides) -> Resu
         r.shard = Some(info);
     }
     r.duration_seconds = Some(started.elapsed().as_secs_f64());
-    r.finished_at = Some(chrono::Utc::now().to_rfc3339());
+    r.finished_at = Some(ctx.now().to_rfc3339());
     if let Some(w) = &o.write_report {
         if let Err(e) = blob::write_location(w, serde_json::to_vec_pretty(&r)?).await {
             r.push(not_delivered("write-report", w, &e));
@@ -221,7 +218,7 @@ fn load_file_cache(p: &Path) -> (AuditCache, Option<Diagnostic>) {
     }
 }
 
-async fn audit_one_with_dir(d: &BlobDir, id: &str, l: &Loaded, deep: bool, vo: &VerifyOptions, ov: &Overrides) -> Result<StepReport> {
+async fn audit_one_with_dir(ctx: &Ctx, d: &BlobDir, id: &str, l: &Loaded, deep: bool, vo: &VerifyOptions, ov: &Overrides) -> Result<StepReport> {
     let name = cache_object_name(id);
     let shown = format!("{}/{name}", d.display.trim_end_matches('/'));
     let (mut cache, note) = match d.get(&name, CACHE_OBJECT_LIMIT).await {
@@ -235,7 +232,7 @@ async fn audit_one_with_dir(d: &BlobDir, id: &str, l: &Loaded, deep: bool, vo: &
         // An unreadable shared cache costs time, never correctness: re-hash.
         Err(e) => (AuditCache { version: 1, ..Default::default() }, Some(rebuilt_note(&shown, &format!("{e:#}")))),
     };
-    let mut s = verify_loaded(l, vo, ov, Some(AuditCtx { cache: &mut cache, deep })).await;
+    let mut s = verify_loaded(ctx, l, vo, ov, Some(AuditCtx { cache: &mut cache, deep })).await;
     if let Some(n) = note {
         s.diagnostics.push(n);
     }
@@ -250,7 +247,7 @@ async fn audit_one_with_dir(d: &BlobDir, id: &str, l: &Loaded, deep: bool, vo: &
 
 /// `report merge`: shard reports (files, objects, or a prefix ending in `/`
 /// holding them) → one report. Incomplete coverage is INCONCLUSIVE, never PASS.
-pub async fn merge(inputs: &[String], max_age: Option<std::time::Duration>) -> Result<Report> {
+pub async fn merge(ctx: &Ctx, inputs: &[String], max_age: Option<std::time::Duration>) -> Result<Report> {
     let mut named: Vec<(String, Vec<u8>)> = Vec::new();
     for i in inputs {
         let loc = blob::location(i)?;
@@ -277,7 +274,7 @@ pub async fn merge(inputs: &[String], max_age: Option<std::time::Duration>) -> R
         reports.push((name, r));
     }
     let max_age = max_age.map(|d| chrono::Duration::from_std(d).unwrap_or(chrono::Duration::MAX));
-    Ok(crate::checks::merge::merge_shards(reports, chrono::Utc::now(), max_age))
+    Ok(crate::checks::merge::merge_shards(reports, ctx.now(), max_age))
 }
 
 /// Refuse a bad alert destination before the audit runs, not after hours of
@@ -295,11 +292,11 @@ pub fn check_alerts(a: &AlertOptions) -> Result<()> {
 /// Write/push the audit's Prometheus metrics where the user asked. A
 /// destination that fails never costs the audit its findings: the failure
 /// is one more ERROR step of the report, which is still printed.
-pub async fn emit_metrics(r: &mut Report, a: &AlertOptions) {
+pub async fn emit_metrics(ctx: &Ctx, r: &mut Report, a: &AlertOptions) {
     if a.metrics_file.is_none() && a.pushgateway.is_none() {
         return;
     }
-    let text = crate::report::metrics::audit_metrics(r, chrono::Utc::now().timestamp());
+    let text = crate::report::metrics::audit_metrics(r, ctx.now().timestamp());
     if let Some(p) = &a.metrics_file {
         // Written whole under another name, then renamed: the textfile
         // collector never reads half a file.
@@ -308,8 +305,8 @@ pub async fn emit_metrics(r: &mut Report, a: &AlertOptions) {
         }
     }
     if let Some(u) = &a.pushgateway {
-        let pushed = match Gateway::parse(u) {
-            Ok(g) => g.push(PUSH_JOB, text).await.map_err(|e| (g.shown(), e)),
+        let pushed = match Gateway::parse(u).and_then(|g| Ok((g, ctx.http()?))) {
+            Ok((g, http)) => g.push(http, PUSH_JOB, text).await.map_err(|e| (g.shown(), e)),
             Err(e) => Err(("--pushgateway".to_string(), e)),
         };
         if let Err((shown, e)) = pushed {

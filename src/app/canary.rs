@@ -8,6 +8,7 @@ use anyhow::{anyhow, Context, Result};
 use serde_json::json;
 
 use crate::adapters::prom::{self, GoldenSample, Prom};
+use crate::app::ctx::Ctx;
 use crate::bundle::{self, CanaryMode, Loaded, MetricProvider};
 use crate::checks::canary::providers;
 use crate::checks::canary::steps::{self as st, StepVerdict};
@@ -27,24 +28,25 @@ pub fn earlier(template: &str) -> String {
     template.replace("[{{window}}]", "[{{window}}] offset {{window}}")
 }
 
-pub fn run(bundle: &Path, args: &CanaryOptions, ov: &Overrides) -> StepReport {
+pub fn run(ctx: &Ctx, bundle: &Path, args: &CanaryOptions, ov: &Overrides) -> StepReport {
     let l = match super::load_or_step(bundle, "canary") {
         Ok(l) => l,
         Err(s) => return s,
     };
-    match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
-        Ok(rt) if args.steps => rt.block_on(analyze_steps(&l, args, ov)),
-        Ok(rt) => rt.block_on(analyze(&l, args, ov)),
-        Err(e) => StepReport::error("canary", &l.display, &anyhow!(e).context("starting the async runtime")),
+    if args.steps {
+        ctx.block_on(analyze_steps(ctx, &l, args, ov))
+    } else {
+        ctx.block_on(analyze(ctx, &l, args, ov))
     }
 }
 
-struct Ctx<'a> {
+/// One Prometheus and the window every query of a judgment uses.
+struct PromWindow<'a> {
     prom: &'a Prom,
     window: String,
 }
 
-impl Ctx<'_> {
+impl PromWindow<'_> {
     async fn scalar(&self, tpl: &str, sel: &str) -> Result<Option<f64>> {
         Ok(self.prom.scalar(&fill(tpl, sel, &self.window)).await?.filter(|v| v.is_finite()))
     }
@@ -102,13 +104,13 @@ fn fmt_value(kind: MetricKind, metric: &str, v: Option<f64>) -> String {
     }
 }
 
-fn unix_now() -> f64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0)
+fn unix_now(ctx: &Ctx) -> f64 {
+    ctx.now().timestamp_micros() as f64 / 1e6
 }
 
 /// Judge the current split: gates over the window ending now.
-pub async fn analyze(l: &Loaded, args: &CanaryOptions, ov: &Overrides) -> StepReport {
-    analyze_at(l, args, ov, unix_now(), true, false).await.0
+pub async fn analyze(ctx: &Ctx, l: &Loaded, args: &CanaryOptions, ov: &Overrides) -> StepReport {
+    analyze_at(ctx, l, args, ov, unix_now(ctx), true, false).await.0
 }
 
 /// Which series belong to each arm: the overrides, else the provider's arm
@@ -138,14 +140,14 @@ pub fn gate_provider(plan: &bundle::Canary, g: &bundle::Gate) -> MetricProvider 
 /// runs only when `with_golden`. `alone`: a 100% step, where the baseline
 /// serves nothing: only gates with an absolute limit are judged, on the
 /// candidate alone. Also returns the gate outcomes.
-async fn analyze_at(l: &Loaded, args: &CanaryOptions, ov: &Overrides, now: f64, with_golden: bool, alone: bool) -> (StepReport, Vec<GateOutcome>) {
+async fn analyze_at(ctx: &Ctx, l: &Loaded, args: &CanaryOptions, ov: &Overrides, now: f64, with_golden: bool, alone: bool) -> (StepReport, Vec<GateOutcome>) {
     let b = &l.bundle;
     let Some(plan) = &b.spec.canary else {
         return (StepReport::not_run("canary", &l.display, "the bundle declares no spec.canary plan: there is nothing to compare"), Vec::new());
     };
     let no_golden = CanaryOptions { endpoint: None, ..args.clone() };
     let golden_args = if with_golden { args } else { &no_golden };
-    analyze_plan(l, plan, golden_args, ov, now, alone).await
+    analyze_plan(ctx, l, plan, golden_args, ov, now, alone).await
 }
 
 /// The baseline's version: none with `--baseline-selector`, else the
@@ -163,7 +165,7 @@ fn baseline_version<'a>(l: &'a Loaded, args: &CanaryOptions) -> Result<(Option<S
     Ok((version, prev))
 }
 
-async fn analyze_plan(l: &Loaded, plan: &bundle::Canary, args: &CanaryOptions, ov: &Overrides, now: f64, alone: bool) -> (StepReport, Vec<GateOutcome>) {
+async fn analyze_plan(ctx: &Ctx, l: &Loaded, plan: &bundle::Canary, args: &CanaryOptions, ov: &Overrides, now: f64, alone: bool) -> (StepReport, Vec<GateOutcome>) {
     let b = &l.bundle;
     macro_rules! bail_step {
         ($e:expr) => {
@@ -214,9 +216,9 @@ async fn analyze_plan(l: &Loaded, plan: &bundle::Canary, args: &CanaryOptions, o
         Ok(p) => p,
         Err(e) => bail_step!(StepReport::error("canary", &l.display, &e)),
     };
-    let ctx = Ctx { prom: &prom, window: format!("{window_secs}s") };
+    let pw = PromWindow { prom: &prom, window: format!("{window_secs}s") };
 
-    let gathered = gather(&ctx, plan, &arms, window_secs as f64, alone).await;
+    let gathered = gather(&pw, plan, &arms, window_secs as f64, alone).await;
     let (inputs, traffic, unchecked) = match gathered {
         Ok(x) => x,
         Err(e) => {
@@ -257,7 +259,7 @@ async fn analyze_plan(l: &Loaded, plan: &bundle::Canary, args: &CanaryOptions, o
         Situation::Unattributed if alone => Situation::FullTrafficBreach,
         other => other,
     };
-    let rollback = if situation == Situation::VersionRegression && !shadow { check_rollback(prev).await } else { RollbackTarget::NotChecked };
+    let rollback = if situation == Situation::VersionRegression && !shadow { check_rollback(ctx, prev).await } else { RollbackTarget::NotChecked };
     let more = outcomes.iter().filter_map(|o| o.more_samples.zip(o.more_minutes)).max_by(|a, b| a.1.total_cmp(&b.1));
     let mut action = c::decide(situation, shadow, &trend, &rollback, more);
     if alone {
@@ -401,7 +403,7 @@ pub fn unsupported_note(p: MetricProvider, metric: &str) -> String {
 /// message), the traffic of both arms, and — `alone` — the gates skipped for
 /// lack of an absolute limit.
 #[allow(clippy::type_complexity)]
-async fn gather(ctx: &Ctx<'_>, plan: &bundle::Canary, arms: &Arms, window_secs: f64, alone: bool) -> Result<(Vec<(usize, GateInput, Option<String>)>, Traffic, Vec<String>)> {
+async fn gather(pw: &PromWindow<'_>, plan: &bundle::Canary, arms: &Arms, window_secs: f64, alone: bool) -> Result<(Vec<(usize, GateInput, Option<String>)>, Traffic, Vec<String>)> {
     let mut inputs = Vec::new();
     let mut unchecked = Vec::new();
     for (i, g) in plan.gates.iter().enumerate() {
@@ -418,14 +420,14 @@ async fn gather(ctx: &Ctx<'_>, plan: &bundle::Canary, arms: &Arms, window_secs: 
         let (candidate, baseline, requests, kind, quantile, hib) = match &t {
             Some(t) => {
                 let value_tpl = g.query.clone().unwrap_or_else(|| t.value.clone());
-                let candidate = ctx.side(t, &value_tpl, &cs).await.with_context(|| format!("gate {}", g.metric))?;
+                let candidate = pw.side(t, &value_tpl, &cs).await.with_context(|| format!("gate {}", g.metric))?;
                 // At a 100% step the baseline is not read: it served nothing.
-                let baseline = if alone { Side::Proportion { value: None, total: 0.0 } } else { ctx.side(t, &value_tpl, &bs).await.with_context(|| format!("gate {}", g.metric))? };
+                let baseline = if alone { Side::Proportion { value: None, total: 0.0 } } else { pw.side(t, &value_tpl, &bs).await.with_context(|| format!("gate {}", g.metric))? };
                 let requests = match &t.requests {
                     Some(q) => {
                         let n = |v: Option<f64>| v.filter(|v| v.is_finite() && *v > 0.0).map(|v| v.round() as u64).unwrap_or(0);
-                        let rb = if alone { 0 } else { n(ctx.scalar(q, &bs).await?) };
-                        Some((n(ctx.scalar(q, &cs).await?), rb))
+                        let rb = if alone { 0 } else { n(pw.scalar(q, &bs).await?) };
+                        Some((n(pw.scalar(q, &cs).await?), rb))
                     }
                     None => None,
                 };
@@ -461,14 +463,14 @@ async fn gather(ctx: &Ctx<'_>, plan: &bundle::Canary, arms: &Arms, window_secs: 
     let (cs, bs) = (arms.candidate(provider), arms.baseline(provider));
     let mut traffic = Traffic { window_seconds: window_secs, ..Traffic::default() };
     if let Some((requests, p95)) = providers::traffic(provider) {
-        traffic.candidate_requests = ctx.scalar(&requests, &cs).await?;
-        traffic.baseline_requests = ctx.scalar(&requests, &bs).await?;
-        traffic.candidate_requests_before = ctx.scalar(&earlier(&requests), &cs).await?;
-        traffic.baseline_requests_before = ctx.scalar(&earlier(&requests), &bs).await?;
-        traffic.candidate_p95 = ctx.scalar(&p95, &cs).await?;
-        traffic.baseline_p95 = ctx.scalar(&p95, &bs).await?;
-        traffic.candidate_p95_before = ctx.scalar(&earlier(&p95), &cs).await?;
-        traffic.baseline_p95_before = ctx.scalar(&earlier(&p95), &bs).await?;
+        traffic.candidate_requests = pw.scalar(&requests, &cs).await?;
+        traffic.baseline_requests = pw.scalar(&requests, &bs).await?;
+        traffic.candidate_requests_before = pw.scalar(&earlier(&requests), &cs).await?;
+        traffic.baseline_requests_before = pw.scalar(&earlier(&requests), &bs).await?;
+        traffic.candidate_p95 = pw.scalar(&p95, &cs).await?;
+        traffic.baseline_p95 = pw.scalar(&p95, &bs).await?;
+        traffic.candidate_p95_before = pw.scalar(&earlier(&p95), &cs).await?;
+        traffic.baseline_p95_before = pw.scalar(&earlier(&p95), &bs).await?;
     }
     Ok((inputs, traffic, unchecked))
 }
@@ -540,7 +542,7 @@ fn gate_table(o: &GateOutcome) -> Table {
     }
 }
 
-async fn check_rollback(prev: Option<(&bundle::Rollback, Result<Loaded, crate::adapters::bundle_files::NamedFileError>)>) -> RollbackTarget {
+async fn check_rollback(ctx: &Ctx, prev: Option<(&bundle::Rollback, Result<Loaded, crate::adapters::bundle_files::NamedFileError>)>) -> RollbackTarget {
     let Some((rb, loaded)) = prev else {
         return RollbackTarget::Unusable { path: None, reason: "the bundle declares no spec.rollback".into() };
     };
@@ -553,7 +555,7 @@ async fn check_rollback(prev: Option<(&bundle::Rollback, Result<Loaded, crate::a
         return RollbackTarget::Unusable { path, reason: format!("it hashes to {} but spec.rollback.releaseDigest records {}", p.digest, rb.release_digest) };
     }
     let opts = VerifyOptions::quiet();
-    let v = super::verify::verify_loaded(&p, &opts, &Overrides::default(), None).await;
+    let v = super::verify::verify_loaded(ctx, &p, &opts, &Overrides::default(), None).await;
     if v.verdict == Verdict::Pass {
         RollbackTarget::Verified { path: rb.bundle.clone(), version: p.bundle.metadata.version.clone(), digest: p.digest.clone(), evidence: v.summary }
     } else {
@@ -682,8 +684,8 @@ fn golden_into(g: &Golden, s: &mut StepReport, diags: &mut Vec<Diagnostic>) -> S
 /// else the latest judged) with one row per step and the diagnostics of
 /// every judged step. Shadow mode has no split: the current window is
 /// judged instead, and the summary says so.
-pub async fn analyze_steps(l: &Loaded, args: &CanaryOptions, ov: &Overrides) -> StepReport {
-    let Some(plan) = &l.bundle.spec.canary else { return analyze(l, args, ov).await };
+pub async fn analyze_steps(ctx: &Ctx, l: &Loaded, args: &CanaryOptions, ov: &Overrides) -> StepReport {
+    let Some(plan) = &l.bundle.spec.canary else { return analyze(ctx, l, args, ov).await };
     let shadow = match args.mode {
         None => plan.mode == CanaryMode::Shadow,
         Some(m) => m == ModeOption::Shadow,
@@ -692,10 +694,10 @@ pub async fn analyze_steps(l: &Loaded, args: &CanaryOptions, ov: &Overrides) -> 
     let window_secs = crate::util::parse_duration(&window_text).map(|d| d.as_secs()).filter(|s| *s >= 1);
     let (Some(window_secs), Some(prom_url)) = (window_secs, args.prometheus_url()) else {
         // No Prometheus (or a bad window): the plain analysis says why.
-        return analyze(l, args, ov).await;
+        return analyze(ctx, l, args, ov).await;
     };
     if shadow {
-        let mut s = analyze(l, args, ov).await;
+        let mut s = analyze(ctx, l, args, ov).await;
         s.summary = format!("shadow mode mirrors traffic instead of splitting it, so traffic steps {:?} do not apply; the current window was judged: {}", plan.steps, s.summary);
         return s;
     }
@@ -720,7 +722,7 @@ pub async fn analyze_steps(l: &Loaded, args: &CanaryOptions, ov: &Overrides) -> 
     let (cs, bs) = (arms.candidate(provider), arms.baseline(provider));
 
     // ---- where was each step held? ----
-    let now = unix_now();
+    let now = unix_now(ctx);
     let res = st::resolution_secs(window_secs);
     let horizon = st::horizon_secs(res);
     let timeline = async {
@@ -778,7 +780,7 @@ pub async fn analyze_steps(l: &Loaded, args: &CanaryOptions, ov: &Overrides) -> 
                     let secs = w.secs.round() as u64;
                     let step_args = CanaryOptions { window: Some(HumanDuration { value: std::time::Duration::from_secs(secs), text: format!("{secs}s") }), ..args.clone() };
                     // The golden set checks the candidate as it is now: with the latest step held.
-                    let (rep, outcomes) = analyze_at(l, &step_args, ov, w.end, Some(i) == last_placed, alone).await;
+                    let (rep, outcomes) = analyze_at(ctx, l, &step_args, ov, w.end, Some(i) == last_placed, alone).await;
                     if rep.verdict == Verdict::Error {
                         let mut rep = rep;
                         rep.summary = format!("traffic step {pct}%: {}", rep.summary);

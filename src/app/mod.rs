@@ -7,10 +7,13 @@
 pub mod argocd;
 pub mod audit;
 pub mod canary;
+pub mod ctx;
 pub mod options;
 pub mod pr;
 pub mod pod_verify;
 pub mod preflight;
+pub mod revert;
+pub mod serving;
 pub mod verify;
 pub mod watch;
 
@@ -86,7 +89,7 @@ pub fn render_step(path: &Path, ro: &RenderOptions, out: Option<&Path>) -> StepR
 pub fn render_loaded(l: &Loaded, ro: &RenderOptions, out: Option<&Path>) -> StepReport {
     let res = ro.renderer().and_then(|r| r.render(l)).and_then(|rendered| {
         let written: Option<PathBuf> = match out {
-            Some(dir) => Some(crate::render::write_out(&rendered, l, dir)?),
+            Some(dir) => Some(crate::manifests::write_out(&rendered, l, dir)?),
             None => None,
         };
         Ok((rendered, written))
@@ -105,7 +108,7 @@ pub fn render_loaded(l: &Loaded, ro: &RenderOptions, out: Option<&Path>) -> Step
                 s.diagnostics.push(
                     crate::report::Diagnostic::new(
                         crate::diag::Code::VerifyOnStartNotRendered,
-                        format!("the `{}` template puts no `{}` container in the pod, although spec.serving.verifyOnStart is `{}`", l.bundle.spec.serving.format.as_str(), crate::render::VERIFIER_CONTAINER, l.bundle.spec.serving.verify_on_start.as_str()),
+                        format!("the `{}` template puts no `{}` container in the pod, although spec.serving.verifyOnStart is `{}`", l.bundle.spec.serving.format.as_str(), crate::manifests::VERIFIER_CONTAINER, l.bundle.spec.serving.verify_on_start.as_str()),
                     )
                     .help("render the `verifier` value as an init container of the pod (see the built-in templates), or set `spec.serving.verifyOnStart: off`"),
                 );

@@ -202,14 +202,14 @@ impl Default for RevertOptions {
 /// `render` and the pipeline's render step.
 #[derive(Debug, Clone, Default)]
 pub struct RenderOptions {
-    pub templates: crate::render::TemplateSource,
-    /// Image of the in-pod verifier; `None`: [`crate::render::DEFAULT_VERIFIER_IMAGE`].
+    pub templates: crate::manifests::TemplateSource,
+    /// Image of the in-pod verifier; `None`: [`crate::manifests::DEFAULT_VERIFIER_IMAGE`].
     pub verifier_image: Option<String>,
 }
 
 impl RenderOptions {
-    pub fn renderer(&self) -> anyhow::Result<crate::render::Renderer> {
-        let r = crate::render::Renderer::new(&self.templates)?;
+    pub fn renderer(&self) -> anyhow::Result<crate::manifests::Renderer> {
+        let r = crate::manifests::Renderer::new(&self.templates)?;
         Ok(match &self.verifier_image {
             Some(i) => r.with_verifier_image(i.clone()),
             None => r,

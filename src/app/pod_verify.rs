@@ -78,7 +78,7 @@ pub fn parse_manifest(name: &str, text: &str) -> Result<PodManifest> {
 }
 
 pub fn run(o: &Opts) -> Result<Report> {
-    let text = std::env::var(&o.manifest_env).map_err(|_| anyhow!("environment variable {} (the artifact list) is not set", o.manifest_env))?;
+    let text = crate::adapters::env::named(&o.manifest_env).ok_or_else(|| anyhow!("environment variable {} (the artifact list) is not set", o.manifest_env))?;
     let m = parse_manifest(&o.manifest_env, &text)?;
     let mut r = Report::new("verify-files");
     if o.ready {

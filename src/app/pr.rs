@@ -14,7 +14,9 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+use crate::adapters::env::EnvSnapshot;
 use crate::adapters::github::{self, CheckRun, CheckRunOutput, GithubClient, GithubError, RetryPolicy};
+use crate::app::ctx::Ctx;
 use crate::report::{render, Detail, Report, Severity, StepReport, Verdict};
 
 /// GitHub's limit for a comment body, in characters.
@@ -307,7 +309,7 @@ pub async fn publish_comment(gh: &GithubClient, owner: &str, repo: &str, pr: u64
 // The `comment` step
 
 /// What the GitHub side needs from the environment. Built by
-/// [`GithubEnv::from_env`]; tests build it directly.
+/// [`GithubEnv::from_snapshot`]; tests build it directly.
 #[derive(Clone, Default)]
 pub struct GithubEnv {
     pub api_url: String,
@@ -342,32 +344,34 @@ impl fmt::Debug for GithubEnv {
     }
 }
 
-fn env_nonempty(k: &str) -> Option<String> {
-    std::env::var(k).ok().filter(|v| !v.trim().is_empty())
-}
-
 impl GithubEnv {
-    pub fn from_env() -> GithubEnv {
-        let event: Option<serde_json::Value> =
-            env_nonempty("GITHUB_EVENT_PATH").and_then(|p| crate::adapters::bundle_files::read_text(Path::new(&p), crate::adapters::bundle_files::FileKind::GithubEvent).ok()).and_then(|t| serde_json::from_str(&t).ok());
+    pub fn from_snapshot(env: &EnvSnapshot) -> GithubEnv {
+        let a = &env.actions;
+        let event: Option<serde_json::Value> = a
+            .event_path
+            .as_deref()
+            .and_then(|p| crate::adapters::bundle_files::read_text(p, crate::adapters::bundle_files::FileKind::GithubEvent).ok())
+            .and_then(|t| serde_json::from_str(&t).ok());
         let pr = event.as_ref().map(|e| &e["pull_request"]);
-        let pr_number = env_nonempty("BUNDLEGATE_PR_NUMBER")
+        let pr_number = a
+            .pr_number
+            .as_deref()
             .and_then(|s| s.trim().trim_start_matches('#').parse().ok())
             .or_else(|| pr.and_then(|p| p["number"].as_u64()));
-        let head_sha = pr.and_then(|p| p["head"]["sha"].as_str().map(String::from)).or_else(|| env_nonempty("GITHUB_SHA"));
+        let head_sha = pr.and_then(|p| p["head"]["sha"].as_str().map(String::from)).or_else(|| env.github_sha.clone());
         let fork = pr.map(|p| p["head"]["repo"]["fork"].as_bool() == Some(true) || (p["head"]["repo"]["full_name"].is_string() && p["head"]["repo"]["full_name"] != p["base"]["repo"]["full_name"])).unwrap_or(false);
         GithubEnv {
-            api_url: env_nonempty("GITHUB_API_URL").unwrap_or_else(|| github::DEFAULT_API_URL.into()),
-            token: env_nonempty("GITHUB_TOKEN"),
-            repository: env_nonempty("GITHUB_REPOSITORY"),
+            api_url: env.github_api_url.clone().unwrap_or_else(|| github::DEFAULT_API_URL.into()),
+            token: env.github_token.as_ref().map(|t| t.0.clone()),
+            repository: env.github_repository.clone(),
             pr_number,
-            step_summary: env_nonempty("GITHUB_STEP_SUMMARY").map(PathBuf::from),
-            output: env_nonempty("GITHUB_OUTPUT").map(PathBuf::from),
-            workspace: env_nonempty("GITHUB_WORKSPACE").map(PathBuf::from),
-            marker_key: env_nonempty("BUNDLEGATE_COMMENT_KEY").unwrap_or_else(|| DEFAULT_MARKER_KEY.into()),
+            step_summary: a.step_summary.clone(),
+            output: a.output.clone(),
+            workspace: a.workspace.clone(),
+            marker_key: a.comment_key.clone().unwrap_or_else(|| DEFAULT_MARKER_KEY.into()),
             head_sha,
             fork,
-            check_run: env_nonempty("BUNDLEGATE_CHECK_RUN").is_some_and(|v| matches!(v.trim(), "1" | "true" | "yes")),
+            check_run: a.check_run.as_deref().is_some_and(|v| matches!(v.trim(), "1" | "true" | "yes")),
             retry: RetryPolicy::default(),
         }
     }
@@ -397,15 +401,15 @@ enum Posting {
 
 /// The pipeline's `comment` step: job summary, annotations (stderr), outputs,
 /// sticky PR comment. Reads the GitHub Actions environment.
-pub fn github_step(report: &Report) -> StepReport {
-    github_step_with(report, &GithubEnv::from_env(), &mut std::io::stderr())
+pub fn github_step(ctx: &Ctx, report: &Report) -> StepReport {
+    github_step_with(ctx, report, &GithubEnv::from_snapshot(&ctx.env), &mut std::io::stderr())
 }
 
 /// [`github_step`] with an explicit environment and annotation sink.
 ///
 /// Annotations go to stderr in the binary: the Actions runner parses workflow
 /// commands on both stdout and stderr, and stdout carries the JSON report.
-pub fn github_step_with(report: &Report, env: &GithubEnv, annotations: &mut dyn Write) -> StepReport {
+pub fn github_step_with(ctx: &Ctx, report: &Report, env: &GithubEnv, annotations: &mut dyn Write) -> StepReport {
     let target = match (&env.repository, env.pr_number) {
         (Some(r), Some(n)) => format!("{r}#{n}"),
         _ => "job summary".to_string(),
@@ -430,7 +434,7 @@ pub fn github_step_with(report: &Report, env: &GithubEnv, annotations: &mut dyn 
         }
     }
 
-    let posting = post(env, &md, report.verdict);
+    let posting = post(ctx, env, &md, report.verdict);
     let comment_line = match &posting {
         Posting::Posted(o, check) => format!(
             "PR comment: {} part(s) ({} created, {} updated, {} unchanged, {} deleted){}{}",
@@ -498,7 +502,7 @@ pub fn github_step_with(report: &Report, env: &GithubEnv, annotations: &mut dyn 
 }
 
 /// Post (or skip) the sticky comment and the optional check run.
-fn post(env: &GithubEnv, md: &str, verdict: Verdict) -> Posting {
+fn post(ctx: &Ctx, env: &GithubEnv, md: &str, verdict: Verdict) -> Posting {
     let Some(token) = env.token.as_deref() else {
         return Posting::Skipped("GITHUB_TOKEN is not set".into());
     };
@@ -513,36 +517,26 @@ fn post(env: &GithubEnv, md: &str, verdict: Verdict) -> Posting {
     };
     let parts = sticky_parts(md, &env.marker_key);
 
-    // A fresh runtime on its own thread: the caller may already be inside a
-    // Tokio runtime, where `block_on` would panic.
-    let res: Result<github::Result<(CommentOutcome, Option<String>)>, String> = std::thread::scope(|sc| {
-        sc.spawn(|| {
-            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| format!("starting the async runtime: {e}"))?;
-            Ok(rt.block_on(async {
-                let gh = GithubClient::with_policy(&env.api_url, token, env.retry.clone())?;
-                let outcome = publish_comment(&gh, owner, repo, pr, parts).await?;
-                let check_note = match (&env.head_sha, env.check_run) {
-                    (Some(sha), true) => Some(match gh.create_check_run(owner, repo, &check_run(sha, md, verdict)).await {
-                        Ok(id) => format!("check run {id} created"),
-                        Err(e) => format!("check run not created: {e}"),
-                    }),
-                    _ => None,
-                };
-                Ok::<_, GithubError>((outcome, check_note))
-            }))
-        })
-        .join()
-        .unwrap_or_else(|_| Err("the GitHub client panicked".into()))
+    let res: github::Result<(CommentOutcome, Option<String>)> = ctx.block_on(async {
+        let gh = GithubClient::with_policy(&env.api_url, token, env.retry.clone())?;
+        let outcome = publish_comment(&gh, owner, repo, pr, parts).await?;
+        let check_note = match (&env.head_sha, env.check_run) {
+            (Some(sha), true) => Some(match gh.create_check_run(owner, repo, &check_run(sha, md, verdict)).await {
+                Ok(id) => format!("check run {id} created"),
+                Err(e) => format!("check run not created: {e}"),
+            }),
+            _ => None,
+        };
+        Ok((outcome, check_note))
     });
     match res {
-        Ok(Ok((o, note))) => Posting::Posted(o, note),
-        Ok(Err(e)) if e.is_forbidden() => Posting::Forbidden(if env.fork {
+        Ok((o, note)) => Posting::Posted(o, note),
+        Err(e) if e.is_forbidden() => Posting::Forbidden(if env.fork {
             "the token is read-only (fork PR); see the job summary".into()
         } else {
             format!("the token is read-only or lacks `pull-requests: write` (fork PR?); see the job summary ({})", env.scrub(&e.to_string()))
         }),
-        Ok(Err(e)) => Posting::Failed(env.scrub(&e.to_string())),
-        Err(e) => Posting::Failed(e),
+        Err(e) => Posting::Failed(env.scrub(&e.to_string())),
     }
 }
 

@@ -4,26 +4,31 @@
 use std::path::Path;
 
 use crate::adapters::cluster::{self, LiveScope};
+use crate::app::ctx::Ctx;
 use crate::checks::preflight;
 use crate::diag::{Code, Overrides};
 use crate::report::{Severity, StepReport, Verdict};
 
 /// Gather cluster state (snapshot file or live, read-only) and run the pure
 /// preflight checks for one bundle.
-pub fn run(bundle: &Path, snapshot: Option<&Path>, live: bool, ov: &Overrides) -> StepReport {
+pub fn run(ctx: &Ctx, bundle: &Path, snapshot: Option<&Path>, live: bool, ov: &Overrides) -> StepReport {
     match crate::app::load_or_step(bundle, "preflight") {
-        Ok(l) => run_loaded(&l, snapshot, live, ov),
+        Ok(l) => run_loaded(ctx, &l, snapshot, live, ov),
         Err(s) => s,
     }
 }
 
 /// [`run`] on a bundle already loaded (e.g. as committed at a PR's head).
-pub fn run_loaded(l: &crate::bundle::Loaded, snapshot: Option<&Path>, live: bool, ov: &Overrides) -> StepReport {
+pub fn run_loaded(ctx: &Ctx, l: &crate::bundle::Loaded, snapshot: Option<&Path>, live: bool, ov: &Overrides) -> StepReport {
     let state = match (snapshot, live) {
         (Some(p), _) => cluster::load_snapshot(p),
         (None, true) => {
             let claims: Vec<String> = l.bundle.spec.serving.volumes.iter().map(|v| v.claim_name.clone()).collect();
-            cluster::gather_live(&LiveScope { namespace: &l.bundle.metadata.namespace, claims: &claims })
+            let scope = LiveScope { namespace: &l.bundle.metadata.namespace, claims: &claims };
+            ctx.block_on(async {
+                let (client, server) = ctx.kube().await?;
+                cluster::gather_live(client, &server, &scope, ctx.kube_timeout()).await
+            })
         }
         (None, false) => Err(anyhow::anyhow!("preflight needs cluster state: --snapshot FILE or --live")),
     };

@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::Semaphore;
 
 use crate::adapters::store::{self, Listed, ReadFailure, Store};
+use crate::app::ctx::Ctx;
 use crate::bundle::{self, Loaded};
 use crate::checks::verify::{self as vcheck, HashOutcome};
 use crate::app::options::{Progress, VerifyOptions, MAX_JOBS};
@@ -140,18 +141,18 @@ pub struct AuditCtx<'a> {
     pub deep: bool,
 }
 
-pub async fn verify_step(path: &Path, opts: &VerifyOptions, ov: &Overrides, audit: Option<AuditCtx<'_>>) -> StepReport {
+pub async fn verify_step(ctx: &Ctx, path: &Path, opts: &VerifyOptions, ov: &Overrides, audit: Option<AuditCtx<'_>>) -> StepReport {
     let l = match super::load_or_step(path, "verify") {
         Ok(l) => l,
         Err(s) => return s,
     };
-    verify_loaded(&l, opts, ov, audit).await
+    verify_loaded(ctx, &l, opts, ov, audit).await
 }
 
-pub async fn verify_loaded(l: &Loaded, opts: &VerifyOptions, ov: &Overrides, audit: Option<AuditCtx<'_>>) -> StepReport {
+pub async fn verify_loaded(ctx: &Ctx, l: &Loaded, opts: &VerifyOptions, ov: &Overrides, audit: Option<AuditCtx<'_>>) -> StepReport {
     let uri = bundle::resolve_storage_uri(l);
     let started = std::time::Instant::now();
-    let store = match Store::open(&l.bundle.spec.model.storage_uri, &l.dir(), false) {
+    let store = match ctx.open_store(&l.bundle.spec.model.storage_uri, &l.dir(), false) {
         Ok(s) => Arc::new(s),
         Err(e) => {
             if let Some(out) = e.downcast_ref::<store::OutsideRoot>() {
@@ -200,7 +201,7 @@ pub async fn verify_loaded(l: &Loaded, opts: &VerifyOptions, ov: &Overrides, aud
     let n_read = to_read.len();
     let read = hash_all(store.clone(), to_read, opts.jobs, opts.progress).await;
     if let Some(cache) = cache {
-        let now = chrono::Utc::now().to_rfc3339();
+        let now = ctx.now().to_rfc3339();
         for o in &listing {
             if let Some(HashOutcome::Hashed { sha256, .. }) = read.get(&o.key) {
                 cache.objects.insert(
@@ -273,7 +274,7 @@ pub fn infer_role(path: &str) -> bundle::ArtifactRole {
     }
 }
 
-pub async fn publish(dir: &Path, to: &str, bundle_path: &Path, jobs: usize) -> Result<StepReport> {
+pub async fn publish(ctx: &Ctx, dir: &Path, to: &str, bundle_path: &Path, jobs: usize) -> Result<StepReport> {
     use object_store::{ObjectStoreExt, PutMode, PutOptions, PutPayload};
     let l = crate::adapters::bundle_files::load(bundle_path)?;
     if !dir.is_dir() {
@@ -299,7 +300,7 @@ pub async fn publish(dir: &Path, to: &str, bundle_path: &Path, jobs: usize) -> R
         bail!("{} holds no files", dir.display());
     }
     let is_s3 = matches!(bundle::storage_uri::backend_of(to), Some((_, bundle::storage_uri::Backend::S3)));
-    let store = Arc::new(Store::open(to, &l.dir(), true)?);
+    let store = Arc::new(ctx.open_store(to, &l.dir(), true)?);
     let (existing, refused) = store.list_checked().await.with_context(|| format!("listing {to}"))?;
     if !existing.is_empty() || !refused.is_empty() {
         bail!("refusing to publish into `{to}`: it already holds {} object(s) (one version, one path)", existing.len() + refused.len());

@@ -21,3 +21,4 @@ mod render;
 mod secrets;
 mod verify;
 mod watch;
+mod watch_lib;

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use bundlegate::adapters::git::changed_bundles;
 use bundlegate::adapters::github::{GithubClient, GithubError, RetryPolicy};
+use bundlegate::app::ctx::Ctx;
 use bundlegate::app::pr::{self, publish_comment, sticky_parts, GithubEnv, COMMENT_LIMIT};
 use bundlegate::report::{Diagnostic, Report, Span, StepReport, Verdict};
 use serde_json::Value;
@@ -431,7 +432,7 @@ fn pr_step_without_token_still_writes_summary_and_outputs() {
     let f = GhFiles::new();
     let env = GithubEnv { step_summary: Some(f.summary()), output: Some(f.output()), marker_key: "report".into(), ..Default::default() };
     let mut ann = Vec::new();
-    let s = pr::github_step_with(&sample_report(), &env, &mut ann);
+    let s = pr::github_step_with(&ctx(), &sample_report(), &env, &mut ann);
     assert_eq!(s.verdict, Verdict::NotRun);
     assert!(s.summary.contains("GITHUB_TOKEN is not set"), "{}", s.summary);
     let summary = f.read_summary();
@@ -449,7 +450,7 @@ fn pr_step_without_token_still_writes_summary_and_outputs() {
     );
     // No PR number: same "not run".
     let env = GithubEnv { token: Some(TOKEN.into()), repository: Some("o/r".into()), ..Default::default() };
-    let s = pr::github_step_with(&sample_report(), &env, &mut Vec::new());
+    let s = pr::github_step_with(&ctx(), &sample_report(), &env, &mut Vec::new());
     assert_eq!(s.verdict, Verdict::NotRun);
     assert!(s.summary.contains("no pull request number"), "{}", s.summary);
 }
@@ -461,7 +462,7 @@ fn pr_step_fork_pr_is_not_run_with_reason_and_summary() {
     let f = GhFiles::new();
     let mut env = env_for(&s, &f);
     env.fork = true;
-    let st = pr::github_step_with(&sample_report(), &env, &mut Vec::new());
+    let st = pr::github_step_with(&ctx(), &sample_report(), &env, &mut Vec::new());
     assert_eq!(st.verdict, Verdict::NotRun, "{}", st.summary);
     assert!(st.summary.contains("no comment posted: the token is read-only (fork PR); see the job summary"), "{}", st.summary);
     assert_eq!(st.data["comment"]["forbidden"], true);
@@ -476,7 +477,7 @@ fn pr_step_5xx_after_retries_is_error() {
     let s = StandIn::start(TOKEN);
     s.fail_next(50, 502);
     let f = GhFiles::new();
-    let st = pr::github_step_with(&sample_report(), &env_for(&s, &f), &mut Vec::new());
+    let st = pr::github_step_with(&ctx(), &sample_report(), &env_for(&s, &f), &mut Vec::new());
     assert_eq!(st.verdict, Verdict::Error);
     assert!(st.summary.contains("HTTP 502 after 4 attempt(s)"), "{}", st.summary);
     assert!(f.read_summary().contains("PR comment failed"), "the summary says so too");
@@ -489,7 +490,7 @@ fn pr_step_posts_and_creates_check_run() {
     let mut env = env_for(&s, &f);
     env.check_run = true;
     env.head_sha = Some("0123456789abcdef0123456789abcdef01234567".into());
-    let st = pr::github_step_with(&sample_report(), &env, &mut Vec::new());
+    let st = pr::github_step_with(&ctx(), &sample_report(), &env, &mut Vec::new());
     assert_eq!(st.verdict, Verdict::Pass, "{}", st.summary);
     assert_eq!(st.target, "o/r#7");
     assert_eq!(s.bundlegate_comments(7).len(), 1);
@@ -512,7 +513,7 @@ fn pr_step_never_leaks_the_token() {
     leaky.diagnostics.push(Diagnostic::new(bundlegate::diag::Code::ALL[0], format!("token={TOKEN}")));
     r.push(leaky);
     let mut ann = Vec::new();
-    let st = pr::github_step_with(&r, &env_for(&s, &f), &mut ann);
+    let st = pr::github_step_with(&ctx(), &r, &env_for(&s, &f), &mut ann);
     assert_eq!(st.verdict, Verdict::Pass, "{}", st.summary);
     let everything = [
         String::from_utf8(ann).unwrap(),
@@ -536,7 +537,7 @@ fn pr_step_summary_is_capped_at_one_mib() {
     big.details.push(bundlegate::report::Detail { title: "huge".into(), lang: "yaml".into(), body: "key: välue\n".repeat(200_000) });
     r.push(big);
     let env = GithubEnv { step_summary: Some(f.summary()), marker_key: "report".into(), ..Default::default() };
-    pr::github_step_with(&r, &env, &mut Vec::new());
+    pr::github_step_with(&ctx(), &r, &env, &mut Vec::new());
     let text = f.read_summary();
     assert!(text.len() <= pr::SUMMARY_LIMIT, "{}", text.len());
     assert!(text.starts_with(&"x".repeat(1000)), "appends");
@@ -875,4 +876,9 @@ fn pr_run_checks_the_head_revision_not_the_working_tree() {
     let select = step(&v, "select");
     assert!(select["summary"].as_str().unwrap().contains("the working tree differs from feature"), "{select}");
     assert_eq!(select["data"]["workingTreeDiffers"], serde_json::json!(["llm-scratch/v2/release.yaml"]));
+}
+
+/// A context with an empty environment: the tests give `GithubEnv` directly.
+fn ctx() -> Ctx {
+    Ctx::new(bundlegate::adapters::env::EnvSnapshot::default()).unwrap()
 }

@@ -18,134 +18,24 @@ use serde_json::{json, Value};
 use crate::support::http::Reply;
 use crate::support::{copy_dir, repo, run_in, Out};
 
-mod standin {
-    //! The Kubernetes API stand-in, on `support::http`.
-
-    use std::path::{Path, PathBuf};
-    use std::sync::{Arc, Mutex};
-    use std::time::Instant;
-
-    use serde_json::{json, Value};
-
-    pub use crate::support::http::{Handler, Req, Server};
-
-    // ---- the Kubernetes API stand-in ----
-
-    /// The cluster as it is from `at_ms` after the first request on.
-    #[derive(Clone)]
-    pub struct Frame {
-        pub at_ms: u64,
-        pub app: Option<Value>,
-        /// Deployments, ReplicaSets, Pods and Events (by `kind`).
-        pub objects: Vec<Value>,
-    }
-
-    pub struct Cluster {
-        /// Held so the server lives as long as the test's cluster.
-        _server: Server,
-        pub requests: Arc<Mutex<Vec<(String, String)>>>,
-        pub unknown: Arc<Mutex<Vec<String>>>,
-        pub kubeconfig: PathBuf,
-    }
-
-    fn status_404(what: &str) -> Value {
-        json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "message": format!("{what} not found"), "reason": "NotFound", "code": 404})
-    }
-
-    fn labels_match(o: &Value, sel: Option<&str>) -> bool {
-        let Some(sel) = sel else { return true };
-        sel.split(',').all(|term| match term.split_once('=') {
-            Some((k, v)) => o["metadata"]["labels"][k.trim()].as_str() == Some(v.trim()),
-            None => false,
-        })
-    }
-
-    impl Cluster {
-        pub fn start(frames: Vec<Frame>, dir: &Path) -> Cluster {
-            let requests = Arc::new(Mutex::new(Vec::new()));
-            let unknown = Arc::new(Mutex::new(Vec::new()));
-            let first: Arc<Mutex<Option<Instant>>> = Arc::new(Mutex::new(None));
-            let (rq, un) = (requests.clone(), unknown.clone());
-            let h: Handler = Arc::new(move |req: &Req| {
-                let t0 = *first.lock().unwrap().get_or_insert_with(Instant::now);
-                let ms = t0.elapsed().as_millis() as u64;
-                let frame = frames.iter().rev().find(|f| f.at_ms <= ms).unwrap_or(&frames[0]);
-                let full = if req.query.is_empty() { req.path.clone() } else { format!("{}?{}", req.path, url::form_urlencoded::Serializer::new(String::new()).extend_pairs(&req.query).finish()) };
-                rq.lock().unwrap().push((req.method.clone(), full));
-                if req.method != "GET" {
-                    un.lock().unwrap().push(format!("{} {}", req.method, req.path));
-                    return (405, json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": 405, "reason": "MethodNotAllowed"}));
-                }
-                let segs: Vec<&str> = req.path.trim_start_matches('/').split('/').collect();
-                let list = |kind: &str, api_version: &str, ns: &str| {
-                    let items: Vec<Value> = frame
-                        .objects
-                        .iter()
-                        .filter(|o| o["kind"] == kind && o["metadata"]["namespace"] == ns && labels_match(o, req.q("labelSelector")))
-                        .cloned()
-                        .collect();
-                    (200, json!({"apiVersion": api_version, "kind": format!("{kind}List"), "metadata": {"resourceVersion": "48211"}, "items": items}))
-                };
-                match segs.as_slice() {
-                    ["apis", "argoproj.io", "v1alpha1", "namespaces", ns, "applications", name] => match &frame.app {
-                        Some(a) if a["metadata"]["name"] == *name && a["metadata"]["namespace"] == *ns => (200, a.clone()),
-                        _ => (404, status_404(&format!("applications.argoproj.io \"{name}\""))),
-                    },
-                    ["apis", "apps", "v1", "namespaces", ns, "deployments"] => list("Deployment", "apps/v1", ns),
-                    ["apis", "apps", "v1", "namespaces", ns, "replicasets"] => list("ReplicaSet", "apps/v1", ns),
-                    ["api", "v1", "namespaces", ns, "pods"] => list("Pod", "v1", ns),
-                    ["api", "v1", "namespaces", ns, "events"] => list("Event", "v1", ns),
-                    _ => {
-                        un.lock().unwrap().push(format!("GET {}", req.path));
-                        (404, status_404(&req.path))
-                    }
-                }
-            });
-            let server = Server::start(0, h);
-            let kubeconfig = dir.join("kubeconfig.yaml");
-            std::fs::write(
-                &kubeconfig,
-                format!(
-                    "apiVersion: v1\nkind: Config\nclusters:\n- name: standin\n  cluster:\n    server: http://127.0.0.1:{}\nusers:\n- name: watcher\n  user:\n    token: read-only-test-token\ncontexts:\n- name: standin\n  context:\n    cluster: standin\n    user: watcher\n    namespace: ai-lab\ncurrent-context: standin\n",
-                    server.port
-                ),
-            )
-            .unwrap();
-            Cluster { _server: server, requests, unknown, kubeconfig }
-        }
-
-        pub fn requests(&self) -> Vec<(String, String)> {
-            self.requests.lock().unwrap().clone()
-        }
-
-        /// Read-only: every request was a GET on a path the stand-in knows.
-        pub fn assert_read_only(&self) {
-            let r = self.requests();
-            assert!(!r.is_empty(), "the binary never asked the cluster");
-            assert!(r.iter().all(|(m, _)| m == "GET"), "non-GET requests: {r:?}");
-            let u = self.unknown.lock().unwrap().clone();
-            assert!(u.is_empty(), "requests the stand-in does not serve: {u:?}");
-        }
-    }
-}
-
+use crate::support::kube as standin;
 use standin::{Frame, Server};
 
 // ---------------------------------------------------------------------------
 // Real-shaped objects
 
-const NAME: &str = "llm-scratch";
-const NS: &str = "ai-lab";
-const OLD: &str = "sha256:1111111111111111111111111111111111111111111111111111111111111111";
-const OLD_SHA: &str = "9f3e1c0d2b4a59687766554433221100ffeeddcc";
-const CKPT_SHA: &str = "sha256:bb614beb3c2ca1e8ce883948c403e6eca546ec37c393463eb38d4f8a87021586";
+pub(crate) const NAME: &str = "llm-scratch";
+pub(crate) const NS: &str = "ai-lab";
+pub(crate) const OLD: &str = "sha256:1111111111111111111111111111111111111111111111111111111111111111";
+pub(crate) const OLD_SHA: &str = "9f3e1c0d2b4a59687766554433221100ffeeddcc";
+pub(crate) const CKPT_SHA: &str = "sha256:bb614beb3c2ca1e8ce883948c403e6eca546ec37c393463eb38d4f8a87021586";
 
-fn fixture(name: &str) -> PathBuf {
+pub(crate) fn fixture(name: &str) -> PathBuf {
     repo().join("tests/fixtures/watch").join(name)
 }
 
 /// The Application fixture with this revision, phase, health and finish time.
-fn application(revision: &str, phase: &str, health: &str, finished_at: &str) -> Value {
+pub(crate) fn application(revision: &str, phase: &str, health: &str, finished_at: &str) -> Value {
     let text = std::fs::read_to_string(fixture("application.yaml")).unwrap().replace("REVISION", revision);
     let mut a: Value = serde_yaml_ng::from_str(&text).unwrap();
     a["status"]["operationState"]["phase"] = json!(phase);
@@ -158,26 +48,26 @@ fn application(revision: &str, phase: &str, health: &str, finished_at: &str) -> 
     a
 }
 
-struct PodSpec<'a> {
-    name: &'a str,
-    digest: &'a str,
-    phase: &'a str,
-    ready: bool,
-    restarts: i32,
-    waiting: Option<(&'a str, &'a str)>,
-    source: &'a str,
-    terminating: bool,
+pub(crate) struct PodSpec<'a> {
+    pub(crate) name: &'a str,
+    pub(crate) digest: &'a str,
+    pub(crate) phase: &'a str,
+    pub(crate) ready: bool,
+    pub(crate) restarts: i32,
+    pub(crate) waiting: Option<(&'a str, &'a str)>,
+    pub(crate) source: &'a str,
+    pub(crate) terminating: bool,
 }
 
 impl<'a> PodSpec<'a> {
-    fn ready(name: &'a str, digest: &'a str, source: &'a str) -> Self {
+    pub(crate) fn ready(name: &'a str, digest: &'a str, source: &'a str) -> Self {
         PodSpec { name, digest, phase: "Running", ready: true, restarts: 0, waiting: None, source, terminating: false }
     }
 }
 
 /// A KServe predictor pod as the API returns it: the storage-initializer
 /// holds the real source, the main container's STORAGE_URI is rewritten.
-fn pod(p: PodSpec) -> Value {
+pub(crate) fn pod(p: PodSpec) -> Value {
     let rs = p.name.rsplit_once('-').map(|(a, _)| a).unwrap_or(p.name);
     let t = "2026-01-01T10:05:10Z";
     let ready_s = if p.ready { "True" } else { "False" };
@@ -256,7 +146,7 @@ fn pod(p: PodSpec) -> Value {
     v
 }
 
-fn deployment(updated: i32, ready: i32, available: i32, conds: &[(&str, &str, &str, &str)]) -> Value {
+pub(crate) fn deployment(updated: i32, ready: i32, available: i32, conds: &[(&str, &str, &str, &str)]) -> Value {
     let conditions: Vec<Value> = conds
         .iter()
         .map(|(t, s, r, m)| json!({"type": t, "status": s, "reason": r, "message": m, "lastUpdateTime": "2026-01-01T10:05:05Z", "lastTransitionTime": "2026-01-01T10:05:05Z"}))
@@ -275,7 +165,7 @@ fn deployment(updated: i32, ready: i32, available: i32, conds: &[(&str, &str, &s
     })
 }
 
-fn replicaset(name: &str, digest: &str, replicas: i32, ready: i32) -> Value {
+pub(crate) fn replicaset(name: &str, digest: &str, replicas: i32, ready: i32) -> Value {
     json!({
         "apiVersion": "apps/v1", "kind": "ReplicaSet",
         "metadata": {"name": name, "namespace": NS, "uid": format!("uid-{name}"),
@@ -286,7 +176,7 @@ fn replicaset(name: &str, digest: &str, replicas: i32, ready: i32) -> Value {
     })
 }
 
-fn event(kind: &str, object: &str, type_: &str, reason: &str, message: &str) -> Value {
+pub(crate) fn event(kind: &str, object: &str, type_: &str, reason: &str, message: &str) -> Value {
     json!({
         "apiVersion": "v1", "kind": "Event",
         "metadata": {"name": format!("{object}.{}", reason.to_ascii_lowercase()), "namespace": NS},
@@ -297,15 +187,15 @@ fn event(kind: &str, object: &str, type_: &str, reason: &str, message: &str) -> 
     })
 }
 
-const OLD_POD: &str = "llm-scratch-predictor-868c589678-6k9cm";
-const NEW_POD: &str = "llm-scratch-predictor-6786d546b4-5tfgh";
-const V1_URI: &str = "s3://models/llm-scratch/v1/";
-const V2_URI: &str = "s3://models/llm-scratch/v2/";
+pub(crate) const OLD_POD: &str = "llm-scratch-predictor-868c589678-6k9cm";
+pub(crate) const NEW_POD: &str = "llm-scratch-predictor-6786d546b4-5tfgh";
+pub(crate) const V1_URI: &str = "s3://models/llm-scratch/v1/";
+pub(crate) const V2_URI: &str = "s3://models/llm-scratch/v2/";
 
 /// Deployment conditions while the new pod is not ready: both True, the
 /// state in which `get deploy` and Argo read green (as when a ReadWriteOncePod
 /// rollout deadlocked).
-fn green_deployment() -> Value {
+pub(crate) fn green_deployment() -> Value {
     deployment(
         1,
         1,
@@ -317,7 +207,7 @@ fn green_deployment() -> Value {
     )
 }
 
-fn done_deployment() -> Value {
+pub(crate) fn done_deployment() -> Value {
     deployment(
         1,
         1,
@@ -330,7 +220,7 @@ fn done_deployment() -> Value {
 }
 
 /// Old ReplicaSet + new ReplicaSet, the Deployment, plus the given pods and events.
-fn objects(new: &str, dep: Value, pods: Vec<Value>, events: Vec<Value>) -> Vec<Value> {
+pub(crate) fn objects(new: &str, dep: Value, pods: Vec<Value>, events: Vec<Value>) -> Vec<Value> {
     let mut v = vec![dep, replicaset("llm-scratch-predictor-868c589678", OLD, 1, 1), replicaset("llm-scratch-predictor-6786d546b4", new, 1, 0)];
     v.extend(pods);
     v.extend(events);
@@ -376,7 +266,7 @@ impl ModelService {
     }
 }
 
-fn identity_ok(release: &str) -> Value {
+pub(crate) fn identity_ok(release: &str) -> Value {
     json!({"serving_digest": CKPT_SHA, "release_digest": release, "in_registry": true, "status": "production", "metrics": {"accuracy": 0.91}})
 }
 
@@ -385,13 +275,13 @@ fn identity_ok(release: &str) -> Value {
 
 /// A temp git repository holding the bundle, so the merge commit (and its
 /// time) is real: committed at 2026-01-01T10:00:00Z.
-struct Workspace {
-    dir: tempfile::TempDir,
-    sha: String,
-    digest: String,
+pub(crate) struct Workspace {
+    pub(crate) dir: tempfile::TempDir,
+    pub(crate) sha: String,
+    pub(crate) digest: String,
 }
 
-fn git(dir: &Path, args: &[&str]) -> String {
+pub(crate) fn git(dir: &Path, args: &[&str]) -> String {
     let o = Command::new("git")
         .args(args)
         .current_dir(dir)
@@ -409,7 +299,7 @@ fn git(dir: &Path, args: &[&str]) -> String {
 }
 
 impl Workspace {
-    fn new() -> Workspace {
+    pub(crate) fn new() -> Workspace {
         let dir = tempfile::tempdir().unwrap();
         std::fs::copy(fixture("release.yaml"), dir.path().join("release.yaml")).unwrap();
         git(dir.path(), &["init", "-q", "-b", "main"]);
@@ -420,12 +310,12 @@ impl Workspace {
         let digest = d.json()["steps"][0]["data"]["releaseDigest"].as_str().unwrap().to_string();
         Workspace { dir, sha, digest }
     }
-    fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         self.dir.path()
     }
 }
 
-fn run_watch(ws: &Workspace, frames: Vec<Frame>, extra: &[&str]) -> (Out, standin::Cluster) {
+pub(crate) fn run_watch(ws: &Workspace, frames: Vec<Frame>, extra: &[&str]) -> (Out, standin::Cluster) {
     let cluster = standin::Cluster::start(frames, ws.path());
     let mut args = vec!["watch", "release.yaml", "--app", NAME, "--revision", &ws.sha, "--format", "json"];
     args.extend_from_slice(extra);
@@ -434,11 +324,11 @@ fn run_watch(ws: &Workspace, frames: Vec<Frame>, extra: &[&str]) -> (Out, standi
     (out, cluster)
 }
 
-fn step<'a>(v: &'a Value, name: &str) -> &'a Value {
+pub(crate) fn step<'a>(v: &'a Value, name: &str) -> &'a Value {
     v["steps"].as_array().unwrap().iter().find(|s| s["step"] == name).unwrap_or_else(|| panic!("no step {name} in {v:#}"))
 }
 
-fn all_text(d: &Value) -> String {
+pub(crate) fn all_text(d: &Value) -> String {
     let mut s = d["message"].as_str().unwrap_or("").to_string();
     for e in d["evidence"].as_array().into_iter().flatten() {
         s.push('\n');
@@ -452,11 +342,11 @@ fn all_text(d: &Value) -> String {
 }
 
 /// All diagnostics text of one code in a step.
-fn findings(v: &Value, step_name: &str, code: &str) -> String {
+pub(crate) fn findings(v: &Value, step_name: &str, code: &str) -> String {
     step(v, step_name)["diagnostics"].as_array().unwrap().iter().filter(|d| d["code"] == code).map(all_text).collect::<Vec<_>>().join("\n---\n")
 }
 
-fn synced(ws: &Workspace) -> Value {
+pub(crate) fn synced(ws: &Workspace) -> Value {
     application(&ws.sha, "Succeeded", "Healthy", "2026-01-01T10:05:01Z")
 }
 
@@ -705,13 +595,13 @@ fn watch_measures_downtime_when_the_service_stops() {
     let model = Arc::new(Mutex::new(ModelService::start(identity_ok(&d))));
     let url = model.lock().unwrap().url();
     let cluster = standin::Cluster::start(frames, ws.path());
-    let reqs = cluster.requests.clone();
+    let standin = cluster.standin.clone();
     // Like `delete pod -l` on one replica: the service goes away for ~1.5 s
     // while the rollout is under way.
     let m = model.clone();
     let chaos = std::thread::spawn(move || {
         let t = Instant::now();
-        while reqs.lock().unwrap().is_empty() && t.elapsed() < Duration::from_secs(20) {
+        while standin.requests().is_empty() && t.elapsed() < Duration::from_secs(20) {
             std::thread::sleep(Duration::from_millis(10));
         }
         std::thread::sleep(Duration::from_millis(800));
@@ -882,7 +772,7 @@ fn stand_in_objects_have_the_kubernetes_types_shape() {
 // ---------------------------------------------------------------------------
 // revert: real git remote (git daemon) + GitHub pull-request stand-in
 
-mod pulls {
+pub(crate) mod pulls {
     //! A stateful stand-in for `POST/GET /repos/{o}/{r}/pulls`, validated
     //! with the GitHub stand-in's OpenAPI checks (requests and answers), and
     //! answering with GitHub's documented examples adjusted to the request.
@@ -1019,7 +909,7 @@ mod pulls {
 
 /// A bare repository served by `git daemon` (push enabled), and a clone of
 /// it holding the example bundles (v1 → v2) and their local store.
-struct GitRemote {
+pub(crate) struct GitRemote {
     dir: tempfile::TempDir,
     daemon: Child,
     url: String,
@@ -1035,7 +925,7 @@ impl Drop for GitRemote {
 
 
 impl GitRemote {
-    fn new() -> GitRemote {
+    pub(crate) fn new() -> GitRemote {
         let dir = tempfile::tempdir().unwrap();
         let srv = dir.path().join("srv");
         std::fs::create_dir_all(&srv).unwrap();
@@ -1079,7 +969,7 @@ impl GitRemote {
         git(&work, &["push", "-q", "origin", "main"]);
         GitRemote { dir, daemon, url }
     }
-    fn work(&self) -> PathBuf {
+    pub(crate) fn work(&self) -> PathBuf {
         self.dir.path().join("work")
     }
     fn bare(&self) -> PathBuf {
@@ -1091,7 +981,7 @@ impl GitRemote {
         git(self.dir.path(), &["clone", "-q", &self.url, name]);
         to
     }
-    fn remote_branch(&self, branch: &str) -> Option<String> {
+    pub(crate) fn remote_branch(&self, branch: &str) -> Option<String> {
         let o = Command::new("git").arg("--git-dir").arg(self.bare()).args(["rev-parse", "--verify", "-q", &format!("refs/heads/{branch}")]).output().unwrap();
         o.status.success().then(|| String::from_utf8_lossy(&o.stdout).trim().to_string())
     }
@@ -1102,10 +992,10 @@ impl GitRemote {
     }
 }
 
-const BRANCH: &str = "bundlegate/revert-llm-scratch-v2";
-const TOKEN: &str = "ghs_reverttoken0123456789";
+pub(crate) const BRANCH: &str = "bundlegate/revert-llm-scratch-v2";
+pub(crate) const TOKEN: &str = "ghs_reverttoken0123456789";
 
-fn gh_env(gh: &pulls::Pulls) -> Vec<(String, String)> {
+pub(crate) fn gh_env(gh: &pulls::Pulls) -> Vec<(String, String)> {
     vec![("GITHUB_TOKEN".into(), TOKEN.into()), ("GITHUB_API_URL".into(), gh.url()), ("GITHUB_REPOSITORY".into(), "o/r".into())]
 }
 
@@ -1336,7 +1226,7 @@ fn revert_ignores_failures_older_than_max_age() {
 /// The merged release crash-loops next to the old pod while Argo reports
 /// Synced/Healthy and `get isvc`, its conditions, the API and `get deploy` read
 /// green, with a GitHub stand-in.
-struct CrashloopMerge {
+pub(crate) struct CrashloopMerge {
     g: GitRemote,
     gh: pulls::Pulls,
     w: PathBuf,
@@ -1353,16 +1243,22 @@ fn crashloop_merge() -> CrashloopMerge {
 
 /// The merge commit synced by Argo, with the cluster objects `objects(new
 /// release digest, its source URI)` returns, and a GitHub stand-in.
-fn merged_with(objects: impl FnOnce(&str, &str) -> Vec<Value>) -> CrashloopMerge {
+pub(crate) fn merged_with(objects: impl FnOnce(&str, &str) -> Vec<Value>) -> CrashloopMerge {
     let g = GitRemote::new();
     let gh = pulls::Pulls::start(TOKEN);
     let w = g.work();
-    let sha = git(&w, &["rev-parse", "HEAD"]);
-    let d = run_in(&w, &["digest", "llm-scratch/v2/release.yaml", "--format", "json"], &[]).json()["steps"][0]["data"]["releaseDigest"].as_str().unwrap().to_string();
-    let src = "file:../../store/llm-scratch/v2/";
-    let frames = vec![Frame { at_ms: 0, app: Some(application(&sha, "Succeeded", "Healthy", "2026-01-01T10:05:01Z")), objects: objects(&d, src) }];
+    let (sha, frames) = merged_frames(&w, objects);
     let cluster = standin::Cluster::start(frames, &w);
     CrashloopMerge { g, gh, w, sha, cluster }
+}
+
+/// The merge commit of the checkout `w` and one frame in which Argo synced
+/// it, with the objects `objects(new release digest, its source URI)` returns.
+pub(crate) fn merged_frames(w: &Path, objects: impl FnOnce(&str, &str) -> Vec<Value>) -> (String, Vec<Frame>) {
+    let sha = git(w, &["rev-parse", "HEAD"]);
+    let d = run_in(w, &["digest", "llm-scratch/v2/release.yaml", "--format", "json"], &[]).json()["steps"][0]["data"]["releaseDigest"].as_str().unwrap().to_string();
+    let src = "file:../../store/llm-scratch/v2/";
+    (sha.clone(), vec![Frame { at_ms: 0, app: Some(application(&sha, "Succeeded", "Healthy", "2026-01-01T10:05:01Z")), objects: objects(&d, src) }])
 }
 
 fn watch_env(gh: &pulls::Pulls, cluster: &standin::Cluster) -> Vec<(String, String)> {
@@ -1400,7 +1296,7 @@ fn watch_with_revert_opens_the_pr_when_a_gate_fails() {
 /// An Evicted pod as the API keeps it until pod GC: phase Failed, reason
 /// Evicted, its container terminated — and a Ready condition the kubelet
 /// never rewrote.
-fn evicted(name: &str, digest: &str, source: &str) -> Value {
+pub(crate) fn evicted(name: &str, digest: &str, source: &str) -> Value {
     let mut v = pod(PodSpec { phase: "Failed", ..PodSpec::ready(name, digest, source) });
     v["status"]["reason"] = json!("Evicted");
     v["status"]["message"] = json!("The node was low on resource: memory. Threshold quantity: 100Mi, available: 91Mi.");
@@ -1412,7 +1308,7 @@ fn evicted(name: &str, digest: &str, source: &str) -> Value {
 
 /// The finished rollout with extra pods of the old release next to the
 /// ready new pod; the old ReplicaSet is scaled to 0 as the Deployment leaves it.
-fn finished_with(d: &str, src: &str, extra: Vec<Value>) -> Vec<Value> {
+pub(crate) fn finished_with(d: &str, src: &str, extra: Vec<Value>) -> Vec<Value> {
     let mut v = vec![
         done_deployment(),
         replicaset("llm-scratch-predictor-868c589678", OLD, 0, 0),

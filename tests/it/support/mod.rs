@@ -1,6 +1,7 @@
 #![allow(dead_code)]
 
 pub mod http;
+pub mod kube;
 pub mod schema;
 
 use std::path::{Path, PathBuf};

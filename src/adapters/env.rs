@@ -1,0 +1,109 @@
+//! The environment, read once. [`EnvSnapshot::from_process`] is the one
+//! place bundlegate's own variables are read; commands get the snapshot
+//! through `app::ctx::Ctx`, and a test builds one by hand.
+//!
+//! Still read where they are used, because they configure a library rather
+//! than bundlegate: `AWS_*` / `GOOGLE_*` / `AZURE_*` (object_store's
+//! builders, `adapters::store`), `KUBECONFIG` and the in-cluster service
+//! account (kube's `Config::infer`), the Argo CD plugin environment
+//! (`ARGOCD_ENV_*`, the plugin's input, `app::argocd::CmpEnv`) and
+//! `NO_COLOR` / `RUST_LOG` (the terminal, `main`). The variable
+//! `verify-files --manifest-env` names is that command's input, read through
+//! [`named`] when the command runs.
+
+use std::path::PathBuf;
+
+/// bundlegate's own environment variables. Empty values count as unset.
+#[derive(Debug, Clone, Default)]
+pub struct EnvSnapshot {
+    /// GITHUB_SHA: the commit under test when the checkout cannot say.
+    pub github_sha: Option<String>,
+    /// GITHUB_REPOSITORY (owner/repo): where a revert PR is opened.
+    pub github_repository: Option<String>,
+    /// GITHUB_TOKEN; never printed (see `Debug`).
+    pub github_token: Option<Secret>,
+    /// GITHUB_API_URL (GHES), default api.github.com.
+    pub github_api_url: Option<String>,
+    /// BUNDLEGATE_WATCH_POLL: how often `watch` reads the cluster (tests shorten it).
+    pub watch_poll: Option<String>,
+    /// BUNDLEGATE_KUBE_TIMEOUT: bound on each Kubernetes request.
+    pub kube_timeout: Option<String>,
+    /// BUNDLEGATE_STORE_ROOT: the folder `file:` stores must stay inside.
+    pub store_root: Option<PathBuf>,
+    /// BUNDLEGATE_CACHE_DIR, else XDG_CACHE_HOME/bundlegate, else HOME/.cache/bundlegate.
+    pub cache_dir: Option<PathBuf>,
+    /// JOB_COMPLETION_INDEX: an Indexed Job's shard number (`--shard N/auto`).
+    pub job_completion_index: Option<String>,
+    /// BUNDLEGATE_VERIFIER_IMAGE: the in-pod verifier image `render` uses.
+    pub verifier_image: Option<String>,
+    /// The GitHub Actions run the `comment` step reports to.
+    pub actions: ActionsEnv,
+}
+
+/// GitHub Actions' variables for the PR comment and job summary, as set
+/// (empty counts as unset); `app::pr::GithubEnv` interprets them.
+#[derive(Debug, Clone, Default)]
+pub struct ActionsEnv {
+    /// GITHUB_EVENT_PATH: the event payload (the pull request).
+    pub event_path: Option<PathBuf>,
+    /// BUNDLEGATE_PR_NUMBER: overrides the event's PR number.
+    pub pr_number: Option<String>,
+    pub step_summary: Option<PathBuf>,
+    pub output: Option<PathBuf>,
+    pub workspace: Option<PathBuf>,
+    /// BUNDLEGATE_COMMENT_KEY: tells this tool's sticky comments apart.
+    pub comment_key: Option<String>,
+    /// BUNDLEGATE_CHECK_RUN: create a check run too.
+    pub check_run: Option<String>,
+}
+
+/// The variable an option names (`verify-files --manifest-env`); `None`
+/// when unset or not UTF-8.
+pub fn named(name: &str) -> Option<String> {
+    std::env::var(name).ok()
+}
+
+/// A value kept out of `Debug` output.
+#[derive(Clone, Default)]
+pub struct Secret(pub String);
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("***")
+    }
+}
+
+impl EnvSnapshot {
+    pub fn from_process() -> EnvSnapshot {
+        Self::from_lookup(|k| std::env::var_os(k).map(|v| v.to_string_lossy().into_owned()))
+    }
+
+    /// The snapshot from any lookup (a test's map).
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> EnvSnapshot {
+        let var = |k: &str| get(k).filter(|v| !v.trim().is_empty());
+        let path = |k: &str| get(k).map(PathBuf::from);
+        EnvSnapshot {
+            github_sha: var("GITHUB_SHA"),
+            github_repository: var("GITHUB_REPOSITORY"),
+            github_token: var("GITHUB_TOKEN").map(Secret),
+            github_api_url: var("GITHUB_API_URL"),
+            watch_poll: get("BUNDLEGATE_WATCH_POLL"),
+            kube_timeout: var("BUNDLEGATE_KUBE_TIMEOUT"),
+            store_root: path("BUNDLEGATE_STORE_ROOT"),
+            cache_dir: path("BUNDLEGATE_CACHE_DIR")
+                .or_else(|| path("XDG_CACHE_HOME").map(|p| p.join("bundlegate")))
+                .or_else(|| path("HOME").map(|h| h.join(".cache").join("bundlegate"))),
+            job_completion_index: get("JOB_COMPLETION_INDEX"),
+            verifier_image: var("BUNDLEGATE_VERIFIER_IMAGE"),
+            actions: ActionsEnv {
+                event_path: var("GITHUB_EVENT_PATH").map(PathBuf::from),
+                pr_number: var("BUNDLEGATE_PR_NUMBER"),
+                step_summary: var("GITHUB_STEP_SUMMARY").map(PathBuf::from),
+                output: var("GITHUB_OUTPUT").map(PathBuf::from),
+                workspace: var("GITHUB_WORKSPACE").map(PathBuf::from),
+                comment_key: var("BUNDLEGATE_COMMENT_KEY"),
+                check_run: var("BUNDLEGATE_CHECK_RUN"),
+            },
+        }
+    }
+}

@@ -1,0 +1,130 @@
+//! One context per run, built once by `crate::dispatch` (the pipeline runs
+//! its steps on the same one) and passed to every command as `&Ctx`.
+//!
+//! It lives in `app` because it is what a command receives: it knows the
+//! adapters' clients but no command, and neither clap nor the pipeline file.
+//!
+//! - one multi-thread Tokio runtime: commands `block_on` it instead of
+//!   starting their own;
+//! - the environment, read once ([`EnvSnapshot`]): no command reads
+//!   `std::env`;
+//! - a clock (`now`), injectable so age rules (revert `--max-age`) are
+//!   testable;
+//! - clients built on first use, or injected by a test: Kubernetes (from the
+//!   kubeconfig or in-cluster config), GitHub (GITHUB_TOKEN / GITHUB_API_URL),
+//!   one HTTP client, and the object-store opener (BUNDLEGATE_STORE_ROOT).
+
+use std::future::Future;
+use std::path::Path;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use chrono::{DateTime, Utc};
+
+use crate::adapters::env::EnvSnapshot;
+use crate::adapters::github::{self, GithubClient};
+use crate::adapters::store::Store;
+
+type Clock = Arc<dyn Fn() -> DateTime<Utc> + Send + Sync>;
+
+pub struct Ctx {
+    rt: tokio::runtime::Runtime,
+    pub env: EnvSnapshot,
+    clock: Clock,
+    kube: tokio::sync::OnceCell<(kube::Client, String)>,
+    github: tokio::sync::OnceCell<Option<GithubClient>>,
+    http: OnceLock<reqwest::Client>,
+}
+
+impl Ctx {
+    /// The context of a real run: this process's environment, the system clock.
+    pub fn from_process() -> Result<Ctx> {
+        Ctx::new(EnvSnapshot::from_process())
+    }
+
+    pub fn new(env: EnvSnapshot) -> Result<Ctx> {
+        let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the async runtime")?;
+        Ok(Ctx {
+            rt,
+            env,
+            clock: Arc::new(Utc::now),
+            kube: tokio::sync::OnceCell::new(),
+            github: tokio::sync::OnceCell::new(),
+            http: OnceLock::new(),
+        })
+    }
+
+    pub fn with_clock(mut self, now: impl Fn() -> DateTime<Utc> + Send + Sync + 'static) -> Ctx {
+        self.clock = Arc::new(now);
+        self
+    }
+
+    /// Use this Kubernetes client; `server` names the cluster in reports.
+    /// A `kube::Client` spawns its buffer task: build it inside
+    /// [`Ctx::runtime`] (`ctx.runtime().enter()`).
+    pub fn with_kube(self, client: kube::Client, server: impl Into<String>) -> Ctx {
+        let _ = self.kube.set((client, server.into()));
+        self
+    }
+
+    /// Use this GitHub client (`None`: no GitHub access, as without GITHUB_TOKEN).
+    pub fn with_github(self, gh: Option<GithubClient>) -> Ctx {
+        let _ = self.github.set(gh);
+        self
+    }
+
+    pub fn runtime(&self) -> &tokio::runtime::Runtime {
+        &self.rt
+    }
+
+    /// Run a command's async part. Never called from inside the runtime.
+    pub fn block_on<F: Future>(&self, f: F) -> F::Output {
+        self.rt.block_on(f)
+    }
+
+    pub fn now(&self) -> DateTime<Utc> {
+        (self.clock)()
+    }
+
+    /// Bound on each Kubernetes request (BUNDLEGATE_KUBE_TIMEOUT, default 30s).
+    pub fn kube_timeout(&self) -> Duration {
+        self.env.kube_timeout.as_deref().and_then(crate::util::parse_duration).unwrap_or(Duration::from_secs(30))
+    }
+
+    /// The Kubernetes client and its server URL, built on first use. A
+    /// failure is not kept: the next command that asks tries again.
+    pub async fn kube(&self) -> Result<(kube::Client, String)> {
+        let t = self.kube_timeout();
+        self.kube.get_or_try_init(|| crate::adapters::cluster::kube_client(t)).await.cloned()
+    }
+
+    /// The GitHub client, or `None` without GITHUB_TOKEN.
+    pub async fn github(&self) -> github::Result<Option<&GithubClient>> {
+        let env = &self.env;
+        let gh = self
+            .github
+            .get_or_try_init(|| async {
+                match &env.github_token {
+                    None => Ok(None),
+                    Some(t) => GithubClient::new(env.github_api_url.as_deref().unwrap_or(github::DEFAULT_API_URL), &t.0).map(Some),
+                }
+            })
+            .await?;
+        Ok(gh.as_ref())
+    }
+
+    /// The shared HTTP client. No client-wide timeout: each request sets its own.
+    pub fn http(&self) -> Result<&reqwest::Client> {
+        if let Some(h) = self.http.get() {
+            return Ok(h);
+        }
+        let h = reqwest::Client::builder().build().context("building the HTTP client")?;
+        Ok(self.http.get_or_init(|| h))
+    }
+
+    /// Open the object store a bundle names, confined to the store root.
+    pub fn open_store(&self, uri: &str, bundle_dir: &Path, create: bool) -> Result<Store> {
+        Store::open(uri, bundle_dir, create, self.env.store_root.as_deref())
+    }
+}

@@ -1,0 +1,276 @@
+//! `revert` (issue #7): when a release failed its post-merge gates, open one
+//! revert PR to a verified previous release, or propose to degrade when
+//! there is none.
+
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use serde_json::json;
+
+use crate::adapters::github::PullOutcome;
+use crate::adapters::rollout as io;
+use crate::app::ctx::Ctx;
+use crate::app::options::{RevertOptions, VerifyOptions};
+use crate::bundle::Loaded;
+use crate::diag::{Code, Overrides};
+use crate::report::{Diagnostic, Report, StepReport, Verdict};
+
+/// The marker a revert commit and PR carry; a bundle last changed by such a
+/// commit is never reverted again (Kargo's "never roll back a rollback").
+pub const REVERT_MARKER: &str = "bundlegate-revert-of:";
+
+/// `revert` as a pipeline step; `evidence` is what the run found so far.
+pub fn revert_in(ctx: &Ctx, l: &Loaded, args: &RevertOptions, evidence: &Report) -> Vec<StepReport> {
+    ctx.block_on(revert_steps(ctx, l, args, Some(evidence)))
+}
+
+pub fn revert(ctx: &Ctx, bundle: &Path, args: &RevertOptions) -> Result<Report> {
+    let mut r = Report::new("revert");
+    let l = match super::load_or_step(bundle, "revert") {
+        Ok(l) => l,
+        Err(s) => {
+            r.push(s);
+            return Ok(r);
+        }
+    };
+    let evidence = match &args.evidence {
+        Some(p) => {
+            let text = crate::adapters::bundle_files::read_text(p, crate::adapters::bundle_files::FileKind::Report).with_context(|| format!("reading evidence {}", p.display()))?;
+            Some(serde_json::from_str::<Report>(&text).with_context(|| format!("{} is not a bundlegate JSON report (`watch --format json`)", p.display()))?)
+        }
+        None => None,
+    };
+    for s in ctx.block_on(revert_steps(ctx, &l, args, evidence.as_ref())) {
+        r.push(s);
+    }
+    Ok(r)
+}
+
+/// `bundlegate/revert-<name>-<version>`: one name per failed release, so
+/// concurrent runs collide on the remote instead of opening two PRs.
+pub fn branch_name(l: &Loaded) -> String {
+    let clean = |s: &str| {
+        let mut o: String = s.chars().map(|c| if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') { c } else { '-' }).collect();
+        while o.contains("..") {
+            o = o.replace("..", ".");
+        }
+        o.trim_matches(['.', '-']).to_string()
+    };
+    format!("bundlegate/revert-{}-{}", clean(&l.bundle.metadata.name), clean(&l.bundle.metadata.version))
+}
+
+fn degrade_help() -> &'static str {
+    "degrade instead of rolling back: keep or scale the current pods, route traffic away, or serve a fallback; do not roll back to bytes that cannot be read (switching blindly to an old package with a missing tokenizer adds a new failure)"
+}
+
+pub(crate) async fn revert_steps(ctx: &Ctx, l: &Loaded, args: &RevertOptions, evidence: Option<&Report>) -> Vec<StepReport> {
+    let mut steps = Vec::new();
+    let target = format!("{} ({} {})", l.display, l.bundle.metadata.version, l.digest);
+    let fail = |steps: &mut Vec<StepReport>, d: Diagnostic, summary: String, data: serde_json::Value| {
+        let mut s = StepReport::new("revert", &target);
+        s.diagnostics.push(d);
+        s.verdict = Verdict::Fail;
+        s.summary = summary;
+        s.data = data;
+        steps.push(s);
+    };
+
+    // Kargo's safeguard: a failure older than --max-age is history, not an
+    // incident; acting on it could undo a fix made since.
+    let max_age = args.max_age.value;
+    let now = ctx.now();
+    let failed_at = args.failed_at.unwrap_or(now);
+    let age = (now - failed_at).to_std().unwrap_or_default();
+    if age > max_age {
+        let mut s = StepReport::not_run("revert", &target, format!("ignored: the failure at {failed_at} is {}s old, older than --max-age {}", age.as_secs(), args.max_age));
+        s.data = json!({"ignored": "older-than-max-age", "failedAt": failed_at, "maxAge": args.max_age.text});
+        return vec![s];
+    }
+
+    let Some(rb) = &l.bundle.spec.rollback else {
+        fail(
+            &mut steps,
+            Diagnostic::new(Code::RollbackTargetUnverified, "the bundle names no spec.rollback: there is no verified release to return to").field("spec.rollback").help(degrade_help()),
+            "no rollback target: degrade proposed, no revert PR".into(),
+            json!({"proposal": "degrade"}),
+        );
+        return steps;
+    };
+
+    let (repo, rel) = match io::locate(&args.repo, &l.path) {
+        Ok(x) => x,
+        Err(e) => return vec![StepReport::error("revert", &target, &e)],
+    };
+    match io::last_change(&repo, &rel) {
+        Ok(Some((sha, msg))) if is_revert_commit(&msg, &io::merged_head_messages(&repo, &sha)) => {
+            let mut s = StepReport::not_run(
+                "revert",
+                &target,
+                format!("refused: {} was last changed by a bundlegate revert ({sha}); a revert is never reverted, a human decides", rel.display()),
+            );
+            s.data = json!({"refused": "revert-of-a-revert", "commit": sha});
+            return vec![s];
+        }
+        Ok(_) => {}
+        Err(e) => return vec![StepReport::error("revert", &target, &e.context("reading the bundle's history"))],
+    }
+
+    let prev = match crate::adapters::bundle_files::load_named_bundle(l, &rb.bundle) {
+        Ok(p) => p,
+        Err(e) => {
+            fail(
+                &mut steps,
+                Diagnostic::new(Code::RollbackTargetUnverified, format!("the rollback target {} does not load: {e}", rb.bundle)).field("spec.rollback.bundle").help(degrade_help()),
+                "rollback target unusable: degrade proposed, no revert PR".into(),
+                json!({"proposal": "degrade"}),
+            );
+            return steps;
+        }
+    };
+    if prev.digest != rb.release_digest {
+        fail(
+            &mut steps,
+            Diagnostic::new(Code::RollbackTargetUnverified, format!("the rollback target hashes to {}, not the recorded {}", prev.digest, rb.release_digest))
+                .field("spec.rollback.releaseDigest")
+                .help(degrade_help()),
+            "rollback target is not the recorded release: degrade proposed, no revert PR".into(),
+            json!({"proposal": "degrade"}),
+        );
+        return steps;
+    }
+
+    // Verify the exit before taking it: a rollback to incomplete bytes is a
+    // second broken release.
+    let opts = VerifyOptions::quiet();
+    let mut verify = super::verify::verify_loaded(ctx, &prev, &opts, &Overrides::default(), None).await;
+    verify.step = "verify-rollback-target".into();
+    let verified = verify.verdict == Verdict::Pass;
+    let verify_summary = verify.summary.clone();
+    let verify_findings: Vec<String> = verify.diagnostics.iter().take(20).map(|d| format!("{} {}", d.code, d.message)).collect();
+    steps.push(verify.clone());
+    if !verified {
+        let mut d = Diagnostic::new(
+            Code::RollbackTargetUnverified,
+            format!("the rollback target {} ({}) did not verify ({}): {verify_summary}", rb.bundle, prev.bundle.metadata.version, verify.verdict),
+        )
+        .field("spec.rollback")
+        .help(degrade_help());
+        for f in verify_findings {
+            d = d.evidence(f);
+        }
+        fail(&mut steps, d, "rollback target unverified: degrade proposed, no revert PR".into(), json!({"proposal": "degrade", "rollbackTarget": rb.bundle}));
+        return steps;
+    }
+
+    let branch = branch_name(l);
+    let message = format!(
+        "Revert {name} {v} to {pv}\n\nRelease {v} ({d}) failed its post-merge gates; this restores the verified\nprevious bundle {rbp} ({pd}) at {path}.\n\n{REVERT_MARKER} {d}\n",
+        name = l.bundle.metadata.name,
+        v = l.bundle.metadata.version,
+        pv = prev.bundle.metadata.version,
+        d = l.digest,
+        rbp = rb.bundle,
+        pd = prev.digest,
+        path = rel.display(),
+    );
+    let git_result = io::commit_revert(&repo, &rel, &prev.text, &branch, &message).and_then(|oid| Ok((oid, io::push_new_branch(&repo, &args.remote, &branch)?)));
+    let (oid, pushed) = match git_result {
+        Ok(x) => x,
+        Err(e) => {
+            steps.push(StepReport::error("revert", &target, &e.context(format!("creating and pushing {branch}"))));
+            return steps;
+        }
+    };
+    let mut s = StepReport::new("revert", &target);
+    let already = matches!(pushed, io::PushOutcome::AlreadyExists(_));
+    let mut data = json!({"branch": branch, "commit": oid.to_string(), "branchExisted": already, "base": args.base, "rollbackTarget": rb.bundle});
+
+    let gh = match ctx.github().await {
+        Ok(g) => g,
+        Err(e) => {
+            steps.push(StepReport::error("revert", &target, &anyhow::Error::new(e)));
+            return steps;
+        }
+    };
+    let (Some(gh), Some((owner, name))) = (gh, io::github_repo(&repo, &args.remote, ctx.env.github_repository.as_deref())) else {
+        s.verdict = Verdict::Inconclusive;
+        s.summary = format!("branch {branch} {}; no GITHUB_TOKEN or GitHub repository (GITHUB_REPOSITORY): PR not opened", if already { "already existed" } else { "pushed" });
+        s.data = data;
+        steps.push(s);
+        return steps;
+    };
+    if already {
+        match gh.find_open_pull(&owner, &name, &branch).await {
+            Ok(Some(pr)) => {
+                s.summary = format!("already reverting: {branch} exists and PR #{} is open ({})", pr.number, pr.html_url);
+                data["pr"] = json!({"number": pr.number, "url": pr.html_url, "created": false});
+                s.data = data;
+                steps.push(s);
+                return steps;
+            }
+            Ok(None) => {} // the other run died before its PR: open it (GitHub refuses a duplicate)
+            Err(e) => {
+                steps.push(StepReport::error("revert", &target, &anyhow::Error::new(e).context(format!("branch {branch} is on the remote; looking up its PR"))));
+                return steps;
+            }
+        }
+    }
+    let title = format!("Revert {} {} → {} (bundlegate)", l.bundle.metadata.name, l.bundle.metadata.version, prev.bundle.metadata.version);
+    let body = pr_body(l, &prev, &rel, &branch, evidence, &verify_summary);
+    match gh.create_pull(&owner, &name, &title, &branch, &args.base, &body).await {
+        Ok(PullOutcome::Created(pr)) => {
+            s.summary = format!("opened PR #{} {} ({branch} → {})", pr.number, pr.html_url, args.base);
+            data["pr"] = json!({"number": pr.number, "url": pr.html_url, "created": true});
+        }
+        Ok(PullOutcome::Exists(pr)) => {
+            s.summary = format!("already reverting: a PR for {branch} exists{}", pr.as_ref().map(|p| format!(" (#{})", p.number)).unwrap_or_default());
+            data["pr"] = json!({"number": pr.as_ref().map(|p| p.number), "created": false});
+        }
+        Err(e) => {
+            steps.push(StepReport::error("revert", &target, &anyhow::Error::new(e).context(format!("branch {branch} is on the remote; opening its PR (open it by hand or re-run)"))));
+            return steps;
+        }
+    }
+    s.data = data;
+    steps.push(s);
+    steps
+}
+
+fn pr_body(l: &Loaded, prev: &Loaded, rel: &Path, branch: &str, evidence: Option<&Report>, verify_summary: &str) -> String {
+    let mut o = String::new();
+    o.push_str(&format!("<!-- {REVERT_MARKER} {} -->\n", l.digest));
+    o.push_str(&format!(
+        "## Revert `{}` {} → {}\n\nRelease **{}** (`{}`) failed its post-merge gates. This PR restores the previous bundle \
+         (release **{}**, `{}`) at `{}`.\n\n",
+        l.bundle.metadata.name,
+        l.bundle.metadata.version,
+        prev.bundle.metadata.version,
+        l.bundle.metadata.version,
+        l.digest,
+        prev.bundle.metadata.version,
+        prev.digest,
+        rel.display()
+    ));
+    o.push_str(&format!("**Rollback target verified** before this PR was opened: {verify_summary}\n\n"));
+    o.push_str("### Failed gates\n\n");
+    match evidence {
+        Some(r) => {
+            let failed: Vec<&StepReport> = r.steps.iter().filter(|s| matches!(s.verdict, Verdict::Fail | Verdict::Error | Verdict::Inconclusive)).collect();
+            if failed.is_empty() {
+                o.push_str(&format!("The evidence report (`{}`, verdict {}) has no failed step.\n\n", r.command, r.verdict));
+            }
+            for s in failed {
+                o.push_str(&crate::report::render::markdown_step(s));
+            }
+        }
+        None => o.push_str("No evidence report was given (`--evidence report.json` from `bundlegate watch --format json`).\n\n"),
+    }
+    o.push_str(&format!("Branch `{branch}` is named after the failed release, so concurrent runs open one PR.\n\n{REVERT_MARKER} {}\n", l.digest));
+    super::pr::truncate_markdown(&o, 60_000, &format!("\n\n…evidence truncated.\n\n{REVERT_MARKER} {}\n", l.digest))
+}
+
+/// A revert commit carries the marker; when it arrived through a merge
+/// commit, the marker is in the merged branch's head commit.
+fn is_revert_commit(msg: &str, merged_heads: &[String]) -> bool {
+    msg.contains(REVERT_MARKER) || merged_heads.iter().any(|m| m.contains(REVERT_MARKER))
+}
