@@ -15,7 +15,7 @@ use crate::adapters::blob::{self, BlobDir};
 use crate::adapters::pushgateway::Gateway;
 use crate::bundle::{self, Loaded};
 use crate::checks::shard::{self, Item, ShardInfo, ShardSpec};
-use crate::app::options::{AlertOptions, VerifyOptions};
+use crate::options::{AlertOptions, VerifyOptions};
 use crate::diag::{Code, Overrides};
 use crate::report::{Diagnostic, Report, StepReport, Verdict};
 

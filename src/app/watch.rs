@@ -25,7 +25,7 @@ use crate::adapters::github::{GithubClient, PullOutcome};
 use crate::adapters::rollout as io;
 use crate::bundle::{Loaded, ServingFormat};
 use crate::checks::rollout::{self as rc, ArgoState, Expected, IdentityExpectation, ProbeSample};
-use crate::app::options::{defaults, CanaryOptions, RevertOptions, VerifyOptions, WatchOptions};
+use crate::options::{defaults, CanaryOptions, RevertOptions, VerifyOptions, WatchOptions};
 use crate::diag::{Code, Overrides};
 use crate::report::{Diagnostic, Report, StepReport, Table, Verdict};
 
