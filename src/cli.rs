@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use crate::app::options::{self, defaults, AlertOptions, ArgocdAction, CanaryMode, CanaryOptions, HumanDuration, Progress, RevertOptions, VerifyOptions, WatchOptions};
+use crate::options::{self, defaults, AlertOptions, ArgocdAction, CanaryMode, CanaryOptions, HumanDuration, Progress, RevertOptions, VerifyOptions, WatchOptions};
 use crate::report::render::Format;
 
 #[derive(Debug, Parser)]

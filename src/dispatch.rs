@@ -5,12 +5,12 @@
 use anyhow::Result;
 
 use crate::app::ctx::Ctx;
-use crate::app::options::{AlertOptions, CanaryOptions, RevertOptions, VerifyOptions, WatchOptions};
+use crate::options::{AlertOptions, CanaryOptions, RevertOptions, VerifyOptions, WatchOptions};
 use crate::app::{self, argocd, audit, canary, pod_verify, preflight, revert, serving, verify, watch};
 use crate::cli::{Cli, Command, ReportCmd, SeverityArgs};
 use crate::config::Config;
 use crate::diag::Code;
-use crate::app::options::RenderOptions;
+use crate::options::RenderOptions;
 use crate::manifests::TemplateSource;
 use crate::report::{Detail, Report, StepReport};
 

@@ -3,11 +3,11 @@
 //! a parser and everything downstream of it". Each returns normally for any
 //! input, `Ok` or `Err`; a panic anywhere below is the bug being hunted.
 
-use crate::adapters::cluster;
-use crate::app::argocd::{CmpEnv, Params};
+use crate::parse::cmp::{CmpEnv, Params};
+use crate::parse::snapshot;
 use crate::bundle;
 use crate::checks::{lint, preflight};
-use crate::render::{Renderer, TemplateSource};
+use crate::manifests::{Renderer, TemplateSource};
 use std::path::Path;
 use std::sync::OnceLock;
 
@@ -27,14 +27,14 @@ pub fn bundle_yaml(path: &Path, text: &str) -> bool {
     let _ = bundle::resolve_storage_uri(&l);
     if let Ok(r) = renderer().render(&l) {
         // Rendered output is re-read by `render --check` and Argo: it must parse.
-        let _ = crate::render::parse_stream(&r.yaml);
+        let _ = crate::manifests::parse_stream(&r.yaml);
     }
     true
 }
 
 /// Snapshot text → cluster state → preflight of the example bundle.
 pub fn cluster_snapshot(text: &str) -> bool {
-    let Ok(st) = cluster::parse_snapshot("fuzz/snapshot.yaml", text) else { return false };
+    let Ok(st) = snapshot::parse_snapshot("fuzz/snapshot.yaml", text) else { return false };
     static L: OnceLock<bundle::Loaded> = OnceLock::new();
     let l = L.get_or_init(|| bundle::parse("example/release.yaml", Path::new("example/release.yaml"), EXAMPLE_BUNDLE.to_string()).expect("the example bundle parses"));
     let _ = preflight::preflight(l, &st);

@@ -1,26 +1,36 @@
 //! bundlegate: one frozen release bundle, verified from git to the served pod.
 //!
-//! Layout: `bundle` parses, `checks` are pure functions over gathered data,
-//! `adapters` are the only I/O, `report` is the one output model, `app` wires
-//! a command to those pieces (typed options in `app::options`), `dispatch`
-//! maps the command line into them and `pipeline` runs pipeline files over
-//! the same commands.
+//! Layout: `bundle` parses, `parse` reads the other outside texts (cluster
+//! snapshots, Prometheus answers, Argo CD parameters), `checks` are pure
+//! functions over gathered data, `adapters` are the only I/O, `report` is the
+//! one output model, `app` wires a command to those pieces (typed options in
+//! `options`), `dispatch` maps the command line into them and `pipeline` runs
+//! pipeline files over the same commands.
+//!
+//! The default feature `cli` adds the commands and everything they reach the
+//! outside world with (Kubernetes, GitHub, object stores, git, HTTP, the async
+//! runtime). Without it the library is the core alone: every parser of
+//! outside input and what runs on its result (lint, render, preflight), which
+//! is what the fuzz targets build.
 
 pub mod adapters;
-pub mod app;
 pub mod bundle;
 pub mod checks;
-pub mod cli;
-pub mod config;
 pub mod diag;
-pub mod dispatch;
 pub mod fuzzing;
 pub mod manifests;
+pub mod options;
+pub mod parse;
 pub mod pipeline;
 pub mod report;
-
-/// The former name of [`manifests`] (bundle → Kubernetes manifests), kept
-/// so code written against it still builds; new code says `manifests`.
-pub use manifests as render;
 pub mod util;
 pub mod yaml_guard;
+
+#[cfg(feature = "cli")]
+pub mod app;
+#[cfg(feature = "cli")]
+pub mod cli;
+#[cfg(feature = "cli")]
+pub mod config;
+#[cfg(feature = "cli")]
+pub mod dispatch;

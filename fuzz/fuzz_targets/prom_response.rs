@@ -8,5 +8,5 @@ fuzz_target!(|data: &[u8]| {
     }
     let status = u16::from_le_bytes([data[0], data[1]]);
     let Ok(body) = std::str::from_utf8(&data[2..]) else { return };
-    let _ = bundlegate::adapters::prom::parse_response(status, body, "fuzz_query");
+    let _ = bundlegate::parse::prom::parse_response(status, body, "fuzz_query");
 });

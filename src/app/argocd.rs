@@ -13,175 +13,23 @@
 //!   exits 0 either way: Argo's `find.command` decides on non-empty stdout and
 //!   treats a non-zero exit as a discovery *error*, not as "no match".
 
-use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
 
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{bail, Context, Result};
 use serde_json::{json, Value};
 
 use crate::adapters::bundle_files;
 use crate::bundle::{self, Loaded};
 use crate::checks::lint::RollbackStatus;
-use crate::app::options::ArgocdAction;
+use crate::options::ArgocdAction;
 use crate::diag::Overrides;
-use crate::render::{Renderer, TemplateSource};
+use crate::manifests::{Renderer, TemplateSource};
 use crate::report::{Report, Severity, StepReport};
+pub use crate::parse::cmp::{CmpEnv, Params, DEFAULT_BUNDLE};
+use crate::parse::cmp::PARAMS;
 
 /// Annotation with the Git revision Argo rendered from.
 pub const ANNOTATION_GIT_REVISION: &str = "bundlegate.dev/git-revision";
-
-/// Bundle file looked for when the `bundle` parameter is absent.
-pub const DEFAULT_BUNDLE: &str = "release.yaml";
-
-/// One announced parameter. `default` is what `generate` applies when Argo
-/// sends nothing; an empty default means "take it from the bundle".
-struct ParamSpec {
-    name: &'static str,
-    title: &'static str,
-    tooltip: &'static str,
-    default: &'static str,
-}
-
-const PARAMS: &[ParamSpec] = &[
-    ParamSpec {
-        name: "bundle",
-        title: "Release bundle",
-        tooltip: "Path of the ReleaseBundle file, relative to the application's source path.",
-        default: DEFAULT_BUNDLE,
-    },
-    ParamSpec {
-        name: "namespace",
-        title: "Namespace override",
-        tooltip: "Namespace for every rendered object (empty: the bundle's metadata.namespace).",
-        default: "",
-    },
-    ParamSpec {
-        name: "replicas",
-        title: "Replicas override",
-        tooltip: "Replica count (empty: the bundle's spec.serving.replicas). Lint runs on the overridden value.",
-        default: "",
-    },
-    ParamSpec {
-        name: "templates",
-        title: "Template folder",
-        tooltip: "Folder inside the source path with <format>.yaml.hbs templates (empty: built-in templates).",
-        default: "",
-    },
-    ParamSpec {
-        name: "lint",
-        title: "Refuse on lint errors",
-        tooltip: "\"true\": refuse to render a bundle with error-severity lint findings. \"false\" renders anyway.",
-        default: "true",
-    },
-];
-
-/// The process environment as Argo set it (a map, so tests and callers can
-/// pass their own).
-#[derive(Debug, Clone, Default)]
-pub struct CmpEnv {
-    vars: BTreeMap<String, String>,
-}
-
-impl CmpEnv {
-    pub fn from_process() -> CmpEnv {
-        // Non-UTF-8 variables cannot be Argo's (it sets them from Go strings).
-        CmpEnv { vars: std::env::vars_os().filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?))).collect() }
-    }
-
-    pub fn from_pairs<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> CmpEnv {
-        CmpEnv { vars: pairs.into_iter().map(|(k, v)| (k.to_string(), v.to_string())).collect() }
-    }
-
-    fn get(&self, k: &str) -> Option<&str> {
-        self.vars.get(k).map(String::as_str).filter(|v| !v.is_empty())
-    }
-}
-
-/// Resolved parameters (`None`: take the value from the bundle).
-#[derive(Debug, Clone, PartialEq)]
-pub struct Params {
-    pub bundle: String,
-    pub namespace: Option<String>,
-    pub replicas: Option<u32>,
-    pub templates: Option<String>,
-    pub lint: bool,
-}
-
-impl Params {
-    /// Precedence: `ARGOCD_APP_PARAMETERS` (the structured source) >
-    /// `PARAM_<NAME>` > plugin env `ARGOCD_ENV_<NAME>` > announced default.
-    /// An empty string counts as absent: Argo's UI sends `""` for a cleared field.
-    pub fn from_env(env: &CmpEnv) -> Result<Params> {
-        let mut raw: BTreeMap<&'static str, (String, String)> = BTreeMap::new();
-        for spec in PARAMS {
-            let upper = spec.name.to_ascii_uppercase();
-            for src in [format!("ARGOCD_ENV_{upper}"), format!("PARAM_{upper}")] {
-                if let Some(v) = env.get(&src) {
-                    raw.insert(spec.name, (v.to_string(), src));
-                }
-            }
-        }
-        if let Some(text) = env.get("ARGOCD_APP_PARAMETERS") {
-            // A key twice in an entry, or a parameter twice in the list, is
-            // refused: serde_json and the loop below would keep the last.
-            if let Err(g) = crate::yaml_guard::check_json(text) {
-                bail!("ARGOCD_APP_PARAMETERS: column {}: {}", g.column, g.at_path());
-            }
-            let list: Vec<Value> = serde_json::from_str(text).context("ARGOCD_APP_PARAMETERS is not a JSON array")?;
-            let mut seen = std::collections::BTreeSet::new();
-            for p in list {
-                let name = p.get("name").and_then(Value::as_str).ok_or_else(|| anyhow!("ARGOCD_APP_PARAMETERS: an entry has no `name`: {p}"))?;
-                if !seen.insert(name.to_string()) {
-                    bail!("ARGOCD_APP_PARAMETERS: parameter `{name}` is given twice");
-                }
-                let spec = PARAMS.iter().find(|s| s.name == name).ok_or_else(|| {
-                    let known: Vec<&str> = PARAMS.iter().map(|s| s.name).collect();
-                    anyhow!("unknown plugin parameter `{name}` (known: {})", known.join(", "))
-                })?;
-                if p.get("array").is_some() || p.get("map").is_some() {
-                    bail!("plugin parameter `{name}` must be a string, not an array or map");
-                }
-                match p.get("string") {
-                    Some(Value::String(s)) if !s.is_empty() => {
-                        raw.insert(spec.name, (s.clone(), "ARGOCD_APP_PARAMETERS".into()));
-                    }
-                    Some(Value::String(_)) | None | Some(Value::Null) => {
-                        raw.remove(spec.name);
-                    }
-                    Some(other) => bail!("plugin parameter `{name}` must be a string, found {other}"),
-                }
-            }
-        }
-        let val = |name: &str| -> Option<&(String, String)> { raw.get(name) };
-        let default = |name: &str| PARAMS.iter().find(|s| s.name == name).map(|s| s.default).unwrap_or("");
-
-        let bundle = val("bundle").map(|(v, _)| v.clone()).unwrap_or_else(|| default("bundle").to_string());
-        // The same rules as the bundle fields they override (bundle::validate).
-        let namespace = match val("namespace") {
-            Some((v, src)) => {
-                crate::bundle::validate::check_namespace(v).map_err(|why| anyhow!("parameter `namespace` ({src}): {why}"))?;
-                Some(v.clone())
-            }
-            None => None,
-        };
-        let replicas = match val("replicas") {
-            Some((v, src)) => {
-                let n = v.trim().parse::<u64>().map_err(|_| anyhow!("parameter `replicas` ({src}) = `{v}` is not a whole number"))?;
-                crate::bundle::validate::check_replicas(n).map_err(|why| anyhow!("parameter `replicas` ({src}): {why}, as for spec.serving.replicas"))?;
-                Some(n as u32)
-            }
-            None => None,
-        };
-        let templates = val("templates").map(|(v, _)| v.clone());
-        let lint_raw = val("lint").map(|(v, s)| (v.as_str(), s.as_str())).unwrap_or((default("lint"), "default"));
-        let lint = match lint_raw.0.trim().to_ascii_lowercase().as_str() {
-            "true" | "yes" | "1" => true,
-            "false" | "no" | "0" => false,
-            other => bail!("parameter `lint` ({}) = `{other}` must be \"true\" or \"false\"", lint_raw.1),
-        };
-        Ok(Params { bundle, namespace, replicas, templates, lint })
-    }
-}
 
 pub fn run(cmd: ArgocdAction, ov: &Overrides) -> Result<Report> {
     let env = CmpEnv::from_process();
@@ -395,7 +243,7 @@ fn generate_inner(source: &Path, env: &CmpEnv, ov: &Overrides) -> Result<Generat
     }
     let rendered = renderer.render(&l)?;
     if rendered.verifier_missing {
-        tracing::warn!("{}: the template renders no `{}` container although spec.serving.verifyOnStart is on (BG040)", l.display, crate::render::VERIFIER_CONTAINER);
+        tracing::warn!("{}: the template renders no `{}` container although spec.serving.verifyOnStart is on (BG040)", l.display, crate::manifests::VERIFIER_CONTAINER);
     }
     let mut objects = rendered.objects;
     let revision = env.get("ARGOCD_APP_REVISION");
@@ -496,15 +344,7 @@ pub fn announcement(source: &Path, env: &CmpEnv) -> Value {
                 ("replicas", Some(l)) => l.bundle.spec.serving.replicas.to_string(),
                 _ => s.default.to_string(),
             };
-            json!({
-                "name": s.name,
-                "title": s.title,
-                "tooltip": s.tooltip,
-                "required": false,
-                "itemType": "string",
-                "collectionType": "string",
-                "string": default,
-            })
+            s.announce(&default)
         })
         .collect();
     Value::Array(list)
@@ -513,42 +353,6 @@ pub fn announcement(source: &Path, env: &CmpEnv) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn precedence_json_over_param_over_env_over_default() {
-        let env = CmpEnv::from_pairs([
-            ("ARGOCD_ENV_REPLICAS", "1"),
-            ("PARAM_REPLICAS", "2"),
-            ("PARAM_NAMESPACE", "from-param"),
-            ("ARGOCD_ENV_LINT", "false"),
-            ("ARGOCD_APP_PARAMETERS", r#"[{"name":"replicas","string":"3"}]"#),
-        ]);
-        let p = Params::from_env(&env).unwrap();
-        assert_eq!(p.replicas, Some(3));
-        assert_eq!(p.namespace.as_deref(), Some("from-param"));
-        assert!(!p.lint);
-        assert_eq!(p.bundle, DEFAULT_BUNDLE);
-    }
-
-    #[test]
-    fn defaults_when_nothing_is_sent() {
-        let p = Params::from_env(&CmpEnv::default()).unwrap();
-        assert_eq!(p, Params { bundle: "release.yaml".into(), namespace: None, replicas: None, templates: None, lint: true });
-    }
-
-    #[test]
-    fn bad_parameters_are_refused() {
-        for (k, v) in [
-            ("ARGOCD_APP_PARAMETERS", r#"[{"name":"replica","string":"3"}]"#),
-            ("ARGOCD_APP_PARAMETERS", r#"[{"name":"replicas","array":["3"]}]"#),
-            ("ARGOCD_APP_PARAMETERS", "not json"),
-            ("PARAM_REPLICAS", "three"),
-            ("PARAM_NAMESPACE", "Bad_NS"),
-            ("PARAM_LINT", "maybe"),
-        ] {
-            assert!(Params::from_env(&CmpEnv::from_pairs([(k, v)])).is_err(), "{k}={v} accepted");
-        }
-    }
 
     #[test]
     fn paths_must_stay_inside_the_source() {

@@ -16,7 +16,7 @@ use crate::app::ctx::Ctx;
 use crate::adapters::pushgateway::Gateway;
 use crate::bundle::{self, Loaded};
 use crate::checks::shard::{self, Item, ShardInfo, ShardSpec};
-use crate::app::options::{AlertOptions, VerifyOptions};
+use crate::options::{AlertOptions, VerifyOptions};
 use crate::diag::{Code, Overrides};
 use crate::report::{Diagnostic, Report, StepReport, Verdict};
 

@@ -13,7 +13,7 @@ use crate::bundle::{self, CanaryMode, Loaded, MetricProvider};
 use crate::checks::canary::providers;
 use crate::checks::canary::steps::{self as st, StepVerdict};
 use crate::checks::canary::{self as c, GateInput, GateOutcome, GateVerdict, Histogram, MetricKind, RollbackTarget, Side, Situation, Template, Trend};
-use crate::app::options::{CanaryMode as ModeOption, CanaryOptions, HumanDuration, VerifyOptions};
+use crate::options::{CanaryMode as ModeOption, CanaryOptions, HumanDuration, VerifyOptions};
 use crate::diag::{Code, Overrides};
 use crate::report::{Detail, Diagnostic, Severity, StepReport, Table, Verdict};
 

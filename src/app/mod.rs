@@ -1,6 +1,6 @@
 //! Wire each command to loading, adapters and checks; every command returns
 //! one [`crate::report::Report`]. Commands take the typed options of
-//! [`options`]; `crate::dispatch` maps the command line into them and
+//! [`crate::options`]; `crate::dispatch` maps the command line into them and
 //! `crate::pipeline` builds the same options from a pipeline file, so
 //! nothing here depends on either.
 
@@ -8,7 +8,6 @@ pub mod argocd;
 pub mod audit;
 pub mod canary;
 pub mod ctx;
-pub mod options;
 pub mod pr;
 pub mod pod_verify;
 pub mod preflight;
@@ -22,7 +21,7 @@ use std::path::{Path, PathBuf};
 use crate::bundle::{self, Loaded};
 use crate::checks::lint;
 use crate::diag::Overrides;
-use crate::app::options::RenderOptions;
+use crate::options::RenderOptions;
 use crate::report::{Detail, StepReport, Verdict};
 
 /// Load a bundle or produce the Error step that says why (file:line:col: field).

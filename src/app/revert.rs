@@ -10,7 +10,7 @@ use serde_json::json;
 use crate::adapters::github::PullOutcome;
 use crate::adapters::rollout as io;
 use crate::app::ctx::Ctx;
-use crate::app::options::{RevertOptions, VerifyOptions};
+use crate::options::{RevertOptions, VerifyOptions};
 use crate::bundle::Loaded;
 use crate::diag::{Code, Overrides};
 use crate::report::{Diagnostic, Report, StepReport, Verdict};

@@ -15,7 +15,7 @@ use crate::adapters::store::{self, Listed, ReadFailure, Store};
 use crate::app::ctx::Ctx;
 use crate::bundle::{self, Loaded};
 use crate::checks::verify::{self as vcheck, HashOutcome};
-use crate::app::options::{Progress, VerifyOptions, MAX_JOBS};
+use crate::options::{Progress, VerifyOptions, MAX_JOBS};
 use crate::diag::{Code, Overrides};
 use crate::report::{Diagnostic, StepReport, Verdict};
 

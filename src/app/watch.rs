@@ -23,7 +23,7 @@ use serde_json::json;
 use crate::adapters::env::EnvSnapshot;
 use crate::adapters::rollout as io;
 use crate::app::ctx::Ctx;
-use crate::app::options::{defaults, CanaryOptions, RevertOptions, WatchOptions};
+use crate::options::{defaults, CanaryOptions, RevertOptions, WatchOptions};
 use crate::bundle::{Loaded, ServingFormat};
 use crate::checks::rollout::{self as rc, ArgoState, Expected, IdentityExpectation, ProbeSample};
 use crate::diag::{Code, Overrides};

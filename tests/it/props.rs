@@ -6,8 +6,8 @@
 //! checks what the error must carry (file, line, field) or what a success
 //! must satisfy. Regressions found by fuzzing are at the bottom, by name.
 
-use bundlegate::adapters::{cluster, prom};
-use bundlegate::app::argocd::{CmpEnv, Params};
+use bundlegate::parse::cmp::{CmpEnv, Params};
+use bundlegate::parse::{prom, snapshot};
 use bundlegate::bundle::{self, LoadError};
 use bundlegate::fuzzing;
 use proptest::prelude::*;
@@ -173,7 +173,7 @@ proptest! {
     #[test]
     fn snapshot_edits_parse_or_name_the_file(e in edits()) {
         let text = apply(SNAPSHOT, &e);
-        match cluster::parse_snapshot("props/snap.yaml", &text) {
+        match snapshot::parse_snapshot("props/snap.yaml", &text) {
             Ok(st) => {
                 prop_assert!(!st.nodes.is_empty() && !st.pods.is_empty());
                 prop_assert!(fuzzing::cluster_snapshot(&text));
@@ -412,7 +412,7 @@ proptest! {
     #[test]
     fn snapshot_duplicate_keys_are_refused_in_yaml_and_json(nth in any::<usize>(), json in any::<bool>()) {
         let Some(text) = fuzzing::snapshot_with_duplicate_key(SNAPSHOT, nth, json) else { return Ok(()) };
-        let err = format!("{:#}", cluster::parse_snapshot("props/snap", &text).unwrap_err());
+        let err = format!("{:#}", snapshot::parse_snapshot("props/snap", &text).unwrap_err());
         prop_assert!(err.starts_with("props/snap:") && err.contains("duplicate key"), "{}", err);
     }
 
@@ -421,7 +421,7 @@ proptest! {
     #[test]
     fn snapshot_alias_expansion_is_bounded(aliases in prop_oneof![1usize..50, 10_001usize..30_000]) {
         let t0 = std::time::Instant::now();
-        let r = cluster::parse_snapshot("props/bomb", &fuzzing::snapshot_alias_bomb(aliases));
+        let r = snapshot::parse_snapshot("props/bomb", &fuzzing::snapshot_alias_bomb(aliases));
         prop_assert!(t0.elapsed() < std::time::Duration::from_secs(2), "{:?}", t0.elapsed());
         if aliases > 10_000 {
             let e = format!("{:#}", r.unwrap_err());
@@ -505,7 +505,7 @@ fn hostile_fuzz_seeds_are_refused() {
     let snaps = seeds("cluster_snapshot");
     assert!(snaps.len() >= 3);
     for (name, text) in snaps {
-        let e = format!("{:#}", cluster::parse_snapshot(&name, &text).unwrap_err());
+        let e = format!("{:#}", snapshot::parse_snapshot(&name, &text).unwrap_err());
         assert!(e.contains("duplicate key") || e.contains("alias amplification"), "{name}: {e}");
     }
 }

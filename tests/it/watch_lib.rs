@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use bundlegate::adapters::env::{EnvSnapshot, Secret};
 use bundlegate::app::ctx::Ctx;
-use bundlegate::app::options::{HumanDuration, RevertOptions, WatchOptions};
+use bundlegate::options::{HumanDuration, RevertOptions, WatchOptions};
 use bundlegate::app::{revert, watch};
 use bundlegate::report::{Report, Verdict};
 use chrono::{TimeZone, Utc};

@@ -1,0 +1,7 @@
+//! Parsers of outside text that adapters and commands read: plain text in,
+//! typed values out, no I/O. Kept out of `adapters` so they build (and are
+//! fuzzed) without the network stack, see `fuzz/`.
+
+pub mod cmp;
+pub mod prom;
+pub mod snapshot;

@@ -1,0 +1,741 @@
+//! `kubectl get … -o yaml|json` snapshot text → the plain [`ClusterState`]
+//! preflight reads. The live reader (`adapters::cluster`) feeds the objects
+//! it lists through the same item parser, so both paths agree.
+
+use std::collections::BTreeMap;
+
+use anyhow::{anyhow, bail, Result};
+use serde::de::DeserializeOwned;
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::bundle::IntOrPercent;
+use crate::checks::preflight::{
+    ClusterState, ContainerResources, LabelSelector, Node, Pdb, Pod, Pv, Pvc, Quantities, Quota, Requirement, SelectorTerm, Taint,
+};
+
+// ---- the subset of Kubernetes objects preflight reads ------------------------------
+// Unknown fields are ignored (real objects carry far more); `null` reads as empty.
+
+fn nd<'de, D: serde::Deserializer<'de>, T: Deserialize<'de> + Default>(d: D) -> Result<T, D::Error> {
+    Ok(Option::<T>::deserialize(d)?.unwrap_or_default())
+}
+
+/// A quantity as kubectl prints it (always a string) or as a hand-written
+/// file may have it (a bare number).
+#[derive(Debug, Default)]
+struct Qty(String);
+
+impl<'de> Deserialize<'de> for Qty {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl serde::de::Visitor<'_> for V {
+            type Value = Qty;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a quantity (string or number)")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Qty, E> {
+                Ok(Qty(v.to_string()))
+            }
+            fn visit_string<E: serde::de::Error>(self, v: String) -> Result<Qty, E> {
+                Ok(Qty(v))
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Qty, E> {
+                Ok(Qty(v.to_string()))
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Qty, E> {
+                Ok(Qty(v.to_string()))
+            }
+            fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<Qty, E> {
+                Ok(Qty(v.to_string()))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+fn qmap(m: BTreeMap<String, Qty>) -> Quantities {
+    m.into_iter().map(|(k, v)| (k, v.0)).collect()
+}
+
+/// One item of any kind preflight reads: the union of the fields it needs
+/// from Node, Pod, PVC, PV, ResourceQuota and PodDisruptionBudget (their
+/// names do not collide). Parsing the whole List straight into these avoids
+/// building a generic tree of 20,000 pods.
+#[derive(Debug, Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+struct RawItem {
+    api_version: Option<String>,
+    kind: Option<String>,
+    #[serde(deserialize_with = "nd")]
+    metadata: Meta,
+    #[serde(deserialize_with = "nd")]
+    spec: RawSpec,
+    #[serde(deserialize_with = "nd")]
+    status: RawStatus,
+}
+
+#[derive(Debug, Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+struct Meta {
+    name: Option<String>,
+    namespace: Option<String>,
+    #[serde(deserialize_with = "nd")]
+    labels: BTreeMap<String, String>,
+    deletion_timestamp: Option<String>,
+}
+
+#[derive(Debug, Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+struct RawSpec {
+    // Node
+    unschedulable: Option<bool>,
+    #[serde(deserialize_with = "nd")]
+    taints: Vec<RawTaint>,
+    // Pod
+    node_name: Option<String>,
+    #[serde(deserialize_with = "nd")]
+    containers: Vec<RawContainer>,
+    #[serde(deserialize_with = "nd")]
+    init_containers: Vec<RawContainer>,
+    #[serde(deserialize_with = "nd")]
+    overhead: BTreeMap<String, Qty>,
+    // PersistentVolumeClaim, PersistentVolume
+    #[serde(deserialize_with = "nd")]
+    access_modes: Vec<String>,
+    volume_name: Option<String>,
+    node_affinity: Option<PvNodeAffinity>,
+    // ResourceQuota
+    #[serde(deserialize_with = "nd")]
+    hard: BTreeMap<String, Qty>,
+    #[serde(deserialize_with = "nd")]
+    scopes: Vec<String>,
+    scope_selector: Option<ScopeSelector>,
+    // PodDisruptionBudget
+    selector: Option<RawLabelSelector>,
+    min_available: Option<IntOrStr>,
+    max_unavailable: Option<IntOrStr>,
+}
+
+#[derive(Debug, Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+struct RawStatus {
+    // Node
+    #[serde(deserialize_with = "nd")]
+    allocatable: BTreeMap<String, Qty>,
+    // Pod, PersistentVolumeClaim
+    phase: Option<String>,
+    // ResourceQuota
+    used: Option<BTreeMap<String, Qty>>,
+    // PodDisruptionBudget
+    disruptions_allowed: Option<i64>,
+}
+
+#[derive(Debug, Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+struct RawTaint {
+    key: String,
+    value: Option<String>,
+    effect: String,
+}
+#[derive(Debug, Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+struct RawContainer {
+    #[serde(deserialize_with = "nd")]
+    resources: RawResources,
+    restart_policy: Option<String>,
+}
+#[derive(Debug, Deserialize, Default)]
+#[serde(default)]
+struct RawResources {
+    #[serde(deserialize_with = "nd")]
+    requests: BTreeMap<String, Qty>,
+    #[serde(deserialize_with = "nd")]
+    limits: BTreeMap<String, Qty>,
+}
+#[derive(Debug, Deserialize, Default)]
+#[serde(default)]
+struct PvNodeAffinity {
+    required: Option<RawNodeSelector>,
+}
+#[derive(Debug, Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+struct RawNodeSelector {
+    #[serde(deserialize_with = "nd")]
+    node_selector_terms: Vec<RawTerm>,
+}
+#[derive(Debug, Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+struct RawTerm {
+    #[serde(deserialize_with = "nd")]
+    match_expressions: Vec<RawReq>,
+    #[serde(deserialize_with = "nd")]
+    match_fields: Vec<RawReq>,
+}
+#[derive(Debug, Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+struct RawReq {
+    key: String,
+    /// Only in quota scope selectors.
+    scope_name: String,
+    operator: String,
+    #[serde(deserialize_with = "nd")]
+    values: Vec<String>,
+}
+impl RawReq {
+    fn plain(self) -> Requirement {
+        Requirement { key: if self.key.is_empty() { self.scope_name } else { self.key }, operator: self.operator, values: self.values }
+    }
+}
+#[derive(Debug, Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+struct ScopeSelector {
+    #[serde(deserialize_with = "nd")]
+    match_expressions: Vec<RawReq>,
+}
+#[derive(Debug, Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+struct RawLabelSelector {
+    #[serde(deserialize_with = "nd")]
+    match_labels: BTreeMap<String, String>,
+    #[serde(deserialize_with = "nd")]
+    match_expressions: Vec<RawReq>,
+}
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum IntOrStr {
+    I(u32),
+    S(String),
+}
+
+#[derive(Debug, Deserialize)]
+struct RawList {
+    kind: Option<String>,
+    #[serde(default)]
+    items: Option<Vec<RawItem>>,
+}
+
+// ---- items → plain data ----------------------------------------------------------------
+
+fn typed<T: DeserializeOwned>(v: Value) -> Result<T, String> {
+    serde_path_to_error::deserialize::<_, T>(v).map_err(|e| {
+        let path = e.path().to_string();
+        if path == "." {
+            e.inner().to_string()
+        } else {
+            format!("{path}: {}", e.inner())
+        }
+    })
+}
+
+fn res(r: RawResources) -> ContainerResources {
+    ContainerResources { requests: qmap(r.requests), limits: qmap(r.limits) }
+}
+
+const KINDS: &[&str] = &["Node", "Pod", "PersistentVolumeClaim", "PersistentVolume", "ResourceQuota", "PodDisruptionBudget"];
+
+/// Add one object given as a generic tree (the precise path: errors name the
+/// field, and kinds preflight does not read are skipped unparsed). `kind_hint`
+/// is used when the item carries no kind (items of a typed `PodList`, as the
+/// API server returns them).
+pub(crate) fn add_item(st: &mut ClusterState, item: Value, kind_hint: Option<&str>) -> Result<(), String> {
+    let Value::Object(map) = &item else {
+        return Err("is not an object".into());
+    };
+    let kind = match map.get("kind") {
+        Some(Value::String(k)) if !k.is_empty() => k.clone(),
+        Some(_) => return Err("`kind` is not a string".into()),
+        None => kind_hint.map(String::from).ok_or("has no `kind`")?,
+    };
+    if kind_hint.is_none() && !matches!(map.get("apiVersion"), Some(Value::String(a)) if !a.is_empty()) {
+        return Err(format!("({kind}) has no `apiVersion`"));
+    }
+    if !KINDS.contains(&kind.as_str()) {
+        *st.ignored.entry(kind).or_insert(0) += 1;
+        return Ok(());
+    }
+    let label = map.get("metadata").and_then(|m| m.get("name")).and_then(Value::as_str).map(|n| format!(" {n}")).unwrap_or_default();
+    let raw: RawItem = typed(item).map_err(|e| format!("({kind}{label}) {e}"))?;
+    add_raw(st, &kind, raw)
+}
+
+/// Turn one parsed item into plain data.
+fn add_raw(st: &mut ClusterState, kind: &str, r: RawItem) -> Result<(), String> {
+    let RawItem { metadata: m, spec, status, .. } = r;
+    let name = m.name.filter(|n| !n.is_empty()).ok_or_else(|| format!("({kind}) has no metadata.name"))?;
+    let namespace = m.namespace.unwrap_or_else(|| "default".into());
+    match kind {
+        "Node" => st.nodes.push(Node {
+            name,
+            labels: m.labels,
+            taints: spec.taints.into_iter().map(|t| Taint { key: t.key, value: t.value, effect: t.effect }).collect(),
+            unschedulable: spec.unschedulable.unwrap_or(false),
+            allocatable: qmap(status.allocatable),
+        }),
+        "Pod" => st.pods.push(Pod {
+            name,
+            namespace,
+            node_name: spec.node_name.filter(|n| !n.is_empty()),
+            phase: status.phase,
+            terminating: m.deletion_timestamp.is_some(),
+            labels: m.labels,
+            containers: spec.containers.into_iter().map(|c| res(c.resources)).collect(),
+            init_containers: spec.init_containers.into_iter().map(|c| (res(c.resources), c.restart_policy.as_deref() == Some("Always"))).collect(),
+            overhead: qmap(spec.overhead),
+        }),
+        "PersistentVolumeClaim" => st.pvcs.push(Pvc {
+            name,
+            namespace,
+            access_modes: spec.access_modes,
+            volume_name: spec.volume_name.filter(|v| !v.is_empty()),
+            phase: status.phase,
+        }),
+        "PersistentVolume" => {
+            let terms = spec.node_affinity.and_then(|a| a.required).map(|r| r.node_selector_terms).unwrap_or_default();
+            st.pvs.push(Pv {
+                name,
+                node_affinity: terms
+                    .into_iter()
+                    .map(|t| SelectorTerm {
+                        requirements: t
+                            .match_expressions
+                            .into_iter()
+                            .map(RawReq::plain)
+                            .chain(t.match_fields.into_iter().map(|f| Requirement { key: "metadata.name".into(), ..f.plain() }))
+                            .collect(),
+                    })
+                    .collect(),
+            });
+        }
+        "ResourceQuota" => st.quotas.push(Quota {
+            name,
+            namespace,
+            hard: qmap(spec.hard),
+            used: status.used.map(qmap),
+            scopes: spec.scopes,
+            scope_selector: spec.scope_selector.map(|s| s.match_expressions.into_iter().map(RawReq::plain).collect()).unwrap_or_default(),
+        }),
+        "PodDisruptionBudget" => {
+            let ip = |x: Option<IntOrStr>| {
+                x.map(|v| match v {
+                    IntOrStr::I(i) => IntOrPercent::Int(i),
+                    IntOrStr::S(s) => s.parse::<u32>().map(IntOrPercent::Int).unwrap_or(IntOrPercent::Str(s)),
+                })
+            };
+            st.pdbs.push(Pdb {
+                name,
+                namespace,
+                selector: spec.selector.map(|s| LabelSelector {
+                    match_labels: s.match_labels,
+                    match_expressions: s.match_expressions.into_iter().map(RawReq::plain).collect(),
+                }),
+                min_available: ip(spec.min_available),
+                max_unavailable: ip(spec.max_unavailable),
+                disruptions_allowed: status.disruptions_allowed,
+            });
+        }
+        other => *st.ignored.entry(other.to_string()).or_insert(0) += 1,
+    }
+    Ok(())
+}
+
+/// The fast path: the whole List straight into [`RawItem`]s. `None` when
+/// anything is off (a field of an unread kind that clashes, a missing kind…);
+/// the caller then takes the precise path, which reports what and where.
+fn parse_fast(display: &str, text: &str, json: bool) -> Option<ClusterState> {
+    let list: RawList = if json { serde_json::from_str(text).ok()? } else { serde_yaml_ng::from_str(text).ok()? };
+    let kind = list.kind?;
+    if kind != "List" {
+        return None;
+    }
+    let mut st = ClusterState { source: format!("snapshot {display}"), ..Default::default() };
+    for item in list.items? {
+        let kind = item.kind.clone().filter(|k| !k.is_empty())?;
+        item.api_version.as_ref().filter(|a| !a.is_empty())?;
+        add_raw(&mut st, &kind, item).ok()?;
+    }
+    Some(st)
+}
+
+// ---- YAML, one item at a time ---------------------------------------------------------
+//
+// serde_yaml_ng loads every event of a document before deserializing, which
+// for 20,000 pods peaks at several hundred MiB. Instead, one pass of
+// yaml-rust2's event parser (constant memory) finds where each item of the
+// List starts and reads each item's kind and name, while every event also
+// goes through the YAML guard with snapshot limits (duplicate keys, alias
+// keys included; non-finite numbers; nesting; alias expansion); then each
+// item's own text is deserialized on its own, and its events are freed
+// before the next. Errors keep absolute line:column. A file the scan does not
+// take item by item (an alias crossing items, flow style) is read whole, but only after the
+// guard has passed over all of it: alias expansion is bounded either way.
+
+/// One item of `items:` as found by the scan.
+#[derive(Default)]
+struct ItemHead {
+    /// 1-based line and 0-based column (in chars) where the item's node starts.
+    line: usize,
+    col: usize,
+    kind: Option<String>,
+    api_version: Option<String>,
+    name: Option<String>,
+}
+
+struct YamlScan {
+    kind: Option<String>,
+    items: Vec<ItemHead>,
+    /// 1-based line of the event that closes `items`.
+    end_line: usize,
+}
+
+enum ScanFail {
+    /// Not well-formed YAML: (message, line, column), 1-based.
+    Syntax(String, usize, usize),
+    /// Refused by the YAML guard (duplicate key, non-finite number, depth, aliases).
+    Guard(crate::yaml_guard::GuardError),
+}
+
+struct Frame {
+    map: bool,
+    /// Keys seen so far (the guard checks they are unique).
+    keys: usize,
+    awaiting_value: bool,
+    key: Option<String>,
+    items: bool,
+}
+
+/// `Ok(None)`: a shape the item-at-a-time path does not take (an alias
+/// crossing items, several documents, flow-style items, no `items` list); the caller
+/// then reads the whole document, which reports such files precisely.
+fn scan_yaml(text: &str) -> Result<Option<YamlScan>, ScanFail> {
+    use yaml_rust2::parser::{Event, Parser};
+    let mut parser = Parser::new_from_str(text);
+    let mut stack: Vec<Frame> = Vec::new();
+    let mut out = YamlScan { kind: None, items: Vec::new(), end_line: 0 };
+    let mut docs = 0;
+    let mut simple = true;
+    let mut guard = crate::yaml_guard::Guard::new(&crate::yaml_guard::Limits::SNAPSHOT);
+    // Anchor id → the item that defines it (`None`: outside `items`).
+    let mut anchored_in: std::collections::HashMap<usize, Option<usize>> = std::collections::HashMap::new();
+    loop {
+        let (ev, mark) = parser.next_token().map_err(|e| ScanFail::Syntax(e.info().to_string(), e.marker().line().max(1), e.marker().col() + 1))?;
+        guard.event(&ev, &mark).map_err(ScanFail::Guard)?;
+        // An anchor (`&a`, as PyYAML writes for shared values) and its
+        // aliases inside one item travel with that item's text; an alias to
+        // another item's anchor or to one outside `items` would not.
+        let (anchor, alias, node) = match &ev {
+            Event::StreamEnd => break,
+            Event::DocumentStart => {
+                docs += 1;
+                continue;
+            }
+            Event::Alias(id) => (0, Some(*id), true),
+            Event::Scalar(_, _, a, _) | Event::MappingStart(a, _) | Event::SequenceStart(a, _) => (*a, None, true),
+            _ => (0, None, false),
+        };
+        if node {
+            let depth = stack.len();
+            // The node's role: a key, a value (of which key), or an element.
+            let mut value_of: Option<String> = None;
+            let mut element = false;
+            if let Some(top) = stack.last_mut() {
+                if top.map && !top.awaiting_value {
+                    // A block mapping's own mark lies after its first key, so
+                    // an item starts where its first key does.
+                    if depth == 3 && top.keys == 0 && stack[1].items {
+                        if let Some(h) = out.items.last_mut().filter(|h| h.line == 0) {
+                            (h.line, h.col) = (mark.line().max(1), mark.col());
+                        }
+                    }
+                    if anchor != 0 || alias.is_some() {
+                        simple = false; // anchored keys: rare, read whole
+                    }
+                    let top = stack.last_mut().expect("checked");
+                    top.awaiting_value = true;
+                    top.key = None;
+                    // Duplicates are the guard's (above); this only counts keys.
+                    top.keys += 1;
+                    if let Event::Scalar(k, ..) = &ev {
+                        top.key = Some(k.clone());
+                    }
+                    // Keys are never the nodes looked for below.
+                    if let Event::MappingStart(..) | Event::SequenceStart(..) = ev {
+                        stack.push(Frame { map: matches!(ev, Event::MappingStart(..)), keys: Default::default(), awaiting_value: false, key: None, items: false });
+                    }
+                    continue;
+                } else if top.map {
+                    top.awaiting_value = false;
+                    value_of = top.key.clone();
+                } else {
+                    element = true;
+                }
+            }
+            let in_items = depth >= 2 && stack[1].items;
+            if element && depth == 2 && in_items {
+                out.items.push(ItemHead::default());
+                if !matches!(ev, Event::MappingStart(..)) {
+                    simple = false;
+                }
+            }
+            let item = if in_items { out.items.len().checked_sub(1) } else { None };
+            if anchor != 0 {
+                anchored_in.insert(anchor, item);
+            }
+            if let Some(id) = alias {
+                if item.is_none() || anchored_in.get(&id).copied().flatten() != item {
+                    simple = false;
+                }
+            }
+            if let (Event::Scalar(v, ..), Some(k)) = (&ev, value_of.as_deref()) {
+                match (depth, k) {
+                    (1, "kind") => out.kind = Some(v.clone()),
+                    (3, "kind") if in_items => out.items.last_mut().expect("inside an item").kind = Some(v.clone()),
+                    (3, "apiVersion") if in_items => out.items.last_mut().expect("inside an item").api_version = Some(v.clone()),
+                    (4, "name") if in_items && stack[2].key.as_deref() == Some("metadata") => {
+                        out.items.last_mut().expect("inside an item").name = Some(v.clone())
+                    }
+                    _ => {}
+                }
+            } else if depth == 3 && in_items && matches!(value_of.as_deref(), Some("kind" | "apiVersion")) {
+                simple = false; // a non-scalar kind: let the precise path say so
+            }
+            match ev {
+                Event::MappingStart(..) | Event::SequenceStart(..) => {
+                    let items = depth == 1 && value_of.as_deref() == Some("items") && matches!(ev, Event::SequenceStart(..));
+                    stack.push(Frame { map: matches!(ev, Event::MappingStart(..)), keys: Default::default(), awaiting_value: false, key: None, items });
+                }
+                _ => {}
+            }
+            continue;
+        }
+        if let Event::MappingEnd | Event::SequenceEnd = ev {
+            let f = stack.pop();
+            if f.is_some_and(|f| f.items) {
+                out.end_line = mark.line().max(1);
+            }
+        }
+    }
+    // Block style puts every item on its own line(s); anything else is rare
+    // enough to read whole.
+    let lines_ok = out.items.iter().all(|h| h.line > 0)
+        && out.items.windows(2).all(|w| w[0].line < w[1].line) && out.items.last().is_none_or(|l| l.line < out.end_line);
+    Ok((simple && docs <= 1 && out.end_line > 0 && lines_ok).then_some(out))
+}
+
+/// Byte offset of every line start.
+fn line_starts(text: &str) -> Vec<usize> {
+    std::iter::once(0).chain(text.match_indices('\n').map(|(i, _)| i + 1)).collect()
+}
+
+/// The text of one item, with everything left of its first node (the `- `)
+/// blanked so columns stay what they are in the file. `None` when the marks
+/// do not fall where block style puts them.
+fn item_text(text: &str, starts: &[usize], head: &ItemHead, end_line: usize) -> Option<String> {
+    let line_start = *starts.get(head.line - 1)?;
+    let end = starts.get(end_line - 1).copied().unwrap_or(text.len());
+    let first_line = &text[line_start..];
+    let (off, _) = first_line.char_indices().nth(head.col)?;
+    let prefix = &first_line[..off];
+    if !prefix.chars().all(|c| c == ' ' || c == '-') {
+        return None;
+    }
+    let mut body = &text[line_start + off..end.max(line_start + off)];
+    // Drop what belongs between items: blank lines, comments, a lone `-`.
+    loop {
+        let trimmed = body.trim_end_matches(['\n', '\r', ' ', '\t']);
+        let last = trimmed.rsplit('\n').next().unwrap_or("");
+        let t = last.trim();
+        if trimmed.len() > last.len() && (t == "-" || t.starts_with('#') || t == "..." || t == "---") {
+            body = &trimmed[..trimmed.len() - last.len()];
+        } else {
+            body = trimmed;
+            break;
+        }
+    }
+    Some(format!("{}{body}\n", " ".repeat(prefix.chars().count())))
+}
+
+/// serde_yaml_ng's message without its (item-relative) position, and the
+/// position made absolute.
+fn yaml_error(e: &serde_yaml_ng::Error, first_line: usize) -> String {
+    let msg = e.to_string();
+    let msg = msg.rfind(" at line ").map(|i| msg[..i].to_string()).unwrap_or(msg);
+    match e.location() {
+        Some(l) => format!("{msg} (line {}, column {})", first_line + l.line() - 1, l.column()),
+        None => msg,
+    }
+}
+
+/// The YAML path: `Ok(None)` when the item-at-a-time reading does not apply.
+fn parse_yaml_items(display: &str, text: &str) -> Result<Option<ClusterState>> {
+    let scan = match scan_yaml(text) {
+        Ok(Some(s)) => s,
+        Ok(None) => return Ok(None),
+        Err(ScanFail::Syntax(msg, line, col)) => bail!("{display}: not valid YAML: {msg} at line {line} column {col}"),
+        Err(ScanFail::Guard(g)) => bail!("{display}:{}:{}: {}", g.line, g.column, g.at_path()),
+    };
+    let Some(kind) = scan.kind.as_deref().filter(|k| *k == "List" || (k.ends_with("List") && k.len() > 4)) else { return Ok(None) };
+    let hint = kind.strip_suffix("List").filter(|k| !k.is_empty());
+    let starts = line_starts(text);
+    let mut st = ClusterState { source: format!("snapshot {display}"), ..Default::default() };
+    for (i, head) in scan.items.iter().enumerate() {
+        let end_line = scan.items.get(i + 1).map(|n| n.line).unwrap_or(scan.end_line);
+        let item_kind = match head.kind.as_deref() {
+            Some(k) if !k.is_empty() => k,
+            Some(_) => bail!("{display}: items[{i}] `kind` is empty (line {})", head.line),
+            None => hint.ok_or_else(|| anyhow!("{display}: items[{i}] has no `kind` (line {})", head.line))?,
+        };
+        if hint.is_none() && head.api_version.as_deref().is_none_or(str::is_empty) {
+            bail!("{display}: items[{i}] ({item_kind}) has no `apiVersion` (line {})", head.line);
+        }
+        if !KINDS.contains(&item_kind) {
+            *st.ignored.entry(item_kind.to_string()).or_insert(0) += 1;
+            continue;
+        }
+        let Some(body) = item_text(text, &starts, head, end_line) else { return Ok(None) };
+        let label = head.name.as_deref().map(|n| format!(" {n}")).unwrap_or_default();
+        let raw: RawItem =
+            serde_yaml_ng::from_str(&body).map_err(|e| anyhow!("{display}: items[{i}] ({item_kind}{label}) {}", yaml_error(&e, head.line)))?;
+        add_raw(&mut st, item_kind, raw).map_err(|e| anyhow!("{display}: items[{i}] {e} (line {})", head.line))?;
+    }
+    Ok(Some(st))
+}
+
+/// Refuse state that cannot support an answer: no nodes (or no pods) means the
+/// snapshot is partial, and a partial cluster must never PASS.
+pub(crate) fn require_complete(st: &ClusterState, origin: &str) -> Result<()> {
+    if st.nodes.is_empty() {
+        bail!("{origin}: no Node objects; preflight needs every node (take it with `kubectl get nodes,pods,pvc,pv,resourcequotas,poddisruptionbudgets -A -o yaml`)");
+    }
+    if st.pods.is_empty() {
+        bail!("{origin}: no Pod objects, yet every cluster runs system pods; was the snapshot taken without `pods` or without `-A`?");
+    }
+    Ok(())
+}
+
+/// Parse snapshot text. `display` names the file in every error.
+pub fn parse_snapshot(display: &str, text: &str) -> Result<ClusterState> {
+    if text.trim().is_empty() {
+        bail!("{display}: the snapshot is empty");
+    }
+    // JSON is YAML, but the JSON parser is several times faster on 20k pods.
+    // serde_json keeps the last of two equal keys: refuse them first (a
+    // `"nvidia.com/gpu": "0"` after `"1"` must not turn a FAIL into a PASS).
+    let json = text.trim_start().starts_with('{');
+    if json {
+        if let Err(g) = crate::yaml_guard::check_json(text) {
+            bail!("{display}:{}:{}: {}", g.line, g.column, g.at_path());
+        }
+    } else {
+        if let Some(st) = parse_yaml_items(display, text)? {
+            require_complete(&st, display)?;
+            return Ok(st);
+        }
+    }
+    if let Some(st) = parse_fast(display, text, json) {
+        require_complete(&st, display)?;
+        return Ok(st);
+    }
+    let doc: Value = if json {
+        serde_json::from_str(text).map_err(|e| anyhow!("{display}: not valid JSON: {e}"))?
+    } else {
+        serde_yaml_ng::from_str(text).map_err(|e| anyhow!("{display}: not valid YAML: {e}"))?
+    };
+    let Value::Object(mut top) = doc else {
+        bail!("{display}: not a Kubernetes List (the document is not a mapping)");
+    };
+    let kind = top.get("kind").and_then(Value::as_str).unwrap_or("").to_string();
+    if kind.is_empty() {
+        bail!("{display}: not a Kubernetes List (no `kind`); expected the output of `kubectl get … -o yaml`");
+    }
+    if kind != "List" && !kind.ends_with("List") {
+        bail!("{display}: not a Kubernetes List (kind: {kind}); expected `kind: List` as printed by `kubectl get nodes,pods,… -A -o yaml`");
+    }
+    // A typed list (`PodList`) omits each item's kind.
+    let hint = kind.strip_suffix("List").filter(|k| !k.is_empty()).map(String::from);
+    let items = match top.remove("items") {
+        Some(Value::Array(a)) => a,
+        Some(Value::Null) | None => bail!("{display}: the List has no `items`"),
+        Some(_) => bail!("{display}: `items` is not a list"),
+    };
+    let mut st = ClusterState { source: format!("snapshot {display}"), ..Default::default() };
+    for (i, item) in items.into_iter().enumerate() {
+        add_item(&mut st, item, hint.as_deref()).map_err(|e| anyhow!("{display}: items[{i}] {e}"))?;
+    }
+    require_complete(&st, display)?;
+    Ok(st)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fast_and_precise_paths_agree() {
+        let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/cluster/roomy.yaml")).unwrap();
+        let fast = parse_fast("roomy", &text, false).expect("a kubectl List takes the fast path");
+        let doc: Value = serde_yaml_ng::from_str(&text).unwrap();
+        let mut slow = ClusterState::default();
+        for it in doc["items"].as_array().unwrap().clone() {
+            add_item(&mut slow, it, None).unwrap();
+        }
+        let j = |s: &ClusterState| serde_json::json!([s.nodes, s.pods, s.pvcs, s.pvs, s.quotas, s.pdbs, s.ignored]);
+        assert_eq!(j(&fast), j(&slow));
+        // The item-at-a-time YAML reading takes this file and agrees too.
+        let items = parse_yaml_items("roomy", &text).unwrap().expect("a kubectl List takes the item-at-a-time path");
+        assert_eq!(j(&items), j(&slow));
+        assert_eq!((fast.nodes.len(), fast.ignored["Deployment"]), (4, 1));
+    }
+
+    #[test]
+    fn yaml_items_keep_absolute_positions_and_refuse_duplicates() {
+        let head = "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Node\n  metadata: {name: a}\n  status: {allocatable: {cpu: 1, memory: 1Gi}}\n";
+        let bad = format!("{head}- apiVersion: v1\n  kind: Pod\n  metadata:\n    name: p\n  spec:\n    containers:\n    - resources: {{requests: [1]}}\n");
+        let e = parse_snapshot("s.yaml", &bad).unwrap_err().to_string();
+        assert!(e.contains("s.yaml: items[1] (Pod p) spec.containers[0].resources.requests") && e.contains("(line 14, column"), "{e}");
+        let dup = format!("{head}  metadata: {{name: b}}\n");
+        let e = parse_snapshot("d.yaml", &dup).unwrap_err().to_string();
+        assert!(e.contains("d.yaml:8:3: items[0].metadata: duplicate key `metadata`"), "{e}");
+        let dup = "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Pod\n  metadata: {name: p}\n  spec:\n    containers:\n    - resources:\n        requests: {cpu: 1, cpu: 2}\n";
+        let e = parse_snapshot("d.yaml", dup).unwrap_err().to_string();
+        assert!(e.contains("d.yaml:10:28: items[0].spec.containers[0].resources.requests.cpu: duplicate key `cpu`"), "{e}");
+        // Items after other top-level keys, a dash on its own line, comments between items.
+        let odd = "kind: List\napiVersion: v1\nitems:\n  -\n    apiVersion: v1\n    kind: Node\n    metadata: {name: a}\n  # a comment\n  - apiVersion: v1\n    kind: Pod\n    metadata: {name: p}\n    spec: {nodeName: a, containers: [{}]}\nmetadata: {}\n";
+        let scan = scan_yaml(odd).ok().flatten().expect("block style is read item by item");
+        assert_eq!(scan.items.len(), 2);
+        let st = parse_snapshot("o.yaml", odd).unwrap();
+        assert_eq!((st.nodes[0].name.as_str(), st.pods[0].node_name.as_deref()), ("a", Some("a")));
+        // An anchor used inside its own item (PyYAML writes one for every
+        // shared value) keeps the item-at-a-time reading and its result.
+        let local = "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Node\n  metadata: {name: a}\n  status:\n    allocatable: &al {cpu: 1, memory: 1Gi}\n    capacity: *al\n- apiVersion: v1\n  kind: Pod\n  metadata: {name: p}\n  spec: {nodeName: a, containers: [{resources: {requests: &r {cpu: 2}, limits: *r}}]}\n";
+        assert_eq!(scan_yaml(local).ok().flatten().expect("item-local anchors are read item by item").items.len(), 2);
+        let st = parse_snapshot("l.yaml", local).unwrap();
+        assert_eq!((st.nodes[0].allocatable["cpu"].as_str(), st.pods[0].containers[0].requests["cpu"].as_str()), ("1", "2"));
+        // An alias to another item's anchor is left to the whole-document reading, which resolves it.
+        let anchored = "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Node\n  metadata: {name: a}\n  status: {allocatable: &al {cpu: 1, memory: 1Gi}}\n- apiVersion: v1\n  kind: Pod\n  metadata: {name: p}\n  spec: {nodeName: a, containers: [{resources: {requests: *al}}]}\n";
+        assert!(scan_yaml(anchored).ok().flatten().is_none());
+        assert_eq!(parse_snapshot("a.yaml", anchored).unwrap().pods[0].containers[0].requests["cpu"], "1");
+    }
+
+    #[test]
+    fn typed_list_items_may_omit_kind() {
+        let st = parse_snapshot(
+            "s.json",
+            r#"{"apiVersion":"v1","kind":"NodeList","items":[{"metadata":{"name":"a"},"status":{"allocatable":{"cpu":4}}}]}"#,
+        );
+        // A NodeList alone has no pods: refused, naming the file.
+        let e = st.unwrap_err().to_string();
+        assert!(e.contains("s.json") && e.contains("no Pod objects"), "{e}");
+    }
+
+    #[test]
+    fn errors_name_item_and_field() {
+        let e = parse_snapshot(
+            "s.yaml",
+            "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Node\n  metadata: {name: a}\n- apiVersion: v1\n  kind: Pod\n  metadata: {name: p}\n  spec: {containers: [{resources: {requests: [1]}}]}\n",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("s.yaml: items[1] (Pod p) spec.containers[0].resources.requests"), "{e}");
+    }
+}
