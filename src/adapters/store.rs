@@ -315,26 +315,7 @@ impl Store {
                     .map_err(|e| ReadFailure::Other(format!("hashing task failed: {e}")))??;
                 (got.sha256, got.bytes)
             }
-            GetResultPayload::Stream(mut s) => {
-                // Hash each `Bytes` chunk as it arrives: no copy, no buffer.
-                let mut hasher = Sha256::new();
-                let (mut got, mut unreported) = (0u64, 0u64);
-                while let Some(chunk) = s.next().await {
-                    let chunk = chunk.map_err(|e| match classify(&e) {
-                        ReadFailure::Other(m) => ReadFailure::Other(format!("stream failed after {got} bytes: {m}")),
-                        other => other,
-                    })?;
-                    hasher.update(&chunk);
-                    got += chunk.len() as u64;
-                    unreported += chunk.len() as u64;
-                    if unreported >= PROGRESS_EVERY {
-                        progress(unreported);
-                        unreported = 0;
-                    }
-                }
-                progress(unreported);
-                (hex::encode(hasher.finalize()), got)
-            }
+            GetResultPayload::Stream(s) => hash_stream(s, obj.size, progress).await?,
         };
         if got != obj.size {
             return Err(ReadFailure::Truncated { expected: obj.size, got });
@@ -349,6 +330,88 @@ impl Store {
             }
         }
         Ok(sha)
+    }
+}
+
+/// SHA-256 of a stream so far, reporting progress every [`PROGRESS_EVERY`] bytes.
+struct Hashing {
+    hasher: Sha256,
+    bytes: u64,
+    unreported: u64,
+    progress: Progress,
+}
+
+impl Hashing {
+    fn add(&mut self, chunk: &[u8]) {
+        self.hasher.update(chunk);
+        self.bytes += chunk.len() as u64;
+        self.unreported += chunk.len() as u64;
+        if self.unreported >= PROGRESS_EVERY {
+            (self.progress)(self.unreported);
+            self.unreported = 0;
+        }
+    }
+    fn finish(self) -> (String, u64) {
+        (self.progress)(self.unreported);
+        (hex::encode(self.hasher.finalize()), self.bytes)
+    }
+}
+
+/// Objects up to this size are hashed inline as their chunks arrive.
+const INLINE_HASH_MAX: u64 = 8 << 20;
+
+/// Chunks queued between the receiving task and the hashing thread. A chunk
+/// is what the HTTP client read (at most a few hundred KiB), so memory per
+/// concurrent object stays at a few MiB whatever its size.
+const STREAM_DEPTH: usize = 16;
+
+/// Hash an object-store stream. Larger objects are hashed on a blocking
+/// thread fed through a bounded queue: the receiving task keeps reading the
+/// socket while a chunk is hashed, so the transfer never pauses for the hash
+/// and the hashing hides behind it. Chunks are reference-counted, never copied.
+async fn hash_stream(mut s: futures::stream::BoxStream<'static, object_store::Result<bytes::Bytes>>, size: u64, progress: Progress) -> Result<(String, u64), ReadFailure> {
+    let failed = |e: object_store::Error, got: u64| match classify(&e) {
+        ReadFailure::Other(m) => ReadFailure::Other(format!("stream failed after {got} bytes: {m}")),
+        other => other,
+    };
+    let mut acc = Hashing { hasher: Sha256::new(), bytes: 0, unreported: 0, progress };
+    if size <= INLINE_HASH_MAX {
+        while let Some(chunk) = s.next().await {
+            acc.add(&chunk.map_err(|e| failed(e, acc.bytes))?);
+            if acc.bytes > size {
+                break; // longer than listed: a mismatch, whatever follows
+            }
+        }
+        return Ok(acc.finish());
+    }
+    let (tx, mut rx) = tokio::sync::mpsc::channel::<bytes::Bytes>(STREAM_DEPTH);
+    let hasher = tokio::task::spawn_blocking(move || {
+        while let Some(chunk) = rx.blocking_recv() {
+            acc.add(&chunk);
+        }
+        acc.finish()
+    });
+    let mut got = 0u64;
+    let mut error = None;
+    while let Some(chunk) = s.next().await {
+        match chunk {
+            Ok(c) => {
+                got += c.len() as u64;
+                if tx.send(c).await.is_err() || got > size {
+                    break;
+                }
+            }
+            Err(e) => {
+                error = Some(failed(e, got));
+                break;
+            }
+        }
+    }
+    drop(tx);
+    let hashed = hasher.await.map_err(|e| ReadFailure::Other(format!("hashing task failed: {e}")))?;
+    match error {
+        Some(e) => Err(e),
+        None => Ok(hashed),
     }
 }
 
@@ -373,4 +436,41 @@ pub fn hash_file(path: &std::path::Path) -> Result<(String, u64)> {
     // Up to one block past the size it had when opened: a file still growing is read as far as that.
     let got = filehash::sha256_read(f, len, &|_| {}).with_context(|| format!("reading {}", path.display()))?;
     Ok((got.sha256, got.bytes))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    fn stream(chunks: Vec<object_store::Result<bytes::Bytes>>) -> futures::stream::BoxStream<'static, object_store::Result<bytes::Bytes>> {
+        Box::pin(futures::stream::iter(chunks))
+    }
+
+    #[tokio::test]
+    async fn inline_and_threaded_stream_hashing_agree_and_report_every_byte() {
+        let data: Vec<u8> = (0..(INLINE_HASH_MAX as usize * 2 + 777)).map(|i| (i % 251) as u8).collect();
+        for len in [0usize, 1000, INLINE_HASH_MAX as usize, data.len()] {
+            let chunks = data[..len].chunks(300_000).map(|c| Ok(bytes::Bytes::copy_from_slice(c))).collect();
+            let seen = Arc::new(AtomicU64::new(0));
+            let s2 = seen.clone();
+            let (sha, n) = hash_stream(stream(chunks), len as u64, Arc::new(move |k| {
+                s2.fetch_add(k, Ordering::Relaxed);
+            }))
+            .await
+            .unwrap();
+            assert_eq!((sha, n), (hex::encode(Sha256::digest(&data[..len])), len as u64), "len {len}");
+            assert_eq!(seen.load(Ordering::Relaxed), len as u64);
+        }
+    }
+
+    #[tokio::test]
+    async fn a_stream_error_is_the_answer_even_after_chunks_were_queued() {
+        for size in [1000u64, INLINE_HASH_MAX * 2] {
+            let mut chunks: Vec<object_store::Result<bytes::Bytes>> = vec![Ok(bytes::Bytes::from(vec![1u8; 500]))];
+            chunks.push(Err(object_store::Error::Generic { store: "test", source: "connection reset".into() }));
+            let e = hash_stream(stream(chunks), size, Arc::new(|_| {})).await.unwrap_err();
+            assert!(matches!(&e, ReadFailure::Other(m) if m.contains("stream failed after 500 bytes")), "{size}: {e:?}");
+        }
+    }
 }
