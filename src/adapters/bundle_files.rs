@@ -18,7 +18,9 @@
 use std::io::Read;
 use std::path::{Component, Path, PathBuf};
 
-use crate::bundle::{self, LoadError, Loaded};
+use anyhow::{bail, Context, Result as AnyResult};
+
+use crate::bundle::{self, detect, LoadError, Loaded};
 use crate::checks::lint::RollbackStatus;
 use crate::yaml_guard::{MAX_BUNDLE_BYTES, MAX_SNAPSHOT_BYTES};
 
@@ -245,6 +247,47 @@ pub fn rollback_status_within(root: &Path, l: &Loaded) -> RollbackStatus {
         Err(NamedFileError::Outside { root, .. }) => RollbackStatus::Escapes { path, root },
         Err(NamedFileError::Unreadable(error)) => RollbackStatus::Unreadable { path, error },
     }
+}
+
+/// The first [`MAX_SNIFF_BYTES`](detect::MAX_SNIFF_BYTES) of a regular file (a FIFO would block the
+/// open, a device never end).
+pub fn read_head(path: &Path) -> std::io::Result<Vec<u8>> {
+    if !std::fs::metadata(path)?.is_file() {
+        return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a regular file (a device, FIFO, socket or folder): refusing to read it"));
+    }
+    let mut buf = Vec::new();
+    std::fs::File::open(path)?.take(detect::MAX_SNIFF_BYTES as u64).read_to_end(&mut buf)?;
+    Ok(buf)
+}
+
+/// A file found while walking `root` (canonical), when it is a bundle. A
+/// symlink is followed only when its target stays inside `root`; a
+/// bundle-named link that leaves it is an error, other links that leave it
+/// are not read.
+pub fn check_file(root: &Path, path: &Path, is_symlink: bool) -> AnyResult<Option<PathBuf>> {
+    if !detect::is_candidate(path) {
+        return Ok(None);
+    }
+    if is_symlink {
+        let real = match path.canonicalize() {
+            Ok(r) => r,
+            Err(e) if detect::has_bundle_name(path) => bail!("{} is a symlink to a missing file: {e}", path.display()),
+            Err(_) => return Ok(None),
+        };
+        if !real.starts_with(root) {
+            if detect::has_bundle_name(path) {
+                bail!("{} is a symlink to {}, outside {}: refusing to follow it (copy the bundle into the repository)", path.display(), real.display(), root.display());
+            }
+            return Ok(None);
+        }
+        if !real.is_file() {
+            return Ok(None);
+        }
+    } else if !path.is_file() {
+        return Ok(None);
+    }
+    let head = read_head(path).with_context(|| format!("reading {}", path.display()))?;
+    Ok(detect::is_bundle(path, &head).then(|| path.to_path_buf()))
 }
 
 #[cfg(test)]

@@ -320,7 +320,7 @@ pub fn discover(source: &Path, env: &CmpEnv) -> Result<Option<String>> {
     if !path.is_file() {
         return Ok(None);
     }
-    let head = bundle::detect::read_head(&path).with_context(|| format!("reading {}", path.display()))?;
+    let head = crate::adapters::bundle_files::read_head(&path).with_context(|| format!("reading {}", path.display()))?;
     Ok(bundle::detect::is_bundle(Path::new(&rel), &head).then_some(rel))
 }
 

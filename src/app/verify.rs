@@ -445,7 +445,7 @@ pub fn find_bundles(root: &Path) -> Result<Vec<PathBuf>> {
     });
     for e in walker {
         let e = e.with_context(|| format!("walking {}", root.display()))?;
-        if let Some(p) = crate::bundle::detect::check_file(&real_root, e.path(), e.path_is_symlink())? {
+        if let Some(p) = crate::adapters::bundle_files::check_file(&real_root, e.path(), e.path_is_symlink())? {
             out.push(p);
         }
     }

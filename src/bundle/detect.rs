@@ -12,12 +12,10 @@
 //!
 //! Symlinks are followed only while the target stays inside the repository
 //! (or Argo CD source path); one that leaves it is refused with a message,
-//! never read.
+//! never read. Reading files and following links is done by
+//! `adapters::bundle_files::check_file`, so this module stays pure.
 
-use std::io::Read;
 use std::path::{Component, Path, PathBuf};
-
-use anyhow::{bail, Context, Result};
 
 /// A bundle is a small hand-written file; sniffing more than this would let a
 /// multi-GB file (an LFS mistake) exhaust memory.
@@ -91,47 +89,6 @@ pub fn is_bundle(path: &Path, head: &[u8]) -> bool {
         Some(_) => false,
         None => has_bundle_name(path),
     }
-}
-
-/// The first [`MAX_SNIFF_BYTES`] of a regular file (a FIFO would block the
-/// open, a device never end).
-pub fn read_head(path: &Path) -> std::io::Result<Vec<u8>> {
-    if !std::fs::metadata(path)?.is_file() {
-        return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a regular file (a device, FIFO, socket or folder): refusing to read it"));
-    }
-    let mut buf = Vec::new();
-    std::fs::File::open(path)?.take(MAX_SNIFF_BYTES as u64).read_to_end(&mut buf)?;
-    Ok(buf)
-}
-
-/// A file found while walking `root` (canonical), when it is a bundle. A
-/// symlink is followed only when its target stays inside `root`; a
-/// bundle-named link that leaves it is an error, other links that leave it
-/// are not read.
-pub fn check_file(root: &Path, path: &Path, is_symlink: bool) -> Result<Option<PathBuf>> {
-    if !is_candidate(path) {
-        return Ok(None);
-    }
-    if is_symlink {
-        let real = match path.canonicalize() {
-            Ok(r) => r,
-            Err(e) if has_bundle_name(path) => bail!("{} is a symlink to a missing file: {e}", path.display()),
-            Err(_) => return Ok(None),
-        };
-        if !real.starts_with(root) {
-            if has_bundle_name(path) {
-                bail!("{} is a symlink to {}, outside {}: refusing to follow it (copy the bundle into the repository)", path.display(), real.display(), root.display());
-            }
-            return Ok(None);
-        }
-        if !real.is_file() {
-            return Ok(None);
-        }
-    } else if !path.is_file() {
-        return Ok(None);
-    }
-    let head = read_head(path).with_context(|| format!("reading {}", path.display()))?;
-    Ok(is_bundle(path, &head).then(|| path.to_path_buf()))
 }
 
 /// Where a symlink stored in git at `link` (repository-relative) points, as
