@@ -18,8 +18,7 @@ use serde_json::{json, Value};
 
 use crate::bundle::{self, Loaded, ServingFormat};
 
-pub const ANNOTATION_DIGEST: &str = "bundlegate.dev/release-digest";
-pub const ANNOTATION_VERSION: &str = "bundlegate.dev/release-version";
+pub use crate::bundle::{ANNOTATION_DIGEST, ANNOTATION_VERSION};
 pub const ANNOTATION_STORAGE: &str = "bundlegate.dev/storage-uri";
 
 const BUILTIN: &[(&str, &str)] = &[

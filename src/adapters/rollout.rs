@@ -22,7 +22,7 @@ use serde_json::Value;
 use crate::checks::rollout::{
     AppStatus, ConditionInfo, DeploymentInfo, EventInfo, PodInfo, ReplicaSetInfo, ServiceState, KSERVE_LABEL, NAME_LABEL, STORAGE_INITIALIZER,
 };
-use crate::manifests::ANNOTATION_DIGEST;
+use crate::bundle::ANNOTATION_DIGEST;
 
 // ---- Kubernetes ---------------------------------------------------------------------------
 

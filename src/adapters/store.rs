@@ -19,9 +19,10 @@ use url::Url;
 use crate::adapters::filehash;
 use crate::bundle::storage_uri::{self, Backend};
 
-/// Read size for hashing: large enough that per-call overhead vanishes next
-/// to SHA-256 (1 MiB, like sigstore model-transparency), small enough that
-/// `jobs` concurrent reads stay far below the 64 MiB memory budget.
+/// Read size for publish's multipart upload: large enough that per-call
+/// overhead vanishes next to the transfer, small enough that `jobs`
+/// concurrent uploads stay far below the 64 MiB memory budget. (Hashing
+/// reads through `filehash::sha256_read`.)
 pub const READ_CHUNK: usize = 1 << 20;
 
 /// Progress is reported every this many bytes, not per chunk, so the hot

@@ -14,6 +14,12 @@ use std::path::{Path, PathBuf};
 use sha2::{Digest, Sha256};
 
 pub use model::*;
+
+/// The annotations every rendered object carries: the release it belongs to.
+/// Defined with the bundle (not the renderer) because the adapters that read
+/// them back from the cluster must not depend on the renderer.
+pub const ANNOTATION_DIGEST: &str = "bundlegate.dev/release-digest";
+pub const ANNOTATION_VERSION: &str = "bundlegate.dev/release-version";
 pub use spans::SpanIndex;
 
 use crate::diag::Span;
