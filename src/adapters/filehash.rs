@@ -39,18 +39,7 @@ pub struct Hashed {
 /// before it, so one large file is hashed at the speed of SHA-256 alone.
 /// `progress` gets byte counts as they are hashed.
 pub fn sha256_read<R: Read + Send>(mut r: R, expected: u64, progress: &(dyn Fn(u64) + Sync)) -> std::io::Result<Hashed> {
-    let mut h = Sha256::new();
-    let mut n = 0u64;
-    let mut unreported = 0u64;
-    let mut account = |h: &mut Sha256, block: &[u8]| {
-        h.update(block);
-        n += block.len() as u64;
-        unreported += block.len() as u64;
-        if unreported >= PROGRESS_EVERY {
-            progress(unreported);
-            unreported = 0;
-        }
-    };
+    let mut acc = Hashing::new(progress);
     if expected <= 2 * BLOCK as u64 {
         let mut buf = vec![0u8; (expected as usize).saturating_add(1).min(BLOCK)];
         let mut total = 0u64;
@@ -60,7 +49,7 @@ pub fn sha256_read<R: Read + Send>(mut r: R, expected: u64, progress: &(dyn Fn(u
                 break;
             }
             total += k as u64;
-            account(&mut h, &buf[..k]);
+            acc.add(&buf[..k]);
         }
     } else {
         let (full_tx, full_rx) = std::sync::mpsc::sync_channel::<std::io::Result<(Vec<u8>, usize)>>(DEPTH);
@@ -91,16 +80,47 @@ pub fn sha256_read<R: Read + Send>(mut r: R, expected: u64, progress: &(dyn Fn(u
             let (full_rx, empty_tx) = (full_rx, empty_tx);
             for msg in full_rx.iter() {
                 let (buf, k) = msg?;
-                account(&mut h, &buf[..k]);
+                acc.add(&buf[..k]);
                 let _ = empty_tx.send(buf);
             }
             Ok(())
         })?;
     }
-    if unreported > 0 {
-        progress(unreported);
+    Ok(acc.finish())
+}
+
+/// SHA-256 of a byte stream so far, reporting progress every
+/// [`PROGRESS_EVERY`] bytes (never per block, so the hot loop does no
+/// terminal work). Shared by file reads and object-store streams.
+pub struct Hashing<P: Fn(u64)> {
+    hasher: Sha256,
+    bytes: u64,
+    unreported: u64,
+    progress: P,
+}
+
+impl<P: Fn(u64)> Hashing<P> {
+    pub fn new(progress: P) -> Self {
+        Hashing { hasher: Sha256::new(), bytes: 0, unreported: 0, progress }
     }
-    Ok(Hashed { sha256: hex::encode(h.finalize()), bytes: n })
+    pub fn add(&mut self, block: &[u8]) {
+        self.hasher.update(block);
+        self.bytes += block.len() as u64;
+        self.unreported += block.len() as u64;
+        if self.unreported >= PROGRESS_EVERY {
+            (self.progress)(self.unreported);
+            self.unreported = 0;
+        }
+    }
+    pub fn bytes(&self) -> u64 {
+        self.bytes
+    }
+    pub fn finish(self) -> Hashed {
+        if self.unreported > 0 {
+            (self.progress)(self.unreported);
+        }
+        Hashed { sha256: hex::encode(self.hasher.finalize()), bytes: self.bytes }
+    }
 }
 
 /// One `read`, retried on EINTR.

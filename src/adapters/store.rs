@@ -13,7 +13,6 @@ use anyhow::{anyhow, bail, Context, Result};
 use futures::StreamExt;
 use object_store::path::Path as OPath;
 use object_store::{GetOptions, GetResultPayload, ObjectMeta, ObjectStore, ObjectStoreExt};
-use sha2::{Digest, Sha256};
 use url::Url;
 
 use crate::adapters::filehash;
@@ -25,9 +24,6 @@ use crate::bundle::storage_uri::{self, Backend};
 /// reads through `filehash::sha256_read`.)
 pub const READ_CHUNK: usize = 1 << 20;
 
-/// Progress is reported every this many bytes, not per chunk, so the hot
-/// loop does no atomic/terminal work per read.
-const PROGRESS_EVERY: u64 = 16 << 20;
 
 /// Called with the number of bytes just hashed (drives the progress bar).
 pub type Progress = Arc<dyn Fn(u64) + Send + Sync>;
@@ -334,30 +330,6 @@ impl Store {
     }
 }
 
-/// SHA-256 of a stream so far, reporting progress every [`PROGRESS_EVERY`] bytes.
-struct Hashing {
-    hasher: Sha256,
-    bytes: u64,
-    unreported: u64,
-    progress: Progress,
-}
-
-impl Hashing {
-    fn add(&mut self, chunk: &[u8]) {
-        self.hasher.update(chunk);
-        self.bytes += chunk.len() as u64;
-        self.unreported += chunk.len() as u64;
-        if self.unreported >= PROGRESS_EVERY {
-            (self.progress)(self.unreported);
-            self.unreported = 0;
-        }
-    }
-    fn finish(self) -> (String, u64) {
-        (self.progress)(self.unreported);
-        (hex::encode(self.hasher.finalize()), self.bytes)
-    }
-}
-
 /// Objects up to this size are hashed inline as their chunks arrive.
 const INLINE_HASH_MAX: u64 = 8 << 20;
 
@@ -375,22 +347,24 @@ async fn hash_stream(mut s: futures::stream::BoxStream<'static, object_store::Re
         ReadFailure::Other(m) => ReadFailure::Other(format!("stream failed after {got} bytes: {m}")),
         other => other,
     };
-    let mut acc = Hashing { hasher: Sha256::new(), bytes: 0, unreported: 0, progress };
+    let mut acc = filehash::Hashing::new(move |k| progress(k));
     if size <= INLINE_HASH_MAX {
         while let Some(chunk) = s.next().await {
-            acc.add(&chunk.map_err(|e| failed(e, acc.bytes))?);
-            if acc.bytes > size {
+            acc.add(&chunk.map_err(|e| failed(e, acc.bytes()))?);
+            if acc.bytes() > size {
                 break; // longer than listed: a mismatch, whatever follows
             }
         }
-        return Ok(acc.finish());
+        let h = acc.finish();
+        return Ok((h.sha256, h.bytes));
     }
     let (tx, mut rx) = tokio::sync::mpsc::channel::<bytes::Bytes>(STREAM_DEPTH);
     let hasher = tokio::task::spawn_blocking(move || {
         while let Some(chunk) = rx.blocking_recv() {
             acc.add(&chunk);
         }
-        acc.finish()
+        let h = acc.finish();
+        (h.sha256, h.bytes)
     });
     let mut got = 0u64;
     let mut error = None;
@@ -442,6 +416,7 @@ pub fn hash_file(path: &std::path::Path) -> Result<(String, u64)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use sha2::{Digest, Sha256};
     use std::sync::atomic::{AtomicU64, Ordering};
 
     fn stream(chunks: Vec<object_store::Result<bytes::Bytes>>) -> futures::stream::BoxStream<'static, object_store::Result<bytes::Bytes>> {
