@@ -104,7 +104,7 @@ pub fn run(cli: Cli) -> Result<Report> {
             let inputs = crate::pipeline::Inputs { bundles, snapshot, base, head, repo, prometheus, overrides: ov, verifier_image: ctx.env.verifier_image.clone() };
             crate::pipeline::run_file(&ctx, &pipeline, &inputs)
         }
-        Command::Argocd { cmd } => argocd::run(cmd.into(), &cfg.overrides(&SeverityArgs::default())?),
+        Command::Argocd { cmd } => argocd::run(&ctx, cmd.into(), &cfg.overrides(&SeverityArgs::default())?),
         Command::Watch { bundle, args } => watch::watch(&ctx, &bundle, &WatchOptions::from(args)),
         Command::Revert { bundle, args } => revert::revert(&ctx, &bundle, &RevertOptions::from(args)),
         Command::VerifyFiles { manifest_env, root, mode, termination_log, marker, ready, wait, stay, threads } => {

@@ -8,7 +8,7 @@
 //! `{{{json value}}}` inserts structured values as JSON flow (valid YAML).
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::{anyhow, bail, Context as _, Result};
@@ -68,8 +68,6 @@ pub const MAX_BLOCK_DEPTH: usize = 32;
 pub const MAX_OUTPUT_BYTES: usize = 8 << 20;
 /// Wall-clock budget for one render (nested `#each` loops can still multiply).
 pub const RENDER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(20);
-/// Template file size.
-const MAX_TEMPLATE_BYTES: u64 = crate::adapters::bundle_files::FileKind::Template.max_bytes();
 
 fn json_helper(h: &Helper, _: &Handlebars, _: &Context, _: &mut RenderContext, out: &mut dyn Output) -> HelperResult {
     let p = h.param(0).ok_or(RenderErrorReason::ParamNotFoundForIndex("json", 0))?;
@@ -98,25 +96,12 @@ impl Renderer {
             }
             TemplateSource::Dir(dir) | TemplateSource::Confined { dir, .. } => {
                 let root = match src {
-                    TemplateSource::Confined { root, .. } => root.canonicalize().with_context(|| format!("template root {}", root.display()))?,
-                    _ => dir.canonicalize().with_context(|| format!("template folder {} does not exist", dir.display()))?,
+                    TemplateSource::Confined { root, .. } => Some(root.as_path()),
+                    _ => None,
                 };
-                for (name, _) in BUILTIN {
-                    let p = dir.join(format!("{name}.yaml.hbs"));
-                    if std::fs::symlink_metadata(&p).is_err() {
-                        continue;
-                    }
-                    let real = p.canonicalize().with_context(|| format!("template {} (dangling symlink?)", p.display()))?;
-                    if !real.starts_with(&root) {
-                        bail!("template {} resolves outside {} (symlink to {}); refused", p.display(), root.display(), real.display());
-                    }
-                    let meta = std::fs::metadata(&real).with_context(|| format!("reading template {}", p.display()))?;
-                    if !meta.is_file() || meta.len() > MAX_TEMPLATE_BYTES {
-                        bail!("template {} must be a regular file of at most {MAX_TEMPLATE_BYTES} bytes", p.display());
-                    }
-                    let text = crate::adapters::bundle_files::read_text(&real, crate::adapters::bundle_files::FileKind::Template)
-                        .with_context(|| format!("reading template {}", p.display()))?;
-                    hb.register_template_string(name, text).with_context(|| format!("template {}", p.display()))?;
+                let names: Vec<&str> = BUILTIN.iter().map(|(n, _)| *n).collect();
+                for (name, p, text) in crate::adapters::bundle_files::read_templates(dir, root, &names)? {
+                    hb.register_template_string(&name, text).with_context(|| format!("template {}", p.display()))?;
                 }
             }
         }
@@ -539,35 +524,6 @@ fn file_component(field: &str, v: &str) -> Result<()> {
 pub fn write_out(r: &Rendered, l: &Loaded, out: &Path) -> Result<PathBuf> {
     file_component("metadata.name", &l.bundle.metadata.name)?;
     file_component("metadata.version", &l.bundle.metadata.version)?;
-    std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
     let fname = format!("{}-{}.yaml", l.bundle.metadata.name, l.bundle.metadata.version);
-    let rel = Path::new(&fname);
-    if rel.components().count() != 1 || !matches!(rel.components().next(), Some(Component::Normal(_))) {
-        bail!("output file name `{fname}` is not a plain file name");
-    }
-    let root = out.canonicalize().with_context(|| format!("resolving {}", out.display()))?;
-    let p = root.join(rel);
-    if p.parent() != Some(root.as_path()) {
-        bail!("output file {} would leave {}", p.display(), out.display());
-    }
-    if let Ok(m) = std::fs::symlink_metadata(&p) {
-        if m.file_type().is_symlink() || !m.is_file() {
-            bail!("{} exists and is not a regular file (symlink or folder); refusing to write through it", p.display());
-        }
-    }
-    // Write a sibling then rename: rename replaces the directory entry, so
-    // a symlink planted between the check and the write is not followed.
-    let tmp = root.join(format!(".{fname}.{}.tmp", std::process::id()));
-    let res = (|| -> Result<()> {
-        use std::io::Write as _;
-        let mut f = std::fs::OpenOptions::new().write(true).create_new(true).open(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
-        f.write_all(r.yaml.as_bytes()).with_context(|| format!("writing {}", tmp.display()))?;
-        f.sync_all().ok();
-        std::fs::rename(&tmp, &p).with_context(|| format!("writing {}", p.display()))
-    })();
-    if res.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    res?;
-    Ok(p)
+    crate::adapters::local::write_into(out, &fname, r.yaml.as_bytes())
 }

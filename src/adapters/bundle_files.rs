@@ -290,6 +290,68 @@ pub fn check_file(root: &Path, path: &Path, is_symlink: bool) -> AnyResult<Optio
     Ok(detect::is_bundle(path, &head).then(|| path.to_path_buf()))
 }
 
+/// Read and parse a bundle file (`bundle::parse` judges the text).
+pub fn load(path: &Path) -> Result<Loaded, LoadError> {
+    let display = path.display().to_string();
+    // Bounded, regular files only: `/dev/zero` or a 200 MB file never reaches memory.
+    let text = read_bundle_text(path).map_err(|source| LoadError::Io { file: display.clone(), source })?;
+    bundle::parse(&display, path, text)
+}
+
+/// Every bundle under `root` (or `root` itself when it is a file):
+/// `release.yaml`/`release.yml`, or any YAML file declaring
+/// `kind: ReleaseBundle` ([`detect`]), sorted by path. Build output and VCS
+/// folders are skipped.
+#[cfg(feature = "cli")]
+pub fn find_bundles(root: &Path) -> AnyResult<Vec<PathBuf>> {
+    if root.is_file() {
+        return Ok(vec![root.to_path_buf()]);
+    }
+    let mut out = Vec::new();
+    let real_root = root.canonicalize().with_context(|| format!("reading {}", root.display()))?;
+    let walker = walkdir::WalkDir::new(root).sort_by_file_name().into_iter().filter_entry(|e| {
+        let n = e.file_name().to_string_lossy();
+        !(e.file_type().is_dir() && (n == ".git" || n == "target" || n == "node_modules"))
+    });
+    for e in walker {
+        let e = e.with_context(|| format!("walking {}", root.display()))?;
+        if let Some(p) = check_file(&real_root, e.path(), e.path_is_symlink())? {
+            out.push(p);
+        }
+    }
+    Ok(out)
+}
+
+/// A template folder's files among `names` (`<name>.yaml.hbs`; one that is
+/// missing is left to the built-in), as (name, path, text). Each must be a
+/// regular file that resolves inside `root` (the folder itself when `None`):
+/// the folder being inside says nothing about a symlinked file in it.
+pub fn read_templates(folder: &Path, root: Option<&Path>, names: &[&str]) -> AnyResult<Vec<(String, PathBuf, String)>> {
+    let root = match root {
+        Some(r) => r.canonicalize().with_context(|| format!("template root {}", r.display()))?,
+        None => folder.canonicalize().with_context(|| format!("template folder {} does not exist", folder.display()))?,
+    };
+    let max = FileKind::Template.max_bytes();
+    let mut out = Vec::new();
+    for name in names {
+        let p = folder.join(format!("{name}.yaml.hbs"));
+        if std::fs::symlink_metadata(&p).is_err() {
+            continue;
+        }
+        let real = p.canonicalize().with_context(|| format!("template {} (dangling symlink?)", p.display()))?;
+        if !real.starts_with(&root) {
+            bail!("template {} resolves outside {} (symlink to {}); refused", p.display(), root.display(), real.display());
+        }
+        let meta = std::fs::metadata(&real).with_context(|| format!("reading template {}", p.display()))?;
+        if !meta.is_file() || meta.len() > max {
+            bail!("template {} must be a regular file of at most {max} bytes", p.display());
+        }
+        let text = read_text(&real, FileKind::Template).with_context(|| format!("reading template {}", p.display()))?;
+        out.push((name.to_string(), p, text));
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -314,12 +376,4 @@ mod tests {
         std::fs::write(&p, b"ok\xff").unwrap();
         assert!(read_text(&p, FileKind::Marker).unwrap_err().to_string().contains("not UTF-8 text (invalid byte at offset 2)"));
     }
-}
-
-/// Read and parse a bundle file (`bundle::parse` judges the text).
-pub fn load(path: &Path) -> Result<Loaded, LoadError> {
-    let display = path.display().to_string();
-    // Bounded, regular files only: `/dev/zero` or a 200 MB file never reaches memory.
-    let text = read_bundle_text(path).map_err(|source| LoadError::Io { file: display.clone(), source })?;
-    bundle::parse(&display, path, text)
 }

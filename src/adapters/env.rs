@@ -5,13 +5,15 @@
 //! Still read where they are used, because they configure a library rather
 //! than bundlegate: `AWS_*` / `GOOGLE_*` / `AZURE_*` (object_store's
 //! builders, `adapters::store`), `KUBECONFIG` and the in-cluster service
-//! account (kube's `Config::infer`), the Argo CD plugin environment
-//! (`ARGOCD_ENV_*`, the plugin's input, `app::argocd::CmpEnv`) and
-//! `NO_COLOR` / `RUST_LOG` (the terminal, `main`). The variable
+//! account (kube's `Config::infer`) and `NO_COLOR` / `RUST_LOG` (the
+//! terminal, `main`). The Argo CD plugin's variables are in the snapshot
+//! too ([`EnvSnapshot::argocd`], the names `parse::cmp` reads). The variable
 //! `verify-files --manifest-env` names is that command's input, read through
 //! [`named`] when the command runs.
 
 use std::path::PathBuf;
+
+use crate::parse::cmp::CmpEnv;
 
 /// bundlegate's own environment variables. Empty values count as unset.
 #[derive(Debug, Clone, Default)]
@@ -38,6 +40,8 @@ pub struct EnvSnapshot {
     pub verifier_image: Option<String>,
     /// The GitHub Actions run the `comment` step reports to.
     pub actions: ActionsEnv,
+    /// What Argo CD sets for a config-management plugin (`argocd` commands).
+    pub argocd: CmpEnv,
 }
 
 /// GitHub Actions' variables for the PR comment and job summary, as set
@@ -94,6 +98,7 @@ impl EnvSnapshot {
                 .or_else(|| path("XDG_CACHE_HOME").map(|p| p.join("bundlegate")))
                 .or_else(|| path("HOME").map(|h| h.join(".cache").join("bundlegate"))),
             job_completion_index: get("JOB_COMPLETION_INDEX"),
+            argocd: CmpEnv::from_lookup(&get),
             verifier_image: var("BUNDLEGATE_VERIFIER_IMAGE"),
             actions: ActionsEnv {
                 event_path: var("GITHUB_EVENT_PATH").map(PathBuf::from),

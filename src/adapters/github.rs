@@ -414,6 +414,20 @@ pub fn link_rel(header: &str, rel: &str) -> Option<String> {
     None
 }
 
+/// The size of a GitHub Actions runner file (`$GITHUB_STEP_SUMMARY`), 0
+/// when it does not exist yet: the job-summary limit counts what earlier
+/// steps wrote.
+pub fn runner_file_len(path: &std::path::Path) -> u64 {
+    std::fs::metadata(path).map(|m| m.len()).unwrap_or(0)
+}
+
+/// Append to a runner file (`$GITHUB_STEP_SUMMARY`, `$GITHUB_OUTPUT`),
+/// creating it: other steps of the job write there too.
+pub fn append_runner_file(path: &std::path::Path, text: &str) -> std::io::Result<()> {
+    use std::io::Write as _;
+    std::fs::OpenOptions::new().create(true).append(true).open(path)?.write_all(text.as_bytes())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,11 +1,14 @@
-//! The only modules that touch the network or the disk beyond reading the
-//! user's input files. Each turns the outside world into plain data.
+//! The only modules that touch the network, the disk or the process
+//! environment (a test, `tests/it/layout.rs`, holds the rest of `src/` to
+//! that). Each turns the outside world into plain data.
 //!
-//! `bundle_files` reads the user's input files with std alone and the core
-//! needs it (render reads template folders, `pipeline::load`), so it is
-//! built without the `cli` feature too; the rest come with `cli`.
+//! `bundle_files` reads the user's input files and `local` writes outputs,
+//! with std alone; the core needs them (render reads template folders and
+//! writes `--out`, `pipeline::load`), so they are built without the `cli`
+//! feature too; the rest come with `cli`.
 
 pub mod bundle_files;
+pub mod local;
 
 #[cfg(feature = "cli")]
 pub mod blob;

@@ -405,12 +405,81 @@ fn listed(rel: &str, m: &ObjectMeta) -> Listed {
 }
 
 /// Hash a local file (publish): bounded memory, the shared read loop.
-pub fn hash_file(path: &std::path::Path) -> Result<(String, u64)> {
+fn hash_file(path: &std::path::Path) -> Result<(String, u64)> {
     let f = std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
     let len = f.metadata().with_context(|| format!("reading {}", path.display()))?.len();
     // Up to one block past the size it had when opened: a file still growing is read as far as that.
     let got = filehash::sha256_read(f, len, &|_| {}).with_context(|| format!("reading {}", path.display()))?;
     Ok((got.sha256, got.bytes))
+}
+
+/// Up to this size a file is uploaded in one conditional PUT; above it, in
+/// parts of [`PART_SIZE`].
+pub const SINGLE_PUT_MAX: u64 = 16 << 20;
+const PART_SIZE: usize = 8 << 20;
+
+impl Store {
+    /// Upload the local file `path` as `key` (publish) and return the
+    /// (sha256, size) that were uploaded. The file is hashed first, and the
+    /// bytes sent are hashed again: a file that changes in between is an
+    /// error, never a bundle recording bytes the store does not hold.
+    /// Small files go in one PUT that refuses to overwrite; large ones as
+    /// multipart with bounded buffers (the caller checks the prefix was empty).
+    pub async fn upload_file(&self, key: &str, path: &Path) -> Result<(String, u64)> {
+        use object_store::{PutMode, PutOptions, PutPayload};
+        use tokio::io::AsyncReadExt;
+        let (sha, size) = tokio::task::spawn_blocking({
+            let path = path.to_path_buf();
+            move || hash_file(&path)
+        })
+        .await??;
+        let loc = self.object_path(key);
+        let changed = || anyhow!("{} changed while publishing", path.display());
+        if size <= SINGLE_PUT_MAX {
+            // Bounded like every read: the file may have grown since it was hashed.
+            let data = crate::adapters::bundle_files::read_bytes(path, SINGLE_PUT_MAX, "file to publish in one request")
+                .with_context(|| format!("reading {}", path.display()))?;
+            if crate::util::sha256_hex(&data) != sha {
+                return Err(changed());
+            }
+            self.inner
+                .put_opts(&loc, PutPayload::from(data), PutOptions { mode: PutMode::Create, ..Default::default() })
+                .await
+                .map_err(|e| anyhow!("uploading `{key}`: {}", short_error(&e)))?;
+            return Ok((sha, size));
+        }
+        let up = self.inner.put_multipart(&loc).await.map_err(|e| anyhow!("starting upload of `{key}`: {}", short_error(&e)))?;
+        let mut w = object_store::WriteMultipart::new_with_chunk_size(up, PART_SIZE);
+        let mut f = tokio::fs::File::open(path).await.with_context(|| format!("opening {}", path.display()))?;
+        let mut sent = filehash::Hashing::new(|_| {});
+        let mut buf = vec![0u8; READ_CHUNK];
+        let read = loop {
+            let n = match f.read(&mut buf).await {
+                Ok(n) => n,
+                Err(e) => break Err(anyhow::Error::new(e).context(format!("reading {}", path.display()))),
+            };
+            if n == 0 {
+                break Ok(());
+            }
+            if sent.bytes().saturating_add(n as u64) > size {
+                break Err(changed());
+            }
+            sent.add(&buf[..n]);
+            if let Err(e) = w.wait_for_capacity(2).await {
+                break Err(anyhow!("uploading `{key}`: {}", short_error(&e)));
+            }
+            w.write(&buf[..n]);
+        };
+        let sent = sent.finish();
+        let read = read.and_then(|()| if sent.sha256 == sha && sent.bytes == size { Ok(()) } else { Err(changed()) });
+        if let Err(e) = read {
+            // Nothing half-uploaded is left to be found under the key.
+            let _ = w.abort().await;
+            return Err(e);
+        }
+        w.finish().await.map_err(|e| anyhow!("finishing upload of `{key}`: {}", short_error(&e)))?;
+        Ok((sha, size))
+    }
 }
 
 #[cfg(test)]

@@ -18,7 +18,8 @@ use std::path::{Component, Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use serde_json::{json, Value};
 
-use crate::adapters::bundle_files;
+use crate::adapters::{bundle_files, local};
+use crate::app::ctx::Ctx;
 use crate::bundle::{self, Loaded};
 use crate::checks::lint::RollbackStatus;
 use crate::options::ArgocdAction;
@@ -31,12 +32,12 @@ use crate::parse::cmp::PARAMS;
 /// Annotation with the Git revision Argo rendered from.
 pub const ANNOTATION_GIT_REVISION: &str = "bundlegate.dev/git-revision";
 
-pub fn run(cmd: ArgocdAction, ov: &Overrides) -> Result<Report> {
-    let env = CmpEnv::from_process();
+pub fn run(ctx: &Ctx, cmd: ArgocdAction, ov: &Overrides) -> Result<Report> {
+    let env = &ctx.env.argocd;
     match cmd {
         ArgocdAction::Generate { path } => {
             let source = source_dir(path)?;
-            let g = generate(&source, &env, ov)?;
+            let g = generate(&source, env, ov)?;
             let mut r = Report::new("argocd generate");
             let mut s = StepReport::new("argocd-generate", &g.display);
             s.summary = format!("{} object(s): {}", g.kinds.len(), g.kinds.join(", "));
@@ -49,7 +50,7 @@ pub fn run(cmd: ArgocdAction, ov: &Overrides) -> Result<Report> {
         }
         ArgocdAction::Discover { path } => {
             let source = source_dir(path)?;
-            let found = discover(&source, &env)?;
+            let found = discover(&source, env)?;
             let mut r = Report::new("argocd discover");
             let mut s = StepReport::new("argocd-discover", source.display().to_string());
             s.summary = match &found {
@@ -63,7 +64,7 @@ pub fn run(cmd: ArgocdAction, ov: &Overrides) -> Result<Report> {
         }
         ArgocdAction::Parameters { path } => {
             let source = source_dir(path)?;
-            let ann = announcement(&source, &env);
+            let ann = announcement(&source, env);
             let mut r = Report::new("argocd parameters");
             let mut s = StepReport::new("argocd-parameters", source.display().to_string());
             s.summary = format!("{} parameter(s)", PARAMS.len());
@@ -78,9 +79,9 @@ pub fn run(cmd: ArgocdAction, ov: &Overrides) -> Result<Report> {
 fn source_dir(path: Option<PathBuf>) -> Result<PathBuf> {
     let p = match path {
         Some(p) => p,
-        None => std::env::current_dir().context("reading the current directory (the app's source path)")?,
+        None => local::current_dir().context("the app's source path")?,
     };
-    p.canonicalize().with_context(|| format!("source path {} does not exist", p.display()))
+    local::canonical(&p, "source path")
 }
 
 /// `rel` resolved inside `root`, refusing anything that leaves it, lexically
@@ -92,7 +93,7 @@ pub fn inside(root: &Path, rel: &str, what: &str) -> Result<PathBuf> {
         bail!("{what} `{rel}` must be a relative path inside the application's source path (no `..`, not absolute)");
     }
     let joined = root.join(p);
-    let real = joined.canonicalize().with_context(|| format!("{what} `{rel}` not found in the application's source path"))?;
+    let real = local::canonical(&joined, what).with_context(|| format!("{what} `{rel}` not found in the application's source path"))?;
     if !real.starts_with(root) {
         bail!("{what} `{rel}` resolves outside the application's source path (symlink to {})", real.display());
     }
@@ -179,7 +180,7 @@ pub fn generate(source: &Path, env: &CmpEnv, ov: &Overrides) -> Result<Generated
 fn generate_inner(source: &Path, env: &CmpEnv, ov: &Overrides) -> Result<Generated> {
     let params = Params::from_env(env)?;
     let bundle_path = inside(source, &params.bundle, "bundle")?;
-    if !bundle_path.is_file() {
+    if !local::is_file(&bundle_path) {
         bail!("bundle `{}` is not a file", params.bundle);
     }
     let display = display_path(env, &params.bundle);
@@ -226,7 +227,7 @@ fn generate_inner(source: &Path, env: &CmpEnv, ov: &Overrides) -> Result<Generat
     let src = match &params.templates {
         Some(t) => {
             let dir = inside(source, t, "templates")?;
-            if !dir.is_dir() {
+            if !local::is_dir(&dir) {
                 bail!("templates `{t}` is not a folder");
             }
             // Each template file must also resolve inside the source path:
@@ -317,7 +318,7 @@ pub fn discover(source: &Path, env: &CmpEnv) -> Result<Option<String>> {
     // the default name", not a failed discovery.
     let rel = Params::from_env(env).map(|p| p.bundle).unwrap_or_else(|_| DEFAULT_BUNDLE.to_string());
     let Ok(path) = inside(source, &rel, "bundle") else { return Ok(None) };
-    if !path.is_file() {
+    if !local::is_file(&path) {
         return Ok(None);
     }
     let head = crate::adapters::bundle_files::read_head(&path).with_context(|| format!("reading {}", path.display()))?;

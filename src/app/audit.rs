@@ -101,7 +101,7 @@ pub async fn audit(ctx: &Ctx, o: &AuditOptions, vo: &VerifyOptions, ov: &Overrid
         blob::file_location(w).context("--write-report")?;
     }
     let paths = find_bundles(&o.root)?;
-    let root = if o.root.is_file() { o.root.parent().map(Path::to_path_buf).unwrap_or_default() } else { o.root.clone() };
+    let root = if crate::adapters::local::is_file(&o.root) { o.root.parent().map(Path::to_path_buf).unwrap_or_default() } else { o.root.clone() };
     let mut r = Report::new("audit");
     if paths.is_empty() {
         let mut s = StepReport::new("audit", o.root.display().to_string());
@@ -251,7 +251,7 @@ pub async fn merge(ctx: &Ctx, inputs: &[String], max_age: Option<std::time::Dura
     let mut named: Vec<(String, Vec<u8>)> = Vec::new();
     for i in inputs {
         let loc = blob::location(i)?;
-        if i.ends_with('/') || matches!(&loc, blob::Location::Local(p) if p.is_dir()) {
+        if i.ends_with('/') || matches!(&loc, blob::Location::Local(p) if crate::adapters::local::is_dir(p)) {
             let d = BlobDir::at(&loc, i)?;
             let names = d.list(".json").await?;
             if names.is_empty() {

@@ -15,6 +15,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use crate::adapters::filehash::{self, Expected, Outcome};
+use crate::adapters::local;
 use crate::checks::lint::is_sha256_hex;
 use crate::diag::Code;
 use crate::report::{Diagnostic, Report, StepReport, Table, Verdict};
@@ -96,7 +97,7 @@ pub fn run(o: &Opts) -> Result<Report> {
         "size" => false,
         other => bail!("--mode `{other}` must be full or size"),
     };
-    let root = o.root.canonicalize().with_context(|| format!("model folder {} does not exist", o.root.display()))?;
+    let root = local::canonical(&o.root, "model folder")?;
     let items: Vec<Expected> = m.artifacts.iter().map(|a| Expected { path: a.path.clone(), sha256: a.sha256.clone(), size: a.size }).collect();
     let deadline = Instant::now() + o.wait;
     let t0 = Instant::now();
@@ -116,9 +117,10 @@ pub fn run(o: &Opts) -> Result<Report> {
     let bytes: u64 = items.iter().map(|e| e.size).fold(0, u64::saturating_add);
     let step = step_for(&m, &items, &outcomes, full, &root, bytes, secs);
     let lines: Vec<String> = step.diagnostics.iter().map(|d| d.message.clone()).collect();
-    let _ = std::fs::remove_file(&o.marker);
+    // A marker from an earlier run must not outlive a failed check.
+    local::remove_file(&o.marker).context("removing the marker of an earlier run")?;
     if lines.is_empty() {
-        std::fs::write(&o.marker, &m.release_digest).with_context(|| format!("writing the marker {}", o.marker.display()))?;
+        local::write_atomic(&o.marker, m.release_digest.as_bytes()).context("writing the marker")?;
     } else {
         // Kubernetes keeps the last 4096 bytes; the first artifacts matter most.
         let mut msg = lines.join("\n");
@@ -126,8 +128,8 @@ pub fn run(o: &Opts) -> Result<Report> {
         for l in &lines {
             eprintln!("bundlegate verify-files: {l}");
         }
-        if let Err(e) = std::fs::write(&o.termination_log, msg) {
-            tracing::warn!("cannot write the termination log {}: {e}", o.termination_log.display());
+        if let Err(e) = local::write_in_place(&o.termination_log, msg.as_bytes()) {
+            tracing::warn!("cannot write the termination log: {e:#}");
         }
     }
     let ok = lines.is_empty();

@@ -429,7 +429,7 @@ pub fn github_step_with(ctx: &Ctx, report: &Report, env: &GithubEnv, annotations
     let verdict_out = serde_json::to_value(report.verdict).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default();
     if let Some(out) = &env.output {
         let digests_json = serde_json::to_string(&digests).expect("map serializes");
-        if let Err(e) = write_outputs(out, &[("verdict", &verdict_out), ("release-digests", &digests_json)]) {
+        if let Err(e) = github::append_runner_file(out, &outputs_text(&[("verdict", &verdict_out), ("release-digests", &digests_json)])) {
             problems.push(format!("writing $GITHUB_OUTPUT {}: {e}", out.display()));
         }
     }
@@ -557,35 +557,34 @@ fn check_run(sha: &str, md: &str, verdict: Verdict) -> CheckRun {
     }
 }
 
-/// Append to the job summary within GitHub's 1 MiB per-step limit (counting
-/// what is already in the file), truncating with a note.
-fn write_summary(path: &Path, md: &str, footer: &str) -> std::io::Result<()> {
-    let existing = std::fs::metadata(path).map(|m| m.len() as usize).unwrap_or(0);
+/// What to append to the job summary, within GitHub's 1 MiB per-step limit
+/// counting the `existing` bytes of the file, truncated with a note.
+fn summary_text(md: &str, footer: &str, existing: u64) -> String {
+    let existing = usize::try_from(existing).unwrap_or(usize::MAX);
     let budget = SUMMARY_LIMIT.saturating_sub(existing).saturating_sub(footer.len());
     let note = "\n> **Truncated**: the report is larger than GitHub's 1 MiB job-summary limit; the full report is in the JSON output and the job log.\n";
-    let body = truncate_markdown(md, budget, note);
-    let mut f = std::fs::OpenOptions::new().create(true).append(true).open(path)?;
-    f.write_all(body.as_bytes())?;
-    f.write_all(footer.as_bytes())?;
-    Ok(())
+    truncate_markdown(md, budget, note) + footer
+}
+
+fn write_summary(path: &Path, md: &str, footer: &str) -> std::io::Result<()> {
+    github::append_runner_file(path, &summary_text(md, footer, github::runner_file_len(path)))
 }
 
 /// `$GITHUB_OUTPUT` entries in the heredoc form, which is valid for any value.
-fn write_outputs(path: &Path, kv: &[(&str, &str)]) -> std::io::Result<()> {
+fn outputs_text(kv: &[(&str, &str)]) -> String {
     let mut text = String::new();
     for (k, v) in kv {
         let delim = delimiter(v);
         text.push_str(&format!("{k}<<{delim}\n{v}\n{delim}\n"));
     }
-    let mut f = std::fs::OpenOptions::new().create(true).append(true).open(path)?;
-    f.write_all(text.as_bytes())
+    text
 }
 
-/// A heredoc delimiter that does not occur in `value`.
+/// A heredoc delimiter that does not occur in `value`: derived from the
+/// value, then lengthened until it is not in it.
 fn delimiter(value: &str) -> String {
     use sha2::{Digest, Sha256};
-    let seed = format!("{:?}{}{}", std::time::SystemTime::now(), std::process::id(), value.len());
-    let mut d = format!("ghadelimiter_{}", &hex::encode(Sha256::digest(seed.as_bytes()))[..16]);
+    let mut d = format!("ghadelimiter_{}", &hex::encode(Sha256::digest(value.as_bytes()))[..16]);
     while value.contains(&d) {
         d.push('_');
     }
@@ -790,10 +789,7 @@ mod tests {
 
     #[test]
     fn outputs_use_heredoc_with_a_fresh_delimiter() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("out");
-        write_outputs(&p, &[("verdict", "pass"), ("release-digests", "{\"a\":\"sha256:1\"}\nsecond line")]).unwrap();
-        let t = std::fs::read_to_string(&p).unwrap();
+        let t = outputs_text(&[("verdict", "pass"), ("release-digests", "{\"a\":\"sha256:1\"}\nsecond line")]);
         let mut lines = t.lines();
         let first = lines.next().unwrap();
         let (k, d) = first.split_once("<<").unwrap();
@@ -801,6 +797,9 @@ mod tests {
         assert!(d.starts_with("ghadelimiter_"));
         assert_eq!(lines.next(), Some("pass"));
         assert_eq!(lines.next(), Some(d));
+        // A value holding the delimiter gets a longer one.
+        let v = format!("x {} y", delimiter("z"));
+        assert!(!v.contains(&format!("{}\n", delimiter(&v))) && !v.contains(&delimiter(&v)));
         assert!(t.contains("second line\n"));
     }
 

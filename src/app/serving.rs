@@ -60,7 +60,7 @@ pub async fn serving_step(l: &Loaded, client: kube::Client) -> StepReport {
 pub async fn serving_audit(ctx: &Ctx, root: &Path) -> Result<Vec<StepReport>> {
     use std::collections::{BTreeMap, BTreeSet};
     let paths = super::verify::find_bundles(root)?;
-    let canon = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    let canon = |p: &Path| crate::adapters::local::canonical_or_same(p);
     let mut groups: BTreeMap<(String, String), Vec<Loaded>> = BTreeMap::new();
     let mut referenced = BTreeSet::new();
     for p in &paths {

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::io::IsTerminal;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -125,14 +125,8 @@ impl CacheEntry {
 
 impl AuditCache {
     pub fn save(&self, p: &Path) -> Result<()> {
-        if let Some(d) = p.parent() {
-            std::fs::create_dir_all(d).ok();
-        }
-        // Write then rename so a crash never leaves a half-written cache.
-        let tmp = p.with_extension("tmp");
-        std::fs::write(&tmp, serde_json::to_vec_pretty(self)?).with_context(|| format!("writing {}", tmp.display()))?;
-        std::fs::rename(&tmp, p).with_context(|| format!("writing {}", p.display()))?;
-        Ok(())
+        // Atomic: a crash never leaves a half-written cache.
+        crate::adapters::local::write_atomic(p, &serde_json::to_vec_pretty(self)?)
     }
 }
 
@@ -275,26 +269,11 @@ pub fn infer_role(path: &str) -> bundle::ArtifactRole {
 }
 
 pub async fn publish(ctx: &Ctx, dir: &Path, to: &str, bundle_path: &Path, jobs: usize) -> Result<StepReport> {
-    use object_store::{ObjectStoreExt, PutMode, PutOptions, PutPayload};
     let l = crate::adapters::bundle_files::load(bundle_path)?;
-    if !dir.is_dir() {
-        bail!("{} is not a folder", dir.display());
-    }
     // Gather files first: refuse anything that would escape the prefix.
-    let mut files = Vec::new();
-    for e in walkdir::WalkDir::new(dir).follow_links(false).sort_by_file_name() {
-        let e = e.with_context(|| format!("walking {}", dir.display()))?;
-        if e.file_type().is_symlink() {
-            bail!("{} is a symlink; publish copies regular files only", e.path().display());
-        }
-        if !e.file_type().is_file() {
-            continue;
-        }
-        let rel = e.path().strip_prefix(dir).expect("under dir").to_string_lossy().replace('\\', "/");
-        if bundle::path_escapes(&rel) {
-            bail!("refusing to publish `{rel}`: not a plain relative path");
-        }
-        files.push((rel, e.path().to_path_buf()));
+    let files = crate::adapters::local::regular_files(dir)?;
+    if let Some((rel, _)) = files.iter().find(|(rel, _)| bundle::path_escapes(rel)) {
+        bail!("refusing to publish `{rel}`: not a plain relative path");
     }
     if files.is_empty() {
         bail!("{} holds no files", dir.display());
@@ -312,45 +291,7 @@ pub async fn publish(ctx: &Ctx, dir: &Path, to: &str, bundle_path: &Path, jobs: 
         let sem = sem.clone();
         set.spawn(async move {
             let _p = sem.acquire_owned().await.expect("open");
-            let (sha, size) = tokio::task::spawn_blocking({
-                let path = path.clone();
-                move || store::hash_file(&path)
-            })
-            .await??;
-            let loc = store.object_path(&rel);
-            // Small files: one conditional PUT (refuses to overwrite). Large
-            // files: multipart with bounded buffers; the empty-prefix check
-            // above is the overwrite guard there.
-            const SINGLE_PUT_MAX: u64 = 16 << 20;
-            if size <= SINGLE_PUT_MAX {
-                // Bounded like every read: the file may have grown since it was hashed.
-                let data = crate::adapters::bundle_files::read_bytes(&path, SINGLE_PUT_MAX, "file to publish in one request")
-                    .with_context(|| format!("reading {}", path.display()))?;
-                let got = crate::util::sha256_hex(&data);
-                if got != sha {
-                    bail!("{} changed while publishing", path.display());
-                }
-                store
-                    .inner
-                    .put_opts(&loc, PutPayload::from(data), PutOptions { mode: PutMode::Create, ..Default::default() })
-                    .await
-                    .map_err(|e| anyhow::anyhow!("uploading `{rel}`: {}", store::short_error(&e)))?;
-            } else {
-                use tokio::io::AsyncReadExt;
-                let up = store.inner.put_multipart(&loc).await.map_err(|e| anyhow::anyhow!("starting upload of `{rel}`: {}", store::short_error(&e)))?;
-                let mut w = object_store::WriteMultipart::new_with_chunk_size(up, 8 << 20);
-                let mut f = tokio::fs::File::open(&path).await?;
-                let mut buf = vec![0u8; store::READ_CHUNK];
-                loop {
-                    let n = f.read(&mut buf).await?;
-                    if n == 0 {
-                        break;
-                    }
-                    w.wait_for_capacity(2).await.map_err(|e| anyhow::anyhow!("uploading `{rel}`: {}", store::short_error(&e)))?;
-                    w.write(&buf[..n]);
-                }
-                w.finish().await.map_err(|e| anyhow::anyhow!("finishing upload of `{rel}`: {}", store::short_error(&e)))?;
-            }
+            let (sha, size) = store.upload_file(&rel, &path).await?;
             Ok::<_, anyhow::Error>((rel, sha, size))
         });
     }
@@ -382,7 +323,7 @@ pub async fn publish(ctx: &Ctx, dir: &Path, to: &str, bundle_path: &Path, jobs: 
             sha256: Some(sha.clone()),
             size: Some(*size),
             role: old_roles.get(rel).copied().unwrap_or_else(|| infer_role(rel)),
-            store_checksum: if is_s3 && *size <= (16 << 20) {
+            store_checksum: if is_s3 && *size <= store::SINGLE_PUT_MAX {
                 Some(format!("x-amz-checksum-sha256:{}", crate::util::b64_of_hex(sha)))
             } else {
                 None
@@ -415,7 +356,7 @@ pub async fn publish(ctx: &Ctx, dir: &Path, to: &str, bundle_path: &Path, jobs: 
     };
     // Validate before writing: publish never leaves an unparseable bundle.
     let reparsed = bundle::parse(&l.display, bundle_path, new_text.clone())?;
-    std::fs::write(bundle_path, &new_text).with_context(|| format!("writing {}", bundle_path.display()))?;
+    crate::adapters::local::write_atomic(bundle_path, new_text.as_bytes())?;
     let mut s = StepReport::new("publish", &l.display);
     s.summary = format!("published {} file(s) to {to}; bundle updated, release digest {}", published.len(), reparsed.digest);
     if let Some(why) = rewritten {
@@ -431,23 +372,4 @@ pub async fn publish(ctx: &Ctx, dir: &Path, to: &str, bundle_path: &Path, jobs: 
     Ok(s)
 }
 
-/// Find every bundle under `root`: `release.yaml`/`release.yml`, or any YAML
-/// file declaring `kind: ReleaseBundle`.
-pub fn find_bundles(root: &Path) -> Result<Vec<PathBuf>> {
-    if root.is_file() {
-        return Ok(vec![root.to_path_buf()]);
-    }
-    let mut out = Vec::new();
-    let real_root = root.canonicalize().with_context(|| format!("reading {}", root.display()))?;
-    let walker = walkdir::WalkDir::new(root).sort_by_file_name().into_iter().filter_entry(|e| {
-        let n = e.file_name().to_string_lossy();
-        !(e.file_type().is_dir() && (n == ".git" || n == "target" || n == "node_modules"))
-    });
-    for e in walker {
-        let e = e.with_context(|| format!("walking {}", root.display()))?;
-        if let Some(p) = crate::adapters::bundle_files::check_file(&real_root, e.path(), e.path_is_symlink())? {
-            out.push(p);
-        }
-    }
-    Ok(out)
-}
+pub use crate::adapters::bundle_files::find_bundles;

@@ -70,6 +70,17 @@ pub const PARAMS: &[ParamSpec] = &[
     },
 ];
 
+/// The application's context variables Argo CD sets for a plugin.
+const APP_VARS: &[&str] = &[
+    "ARGOCD_APP_NAME",
+    "ARGOCD_APP_NAMESPACE",
+    "ARGOCD_APP_PARAMETERS",
+    "ARGOCD_APP_REVISION",
+    "ARGOCD_APP_SOURCE_PATH",
+    "ARGOCD_APP_SOURCE_REPO_URL",
+    "BUNDLEGATE_VERIFIER_IMAGE",
+];
+
 /// The process environment as Argo set it (a map, so tests and callers can
 /// pass their own).
 #[derive(Debug, Clone, Default)]
@@ -78,9 +89,23 @@ pub struct CmpEnv {
 }
 
 impl CmpEnv {
-    pub fn from_process() -> CmpEnv {
-        // Non-UTF-8 variables cannot be Argo's (it sets them from Go strings).
-        CmpEnv { vars: std::env::vars_os().filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?))).collect() }
+    /// Every variable the plugin reads: the application's context Argo CD
+    /// sets, each parameter as `ARGOCD_ENV_<NAME>` and `PARAM_<NAME>`, and the
+    /// operator's verifier image.
+    pub fn names() -> Vec<String> {
+        let mut v: Vec<String> = APP_VARS.iter().map(|s| s.to_string()).collect();
+        for spec in PARAMS {
+            let upper = spec.name.to_ascii_uppercase();
+            v.push(format!("ARGOCD_ENV_{upper}"));
+            v.push(format!("PARAM_{upper}"));
+        }
+        v
+    }
+
+    /// The variables of [`CmpEnv::names`] from a lookup (the process
+    /// environment, read by `adapters::env`, or a test's map).
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> CmpEnv {
+        CmpEnv { vars: Self::names().into_iter().filter_map(|k| get(&k).map(|v| (k, v))).collect() }
     }
 
     pub fn from_pairs<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> CmpEnv {

@@ -11,6 +11,7 @@ mod cli_hardening;
 mod docs;
 mod github_standin;
 mod health_lua;
+mod layout;
 mod lint;
 mod pipeline;
 mod pr;

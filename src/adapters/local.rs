@@ -1,0 +1,160 @@
+//! The local file system beyond reading inputs (`bundle_files` does that):
+//! writing what bundlegate produces, resolving paths, listing a folder to
+//! publish. Built without the `cli` feature too, since `render --out` writes
+//! through it.
+//!
+//! Every write of a whole file goes through [`write_atomic`]: a reader (a
+//! readiness probe, the next audit, Argo CD) sees the old file or the new
+//! one, never half of it, and a symlink planted at the destination is
+//! replaced, never written through.
+
+use std::io::Write as _;
+use std::path::{Component, Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+
+/// `p` with `.`/`..` and symlinks resolved; `what` names it in the error.
+pub fn canonical(p: &Path, what: &str) -> Result<PathBuf> {
+    p.canonicalize().with_context(|| format!("{what} {} does not exist", p.display()))
+}
+
+/// `p` resolved when it exists, else as given (for comparing references
+/// that may name a missing file).
+pub fn canonical_or_same(p: &Path) -> PathBuf {
+    p.canonicalize().unwrap_or_else(|_| p.to_path_buf())
+}
+
+/// The process's working folder (Argo CD runs a plugin in the app's source path).
+pub fn current_dir() -> Result<PathBuf> {
+    std::env::current_dir().context("reading the current directory")
+}
+
+pub fn is_file(p: &Path) -> bool {
+    p.is_file()
+}
+
+pub fn is_dir(p: &Path) -> bool {
+    p.is_dir()
+}
+
+/// Remove a file; one that is already gone is not an error.
+pub fn remove_file(p: &Path) -> Result<()> {
+    match std::fs::remove_file(p) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e).with_context(|| format!("removing {}", p.display())),
+        _ => Ok(()),
+    }
+}
+
+/// Write `bytes` in place, for files that cannot be replaced by a rename
+/// (Kubernetes' termination log is a mount point).
+pub fn write_in_place(p: &Path, bytes: &[u8]) -> Result<()> {
+    std::fs::write(p, bytes).with_context(|| format!("writing {}", p.display()))
+}
+
+/// Replace `path` with `bytes`: a sibling temporary file, then a rename.
+/// The parent folder is created. An existing folder or symlink at `path`
+/// is refused rather than replaced or followed.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
+        bail!("{} does not name a file", path.display());
+    };
+    let dir = if dir.as_os_str().is_empty() { Path::new(".") } else { dir };
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    if let Ok(m) = std::fs::symlink_metadata(path) {
+        if m.file_type().is_symlink() || !m.is_file() {
+            bail!("{} exists and is not a regular file (symlink or folder); refusing to write through it", path.display());
+        }
+    }
+    // The pid keeps two concurrent writers of one file off each other's
+    // temporary; `create_new` refuses one planted there.
+    let tmp = dir.join(format!(".{}.{}.tmp", name.to_string_lossy(), std::process::id()));
+    let res = (|| -> Result<()> {
+        let mut f = std::fs::OpenOptions::new().write(true).create_new(true).open(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
+        f.write_all(bytes).with_context(|| format!("writing {}", tmp.display()))?;
+        f.sync_all().ok();
+        // rename replaces the directory entry: a symlink planted between
+        // the check above and here is replaced, not followed.
+        std::fs::rename(&tmp, path).with_context(|| format!("writing {}", path.display()))
+    })();
+    if res.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    res
+}
+
+/// Write `bytes` as the file `name` directly inside `folder` (created when
+/// missing) and return its path. `name` must be one plain component.
+pub fn write_into(folder: &Path, name: &str, bytes: &[u8]) -> Result<PathBuf> {
+    let rel = Path::new(name);
+    if rel.components().count() != 1 || !matches!(rel.components().next(), Some(Component::Normal(_))) {
+        bail!("output file name `{name}` is not a plain file name");
+    }
+    std::fs::create_dir_all(folder).with_context(|| format!("creating {}", folder.display()))?;
+    let root = folder.canonicalize().with_context(|| format!("resolving {}", folder.display()))?;
+    let p = root.join(rel);
+    write_atomic(&p, bytes)?;
+    Ok(p)
+}
+
+#[cfg(feature = "cli")]
+/// Every regular file under `dir`, as (`/`-separated path relative to
+/// `dir`, full path), sorted by name. A symlink anywhere is an error: what
+/// is published must be exactly the bytes in the folder.
+pub fn regular_files(dir: &Path) -> Result<Vec<(String, PathBuf)>> {
+    if !dir.is_dir() {
+        bail!("{} is not a folder", dir.display());
+    }
+    let mut files = Vec::new();
+    for e in walkdir::WalkDir::new(dir).follow_links(false).sort_by_file_name() {
+        let e = e.with_context(|| format!("walking {}", dir.display()))?;
+        if e.file_type().is_symlink() {
+            bail!("{} is a symlink; publish copies regular files only", e.path().display());
+        }
+        if !e.file_type().is_file() {
+            continue;
+        }
+        let Ok(rel) = e.path().strip_prefix(dir) else { continue };
+        files.push((rel.to_string_lossy().replace('\\', "/"), e.path().to_path_buf()));
+    }
+    Ok(files)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn write_atomic_replaces_and_refuses_symlinks() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("sub/out.json");
+        write_atomic(&p, b"one").unwrap();
+        write_atomic(&p, b"two").unwrap();
+        assert_eq!(std::fs::read(&p).unwrap(), b"two");
+        let target = d.path().join("elsewhere");
+        std::fs::write(&target, b"keep").unwrap();
+        let link = d.path().join("link");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        let err = write_atomic(&link, b"x").unwrap_err().to_string();
+        assert!(err.contains("not a regular file"), "{err}");
+        assert_eq!(std::fs::read(&target).unwrap(), b"keep");
+        // No temporary is left behind.
+        let names: Vec<_> = std::fs::read_dir(d.path().join("sub")).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(names, vec![std::ffi::OsString::from("out.json")]);
+    }
+
+    #[test]
+    fn write_into_takes_one_plain_name() {
+        let d = tempfile::tempdir().unwrap();
+        for bad in ["../x", "a/b", "..", "/abs"] {
+            assert!(write_into(d.path(), bad, b"x").is_err(), "{bad}");
+        }
+        let p = write_into(&d.path().join("new"), "a.yaml", b"x").unwrap();
+        assert!(p.ends_with("new/a.yaml"));
+    }
+
+    #[test]
+    fn remove_file_ignores_missing() {
+        let d = tempfile::tempdir().unwrap();
+        remove_file(&d.path().join("nope")).unwrap();
+    }
+}

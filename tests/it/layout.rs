@@ -1,0 +1,216 @@
+//! The code's layout rules, checked on the source so they cannot rot: all
+//! I/O in `src/adapters/`, pure checks, commands that never see clap, no
+//! cycle between top-level modules, and a README layout section that
+//! matches the tree. Test modules (after `#[cfg(test)]`) are exempt: a test
+//! may build its own files.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+fn src() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
+}
+
+/// Every `.rs` file under `dir`, relative to `src/`, with its non-test code
+/// (up to the first `#[cfg(test)]`) and line comments removed.
+fn sources(dir: &Path) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                let text = std::fs::read_to_string(&p).unwrap();
+                let code: Vec<&str> = text
+                    .lines()
+                    .take_while(|l| l.trim() != "#[cfg(test)]")
+                    .map(|l| match l.find("//") {
+                        // A `//` inside a string ("http://") is rare in these files
+                        // and only hides text after it from the scan.
+                        Some(i) => &l[..i],
+                        None => l,
+                    })
+                    .collect();
+                let rel = p.strip_prefix(src()).unwrap().to_string_lossy().replace('\\', "/");
+                out.push((rel, code.join("\n")));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Calls that read or write the disk, the environment or other processes.
+const IO: &[&str] = &[
+    "std::fs",
+    "tokio::fs",
+    "File::open",
+    "File::create",
+    "OpenOptions",
+    "read_dir(",
+    "symlink_metadata",
+    ".canonicalize(",
+    ".is_file()",
+    ".is_dir()",
+    ".exists()",
+    "std::env::var",
+    "env::vars",
+    "env::current_dir",
+    "walkdir::",
+    "git2::",
+    "process::Command",
+    "tokio::process",
+];
+
+#[test]
+fn io_happens_only_in_adapters() {
+    let mut found = Vec::new();
+    for (rel, code) in sources(&src()) {
+        // main.rs only asks whether stdout is a terminal and NO_COLOR is set.
+        if rel.starts_with("adapters/") || rel == "main.rs" {
+            continue;
+        }
+        for (n, line) in code.lines().enumerate() {
+            for pat in IO {
+                if line.contains(pat) {
+                    found.push(format!("src/{rel}:{}: `{pat}` in `{}`", n + 1, line.trim()));
+                }
+            }
+        }
+    }
+    assert!(found.is_empty(), "I/O outside src/adapters/ (move it into an adapter):\n{}", found.join("\n"));
+}
+
+/// The top-level modules `code` names through `crate::`, including those in
+/// a grouped `use crate::{a, b::c}`.
+fn crate_refs(code: &str) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    let ident = |s: &str| s.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect::<String>();
+    let mut rest = code;
+    while let Some(i) = rest.find("crate::") {
+        rest = &rest[i + "crate::".len()..];
+        if let Some(group) = rest.strip_prefix('{') {
+            let end = group.find('}').unwrap_or(group.len());
+            // Nested groups are not used at the top level of these imports.
+            for part in group[..end].split(',') {
+                let m = ident(part.trim());
+                if !m.is_empty() {
+                    out.insert(m);
+                }
+            }
+        } else {
+            let m = ident(rest);
+            if !m.is_empty() {
+                out.insert(m);
+            }
+        }
+    }
+    out
+}
+
+fn module_of(rel: &str) -> String {
+    let first = rel.split('/').next().unwrap();
+    first.strip_suffix(".rs").unwrap_or(first).to_string()
+}
+
+#[test]
+fn checks_and_bundle_are_pure_and_commands_never_see_clap() {
+    let mut found = Vec::new();
+    for (rel, code) in sources(&src()) {
+        let refs = crate_refs(&code);
+        let module = module_of(&rel);
+        let forbidden: &[&str] = match module.as_str() {
+            "checks" | "bundle" | "parse" | "diag" | "report" => &["adapters", "app", "cli", "dispatch", "pipeline", "config"],
+            "app" | "options" | "manifests" => &["cli", "dispatch", "pipeline"],
+            _ => &[],
+        };
+        for f in forbidden {
+            if refs.contains(*f) {
+                found.push(format!("src/{rel} uses crate::{f}"));
+            }
+        }
+        if matches!(module.as_str(), "app" | "checks" | "bundle" | "parse" | "options") && code.contains("clap::") {
+            found.push(format!("src/{rel} uses clap"));
+        }
+    }
+    assert!(found.is_empty(), "{}", found.join("\n"));
+}
+
+#[test]
+fn top_level_modules_form_no_cycle() {
+    let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let files = sources(&src());
+    let modules: BTreeSet<String> = files.iter().map(|(rel, _)| module_of(rel)).filter(|m| m != "main" && m != "lib").collect();
+    for (rel, code) in &files {
+        let from = module_of(rel);
+        if !modules.contains(&from) {
+            continue;
+        }
+        let edges = graph.entry(from.clone()).or_default();
+        for to in crate_refs(code) {
+            if to != from && modules.contains(&to) {
+                edges.insert(to);
+            }
+        }
+    }
+    // Depth-first search; a grey node met again closes a cycle.
+    fn visit(n: &str, g: &BTreeMap<String, BTreeSet<String>>, state: &mut BTreeMap<String, u8>, path: &mut Vec<String>) -> Option<Vec<String>> {
+        match state.get(n) {
+            Some(1) => {
+                let start = path.iter().position(|p| p == n).unwrap();
+                let mut cycle = path[start..].to_vec();
+                cycle.push(n.to_string());
+                return Some(cycle);
+            }
+            Some(2) => return None,
+            _ => {}
+        }
+        state.insert(n.to_string(), 1);
+        path.push(n.to_string());
+        for m in g.get(n).into_iter().flatten() {
+            if let Some(c) = visit(m, g, state, path) {
+                return Some(c);
+            }
+        }
+        path.pop();
+        state.insert(n.to_string(), 2);
+        None
+    }
+    let mut state = BTreeMap::new();
+    for n in graph.keys() {
+        if let Some(c) = visit(n, &graph, &mut state, &mut Vec::new()) {
+            panic!("module cycle: {}", c.join(" -> "));
+        }
+    }
+    // The scan itself sees the imports it must (a parser that found no
+    // edge would pass vacuously).
+    assert!(graph["dispatch"].contains("app") && graph["app"].contains("checks") && graph["checks"].contains("diag"), "{graph:?}");
+}
+
+#[test]
+fn readme_layout_matches_the_tree() {
+    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let section = readme.split("## How the code is laid out").nth(1).expect("README has a layout section");
+    let block = section.split("```").nth(1).expect("the layout section starts with a code block");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    // Every path the block names exists (indented names are inside the
+    // folder above them).
+    let mut folder = PathBuf::new();
+    let mut named = BTreeSet::new();
+    for line in block.lines().filter(|l| !l.trim().is_empty()) {
+        let name = line.split_whitespace().next().unwrap();
+        let p = if line.starts_with(' ') { folder.join(name) } else { PathBuf::from(name) };
+        assert!(root.join(&p).exists(), "README layout names {}, which does not exist", p.display());
+        if !line.starts_with(' ') && name.ends_with('/') {
+            folder = p.clone();
+        }
+        named.insert(p.to_string_lossy().trim_end_matches('/').to_string());
+    }
+    // Every top-level entry of src/ is named.
+    for e in std::fs::read_dir(src()).unwrap() {
+        let name = format!("src/{}", e.unwrap().file_name().to_string_lossy());
+        assert!(named.contains(&name), "README layout does not mention {name}");
+    }
+}
