@@ -62,10 +62,8 @@ fn closed_sets_reject_typos() {
 
 /// A kubeconfig for a cluster that is not there (a port nothing listens on).
 fn dead_kubeconfig(ex: &Example) -> std::path::PathBuf {
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let kc = ex.path().join("kubeconfig");
-    std::fs::write(&kc, format!("apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: http://127.0.0.1:{port}\nusers:\n- name: u\n  user: {{}}\ncontexts:\n- name: c\n  context:\n    cluster: c\n    user: u\ncurrent-context: c\n")).unwrap();
-    kc
+    use crate::support::kube::{dead_port, write_kubeconfig};
+    write_kubeconfig(&ex.path().join("kubeconfig"), dead_port(), None, None)
 }
 
 /// Duration environment variables fall back to their default instead of

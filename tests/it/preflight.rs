@@ -322,15 +322,7 @@ fn stand_in(snapshot: &Path) -> StandIn {
 }
 
 fn kubeconfig(dir: &Path, port: u16) -> PathBuf {
-    let p = dir.join("kubeconfig");
-    std::fs::write(
-        &p,
-        format!(
-            "apiVersion: v1\nkind: Config\nclusters:\n- name: standin\n  cluster:\n    server: http://127.0.0.1:{port}\ncontexts:\n- name: standin\n  context:\n    cluster: standin\n    user: viewer\n    namespace: ai-lab\ncurrent-context: standin\nusers:\n- name: viewer\n  user:\n    token: read-only-test-token\n"
-        ),
-    )
-    .unwrap();
-    p
+    crate::support::kube::write_kubeconfig(&dir.join("kubeconfig"), port, Some("read-only-test-token"), Some("ai-lab"))
 }
 
 fn live(ex: &Example, bundle: &Path, snapshot: &Path) -> (Out, Vec<String>) {

@@ -42,14 +42,8 @@ pub fn assert_clean(what: &str, text: &str) {
 
 /// A kubeconfig (with a bearer token) for a server nothing answers on.
 fn dead_kubeconfig(dir: &Path) -> std::path::PathBuf {
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let kc = dir.join("kubeconfig.secret");
-    std::fs::write(
-        &kc,
-        format!("apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: http://127.0.0.1:{port}\nusers:\n- name: u\n  user:\n    token: {KUBE_TOKEN}\ncontexts:\n- name: c\n  context:\n    cluster: c\n    user: u\ncurrent-context: c\n"),
-    )
-    .unwrap();
-    kc
+    use crate::support::kube::{dead_port, write_kubeconfig};
+    write_kubeconfig(&dir.join("kubeconfig.secret"), dead_port(), Some(KUBE_TOKEN), None)
 }
 
 fn check(ex: &Example, args: &[&str], extra: &[(&str, &str)]) {

@@ -676,9 +676,7 @@ fn watch_unreachable_cluster_is_an_error_not_a_pass() {
 }
 
 fn plain_kubeconfig(dir: &Path, port: u16) -> PathBuf {
-    let kc = dir.join("kc.yaml");
-    std::fs::write(&kc, format!("apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: http://127.0.0.1:{port}\nusers:\n- name: u\n  user: {{}}\ncontexts:\n- name: c\n  context:\n    cluster: c\n    user: u\ncurrent-context: c\n")).unwrap();
-    kc
+    crate::support::kube::write_kubeconfig(&dir.join("kc.yaml"), port, None, None)
 }
 
 /// Watch against an API server that answers every request with `fault`.
@@ -1460,12 +1458,7 @@ fn pipeline_watch_without_a_cluster_is_never_pass_and_never_reverts() {
     let ws = Workspace::new();
     let tmp = tempfile::tempdir().unwrap();
     let p = write_pipeline(tmp.path(), "    - name: watch\n      required: true\n      with: {timeout: 2s}\n    - name: revert\n");
-    let kc = tmp.path().join("kubeconfig");
-    std::fs::write(
-        &kc,
-        "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'http://127.0.0.1:9'}}]\nusers: [{name: u, user: {}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\ncurrent-context: x\n",
-    )
-    .unwrap();
+    let kc = plain_kubeconfig(tmp.path(), 9);
     let out = run_in(ws.path(), &["run", p.to_str().unwrap(), "--bundle", "release.yaml", "--format", "json"], &[("KUBECONFIG", kc.to_str().unwrap()), ("BUNDLEGATE_WATCH_POLL", "150ms")]);
     assert_ne!(out.code, 0, "{}", out.stdout);
     let v = out.json();

@@ -121,21 +121,33 @@ pub struct Cluster {
     pub kubeconfig: PathBuf,
 }
 
+/// The one kubeconfig writer of the tests: a cluster at 127.0.0.1:`port`
+/// (plain HTTP), with a bearer `token` or none, and a default `namespace`.
+pub fn write_kubeconfig(path: &Path, port: u16, token: Option<&str>, namespace: Option<&str>) -> PathBuf {
+    let user = match token {
+        Some(t) => format!("\n    token: {t}"),
+        None => " {}".to_string(),
+    };
+    let ns = namespace.map(|n| format!("\n    namespace: {n}")).unwrap_or_default();
+    let text = format!(
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: http://127.0.0.1:{port}\nusers:\n- name: u\n  user:{user}\ncontexts:\n- name: c\n  context:\n    cluster: c\n    user: u{ns}\ncurrent-context: c\n"
+    );
+    std::fs::write(path, text).unwrap();
+    path.to_path_buf()
+}
+
+/// A port nothing listens on (bound, then released).
+pub fn dead_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
 impl Cluster {
     pub fn start(frames: Vec<Frame>, dir: &Path) -> Cluster {
         let standin = StandIn::new(frames);
         let s = standin.clone();
         let h: Handler = Arc::new(move |req: &Req| s.answer(&req.method, &req.path, &req.query));
         let server = Server::start(0, h);
-        let kubeconfig = dir.join("kubeconfig.yaml");
-        std::fs::write(
-            &kubeconfig,
-            format!(
-                "apiVersion: v1\nkind: Config\nclusters:\n- name: standin\n  cluster:\n    server: http://127.0.0.1:{}\nusers:\n- name: watcher\n  user:\n    token: read-only-test-token\ncontexts:\n- name: standin\n  context:\n    cluster: standin\n    user: watcher\n    namespace: ai-lab\ncurrent-context: standin\n",
-                server.port
-            ),
-        )
-        .unwrap();
+        let kubeconfig = write_kubeconfig(&dir.join("kubeconfig.yaml"), server.port, Some("read-only-test-token"), Some("ai-lab"));
         Cluster { _server: server, standin, kubeconfig }
     }
 
