@@ -82,6 +82,17 @@ pub fn human_bytes(n: u64) -> String {
     }
 }
 
+pub fn sha256_hex(data: &[u8]) -> String {
+    use sha2::Digest;
+    hex::encode(sha2::Sha256::digest(data))
+}
+
+/// base64 of the bytes a hex digest encodes (S3's x-amz-checksum-sha256 form).
+pub fn b64_of_hex(h: &str) -> String {
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD.encode(hex::decode(h).unwrap_or_default())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -107,15 +118,4 @@ mod tests {
         }
         assert!(try_duration("8d").unwrap_err().contains("maximum of 7d"));
     }
-}
-
-pub fn sha256_hex(data: &[u8]) -> String {
-    use sha2::Digest;
-    hex::encode(sha2::Sha256::digest(data))
-}
-
-/// base64 of the bytes a hex digest encodes (S3's x-amz-checksum-sha256 form).
-pub fn b64_of_hex(h: &str) -> String {
-    use base64::Engine;
-    base64::engine::general_purpose::STANDARD.encode(hex::decode(h).unwrap_or_default())
 }

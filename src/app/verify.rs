@@ -44,7 +44,7 @@ fn progress_bar(total: u64, mode: Progress) -> indicatif::ProgressBar {
 pub async fn hash_all(store: Arc<Store>, mut objs: Vec<Listed>, jobs: usize, progress: Progress) -> BTreeMap<String, HashOutcome> {
     // Largest first: one file's sha256 is serial, so the biggest object sets
     // the floor; starting it last would add the others' time on top.
-    objs.sort_by(|a, b| b.size.cmp(&a.size));
+    objs.sort_by_key(|o| std::cmp::Reverse(o.size));
     let total: u64 = objs.iter().map(|o| o.size).sum();
     let pb = progress_bar(total, progress);
     let tick: store::Progress = {
