@@ -24,6 +24,9 @@ use crate::checks::rollout::{
 };
 use crate::bundle::ANNOTATION_DIGEST;
 
+/// The repository `locate` opens; callers hand it back to these functions.
+pub use git2::Repository;
+
 // ---- Kubernetes ---------------------------------------------------------------------------
 
 fn s(v: &Value, ptr: &str) -> Option<String> {

@@ -186,19 +186,7 @@ async fn analyze_plan(ctx: &Ctx, l: &Loaded, plan: &bundle::Canary, args: &Canar
     let golden = run_golden(l, args).await;
     let provider = plan.provider.unwrap_or_default();
 
-    let Some(prom_url) = args.prometheus_url() else {
-        let mut s = StepReport::not_run("canary", &l.display, "");
-        let mut diags = Vec::new();
-        let note = golden_into(&golden, &mut s, &mut diags);
-        s.diagnostics = ov.apply(diags);
-        s.summary = format!("gates not run: no --prometheus URL, so candidate and baseline were not compared; golden set: {note}");
-        if s.diagnostics.iter().any(|d| d.severity == Severity::Error) {
-            s.verdict = Verdict::Fail;
-        } else if matches!(golden, Golden::Error(_)) {
-            s.verdict = Verdict::Error;
-        }
-        bail_step!(s);
-    };
+    let Some(prom_url) = args.prometheus_url() else { bail_step!(golden_only(l, &golden, ov)) };
 
     let (baseline_version, prev) = match baseline_version(l, args) {
         Ok(x) => x,
@@ -268,34 +256,15 @@ async fn analyze_plan(ctx: &Ctx, l: &Loaded, plan: &bundle::Canary, args: &Canar
     }
 
     s.diagnostics = ov.apply(diags);
-    let blocking = |codes: &[Code]| s.diagnostics.iter().any(|d| d.severity == Severity::Error && codes.contains(&d.code));
+    s.verdict = c::canary_verdict(&s.diagnostics, &outcomes, matches!(golden, Golden::Error(_)), alone);
     let not_passed = outcomes.iter().filter(|o| o.verdict != GateVerdict::Pass).count();
-    s.verdict = if matches!(golden, Golden::Error(_)) {
-        Verdict::Error
-    } else if blocking(&[Code::GateFailed, Code::GoldenFailed]) {
-        Verdict::Fail
-    } else if blocking(&[Code::GateInconclusive, Code::GateNoData]) || (outcomes.is_empty() && !alone) {
-        Verdict::Inconclusive
-    } else if outcomes.is_empty() {
-        // A 100% step with no absolute limit: nothing could be judged there.
-        Verdict::NotRun
-    } else {
-        Verdict::Pass
-    };
     let count = |v: GateVerdict| outcomes.iter().filter(|o| o.verdict == v).count();
     let downgraded = if s.verdict == Verdict::Pass && not_passed > 0 {
         format!(" ({not_passed} gate(s) did not pass; their codes were downgraded by configuration)")
     } else {
         String::new()
     };
-    let arms_note = if alone {
-        format!(
-            "candidate {{{candidate_sel}}} alone at 100% traffic: the baseline serves nothing, so only absolute limits were judged{}",
-            if unchecked.is_empty() { String::new() } else { format!("; not checked here (relative limits only, judged at the earlier steps): {}", unchecked.join(", ")) }
-        )
-    } else {
-        format!("{} mode; candidate {{{candidate_sel}}} vs baseline {{{baseline_sel}}}", if shadow { "shadow" } else { "canary" })
-    };
+    let arms_note = arms_note(alone, shadow, &candidate_sel, &baseline_sel, &unchecked);
     s.summary = format!(
         "{} of {} gate(s) passed, {} failed, {} inconclusive, {} without data over {} ({}); golden set: {}{}. Action: {} — {}. Watch next: {}.",
         count(GateVerdict::Pass),
@@ -330,14 +299,47 @@ async fn analyze_plan(ctx: &Ctx, l: &Loaded, plan: &bundle::Canary, args: &Canar
         "trend": trend,
         "traffic": traffic,
         "golden": golden.data(),
-        "rollbackTarget": match &rollback {
-            RollbackTarget::NotChecked => json!({"status": "not-checked"}),
-            RollbackTarget::Verified { path, version, digest, evidence } => json!({"status": "verified", "path": path, "version": version, "digest": digest, "evidence": evidence}),
-            RollbackTarget::Unusable { path, reason } => json!({"status": "unusable", "path": path, "reason": reason}),
-        },
+        "rollbackTarget": rollback_json(&rollback),
     });
     (s, outcomes)
 }
+
+/// No Prometheus: the gates are not run, the golden set still is and its
+/// failures stand alone.
+fn golden_only(l: &Loaded, golden: &Golden, ov: &Overrides) -> StepReport {
+    let mut s = StepReport::not_run("canary", &l.display, "");
+    let mut diags = Vec::new();
+    let note = golden_into(golden, &mut s, &mut diags);
+    s.diagnostics = ov.apply(diags);
+    s.summary = format!("gates not run: no --prometheus URL, so candidate and baseline were not compared; golden set: {note}");
+    if s.diagnostics.iter().any(|d| d.severity == Severity::Error) {
+        s.verdict = Verdict::Fail;
+    } else if matches!(golden, Golden::Error(_)) {
+        s.verdict = Verdict::Error;
+    }
+    s
+}
+
+/// Which arms were compared, for the summary.
+fn arms_note(alone: bool, shadow: bool, candidate_sel: &str, baseline_sel: &str, unchecked: &[String]) -> String {
+    if alone {
+        format!(
+            "candidate {{{candidate_sel}}} alone at 100% traffic: the baseline serves nothing, so only absolute limits were judged{}",
+            if unchecked.is_empty() { String::new() } else { format!("; not checked here (relative limits only, judged at the earlier steps): {}", unchecked.join(", ")) }
+        )
+    } else {
+        format!("{} mode; candidate {{{candidate_sel}}} vs baseline {{{baseline_sel}}}", if shadow { "shadow" } else { "canary" })
+    }
+}
+
+fn rollback_json(rollback: &RollbackTarget) -> serde_json::Value {
+    match rollback {
+        RollbackTarget::NotChecked => json!({"status": "not-checked"}),
+        RollbackTarget::Verified { path, version, digest, evidence } => json!({"status": "verified", "path": path, "version": version, "digest": digest, "evidence": evidence}),
+        RollbackTarget::Unusable { path, reason } => json!({"status": "unusable", "path": path, "reason": reason}),
+    }
+}
+
 
 #[derive(Debug, Default, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -701,44 +703,9 @@ pub async fn analyze_steps(ctx: &Ctx, l: &Loaded, args: &CanaryOptions, ov: &Ove
         s.summary = format!("shadow mode mirrors traffic instead of splitting it, so traffic steps {:?} do not apply; the current window was judged: {}", plan.steps, s.summary);
         return s;
     }
-    let provider = plan.provider.unwrap_or_default();
-    let Some((requests_tpl, _)) = providers::traffic(provider) else {
-        let e = anyhow!(
-            "provider `{}` exports no request count, so the arms' traffic shares (which place the steps) cannot be read; set the plan's provider to the serving stack and `provider: dcgm` on the GPU gates only",
-            providers::name(provider)
-        );
-        return StepReport::error("canary", &l.display, &e);
-    };
-    let baseline_version = match baseline_version(l, args) {
-        Ok((v, _)) => v,
-        Err(e) => return StepReport::error("canary", &l.display, &e),
-    };
-    let arms = Arms {
-        candidate_version: l.bundle.metadata.version.clone(),
-        baseline_version,
-        candidate_override: args.candidate_selector.clone(),
-        baseline_override: args.baseline_selector.clone(),
-    };
-    let (cs, bs) = (arms.candidate(provider), arms.baseline(provider));
-
-    // ---- where was each step held? ----
-    let now = unix_now(ctx);
-    let res = st::resolution_secs(window_secs);
-    let horizon = st::horizon_secs(res);
-    let timeline = async {
-        let prom = Prom::new(prom_url, now)?;
-        let q = |sel: &str| fill(&requests_tpl, sel, &format!("{res}s"));
-        let c = prom.query_range(&q(&cs), now - horizon as f64, now, res as f64).await?;
-        let b = prom.query_range(&q(&bs), now - horizon as f64, now, res as f64).await?;
-        anyhow::Ok(split_points(&c, &b))
-    };
-    let points = match timeline.await {
-        Ok(p) => p,
-        Err(e) => {
-            let mut s = StepReport::error("canary", &l.display, &e);
-            s.summary = format!("could not read the arms' traffic shares from Prometheus, so no traffic step was placed or judged: {e:#}");
-            return s;
-        }
+    let Timeline { now, res, horizon, points, cs, bs } = match read_timeline(ctx, l, args, plan, window_secs, prom_url).await {
+        Ok(t) => t,
+        Err(step) => return step,
     };
     let segments = st::segments(&points, &plan.steps);
     let placed = st::place(&segments, &plan.steps, res as f64, window_secs as f64);
@@ -850,6 +817,57 @@ pub async fn analyze_steps(ctx: &Ctx, l: &Loaded, args: &CanaryOptions, ov: &Ove
         );
     }
     s
+}
+
+/// The arms' request counts over the look-back horizon, which place the
+/// traffic steps; an ERROR step when they cannot be read.
+struct Timeline {
+    now: f64,
+    res: u64,
+    horizon: u64,
+    points: Vec<st::SplitPoint>,
+    cs: String,
+    bs: String,
+}
+
+async fn read_timeline(ctx: &Ctx, l: &Loaded, args: &CanaryOptions, plan: &bundle::Canary, window_secs: u64, prom_url: &str) -> Result<Timeline, StepReport> {
+    let provider = plan.provider.unwrap_or_default();
+    let Some((requests_tpl, _)) = providers::traffic(provider) else {
+        let e = anyhow!(
+            "provider `{}` exports no request count, so the arms' traffic shares (which place the steps) cannot be read; set the plan's provider to the serving stack and `provider: dcgm` on the GPU gates only",
+            providers::name(provider)
+        );
+        return Err(StepReport::error("canary", &l.display, &e));
+    };
+    let baseline_version = match baseline_version(l, args) {
+        Ok((v, _)) => v,
+        Err(e) => return Err(StepReport::error("canary", &l.display, &e)),
+    };
+    let arms = Arms {
+        candidate_version: l.bundle.metadata.version.clone(),
+        baseline_version,
+        candidate_override: args.candidate_selector.clone(),
+        baseline_override: args.baseline_selector.clone(),
+    };
+    let (cs, bs) = (arms.candidate(provider), arms.baseline(provider));
+    let now = unix_now(ctx);
+    let res = st::resolution_secs(window_secs);
+    let horizon = st::horizon_secs(res);
+    let timeline = async {
+        let prom = Prom::new(prom_url, now)?;
+        let q = |sel: &str| fill(&requests_tpl, sel, &format!("{res}s"));
+        let c = prom.query_range(&q(&cs), now - horizon as f64, now, res as f64).await?;
+        let b = prom.query_range(&q(&bs), now - horizon as f64, now, res as f64).await?;
+        anyhow::Ok(split_points(&c, &b))
+    };
+    match timeline.await {
+        Ok(points) => Ok(Timeline { now, res, horizon, points, cs, bs }),
+        Err(e) => {
+            let mut s = StepReport::error("canary", &l.display, &e);
+            s.summary = format!("could not read the arms' traffic shares from Prometheus, so no traffic step was placed or judged: {e:#}");
+            Err(s)
+        }
+    }
 }
 
 /// Requests per arm at each point of the two range queries (an arm without

@@ -2,7 +2,7 @@
 //! revert PR to a verified previous release, or propose to degrade when
 //! there is none.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use serde_json::json;
@@ -63,105 +63,144 @@ fn degrade_help() -> &'static str {
     "degrade instead of rolling back: keep or scale the current pods, route traffic away, or serve a fallback; do not roll back to bytes that cannot be read (switching blindly to an old package with a missing tokenizer adds a new failure)"
 }
 
+/// A failed release's way back: refused when the failure is too old or the
+/// bundle was itself put there by a revert; a degrade proposal when the
+/// rollback target is missing, not the recorded release or does not verify;
+/// else one branch and one PR restoring the verified previous bundle.
 pub(crate) async fn revert_steps(ctx: &Ctx, l: &Loaded, args: &RevertOptions, evidence: Option<&Report>) -> Vec<StepReport> {
-    let mut steps = Vec::new();
     let target = format!("{} ({} {})", l.display, l.bundle.metadata.version, l.digest);
-    let fail = |steps: &mut Vec<StepReport>, d: Diagnostic, summary: String, data: serde_json::Value| {
-        let mut s = StepReport::new("revert", &target);
-        s.diagnostics.push(d);
-        s.verdict = Verdict::Fail;
-        s.summary = summary;
-        s.data = data;
-        steps.push(s);
-    };
-
-    // Kargo's safeguard: a failure older than --max-age is history, not an
-    // incident; acting on it could undo a fix made since.
-    let max_age = args.max_age.value;
-    let now = ctx.now();
-    let failed_at = args.failed_at.unwrap_or(now);
-    let age = (now - failed_at).to_std().unwrap_or_default();
-    if age > max_age {
-        let mut s = StepReport::not_run("revert", &target, format!("ignored: the failure at {failed_at} is {}s old, older than --max-age {}", age.as_secs(), args.max_age));
-        s.data = json!({"ignored": "older-than-max-age", "failedAt": failed_at, "maxAge": args.max_age.text});
+    if let Some(s) = older_than_max_age(ctx, args, &target) {
         return vec![s];
     }
-
     let Some(rb) = &l.bundle.spec.rollback else {
-        fail(
-            &mut steps,
+        return vec![degrade(
+            &target,
             Diagnostic::new(Code::RollbackTargetUnverified, "the bundle names no spec.rollback: there is no verified release to return to").field("spec.rollback").help(degrade_help()),
-            "no rollback target: degrade proposed, no revert PR".into(),
+            "no rollback target: degrade proposed, no revert PR",
             json!({"proposal": "degrade"}),
-        );
-        return steps;
+        )];
     };
-
     let (repo, rel) = match io::locate(&args.repo, &l.path) {
         Ok(x) => x,
         Err(e) => return vec![StepReport::error("revert", &target, &e)],
     };
-    match io::last_change(&repo, &rel) {
-        Ok(Some((sha, msg))) if is_revert_commit(&msg, &io::merged_head_messages(&repo, &sha)) => {
+    if let Some(s) = revert_of_a_revert(&repo, &rel, &target) {
+        return vec![s];
+    }
+    let mut steps = Vec::new();
+    let Some((prev, verify_summary)) = verified_rollback_target(ctx, l, rb, &target, &mut steps).await else {
+        return steps;
+    };
+    let plan = RevertPlan { repo, rel, prev, rollback: rb.bundle.clone(), verify_summary };
+    steps.push(open_revert(ctx, l, args, &plan, evidence, &target).await);
+    steps
+}
+
+/// A revert step that proposes degrading instead (FAIL, no PR).
+fn degrade(target: &str, d: Diagnostic, summary: &str, data: serde_json::Value) -> StepReport {
+    let mut s = StepReport::new("revert", target);
+    s.diagnostics.push(d);
+    s.verdict = Verdict::Fail;
+    s.summary = summary.to_string();
+    s.data = data;
+    s
+}
+
+/// Kargo's safeguard: a failure older than --max-age is history, not an
+/// incident; acting on it could undo a fix made since.
+fn older_than_max_age(ctx: &Ctx, args: &RevertOptions, target: &str) -> Option<StepReport> {
+    let now = ctx.now();
+    let failed_at = args.failed_at.unwrap_or(now);
+    let age = (now - failed_at).to_std().unwrap_or_default();
+    if age <= args.max_age.value {
+        return None;
+    }
+    let mut s = StepReport::not_run("revert", target, format!("ignored: the failure at {failed_at} is {}s old, older than --max-age {}", age.as_secs(), args.max_age));
+    s.data = json!({"ignored": "older-than-max-age", "failedAt": failed_at, "maxAge": args.max_age.text});
+    Some(s)
+}
+
+/// A revert is never reverted: when the bundle's last change was a
+/// bundlegate revert, a human decides (NOT RUN); an unreadable history is
+/// an ERROR.
+fn revert_of_a_revert(repo: &io::Repository, rel: &Path, target: &str) -> Option<StepReport> {
+    match io::last_change(repo, rel) {
+        Ok(Some((sha, msg))) if is_revert_commit(&msg, &io::merged_head_messages(repo, &sha)) => {
             let mut s = StepReport::not_run(
                 "revert",
-                &target,
+                target,
                 format!("refused: {} was last changed by a bundlegate revert ({sha}); a revert is never reverted, a human decides", rel.display()),
             );
             s.data = json!({"refused": "revert-of-a-revert", "commit": sha});
-            return vec![s];
+            Some(s)
         }
-        Ok(_) => {}
-        Err(e) => return vec![StepReport::error("revert", &target, &e.context("reading the bundle's history"))],
+        Ok(_) => None,
+        Err(e) => Some(StepReport::error("revert", target, &e.context("reading the bundle's history"))),
     }
+}
 
+/// The rollback target, loaded, equal to the recorded release and verified
+/// against the store (a rollback to incomplete bytes is a second broken
+/// release), with the verify summary; `None` after pushing why not.
+async fn verified_rollback_target(ctx: &Ctx, l: &Loaded, rb: &crate::bundle::Rollback, target: &str, steps: &mut Vec<StepReport>) -> Option<(Loaded, String)> {
     let prev = match crate::adapters::bundle_files::load_named_bundle(l, &rb.bundle) {
         Ok(p) => p,
         Err(e) => {
-            fail(
-                &mut steps,
+            steps.push(degrade(
+                target,
                 Diagnostic::new(Code::RollbackTargetUnverified, format!("the rollback target {} does not load: {e}", rb.bundle)).field("spec.rollback.bundle").help(degrade_help()),
-                "rollback target unusable: degrade proposed, no revert PR".into(),
+                "rollback target unusable: degrade proposed, no revert PR",
                 json!({"proposal": "degrade"}),
-            );
-            return steps;
+            ));
+            return None;
         }
     };
     if prev.digest != rb.release_digest {
-        fail(
-            &mut steps,
+        steps.push(degrade(
+            target,
             Diagnostic::new(Code::RollbackTargetUnverified, format!("the rollback target hashes to {}, not the recorded {}", prev.digest, rb.release_digest))
                 .field("spec.rollback.releaseDigest")
                 .help(degrade_help()),
-            "rollback target is not the recorded release: degrade proposed, no revert PR".into(),
+            "rollback target is not the recorded release: degrade proposed, no revert PR",
             json!({"proposal": "degrade"}),
-        );
-        return steps;
+        ));
+        return None;
     }
-
-    // Verify the exit before taking it: a rollback to incomplete bytes is a
-    // second broken release.
-    let opts = VerifyOptions::quiet();
-    let mut verify = super::verify::verify_loaded(ctx, &prev, &opts, &Overrides::default(), None).await;
+    let mut verify = super::verify::verify_loaded(ctx, &prev, &VerifyOptions::quiet(), &Overrides::default(), None).await;
     verify.step = "verify-rollback-target".into();
-    let verified = verify.verdict == Verdict::Pass;
     let verify_summary = verify.summary.clone();
-    let verify_findings: Vec<String> = verify.diagnostics.iter().take(20).map(|d| format!("{} {}", d.code, d.message)).collect();
-    steps.push(verify.clone());
-    if !verified {
-        let mut d = Diagnostic::new(
-            Code::RollbackTargetUnverified,
-            format!("the rollback target {} ({}) did not verify ({}): {verify_summary}", rb.bundle, prev.bundle.metadata.version, verify.verdict),
-        )
-        .field("spec.rollback")
-        .help(degrade_help());
-        for f in verify_findings {
-            d = d.evidence(f);
-        }
-        fail(&mut steps, d, "rollback target unverified: degrade proposed, no revert PR".into(), json!({"proposal": "degrade", "rollbackTarget": rb.bundle}));
-        return steps;
+    let verdict = verify.verdict;
+    let findings: Vec<String> = verify.diagnostics.iter().take(20).map(|d| format!("{} {}", d.code, d.message)).collect();
+    steps.push(verify);
+    if verdict == Verdict::Pass {
+        return Some((prev, verify_summary));
     }
+    let mut d = Diagnostic::new(
+        Code::RollbackTargetUnverified,
+        format!("the rollback target {} ({}) did not verify ({verdict}): {verify_summary}", rb.bundle, prev.bundle.metadata.version),
+    )
+    .field("spec.rollback")
+    .help(degrade_help());
+    for f in findings {
+        d = d.evidence(f);
+    }
+    steps.push(degrade(target, d, "rollback target unverified: degrade proposed, no revert PR", json!({"proposal": "degrade", "rollbackTarget": rb.bundle})));
+    None
+}
 
+/// What a revert restores: the verified previous bundle at the bundle's path.
+struct RevertPlan {
+    repo: io::Repository,
+    rel: PathBuf,
+    prev: Loaded,
+    rollback: String,
+    verify_summary: String,
+}
+
+/// Commit the previous bundle on the revert branch, push it, and open its
+/// PR (or find the one already open): one step, whatever happens.
+async fn open_revert(ctx: &Ctx, l: &Loaded, args: &RevertOptions, plan: &RevertPlan, evidence: Option<&Report>, target: &str) -> StepReport {
+    let RevertPlan { repo, rel, prev, rollback, verify_summary } = plan;
     let branch = branch_name(l);
     let message = format!(
         "Revert {name} {v} to {pv}\n\nRelease {v} ({d}) failed its post-merge gates; this restores the verified\nprevious bundle {rbp} ({pd}) at {path}.\n\n{REVERT_MARKER} {d}\n",
@@ -169,35 +208,28 @@ pub(crate) async fn revert_steps(ctx: &Ctx, l: &Loaded, args: &RevertOptions, ev
         v = l.bundle.metadata.version,
         pv = prev.bundle.metadata.version,
         d = l.digest,
-        rbp = rb.bundle,
+        rbp = rollback,
         pd = prev.digest,
         path = rel.display(),
     );
-    let git_result = io::commit_revert(&repo, &rel, &prev.text, &branch, &message).and_then(|oid| Ok((oid, io::push_new_branch(&repo, &args.remote, &branch)?)));
+    let git_result = io::commit_revert(repo, rel, &prev.text, &branch, &message).and_then(|oid| Ok((oid, io::push_new_branch(repo, &args.remote, &branch)?)));
     let (oid, pushed) = match git_result {
         Ok(x) => x,
-        Err(e) => {
-            steps.push(StepReport::error("revert", &target, &e.context(format!("creating and pushing {branch}"))));
-            return steps;
-        }
+        Err(e) => return StepReport::error("revert", target, &e.context(format!("creating and pushing {branch}"))),
     };
-    let mut s = StepReport::new("revert", &target);
+    let mut s = StepReport::new("revert", target);
     let already = matches!(pushed, io::PushOutcome::AlreadyExists(_));
-    let mut data = json!({"branch": branch, "commit": oid.to_string(), "branchExisted": already, "base": args.base, "rollbackTarget": rb.bundle});
+    let mut data = json!({"branch": branch, "commit": oid.to_string(), "branchExisted": already, "base": args.base, "rollbackTarget": rollback});
 
     let gh = match ctx.github().await {
         Ok(g) => g,
-        Err(e) => {
-            steps.push(StepReport::error("revert", &target, &anyhow::Error::new(e)));
-            return steps;
-        }
+        Err(e) => return StepReport::error("revert", target, &anyhow::Error::new(e)),
     };
-    let (Some(gh), Some((owner, name))) = (gh, io::github_repo(&repo, &args.remote, ctx.env.github_repository.as_deref())) else {
+    let (Some(gh), Some((owner, name))) = (gh, io::github_repo(repo, &args.remote, ctx.env.github_repository.as_deref())) else {
         s.verdict = Verdict::Inconclusive;
         s.summary = format!("branch {branch} {}; no GITHUB_TOKEN or GitHub repository (GITHUB_REPOSITORY): PR not opened", if already { "already existed" } else { "pushed" });
         s.data = data;
-        steps.push(s);
-        return steps;
+        return s;
     };
     if already {
         match gh.find_open_pull(&owner, &name, &branch).await {
@@ -205,18 +237,14 @@ pub(crate) async fn revert_steps(ctx: &Ctx, l: &Loaded, args: &RevertOptions, ev
                 s.summary = format!("already reverting: {branch} exists and PR #{} is open ({})", pr.number, pr.html_url);
                 data["pr"] = json!({"number": pr.number, "url": pr.html_url, "created": false});
                 s.data = data;
-                steps.push(s);
-                return steps;
+                return s;
             }
             Ok(None) => {} // the other run died before its PR: open it (GitHub refuses a duplicate)
-            Err(e) => {
-                steps.push(StepReport::error("revert", &target, &anyhow::Error::new(e).context(format!("branch {branch} is on the remote; looking up its PR"))));
-                return steps;
-            }
+            Err(e) => return StepReport::error("revert", target, &anyhow::Error::new(e).context(format!("branch {branch} is on the remote; looking up its PR"))),
         }
     }
     let title = format!("Revert {} {} → {} (bundlegate)", l.bundle.metadata.name, l.bundle.metadata.version, prev.bundle.metadata.version);
-    let body = pr_body(l, &prev, &rel, &branch, evidence, &verify_summary);
+    let body = pr_body(l, prev, rel, &branch, evidence, verify_summary);
     match gh.create_pull(&owner, &name, &title, &branch, &args.base, &body).await {
         Ok(PullOutcome::Created(pr)) => {
             s.summary = format!("opened PR #{} {} ({branch} → {})", pr.number, pr.html_url, args.base);
@@ -227,13 +255,11 @@ pub(crate) async fn revert_steps(ctx: &Ctx, l: &Loaded, args: &RevertOptions, ev
             data["pr"] = json!({"number": pr.as_ref().map(|p| p.number), "created": false});
         }
         Err(e) => {
-            steps.push(StepReport::error("revert", &target, &anyhow::Error::new(e).context(format!("branch {branch} is on the remote; opening its PR (open it by hand or re-run)"))));
-            return steps;
+            return StepReport::error("revert", target, &anyhow::Error::new(e).context(format!("branch {branch} is on the remote; opening its PR (open it by hand or re-run)")))
         }
     }
     s.data = data;
-    steps.push(s);
-    steps
+    s
 }
 
 fn pr_body(l: &Loaded, prev: &Loaded, rel: &Path, branch: &str, evidence: Option<&Report>, verify_summary: &str) -> String {

@@ -107,29 +107,10 @@ async fn sleep_until_next(poll: Duration, deadline: Instant) {
     tokio::time::sleep(poll.min(left)).await;
 }
 
-async fn watch_loaded(ctx: &Ctx, l: &Loaded, args: &WatchOptions) -> Result<Report> {
-    let (timeout, probe_every) = (args.timeout.value, args.probe_interval.value);
-    let poll = poll_interval(&ctx.env)?;
-    let started = Instant::now();
-    let deadline = started + timeout;
-    let mut r = Report::new("watch");
-    let target = format!("{} ({} {})", l.display, l.bundle.metadata.version, l.digest);
-
-    let (client, server) = match ctx.kube().await {
-        Ok(c) => c,
-        Err(e) => {
-            r.push(StepReport::error("argo", &args.app, &e));
-            r.push(StepReport::not_run("rollout", &target, "the cluster could not be reached"));
-            return Ok(r);
-        }
-    };
-
-    let prober = match (&args.service_url, &l.bundle.spec.serving.health_path) {
-        (Some(base), Some(path)) => Some(start_prober(ctx.http()?.clone(), io::join_url(base, path), probe_every)),
-        _ => None,
-    };
-
-    // ---- 1. Argo CD synced the merge commit ----
+/// Poll the Application until it reports a successful sync of `rev` (a
+/// denied read stops at once: RBAC does not heal by waiting), then judge it.
+/// health.status is never used: it reads Healthy while old pods serve.
+async fn wait_for_argo(l: &Loaded, args: &WatchOptions, client: &kube::Client, server: &str, poll: Duration, started: Instant, deadline: Instant) -> (StepReport, bool) {
     let rev = args.revision.as_deref().filter(|r| !r.trim().is_empty());
     let merged_at = rev.and_then(|r| io::commit_time(&l.dir(), r));
     let mut last_app = None;
@@ -138,7 +119,7 @@ async fn watch_loaded(ctx: &Ctx, l: &Loaded, args: &WatchOptions) -> Result<Repo
     let mut ever_read = false;
     let mut synced = false;
     loop {
-        match io::application(&client, &args.app_namespace, &args.app).await {
+        match io::application(client, &args.app_namespace, &args.app).await {
             Ok(a) => {
                 ever_read = true;
                 last_err = None;
@@ -163,9 +144,8 @@ async fn watch_loaded(ctx: &Ctx, l: &Loaded, args: &WatchOptions) -> Result<Repo
     let app_target = format!("{}/{} on {server}", args.app_namespace, args.app);
     let mut argo = StepReport::new("argo", &app_target);
     argo.data = json!({"application": last_app, "revision": rev, "mergedAt": merged_at, "healthIgnored": true});
-    if synced {
-        let a = last_app.as_ref().expect("synced implies an Application");
-        match rev {
+    match (&last_app, synced) {
+        (Some(a), true) => match rev {
             Some(rv) => {
                 argo.summary = format!("synced {rv} (operation Succeeded, finished {}); health.status was not used", a.finished_at.as_deref().unwrap_or("-"));
                 if merged_at.is_none() {
@@ -176,75 +156,111 @@ async fn watch_loaded(ctx: &Ctx, l: &Loaded, args: &WatchOptions) -> Result<Repo
                 argo.verdict = Verdict::Inconclusive;
                 argo.summary = format!("Synced and Succeeded, but no --revision (or GITHUB_SHA): which commit is synced is unproven ({})", a.describe());
             }
+        },
+        _ if !ever_read => {
+            argo = StepReport::error("argo", &app_target, &anyhow!("{}", last_err.clone().unwrap_or_else(|| "no answer".into())));
         }
-    } else if !ever_read {
-        argo = StepReport::error("argo", &app_target, &anyhow!("{}", last_err.clone().unwrap_or_else(|| "no answer".into())));
-    } else {
-        let mut d = Diagnostic::new(
-            Code::ArgoNotSynced,
-            format!("Argo CD did not finish a successful sync of {} within {}: {last_wait}", rev.unwrap_or("the target revision"), args.timeout),
-        )
-        .evidence(match &last_app {
-            Some(a) => format!("last seen: {}", a.describe()),
-            None => format!("Application {}/{} not found", args.app_namespace, args.app),
-        });
-        if let Some(e) = &last_err {
-            d = d.evidence(format!("last read error: {e}"));
+        _ => {
+            let mut d = Diagnostic::new(
+                Code::ArgoNotSynced,
+                format!("Argo CD did not finish a successful sync of {} within {}: {last_wait}", rev.unwrap_or("the target revision"), args.timeout),
+            )
+            .evidence(match &last_app {
+                Some(a) => format!("last seen: {}", a.describe()),
+                None => format!("Application {}/{} not found", args.app_namespace, args.app),
+            });
+            if let Some(e) = &last_err {
+                d = d.evidence(format!("last read error: {e}"));
+            }
+            if last_app.as_ref().and_then(|a| a.health.as_deref()) == Some("Healthy") {
+                d = d.help("health.status Healthy is not evidence: it reads Healthy while the previous revision's pods serve");
+            }
+            argo.diagnostics.push(d);
+            argo.verdict = Verdict::Fail;
+            argo.summary = format!("not synced after {:.0}s", started.elapsed().as_secs_f64());
         }
-        if last_app.as_ref().and_then(|a| a.health.as_deref()) == Some("Healthy") {
-            d = d.help("health.status Healthy is not evidence: it reads Healthy while the previous revision's pods serve");
-        }
-        argo.diagnostics.push(d);
-        argo.verdict = Verdict::Fail;
-        argo.summary = format!("not synced after {:.0}s", started.elapsed().as_secs_f64());
     }
-    let argo_ok = synced;
+    (argo, synced && last_app.is_some())
+}
+
+/// Poll the service's Deployments, ReplicaSets and pods until the rollout
+/// settles (or gives up, or the deadline passes), then report which pods
+/// run which release. Returns the step and whether the rollout completed.
+async fn rollout_step(l: &Loaded, args: &WatchOptions, client: &kube::Client, target: &str, poll: Duration, started: Instant, deadline: Instant) -> (StepReport, bool) {
+    let exp = expected(l);
+    let mut last = None;
+    let mut last_err: Option<anyhow::Error>;
+    loop {
+        match io::service_state(client, &l.bundle.metadata.namespace, &l.bundle.metadata.name).await {
+            Ok(st) => {
+                let o = rc::evaluate_rollout(&exp, &st);
+                let stop = o.settled || o.gave_up;
+                last = Some(o);
+                last_err = None;
+                if stop {
+                    break;
+                }
+            }
+            Err(e) => last_err = Some(e),
+        }
+        if Instant::now() >= deadline {
+            break;
+        }
+        sleep_until_next(poll, deadline).await;
+    }
+    match (last, last_err) {
+        (Some(o), _) => {
+            let complete = o.complete;
+            let mut s = StepReport::new("rollout", target);
+            s.summary = o.summary;
+            s.diagnostics = o.diagnostics;
+            if !o.complete {
+                let why = if o.gave_up { "the Deployment gave up".to_string() } else { format!("still incomplete at the {} timeout", args.timeout) };
+                if let Some(d) = s.diagnostics.first_mut() {
+                    d.evidence.push(format!("{why}, after {:.0}s", started.elapsed().as_secs_f64()));
+                }
+            }
+            s.verdict = rc::verdict_of(&s.diagnostics);
+            s.tables.push(Table { title: "pods by release".into(), columns: rc::POD_COLUMNS.iter().map(|c| c.to_string()).collect(), rows: o.rows });
+            s.data = o.data;
+            (s, complete)
+        }
+        (None, Some(e)) => (StepReport::error("rollout", target, &e), false),
+        (None, None) => (StepReport::error("rollout", target, &anyhow!("no state read before the timeout")), false),
+    }
+}
+
+async fn watch_loaded(ctx: &Ctx, l: &Loaded, args: &WatchOptions) -> Result<Report> {
+    let (timeout, probe_every) = (args.timeout.value, args.probe_interval.value);
+    let poll = poll_interval(&ctx.env)?;
+    let started = Instant::now();
+    let deadline = started + timeout;
+    let mut r = Report::new("watch");
+    let target = format!("{} ({} {})", l.display, l.bundle.metadata.version, l.digest);
+
+    let (client, server) = match ctx.kube().await {
+        Ok(c) => c,
+        Err(e) => {
+            r.push(StepReport::error("argo", &args.app, &e));
+            r.push(StepReport::not_run("rollout", &target, "the cluster could not be reached"));
+            return Ok(r);
+        }
+    };
+
+    let prober = match (&args.service_url, &l.bundle.spec.serving.health_path) {
+        (Some(base), Some(path)) => Some(start_prober(ctx.http()?.clone(), io::join_url(base, path), probe_every)),
+        _ => None,
+    };
+
+    // ---- 1. Argo CD synced the merge commit ----
+    let (argo, argo_ok) = wait_for_argo(l, args, &client, &server, poll, started, deadline).await;
     r.push(argo);
 
     // ---- 2. rollout truth ----
-    let exp = expected(l);
     let mut rollout_complete = false;
     if argo_ok {
-        let mut last = None;
-        let mut last_err: Option<anyhow::Error>;
-        loop {
-            match io::service_state(&client, &l.bundle.metadata.namespace, &l.bundle.metadata.name).await {
-                Ok(st) => {
-                    let o = rc::evaluate_rollout(&exp, &st);
-                    let stop = o.settled || o.gave_up;
-                    last = Some(o);
-                    last_err = None;
-                    if stop {
-                        break;
-                    }
-                }
-                Err(e) => last_err = Some(e),
-            }
-            if Instant::now() >= deadline {
-                break;
-            }
-            sleep_until_next(poll, deadline).await;
-        }
-        let step = match (last, last_err) {
-            (Some(o), _) => {
-                rollout_complete = o.complete;
-                let mut s = StepReport::new("rollout", &target);
-                s.summary = o.summary;
-                s.diagnostics = o.diagnostics;
-                if !o.complete {
-                    let why = if o.gave_up { "the Deployment gave up".to_string() } else { format!("still incomplete at the {} timeout", args.timeout) };
-                    if let Some(d) = s.diagnostics.first_mut() {
-                        d.evidence.push(format!("{why}, after {:.0}s", started.elapsed().as_secs_f64()));
-                    }
-                }
-                s.verdict = rc::verdict_of(&s.diagnostics);
-                s.tables.push(Table { title: "pods by release".into(), columns: rc::POD_COLUMNS.iter().map(|c| c.to_string()).collect(), rows: o.rows });
-                s.data = o.data;
-                s
-            }
-            (None, Some(e)) => StepReport::error("rollout", &target, &e),
-            (None, None) => StepReport::error("rollout", &target, &anyhow!("no state read before the timeout")),
-        };
+        let (step, complete) = rollout_step(l, args, &client, &target, poll, started, deadline).await;
+        rollout_complete = complete;
         r.push(step);
     } else {
         r.push(StepReport::not_run("rollout", &target, "Argo CD did not sync the merge commit, so the cluster cannot be running it"));

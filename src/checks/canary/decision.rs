@@ -6,6 +6,8 @@
 use serde::Serialize;
 
 use super::gate::{GateOutcome, GateVerdict};
+use crate::diag::{Code, Diagnostic, Severity};
+use crate::report::Verdict;
 
 /// How each arm moved against its own previous window (ratios now/earlier).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
@@ -164,5 +166,25 @@ pub fn decide(situation: Situation, shadow: bool, trend: &Trend, rollback: &Roll
             precondition: format!("a gate fails but the candidate is not worse than the baseline and load did not change ({}); a rollback would not help", trend.describe()),
             watch_next: "shared dependencies (GPU nodes, upstream services, limits too tight for both versions); stop promotion until explained".into(),
         },
+    }
+}
+
+/// The canary step's verdict from its (overridden) diagnostics: a golden
+/// set that could not run is an ERROR; a blocking gate or golden failure a
+/// FAIL; an inconclusive or data-less gate, or no gate at all below 100 %
+/// traffic, INCONCLUSIVE; a 100 % step with no absolute limit NOT RUN
+/// (nothing could be judged there); else PASS.
+pub fn canary_verdict(diagnostics: &[Diagnostic], outcomes: &[GateOutcome], golden_error: bool, alone: bool) -> Verdict {
+    let blocking = |codes: &[Code]| diagnostics.iter().any(|d| d.severity == Severity::Error && codes.contains(&d.code));
+    if golden_error {
+        Verdict::Error
+    } else if blocking(&[Code::GateFailed, Code::GoldenFailed]) {
+        Verdict::Fail
+    } else if blocking(&[Code::GateInconclusive, Code::GateNoData]) || (outcomes.is_empty() && !alone) {
+        Verdict::Inconclusive
+    } else if outcomes.is_empty() {
+        Verdict::NotRun
+    } else {
+        Verdict::Pass
     }
 }
