@@ -17,7 +17,7 @@ use crate::report::{Detail, Report, StepReport};
 pub fn run(cli: Cli) -> Result<Report> {
     let cfg = Config::load(cli.config.as_deref())?;
     // One context for the whole run: one runtime, the environment read once.
-    let ctx = Ctx::from_process()?;
+    let ctx = Ctx::from_process();
     match cli.command {
         Command::Lint { bundles, sev } => {
             let ov = cfg.overrides(&sev)?;
@@ -51,13 +51,13 @@ pub fn run(cli: Cli) -> Result<Report> {
             let opts = VerifyOptions::from(opts);
             let mut r = Report::new("verify");
             for b in &bundles {
-                r.push(ctx.block_on(verify::verify_step(&ctx, b, &opts, &ov, None)));
+                r.push(ctx.block_on(verify::verify_step(&ctx, b, &opts, &ov, None))?);
             }
             Ok(r)
         }
         Command::Publish { dir, to, bundle, jobs } => {
             let mut r = Report::new("publish");
-            r.push(ctx.block_on(verify::publish(&ctx, &dir, &to, &bundle, jobs))?);
+            r.push(ctx.try_block_on(verify::publish(&ctx, &dir, &to, &bundle, jobs))?);
             Ok(r)
         }
         Command::Audit { root, deep, cache, shard, write_report, alerts, serving, opts } => {
@@ -68,20 +68,20 @@ pub fn run(cli: Cli) -> Result<Report> {
             let o = audit::AuditOptions { root: root.clone(), deep, cache, shard, write_report };
             let alerts = AlertOptions::from(alerts);
             audit::check_alerts(&alerts)?;
-            let mut r = ctx.block_on(audit::audit(&ctx, &o, &VerifyOptions::from(opts), &cfg.overrides(&SeverityArgs::default())?))?;
+            let mut r = ctx.try_block_on(audit::audit(&ctx, &o, &VerifyOptions::from(opts), &cfg.overrides(&SeverityArgs::default())?))?;
             if serving {
-                for s in ctx.block_on(serving::serving_audit(&ctx, &root))? {
+                for s in ctx.try_block_on(serving::serving_audit(&ctx, &root))? {
                     r.push(s);
                 }
             }
-            ctx.block_on(audit::emit_metrics(&ctx, &mut r, &alerts));
+            ctx.block_on(audit::emit_metrics(&ctx, &mut r, &alerts))?;
             Ok(r)
         }
         Command::Report { cmd: ReportCmd::Merge { reports, max_age, alerts } } => {
             let alerts = AlertOptions::from(alerts);
             audit::check_alerts(&alerts)?;
-            let mut r = ctx.block_on(audit::merge(&ctx, &reports, max_age.map(|d| d.value)))?;
-            ctx.block_on(audit::emit_metrics(&ctx, &mut r, &alerts));
+            let mut r = ctx.try_block_on(audit::merge(&ctx, &reports, max_age.map(|d| d.value)))?;
+            ctx.block_on(audit::emit_metrics(&ctx, &mut r, &alerts))?;
             Ok(r)
         }
         Command::Preflight { bundle, snapshot, live, sev } => {

@@ -34,9 +34,9 @@ pub fn run(ctx: &Ctx, bundle: &Path, args: &CanaryOptions, ov: &Overrides) -> St
         Err(s) => return s,
     };
     if args.steps {
-        ctx.block_on(analyze_steps(ctx, &l, args, ov))
+        ctx.block_on_step("canary", &l.display, analyze_steps(ctx, &l, args, ov))
     } else {
-        ctx.block_on(analyze(ctx, &l, args, ov))
+        ctx.block_on_step("canary", &l.display, analyze(ctx, &l, args, ov))
     }
 }
 

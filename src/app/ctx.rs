@@ -4,8 +4,9 @@
 //! It lives in `app` because it is what a command receives: it knows the
 //! adapters' clients but no command, and neither clap nor the pipeline file.
 //!
-//! - one multi-thread Tokio runtime: commands `block_on` it instead of
-//!   starting their own;
+//! - one multi-thread Tokio runtime, started on first use (lint, render,
+//!   `codes` and the Argo CD plugin never start it): commands `block_on` it
+//!   instead of starting their own;
 //! - the environment, read once ([`EnvSnapshot`]): no command reads
 //!   `std::env`;
 //! - a clock (`now`), injectable so age rules (revert `--max-age`) are
@@ -25,11 +26,12 @@ use chrono::{DateTime, Utc};
 use crate::adapters::env::EnvSnapshot;
 use crate::adapters::github::{self, GithubClient};
 use crate::adapters::store::Store;
+use crate::report::StepReport;
 
 type Clock = Arc<dyn Fn() -> DateTime<Utc> + Send + Sync>;
 
 pub struct Ctx {
-    rt: tokio::runtime::Runtime,
+    rt: OnceLock<tokio::runtime::Runtime>,
     pub env: EnvSnapshot,
     clock: Clock,
     kube: tokio::sync::OnceCell<(kube::Client, String)>,
@@ -39,20 +41,19 @@ pub struct Ctx {
 
 impl Ctx {
     /// The context of a real run: this process's environment, the system clock.
-    pub fn from_process() -> Result<Ctx> {
+    pub fn from_process() -> Ctx {
         Ctx::new(EnvSnapshot::from_process())
     }
 
-    pub fn new(env: EnvSnapshot) -> Result<Ctx> {
-        let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the async runtime")?;
-        Ok(Ctx {
-            rt,
+    pub fn new(env: EnvSnapshot) -> Ctx {
+        Ctx {
+            rt: OnceLock::new(),
             env,
             clock: Arc::new(Utc::now),
             kube: tokio::sync::OnceCell::new(),
             github: tokio::sync::OnceCell::new(),
             http: OnceLock::new(),
-        })
+        }
     }
 
     pub fn with_clock(mut self, now: impl Fn() -> DateTime<Utc> + Send + Sync + 'static) -> Ctx {
@@ -62,7 +63,7 @@ impl Ctx {
 
     /// Use this Kubernetes client; `server` names the cluster in reports.
     /// A `kube::Client` spawns its buffer task: build it inside
-    /// [`Ctx::runtime`] (`ctx.runtime().enter()`).
+    /// [`Ctx::runtime`] (`ctx.runtime()?.enter()`).
     pub fn with_kube(self, client: kube::Client, server: impl Into<String>) -> Ctx {
         let _ = self.kube.set((client, server.into()));
         self
@@ -74,13 +75,30 @@ impl Ctx {
         self
     }
 
-    pub fn runtime(&self) -> &tokio::runtime::Runtime {
-        &self.rt
+    /// The runtime, started on first use. Failing to start it (no threads
+    /// or file descriptors left) is the tool failing, never a verdict.
+    pub fn runtime(&self) -> Result<&tokio::runtime::Runtime> {
+        if let Some(rt) = self.rt.get() {
+            return Ok(rt);
+        }
+        let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the async runtime")?;
+        Ok(self.rt.get_or_init(|| rt))
     }
 
     /// Run a command's async part. Never called from inside the runtime.
-    pub fn block_on<F: Future>(&self, f: F) -> F::Output {
-        self.rt.block_on(f)
+    pub fn block_on<F: Future>(&self, f: F) -> Result<F::Output> {
+        Ok(self.runtime()?.block_on(f))
+    }
+
+    /// [`Ctx::block_on`] for a fallible future.
+    pub fn try_block_on<T>(&self, f: impl Future<Output = Result<T>>) -> Result<T> {
+        self.block_on(f)?
+    }
+
+    /// [`Ctx::block_on`] for a step: a runtime that cannot start is that
+    /// step's ERROR.
+    pub fn block_on_step(&self, step: &str, target: &str, f: impl Future<Output = StepReport>) -> StepReport {
+        self.block_on(f).unwrap_or_else(|e| StepReport::error(step, target, &e))
     }
 
     pub fn now(&self) -> DateTime<Utc> {

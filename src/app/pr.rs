@@ -517,7 +517,7 @@ fn post(ctx: &Ctx, env: &GithubEnv, md: &str, verdict: Verdict) -> Posting {
     };
     let parts = sticky_parts(md, &env.marker_key);
 
-    let res: github::Result<(CommentOutcome, Option<String>)> = ctx.block_on(async {
+    let res = ctx.block_on(async {
         let gh = GithubClient::with_policy(&env.api_url, token, env.retry.clone())?;
         let outcome = publish_comment(&gh, owner, repo, pr, parts).await?;
         let check_note = match (&env.head_sha, env.check_run) {
@@ -527,8 +527,12 @@ fn post(ctx: &Ctx, env: &GithubEnv, md: &str, verdict: Verdict) -> Posting {
             }),
             _ => None,
         };
-        Ok((outcome, check_note))
+        github::Result::Ok((outcome, check_note))
     });
+    let res = match res {
+        Ok(r) => r,
+        Err(e) => return Posting::Failed(format!("{e:#}")),
+    };
     match res {
         Ok((o, note)) => Posting::Posted(o, note),
         Err(e) if e.is_forbidden() => Posting::Forbidden(if env.fork {

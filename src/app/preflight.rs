@@ -25,7 +25,7 @@ pub fn run_loaded(ctx: &Ctx, l: &crate::bundle::Loaded, snapshot: Option<&Path>,
         (None, true) => {
             let claims: Vec<String> = l.bundle.spec.serving.volumes.iter().map(|v| v.claim_name.clone()).collect();
             let scope = LiveScope { namespace: &l.bundle.metadata.namespace, claims: &claims };
-            ctx.block_on(async {
+            ctx.try_block_on(async {
                 let (client, server) = ctx.kube().await?;
                 cluster::gather_live(client, &server, &scope, ctx.kube_timeout()).await
             })

@@ -21,7 +21,7 @@ pub const REVERT_MARKER: &str = "bundlegate-revert-of:";
 
 /// `revert` as a pipeline step; `evidence` is what the run found so far.
 pub fn revert_in(ctx: &Ctx, l: &Loaded, args: &RevertOptions, evidence: &Report) -> Vec<StepReport> {
-    ctx.block_on(revert_steps(ctx, l, args, Some(evidence)))
+    ctx.block_on(revert_steps(ctx, l, args, Some(evidence))).unwrap_or_else(|e| vec![StepReport::error("revert", &l.display, &e)])
 }
 
 pub fn revert(ctx: &Ctx, bundle: &Path, args: &RevertOptions) -> Result<Report> {
@@ -40,7 +40,7 @@ pub fn revert(ctx: &Ctx, bundle: &Path, args: &RevertOptions) -> Result<Report> 
         }
         None => None,
     };
-    for s in ctx.block_on(revert_steps(ctx, &l, args, evidence.as_ref())) {
+    for s in ctx.block_on(revert_steps(ctx, &l, args, evidence.as_ref()))? {
         r.push(s);
     }
     Ok(r)

@@ -61,14 +61,14 @@ pub fn watch(ctx: &Ctx, bundle: &Path, args: &WatchOptions) -> Result<Report> {
             return Ok(r);
         }
     };
-    ctx.block_on(watch_loaded(ctx, &l, args))
+    ctx.try_block_on(watch_loaded(ctx, &l, args))
 }
 
 /// `watch` as a pipeline step: the same checks as the command, on an already
 /// loaded bundle.
 pub fn watch_steps(ctx: &Ctx, l: &Loaded, args: &WatchOptions) -> Vec<StepReport> {
     let target = format!("{} ({} {})", l.display, l.bundle.metadata.version, l.digest);
-    match ctx.block_on(watch_loaded(ctx, l, args)) {
+    match ctx.try_block_on(watch_loaded(ctx, l, args)) {
         Ok(r) => r.steps,
         Err(e) => vec![StepReport::error("watch", &target, &e)],
     }

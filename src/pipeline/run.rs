@@ -138,12 +138,12 @@ pub fn run_file(ctx: &Ctx, pipeline_path: &Path, inputs: &Inputs) -> Result<Repo
             StepSpec::Audit { verify, deep, serving } => {
                 let root = inputs.repo.clone();
                 let o = crate::app::audit::AuditOptions { root: root.clone(), deep: *deep, ..Default::default() };
-                let r = ctx.block_on(crate::app::audit::audit(ctx, &o, verify, &inputs.overrides))?;
+                let r = ctx.try_block_on(crate::app::audit::audit(ctx, &o, verify, &inputs.overrides))?;
                 for s in r.steps {
                     push_step(&mut report, step, s);
                 }
                 if *serving {
-                    for s in ctx.block_on(crate::app::serving::serving_audit(ctx, &root))? {
+                    for s in ctx.try_block_on(crate::app::serving::serving_audit(ctx, &root))? {
                         push_step(&mut report, step, s);
                     }
                 }
@@ -250,7 +250,7 @@ fn run_one(ctx: &Ctx, step: &Step, l: &Loaded, t: &Target, inputs: &Inputs) -> S
             }
             s
         }
-        StepSpec::Verify(opts) => ctx.block_on(crate::app::verify::verify_loaded(ctx, l, opts, ov, None)),
+        StepSpec::Verify(opts) => ctx.block_on_step("verify", &l.display, crate::app::verify::verify_loaded(ctx, l, opts, ov, None)),
         StepSpec::Preflight { snapshot } => {
             let snap = inputs.snapshot.clone().or_else(|| snapshot.clone());
             match snap {
@@ -262,7 +262,7 @@ fn run_one(ctx: &Ctx, step: &Step, l: &Loaded, t: &Target, inputs: &Inputs) -> S
             None => StepReport::not_run("canary", &l.display, "no Prometheus URL (--prometheus / BUNDLEGATE_PROMETHEUS_URL): canary gates not evaluated"),
             Some(url) => {
                 let args = CanaryOptions { prometheus: Some(url.clone()), window: window.clone(), ..Default::default() };
-                ctx.block_on(crate::app::canary::analyze(ctx, l, &args, ov))
+                ctx.block_on_step("canary", &l.display, crate::app::canary::analyze(ctx, l, &args, ov))
             }
         },
         StepSpec::Watch(_) | StepSpec::Revert(_) | StepSpec::Comment | StepSpec::Audit { .. } => unreachable!("dispatched by run_step / run_file"),

@@ -880,5 +880,5 @@ fn pr_run_checks_the_head_revision_not_the_working_tree() {
 
 /// A context with an empty environment: the tests give `GithubEnv` directly.
 fn ctx() -> Ctx {
-    Ctx::new(bundlegate::adapters::env::EnvSnapshot::default()).unwrap()
+    Ctx::new(bundlegate::adapters::env::EnvSnapshot::default())
 }

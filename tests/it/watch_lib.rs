@@ -23,10 +23,10 @@ use crate::watch::{
 
 /// A context over the stand-in: a short poll, nothing else from the environment.
 fn ctx_over(frames: Vec<Frame>, env: EnvSnapshot) -> (Ctx, Arc<StandIn>) {
-    let ctx = Ctx::new(EnvSnapshot { watch_poll: Some("50ms".into()), ..env }).unwrap();
+    let ctx = Ctx::new(EnvSnapshot { watch_poll: Some("50ms".into()), ..env });
     let standin = StandIn::new(frames);
     let client = {
-        let _in_runtime = ctx.runtime().enter();
+        let _in_runtime = ctx.runtime().unwrap().enter();
         standin.client()
     };
     (ctx.with_kube(client, "in-process stand-in"), standin)
@@ -75,13 +75,13 @@ fn lib_watch_crashloop_of_the_new_release_fails_bg501() {
 #[test]
 fn lib_watch_unreachable_cluster_is_an_error_never_a_pass() {
     let ws = Workspace::new();
-    let ctx = Ctx::new(EnvSnapshot { watch_poll: Some("50ms".into()), ..Default::default() }).unwrap();
+    let ctx = Ctx::new(EnvSnapshot { watch_poll: Some("50ms".into()), ..Default::default() });
     // Every request fails before an answer, as when the API server is down.
     let refused = tower::service_fn(|_req: http::Request<kube::client::Body>| async {
         Err::<http::Response<kube::client::Body>, _>(std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "connection refused"))
     });
     let client = {
-        let _in_runtime = ctx.runtime().enter();
+        let _in_runtime = ctx.runtime().unwrap().enter();
         kube::Client::new(refused, "ai-lab")
     };
     let ctx = ctx.with_kube(client, "unreachable");
@@ -100,7 +100,7 @@ fn lib_revert_age_is_judged_by_the_context_clock() {
     let failed_at = Utc.with_ymd_and_hms(2026, 1, 1, 10, 0, 0).unwrap();
     let opts = RevertOptions { repo: ws.path().to_path_buf(), failed_at: Some(failed_at), max_age: HumanDuration::parse("1h").unwrap(), ..Default::default() };
     let bundle = ws.path().join("release.yaml");
-    let at = |now| Ctx::new(EnvSnapshot::default()).unwrap().with_clock(move || now);
+    let at = |now| Ctx::new(EnvSnapshot::default()).with_clock(move || now);
     // Two hours later by the injected clock: history, not an incident.
     let r = revert::revert(&at(failed_at + chrono::Duration::hours(2)), &bundle, &opts).unwrap();
     let v = json_of(&r);
