@@ -54,6 +54,13 @@ enum CacheStore {
     Dir(BlobDir),
 }
 
+/// An opened [`CacheStore`]: the file's contents (and a note when it could
+/// not be read), or the directory.
+enum Cache {
+    File(PathBuf, (AuditCache, Option<Diagnostic>)),
+    Dir(BlobDir),
+}
+
 fn cache_object_name(bundle_id: &str) -> String {
     format!("{}.json", &crate::util::sha256_hex(bundle_id.as_bytes())[..32])
 }
@@ -128,9 +135,14 @@ pub async fn audit(ctx: &Ctx, o: &AuditOptions, vo: &VerifyOptions, ov: &Overrid
         None => default_cache(ctx.env.cache_dir.as_deref(), &o.root)?,
     };
     let store = CacheStore::open(&cache_loc, o.shard.is_some_and(|s| s.count > 1))?;
-    let mut file_cache = match &store {
-        CacheStore::File(p) => Some(load_file_cache(p)),
-        CacheStore::Dir(_) => None,
+    // The file cache is read once and written back at the end; the
+    // directory cache is read and written per bundle.
+    let mut cache = match store {
+        CacheStore::File(p) => {
+            let loaded = load_file_cache(&p);
+            Cache::File(p, loaded)
+        }
+        CacheStore::Dir(d) => Cache::Dir(d),
     };
     let mut owned = Vec::new();
     let mut owned_bytes = 0u64;
@@ -147,21 +159,20 @@ pub async fn audit(ctx: &Ctx, o: &AuditOptions, vo: &VerifyOptions, ov: &Overrid
                 continue;
             }
         };
-        let mut step = match (&store, file_cache.as_mut()) {
-            (_, Some((cache, note))) => {
+        let mut step = match &mut cache {
+            Cache::File(_, (cache, note)) => {
                 let mut s = verify_loaded(ctx, &l, vo, ov, Some(AuditCtx { cache, deep: o.deep })).await;
                 if let Some(n) = note.take() {
                     s.diagnostics.push(n);
                 }
                 s
             }
-            (CacheStore::Dir(d), None) => audit_one_with_dir(ctx, d, &id, &l, o.deep, vo, ov).await?,
-            (CacheStore::File(_), None) => unreachable!("a file cache is loaded above"),
+            Cache::Dir(d) => audit_one_with_dir(ctx, d, &id, &l, o.deep, vo, ov).await?,
         };
         step.step = "audit".into();
         r.push(step);
     }
-    if let (CacheStore::File(p), Some((cache, _))) = (&store, &file_cache) {
+    if let Cache::File(p, (cache, _)) = &cache {
         cache.save(p)?;
     }
     if o.shard.is_some() {

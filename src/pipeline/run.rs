@@ -265,6 +265,10 @@ fn run_one(ctx: &Ctx, step: &Step, l: &Loaded, t: &Target, inputs: &Inputs) -> S
                 ctx.block_on_step("canary", &l.display, crate::app::canary::analyze(ctx, l, &args, ov))
             }
         },
-        StepSpec::Watch(_) | StepSpec::Revert(_) | StepSpec::Comment | StepSpec::Audit { .. } => unreachable!("dispatched by run_step / run_file"),
+        // run_step and run_file dispatch these; reaching here is a bug, and
+        // a bug is an ERROR step, not a crash that loses the report.
+        StepSpec::Watch(_) | StepSpec::Revert(_) | StepSpec::Comment | StepSpec::Audit { .. } => {
+            StepReport::error(step.kind().as_str(), &l.display, &anyhow::anyhow!("internal: this step is not run per bundle here"))
+        }
     }
 }
