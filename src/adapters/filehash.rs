@@ -4,6 +4,7 @@
 //! confined to the root, largest first, one worker per core, memory fixed
 //! per worker whatever the model size.
 
+use crate::checks::pod_files::{Expected, Outcome};
 use std::io::Read;
 use std::path::{Component, Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -131,23 +132,6 @@ fn read_some(r: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
             other => return other,
         }
     }
-}
-
-#[derive(Debug, Clone)]
-pub struct Expected {
-    pub path: String,
-    pub sha256: String,
-    pub size: u64,
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub enum Outcome {
-    Ok,
-    Missing,
-    SizeMismatch { actual: u64 },
-    DigestMismatch { actual: String },
-    /// Outside the root, not a regular file, or a read error.
-    Unreadable(String),
 }
 
 /// `rel` under `root` (already canonical), refusing `..`, absolute paths and

@@ -104,13 +104,8 @@ pub fn render_loaded(l: &Loaded, ro: &RenderOptions, out: Option<&Path>) -> Step
             s.data = serde_json::json!({"objects": rendered.objects.len(), "kinds": kinds, "releaseDigest": l.digest, "written": written});
             s.details.push(Detail { title: format!("manifests for {}", l.display), lang: "yaml".into(), body: rendered.yaml });
             if rendered.verifier_missing {
-                s.diagnostics.push(
-                    crate::report::Diagnostic::new(
-                        crate::diag::Code::VerifyOnStartNotRendered,
-                        format!("the `{}` template puts no `{}` container in the pod, although spec.serving.verifyOnStart is `{}`", l.bundle.spec.serving.format.as_str(), crate::manifests::VERIFIER_CONTAINER, l.bundle.spec.serving.verify_on_start.as_str()),
-                    )
-                    .help("render the `verifier` value as an init container of the pod (see the built-in templates), or set `spec.serving.verifyOnStart: off`"),
-                );
+                let sv = &l.bundle.spec.serving;
+                s.diagnostics.push(crate::checks::render::verifier_not_rendered(sv.format.as_str(), crate::manifests::VERIFIER_CONTAINER, sv.verify_on_start.as_str()));
                 s.verdict = s.verdict_from_diagnostics();
             }
             s

@@ -14,11 +14,11 @@ use anyhow::{anyhow, bail, Context, Result};
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::adapters::filehash::{self, Expected, Outcome};
+use crate::adapters::filehash;
+use crate::checks::pod_files::{self, Expected, Outcome};
 use crate::adapters::local;
 use crate::checks::lint::is_sha256_hex;
-use crate::diag::Code;
-use crate::report::{Diagnostic, Report, StepReport, Table, Verdict};
+use crate::report::{Report, StepReport, Table, Verdict};
 
 pub use crate::bundle::verify_seconds;
 
@@ -176,26 +176,15 @@ fn wait_complete(root: &Path, items: &[Expected], deadline: Instant) {
 
 fn step_for(m: &PodManifest, items: &[Expected], outcomes: &[Outcome], full: bool, root: &Path, bytes: u64, secs: f64) -> StepReport {
     let mut s = StepReport::new("verify-files", root.display().to_string());
-    let mut rows = Vec::new();
-    for (e, o) in items.iter().zip(outcomes) {
-        let (status, detail) = match o {
-            Outcome::Ok => ("OK", String::new()),
-            Outcome::Missing => ("MISSING", format!("MISSING {}: expected sha256:{} size {}, no such file", e.path, e.sha256, e.size)),
-            Outcome::SizeMismatch { actual } => ("SIZE-MISMATCH", format!("SIZE-MISMATCH {}: expected size {} (sha256:{}), found {actual} bytes", e.path, e.size, e.sha256)),
-            Outcome::DigestMismatch { actual } => ("DIGEST-MISMATCH", format!("DIGEST-MISMATCH {}: expected sha256:{}, found sha256:{actual}", e.path, e.sha256)),
-            Outcome::Unreadable(why) => ("UNREADABLE", format!("UNREADABLE {}: expected sha256:{}: {why}", e.path, e.sha256)),
-        };
-        if !detail.is_empty() {
-            s.diagnostics.push(Diagnostic::new(Code::PodArtifactMismatch, detail).field(e.path.clone()));
-        }
-        rows.push(vec![e.path.clone(), status.to_string(), e.size.to_string()]);
-    }
+    let (diagnostics, statuses) = pod_files::judge(items, outcomes);
+    s.diagnostics = diagnostics;
+    let rows = items.iter().zip(&statuses).map(|(e, st)| vec![e.path.clone(), st.to_string(), e.size.to_string()]).collect();
     s.tables.push(Table { title: "artifacts".into(), columns: vec!["path".into(), "status".into(), "size".into()], rows });
     s.verdict = s.verdict_from_diagnostics();
     let bad = s.diagnostics.len();
     s.summary = format!(
         "{}/{} artifact(s) OK ({}, {} in {:.2}s) for release {}",
-        items.len() - bad,
+        items.len().saturating_sub(bad),
         items.len(),
         if full { "sha256" } else { "size only" },
         crate::util::human_bytes(bytes),

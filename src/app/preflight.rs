@@ -6,8 +6,8 @@ use std::path::Path;
 use crate::adapters::cluster::{self, LiveScope};
 use crate::app::ctx::Ctx;
 use crate::checks::preflight;
-use crate::diag::{Code, Overrides};
-use crate::report::{Severity, StepReport, Verdict};
+use crate::diag::Overrides;
+use crate::report::{Severity, StepReport};
 
 /// Gather cluster state (snapshot file or live, read-only) and run the pure
 /// preflight checks for one bundle.
@@ -42,15 +42,7 @@ pub fn run_loaded(ctx: &Ctx, l: &crate::bundle::Loaded, snapshot: Option<&Path>,
     };
     let mut s = StepReport::new("preflight", &l.display);
     s.diagnostics = ov.apply(out.diagnostics);
-    s.verdict = s.verdict_from_diagnostics();
-    // Evidence that could not be read (BG207) is not a failure the cluster
-    // showed: when it is the only error, the answer is unknown, not FAIL.
-    let incomplete = Code::RolloutNotRunningOnCluster;
-    let errors = || s.diagnostics.iter().filter(|d| d.severity == Severity::Error);
-    if s.verdict == Verdict::Fail && errors().all(|d| d.code == incomplete) {
-        s.verdict = Verdict::Inconclusive;
-    }
-    debug_assert!(s.verdict != Verdict::Error);
+    s.verdict = preflight::verdict(&s.diagnostics);
     s.summary = format!("{}; {} error(s), {} warning(s)", out.summary, s.count(Severity::Error), s.count(Severity::Warning));
     s.tables.push(out.table);
     s.data = out.data;

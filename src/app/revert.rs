@@ -12,12 +12,11 @@ use crate::adapters::rollout as io;
 use crate::app::ctx::Ctx;
 use crate::options::{RevertOptions, VerifyOptions};
 use crate::bundle::Loaded;
-use crate::diag::{Code, Overrides};
+use crate::checks::revert as rv;
+use crate::diag::Overrides;
 use crate::report::{Diagnostic, Report, StepReport, Verdict};
 
-/// The marker a revert commit and PR carry; a bundle last changed by such a
-/// commit is never reverted again (Kargo's "never roll back a rollback").
-pub const REVERT_MARKER: &str = "bundlegate-revert-of:";
+pub use crate::checks::revert::REVERT_MARKER;
 
 /// `revert` as a pipeline step; `evidence` is what the run found so far.
 pub fn revert_in(ctx: &Ctx, l: &Loaded, args: &RevertOptions, evidence: &Report) -> Vec<StepReport> {
@@ -59,10 +58,6 @@ pub fn branch_name(l: &Loaded) -> String {
     format!("bundlegate/revert-{}-{}", clean(&l.bundle.metadata.name), clean(&l.bundle.metadata.version))
 }
 
-fn degrade_help() -> &'static str {
-    "degrade instead of rolling back: keep or scale the current pods, route traffic away, or serve a fallback; do not roll back to bytes that cannot be read (switching blindly to an old package with a missing tokenizer adds a new failure)"
-}
-
 /// A failed release's way back: refused when the failure is too old or the
 /// bundle was itself put there by a revert; a degrade proposal when the
 /// rollback target is missing, not the recorded release or does not verify;
@@ -75,7 +70,7 @@ pub(crate) async fn revert_steps(ctx: &Ctx, l: &Loaded, args: &RevertOptions, ev
     let Some(rb) = &l.bundle.spec.rollback else {
         return vec![degrade(
             &target,
-            Diagnostic::new(Code::RollbackTargetUnverified, "the bundle names no spec.rollback: there is no verified release to return to").field("spec.rollback").help(degrade_help()),
+            rv::no_rollback_target(),
             "no rollback target: degrade proposed, no revert PR",
             json!({"proposal": "degrade"}),
         )];
@@ -125,7 +120,7 @@ fn older_than_max_age(ctx: &Ctx, args: &RevertOptions, target: &str) -> Option<S
 /// an ERROR.
 fn revert_of_a_revert(repo: &io::Repository, rel: &Path, target: &str) -> Option<StepReport> {
     match io::last_change(repo, rel) {
-        Ok(Some((sha, msg))) if is_revert_commit(&msg, &io::merged_head_messages(repo, &sha)) => {
+        Ok(Some((sha, msg))) if rv::is_revert_commit(&msg, &io::merged_head_messages(repo, &sha)) => {
             let mut s = StepReport::not_run(
                 "revert",
                 target,
@@ -148,7 +143,7 @@ async fn verified_rollback_target(ctx: &Ctx, l: &Loaded, rb: &crate::bundle::Rol
         Err(e) => {
             steps.push(degrade(
                 target,
-                Diagnostic::new(Code::RollbackTargetUnverified, format!("the rollback target {} does not load: {e}", rb.bundle)).field("spec.rollback.bundle").help(degrade_help()),
+                rv::rollback_target_unloadable(&rb.bundle, &e.to_string()),
                 "rollback target unusable: degrade proposed, no revert PR",
                 json!({"proposal": "degrade"}),
             ));
@@ -158,9 +153,7 @@ async fn verified_rollback_target(ctx: &Ctx, l: &Loaded, rb: &crate::bundle::Rol
     if prev.digest != rb.release_digest {
         steps.push(degrade(
             target,
-            Diagnostic::new(Code::RollbackTargetUnverified, format!("the rollback target hashes to {}, not the recorded {}", prev.digest, rb.release_digest))
-                .field("spec.rollback.releaseDigest")
-                .help(degrade_help()),
+            rv::rollback_target_not_recorded(&prev.digest, &rb.release_digest),
             "rollback target is not the recorded release: degrade proposed, no revert PR",
             json!({"proposal": "degrade"}),
         ));
@@ -175,15 +168,7 @@ async fn verified_rollback_target(ctx: &Ctx, l: &Loaded, rb: &crate::bundle::Rol
     if verdict == Verdict::Pass {
         return Some((prev, verify_summary));
     }
-    let mut d = Diagnostic::new(
-        Code::RollbackTargetUnverified,
-        format!("the rollback target {} ({}) did not verify ({verdict}): {verify_summary}", rb.bundle, prev.bundle.metadata.version),
-    )
-    .field("spec.rollback")
-    .help(degrade_help());
-    for f in findings {
-        d = d.evidence(f);
-    }
+    let d = rv::rollback_target_unverified(&rb.bundle, &prev.bundle.metadata.version, &verdict.to_string(), &verify_summary, &findings);
     steps.push(degrade(target, d, "rollback target unverified: degrade proposed, no revert PR", json!({"proposal": "degrade", "rollbackTarget": rb.bundle})));
     None
 }
@@ -295,8 +280,3 @@ fn pr_body(l: &Loaded, prev: &Loaded, rel: &Path, branch: &str, evidence: Option
     super::pr::truncate_markdown(&o, 60_000, &format!("\n\n…evidence truncated.\n\n{REVERT_MARKER} {}\n", l.digest))
 }
 
-/// A revert commit carries the marker; when it arrived through a merge
-/// commit, the marker is in the merged branch's head commit.
-fn is_revert_commit(msg: &str, merged_heads: &[String]) -> bool {
-    msg.contains(REVERT_MARKER) || merged_heads.iter().any(|m| m.contains(REVERT_MARKER))
-}

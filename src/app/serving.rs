@@ -9,8 +9,7 @@ use crate::adapters::rollout as io;
 use crate::app::ctx::Ctx;
 use crate::bundle::Loaded;
 use crate::checks::rollout as rc;
-use crate::diag::Code;
-use crate::report::{Diagnostic, StepReport, Table, Verdict};
+use crate::report::{StepReport, Table, Verdict};
 
 use super::watch::expected;
 
@@ -24,23 +23,9 @@ pub async fn serving_step(l: &Loaded, client: kube::Client) -> StepReport {
         Err(e) => return StepReport::error("serving", &target, &e),
     };
     let mut s = StepReport::new("serving", &target);
-    s.diagnostics = rc::compare_serving(&exp, &st.pods, &st.replica_sets);
-    // Terminal pods (an Evicted one kept until pod GC) are not live: a
-    // service with only those serves nothing.
-    if st.pods.iter().all(|p| rc::standing(p) == rc::PodStanding::Terminal) {
-        s.diagnostics.push(Diagnostic::new(
-            Code::RolloutIncomplete,
-            format!("no pod of {}/{} is running", l.bundle.metadata.namespace, l.bundle.metadata.name),
-        ));
-    }
-    let matching = st.pods.iter().filter(|p| p.digest.as_deref() == Some(l.digest.as_str()) && rc::standing(p) == rc::PodStanding::Serving).count();
-    if matching == 0 && !s.diagnostics.iter().any(|d| d.severity == crate::report::Severity::Error) {
-        // Old pods gone but none of this release serving is not "serving the
-        // bundle" — unless one of its pods is on a node that stopped reporting.
-        let unknown = st.pods.iter().any(|p| p.digest.as_deref() == Some(l.digest.as_str()) && rc::standing(p) == rc::PodStanding::Unknown);
-        let code = if unknown { Code::RolloutEvidenceIncomplete } else { Code::RolloutIncomplete };
-        s.diagnostics.push(Diagnostic::new(code, format!("no ready pod of {}/{} runs this release", l.bundle.metadata.namespace, l.bundle.metadata.name)));
-    }
+    let service = format!("{}/{}", l.bundle.metadata.namespace, l.bundle.metadata.name);
+    let (diagnostics, matching) = rc::serving_diagnostics(&exp, &service, &st);
+    s.diagnostics = diagnostics;
     s.verdict = rc::verdict_of(&s.diagnostics);
     let live = st.pods.iter().filter(|p| rc::standing(p) != rc::PodStanding::Terminal).count();
     s.summary = format!("{matching}/{live} live pod(s) run this release");

@@ -26,8 +26,8 @@ use crate::app::ctx::Ctx;
 use crate::options::{defaults, CanaryOptions, RevertOptions, WatchOptions};
 use crate::bundle::{Loaded, ServingFormat};
 use crate::checks::rollout::{self as rc, ArgoState, Expected, IdentityExpectation, ProbeSample};
-use crate::diag::{Code, Overrides};
-use crate::report::{Diagnostic, Report, StepReport, Table, Verdict};
+use crate::diag::Overrides;
+use crate::report::{Report, StepReport, Table, Verdict};
 
 /// How often the cluster is read. Polling (plain GETs) rather than watches
 /// keeps the tool's access read-only and simple to audit; 2 s is well below
@@ -161,21 +161,8 @@ async fn wait_for_argo(l: &Loaded, args: &WatchOptions, client: &kube::Client, s
             argo = StepReport::error("argo", &app_target, &anyhow!("{}", last_err.clone().unwrap_or_else(|| "no answer".into())));
         }
         _ => {
-            let mut d = Diagnostic::new(
-                Code::ArgoNotSynced,
-                format!("Argo CD did not finish a successful sync of {} within {}: {last_wait}", rev.unwrap_or("the target revision"), args.timeout),
-            )
-            .evidence(match &last_app {
-                Some(a) => format!("last seen: {}", a.describe()),
-                None => format!("Application {}/{} not found", args.app_namespace, args.app),
-            });
-            if let Some(e) = &last_err {
-                d = d.evidence(format!("last read error: {e}"));
-            }
-            if last_app.as_ref().and_then(|a| a.health.as_deref()) == Some("Healthy") {
-                d = d.help("health.status Healthy is not evidence: it reads Healthy while the previous revision's pods serve");
-            }
-            argo.diagnostics.push(d);
+            let app = format!("{}/{}", args.app_namespace, args.app);
+            argo.diagnostics.push(rc::argo_not_synced(rev, &args.timeout.to_string(), &last_wait, &app, last_app.as_ref(), last_err.as_deref()));
             argo.verdict = Verdict::Fail;
             argo.summary = format!("not synced after {:.0}s", started.elapsed().as_secs_f64());
         }

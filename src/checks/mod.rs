@@ -3,7 +3,10 @@
 pub mod canary;
 pub mod lint;
 pub mod merge;
+pub mod pod_files;
 pub mod preflight;
+pub mod render;
+pub mod revert;
 pub mod rollout;
 pub mod shard;
 pub mod verify;

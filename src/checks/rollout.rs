@@ -821,6 +821,48 @@ pub fn downtime_diagnostic(st: &DowntimeStats, url: &str) -> Option<Diagnostic> 
     })
 }
 
+/// Argo CD did not finish a successful sync of `revision` in time: what it
+/// was waiting for, what was last seen (`None`: the Application was never
+/// found) and the last read error. health.status is named only to say it
+/// is not evidence.
+pub fn argo_not_synced(revision: Option<&str>, within: &str, waiting_for: &str, app: &str, last: Option<&AppStatus>, last_error: Option<&str>) -> Diagnostic {
+    let mut d = Diagnostic::new(Code::ArgoNotSynced, format!("Argo CD did not finish a successful sync of {} within {within}: {waiting_for}", revision.unwrap_or("the target revision"))).evidence(
+        match last {
+            Some(a) => format!("last seen: {}", a.describe()),
+            None => format!("Application {app} not found"),
+        },
+    );
+    if let Some(e) = last_error {
+        d = d.evidence(format!("last read error: {e}"));
+    }
+    if last.and_then(|a| a.health.as_deref()) == Some("Healthy") {
+        d = d.help("health.status Healthy is not evidence: it reads Healthy while the previous revision's pods serve");
+    }
+    d
+}
+
+/// The drift audit's serving judgment: do the live pods of `service`
+/// (namespace/name) run this release? Adds to [`compare_serving`]: a
+/// service whose pods are all terminal serves nothing, and one with no
+/// ready pod of this release does not serve it, unless such a pod is on a
+/// node that stopped reporting (then the evidence is incomplete). Returns
+/// the diagnostics and how many pods serve this release.
+pub fn serving_diagnostics(exp: &Expected, service: &str, st: &ServiceState) -> (Vec<Diagnostic>, usize) {
+    let mut diags = compare_serving(exp, &st.pods, &st.replica_sets);
+    // Terminal pods (an Evicted one kept until pod GC) are not live.
+    if st.pods.iter().all(|p| standing(p) == PodStanding::Terminal) {
+        diags.push(Diagnostic::new(Code::RolloutIncomplete, format!("no pod of {service} is running")));
+    }
+    let this = |p: &&PodInfo| p.digest.as_deref() == Some(exp.digest.as_str());
+    let matching = st.pods.iter().filter(this).filter(|p| standing(p) == PodStanding::Serving).count();
+    if matching == 0 && !diags.iter().any(|d| d.severity == crate::report::Severity::Error) {
+        let unknown = st.pods.iter().filter(this).any(|p| standing(p) == PodStanding::Unknown);
+        let code = if unknown { Code::RolloutEvidenceIncomplete } else { Code::RolloutIncomplete };
+        diags.push(Diagnostic::new(code, format!("no ready pod of {service} runs this release")));
+    }
+    (diags, matching)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -168,3 +168,19 @@ fn unreadable(st: &ClusterState, incomplete: &[String]) -> Option<Diagnostic> {
     }
     Some(dg.help("re-take the snapshot with `kubectl get nodes,pods,pvc,pv,resourcequotas,poddisruptionbudgets -A -o yaml` and check the named fields"))
 }
+
+/// The preflight step's verdict from its (overridden) diagnostics. Evidence
+/// that could not be read (RolloutNotRunningOnCluster) is not a failure the
+/// cluster showed: when it is the only error, the answer is unknown
+/// (INCONCLUSIVE), not FAIL.
+pub fn verdict(diagnostics: &[Diagnostic]) -> crate::report::Verdict {
+    use crate::report::{Severity, Verdict};
+    let errors = || diagnostics.iter().filter(|d| d.severity == Severity::Error);
+    if errors().next().is_none() {
+        Verdict::Pass
+    } else if errors().all(|d| d.code == Code::RolloutNotRunningOnCluster) {
+        Verdict::Inconclusive
+    } else {
+        Verdict::Fail
+    }
+}
