@@ -14,7 +14,7 @@ use crate::checks::canary::providers;
 use crate::checks::canary::steps::{self as st, StepVerdict};
 use crate::checks::canary::{self as c, GateInput, GateOutcome, GateVerdict, Histogram, MetricKind, RollbackTarget, Side, Situation, Template, Trend};
 use crate::options::{CanaryMode as ModeOption, CanaryOptions, HumanDuration, VerifyOptions};
-use crate::diag::{Code, Overrides};
+use crate::diag::Overrides;
 use crate::report::{Detail, Diagnostic, Severity, StepReport, Table, Verdict};
 
 /// Substitute the placeholders. An empty selector leaves `{,` or `{}`
@@ -91,16 +91,6 @@ fn ratio(now: Option<f64>, before: Option<f64>) -> Option<f64> {
     match (now, before) {
         (Some(n), Some(b)) if b > 0.0 && n.is_finite() => Some(n / b),
         _ => None,
-    }
-}
-
-fn fmt_value(kind: MetricKind, metric: &str, v: Option<f64>) -> String {
-    let Some(v) = v else { return "no data".into() };
-    match kind {
-        MetricKind::Proportion => format!("{:.3}%", v * 100.0),
-        MetricKind::Histogram if metric.ends_with("_seconds") => format!("{:.3} s", v),
-        MetricKind::Gauge if metric.ends_with("_bytes") => crate::util::human_bytes(v.max(0.0) as u64),
-        _ => c::fmt_num(v),
     }
 }
 
@@ -230,8 +220,8 @@ async fn analyze_plan(ctx: &Ctx, l: &Loaded, plan: &bundle::Canary, args: &Canar
     let mut s = StepReport::new("canary", &l.display);
     let mut diags = Vec::new();
     for ((i, ..), o) in inputs.iter().zip(&outcomes) {
-        if let Some(d) = gate_diagnostic(l, *i, o, &window_text, alone) {
-            diags.push(d);
+        if let Some(d) = c::gate_diagnostic(*i, o, &window_text, alone) {
+            diags.push(d.at(l.span(&format!("spec.canary.gates[{i}]"))));
         }
         s.tables.push(gate_table(o));
     }
@@ -477,44 +467,8 @@ async fn gather(pw: &PromWindow<'_>, plan: &bundle::Canary, arms: &Arms, window_
     Ok((inputs, traffic, unchecked))
 }
 
-fn gate_diagnostic(l: &Loaded, i: usize, o: &GateOutcome, window: &str, alone: bool) -> Option<Diagnostic> {
-    let code = match o.verdict {
-        GateVerdict::Pass => return None,
-        GateVerdict::Fail => Code::GateFailed,
-        GateVerdict::Inconclusive => Code::GateInconclusive,
-        GateVerdict::NoData => Code::GateNoData,
-    };
-    let field = format!("spec.canary.gates[{i}]");
-    let evidence = if alone {
-        format!("candidate {} ({} samples) over {window} at 100% traffic; no concurrent baseline", fmt_value(o.kind, &o.metric, o.candidate), o.candidate_samples)
-    } else {
-        format!(
-            "candidate {} ({} samples), baseline {} ({} samples) over {window}",
-            fmt_value(o.kind, &o.metric, o.candidate),
-            o.candidate_samples,
-            fmt_value(o.kind, &o.metric, o.baseline),
-            o.baseline_samples
-        )
-    };
-    let mut d = Diagnostic::new(code, format!("gate `{}`: {}", o.metric, o.message)).at(l.span(&field)).field(field).evidence(evidence);
-    if let Some(t) = o.comparison {
-        d = d.evidence(format!("candidate vs baseline: {} p={}", t.method, c::fmt_p(t.p_value)));
-    }
-    match (o.verdict, o.more_samples, o.more_minutes) {
-        (GateVerdict::Inconclusive, Some(n), Some(m)) if m.is_finite() => {
-            d = d.help(format!("keep the current traffic step for ≈ {m:.1} more minutes ({n} more samples per side), or raise the canary weight"))
-        }
-        (GateVerdict::NoData, ..) => {
-            d = d
-                .help("check the selector and that both versions export the metric; `--candidate-selector`/`--baseline-selector` or a gate `query` override it")
-        }
-        _ => {}
-    }
-    Some(d)
-}
-
 fn gate_table(o: &GateOutcome) -> Table {
-    let v = |x: Option<f64>| fmt_value(o.kind, &o.metric, x);
+    let v = |x: Option<f64>| c::fmt_value(o.kind, &o.metric, x);
     let samples = format!("{} / {}", o.candidate_samples, o.baseline_samples);
     let needed = o.needed.map(|n| n.to_string()).unwrap_or_else(|| "—".into());
     let method = o.comparison.map(|t| t.method).unwrap_or("no test");
@@ -646,14 +600,7 @@ fn golden_into(g: &Golden, s: &mut StepReport, diags: &mut Vec<Diagnostic>) -> S
                     continue;
                 }
                 let shown = r.answer.content.as_deref().or(r.answer.raw.as_deref()).unwrap_or("");
-                let excerpt: String = shown.chars().take(300).collect();
-                let mut d = Diagnostic::new(Code::GoldenFailed, format!("golden sample `{}`: {}", r.sample.name, r.problems.join("; ")))
-                    .field("spec.canary.golden")
-                    .evidence(format!("output ({} chars): {excerpt}{}", shown.chars().count(), if shown.chars().count() > 300 { "…" } else { "" }))
-                    .evidence(format!("finish reason {:?}, HTTP {}, {} ms", r.answer.finish_reason, r.answer.status, r.answer.latency_ms));
-                if r.answer.finish_reason.as_deref() == Some("length") {
-                    d = d.help("finish reason `length` means the output hit max_tokens: check generation.maxOutputTokens, EOS ids and stop strings shipped with this release (a release once truncated structured output this way, and the config diff pointed at EOS/stop)");
-                }
+                let d = c::golden_failed(&r.sample.name, &r.problems, shown, r.answer.finish_reason.as_deref(), r.answer.status, r.answer.latency_ms);
                 diags.push(d);
                 // Keep the failing sample whole so it can be replayed.
                 s.details.push(Detail {
@@ -733,13 +680,13 @@ pub async fn analyze_steps(ctx: &Ctx, l: &Loaded, args: &CanaryOptions, ov: &Ove
                         format!("never held in the last {horizon} s while a later step was: skipped, so nothing was compared at {pct}%")
                     };
                     if v == StepVerdict::Inconclusive {
-                        diags.extend(ov.apply(vec![Diagnostic::new(Code::GateInconclusive, format!("step {pct}%: {note}")).field(field.clone()).at(l.span(&field))]));
+                        diags.extend(ov.apply(vec![st::step_inconclusive(*pct, &note, &field).at(l.span(&field))]));
                     }
                     (v, "—".into(), "—".into(), note)
                 }
                 Some(w) if w.secs < 1.0 => {
                     let note = format!("held about {:.0} s, too briefly to judge once the buckets straddling its changes are dropped", w.held_to - w.held_from);
-                    diags.extend(ov.apply(vec![Diagnostic::new(Code::GateInconclusive, format!("step {pct}%: {note}")).field(field.clone()).at(l.span(&field))]));
+                    diags.extend(ov.apply(vec![st::step_inconclusive(*pct, &note, &field).at(l.span(&field))]));
                     (StepVerdict::Inconclusive, format!("{} → {}", ago(w.held_from), ago(w.held_to)), "—".into(), note)
                 }
                 Some(w) => {

@@ -5,7 +5,7 @@
 
 use serde::Serialize;
 
-use super::gate::{GateOutcome, GateVerdict};
+use super::gate::{GateOutcome, GateVerdict, MetricKind};
 use crate::diag::{Code, Diagnostic, Severity};
 use crate::report::Verdict;
 
@@ -187,4 +187,70 @@ pub fn canary_verdict(diagnostics: &[Diagnostic], outcomes: &[GateOutcome], gold
     } else {
         Verdict::Pass
     }
+}
+
+/// A gate value in its unit: a percentage, seconds, bytes, else a number.
+pub fn fmt_value(kind: MetricKind, metric: &str, v: Option<f64>) -> String {
+    let Some(v) = v else { return "no data".into() };
+    match kind {
+        MetricKind::Proportion => format!("{:.3}%", v * 100.0),
+        MetricKind::Histogram if metric.ends_with("_seconds") => format!("{:.3} s", v),
+        MetricKind::Gauge if metric.ends_with("_bytes") => crate::util::human_bytes(v.max(0.0) as u64),
+        _ => super::fmt_num(v),
+    }
+}
+
+/// The finding for gate `i` (`spec.canary.gates[i]`) that did not pass,
+/// with both sides' values and sample counts (the candidate's alone at 100 %
+/// traffic) and what would settle an inconclusive or data-less gate.
+pub fn gate_diagnostic(i: usize, o: &GateOutcome, window: &str, alone: bool) -> Option<Diagnostic> {
+    let code = match o.verdict {
+        GateVerdict::Pass => return None,
+        GateVerdict::Fail => Code::GateFailed,
+        GateVerdict::Inconclusive => Code::GateInconclusive,
+        GateVerdict::NoData => Code::GateNoData,
+    };
+    let field = format!("spec.canary.gates[{i}]");
+    let evidence = if alone {
+        format!("candidate {} ({} samples) over {window} at 100% traffic; no concurrent baseline", fmt_value(o.kind, &o.metric, o.candidate), o.candidate_samples)
+    } else {
+        format!(
+            "candidate {} ({} samples), baseline {} ({} samples) over {window}",
+            fmt_value(o.kind, &o.metric, o.candidate),
+            o.candidate_samples,
+            fmt_value(o.kind, &o.metric, o.baseline),
+            o.baseline_samples
+        )
+    };
+    let mut d = Diagnostic::new(code, format!("gate `{}`: {}", o.metric, o.message)).field(field).evidence(evidence);
+    if let Some(t) = o.comparison {
+        d = d.evidence(format!("candidate vs baseline: {} p={}", t.method, super::fmt_p(t.p_value)));
+    }
+    match (o.verdict, o.more_samples, o.more_minutes) {
+        (GateVerdict::Inconclusive, Some(n), Some(m)) if m.is_finite() => {
+            d = d.help(format!("keep the current traffic step for ≈ {m:.1} more minutes ({n} more samples per side), or raise the canary weight"))
+        }
+        (GateVerdict::NoData, ..) => {
+            d = d.help("check the selector and that both versions export the metric; `--candidate-selector`/`--baseline-selector` or a gate `query` override it")
+        }
+        _ => {}
+    }
+    Some(d)
+}
+
+/// A golden sample the candidate answered wrongly: the problems, an
+/// excerpt of what it said (300 characters) and how it stopped. A `length`
+/// finish means the output hit max_tokens, which points at the release's
+/// generation config, EOS ids and stop strings.
+pub fn golden_failed(sample: &str, problems: &[String], shown: &str, finish_reason: Option<&str>, status: u16, latency_ms: u64) -> Diagnostic {
+    let excerpt: String = shown.chars().take(300).collect();
+    let chars = shown.chars().count();
+    let mut d = Diagnostic::new(Code::GoldenFailed, format!("golden sample `{sample}`: {}", problems.join("; ")))
+        .field("spec.canary.golden")
+        .evidence(format!("output ({chars} chars): {excerpt}{}", if chars > 300 { "…" } else { "" }))
+        .evidence(format!("finish reason {finish_reason:?}, HTTP {status}, {latency_ms} ms"));
+    if finish_reason == Some("length") {
+        d = d.help("finish reason `length` means the output hit max_tokens: check generation.maxOutputTokens, EOS ids and stop strings shipped with this release (a release once truncated structured output this way, and the config diff pointed at EOS/stop)");
+    }
+    d
 }

@@ -225,6 +225,13 @@ pub fn overall(steps: &[StepVerdict]) -> StepVerdict {
     }
 }
 
+
+/// A traffic step that could not be judged (never held while a later one
+/// was, or held too briefly): INCONCLUSIVE, never a pass.
+pub fn step_inconclusive(percent: u32, note: &str, field: &str) -> crate::diag::Diagnostic {
+    crate::diag::Diagnostic::new(crate::diag::Code::GateInconclusive, format!("step {percent}%: {note}")).field(field)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
