@@ -17,7 +17,7 @@ use crate::adapters::pushgateway::Gateway;
 use crate::bundle::{self, Loaded};
 use crate::checks::shard::{self, Item, ShardInfo, ShardSpec};
 use crate::options::{AlertOptions, VerifyOptions};
-use crate::diag::{Code, Overrides};
+use crate::diag::Overrides;
 use crate::report::{Diagnostic, Report, StepReport, Verdict};
 
 /// Cache objects and shard reports are small; anything bigger is not ours.
@@ -212,7 +212,7 @@ fn read_bounded(p: &Path, limit: u64) -> Result<Option<Vec<u8>>> {
 }
 
 fn rebuilt_note(what: &str, why: &str) -> Diagnostic {
-    Diagnostic::new(Code::AuditCacheRebuilt, format!("audit cache {what} was not trusted ({why}); every object was re-hashed and the cache rewritten"))
+    crate::checks::audit::cache_rebuilt(what, why)
 }
 
 /// The legacy file cache. Corrupt or foreign: start empty (re-hash), say so.

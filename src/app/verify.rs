@@ -16,8 +16,8 @@ use crate::app::ctx::Ctx;
 use crate::bundle::{self, Loaded};
 use crate::checks::verify::{self as vcheck, HashOutcome};
 use crate::options::{Progress, VerifyOptions, MAX_JOBS};
-use crate::diag::{Code, Overrides};
-use crate::report::{Diagnostic, StepReport, Verdict};
+use crate::diag::Overrides;
+use crate::report::{StepReport, Verdict};
 
 /// Transient failures are retried this many times, with exponential backoff.
 const RETRIES: u32 = 3;
@@ -151,9 +151,7 @@ pub async fn verify_loaded(ctx: &Ctx, l: &Loaded, opts: &VerifyOptions, ov: &Ove
         Err(e) => {
             if let Some(out) = e.downcast_ref::<store::OutsideRoot>() {
                 let mut s = StepReport::new("verify", &l.display);
-                s.diagnostics = ov.apply(vec![Diagnostic::new(Code::StorageUriOutsideRoot, out.0.clone())
-                    .at(l.span("spec.model.storageUri"))
-                    .field("spec.model.storageUri")]);
+                s.diagnostics = ov.apply(vec![vcheck::storage_outside_root(&out.0).at(l.span("spec.model.storageUri"))]);
                 s.verdict = s.verdict_from_diagnostics();
                 if s.verdict == Verdict::Pass {
                     // Allowed away by policy still checks nothing: never PASS.
@@ -217,9 +215,10 @@ pub async fn verify_loaded(ctx: &Ctx, l: &Loaded, opts: &VerifyOptions, ov: &Ove
     let mut diags = outcome.diagnostics;
     for (key, was, now) in drift {
         let field = l.bundle.spec.model.artifacts.iter().position(|a| a.path == key).map(|i| format!("spec.model.artifacts[{i}]"));
-        let mut d = Diagnostic::new(Code::ArtifactDrifted, format!("`{key}` changed in the store since the audit at {}", was.verified_at))
-            .evidence(format!("was etag {:?} size {} modified {}", was.e_tag, was.size, was.last_modified))
-            .evidence(format!("now etag {:?} size {} modified {}", now.e_tag, now.size, now.last_modified));
+        use crate::checks::audit::{artifact_drifted, Identity};
+        let was_id = Identity { e_tag: was.e_tag.as_deref(), size: was.size, last_modified: &was.last_modified };
+        let now_id = Identity { e_tag: now.e_tag.as_deref(), size: now.size, last_modified: &now.last_modified };
+        let mut d = artifact_drifted(&key, &was.verified_at, was_id, now_id);
         if let Some(f) = field {
             d = d.at(l.span(&f)).field(f);
         }

@@ -1,5 +1,6 @@
 //! Pure checks: plain data in, diagnostics out. No I/O here.
 
+pub mod audit;
 pub mod canary;
 pub mod lint;
 pub mod merge;

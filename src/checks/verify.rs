@@ -302,3 +302,9 @@ pub fn table(rows: &[Row]) -> Table {
             .collect(),
     }
 }
+
+/// The bundle's `file:` store resolves outside the configured store root
+/// (`why` says where): nothing under it is read.
+pub fn storage_outside_root(why: &str) -> Diagnostic {
+    Diagnostic::new(Code::StorageUriOutsideRoot, why.to_string()).field("spec.model.storageUri")
+}

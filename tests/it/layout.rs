@@ -138,6 +138,30 @@ fn checks_and_bundle_are_pure_and_commands_never_see_clap() {
     assert!(found.is_empty(), "{}", found.join("\n"));
 }
 
+/// A policy finding's code is chosen where the judgment is made: in
+/// `checks/` (diag.rs defines the codes; `codes` lists them all).
+#[test]
+fn diagnostic_codes_are_chosen_in_checks() {
+    let mut found = Vec::new();
+    for (rel, code) in sources(&src()) {
+        if rel.starts_with("checks/") || rel == "diag.rs" {
+            continue;
+        }
+        for (n, line) in code.lines().enumerate() {
+            let mut rest = line;
+            while let Some(i) = rest.find("Code::") {
+                rest = &rest[i + "Code::".len()..];
+                let name: String = rest.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+                // Listing or looking up the registry is not a finding.
+                if !matches!(name.as_str(), "ALL" | "from_str_any") {
+                    found.push(format!("src/{rel}:{}: Code::{name}", n + 1));
+                }
+            }
+        }
+    }
+    assert!(found.is_empty(), "diagnostics built outside src/checks/ (add a function there that returns the Diagnostic):\n{}", found.join("\n"));
+}
+
 #[test]
 fn top_level_modules_form_no_cycle() {
     let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
