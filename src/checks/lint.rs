@@ -56,11 +56,30 @@ fn verify_on_start_rendered(b: &bundle::ReleaseBundle) -> Option<Diagnostic> {
     })
 }
 
+/// Every lint finding for one bundle, in a stable order (the report's).
 pub fn lint(l: &Loaded, rollback: &RollbackStatus) -> Vec<Diagnostic> {
-    let b = &l.bundle;
     let mut out = Vec::new();
-    let d = |code: Code, field: &str, msg: String| Diagnostic::new(code, msg).at(l.span(field)).field(field);
+    runtime_image(l, &mut out);
+    storage_prefix(l, &mut out);
+    artifacts(l, &mut out);
+    generation(l, &mut out);
+    verifier(l, &mut out);
+    probes(l, &mut out);
+    identity(l, &mut out);
+    quantities_and_rollout(l, &mut out);
+    canary_plan(l, &mut out);
+    rollback_target(l, rollback, &mut out);
+    out
+}
 
+fn diag(l: &Loaded, code: Code, field: &str, msg: String) -> Diagnostic {
+    Diagnostic::new(code, msg).at(l.span(field)).field(field)
+}
+
+/// The runtime image by digest.
+fn runtime_image(l: &Loaded, out: &mut Vec<Diagnostic>) {
+    let b = &l.bundle;
+    let d = |code: Code, field: &str, msg: String| diag(l, code, field, msg);
     // Runtime image by digest.
     if !image_pinned(&b.spec.runtime.image) {
         out.push(
@@ -68,7 +87,12 @@ pub fn lint(l: &Loaded, rollback: &RollbackStatus) -> Vec<Diagnostic> {
                 .help("use `repo@sha256:<digest>`; `crane digest` or `docker buildx imagetools inspect` prints it"),
         );
     }
+}
 
+/// A supported storage scheme and a versioned prefix that matches metadata.version.
+fn storage_prefix(l: &Loaded, out: &mut Vec<Diagnostic>) {
+    let b = &l.bundle;
+    let d = |code: Code, field: &str, msg: String| diag(l, code, field, msg);
     // Storage scheme and versioned prefix.
     let uri = &b.spec.model.storage_uri;
     if let Err(why) = crate::bundle::storage_uri::parse(uri) {
@@ -89,7 +113,12 @@ pub fn lint(l: &Loaded, rollback: &RollbackStatus) -> Vec<Diagnostic> {
         )),
         Some(_) => {}
     }
+}
 
+/// Every artifact pinned (sha256 and size), inside the prefix, listed once; weights, tokenizer and chat template present.
+fn artifacts(l: &Loaded, out: &mut Vec<Diagnostic>) {
+    let b = &l.bundle;
+    let d = |code: Code, field: &str, msg: String| diag(l, code, field, msg);
     // Artifacts.
     let mut seen: HashMap<&str, usize> = HashMap::new();
     if b.spec.model.artifacts.is_empty() {
@@ -131,7 +160,12 @@ pub fn lint(l: &Loaded, rollback: &RollbackStatus) -> Vec<Diagnostic> {
             );
         }
     }
+}
 
+/// Generation stop conditions declared.
+fn generation(l: &Loaded, out: &mut Vec<Diagnostic>) {
+    let b = &l.bundle;
+    let d = |code: Code, field: &str, msg: String| diag(l, code, field, msg);
     // Generation stop conditions.
     match &b.spec.generation {
         None => out.push(d(Code::GenerationIncomplete, "spec", "no `generation` block: EOS ids, stop strings and max output tokens are undeclared".into())),
@@ -151,14 +185,23 @@ pub fn lint(l: &Loaded, rollback: &RollbackStatus) -> Vec<Diagnostic> {
             }
         }
     }
+}
 
+/// verifyOnStart that the rendered pod can actually run.
+fn verifier(l: &Loaded, out: &mut Vec<Diagnostic>) {
+    let b = &l.bundle;
     // The default (`full`) counts as asking for it: a pod that cannot carry
     // the verifier is reported either way, never skipped silently.
     if let Some(x) = verify_on_start_rendered(b) {
         let field = if b.spec.serving.model_dir.is_some() { "spec.serving.modelDir" } else { "spec.serving.format" };
         out.push(x.at(l.span(field)).field(field));
     }
+}
 
+/// Probes and the progress deadline against the measured load time; a readiness probe that checks more than a port.
+fn probes(l: &Loaded, out: &mut Vec<Diagnostic>) {
+    let b = &l.bundle;
+    let d = |code: Code, field: &str, msg: String| diag(l, code, field, msg);
     // Probes vs measured load time.
     let s = &b.spec.serving;
     // The in-pod verification runs before the pod can be Ready: budget it on top of the load time.
@@ -219,6 +262,13 @@ pub fn lint(l: &Loaded, rollback: &RollbackStatus) -> Vec<Diagnostic> {
         None => out.push(d(Code::ReadinessTcpOnly, "spec.serving.probes", "no readiness probe: the pod takes traffic as soon as it starts".into())),
         _ => {}
     }
+}
+
+/// An identity endpoint whose expectations name this bundle.
+fn identity(l: &Loaded, out: &mut Vec<Diagnostic>) {
+    let b = &l.bundle;
+    let d = |code: Code, field: &str, msg: String| diag(l, code, field, msg);
+    let s = &b.spec.serving;
     if s.identity.is_none() {
         out.push(d(Code::IdentityMissing, "spec.serving", "no `identity` endpoint: what is served cannot be checked after rollout".into()));
     } else if let Some(id) = &s.identity {
@@ -232,11 +282,23 @@ pub fn lint(l: &Loaded, rollback: &RollbackStatus) -> Vec<Diagnostic> {
             }
         }
     }
+}
+
+/// Resource quantities and a rollout strategy that resolves.
+fn quantities_and_rollout(l: &Loaded, out: &mut Vec<Diagnostic>) {
+    let b = &l.bundle;
+    let d = |code: Code, field: &str, msg: String| diag(l, code, field, msg);
+    let s = &b.spec.serving;
     out.extend(crate::checks::preflight::bundle_quantity_diagnostics(l));
     if let Err(e) = s.rollout.resolve(s.replicas) {
         out.push(d(Code::CanaryPlanInvalid, "spec.serving.rollout", format!("rollout strategy: {e}")).severity(crate::report::Severity::Error));
     }
+}
 
+/// A canary plan that can be evaluated.
+fn canary_plan(l: &Loaded, out: &mut Vec<Diagnostic>) {
+    let b = &l.bundle;
+    let d = |code: Code, field: &str, msg: String| diag(l, code, field, msg);
     // Canary plan.
     if let Some(c) = &b.spec.canary {
         let mut problems = Vec::new();
@@ -264,7 +326,12 @@ pub fn lint(l: &Loaded, rollback: &RollbackStatus) -> Vec<Diagnostic> {
             out.push(d(code, &field, msg));
         }
     }
+}
 
+/// The previous release, as the caller found it.
+fn rollback_target(l: &Loaded, rollback: &RollbackStatus, out: &mut Vec<Diagnostic>) {
+    let b = &l.bundle;
+    let d = |code: Code, field: &str, msg: String| diag(l, code, field, msg);
     // Rollback target.
     match rollback {
         RollbackStatus::NotDeclared => out.push(
@@ -280,7 +347,8 @@ pub fn lint(l: &Loaded, rollback: &RollbackStatus) -> Vec<Diagnostic> {
                 .help("name the previous bundle by a relative path inside the repository, e.g. `../v1/release.yaml`"),
         ),
         RollbackStatus::Resolved { path, digest } => {
-            let want = &b.spec.rollback.as_ref().expect("resolved implies declared").release_digest;
+            // Resolved implies declared; without a declaration there is no digest to compare.
+            let Some(want) = b.spec.rollback.as_ref().map(|r| &r.release_digest) else { return };
             if want != digest {
                 out.push(
                     d(Code::RollbackUnresolvable, "spec.rollback.releaseDigest", format!("rollback target `{path}` has release digest {digest}, not {want}"))
@@ -289,5 +357,4 @@ pub fn lint(l: &Loaded, rollback: &RollbackStatus) -> Vec<Diagnostic> {
             }
         }
     }
-    out
 }

@@ -131,117 +131,128 @@ pub fn evaluate(l: &Loaded, listing: &[Listed], hashes: &BTreeMap<String, HashOu
 pub fn evaluate_with_refused(l: &Loaded, listing: &[Listed], refused: &[String], hashes: &BTreeMap<String, HashOutcome>, deny_extra: bool) -> Outcome {
     let by_key: HashMap<&str, &Listed> = listing.iter().map(|o| (o.key.as_str(), o)).collect();
     let mut out = Outcome::default();
-    let uri = &l.bundle.spec.model.storage_uri;
     for (i, a) in l.bundle.spec.model.artifacts.iter().enumerate() {
-        let field = format!("spec.model.artifacts[{i}]");
-        let diag = |code: Code, msg: String| Diagnostic::new(code, msg).at(l.span(&field)).field(field.clone());
-        let mut row = Row {
-            path: a.path.clone(),
-            status: Status::Ok,
-            expected_size: a.size,
-            actual_size: None,
-            expected_sha256: a.sha256.clone(),
-            actual_sha256: None,
-            note: String::new(),
-        };
-        if bundle::path_escapes(&a.path) {
-            row.status = Status::Refused;
-            row.note = "path escapes the prefix; not read".into();
-            out.diagnostics.push(diag(Code::ArtifactPathEscapes, format!("refusing to read `{}`: it escapes `{uri}`", a.path)));
-            out.rows.push(row);
-            continue;
-        }
-        if refused.iter().any(|k| k == &a.path) {
-            row.status = Status::Refused;
-            row.note = "symlink leading outside the prefix; not read".into();
-            out.diagnostics.push(diag(Code::StoreObjectEscapes, format!("refusing to read `{}`: in `{uri}` it is a symlink leading outside the prefix", a.path)));
-            out.rows.push(row);
-            continue;
-        }
-        let Some(obj) = by_key.get(a.path.as_str()) else {
-            row.status = Status::Missing;
-            out.diagnostics.push(
-                diag(Code::ArtifactMissing, format!("`{}` ({:?}) is not in the store under `{uri}`", a.path, a.role))
-                    .help("the server needs every file of the release to start; publish it to this prefix or remove it from the bundle"),
-            );
-            out.rows.push(row);
-            continue;
-        };
-        row.actual_size = Some(obj.size);
-        if a.size != Some(obj.size) {
-            row.status = Status::SizeMismatch;
-            out.diagnostics.push(diag(
-                Code::ArtifactSizeMismatch,
-                format!("`{}` is {} bytes in the store, the bundle says {}", a.path, obj.size, a.size.map(|s| s.to_string()).unwrap_or_else(|| "nothing".into())),
-            ));
-            out.rows.push(row);
-            continue;
-        }
-        let Some(want) = &a.sha256 else {
-            row.status = Status::Unpinned;
-            out.diagnostics.push(diag(Code::ArtifactUnhashed, format!("`{}` has no sha256 in the bundle; its bytes cannot be verified", a.path)));
-            out.rows.push(row);
-            continue;
-        };
-        match hashes.get(&a.path) {
-            None => {
-                // Gathering skipped it: never OK without a hash.
-                row.status = Status::Unreadable;
-                row.note = "not hashed".into();
-                out.unreadable = true;
-                out.diagnostics.push(diag(Code::ObjectUnreadable, format!("`{}` was not hashed", a.path)));
-            }
-            Some(HashOutcome::Failed { failure, retries }) => {
-                let mut d = match failure {
-                    ReadFailure::Changed(why) => {
-                        row.status = Status::Changed;
-                        diag(Code::ObjectChangedDuringRead, format!("`{}` changed while being verified ({why})", a.path))
-                    }
-                    ReadFailure::Escapes(why) => {
-                        row.status = Status::Refused;
-                        diag(Code::StoreObjectEscapes, format!("refusing to read `{}`: {why}", a.path))
-                    }
-                    ReadFailure::Unreachable(_) | ReadFailure::NotChecked(_) => {
-                        row.status = Status::Unreadable;
-                        out.unreadable = true;
-                        diag(Code::ObjectNotChecked, format!("`{}` under `{uri}` was not verified: {failure}", a.path))
-                    }
-                    other => {
-                        row.status = Status::Unreadable;
-                        out.unreadable = true;
-                        diag(Code::ObjectUnreadable, format!("`{}` under `{uri}` could not be read: {other}", a.path))
-                    }
-                };
-                for r in retries {
-                    d = d.evidence(format!("retried after: {r}"));
-                }
-                row.note = failure.to_string();
-                out.diagnostics.push(d);
-            }
-            Some(HashOutcome::Hashed { sha256, retries }) => {
-                row.actual_sha256 = Some(sha256.clone());
-                if !retries.is_empty() {
-                    row.note = format!("ok after {} retr{}", retries.len(), if retries.len() == 1 { "y" } else { "ies" });
-                }
-                if sha256 != want {
-                    row.status = Status::DigestMismatch;
-                    out.diagnostics.push(
-                        diag(Code::ArtifactDigestMismatch, format!("`{}` in the store has sha256 {sha256}, the bundle says {want}", a.path))
-                            .evidence(format!("same size ({} bytes), different bytes", obj.size)),
-                    );
-                }
-            }
-            Some(HashOutcome::Cached { sha256, verified_at }) => {
-                row.actual_sha256 = Some(sha256.clone());
-                row.note = format!("unchanged since verified at {verified_at} (metadata only)");
-                if sha256 != want {
-                    row.status = Status::DigestMismatch;
-                    out.diagnostics.push(diag(Code::ArtifactDigestMismatch, format!("`{}` was verified as {sha256}, the bundle says {want}", a.path)));
-                }
-            }
-        }
+        let row = judge_artifact(l, i, a, &by_key, refused, hashes, &mut out);
         out.rows.push(row);
     }
+    not_in_bundle(l, listing, refused, deny_extra, &mut out);
+    out
+}
+
+/// One pinned artifact: refused, missing, the wrong size, unpinned, or
+/// judged by its hash. Never OK without a hash of the bytes.
+fn judge_artifact(l: &Loaded, i: usize, a: &bundle::Artifact, by_key: &HashMap<&str, &Listed>, refused: &[String], hashes: &BTreeMap<String, HashOutcome>, out: &mut Outcome) -> Row {
+    let uri = &l.bundle.spec.model.storage_uri;
+    let field = format!("spec.model.artifacts[{i}]");
+    let diag = |code: Code, msg: String| Diagnostic::new(code, msg).at(l.span(&field)).field(field.clone());
+    let mut row = Row {
+        path: a.path.clone(),
+        status: Status::Ok,
+        expected_size: a.size,
+        actual_size: None,
+        expected_sha256: a.sha256.clone(),
+        actual_sha256: None,
+        note: String::new(),
+    };
+    if bundle::path_escapes(&a.path) {
+        row.status = Status::Refused;
+        row.note = "path escapes the prefix; not read".into();
+        out.diagnostics.push(diag(Code::ArtifactPathEscapes, format!("refusing to read `{}`: it escapes `{uri}`", a.path)));
+        return row;
+    }
+    if refused.iter().any(|k| k == &a.path) {
+        row.status = Status::Refused;
+        row.note = "symlink leading outside the prefix; not read".into();
+        out.diagnostics.push(diag(Code::StoreObjectEscapes, format!("refusing to read `{}`: in `{uri}` it is a symlink leading outside the prefix", a.path)));
+        return row;
+    }
+    let Some(obj) = by_key.get(a.path.as_str()) else {
+        row.status = Status::Missing;
+        out.diagnostics.push(
+            diag(Code::ArtifactMissing, format!("`{}` ({:?}) is not in the store under `{uri}`", a.path, a.role))
+                .help("the server needs every file of the release to start; publish it to this prefix or remove it from the bundle"),
+        );
+        return row;
+    };
+    row.actual_size = Some(obj.size);
+    if a.size != Some(obj.size) {
+        row.status = Status::SizeMismatch;
+        out.diagnostics.push(diag(
+            Code::ArtifactSizeMismatch,
+            format!("`{}` is {} bytes in the store, the bundle says {}", a.path, obj.size, a.size.map(|s| s.to_string()).unwrap_or_else(|| "nothing".into())),
+        ));
+        return row;
+    }
+    let Some(want) = &a.sha256 else {
+        row.status = Status::Unpinned;
+        out.diagnostics.push(diag(Code::ArtifactUnhashed, format!("`{}` has no sha256 in the bundle; its bytes cannot be verified", a.path)));
+        return row;
+    };
+    match hashes.get(&a.path) {
+        None => {
+            // Gathering skipped it: never OK without a hash.
+            row.status = Status::Unreadable;
+            row.note = "not hashed".into();
+            out.unreadable = true;
+            out.diagnostics.push(diag(Code::ObjectUnreadable, format!("`{}` was not hashed", a.path)));
+        }
+        Some(HashOutcome::Failed { failure, retries }) => {
+            let mut d = match failure {
+                ReadFailure::Changed(why) => {
+                    row.status = Status::Changed;
+                    diag(Code::ObjectChangedDuringRead, format!("`{}` changed while being verified ({why})", a.path))
+                }
+                ReadFailure::Escapes(why) => {
+                    row.status = Status::Refused;
+                    diag(Code::StoreObjectEscapes, format!("refusing to read `{}`: {why}", a.path))
+                }
+                ReadFailure::Unreachable(_) | ReadFailure::NotChecked(_) => {
+                    row.status = Status::Unreadable;
+                    out.unreadable = true;
+                    diag(Code::ObjectNotChecked, format!("`{}` under `{uri}` was not verified: {failure}", a.path))
+                }
+                other => {
+                    row.status = Status::Unreadable;
+                    out.unreadable = true;
+                    diag(Code::ObjectUnreadable, format!("`{}` under `{uri}` could not be read: {other}", a.path))
+                }
+            };
+            for r in retries {
+                d = d.evidence(format!("retried after: {r}"));
+            }
+            row.note = failure.to_string();
+            out.diagnostics.push(d);
+        }
+        Some(HashOutcome::Hashed { sha256, retries }) => {
+            row.actual_sha256 = Some(sha256.clone());
+            if !retries.is_empty() {
+                row.note = format!("ok after {} retr{}", retries.len(), if retries.len() == 1 { "y" } else { "ies" });
+            }
+            if sha256 != want {
+                row.status = Status::DigestMismatch;
+                out.diagnostics.push(
+                    diag(Code::ArtifactDigestMismatch, format!("`{}` in the store has sha256 {sha256}, the bundle says {want}", a.path))
+                        .evidence(format!("same size ({} bytes), different bytes", obj.size)),
+                );
+            }
+        }
+        Some(HashOutcome::Cached { sha256, verified_at }) => {
+            row.actual_sha256 = Some(sha256.clone());
+            row.note = format!("unchanged since verified at {verified_at} (metadata only)");
+            if sha256 != want {
+                row.status = Status::DigestMismatch;
+                out.diagnostics.push(diag(Code::ArtifactDigestMismatch, format!("`{}` was verified as {sha256}, the bundle says {want}", a.path)));
+            }
+        }
+    }
+    row
+}
+
+/// What the prefix holds that the bundle does not name: symlinks leading
+/// out (refused, never read) and extra objects (the storage-initializer
+/// downloads them too; an error with `deny_extra`).
+fn not_in_bundle(l: &Loaded, listing: &[Listed], refused: &[String], deny_extra: bool, out: &mut Outcome) {
+    let uri = &l.bundle.spec.model.storage_uri;
     let listed_in_bundle: std::collections::HashSet<&str> = l.bundle.spec.model.artifacts.iter().map(|a| a.path.as_str()).collect();
     for k in refused.iter().filter(|k| !listed_in_bundle.contains(k.as_str())) {
         out.diagnostics.push(
@@ -281,7 +292,6 @@ pub fn evaluate_with_refused(l: &Loaded, listing: &[Listed], refused: &[String],
             note: "not in the bundle".into(),
         });
     }
-    out
 }
 
 pub fn table(rows: &[Row]) -> Table {

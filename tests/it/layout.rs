@@ -213,6 +213,31 @@ fn top_level_modules_form_no_cycle() {
     assert!(graph["dispatch"].contains("app") && graph["app"].contains("checks") && graph["checks"].contains("diag"), "{graph:?}");
 }
 
+/// A function a reader can hold in their head: none over 150 lines
+/// (counted from `fn` to its closing brace at the same indentation).
+#[test]
+fn no_function_over_150_lines() {
+    let mut long = Vec::new();
+    for (rel, code) in sources(&src()) {
+        let lines: Vec<&str> = code.lines().collect();
+        for (i, l) in lines.iter().enumerate() {
+            let t = l.trim_start();
+            let is_fn = ["fn ", "pub fn ", "pub(crate) fn ", "async fn ", "pub async fn ", "pub(crate) async fn "].iter().any(|p| t.starts_with(p));
+            if !is_fn || t.trim_end().ends_with(';') {
+                continue;
+            }
+            let indent = l.len() - t.len();
+            let close = format!("{}}}", " ".repeat(indent));
+            let end = lines[i + 1..].iter().position(|x| x.starts_with(&close) && x.len() - x.trim_start().len() == indent).map(|p| i + 1 + p).unwrap_or(lines.len());
+            let n = end - i + 1;
+            if n > 150 {
+                long.push(format!("src/{rel}:{}: {n} lines: {}", i + 1, t.trim_end()));
+            }
+        }
+    }
+    assert!(long.is_empty(), "split these into named steps:\n{}", long.join("\n"));
+}
+
 #[test]
 fn readme_layout_matches_the_tree() {
     let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
