@@ -4,6 +4,7 @@
 //! [`Verdict::Error`]. The exit code is derived from the report, never from the
 //! path the code took, so a command cannot "forget" to fail.
 
+pub mod comment;
 pub mod metrics;
 pub mod redact;
 pub mod render;

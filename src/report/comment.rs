@@ -1,0 +1,322 @@
+//! The sticky PR comment's text: numbered part markers, and splitting a
+//! Markdown report into bodies within GitHub's limits so that every part
+//! renders on its own (a code fence or `<details>` block cut at a part's end
+//! is closed there and reopened in the next). Pure text; publishing is
+//! `app::pr`.
+
+/// GitHub's limit for a comment body, in characters.
+pub const COMMENT_LIMIT: usize = 65_536;
+/// Default marker key: one sticky comment per PR unless the workflow sets
+/// `BUNDLEGATE_COMMENT_KEY` (e.g. one comment per pipeline).
+pub const DEFAULT_MARKER_KEY: &str = "report";
+
+const CONTINUED: &str = "\n*(continued in the next comment)*\n";
+
+pub fn marker(key: &str, i: usize, n: usize) -> String {
+    format!("<!-- bundlegate:{key} part {i}/{n} -->")
+}
+
+/// `(i, n)` when `body` starts with this key's marker.
+pub fn parse_marker(body: &str, key: &str) -> Option<(usize, usize)> {
+    let rest = body.trim_start().strip_prefix(&format!("<!-- bundlegate:{key} part "))?;
+    let (nums, _) = rest.split_once(" -->")?;
+    let (i, n) = nums.split_once('/')?;
+    Some((i.trim().parse().ok()?, n.trim().parse().ok()?))
+}
+
+/// The key in a part's leading marker.
+pub fn marker_key_of(part: &str) -> Option<&str> {
+    let rest = part.trim_start().strip_prefix("<!-- bundlegate:")?;
+    let (key, _) = rest.split_once(" part ")?;
+    Some(key)
+}
+
+/// Split `markdown` into comment bodies of at most [`COMMENT_LIMIT`]
+/// characters, each starting with `<!-- bundlegate:<key> part i/n -->`.
+///
+/// Splits prefer line boundaries and never cut a UTF-8 character. A part that
+/// ends inside a code fence or a `<details>` block closes it and the next part
+/// reopens it, so every part renders on its own.
+pub fn sticky_parts(markdown: &str, marker_key: &str) -> Vec<String> {
+    let single = format!("{}\n{markdown}", marker(marker_key, 1, 1));
+    if single.chars().count() <= COMMENT_LIMIT {
+        return vec![single];
+    }
+    // Reserve room for the widest header we could need and the note.
+    let reserve = marker(marker_key, 99_999, 99_999).chars().count() + 1 + CONTINUED.chars().count();
+    let budget = COMMENT_LIMIT.saturating_sub(reserve).max(1024);
+    let chunks = split_body(markdown, budget, |_| 1, CONTINUED);
+    let n = chunks.len();
+    chunks.into_iter().enumerate().map(|(i, c)| format!("{}\n{c}", marker(marker_key, i + 1, n))).collect()
+}
+
+/// Markdown block state at a line boundary.
+#[derive(Clone, Default, Debug)]
+struct Blocks {
+    /// Opening line of the code fence we are in, and its fence string.
+    fence: Option<(String, String)>,
+    /// Opening lines of the `<details>` blocks we are in (outermost first).
+    details: Vec<String>,
+}
+
+impl Blocks {
+    fn after(&self, line: &str) -> Blocks {
+        let mut b = self.clone();
+        let t = line.trim_start_matches(' ').trim_end_matches(['\n', '\r']);
+        if let Some((_, fence)) = &b.fence {
+            let ch = fence.chars().next().unwrap_or('`');
+            let run = t.chars().take_while(|&c| c == ch).count();
+            if run >= fence.chars().count() && t[run * ch.len_utf8()..].trim().is_empty() {
+                b.fence = None;
+            }
+            return b;
+        }
+        for ch in ['`', '~'] {
+            let run = t.chars().take_while(|&c| c == ch).count();
+            if run >= 3 {
+                b.fence = Some((t.to_string(), t[..run].to_string()));
+                return b;
+            }
+        }
+        let opens = t.matches("<details").count();
+        let closes = t.matches("</details>").count();
+        for _ in 0..opens {
+            b.details.push(t.to_string());
+        }
+        for _ in 0..closes {
+            b.details.pop();
+        }
+        b
+    }
+
+    /// Text that closes what is open, innermost first.
+    fn closing(&self, cur_ends_with_newline: bool) -> String {
+        let mut s = String::new();
+        if let Some((_, fence)) = &self.fence {
+            if !cur_ends_with_newline {
+                s.push('\n');
+            }
+            s.push_str(fence);
+            s.push('\n');
+        } else if !self.details.is_empty() && !cur_ends_with_newline {
+            s.push('\n');
+        }
+        for _ in &self.details {
+            s.push_str("</details>\n");
+        }
+        s
+    }
+
+    /// Text that reopens what was open, outermost first.
+    fn reopening(&self) -> String {
+        let mut s = String::new();
+        for d in &self.details {
+            s.push_str(d);
+            s.push_str("\n\n");
+        }
+        if let Some((open, _)) = &self.fence {
+            s.push_str(open);
+            s.push('\n');
+        }
+        s
+    }
+}
+
+/// Split into chunks whose size (summed `unit` per char) is at most `budget`
+/// including any closing text and `note` (appended to every chunk but the last).
+fn split_body(text: &str, budget: usize, unit: fn(char) -> usize, note: &str) -> Vec<String> {
+    let size = |s: &str| s.chars().map(unit).sum::<usize>();
+    let budget = budget.saturating_sub(size(note));
+    let mut out = Vec::new();
+    let mut state = Blocks::default();
+    let mut cur = String::new();
+    let mut cur_size = 0usize;
+    // Size of the reopening prefix of `cur`: a chunk holding only that has no content.
+    let mut prefix_size = 0usize;
+
+    let flush = |cur: &mut String, cur_size: &mut usize, prefix_size: &mut usize, state: &Blocks, out: &mut Vec<String>| {
+        cur.push_str(&state.closing(cur.is_empty() || cur.ends_with('\n')));
+        cur.push_str(note);
+        out.push(std::mem::take(cur));
+        *cur = state.reopening();
+        *cur_size = size(cur);
+        *prefix_size = *cur_size;
+    };
+
+    for line in text.split_inclusive('\n') {
+        let after = state.after(line);
+        let line_size = size(line);
+        let close_after = size(&after.closing(line.ends_with('\n')));
+        if cur_size + line_size + close_after <= budget {
+            cur.push_str(line);
+            cur_size += line_size;
+            state = after;
+            continue;
+        }
+        if cur_size > prefix_size {
+            flush(&mut cur, &mut cur_size, &mut prefix_size, &state, &mut out);
+            if cur_size + line_size + close_after <= budget {
+                cur.push_str(line);
+                cur_size += line_size;
+                state = after;
+                continue;
+            }
+        }
+        // One line longer than a whole chunk: cut it at character boundaries.
+        let mut rest = line;
+        while !rest.is_empty() {
+            let room = budget.saturating_sub(cur_size + size(&state.closing(false)) + size(&after.closing(false))).max(1);
+            let mut taken = 0usize;
+            let mut end = 0usize;
+            for (i, c) in rest.char_indices() {
+                if taken + unit(c) > room {
+                    break;
+                }
+                taken += unit(c);
+                end = i + c.len_utf8();
+            }
+            if end == 0 {
+                // Not even one char fits after the prefix: start a fresh chunk.
+                if cur_size > prefix_size {
+                    flush(&mut cur, &mut cur_size, &mut prefix_size, &state, &mut out);
+                    continue;
+                }
+                end = rest.chars().next().map(char::len_utf8).unwrap_or(rest.len());
+                taken = size(&rest[..end]);
+            }
+            cur.push_str(&rest[..end]);
+            cur_size += taken;
+            rest = &rest[end..];
+            if !rest.is_empty() {
+                flush(&mut cur, &mut cur_size, &mut prefix_size, &state, &mut out);
+            }
+        }
+        state = after;
+    }
+    if cur_size > prefix_size || out.is_empty() {
+        cur.push_str(&state.closing(cur.is_empty() || cur.ends_with('\n')));
+        out.push(cur);
+    }
+    out
+}
+
+/// Cut `text` to at most `limit` bytes on a line boundary, closing open
+/// blocks and saying so; unchanged when it fits.
+pub fn truncate_markdown(text: &str, limit: usize, note: &str) -> String {
+    if text.len() <= limit {
+        return text.to_string();
+    }
+    let mut first = split_body(text, limit.saturating_sub(note.len()), |c| c.len_utf8(), "").into_iter().next().unwrap_or_default();
+    first.push_str(note);
+    first
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fence_balanced(s: &str) -> bool {
+        let mut b = Blocks::default();
+        for l in s.split_inclusive('\n') {
+            b = b.after(l);
+        }
+        b.fence.is_none() && b.details.is_empty()
+    }
+
+    #[test]
+    fn small_report_is_one_part_with_marker() {
+        let p = sticky_parts("### hi\n", "report");
+        assert_eq!(p, vec!["<!-- bundlegate:report part 1/1 -->\n### hi\n".to_string()]);
+        assert_eq!(parse_marker(&p[0], "report"), Some((1, 1)));
+        assert_eq!(parse_marker(&p[0], "other"), None);
+    }
+
+    #[test]
+    fn exactly_at_the_limit_is_one_part() {
+        let head = marker("k", 1, 1).chars().count() + 1;
+        let md = "a".repeat(COMMENT_LIMIT - head);
+        assert_eq!(sticky_parts(&md, "k").len(), 1);
+        assert_eq!(sticky_parts(&(md + "b"), "k").len(), 2);
+    }
+
+    #[test]
+    fn multibyte_near_the_boundary_is_never_split_and_counts_chars() {
+        // 3-byte and 4-byte chars: a byte-based splitter would cut them or
+        // produce parts far below the character limit.
+        let line = "é€😀".repeat(1000) + "\n"; // 3001 chars, 9001 bytes
+        let md = line.repeat(50);
+        let parts = sticky_parts(&md, "k");
+        assert!(parts.len() >= 3, "{}", parts.len());
+        let mut joined = String::new();
+        for (i, p) in parts.iter().enumerate() {
+            assert!(p.chars().count() <= COMMENT_LIMIT);
+            assert!(p.starts_with(&marker("k", i + 1, parts.len())));
+            // Byte-heavy parts: well over 65,536 bytes each but within the char limit.
+            if i + 1 < parts.len() {
+                assert!(p.len() > COMMENT_LIMIT, "split by bytes? {}", p.len());
+            }
+            let body = p.split_once('\n').unwrap().1;
+            joined.push_str(body.strip_suffix(CONTINUED).unwrap_or(body));
+        }
+        assert_eq!(joined, md, "content lost or changed");
+    }
+
+    #[test]
+    fn one_giant_line_is_cut_at_char_boundaries() {
+        let md = "ü".repeat(COMMENT_LIMIT * 2 + 7);
+        let parts = sticky_parts(&md, "k");
+        assert_eq!(parts.len(), 3);
+        let total: usize = parts.iter().map(|p| p.split_once('\n').unwrap().1.chars().filter(|&c| c == 'ü').count()).sum();
+        assert_eq!(total, COMMENT_LIMIT * 2 + 7);
+        assert!(parts.iter().all(|p| p.chars().count() <= COMMENT_LIMIT));
+    }
+
+    #[test]
+    fn code_fences_and_details_are_closed_and_reopened() {
+        let mut md = String::from("### bundlegate run: ❌ FAIL\n\n");
+        md.push_str("<details><summary>manifest diff: a/release.yaml</summary>\n\n```diff\n");
+        for i in 0..8000 {
+            md.push_str(&format!("+  line {i}: some manifest text here\n"));
+        }
+        md.push_str("```\n\n</details>\n\ntrailer\n");
+        let parts = sticky_parts(&md, "k");
+        assert!(parts.len() >= 4, "{}", parts.len());
+        for (i, p) in parts.iter().enumerate() {
+            assert!(p.chars().count() <= COMMENT_LIMIT);
+            assert!(fence_balanced(p), "part {} leaves a block open:\n{}", i + 1, &p[p.len().saturating_sub(200)..]);
+            if i > 0 {
+                let body = p.split_once('\n').unwrap().1;
+                assert!(body.starts_with("<details><summary>manifest diff: a/release.yaml</summary>\n\n```diff\n"), "part {} does not reopen: {}", i + 1, &body[..80]);
+            }
+            if i + 1 < parts.len() {
+                assert!(p.ends_with(&format!("```\n</details>\n{CONTINUED}")), "{}", &p[p.len() - 80..]);
+            }
+        }
+        assert!(parts.last().unwrap().ends_with("trailer\n"));
+        // Every diff line survives exactly once.
+        let all: String = parts.concat();
+        assert_eq!(all.matches("+  line 7999:").count(), 1);
+        assert_eq!(all.matches("+  line ").count(), 8000);
+    }
+
+    #[test]
+    fn tilde_fences_and_longer_fences() {
+        let mut b = Blocks::default();
+        b = b.after("~~~~yaml\n");
+        assert_eq!(b.fence.as_ref().unwrap().1, "~~~~");
+        b = b.after("~~~\n"); // shorter: still inside
+        assert!(b.fence.is_some());
+        b = b.after("~~~~\n");
+        assert!(b.fence.is_none());
+    }
+
+    #[test]
+    fn summary_truncation_is_by_bytes_and_says_so() {
+        let md = format!("```\n{}```\n", "ab€\n".repeat(100_000));
+        let t = truncate_markdown(&md, 10_000, "\nTRUNCATED\n");
+        assert!(t.len() <= 10_000, "{}", t.len());
+        assert!(t.ends_with("\nTRUNCATED\n"));
+        assert!(fence_balanced(&t));
+        assert_eq!(truncate_markdown("small", 10, "x"), "small");
+    }
+}
