@@ -119,7 +119,7 @@ pub async fn audit(ctx: &Ctx, o: &AuditOptions, vo: &VerifyOptions, ov: &Overrid
     }
     // Load every bundle: the assignment needs the declared bytes of all of
     // them, and a bundle that does not load still belongs to one shard.
-    let loaded: Vec<(String, std::result::Result<Loaded, StepReport>)> =
+    let loaded: Vec<(String, std::result::Result<Loaded, Box<StepReport>>)> =
         paths.iter().map(|p| (bundle_id(&root, p), super::load_or_step(p, "audit"))).collect();
     let items: Vec<Item> = loaded
         .iter()
@@ -155,7 +155,7 @@ pub async fn audit(ctx: &Ctx, o: &AuditOptions, vo: &VerifyOptions, ov: &Overrid
         let l = match l {
             Ok(l) => l,
             Err(s) => {
-                r.push(s);
+                r.push(*s);
                 continue;
             }
         };

@@ -31,7 +31,7 @@ pub fn earlier(template: &str) -> String {
 pub fn run(ctx: &Ctx, bundle: &Path, args: &CanaryOptions, ov: &Overrides) -> StepReport {
     let l = match super::load_or_step(bundle, "canary") {
         Ok(l) => l,
-        Err(s) => return s,
+        Err(s) => return *s,
     };
     if args.steps {
         ctx.block_on_step("canary", &l.display, analyze_steps(ctx, &l, args, ov))

@@ -25,14 +25,15 @@ use crate::options::RenderOptions;
 use crate::report::{Detail, StepReport, Verdict};
 
 /// Load a bundle or produce the Error step that says why (file:line:col: field).
-pub fn load_or_step(path: &Path, step: &str) -> std::result::Result<Loaded, StepReport> {
-    crate::adapters::bundle_files::load(path).map_err(|e| load_error(path, step, e))
+/// The step is boxed: it is the cold path and much larger than a pointer.
+pub fn load_or_step(path: &Path, step: &str) -> std::result::Result<Loaded, Box<StepReport>> {
+    crate::adapters::bundle_files::load(path).map_err(|e| Box::new(load_error(path, step, e)))
 }
 
 /// [`load_or_step`] for text read elsewhere (a bundle as committed in git);
 /// `path` still anchors relative references and names the file.
-pub fn parse_or_step(path: &Path, text: &str, step: &str) -> std::result::Result<Loaded, StepReport> {
-    bundle::parse(&path.display().to_string(), path, text.to_string()).map_err(|e| load_error(path, step, e))
+pub fn parse_or_step(path: &Path, text: &str, step: &str) -> std::result::Result<Loaded, Box<StepReport>> {
+    bundle::parse(&path.display().to_string(), path, text.to_string()).map_err(|e| Box::new(load_error(path, step, e)))
 }
 
 /// The Error step for a bundle whose text could not be read at all (a
@@ -73,14 +74,14 @@ pub fn lint_loaded_with(l: &Loaded, ov: &Overrides, rb: &lint::RollbackStatus) -
 pub fn lint_step(path: &Path, ov: &Overrides) -> StepReport {
     match load_or_step(path, "lint") {
         Ok(l) => lint_loaded(&l, ov),
-        Err(s) => s,
+        Err(s) => *s,
     }
 }
 
 pub fn render_step(path: &Path, ro: &RenderOptions, out: Option<&Path>) -> StepReport {
     let l = match load_or_step(path, "render") {
         Ok(l) => l,
-        Err(s) => return s,
+        Err(s) => return *s,
     };
     render_loaded(&l, ro, out)
 }

@@ -14,7 +14,7 @@ use crate::report::{Severity, StepReport};
 pub fn run(ctx: &Ctx, bundle: &Path, snapshot: Option<&Path>, live: bool, ov: &Overrides) -> StepReport {
     match crate::app::load_or_step(bundle, "preflight") {
         Ok(l) => run_loaded(ctx, &l, snapshot, live, ov),
-        Err(s) => s,
+        Err(s) => *s,
     }
 }
 
@@ -36,7 +36,7 @@ pub fn run_loaded(ctx: &Ctx, l: &crate::bundle::Loaded, snapshot: Option<&Path>,
         Ok(s) => s,
         Err(e) => return StepReport::error("preflight", &l.display, &e),
     };
-    let out = match preflight::preflight(&l, &state) {
+    let out = match preflight::preflight(l, &state) {
         Ok(o) => o,
         Err(e) => return StepReport::error("preflight", &l.display, &anyhow::anyhow!("{}: {e}", l.display)),
     };

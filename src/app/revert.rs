@@ -28,7 +28,7 @@ pub fn revert(ctx: &Ctx, bundle: &Path, args: &RevertOptions) -> Result<Report> 
     let l = match super::load_or_step(bundle, "revert") {
         Ok(l) => l,
         Err(s) => {
-            r.push(s);
+            r.push(*s);
             return Ok(r);
         }
     };

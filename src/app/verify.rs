@@ -138,7 +138,7 @@ pub struct AuditCtx<'a> {
 pub async fn verify_step(ctx: &Ctx, path: &Path, opts: &VerifyOptions, ov: &Overrides, audit: Option<AuditCtx<'_>>) -> StepReport {
     let l = match super::load_or_step(path, "verify") {
         Ok(l) => l,
-        Err(s) => return s,
+        Err(s) => return *s,
     };
     verify_loaded(ctx, &l, opts, ov, audit).await
 }

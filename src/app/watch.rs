@@ -57,7 +57,7 @@ pub fn watch(ctx: &Ctx, bundle: &Path, args: &WatchOptions) -> Result<Report> {
     let l = match super::load_or_step(bundle, "watch") {
         Ok(l) => l,
         Err(s) => {
-            r.push(s);
+            r.push(*s);
             return Ok(r);
         }
     };

@@ -331,7 +331,10 @@ fn pod_line(p: &PodInfo) -> String {
 /// INCONCLUSIVE, never FAIL.
 pub fn compare_serving(exp: &Expected, pods: &[PodInfo], replica_sets: &[ReplicaSetInfo]) -> Vec<Diagnostic> {
     let mut out = Vec::new();
-    let (mut serving, mut unsure, mut history): (Vec<&PodInfo>, Vec<(&PodInfo, &str)>, Vec<(&PodInfo, &str)>) = Default::default();
+    // Pods by what they say about this release, each with the reason.
+    let mut serving: Vec<&PodInfo> = Vec::new();
+    let mut unsure: Vec<(&PodInfo, &str)> = Vec::new();
+    let mut history: Vec<(&PodInfo, &str)> = Vec::new();
     for p in pods {
         let is_new = p.digest.as_deref() == Some(exp.digest.as_str());
         match (standing(p), is_new) {

@@ -93,14 +93,14 @@ pub fn run_file(ctx: &Ctx, pipeline_path: &Path, inputs: &Inputs) -> Result<Repo
     }
     for t in &targets {
         let loaded = match (&t.head_error, &t.head_text) {
-            (Some(why), _) => Err(crate::app::unreadable_step(&t.path, why, "load")),
+            (Some(why), _) => Err(Box::new(crate::app::unreadable_step(&t.path, why, "load"))),
             (None, Some(text)) => crate::app::parse_or_step(&t.path, text, "load"),
             (None, None) => crate::app::load_or_step(&t.path, "load"),
         };
         let loaded = match loaded {
             Ok(l) => l,
             Err(s) => {
-                report.push(s);
+                report.push(*s);
                 continue;
             }
         };

@@ -838,6 +838,28 @@ fn route(s: &mut State, method: &str, template: &str, segs: &[&str], query: &[(S
 // ---------------------------------------------------------------------------
 // Tests of the stand-in itself
 
+
+// ---------------------------------------------------------------------------
+// Validation for stand-ins defined in other test modules (the watch tests'
+// pull-request stand-in). Appended for issue #7; nothing above changes.
+
+/// Check one request against the description: the matched path template
+/// (None for an unknown path or method) and every violation found.
+pub fn validate_request(method: &str, path: &str, query: &[(String, String)], body: &[u8]) -> (Option<&'static str>, Vec<String>) {
+    let c = check_request(method, path, query, body);
+    (c.template.filter(|_| !c.not_found), c.violations)
+}
+
+/// Check a stand-in's answer against the documented response schema.
+pub fn validate_response(method: &str, template: &str, status: u16, body: &Value) -> Vec<String> {
+    check_response(method, template, status, body)
+}
+
+/// GitHub's own documented example `#/components/examples/<name>` (its `value`).
+pub fn documented_example(name: &str) -> Value {
+    spec().doc["components"]["examples"][name]["value"].clone()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -942,25 +964,4 @@ mod tests {
         assert_eq!(raw(&s, "GET", "/repos/o/r/issues/7/comments", None, "t").0, 200);
         s.assert_no_violations();
     }
-}
-
-// ---------------------------------------------------------------------------
-// Validation for stand-ins defined in other test modules (the watch tests'
-// pull-request stand-in). Appended for issue #7; nothing above changes.
-
-/// Check one request against the description: the matched path template
-/// (None for an unknown path or method) and every violation found.
-pub fn validate_request(method: &str, path: &str, query: &[(String, String)], body: &[u8]) -> (Option<&'static str>, Vec<String>) {
-    let c = check_request(method, path, query, body);
-    (c.template.filter(|_| !c.not_found), c.violations)
-}
-
-/// Check a stand-in's answer against the documented response schema.
-pub fn validate_response(method: &str, template: &str, status: u16, body: &Value) -> Vec<String> {
-    check_response(method, template, status, body)
-}
-
-/// GitHub's own documented example `#/components/examples/<name>` (its `value`).
-pub fn documented_example(name: &str) -> Value {
-    spec().doc["components"]["examples"][name]["value"].clone()
 }
