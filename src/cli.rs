@@ -413,14 +413,14 @@ impl From<RevertArgs> for RevertOptions {
 }
 
 /// `--jobs`: refused at parse time (exit 2, naming the flag) outside 1..=256.
-pub fn jobs_value(s: &str) -> Result<usize, String> {
+pub(crate) fn jobs_value(s: &str) -> Result<usize, String> {
     let n: usize = s.trim().parse().map_err(|_| format!("`{s}` is not a whole number"))?;
     options::check_jobs(n)
 }
 
 /// A duration flag: validated at parse time (finite, greater than zero, at
 /// most 7d), kept with its text so reports quote what the user wrote.
-pub fn duration_value(s: &str) -> Result<HumanDuration, String> {
+pub(crate) fn duration_value(s: &str) -> Result<HumanDuration, String> {
     HumanDuration::parse(s)
 }
 

@@ -12,7 +12,7 @@ use crate::report::Severity;
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct Config {
+pub(crate) struct Config {
     /// code or name → allow | warn | deny
     #[serde(default)]
     pub severity: BTreeMap<String, Level>,
@@ -20,7 +20,7 @@ pub struct Config {
 
 #[derive(Debug, Clone, Copy, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Level {
+pub(crate) enum Level {
     Allow,
     Warn,
     Deny,
@@ -37,7 +37,7 @@ impl Level {
 }
 
 impl Config {
-    pub fn load(path: Option<&Path>) -> Result<Config> {
+    pub(crate) fn load(path: Option<&Path>) -> Result<Config> {
         let Some(p) = path else { return Ok(Config::default()) };
         let text = crate::adapters::bundle_files::read_text(p, crate::adapters::bundle_files::FileKind::Config)
             .with_context(|| format!("reading config {}", p.display()))?;
@@ -46,7 +46,7 @@ impl Config {
 
     /// Parse config text; `p` names the file in every error. A severity set
     /// twice (`BG001: deny` then `BG001: allow`) is refused, not last-wins.
-    pub fn parse(p: &Path, text: &str) -> Result<Config> {
+    pub(crate) fn parse(p: &Path, text: &str) -> Result<Config> {
         if let Err(g) = crate::yaml_guard::check(text, &crate::yaml_guard::Limits::DEFAULT) {
             anyhow::bail!("{}:{}:{}: {}", p.display(), g.line, g.column, g.at_path());
         }
@@ -58,7 +58,7 @@ impl Config {
     }
 
     /// Config first, then command-line flags (flags win).
-    pub fn overrides(&self, args: &SeverityArgs) -> Result<Overrides> {
+    pub(crate) fn overrides(&self, args: &SeverityArgs) -> Result<Overrides> {
         let mut o = Overrides::default();
         // A code and its name are one key: `BG001` and `image-not-pinned`
         // both set would be last-wins in an order the file does not show.

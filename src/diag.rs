@@ -8,7 +8,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-pub struct CodeInfo {
+pub(crate) struct CodeInfo {
     pub code: &'static str,
     pub name: &'static str,
     pub family: &'static str,
@@ -23,7 +23,7 @@ macro_rules! codes {
         pub enum Code { $($variant,)* }
         impl Code {
             pub const ALL: &'static [Code] = &[$(Code::$variant,)*];
-            pub fn info(self) -> CodeInfo {
+            pub(crate) fn info(self) -> CodeInfo {
                 match self {
                     $(Code::$variant => CodeInfo { code: $code, name: $name, family: $family, default_severity: Severity::$sev, why: $why },)*
                 }
@@ -162,11 +162,11 @@ codes! {
 
 impl Code {
     /// The stable code, e.g. `BG001`.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         self.info().code
     }
 
-    pub fn from_str_any(s: &str) -> Option<Code> {
+    pub(crate) fn from_str_any(s: &str) -> Option<Code> {
         Code::ALL.iter().copied().find(|c| {
             let i = c.info();
             i.code.eq_ignore_ascii_case(s) || i.name.eq_ignore_ascii_case(s)
@@ -281,11 +281,11 @@ impl Diagnostic {
         self.span = span;
         self
     }
-    pub fn field(mut self, field: impl Into<String>) -> Self {
+    pub(crate) fn field(mut self, field: impl Into<String>) -> Self {
         self.field = Some(field.into());
         self
     }
-    pub fn evidence(mut self, e: impl Into<String>) -> Self {
+    pub(crate) fn evidence(mut self, e: impl Into<String>) -> Self {
         self.evidence.push(e.into());
         self
     }
@@ -293,7 +293,7 @@ impl Diagnostic {
         self.help.push(h.into());
         self
     }
-    pub fn severity(mut self, s: Severity) -> Self {
+    pub(crate) fn severity(mut self, s: Severity) -> Self {
         self.severity = s;
         self
     }
@@ -306,7 +306,7 @@ pub struct Overrides {
 }
 
 impl Overrides {
-    pub fn set(&mut self, code: &str, sev: Severity) -> anyhow::Result<()> {
+    pub(crate) fn set(&mut self, code: &str, sev: Severity) -> anyhow::Result<()> {
         let c = Code::from_str_any(code)
             .ok_or_else(|| anyhow::anyhow!("unknown diagnostic code `{code}` (see `bundlegate codes`)"))?;
         self.map.insert(c, sev);
@@ -314,7 +314,7 @@ impl Overrides {
     }
 
     /// Apply overrides and drop allowed diagnostics.
-    pub fn apply(&self, diags: Vec<Diagnostic>) -> Vec<Diagnostic> {
+    pub(crate) fn apply(&self, diags: Vec<Diagnostic>) -> Vec<Diagnostic> {
         diags
             .into_iter()
             .filter_map(|mut d| {
@@ -328,7 +328,7 @@ impl Overrides {
 }
 
 /// Markdown documentation for every code; `docs/diagnostics.md` is this text.
-pub fn markdown_docs() -> String {
+pub(crate) fn markdown_docs() -> String {
     let mut out = String::from(
         "# Diagnostics\n\nGenerated from `src/diag.rs` (`bundlegate codes --format json | jq -r '.steps[0].details[0].body'`); a test keeps the two in sync.\n\
          Override a severity with `-A CODE` (allow), `-W CODE` (warn) or `-D CODE` (deny), by code or name.\n",

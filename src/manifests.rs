@@ -30,7 +30,7 @@ const BUILTIN: &[(&str, &str)] = &[
 /// Where templates come from: the embedded set or a user folder holding
 /// `<format>.yaml.hbs` files.
 #[derive(Debug, Clone, Default)]
-pub enum TemplateSource {
+pub(crate) enum TemplateSource {
     #[default]
     Builtin,
     /// Every template file must resolve inside this folder.
@@ -40,7 +40,7 @@ pub enum TemplateSource {
     Confined { dir: PathBuf, root: PathBuf },
 }
 
-pub struct Renderer {
+pub(crate) struct Renderer {
     hb: Arc<Handlebars<'static>>,
     /// Image of the in-pod file verifier (`verify-files`); a render input.
     verifier_image: String,
@@ -53,21 +53,21 @@ pub use crate::bundle::pod_verifier::*;
 /// The verifier image by default: this release's own image (the packaging
 /// workflow publishes it), so the verifier and the renderer agree on the
 /// artifact-list format.
-pub const DEFAULT_VERIFIER_IMAGE: &str = concat!("ghcr.io/bundlegate/bundlegate:", env!("CARGO_PKG_VERSION"));
+pub(crate) const DEFAULT_VERIFIER_IMAGE: &str = concat!("ghcr.io/bundlegate/bundlegate:", env!("CARGO_PKG_VERSION"));
 
 /// Limits that keep a template from the repository under review from
 /// hanging or aborting the process (handlebars has no recursion limit of its
 /// own: a self-including partial overflows the stack).
-pub const MAX_PARTIAL_DEPTH: usize = 16;
+pub(crate) const MAX_PARTIAL_DEPTH: usize = 16;
 /// Partial expansions counted with multiplicity (a partial used twice by a
 /// partial used twice... grows exponentially).
-pub const MAX_PARTIAL_EXPANSIONS: u64 = 10_000;
+pub(crate) const MAX_PARTIAL_EXPANSIONS: u64 = 10_000;
 /// Nesting of blocks (`#if`, `#each`...) inside one template: bounds stack use.
-pub const MAX_BLOCK_DEPTH: usize = 32;
+pub(crate) const MAX_BLOCK_DEPTH: usize = 32;
 /// Rendered text per bundle.
-pub const MAX_OUTPUT_BYTES: usize = 8 << 20;
+pub(crate) const MAX_OUTPUT_BYTES: usize = 8 << 20;
 /// Wall-clock budget for one render (nested `#each` loops can still multiply).
-pub const RENDER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(20);
+pub(crate) const RENDER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(20);
 
 fn json_helper(h: &Helper, _: &Handlebars, _: &Context, _: &mut RenderContext, out: &mut dyn Output) -> HelperResult {
     let p = h.param(0).ok_or(RenderErrorReason::ParamNotFoundForIndex("json", 0))?;
@@ -83,7 +83,7 @@ fn yaml_string_escape(s: &str) -> String {
 }
 
 impl Renderer {
-    pub fn new(src: &TemplateSource) -> Result<Renderer> {
+    pub(crate) fn new(src: &TemplateSource) -> Result<Renderer> {
         let mut hb = Handlebars::new();
         hb.set_strict_mode(true);
         hb.register_escape_fn(yaml_string_escape);
@@ -110,13 +110,13 @@ impl Renderer {
     }
 
     /// The in-pod verifier's image (default [`DEFAULT_VERIFIER_IMAGE`]).
-    pub fn with_verifier_image(mut self, image: impl Into<String>) -> Self {
+    pub(crate) fn with_verifier_image(mut self, image: impl Into<String>) -> Self {
         self.verifier_image = image.into();
         self
     }
 
     /// Render to a normalized multi-document YAML stream.
-    pub fn render(&self, l: &Loaded) -> Result<Rendered> {
+    pub(crate) fn render(&self, l: &Loaded) -> Result<Rendered> {
         let fmt = l.bundle.spec.serving.format.as_str();
         if !self.hb.has_template(fmt) {
             bail!("no template for serving format `{fmt}` (expected `{fmt}.yaml.hbs`)");
@@ -295,7 +295,7 @@ fn expansions(graph: &BTreeMap<String, Vec<String>>, name: &str, stack: &mut Vec
     Ok(total)
 }
 
-pub struct Rendered {
+pub(crate) struct Rendered {
     pub objects: Vec<Value>,
     pub yaml: String,
     /// The bundle asks for the in-pod verifier but the template did not put
@@ -304,7 +304,7 @@ pub struct Rendered {
 }
 
 /// The verifier's container, and the volume it needs declared in the pod.
-pub struct Verifier {
+pub(crate) struct Verifier {
     pub container: Value,
     pub volume: Option<Value>,
 }
@@ -313,7 +313,7 @@ pub struct Verifier {
 /// with `restartPolicy: Always`) that waits for the files, hashes them
 /// against the list rendered from git, and gates the pod's readiness. See
 /// docs/verify-on-start.md for why this shape works with KServe's injection.
-pub fn verifier(l: &Loaded, image: &str) -> Option<Verifier> {
+pub(crate) fn verifier(l: &Loaded, image: &str) -> Option<Verifier> {
     let b = &l.bundle;
     let s = &b.spec.serving;
     if !renders_verifier(b) {
@@ -358,7 +358,7 @@ pub fn verifier(l: &Loaded, image: &str) -> Option<Verifier> {
 
 /// The JSON the verifier reads from [`VERIFIER_ENV`]: what git pins, never
 /// what the store says.
-pub fn artifact_list(b: &bundle::ReleaseBundle, digest: &str) -> Value {
+pub(crate) fn artifact_list(b: &bundle::ReleaseBundle, digest: &str) -> Value {
     json!({
         "releaseDigest": digest,
         "mode": b.spec.serving.verify_on_start.as_str(),
@@ -379,7 +379,7 @@ fn carries_verifier(o: &Value) -> bool {
 }
 
 /// Parse a YAML stream into objects, requiring apiVersion, kind and metadata.name.
-pub fn parse_stream(text: &str) -> Result<Vec<Value>> {
+pub(crate) fn parse_stream(text: &str) -> Result<Vec<Value>> {
     // User templates write this text: the YAML guard before serde, as for
     // every YAML read (aliases and depth bounded, keys unique).
     let limits = crate::yaml_guard::Limits { max_bytes: MAX_OUTPUT_BYTES, ..crate::yaml_guard::Limits::DEFAULT };
@@ -434,7 +434,7 @@ fn int_or_pct(v: &bundle::IntOrPercent) -> Value {
 
 /// The template context. Every key is always present (null when absent) so
 /// strict mode can tell a template typo from an optional setting.
-pub fn context(l: &Loaded) -> Result<Value> {
+pub(crate) fn context(l: &Loaded) -> Result<Value> {
     let b = &l.bundle;
     let s = &b.spec.serving;
     let res = |m: &std::collections::BTreeMap<String, bundle::Quantity>| -> Value {
@@ -521,7 +521,7 @@ fn file_component(field: &str, v: &str) -> Result<()> {
 /// Render into `out` (one file per bundle) or return the stream. The file
 /// name is built from validated components, must stay directly under `out`,
 /// and an existing symlink there is refused rather than followed.
-pub fn write_out(r: &Rendered, l: &Loaded, out: &Path) -> Result<PathBuf> {
+pub(crate) fn write_out(r: &Rendered, l: &Loaded, out: &Path) -> Result<PathBuf> {
     file_component("metadata.name", &l.bundle.metadata.name)?;
     file_component("metadata.version", &l.bundle.metadata.version)?;
     let fname = format!("{}-{}.yaml", l.bundle.metadata.name, l.bundle.metadata.version);

@@ -11,33 +11,33 @@ use std::time::Duration;
 /// [`Default`] parses the same ones, so the two cannot drift apart.
 pub mod defaults {
     /// Concurrent object reads or uploads.
-    pub const JOBS: usize = 4;
-    pub const JOBS_STR: &str = "4";
+    pub(crate) const JOBS: usize = 4;
+    pub(crate) const JOBS_STR: &str = "4";
     /// `watch`: give up after this long.
-    pub const WATCH_TIMEOUT: &str = "15m";
+    pub(crate) const WATCH_TIMEOUT: &str = "15m";
     /// `watch`: health probe interval for the downtime measurement (the
     /// lab's `curl` loop probed every 0.3 s).
-    pub const PROBE_INTERVAL: &str = "300ms";
+    pub(crate) const PROBE_INTERVAL: &str = "300ms";
     /// `revert`: failures older than this are history, not an incident
     /// (Kargo's 20-minute safeguard).
-    pub const REVERT_MAX_AGE: &str = "20m";
+    pub(crate) const REVERT_MAX_AGE: &str = "20m";
     /// `revert`: remote the branch is pushed to.
-    pub const REMOTE: &str = "origin";
+    pub(crate) const REMOTE: &str = "origin";
     /// `revert`: base branch when the remote does not say.
-    pub const BASE_BRANCH: &str = "main";
+    pub(crate) const BASE_BRANCH: &str = "main";
     /// `watch`: namespace of the Argo CD Application.
-    pub const APP_NAMESPACE: &str = "argocd";
+    pub(crate) const APP_NAMESPACE: &str = "argocd";
     /// Pipeline `watch` step: the Application's name, `{name}` standing for
     /// the bundle's `metadata.name`.
-    pub const APP_TEMPLATE: &str = "{name}";
+    pub(crate) const APP_TEMPLATE: &str = "{name}";
 }
 
 /// Most concurrent object reads or uploads: far above what one object store
 /// connection pool serves well, far below tokio's semaphore limit.
-pub const MAX_JOBS: usize = 256;
+pub(crate) const MAX_JOBS: usize = 256;
 
 /// `jobs` checked: 1..=[`MAX_JOBS`].
-pub fn check_jobs(n: usize) -> Result<usize, String> {
+pub(crate) fn check_jobs(n: usize) -> Result<usize, String> {
     if (1..=MAX_JOBS).contains(&n) {
         Ok(n)
     } else {
@@ -104,21 +104,21 @@ impl Default for VerifyOptions {
 impl VerifyOptions {
     /// For checks that hash as a side job (the rollback target in canary and
     /// revert): no progress bar of their own.
-    pub fn quiet() -> Self {
+    pub(crate) fn quiet() -> Self {
         VerifyOptions { progress: Progress::Never, ..Default::default() }
     }
 }
 
 /// Canary split traffic, or mirrored (shadow) traffic.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CanaryMode {
+pub(crate) enum CanaryMode {
     Canary,
     Shadow,
 }
 
 /// `canary`, and the canary gates `watch` judges once the rollout completed.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct CanaryOptions {
+pub(crate) struct CanaryOptions {
     /// Prometheus base URL; `None` (or blank) means the gates cannot run.
     pub prometheus: Option<String>,
     /// Analysis window; default the bundle's `canary.window`.
@@ -136,7 +136,7 @@ pub struct CanaryOptions {
 
 impl CanaryOptions {
     /// The Prometheus URL if one was given and is not blank.
-    pub fn prometheus_url(&self) -> Option<&str> {
+    pub(crate) fn prometheus_url(&self) -> Option<&str> {
         self.prometheus.as_deref().filter(|u| !u.trim().is_empty())
     }
 }
@@ -201,14 +201,14 @@ impl Default for RevertOptions {
 
 /// `render` and the pipeline's render step.
 #[derive(Debug, Clone, Default)]
-pub struct RenderOptions {
+pub(crate) struct RenderOptions {
     pub templates: crate::manifests::TemplateSource,
     /// Image of the in-pod verifier; `None`: [`crate::manifests::DEFAULT_VERIFIER_IMAGE`].
     pub verifier_image: Option<String>,
 }
 
 impl RenderOptions {
-    pub fn renderer(&self) -> anyhow::Result<crate::manifests::Renderer> {
+    pub(crate) fn renderer(&self) -> anyhow::Result<crate::manifests::Renderer> {
         let r = crate::manifests::Renderer::new(&self.templates)?;
         Ok(match &self.verifier_image {
             Some(i) => r.with_verifier_image(i.clone()),
@@ -219,7 +219,7 @@ impl RenderOptions {
 
 /// Where an audit's Prometheus metrics go.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct AlertOptions {
+pub(crate) struct AlertOptions {
     /// Prometheus text format for the node-exporter textfile collector.
     /// A path, `file:` or object-store URI ([`crate::bundle::storage_uri::location`]).
     pub metrics_file: Option<String>,
@@ -231,7 +231,7 @@ pub struct AlertOptions {
 /// application's source path (default: the current directory, as Argo CD
 /// runs the plugin).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ArgocdAction {
+pub(crate) enum ArgocdAction {
     Generate { path: Option<PathBuf> },
     Discover { path: Option<PathBuf> },
     Parameters { path: Option<PathBuf> },

@@ -6,12 +6,12 @@ use std::time::Duration;
 /// duration bundlegate reads is a wait, a window or an age, and a week is
 /// already far past any CI job's limit. Larger values are refused rather
 /// than clamped, so a typo (`150000h`) is reported instead of becoming a hang.
-pub const MAX_DURATION: Duration = Duration::from_secs(7 * 86400);
+pub(crate) const MAX_DURATION: Duration = Duration::from_secs(7 * 86400);
 
 /// Parse `90s`, `30m`, `2h`, `1h30m`, `500ms`, `1.5h`, `1d`, or plain
 /// seconds, refusing anything that is not a finite, non-negative duration of
 /// at most [`MAX_DURATION`]; the error says why.
-pub fn try_duration(s: &str) -> Result<Duration, String> {
+pub(crate) fn try_duration(s: &str) -> Result<Duration, String> {
     let s = s.trim();
     if s.is_empty() {
         return Err("empty duration (e.g. 300ms, 90s, 15m, 2h)".into());
@@ -62,12 +62,12 @@ pub fn try_duration(s: &str) -> Result<Duration, String> {
 }
 
 /// [`try_duration`] without the reason, for callers that substitute a default.
-pub fn parse_duration(s: &str) -> Option<Duration> {
+pub(crate) fn parse_duration(s: &str) -> Option<Duration> {
     try_duration(s).ok()
 }
 
 /// Human bytes: 1.5 GiB.
-pub fn human_bytes(n: u64) -> String {
+pub(crate) fn human_bytes(n: u64) -> String {
     const U: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
     let mut v = n as f64;
     let mut i = 0;
@@ -82,13 +82,13 @@ pub fn human_bytes(n: u64) -> String {
     }
 }
 
-pub fn sha256_hex(data: &[u8]) -> String {
+pub(crate) fn sha256_hex(data: &[u8]) -> String {
     use sha2::Digest;
     hex::encode(sha2::Sha256::digest(data))
 }
 
 /// base64 of the bytes a hex digest encodes (S3's x-amz-checksum-sha256 form).
-pub fn b64_of_hex(h: &str) -> String {
+pub(crate) fn b64_of_hex(h: &str) -> String {
     use base64::Engine;
     base64::engine::general_purpose::STANDARD.encode(hex::decode(h).unwrap_or_default())
 }

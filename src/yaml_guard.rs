@@ -28,7 +28,7 @@ use yaml_rust2::scanner::{Marker, TScalarStyle};
 /// kilobytes, about 300 nodes and 7 levels deep; the limits leave two orders
 /// of magnitude of room and still stop amplification within milliseconds.
 #[derive(Debug, Clone, Copy)]
-pub struct Limits {
+pub(crate) struct Limits {
     /// Size of the text in bytes (the file reader enforces the same bound).
     pub max_bytes: usize,
     /// Nesting of mappings and sequences.
@@ -45,15 +45,15 @@ pub struct Limits {
 }
 
 /// 4 MiB: a release bundle is text that a human reviews in a pull request.
-pub const MAX_BUNDLE_BYTES: usize = 4 * 1024 * 1024;
+pub(crate) const MAX_BUNDLE_BYTES: usize = 4 * 1024 * 1024;
 
 /// The largest cluster snapshot read (bytes). A 5,000-node / 200,000-pod
 /// cluster prints about 400 MiB of YAML.
-pub const MAX_SNAPSHOT_BYTES: usize = 512 << 20;
+pub(crate) const MAX_SNAPSHOT_BYTES: usize = 512 << 20;
 
 impl Limits {
     /// Bundles, pipelines, config files, rendered manifests.
-    pub const DEFAULT: Limits = Limits {
+    pub(crate) const DEFAULT: Limits = Limits {
         max_bytes: MAX_BUNDLE_BYTES,
         max_depth: 64,
         max_nodes: 100_000,
@@ -65,7 +65,7 @@ impl Limits {
     /// the text alone; kubectl never writes an anchor, so aliases get a small
     /// budget (a 180 KB file of 20,000 `*pod` aliases took 6 GB before).
     /// Depth 128: `managedFields` of custom resources nest deep.
-    pub const SNAPSHOT: Limits = Limits {
+    pub(crate) const SNAPSHOT: Limits = Limits {
         max_bytes: MAX_SNAPSHOT_BYTES,
         max_depth: 128,
         max_nodes: u64::MAX,
@@ -87,7 +87,7 @@ pub struct GuardError {
 
 impl GuardError {
     /// `path: message`, or the message alone at the root.
-    pub fn at_path(&self) -> String {
+    pub(crate) fn at_path(&self) -> String {
         if self.path.is_empty() {
             self.message.clone()
         } else {
@@ -143,7 +143,7 @@ fn pos(m: &Marker) -> (usize, usize) {
 
 /// YAML 1.2 core schema's non-finite floats, and plain numbers that
 /// overflow an f64 (`1e999`), which serde would read as infinity.
-pub fn is_non_finite_scalar(s: &str) -> bool {
+pub(crate) fn is_non_finite_scalar(s: &str) -> bool {
     let l = s.to_ascii_lowercase();
     if matches!(l.as_str(), ".nan" | ".inf" | "+.inf" | "-.inf" | "+.nan" | "-.nan") {
         return true;
@@ -172,7 +172,7 @@ struct Anchored {
 
 /// The guard as a state machine over parser events, for readers that run
 /// their own event loop (the snapshot scan); [`check`] drives it over a text.
-pub struct Guard {
+pub(crate) struct Guard {
     limits: Limits,
     stack: Vec<Frame>,
     anchors: HashMap<usize, Anchored>,
@@ -182,7 +182,7 @@ pub struct Guard {
 }
 
 impl Guard {
-    pub fn new(limits: &Limits) -> Guard {
+    pub(crate) fn new(limits: &Limits) -> Guard {
         Guard { limits: *limits, stack: Vec::new(), anchors: HashMap::new(), total: 0, alias_nodes: 0, aliases: 0 }
     }
 
@@ -210,7 +210,7 @@ impl Guard {
 
     /// Feed one event (in stream order). Syntax errors are the parser's to
     /// report; this only judges well-formed events.
-    pub fn event(&mut self, ev: &Event, mark: &Marker) -> Result<(), GuardError> {
+    pub(crate) fn event(&mut self, ev: &Event, mark: &Marker) -> Result<(), GuardError> {
         let in_key = self.stack.last().is_some_and(|f| f.is_map && f.at_key);
         // Expanded size and anchor of a node that completes with this event.
         let (size, anchor, text): (u64, usize, Option<&String>) = match ev {
@@ -295,7 +295,7 @@ impl Guard {
 
 /// Check `text` against `limits`. A YAML syntax error is *not* reported here:
 /// the caller's parser reports it with its own message and position.
-pub fn check(text: &str, limits: &Limits) -> Result<(), GuardError> {
+pub(crate) fn check(text: &str, limits: &Limits) -> Result<(), GuardError> {
     if text.len() > limits.max_bytes {
         return Err(GuardError {
             line: 1,

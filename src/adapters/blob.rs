@@ -19,7 +19,7 @@ pub use crate::bundle::storage_uri::Location;
 
 /// Where small objects live: the store and the prefix inside it.
 #[derive(Clone)]
-pub struct BlobDir {
+pub(crate) struct BlobDir {
     inner: Arc<dyn ObjectStore>,
     prefix: OPath,
     /// As the user gave it, for messages (an object-store URI never carries
@@ -29,7 +29,7 @@ pub struct BlobDir {
 
 /// Parse a location the user named (cache, report, metrics): the one rule,
 /// [`storage_uri::location`], shared with bundles' storage URIs.
-pub fn location(s: &str) -> Result<Location> {
+pub(crate) fn location(s: &str) -> Result<Location> {
     storage_uri::location(s).map_err(|e| anyhow!("`{s}`: {e}"))
 }
 
@@ -39,13 +39,9 @@ fn local_dir(p: &Path) -> Result<PathBuf> {
 }
 
 impl BlobDir {
-    /// Open a folder-like location; a local folder is created when missing.
-    pub fn open(s: &str) -> Result<BlobDir> {
-        BlobDir::at(&location(s)?, s)
-    }
 
     /// Open a parsed location; `display` names it in messages.
-    pub fn at(loc: &Location, display: &str) -> Result<BlobDir> {
+    pub(crate) fn at(loc: &Location, display: &str) -> Result<BlobDir> {
         match loc {
             Location::Remote(u) => {
                 // Remote locations are not resolved against any folder.
@@ -70,7 +66,7 @@ impl BlobDir {
 
     /// The object's bytes, `None` when it does not exist; more than `limit`
     /// bytes is an error (never read whole).
-    pub async fn get(&self, name: &str, limit: u64) -> Result<Option<Vec<u8>>> {
+    pub(crate) async fn get(&self, name: &str, limit: u64) -> Result<Option<Vec<u8>>> {
         let p = self.path(name);
         let r = match self.inner.get(&p).await {
             Ok(r) => r,
@@ -94,7 +90,7 @@ impl BlobDir {
 
     /// Write the whole object. Local stores write to a temporary name and
     /// rename, so a reader never sees half an object.
-    pub async fn put(&self, name: &str, bytes: Vec<u8>) -> Result<()> {
+    pub(crate) async fn put(&self, name: &str, bytes: Vec<u8>) -> Result<()> {
         self.inner
             .put(&self.path(name), PutPayload::from(bytes))
             .await
@@ -103,7 +99,7 @@ impl BlobDir {
     }
 
     /// Names (relative to the prefix) of the objects directly under it that end with `suffix`.
-    pub async fn list(&self, suffix: &str) -> Result<Vec<String>> {
+    pub(crate) async fn list(&self, suffix: &str) -> Result<Vec<String>> {
         let mut out = Vec::new();
         let prefix = if self.prefix.as_ref().is_empty() { None } else { Some(&self.prefix) };
         let want = if self.prefix.as_ref().is_empty() { String::new() } else { format!("{}/", self.prefix) };
@@ -123,13 +119,13 @@ impl BlobDir {
 
 /// Read one whole object or file named by a full location (`s3://b/r.json`,
 /// `file:///abs/r.json`, `path/r.json`), at most `limit` bytes.
-pub async fn read_location(location: &str, limit: u64) -> Result<Vec<u8>> {
+pub(crate) async fn read_location(location: &str, limit: u64) -> Result<Vec<u8>> {
     let (dir, name) = split_location(location)?;
     dir.get(&name, limit).await?.ok_or_else(|| anyhow!("{location}: no such object or file"))
 }
 
 /// Write one whole object or file named by a full location.
-pub async fn write_location(location: &str, bytes: Vec<u8>) -> Result<()> {
+pub(crate) async fn write_location(location: &str, bytes: Vec<u8>) -> Result<()> {
     let (dir, name) = split_location(location)?;
     dir.put(&name, bytes).await
 }
@@ -137,7 +133,7 @@ pub async fn write_location(location: &str, bytes: Vec<u8>) -> Result<()> {
 /// The folder (or prefix) and the file (or object) name of a full location,
 /// without touching anything: commands check their output locations with it
 /// before the work, not after.
-pub fn file_location(s: &str) -> Result<(Location, String)> {
+pub(crate) fn file_location(s: &str) -> Result<(Location, String)> {
     let unnamed = || anyhow!("`{s}` does not name a file or object");
     if s.ends_with('/') {
         return Err(unnamed());

@@ -26,7 +26,7 @@ use crate::yaml_guard::{MAX_BUNDLE_BYTES, MAX_SNAPSHOT_BYTES};
 
 /// What a file is, which sets how much of it is ever read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FileKind {
+pub(crate) enum FileKind {
     /// A release bundle (also a rollback target): 4 MiB.
     Bundle,
     /// A pipeline file: 1 MiB.
@@ -48,7 +48,7 @@ pub enum FileKind {
 }
 
 impl FileKind {
-    pub const fn max_bytes(self) -> u64 {
+    pub(crate) const fn max_bytes(self) -> u64 {
         match self {
             FileKind::Bundle => MAX_BUNDLE_BYTES as u64,
             FileKind::Pipeline | FileKind::Config | FileKind::Template => 1 << 20,
@@ -60,7 +60,7 @@ impl FileKind {
         }
     }
 
-    pub const fn noun(self) -> &'static str {
+    pub(crate) const fn noun(self) -> &'static str {
         match self {
             FileKind::Bundle => "bundle file",
             FileKind::Pipeline => "pipeline file",
@@ -90,7 +90,7 @@ fn human(max: u64) -> String {
 /// Read at most `max` bytes of a regular file. Devices, FIFOs and folders
 /// are refused before they are opened (`/dev/zero` never ends, a FIFO
 /// blocks); a file over the limit is an error of kind `FileTooLarge`.
-pub fn read_bytes(path: &Path, max: u64, noun: &str) -> std::io::Result<Vec<u8>> {
+pub(crate) fn read_bytes(path: &Path, max: u64, noun: &str) -> std::io::Result<Vec<u8>> {
     let meta = std::fs::metadata(path)?;
     if !meta.is_file() {
         return Err(refuse("not a regular file (a device, FIFO, socket or folder): refusing to read it".into()));
@@ -110,17 +110,17 @@ pub fn read_bytes(path: &Path, max: u64, noun: &str) -> std::io::Result<Vec<u8>>
 }
 
 /// UTF-8 text, or why it is not (no byte of it quoted).
-pub fn utf8(buf: Vec<u8>) -> std::io::Result<String> {
+pub(crate) fn utf8(buf: Vec<u8>) -> std::io::Result<String> {
     String::from_utf8(buf).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, format!("not UTF-8 text (invalid byte at offset {})", e.utf8_error().valid_up_to())))
 }
 
 /// Read a file of the given kind: regular, within its limit, UTF-8.
-pub fn read_text(path: &Path, kind: FileKind) -> std::io::Result<String> {
+pub(crate) fn read_text(path: &Path, kind: FileKind) -> std::io::Result<String> {
     utf8(read_bytes(path, kind.max_bytes(), kind.noun())?)
 }
 
 /// Read a bundle-sized file (see [`MAX_BUNDLE_BYTES`]).
-pub fn read_bundle_text(path: &Path) -> std::io::Result<String> {
+pub(crate) fn read_bundle_text(path: &Path) -> std::io::Result<String> {
     read_text(path, FileKind::Bundle)
 }
 
@@ -141,7 +141,7 @@ fn normalize(p: &Path) -> PathBuf {
 
 /// The canonical folder holding the bundle at `bundle_path` (lexically
 /// normalized when it does not exist).
-pub fn bundle_folder(bundle_path: &Path) -> PathBuf {
+pub(crate) fn bundle_folder(bundle_path: &Path) -> PathBuf {
     let abs = std::fs::canonicalize(bundle_path).unwrap_or_else(|_| normalize(&std::path::absolute(bundle_path).unwrap_or_else(|_| bundle_path.to_path_buf())));
     abs.parent().map(Path::to_path_buf).unwrap_or_default()
 }
@@ -149,33 +149,27 @@ pub fn bundle_folder(bundle_path: &Path) -> PathBuf {
 /// The git work tree holding `dir`: the nearest ancestor with a `.git`
 /// entry (a folder, or a worktree's or submodule's file). Never the
 /// current folder unless the bundle is in it.
-pub fn work_tree_of(dir: &Path) -> Option<PathBuf> {
+pub(crate) fn work_tree_of(dir: &Path) -> Option<PathBuf> {
     dir.ancestors().find(|d| d.join(".git").exists()).map(Path::to_path_buf)
 }
 
 /// The confinement root for files a bundle at `bundle_path` names (see the module docs).
-pub fn confinement_root(bundle_path: &Path) -> PathBuf {
+pub(crate) fn confinement_root(bundle_path: &Path) -> PathBuf {
     let dir = bundle_folder(bundle_path);
     work_tree_of(&dir).unwrap_or_else(|| dir.parent().map(Path::to_path_buf).unwrap_or(dir))
 }
 
 /// Where a reference from a bundle leads, if it stays inside the root.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Confined {
+pub(crate) enum Confined {
     Inside(PathBuf),
     Outside { root: PathBuf },
-}
-
-/// Resolve `reference` (relative to the bundle's folder, or absolute) and
-/// check it stays inside [`confinement_root`], before and after symlinks.
-pub fn confine(bundle_path: &Path, reference: &str) -> Confined {
-    confine_within(&confinement_root(bundle_path), bundle_path, reference)
 }
 
 /// [`confine`] against a root the caller knows better than the bundle's
 /// surroundings do: Argo CD's CMP checkout has no `.git`, but
 /// `ARGOCD_APP_SOURCE_PATH` says where the repository starts.
-pub fn confine_within(root: &Path, bundle_path: &Path, reference: &str) -> Confined {
+pub(crate) fn confine_within(root: &Path, bundle_path: &Path, reference: &str) -> Confined {
     let root = std::fs::canonicalize(root).unwrap_or_else(|_| normalize(root));
     let base = std::fs::canonicalize(bundle_path).ok().and_then(|p| p.parent().map(Path::to_path_buf)).unwrap_or_else(|| root.clone());
     let lexical = normalize(&base.join(reference));
@@ -193,7 +187,7 @@ pub fn confine_within(root: &Path, bundle_path: &Path, reference: &str) -> Confi
 /// Why a file that a bundle names could not be used. Never quotes the file:
 /// it may be anything the bundle points at, such as a `.env`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum NamedFileError {
+pub(crate) enum NamedFileError {
     #[error("`{reference}` resolves outside {root} (the bundle's git work tree, else the folder above the bundle's folder): refused, not read")]
     Outside { reference: String, root: String },
     #[error("{0}")]
@@ -201,12 +195,12 @@ pub enum NamedFileError {
 }
 
 /// Where `reference` (named by the bundle `l`) leads, if inside the root.
-pub fn resolve_named(l: &Loaded, reference: &str) -> Result<PathBuf, NamedFileError> {
+pub(crate) fn resolve_named(l: &Loaded, reference: &str) -> Result<PathBuf, NamedFileError> {
     resolve_named_within(&confinement_root(&l.path), l, reference)
 }
 
 /// [`resolve_named`] inside an explicit root (see [`confine_within`]).
-pub fn resolve_named_within(root: &Path, l: &Loaded, reference: &str) -> Result<PathBuf, NamedFileError> {
+pub(crate) fn resolve_named_within(root: &Path, l: &Loaded, reference: &str) -> Result<PathBuf, NamedFileError> {
     match confine_within(root, &l.path, reference) {
         Confined::Outside { root } => Err(NamedFileError::Outside { reference: reference.to_string(), root: root.display().to_string() }),
         Confined::Inside(p) => Ok(p),
@@ -216,30 +210,30 @@ pub fn resolve_named_within(root: &Path, l: &Loaded, reference: &str) -> Result<
 /// Load a bundle that `l` names (its rollback target): confined, bounded,
 /// and with errors that say where the file is broken but never quote it.
 /// The one loader lint, canary and watch/revert use.
-pub fn load_named_bundle(l: &Loaded, reference: &str) -> Result<Loaded, NamedFileError> {
+pub(crate) fn load_named_bundle(l: &Loaded, reference: &str) -> Result<Loaded, NamedFileError> {
     load_named_bundle_within(&confinement_root(&l.path), l, reference)
 }
 
 /// [`load_named_bundle`] inside an explicit root (see [`confine_within`]).
-pub fn load_named_bundle_within(root: &Path, l: &Loaded, reference: &str) -> Result<Loaded, NamedFileError> {
+pub(crate) fn load_named_bundle_within(root: &Path, l: &Loaded, reference: &str) -> Result<Loaded, NamedFileError> {
     let p = resolve_named_within(root, l, reference)?;
     load(&p).map_err(|e| NamedFileError::Unreadable(e.redacted()))
 }
 
 /// Read a text file that `l` names (its golden set): confined and bounded.
-pub fn read_named_text(l: &Loaded, reference: &str, kind: FileKind) -> Result<(PathBuf, String), NamedFileError> {
+pub(crate) fn read_named_text(l: &Loaded, reference: &str, kind: FileKind) -> Result<(PathBuf, String), NamedFileError> {
     let p = resolve_named(l, reference)?;
     let text = read_text(&p, kind).map_err(|e| NamedFileError::Unreadable(format!("{}: cannot read: {e}", p.display())))?;
     Ok((p, text))
 }
 
 /// The rollback target of `l` as plain data for `checks::lint`.
-pub fn rollback_status(l: &Loaded) -> RollbackStatus {
+pub(crate) fn rollback_status(l: &Loaded) -> RollbackStatus {
     rollback_status_within(&confinement_root(&l.path), l)
 }
 
 /// [`rollback_status`] inside an explicit root (see [`confine_within`]).
-pub fn rollback_status_within(root: &Path, l: &Loaded) -> RollbackStatus {
+pub(crate) fn rollback_status_within(root: &Path, l: &Loaded) -> RollbackStatus {
     let Some(rb) = &l.bundle.spec.rollback else { return RollbackStatus::NotDeclared };
     let path = rb.bundle.clone();
     match load_named_bundle_within(root, l, &rb.bundle) {
@@ -251,7 +245,7 @@ pub fn rollback_status_within(root: &Path, l: &Loaded) -> RollbackStatus {
 
 /// The first [`MAX_SNIFF_BYTES`](detect::MAX_SNIFF_BYTES) of a regular file (a FIFO would block the
 /// open, a device never end).
-pub fn read_head(path: &Path) -> std::io::Result<Vec<u8>> {
+pub(crate) fn read_head(path: &Path) -> std::io::Result<Vec<u8>> {
     if !std::fs::metadata(path)?.is_file() {
         return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a regular file (a device, FIFO, socket or folder): refusing to read it"));
     }
@@ -264,7 +258,7 @@ pub fn read_head(path: &Path) -> std::io::Result<Vec<u8>> {
 /// symlink is followed only when its target stays inside `root`; a
 /// bundle-named link that leaves it is an error, other links that leave it
 /// are not read.
-pub fn check_file(root: &Path, path: &Path, is_symlink: bool) -> AnyResult<Option<PathBuf>> {
+pub(crate) fn check_file(root: &Path, path: &Path, is_symlink: bool) -> AnyResult<Option<PathBuf>> {
     if !detect::is_candidate(path) {
         return Ok(None);
     }
@@ -291,7 +285,7 @@ pub fn check_file(root: &Path, path: &Path, is_symlink: bool) -> AnyResult<Optio
 }
 
 /// Read and parse a bundle file (`bundle::parse` judges the text).
-pub fn load(path: &Path) -> Result<Loaded, LoadError> {
+pub(crate) fn load(path: &Path) -> Result<Loaded, LoadError> {
     let display = path.display().to_string();
     // Bounded, regular files only: `/dev/zero` or a 200 MB file never reaches memory.
     let text = read_bundle_text(path).map_err(|source| LoadError::Io { file: display.clone(), source })?;
@@ -326,7 +320,7 @@ pub fn find_bundles(root: &Path) -> AnyResult<Vec<PathBuf>> {
 /// missing is left to the built-in), as (name, path, text). Each must be a
 /// regular file that resolves inside `root` (the folder itself when `None`):
 /// the folder being inside says nothing about a symlinked file in it.
-pub fn read_templates(folder: &Path, root: Option<&Path>, names: &[&str]) -> AnyResult<Vec<(String, PathBuf, String)>> {
+pub(crate) fn read_templates(folder: &Path, root: Option<&Path>, names: &[&str]) -> AnyResult<Vec<(String, PathBuf, String)>> {
     let root = match root {
         Some(r) => r.canonicalize().with_context(|| format!("template root {}", r.display()))?,
         None => folder.canonicalize().with_context(|| format!("template folder {} does not exist", folder.display()))?,

@@ -15,9 +15,9 @@ use crate::parse::snapshot::{add_item, require_complete};
 /// The largest snapshot read (bytes). A 5,000-node / 200,000-pod cluster
 /// prints about 400 MiB of YAML; beyond this the file is refused rather than
 /// read into memory without bound. Documented in docs/reliability.md.
-pub const MAX_SNAPSHOT_BYTES: u64 = crate::yaml_guard::MAX_SNAPSHOT_BYTES as u64;
+pub(crate) const MAX_SNAPSHOT_BYTES: u64 = crate::yaml_guard::MAX_SNAPSHOT_BYTES as u64;
 
-pub fn load_snapshot(path: &Path) -> Result<ClusterState> {
+pub(crate) fn load_snapshot(path: &Path) -> Result<ClusterState> {
     use crate::adapters::bundle_files::{read_text, FileKind};
     let display = path.display().to_string();
     let text = read_text(path, FileKind::Snapshot).map_err(|e| {
@@ -33,7 +33,7 @@ pub fn load_snapshot(path: &Path) -> Result<ClusterState> {
 // ---- live, read-only ------------------------------------------------------------------------
 
 /// What to read besides the cluster-wide nodes and pods.
-pub struct LiveScope<'a> {
+pub(crate) struct LiveScope<'a> {
     pub namespace: &'a str,
     /// PVC names the bundle mounts; their bound PVs are fetched by name.
     pub claims: &'a [String],
@@ -43,7 +43,7 @@ pub struct LiveScope<'a> {
 /// the server URL for reports. Every request is bounded: a hung API server
 /// must end in an error, not a CI job that waits for its own time limit.
 /// `t` (BUNDLEGATE_KUBE_TIMEOUT, default 30s) bounds connect and each read.
-pub async fn kube_client(t: std::time::Duration) -> Result<(kube::Client, String)> {
+pub(crate) async fn kube_client(t: std::time::Duration) -> Result<(kube::Client, String)> {
     let mut config = kube::Config::infer().await.context("loading kubeconfig or in-cluster config")?;
     config.connect_timeout = Some(t);
     config.read_timeout = Some(t);
@@ -115,7 +115,7 @@ async fn gather(client: kube::Client, server: &str, scope: &LiveScope<'_>) -> Re
 
 /// Gather live state over `client` (`server` names it). Many requests, each
 /// bounded by `kube_timeout`: the whole is bounded too.
-pub async fn gather_live(client: kube::Client, server: &str, scope: &LiveScope<'_>, kube_timeout: std::time::Duration) -> Result<ClusterState> {
+pub(crate) async fn gather_live(client: kube::Client, server: &str, scope: &LiveScope<'_>, kube_timeout: std::time::Duration) -> Result<ClusterState> {
     let total = (kube_timeout * 4).max(std::time::Duration::from_secs(5));
     tokio::time::timeout(total, gather(client, server, scope)).await.map_err(|_| anyhow!("reading the cluster timed out after {}s", total.as_secs()))?
 }

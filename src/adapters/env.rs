@@ -63,7 +63,7 @@ pub struct ActionsEnv {
 
 /// The variable an option names (`verify-files --manifest-env`); `None`
 /// when unset or not UTF-8.
-pub fn named(name: &str) -> Option<String> {
+pub(crate) fn named(name: &str) -> Option<String> {
     std::env::var(name).ok()
 }
 
@@ -78,12 +78,12 @@ impl std::fmt::Debug for Secret {
 }
 
 impl EnvSnapshot {
-    pub fn from_process() -> EnvSnapshot {
+    pub(crate) fn from_process() -> EnvSnapshot {
         Self::from_lookup(|k| std::env::var_os(k).map(|v| v.to_string_lossy().into_owned()))
     }
 
     /// The snapshot from any lookup (a test's map).
-    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> EnvSnapshot {
+    pub(crate) fn from_lookup(get: impl Fn(&str) -> Option<String>) -> EnvSnapshot {
         let var = |k: &str| get(k).filter(|v| !v.trim().is_empty());
         let path = |k: &str| get(k).map(PathBuf::from);
         EnvSnapshot {

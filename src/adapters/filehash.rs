@@ -14,7 +14,7 @@ use sha2::{Digest, Sha256};
 
 /// One read: large enough that syscalls vanish next to SHA-256, small
 /// enough to stay in the shared cache between the reading and the hashing core.
-pub const BLOCK: usize = 1 << 20;
+pub(crate) const BLOCK: usize = 1 << 20;
 
 /// Buffers in flight per file: the reader fills some while the hasher
 /// consumes one, so `jobs` concurrent files hold `jobs × DEPTH × BLOCK`.
@@ -26,7 +26,7 @@ const PROGRESS_EVERY: u64 = 16 << 20;
 
 /// What [`sha256_read`] saw: the digest of the bytes read and how many.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Hashed {
+pub(crate) struct Hashed {
     pub sha256: String,
     pub bytes: u64,
 }
@@ -39,7 +39,7 @@ pub struct Hashed {
 /// time of a read-then-hash loop) then runs beside the hashing instead of
 /// before it, so one large file is hashed at the speed of SHA-256 alone.
 /// `progress` gets byte counts as they are hashed.
-pub fn sha256_read<R: Read + Send>(mut r: R, expected: u64, progress: &(dyn Fn(u64) + Sync)) -> std::io::Result<Hashed> {
+pub(crate) fn sha256_read<R: Read + Send>(mut r: R, expected: u64, progress: &(dyn Fn(u64) + Sync)) -> std::io::Result<Hashed> {
     let mut acc = Hashing::new(progress);
     if expected <= 2 * BLOCK as u64 {
         let mut buf = vec![0u8; (expected as usize).saturating_add(1).min(BLOCK)];
@@ -93,7 +93,7 @@ pub fn sha256_read<R: Read + Send>(mut r: R, expected: u64, progress: &(dyn Fn(u
 /// SHA-256 of a byte stream so far, reporting progress every
 /// [`PROGRESS_EVERY`] bytes (never per block, so the hot loop does no
 /// terminal work). Shared by file reads and object-store streams.
-pub struct Hashing<P: Fn(u64)> {
+pub(crate) struct Hashing<P: Fn(u64)> {
     hasher: Sha256,
     bytes: u64,
     unreported: u64,
@@ -101,10 +101,10 @@ pub struct Hashing<P: Fn(u64)> {
 }
 
 impl<P: Fn(u64)> Hashing<P> {
-    pub fn new(progress: P) -> Self {
+    pub(crate) fn new(progress: P) -> Self {
         Hashing { hasher: Sha256::new(), bytes: 0, unreported: 0, progress }
     }
-    pub fn add(&mut self, block: &[u8]) {
+    pub(crate) fn add(&mut self, block: &[u8]) {
         self.hasher.update(block);
         self.bytes += block.len() as u64;
         self.unreported += block.len() as u64;
@@ -113,10 +113,10 @@ impl<P: Fn(u64)> Hashing<P> {
             self.unreported = 0;
         }
     }
-    pub fn bytes(&self) -> u64 {
+    pub(crate) fn bytes(&self) -> u64 {
         self.bytes
     }
-    pub fn finish(self) -> Hashed {
+    pub(crate) fn finish(self) -> Hashed {
         if self.unreported > 0 {
             (self.progress)(self.unreported);
         }
@@ -136,7 +136,7 @@ fn read_some(r: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
 
 /// `rel` under `root` (already canonical), refusing `..`, absolute paths and
 /// symlinks that lead out of `root`. `Ok(None)`: the file does not exist.
-pub fn confined(root: &Path, rel: &str) -> Result<Option<PathBuf>, String> {
+pub(crate) fn confined(root: &Path, rel: &str) -> Result<Option<PathBuf>, String> {
     let p = Path::new(rel);
     if rel.is_empty() || p.components().any(|c| !matches!(c, Component::Normal(_) | Component::CurDir)) {
         return Err(format!("artifact path `{rel}` is not a relative path inside the model folder"));
@@ -153,15 +153,11 @@ pub fn confined(root: &Path, rel: &str) -> Result<Option<PathBuf>, String> {
 /// Current size of each artifact (None: missing), for waiting on downloads.
 /// Size and modification time of each file (`None`: absent or refused);
 /// two equal readings some time apart mean nobody is writing.
-pub fn stamps(root: &Path, items: &[Expected]) -> Vec<Option<(u64, std::time::SystemTime)>> {
+pub(crate) fn stamps(root: &Path, items: &[Expected]) -> Vec<Option<(u64, std::time::SystemTime)>> {
     items
         .iter()
         .map(|e| confined(root, &e.path).ok().flatten().and_then(|p| std::fs::metadata(p).ok()).and_then(|m| Some((m.len(), m.modified().ok()?))))
         .collect()
-}
-
-pub fn sizes(root: &Path, items: &[Expected]) -> Vec<Option<u64>> {
-    items.iter().map(|e| confined(root, &e.path).ok().flatten().and_then(|p| std::fs::metadata(p).ok()).map(|m| m.len())).collect()
 }
 
 fn check_one(root: &Path, e: &Expected, full: bool) -> Outcome {
@@ -201,7 +197,7 @@ fn check_one(root: &Path, e: &Expected, full: bool) -> Outcome {
 
 /// Check every artifact; results are in `items` order. `full`: hash, else
 /// sizes only. `threads` 0 means one per available core.
-pub fn check_all(root: &Path, items: &[Expected], full: bool, threads: usize) -> Vec<Outcome> {
+pub(crate) fn check_all(root: &Path, items: &[Expected], full: bool, threads: usize) -> Vec<Outcome> {
     let mut order: Vec<usize> = (0..items.len()).collect();
     // Largest first: the longest hash starts at once, the small ones fill in.
     order.sort_by(|a, b| items[*b].size.cmp(&items[*a].size));

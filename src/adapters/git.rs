@@ -357,7 +357,7 @@ fn side_text(r: &Repository, tree: &Tree<'_>, path: Option<&Path>, id: Oid, mode
 
 /// The commit checked out in the work tree that contains `path`, if any (a
 /// sharded audit records it so shards of different commits are not merged).
-pub fn head_commit(path: &Path) -> Option<String> {
+pub(crate) fn head_commit(path: &Path) -> Option<String> {
     let r = Repository::discover(path).ok()?;
     let c = r.head().ok()?.peel_to_commit().ok()?;
     Some(c.id().to_string())
@@ -365,7 +365,7 @@ pub fn head_commit(path: &Path) -> Option<String> {
 
 /// The commit `spec` names in the repository around `dir` (None when there is
 /// no repository or no such commit).
-pub fn resolve_commit(dir: &Path, spec: &str) -> Option<String> {
+pub(crate) fn resolve_commit(dir: &Path, spec: &str) -> Option<String> {
     let r = Repository::discover(dir).ok()?;
     let c = r.revparse_single(spec).ok()?.peel_to_commit().ok()?;
     Some(c.id().to_string())

@@ -19,7 +19,7 @@ use octocrab::Octocrab;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-pub const DEFAULT_API_URL: &str = "https://api.github.com";
+pub(crate) const DEFAULT_API_URL: &str = "https://api.github.com";
 
 /// Why a GitHub call failed. `Forbidden` is separate because a read-only
 /// token (fork PRs) is an expected situation, not a tool failure.
@@ -47,7 +47,7 @@ impl GithubError {
     }
 }
 
-pub type Result<T> = std::result::Result<T, GithubError>;
+pub(crate) type Result<T> = std::result::Result<T, GithubError>;
 
 /// How hard to try before giving up. Waits double from `base_backoff`.
 #[derive(Debug, Clone)]
@@ -68,7 +68,7 @@ impl Default for RetryPolicy {
 
 /// An issue/PR comment, reduced to what the sticky comment needs.
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq, Eq)]
-pub struct Comment {
+pub(crate) struct Comment {
     pub id: u64,
     #[serde(default)]
     pub body: Option<String>,
@@ -85,7 +85,7 @@ fn login_of<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Optio
 
 /// `POST /repos/{owner}/{repo}/check-runs` body (the fields we set).
 #[derive(Debug, Clone, Serialize)]
-pub struct CheckRun {
+pub(crate) struct CheckRun {
     pub name: String,
     pub head_sha: String,
     pub status: String,
@@ -95,7 +95,7 @@ pub struct CheckRun {
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct CheckRunOutput {
+pub(crate) struct CheckRunOutput {
     pub title: String,
     pub summary: String,
 }
@@ -120,7 +120,7 @@ impl fmt::Display for Method {
 }
 
 #[derive(Debug, Clone, PartialEq)]
-pub struct PullRef {
+pub(crate) struct PullRef {
     pub number: u64,
     pub html_url: String,
 }
@@ -132,7 +132,7 @@ impl PullRef {
 }
 
 #[derive(Debug, Clone, PartialEq)]
-pub enum PullOutcome {
+pub(crate) enum PullOutcome {
     Created(PullRef),
     /// GitHub refused a second PR for the same head branch; the open one.
     Exists(Option<PullRef>),
@@ -163,7 +163,7 @@ impl fmt::Debug for GithubClient {
 impl GithubClient {
     /// A client for `api_url` (e.g. `https://api.github.com` or a GHES
     /// `https://ghe.example.com/api/v3`). Must be called inside a Tokio runtime.
-    pub fn new(api_url: &str, token: &str) -> Result<Self> {
+    pub(crate) fn new(api_url: &str, token: &str) -> Result<Self> {
         Self::with_policy(api_url, token, RetryPolicy::default())
     }
 
@@ -190,12 +190,8 @@ impl GithubClient {
         Ok(GithubClient { crab, api_url, policy })
     }
 
-    pub fn api_url(&self) -> &str {
-        self.api_url.as_str()
-    }
-
     /// Every comment on an issue or PR, following `Link: rel="next"` to the end.
-    pub async fn list_comments(&self, owner: &str, repo: &str, issue: u64) -> Result<Vec<Comment>> {
+    pub(crate) async fn list_comments(&self, owner: &str, repo: &str, issue: u64) -> Result<Vec<Comment>> {
         let mut route = format!("{}/issues/{issue}/comments?per_page=100", repo_path(owner, repo)?);
         let mut out = Vec::new();
         // A runaway `next` chain (a broken proxy) must not loop forever:
@@ -213,26 +209,26 @@ impl GithubClient {
         Err(GithubError::Decode { what: format!("GET {}/issues/{issue}/comments", repo_path(owner, repo)?), message: "more than 500 pages".into() })
     }
 
-    pub async fn create_comment(&self, owner: &str, repo: &str, issue: u64, body: &str) -> Result<Comment> {
+    pub(crate) async fn create_comment(&self, owner: &str, repo: &str, issue: u64, body: &str) -> Result<Comment> {
         let route = format!("{}/issues/{issue}/comments", repo_path(owner, repo)?);
         let resp = self.request(Method::Post, &route, Some(&serde_json::json!({ "body": body }))).await?;
         decode(&format!("POST {route}"), &resp.body)
     }
 
     /// `PATCH`, the documented method (octocrab's helper sends POST).
-    pub async fn update_comment(&self, owner: &str, repo: &str, comment_id: u64, body: &str) -> Result<Comment> {
+    pub(crate) async fn update_comment(&self, owner: &str, repo: &str, comment_id: u64, body: &str) -> Result<Comment> {
         let route = format!("{}/issues/comments/{comment_id}", repo_path(owner, repo)?);
         let resp = self.request(Method::Patch, &route, Some(&serde_json::json!({ "body": body }))).await?;
         decode(&format!("PATCH {route}"), &resp.body)
     }
 
-    pub async fn delete_comment(&self, owner: &str, repo: &str, comment_id: u64) -> Result<()> {
+    pub(crate) async fn delete_comment(&self, owner: &str, repo: &str, comment_id: u64) -> Result<()> {
         let route = format!("{}/issues/comments/{comment_id}", repo_path(owner, repo)?);
         self.request(Method::Delete, &route, None).await.map(drop)
     }
 
     /// Create a completed check run; returns its id. Needs `checks: write`.
-    pub async fn create_check_run(&self, owner: &str, repo: &str, run: &CheckRun) -> Result<u64> {
+    pub(crate) async fn create_check_run(&self, owner: &str, repo: &str, run: &CheckRun) -> Result<u64> {
         let route = format!("{}/check-runs", repo_path(owner, repo)?);
         let body = serde_json::to_value(run).map_err(|e| GithubError::Config(e.to_string()))?;
         let resp = self.request(Method::Post, &route, Some(&body)).await?;
@@ -241,7 +237,7 @@ impl GithubClient {
     }
 
     /// The open pull request whose head is `owner:branch`, if any.
-    pub async fn find_open_pull(&self, owner: &str, repo: &str, branch: &str) -> Result<Option<PullRef>> {
+    pub(crate) async fn find_open_pull(&self, owner: &str, repo: &str, branch: &str) -> Result<Option<PullRef>> {
         let q: String = url::form_urlencoded::Serializer::new(String::new()).append_pair("head", &format!("{owner}:{branch}")).append_pair("state", "open").finish();
         let route = format!("{}/pulls?{q}", repo_path(owner, repo)?);
         let resp = self.request(Method::Get, &route, None).await?;
@@ -253,7 +249,7 @@ impl GithubClient {
     /// (422 "already exists"), which is how concurrent reverts — and a POST
     /// retried after GitHub created the PR but failed to answer — end up
     /// with one PR: that case is `Exists`, with the open PR looked up.
-    pub async fn create_pull(&self, owner: &str, repo: &str, title: &str, head: &str, base: &str, body: &str) -> Result<PullOutcome> {
+    pub(crate) async fn create_pull(&self, owner: &str, repo: &str, title: &str, head: &str, base: &str, body: &str) -> Result<PullOutcome> {
         let route = format!("{}/pulls", repo_path(owner, repo)?);
         let req = serde_json::json!({"title": title, "head": head, "base": base, "body": body, "maintainer_can_modify": false});
         match self.request(Method::Post, &route, Some(&req)).await {
@@ -397,7 +393,7 @@ fn repo_path(owner: &str, repo: &str) -> Result<String> {
 }
 
 /// The URL for `rel` in an RFC 8288 `Link` header.
-pub fn link_rel(header: &str, rel: &str) -> Option<String> {
+pub(crate) fn link_rel(header: &str, rel: &str) -> Option<String> {
     for part in header.split(',') {
         let mut segs = part.split(';');
         let url = segs.next()?.trim();
@@ -417,13 +413,13 @@ pub fn link_rel(header: &str, rel: &str) -> Option<String> {
 /// The size of a GitHub Actions runner file (`$GITHUB_STEP_SUMMARY`), 0
 /// when it does not exist yet: the job-summary limit counts what earlier
 /// steps wrote.
-pub fn runner_file_len(path: &std::path::Path) -> u64 {
+pub(crate) fn runner_file_len(path: &std::path::Path) -> u64 {
     std::fs::metadata(path).map(|m| m.len()).unwrap_or(0)
 }
 
 /// Append to a runner file (`$GITHUB_STEP_SUMMARY`, `$GITHUB_OUTPUT`),
 /// creating it: other steps of the job write there too.
-pub fn append_runner_file(path: &std::path::Path, text: &str) -> std::io::Result<()> {
+pub(crate) fn append_runner_file(path: &std::path::Path, text: &str) -> std::io::Result<()> {
     use std::io::Write as _;
     std::fs::OpenOptions::new().create(true).append(true).open(path)?.write_all(text.as_bytes())
 }

@@ -14,31 +14,31 @@ use std::path::{Component, Path, PathBuf};
 use anyhow::{bail, Context, Result};
 
 /// `p` with `.`/`..` and symlinks resolved; `what` names it in the error.
-pub fn canonical(p: &Path, what: &str) -> Result<PathBuf> {
+pub(crate) fn canonical(p: &Path, what: &str) -> Result<PathBuf> {
     p.canonicalize().with_context(|| format!("{what} {} does not exist", p.display()))
 }
 
 /// `p` resolved when it exists, else as given (for comparing references
 /// that may name a missing file).
-pub fn canonical_or_same(p: &Path) -> PathBuf {
+pub(crate) fn canonical_or_same(p: &Path) -> PathBuf {
     p.canonicalize().unwrap_or_else(|_| p.to_path_buf())
 }
 
 /// The process's working folder (Argo CD runs a plugin in the app's source path).
-pub fn current_dir() -> Result<PathBuf> {
+pub(crate) fn current_dir() -> Result<PathBuf> {
     std::env::current_dir().context("reading the current directory")
 }
 
-pub fn is_file(p: &Path) -> bool {
+pub(crate) fn is_file(p: &Path) -> bool {
     p.is_file()
 }
 
-pub fn is_dir(p: &Path) -> bool {
+pub(crate) fn is_dir(p: &Path) -> bool {
     p.is_dir()
 }
 
 /// Remove a file; one that is already gone is not an error.
-pub fn remove_file(p: &Path) -> Result<()> {
+pub(crate) fn remove_file(p: &Path) -> Result<()> {
     match std::fs::remove_file(p) {
         Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e).with_context(|| format!("removing {}", p.display())),
         _ => Ok(()),
@@ -47,14 +47,14 @@ pub fn remove_file(p: &Path) -> Result<()> {
 
 /// Write `bytes` in place, for files that cannot be replaced by a rename
 /// (Kubernetes' termination log is a mount point).
-pub fn write_in_place(p: &Path, bytes: &[u8]) -> Result<()> {
+pub(crate) fn write_in_place(p: &Path, bytes: &[u8]) -> Result<()> {
     std::fs::write(p, bytes).with_context(|| format!("writing {}", p.display()))
 }
 
 /// Replace `path` with `bytes`: a sibling temporary file, then a rename.
 /// The parent folder is created. An existing folder or symlink at `path`
 /// is refused rather than replaced or followed.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
         bail!("{} does not name a file", path.display());
     };
@@ -84,7 +84,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
 
 /// Write `bytes` as the file `name` directly inside `folder` (created when
 /// missing) and return its path. `name` must be one plain component.
-pub fn write_into(folder: &Path, name: &str, bytes: &[u8]) -> Result<PathBuf> {
+pub(crate) fn write_into(folder: &Path, name: &str, bytes: &[u8]) -> Result<PathBuf> {
     let rel = Path::new(name);
     if rel.components().count() != 1 || !matches!(rel.components().next(), Some(Component::Normal(_))) {
         bail!("output file name `{name}` is not a plain file name");
@@ -100,7 +100,7 @@ pub fn write_into(folder: &Path, name: &str, bytes: &[u8]) -> Result<PathBuf> {
 /// Every regular file under `dir`, as (`/`-separated path relative to
 /// `dir`, full path), sorted by name. A symlink anywhere is an error: what
 /// is published must be exactly the bytes in the folder.
-pub fn regular_files(dir: &Path) -> Result<Vec<(String, PathBuf)>> {
+pub(crate) fn regular_files(dir: &Path) -> Result<Vec<(String, PathBuf)>> {
     if !dir.is_dir() {
         bail!("{} is not a folder", dir.display());
     }

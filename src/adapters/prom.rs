@@ -12,7 +12,7 @@ pub use crate::parse::prom::{parse_response, Series};
 use crate::parse::prom::truncate;
 
 #[derive(Debug, Clone)]
-pub struct Prom {
+pub(crate) struct Prom {
     base: String,
     http: reqwest::Client,
     /// Unix seconds every query is evaluated at.
@@ -20,7 +20,7 @@ pub struct Prom {
 }
 
 impl Prom {
-    pub fn new(base: &str, time: f64) -> Result<Prom> {
+    pub(crate) fn new(base: &str, time: f64) -> Result<Prom> {
         let url = url::Url::parse(base).with_context(|| format!("--prometheus `{base}` is not a URL"))?;
         if !matches!(url.scheme(), "http" | "https") {
             bail!("--prometheus `{base}` must be http:// or https://");
@@ -31,7 +31,7 @@ impl Prom {
 
     /// Run one instant query. Any transport, HTTP or API error is an `Err`:
     /// the caller must not mistake an unanswered query for "no data".
-    pub async fn query(&self, q: &str) -> Result<Vec<Series>> {
+    pub(crate) async fn query(&self, q: &str) -> Result<Vec<Series>> {
         let time = format!("{:.3}", self.time);
         self.post("query", q, &[("time", &time)]).await
     }
@@ -39,7 +39,7 @@ impl Prom {
     /// A range query over [`start`, `end`] (unix seconds) every `step`
     /// seconds; each series carries the time of every point. Errors as
     /// [`Prom::query`].
-    pub async fn query_range(&self, q: &str, start: f64, end: f64, step: f64) -> Result<Vec<Series>> {
+    pub(crate) async fn query_range(&self, q: &str, start: f64, end: f64, step: f64) -> Result<Vec<Series>> {
         let (start, end, step) = (format!("{start:.3}"), format!("{end:.3}"), format!("{step:.3}"));
         self.post("query_range", q, &[("start", &start), ("end", &end), ("step", &step)]).await
     }
@@ -68,7 +68,7 @@ impl Prom {
 
     /// A query expected to yield one number: None when there is no series,
     /// the sum when an aggregation was left out and several series came back.
-    pub async fn scalar(&self, q: &str) -> Result<Option<f64>> {
+    pub(crate) async fn scalar(&self, q: &str) -> Result<Option<f64>> {
         let s = self.query(q).await?;
         let vals: Vec<f64> = s.iter().filter_map(|s| s.values.first().copied()).collect();
         Ok(match vals.len() {
@@ -84,7 +84,7 @@ impl Prom {
 
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct GoldenSample {
+pub(crate) struct GoldenSample {
     pub name: String,
     pub api: GoldenApi,
     pub request: Value,
@@ -93,7 +93,7 @@ pub struct GoldenSample {
 }
 
 #[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq)]
-pub enum GoldenApi {
+pub(crate) enum GoldenApi {
     #[serde(rename = "openai-chat")]
     OpenAiChat,
     #[serde(rename = "openai-completions")]
@@ -104,7 +104,7 @@ pub enum GoldenApi {
 
 #[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct GoldenExpect {
+pub(crate) struct GoldenExpect {
     #[serde(default)]
     pub json: bool,
     #[serde(default)]
@@ -120,7 +120,7 @@ pub struct GoldenExpect {
 /// Parse a golden JSONL file; errors name the line, column and kind of
 /// problem but never quote the file (the bundle names it: it may be any
 /// file of the repository). A key given twice in a request is refused.
-pub fn parse_golden(text: &str) -> Result<Vec<GoldenSample>> {
+pub(crate) fn parse_golden(text: &str) -> Result<Vec<GoldenSample>> {
     text.lines()
         .enumerate()
         .filter(|(_, l)| !l.trim().is_empty() && !l.trim_start().starts_with("//"))
@@ -139,7 +139,7 @@ pub fn parse_golden(text: &str) -> Result<Vec<GoldenSample>> {
 /// What the candidate answered to one golden request.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
-pub struct GoldenAnswer {
+pub(crate) struct GoldenAnswer {
     pub status: u16,
     pub latency_ms: u64,
     /// The generated text (chat content, completion text, first KServe output).
@@ -151,7 +151,7 @@ pub struct GoldenAnswer {
 
 /// Send one golden request to the candidate. Transport failures are `Err`
 /// (the endpoint is unreachable); HTTP errors are answers to judge.
-pub async fn golden_call(http: &reqwest::Client, endpoint: &str, model: &str, s: &GoldenSample) -> Result<GoldenAnswer> {
+pub(crate) async fn golden_call(http: &reqwest::Client, endpoint: &str, model: &str, s: &GoldenSample) -> Result<GoldenAnswer> {
     let base = endpoint.trim_end_matches('/');
     let mut body = s.request.clone();
     // OpenAI-compatible servers (vLLM, TGI) require `model`; default it to
@@ -200,7 +200,7 @@ pub async fn golden_call(http: &reqwest::Client, endpoint: &str, model: &str, s:
 }
 
 /// Every way the answer misses the expectation (empty = passed).
-pub fn golden_problems(s: &GoldenSample, a: &GoldenAnswer) -> Vec<String> {
+pub(crate) fn golden_problems(s: &GoldenSample, a: &GoldenAnswer) -> Vec<String> {
     let mut p = Vec::new();
     if !(200..300).contains(&a.status) {
         p.push(format!("HTTP {}", a.status));

@@ -5,7 +5,7 @@
 use anyhow::{anyhow, bail, Result};
 
 /// A Pushgateway base URL, its credentials held apart so they are never shown.
-pub struct Gateway {
+pub(crate) struct Gateway {
     url: url::Url,
     user: String,
     pass: Option<String>,
@@ -13,7 +13,7 @@ pub struct Gateway {
 
 impl Gateway {
     /// Parse `--pushgateway`; the error never repeats the URL (it may hold a password).
-    pub fn parse(base: &str) -> Result<Gateway> {
+    pub(crate) fn parse(base: &str) -> Result<Gateway> {
         let mut url = url::Url::parse(base).map_err(|e| anyhow!("--pushgateway is not a URL ({e})"))?;
         if !matches!(url.scheme(), "http" | "https") {
             bail!("--pushgateway must be an http:// or https:// URL, not {}:", url.scheme());
@@ -26,13 +26,13 @@ impl Gateway {
     }
 
     /// The URL without credentials, for messages.
-    pub fn shown(&self) -> String {
+    pub(crate) fn shown(&self) -> String {
         self.url.to_string()
     }
 
     /// Replace the metrics of group `job` with `body` (text format 0.0.4),
     /// within 30 s.
-    pub async fn push(&self, http: &reqwest::Client, job: &str, body: String) -> Result<()> {
+    pub(crate) async fn push(&self, http: &reqwest::Client, job: &str, body: String) -> Result<()> {
         let shown = self.shown();
         let target = format!("{}/metrics/job/{job}", shown.trim_end_matches('/'));
         let mut req = http

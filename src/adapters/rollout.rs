@@ -34,7 +34,7 @@ fn s(v: &Value, ptr: &str) -> Option<String> {
 }
 
 /// The Application's status fields the gate reads (None: not found).
-pub async fn application(client: &kube::Client, ns: &str, name: &str) -> Result<Option<AppStatus>> {
+pub(crate) async fn application(client: &kube::Client, ns: &str, name: &str) -> Result<Option<AppStatus>> {
     let gvk = GroupVersionKind::gvk("argoproj.io", "v1alpha1", "Application");
     let ar = ApiResource::from_gvk_with_plural(&gvk, "applications");
     let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), ns, &ar);
@@ -45,7 +45,7 @@ pub async fn application(client: &kube::Client, ns: &str, name: &str) -> Result<
 }
 
 /// Plain status from an Application object's non-metadata fields.
-pub fn app_status(name: &str, data: &Value) -> AppStatus {
+pub(crate) fn app_status(name: &str, data: &Value) -> AppStatus {
     AppStatus {
         name: name.to_string(),
         sync_status: s(data, "/status/sync/status"),
@@ -111,7 +111,7 @@ fn conditions(c: Option<&Vec<k8s_openapi::api::apps::v1::DeploymentCondition>>) 
         .unwrap_or_default()
 }
 
-pub fn pod_info(p: &Pod) -> PodInfo {
+pub(crate) fn pod_info(p: &Pod) -> PodInfo {
     let meta = &p.metadata;
     let spec = p.spec.as_ref();
     let status = p.status.as_ref();
@@ -175,7 +175,7 @@ pub fn pod_info(p: &Pod) -> PodInfo {
 
 /// One snapshot of the service: its Deployments, ReplicaSets, Pods and the
 /// Events about them.
-pub async fn service_state(client: &kube::Client, ns: &str, name: &str) -> Result<ServiceState> {
+pub(crate) async fn service_state(client: &kube::Client, ns: &str, name: &str) -> Result<ServiceState> {
     let deps: Vec<Deployment> = list_service(client, ns, name, "deployments").await?;
     let rss: Vec<ReplicaSet> = list_service(client, ns, name, "replicasets").await?;
     let pods: Vec<Pod> = list_service(client, ns, name, "pods").await?;
@@ -241,12 +241,12 @@ pub async fn service_state(client: &kube::Client, ns: &str, name: &str) -> Resul
 // ---- the service's HTTP endpoints -----------------------------------------------------------
 
 /// `base` + `path` without doubling or dropping the slash.
-pub fn join_url(base: &str, path: &str) -> String {
+pub(crate) fn join_url(base: &str, path: &str) -> String {
     format!("{}/{}", base.trim_end_matches('/'), path.trim_start_matches('/'))
 }
 
 /// GET a JSON document (the identity endpoint) within `timeout`.
-pub async fn get_json(http: &reqwest::Client, url: &str, timeout: Duration) -> Result<Value> {
+pub(crate) async fn get_json(http: &reqwest::Client, url: &str, timeout: Duration) -> Result<Value> {
     let resp = http.get(url).timeout(timeout).header("accept", "application/json").send().await.with_context(|| format!("GET {url}"))?;
     let status = resp.status();
     let text = resp.text().await.with_context(|| format!("reading the answer of GET {url}"))?;
@@ -257,7 +257,7 @@ pub async fn get_json(http: &reqwest::Client, url: &str, timeout: Duration) -> R
 }
 
 /// One health probe: a 2xx answer within `timeout`.
-pub async fn probe(http: &reqwest::Client, url: &str, timeout: Duration) -> bool {
+pub(crate) async fn probe(http: &reqwest::Client, url: &str, timeout: Duration) -> bool {
     matches!(http.get(url).timeout(timeout).send().await, Ok(r) if r.status().is_success())
 }
 
@@ -265,7 +265,7 @@ pub async fn probe(http: &reqwest::Client, url: &str, timeout: Duration) -> bool
 
 /// Committer time of `rev` in the repository around `dir` (None when there is
 /// no repository or the commit is not in it, e.g. a shallow clone).
-pub fn commit_time(dir: &Path, rev: &str) -> Option<DateTime<Utc>> {
+pub(crate) fn commit_time(dir: &Path, rev: &str) -> Option<DateTime<Utc>> {
     // `release.yaml` has the parent "", which git2 cannot discover from.
     let dir = if dir.as_os_str().is_empty() { Path::new(".") } else { dir };
     let r = git2::Repository::discover(dir).ok()?;
@@ -274,7 +274,7 @@ pub fn commit_time(dir: &Path, rev: &str) -> Option<DateTime<Utc>> {
 }
 
 /// The repository and the bundle's path inside it.
-pub fn locate(repo: &Path, file: &Path) -> Result<(git2::Repository, PathBuf)> {
+pub(crate) fn locate(repo: &Path, file: &Path) -> Result<(git2::Repository, PathBuf)> {
     let r = git2::Repository::open(repo).with_context(|| format!("opening git repository {}", repo.display()))?;
     let wd = r.workdir().ok_or_else(|| anyhow!("{} is a bare repository; revert needs a checkout", repo.display()))?;
     let wd = std::fs::canonicalize(wd).with_context(|| format!("resolving {}", wd.display()))?;
@@ -288,7 +288,7 @@ fn blob_at(tree: &git2::Tree<'_>, rel: &Path) -> Option<git2::Oid> {
 }
 
 /// The newest commit reachable from HEAD that changed `rel`: (sha, message).
-pub fn last_change(r: &git2::Repository, rel: &Path) -> Result<Option<(String, String)>> {
+pub(crate) fn last_change(r: &git2::Repository, rel: &Path) -> Result<Option<(String, String)>> {
     let mut walk = r.revwalk()?;
     walk.push_head().context("reading HEAD")?;
     walk.simplify_first_parent()?;
@@ -309,19 +309,11 @@ pub fn last_change(r: &git2::Repository, rel: &Path) -> Result<Option<(String, S
     Ok(None)
 }
 
-/// Text of `rel` in HEAD's tree.
-pub fn head_text(r: &git2::Repository, rel: &Path) -> Result<String> {
-    let tree = r.head()?.peel_to_commit()?.tree()?;
-    let e = tree.get_path(rel).with_context(|| format!("{} is not committed at HEAD", rel.display()))?;
-    let blob = r.find_blob(e.id())?;
-    String::from_utf8(blob.content().to_vec()).map_err(|_| anyhow!("{} is not UTF-8", rel.display()))
-}
-
 /// Commit HEAD's tree with `rel` replaced by `content` on the local branch
 /// `branch` (forced: it is ours and derived from HEAD). Author and time are
 /// fixed (bundlegate, HEAD's commit time), so concurrent runs for the same
 /// failure produce the same commit and the push below is idempotent.
-pub fn commit_revert(r: &git2::Repository, rel: &Path, content: &str, branch: &str, message: &str) -> Result<git2::Oid> {
+pub(crate) fn commit_revert(r: &git2::Repository, rel: &Path, content: &str, branch: &str, message: &str) -> Result<git2::Oid> {
     let head = r.head()?.peel_to_commit().context("HEAD is not a commit")?;
     let blob = r.blob(content.as_bytes())?;
     let mode = head.tree()?.get_path(rel).map(|e| e.filemode()).unwrap_or(0o100644);
@@ -338,7 +330,7 @@ pub fn commit_revert(r: &git2::Repository, rel: &Path, content: &str, branch: &s
 }
 
 #[derive(Debug, Clone, PartialEq)]
-pub enum PushOutcome {
+pub(crate) enum PushOutcome {
     /// We created the remote branch.
     Created,
     /// The branch already existed on the remote (another run is reverting);
@@ -349,7 +341,7 @@ pub enum PushOutcome {
 /// Push `refs/heads/<branch>` to `remote`, creating it; an existing remote
 /// branch is never overwritten (no force), which is what makes concurrent
 /// runs open one PR.
-pub fn push_new_branch(r: &git2::Repository, remote: &str, branch: &str) -> Result<PushOutcome> {
+pub(crate) fn push_new_branch(r: &git2::Repository, remote: &str, branch: &str) -> Result<PushOutcome> {
     let refname = format!("refs/heads/{branch}");
     let mut rem = r.find_remote(remote).with_context(|| format!("git remote `{remote}`"))?;
     let url = rem.url().unwrap_or("").to_string();
@@ -418,13 +410,13 @@ fn cli_push(r: &git2::Repository, remote: &str, refname: &str) -> Result<PushOut
 }
 
 /// The work tree of the repository around `dir`, if there is one.
-pub fn checkout_root(dir: &Path) -> Option<PathBuf> {
+pub(crate) fn checkout_root(dir: &Path) -> Option<PathBuf> {
     let dir = if dir.as_os_str().is_empty() { Path::new(".") } else { dir };
     git2::Repository::discover(dir).ok().and_then(|g| g.workdir().map(Path::to_path_buf))
 }
 
 /// The remote's default branch (`refs/remotes/<remote>/HEAD`), else `main`.
-pub fn default_base(repo: &Path, remote: &str) -> String {
+pub(crate) fn default_base(repo: &Path, remote: &str) -> String {
     git2::Repository::open(repo)
         .ok()
         .and_then(|r| r.find_reference(&format!("refs/remotes/{remote}/HEAD")).ok().and_then(|h| h.symbolic_target().ok().flatten().map(String::from)))
@@ -434,13 +426,13 @@ pub fn default_base(repo: &Path, remote: &str) -> String {
 
 /// Messages of the branch heads a merge commit `sha` merged (its parents
 /// after the first); empty for a plain commit or one not in the repository.
-pub fn merged_head_messages(r: &git2::Repository, sha: &str) -> Vec<String> {
+pub(crate) fn merged_head_messages(r: &git2::Repository, sha: &str) -> Vec<String> {
     let Ok(c) = git2::Oid::from_str(sha).and_then(|o| r.find_commit(o)) else { return Vec::new() };
     c.parents().skip(1).filter_map(|p| p.message().ok().map(String::from)).collect()
 }
 
 /// `owner/repo` from `configured` (GITHUB_REPOSITORY), or from a GitHub remote URL.
-pub fn github_repo(r: &git2::Repository, remote: &str, configured: Option<&str>) -> Option<(String, String)> {
+pub(crate) fn github_repo(r: &git2::Repository, remote: &str, configured: Option<&str>) -> Option<(String, String)> {
     let from = |s: &str| {
         let s = s.trim().trim_end_matches('/').trim_end_matches(".git");
         let mut parts = s.rsplit(['/', ':']);

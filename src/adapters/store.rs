@@ -22,11 +22,11 @@ use crate::bundle::storage_uri::{self, Backend};
 /// overhead vanishes next to the transfer, small enough that `jobs`
 /// concurrent uploads stay far below the 64 MiB memory budget. (Hashing
 /// reads through `filehash::sha256_read`.)
-pub const READ_CHUNK: usize = 1 << 20;
+pub(crate) const READ_CHUNK: usize = 1 << 20;
 
 
 /// Called with the number of bytes just hashed (drives the progress bar).
-pub type Progress = Arc<dyn Fn(u64) + Send + Sync>;
+pub(crate) type Progress = Arc<dyn Fn(u64) + Send + Sync>;
 
 pub struct Store {
     pub inner: Arc<dyn ObjectStore>,
@@ -58,7 +58,7 @@ fn classify(e: &object_store::Error) -> ReadFailure {
 /// The request never reached a server: connection refused, no route, DNS
 /// failure. object_store has already retried it (RetryConfig), so it is not
 /// transient. Timeouts and 5xx are not this: they stay retryable.
-pub fn endpoint_gone(e: &(dyn std::error::Error + 'static)) -> bool {
+pub(crate) fn endpoint_gone(e: &(dyn std::error::Error + 'static)) -> bool {
     let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
     while let Some(err) = cur {
         if let Some(h) = err.downcast_ref::<object_store::client::HttpError>() {
@@ -81,7 +81,7 @@ pub fn endpoint_gone(e: &(dyn std::error::Error + 'static)) -> bool {
 /// `bundle_files::confinement_root`), else the bundle's own folder. Never the
 /// current folder: `cd / && bundlegate verify /tmp/x/release.yaml` with
 /// `storageUri: file:/etc/` must not make `/` the root. Canonical.
-pub fn store_root(bundle_dir: &Path, configured: Option<&Path>) -> Result<PathBuf> {
+pub(crate) fn store_root(bundle_dir: &Path, configured: Option<&Path>) -> Result<PathBuf> {
     if let Some(r) = configured {
         return std::fs::canonicalize(r).with_context(|| format!("BUNDLEGATE_STORE_ROOT {} does not exist", r.display()));
     }
@@ -93,7 +93,7 @@ pub fn store_root(bundle_dir: &Path, configured: Option<&Path>) -> Result<PathBu
 /// not a tool failure.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
-pub struct OutsideRoot(pub String);
+pub(crate) struct OutsideRoot(pub String);
 
 /// Confine a `file:` store folder to `root`: lexically first (so `/etc` or
 /// `../../..` is refused before anything is touched), then with symlinks
@@ -121,7 +121,7 @@ fn confine(path: &Path, root: &Path, uri: &str) -> Result<()> {
 
 /// An error chain on one line, with credentials (URL userinfo, presigned
 /// parameters) cut out by the one redaction rule.
-pub fn short_error(e: &dyn std::error::Error) -> String {
+pub(crate) fn short_error(e: &dyn std::error::Error) -> String {
     let mut parts = vec![e.to_string()];
     let mut src = e.source();
     while let Some(s) = src {
@@ -139,7 +139,7 @@ impl Store {
     /// Open the store a bundle names (`storage_uri::SCHEMES` is the one
     /// list). `file:` URIs resolve against `bundle_dir` and must stay inside
     /// `store_root(bundle_dir, root)`; `create` makes the folder (publish).
-    pub fn open(uri: &str, bundle_dir: &Path, create: bool, root: Option<&Path>) -> Result<Store> {
+    pub(crate) fn open(uri: &str, bundle_dir: &Path, create: bool, root: Option<&Path>) -> Result<Store> {
         let parsed = storage_uri::parse(uri).map_err(|e| anyhow!(e))?;
         if parsed.backend == Backend::Local {
             let base = std::fs::canonicalize(bundle_dir).with_context(|| format!("bundle folder {}", bundle_dir.display()))?;
@@ -255,7 +255,7 @@ impl Store {
     /// Like `list`, and separately the keys of a `file:` store that resolve
     /// outside the prefix (symlinks): they are neither listed with the
     /// target's size nor read, only named.
-    pub async fn list_checked(&self) -> Result<(Vec<Listed>, Vec<String>)> {
+    pub(crate) async fn list_checked(&self) -> Result<(Vec<Listed>, Vec<String>)> {
         let mut out = Vec::new();
         let mut refused = Vec::new();
         let want = format!("{}/", self.prefix);
@@ -415,7 +415,7 @@ fn hash_file(path: &std::path::Path) -> Result<(String, u64)> {
 
 /// Up to this size a file is uploaded in one conditional PUT; above it, in
 /// parts of [`PART_SIZE`].
-pub const SINGLE_PUT_MAX: u64 = 16 << 20;
+pub(crate) const SINGLE_PUT_MAX: u64 = 16 << 20;
 const PART_SIZE: usize = 8 << 20;
 
 impl Store {
@@ -425,7 +425,7 @@ impl Store {
     /// error, never a bundle recording bytes the store does not hold.
     /// Small files go in one PUT that refuses to overwrite; large ones as
     /// multipart with bounded buffers (the caller checks the prefix was empty).
-    pub async fn upload_file(&self, key: &str, path: &Path) -> Result<(String, u64)> {
+    pub(crate) async fn upload_file(&self, key: &str, path: &Path) -> Result<(String, u64)> {
         use object_store::{PutMode, PutOptions, PutPayload};
         use tokio::io::AsyncReadExt;
         let (sha, size) = tokio::task::spawn_blocking({

@@ -30,9 +30,9 @@ pub use crate::parse::cmp::{CmpEnv, Params, DEFAULT_BUNDLE};
 use crate::parse::cmp::PARAMS;
 
 /// Annotation with the Git revision Argo rendered from.
-pub const ANNOTATION_GIT_REVISION: &str = "bundlegate.dev/git-revision";
+pub(crate) const ANNOTATION_GIT_REVISION: &str = "bundlegate.dev/git-revision";
 
-pub fn run(ctx: &Ctx, cmd: ArgocdAction, ov: &Overrides) -> Result<Report> {
+pub(crate) fn run(ctx: &Ctx, cmd: ArgocdAction, ov: &Overrides) -> Result<Report> {
     let env = &ctx.env.argocd;
     match cmd {
         ArgocdAction::Generate { path } => {
@@ -87,7 +87,7 @@ fn source_dir(path: Option<PathBuf>) -> Result<PathBuf> {
 /// `rel` resolved inside `root`, refusing anything that leaves it, lexically
 /// (`..`, absolute paths) or through symlinks. The repository under review
 /// chooses these values, so a parameter must not read files outside it.
-pub fn inside(root: &Path, rel: &str, what: &str) -> Result<PathBuf> {
+pub(crate) fn inside(root: &Path, rel: &str, what: &str) -> Result<PathBuf> {
     let p = Path::new(rel);
     if p.is_absolute() || p.components().any(|c| matches!(c, Component::ParentDir | Component::RootDir | Component::Prefix(_))) {
         bail!("{what} `{rel}` must be a relative path inside the application's source path (no `..`, not absolute)");
@@ -103,7 +103,7 @@ pub fn inside(root: &Path, rel: &str, what: &str) -> Result<PathBuf> {
 /// The repository root the CMP checked out: the source path minus
 /// `ARGOCD_APP_SOURCE_PATH`'s components (the source path itself when Argo
 /// does not say, or the two disagree).
-pub fn repo_root(source: &Path, env: &CmpEnv) -> PathBuf {
+pub(crate) fn repo_root(source: &Path, env: &CmpEnv) -> PathBuf {
     let Some(sp) = env.get("ARGOCD_APP_SOURCE_PATH") else { return source.to_path_buf() };
     let rel = Path::new(sp.trim_matches('/'));
     if rel.components().any(|c| !matches!(c, Component::Normal(_) | Component::CurDir)) {
@@ -147,7 +147,7 @@ fn root_hint(env: &CmpEnv) -> &'static str {
 }
 
 /// What `generate` produced.
-pub struct Generated {
+pub(crate) struct Generated {
     pub yaml: String,
     pub kinds: Vec<String>,
     pub digest: String,
@@ -165,7 +165,7 @@ fn display_path(env: &CmpEnv, rel: &str) -> String {
 
 /// `ov`: severity overrides from `--config` / `BUNDLEGATE_CONFIG` (the
 /// sidecar's own file, never one from the repository being rendered).
-pub fn generate(source: &Path, env: &CmpEnv, ov: &Overrides) -> Result<Generated> {
+pub(crate) fn generate(source: &Path, env: &CmpEnv, ov: &Overrides) -> Result<Generated> {
     let app = env.get("ARGOCD_APP_NAME").unwrap_or("(no ARGOCD_APP_NAME)");
     let at = match (env.get("ARGOCD_APP_SOURCE_REPO_URL"), env.get("ARGOCD_APP_REVISION")) {
         (Some(u), Some(r)) => format!(" from {u}@{r}"),
@@ -333,7 +333,7 @@ fn looks_like_bundle(text: &str) -> bool {
 /// `parameters.dynamic` output: Argo's ParameterAnnouncement list. Defaults
 /// that come from the bundle are filled in when the bundle is readable, so the
 /// UI shows what will actually be applied.
-pub fn announcement(source: &Path, env: &CmpEnv) -> Value {
+pub(crate) fn announcement(source: &Path, env: &CmpEnv) -> Value {
     let rel = Params::from_env(env).map(|p| p.bundle).unwrap_or_else(|_| DEFAULT_BUNDLE.to_string());
     let loaded = inside(source, &rel, "bundle").ok().and_then(|p| crate::adapters::bundle_files::load(&p).ok());
     let list: Vec<Value> = PARAMS

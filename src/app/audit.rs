@@ -21,14 +21,14 @@ use crate::diag::Overrides;
 use crate::report::{Diagnostic, Report, StepReport, Verdict};
 
 /// Cache objects and shard reports are small; anything bigger is not ours.
-pub const CACHE_OBJECT_LIMIT: u64 = 64 << 20;
-pub const REPORT_LIMIT: u64 = 256 << 20;
+pub(crate) const CACHE_OBJECT_LIMIT: u64 = 64 << 20;
+pub(crate) const REPORT_LIMIT: u64 = 256 << 20;
 
 const CACHE_SCHEMA: &str = "bundlegate.dev/audit-cache/v2";
 
 /// Typed options of one audit run.
 #[derive(Debug, Clone, Default)]
-pub struct AuditOptions {
+pub(crate) struct AuditOptions {
     pub root: PathBuf,
     pub deep: bool,
     /// Folder, `.json` file (one machine only) or object-store prefix.
@@ -102,7 +102,7 @@ fn git_commit(root: &Path) -> Option<String> {
     crate::adapters::git::head_commit(root)
 }
 
-pub async fn audit(ctx: &Ctx, o: &AuditOptions, vo: &VerifyOptions, ov: &Overrides) -> Result<Report> {
+pub(crate) async fn audit(ctx: &Ctx, o: &AuditOptions, vo: &VerifyOptions, ov: &Overrides) -> Result<Report> {
     let started = Instant::now();
     if let Some(w) = &o.write_report {
         blob::file_location(w).context("--write-report")?;
@@ -258,7 +258,7 @@ async fn audit_one_with_dir(ctx: &Ctx, d: &BlobDir, id: &str, l: &Loaded, deep: 
 
 /// `report merge`: shard reports (files, objects, or a prefix ending in `/`
 /// holding them) → one report. Incomplete coverage is INCONCLUSIVE, never PASS.
-pub async fn merge(ctx: &Ctx, inputs: &[String], max_age: Option<std::time::Duration>) -> Result<Report> {
+pub(crate) async fn merge(ctx: &Ctx, inputs: &[String], max_age: Option<std::time::Duration>) -> Result<Report> {
     let mut named: Vec<(String, Vec<u8>)> = Vec::new();
     for i in inputs {
         let loc = blob::location(i)?;
@@ -290,7 +290,7 @@ pub async fn merge(ctx: &Ctx, inputs: &[String], max_age: Option<std::time::Dura
 
 /// Refuse a bad alert destination before the audit runs, not after hours of
 /// hashing.
-pub fn check_alerts(a: &AlertOptions) -> Result<()> {
+pub(crate) fn check_alerts(a: &AlertOptions) -> Result<()> {
     if let Some(p) = &a.metrics_file {
         blob::file_location(p).context("--metrics-file")?;
     }
@@ -303,7 +303,7 @@ pub fn check_alerts(a: &AlertOptions) -> Result<()> {
 /// Write/push the audit's Prometheus metrics where the user asked. A
 /// destination that fails never costs the audit its findings: the failure
 /// is one more ERROR step of the report, which is still printed.
-pub async fn emit_metrics(ctx: &Ctx, r: &mut Report, a: &AlertOptions) {
+pub(crate) async fn emit_metrics(ctx: &Ctx, r: &mut Report, a: &AlertOptions) {
     if a.metrics_file.is_none() && a.pushgateway.is_none() {
         return;
     }
@@ -327,7 +327,7 @@ pub async fn emit_metrics(ctx: &Ctx, r: &mut Report, a: &AlertOptions) {
 }
 
 /// The Pushgateway job (grouping key) of the audit's metrics.
-pub const PUSH_JOB: &str = "bundlegate_audit";
+pub(crate) const PUSH_JOB: &str = "bundlegate_audit";
 
 /// An output the audit could not deliver: ERROR (exit 2), next to findings
 /// that are complete.

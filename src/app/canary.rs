@@ -19,16 +19,16 @@ use crate::report::{Detail, Diagnostic, Severity, StepReport, Table, Verdict};
 
 /// Substitute the placeholders. An empty selector leaves `{,` or `{}`
 /// behind, which is tidied so `--baseline-selector ''` still parses.
-pub fn fill(template: &str, selector: &str, window: &str) -> String {
+pub(crate) fn fill(template: &str, selector: &str, window: &str) -> String {
     template.replace("{{selector}}", selector).replace("{{window}}", window).replace("{,", "{").replace(",}", "}")
 }
 
 /// The same query over the window just before this one.
-pub fn earlier(template: &str) -> String {
+pub(crate) fn earlier(template: &str) -> String {
     template.replace("[{{window}}]", "[{{window}}] offset {{window}}")
 }
 
-pub fn run(ctx: &Ctx, bundle: &Path, args: &CanaryOptions, ov: &Overrides) -> StepReport {
+pub(crate) fn run(ctx: &Ctx, bundle: &Path, args: &CanaryOptions, ov: &Overrides) -> StepReport {
     let l = match super::load_or_step(bundle, "canary") {
         Ok(l) => l,
         Err(s) => return *s,
@@ -99,7 +99,7 @@ fn unix_now(ctx: &Ctx) -> f64 {
 }
 
 /// Judge the current split: gates over the window ending now.
-pub async fn analyze(ctx: &Ctx, l: &Loaded, args: &CanaryOptions, ov: &Overrides) -> StepReport {
+pub(crate) async fn analyze(ctx: &Ctx, l: &Loaded, args: &CanaryOptions, ov: &Overrides) -> StepReport {
     analyze_at(ctx, l, args, ov, unix_now(ctx), true, false).await.0
 }
 
@@ -122,7 +122,7 @@ impl Arms {
 }
 
 /// The provider a gate reads: its own, else the plan's, else bundlegate's.
-pub fn gate_provider(plan: &bundle::Canary, g: &bundle::Gate) -> MetricProvider {
+pub(crate) fn gate_provider(plan: &bundle::Canary, g: &bundle::Gate) -> MetricProvider {
     g.provider.or(plan.provider).unwrap_or_default()
 }
 
@@ -382,7 +382,7 @@ impl Traffic {
 
 /// Why a gate could not be queried under its provider (lint reports it
 /// too); its outcome is NO DATA with this note, never skipped.
-pub fn unsupported_note(p: MetricProvider, metric: &str) -> String {
+pub(crate) fn unsupported_note(p: MetricProvider, metric: &str) -> String {
     let reason = providers::unsupported_reason(p, metric).map(|r| format!(": {r}")).unwrap_or_default();
     let hint = match providers::other_provider(metric) {
         Some(o) if o != p => format!("; it is a `{}` gate: set `provider: {}` on the gate or the plan", providers::name(o), providers::name(o)),
@@ -633,7 +633,7 @@ fn golden_into(g: &Golden, s: &mut StepReport, diags: &mut Vec<Diagnostic>) -> S
 /// else the latest judged) with one row per step and the diagnostics of
 /// every judged step. Shadow mode has no split: the current window is
 /// judged instead, and the summary says so.
-pub async fn analyze_steps(ctx: &Ctx, l: &Loaded, args: &CanaryOptions, ov: &Overrides) -> StepReport {
+pub(crate) async fn analyze_steps(ctx: &Ctx, l: &Loaded, args: &CanaryOptions, ov: &Overrides) -> StepReport {
     let Some(plan) = &l.bundle.spec.canary else { return analyze(ctx, l, args, ov).await };
     let shadow = match args.mode {
         None => plan.mode == CanaryMode::Shadow,

@@ -11,9 +11,11 @@
 //!   `std::env`;
 //! - a clock (`now`), injectable so age rules (revert `--max-age`) are
 //!   testable;
-//! - clients built on first use, or injected by a test: Kubernetes (from the
-//!   kubeconfig or in-cluster config), GitHub (GITHUB_TOKEN / GITHUB_API_URL),
-//!   one HTTP client, and the object-store opener (BUNDLEGATE_STORE_ROOT).
+//! - clients built on first use: Kubernetes (from the kubeconfig or
+//!   in-cluster config; a test injects its own with `with_kube`), GitHub
+//!   (GITHUB_TOKEN / GITHUB_API_URL: a test points the snapshot at its
+//!   stand-in), one HTTP client, and the object-store opener
+//!   (BUNDLEGATE_STORE_ROOT).
 
 use std::future::Future;
 use std::path::Path;
@@ -41,7 +43,7 @@ pub struct Ctx {
 
 impl Ctx {
     /// The context of a real run: this process's environment, the system clock.
-    pub fn from_process() -> Ctx {
+    pub(crate) fn from_process() -> Ctx {
         Ctx::new(EnvSnapshot::from_process())
     }
 
@@ -69,12 +71,6 @@ impl Ctx {
         self
     }
 
-    /// Use this GitHub client (`None`: no GitHub access, as without GITHUB_TOKEN).
-    pub fn with_github(self, gh: Option<GithubClient>) -> Ctx {
-        let _ = self.github.set(gh);
-        self
-    }
-
     /// The runtime, started on first use. Failing to start it (no threads
     /// or file descriptors left) is the tool failing, never a verdict.
     pub fn runtime(&self) -> Result<&tokio::runtime::Runtime> {
@@ -86,39 +82,39 @@ impl Ctx {
     }
 
     /// Run a command's async part. Never called from inside the runtime.
-    pub fn block_on<F: Future>(&self, f: F) -> Result<F::Output> {
+    pub(crate) fn block_on<F: Future>(&self, f: F) -> Result<F::Output> {
         Ok(self.runtime()?.block_on(f))
     }
 
     /// [`Ctx::block_on`] for a fallible future.
-    pub fn try_block_on<T>(&self, f: impl Future<Output = Result<T>>) -> Result<T> {
+    pub(crate) fn try_block_on<T>(&self, f: impl Future<Output = Result<T>>) -> Result<T> {
         self.block_on(f)?
     }
 
     /// [`Ctx::block_on`] for a step: a runtime that cannot start is that
     /// step's ERROR.
-    pub fn block_on_step(&self, step: &str, target: &str, f: impl Future<Output = StepReport>) -> StepReport {
+    pub(crate) fn block_on_step(&self, step: &str, target: &str, f: impl Future<Output = StepReport>) -> StepReport {
         self.block_on(f).unwrap_or_else(|e| StepReport::error(step, target, &e))
     }
 
-    pub fn now(&self) -> DateTime<Utc> {
+    pub(crate) fn now(&self) -> DateTime<Utc> {
         (self.clock)()
     }
 
     /// Bound on each Kubernetes request (BUNDLEGATE_KUBE_TIMEOUT, default 30s).
-    pub fn kube_timeout(&self) -> Duration {
+    pub(crate) fn kube_timeout(&self) -> Duration {
         self.env.kube_timeout.as_deref().and_then(crate::util::parse_duration).unwrap_or(Duration::from_secs(30))
     }
 
     /// The Kubernetes client and its server URL, built on first use. A
     /// failure is not kept: the next command that asks tries again.
-    pub async fn kube(&self) -> Result<(kube::Client, String)> {
+    pub(crate) async fn kube(&self) -> Result<(kube::Client, String)> {
         let t = self.kube_timeout();
         self.kube.get_or_try_init(|| crate::adapters::cluster::kube_client(t)).await.cloned()
     }
 
     /// The GitHub client, or `None` without GITHUB_TOKEN.
-    pub async fn github(&self) -> github::Result<Option<&GithubClient>> {
+    pub(crate) async fn github(&self) -> github::Result<Option<&GithubClient>> {
         let env = &self.env;
         let gh = self
             .github
@@ -133,7 +129,7 @@ impl Ctx {
     }
 
     /// The shared HTTP client. No client-wide timeout: each request sets its own.
-    pub fn http(&self) -> Result<&reqwest::Client> {
+    pub(crate) fn http(&self) -> Result<&reqwest::Client> {
         if let Some(h) = self.http.get() {
             return Ok(h);
         }
@@ -142,7 +138,7 @@ impl Ctx {
     }
 
     /// Open the object store a bundle names, confined to the store root.
-    pub fn open_store(&self, uri: &str, bundle_dir: &Path, create: bool) -> Result<Store> {
+    pub(crate) fn open_store(&self, uri: &str, bundle_dir: &Path, create: bool) -> Result<Store> {
         Store::open(uri, bundle_dir, create, self.env.store_root.as_deref())
     }
 }

@@ -26,19 +26,19 @@ use crate::report::{Detail, StepReport, Verdict};
 
 /// Load a bundle or produce the Error step that says why (file:line:col: field).
 /// The step is boxed: it is the cold path and much larger than a pointer.
-pub fn load_or_step(path: &Path, step: &str) -> std::result::Result<Loaded, Box<StepReport>> {
+pub(crate) fn load_or_step(path: &Path, step: &str) -> std::result::Result<Loaded, Box<StepReport>> {
     crate::adapters::bundle_files::load(path).map_err(|e| Box::new(load_error(path, step, e)))
 }
 
 /// [`load_or_step`] for text read elsewhere (a bundle as committed in git);
 /// `path` still anchors relative references and names the file.
-pub fn parse_or_step(path: &Path, text: &str, step: &str) -> std::result::Result<Loaded, Box<StepReport>> {
+pub(crate) fn parse_or_step(path: &Path, text: &str, step: &str) -> std::result::Result<Loaded, Box<StepReport>> {
     bundle::parse(&path.display().to_string(), path, text.to_string()).map_err(|e| Box::new(load_error(path, step, e)))
 }
 
 /// The Error step for a bundle whose text could not be read at all (a
 /// committed blob over the size limit or not UTF-8), worded as a load error.
-pub fn unreadable_step(path: &Path, why: &str, step: &str) -> StepReport {
+pub(crate) fn unreadable_step(path: &Path, why: &str, step: &str) -> StepReport {
     let source = std::io::Error::new(std::io::ErrorKind::InvalidData, why.to_string());
     load_error(path, step, bundle::LoadError::Io { file: path.display().to_string(), source })
 }
@@ -50,13 +50,13 @@ fn load_error(path: &Path, step: &str, e: bundle::LoadError) -> StepReport {
     s
 }
 
-pub fn lint_loaded(l: &Loaded, ov: &Overrides) -> StepReport {
+pub(crate) fn lint_loaded(l: &Loaded, ov: &Overrides) -> StepReport {
     lint_loaded_with(l, ov, &crate::adapters::bundle_files::rollback_status(l))
 }
 
 /// [`lint_loaded`] with the rollback target already resolved (the CMP
 /// resolves it inside the repository root Argo CD names).
-pub fn lint_loaded_with(l: &Loaded, ov: &Overrides, rb: &lint::RollbackStatus) -> StepReport {
+pub(crate) fn lint_loaded_with(l: &Loaded, ov: &Overrides, rb: &lint::RollbackStatus) -> StepReport {
     let mut s = StepReport::new("lint", &l.display);
     s.diagnostics = ov.apply(lint::lint(l, rb));
     s.verdict = s.verdict_from_diagnostics();
@@ -71,14 +71,14 @@ pub fn lint_loaded_with(l: &Loaded, ov: &Overrides, rb: &lint::RollbackStatus) -
     s
 }
 
-pub fn lint_step(path: &Path, ov: &Overrides) -> StepReport {
+pub(crate) fn lint_step(path: &Path, ov: &Overrides) -> StepReport {
     match load_or_step(path, "lint") {
         Ok(l) => lint_loaded(&l, ov),
         Err(s) => *s,
     }
 }
 
-pub fn render_step(path: &Path, ro: &RenderOptions, out: Option<&Path>) -> StepReport {
+pub(crate) fn render_step(path: &Path, ro: &RenderOptions, out: Option<&Path>) -> StepReport {
     let l = match load_or_step(path, "render") {
         Ok(l) => l,
         Err(s) => return *s,
@@ -86,7 +86,7 @@ pub fn render_step(path: &Path, ro: &RenderOptions, out: Option<&Path>) -> StepR
     render_loaded(&l, ro, out)
 }
 
-pub fn render_loaded(l: &Loaded, ro: &RenderOptions, out: Option<&Path>) -> StepReport {
+pub(crate) fn render_loaded(l: &Loaded, ro: &RenderOptions, out: Option<&Path>) -> StepReport {
     let res = ro.renderer().and_then(|r| r.render(l)).and_then(|rendered| {
         let written: Option<PathBuf> = match out {
             Some(dir) => Some(crate::manifests::write_out(&rendered, l, dir)?),

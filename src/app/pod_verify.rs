@@ -26,7 +26,7 @@ pub use crate::bundle::verify_seconds;
 const MAX_MANIFEST_BYTES: usize = 4 << 20;
 
 #[derive(Debug, Clone)]
-pub struct Opts {
+pub(crate) struct Opts {
     pub manifest_env: String,
     pub root: PathBuf,
     pub mode: Option<String>,
@@ -40,7 +40,7 @@ pub struct Opts {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct PodManifest {
+pub(crate) struct PodManifest {
     pub release_digest: String,
     #[serde(default = "full")]
     pub mode: String,
@@ -53,13 +53,13 @@ fn full() -> String {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct PodArtifact {
+pub(crate) struct PodArtifact {
     pub path: String,
     pub sha256: String,
     pub size: u64,
 }
 
-pub fn parse_manifest(name: &str, text: &str) -> Result<PodManifest> {
+pub(crate) fn parse_manifest(name: &str, text: &str) -> Result<PodManifest> {
     if text.len() > MAX_MANIFEST_BYTES {
         bail!("{name} is larger than {MAX_MANIFEST_BYTES} bytes");
     }
@@ -78,7 +78,7 @@ pub fn parse_manifest(name: &str, text: &str) -> Result<PodManifest> {
     Ok(m)
 }
 
-pub fn run(o: &Opts) -> Result<Report> {
+pub(crate) fn run(o: &Opts) -> Result<Report> {
     let text = crate::adapters::env::named(&o.manifest_env).ok_or_else(|| anyhow!("environment variable {} (the artifact list) is not set", o.manifest_env))?;
     let m = parse_manifest(&o.manifest_env, &text)?;
     let mut r = Report::new("verify-files");

@@ -139,7 +139,7 @@ impl fmt::Debug for GithubEnv {
 }
 
 impl GithubEnv {
-    pub fn from_snapshot(env: &EnvSnapshot) -> GithubEnv {
+    pub(crate) fn from_snapshot(env: &EnvSnapshot) -> GithubEnv {
         let a = &env.actions;
         let event: Option<serde_json::Value> = a
             .event_path
@@ -195,7 +195,7 @@ enum Posting {
 
 /// The pipeline's `comment` step: job summary, annotations (stderr), outputs,
 /// sticky PR comment. Reads the GitHub Actions environment.
-pub fn github_step(ctx: &Ctx, report: &Report) -> StepReport {
+pub(crate) fn github_step(ctx: &Ctx, report: &Report) -> StepReport {
     github_step_with(ctx, report, &GithubEnv::from_snapshot(&ctx.env), &mut std::io::stderr())
 }
 
@@ -390,7 +390,7 @@ fn delimiter(value: &str) -> String {
 }
 
 /// Release digest per bundle, from steps that record `data.releaseDigest`.
-pub fn release_digests(report: &Report) -> BTreeMap<String, String> {
+pub(crate) fn release_digests(report: &Report) -> BTreeMap<String, String> {
     let mut m = BTreeMap::new();
     for s in &report.steps {
         if let Some(d) = s.data.get("releaseDigest").and_then(|d| d.as_str()) {
@@ -401,12 +401,12 @@ pub fn release_digests(report: &Report) -> BTreeMap<String, String> {
 }
 
 /// Escape workflow-command data (GitHub's toolkit rules).
-pub fn escape_data(s: &str) -> String {
+pub(crate) fn escape_data(s: &str) -> String {
     s.replace('%', "%25").replace('\r', "%0D").replace('\n', "%0A")
 }
 
 /// Escape a workflow-command property value: data rules plus `:` and `,`.
-pub fn escape_property(s: &str) -> String {
+pub(crate) fn escape_property(s: &str) -> String {
     escape_data(s).replace(':', "%3A").replace(',', "%2C")
 }
 
@@ -459,7 +459,7 @@ fn annotation_path(file: &str, env: &GithubEnv) -> String {
 
 /// Unified diff of rendered manifests, base → head, for a collapsed block.
 /// `title` becomes the block's summary line as given.
-pub fn manifest_diff(base: Option<&str>, head: &str, title: &str) -> Detail {
+pub(crate) fn manifest_diff(base: Option<&str>, head: &str, title: &str) -> Detail {
     let body = if base == Some(head) {
         "(rendered manifests unchanged)".to_string()
     } else {

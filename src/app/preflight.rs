@@ -11,7 +11,7 @@ use crate::report::{Severity, StepReport};
 
 /// Gather cluster state (snapshot file or live, read-only) and run the pure
 /// preflight checks for one bundle.
-pub fn run(ctx: &Ctx, bundle: &Path, snapshot: Option<&Path>, live: bool, ov: &Overrides) -> StepReport {
+pub(crate) fn run(ctx: &Ctx, bundle: &Path, snapshot: Option<&Path>, live: bool, ov: &Overrides) -> StepReport {
     match crate::app::load_or_step(bundle, "preflight") {
         Ok(l) => run_loaded(ctx, &l, snapshot, live, ov),
         Err(s) => *s,
@@ -19,7 +19,7 @@ pub fn run(ctx: &Ctx, bundle: &Path, snapshot: Option<&Path>, live: bool, ov: &O
 }
 
 /// [`run`] on a bundle already loaded (e.g. as committed at a PR's head).
-pub fn run_loaded(ctx: &Ctx, l: &crate::bundle::Loaded, snapshot: Option<&Path>, live: bool, ov: &Overrides) -> StepReport {
+pub(crate) fn run_loaded(ctx: &Ctx, l: &crate::bundle::Loaded, snapshot: Option<&Path>, live: bool, ov: &Overrides) -> StepReport {
     let state = match (snapshot, live) {
         (Some(p), _) => cluster::load_snapshot(p),
         (None, true) => {

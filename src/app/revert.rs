@@ -47,7 +47,7 @@ pub fn revert(ctx: &Ctx, bundle: &Path, args: &RevertOptions) -> Result<Report> 
 
 /// `bundlegate/revert-<name>-<version>`: one name per failed release, so
 /// concurrent runs collide on the remote instead of opening two PRs.
-pub fn branch_name(l: &Loaded) -> String {
+pub(crate) fn branch_name(l: &Loaded) -> String {
     let clean = |s: &str| {
         let mut o: String = s.chars().map(|c| if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') { c } else { '-' }).collect();
         while o.contains("..") {

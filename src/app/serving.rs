@@ -15,7 +15,7 @@ use super::watch::expected;
 
 /// The scheduled drift audit's serving piece: do the live pods run this
 /// bundle's release from this bundle's storage URI?
-pub async fn serving_step(l: &Loaded, client: kube::Client) -> StepReport {
+pub(crate) async fn serving_step(l: &Loaded, client: kube::Client) -> StepReport {
     let exp = expected(l);
     let target = format!("{} ({})", l.display, l.digest);
     let st = match io::service_state(&client, &l.bundle.metadata.namespace, &l.bundle.metadata.name).await {
@@ -42,7 +42,7 @@ pub async fn serving_step(l: &Loaded, client: kube::Client) -> StepReport {
 /// no other bundle names as `spec.rollback`. Two heads (two releases that do
 /// not know each other) cannot be told apart, so that service is
 /// INCONCLUSIVE rather than guessed.
-pub async fn serving_audit(ctx: &Ctx, root: &Path) -> Result<Vec<StepReport>> {
+pub(crate) async fn serving_audit(ctx: &Ctx, root: &Path) -> Result<Vec<StepReport>> {
     use std::collections::{BTreeMap, BTreeSet};
     let paths = super::verify::find_bundles(root)?;
     let canon = |p: &Path| crate::adapters::local::canonical_or_same(p);

@@ -41,7 +41,7 @@ fn progress_bar(total: u64, mode: Progress) -> indicatif::ProgressBar {
 
 /// Hash `objs` concurrently (at most `jobs` at once), each pinned to its
 /// listed identity, retrying transient failures.
-pub async fn hash_all(store: Arc<Store>, mut objs: Vec<Listed>, jobs: usize, progress: Progress) -> BTreeMap<String, HashOutcome> {
+pub(crate) async fn hash_all(store: Arc<Store>, mut objs: Vec<Listed>, jobs: usize, progress: Progress) -> BTreeMap<String, HashOutcome> {
     // Largest first: one file's sha256 is serial, so the biggest object sets
     // the floor; starting it last would add the others' time on top.
     objs.sort_by_key(|o| std::cmp::Reverse(o.size));
@@ -102,13 +102,13 @@ pub async fn hash_all(store: Arc<Store>, mut objs: Vec<Listed>, jobs: usize, pro
 
 /// Incremental-audit cache: object identity → verified sha256.
 #[derive(Debug, Default, Serialize, Deserialize)]
-pub struct AuditCache {
+pub(crate) struct AuditCache {
     pub version: u32,
     pub objects: BTreeMap<String, CacheEntry>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct CacheEntry {
+pub(crate) struct CacheEntry {
     pub e_tag: Option<String>,
     pub version: Option<String>,
     pub size: u64,
@@ -124,18 +124,18 @@ impl CacheEntry {
 }
 
 impl AuditCache {
-    pub fn save(&self, p: &Path) -> Result<()> {
+    pub(crate) fn save(&self, p: &Path) -> Result<()> {
         // Atomic: a crash never leaves a half-written cache.
         crate::adapters::local::write_atomic(p, &serde_json::to_vec_pretty(self)?)
     }
 }
 
-pub struct AuditCtx<'a> {
+pub(crate) struct AuditCtx<'a> {
     pub cache: &'a mut AuditCache,
     pub deep: bool,
 }
 
-pub async fn verify_step(ctx: &Ctx, path: &Path, opts: &VerifyOptions, ov: &Overrides, audit: Option<AuditCtx<'_>>) -> StepReport {
+pub(crate) async fn verify_step(ctx: &Ctx, path: &Path, opts: &VerifyOptions, ov: &Overrides, audit: Option<AuditCtx<'_>>) -> StepReport {
     let l = match super::load_or_step(path, "verify") {
         Ok(l) => l,
         Err(s) => return *s,
@@ -143,7 +143,7 @@ pub async fn verify_step(ctx: &Ctx, path: &Path, opts: &VerifyOptions, ov: &Over
     verify_loaded(ctx, &l, opts, ov, audit).await
 }
 
-pub async fn verify_loaded(ctx: &Ctx, l: &Loaded, opts: &VerifyOptions, ov: &Overrides, audit: Option<AuditCtx<'_>>) -> StepReport {
+pub(crate) async fn verify_loaded(ctx: &Ctx, l: &Loaded, opts: &VerifyOptions, ov: &Overrides, audit: Option<AuditCtx<'_>>) -> StepReport {
     let uri = bundle::resolve_storage_uri(l);
     let started = std::time::Instant::now();
     let store = match ctx.open_store(&l.bundle.spec.model.storage_uri, &l.dir(), false) {
@@ -247,7 +247,7 @@ pub async fn verify_loaded(ctx: &Ctx, l: &Loaded, opts: &VerifyOptions, ov: &Ove
 }
 
 /// Infer an artifact's role from its file name (publish of a new folder).
-pub fn infer_role(path: &str) -> bundle::ArtifactRole {
+pub(crate) fn infer_role(path: &str) -> bundle::ArtifactRole {
     use bundle::ArtifactRole as R;
     let name = path.rsplit('/').next().unwrap_or(path).to_ascii_lowercase();
     if name.contains("chat_template") || name.ends_with(".jinja") {
@@ -267,7 +267,7 @@ pub fn infer_role(path: &str) -> bundle::ArtifactRole {
     }
 }
 
-pub async fn publish(ctx: &Ctx, dir: &Path, to: &str, bundle_path: &Path, jobs: usize) -> Result<StepReport> {
+pub(crate) async fn publish(ctx: &Ctx, dir: &Path, to: &str, bundle_path: &Path, jobs: usize) -> Result<StepReport> {
     let l = crate::adapters::bundle_files::load(bundle_path)?;
     // Gather files first: refuse anything that would escape the prefix.
     let files = crate::adapters::local::regular_files(dir)?;

@@ -43,7 +43,7 @@ fn poll_interval(env: &EnvSnapshot) -> Result<Duration> {
     }
 }
 
-pub fn expected(l: &Loaded) -> Expected {
+pub(crate) fn expected(l: &Loaded) -> Expected {
     Expected {
         digest: l.digest.clone(),
         storage_uri: l.bundle.spec.model.storage_uri.clone(),
@@ -66,7 +66,7 @@ pub fn watch(ctx: &Ctx, bundle: &Path, args: &WatchOptions) -> Result<Report> {
 
 /// `watch` as a pipeline step: the same checks as the command, on an already
 /// loaded bundle.
-pub fn watch_steps(ctx: &Ctx, l: &Loaded, args: &WatchOptions) -> Vec<StepReport> {
+pub(crate) fn watch_steps(ctx: &Ctx, l: &Loaded, args: &WatchOptions) -> Vec<StepReport> {
     let target = format!("{} ({} {})", l.display, l.bundle.metadata.version, l.digest);
     match ctx.try_block_on(watch_loaded(ctx, l, args)) {
         Ok(r) => r.steps,

@@ -19,25 +19,25 @@ use std::path::{Component, Path, PathBuf};
 
 /// A bundle is a small hand-written file; sniffing more than this would let a
 /// multi-GB file (an LFS mistake) exhaust memory.
-pub const MAX_SNIFF_BYTES: usize = 4 << 20;
+pub(crate) const MAX_SNIFF_BYTES: usize = 4 << 20;
 
 /// File names that are bundles unless their content says otherwise.
-pub const BUNDLE_NAMES: [&str; 3] = ["release.yaml", "release.yml", "release.json"];
+pub(crate) const BUNDLE_NAMES: [&str; 3] = ["release.yaml", "release.yml", "release.json"];
 
 /// How many symlinks a path may go through (a loop ends here).
-pub const MAX_LINK_HOPS: usize = 8;
+pub(crate) const MAX_LINK_HOPS: usize = 8;
 
 fn file_name(path: &Path) -> &str {
     path.file_name().and_then(|n| n.to_str()).unwrap_or("")
 }
 
 /// Named like a bundle by itself.
-pub fn has_bundle_name(path: &Path) -> bool {
+pub(crate) fn has_bundle_name(path: &Path) -> bool {
     BUNDLE_NAMES.contains(&file_name(path))
 }
 
 /// Could the file be a bundle at all (is it worth reading)?
-pub fn is_candidate(path: &Path) -> bool {
+pub(crate) fn is_candidate(path: &Path) -> bool {
     let n = file_name(path);
     has_bundle_name(path) || n.ends_with(".yaml") || n.ends_with(".yml") || n.ends_with(".json")
 }
@@ -76,7 +76,7 @@ fn declared(head: &str) -> (Option<String>, Option<String>) {
 }
 
 /// Is `path`, whose first bytes are `head`, a release bundle?
-pub fn is_bundle(path: &Path, head: &[u8]) -> bool {
+pub(crate) fn is_bundle(path: &Path, head: &[u8]) -> bool {
     if !is_candidate(path) {
         return false;
     }
@@ -94,7 +94,7 @@ pub fn is_bundle(path: &Path, head: &[u8]) -> bool {
 /// Where a symlink stored in git at `link` (repository-relative) points, as
 /// a repository-relative path; an error when the target leaves the
 /// repository (absolute, or `..` above its root).
-pub fn link_target_in_repo(link: &Path, target: &Path) -> Result<PathBuf, String> {
+pub(crate) fn link_target_in_repo(link: &Path, target: &Path) -> Result<PathBuf, String> {
     if target.is_absolute() {
         return Err(format!("{} is a symlink to the absolute path {}, outside the repository: refusing to follow it", link.display(), target.display()));
     }

@@ -14,7 +14,7 @@ use yaml_rust2::scanner::{Marker, TScalarStyle};
 
 /// One artifact as publish records it.
 #[derive(Debug, Clone)]
-pub struct NewArtifact {
+pub(crate) struct NewArtifact {
     pub path: String,
     pub sha256: String,
     pub size: u64,
@@ -295,7 +295,7 @@ fn set_key(text: &str, map: &Node, key: &str, value: Option<&str>, style: TScala
 /// Record a publish: `spec.model.storageUri` = `uri`, and the artifact list
 /// holds exactly `arts` (existing items updated in place and in their order,
 /// items no longer published removed, new ones appended in the list's style).
-pub fn publish_edit(text: &str, uri: &str, arts: &[NewArtifact]) -> Result<String, String> {
+pub(crate) fn publish_edit(text: &str, uri: &str, arts: &[NewArtifact]) -> Result<String, String> {
     let root = parse(text)?;
     let model = root.get("spec").and_then(|s| s.get("model")).ok_or("bundle has no spec.model")?;
     let mut out = Vec::new();

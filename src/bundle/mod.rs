@@ -56,7 +56,7 @@ impl LoadError {
 
 /// What kind of problem a parse message describes, as one of a fixed set of
 /// phrases: nothing of the message itself is kept.
-pub fn problem_kind(message: &str) -> &'static str {
+pub(crate) fn problem_kind(message: &str) -> &'static str {
     const KINDS: &[(&str, &str)] = &[
         ("duplicate key", "duplicate key"),
         ("duplicate field", "duplicate key"),
@@ -125,12 +125,12 @@ pub struct Loaded {
 }
 
 impl Loaded {
-    pub fn span(&self, field: &str) -> Option<Span> {
+    pub(crate) fn span(&self, field: &str) -> Option<Span> {
         self.spans.lookup(field).map(|(line, column)| Span { file: self.display.clone(), line, column })
     }
 
     /// Folder the bundle lives in; relative references resolve against it.
-    pub fn dir(&self) -> PathBuf {
+    pub(crate) fn dir(&self) -> PathBuf {
         self.path.parent().map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("."))
     }
 }
@@ -207,7 +207,7 @@ fn strip_location(msg: &str) -> String {
 /// The rollback target names the *previous* release; it is how we leave this
 /// release, not part of what is served, and including it would make two
 /// identical releases differ only by history.
-pub fn release_digest(b: &ReleaseBundle) -> String {
+pub(crate) fn release_digest(b: &ReleaseBundle) -> String {
     format!("sha256:{}", hex::encode(Sha256::digest(canonical_form(b).as_bytes())))
 }
 
@@ -216,7 +216,7 @@ pub fn release_digest(b: &ReleaseBundle) -> String {
 /// absent field), so a non-finite float, which the parser refuses, is still
 /// written as an object no number can equal: `{"nonFinite":"NaN"}`. Distinct
 /// values never share canonical bytes.
-pub fn canonical_form(b: &ReleaseBundle) -> String {
+pub(crate) fn canonical_form(b: &ReleaseBundle) -> String {
     let mut v = serde_json::to_value(b).expect("bundle serializes");
     for (field, x) in b.float_fields() {
         if !x.is_finite() {
@@ -278,7 +278,7 @@ fn canonical_json(v: &serde_json::Value, out: &mut String) {
 }
 
 /// Resolve `file:` URIs relative to the bundle folder; others unchanged.
-pub fn resolve_storage_uri(l: &Loaded) -> String {
+pub(crate) fn resolve_storage_uri(l: &Loaded) -> String {
     let uri = &l.bundle.spec.model.storage_uri;
     if let Some(rest) = uri.strip_prefix("file:") {
         if !rest.starts_with('/') {

@@ -9,8 +9,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-pub const API_VERSION: &str = "bundlegate.dev/v1";
-pub const KIND: &str = "ReleaseBundle";
+pub(crate) const API_VERSION: &str = "bundlegate.dev/v1";
+pub(crate) const KIND: &str = "ReleaseBundle";
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -28,7 +28,7 @@ impl ReleaseBundle {
     /// schema is here: `spec.serving.loadTimeSeconds.p95`/`p50` and
     /// `spec.canary.gates[].maxAbsolute`/`maxRelativeIncrease`/`minAbsolute`/
     /// `minRelativeDecrease` (a unit test counts the `f64` fields of this file).
-    pub fn float_fields(&self) -> Vec<(String, f64)> {
+    pub(crate) fn float_fields(&self) -> Vec<(String, f64)> {
         let mut out = Vec::new();
         if let Some(lt) = &self.spec.serving.load_time_seconds {
             out.push(("spec.serving.loadTimeSeconds.p95".to_string(), lt.p95));
@@ -163,7 +163,7 @@ pub enum ServingFormat {
 }
 
 impl ServingFormat {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             ServingFormat::KserveModelspec => "kserve-modelspec",
             ServingFormat::KserveCustom => "kserve-custom",
@@ -225,13 +225,13 @@ pub enum VerifyOnStart {
 
 /// Conservative single-core sha256 rate used to budget the verification
 /// (sha2 with SHA-NI does 1.5–2 GB/s; slow or shared cores far less).
-pub const VERIFY_HASH_BYTES_PER_SECOND: u64 = 500 << 20;
+pub(crate) const VERIFY_HASH_BYTES_PER_SECOND: u64 = 500 << 20;
 
 impl VerifyOnStart {
     fn is_full(&self) -> bool {
         *self == VerifyOnStart::Full
     }
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             VerifyOnStart::Full => "full",
             VerifyOnStart::Size => "size",
@@ -334,7 +334,7 @@ impl IntOrPercent {
     /// Resolve against `total` the way Kubernetes does
     /// (`intstr.GetScaledValueFromIntOrPercent`): `round_up` for maxSurge,
     /// round down for maxUnavailable.
-    pub fn resolve(&self, total: u32, round_up: bool) -> Result<u32, String> {
+    pub(crate) fn resolve(&self, total: u32, round_up: bool) -> Result<u32, String> {
         match self {
             IntOrPercent::Int(i) => Ok(*i),
             IntOrPercent::Str(s) => {
@@ -377,7 +377,7 @@ fn six_hundred() -> u32 {
 impl RolloutStrategy {
     /// (surge, unavailable) for `replicas`, exactly as the Deployment
     /// controller computes them (both zero is bumped to unavailable 1).
-    pub fn resolve(&self, replicas: u32) -> Result<(u32, u32), String> {
+    pub(crate) fn resolve(&self, replicas: u32) -> Result<(u32, u32), String> {
         let surge = self.max_surge.resolve(replicas, true)?;
         let mut unavailable = self.max_unavailable.resolve(replicas, false)?;
         if surge == 0 && unavailable == 0 {
@@ -430,7 +430,7 @@ impl Probe {
     /// Seconds until this probe gives up on a container that never answers:
     /// initialDelay + period × failureThreshold (Kubernetes semantics; the
     /// timeout overlaps the period).
-    pub fn window_seconds(&self) -> u64 {
+    pub(crate) fn window_seconds(&self) -> u64 {
         self.initial_delay_seconds as u64 + self.period_seconds as u64 * self.failure_threshold as u64
     }
 }

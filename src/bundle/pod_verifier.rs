@@ -11,25 +11,25 @@ use super::{ReleaseBundle, Serving, ServingFormat, VerifyOnStart, Volume};
 /// termination message.
 pub const VERIFIER_CONTAINER: &str = "bundlegate-verify";
 /// Env var carrying the artifact list, rendered from the bundle (git).
-pub const VERIFIER_ENV: &str = "BUNDLEGATE_ARTIFACTS";
+pub(crate) const VERIFIER_ENV: &str = "BUNDLEGATE_ARTIFACTS";
 /// Where KServe's storage initializer writes the model, and the emptyDir it
 /// uses (`kserve-provision-location`): the webhook reuses a volume of that
 /// name when the pod spec already declares it, which lets the verifier mount
 /// it too (docs/verify-on-start.md).
-pub const KSERVE_MODEL_DIR: &str = "/mnt/models";
-pub const KSERVE_MODEL_VOLUME: &str = "kserve-provision-location";
+pub(crate) const KSERVE_MODEL_DIR: &str = "/mnt/models";
+pub(crate) const KSERVE_MODEL_VOLUME: &str = "kserve-provision-location";
 
 /// Written by the verifier when every artifact is OK; read by its readiness
 /// probe (the image's HOME and work folder is /tmp, writable as its user).
-pub const VERIFIER_MARKER: &str = "/tmp/bundlegate-verified";
+pub(crate) const VERIFIER_MARKER: &str = "/tmp/bundlegate-verified";
 
 /// The verifier's requests, which preflight adds to every new pod.
-pub const VERIFIER_CPU_REQUEST: &str = "100m";
-pub const VERIFIER_MEMORY: &str = "64Mi";
+pub(crate) const VERIFIER_CPU_REQUEST: &str = "100m";
+pub(crate) const VERIFIER_MEMORY: &str = "64Mi";
 
 /// Why the bundle's pod cannot carry the verifier (the `deployment` format
 /// without a usable `modelDir`); `None` when it can or is not asked to.
-pub fn verifier_unsupported(b: &ReleaseBundle) -> Option<String> {
+pub(crate) fn verifier_unsupported(b: &ReleaseBundle) -> Option<String> {
     let s = &b.spec.serving;
     if s.verify_on_start == VerifyOnStart::Off || s.format != ServingFormat::Deployment {
         return None;
@@ -43,12 +43,12 @@ pub fn verifier_unsupported(b: &ReleaseBundle) -> Option<String> {
 }
 
 /// Does the rendered pod carry the verifier (asked for, and the format can)?
-pub fn renders_verifier(b: &ReleaseBundle) -> bool {
+pub(crate) fn renders_verifier(b: &ReleaseBundle) -> bool {
     b.spec.serving.verify_on_start != VerifyOnStart::Off && verifier_unsupported(b).is_none()
 }
 
 /// The bundle volume holding `dir` (absolute, no `..`).
-pub fn model_volume<'a>(s: &'a Serving, dir: &str) -> Option<&'a Volume> {
+pub(crate) fn model_volume<'a>(s: &'a Serving, dir: &str) -> Option<&'a Volume> {
     let p = Path::new(dir);
     if !p.is_absolute() || p.components().any(|c| matches!(c, std::path::Component::ParentDir)) {
         return None;

@@ -20,7 +20,7 @@ pub struct SpanIndex {
 }
 
 impl SpanIndex {
-    pub fn build(text: &str) -> SpanIndex {
+    pub(crate) fn build(text: &str) -> SpanIndex {
         let mut rec = Recorder { events: Vec::new() };
         let mut parser = Parser::new_from_str(text);
         // A syntax error is reported by the serde pass with its own location;
@@ -43,7 +43,7 @@ impl SpanIndex {
     }
 
     /// Position of `path`, or of its nearest recorded ancestor.
-    pub fn lookup(&self, path: &str) -> Option<(usize, usize)> {
+    pub(crate) fn lookup(&self, path: &str) -> Option<(usize, usize)> {
         let mut p = path.to_string();
         loop {
             if let Some(v) = self.map.get(&p) {

@@ -20,7 +20,7 @@ pub enum Backend {
 }
 
 /// Scheme (without `:`/`://`) → backend. The only list of schemes.
-pub const SCHEMES: &[(&str, Backend)] = &[("s3", Backend::S3), ("gs", Backend::Gcs), ("az", Backend::Azure), ("abfs", Backend::Azure), ("file", Backend::Local)];
+pub(crate) const SCHEMES: &[(&str, Backend)] = &[("s3", Backend::S3), ("gs", Backend::Gcs), ("az", Backend::Azure), ("abfs", Backend::Azure), ("file", Backend::Local)];
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StorageUri {
@@ -36,7 +36,7 @@ pub struct StorageUri {
 }
 
 /// The backend of `uri`'s scheme, if the scheme is in the table.
-pub fn backend_of(uri: &str) -> Option<(&'static str, Backend)> {
+pub(crate) fn backend_of(uri: &str) -> Option<(&'static str, Backend)> {
     let (scheme, rest) = uri.split_once(':')?;
     let &(name, backend) = SCHEMES.iter().find(|(s, _)| *s == scheme)?;
     // Remote schemes need `//bucket`; `file:` takes any path form.
@@ -48,7 +48,7 @@ pub fn backend_of(uri: &str) -> Option<(&'static str, Backend)> {
 
 /// Parse a storage URI. The error says what is wrong in words a bundle author
 /// can act on.
-pub fn parse(uri: &str) -> Result<StorageUri, String> {
+pub(crate) fn parse(uri: &str) -> Result<StorageUri, String> {
     let Some((scheme, backend)) = backend_of(uri) else {
         let names: Vec<String> = SCHEMES.iter().map(|(s, b)| if *b == Backend::Local { format!("{s}:") } else { format!("{s}://") }).collect();
         return Err(format!("storage URI `{uri}` has no supported scheme (supported: {})", names.join(", ")));
@@ -93,7 +93,7 @@ pub enum Location {
 /// Parse a command-line location. Text that starts with a scheme of the
 /// table is parsed as a URI (and refused when malformed, e.g. `s3:/b/x` or
 /// `file://host/x`); any other `scheme://` is refused; the rest is a path.
-pub fn location(s: &str) -> Result<Location, String> {
+pub(crate) fn location(s: &str) -> Result<Location, String> {
     if s.is_empty() {
         return Err("an empty location".into());
     }
@@ -113,7 +113,7 @@ pub fn location(s: &str) -> Result<Location, String> {
 
 impl StorageUri {
     /// The URI of `prefix` (without leading `/`) in this URI's bucket.
-    pub fn with_prefix(&self, prefix: &str) -> String {
+    pub(crate) fn with_prefix(&self, prefix: &str) -> String {
         format!("{}://{}/{}", self.scheme, self.bucket, prefix.trim_start_matches('/'))
     }
 }
@@ -121,13 +121,13 @@ impl StorageUri {
 /// A `file:` prefix joined to the bundle folder and normalised lexically
 /// (`.`/`..` folded), so it can be compared with the store root before any
 /// file is touched.
-pub fn local_path(u: &StorageUri, bundle_dir: &Path) -> PathBuf {
+pub(crate) fn local_path(u: &StorageUri, bundle_dir: &Path) -> PathBuf {
     let joined = if u.absolute { PathBuf::from(if u.prefix.is_empty() { "/" } else { &u.prefix }) } else { bundle_dir.join(&u.prefix) };
     normalize(&joined)
 }
 
 /// Fold `.` and `..` without touching the filesystem (`..` at the root stays at the root).
-pub fn normalize(p: &Path) -> PathBuf {
+pub(crate) fn normalize(p: &Path) -> PathBuf {
     let mut out = PathBuf::new();
     for c in p.components() {
         match c {

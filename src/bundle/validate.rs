@@ -32,8 +32,8 @@ use super::model::*;
 
 /// Upper bound for every seconds field: a week. Far above any real load time
 /// or canary window, and far below where `Duration::from_secs_f64` panics.
-pub const MAX_SECONDS: u64 = 7 * 24 * 3600;
-pub const MAX_REPLICAS: u32 = 10_000;
+pub(crate) const MAX_SECONDS: u64 = 7 * 24 * 3600;
+pub(crate) const MAX_REPLICAS: u32 = 10_000;
 const MAX_THRESHOLD: u32 = 10_000;
 const MAX_MIN_SAMPLES: u64 = 1_000_000_000_000;
 
@@ -72,7 +72,7 @@ fn label_key(k: &str) -> bool {
 /// Total seconds of a duration written like `30m`, `1h30m`, `90s`, `45`,
 /// computed without ever building a `Duration`; `None` when it is not one
 /// (lint reports that as BG015).
-pub fn duration_seconds(s: &str) -> Option<f64> {
+pub(crate) fn duration_seconds(s: &str) -> Option<f64> {
     let s = s.trim();
     if let Ok(n) = s.parse::<u64>() {
         return Some(n as f64);
@@ -157,12 +157,12 @@ fn probe(path: &str, p: &Probe) -> Result<(), Refusal> {
 
 /// `spec.serving.replicas`, and every override of it (the Argo CD plugin's
 /// `replicas` parameter): 1 ..= [`MAX_REPLICAS`].
-pub fn check_replicas(n: u64) -> Result<(), String> {
+pub(crate) fn check_replicas(n: u64) -> Result<(), String> {
     int_range(String::new(), n, 1, MAX_REPLICAS as u64).map_err(|(_, why)| why)
 }
 
 /// `metadata.namespace`, and every override of it: a DNS-1123 label.
-pub fn check_namespace(ns: &str) -> Result<(), String> {
+pub(crate) fn check_namespace(ns: &str) -> Result<(), String> {
     if dns_label(ns, false) {
         Ok(())
     } else {
@@ -171,7 +171,7 @@ pub fn check_namespace(ns: &str) -> Result<(), String> {
 }
 
 /// The first field that is out of range or not a valid name: (field path, why).
-pub fn validate(b: &ReleaseBundle) -> Result<(), Refusal> {
+pub(crate) fn validate(b: &ReleaseBundle) -> Result<(), Refusal> {
     // Every float, whatever its own range below: the YAML guard refuses
     // `.nan` spelled any way, this refuses whatever else could produce one.
     for (field, v) in b.float_fields() {

@@ -6,7 +6,7 @@ use crate::diag::{Code, Diagnostic};
 
 /// What identifies a stored object's bytes without reading them.
 #[derive(Debug, Clone, Copy)]
-pub struct Identity<'a> {
+pub(crate) struct Identity<'a> {
     pub e_tag: Option<&'a str>,
     pub size: u64,
     pub last_modified: &'a str,
@@ -14,7 +14,7 @@ pub struct Identity<'a> {
 
 /// `key` changed in the store since the audit at `verified_at`: one path,
 /// two contents, which a release bundle promises never happens.
-pub fn artifact_drifted(key: &str, verified_at: &str, was: Identity<'_>, now: Identity<'_>) -> Diagnostic {
+pub(crate) fn artifact_drifted(key: &str, verified_at: &str, was: Identity<'_>, now: Identity<'_>) -> Diagnostic {
     Diagnostic::new(Code::ArtifactDrifted, format!("`{key}` changed in the store since the audit at {verified_at}"))
         .evidence(format!("was etag {:?} size {} modified {}", was.e_tag, was.size, was.last_modified))
         .evidence(format!("now etag {:?} size {} modified {}", now.e_tag, now.size, now.last_modified))
@@ -22,6 +22,6 @@ pub fn artifact_drifted(key: &str, verified_at: &str, was: Identity<'_>, now: Id
 
 /// The audit cache `what` was not trusted (`why`): nothing was skipped,
 /// every object was hashed again.
-pub fn cache_rebuilt(what: &str, why: &str) -> Diagnostic {
+pub(crate) fn cache_rebuilt(what: &str, why: &str) -> Diagnostic {
     Diagnostic::new(Code::AuditCacheRebuilt, format!("audit cache {what} was not trusted ({why}); every object was re-hashed and the cache rewritten"))
 }

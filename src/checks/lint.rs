@@ -18,11 +18,11 @@ pub enum RollbackStatus {
     Escapes { path: String, root: String },
 }
 
-pub fn is_sha256_hex(s: &str) -> bool {
+pub(crate) fn is_sha256_hex(s: &str) -> bool {
     s.len() == 64 && s.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 
-pub fn image_pinned(image: &str) -> bool {
+pub(crate) fn image_pinned(image: &str) -> bool {
     match image.rsplit_once("@sha256:") {
         Some((repo, hex)) => !repo.is_empty() && is_sha256_hex(hex),
         None => false,
@@ -32,13 +32,13 @@ pub fn image_pinned(image: &str) -> bool {
 const FLOATING: &[&str] = &["latest", "current", "stable", "main", "master", "prod", "production", "head", "live", "default", "new", "tmp"];
 
 /// The last path segment of the storage URI, which must be the version.
-pub fn version_segment(uri: &str) -> Option<&str> {
+pub(crate) fn version_segment(uri: &str) -> Option<&str> {
     let path = uri.split_once("://").map(|(_, r)| r).or_else(|| uri.strip_prefix("file:")).unwrap_or(uri);
     path.trim_end_matches('/').rsplit('/').next().filter(|s| !s.is_empty())
 }
 
 /// Seconds `verifyOnStart` adds for this bundle's artifact bytes.
-pub fn verify_budget(b: &bundle::ReleaseBundle) -> f64 {
+pub(crate) fn verify_budget(b: &bundle::ReleaseBundle) -> f64 {
     let bytes = b.spec.model.artifacts.iter().filter_map(|a| a.size).fold(0u64, u64::saturating_add);
     bundle::verify_seconds(bytes, b.spec.serving.verify_on_start)
 }

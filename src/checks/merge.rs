@@ -11,7 +11,7 @@ use crate::diag::Code;
 /// `reports`: (where it came from, the report), in any order.
 /// `max_age`: shard reports that finished longer ago than this (or say not
 /// when) are stale — e.g. yesterday's report of a shard that did not run today.
-pub fn merge_shards(reports: Vec<(String, Report)>, now: DateTime<Utc>, max_age: Option<chrono::Duration>) -> Report {
+pub(crate) fn merge_shards(reports: Vec<(String, Report)>, now: DateTime<Utc>, max_age: Option<chrono::Duration>) -> Report {
     let infos: Vec<Option<ShardInfo>> = reports.iter().map(|(_, r)| r.shard.clone()).collect();
     let mut problems: Vec<String> = shard::coverage(&infos.iter().map(|i| i.as_ref()).collect::<Vec<_>>()).iter().map(|p| p.to_string()).collect();
     if let Some(max) = max_age {

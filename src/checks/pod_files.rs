@@ -5,7 +5,7 @@ use crate::diag::{Code, Diagnostic};
 
 /// A file the bundle pins.
 #[derive(Debug, Clone)]
-pub struct Expected {
+pub(crate) struct Expected {
     pub path: String,
     pub sha256: String,
     pub size: u64,
@@ -13,7 +13,7 @@ pub struct Expected {
 
 /// What was found at that path.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Outcome {
+pub(crate) enum Outcome {
     Ok,
     Missing,
     SizeMismatch { actual: u64 },
@@ -26,7 +26,7 @@ pub enum Outcome {
 /// status per file (OK, MISSING, SIZE-MISMATCH, DIGEST-MISMATCH, UNREADABLE)
 /// in `items` order. The messages lead with the status: they are what the
 /// pod's termination log shows.
-pub fn judge(items: &[Expected], outcomes: &[Outcome]) -> (Vec<Diagnostic>, Vec<&'static str>) {
+pub(crate) fn judge(items: &[Expected], outcomes: &[Outcome]) -> (Vec<Diagnostic>, Vec<&'static str>) {
     let mut diags = Vec::new();
     let mut statuses = Vec::new();
     for (e, o) in items.iter().zip(outcomes) {

@@ -6,7 +6,7 @@ use crate::diag::{Code, Diagnostic};
 /// The bundle asks for its files to be verified before the server starts
 /// (`spec.serving.verifyOnStart`), but the template put no verifier
 /// container in the pod: the pod would start on unverified bytes.
-pub fn verifier_not_rendered(format: &str, container: &str, verify_on_start: &str) -> Diagnostic {
+pub(crate) fn verifier_not_rendered(format: &str, container: &str, verify_on_start: &str) -> Diagnostic {
     Diagnostic::new(
         Code::VerifyOnStartNotRendered,
         format!("the `{format}` template puts no `{container}` container in the pod, although spec.serving.verifyOnStart is `{verify_on_start}`"),

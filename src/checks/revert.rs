@@ -10,7 +10,7 @@ pub const REVERT_MARKER: &str = "bundlegate-revert-of:";
 
 /// A revert commit carries the marker; when it arrived through a merge
 /// commit, the marker is in the merged branch's head commit.
-pub fn is_revert_commit(msg: &str, merged_heads: &[String]) -> bool {
+pub(crate) fn is_revert_commit(msg: &str, merged_heads: &[String]) -> bool {
     msg.contains(REVERT_MARKER) || merged_heads.iter().any(|m| m.contains(REVERT_MARKER))
 }
 
@@ -21,24 +21,24 @@ fn unverified(message: String, field: &str) -> Diagnostic {
 }
 
 /// The bundle names no `spec.rollback`.
-pub fn no_rollback_target() -> Diagnostic {
+pub(crate) fn no_rollback_target() -> Diagnostic {
     unverified("the bundle names no spec.rollback: there is no verified release to return to".into(), "spec.rollback")
 }
 
 /// The rollback target does not load (`error` says why).
-pub fn rollback_target_unloadable(reference: &str, error: &str) -> Diagnostic {
+pub(crate) fn rollback_target_unloadable(reference: &str, error: &str) -> Diagnostic {
     unverified(format!("the rollback target {reference} does not load: {error}"), "spec.rollback.bundle")
 }
 
 /// The rollback target is another release than the one recorded.
-pub fn rollback_target_not_recorded(digest: &str, recorded: &str) -> Diagnostic {
+pub(crate) fn rollback_target_not_recorded(digest: &str, recorded: &str) -> Diagnostic {
     unverified(format!("the rollback target hashes to {digest}, not the recorded {recorded}"), "spec.rollback.releaseDigest")
 }
 
 /// Verifying the rollback target's bytes did not pass: a rollback to
 /// incomplete bytes is a second broken release. `findings` are the verify
 /// step's own, carried as evidence (the first 20).
-pub fn rollback_target_unverified(reference: &str, version: &str, verdict: &str, summary: &str, findings: &[String]) -> Diagnostic {
+pub(crate) fn rollback_target_unverified(reference: &str, version: &str, verdict: &str, summary: &str, findings: &[String]) -> Diagnostic {
     let mut d = unverified(format!("the rollback target {reference} ({version}) did not verify ({verdict}): {summary}"), "spec.rollback");
     for f in findings.iter().take(20) {
         d = d.evidence(f.clone());

@@ -47,18 +47,18 @@ use crate::diag::Code;
 use crate::report::Diagnostic;
 
 /// Label KServe puts on every pod/Deployment of an InferenceService.
-pub const KSERVE_LABEL: &str = "serving.kserve.io/inferenceservice";
+pub(crate) const KSERVE_LABEL: &str = "serving.kserve.io/inferenceservice";
 /// Label the deployment template puts on the Deployment and its pods.
-pub const NAME_LABEL: &str = "app.kubernetes.io/name";
+pub(crate) const NAME_LABEL: &str = "app.kubernetes.io/name";
 /// Name of KServe's init container that downloads the model.
-pub const STORAGE_INITIALIZER: &str = "storage-initializer";
+pub(crate) const STORAGE_INITIALIZER: &str = "storage-initializer";
 
 // ---- Argo CD ---------------------------------------------------------------------------
 
 /// The fields of an Argo CD Application's status that the gate reads.
 #[derive(Debug, Clone, Default, Serialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
-pub struct AppStatus {
+pub(crate) struct AppStatus {
     pub name: String,
     pub sync_status: Option<String>,
     pub sync_revision: Option<String>,
@@ -75,7 +75,7 @@ pub struct AppStatus {
 
 impl AppStatus {
     /// One line for evidence: what Argo said, including the health it claims.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         format!(
             "sync={} revision={} health={} operation={} finishedAt={}{}",
             self.sync_status.as_deref().unwrap_or("-"),
@@ -89,7 +89,7 @@ impl AppStatus {
 }
 
 #[derive(Debug, Clone, PartialEq)]
-pub enum ArgoState {
+pub(crate) enum ArgoState {
     /// The merge commit was synced successfully (after the merge, if known).
     Synced,
     /// Not yet; the reason says what is missing.
@@ -113,7 +113,7 @@ fn parse_time(s: &str) -> Option<DateTime<Utc>> {
 /// The post-merge gate from the field notes: `sync.revision == merge SHA`,
 /// `operationState.phase == Succeeded` and `finishedAt > merge time`.
 /// `health.status` is deliberately not read.
-pub fn argo_state(app: Option<&AppStatus>, revision: Option<&str>, merged_at: Option<DateTime<Utc>>) -> ArgoState {
+pub(crate) fn argo_state(app: Option<&AppStatus>, revision: Option<&str>, merged_at: Option<DateTime<Utc>>) -> ArgoState {
     let Some(a) = app else { return ArgoState::Waiting("the Application was not found".into()) };
     if let Some(rev) = revision {
         let synced_rev = a.sync_revision.iter().chain(a.sync_revisions.iter()).any(|r| same_revision(r, rev));
@@ -149,7 +149,7 @@ pub fn argo_state(app: Option<&AppStatus>, revision: Option<&str>, merged_at: Op
 
 #[derive(Debug, Clone, Default, Serialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
-pub struct PodInfo {
+pub(crate) struct PodInfo {
     pub name: String,
     /// `bundlegate.dev/release-digest` annotation (None: not a bundlegate pod
     /// or the annotation was stripped; never counted as the new release).
@@ -199,7 +199,7 @@ fn verifier_failures(new: &[&PodInfo]) -> Vec<Diagnostic> {
 
 #[derive(Debug, Clone, Default, Serialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
-pub struct ConditionInfo {
+pub(crate) struct ConditionInfo {
     #[serde(rename = "type")]
     pub type_: String,
     pub status: String,
@@ -209,7 +209,7 @@ pub struct ConditionInfo {
 
 #[derive(Debug, Clone, Default, Serialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
-pub struct DeploymentInfo {
+pub(crate) struct DeploymentInfo {
     pub name: String,
     pub replicas: Option<i32>,
     pub updated: i32,
@@ -220,7 +220,7 @@ pub struct DeploymentInfo {
 
 #[derive(Debug, Clone, Default, Serialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
-pub struct ReplicaSetInfo {
+pub(crate) struct ReplicaSetInfo {
     pub name: String,
     pub digest: Option<String>,
     pub replicas: i32,
@@ -229,7 +229,7 @@ pub struct ReplicaSetInfo {
 
 #[derive(Debug, Clone, Default, Serialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
-pub struct EventInfo {
+pub(crate) struct EventInfo {
     /// involvedObject kind and name.
     pub kind: String,
     pub object: String,
@@ -243,7 +243,7 @@ pub struct EventInfo {
 /// Everything read about one service at one moment.
 #[derive(Debug, Clone, Default, Serialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
-pub struct ServiceState {
+pub(crate) struct ServiceState {
     pub deployments: Vec<DeploymentInfo>,
     pub replica_sets: Vec<ReplicaSetInfo>,
     pub pods: Vec<PodInfo>,
@@ -252,7 +252,7 @@ pub struct ServiceState {
 
 /// What the bundle says should be running.
 #[derive(Debug, Clone)]
-pub struct Expected {
+pub(crate) struct Expected {
     pub digest: String,
     /// The bundle's `storageUri`, compared with the pods' real source.
     pub storage_uri: String,
@@ -275,7 +275,7 @@ fn same_uri(a: &str, b: &str) -> bool {
 /// condition may still read True (it is not rewritten when the kubelet stops
 /// reporting), so it is never trusted for those.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PodStanding {
+pub(crate) enum PodStanding {
     /// Phase Failed or Succeeded: its containers stopped for good (an Evicted
     /// pod object stays until pod GC). History, not serving.
     Terminal,
@@ -291,7 +291,7 @@ pub enum PodStanding {
     NotServing,
 }
 
-pub fn standing(p: &PodInfo) -> PodStanding {
+pub(crate) fn standing(p: &PodInfo) -> PodStanding {
     match p.phase.as_str() {
         "Failed" | "Succeeded" => PodStanding::Terminal,
         _ if p.terminating => PodStanding::Terminating,
@@ -329,7 +329,7 @@ fn pod_line(p: &PodInfo) -> String {
 /// Unknown, a Ready pod whose ReplicaSet is already scaled to 0, a not-ready
 /// pod whose ReplicaSet still wants it) are BG506, which makes the step
 /// INCONCLUSIVE, never FAIL.
-pub fn compare_serving(exp: &Expected, pods: &[PodInfo], replica_sets: &[ReplicaSetInfo]) -> Vec<Diagnostic> {
+pub(crate) fn compare_serving(exp: &Expected, pods: &[PodInfo], replica_sets: &[ReplicaSetInfo]) -> Vec<Diagnostic> {
     let mut out = Vec::new();
     // Pods by what they say about this release, each with the reason.
     let mut serving: Vec<&PodInfo> = Vec::new();
@@ -402,7 +402,7 @@ pub fn compare_serving(exp: &Expected, pods: &[PodInfo], replica_sets: &[Replica
 
 /// A step's verdict from rollout diagnostics: FAIL on any failing error,
 /// INCONCLUSIVE when the only errors are BG506 (could not tell), else PASS.
-pub fn verdict_of(diags: &[Diagnostic]) -> crate::report::Verdict {
+pub(crate) fn verdict_of(diags: &[Diagnostic]) -> crate::report::Verdict {
     use crate::report::{Severity, Verdict};
     let errors: Vec<&Diagnostic> = diags.iter().filter(|d| d.severity == Severity::Error).collect();
     let unsure = Code::RolloutEvidenceIncomplete;
@@ -415,7 +415,7 @@ pub fn verdict_of(diags: &[Diagnostic]) -> crate::report::Verdict {
     }
 }
 
-pub struct RolloutOutcome {
+pub(crate) struct RolloutOutcome {
     /// Every ready pod runs the new release, none of the old remains, and
     /// enough are ready: the only state that passes.
     pub complete: bool,
@@ -447,7 +447,7 @@ fn event_line(e: &EventInfo) -> String {
 /// terminating. Evidence of failure becomes BG501 with what a human would
 /// otherwise dig out with `describe`; evidence that cannot decide becomes
 /// BG506 (INCONCLUSIVE); pods that serve nothing are BG507 notes.
-pub fn evaluate_rollout(exp: &Expected, st: &ServiceState) -> RolloutOutcome {
+pub(crate) fn evaluate_rollout(exp: &Expected, st: &ServiceState) -> RolloutOutcome {
     let mut diags = compare_serving(exp, &st.pods, &st.replica_sets);
     // Terminal pods of the new release (an Evicted one, say) are history: a
     // replacement is judged instead.
@@ -664,12 +664,12 @@ fn pod_rows(exp: &Expected, st: &ServiceState) -> Vec<Vec<String>> {
         .collect()
 }
 
-pub const POD_COLUMNS: [&str; 7] = ["pod", "release", "phase", "ready", "restarts", "waiting", "source (storage-initializer)"];
+pub(crate) const POD_COLUMNS: [&str; 7] = ["pod", "release", "phase", "ready", "restarts", "waiting", "source (storage-initializer)"];
 
 // ---- identity -----------------------------------------------------------------------------
 
 /// Look up a dotted path (`a.b.0.c`) in a JSON document.
-pub fn json_path<'a>(v: &'a Value, path: &str) -> Option<&'a Value> {
+pub(crate) fn json_path<'a>(v: &'a Value, path: &str) -> Option<&'a Value> {
     let mut cur = v;
     for seg in path.split('.') {
         cur = match cur {
@@ -687,7 +687,7 @@ fn norm_digest(s: &str) -> String {
 
 /// One expected identity field: the field, what it names, and the digest
 /// (None when the bundle has no digest for that artifact).
-pub struct IdentityExpectation {
+pub(crate) struct IdentityExpectation {
     pub field: String,
     pub digest_of: String,
     pub expected: Option<String>,
@@ -696,7 +696,7 @@ pub struct IdentityExpectation {
 /// Compare the identity endpoint's answer with the bundle. Digests compare
 /// with or without the `sha256:` prefix; the registered field must be JSON
 /// `true` (a string "true" is not a boolean answer).
-pub fn check_identity(expect: &[IdentityExpectation], registered_field: Option<&str>, body: &Value) -> (Vec<Diagnostic>, Vec<Vec<String>>) {
+pub(crate) fn check_identity(expect: &[IdentityExpectation], registered_field: Option<&str>, body: &Value) -> (Vec<Diagnostic>, Vec<Vec<String>>) {
     let mut diags = Vec::new();
     let mut rows = Vec::new();
     for e in expect {
@@ -748,20 +748,20 @@ pub fn check_identity(expect: &[IdentityExpectation], registered_field: Option<&
     (diags, rows)
 }
 
-pub const IDENTITY_COLUMNS: [&str; 5] = ["field", "digest of", "expected", "reported", "result"];
+pub(crate) const IDENTITY_COLUMNS: [&str; 5] = ["field", "digest of", "expected", "reported", "result"];
 
 // ---- downtime -------------------------------------------------------------------------------
 
 /// One health probe: seconds since the probe started, and whether it got a 2xx.
 #[derive(Debug, Clone, Serialize)]
-pub struct ProbeSample {
+pub(crate) struct ProbeSample {
     pub at_s: f64,
     pub ok: bool,
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
-pub struct DowntimeStats {
+pub(crate) struct DowntimeStats {
     pub ok: usize,
     pub fail: usize,
     /// Longest time without service: from the last ok before a failure run to
@@ -773,7 +773,7 @@ pub struct DowntimeStats {
     pub fail_runs: usize,
 }
 
-pub fn downtime(samples: &[ProbeSample], end_s: f64) -> DowntimeStats {
+pub(crate) fn downtime(samples: &[ProbeSample], end_s: f64) -> DowntimeStats {
     let ok = samples.iter().filter(|s| s.ok).count();
     let fail = samples.len() - ok;
     let mut longest = 0f64;
@@ -806,7 +806,7 @@ pub fn downtime(samples: &[ProbeSample], end_s: f64) -> DowntimeStats {
     DowntimeStats { ok, fail, longest_gap_s: longest, gap_open: open, fail_runs: runs }
 }
 
-pub fn downtime_diagnostic(st: &DowntimeStats, url: &str) -> Option<Diagnostic> {
+pub(crate) fn downtime_diagnostic(st: &DowntimeStats, url: &str) -> Option<Diagnostic> {
     (st.fail > 0).then(|| {
         Diagnostic::new(
             Code::DowntimeMeasured,
@@ -828,7 +828,7 @@ pub fn downtime_diagnostic(st: &DowntimeStats, url: &str) -> Option<Diagnostic> 
 /// was waiting for, what was last seen (`None`: the Application was never
 /// found) and the last read error. health.status is named only to say it
 /// is not evidence.
-pub fn argo_not_synced(revision: Option<&str>, within: &str, waiting_for: &str, app: &str, last: Option<&AppStatus>, last_error: Option<&str>) -> Diagnostic {
+pub(crate) fn argo_not_synced(revision: Option<&str>, within: &str, waiting_for: &str, app: &str, last: Option<&AppStatus>, last_error: Option<&str>) -> Diagnostic {
     let mut d = Diagnostic::new(Code::ArgoNotSynced, format!("Argo CD did not finish a successful sync of {} within {within}: {waiting_for}", revision.unwrap_or("the target revision"))).evidence(
         match last {
             Some(a) => format!("last seen: {}", a.describe()),
@@ -850,7 +850,7 @@ pub fn argo_not_synced(revision: Option<&str>, within: &str, waiting_for: &str, 
 /// ready pod of this release does not serve it, unless such a pod is on a
 /// node that stopped reporting (then the evidence is incomplete). Returns
 /// the diagnostics and how many pods serve this release.
-pub fn serving_diagnostics(exp: &Expected, service: &str, st: &ServiceState) -> (Vec<Diagnostic>, usize) {
+pub(crate) fn serving_diagnostics(exp: &Expected, service: &str, st: &ServiceState) -> (Vec<Diagnostic>, usize) {
     let mut diags = compare_serving(exp, &st.pods, &st.replica_sets);
     // Terminal pods (an Evicted one kept until pod GC) are not live.
     if st.pods.iter().all(|p| standing(p) == PodStanding::Terminal) {

@@ -19,14 +19,14 @@ use sha2::{Digest, Sha256};
 /// Headroom over the mean load before a shard counts as full. Small enough to
 /// keep max/mean near 1, large enough that one added bundle rarely pushes a
 /// shard over and cascades moves.
-pub const SLACK: f64 = 0.10;
+pub(crate) const SLACK: f64 = 0.10;
 
 /// The most shards an audit can be split into (a Kubernetes Indexed Job allows
 /// 100,000 completions; far beyond what one tree needs).
-pub const MAX_SHARDS: u32 = 10_000;
+pub(crate) const MAX_SHARDS: u32 = 10_000;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ShardSpec {
+pub(crate) struct ShardSpec {
     pub index: u32,
     pub count: u32,
 }
@@ -39,7 +39,7 @@ impl fmt::Display for ShardSpec {
 
 /// Parse `K/N` (0 ≤ K < N ≤ MAX_SHARDS); `auto/N` takes K from `completion_index`
 /// (the caller passes `JOB_COMPLETION_INDEX` of a Kubernetes Indexed Job).
-pub fn parse_shard(s: &str, completion_index: Option<&str>) -> Result<ShardSpec, String> {
+pub(crate) fn parse_shard(s: &str, completion_index: Option<&str>) -> Result<ShardSpec, String> {
     let (k, n) = s.split_once('/').ok_or_else(|| format!("`{s}`: expected K/N (e.g. 0/4) or auto/N"))?;
     let count: u32 = n.trim().parse().map_err(|_| format!("`{s}`: shard count `{n}` is not a whole number"))?;
     if count == 0 || count > MAX_SHARDS {
@@ -123,7 +123,7 @@ pub fn assign(items: &[Item], count: u32) -> Vec<u32> {
 /// The identity of a tree for sharding: sha256 over the sorted (id, bytes)
 /// list. Shards of the same tree state agree on it; a shard that saw another
 /// commit (a bundle added, an artifact resized) does not.
-pub fn tree_fingerprint(items: &[Item]) -> String {
+pub(crate) fn tree_fingerprint(items: &[Item]) -> String {
     let mut v: Vec<&Item> = items.iter().collect();
     v.sort_by(|a, b| a.id.cmp(&b.id));
     let mut h = Sha256::new();
@@ -140,7 +140,7 @@ pub use crate::report::ShardInfo;
 
 /// Why a set of shard reports does not make one complete audit.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum CoverageProblem {
+pub(crate) enum CoverageProblem {
     NotSharded { report: usize },
     CountsDiffer { counts: Vec<u32> },
     TreesDiffer { trees: Vec<String> },
@@ -170,7 +170,7 @@ impl fmt::Display for CoverageProblem {
 
 /// Check that `shards` (one per report, `None` for a report without a shard
 /// section) cover one tree state exactly once. Empty means complete.
-pub fn coverage(shards: &[Option<&ShardInfo>]) -> Vec<CoverageProblem> {
+pub(crate) fn coverage(shards: &[Option<&ShardInfo>]) -> Vec<CoverageProblem> {
     let mut problems = Vec::new();
     let mut infos = Vec::new();
     for (i, s) in shards.iter().enumerate() {

@@ -110,7 +110,7 @@ pub struct Outcome {
 }
 
 /// Which listed objects need hashing: listed, same size, pinned, safe path.
-pub fn to_hash<'a>(l: &Loaded, listing: &'a [Listed]) -> Vec<&'a Listed> {
+pub(crate) fn to_hash<'a>(l: &Loaded, listing: &'a [Listed]) -> Vec<&'a Listed> {
     let by_key: HashMap<&str, &Listed> = listing.iter().map(|o| (o.key.as_str(), o)).collect();
     l.bundle
         .spec
@@ -128,7 +128,7 @@ pub fn evaluate(l: &Loaded, listing: &[Listed], hashes: &BTreeMap<String, HashOu
 
 /// `refused`: keys under a `file:` prefix that resolve outside it (symlinks);
 /// the adapter neither listed their metadata nor read them.
-pub fn evaluate_with_refused(l: &Loaded, listing: &[Listed], refused: &[String], hashes: &BTreeMap<String, HashOutcome>, deny_extra: bool) -> Outcome {
+pub(crate) fn evaluate_with_refused(l: &Loaded, listing: &[Listed], refused: &[String], hashes: &BTreeMap<String, HashOutcome>, deny_extra: bool) -> Outcome {
     let by_key: HashMap<&str, &Listed> = listing.iter().map(|o| (o.key.as_str(), o)).collect();
     let mut out = Outcome::default();
     for (i, a) in l.bundle.spec.model.artifacts.iter().enumerate() {
@@ -294,7 +294,7 @@ fn not_in_bundle(l: &Loaded, listing: &[Listed], refused: &[String], deny_extra:
     }
 }
 
-pub fn table(rows: &[Row]) -> Table {
+pub(crate) fn table(rows: &[Row]) -> Table {
     Table {
         title: "artifacts".into(),
         columns: ["path", "status", "size", "sha256", "note"].iter().map(|s| s.to_string()).collect(),
@@ -315,6 +315,6 @@ pub fn table(rows: &[Row]) -> Table {
 
 /// The bundle's `file:` store resolves outside the configured store root
 /// (`why` says where): nothing under it is read.
-pub fn storage_outside_root(why: &str) -> Diagnostic {
+pub(crate) fn storage_outside_root(why: &str) -> Diagnostic {
     Diagnostic::new(Code::StorageUriOutsideRoot, why.to_string()).field("spec.model.storageUri")
 }

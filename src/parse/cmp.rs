@@ -13,7 +13,7 @@ pub const DEFAULT_BUNDLE: &str = "release.yaml";
 
 /// One announced parameter. `default` is what `generate` applies when Argo
 /// sends nothing; an empty default means "take it from the bundle".
-pub struct ParamSpec {
+pub(crate) struct ParamSpec {
     pub(crate) name: &'static str,
     pub(crate) title: &'static str,
     pub(crate) tooltip: &'static str,
@@ -23,7 +23,7 @@ pub struct ParamSpec {
 impl ParamSpec {
     /// This parameter as the `parameters` command announces it to Argo,
     /// with `default` shown as its value.
-    pub fn announce(&self, default: &str) -> Value {
+    pub(crate) fn announce(&self, default: &str) -> Value {
         serde_json::json!({
             "name": self.name,
             "title": self.title,
@@ -37,7 +37,7 @@ impl ParamSpec {
 }
 
 /// Every parameter the plugin takes, in the order it announces them.
-pub const PARAMS: &[ParamSpec] = &[
+pub(crate) const PARAMS: &[ParamSpec] = &[
     ParamSpec {
         name: "bundle",
         title: "Release bundle",
@@ -92,7 +92,7 @@ impl CmpEnv {
     /// Every variable the plugin reads: the application's context Argo CD
     /// sets, each parameter as `ARGOCD_ENV_<NAME>` and `PARAM_<NAME>`, and the
     /// operator's verifier image.
-    pub fn names() -> Vec<String> {
+    pub(crate) fn names() -> Vec<String> {
         let mut v: Vec<String> = APP_VARS.iter().map(|s| s.to_string()).collect();
         for spec in PARAMS {
             let upper = spec.name.to_ascii_uppercase();
@@ -104,7 +104,7 @@ impl CmpEnv {
 
     /// The variables of [`CmpEnv::names`] from a lookup (the process
     /// environment, read by `adapters::env`, or a test's map).
-    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> CmpEnv {
+    pub(crate) fn from_lookup(get: impl Fn(&str) -> Option<String>) -> CmpEnv {
         CmpEnv { vars: Self::names().into_iter().filter_map(|k| get(&k).map(|v| (k, v))).collect() }
     }
 

@@ -71,7 +71,7 @@ pub enum SelectFrom {
 
 #[derive(Debug, Deserialize, Clone, Copy, PartialEq, Eq)]
 #[serde(rename_all = "kebab-case")]
-pub enum StepKind {
+pub(crate) enum StepKind {
     Lint,
     Render,
     Verify,
@@ -117,7 +117,7 @@ pub struct Step {
 }
 
 impl Step {
-    pub fn kind(&self) -> StepKind {
+    pub(crate) fn kind(&self) -> StepKind {
         self.spec.kind()
     }
 }
@@ -225,7 +225,7 @@ struct StepOptions {
     max_age: Option<String>,
 }
 
-pub fn load(path: &Path) -> Result<Pipeline> {
+pub(crate) fn load(path: &Path) -> Result<Pipeline> {
     let text = crate::adapters::bundle_files::read_text(path, crate::adapters::bundle_files::FileKind::Pipeline)
         .with_context(|| format!("reading pipeline {}", path.display()))?;
     parse(path, &text)
@@ -267,7 +267,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Pipeline> {
 }
 
 impl StepKind {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             StepKind::Lint => "lint",
             StepKind::Render => "render",
@@ -313,7 +313,7 @@ fn duration_or(key: &'static str, v: Option<String>, default: &'static str) -> s
 }
 
 impl StepSpec {
-    pub fn kind(&self) -> StepKind {
+    pub(crate) fn kind(&self) -> StepKind {
         match self {
             StepSpec::Lint => StepKind::Lint,
             StepSpec::Render { .. } => StepKind::Render,

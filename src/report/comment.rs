@@ -25,7 +25,7 @@ pub fn parse_marker(body: &str, key: &str) -> Option<(usize, usize)> {
 }
 
 /// The key in a part's leading marker.
-pub fn marker_key_of(part: &str) -> Option<&str> {
+pub(crate) fn marker_key_of(part: &str) -> Option<&str> {
     let rest = part.trim_start().strip_prefix("<!-- bundlegate:")?;
     let (key, _) = rest.split_once(" part ")?;
     Some(key)

@@ -17,7 +17,7 @@ fn metric(out: &mut String, name: &str, help: &str) {
 }
 
 /// The metrics of one (possibly merged) audit report at unix time `now`.
-pub fn audit_metrics(r: &Report, now: i64) -> String {
+pub(crate) fn audit_metrics(r: &Report, now: i64) -> String {
     let bundles: Vec<_> = r.steps.iter().filter(|s| s.step == "audit").collect();
     let mut out = String::new();
     metric(&mut out, "bundlegate_audit_bundle_drifted", "1 when the store no longer holds exactly the bytes the bundle pins, or they changed since the last audit.");

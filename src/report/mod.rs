@@ -96,14 +96,14 @@ impl StepReport {
         }
     }
 
-    pub fn not_run(step: impl Into<String>, target: impl Into<String>, why: impl Into<String>) -> Self {
+    pub(crate) fn not_run(step: impl Into<String>, target: impl Into<String>, why: impl Into<String>) -> Self {
         let mut s = StepReport::new(step, target);
         s.verdict = Verdict::NotRun;
         s.summary = why.into();
         s
     }
 
-    pub fn error(step: impl Into<String>, target: impl Into<String>, err: &anyhow::Error) -> Self {
+    pub(crate) fn error(step: impl Into<String>, target: impl Into<String>, err: &anyhow::Error) -> Self {
         let mut s = StepReport::new(step, target);
         s.verdict = Verdict::Error;
         s.summary = format!("{err:#}");
@@ -119,7 +119,7 @@ impl StepReport {
         }
     }
 
-    pub fn count(&self, sev: Severity) -> usize {
+    pub(crate) fn count(&self, sev: Severity) -> usize {
         self.diagnostics.iter().filter(|d| d.severity == sev).count()
     }
 }

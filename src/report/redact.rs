@@ -15,7 +15,7 @@ use std::sync::LazyLock;
 use regex::{Captures, Regex};
 
 /// Shown where a credential was.
-pub const MASK: &str = "***";
+pub(crate) const MASK: &str = "***";
 
 /// `scheme://userinfo@`: the userinfo ends at the last `@` before the host's
 /// end (a password may itself contain `@`), never crossing `/ ? #` or space.

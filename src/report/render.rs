@@ -48,7 +48,7 @@ fn sev_color(s: Severity) -> &'static str {
     }
 }
 
-pub fn human(r: &Report, color: bool) -> String {
+pub(crate) fn human(r: &Report, color: bool) -> String {
     let mut o = String::new();
     for s in &r.steps {
         let _ = writeln!(o, "{} {} {}  {}", paint(color, verdict_color(s.verdict), &format!("{:<12}", s.verdict.to_string())), s.step, s.target, s.summary);
@@ -112,7 +112,7 @@ fn emoji(v: Verdict) -> &'static str {
     }
 }
 
-pub fn markdown_step(s: &StepReport) -> String {
+pub(crate) fn markdown_step(s: &StepReport) -> String {
     let mut o = String::new();
     let _ = writeln!(o, "#### {} `{}` — {} {}\n", emoji(s.verdict), s.step, s.verdict, md_escape(&s.target));
     if !s.summary.is_empty() {
@@ -151,7 +151,7 @@ pub fn markdown_step(s: &StepReport) -> String {
     o
 }
 
-pub fn markdown(r: &Report) -> String {
+pub(crate) fn markdown(r: &Report) -> String {
     let mut o = String::new();
     let _ = writeln!(o, "### bundlegate {}: {} {}\n", r.command, emoji(r.verdict), r.verdict);
     for s in &r.steps {

@@ -12,7 +12,7 @@ use crate::report::Verdict;
 /// How each arm moved against its own previous window (ratios now/earlier).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Trend {
+pub(crate) struct Trend {
     pub candidate_rate: Option<f64>,
     pub baseline_rate: Option<f64>,
     pub candidate_latency: Option<f64>,
@@ -20,22 +20,16 @@ pub struct Trend {
 }
 
 /// Request rate up by half on both arms is a load change, not a release.
-pub const LOAD_RATE_RATIO: f64 = 1.5;
+pub(crate) const LOAD_RATE_RATIO: f64 = 1.5;
 /// Both P95s up by a fifth against their own earlier window: load-driven.
-pub const LOAD_LATENCY_RATIO: f64 = 1.2;
+pub(crate) const LOAD_LATENCY_RATIO: f64 = 1.2;
 
 impl Trend {
-    pub fn load_driven(&self) -> bool {
+    pub(crate) fn load_driven(&self) -> bool {
         let both = |a: Option<f64>, b: Option<f64>, t: f64| matches!((a, b), (Some(a), Some(b)) if a >= t && b >= t);
         both(self.candidate_rate, self.baseline_rate, LOAD_RATE_RATIO) || both(self.candidate_latency, self.baseline_latency, LOAD_LATENCY_RATIO)
     }
-    pub fn baseline_steady(&self) -> Option<bool> {
-        match (self.baseline_rate, self.baseline_latency) {
-            (None, None) => None,
-            (r, l) => Some(r.is_none_or(|r| r < LOAD_RATE_RATIO) && l.is_none_or(|l| l < LOAD_LATENCY_RATIO)),
-        }
-    }
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         let f = |v: Option<f64>| v.map(|v| format!("×{v:.2}")).unwrap_or_else(|| "unknown".into());
         format!(
             "vs the previous window: request rate candidate {} / baseline {}, P95 candidate {} / baseline {}",
@@ -49,7 +43,7 @@ impl Trend {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Situation {
+pub(crate) enum Situation {
     /// Every gate passed.
     Healthy,
     /// Not enough evidence (or no data): decide nothing yet.
@@ -65,7 +59,7 @@ pub enum Situation {
     FullTrafficBreach,
 }
 
-pub fn classify(gates: &[GateOutcome], golden_failed: usize, trend: &Trend) -> Situation {
+pub(crate) fn classify(gates: &[GateOutcome], golden_failed: usize, trend: &Trend) -> Situation {
     if golden_failed > 0 || gates.iter().any(GateOutcome::version_tied) {
         Situation::VersionRegression
     } else if gates.iter().any(|g| g.verdict == GateVerdict::Fail) {
@@ -83,7 +77,7 @@ pub fn classify(gates: &[GateOutcome], golden_failed: usize, trend: &Trend) -> S
 
 /// Whether the rollback target can be used, as the caller found out.
 #[derive(Debug, Clone, PartialEq)]
-pub enum RollbackTarget {
+pub(crate) enum RollbackTarget {
     /// Not needed for this situation, so not checked.
     NotChecked,
     Verified {
@@ -100,13 +94,13 @@ pub enum RollbackTarget {
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Action {
+pub(crate) struct Action {
     pub action: &'static str,
     pub precondition: String,
     pub watch_next: String,
 }
 
-pub fn decide(situation: Situation, shadow: bool, trend: &Trend, rollback: &RollbackTarget, more: Option<(u64, f64)>) -> Action {
+pub(crate) fn decide(situation: Situation, shadow: bool, trend: &Trend, rollback: &RollbackTarget, more: Option<(u64, f64)>) -> Action {
     let load_note = if trend.load_driven() { " Load rose on both versions too: after the rollback, limit admission until the queue drains." } else { "" };
     match situation {
         Situation::Healthy => Action {
@@ -174,7 +168,7 @@ pub fn decide(situation: Situation, shadow: bool, trend: &Trend, rollback: &Roll
 /// FAIL; an inconclusive or data-less gate, or no gate at all below 100 %
 /// traffic, INCONCLUSIVE; a 100 % step with no absolute limit NOT RUN
 /// (nothing could be judged there); else PASS.
-pub fn canary_verdict(diagnostics: &[Diagnostic], outcomes: &[GateOutcome], golden_error: bool, alone: bool) -> Verdict {
+pub(crate) fn canary_verdict(diagnostics: &[Diagnostic], outcomes: &[GateOutcome], golden_error: bool, alone: bool) -> Verdict {
     let blocking = |codes: &[Code]| diagnostics.iter().any(|d| d.severity == Severity::Error && codes.contains(&d.code));
     if golden_error {
         Verdict::Error
@@ -190,7 +184,7 @@ pub fn canary_verdict(diagnostics: &[Diagnostic], outcomes: &[GateOutcome], gold
 }
 
 /// A gate value in its unit: a percentage, seconds, bytes, else a number.
-pub fn fmt_value(kind: MetricKind, metric: &str, v: Option<f64>) -> String {
+pub(crate) fn fmt_value(kind: MetricKind, metric: &str, v: Option<f64>) -> String {
     let Some(v) = v else { return "no data".into() };
     match kind {
         MetricKind::Proportion => format!("{:.3}%", v * 100.0),
@@ -203,7 +197,7 @@ pub fn fmt_value(kind: MetricKind, metric: &str, v: Option<f64>) -> String {
 /// The finding for gate `i` (`spec.canary.gates[i]`) that did not pass,
 /// with both sides' values and sample counts (the candidate's alone at 100 %
 /// traffic) and what would settle an inconclusive or data-less gate.
-pub fn gate_diagnostic(i: usize, o: &GateOutcome, window: &str, alone: bool) -> Option<Diagnostic> {
+pub(crate) fn gate_diagnostic(i: usize, o: &GateOutcome, window: &str, alone: bool) -> Option<Diagnostic> {
     let code = match o.verdict {
         GateVerdict::Pass => return None,
         GateVerdict::Fail => Code::GateFailed,
@@ -242,7 +236,7 @@ pub fn gate_diagnostic(i: usize, o: &GateOutcome, window: &str, alone: bool) -> 
 /// excerpt of what it said (300 characters) and how it stopped. A `length`
 /// finish means the output hit max_tokens, which points at the release's
 /// generation config, EOS ids and stop strings.
-pub fn golden_failed(sample: &str, problems: &[String], shown: &str, finish_reason: Option<&str>, status: u16, latency_ms: u64) -> Diagnostic {
+pub(crate) fn golden_failed(sample: &str, problems: &[String], shown: &str, finish_reason: Option<&str>, status: u16, latency_ms: u64) -> Diagnostic {
     let excerpt: String = shown.chars().take(300).collect();
     let chars = shown.chars().count();
     let mut d = Diagnostic::new(Code::GoldenFailed, format!("golden sample `{sample}`: {}", problems.join("; ")))

@@ -23,7 +23,7 @@ pub enum MetricKind {
 
 /// What one arm showed over the window.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Side {
+pub(crate) enum Side {
     /// `value` = events / total (None when Prometheus had no series).
     Proportion { value: Option<f64>, total: f64 },
     /// `value` from the value query (e.g. histogram_quantile), `hist` the
@@ -35,13 +35,13 @@ pub enum Side {
 }
 
 impl Side {
-    pub fn value(&self) -> Option<f64> {
+    pub(crate) fn value(&self) -> Option<f64> {
         match self {
             Side::Proportion { value, .. } | Side::Histogram { value, .. } | Side::Gauge { value, .. } => value.filter(|v| v.is_finite()),
         }
     }
     /// Sample count: requests, histogram observations, or gauge scrapes.
-    pub fn samples(&self) -> u64 {
+    pub(crate) fn samples(&self) -> u64 {
         let n = match self {
             Side::Proportion { total, .. } => *total,
             Side::Histogram { hist, .. } => hist.total(),
@@ -56,7 +56,7 @@ impl Side {
 }
 
 #[derive(Debug, Clone)]
-pub struct GateInput {
+pub(crate) struct GateInput {
     pub metric: String,
     pub kind: MetricKind,
     /// For histogram gates: the quantile the value stands for (0.95).
@@ -87,7 +87,7 @@ pub struct GateInput {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum GateVerdict {
+pub(crate) enum GateVerdict {
     Pass,
     Inconclusive,
     NoData,
@@ -107,7 +107,7 @@ impl std::fmt::Display for GateVerdict {
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct LimitCheck {
+pub(crate) struct LimitCheck {
     /// `absolute` or `relative`.
     pub kind: &'static str,
     pub limit: f64,
@@ -120,7 +120,7 @@ pub struct LimitCheck {
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct GateOutcome {
+pub(crate) struct GateOutcome {
     pub metric: String,
     pub kind: MetricKind,
     pub verdict: GateVerdict,
@@ -142,12 +142,12 @@ pub struct GateOutcome {
 impl GateOutcome {
     /// A failure the baseline does not share: the candidate is worse than the
     /// baseline with statistical support.
-    pub fn version_tied(&self) -> bool {
+    pub(crate) fn version_tied(&self) -> bool {
         self.verdict == GateVerdict::Fail && self.comparison.is_some_and(|t| t.p_value < ALPHA)
     }
 }
 
-pub fn fmt_num(v: f64) -> String {
+pub(crate) fn fmt_num(v: f64) -> String {
     if v == 0.0 {
         "0".into()
     } else if v.abs() >= 1e6 || v.abs() < 1e-3 {
@@ -207,7 +207,7 @@ fn proportion_ok(v: f64) -> bool {
 /// One gate, step by step: data present, a test defined on it, the limit
 /// checks, the samples needed, the verdict, and how many more samples an
 /// INCONCLUSIVE gate needs.
-pub fn evaluate_gate(g: &GateInput) -> GateOutcome {
+pub(crate) fn evaluate_gate(g: &GateInput) -> GateOutcome {
     let (nc, nb) = (g.candidate.samples(), g.baseline.samples());
     let (vc, vb) = (g.candidate.value(), g.baseline.value());
     let mut out = GateOutcome {
@@ -504,7 +504,7 @@ fn more_samples_hint(a: &Arms, out: &mut GateOutcome, below_min: bool) {
     }
 }
 
-pub fn fmt_p(p: f64) -> String {
+pub(crate) fn fmt_p(p: f64) -> String {
     if p == 0.0 {
         // Below f64's range: say so instead of printing a fake exact zero.
         "< 1e-300".into()

@@ -8,7 +8,7 @@ use serde::Serialize;
 /// A Prometheus classic histogram over one window: upper bounds (`le`,
 /// ascending, last one +Inf) and cumulative counts.
 #[derive(Debug, Clone, PartialEq, Default, Serialize)]
-pub struct Histogram {
+pub(crate) struct Histogram {
     pub bounds: Vec<f64>,
     pub cumulative: Vec<f64>,
 }
@@ -21,7 +21,7 @@ impl Histogram {
     /// A NaN bound or a non-finite or negative count (Prometheus answers
     /// "NaN" and "+Inf" as values) makes the whole histogram empty, so the
     /// gate reads NO DATA instead of judging the buckets that were left.
-    pub fn from_buckets(mut b: Vec<(f64, f64)>) -> Histogram {
+    pub(crate) fn from_buckets(mut b: Vec<(f64, f64)>) -> Histogram {
         if b.iter().any(|(le, c)| le.is_nan() || !c.is_finite() || *c < 0.0) {
             return Histogram::default();
         }
@@ -37,7 +37,7 @@ impl Histogram {
         h
     }
 
-    pub fn total(&self) -> f64 {
+    pub(crate) fn total(&self) -> f64 {
         match self.bounds.last() {
             Some(le) if le.is_infinite() => *self.cumulative.last().unwrap_or(&0.0),
             _ => 0.0,
@@ -45,7 +45,7 @@ impl Histogram {
     }
 
     /// Counts per bucket (not cumulative).
-    pub fn bin_counts(&self) -> Vec<f64> {
+    pub(crate) fn bin_counts(&self) -> Vec<f64> {
         let mut prev = 0.0;
         self.cumulative
             .iter()
@@ -59,8 +59,10 @@ impl Histogram {
 
     /// The same interpolation as PromQL's `histogram_quantile`: linear inside
     /// the bucket, the first bucket starts at 0, a rank in +Inf returns the
-    /// highest finite bound.
-    pub fn quantile(&self, q: f64) -> Option<f64> {
+    /// highest finite bound. The gates ask Prometheus for quantiles; this
+    /// twin pins the bucket model the local statistics (`cdf`) share with it.
+    #[cfg(test)]
+    pub(crate) fn quantile(&self, q: f64) -> Option<f64> {
         let total = self.total();
         if total <= 0.0 || self.bounds.len() < 2 {
             return None;
@@ -79,7 +81,7 @@ impl Histogram {
     }
 
     /// Interpolated CDF (same model as `quantile`): fraction of samples <= x.
-    pub fn cdf(&self, x: f64) -> f64 {
+    pub(crate) fn cdf(&self, x: f64) -> f64 {
         let total = self.total();
         if total <= 0.0 {
             return 0.0;
@@ -103,7 +105,7 @@ impl Histogram {
 
     /// Approximate P(s·X > Y) for X, Y independent draws from this
     /// histogram: the effect a latency limit of `s` × baseline represents.
-    pub fn superiority_scaled(&self, s: f64) -> f64 {
+    pub(crate) fn superiority_scaled(&self, s: f64) -> f64 {
         let total = self.total();
         if total <= 0.0 {
             return 0.5;
@@ -136,7 +138,7 @@ impl Histogram {
 
     /// Re-express on a (superset) list of bounds, carrying each cumulative
     /// count forward to bounds the series did not have.
-    pub fn on_bounds(&self, bounds: &[f64]) -> Histogram {
+    pub(crate) fn on_bounds(&self, bounds: &[f64]) -> Histogram {
         let mut out = Histogram { bounds: bounds.to_vec(), cumulative: Vec::with_capacity(bounds.len()) };
         let mut j = 0;
         let mut cur = 0.0;

@@ -19,9 +19,9 @@ pub mod providers;
 mod statistics;
 pub mod steps;
 
-pub use decision::*;
+pub(crate) use decision::*;
 pub use gate::*;
-pub use histogram::*;
+pub(crate) use histogram::*;
 pub use providers::Template;
 pub use statistics::*;
 

@@ -37,7 +37,7 @@ const W: &str = "[{{window}}]";
 
 /// Label a bucket query sets (with `label_replace`) on the series whose
 /// `le` is in another unit than the template's: its value is the factor.
-pub const LE_SCALE_LABEL: &str = "bundlegate_le_scale";
+pub(crate) const LE_SCALE_LABEL: &str = "bundlegate_le_scale";
 
 /// `metric{<selector>extra}`; `extra` starts with a comma.
 fn sel(metric: &str, extra: &str) -> String {
@@ -164,7 +164,7 @@ fn dcgm(metric: &str) -> Option<Template> {
 
 /// The query template for `metric` under `provider`; None when that stack
 /// does not export what the gate needs (a lint error, never skipped).
-pub fn template(provider: MetricProvider, metric: &str) -> Option<Template> {
+pub(crate) fn template(provider: MetricProvider, metric: &str) -> Option<Template> {
     match provider {
         MetricProvider::Bundlegate => bundlegate(metric),
         MetricProvider::Vllm => {
@@ -273,9 +273,9 @@ fn bundlegate(metric: &str) -> Option<Template> {
 }
 
 /// Every provider, in documentation order.
-pub const PROVIDERS: [MetricProvider; 5] = [MetricProvider::Bundlegate, MetricProvider::Vllm, MetricProvider::Kserve, MetricProvider::Istio, MetricProvider::Dcgm];
+pub(crate) const PROVIDERS: [MetricProvider; 5] = [MetricProvider::Bundlegate, MetricProvider::Vllm, MetricProvider::Kserve, MetricProvider::Istio, MetricProvider::Dcgm];
 
-pub fn name(p: MetricProvider) -> &'static str {
+pub(crate) fn name(p: MetricProvider) -> &'static str {
     match p {
         MetricProvider::Bundlegate => "bundlegate",
         MetricProvider::Vllm => "vllm",
@@ -288,7 +288,7 @@ pub fn name(p: MetricProvider) -> &'static str {
 /// Why `provider` cannot compute `metric` when the reason is more than "the
 /// stack has no such metric": a series that exists but does not count what
 /// the gate promises. Quoted by lint (BG305) and by `canary` (NO DATA).
-pub fn unsupported_reason(p: MetricProvider, metric: &str) -> Option<&'static str> {
+pub(crate) fn unsupported_reason(p: MetricProvider, metric: &str) -> Option<&'static str> {
     match (p, metric) {
         (MetricProvider::Vllm, "abort_rate") => Some(
             "vLLM V1 declares `vllm:request_success_total{finished_reason=\"abort\"}` but does not increment it for requests the client aborted \
@@ -301,7 +301,7 @@ pub fn unsupported_reason(p: MetricProvider, metric: &str) -> Option<&'static st
 
 /// A provider other than the default that computes `metric`, for the lint
 /// hint ("`ttft_p95_seconds` is a vllm gate").
-pub fn other_provider(metric: &str) -> Option<MetricProvider> {
+pub(crate) fn other_provider(metric: &str) -> Option<MetricProvider> {
     PROVIDERS[1..].iter().copied().find(|p| template(*p, metric).is_some())
 }
 
@@ -311,7 +311,7 @@ pub fn other_provider(metric: &str) -> Option<MetricProvider> {
 /// (`bundlegate.dev/release-version`) through the usual Kubernetes
 /// service-discovery `labelmap`; Istio reports the workload's `version`
 /// label as `destination_version`.
-pub fn arm_label(p: MetricProvider) -> &'static str {
+pub(crate) fn arm_label(p: MetricProvider) -> &'static str {
     match p {
         MetricProvider::Bundlegate => "version",
         MetricProvider::Istio => "destination_version",
@@ -321,7 +321,7 @@ pub fn arm_label(p: MetricProvider) -> &'static str {
 
 /// Request count and P95 latency queries for the load trend, if the stack
 /// has them.
-pub fn traffic(p: MetricProvider) -> Option<(String, String)> {
+pub(crate) fn traffic(p: MetricProvider) -> Option<(String, String)> {
     let t = match p {
         MetricProvider::Bundlegate => ("error_rate", "p95_latency_seconds"),
         MetricProvider::Vllm => ("error_rate", "e2e_p95_seconds"),
@@ -334,7 +334,7 @@ pub fn traffic(p: MetricProvider) -> Option<(String, String)> {
 /// Lint findings for a canary plan: gates the provider cannot compute
 /// (BG305) and limits on the wrong side of the gate's direction (BG306), as
 /// (code, field, message).
-pub fn lint_plan(plan: &crate::bundle::Canary) -> Vec<(crate::diag::Code, String, String)> {
+pub(crate) fn lint_plan(plan: &crate::bundle::Canary) -> Vec<(crate::diag::Code, String, String)> {
     use crate::diag::Code;
     let mut out = Vec::new();
     for (i, g) in plan.gates.iter().enumerate() {
@@ -374,12 +374,12 @@ pub fn lint_plan(plan: &crate::bundle::Canary) -> Vec<(crate::diag::Code, String
 
 /// Whether the gate holds the candidate to an absolute limit, the only kind
 /// that can be judged at a 100% step (no concurrent baseline there).
-pub fn has_absolute_limit(g: &crate::bundle::Gate) -> bool {
+pub(crate) fn has_absolute_limit(g: &crate::bundle::Gate) -> bool {
     g.max_absolute.is_some() || g.min_absolute.is_some()
 }
 
 /// The documented gate names of a provider (for messages and docs).
-pub fn gate_names(p: MetricProvider) -> &'static [&'static str] {
+pub(crate) fn gate_names(p: MetricProvider) -> &'static [&'static str] {
     match p {
         MetricProvider::Bundlegate => &["error_rate", "p50/p90/p95/p99_latency_seconds", "gpu_memory_bytes", "any quality failure rate"],
         MetricProvider::Vllm => &[

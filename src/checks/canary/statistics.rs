@@ -9,23 +9,23 @@ use statrs::function::{beta::beta_reg, factorial::ln_binomial};
 
 /// One-sided significance level for every test (Kayenta uses 98% two-sided
 /// confidence; one-sided 0.05 is the common canary setting).
-pub const ALPHA: f64 = 0.05;
+pub(crate) const ALPHA: f64 = 0.05;
 /// Power used for the minimum sample size.
-pub const POWER: f64 = 0.80;
+pub(crate) const POWER: f64 = 0.80;
 
 fn std_normal() -> Normal {
     Normal::new(0.0, 1.0).expect("standard normal")
 }
 
 /// Upper tail of the standard normal (accurate far into the tail via erfc).
-pub fn norm_sf(z: f64) -> f64 {
+pub(crate) fn norm_sf(z: f64) -> f64 {
     if z.is_nan() {
         return f64::NAN;
     }
     std_normal().sf(z)
 }
 
-pub fn norm_ppf(p: f64) -> f64 {
+pub(crate) fn norm_ppf(p: f64) -> f64 {
     std_normal().inverse_cdf(p)
 }
 
@@ -95,7 +95,7 @@ pub fn fisher_exact_greater(x1: u64, n1: u64, x2: u64, n2: u64) -> Option<TestRe
 
 /// Chooses the error-rate test: Fisher when any expected cell is below 5
 /// (Cochran's rule: the normal approximation is poor there), z otherwise.
-pub fn proportion_test(x1: u64, n1: u64, x2: u64, n2: u64) -> Option<TestResult> {
+pub(crate) fn proportion_test(x1: u64, n1: u64, x2: u64, n2: u64) -> Option<TestResult> {
     if x1 > n1 || x2 > n2 || n1 == 0 || n2 == 0 {
         return None;
     }
@@ -112,7 +112,7 @@ pub fn proportion_test(x1: u64, n1: u64, x2: u64, n2: u64) -> Option<TestResult>
 
 /// Exact binomial test, H1: true rate > p (scipy `binomtest(k, n, p,
 /// alternative='greater')`): P(X >= k) = I_p(k, n-k+1).
-pub fn binom_test_greater(k: u64, n: u64, p: f64) -> Option<TestResult> {
+pub(crate) fn binom_test_greater(k: u64, n: u64, p: f64) -> Option<TestResult> {
     if !(0.0..=1.0).contains(&p) || n == 0 {
         return None;
     }
@@ -190,7 +190,7 @@ pub fn mann_whitney_u(x: &[f64], y: &[f64]) -> Option<TestResult> {
 /// Mann-Whitney U, H1: x tends to be *smaller* than y (scipy `mannwhitneyu(x,
 /// y, alternative='less', method='asymptotic')`), for higher-is-better
 /// gates. Ranks of −x vs −y give exactly that test; `statistic` is U of x.
-pub fn mann_whitney_u_less(x: &[f64], y: &[f64]) -> Option<TestResult> {
+pub(crate) fn mann_whitney_u_less(x: &[f64], y: &[f64]) -> Option<TestResult> {
     let neg = |v: &[f64]| v.iter().map(|a| -a).collect::<Vec<_>>();
     let t = mann_whitney_u(&neg(x), &neg(y))?;
     Some(TestResult { statistic: x.len() as f64 * y.len() as f64 - t.statistic, ..t })
@@ -224,7 +224,7 @@ pub fn mann_whitney_binned(cx: &[f64], cy: &[f64]) -> Option<TestResult> {
 /// Samples per arm for a one-sided two-proportion test to detect p0 → p1
 /// (Fleiss, without continuity correction). None when there is no effect to
 /// detect (p1 <= p0) or the rates are outside (0, 1).
-pub fn n_two_proportions(p0: f64, p1: f64, alpha: f64, power: f64) -> Option<u64> {
+pub(crate) fn n_two_proportions(p0: f64, p1: f64, alpha: f64, power: f64) -> Option<u64> {
     // NaN rates fail every comparison, so they land here too.
     if p1.is_nan() || p0.is_nan() || p1 <= p0 || p0 < 0.0 || p1 >= 1.0 || !(alpha > 0.0 && alpha < 1.0) || !(power > 0.0 && power < 1.0) {
         return None;
@@ -239,7 +239,7 @@ pub fn n_two_proportions(p0: f64, p1: f64, alpha: f64, power: f64) -> Option<u64
 /// Samples per arm for a one-sided Mann-Whitney test to detect an effect
 /// with probability of superiority `p_sup` = P(candidate > baseline), by
 /// Noether's formula with equal arms: n = (z_a + z_b)^2 / (6 (p_sup - 1/2)^2).
-pub fn n_mann_whitney(p_sup: f64, alpha: f64, power: f64) -> Option<u64> {
+pub(crate) fn n_mann_whitney(p_sup: f64, alpha: f64, power: f64) -> Option<u64> {
     if p_sup.is_nan() || p_sup <= 0.5 || p_sup > 1.0 || !(alpha > 0.0 && alpha < 1.0) || !(power > 0.0 && power < 1.0) {
         return None;
     }
@@ -249,7 +249,7 @@ pub fn n_mann_whitney(p_sup: f64, alpha: f64, power: f64) -> Option<u64> {
 }
 
 /// P(s·X > Y) for X, Y drawn from `samples` (empirical), ties counted half.
-pub fn superiority_scaled_samples(samples: &[f64], s: f64) -> f64 {
+pub(crate) fn superiority_scaled_samples(samples: &[f64], s: f64) -> f64 {
     if samples.is_empty() || !s.is_finite() || samples.iter().any(|v| !v.is_finite()) {
         return 0.5;
     }

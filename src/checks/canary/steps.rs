@@ -22,7 +22,7 @@ use super::{GateOutcome, GateVerdict};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum StepVerdict {
+pub(crate) enum StepVerdict {
     Pass,
     Fail,
     Inconclusive,
@@ -51,20 +51,20 @@ impl std::fmt::Display for StepVerdict {
 /// Resolution of the split timeline: a tenth of the window, at least 1 s.
 /// Each point is the requests of the bucket ending at it, so the window
 /// must span about 20 scrape intervals for the buckets to hold two scrapes.
-pub fn resolution_secs(window_secs: u64) -> u64 {
+pub(crate) fn resolution_secs(window_secs: u64) -> u64 {
     (window_secs / 10).max(1)
 }
 
 /// How far back the steps are looked for: a day, or fewer points where the
 /// resolution is fine (Prometheus answers at most 11,000 points a series).
-pub fn horizon_secs(resolution: u64) -> u64 {
+pub(crate) fn horizon_secs(resolution: u64) -> u64 {
     (resolution * 10_000).min(86_400)
 }
 
 /// One point of the split timeline: requests of each arm in the bucket
 /// `(t - resolution, t]`.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct SplitPoint {
+pub(crate) struct SplitPoint {
     pub t: f64,
     pub candidate: f64,
     pub baseline: f64,
@@ -72,7 +72,7 @@ pub struct SplitPoint {
 
 impl SplitPoint {
     /// The candidate's share of the requests; None without traffic.
-    pub fn share(&self) -> Option<f64> {
+    pub(crate) fn share(&self) -> Option<f64> {
         let total = self.candidate + self.baseline;
         (self.candidate.is_finite() && self.baseline.is_finite() && self.candidate >= 0.0 && self.baseline >= 0.0 && total > 0.0)
             .then(|| self.candidate / total)
@@ -91,7 +91,7 @@ fn classes(steps: &[u32]) -> Vec<u32> {
 /// The split a share belongs to: within 0.4 × the distance to the nearest
 /// other split, so a ramp between two steps (or a bucket straddling a
 /// change) belongs to neither.
-pub fn classify(share: f64, steps: &[u32]) -> Option<u32> {
+pub(crate) fn classify(share: f64, steps: &[u32]) -> Option<u32> {
     let c = classes(steps);
     c.iter().copied().find(|&p| {
         let gap = c.iter().filter(|&&o| o != p).map(|&o| (o as f64 - p as f64).abs()).fold(f64::INFINITY, f64::min);
@@ -104,7 +104,7 @@ pub fn classify(share: f64, steps: &[u32]) -> Option<u32> {
 /// does.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Segment {
+pub(crate) struct Segment {
     pub percent: u32,
     /// Times of its first and last points.
     pub first: f64,
@@ -116,7 +116,7 @@ pub struct Segment {
     pub changed_after: bool,
 }
 
-pub fn segments(points: &[SplitPoint], steps: &[u32]) -> Vec<Segment> {
+pub(crate) fn segments(points: &[SplitPoint], steps: &[u32]) -> Vec<Segment> {
     let mut out: Vec<Segment> = Vec::new();
     // The split of the last point with traffic: Some(None) = between splits.
     let mut prev: Option<Option<u32>> = None;
@@ -147,7 +147,7 @@ pub fn segments(points: &[SplitPoint], steps: &[u32]) -> Vec<Segment> {
 /// Where one step was found.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct StepWindow {
+pub(crate) struct StepWindow {
     /// The stretch held at the step (first bucket start, last point).
     pub held_from: f64,
     pub held_to: f64,
@@ -161,7 +161,7 @@ pub struct StepWindow {
 /// stretches are in order (a step's stretch ends before the next step's
 /// begins). The judged window drops an edge bucket that borders another
 /// split and is at most `window_secs` long.
-pub fn place(segments: &[Segment], steps: &[u32], resolution: f64, window_secs: f64) -> Vec<Option<StepWindow>> {
+pub(crate) fn place(segments: &[Segment], steps: &[u32], resolution: f64, window_secs: f64) -> Vec<Option<StepWindow>> {
     let mut out = vec![None; steps.len()];
     let mut bound = f64::INFINITY;
     for (i, pct) in steps.iter().enumerate().rev() {
@@ -178,7 +178,7 @@ pub fn place(segments: &[Segment], steps: &[u32], resolution: f64, window_secs: 
 /// Verdicts for steps that were not found: PENDING when no later step was
 /// held either (not reached yet), INCONCLUSIVE when a later one was (this
 /// split was skipped: no evidence at it).
-pub fn unplaced_verdict(placed: &[Option<StepWindow>], i: usize) -> StepVerdict {
+pub(crate) fn unplaced_verdict(placed: &[Option<StepWindow>], i: usize) -> StepVerdict {
     if placed[i + 1..].iter().any(Option::is_some) {
         StepVerdict::Inconclusive
     } else {
@@ -189,7 +189,7 @@ pub fn unplaced_verdict(placed: &[Option<StepWindow>], i: usize) -> StepVerdict 
 /// One step's verdict from its gates: any FAIL fails it; any INCONCLUSIVE
 /// or NO DATA leaves it INCONCLUSIVE; no gate at all is INCONCLUSIVE, or
 /// NOT CHECKED at a 100% step (`alone`: nothing there can be compared).
-pub fn judge_step(gates: &[GateOutcome], alone: bool) -> StepVerdict {
+pub(crate) fn judge_step(gates: &[GateOutcome], alone: bool) -> StepVerdict {
     if gates.iter().any(|g| g.verdict == GateVerdict::Fail) {
         StepVerdict::Fail
     } else if gates.is_empty() {
@@ -205,16 +205,11 @@ pub fn judge_step(gates: &[GateOutcome], alone: bool) -> StepVerdict {
     }
 }
 
-/// Whether the walk goes on to the next step after this one.
-pub fn continue_after(v: StepVerdict) -> bool {
-    v != StepVerdict::Fail
-}
-
 /// The run's verdict over the steps: FAIL if any step failed; PASS when at
 /// least one step passed and every other one passed, was NOT CHECKED (the
 /// 100% step without absolute limits) or is PENDING (not reached yet);
 /// else INCONCLUSIVE.
-pub fn overall(steps: &[StepVerdict]) -> StepVerdict {
+pub(crate) fn overall(steps: &[StepVerdict]) -> StepVerdict {
     use StepVerdict::*;
     if steps.contains(&Fail) {
         Fail
@@ -228,7 +223,7 @@ pub fn overall(steps: &[StepVerdict]) -> StepVerdict {
 
 /// A traffic step that could not be judged (never held while a later one
 /// was, or held too briefly): INCONCLUSIVE, never a pass.
-pub fn step_inconclusive(percent: u32, note: &str, field: &str) -> crate::diag::Diagnostic {
+pub(crate) fn step_inconclusive(percent: u32, note: &str, field: &str) -> crate::diag::Diagnostic {
     crate::diag::Diagnostic::new(crate::diag::Code::GateInconclusive, format!("step {percent}%: {note}")).field(field)
 }
 
@@ -351,8 +346,6 @@ mod tests {
         assert_eq!(judge_step(&[outcome(Inconclusive), outcome(Fail)], false), S::Fail);
         assert_eq!(judge_step(&[], false), S::Inconclusive);
         assert_eq!(judge_step(&[], true), S::NotChecked);
-        assert!(!continue_after(S::Fail));
-        assert!(continue_after(S::Inconclusive));
         assert_eq!(overall(&[S::Pass, S::Fail, S::NotJudged]), S::Fail);
         assert_eq!(overall(&[S::Pass, S::Inconclusive, S::Pass]), S::Inconclusive);
         assert_eq!(overall(&[S::Pass, S::Pass, S::Pass]), S::Pass);

@@ -38,7 +38,7 @@ use surge::Lines;
 
 /// Everything the app layer needs to build the step report.
 #[derive(Debug, Default)]
-pub struct Outcome {
+pub(crate) struct Outcome {
     pub diagnostics: Vec<Diagnostic>,
     pub table: Table,
     pub data: serde_json::Value,
@@ -90,7 +90,7 @@ fn pct(p: &IntOrPercent) -> String {
 
 /// Run every preflight check. `Err` means the bundle itself cannot be
 /// evaluated (an input error), never a policy failure.
-pub fn preflight(l: &Loaded, st: &ClusterState) -> Result<Outcome, String> {
+pub(crate) fn preflight(l: &Loaded, st: &ClusterState) -> Result<Outcome, String> {
     let b = &l.bundle;
     let s = &b.spec.serving;
     let (surge, unavailable) = resolve_rollout(&s.rollout, s.replicas).map_err(|e| format!("spec.serving.rollout.{e}"))?;
@@ -173,7 +173,7 @@ fn unreadable(st: &ClusterState, incomplete: &[String]) -> Option<Diagnostic> {
 /// that could not be read (RolloutNotRunningOnCluster) is not a failure the
 /// cluster showed: when it is the only error, the answer is unknown
 /// (INCONCLUSIVE), not FAIL.
-pub fn verdict(diagnostics: &[Diagnostic]) -> crate::report::Verdict {
+pub(crate) fn verdict(diagnostics: &[Diagnostic]) -> crate::report::Verdict {
     use crate::report::{Severity, Verdict};
     let errors = || diagnostics.iter().filter(|d| d.severity == Severity::Error);
     if errors().next().is_none() {

@@ -14,7 +14,7 @@ use super::state::{ContainerResources, Pod, Quantities};
 /// the quota controller hold quantities as `int64` (`Quantity.Value()`), and
 /// apimachinery caps binary-SI quantities there too. Above it a number can
 /// only be a typo or an attack, and summing it would overflow.
-pub const MAX_UNITS: i128 = i64::MAX as i128;
+pub(crate) const MAX_UNITS: i128 = i64::MAX as i128;
 
 /// Parse a quantity into thousandths of its base unit, rounding up like
 /// `Quantity.MilliValue()`. Grammar (apimachinery `resource.Quantity`):
@@ -23,7 +23,7 @@ pub const MAX_UNITS: i128 = i64::MAX as i128;
 /// A request or capacity is never negative, so negative values are refused
 /// (Kubernetes' validation refuses them too), as is anything above
 /// [`MAX_UNITS`]. The result is in `0..=MAX_UNITS * 1000`.
-pub fn parse_milli(s: &str) -> Result<i128, String> {
+pub(crate) fn parse_milli(s: &str) -> Result<i128, String> {
     let bad = |why: &str| format!("`{s}` is not a Kubernetes quantity ({why})");
     let b = s.as_bytes();
     let mut i = 0;
@@ -109,7 +109,7 @@ pub fn parse_milli(s: &str) -> Result<i128, String> {
 
 /// Milli-units as the scheduler compares them: CPU in millicores, every
 /// other resource in whole units (`Quantity.Value()` rounds up).
-pub fn parse_for(resource: &str, s: &str) -> Result<i128, String> {
+pub(crate) fn parse_for(resource: &str, s: &str) -> Result<i128, String> {
     let m = parse_milli(s)?;
     if resource == "cpu" {
         // CPU compares as `MilliValue()`, itself an int64.
@@ -131,7 +131,7 @@ fn trim(x: f64, decimals: usize) -> String {
 }
 
 /// Human form: cores for CPU, Ki/Mi/Gi for byte resources, plain numbers otherwise.
-pub fn format(resource: &str, milli: i128) -> String {
+pub(crate) fn format(resource: &str, milli: i128) -> String {
     let units = milli as f64 / 1000.0;
     let bytes = resource == "memory" || resource == "ephemeral-storage" || resource.starts_with("hugepages-") || resource.ends_with(".memory");
     if bytes {

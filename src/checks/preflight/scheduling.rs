@@ -51,14 +51,14 @@ pub(super) struct Usage {
 
 impl Usage {
     /// Running pods of the release being replaced.
-    pub fn running_current(&self) -> u32 {
+    pub(crate) fn running_current(&self) -> u32 {
         u32::try_from(self.current.len() + self.unbound_current).unwrap_or(u32::MAX)
     }
 
     /// How many new pods fit on node `ni` with `used_here` requested by `count`
     /// pods, and each resource that is short (resource, allocatable,
     /// requested, pod needs). Only for a node whose allocatable is known.
-    pub fn free_on(&self, ni: usize, req: &Res, used_here: &Res, count: i128) -> (u64, Vec<(String, i128, i128, i128)>) {
+    pub(crate) fn free_on(&self, ni: usize, req: &Res, used_here: &Res, count: i128) -> (u64, Vec<(String, i128, i128, i128)>) {
         let a = self.alloc[ni].as_ref().expect("checked");
         let mut fits = u64::MAX;
         let mut short = Vec::new();

@@ -75,11 +75,11 @@ pub struct Pod {
 }
 
 impl Pod {
-    pub fn key(&self) -> String {
+    pub(crate) fn key(&self) -> String {
         format!("{}/{}", self.namespace, self.name)
     }
     /// Succeeded/Failed pods no longer count against a node or a quota.
-    pub fn is_terminal(&self) -> bool {
+    pub(crate) fn is_terminal(&self) -> bool {
         matches!(self.phase.as_deref(), Some("Succeeded") | Some("Failed"))
     }
 }
@@ -165,7 +165,7 @@ fn requirement_matches(r: &Requirement, value: Option<&str>) -> bool {
 }
 
 impl LabelSelector {
-    pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
+    pub(crate) fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
         self.match_labels.iter().all(|(k, v)| labels.get(k) == Some(v))
             && self.match_expressions.iter().all(|r| requirement_matches(r, labels.get(&r.key).map(String::as_str)))
     }
