@@ -1,4 +1,4 @@
-//! Cluster state for preflight (issue #4): a `kubectl get … -o yaml|json`
+//! Cluster state for preflight: a `kubectl get … -o yaml|json`
 //! snapshot file, or a live, read-only listing through `kube`. Both paths go
 //! through the same item parser (`parse::snapshot`), so they produce the same
 //! plain [`ClusterState`].

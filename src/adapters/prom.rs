@@ -1,4 +1,4 @@
-//! Prometheus HTTP API adapter (issue #5): instant queries at one fixed
+//! Prometheus HTTP API adapter: instant queries at one fixed
 //! evaluation time, so candidate and baseline see exactly the same window.
 //! Also the golden-set client, since it is the canary's other network input.
 

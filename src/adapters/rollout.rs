@@ -1,4 +1,4 @@
-//! I/O for `watch` and `revert` (issue #7): read-only Kubernetes reads (Argo CD
+//! I/O for `watch` and `revert`: read-only Kubernetes reads (Argo CD
 //! Application, Deployments, ReplicaSets, Pods, Events), the service's HTTP
 //! endpoints, the revert branch (git2) and the revert pull request.
 //!

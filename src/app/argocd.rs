@@ -1,4 +1,4 @@
-//! Argo CD config-management plugin, CMP v2 (issue #8).
+//! Argo CD config-management plugin, CMP v2.
 //!
 //! Argo runs these commands inside the sidecar, in the application's source
 //! path, with the app's context in the environment. The contract that matters:

@@ -1,4 +1,4 @@
-//! `bundlegate canary` (issue #5): gather candidate and baseline numbers from
+//! `bundlegate canary`: gather candidate and baseline numbers from
 //! Prometheus, judge them with `checks::canary`, run the golden set against
 //! the candidate endpoint, and name an exit action.
 

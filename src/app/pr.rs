@@ -1,4 +1,4 @@
-//! PR mode (issue #6): the GitHub side of a pipeline run: one sticky PR
+//! PR mode: the GitHub side of a pipeline run: one sticky PR
 //! comment (split into numbered parts when long), the job summary, workflow
 //! annotations, step outputs, and manifest diffs for the comment.
 //!

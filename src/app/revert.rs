@@ -1,4 +1,4 @@
-//! `revert` (issue #7): when a release failed its post-merge gates, open one
+//! `revert`: when a release failed its post-merge gates, open one
 //! revert PR to a verified previous release, or propose to degrade when
 //! there is none.
 

@@ -1,4 +1,4 @@
-//! `watch` (issue #7): after merge, judge the real rollout, not the green
+//! `watch`: after merge, judge the real rollout, not the green
 //! signals; on failure with `--revert`, hand over to [`super::revert`].
 //!
 //! Verdict policy (docs/watch.md):

@@ -1,4 +1,4 @@
-//! Rollout truth checks (issue #7): pure functions over Argo/Deployment/Pod state.
+//! Rollout truth checks: pure functions over Argo/Deployment/Pod state.
 //!
 //! Codes used here (registered in `src/diag.rs`, family `watch`):
 //!

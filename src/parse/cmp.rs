@@ -1,4 +1,4 @@
-//! The Argo CD CMP parameters of one `generate` (issue #8): the plugin
+//! The Argo CD CMP parameters of one `generate`: the plugin
 //! environment (`ARGOCD_APP_PARAMETERS` JSON, `PARAM_*`, `ARGOCD_ENV_*`) →
 //! resolved [`Params`]. Outside input, parsed without I/O; `app::argocd`
 //! renders with the result.

@@ -1,4 +1,4 @@
-//! Canary statistics and gate verdicts (issue #5): plain numbers in, verdicts
+//! Canary statistics and gate verdicts: plain numbers in, verdicts
 //! out. No I/O here; `app::canary` gathers the numbers from Prometheus.
 //!
 //! Every gate is "lower is better" (error rate, latency, memory, quality

@@ -1,4 +1,4 @@
-//! Preflight (issue #4): can this rollout actually happen on this cluster?
+//! Preflight: can this rollout actually happen on this cluster?
 //!
 //! Pure functions over [`ClusterState`], which the cluster adapter builds from a
 //! `kubectl get … -o yaml` snapshot or a live, read-only listing. Scheduling
