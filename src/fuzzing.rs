@@ -47,6 +47,19 @@ pub fn cmp_params(text: &str) -> bool {
     Params::from_env(&env).is_ok()
 }
 
+/// The golden set's two outside texts: the JSONL file (the first line
+/// decides), then the candidate's answer to each sample's API, judged
+/// against its expectation. Returns whether the file parsed.
+pub fn golden(text: &str) -> bool {
+    let (file, answer) = text.split_once('\0').unwrap_or((text, ""));
+    let Ok(samples) = crate::parse::golden::parse_golden(file) else { return false };
+    for s in &samples {
+        let a = crate::parse::golden::answer(s.api, 200, 1, answer);
+        let _ = crate::checks::canary::golden::golden_problems(s, &a);
+    }
+    true
+}
+
 // ---- hostile inputs, shared by the property tests and the fuzz seeds ----------
 // Each builds text of one class that once got through the bundle parser.
 

@@ -1,15 +1,15 @@
 //! Prometheus HTTP API adapter: instant queries at one fixed
 //! evaluation time, so candidate and baseline see exactly the same window.
-//! Also the golden-set client, since it is the canary's other network input.
+//! Also sends the golden-set requests, the canary's other network input.
 
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::checks::canary::golden::{GoldenAnswer, GoldenApi, GoldenSample};
+
 pub use crate::parse::prom::{parse_response, Series};
-use crate::parse::prom::truncate;
 
 #[derive(Debug, Clone)]
 pub(crate) struct Prom {
@@ -80,74 +80,8 @@ impl Prom {
 }
 
 // ---------------------------------------------------------------------------
-// Golden set
-
-#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub(crate) struct GoldenSample {
-    pub name: String,
-    pub api: GoldenApi,
-    pub request: Value,
-    #[serde(default)]
-    pub expect: GoldenExpect,
-}
-
-#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq)]
-pub(crate) enum GoldenApi {
-    #[serde(rename = "openai-chat")]
-    OpenAiChat,
-    #[serde(rename = "openai-completions")]
-    OpenAiCompletions,
-    #[serde(rename = "kserve-v2")]
-    KserveV2,
-}
-
-#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub(crate) struct GoldenExpect {
-    #[serde(default)]
-    pub json: bool,
-    #[serde(default)]
-    pub finish_reason: Option<String>,
-    #[serde(default)]
-    pub min_chars: Option<usize>,
-    #[serde(default)]
-    pub max_chars: Option<usize>,
-    #[serde(default)]
-    pub max_latency_ms: Option<u64>,
-}
-
-/// Parse a golden JSONL file; errors name the line, column and kind of
-/// problem but never quote the file (the bundle names it: it may be any
-/// file of the repository). A key given twice in a request is refused.
-pub(crate) fn parse_golden(text: &str) -> Result<Vec<GoldenSample>> {
-    text.lines()
-        .enumerate()
-        .filter(|(_, l)| !l.trim().is_empty() && !l.trim_start().starts_with("//"))
-        .map(|(i, l)| {
-            if let Err(g) = crate::yaml_guard::check_json(l) {
-                anyhow::bail!("line {} column {}: not a golden request (duplicate key; its text is not quoted)", i + 1, g.column);
-            }
-            serde_json::from_str(l).map_err(|e| {
-                let kind = if e.is_syntax() || e.is_eof() { "not JSON" } else { crate::bundle::problem_kind(&e.to_string()) };
-                anyhow::anyhow!("line {} column {}: not a golden request ({kind}; its text is not quoted)", i + 1, e.column())
-            })
-        })
-        .collect()
-}
-
-/// What the candidate answered to one golden request.
-#[derive(Debug, Clone, Serialize, PartialEq)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct GoldenAnswer {
-    pub status: u16,
-    pub latency_ms: u64,
-    /// The generated text (chat content, completion text, first KServe output).
-    pub content: Option<String>,
-    pub finish_reason: Option<String>,
-    /// The raw body when it was not the expected JSON shape.
-    pub raw: Option<String>,
-}
+// Golden set: the request goes out here; reading the answer is
+// `parse::golden`, judging it `checks::canary::golden`.
 
 /// Send one golden request to the candidate. Transport failures are `Err`
 /// (the endpoint is unreachable); HTTP errors are answers to judge.
@@ -171,100 +105,6 @@ pub(crate) async fn golden_call(http: &reqwest::Client, endpoint: &str, model: &
     let status = resp.status().as_u16();
     let text = resp.text().await.with_context(|| format!("golden `{}`: reading the answer", s.name))?;
     let latency_ms = started.elapsed().as_millis() as u64;
-    let v: Option<Value> = serde_json::from_str(&text).ok();
-    let (content, finish_reason) = match (&v, s.api) {
-        (Some(v), GoldenApi::OpenAiChat) => {
-            let c = &v["choices"][0];
-            (c["message"]["content"].as_str().map(String::from), c["finish_reason"].as_str().map(String::from))
-        }
-        (Some(v), GoldenApi::OpenAiCompletions) => {
-            let c = &v["choices"][0];
-            (c["text"].as_str().map(String::from), c["finish_reason"].as_str().map(String::from))
-        }
-        (Some(v), GoldenApi::KserveV2) => {
-            // KServe v2 has no finish reason field; an output tensor named
-            // `finish_reason` is the convention we read.
-            let outs = v["outputs"].as_array().cloned().unwrap_or_default();
-            let named = |n: &str| outs.iter().find(|o| o["name"] == n).and_then(|o| o["data"][0].as_str().map(String::from));
-            let text = outs.iter().find(|o| o["name"] != "finish_reason").and_then(|o| match &o["data"][0] {
-                Value::String(s) => Some(s.clone()),
-                Value::Null => None,
-                other => Some(other.to_string()),
-            });
-            (text, named("finish_reason"))
-        }
-        (None, _) => (None, None),
-    };
-    let raw = if content.is_none() { Some(truncate(&text, 2000)) } else { None };
-    Ok(GoldenAnswer { status, latency_ms, content, finish_reason, raw })
+    Ok(crate::parse::golden::answer(s.api, status, latency_ms, &text))
 }
 
-/// Every way the answer misses the expectation (empty = passed).
-pub(crate) fn golden_problems(s: &GoldenSample, a: &GoldenAnswer) -> Vec<String> {
-    let mut p = Vec::new();
-    if !(200..300).contains(&a.status) {
-        p.push(format!("HTTP {}", a.status));
-    }
-    let Some(content) = &a.content else {
-        p.push("no generated text in the answer".into());
-        return p;
-    };
-    let e = &s.expect;
-    if e.json {
-        if let Err(err) = serde_json::from_str::<Value>(content.trim()) {
-            p.push(format!("output is not valid JSON ({err})"));
-        }
-    }
-    if let Some(want) = &e.finish_reason {
-        match &a.finish_reason {
-            Some(got) if got == want => {}
-            Some(got) => p.push(format!("finish reason `{got}`, expected `{want}`")),
-            None => p.push(format!("no finish reason reported, expected `{want}`")),
-        }
-    }
-    let chars = content.chars().count();
-    if let Some(min) = e.min_chars {
-        if chars < min {
-            p.push(format!("output has {chars} characters, fewer than {min}"));
-        }
-    }
-    if let Some(max) = e.max_chars {
-        if chars > max {
-            p.push(format!("output has {chars} characters, more than {max}"));
-        }
-    }
-    if let Some(max) = e.max_latency_ms {
-        if a.latency_ms > max {
-            p.push(format!("took {} ms, more than {max} ms", a.latency_ms));
-        }
-    }
-    p
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn golden_checks() {
-        let s: GoldenSample = serde_json::from_str(
-            r#"{"name": "j", "api": "openai-chat", "request": {}, "expect": {"json": true, "finishReason": "stop", "minChars": 2, "maxLatencyMs": 100}}"#,
-        )
-        .unwrap();
-        let ok = GoldenAnswer { status: 200, latency_ms: 5, content: Some("{\"ok\": true}".into()), finish_reason: Some("stop".into()), raw: None };
-        assert!(golden_problems(&s, &ok).is_empty());
-        let cut = GoldenAnswer { content: Some("{\"ok\": tr".into()), finish_reason: Some("length".into()), latency_ms: 150, ..ok };
-        let p = golden_problems(&s, &cut);
-        assert_eq!(p.len(), 3, "{p:?}");
-        assert!(p[0].contains("not valid JSON") && p[1].contains("`length`") && p[2].contains("150 ms"));
-    }
-
-    #[test]
-    fn shipped_golden_file_parses() {
-        let t = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/llm-scratch/v2/golden.jsonl")).unwrap();
-        let g = parse_golden(&t).unwrap();
-        assert_eq!(g.len(), 2);
-        assert!(g[0].expect.json);
-        assert!(parse_golden("{\"name\": 1}").unwrap_err().to_string().contains("line 1"));
-    }
-}

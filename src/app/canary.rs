@@ -7,7 +7,8 @@ use std::path::Path;
 use anyhow::{anyhow, Context, Result};
 use serde_json::json;
 
-use crate::adapters::prom::{self, GoldenSample, Prom};
+use crate::adapters::prom::{self, Prom};
+use crate::checks::canary::golden::{self, GoldenAnswer, GoldenSample};
 use crate::app::ctx::Ctx;
 use crate::bundle::{self, CanaryMode, Loaded, MetricProvider};
 use crate::checks::canary::providers;
@@ -528,7 +529,7 @@ async fn check_rollback(ctx: &Ctx, prev: Option<(&bundle::Rollback, Result<Loade
 
 struct GoldenResult {
     sample: GoldenSample,
-    answer: prom::GoldenAnswer,
+    answer: GoldenAnswer,
     problems: Vec<String>,
 }
 
@@ -560,12 +561,12 @@ async fn run_golden(l: &Loaded, args: &CanaryOptions) -> Golden {
     let Some(endpoint) = args.endpoint.as_deref() else { return Golden::NoEndpoint };
     let res: Result<Vec<GoldenResult>> = async {
         let (path, text) = crate::adapters::bundle_files::read_named_text(l, file, crate::adapters::bundle_files::FileKind::GoldenSet).with_context(|| format!("golden set {file}"))?;
-        let samples = prom::parse_golden(&text).with_context(|| format!("golden set {}", path.display()))?;
+        let samples = crate::parse::golden::parse_golden(&text).with_context(|| format!("golden set {}", path.display()))?;
         let http = reqwest::Client::builder().timeout(std::time::Duration::from_secs(120)).build()?;
         let mut out = Vec::new();
         for s in samples {
             let answer = prom::golden_call(&http, endpoint, &l.bundle.metadata.name, &s).await?;
-            let problems = prom::golden_problems(&s, &answer);
+            let problems = golden::golden_problems(&s, &answer);
             out.push(GoldenResult { sample: s, answer, problems });
         }
         Ok(out)

@@ -3,5 +3,6 @@
 //! fuzzed) without the network stack, see `fuzz/`.
 
 pub mod cmp;
+pub mod golden;
 pub mod prom;
 pub mod snapshot;

@@ -252,6 +252,15 @@ proptest! {
     fn cmp_environment_bytes_never_panic(text in "[ -~\\x00]{0,200}") {
         let _ = fuzzing::cmp_params(&text);
     }
+
+    /// A golden line of any shape, and any answer body, never panic: a bad
+    /// line is an error naming it, a bad answer is a problem of the sample.
+    #[test]
+    fn golden_lines_and_answers_never_panic(name in "[a-z]{0,8}", api in prop::sample::select(vec!["openai-chat", "openai-completions", "kserve-v2", "x"]), min in prop::option::of(0usize..5), answer in "[ -~]{0,120}") {
+        let line = serde_json::json!({"name": name, "api": api, "request": {}, "expect": {"json": true, "minChars": min}}).to_string();
+        let parsed = fuzzing::golden(&format!("{line}\0{answer}"));
+        prop_assert_eq!(parsed, api != "x");
+    }
 }
 
 // ---- hostile input classes (the bundle hardening issue) ------------------------

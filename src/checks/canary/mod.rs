@@ -14,6 +14,7 @@
 
 mod decision;
 mod gate;
+pub mod golden;
 mod histogram;
 pub mod providers;
 mod statistics;

@@ -1,0 +1,84 @@
+//! The golden set's outside texts: the JSONL file a bundle names, and the
+//! candidate's answers (OpenAI chat/completions, KServe v2). Pure: the
+//! request is sent by `adapters::prom::golden_call`.
+
+use anyhow::Result;
+use serde_json::Value;
+
+pub use crate::checks::canary::golden::{GoldenAnswer, GoldenApi, GoldenSample};
+use crate::parse::prom::truncate;
+
+/// Parse a golden JSONL file; errors name the line, column and kind of
+/// problem but never quote the file (the bundle names it: it may be any
+/// file of the repository). A key given twice in a request is refused.
+pub fn parse_golden(text: &str) -> Result<Vec<GoldenSample>> {
+    text.lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty() && !l.trim_start().starts_with("//"))
+        .map(|(i, l)| {
+            if let Err(g) = crate::yaml_guard::check_json(l) {
+                anyhow::bail!("line {} column {}: not a golden request (duplicate key; its text is not quoted)", i + 1, g.column);
+            }
+            serde_json::from_str(l).map_err(|e| {
+                let kind = if e.is_syntax() || e.is_eof() { "not JSON" } else { crate::bundle::problem_kind(&e.to_string()) };
+                anyhow::anyhow!("line {} column {}: not a golden request ({kind}; its text is not quoted)", i + 1, e.column())
+            })
+        })
+        .collect()
+}
+
+/// Read the generated text and finish reason out of an answer body, by
+/// API. A body that is not the expected JSON shape is kept (up to 2000
+/// characters) as `raw`, for the report.
+pub fn answer(api: GoldenApi, status: u16, latency_ms: u64, text: &str) -> GoldenAnswer {
+    let v: Option<Value> = serde_json::from_str(text).ok();
+    let (content, finish_reason) = match (&v, api) {
+        (Some(v), GoldenApi::OpenAiChat) => {
+            let c = &v["choices"][0];
+            (c["message"]["content"].as_str().map(String::from), c["finish_reason"].as_str().map(String::from))
+        }
+        (Some(v), GoldenApi::OpenAiCompletions) => {
+            let c = &v["choices"][0];
+            (c["text"].as_str().map(String::from), c["finish_reason"].as_str().map(String::from))
+        }
+        (Some(v), GoldenApi::KserveV2) => {
+            // KServe v2 has no finish reason field; an output tensor named
+            // `finish_reason` is the convention we read.
+            let outs = v["outputs"].as_array().cloned().unwrap_or_default();
+            let named = |n: &str| outs.iter().find(|o| o["name"] == n).and_then(|o| o["data"][0].as_str().map(String::from));
+            let text = outs.iter().find(|o| o["name"] != "finish_reason").and_then(|o| match &o["data"][0] {
+                Value::String(s) => Some(s.clone()),
+                Value::Null => None,
+                other => Some(other.to_string()),
+            });
+            (text, named("finish_reason"))
+        }
+        (None, _) => (None, None),
+    };
+    let raw = if content.is_none() { Some(truncate(text, 2000)) } else { None };
+    GoldenAnswer { status, latency_ms, content, finish_reason, raw }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shipped_golden_file_parses() {
+        let t = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/llm-scratch/v2/golden.jsonl")).unwrap();
+        let g = parse_golden(&t).unwrap();
+        assert_eq!(g.len(), 2);
+        assert!(g[0].expect.json);
+        assert!(parse_golden("{\"name\": 1}").unwrap_err().to_string().contains("line 1"));
+    }
+
+    #[test]
+    fn answers_are_read_by_api() {
+        let chat = answer(GoldenApi::OpenAiChat, 200, 5, r#"{"choices":[{"message":{"content":"hi"},"finish_reason":"stop"}]}"#);
+        assert_eq!((chat.content.as_deref(), chat.finish_reason.as_deref(), chat.raw), (Some("hi"), Some("stop"), None));
+        let v2 = answer(GoldenApi::KserveV2, 200, 5, r#"{"outputs":[{"name":"text","data":["x"]},{"name":"finish_reason","data":["length"]}]}"#);
+        assert_eq!((v2.content.as_deref(), v2.finish_reason.as_deref()), (Some("x"), Some("length")));
+        let broken = answer(GoldenApi::OpenAiCompletions, 502, 5, "<html>bad gateway</html>");
+        assert_eq!((broken.content, broken.raw.as_deref()), (None, Some("<html>bad gateway</html>")));
+    }
+}
