@@ -23,6 +23,8 @@ pub mod git;
 #[cfg(feature = "cli")]
 pub mod github;
 #[cfg(feature = "cli")]
+pub(crate) mod http;
+#[cfg(feature = "cli")]
 pub mod prom;
 #[cfg(feature = "cli")]
 pub mod pushgateway;

@@ -11,6 +11,11 @@ use crate::checks::canary::golden::{GoldenAnswer, GoldenApi, GoldenSample};
 
 pub use crate::parse::prom::{parse_response, Series};
 
+/// One Prometheus query, answer included.
+const QUERY_TIMEOUT: Duration = Duration::from_secs(30);
+/// One golden request: a generation can take a while.
+const GOLDEN_TIMEOUT: Duration = Duration::from_secs(120);
+
 #[derive(Debug, Clone)]
 pub(crate) struct Prom {
     base: String,
@@ -20,12 +25,13 @@ pub(crate) struct Prom {
 }
 
 impl Prom {
-    pub(crate) fn new(base: &str, time: f64) -> Result<Prom> {
+    /// Queries go through `http` (the run's one client), each bounded by
+    /// [`QUERY_TIMEOUT`].
+    pub(crate) fn new(http: reqwest::Client, base: &str, time: f64) -> Result<Prom> {
         let url = url::Url::parse(base).with_context(|| format!("--prometheus `{base}` is not a URL"))?;
         if !matches!(url.scheme(), "http" | "https") {
             bail!("--prometheus `{base}` must be http:// or https://");
         }
-        let http = reqwest::Client::builder().timeout(Duration::from_secs(30)).build().context("building the HTTP client")?;
         Ok(Prom { base: base.trim_end_matches('/').to_string(), http, time })
     }
 
@@ -56,13 +62,14 @@ impl Prom {
         let resp = self
             .http
             .post(&url)
+            .timeout(QUERY_TIMEOUT)
             .header(reqwest::header::CONTENT_TYPE, "application/x-www-form-urlencoded")
             .body(body)
             .send()
             .await
             .with_context(|| format!("Prometheus at {} unreachable", self.base))?;
         let status = resp.status();
-        let body = resp.text().await.with_context(|| format!("reading the Prometheus answer from {url}"))?;
+        let body = super::http::text_within(resp, super::http::PROMETHEUS_MAX, &format!("the Prometheus answer from {url}")).await?;
         parse_response(status.as_u16(), &body, q)
     }
 
@@ -101,9 +108,9 @@ pub(crate) async fn golden_call(http: &reqwest::Client, endpoint: &str, model: &
         GoldenApi::KserveV2 => format!("{base}/v2/models/{model}/infer"),
     };
     let started = Instant::now();
-    let resp = http.post(&url).json(&body).send().await.with_context(|| format!("golden `{}`: {url} unreachable", s.name))?;
+    let resp = http.post(&url).timeout(GOLDEN_TIMEOUT).json(&body).send().await.with_context(|| format!("golden `{}`: {url} unreachable", s.name))?;
     let status = resp.status().as_u16();
-    let text = resp.text().await.with_context(|| format!("golden `{}`: reading the answer", s.name))?;
+    let text = super::http::text_within(resp, super::http::GOLDEN_ANSWER_MAX, &format!("golden `{}`: the answer", s.name)).await?;
     let latency_ms = started.elapsed().as_millis() as u64;
     Ok(crate::parse::golden::answer(s.api, status, latency_ms, &text))
 }

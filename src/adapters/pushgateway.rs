@@ -46,7 +46,7 @@ impl Gateway {
         let resp = req.send().await.map_err(|e| anyhow!("pushing metrics to {shown}: {}", e.without_url()))?;
         if !resp.status().is_success() {
             let status = resp.status();
-            let text = resp.text().await.unwrap_or_default();
+            let text = super::http::text_prefix(resp, super::http::ERROR_TEXT_MAX).await;
             bail!("pushing metrics to {shown}: HTTP {status}: {}", text.chars().take(300).collect::<String>());
         }
         Ok(())

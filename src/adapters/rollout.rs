@@ -249,10 +249,11 @@ pub(crate) fn join_url(base: &str, path: &str) -> String {
 pub(crate) async fn get_json(http: &reqwest::Client, url: &str, timeout: Duration) -> Result<Value> {
     let resp = http.get(url).timeout(timeout).header("accept", "application/json").send().await.with_context(|| format!("GET {url}"))?;
     let status = resp.status();
-    let text = resp.text().await.with_context(|| format!("reading the answer of GET {url}"))?;
     if !status.is_success() {
+        let text = super::http::text_prefix(resp, super::http::ERROR_TEXT_MAX).await;
         bail!("GET {url}: HTTP {status}: {}", text.chars().take(200).collect::<String>());
     }
+    let text = super::http::text_within(resp, super::http::IDENTITY_MAX, &format!("the answer of GET {url}")).await?;
     serde_json::from_str(&text).with_context(|| format!("GET {url}: the answer is not JSON: {}", text.chars().take(200).collect::<String>()))
 }
 

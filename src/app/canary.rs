@@ -174,7 +174,7 @@ async fn analyze_plan(ctx: &Ctx, l: &Loaded, plan: &bundle::Canary, args: &Canar
     };
 
     // Golden set first: it needs no Prometheus and its failures stand alone.
-    let golden = run_golden(l, args).await;
+    let golden = run_golden(ctx, l, args).await;
     let provider = plan.provider.unwrap_or_default();
 
     let Some(prom_url) = args.prometheus_url() else { bail_step!(golden_only(l, &golden, ov)) };
@@ -191,7 +191,7 @@ async fn analyze_plan(ctx: &Ctx, l: &Loaded, plan: &bundle::Canary, args: &Canar
         baseline_override: args.baseline_selector.clone(),
     };
     let (candidate_sel, baseline_sel) = (arms.candidate(provider), arms.baseline(provider));
-    let prom = match Prom::new(prom_url, now) {
+    let prom = match ctx.http().and_then(|h| Prom::new(h.clone(), prom_url, now)) {
         Ok(p) => p,
         Err(e) => bail_step!(StepReport::error("canary", &l.display, &e)),
     };
@@ -556,16 +556,16 @@ impl Golden {
     }
 }
 
-async fn run_golden(l: &Loaded, args: &CanaryOptions) -> Golden {
+async fn run_golden(ctx: &Ctx, l: &Loaded, args: &CanaryOptions) -> Golden {
     let Some(file) = l.bundle.spec.canary.as_ref().and_then(|c| c.golden.as_ref()) else { return Golden::NotDeclared };
     let Some(endpoint) = args.endpoint.as_deref() else { return Golden::NoEndpoint };
     let res: Result<Vec<GoldenResult>> = async {
         let (path, text) = crate::adapters::bundle_files::read_named_text(l, file, crate::adapters::bundle_files::FileKind::GoldenSet).with_context(|| format!("golden set {file}"))?;
         let samples = crate::parse::golden::parse_golden(&text).with_context(|| format!("golden set {}", path.display()))?;
-        let http = reqwest::Client::builder().timeout(std::time::Duration::from_secs(120)).build()?;
+        let http = ctx.http()?;
         let mut out = Vec::new();
         for s in samples {
-            let answer = prom::golden_call(&http, endpoint, &l.bundle.metadata.name, &s).await?;
+            let answer = prom::golden_call(http, endpoint, &l.bundle.metadata.name, &s).await?;
             let problems = golden::golden_problems(&s, &answer);
             out.push(GoldenResult { sample: s, answer, problems });
         }
@@ -802,7 +802,7 @@ async fn read_timeline(ctx: &Ctx, l: &Loaded, args: &CanaryOptions, plan: &bundl
     let res = st::resolution_secs(window_secs);
     let horizon = st::horizon_secs(res);
     let timeline = async {
-        let prom = Prom::new(prom_url, now)?;
+        let prom = Prom::new(ctx.http()?.clone(), prom_url, now)?;
         let q = |sel: &str| fill(&requests_tpl, sel, &format!("{res}s"));
         let c = prom.query_range(&q(&cs), now - horizon as f64, now, res as f64).await?;
         let b = prom.query_range(&q(&bs), now - horizon as f64, now, res as f64).await?;

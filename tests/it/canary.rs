@@ -427,6 +427,24 @@ fn truncated_golden_json_is_bg304_with_the_sample_kept() {
     assert!(s["summary"].as_str().unwrap().contains("no --prometheus"));
 }
 
+/// A model endpoint that answers a golden request with 6 MiB: read up to
+/// its limit, then the golden set could not run (ERROR), never a FAIL of
+/// the release on an answer that was not read, and never memory without end.
+#[test]
+fn oversized_golden_answer_is_an_error_not_a_verdict() {
+    use crate::support::http::{Reply, Req, Server};
+    let body = vec![b'a'; 6 << 20];
+    let server = Server::start_replies(0, std::sync::Arc::new(move |_r: &Req| Reply::Raw { status: 200, headers: vec![("content-type".into(), "application/json".into())], body: body.clone() }));
+    let ex = example();
+    let out = ex.run(&["canary", "--format", "json", ex.v2().to_str().unwrap(), "--endpoint", &server.url()]);
+    let s = step(&out);
+    assert_eq!(s["verdict"], "error", "{}", out.stdout);
+    assert_eq!(out.code, 2);
+    assert!(out.codes().is_empty(), "no finding on an answer that was not read: {:?}", out.codes());
+    let summary = s["summary"].as_str().unwrap();
+    assert!(summary.contains("larger than 4 MiB"), "{summary}");
+}
+
 #[test]
 fn without_prometheus_nothing_is_claimed() {
     let ex = example();
