@@ -145,7 +145,13 @@ struct RawResponse {
     ratelimit_reset: Option<i64>,
     link: Option<String>,
     body: String,
+    /// The body passed [`MAX_ANSWER`] and was not read further.
+    too_large: bool,
 }
+
+/// One GitHub answer: a page of 100 comments of 65,536 characters is about
+/// 7 MB, so this bounds a proxy or server that never stops, not GitHub.
+const MAX_ANSWER: usize = 32 << 20;
 
 pub struct GithubClient {
     crab: Octocrab,
@@ -294,8 +300,8 @@ impl GithubClient {
         let ratelimit_remaining = header("x-ratelimit-remaining").and_then(|s| s.parse().ok());
         let ratelimit_reset = header("x-ratelimit-reset").and_then(|s| s.parse().ok());
         let link = header("link");
-        let body = self.crab.body_to_string(resp).await?;
-        Ok(RawResponse { status, retry_after, ratelimit_remaining, ratelimit_reset, link, body })
+        let (body, too_large) = read_bounded(resp.into_body(), MAX_ANSWER).await?;
+        Ok(RawResponse { status, retry_after, ratelimit_remaining, ratelimit_reset, link, body, too_large })
     }
 
     /// One logical request with retries: 5xx and transport errors back off
@@ -324,6 +330,9 @@ impl GithubClient {
                 }
             };
             let s = resp.status;
+            if resp.too_large {
+                return Err(GithubError::Decode { what, message: format!("HTTP {s}: the answer is larger than {} MiB; not read further", MAX_ANSWER >> 20) });
+            }
             if (200..300).contains(&s) {
                 return Ok(resp);
             }
@@ -360,6 +369,29 @@ impl GithubClient {
         }
         Err(GithubError::RateLimited { what, attempts, retry_after: last_retry_after })
     }
+}
+
+/// The body as text, up to `max` bytes; `true` when it was longer.
+async fn read_bounded<B>(mut body: B, max: usize) -> std::result::Result<(String, bool), B::Error>
+where
+    B: http_body_util::BodyExt + Unpin,
+    B::Data: bytes::Buf,
+{
+    use bytes::Buf;
+    let mut buf: Vec<u8> = Vec::new();
+    while let Some(frame) = body.frame().await {
+        let Ok(mut data) = frame?.into_data() else { continue };
+        if buf.len().saturating_add(data.remaining()) > max {
+            return Ok((String::from_utf8_lossy(&buf).into_owned(), true));
+        }
+        while data.has_remaining() {
+            let chunk = data.chunk();
+            buf.extend_from_slice(chunk);
+            let n = chunk.len();
+            data.advance(n);
+        }
+    }
+    Ok((String::from_utf8_lossy(&buf).into_owned(), false))
 }
 
 fn decode<T: serde::de::DeserializeOwned>(what: &str, body: &str) -> Result<T> {
@@ -427,6 +459,14 @@ pub(crate) fn append_runner_file(path: &std::path::Path, text: &str) -> std::io:
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn answers_are_read_within_the_bound() {
+        let body = |n: usize| http_body_util::Full::new(bytes::Bytes::from(vec![b'x'; n]));
+        assert_eq!(read_bounded(body(10), 10).await.unwrap(), ("x".repeat(10), false));
+        let (text, over) = read_bounded(body(11), 10).await.unwrap();
+        assert!(over && text.len() <= 10);
+    }
 
     #[test]
     fn link_header_parsing() {
