@@ -135,6 +135,13 @@ pub(crate) fn short_error(e: &dyn std::error::Error) -> String {
     crate::report::redact::redact(&joined).into_owned()
 }
 
+/// `<bucket>/<prefix>` of a remote storage URI, the key prefix its objects
+/// have in one store standing in for every bucket; `None` for `file:`.
+pub(crate) fn remote_key_prefix(uri: &str) -> Option<String> {
+    let p = storage_uri::parse(uri).ok()?;
+    (p.backend != Backend::Local).then(|| format!("{}/{}", p.bucket, p.prefix).trim_end_matches('/').to_string())
+}
+
 impl Store {
     /// Open the store a bundle names (`storage_uri::SCHEMES` is the one
     /// list). `file:` URIs resolve against `bundle_dir` and must stay inside

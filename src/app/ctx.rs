@@ -39,6 +39,8 @@ pub struct Ctx {
     kube: tokio::sync::OnceCell<(kube::Client, String)>,
     github: tokio::sync::OnceCell<Option<GithubClient>>,
     http: OnceLock<reqwest::Client>,
+    /// Serves every remote storage URI when set (a test's in-memory store).
+    store: Option<Arc<dyn object_store::ObjectStore>>,
 }
 
 impl Ctx {
@@ -55,6 +57,7 @@ impl Ctx {
             kube: tokio::sync::OnceCell::new(),
             github: tokio::sync::OnceCell::new(),
             http: OnceLock::new(),
+            store: None,
         }
     }
 
@@ -137,8 +140,22 @@ impl Ctx {
         Ok(self.http.get_or_init(|| h))
     }
 
+    /// Serve every remote storage URI (`s3://`, `gs://`, `az://`) from
+    /// `store`, an object under `<bucket>/<prefix>/<path>`: library tests
+    /// run verify, publish and audit against `object_store`'s in-memory
+    /// store. `file:` URIs still open the folder they name.
+    pub fn with_store(mut self, store: Arc<dyn object_store::ObjectStore>) -> Ctx {
+        self.store = Some(store);
+        self
+    }
+
     /// Open the object store a bundle names, confined to the store root.
     pub(crate) fn open_store(&self, uri: &str, bundle_dir: &Path, create: bool) -> Result<Store> {
+        if let Some(s) = &self.store {
+            if let Some(key_prefix) = crate::adapters::store::remote_key_prefix(uri) {
+                return Ok(Store::from_parts(s.clone(), &key_prefix, uri));
+            }
+        }
         Store::open(uri, bundle_dir, create, self.env.store_root.as_deref())
     }
 }

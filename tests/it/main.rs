@@ -14,6 +14,7 @@ mod health_lua;
 mod layout;
 mod lint;
 mod pipeline;
+mod pipeline_lib;
 mod pr;
 mod props;
 mod pod_verify;
