@@ -300,7 +300,8 @@ impl GithubClient {
         let ratelimit_remaining = header("x-ratelimit-remaining").and_then(|s| s.parse().ok());
         let ratelimit_reset = header("x-ratelimit-reset").and_then(|s| s.parse().ok());
         let link = header("link");
-        let (body, too_large) = read_bounded(resp.into_body(), MAX_ANSWER).await?;
+        let (body, end) = super::http::read_bounded(resp.into_body(), MAX_ANSWER).await;
+        let too_large = end?;
         Ok(RawResponse { status, retry_after, ratelimit_remaining, ratelimit_reset, link, body, too_large })
     }
 
@@ -371,29 +372,6 @@ impl GithubClient {
     }
 }
 
-/// The body as text, up to `max` bytes; `true` when it was longer.
-async fn read_bounded<B>(mut body: B, max: usize) -> std::result::Result<(String, bool), B::Error>
-where
-    B: http_body_util::BodyExt + Unpin,
-    B::Data: bytes::Buf,
-{
-    use bytes::Buf;
-    let mut buf: Vec<u8> = Vec::new();
-    while let Some(frame) = body.frame().await {
-        let Ok(mut data) = frame?.into_data() else { continue };
-        if buf.len().saturating_add(data.remaining()) > max {
-            return Ok((String::from_utf8_lossy(&buf).into_owned(), true));
-        }
-        while data.has_remaining() {
-            let chunk = data.chunk();
-            buf.extend_from_slice(chunk);
-            let n = chunk.len();
-            data.advance(n);
-        }
-    }
-    Ok((String::from_utf8_lossy(&buf).into_owned(), false))
-}
-
 fn decode<T: serde::de::DeserializeOwned>(what: &str, body: &str) -> Result<T> {
     serde_json::from_str(body).map_err(|e| GithubError::Decode { what: what.to_string(), message: e.to_string() })
 }
@@ -460,13 +438,6 @@ pub(crate) fn append_runner_file(path: &std::path::Path, text: &str) -> std::io:
 mod tests {
     use super::*;
 
-    #[tokio::test]
-    async fn answers_are_read_within_the_bound() {
-        let body = |n: usize| http_body_util::Full::new(bytes::Bytes::from(vec![b'x'; n]));
-        assert_eq!(read_bounded(body(10), 10).await.unwrap(), ("x".repeat(10), false));
-        let (text, over) = read_bounded(body(11), 10).await.unwrap();
-        assert!(over && text.len() <= 10);
-    }
 
     #[test]
     fn link_header_parsing() {

@@ -13,29 +13,70 @@ pub(crate) const IDENTITY_MAX: usize = 1 << 20;
 /// An error page quoted (shortened) in a message.
 pub(crate) const ERROR_TEXT_MAX: usize = 64 << 10;
 
-/// The body as text, or an error once it passes `max` bytes (`what` names
-/// it). Invalid UTF-8 is replaced, as `Response::text` does.
-pub(crate) async fn text_within(mut resp: reqwest::Response, max: usize, what: &str) -> Result<String> {
+/// The one bounded body reader, for any HTTP body (reqwest's, or the one
+/// octocrab hands back): the text of at most `max` bytes, with how the body
+/// ended: `Ok(true)` when it was longer (not read further), `Ok(false)` when
+/// read whole, or the error that broke it off (the text is what came
+/// before). Invalid UTF-8 is replaced, as `Response::text` does.
+pub(crate) async fn read_bounded<B>(mut body: B, max: usize) -> (String, std::result::Result<bool, B::Error>)
+where
+    B: http_body_util::BodyExt + Unpin,
+    B::Data: bytes::Buf,
+{
+    use bytes::Buf;
     let mut buf: Vec<u8> = Vec::new();
-    while let Some(chunk) = resp.chunk().await.with_context(|| format!("reading {what}"))? {
-        if buf.len().saturating_add(chunk.len()) > max {
-            bail!("{what} is larger than {} MiB: not read further", max >> 20);
+    let end = loop {
+        let Some(frame) = body.frame().await else { break Ok(false) };
+        let mut data = match frame.map(|f| f.into_data()) {
+            Err(e) => break Err(e),
+            Ok(Err(_)) => continue, // trailers
+            Ok(Ok(d)) => d,
+        };
+        let mut over = false;
+        while data.has_remaining() {
+            let chunk = data.chunk();
+            let take = chunk.len().min(max.saturating_sub(buf.len()));
+            buf.extend_from_slice(&chunk[..take]);
+            if take < chunk.len() {
+                over = true;
+                break;
+            }
+            data.advance(take);
         }
-        buf.extend_from_slice(&chunk);
+        if over {
+            break Ok(true);
+        }
+    };
+    (String::from_utf8_lossy(&buf).into_owned(), end)
+}
+
+/// The body as text, or an error once it passes `max` bytes (`what` names
+/// it).
+pub(crate) async fn text_within(resp: reqwest::Response, max: usize, what: &str) -> Result<String> {
+    let (text, end) = read_bounded(reqwest::Body::from(resp), max).await;
+    if end.with_context(|| format!("reading {what}"))? {
+        bail!("{what} is larger than {} MiB: not read further", max >> 20);
     }
-    Ok(String::from_utf8_lossy(&buf).into_owned())
+    Ok(text)
 }
 
 /// Up to `max` bytes of the body, for quoting an error answer: never an
-/// error of its own (the status already is one).
-pub(crate) async fn text_prefix(mut resp: reqwest::Response, max: usize) -> String {
-    let mut buf: Vec<u8> = Vec::new();
-    while let Ok(Some(chunk)) = resp.chunk().await {
-        let room = max.saturating_sub(buf.len());
-        buf.extend_from_slice(&chunk[..chunk.len().min(room)]);
-        if buf.len() >= max {
-            break;
-        }
+/// error of its own (the status already is one), so a body that breaks off
+/// is quoted as far as it came.
+pub(crate) async fn text_prefix(resp: reqwest::Response, max: usize) -> String {
+    read_bounded(reqwest::Body::from(resp), max).await.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn answers_are_read_within_the_bound() {
+        let body = |n: usize| http_body_util::Full::new(bytes::Bytes::from(vec![b'x'; n]));
+        let (text, end) = read_bounded(body(10), 10).await;
+        assert_eq!((text, end.unwrap()), ("x".repeat(10), false));
+        let (text, end) = read_bounded(body(11), 10).await;
+        assert!(end.unwrap() && text.len() <= 10);
     }
-    String::from_utf8_lossy(&buf).into_owned()
 }
