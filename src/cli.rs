@@ -361,6 +361,11 @@ pub struct WatchArgs {
     /// Health probe interval for downtime measurement (e.g. 300ms).
     #[arg(long, default_value = defaults::PROBE_INTERVAL, value_parser = duration_value)]
     pub probe_interval: HumanDuration,
+    /// Hold a complete rollout this long before passing it: no container
+    /// restarts, still complete at the end (default: twice the readiness
+    /// probe's failure window, 30s to 10m; 0s judges one read).
+    #[arg(long, value_parser = wait_value)]
+    pub stable_for: Option<std::time::Duration>,
     /// Open a revert PR when a gate fails.
     #[arg(long)]
     pub revert: bool,
@@ -378,6 +383,7 @@ impl From<WatchArgs> for WatchOptions {
             timeout: a.timeout,
             service_url: a.service_url,
             probe_interval: a.probe_interval,
+            stable_for: a.stable_for,
             revert: a.revert,
             prometheus: a.prometheus,
         }

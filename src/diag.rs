@@ -148,6 +148,12 @@ codes! {
         "A pod's state cannot tell whether it serves (phase Unknown, a Ready pod of a ReplicaSet already scaled to 0, a ready new pod that is terminating): the step is INCONCLUSIVE, never FAIL, so no revert is opened on it."),
     PodsNotServing => ("BG507", "pods-not-serving", "watch", Note,
         "Pods that serve nothing (Failed or Succeeded, e.g. an Evicted pod kept until pod GC; terminating; not ready and wanted by no ReplicaSet) are history: reported, never counted as another release still serving."),
+    RestartStorm => ("BG508", "restart-storm", "watch", Error,
+        "A container of the new release restarted while the rollout was held for its stability window: a pod that is Ready at one instant but restarting every minute passes any single snapshot (liveness once killed pods that were still loading, over and over, while each snapshot showed a Ready pod). The finding names the container, its restart count before and after, and the last termination reason (OOMKilled, Error, exit code)."),
+    ArgoRevisionUnknown => ("BG509", "argo-revision-unknown", "watch", Error,
+        "The revisions Argo CD reports are not in the local repository (a shallow clone, a hydration branch), so whether they contain the merge commit cannot be told: INCONCLUSIVE, never FAIL, and never a revert."),
+    ReleaseSuperseded => ("BG510", "release-superseded", "watch", Note,
+        "Argo CD moved on to a later commit that changed this bundle: the release is no longer the one git asks for. Its rollout is NOT CHECKED (the later commit's watch judges what runs) and it is never failed or reverted; in a repository of many models merges land minutes apart."),
 
     // ---- audit at scale: shards, merged reports, shared cache --------------------
     AuditCacheRebuilt => ("BG601", "audit-cache-rebuilt", "audit", Warning,

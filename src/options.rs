@@ -151,6 +151,10 @@ pub struct WatchOptions {
     pub timeout: HumanDuration,
     pub service_url: Option<String>,
     pub probe_interval: HumanDuration,
+    /// How long a complete rollout must hold (no restarts, still complete)
+    /// before it passes; None: derived from the readiness probe
+    /// (`checks::watch::stability::default_window_s`); zero: one read.
+    pub stable_for: Option<Duration>,
     /// Open a revert PR on a FAIL.
     pub revert: bool,
     pub prometheus: Option<String>,
@@ -165,6 +169,7 @@ impl WatchOptions {
             timeout: HumanDuration::default_of(defaults::WATCH_TIMEOUT),
             service_url: None,
             probe_interval: HumanDuration::default_of(defaults::PROBE_INTERVAL),
+            stable_for: None,
             revert: false,
             prometheus: None,
         }

@@ -1,14 +1,19 @@
-//! git adapter (git2): which release bundles a pull request changes.
+//! git adapter (git2): which release bundles a pull request changes, how a
+//! commit Argo CD reports relates to the merge commit (ancestry and the
+//! bundle's content), and the revert branch.
 //!
-//! Only reads objects from the local repository: nothing is checked out and
+//! Reads objects from the local repository: nothing is checked out and
 //! nothing from the PR is executed. Blob contents are returned as text so the
 //! caller can parse both sides without touching the working tree (which, in CI,
 //! may be at either revision).
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{anyhow, Context, Result};
-use git2::{Delta, DiffFindOptions, DiffOptions, FileMode, ObjectType, Oid, Repository, Tree, TreeWalkMode, TreeWalkResult};
+use anyhow::{anyhow, bail, Context, Result};
+use chrono::{DateTime, TimeZone, Utc};
+use git2::{Delta, DiffFindOptions, DiffOptions, FileMode, ObjectType, Oid, Tree, TreeWalkMode, TreeWalkResult};
+/// The repository `locate` opens; callers hand it back to these functions.
+pub use git2::Repository;
 
 use crate::bundle::detect;
 
@@ -369,4 +374,263 @@ pub(crate) fn resolve_commit(dir: &Path, spec: &str) -> Option<String> {
     let r = Repository::discover(dir).ok()?;
     let c = r.revparse_single(spec).ok()?.peel_to_commit().ok()?;
     Some(c.id().to_string())
+}
+
+// ---- the revert branch -----------------------------------------------------------------
+
+/// Committer time of `rev` in the repository around `dir` (None when there is
+/// no repository or the commit is not in it, e.g. a shallow clone).
+pub(crate) fn commit_time(dir: &Path, rev: &str) -> Option<DateTime<Utc>> {
+    // `release.yaml` has the parent "", which git2 cannot discover from.
+    let dir = if dir.as_os_str().is_empty() { Path::new(".") } else { dir };
+    let r = git2::Repository::discover(dir).ok()?;
+    let c = r.revparse_single(rev).ok()?.peel_to_commit().ok()?;
+    Utc.timestamp_opt(c.time().seconds(), 0).single()
+}
+
+/// The repository and the bundle's path inside it.
+pub(crate) fn locate(repo: &Path, file: &Path) -> Result<(git2::Repository, PathBuf)> {
+    let r = git2::Repository::open(repo).with_context(|| format!("opening git repository {}", repo.display()))?;
+    let wd = r.workdir().ok_or_else(|| anyhow!("{} is a bare repository; revert needs a checkout", repo.display()))?;
+    let wd = std::fs::canonicalize(wd).with_context(|| format!("resolving {}", wd.display()))?;
+    let f = std::fs::canonicalize(file).with_context(|| format!("resolving {}", file.display()))?;
+    let rel = f.strip_prefix(&wd).map_err(|_| anyhow!("{} is not inside the repository {}", file.display(), wd.display()))?.to_path_buf();
+    Ok((r, rel))
+}
+
+fn blob_at(tree: &git2::Tree<'_>, rel: &Path) -> Option<git2::Oid> {
+    tree.get_path(rel).ok().filter(|e| e.kind() == Some(git2::ObjectType::Blob)).map(|e| e.id())
+}
+
+/// The newest commit reachable from HEAD that changed `rel`: (sha, message).
+pub(crate) fn last_change(r: &git2::Repository, rel: &Path) -> Result<Option<(String, String)>> {
+    let mut walk = r.revwalk()?;
+    walk.push_head().context("reading HEAD")?;
+    walk.simplify_first_parent()?;
+    for (i, oid) in walk.enumerate() {
+        if i > 100_000 {
+            break;
+        }
+        let c = r.find_commit(oid?)?;
+        let here = blob_at(&c.tree()?, rel);
+        let before = match c.parent(0) {
+            Ok(p) => blob_at(&p.tree()?, rel),
+            Err(_) => None,
+        };
+        if here != before {
+            return Ok(Some((c.id().to_string(), c.message().unwrap_or_default().to_string())));
+        }
+    }
+    Ok(None)
+}
+
+/// Commit HEAD's tree with `rel` replaced by `content` on the local branch
+/// `branch` (forced: it is ours and derived from HEAD). Author and time are
+/// fixed (bundlegate, HEAD's commit time), so concurrent runs for the same
+/// failure produce the same commit and the push below is idempotent.
+pub(crate) fn commit_revert(r: &git2::Repository, rel: &Path, content: &str, branch: &str, message: &str) -> Result<git2::Oid> {
+    let head = r.head()?.peel_to_commit().context("HEAD is not a commit")?;
+    let blob = r.blob(content.as_bytes())?;
+    let mode = head.tree()?.get_path(rel).map(|e| e.filemode()).unwrap_or(0o100644);
+    let mode = if mode == 0o100755 { git2::FileMode::BlobExecutable } else { git2::FileMode::Blob };
+    let mut b = git2::build::TreeUpdateBuilder::new();
+    b.upsert(rel.to_string_lossy().replace('\\', "/"), blob, mode);
+    let tree_id = b.create_updated(r, &head.tree()?)?;
+    let tree = r.find_tree(tree_id)?;
+    let when = git2::Time::new(head.committer().when().seconds(), 0);
+    let sig = git2::Signature::new("bundlegate", "bundlegate@users.noreply.github.com", &when)?;
+    let oid = r.commit(None, &sig, &sig, message, &tree, &[&head])?;
+    r.reference(&format!("refs/heads/{branch}"), oid, true, "bundlegate revert")?;
+    Ok(oid)
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum PushOutcome {
+    /// We created the remote branch.
+    Created,
+    /// The branch already existed on the remote (another run is reverting);
+    /// holds the remote commit.
+    AlreadyExists(String),
+}
+
+/// Push `refs/heads/<branch>` to `remote`, creating it; an existing remote
+/// branch is never overwritten (no force), which is what makes concurrent
+/// runs open one PR.
+pub(crate) fn push_new_branch(r: &git2::Repository, remote: &str, branch: &str) -> Result<PushOutcome> {
+    let refname = format!("refs/heads/{branch}");
+    let mut rem = r.find_remote(remote).with_context(|| format!("git remote `{remote}`"))?;
+    let url = rem.url().unwrap_or("").to_string();
+    match git2_push(&mut rem, &refname) {
+        Ok(o) => Ok(o),
+        // git2 is built without HTTPS/SSH here: for those remotes use the git
+        // CLI, which carries the runner's configured credentials
+        // (actions/checkout persists them).
+        Err(e) if is_unsupported_transport(&e) => cli_push(r, remote, &refname).with_context(|| format!("pushing {refname} to {url} with the git CLI")),
+        Err(e) => Err(e).with_context(|| format!("pushing {refname} to {url}")),
+    }
+}
+
+fn is_unsupported_transport(e: &anyhow::Error) -> bool {
+    let m = format!("{e:#}").to_ascii_lowercase();
+    m.contains("unsupported url protocol") || m.contains("unsupported transport")
+}
+
+fn git2_push(rem: &mut git2::Remote<'_>, refname: &str) -> Result<PushOutcome> {
+    // Look first: an existing branch means someone is already reverting.
+    let existing = {
+        let conn = rem.connect_auth(git2::Direction::Push, None, None)?;
+        let found = conn.list()?.iter().find(|h| h.name() == refname).map(|h| h.oid().to_string());
+        found
+    };
+    if let Some(oid) = existing {
+        return Ok(PushOutcome::AlreadyExists(oid));
+    }
+    let rejected = std::cell::RefCell::new(None::<String>);
+    {
+        let mut cbs = git2::RemoteCallbacks::new();
+        cbs.push_update_reference(|name, status| {
+            if let Some(s) = status {
+                *rejected.borrow_mut() = Some(format!("{name}: {s}"));
+            }
+            Ok(())
+        });
+        let mut opts = git2::PushOptions::new();
+        opts.remote_callbacks(cbs);
+        // No leading `+`: never force.
+        rem.push(&[format!("{refname}:{refname}")], Some(&mut opts))?;
+    }
+    match rejected.into_inner() {
+        // Lost the race between our look and our push.
+        Some(_) => Ok(PushOutcome::AlreadyExists(String::new())),
+        None => Ok(PushOutcome::Created),
+    }
+}
+
+fn cli_push(r: &git2::Repository, remote: &str, refname: &str) -> Result<PushOutcome> {
+    let dir = r.workdir().unwrap_or(r.path());
+    let ls = std::process::Command::new("git").arg("-C").arg(dir).args(["ls-remote", "--heads", remote, refname]).output().context("running git ls-remote")?;
+    let out = String::from_utf8_lossy(&ls.stdout);
+    if let Some(line) = out.lines().find(|l| l.ends_with(refname)) {
+        return Ok(PushOutcome::AlreadyExists(line.split_whitespace().next().unwrap_or("").to_string()));
+    }
+    let push = std::process::Command::new("git").arg("-C").arg(dir).args(["push", "--porcelain", remote, &format!("{refname}:{refname}")]).output().context("running git push")?;
+    if push.status.success() {
+        return Ok(PushOutcome::Created);
+    }
+    let text = String::from_utf8_lossy(&push.stdout).to_string() + &String::from_utf8_lossy(&push.stderr);
+    if text.contains("[rejected]") || text.contains("already exists") || text.contains("non-fast-forward") {
+        return Ok(PushOutcome::AlreadyExists(String::new()));
+    }
+    bail!("git push failed: {}", text.trim())
+}
+
+/// The work tree of the repository around `dir`, if there is one.
+pub(crate) fn checkout_root(dir: &Path) -> Option<PathBuf> {
+    let dir = if dir.as_os_str().is_empty() { Path::new(".") } else { dir };
+    git2::Repository::discover(dir).ok().and_then(|g| g.workdir().map(Path::to_path_buf))
+}
+
+/// The remote's default branch (`refs/remotes/<remote>/HEAD`), else `main`.
+pub(crate) fn default_base(repo: &Path, remote: &str) -> String {
+    git2::Repository::open(repo)
+        .ok()
+        .and_then(|r| r.find_reference(&format!("refs/remotes/{remote}/HEAD")).ok().and_then(|h| h.symbolic_target().ok().flatten().map(String::from)))
+        .and_then(|t| t.rsplit('/').next().map(String::from))
+        .unwrap_or_else(|| "main".into())
+}
+
+/// Messages of the branch heads a merge commit `sha` merged (its parents
+/// after the first); empty for a plain commit or one not in the repository.
+pub(crate) fn merged_head_messages(r: &git2::Repository, sha: &str) -> Vec<String> {
+    let Ok(c) = git2::Oid::from_str(sha).and_then(|o| r.find_commit(o)) else { return Vec::new() };
+    c.parents().skip(1).filter_map(|p| p.message().ok().map(String::from)).collect()
+}
+
+/// `owner/repo` from `configured` (GITHUB_REPOSITORY), or from a GitHub remote URL.
+pub(crate) fn github_repo(r: &git2::Repository, remote: &str, configured: Option<&str>) -> Option<(String, String)> {
+    let from = |s: &str| {
+        let s = s.trim().trim_end_matches('/').trim_end_matches(".git");
+        let mut parts = s.rsplit(['/', ':']);
+        let repo = parts.next()?.to_string();
+        let owner = parts.next()?.to_string();
+        (!owner.is_empty() && !repo.is_empty()).then_some((owner, repo))
+    };
+    if let Some(v) = configured {
+        if let Some((o, r)) = v.split_once('/') {
+            return Some((o.to_string(), r.to_string()));
+        }
+    }
+    let url = r.find_remote(remote).ok()?.url().ok()?.to_string();
+    url.contains("github").then(|| from(&url)).flatten()
+}
+
+
+// ---- where Argo CD's revisions stand relative to the merge ------------------------------------
+
+/// The bundle's release digest in `commit`'s tree at `rel` (Err: why it
+/// cannot be read there: no such file, not a bundle).
+fn digest_at(r: &Repository, commit: &git2::Commit<'_>, rel: &Path) -> std::result::Result<String, String> {
+    let tree = commit.tree().map_err(|e| e.to_string())?;
+    let Some(id) = blob_at(&tree, rel) else { return Err(format!("{} is not in {} (removed or moved)", rel.display(), short_id(commit.id()))) };
+    let blob = r.find_blob(id).map_err(|e| e.to_string())?;
+    let text = std::str::from_utf8(blob.content()).map_err(|_| format!("{} is not UTF-8 in {}", rel.display(), short_id(commit.id())))?;
+    crate::bundle::parse(&rel.display().to_string(), rel, text.to_string()).map(|l| l.digest).map_err(|e| format!("{} does not load in {}: {e}", rel.display(), short_id(commit.id())))
+}
+
+fn short_id(id: Oid) -> String {
+    id.to_string()[..12].to_string()
+}
+
+/// How each revision Argo CD reports relates to the merge commit, read from
+/// the repository around `bundle` (the checked-out bundle file): git ancestry
+/// first, then the bundle's release digest at both commits. Equal digests
+/// mean equal rendered manifests with the same templates (the digest covers
+/// everything the templates read but the rollback target); a custom
+/// template folder is not compared.
+pub(crate) fn lineage(bundle: &Path, merge: &str, revisions: &[String]) -> crate::checks::watch::argo::Lineage {
+    use crate::checks::watch::argo::Relation;
+    let mut out = crate::checks::watch::argo::Lineage::new();
+    let dir = bundle.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let unknown = |why: String| revisions.iter().map(|r| (r.clone(), Relation::Unknown(why.clone()))).collect();
+    let Ok(r) = Repository::discover(dir) else { return unknown(format!("no git repository around {}", bundle.display())) };
+    let rel = match (r.workdir(), std::fs::canonicalize(bundle)) {
+        (Some(wd), Ok(f)) => match std::fs::canonicalize(wd).ok().and_then(|wd| f.strip_prefix(wd).ok().map(Path::to_path_buf)) {
+            Some(rel) => rel,
+            None => return unknown(format!("{} is not inside the repository", bundle.display())),
+        },
+        _ => return unknown(format!("{} cannot be placed in a work tree", bundle.display())),
+    };
+    let commit = |rev: &str| r.revparse_single(rev).ok().and_then(|o| o.peel_to_commit().ok());
+    let Some(m) = commit(merge) else { return unknown(format!("the merge commit {merge} is not in the local repository (fetch-depth: 0?)")) };
+    let merge_digest = digest_at(&r, &m, &rel);
+    for rev in revisions {
+        let rel_of = match commit(rev) {
+            None => Relation::Unknown(format!("{rev} is not in the local repository (a shallow clone, or a hydration branch not fetched)")),
+            Some(c) if c.id() == m.id() => Relation::Same,
+            Some(c) => match (r.graph_descendant_of(c.id(), m.id()), r.graph_descendant_of(m.id(), c.id())) {
+                (Ok(true), _) => match (&merge_digest, digest_at(&r, &c, &rel)) {
+                    (Ok(a), Ok(b)) if *a == b => Relation::UnchangedDescendant,
+                    (Ok(a), Ok(b)) => Relation::ChangedDescendant(format!("{} changed the release: {a} → {b}", short_id(c.id()))),
+                    (_, Err(why)) => Relation::ChangedDescendant(why),
+                    (Err(why), Ok(_)) => Relation::Unknown(format!("the bundle at the merge commit: {why}")),
+                },
+                (Ok(false), Ok(true)) => Relation::Older,
+                (Ok(false), Ok(false)) => Relation::Unrelated,
+                (Err(e), _) | (_, Err(e)) => Relation::Unknown(format!("ancestry of {rev}: {e}")),
+            },
+        };
+        out.insert(rev.clone(), rel_of);
+    }
+    out
+}
+
+/// The release digest of the bundle file `rel` on `branch` (the remote's
+/// branch first, then the local one, then HEAD): what a revert would act on.
+pub(crate) fn digest_on_branch(r: &Repository, rel: &Path, remote: &str, branch: &str) -> std::result::Result<(String, String), String> {
+    for name in [format!("refs/remotes/{remote}/{branch}"), format!("refs/heads/{branch}"), "HEAD".to_string()] {
+        if let Ok(c) = r.revparse_single(&name).and_then(|o| o.peel_to_commit()) {
+            return digest_at(r, &c, rel).map(|d| (name, d));
+        }
+    }
+    Err(format!("neither {remote}/{branch}, {branch} nor HEAD resolves"))
 }

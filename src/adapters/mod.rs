@@ -29,6 +29,8 @@ pub mod prom;
 #[cfg(feature = "cli")]
 pub mod pushgateway;
 #[cfg(feature = "cli")]
-pub mod rollout;
+pub mod kube;
+#[cfg(feature = "cli")]
+pub(crate) mod model;
 #[cfg(feature = "cli")]
 pub mod store;

@@ -8,7 +8,7 @@ use anyhow::{Context, Result};
 use serde_json::json;
 
 use crate::adapters::github::PullOutcome;
-use crate::adapters::rollout as io;
+use crate::adapters::git;
 use crate::app::ctx::Ctx;
 use crate::options::{RevertOptions, VerifyOptions};
 use crate::bundle::Loaded;
@@ -75,11 +75,14 @@ pub(crate) async fn revert_steps(ctx: &Ctx, l: &Loaded, args: &RevertOptions, ev
             json!({"proposal": "degrade"}),
         )];
     };
-    let (repo, rel) = match io::locate(&args.repo, &l.path) {
+    let (repo, rel) = match git::locate(&args.repo, &l.path) {
         Ok(x) => x,
         Err(e) => return vec![StepReport::error("revert", &target, &e)],
     };
     if let Some(s) = revert_of_a_revert(&repo, &rel, &target) {
+        return vec![s];
+    }
+    if let Some(s) = moved_on(&repo, &rel, l, args, &target) {
         return vec![s];
     }
     let mut steps = Vec::new();
@@ -118,9 +121,9 @@ fn older_than_max_age(ctx: &Ctx, args: &RevertOptions, target: &str) -> Option<S
 /// A revert is never reverted: when the bundle's last change was a
 /// bundlegate revert, a human decides (NOT RUN); an unreadable history is
 /// an ERROR.
-fn revert_of_a_revert(repo: &io::Repository, rel: &Path, target: &str) -> Option<StepReport> {
-    match io::last_change(repo, rel) {
-        Ok(Some((sha, msg))) if rv::is_revert_commit(&msg, &io::merged_head_messages(repo, &sha)) => {
+fn revert_of_a_revert(repo: &git::Repository, rel: &Path, target: &str) -> Option<StepReport> {
+    match git::last_change(repo, rel) {
+        Ok(Some((sha, msg))) if rv::is_revert_commit(&msg, &git::merged_head_messages(repo, &sha)) => {
             let mut s = StepReport::not_run(
                 "revert",
                 target,
@@ -132,6 +135,21 @@ fn revert_of_a_revert(repo: &io::Repository, rel: &Path, target: &str) -> Option
         Ok(_) => None,
         Err(e) => Some(StepReport::error("revert", target, &e.context("reading the bundle's history"))),
     }
+}
+
+/// Revert only the release whose evidence failed: when the bundle on the
+/// target branch is another release now (a later merge superseded it), a
+/// revert would undo that one instead. Refused (NOT RUN), as is a branch
+/// where the bundle cannot be read: a human decides.
+fn moved_on(repo: &git::Repository, rel: &Path, l: &Loaded, args: &RevertOptions, target: &str) -> Option<StepReport> {
+    let why = match git::digest_on_branch(repo, rel, &args.remote, &args.base) {
+        Ok((_, d)) if d == l.digest => return None,
+        Ok((at, d)) => format!("refused: {} on {at} is release {d} now, not {} whose evidence failed; reverting would undo the later release", rel.display(), l.digest),
+        Err(e) => format!("refused: the bundle on {} cannot be read ({e}); a human decides", args.base),
+    };
+    let mut s = StepReport::not_run("revert", target, why);
+    s.data = json!({"refused": "bundle-moved-on", "release": l.digest});
+    Some(s)
 }
 
 /// The rollback target, loaded, equal to the recorded release and verified
@@ -175,7 +193,7 @@ async fn verified_rollback_target(ctx: &Ctx, l: &Loaded, rb: &crate::bundle::Rol
 
 /// What a revert restores: the verified previous bundle at the bundle's path.
 struct RevertPlan {
-    repo: io::Repository,
+    repo: git::Repository,
     rel: PathBuf,
     prev: Loaded,
     rollback: String,
@@ -197,20 +215,20 @@ async fn open_revert(ctx: &Ctx, l: &Loaded, args: &RevertOptions, plan: &RevertP
         pd = prev.digest,
         path = rel.display(),
     );
-    let git_result = io::commit_revert(repo, rel, &prev.text, &branch, &message).and_then(|oid| Ok((oid, io::push_new_branch(repo, &args.remote, &branch)?)));
+    let git_result = git::commit_revert(repo, rel, &prev.text, &branch, &message).and_then(|oid| Ok((oid, git::push_new_branch(repo, &args.remote, &branch)?)));
     let (oid, pushed) = match git_result {
         Ok(x) => x,
         Err(e) => return StepReport::error("revert", target, &e.context(format!("creating and pushing {branch}"))),
     };
     let mut s = StepReport::new("revert", target);
-    let already = matches!(pushed, io::PushOutcome::AlreadyExists(_));
+    let already = matches!(pushed, git::PushOutcome::AlreadyExists(_));
     let mut data = json!({"branch": branch, "commit": oid.to_string(), "branchExisted": already, "base": args.base, "rollbackTarget": rollback});
 
     let gh = match ctx.github().await {
         Ok(g) => g,
         Err(e) => return StepReport::error("revert", target, &anyhow::Error::new(e)),
     };
-    let (Some(gh), Some((owner, name))) = (gh, io::github_repo(repo, &args.remote, ctx.env.github_repository.as_deref())) else {
+    let (Some(gh), Some((owner, name))) = (gh, git::github_repo(repo, &args.remote, ctx.env.github_repository.as_deref())) else {
         s.verdict = Verdict::Inconclusive;
         s.summary = format!("branch {branch} {}; no GITHUB_TOKEN or GitHub repository (GITHUB_REPOSITORY): PR not opened", if already { "already existed" } else { "pushed" });
         s.data = data;

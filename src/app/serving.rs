@@ -5,10 +5,10 @@ use std::path::Path;
 
 use anyhow::Result;
 
-use crate::adapters::rollout as io;
+use crate::adapters::kube as io;
 use crate::app::ctx::Ctx;
 use crate::bundle::Loaded;
-use crate::checks::rollout as rc;
+use crate::checks::watch::rollout as rc;
 use crate::report::{StepReport, Table, Verdict};
 
 use super::watch::expected;
@@ -18,7 +18,7 @@ use super::watch::expected;
 pub(crate) async fn serving_step(l: &Loaded, client: kube::Client) -> StepReport {
     let exp = expected(l);
     let target = format!("{} ({})", l.display, l.digest);
-    let st = match io::service_state(&client, &l.bundle.metadata.namespace, &l.bundle.metadata.name).await {
+    let st = match io::service_state(&client, &l.bundle.metadata.namespace, &l.bundle.metadata.name, exp.kserve).await {
         Ok(st) => st,
         Err(e) => return StepReport::error("serving", &target, &e),
     };

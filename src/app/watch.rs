@@ -21,11 +21,14 @@ use anyhow::{anyhow, Result};
 use serde_json::json;
 
 use crate::adapters::env::EnvSnapshot;
-use crate::adapters::rollout as io;
+use crate::adapters::kube as io;
+use crate::adapters::{git, model};
 use crate::app::ctx::Ctx;
 use crate::options::{defaults, CanaryOptions, RevertOptions, WatchOptions};
 use crate::bundle::{Loaded, ServingFormat};
-use crate::checks::rollout::{self as rc, ArgoState, Expected, IdentityExpectation, ProbeSample};
+use crate::checks::watch::argo::{self, ArgoState, Lineage};
+use crate::checks::watch::rollout::{self as rc, Expected, IdentityExpectation, ProbeSample};
+use crate::checks::watch::stability::{self, RolloutWatch};
 use crate::diag::Overrides;
 use crate::report::{Report, StepReport, Table, Verdict};
 
@@ -94,7 +97,7 @@ fn start_prober(http: reqwest::Client, url: String, every: Duration) -> Prober {
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         while !flag.load(Ordering::SeqCst) {
             tick.tick().await;
-            let ok = io::probe(&http, &u, Duration::from_secs(2)).await;
+            let ok = model::probe(&http, &u, Duration::from_secs(2)).await;
             samples.push(ProbeSample { at_s: start.elapsed().as_secs_f64(), ok });
         }
         (samples, start.elapsed().as_secs_f64())
@@ -107,110 +110,169 @@ async fn sleep_until_next(poll: Duration, deadline: Instant) {
     tokio::time::sleep(poll.min(left)).await;
 }
 
-/// Poll the Application until it reports a successful sync of `rev` (a
-/// denied read stops at once: RBAC does not heal by waiting), then judge it.
+/// What the Argo CD wait concluded.
+enum ArgoOutcome {
+    /// The release is deployed: judge the rollout.
+    Deployed,
+    /// A later commit changed the bundle: nothing of this release to judge.
+    Superseded,
+    /// Not deployed (FAIL, ERROR or INCONCLUSIVE already in the step).
+    NotDeployed,
+}
+
+/// Poll the Application until it reports a successful sync of this release
+/// (the merge commit or a later commit with the bundle unchanged; a denied
+/// read stops at once: RBAC does not heal by waiting), then judge it.
 /// health.status is never used: it reads Healthy while old pods serve.
-async fn wait_for_argo(l: &Loaded, args: &WatchOptions, client: &kube::Client, server: &str, poll: Duration, started: Instant, deadline: Instant) -> (StepReport, bool) {
+async fn wait_for_argo(l: &Loaded, args: &WatchOptions, client: &kube::Client, server: &str, poll: Duration, started: Instant, deadline: Instant) -> (StepReport, ArgoOutcome) {
     let rev = args.revision.as_deref().filter(|r| !r.trim().is_empty());
-    let merged_at = rev.and_then(|r| io::commit_time(&l.dir(), r));
+    let merged_at = rev.and_then(|r| git::commit_time(&l.dir(), r));
     let mut last_app = None;
-    let mut last_wait = String::from("nothing read yet");
+    let mut lineage = Lineage::new();
+    let mut state = ArgoState::Waiting { why: "nothing read yet".into(), unknowable: false };
     let mut last_err: Option<String>;
     let mut ever_read = false;
-    let mut synced = false;
     loop {
         match io::application(client, &args.app_namespace, &args.app).await {
             Ok(a) => {
                 ever_read = true;
                 last_err = None;
-                match rc::argo_state(a.as_ref(), rev, merged_at) {
-                    ArgoState::Synced => synced = true,
-                    ArgoState::Waiting(w) => last_wait = w,
+                if let (Some(app), Some(merge)) = (&a, rev) {
+                    // Only revisions not yet placed go to git.
+                    let new: Vec<String> = app.revisions().into_iter().filter(|r| !lineage.contains_key(r)).collect();
+                    if !new.is_empty() {
+                        lineage.extend(git::lineage(&l.path, merge, &new));
+                    }
                 }
+                state = argo::argo_state(a.as_ref(), rev, &lineage, merged_at);
                 last_app = a;
             }
             // A missing RBAC grant does not heal by waiting.
-            Err(e) if is_denied(&e) => {
-                last_err = Some(format!("{e:#} (the watcher needs get/list on Applications, Deployments, ReplicaSets, Pods and Events)"));
+            Err(e) if io::is_denied(&e) => {
+                last_err = Some(format!("{e:#} (the watcher needs get/list on Applications, Deployments, ReplicaSets, Pods, Events and EndpointSlices, and on InferenceServices and Knative Services/Configurations/Revisions where installed)"));
                 break;
             }
             Err(e) => last_err = Some(format!("{e:#}")),
         }
-        if synced || Instant::now() >= deadline {
+        if !matches!(state, ArgoState::Waiting { .. }) || Instant::now() >= deadline {
             break;
         }
         sleep_until_next(poll, deadline).await;
     }
     let app_target = format!("{}/{} on {server}", args.app_namespace, args.app);
     let mut argo = StepReport::new("argo", &app_target);
-    argo.data = json!({"application": last_app, "revision": rev, "mergedAt": merged_at, "healthIgnored": true});
-    match (&last_app, synced) {
-        (Some(a), true) => match rev {
-            Some(rv) => {
-                argo.summary = format!("synced {rv} (operation Succeeded, finished {}); health.status was not used", a.finished_at.as_deref().unwrap_or("-"));
+    argo.data = json!({"application": last_app, "revision": rev, "mergedAt": merged_at, "lineage": lineage, "healthIgnored": true});
+    let app = format!("{}/{}", args.app_namespace, args.app);
+    let outcome = match (&last_app, &state) {
+        (Some(a), ArgoState::Synced { via }) => match rev {
+            Some(_) => {
+                argo.summary = format!("{via} (operation Succeeded, finished {}); health.status was not used", a.finished_at.as_deref().unwrap_or("-"));
                 if merged_at.is_none() {
                     argo.summary.push_str("; merge time unknown (commit not in the local repository), finishedAt not compared");
                 }
+                ArgoOutcome::Deployed
             }
             None => {
                 argo.verdict = Verdict::Inconclusive;
                 argo.summary = format!("Synced and Succeeded, but no --revision (or GITHUB_SHA): which commit is synced is unproven ({})", a.describe());
+                ArgoOutcome::NotDeployed
             }
         },
+        (Some(_), ArgoState::Superseded { by, detail }) => {
+            argo.verdict = Verdict::NotRun;
+            argo.summary = format!("NOT CHECKED: superseded by {by} (a later commit changed this bundle)");
+            argo.diagnostics.push(argo::release_superseded(rev.unwrap_or("-"), by, detail));
+            ArgoOutcome::Superseded
+        }
         _ if !ever_read => {
             argo = StepReport::error("argo", &app_target, &anyhow!("{}", last_err.clone().unwrap_or_else(|| "no answer".into())));
+            ArgoOutcome::NotDeployed
         }
-        _ => {
-            let app = format!("{}/{}", args.app_namespace, args.app);
-            argo.diagnostics.push(rc::argo_not_synced(rev, &args.timeout.to_string(), &last_wait, &app, last_app.as_ref(), last_err.as_deref()));
+        (_, ArgoState::Waiting { why, unknowable: true }) => {
+            argo.diagnostics.push(argo::argo_revision_unknown(rev.unwrap_or("-"), why, last_app.as_ref()));
+            argo.verdict = Verdict::Inconclusive;
+            argo.summary = format!("undecided after {:.0}s: {why}", started.elapsed().as_secs_f64());
+            ArgoOutcome::NotDeployed
+        }
+        (_, state) => {
+            let why = match state {
+                ArgoState::Waiting { why, .. } => why.clone(),
+                _ => "the Application was not found".into(),
+            };
+            argo.diagnostics.push(argo::argo_not_synced(rev, &args.timeout.to_string(), &why, &app, last_app.as_ref(), last_err.as_deref()));
             argo.verdict = Verdict::Fail;
             argo.summary = format!("not synced after {:.0}s", started.elapsed().as_secs_f64());
+            ArgoOutcome::NotDeployed
         }
-    }
-    (argo, synced && last_app.is_some())
+    };
+    (argo, outcome)
 }
 
-/// Poll the service's Deployments, ReplicaSets and pods until the rollout
-/// settles (or gives up, or the deadline passes), then report which pods
-/// run which release. Returns the step and whether the rollout completed.
+/// The stability window for this bundle: `--stable-for`, else derived from
+/// its readiness probe.
+fn window_of(l: &Loaded, args: &WatchOptions) -> Duration {
+    args.stable_for.unwrap_or_else(|| {
+        let r = l.bundle.spec.serving.probes.readiness.as_ref();
+        Duration::from_secs(stability::default_window_s(r.map(|p| p.period_seconds), r.map(|p| p.failure_threshold)))
+    })
+}
+
+/// Read the release's workload until the rollout settles and holds for the
+/// stability window (or gives up, or the deadline passes with no window
+/// started), then report which pods run which release. The decision is
+/// `RolloutWatch`'s; this only reads and sleeps. Returns the step and
+/// whether the rollout completed.
 async fn rollout_step(l: &Loaded, args: &WatchOptions, client: &kube::Client, target: &str, poll: Duration, started: Instant, deadline: Instant) -> (StepReport, bool) {
     let exp = expected(l);
-    let mut last = None;
+    let window = window_of(l, args);
+    let mut watch = RolloutWatch::new(exp.clone(), window.as_secs_f64());
     let mut last_err: Option<anyhow::Error>;
+    let mut closing_read = false;
     loop {
-        match io::service_state(client, &l.bundle.metadata.namespace, &l.bundle.metadata.name).await {
+        let at = started.elapsed().as_secs_f64();
+        match io::service_state(client, &l.bundle.metadata.namespace, &l.bundle.metadata.name, exp.kserve).await {
             Ok(st) => {
-                let o = rc::evaluate_rollout(&exp, &st);
-                let stop = o.settled || o.gave_up;
-                last = Some(o);
                 last_err = None;
-                if stop {
+                if watch.observe(at, st) {
                     break;
                 }
             }
             Err(e) => last_err = Some(e),
         }
-        if Instant::now() >= deadline {
+        // A window that started before the deadline runs to its end.
+        let until = match watch.window_end() {
+            Some(end) => started + Duration::from_secs_f64(end.max(0.0)),
+            None => deadline,
+        };
+        if Instant::now() >= until {
+            // The window's last read is taken at its end, not before it.
+            if watch.window_end().is_some() && !closing_read {
+                closing_read = true;
+                continue;
+            }
             break;
         }
-        sleep_until_next(poll, deadline).await;
+        sleep_until_next(poll, until).await;
     }
-    match (last, last_err) {
-        (Some(o), _) => {
-            let complete = o.complete;
+    match (watch.finish(), last_err) {
+        (Some(v), _) => {
+            let o = v.outcome;
             let mut s = StepReport::new("rollout", target);
             s.summary = o.summary;
+            if let Some(h) = v.held_s {
+                s.summary.push_str(&format!("; held {h:.0}s of a {:.0}s stability window", window.as_secs_f64()));
+            }
             s.diagnostics = o.diagnostics;
-            if !o.complete {
-                let why = if o.gave_up { "the Deployment gave up".to_string() } else { format!("still incomplete at the {} timeout", args.timeout) };
-                if let Some(d) = s.diagnostics.first_mut() {
+            if !v.complete {
+                let why = if v.gave_up { "the watch stopped: the Deployment gave up or a container restarted".to_string() } else { format!("still incomplete at the {} timeout", args.timeout) };
+                if let Some(d) = s.diagnostics.iter_mut().find(|d| d.severity == crate::report::Severity::Error) {
                     d.evidence.push(format!("{why}, after {:.0}s", started.elapsed().as_secs_f64()));
                 }
             }
             s.verdict = rc::verdict_of(&s.diagnostics);
             s.tables.push(Table { title: "pods by release".into(), columns: rc::POD_COLUMNS.iter().map(|c| c.to_string()).collect(), rows: o.rows });
             s.data = o.data;
-            (s, complete)
+            (s, v.complete)
         }
         (None, Some(e)) => (StepReport::error("rollout", target, &e), false),
         (None, None) => (StepReport::error("rollout", target, &anyhow!("no state read before the timeout")), false),
@@ -235,22 +297,26 @@ async fn watch_loaded(ctx: &Ctx, l: &Loaded, args: &WatchOptions) -> Result<Repo
     };
 
     let prober = match (&args.service_url, &l.bundle.spec.serving.health_path) {
-        (Some(base), Some(path)) => Some(start_prober(ctx.http()?.clone(), io::join_url(base, path), probe_every)),
+        (Some(base), Some(path)) => Some(start_prober(ctx.http()?.clone(), model::join_url(base, path), probe_every)),
         _ => None,
     };
 
-    // ---- 1. Argo CD synced the merge commit ----
-    let (argo, argo_ok) = wait_for_argo(l, args, &client, &server, poll, started, deadline).await;
+    // ---- 1. Argo CD deployed this release ----
+    let (argo, argo_outcome) = wait_for_argo(l, args, &client, &server, poll, started, deadline).await;
     r.push(argo);
 
-    // ---- 2. rollout truth ----
+    // ---- 2. rollout truth, held for the stability window ----
     let mut rollout_complete = false;
-    if argo_ok {
-        let (step, complete) = rollout_step(l, args, &client, &target, poll, started, deadline).await;
-        rollout_complete = complete;
-        r.push(step);
-    } else {
-        r.push(StepReport::not_run("rollout", &target, "Argo CD did not sync the merge commit, so the cluster cannot be running it"));
+    match argo_outcome {
+        ArgoOutcome::Deployed => {
+            let (step, complete) = rollout_step(l, args, &client, &target, poll, started, deadline).await;
+            rollout_complete = complete;
+            r.push(step);
+        }
+        ArgoOutcome::Superseded => {
+            r.push(StepReport::not_run("rollout", &target, "NOT CHECKED: a later commit changed this bundle, so this release is not the one the cluster should run"));
+        }
+        ArgoOutcome::NotDeployed => r.push(StepReport::not_run("rollout", &target, "Argo CD did not sync this release, so the cluster cannot be running it")),
     }
 
     // ---- 3. downtime measured while waiting ----
@@ -285,8 +351,8 @@ async fn watch_loaded(ctx: &Ctx, l: &Loaded, args: &WatchOptions) -> Result<Repo
 
     // ---- 6. revert on failure ----
     if args.revert && r.verdict == Verdict::Fail {
-        let repo = io::checkout_root(&l.dir()).unwrap_or_else(|| PathBuf::from("."));
-        let base = io::default_base(&repo, defaults::REMOTE);
+        let repo = git::checkout_root(&l.dir()).unwrap_or_else(|| PathBuf::from("."));
+        let base = git::default_base(&repo, defaults::REMOTE);
         let rargs = RevertOptions { repo, base, ..Default::default() };
         let evidence = r.clone();
         for s in super::revert::revert_steps(ctx, l, &rargs, Some(&evidence)).await {
@@ -320,7 +386,7 @@ async fn identity_step(ctx: &Ctx, l: &Loaded, service_url: Option<&str>, target:
     let Some(id) = &l.bundle.spec.serving.identity else {
         return StepReport::not_run("identity", target, "the bundle declares no spec.serving.identity endpoint (BG017)");
     };
-    let url = io::join_url(base, &id.path);
+    let url = model::join_url(base, &id.path);
     let expect: Vec<IdentityExpectation> = id
         .expect
         .iter()
@@ -345,7 +411,7 @@ async fn identity_step(ctx: &Ctx, l: &Loaded, service_url: Option<&str>, target:
         if attempt > 0 {
             tokio::time::sleep(Duration::from_secs(1)).await;
         }
-        body = io::get_json(http, &url, Duration::from_secs(10)).await;
+        body = model::get_json(http, &url, Duration::from_secs(10)).await;
         if body.is_ok() {
             break;
         }
@@ -367,9 +433,4 @@ async fn identity_step(ctx: &Ctx, l: &Loaded, service_url: Option<&str>, target:
         }
     }
     s
-}
-
-/// 401/403 from the Kubernetes API: the credentials, not the moment.
-fn is_denied(e: &anyhow::Error) -> bool {
-    e.chain().any(|c| matches!(c.downcast_ref::<kube::Error>(), Some(kube::Error::Api(s)) if s.code == 401 || s.code == 403))
 }

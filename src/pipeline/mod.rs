@@ -160,6 +160,7 @@ pub struct WatchStep {
     pub timeout: HumanDuration,
     pub service_url: Option<String>,
     pub probe_interval: HumanDuration,
+    pub stable_for: Option<std::time::Duration>,
 }
 
 #[derive(Debug, Clone)]
@@ -214,6 +215,9 @@ struct StepOptions {
     /// watch: health probe interval (default 300ms).
     #[serde(default)]
     probe_interval: Option<String>,
+    /// watch: how long a complete rollout must hold (default from the readiness probe; `0s`: one read).
+    #[serde(default)]
+    stable_for: Option<String>,
     /// revert: remote to push the revert branch to (default `origin`).
     #[serde(default)]
     remote: Option<String>,
@@ -291,7 +295,7 @@ impl StepKind {
             StepKind::Preflight => &["snapshot"],
             StepKind::Canary => &["window"],
             StepKind::Audit => &["jobs", "denyExtra", "deep", "serving"],
-            StepKind::Watch => &["app", "appNamespace", "timeout", "serviceUrl", "probeInterval"],
+            StepKind::Watch => &["app", "appNamespace", "timeout", "serviceUrl", "probeInterval", "stableFor"],
             StepKind::Revert => &["remote", "base", "maxAge"],
         }
     }
@@ -331,7 +335,7 @@ impl StepSpec {
     /// this step, numbers in range, durations finite, positive and at most
     /// 7d; then typed, with the defaults of `options::defaults`.
     fn from_file(kind: StepKind, w: StepOptions) -> std::result::Result<StepSpec, OptionError> {
-        let set: [(&'static str, bool); 16] = [
+        let set: [(&'static str, bool); 17] = [
             ("diff", w.diff.is_some()),
             ("templates", w.templates.is_some()),
             ("jobs", w.jobs.is_some()),
@@ -345,6 +349,7 @@ impl StepSpec {
             ("timeout", w.timeout.is_some()),
             ("serviceUrl", w.service_url.is_some()),
             ("probeInterval", w.probe_interval.is_some()),
+            ("stableFor", w.stable_for.is_some()),
             ("remote", w.remote.is_some()),
             ("base", w.base.is_some()),
             ("maxAge", w.max_age.is_some()),
@@ -375,6 +380,7 @@ impl StepSpec {
                 timeout: duration_or("timeout", w.timeout.clone(), defaults::WATCH_TIMEOUT)?,
                 service_url: w.service_url.clone(),
                 probe_interval: duration_or("probeInterval", w.probe_interval.clone(), defaults::PROBE_INTERVAL)?,
+                stable_for: w.stable_for.as_deref().map(crate::util::try_duration).transpose().map_err(|e| ("stableFor", e))?,
             }),
             StepKind::Revert => StepSpec::Revert(RevertStep {
                 remote: w.remote.clone().unwrap_or_else(|| defaults::REMOTE.into()),

@@ -195,6 +195,7 @@ fn watch_options(ctx: &Ctx, w: &WatchStep, l: &Loaded, inputs: &Inputs) -> Watch
         timeout: w.timeout.clone(),
         service_url: w.service_url.as_deref().map(|u| fill(u, l)),
         probe_interval: w.probe_interval.clone(),
+        stable_for: w.stable_for,
         revert: false, // the pipeline's own revert step decides
         prometheus: inputs.prometheus.clone(),
     }
@@ -215,8 +216,8 @@ fn revert_step(ctx: &Ctx, rs: &RevertStep, l: &Loaded, inputs: &Inputs, done: &R
         return vec![StepReport::not_run("revert", &l.display, why)];
     }
     let remote = rs.remote.clone();
-    let repo = crate::adapters::rollout::checkout_root(&inputs.repo).unwrap_or_else(|| inputs.repo.clone());
-    let base = rs.base.clone().unwrap_or_else(|| crate::adapters::rollout::default_base(&repo, &remote));
+    let repo = crate::adapters::git::checkout_root(&inputs.repo).unwrap_or_else(|| inputs.repo.clone());
+    let base = rs.base.clone().unwrap_or_else(|| crate::adapters::git::default_base(&repo, &remote));
     let args = RevertOptions { repo, remote, base, evidence: None, max_age: rs.max_age.clone(), failed_at: None };
     crate::app::revert::revert_in(ctx, l, &args, done)
 }

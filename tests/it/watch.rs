@@ -154,7 +154,8 @@ pub(crate) fn deployment(updated: i32, ready: i32, available: i32, conds: &[(&st
     json!({
         "apiVersion": "apps/v1", "kind": "Deployment",
         "metadata": {"name": format!("{NAME}-predictor"), "namespace": NS, "uid": "uid-deploy", "generation": 4,
-                     "labels": {"serving.kserve.io/inferenceservice": NAME, "app.kubernetes.io/name": NAME}},
+                     "labels": {"serving.kserve.io/inferenceservice": NAME, "app.kubernetes.io/name": NAME},
+                     "ownerReferences": [{"apiVersion": "serving.kserve.io/v1beta1", "kind": "InferenceService", "name": NAME, "uid": "uid-isvc", "controller": true, "blockOwnerDeletion": true}]},
         "spec": {
             "replicas": 1, "progressDeadlineSeconds": 600,
             "selector": {"matchLabels": {"app": format!("isvc.{NAME}-predictor")}},
@@ -169,7 +170,8 @@ pub(crate) fn replicaset(name: &str, digest: &str, replicas: i32, ready: i32) ->
     json!({
         "apiVersion": "apps/v1", "kind": "ReplicaSet",
         "metadata": {"name": name, "namespace": NS, "uid": format!("uid-{name}"),
-                     "labels": {"serving.kserve.io/inferenceservice": NAME, "app.kubernetes.io/name": NAME}},
+                     "labels": {"serving.kserve.io/inferenceservice": NAME, "app.kubernetes.io/name": NAME},
+                     "ownerReferences": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": format!("{NAME}-predictor"), "uid": "uid-deploy", "controller": true, "blockOwnerDeletion": true}]},
         "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": format!("isvc.{NAME}-predictor")}},
                  "template": {"metadata": {"annotations": {"bundlegate.dev/release-digest": digest}}, "spec": {"containers": [{"name": "kserve-container", "image": "x"}]}}},
         "status": {"replicas": replicas, "readyReplicas": ready, "availableReplicas": ready}
@@ -219,9 +221,22 @@ pub(crate) fn done_deployment() -> Value {
     )
 }
 
-/// Old ReplicaSet + new ReplicaSet, the Deployment, plus the given pods and events.
+/// The InferenceService the bundle renders (RawDeployment), as the API
+/// returns it: the root of its pods' ownership chain.
+pub(crate) fn inference_service() -> Value {
+    json!({
+        "apiVersion": "serving.kserve.io/v1beta1", "kind": "InferenceService",
+        "metadata": {"name": NAME, "namespace": NS, "uid": "uid-isvc", "generation": 2,
+                     "annotations": {"serving.kserve.io/deploymentMode": "RawDeployment"}},
+        "spec": {"predictor": {"model": {"modelFormat": {"name": "vllm"}, "storageUri": V2_URI}}},
+        "status": {"conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": "2026-01-01T10:05:30Z"}]}
+    })
+}
+
+/// Old ReplicaSet + new ReplicaSet, the Deployment and its InferenceService,
+/// plus the given pods and events.
 pub(crate) fn objects(new: &str, dep: Value, pods: Vec<Value>, events: Vec<Value>) -> Vec<Value> {
-    let mut v = vec![dep, replicaset("llm-scratch-predictor-868c589678", OLD, 1, 1), replicaset("llm-scratch-predictor-6786d546b4", new, 1, 0)];
+    let mut v = vec![inference_service(), dep, replicaset("llm-scratch-predictor-868c589678", OLD, 1, 1), replicaset("llm-scratch-predictor-6786d546b4", new, 1, 0)];
     v.extend(pods);
     v.extend(events);
     v
@@ -276,6 +291,8 @@ pub(crate) fn identity_ok(release: &str) -> Value {
 /// A temp git repository holding the bundle, so the merge commit (and its
 /// time) is real: committed at 2026-01-01T10:00:00Z.
 pub(crate) struct Workspace {
+    /// The commit before the merge (an ancestor: Argo CD behind).
+    pub(crate) prev: String,
     pub(crate) dir: tempfile::TempDir,
     pub(crate) sha: String,
     pub(crate) digest: String,
@@ -301,14 +318,43 @@ pub(crate) fn git(dir: &Path, args: &[&str]) -> String {
 impl Workspace {
     pub(crate) fn new() -> Workspace {
         let dir = tempfile::tempdir().unwrap();
-        std::fs::copy(fixture("release.yaml"), dir.path().join("release.yaml")).unwrap();
         git(dir.path(), &["init", "-q", "-b", "main"]);
+        std::fs::write(dir.path().join("README.md"), "models\n").unwrap();
+        git(dir.path(), &["add", "README.md"]);
+        git(dir.path(), &["commit", "-q", "-m", "the repository before the release"]);
+        let prev = git(dir.path(), &["rev-parse", "HEAD"]);
+        std::fs::copy(fixture("release.yaml"), dir.path().join("release.yaml")).unwrap();
         git(dir.path(), &["add", "release.yaml"]);
         git(dir.path(), &["commit", "-q", "-m", "release llm-scratch v2"]);
         let sha = git(dir.path(), &["rev-parse", "HEAD"]);
         let d = run_in(dir.path(), &["digest", "release.yaml", "--format", "json"], &[]);
         let digest = d.json()["steps"][0]["data"]["releaseDigest"].as_str().unwrap().to_string();
-        Workspace { dir, sha, digest }
+        Workspace { dir, sha, prev, digest }
+    }
+
+    /// A later commit on main after the merge: another model's change, or
+    /// (`bundle_change`) a change of this bundle. The work tree goes back to
+    /// the merge commit, as the watch job's checkout is.
+    pub(crate) fn later_commit(&self, bundle_change: Option<(&str, &str)>) -> String {
+        let p = self.path();
+        git(p, &["checkout", "-q", "main"]);
+        match bundle_change {
+            Some((from, to)) => {
+                let text = std::fs::read_to_string(p.join("release.yaml")).unwrap();
+                assert!(text.contains(from), "{from} not in the bundle");
+                std::fs::write(p.join("release.yaml"), text.replacen(from, to, 1)).unwrap();
+                git(p, &["commit", "-q", "-am", "change llm-scratch"]);
+            }
+            None => {
+                std::fs::create_dir_all(p.join("other-model")).unwrap();
+                std::fs::write(p.join("other-model/notes.txt"), format!("{}\n", git(p, &["rev-list", "--count", "HEAD"]))).unwrap();
+                git(p, &["add", "other-model"]);
+                git(p, &["commit", "-q", "-m", "another model's release"]);
+            }
+        }
+        let later = git(p, &["rev-parse", "HEAD"]);
+        git(p, &["checkout", "-q", "--detach", &self.sha]);
+        later
     }
     pub(crate) fn path(&self) -> &Path {
         self.dir.path()
@@ -318,6 +364,11 @@ impl Workspace {
 pub(crate) fn run_watch(ws: &Workspace, frames: Vec<Frame>, extra: &[&str]) -> (Out, standin::Cluster) {
     let cluster = standin::Cluster::start(frames, ws.path());
     let mut args = vec!["watch", "release.yaml", "--app", NAME, "--revision", &ws.sha, "--format", "json"];
+    // A short stability window unless the test sets its own: every PASS
+    // here is still held over several reads.
+    if !extra.contains(&"--stable-for") {
+        args.extend_from_slice(&["--stable-for", "1s"]);
+    }
     args.extend_from_slice(extra);
     let kc = cluster.kubeconfig.to_string_lossy().to_string();
     let out = run_in(ws.path(), &args, &[("KUBECONFIG", &kc), ("BUNDLEGATE_WATCH_POLL", "150ms"), ("GITHUB_SHA", "")]);
@@ -416,7 +467,9 @@ fn watch_healthy_swap_passes_with_evidence() {
     cluster.assert_read_only();
     let reqs = cluster.requests();
     assert!(reqs.iter().any(|(_, p)| p.starts_with("/apis/argoproj.io/v1alpha1/namespaces/argocd/applications/llm-scratch")));
-    assert!(reqs.iter().any(|(_, p)| p.starts_with("/api/v1/namespaces/ai-lab/pods") && p.contains("serving.kserve.io")));
+    // Pods are listed namespace-wide: ownership, not a label selector, decides what is the release's.
+    assert!(reqs.iter().any(|(_, p)| p.starts_with("/api/v1/namespaces/ai-lab/pods") && !p.contains("labelSelector")));
+    assert!(reqs.iter().any(|(_, p)| p.starts_with("/apis/discovery.k8s.io/v1/namespaces/ai-lab/endpointslices")));
 }
 
 #[test]
@@ -535,7 +588,7 @@ fn watch_storage_initializer_source_is_compared_not_the_rewritten_env() {
     let (out, _c) = run_watch(&ws, frames, &["--timeout", "1s"]);
     assert_eq!(out.code, 1, "{}", out.stdout);
     let f = findings(&out.json(), "rollout", "BG501");
-    assert!(f.contains("downloads its model from s3://models/llm-scratch/v1/"), "{f}");
+    assert!(f.contains("reads its model from s3://models/llm-scratch/v1/"), "{f}");
     assert!(f.contains("STORAGE_URI env = /mnt/models"), "the rewritten env is shown, not trusted: {f}");
 }
 
@@ -612,7 +665,7 @@ fn watch_measures_downtime_when_the_service_stops() {
     let kc = cluster.kubeconfig.to_string_lossy().to_string();
     let out = run_in(
         ws.path(),
-        &["watch", "release.yaml", "--app", NAME, "--revision", &ws.sha, "--timeout", "20s", "--service-url", &url, "--probe-interval", "100ms", "--format", "json"],
+        &["watch", "release.yaml", "--app", NAME, "--revision", &ws.sha, "--timeout", "20s", "--stable-for", "1s", "--service-url", &url, "--probe-interval", "100ms", "--format", "json"],
         &[("KUBECONFIG", &kc), ("BUNDLEGATE_WATCH_POLL", "150ms")],
     );
     chaos.join().unwrap();
@@ -638,14 +691,15 @@ fn watch_argo_never_syncing_the_merge_fails_bg504_with_last_seen() {
     // Healthy and Synced — on the previous commit.
     let frames = vec![Frame {
         at_ms: 0,
-        app: Some(application(OLD_SHA, "Succeeded", "Healthy", "2025-12-31T09:00:00Z")),
+        app: Some(application(&ws.prev, "Succeeded", "Healthy", "2025-12-31T09:00:00Z")),
         objects: objects(OLD, done_deployment(), vec![pod(PodSpec::ready(OLD_POD, OLD, V1_URI))], vec![]),
     }];
     let (out, cluster) = run_watch(&ws, frames, &["--timeout", "1s"]);
     assert_eq!(out.code, 1, "{}", out.stdout);
     let v = out.json();
+    assert_eq!(step(&v, "argo")["verdict"], "fail", "an ancestor of the merge is shown to be behind: {v:#}");
     let f = findings(&v, "argo", "BG504");
-    assert!(f.contains(OLD_SHA) && f.contains("health=Healthy"), "last seen is reported: {f}");
+    assert!(f.contains(&ws.prev) && f.contains("health=Healthy") && f.contains("ancestor"), "last seen is reported: {f}");
     assert!(f.contains("not evidence"), "{f}");
     assert_eq!(step(&v, "rollout")["verdict"], "not-run");
     // Only the Application was read: the pods cannot run an unsynced commit.
@@ -1283,7 +1337,7 @@ fn watch_with_revert_opens_the_pr_when_a_gate_fails() {
     let CrashloopMerge { g, gh, w, sha, cluster } = crashloop_merge();
     let env = watch_env(&gh, &cluster);
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-    let out = run_in(&w, &["watch", "llm-scratch/v2/release.yaml", "--app", NAME, "--revision", &sha, "--timeout", "2s", "--revert", "--format", "json"], &env);
+    let out = run_in(&w, &["watch", "llm-scratch/v2/release.yaml", "--app", NAME, "--revision", &sha, "--timeout", "2s", "--stable-for", "1s", "--revert", "--format", "json"], &env);
     assert_eq!(out.code, 1, "the watch failed, whatever the revert did: {}\n{}", out.stdout, out.stderr);
     let v = out.json();
     assert!(findings(&v, "rollout", "BG501").contains("CrashLoopBackOff"));
@@ -1322,7 +1376,7 @@ fn watch_with_revert_on(old_pods: impl FnOnce() -> Vec<Value>) -> (Out, GitRemot
     let CrashloopMerge { g, gh, w, sha, cluster } = merged_with(|d, src| finished_with(d, src, old_pods()));
     let env = watch_env(&gh, &cluster);
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-    let out = run_in(&w, &["watch", "llm-scratch/v2/release.yaml", "--app", NAME, "--revision", &sha, "--timeout", "2s", "--revert", "--format", "json"], &env);
+    let out = run_in(&w, &["watch", "llm-scratch/v2/release.yaml", "--app", NAME, "--revision", &sha, "--timeout", "2s", "--stable-for", "1s", "--revert", "--format", "json"], &env);
     (out, g, gh, cluster)
 }
 
@@ -1432,7 +1486,7 @@ fn pipeline_watch_passes_and_revert_has_nothing_to_do() {
     let url = model.url();
     let p = write_pipeline(
         tmp.path(),
-        &format!("    - name: watch\n      required: true\n      with: {{app: \"{{name}}\", timeout: 20s, serviceUrl: \"{url}\", probeInterval: 100ms}}\n    - name: revert\n"),
+        &format!("    - name: watch\n      required: true\n      with: {{app: \"{{name}}\", timeout: 20s, stableFor: 1s, serviceUrl: \"{url}\", probeInterval: 100ms}}\n    - name: revert\n"),
     );
     let kc = cluster.kubeconfig.to_string_lossy().to_string();
     let out = run_in(
@@ -1477,7 +1531,7 @@ fn pipeline_post_merge_reverts_a_crashlooping_release_with_the_run_as_evidence()
     // verify stops the run on failure, but a revert answers failures, so it still runs.
     let p = write_pipeline(
         tmp.path(),
-        "    - name: verify\n      required: true\n      onFailure: stop\n    - name: watch\n      required: true\n      onFailure: stop\n      with: {timeout: 2s}\n    - name: canary\n    - name: revert\n      with: {base: main}\n",
+        "    - name: verify\n      required: true\n      onFailure: stop\n    - name: watch\n      required: true\n      onFailure: stop\n      with: {timeout: 2s, stableFor: 1s}\n    - name: canary\n    - name: revert\n      with: {base: main}\n",
     );
     let env = watch_env(&gh, &cluster);
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();

@@ -33,7 +33,12 @@ fn ctx_over(frames: Vec<Frame>, env: EnvSnapshot) -> (Ctx, Arc<StandIn>) {
 }
 
 fn options(revision: &str, timeout: &str) -> WatchOptions {
-    WatchOptions { revision: Some(revision.into()), timeout: HumanDuration::parse(timeout).unwrap(), ..WatchOptions::new(NAME) }
+    WatchOptions {
+        revision: Some(revision.into()),
+        timeout: HumanDuration::parse(timeout).unwrap(),
+        stable_for: Some(std::time::Duration::from_millis(500)),
+        ..WatchOptions::new(NAME)
+    }
 }
 
 fn json_of(r: &Report) -> Value {

@@ -1,6 +1,7 @@
-//! The Kubernetes API stand-in: Application, Deployment, ReplicaSet, Pod and
-//! Event objects in their real shapes from a scripted timeline, every
-//! request recorded (all must be GET). One stand-in, reached two ways: over
+//! The Kubernetes API stand-in: Application, Deployment, ReplicaSet, Pod,
+//! Event, EndpointSlice, InferenceService and Knative Revision /
+//! Configuration / Service objects in their real shapes from a scripted
+//! timeline, every request recorded (all must be GET). One stand-in, reached two ways: over
 //! HTTP with a kubeconfig for the binary ([`Cluster`]), and in-process as the
 //! `tower` service under a `kube::Client` for library tests
 //! ([`StandIn::client`]).
@@ -74,6 +75,21 @@ impl StandIn {
             ["apis", "apps", "v1", "namespaces", ns, "replicasets"] => list("ReplicaSet", "apps/v1", ns),
             ["api", "v1", "namespaces", ns, "pods"] => list("Pod", "v1", ns),
             ["api", "v1", "namespaces", ns, "events"] => list("Event", "v1", ns),
+            ["apis", "discovery.k8s.io", "v1", "namespaces", ns, "endpointslices"] => list("EndpointSlice", "discovery.k8s.io/v1", ns),
+            ["apis", "serving.kserve.io", "v1beta1", "namespaces", ns, "inferenceservices"] => list("InferenceService", "serving.kserve.io/v1beta1", ns),
+            // Knative's kinds, by API group: its `Service` is not core/v1's.
+            ["apis", "serving.knative.dev", "v1", "namespaces", ns, plural] => match *plural {
+                "revisions" => list("Revision", "serving.knative.dev/v1", ns),
+                "configurations" => list("Configuration", "serving.knative.dev/v1", ns),
+                "services" => {
+                    let items: Vec<Value> = frame.objects.iter().filter(|o| o["apiVersion"] == "serving.knative.dev/v1" && o["kind"] == "Service" && o["metadata"]["namespace"] == *ns).cloned().collect();
+                    (200, json!({"apiVersion": "serving.knative.dev/v1", "kind": "ServiceList", "metadata": {"resourceVersion": "48211"}, "items": items}))
+                }
+                _ => {
+                    self.unknown.lock().unwrap().push(format!("GET {path}"));
+                    (404, status_404(path))
+                }
+            },
             _ => {
                 self.unknown.lock().unwrap().push(format!("GET {path}"));
                 (404, status_404(path))

@@ -1,45 +1,14 @@
-//! Rollout truth checks: pure functions over Argo/Deployment/Pod state.
-//!
-//! Codes used here (registered in `src/diag.rs`, family `watch`):
-//!
-//! - BG501 `rollout-incomplete` — ready pods still run the previous release, a
-//!   new pod is Pending or crash-looping, the Deployment hit
-//!   ProgressDeadlineExceeded, or a pod's real source URI (KServe's
-//!   storage-initializer `args[0]`) is not the bundle's. Why: every signal people
-//!   look at can read green in this state — ISvc READY, its conditions, the API
-//!   answering, `get deploy` 1/1/1/1 — because each counts a different pod
-//!   (a new pod once crash-looped behind all four). Only grouping the pods by
-//!   release digest shows it.
-//! - BG502 `identity-mismatch` — the service's identity endpoint reports a
-//!   digest other than the bundle's, or reports itself unregistered. Why: the
-//!   service's own answer is the last word on what is served; "the digest is
-//!   right but it is not in the registry" broke the evidence chain after a
-//!   manual promote.
-//! - BG503 `downtime-measured` — the health probe failed during the rollout.
-//!   Why: zero downtime is a measurement, not a claim (a 0.3 s probe counted
-//!   465 ok / 0 fail when only patching vs 208/42 after `delete pod -l`).
-//! - BG504 `argo-not-synced` — Argo CD did not finish a successful sync of the
-//!   merge commit (sync.revision, operationState.phase == Succeeded, finishedAt
-//!   after the merge). Why: `health.status` is not evidence; it reads
-//!   Progressing or even Healthy while the new pod is Pending.
-//! - BG505 `rollback-target-unverified` — the previous bundle's artifacts are
-//!   not complete and readable, so rolling back to it would be a second broken
-//!   release; take the degrade path instead (rollback decision card: old
-//!   package incomplete → degrade).
-//! - BG506 `rollout-evidence-incomplete` — a pod's state cannot tell whether
-//!   it serves (phase Unknown, a Ready pod of a ReplicaSet already scaled to
-//!   0, a ready new pod that is terminating). Why: a false FAIL opens a revert
-//!   of a good release, so what cannot be decided is INCONCLUSIVE.
-//! - BG507 `pods-not-serving` (note) — terminal pods (an Evicted pod kept until
-//!   pod GC), terminating pods and not-ready pods no ReplicaSet wants are
-//!   history: reported, never counted as another release still serving.
+//! Rollout truth: which release each of the release's pods runs (the pods
+//! chosen by ownership, `super::ownership`), judged by phase, deletion mark,
+//! readiness and routing; the model source each pod really reads; the
+//! service's identity answer and the measured downtime. Codes BG501–BG507
+//! and BG530; the why of each is in `src/diag.rs`.
 //!
 //! Everything here is plain data in, diagnostics out; the adapter
-//! (`adapters::rollout`) turns Kubernetes objects into these structs.
+//! (`adapters::kube`) turns Kubernetes objects into these structs.
 
 use std::collections::BTreeMap;
 
-use chrono::{DateTime, Utc};
 use serde::Serialize;
 use serde_json::{json, Value};
 
@@ -52,97 +21,53 @@ pub(crate) const KSERVE_LABEL: &str = "serving.kserve.io/inferenceservice";
 pub(crate) const NAME_LABEL: &str = "app.kubernetes.io/name";
 /// Name of KServe's init container that downloads the model.
 pub(crate) const STORAGE_INITIALIZER: &str = "storage-initializer";
+/// KServe's modelcar sidecar: its image is the model (`oci://` storage URIs).
+pub(crate) const MODELCAR: &str = "modelcar";
+/// Pod annotation naming the source URI a KServe LocalModelCache serves
+/// (such pods start without a storage-initializer).
+pub(crate) const LOCAL_MODEL_SOURCE: &str = "internal.serving.kserve.io/localmodel-sourceuri";
+/// Label naming the LocalModelCache a pod's model comes from.
+pub(crate) const LOCAL_MODEL: &str = "internal.serving.kserve.io/localmodel";
 
-// ---- Argo CD ---------------------------------------------------------------------------
+/// Where a pod's model bytes come from, as KServe wires it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase", tag = "kind")]
+pub(crate) enum ModelSource {
+    /// `initContainers[storage-initializer].args[0]`.
+    StorageInitializer { uri: String },
+    /// A node cache: the pod's LocalModelCache annotations.
+    LocalModelCache { cache: Option<String>, uri: String },
+    /// A modelcar sidecar whose image holds the model: `oci://<image>`.
+    Modelcar { uri: String },
+}
 
-/// The fields of an Argo CD Application's status that the gate reads.
-#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+impl ModelSource {
+    pub(crate) fn uri(&self) -> &str {
+        match self {
+            ModelSource::StorageInitializer { uri } | ModelSource::LocalModelCache { uri, .. } | ModelSource::Modelcar { uri } => uri,
+        }
+    }
+
+    /// Where the URI was read, for evidence.
+    pub(crate) fn read_from(&self) -> String {
+        match self {
+            ModelSource::StorageInitializer { .. } => format!("initContainers[{STORAGE_INITIALIZER}].args[0]"),
+            ModelSource::LocalModelCache { cache, .. } => format!("annotation {LOCAL_MODEL_SOURCE} (LocalModelCache {})", cache.as_deref().unwrap_or("?")),
+            ModelSource::Modelcar { .. } => format!("containers[{MODELCAR}].image"),
+        }
+    }
+}
+
+/// One container's restart history, for the stability window.
+#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
-pub(crate) struct AppStatus {
+pub(crate) struct ContainerRestarts {
     pub name: String,
-    pub sync_status: Option<String>,
-    pub sync_revision: Option<String>,
-    /// Multi-source applications report `sync.revisions[]` instead.
-    pub sync_revisions: Vec<String>,
-    /// Recorded for the report only: health is never used to decide.
-    pub health: Option<String>,
-    pub phase: Option<String>,
-    pub operation_revision: Option<String>,
-    pub started_at: Option<String>,
-    pub finished_at: Option<String>,
-    pub message: Option<String>,
-}
-
-impl AppStatus {
-    /// One line for evidence: what Argo said, including the health it claims.
-    pub(crate) fn describe(&self) -> String {
-        format!(
-            "sync={} revision={} health={} operation={} finishedAt={}{}",
-            self.sync_status.as_deref().unwrap_or("-"),
-            self.sync_revision.as_deref().or(self.sync_revisions.first().map(String::as_str)).unwrap_or("-"),
-            self.health.as_deref().unwrap_or("-"),
-            self.phase.as_deref().unwrap_or("-"),
-            self.finished_at.as_deref().unwrap_or("-"),
-            self.message.as_deref().map(|m| format!(" message={m:?}")).unwrap_or_default()
-        )
-    }
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) enum ArgoState {
-    /// The merge commit was synced successfully (after the merge, if known).
-    Synced,
-    /// Not yet; the reason says what is missing.
-    Waiting(String),
-}
-
-/// A full 40-hex SHA must match exactly; an abbreviated one (≥ 7) by prefix,
-/// the way git resolves it.
-fn same_revision(have: &str, want: &str) -> bool {
-    let (h, w) = (have.trim().to_ascii_lowercase(), want.trim().to_ascii_lowercase());
-    if h.is_empty() || w.is_empty() {
-        return false;
-    }
-    h == w || (w.len() >= 7 && w.len() < h.len() && h.starts_with(&w)) || (h.len() >= 7 && h.len() < w.len() && w.starts_with(&h))
-}
-
-fn parse_time(s: &str) -> Option<DateTime<Utc>> {
-    DateTime::parse_from_rfc3339(s).ok().map(|t| t.with_timezone(&Utc))
-}
-
-/// The post-merge gate from the field notes: `sync.revision == merge SHA`,
-/// `operationState.phase == Succeeded` and `finishedAt > merge time`.
-/// `health.status` is deliberately not read.
-pub(crate) fn argo_state(app: Option<&AppStatus>, revision: Option<&str>, merged_at: Option<DateTime<Utc>>) -> ArgoState {
-    let Some(a) = app else { return ArgoState::Waiting("the Application was not found".into()) };
-    if let Some(rev) = revision {
-        let synced_rev = a.sync_revision.iter().chain(a.sync_revisions.iter()).any(|r| same_revision(r, rev));
-        if !synced_rev {
-            return ArgoState::Waiting(format!(
-                "status.sync.revision is {} , not the merge commit {rev}",
-                a.sync_revision.as_deref().or(a.sync_revisions.first().map(String::as_str)).unwrap_or("empty")
-            ));
-        }
-        // The last operation may be an older sync of another revision.
-        if let Some(op_rev) = &a.operation_revision {
-            if !same_revision(op_rev, rev) {
-                return ArgoState::Waiting(format!("the last sync operation was for {op_rev}, not {rev}"));
-            }
-        }
-    } else if a.sync_status.as_deref() != Some("Synced") {
-        return ArgoState::Waiting(format!("status.sync.status is {}", a.sync_status.as_deref().unwrap_or("empty")));
-    }
-    if a.phase.as_deref() != Some("Succeeded") {
-        return ArgoState::Waiting(format!("status.operationState.phase is {}", a.phase.as_deref().unwrap_or("empty (no sync operation recorded)")));
-    }
-    if let Some(m) = merged_at {
-        match a.finished_at.as_deref().and_then(parse_time) {
-            Some(f) if f > m => {}
-            Some(f) => return ArgoState::Waiting(format!("the successful sync finished at {f}, before the merge at {m}")),
-            None => return ArgoState::Waiting("status.operationState.finishedAt is missing or not a timestamp".into()),
-        }
-    }
-    ArgoState::Synced
+    pub restarts: u32,
+    /// `lastState.terminated`: reason (OOMKilled, Error…), exit code, time.
+    pub last_reason: Option<String>,
+    pub last_exit_code: Option<i32>,
+    pub last_finished_at: Option<String>,
 }
 
 // ---- the service's pods ---------------------------------------------------------------------
@@ -163,11 +88,30 @@ pub(crate) struct PodInfo {
     /// `container: Reason (message)` for waiting/terminated containers.
     pub waiting: Vec<String>,
     pub crash_loop: bool,
-    /// KServe's storage-initializer `args[0]`: the real model source.
-    pub source_uri: Option<String>,
+    /// The model source KServe wired into the pod (None: none recognised).
+    pub source: Option<ModelSource>,
     /// The ReplicaSet in ownerReferences (None: not owned by one).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub owner: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uid: Option<String>,
+    /// `metadata.ownerReferences`: what decides membership of the release.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub owners: Vec<super::ownership::OwnerRef>,
+    /// Carries the app's labels (only used to list look-alikes outside the release).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub labelled: bool,
+    /// Whether traffic reaches it: Some(in the Service's ready endpoints, or
+    /// its Knative revision has traffic), None when routing was not readable
+    /// (then readiness decides, as the endpoints controller would).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub routed: Option<bool>,
+    /// The Knative Revision in its ownership chain (Serverless).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub revision: Option<String>,
+    /// Per container (init containers included) restarts and last termination.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub containers: Vec<ContainerRestarts>,
     /// The main container's STORAGE_URI env (KServe rewrites it to
     /// `/mnt/models`, so it is reported, never trusted).
     pub storage_env: Option<String>,
@@ -240,7 +184,9 @@ pub(crate) struct EventInfo {
     pub count: i32,
 }
 
-/// Everything read about one service at one moment.
+/// Everything read about one release's workload at one moment: its
+/// controllers and pods (chosen by ownership), the events about them, and
+/// the look-alike pods left outside.
 #[derive(Debug, Clone, Default, Serialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct ServiceState {
@@ -248,6 +194,18 @@ pub(crate) struct ServiceState {
     pub replica_sets: Vec<ReplicaSetInfo>,
     pub pods: Vec<PodInfo>,
     pub events: Vec<EventInfo>,
+    /// Pods carrying the app's labels (or routed by its Service) that are
+    /// not owned by the release: listed, never counted or blamed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub outside: Vec<super::ownership::OutsidePod>,
+    /// What routing was read from.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub routing: String,
+    /// Knative: latestCreatedRevisionName / latestReadyRevisionName.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latest_created: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latest_ready: Option<String>,
 }
 
 /// What the bundle says should be running.
@@ -285,9 +243,10 @@ pub(crate) enum PodStanding {
     /// Phase Unknown, missing or unrecognised (node unreachable): whether it
     /// serves cannot be told from the API.
     Unknown,
-    /// Running and Ready: receives traffic.
+    /// Running and Ready, and routed (or routing unknown): receives traffic.
     Serving,
-    /// Pending, or Running but not Ready: receives no traffic.
+    /// Pending, Running but not Ready, or Ready but not routed (not among
+    /// the Service's ready endpoints, its revision given no traffic).
     NotServing,
 }
 
@@ -295,7 +254,7 @@ pub(crate) fn standing(p: &PodInfo) -> PodStanding {
     match p.phase.as_str() {
         "Failed" | "Succeeded" => PodStanding::Terminal,
         _ if p.terminating => PodStanding::Terminating,
-        "Running" if p.ready => PodStanding::Serving,
+        "Running" if p.ready && p.routed != Some(false) => PodStanding::Serving,
         "Running" | "Pending" => PodStanding::NotServing,
         _ => PodStanding::Unknown,
     }
@@ -345,6 +304,9 @@ pub(crate) fn compare_serving(exp: &Expected, pods: &[PodInfo], replica_sets: &[
                 Some(false) => unsure.push((p, "ready, but its ReplicaSet is scaled to 0: it is being removed and may still receive traffic")),
                 _ => serving.push(p),
             },
+            (PodStanding::NotServing, false) if p.routed == Some(false) => {
+                history.push((p, "not routed: neither among the Service's ready endpoints nor given traffic, it serves nothing"))
+            }
             (PodStanding::NotServing, false) => match owner_wants_pods(p, replica_sets) {
                 Some(true) => unsure.push((p, "not ready, but its ReplicaSet still wants pods: the old release may become ready again")),
                 _ => history.push((p, "not ready and not wanted by any ReplicaSet: it receives no traffic")),
@@ -381,18 +343,20 @@ pub(crate) fn compare_serving(exp: &Expected, pods: &[PodInfo], replica_sets: &[
         out.push(d);
     }
     for p in pods.iter().filter(|p| p.digest.as_deref() == Some(exp.digest.as_str()) && standing(p) != PodStanding::Terminal) {
-        match &p.source_uri {
-            Some(src) if !same_uri(src, &exp.storage_uri) => out.push(
-                Diagnostic::new(Code::RolloutIncomplete, format!("pod {} downloads its model from {src}, not the bundle's {}", p.name, exp.storage_uri))
+        match &p.source {
+            Some(src) if !same_uri(src.uri(), &exp.storage_uri) => out.push(
+                Diagnostic::new(Code::RolloutIncomplete, format!("pod {} reads its model from {}, not the bundle's {}", p.name, src.uri(), exp.storage_uri))
                     .field("spec.model.storageUri")
-                    .evidence(format!("initContainers[{STORAGE_INITIALIZER}].args[0] = {src}"))
+                    .evidence(format!("{} = {}", src.read_from(), src.uri()))
                     .evidence(format!("main container STORAGE_URI env = {} (rewritten by KServe; not the source)", p.storage_env.as_deref().unwrap_or("-"))),
             ),
             Some(_) => {}
+            // Not evidence of a wrong source: a way of wiring the model this
+            // tool does not read. Undecided, never a failure.
             None if exp.kserve => out.push(
-                Diagnostic::new(Code::RolloutIncomplete, format!("pod {} has no {STORAGE_INITIALIZER} init container: its model source cannot be read", p.name))
+                Diagnostic::new(Code::RolloutEvidenceIncomplete, format!("pod {}: its model source cannot be read (no {STORAGE_INITIALIZER}, LocalModelCache annotation or {MODELCAR} container)", p.name))
                     .evidence(format!("main container STORAGE_URI env = {} (KServe rewrites it to the local mount)", p.storage_env.as_deref().unwrap_or("-")))
-                    .help("KServe injects the storage-initializer for storageUri; without it the pod did not go through KServe's webhook"),
+                    .help("bundlegate reads the storage-initializer's args, a LocalModelCache's source annotation and a modelcar's image; check the pod spec by hand (`kubectl get pod -o yaml`)"),
             ),
             None => {}
         }
@@ -459,7 +423,8 @@ pub(crate) fn evaluate_rollout(exp: &Expected, st: &ServiceState) -> RolloutOutc
     let unsure_new: Vec<&&PodInfo> =
         new.iter().filter(|p| standing(p) == PodStanding::Unknown || (standing(p) == PodStanding::Terminating && p.ready)).collect();
 
-    diags.extend(new_pod_diagnostics(st, &new));
+    diags.extend(new_pod_diagnostics(st, &new, ready_new >= exp.replicas as usize));
+    diags.extend(outside_diagnostics(st));
     diags.extend(replica_set_diagnostics(exp, st, &new));
     let verifier = verifier_failures(&new);
     let mut gave_up = !verifier.is_empty();
@@ -479,8 +444,12 @@ pub(crate) fn evaluate_rollout(exp: &Expected, st: &ServiceState) -> RolloutOutc
         st.pods.len(),
         if complete { "" } else { " — rollout incomplete" }
     );
+    // A pod of another release that routing shows takes no traffic is as
+    // good as gone; one whose routing is unknown is waited for.
     let settled = complete
-        && st.pods.iter().all(|p| p.digest.as_deref() == Some(exp.digest.as_str()) || standing(p) == PodStanding::Terminal);
+        && st.pods.iter().all(|p| {
+            p.digest.as_deref() == Some(exp.digest.as_str()) || standing(p) == PodStanding::Terminal || (p.routed == Some(false) && !p.terminating)
+        });
     RolloutOutcome {
         complete,
         settled,
@@ -496,12 +465,48 @@ fn is_error(d: &Diagnostic) -> bool {
     d.severity == crate::report::Severity::Error
 }
 
+/// Pods the release's own Service routes to that the release does not own:
+/// something else answers its traffic, and from here it cannot be told what
+/// (BG506). Look-alikes that are not routed are listed and not judged.
+fn outside_diagnostics(st: &ServiceState) -> Vec<Diagnostic> {
+    let mut out = Vec::new();
+    let routed: Vec<&super::ownership::OutsidePod> = st.outside.iter().filter(|o| o.routed).collect();
+    if !routed.is_empty() {
+        let mut d = Diagnostic::new(Code::RolloutEvidenceIncomplete, format!("{} pod(s) outside this release receive the release's Service traffic", routed.len()));
+        for o in &routed {
+            d = d.evidence(format!("pod {}: {}", o.name, o.why));
+        }
+        out.push(d.help("a pod the workload does not own (a hand-made copy with the Service's labels) answers part of the traffic; remove it or change its labels"));
+    }
+    let others: Vec<&super::ownership::OutsidePod> = st.outside.iter().filter(|o| !o.routed).collect();
+    if !others.is_empty() {
+        let mut d = Diagnostic::new(Code::PodsNotServing, format!("{} pod(s) carry the app's labels but are not part of this release (not counted either way)", others.len()));
+        for o in &others {
+            d = d.evidence(format!("pod {}: {}", o.name, o.why));
+        }
+        out.push(d);
+    }
+    out
+}
+
 /// BG501 for each new pod that is Pending (with the scheduler's reason) or
-/// not ready after restarts.
-fn new_pod_diagnostics(st: &ServiceState, new: &[&PodInfo]) -> Vec<Diagnostic> {
+/// not ready after restarts, while the release needs it. Once `enough`
+/// pods of the release are ready, a Pending or still-starting extra pod (an
+/// autoscaler's, a surge pod) is a note; a crash loop is always a failure:
+/// the release's own container dies.
+fn new_pod_diagnostics(st: &ServiceState, new: &[&PodInfo], enough: bool) -> Vec<Diagnostic> {
     let mut diags = Vec::new();
     for p in new {
         let evs = events_for(st, "Pod", &p.name);
+        let starting = (p.phase == "Pending" && !p.ready && !p.terminating) || (!p.crash_loop && !p.ready && p.restarts > 0);
+        if enough && starting {
+            let mut d = Diagnostic::new(Code::PodsNotServing, format!("extra pod {} of the new release is {} while the replicas are already ready", p.name, if p.phase == "Pending" { "Pending" } else { "not ready" }));
+            for e in evs.iter().filter(|e| e.type_ == "Warning") {
+                d = d.evidence(event_line(e));
+            }
+            diags.push(d);
+            continue;
+        }
         if p.phase == "Pending" && !p.ready && !p.terminating {
             let sched: Vec<&&EventInfo> = evs.iter().filter(|e| e.reason == "FailedScheduling").collect();
             let mut d = Diagnostic::new(
@@ -658,13 +663,13 @@ fn pod_rows(exp: &Expected, st: &ServiceState) -> Vec<Vec<String>> {
                 p.ready.to_string(),
                 p.restarts.to_string(),
                 p.waiting.first().cloned().unwrap_or_default(),
-                p.source_uri.clone().unwrap_or_else(|| "-".into()),
+                p.source.as_ref().map(|s| s.uri().to_string()).unwrap_or_else(|| "-".into()),
             ]
         })
         .collect()
 }
 
-pub(crate) const POD_COLUMNS: [&str; 7] = ["pod", "release", "phase", "ready", "restarts", "waiting", "source (storage-initializer)"];
+pub(crate) const POD_COLUMNS: [&str; 7] = ["pod", "release", "phase", "ready", "restarts", "waiting", "model source"];
 
 // ---- identity -----------------------------------------------------------------------------
 
@@ -824,26 +829,6 @@ pub(crate) fn downtime_diagnostic(st: &DowntimeStats, url: &str) -> Option<Diagn
     })
 }
 
-/// Argo CD did not finish a successful sync of `revision` in time: what it
-/// was waiting for, what was last seen (`None`: the Application was never
-/// found) and the last read error. health.status is named only to say it
-/// is not evidence.
-pub(crate) fn argo_not_synced(revision: Option<&str>, within: &str, waiting_for: &str, app: &str, last: Option<&AppStatus>, last_error: Option<&str>) -> Diagnostic {
-    let mut d = Diagnostic::new(Code::ArgoNotSynced, format!("Argo CD did not finish a successful sync of {} within {within}: {waiting_for}", revision.unwrap_or("the target revision"))).evidence(
-        match last {
-            Some(a) => format!("last seen: {}", a.describe()),
-            None => format!("Application {app} not found"),
-        },
-    );
-    if let Some(e) = last_error {
-        d = d.evidence(format!("last read error: {e}"));
-    }
-    if last.and_then(|a| a.health.as_deref()) == Some("Healthy") {
-        d = d.help("health.status Healthy is not evidence: it reads Healthy while the previous revision's pods serve");
-    }
-    d
-}
-
 /// The drift audit's serving judgment: do the live pods of `service`
 /// (namespace/name) run this release? Adds to [`compare_serving`]: a
 /// service whose pods are all terminal serves nothing, and one with no
@@ -869,33 +854,6 @@ pub(crate) fn serving_diagnostics(exp: &Expected, service: &str, st: &ServiceSta
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn app(rev: &str, phase: &str, finished: &str) -> AppStatus {
-        AppStatus {
-            name: "a".into(),
-            sync_status: Some("Synced".into()),
-            sync_revision: Some(rev.into()),
-            health: Some("Healthy".into()),
-            phase: Some(phase.into()),
-            operation_revision: Some(rev.into()),
-            finished_at: Some(finished.into()),
-            ..Default::default()
-        }
-    }
-
-    #[test]
-    fn argo_gate_needs_revision_phase_and_time_not_health() {
-        let sha = "0123456789abcdef0123456789abcdef01234567";
-        let merged = parse_time("2026-01-01T10:00:00Z");
-        assert_eq!(argo_state(Some(&app(sha, "Succeeded", "2026-01-01T10:01:00Z")), Some(sha), merged), ArgoState::Synced);
-        assert_eq!(argo_state(Some(&app(sha, "Succeeded", "2026-01-01T10:01:00Z")), Some(&sha[..8]), merged), ArgoState::Synced);
-        // Healthy + Synced on the previous commit is not the merge.
-        let old = app("ffffffffffffffffffffffffffffffffffffffff", "Succeeded", "2026-01-01T10:01:00Z");
-        assert!(matches!(argo_state(Some(&old), Some(sha), merged), ArgoState::Waiting(w) if w.contains("not the merge commit")));
-        assert!(matches!(argo_state(Some(&app(sha, "Running", "")), Some(sha), merged), ArgoState::Waiting(w) if w.contains("Running")));
-        assert!(matches!(argo_state(Some(&app(sha, "Succeeded", "2026-01-01T09:59:00Z")), Some(sha), merged), ArgoState::Waiting(w) if w.contains("before the merge")));
-        assert!(matches!(argo_state(None, Some(sha), None), ArgoState::Waiting(_)));
-    }
 
     #[test]
     fn downtime_gap_spans_last_ok_to_next_ok() {
@@ -926,14 +884,14 @@ mod tests {
         let exp = Expected { digest: "sha256:new".into(), storage_uri: "s3://m/v2/".into(), kserve: true, replicas: 1 };
         let st = ServiceState {
             pods: vec![
-                PodInfo { name: "old".into(), digest: Some("sha256:old".into()), phase: "Running".into(), ready: true, source_uri: Some("s3://m/v1/".into()), ..Default::default() },
+                PodInfo { name: "old".into(), digest: Some("sha256:old".into()), phase: "Running".into(), ready: true, source: Some(ModelSource::StorageInitializer { uri: "s3://m/v1/".into() }), ..Default::default() },
                 PodInfo {
                     name: "new".into(),
                     digest: Some("sha256:new".into()),
                     phase: "Running".into(),
                     restarts: 6,
                     crash_loop: true,
-                    source_uri: Some("s3://m/v2".into()),
+                    source: Some(ModelSource::StorageInitializer { uri: "s3://m/v2".into() }),
                     ..Default::default()
                 },
             ],
@@ -947,7 +905,7 @@ mod tests {
         let st2 = ServiceState { pods: vec![PodInfo { ready: true, crash_loop: false, restarts: 0, ..st.pods[1].clone() }], ..Default::default() };
         assert!(evaluate_rollout(&exp, &st2).complete);
         // Right digest, wrong source: not complete.
-        let st3 = ServiceState { pods: vec![PodInfo { source_uri: Some("s3://m/v1/".into()), ..st2.pods[0].clone() }], ..Default::default() };
+        let st3 = ServiceState { pods: vec![PodInfo { source: Some(ModelSource::StorageInitializer { uri: "s3://m/v1/".into() }), ..st2.pods[0].clone() }], ..Default::default() };
         assert!(!evaluate_rollout(&exp, &st3).complete);
     }
 
@@ -958,7 +916,7 @@ mod tests {
             phase: phase.into(),
             ready,
             terminating,
-            source_uri: Some(if digest == "sha256:new" { "s3://m/v2/" } else { "s3://m/v1/" }.into()),
+            source: Some(ModelSource::StorageInitializer { uri: if digest == "sha256:new" { "s3://m/v2/" } else { "s3://m/v1/" }.into() }),
             ..Default::default()
         }
     }

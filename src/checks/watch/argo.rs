@@ -1,0 +1,331 @@
+//! Has Argo CD deployed *this* release? Decided from git ancestry and the
+//! bundle's content, not from string equality with the merge commit.
+//!
+//! In a repository of many models merges land minutes apart: Argo CD moves
+//! `status.sync.revision` on to later commits that contain the merge (the app
+//! stays Synced with no new operation when they do not touch its path), and
+//! with the source hydrator (3.x) it reports the *hydrated* commit, the
+//! merged (dry) one only under `status.sourceHydrator`. So every revision the
+//! Application names is classified against the merge commit by the git
+//! adapter ([`Relation`]), and the judgment here is pure. Codes: BG504,
+//! BG509, BG510 (`src/diag.rs`).
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+
+use crate::diag::Code;
+use crate::report::Diagnostic;
+
+/// The fields of an Argo CD Application's status that the gate reads.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct AppStatus {
+    pub name: String,
+    pub sync_status: Option<String>,
+    pub sync_revision: Option<String>,
+    /// Multi-source applications report `sync.revisions[]` instead.
+    pub sync_revisions: Vec<String>,
+    /// Recorded for the report only: health is never used to decide (since
+    /// Argo CD 3.4 `Missing` means every resource is missing, before that any;
+    /// neither says which release runs).
+    pub health: Option<String>,
+    pub phase: Option<String>,
+    pub operation_revision: Option<String>,
+    pub started_at: Option<String>,
+    pub finished_at: Option<String>,
+    pub message: Option<String>,
+    /// Source hydrator: (dry SHA, hydrated SHA) of the current and the last
+    /// successful hydration (`status.sourceHydrator.{currentOperation,
+    /// lastSuccessfulOperation}`); the dry SHA is the authored commit.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hydrated: Vec<Hydration>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Hydration {
+    pub dry_sha: String,
+    pub hydrated_sha: Option<String>,
+    /// `currentOperation.phase` (Hydrating, Failed, Hydrated); None for the
+    /// last successful operation.
+    pub phase: Option<String>,
+}
+
+impl AppStatus {
+    /// One line for evidence: what Argo said, including the health it claims.
+    pub(crate) fn describe(&self) -> String {
+        format!(
+            "sync={} revision={} health={} operation={} finishedAt={}{}{}",
+            self.sync_status.as_deref().unwrap_or("-"),
+            self.sync_revision.as_deref().or(self.sync_revisions.first().map(String::as_str)).unwrap_or("-"),
+            self.health.as_deref().unwrap_or("-"),
+            self.phase.as_deref().unwrap_or("-"),
+            self.finished_at.as_deref().unwrap_or("-"),
+            self.hydrated.first().map(|h| format!(" drySHA={}", h.dry_sha)).unwrap_or_default(),
+            self.message.as_deref().map(|m| format!(" message={m:?}")).unwrap_or_default()
+        )
+    }
+
+    /// Every revision the Application names as synced or hydrated from, in
+    /// the order they are reported (no duplicates).
+    pub(crate) fn revisions(&self) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        let all = self.sync_revision.iter().chain(self.sync_revisions.iter()).chain(self.operation_revision.iter()).chain(self.hydrated.iter().map(|h| &h.dry_sha));
+        for r in all {
+            if !r.trim().is_empty() && !out.iter().any(|o| same_revision(o, r)) {
+                out.push(r.clone());
+            }
+        }
+        out
+    }
+}
+
+/// How a revision Argo CD reports relates to the merge commit; the git
+/// adapter decides it on the checked-out repository.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase", tag = "relation", content = "detail")]
+pub(crate) enum Relation {
+    /// The merge commit itself.
+    Same,
+    /// A later commit containing the merge, in which the bundle (and so what
+    /// it renders) is unchanged: deploying it deploys this release.
+    UnchangedDescendant,
+    /// A later commit containing the merge that changed the bundle: this
+    /// release was superseded (the detail names what changed).
+    ChangedDescendant(String),
+    /// An ancestor of the merge: Argo CD is behind.
+    Older,
+    /// Neither an ancestor nor a descendant (another branch, a rewritten
+    /// history): it does not show which release runs.
+    Unrelated,
+    /// The commit is not in the local repository (a shallow clone, the
+    /// hydration branch): nothing can be said about it.
+    Unknown(String),
+}
+
+/// Each reported revision with its relation to the merge commit.
+pub(crate) type Lineage = BTreeMap<String, Relation>;
+
+/// A full 40-hex SHA must match exactly; an abbreviated one (≥ 7) by prefix,
+/// the way git resolves it.
+pub(crate) fn same_revision(have: &str, want: &str) -> bool {
+    let (h, w) = (have.trim().to_ascii_lowercase(), want.trim().to_ascii_lowercase());
+    if h.is_empty() || w.is_empty() {
+        return false;
+    }
+    h == w || (w.len() >= 7 && w.len() < h.len() && h.starts_with(&w)) || (h.len() >= 7 && h.len() < w.len() && w.starts_with(&h))
+}
+
+pub(crate) fn parse_time(s: &str) -> Option<DateTime<Utc>> {
+    DateTime::parse_from_rfc3339(s).ok().map(|t| t.with_timezone(&Utc))
+}
+
+/// The relation of `rev` to the merge commit: equality needs no repository;
+/// anything else comes from the lineage the adapter read.
+fn relation_of(rev: &str, merge: &str, lineage: &Lineage) -> Relation {
+    if same_revision(rev, merge) {
+        return Relation::Same;
+    }
+    lineage
+        .iter()
+        .find(|(k, _)| same_revision(k, rev))
+        .map(|(_, r)| r.clone())
+        .unwrap_or_else(|| Relation::Unknown(format!("{rev} was not looked up in the local repository")))
+}
+
+fn deploys_release(r: &Relation) -> bool {
+    matches!(r, Relation::Same | Relation::UnchangedDescendant)
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum ArgoState {
+    /// Argo CD finished a successful sync of the merge commit or of a later
+    /// commit in which the bundle is unchanged; `via` says which.
+    Synced { via: String },
+    /// A later commit changed the bundle: this release is no longer the one
+    /// git asks for. Never a failure of it, never a reason to revert.
+    Superseded { by: String, detail: String },
+    /// Not (yet) synced; `unknowable` when only commits the local repository
+    /// does not hold stand between the evidence and a decision.
+    Waiting { why: String, unknowable: bool },
+}
+
+/// The post-merge gate. Synced when a revision the Application reports
+/// (`sync.revision`, `sync.revisions[]`, the hydrator's dry SHA) deploys this
+/// release (the merge commit or an unchanged descendant), the last operation
+/// succeeded for such a revision (a hydrated SHA counts through its dry SHA),
+/// and it finished after the merge when the merge time is known.
+/// `health.status` is deliberately not read. Without a merge commit only
+/// `Synced` + `Succeeded` can be read, and the caller says that proves
+/// nothing about which commit.
+pub(crate) fn argo_state(app: Option<&AppStatus>, merge: Option<&str>, lineage: &Lineage, merged_at: Option<DateTime<Utc>>) -> ArgoState {
+    let waiting = |why: String| ArgoState::Waiting { why, unknowable: false };
+    let Some(a) = app else { return waiting("the Application was not found".into()) };
+    if let Some(merge) = merge {
+        let reported: Vec<(String, Relation)> = a.revisions().into_iter().map(|r| (r.clone(), relation_of(&r, merge, lineage))).collect();
+        // A later commit changed the bundle: superseded, whatever the operation says.
+        if let Some((sha, Relation::ChangedDescendant(detail))) = reported.iter().find(|(_, r)| matches!(r, Relation::ChangedDescendant(_))) {
+            return ArgoState::Superseded { by: sha.clone(), detail: detail.clone() };
+        }
+        let synced: Vec<&String> = a.sync_revision.iter().chain(a.sync_revisions.iter()).collect();
+        let dry_of = |rev: &str| a.hydrated.iter().find(|h| h.hydrated_sha.as_deref().is_some_and(|x| same_revision(x, rev))).map(|h| h.dry_sha.clone());
+        // What a synced revision deploys: itself, or for a hydrated commit its dry SHA.
+        let deploys = |rev: &str| -> Relation {
+            match relation_of(rev, merge, lineage) {
+                Relation::Unknown(why) => match dry_of(rev) {
+                    Some(dry) => relation_of(&dry, merge, lineage),
+                    None => Relation::Unknown(why),
+                },
+                r => r,
+            }
+        };
+        let synced_rel: Vec<(&String, Relation)> = synced.iter().map(|r| (*r, deploys(r))).collect();
+        let Some((via, via_rel)) = synced_rel.iter().find(|(_, r)| deploys_release(r)) else {
+            let unknowable = !synced_rel.is_empty() && synced_rel.iter().all(|(_, r)| matches!(r, Relation::Unknown(_) | Relation::Unrelated));
+            let seen = synced_rel.iter().map(|(r, rel)| format!("{r} ({})", describe(rel))).collect::<Vec<_>>().join(", ");
+            return ArgoState::Waiting {
+                why: if seen.is_empty() { "status.sync.revision is empty".into() } else { format!("status.sync names {seen}, not the merge commit {merge} or a later commit with this bundle unchanged") },
+                unknowable,
+            };
+        };
+        // The last operation may be an older sync of another revision.
+        if let Some(op_rev) = &a.operation_revision {
+            match deploys(op_rev) {
+                r if deploys_release(&r) => {}
+                Relation::Unknown(why) => return ArgoState::Waiting { why: format!("the last sync operation was for {op_rev}: {why}"), unknowable: true },
+                r => return waiting(format!("the last sync operation was for {op_rev} ({}), not this release", describe(&r))),
+            }
+        }
+        if a.phase.as_deref() != Some("Succeeded") {
+            return waiting(format!("status.operationState.phase is {}", a.phase.as_deref().unwrap_or("empty (no sync operation recorded)")));
+        }
+        if let Some(m) = merged_at {
+            match a.finished_at.as_deref().and_then(parse_time) {
+                Some(f) if f > m => {}
+                Some(f) => return waiting(format!("the successful sync finished at {f}, before the merge at {m}")),
+                None => return waiting("status.operationState.finishedAt is missing or not a timestamp".into()),
+            }
+        }
+        let via = match via_rel {
+            Relation::Same if same_revision(via, merge) => format!("synced {via}"),
+            Relation::Same => format!("synced {via}, hydrated from the merge commit {merge}"),
+            _ => format!("synced {via}, a later commit in which this bundle is unchanged"),
+        };
+        return ArgoState::Synced { via };
+    }
+    if a.sync_status.as_deref() != Some("Synced") {
+        return waiting(format!("status.sync.status is {}", a.sync_status.as_deref().unwrap_or("empty")));
+    }
+    if a.phase.as_deref() != Some("Succeeded") {
+        return waiting(format!("status.operationState.phase is {}", a.phase.as_deref().unwrap_or("empty (no sync operation recorded)")));
+    }
+    ArgoState::Synced { via: "Synced and Succeeded".into() }
+}
+
+fn describe(r: &Relation) -> String {
+    match r {
+        Relation::Same => "the merge commit".into(),
+        Relation::UnchangedDescendant => "a later commit, bundle unchanged".into(),
+        Relation::ChangedDescendant(d) => format!("a later commit that changed the bundle: {d}"),
+        Relation::Older => "an ancestor of the merge commit: Argo CD is behind".into(),
+        Relation::Unrelated => "not on the merge commit's history".into(),
+        Relation::Unknown(why) => why.clone(),
+    }
+}
+
+/// Argo CD did not finish a successful sync of `revision` in time: what it
+/// was waiting for, what was last seen (`None`: the Application was never
+/// found) and the last read error. health.status is named only to say it
+/// is not evidence.
+pub(crate) fn argo_not_synced(revision: Option<&str>, within: &str, waiting_for: &str, app: &str, last: Option<&AppStatus>, last_error: Option<&str>) -> Diagnostic {
+    let mut d = Diagnostic::new(Code::ArgoNotSynced, format!("Argo CD did not finish a successful sync of {} within {within}: {waiting_for}", revision.unwrap_or("the target revision"))).evidence(
+        match last {
+            Some(a) => format!("last seen: {}", a.describe()),
+            None => format!("Application {app} not found"),
+        },
+    );
+    if let Some(e) = last_error {
+        d = d.evidence(format!("last read error: {e}"));
+    }
+    if last.and_then(|a| a.health.as_deref()) == Some("Healthy") {
+        d = d.help("health.status Healthy is not evidence: it reads Healthy while the previous revision's pods serve");
+    }
+    d
+}
+
+/// The revisions Argo CD reports cannot be placed relative to the merge
+/// commit (not in the local repository): INCONCLUSIVE, never a failure.
+pub(crate) fn argo_revision_unknown(merge: &str, waiting_for: &str, last: Option<&AppStatus>) -> Diagnostic {
+    let mut d = Diagnostic::new(Code::ArgoRevisionUnknown, format!("whether Argo CD deployed {merge} cannot be told: {waiting_for}"));
+    if let Some(a) = last {
+        d = d.evidence(format!("last seen: {}", a.describe()));
+    }
+    d.help("check out the repository with its history (actions/checkout `fetch-depth: 0`) so later commits can be placed relative to the merge")
+}
+
+/// This release was superseded by a later commit that changed its bundle.
+pub(crate) fn release_superseded(merge: &str, by: &str, detail: &str) -> Diagnostic {
+    Diagnostic::new(Code::ReleaseSuperseded, format!("superseded by {by}: a later commit changed this bundle, so the release merged in {merge} is no longer the one git asks for"))
+        .evidence(detail.to_string())
+        .help("the watch of the later commit judges what runs now; nothing here is a failure of this release, and nothing is reverted")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const M: &str = "0123456789abcdef0123456789abcdef01234567";
+    const LATER: &str = "1111111111111111111111111111111111111111";
+
+    fn app(rev: &str, phase: &str, finished: &str) -> AppStatus {
+        AppStatus {
+            name: "a".into(),
+            sync_status: Some("Synced".into()),
+            sync_revision: Some(rev.into()),
+            health: Some("Healthy".into()),
+            phase: Some(phase.into()),
+            operation_revision: Some(rev.into()),
+            finished_at: Some(finished.into()),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn argo_gate_needs_revision_phase_and_time_not_health() {
+        let merged = parse_time("2026-01-01T10:00:00Z");
+        let none = Lineage::new();
+        assert!(matches!(argo_state(Some(&app(M, "Succeeded", "2026-01-01T10:01:00Z")), Some(M), &none, merged), ArgoState::Synced { .. }));
+        assert!(matches!(argo_state(Some(&app(M, "Succeeded", "2026-01-01T10:01:00Z")), Some(&M[..8]), &none, merged), ArgoState::Synced { .. }));
+        let old = "ffffffffffffffffffffffffffffffffffffffff";
+        let older: Lineage = [(old.to_string(), Relation::Older)].into();
+        assert!(matches!(argo_state(Some(&app(old, "Succeeded", "2026-01-01T10:01:00Z")), Some(M), &older, merged), ArgoState::Waiting { unknowable: false, .. }));
+        assert!(matches!(argo_state(Some(&app(M, "Running", "")), Some(M), &none, merged), ArgoState::Waiting { why, .. } if why.contains("Running")));
+        assert!(matches!(argo_state(Some(&app(M, "Succeeded", "2026-01-01T09:59:00Z")), Some(M), &none, merged), ArgoState::Waiting { why, .. } if why.contains("before the merge")));
+        assert!(matches!(argo_state(None, Some(M), &none, None), ArgoState::Waiting { .. }));
+    }
+
+    #[test]
+    fn a_later_commit_is_judged_by_ancestry_and_content() {
+        let merged = parse_time("2026-01-01T10:00:00Z");
+        // The operation was for the merge; sync.revision moved on to a later commit.
+        let mut a = app(M, "Succeeded", "2026-01-01T10:01:00Z");
+        a.sync_revision = Some(LATER.into());
+        let unchanged: Lineage = [(LATER.to_string(), Relation::UnchangedDescendant)].into();
+        assert!(matches!(argo_state(Some(&a), Some(M), &unchanged, merged), ArgoState::Synced { via } if via.contains("unchanged")));
+        let changed: Lineage = [(LATER.to_string(), Relation::ChangedDescendant("release.yaml changed".into()))].into();
+        assert!(matches!(argo_state(Some(&a), Some(M), &changed, merged), ArgoState::Superseded { by, .. } if by == LATER));
+        let unknown: Lineage = [(LATER.to_string(), Relation::Unknown("not in the local repository".into()))].into();
+        assert!(matches!(argo_state(Some(&a), Some(M), &unknown, merged), ArgoState::Waiting { unknowable: true, .. }));
+    }
+
+    #[test]
+    fn the_source_hydrator_reports_the_dry_sha() {
+        let hydrated = "2222222222222222222222222222222222222222";
+        let mut a = app(hydrated, "Succeeded", "2026-01-01T10:01:00Z");
+        a.hydrated = vec![Hydration { dry_sha: M.into(), hydrated_sha: Some(hydrated.into()), phase: None }];
+        let lineage: Lineage = [(hydrated.to_string(), Relation::Unknown("not in the local repository".into()))].into();
+        assert!(matches!(argo_state(Some(&a), Some(M), &lineage, parse_time("2026-01-01T10:00:00Z")), ArgoState::Synced { via } if via.contains("hydrated")));
+    }
+}

@@ -1,0 +1,14 @@
+//! The watch family (BG5xx): after merge, is this release what runs?
+//!
+//! - [`argo`]: Argo CD deployed it, by ancestry and content (BG504, BG509, BG510);
+//! - [`ownership`]: which pods are the release's, and which the Service routes to;
+//! - [`rollout`]: which release each of them runs, its model source, identity, downtime (BG501–BG507, BG530);
+//! - [`stability`]: the rollout held over time, restarts during the window (BG508).
+//!
+//! A code's why lives in `src/diag.rs`. All of it is pure: the adapters read
+//! the cluster and git, `app::watch` orders the reads.
+
+pub(crate) mod argo;
+pub(crate) mod ownership;
+pub(crate) mod rollout;
+pub(crate) mod stability;

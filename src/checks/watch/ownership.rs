@@ -1,0 +1,257 @@
+//! Which pods belong to this release, and which of them the Service routes
+//! to: decided from the cluster's own structure, never from labels.
+//!
+//! Anything can carry the app's labels (a Job's pod, a hand-copied shadow
+//! Deployment, another InferenceService in the namespace). The release's pods
+//! are the ones whose `ownerReferences` (controller first) lead to the
+//! workload the bundle renders:
+//!
+//! - `deployment` format: Pod → ReplicaSet → Deployment `<name>`;
+//! - KServe RawDeployment: Pod → ReplicaSet → Deployment → InferenceService `<name>`;
+//! - KServe Serverless: Pod → ReplicaSet → Deployment → Revision → Configuration
+//!   → (Knative) Service → InferenceService `<name>`.
+//!
+//! What *serves* is what traffic reaches: the ready endpoints of the
+//! release's Service's EndpointSlices, or for Serverless the Knative
+//! Service's `status.traffic[]` per revision. Pods outside the chain are
+//! neither counted nor blamed; the ones carrying the app's labels are listed
+//! as "not part of this release". A pod outside the chain that the release's
+//! own Service routes to cannot be judged from here: BG506.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use super::rollout::{DeploymentInfo, EventInfo, PodInfo, ReplicaSetInfo, ServiceState};
+
+/// One `metadata.ownerReferences[]` entry.
+#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct OwnerRef {
+    pub kind: String,
+    pub name: String,
+    pub uid: Option<String>,
+    pub controller: bool,
+}
+
+/// A controller object (Deployment, ReplicaSet, Knative Revision,
+/// Configuration or Service, InferenceService) with its own owners.
+#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct ObjectRef {
+    pub kind: String,
+    pub name: String,
+    pub uid: Option<String>,
+    pub owners: Vec<OwnerRef>,
+}
+
+/// One endpoint of an EndpointSlice: the Service it belongs to
+/// (`kubernetes.io/service-name`), the pod it targets, and whether it takes
+/// traffic (`conditions.ready`; unset means ready, per the API).
+#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct EndpointInfo {
+    pub service: String,
+    pub pod: String,
+    pub ready: bool,
+}
+
+/// A Knative Service's routing (`status.traffic[]` summed per revision), and
+/// the latest created vs ready revision.
+#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct KnativeTraffic {
+    pub service: String,
+    pub percent: BTreeMap<String, u32>,
+    pub latest_created: Option<String>,
+    pub latest_ready: Option<String>,
+}
+
+/// Everything read in the namespace at one moment, before ownership decides
+/// what belongs to the release.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct ClusterView {
+    /// Controllers that can appear in an ownership chain.
+    pub objects: Vec<ObjectRef>,
+    pub deployments: Vec<DeploymentInfo>,
+    pub replica_sets: Vec<ReplicaSetInfo>,
+    /// Every pod of the namespace.
+    pub pods: Vec<PodInfo>,
+    pub events: Vec<EventInfo>,
+    /// None: EndpointSlices could not be listed.
+    pub endpoints: Option<Vec<EndpointInfo>>,
+    pub traffic: Vec<KnativeTraffic>,
+}
+
+/// The workload the bundle renders: the root of every release pod's chain.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Root {
+    pub kind: &'static str,
+    pub name: String,
+}
+
+impl Root {
+    pub(crate) fn for_bundle(name: &str, kserve: bool) -> Root {
+        Root { kind: if kserve { "InferenceService" } else { "Deployment" }, name: name.to_string() }
+    }
+
+    /// The Services that route to the release, by the names the workload
+    /// gets: the Deployment format's `<name>`, KServe's `<name>-predictor`
+    /// (`-predictor-default` before KServe 0.8).
+    fn service_names(&self) -> [String; 3] {
+        [self.name.clone(), format!("{}-predictor", self.name), format!("{}-predictor-default", self.name)]
+    }
+}
+
+/// Where a pod's chain leads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Chain {
+    /// Owned by the release's workload; the path from the pod up (e.g.
+    /// `ReplicaSet/x`, `Deployment/y`, `InferenceService/z`).
+    Member(Vec<String>),
+    /// Not part of this release, and why.
+    Outside(String),
+}
+
+fn controller(owners: &[OwnerRef]) -> Option<&OwnerRef> {
+    owners.iter().find(|o| o.controller).or(owners.first())
+}
+
+/// The ownership chain from a pod's owners up to the root. An owner object
+/// that was not listed ends the chain outside (a race with its creation heals
+/// on the next read); uids must agree where both are known, so the pods of
+/// a deleted and recreated workload of the same name are not this one's.
+pub(crate) fn chain(objects: &[ObjectRef], owners: &[OwnerRef], root: &Root, root_uid: Option<&str>) -> Chain {
+    let Some(mut cur) = controller(owners) else { return Chain::Outside("no owner (a bare pod)".into()) };
+    let mut path = Vec::new();
+    // Serverless is six levels deep; anything deeper is not a chain we know.
+    for _ in 0..8 {
+        path.push(format!("{}/{}", cur.kind, cur.name));
+        if cur.kind == root.kind && cur.name == root.name {
+            return match (root_uid, cur.uid.as_deref()) {
+                (Some(a), Some(b)) if a != b => Chain::Outside(format!("owned by an earlier {} {} (uid {b}, the live one is {a})", root.kind, root.name)),
+                _ => Chain::Member(path),
+            };
+        }
+        let found = objects.iter().find(|o| o.kind == cur.kind && o.name == cur.name && (o.uid.is_none() || cur.uid.is_none() || o.uid == cur.uid));
+        let Some(o) = found else { return Chain::Outside(format!("owned by {} {}, which does not lead to {} {}", cur.kind, cur.name, root.kind, root.name)) };
+        let Some(next) = controller(&o.owners) else { return Chain::Outside(format!("owned by {} {}, which has no owner", o.kind, o.name)) };
+        cur = next;
+    }
+    Chain::Outside("ownership chain deeper than any workload renders".into())
+}
+
+/// A pod the release's Service routes to but that is not owned by the
+/// release, or one carrying the app's labels that is not part of it.
+#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct OutsidePod {
+    pub name: String,
+    pub why: String,
+    /// The release's own Service routes to it.
+    pub routed: bool,
+}
+
+/// The release's part of the namespace: its pods (with `routed` set from
+/// EndpointSlices or Knative traffic), the controllers in their chains, the
+/// events about them, and the pods left outside.
+pub(crate) fn release_state(view: &ClusterView, root: &Root) -> ServiceState {
+    let root_uid = view.objects.iter().find(|o| o.kind == root.kind && o.name == root.name).and_then(|o| o.uid.clone());
+    let names = root.service_names();
+    let slices: Option<Vec<&EndpointInfo>> = view.endpoints.as_ref().map(|e| e.iter().filter(|e| names.contains(&e.service)).collect()).filter(|v: &Vec<&EndpointInfo>| !v.is_empty());
+    let traffic = view.traffic.iter().find(|t| names.contains(&t.service));
+    let mut st = ServiceState { routing: routing_source(slices.is_some(), traffic.is_some()), ..ServiceState::default() };
+    let mut chain_objects: Vec<String> = Vec::new();
+    for p in &view.pods {
+        let endpoint = slices.as_ref().map(|s| s.iter().any(|e| e.pod == p.name && e.ready));
+        match chain(&view.objects, &p.owners, root, root_uid.as_deref()) {
+            Chain::Member(path) => {
+                let mut p = p.clone();
+                let revision = path.iter().find_map(|s| s.strip_prefix("Revision/")).map(String::from);
+                p.routed = match (traffic, &revision) {
+                    (Some(t), Some(rev)) => Some(t.percent.get(rev).copied().unwrap_or(0) > 0),
+                    _ => endpoint,
+                };
+                p.revision = revision;
+                chain_objects.extend(path.iter().cloned());
+                st.pods.push(p);
+            }
+            Chain::Outside(why) => {
+                let routed = endpoint == Some(true);
+                if routed || p.labelled {
+                    st.outside.push(OutsidePod { name: p.name.clone(), why, routed });
+                }
+            }
+        }
+    }
+    // The controllers of the release: every Deployment/ReplicaSet in a
+    // member chain, and those of the workload with no pod yet (a new
+    // ReplicaSet that cannot create its pods).
+    let in_release = |kind: &str, name: &str, owners: Option<&ObjectRef>| {
+        chain_objects.iter().any(|c| c == &format!("{kind}/{name}"))
+            || owners.is_some_and(|o| matches!(chain(&view.objects, &[OwnerRef { kind: o.kind.clone(), name: o.name.clone(), uid: o.uid.clone(), controller: true }], root, root_uid.as_deref()), Chain::Member(_)))
+    };
+    let obj = |kind: &str, name: &str| view.objects.iter().find(|o| o.kind == kind && o.name == name);
+    st.deployments = view.deployments.iter().filter(|d| in_release("Deployment", &d.name, obj("Deployment", &d.name))).cloned().collect();
+    st.replica_sets = view.replica_sets.iter().filter(|r| in_release("ReplicaSet", &r.name, obj("ReplicaSet", &r.name))).cloned().collect();
+    let known = |kind: &str, name: &str| match kind {
+        "Pod" => st.pods.iter().any(|p| p.name == name),
+        "ReplicaSet" => st.replica_sets.iter().any(|r| r.name == name),
+        "Deployment" => st.deployments.iter().any(|d| d.name == name),
+        _ => false,
+    };
+    st.events = view.events.iter().filter(|e| known(&e.kind, &e.object)).cloned().collect();
+    if let Some(t) = traffic {
+        st.latest_created = t.latest_created.clone();
+        st.latest_ready = t.latest_ready.clone();
+    }
+    st.pods.sort_by(|a, b| a.name.cmp(&b.name));
+    st
+}
+
+fn routing_source(slices: bool, traffic: bool) -> String {
+    match (traffic, slices) {
+        (true, _) => "Knative Service status.traffic[] per revision".into(),
+        (false, true) => "the Service's EndpointSlices".into(),
+        (false, false) => "pod readiness (no EndpointSlice of the release's Service was found)".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn owner(kind: &str, name: &str) -> OwnerRef {
+        OwnerRef { kind: kind.into(), name: name.into(), uid: None, controller: true }
+    }
+    fn obj(kind: &str, name: &str, up: Option<(&str, &str)>) -> ObjectRef {
+        ObjectRef { kind: kind.into(), name: name.into(), uid: None, owners: up.map(|(k, n)| vec![owner(k, n)]).unwrap_or_default() }
+    }
+
+    #[test]
+    fn serverless_chain_reaches_the_inference_service() {
+        let objects = vec![
+            obj("ReplicaSet", "m-predictor-00002-deployment-abc", Some(("Deployment", "m-predictor-00002-deployment"))),
+            obj("Deployment", "m-predictor-00002-deployment", Some(("Revision", "m-predictor-00002"))),
+            obj("Revision", "m-predictor-00002", Some(("Configuration", "m-predictor"))),
+            obj("Configuration", "m-predictor", Some(("Service", "m-predictor"))),
+            obj("Service", "m-predictor", Some(("InferenceService", "m"))),
+            obj("InferenceService", "m", None),
+        ];
+        let root = Root::for_bundle("m", true);
+        assert!(matches!(chain(&objects, &[owner("ReplicaSet", "m-predictor-00002-deployment-abc")], &root, None), Chain::Member(p) if p.len() == 6));
+        // A Job's pod with the same labels is not the release's.
+        assert!(matches!(chain(&objects, &[owner("Job", "m-eval")], &root, None), Chain::Outside(_)));
+        assert!(matches!(chain(&objects, &[], &root, None), Chain::Outside(_)));
+    }
+
+    #[test]
+    fn a_recreated_workload_of_the_same_name_is_another_one() {
+        let mut rs = obj("ReplicaSet", "m-1", None);
+        rs.owners = vec![OwnerRef { uid: Some("old".into()), ..owner("Deployment", "m") }];
+        let root = Root::for_bundle("m", false);
+        assert!(matches!(chain(&[rs.clone()], &[owner("ReplicaSet", "m-1")], &root, Some("new")), Chain::Outside(_)));
+        assert!(matches!(chain(&[rs], &[owner("ReplicaSet", "m-1")], &root, Some("old")), Chain::Member(_)));
+    }
+}
