@@ -163,6 +163,7 @@ async fn wait_for_argo(l: &Loaded, args: &WatchOptions, client: &kube::Client, s
     let mut argo = StepReport::new("argo", &app_target);
     argo.data = json!({"application": last_app, "revision": rev, "mergedAt": merged_at, "lineage": lineage, "healthIgnored": true});
     let app = format!("{}/{}", args.app_namespace, args.app);
+    argo.verdict = argo::verdict(&state, rev.is_some());
     let outcome = match (&last_app, &state) {
         (Some(a), ArgoState::Synced { via }) => match rev {
             Some(_) => {
@@ -173,13 +174,11 @@ async fn wait_for_argo(l: &Loaded, args: &WatchOptions, client: &kube::Client, s
                 ArgoOutcome::Deployed
             }
             None => {
-                argo.verdict = Verdict::Inconclusive;
                 argo.summary = format!("Synced and Succeeded, but no --revision (or GITHUB_SHA): which commit is synced is unproven ({})", a.describe());
                 ArgoOutcome::NotDeployed
             }
         },
         (Some(_), ArgoState::Superseded { by, detail }) => {
-            argo.verdict = Verdict::NotRun;
             argo.summary = format!("NOT CHECKED: superseded by {by} (a later commit changed this bundle)");
             argo.diagnostics.push(argo::release_superseded(rev.unwrap_or("-"), by, detail));
             ArgoOutcome::Superseded
@@ -190,7 +189,6 @@ async fn wait_for_argo(l: &Loaded, args: &WatchOptions, client: &kube::Client, s
         }
         (_, ArgoState::Waiting { why, unknowable: true }) => {
             argo.diagnostics.push(argo::argo_revision_unknown(rev.unwrap_or("-"), why, last_app.as_ref()));
-            argo.verdict = Verdict::Inconclusive;
             argo.summary = format!("undecided after {:.0}s: {why}", started.elapsed().as_secs_f64());
             ArgoOutcome::NotDeployed
         }
@@ -200,7 +198,6 @@ async fn wait_for_argo(l: &Loaded, args: &WatchOptions, client: &kube::Client, s
                 _ => "the Application was not found".into(),
             };
             argo.diagnostics.push(argo::argo_not_synced(rev, &args.timeout.to_string(), &why, &app, last_app.as_ref(), last_err.as_deref()));
-            argo.verdict = Verdict::Fail;
             argo.summary = format!("not synced after {:.0}s", started.elapsed().as_secs_f64());
             ArgoOutcome::NotDeployed
         }
@@ -241,7 +238,7 @@ async fn rollout_step(l: &Loaded, args: &WatchOptions, client: &kube::Client, ta
         }
         // A window that started before the deadline runs to its end.
         let until = match watch.window_end() {
-            Some(end) => started + Duration::from_secs_f64(end.max(0.0)),
+            Some(end) => deadline.max(started + Duration::from_secs_f64(end.max(0.0))),
             None => deadline,
         };
         if Instant::now() >= until {

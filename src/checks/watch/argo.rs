@@ -224,6 +224,21 @@ pub(crate) fn argo_state(app: Option<&AppStatus>, merge: Option<&str>, lineage: 
     ArgoState::Synced { via: "Synced and Succeeded".into() }
 }
 
+/// The `argo` step's verdict for a final state: PASS only for a sync of
+/// this release with a merge commit to hold it to; NOT CHECKED when
+/// superseded; INCONCLUSIVE when the revisions cannot be placed (or no merge
+/// commit was given); FAIL when Argo CD is shown not to have deployed it.
+pub(crate) fn verdict(state: &ArgoState, merge_given: bool) -> crate::report::Verdict {
+    use crate::report::Verdict;
+    match state {
+        ArgoState::Synced { .. } if merge_given => Verdict::Pass,
+        ArgoState::Synced { .. } => Verdict::Inconclusive,
+        ArgoState::Superseded { .. } => Verdict::NotRun,
+        ArgoState::Waiting { unknowable: true, .. } => Verdict::Inconclusive,
+        ArgoState::Waiting { .. } => Verdict::Fail,
+    }
+}
+
 fn describe(r: &Relation) -> String {
     match r {
         Relation::Same => "the merge commit".into(),

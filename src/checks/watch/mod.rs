@@ -12,3 +12,6 @@ pub(crate) mod argo;
 pub(crate) mod ownership;
 pub(crate) mod rollout;
 pub(crate) mod stability;
+
+#[cfg(test)]
+mod props;

@@ -71,7 +71,7 @@ pub(crate) struct RolloutVerdict {
 pub(crate) struct RolloutWatch {
     exp: Expected,
     window_s: f64,
-    /// When the rollout first read settled, and that read.
+    /// When the rollout first read complete, and that read.
     baseline: Option<(f64, ServiceState)>,
     last: Option<(f64, RolloutOutcome)>,
     storm: Vec<Diagnostic>,
@@ -96,10 +96,14 @@ impl RolloutWatch {
         if gave_up {
             return true;
         }
+        // The window starts at the first complete read; reading stops early
+        // only once it has been held and nothing of another release is left
+        // draining (an old pod stuck terminating is waited for until the
+        // deadline, and never fails the release).
         match &self.baseline {
-            None if settled => {
+            None if complete => {
                 self.baseline = Some((at_s, st));
-                self.window_s == 0.0
+                self.window_s == 0.0 && settled
             }
             None => false,
             Some((t0, base)) => {
@@ -107,7 +111,7 @@ impl RolloutWatch {
                 if !complete {
                     self.dips += 1;
                 }
-                !self.storm.is_empty() || at_s - t0 >= self.window_s
+                !self.storm.is_empty() || (at_s - t0 >= self.window_s && settled)
             }
         }
     }
