@@ -386,7 +386,7 @@ fn deploy_manifests_validate_and_are_read_only() {
 
     // Read-only: no write verb anywhere, no Secret access through the API,
     // and the Role covers exactly what `audit --serving` reads
-    // (src/adapters/rollout.rs service_state: Deployments, ReplicaSets and
+    // (src/adapters/kube.rs service_state: Deployments, ReplicaSets and
     // Pods by label, the namespace's Events).
     let mut granted = std::collections::BTreeSet::new();
     for (f, role) in docs.iter().filter(|(_, d)| d["kind"] == "Role" || d["kind"] == "ClusterRole") {

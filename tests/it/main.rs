@@ -24,3 +24,4 @@ mod secrets;
 mod verify;
 mod watch;
 mod watch_lib;
+mod watch_truth;

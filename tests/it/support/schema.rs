@@ -57,3 +57,16 @@ pub fn k8s_errors(obj: &Value) -> Vec<String> {
     let v = jsonschema::options().with_draft(jsonschema::Draft::Draft4).build(&schema).expect("schema compiles");
     v.iter_errors(obj).map(|e| format!("{e} at {}", e.instance_path)).collect()
 }
+
+/// Errors of `obj` against a CRD kept under tests/fixtures/reference (the
+/// version named by the object's apiVersion), strict.
+pub fn crd_errors(rel: &str, obj: &Value) -> Vec<String> {
+    let p = repo().join("tests/fixtures/reference").join(rel);
+    let crd: Value = serde_yaml_ng::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+    let version = obj["apiVersion"].as_str().and_then(|a| a.rsplit('/').next()).unwrap_or_default().to_string();
+    let v = crd["spec"]["versions"].as_array().unwrap().iter().find(|v| v["name"] == version.as_str()).unwrap_or_else(|| panic!("{rel} has no version {version}"));
+    let mut schema = v["schema"]["openAPIV3Schema"].clone();
+    close_objects(&mut schema);
+    let v = jsonschema::validator_for(&schema).expect("CRD schema compiles");
+    v.iter_errors(obj).map(|e| format!("{e} at {}", e.instance_path)).collect()
+}
