@@ -1,45 +1,20 @@
 //! The code's layout rules, checked on the source so they cannot rot: all
 //! I/O in `src/adapters/`, pure checks, commands that never see clap, no
-//! cycle between top-level modules, and a README layout section that
-//! matches the tree. Test modules (after `#[cfg(test)]`) are exempt: a test
-//! may build its own files.
+//! cycle between top-level modules, no function over 150 lines, and a
+//! README layout section that matches the tree. The source is read as
+//! syntax (`support::syntax`): test items are exempt wherever they sit (a
+//! test may build its own files), and every production item is scanned,
+//! also one written after a test module.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-fn src() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
-}
+use crate::support::syntax::{self, functions, src};
 
-/// Every `.rs` file under `dir`, relative to `src/`, with its non-test code
-/// (up to the first `#[cfg(test)]`) and line comments removed.
-fn sources(dir: &Path) -> Vec<(String, String)> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                stack.push(p);
-            } else if p.extension().is_some_and(|x| x == "rs") {
-                let text = std::fs::read_to_string(&p).unwrap();
-                let code: Vec<&str> = text
-                    .lines()
-                    .take_while(|l| l.trim() != "#[cfg(test)]")
-                    .map(|l| match l.find("//") {
-                        // A `//` inside a string ("http://") is rare in these files
-                        // and only hides text after it from the scan.
-                        Some(i) => &l[..i],
-                        None => l,
-                    })
-                    .collect();
-                let rel = p.strip_prefix(src()).unwrap().to_string_lossy().replace('\\', "/");
-                out.push((rel, code.join("\n")));
-            }
-        }
-    }
-    out.sort();
-    out
+/// Every production source file, relative to `src/`, with test items and
+/// line comments blanked (line numbers kept).
+fn sources(_dir: &Path) -> Vec<(String, String)> {
+    syntax::sources().into_iter().map(|s| (s.rel, s.code)).collect()
 }
 
 /// Calls that read or write the disk, the environment or other processes.
@@ -213,29 +188,38 @@ fn top_level_modules_form_no_cycle() {
     assert!(graph["dispatch"].contains("app") && graph["app"].contains("checks") && graph["checks"].contains("diag"), "{graph:?}");
 }
 
-/// A function a reader can hold in their head: none over 150 lines
-/// (counted from `fn` to its closing brace at the same indentation).
+/// A function a reader can hold in their head: none over 150 lines (from
+/// its first attribute or `fn` to its closing brace, as syn spans it).
 #[test]
 fn no_function_over_150_lines() {
     let mut long = Vec::new();
-    for (rel, code) in sources(&src()) {
-        let lines: Vec<&str> = code.lines().collect();
-        for (i, l) in lines.iter().enumerate() {
-            let t = l.trim_start();
-            let is_fn = ["fn ", "pub fn ", "pub(crate) fn ", "async fn ", "pub async fn ", "pub(crate) async fn "].iter().any(|p| t.starts_with(p));
-            if !is_fn || t.trim_end().ends_with(';') {
-                continue;
-            }
-            let indent = l.len() - t.len();
-            let close = format!("{}}}", " ".repeat(indent));
-            let end = lines[i + 1..].iter().position(|x| x.starts_with(&close) && x.len() - x.trim_start().len() == indent).map(|p| i + 1 + p).unwrap_or(lines.len());
-            let n = end - i + 1;
+    let mut counted = 0;
+    for s in syntax::sources() {
+        for (name, line, n) in functions(&s) {
+            counted += 1;
             if n > 150 {
-                long.push(format!("src/{rel}:{}: {n} lines: {}", i + 1, t.trim_end()));
+                long.push(format!("src/{}:{line}: fn {name}: {n} lines", s.rel));
             }
         }
     }
+    assert!(counted > 500, "the scan saw {counted} functions");
     assert!(long.is_empty(), "split these into named steps:\n{}", long.join("\n"));
+}
+
+/// The scan reads syntax, not the first `#[cfg(test)]` line: production
+/// code written after a test module is still held to the rules, and a file
+/// declared as a test module is exempt as a whole.
+#[test]
+fn the_scan_sees_production_code_after_a_test_module() {
+    let text = "fn a() {}\n#[cfg(test)]\nmod tests {\n    fn t() { std::fs::read(\"x\").unwrap(); }\n}\nfn late() { std::fs::read(\"y\").unwrap(); }\n";
+    let file = syn::parse_file(text).unwrap();
+    let fns: Vec<String> = functions(&syntax::Source { rel: "x.rs".into(), file, code: String::new() }).into_iter().map(|f| f.0).collect();
+    assert_eq!(fns, ["a", "late"], "test fns are exempt, later production fns are not");
+    let all = syntax::sources();
+    assert!(all.iter().all(|s| s.rel != "checks/watch/props.rs"), "a `#[cfg(test)] mod props;` file is test code");
+    let watch = all.iter().find(|s| s.rel == "checks/watch/rollout.rs").expect("rollout.rs is scanned");
+    assert!(!watch.code.contains("fn old_pod_phase_readiness_terminating_table"), "its test module is blanked");
+    assert!(watch.code.contains("fn serving_diagnostics"), "its production code is kept");
 }
 
 #[test]

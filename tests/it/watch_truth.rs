@@ -156,6 +156,23 @@ fn watch_pods_of_a_job_and_a_copy_with_the_apps_labels_are_not_blamed() {
 }
 
 #[test]
+fn watch_a_pod_outside_the_release_that_its_service_routes_to_is_undecided_bg506() {
+    let ws = Workspace::new();
+    let d = ws.digest.clone();
+    let mut extra = vec![pod(PodSpec::ready(NEW_POD, &d, V2_URI))];
+    extra.extend(copy_pod("llm-scratch-shadow-5d9f-q2w3e"));
+    let mut objs = objects(&d, done_deployment(), extra, vec![]);
+    // The copy carries the Service's labels, so the Service routes to it too.
+    objs.push(endpoint_slice(&format!("{NAME}-predictor"), &[(NEW_POD, true), ("llm-scratch-shadow-5d9f-q2w3e", true)]));
+    let frames = vec![Frame { at_ms: 0, app: Some(synced(&ws)), objects: objs }];
+    let (out, _c) = run_watch(&ws, frames, &["--timeout", "2s", "--revert"]);
+    let v = out.json();
+    assert_eq!(step(&v, "rollout")["verdict"], "inconclusive", "{v:#}");
+    assert!(findings(&v, "rollout", "BG506").contains("llm-scratch-shadow-5d9f-q2w3e"), "{v:#}");
+    assert!(v["steps"].as_array().unwrap().iter().all(|s| s["step"] != "revert"), "never a revert on it: {v:#}");
+}
+
+#[test]
 fn watch_old_release_still_routed_by_the_service_fails_bg501() {
     let ws = Workspace::new();
     let d = ws.digest.clone();

@@ -422,6 +422,7 @@ mod regressions {
         let (r, revert) = decide(&World { extra_pending: true, ..base() }, None);
         assert_eq!(r.verdict, Verdict::Pass, "{}", explain(&r));
         assert!(!revert);
+        assert!(r.steps.iter().flat_map(|s| &s.diagnostics).any(|d| d.code == crate::diag::Code::PodsNotServing && d.message.contains("new-extra")), "{}", explain(&r));
     }
 
     #[test]

@@ -1019,6 +1019,13 @@ mod tests {
             };
             let o = evaluate_rollout(&exp1(), &st);
             assert_eq!(verdict_of(&o.diagnostics), *want, "ready={ready} rs replicas={rs_replicas}: {:#?}", o.diagnostics);
+            // The finding says which: could not tell (BG506) or history (BG507).
+            let codes: Vec<Code> = o.diagnostics.iter().map(|d| d.code).collect();
+            match want {
+                Verdict::Inconclusive => assert!(codes.contains(&Code::RolloutEvidenceIncomplete), "{codes:?}"),
+                Verdict::Pass => assert!(codes.contains(&Code::PodsNotServing), "{codes:?}"),
+                _ => assert!(codes.contains(&Code::RolloutIncomplete), "{codes:?}"),
+            }
         }
     }
 

@@ -3,6 +3,7 @@
 pub mod http;
 pub mod kube;
 pub mod schema;
+pub mod syntax;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
