@@ -85,7 +85,7 @@ fn code_name(code: &str) -> String {
     let diag = std::fs::read_to_string(repo().join("src/diag.rs")).unwrap();
     diag.lines()
         .find(|l| l.contains(&format!("(\"{code}\"")))
-        .and_then(|l| l.trim().split_whitespace().next())
+        .and_then(|l| l.split_whitespace().next())
         .map(|v| format!("Code::{v}"))
         .unwrap_or_else(|| format!("no variant for {code}"))
 }
