@@ -4,6 +4,10 @@
 //! puts it through the escaper of its format and writes its own layout
 //! around it. JSON needs none: serde escapes what JSON must.
 //!
+//! Each escaper cuts credentials out first ([`redact`]): escaping changes
+//! the text (`http:` + zero-width space + `//user:pw@`), and the output
+//! layer's redaction would no longer recognise what it must cut.
+//!
 //! - [`human`], the terminal: control characters are shown as `\n`, `\u{1b}`
 //!   and never sent, so a value cannot move the cursor, clear the screen,
 //!   forge a line, ring the bell or reorder what follows it.
@@ -21,6 +25,8 @@
 
 use std::borrow::Cow;
 use std::fmt::Write as _;
+
+use super::redact::redact;
 
 /// Characters that act on a terminal or reorder text instead of showing:
 /// C0, DEL, C1, the bidirectional controls, and the line and paragraph
@@ -41,11 +47,12 @@ fn push_shown(o: &mut String, c: char) {
     }
 }
 
-/// Text for the terminal: every control character shown, never sent.
-/// Borrowed when there is none.
+/// Text for the terminal: credentials cut out, every control character
+/// shown, never sent. Borrowed when there is nothing to change.
 pub fn human(s: &str) -> Cow<'_, str> {
+    let s = redact(s);
     if !s.chars().any(is_control) {
-        return Cow::Borrowed(s);
+        return s;
     }
     let mut o = String::with_capacity(s.len() + 8);
     for c in s.chars() {
@@ -67,7 +74,7 @@ const LINK_BREAK: char = '\u{200b}';
 /// leading ones would start a code block, and bold cannot open on one).
 fn inline_chars(s: &str) -> Vec<char> {
     let mut o = String::with_capacity(s.len());
-    for c in s.chars() {
+    for c in redact(s).chars() {
         match c {
             '\n' | '\r' | '\t' => o.push(' '),
             c if is_control(c) => push_shown(&mut o, c),
@@ -155,7 +162,7 @@ pub fn markdown_code(s: &str) -> String {
 pub fn markdown_fence(lang: &str, body: &str) -> String {
     let lang: String = lang.chars().filter(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '+' | '_' | '.')).collect();
     let mut text = String::with_capacity(body.len());
-    for c in body.replace("\r\n", "\n").trim_end().chars() {
+    for c in redact(body).replace("\r\n", "\n").trim_end().chars() {
         if is_control(c) && c != '\n' && c != '\t' {
             push_shown(&mut text, c);
         } else {

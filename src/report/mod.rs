@@ -10,7 +10,7 @@ pub mod metrics;
 pub mod redact;
 pub mod render;
 #[cfg(test)]
-mod props;
+pub(crate) mod props;
 
 use serde::{Deserialize, Serialize};
 use std::fmt;

@@ -11,28 +11,55 @@ use proptest::prelude::*;
 use pulldown_cmark::{CodeBlockKind, Event, Options, Parser, Tag};
 
 use super::escape::is_control;
+use super::redact::redact;
 use super::render::{self, Format};
 use super::{Detail, Diagnostic, Report, Span, StepReport, Table};
 
-/// Pieces that mean something to Markdown, GitHub or a terminal.
-const HOSTILE: &[&str] = &[
-    "`", "``", "```", "~~~~", "|", "\\|", "\\", "@org/team", "@someone", "a@b.example", "[x](https://evil.example)", "![i](x.png)", "[^1]",
-    "<https://e.example>", "https://e.example/a", "www.e.example", "<b>", "<details>", "</details>", "</summary>", "<!--", "-->", "&lt;", "&amp;",
-    "&#64;", "*", "**", "_", "__", "a_b", "~~", "$x$", "$$", "#1", "# ", "#", "- ", "+ ", "1. ", "2) ", "> ", "---", "===", "    ", "  ", " ", "\n",
-    "\r", "\r\n", "\t", "\x1b[31m", "\x1b]8;;https://e.example\x07", "\x07", "\0", "\x08", "\x0b", "\x0c", "\x7f", "\u{85}", "\u{9b}", "\u{202e}",
-    "\u{2066}", "\u{2069}", "\u{61c}", "\u{200e}", "\u{200f}", "\u{2028}", "\u{a0}", "\u{200b}", "é", "😀", "=", "x", "v2", "release.yaml",
-];
+/// Pieces that mean something to Markdown, GitHub or a terminal: the
+/// entries of the fuzz dictionary, so the fuzzer and these properties try
+/// the same things. Credentials among them (` http://robot:pw~SECRET@…`):
+/// the escapers cut them out before escaping, or the output layer would no
+/// longer see them (spaces around: redaction matches a URL from a word
+/// boundary).
+fn hostile_pieces() -> Vec<String> {
+    include_str!("../../fuzz/markdown.dict").lines().filter(|l| l.starts_with('"')).map(dict_entry).collect()
+}
+
+/// One libFuzzer dictionary entry: `"…"` with `\\`, `\"` and `\xNN` escapes.
+fn dict_entry(line: &str) -> String {
+    let inner = line.trim_end().strip_prefix('"').and_then(|l| l.strip_suffix('"')).expect("a quoted entry");
+    let (mut bytes, b) = (Vec::new(), inner.as_bytes());
+    let mut i = 0;
+    while i < b.len() {
+        match (b[i], b.get(i + 1)) {
+            (b'\\', Some(b'x')) => {
+                bytes.push(u8::from_str_radix(&inner[i + 2..i + 4], 16).expect("\\xNN"));
+                i += 4;
+            }
+            (b'\\', Some(&c)) => {
+                bytes.push(c);
+                i += 2;
+            }
+            (c, _) => {
+                bytes.push(c);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8(bytes).expect("entries are UTF-8")
+}
 
 /// A string built from hostile pieces and arbitrary characters.
 pub(crate) fn hostile() -> impl Strategy<Value = String> {
-    let piece = prop_oneof![4 => proptest::sample::select(HOSTILE).prop_map(String::from), 1 => any::<char>().prop_map(String::from)];
+    let piece = prop_oneof![4 => proptest::sample::select(hostile_pieces()), 1 => any::<char>().prop_map(String::from)];
     proptest::collection::vec(piece, 0..8).prop_map(|v| v.concat())
 }
 
 fn diagnostic() -> impl Strategy<Value = Diagnostic> {
     (hostile(), proptest::collection::vec(hostile(), 0..3), proptest::collection::vec(hostile(), 0..3), proptest::option::of((hostile(), 1usize..999)))
         .prop_map(|(message, evidence, help, span)| {
-            let mut d = Diagnostic::new(crate::diag::Code::ImageNotPinned, message);
+            // Any code: the renderers print every code alike.
+            let mut d = Diagnostic::new(crate::diag::Code::ALL[0], message);
             d.evidence = evidence;
             d.help = help;
             d.span = span.map(|(file, line)| Span { file, line, column: 1 });
@@ -142,12 +169,17 @@ pub(crate) fn md_read(md: &str, html_ok: &[&str]) -> MdRead {
     let opts = Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH | Options::ENABLE_TASKLISTS | Options::ENABLE_FOOTNOTES | Options::ENABLE_MATH | Options::ENABLE_GFM;
     let mut out = MdRead::default();
     let mut cur: Option<String> = None;
+    // The segment's text outside code spans, where GitHub links.
+    let mut linkable = String::new();
     let mut code: Option<String> = None;
     for ev in Parser::new_ext(md, opts) {
         match ev {
             Event::Start(Tag::Paragraph | Tag::Heading { .. } | Tag::TableCell) => cur = Some(String::new()),
             Event::End(pulldown_cmark::TagEnd::Paragraph | pulldown_cmark::TagEnd::Heading(_) | pulldown_cmark::TagEnd::TableCell) => {
-                out.segments.push(cur.take().unwrap_or_default())
+                out.segments.push(cur.take().unwrap_or_default());
+                if let Some(p) = github_would_link(&std::mem::take(&mut linkable)) {
+                    out.problems.push(format!("GitHub would turn {p:?} into a link or mention"));
+                }
             }
             Event::Start(Tag::CodeBlock(CodeBlockKind::Fenced(_))) => code = Some(String::new()),
             Event::End(pulldown_cmark::TagEnd::CodeBlock) => out.code_blocks.push(code.take().unwrap_or_default()),
@@ -158,14 +190,19 @@ pub(crate) fn md_read(md: &str, html_ok: &[&str]) -> MdRead {
             }
             Event::Text(t) => match (&mut code, &mut cur) {
                 (Some(c), _) => c.push_str(&t),
-                (None, Some(s)) => s.push_str(&t),
+                (None, Some(s)) => {
+                    s.push_str(&t);
+                    linkable.push_str(&t);
+                }
                 (None, None) => out.problems.push(format!("text outside a block: {t:?}")),
             },
+            Event::Code(t) if t.chars().any(is_control) => out.problems.push(format!("control character in {t:?}")),
             Event::Code(t) => {
                 out.code_spans.push(t.to_string());
                 if let Some(s) = &mut cur {
                     s.push_str(&t);
                 }
+                linkable.push(' ');
             }
             Event::InlineHtml(h) if &*h == "<br>" => {
                 if let Some(s) = &mut cur {
@@ -174,6 +211,9 @@ pub(crate) fn md_read(md: &str, html_ok: &[&str]) -> MdRead {
             }
             Event::Html(h) => {
                 if let Some(t) = summary_text(&h) {
+                    if let Some(p) = github_would_link(&t) {
+                        out.problems.push(format!("GitHub would turn {p:?} into a link or mention"));
+                    }
                     out.segments.push(t);
                 } else if &*h != "</details>\n" && !html_ok.iter().any(|ok| h.trim_end() == *ok) {
                     out.problems.push(format!("raw HTML {h:?}"));
@@ -181,11 +221,6 @@ pub(crate) fn md_read(md: &str, html_ok: &[&str]) -> MdRead {
             }
             Event::SoftBreak | Event::HardBreak => out.problems.push("a line break inside a block".into()),
             other => out.problems.push(format!("{other:?}")),
-        }
-    }
-    for s in &out.segments {
-        if let Some(p) = github_would_link(s) {
-            out.problems.push(format!("GitHub would turn {p:?} in {s:?} into a link or mention"));
         }
     }
     out
@@ -213,17 +248,16 @@ fn github_would_link(text: &str) -> Option<String> {
 }
 
 /// Every field of `r` that the Markdown renderer prints shows as itself.
-fn markdown_shows_every_field(r: &Report, read: &MdRead) -> Result<(), String> {
-    // What was read is compared as HTML shows it: spaces collapsed, the
-    // zero-width breaks invisible (controls were refused in `md_read`).
-    let all = read.segments.iter().map(|s| collapse(&s.replace('\u{200b}', ""))).collect::<Vec<_>>().join("\n");
+/// `all` is what was read as HTML shows it: spaces collapsed, the
+/// zero-width breaks invisible (controls were refused in `md_read`).
+fn markdown_shows_every_field(r: &Report, read: &MdRead, all: &str) -> Result<(), String> {
     each_field(r, |what, text| if all.contains(&md_visible(text)) { Ok(()) } else { Err(format!("{what} {text:?} not shown as {:?}", md_visible(text))) })?;
     for s in &r.steps {
         for d in &s.details {
-            if !all.contains(&md_visible(&d.title)) {
+            if !all.contains(&md_visible(&redact(&d.title))) {
                 return Err(format!("details title {:?} not shown", d.title));
             }
-            let body = d.body.trim_end().replace("\r\n", "\n");
+            let body = redact(&d.body).trim_end().replace("\r\n", "\n");
             let shown: String = body.chars().map(|c| if is_control(c) && c != '\n' && c != '\t' { shown(c) } else { c.to_string() }).collect();
             if !read.code_blocks.iter().any(|b| b.trim_end_matches('\n') == shown) {
                 return Err(format!("details body {:?} not shown as {shown:?}: {:?}", d.body, read.code_blocks));
@@ -234,23 +268,47 @@ fn markdown_shows_every_field(r: &Report, read: &MdRead) -> Result<(), String> {
 }
 
 fn check_markdown(r: &Report) -> Result<(), String> {
-    let md = render::render(r, Format::Markdown, false);
-    let read = md_read(&md, &[]);
+    check_markdown_doc(&render::render(r, Format::Markdown, false), &[], r, &Extra::default())
+}
+
+/// What a Markdown document holds besides a report's steps.
+#[derive(Default)]
+pub(crate) struct Extra<'a> {
+    /// Texts that must read as themselves.
+    pub texts: Vec<&'a str>,
+    /// Code spans the document writes itself.
+    pub code: Vec<&'a str>,
+    /// Bold spans the document writes itself.
+    pub strong: usize,
+}
+
+/// `md` renders the steps of `r` (and `extra`) as themselves and nothing
+/// else; `html_ok` are raw HTML blocks the document writes itself.
+pub(crate) fn check_markdown_doc(md: &str, html_ok: &[&str], r: &Report, extra: &Extra) -> Result<(), String> {
+    if md.contains("SECRET") {
+        return Err(format!("a credential is shown:\n{md}"));
+    }
+    let read = md_read(md, html_ok);
     if !read.problems.is_empty() {
         return Err(format!("{:?}\n--- markdown:\n{md}", read.problems));
     }
-    // Code spans hold only what the renderer names: step names and codes.
-    let codes: BTreeSet<String> = r.steps.iter().flat_map(|s| s.diagnostics.iter().map(|d| d.code.to_string()).chain([s.step.clone()])).collect();
-    if let Some(c) = read.code_spans.iter().find(|c| !codes.contains(*c)) {
+    // Code spans hold only what the renderer names: step names, codes, its own.
+    let codes: BTreeSet<String> =
+        r.steps.iter().flat_map(|s| s.diagnostics.iter().map(|d| d.code.to_string()).chain([s.step.clone()])).chain(extra.code.iter().map(|c| md_visible(&redact(c)))).collect();
+    if let Some(c) = read.code_spans.iter().find(|c| !codes.contains(&md_visible(c))) {
         return Err(format!("a code span the renderer did not mean: {c:?}\n--- markdown:\n{md}"));
     }
     // A title shows (in bold) when it has anything but spaces, line breaks and tabs.
     let shows = |t: &str| t.chars().any(|c| !matches!(c, '\n' | '\r' | '\t') && (!c.is_whitespace() || is_control(c)));
-    let titles = r.steps.iter().flat_map(|s| &s.tables).filter(|t| shows(&t.title)).count();
-    if read.strong != titles {
-        return Err(format!("{} bold spans for {titles} table titles\n--- markdown:\n{md}", read.strong));
+    let strong = extra.strong + r.steps.iter().flat_map(|s| &s.tables).filter(|t| shows(&t.title)).count();
+    if read.strong != strong {
+        return Err(format!("{} bold spans for {strong}\n--- markdown:\n{md}", read.strong));
     }
-    markdown_shows_every_field(r, &read).map_err(|e| format!("{e}\n--- markdown:\n{md}"))
+    let all = read.segments.iter().map(|s| collapse(&s.replace('\u{200b}', ""))).collect::<Vec<_>>().join("\n");
+    if let Some(t) = extra.texts.iter().find(|t| !all.contains(&md_visible(&redact(t)))) {
+        return Err(format!("{t:?} not shown as {:?}\n--- markdown:\n{md}", md_visible(t)));
+    }
+    markdown_shows_every_field(r, &read, &all).map_err(|e| format!("{e}\n--- markdown:\n{md}"))
 }
 
 // ---- human ----------------------------------------------------------------
@@ -262,6 +320,9 @@ fn human_visible(text: &str) -> String {
 
 fn check_human(r: &Report, color: bool) -> Result<(), String> {
     let out = render::render(r, Format::Human, color);
+    if out.contains("SECRET") {
+        return Err(format!("a credential is shown:\n{out}"));
+    }
     // Lines the layout itself writes: one per step, diagnostic, evidence,
     // help, table title, header and row, and the verdict.
     let lines: usize = 1 + r
@@ -294,8 +355,10 @@ fn check_human(r: &Report, color: bool) -> Result<(), String> {
     })
 }
 
-/// Calls `f` with every text field both renderers print.
+/// Calls `f` with every text field both renderers print, as it must show
+/// (credentials cut out).
 fn each_field(r: &Report, mut f: impl FnMut(&str, &str) -> Result<(), String>) -> Result<(), String> {
+    let mut f = |what: &str, text: &str| f(what, &redact(text));
     for s in &r.steps {
         f("target", &s.target)?;
         f("summary", &s.summary)?;
@@ -354,5 +417,6 @@ fn the_checkers_catch_what_they_look_for() {
     assert!(read.problems.iter().any(|p| p.contains("@or")), "{:?}", read.problems);
     assert!(read.problems.iter().any(|p| p.contains("Item") || p.contains("List")), "{:?}", read.problems);
     assert_eq!(md_visible("a\r\n  b\x1b\u{200b}"), "a b\\u{1b}");
+    assert!(hostile_pieces().iter().any(|p| p == "\x1b]8;;https://e.example\x07") && hostile_pieces().contains(&"\\|".to_string()));
     assert_eq!(github_would_link("x @\u{200b}org #\u{200b}1 http:\u{200b}//e www\u{200b}.e"), None);
 }
