@@ -246,7 +246,8 @@ pub fn github_step_with(ctx: &Ctx, report: &Report, env: &GithubEnv, annotations
 
     let mut summary_written = false;
     if let Some(path) = &env.step_summary {
-        let footer = format!("\n> {}\n", env.scrub(&comment_line));
+        // The line quotes GitHub's answers: Markdown text like the report.
+        let footer = format!("\n> {}\n", crate::report::escape::markdown(&env.scrub(&comment_line)));
         match write_summary(path, &md, &footer) {
             Ok(()) => summary_written = true,
             Err(e) => problems.push(format!("writing $GITHUB_STEP_SUMMARY {}: {e}", path.display())),

@@ -266,27 +266,59 @@ async fn open_revert(ctx: &Ctx, l: &Loaded, args: &RevertOptions, plan: &RevertP
 }
 
 fn pr_body(l: &Loaded, prev: &Loaded, rel: &Path, branch: &str, evidence: Option<&Report>, verify_summary: &str) -> String {
+    let facts = RevertFacts {
+        name: &l.bundle.metadata.name,
+        version: &l.bundle.metadata.version,
+        digest: &l.digest,
+        prev_version: &prev.bundle.metadata.version,
+        prev_digest: &prev.digest,
+        path: &rel.display().to_string(),
+        branch,
+        verify_summary,
+    };
+    revert_body(&facts, evidence)
+}
+
+/// What the revert PR says, as plain text: names and versions come from the
+/// bundle, the verify summary from the store, the evidence from a report file.
+struct RevertFacts<'a> {
+    name: &'a str,
+    version: &'a str,
+    digest: &'a str,
+    prev_version: &'a str,
+    prev_digest: &'a str,
+    path: &'a str,
+    branch: &'a str,
+    verify_summary: &'a str,
+}
+
+/// The PR body: every value through the Markdown escaper, the failed steps
+/// through the report's Markdown renderer.
+fn revert_body(f: &RevertFacts, evidence: Option<&Report>) -> String {
+    use crate::report::escape::{markdown as md, markdown_code as code};
     let mut o = String::new();
-    o.push_str(&format!("<!-- {REVERT_MARKER} {} -->\n", l.digest));
+    // The marker is read back by machines: the digest as computed, in a comment.
+    let marker_digest: String = f.digest.chars().filter(|c| c.is_ascii_alphanumeric() || *c == ':').collect();
+    o.push_str(&format!("<!-- {REVERT_MARKER} {marker_digest} -->\n"));
     o.push_str(&format!(
-        "## Revert `{}` {} → {}\n\nRelease **{}** (`{}`) failed its post-merge gates. This PR restores the previous bundle \
-         (release **{}**, `{}`) at `{}`.\n\n",
-        l.bundle.metadata.name,
-        l.bundle.metadata.version,
-        prev.bundle.metadata.version,
-        l.bundle.metadata.version,
-        l.digest,
-        prev.bundle.metadata.version,
-        prev.digest,
-        rel.display()
+        "## Revert {} {} → {}\n\nRelease {} ({}) failed its post-merge gates. This PR restores the previous bundle \
+         (release {}, {}) at {}.\n\n",
+        md(f.name),
+        md(f.version),
+        md(f.prev_version),
+        md(f.version),
+        code(f.digest),
+        md(f.prev_version),
+        code(f.prev_digest),
+        md(f.path)
     ));
-    o.push_str(&format!("**Rollback target verified** before this PR was opened: {verify_summary}\n\n"));
+    o.push_str(&format!("**Rollback target verified** before this PR was opened: {}\n\n", md(f.verify_summary)));
     o.push_str("### Failed gates\n\n");
     match evidence {
         Some(r) => {
             let failed: Vec<&StepReport> = r.steps.iter().filter(|s| matches!(s.verdict, Verdict::Fail | Verdict::Error | Verdict::Inconclusive)).collect();
             if failed.is_empty() {
-                o.push_str(&format!("The evidence report (`{}`, verdict {}) has no failed step.\n\n", r.command, r.verdict));
+                o.push_str(&format!("The evidence report ({}, verdict {}) has no failed step.\n\n", md(&r.command), r.verdict));
             }
             for s in failed {
                 o.push_str(&crate::report::render::markdown_step(s));
@@ -294,7 +326,39 @@ fn pr_body(l: &Loaded, prev: &Loaded, rel: &Path, branch: &str, evidence: Option
         }
         None => o.push_str("No evidence report was given (`--evidence report.json` from `bundlegate watch --format json`).\n\n"),
     }
-    o.push_str(&format!("Branch `{branch}` is named after the failed release, so concurrent runs open one PR.\n\n{REVERT_MARKER} {}\n", l.digest));
-    super::pr::truncate_markdown(&o, 60_000, &format!("\n\n…evidence truncated.\n\n{REVERT_MARKER} {}\n", l.digest))
+    o.push_str(&format!("Branch {} is named after the failed release, so concurrent runs open one PR.\n\n{REVERT_MARKER} {}\n", code(f.branch), md(f.digest)));
+    super::pr::truncate_markdown(&o, 60_000, &format!("\n\n…evidence truncated.\n\n{REVERT_MARKER} {}\n", md(f.digest)))
 }
 
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::props::{check_markdown_doc, hostile, report, Extra};
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 256, failure_persistence: None, ..ProptestConfig::default() })]
+
+        /// The revert PR body shows the bundle's names, the paths, the
+        /// verify summary and the evidence as themselves: no mention, link,
+        /// HTML or code span comes from them.
+        #[test]
+        fn revert_pr_body_shows_any_text_as_itself(
+            name in hostile(), version in hostile(), prev_version in hostile(), path in hostile(), branch in hostile(), verify_summary in hostile(),
+            digest in "sha256:[0-9a-f]{64}", prev_digest in "sha256:[0-9a-f]{64}", evidence in proptest::option::of(report()),
+        ) {
+            let f = RevertFacts { name: &name, version: &version, digest: &digest, prev_version: &prev_version, prev_digest: &prev_digest, path: &path, branch: &branch, verify_summary: &verify_summary };
+            let body = revert_body(&f, evidence.as_ref());
+            let marker = format!("<!-- {REVERT_MARKER} {digest} -->");
+            let mut failed = Report::new(evidence.as_ref().map(|r| r.command.as_str()).unwrap_or("watch"));
+            failed.steps = evidence.iter().flat_map(|r| &r.steps).filter(|s| matches!(s.verdict, Verdict::Fail | Verdict::Error | Verdict::Inconclusive)).cloned().collect();
+            let extra = Extra {
+                texts: vec![&name, &version, &prev_version, &path, &verify_summary],
+                code: vec![&digest, &prev_digest, &branch, "--evidence report.json", "bundlegate watch --format json"],
+                strong: 1,
+            };
+            check_markdown_doc(&body, &[&marker], &failed, &extra).map_err(TestCaseError::fail)?;
+            prop_assert!(body.contains(&format!("\n{REVERT_MARKER} {digest}\n")), "the marker line is read back: {}", body);
+        }
+    }
+}

@@ -5,9 +5,12 @@
 //! path the code took, so a command cannot "forget" to fail.
 
 pub mod comment;
+pub mod escape;
 pub mod metrics;
 pub mod redact;
 pub mod render;
+#[cfg(test)]
+pub(crate) mod props;
 
 use serde::{Deserialize, Serialize};
 use std::fmt;

@@ -3,6 +3,7 @@
 
 use std::fmt::Write as _;
 
+use super::escape::{self, human as human_text, markdown as md, markdown_code as md_code};
 use super::{Report, Severity, StepReport, Verdict};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -51,28 +52,33 @@ fn sev_color(s: Severity) -> &'static str {
 pub(crate) fn human(r: &Report, color: bool) -> String {
     let mut o = String::new();
     for s in &r.steps {
-        let _ = writeln!(o, "{} {} {}  {}", paint(color, verdict_color(s.verdict), &format!("{:<12}", s.verdict.to_string())), s.step, s.target, s.summary);
+        let verdict = paint(color, verdict_color(s.verdict), &format!("{:<12}", s.verdict.to_string()));
+        let _ = writeln!(o, "{verdict} {} {}  {}", human_text(&s.step), human_text(&s.target), human_text(&s.summary));
         for d in &s.diagnostics {
-            let loc = d.span.as_ref().map(|sp| format!("{sp}: ")).unwrap_or_default();
-            let _ = writeln!(o, "  {}{}[{} {}]: {}", loc, paint(color, sev_color(d.severity), &d.severity.to_string()), d.code, d.name, d.message);
+            let loc = d.span.as_ref().map(|sp| format!("{}: ", human_text(&sp.to_string()))).unwrap_or_default();
+            let sev = paint(color, sev_color(d.severity), &d.severity.to_string());
+            let _ = writeln!(o, "  {loc}{sev}[{} {}]: {}", d.code, human_text(&d.name), human_text(&d.message));
             for e in &d.evidence {
-                let _ = writeln!(o, "      evidence: {e}");
+                let _ = writeln!(o, "      evidence: {}", human_text(e));
             }
             for h in &d.help {
-                let _ = writeln!(o, "      help: {h}");
+                let _ = writeln!(o, "      help: {}", human_text(h));
             }
         }
         for t in &s.tables {
             o.push_str(&text_table(t));
         }
     }
-    let _ = writeln!(o, "{}: {}", r.command, paint(color, verdict_color(r.verdict), &r.verdict.to_string()));
+    let _ = writeln!(o, "{}: {}", human_text(&r.command), paint(color, verdict_color(r.verdict), &r.verdict.to_string()));
     o
 }
 
 fn text_table(t: &super::Table) -> String {
-    let mut widths: Vec<usize> = t.columns.iter().map(|c| c.chars().count()).collect();
-    for row in &t.rows {
+    // Widths are measured on what is printed: the escaped cells.
+    let columns: Vec<String> = t.columns.iter().map(|c| human_text(c).into_owned()).collect();
+    let rows: Vec<Vec<String>> = t.rows.iter().map(|r| r.iter().map(|c| human_text(c).into_owned()).collect()).collect();
+    let mut widths: Vec<usize> = columns.iter().map(|c| c.chars().count()).collect();
+    for row in &rows {
         for (i, c) in row.iter().enumerate() {
             if i < widths.len() {
                 widths[i] = widths[i].max(c.chars().count());
@@ -81,7 +87,7 @@ fn text_table(t: &super::Table) -> String {
     }
     let mut o = String::new();
     if !t.title.is_empty() {
-        let _ = writeln!(o, "  {}", t.title);
+        let _ = writeln!(o, "  {}", human_text(&t.title));
     }
     let line = |cells: &Vec<String>| {
         let mut l = String::from("   ");
@@ -91,15 +97,11 @@ fn text_table(t: &super::Table) -> String {
         }
         l.trim_end().to_string() + "\n"
     };
-    o.push_str(&line(&t.columns));
-    for r in &t.rows {
+    o.push_str(&line(&columns));
+    for r in &rows {
         o.push_str(&line(r));
     }
     o
-}
-
-fn md_escape(s: &str) -> String {
-    s.replace('|', "\\|").replace('\n', " ").replace('<', "&lt;").replace('>', "&gt;")
 }
 
 fn emoji(v: Verdict) -> &'static str {
@@ -114,46 +116,57 @@ fn emoji(v: Verdict) -> &'static str {
 
 pub(crate) fn markdown_step(s: &StepReport) -> String {
     let mut o = String::new();
-    let _ = writeln!(o, "#### {} `{}` — {} {}\n", emoji(s.verdict), s.step, s.verdict, md_escape(&s.target));
-    if !s.summary.is_empty() {
-        let _ = writeln!(o, "{}\n", md_escape(&s.summary));
+    let _ = writeln!(o, "#### {} {} — {} {}\n", emoji(s.verdict), md_code(&s.step), s.verdict, md(&s.target));
+    let summary = md(&s.summary);
+    if !summary.is_empty() {
+        let _ = writeln!(o, "{summary}\n");
     }
     if !s.diagnostics.is_empty() {
         o.push_str("| severity | code | where | finding |\n|---|---|---|---|\n");
         for d in &s.diagnostics {
-            let loc = d.span.as_ref().map(|sp| format!("`{}:{}`", sp.file, sp.line)).unwrap_or_default();
-            let mut msg = md_escape(&d.message);
+            let loc = d.span.as_ref().map(|sp| md(&format!("{}:{}", sp.file, sp.line))).unwrap_or_default();
+            let mut msg = md(&d.message);
             for e in &d.evidence {
-                let _ = write!(msg, "<br>evidence: {}", md_escape(e));
+                let _ = write!(msg, "<br>evidence: {}", md(e));
             }
             for h in &d.help {
-                let _ = write!(msg, "<br>help: {}", md_escape(h));
+                let _ = write!(msg, "<br>help: {}", md(h));
             }
-            let _ = writeln!(o, "| {} | `{}` {} | {} | {} |", d.severity, d.code, d.name, loc, msg);
+            let _ = writeln!(o, "| {} | `{}` {} | {} | {} |", d.severity, d.code, md(&d.name), loc, msg);
         }
         o.push('\n');
     }
     for t in &s.tables {
-        if !t.title.is_empty() {
-            let _ = writeln!(o, "**{}**\n", md_escape(&t.title));
-        }
-        let _ = writeln!(o, "| {} |", t.columns.iter().map(|c| md_escape(c)).collect::<Vec<_>>().join(" | "));
-        let _ = writeln!(o, "|{}", "---|".repeat(t.columns.len()));
-        for r in &t.rows {
-            let _ = writeln!(o, "| {} |", r.iter().map(|c| md_escape(c)).collect::<Vec<_>>().join(" | "));
-        }
-        o.push('\n');
+        markdown_table(&mut o, t);
     }
     for d in &s.details {
-        let fence = if d.body.contains("```") { "~~~~" } else { "```" };
-        let _ = writeln!(o, "<details><summary>{}</summary>\n\n{fence}{}\n{}\n{fence}\n\n</details>\n", md_escape(&d.title), d.lang, d.body.trim_end());
+        let _ = writeln!(o, "<details><summary>{}</summary>\n\n{}\n\n</details>\n", escape::markdown_html(&d.title), escape::markdown_fence(&d.lang, &d.body));
     }
     o
 }
 
+fn markdown_table(o: &mut String, t: &super::Table) {
+    let title = md(&t.title);
+    if !title.is_empty() {
+        let _ = writeln!(o, "**{title}**\n");
+    }
+    // A row wider than the header would lose its last cells: widen the header.
+    let n = t.rows.iter().map(Vec::len).chain([t.columns.len()]).max().unwrap_or(0);
+    if n == 0 {
+        return;
+    }
+    let row = |cells: &[String]| (0..n).map(|i| cells.get(i).map(|c| md(c)).unwrap_or_default()).collect::<Vec<_>>().join(" | ");
+    let _ = writeln!(o, "| {} |", row(&t.columns));
+    let _ = writeln!(o, "|{}", "---|".repeat(n));
+    for r in &t.rows {
+        let _ = writeln!(o, "| {} |", row(r));
+    }
+    o.push('\n');
+}
+
 pub(crate) fn markdown(r: &Report) -> String {
     let mut o = String::new();
-    let _ = writeln!(o, "### bundlegate {}: {} {}\n", r.command, emoji(r.verdict), r.verdict);
+    let _ = writeln!(o, "### bundlegate {}: {} {}\n", md(&r.command), emoji(r.verdict), r.verdict);
     for s in &r.steps {
         o.push_str(&markdown_step(s));
     }

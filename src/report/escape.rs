@@ -1,0 +1,208 @@
+//! The one escaper per output format. Text that comes from a bundle, a store
+//! listing, a cluster or a metrics server is data: every renderer (human and
+//! Markdown reports, the PR comment, the job summary, the revert PR body)
+//! puts it through the escaper of its format and writes its own layout
+//! around it. JSON needs none: serde escapes what JSON must.
+//!
+//! Each escaper cuts credentials out first ([`redact`]): escaping changes
+//! the text (`http:` + zero-width space + `//user:pw@`), and the output
+//! layer's redaction would no longer recognise what it must cut.
+//!
+//! - [`human`], the terminal: control characters are shown as `\n`, `\u{1b}`
+//!   and never sent, so a value cannot move the cursor, clear the screen,
+//!   forge a line, ring the bell or reorder what follows it.
+//! - [`markdown`], inline text (paragraph, heading, table cell, bold):
+//!   Markdown's metacharacters are backslash-escaped and `< > &` written as
+//!   entities, so a value stays in its cell and opens no code span, link,
+//!   emphasis or HTML (nor a `<details>` the comment splitter would count).
+//!   GitHub links mentions (`@org/team` pages a team), bare URLs and issue
+//!   numbers *after* Markdown is rendered, where no backslash reaches, so a
+//!   zero-width space goes after `@`, after `#` before a digit, after `:`
+//!   before `//` and between `www` and `.`: the text reads the same and
+//!   nothing links. [`markdown_html`], [`markdown_code`] and
+//!   [`markdown_fence`] are the same text where it sits in the raw HTML we
+//!   write (`<summary>`), in a code span and in a fenced block.
+
+use std::borrow::Cow;
+use std::fmt::Write as _;
+
+use super::redact::redact;
+
+/// Characters that act on a terminal or reorder text instead of showing:
+/// C0, DEL, C1, the bidirectional controls, and the line and paragraph
+/// separators some terminals break lines at.
+pub(crate) fn is_control(c: char) -> bool {
+    matches!(c, '\u{0}'..='\u{1f}' | '\u{7f}'..='\u{9f}' | '\u{61c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{2028}' | '\u{2029}')
+}
+
+/// A control character as visible text: `\n`, `\r`, `\t`, else `\u{1b}`.
+fn push_shown(o: &mut String, c: char) {
+    match c {
+        '\n' => o.push_str("\\n"),
+        '\r' => o.push_str("\\r"),
+        '\t' => o.push_str("\\t"),
+        c => {
+            let _ = write!(o, "\\u{{{:x}}}", c as u32);
+        }
+    }
+}
+
+/// Text for the terminal: credentials cut out, every control character
+/// shown, never sent. Borrowed when there is nothing to change.
+pub fn human(s: &str) -> Cow<'_, str> {
+    let s = redact(s);
+    if !s.chars().any(is_control) {
+        return s;
+    }
+    let mut o = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        if is_control(c) {
+            push_shown(&mut o, c);
+        } else {
+            o.push(c);
+        }
+    }
+    Cow::Owned(o)
+}
+
+/// Keeps GitHub from turning the text into a mention or a link; invisible.
+const LINK_BREAK: char = '\u{200b}';
+
+/// The characters of `s` as one line of inline Markdown shows them: line
+/// breaks and tabs are the space HTML displays them as, other controls
+/// shown as `\u{1b}`, outer whitespace dropped (Markdown drops spaces too,
+/// leading ones would start a code block, and bold cannot open on one).
+fn inline_chars(s: &str) -> Vec<char> {
+    let mut o = String::with_capacity(s.len());
+    for c in redact(s).chars() {
+        match c {
+            '\n' | '\r' | '\t' => o.push(' '),
+            c if is_control(c) => push_shown(&mut o, c),
+            c => o.push(c),
+        }
+    }
+    o.trim().chars().collect()
+}
+
+/// Whether GitHub could start a mention or autolink right after `v[i]`.
+fn breaks_link_after(v: &[char], i: usize) -> bool {
+    let next = v.get(i + 1).copied().unwrap_or(' ');
+    match v[i] {
+        '@' => true,
+        '#' => next.is_ascii_digit(),
+        ':' => next == '/',
+        'w' | 'W' => next == '.' && i >= 2 && v[i - 2..=i].iter().all(|c| c.eq_ignore_ascii_case(&'w')),
+        _ => false,
+    }
+}
+
+/// Inline Markdown text that renders as `s` and as nothing else, in a
+/// paragraph, a heading, a table cell or bold.
+pub fn markdown(s: &str) -> String {
+    inline(s, true)
+}
+
+/// Text inside raw HTML we write (`<details><summary>…</summary>`), where
+/// Markdown is not parsed: only HTML's three metacharacters as entities,
+/// and the same breaks against GitHub's links.
+pub fn markdown_html(s: &str) -> String {
+    inline(s, false)
+}
+
+fn inline(s: &str, markdown: bool) -> String {
+    let v = inline_chars(s);
+    let ascii_alnum = |i: Option<usize>| i.and_then(|i| v.get(i)).is_some_and(char::is_ascii_alphanumeric);
+    let leading_digits = v.iter().take_while(|c| c.is_ascii_digit()).count();
+    let mut o = String::with_capacity(v.len() + 8);
+    for (i, &c) in v.iter().enumerate() {
+        let backslash = markdown
+            && match c {
+                '\\' | '`' | '*' | '[' | ']' | '~' | '|' | '$' | '#' => true,
+                // `a_b` cannot open or close emphasis: keep identifiers readable.
+                '_' => !(ascii_alnum(i.checked_sub(1)) && ascii_alnum(Some(i + 1))),
+                // What would start a list, a rule or a heading underline at
+                // the start of a line (a summary is a paragraph of its own).
+                '-' | '+' | '=' => i == 0,
+                '.' | ')' => i == leading_digits && (1..=9).contains(&i),
+                _ => false,
+            };
+        match c {
+            '<' => o.push_str("&lt;"),
+            '>' => o.push_str("&gt;"),
+            '&' => o.push_str("&amp;"),
+            c => {
+                if backslash {
+                    o.push('\\');
+                }
+                o.push(c);
+            }
+        }
+        if breaks_link_after(&v, i) {
+            o.push(LINK_BREAK);
+        }
+    }
+    o
+}
+
+/// A code span holding `s` (outside tables: a `|` in a code span in a table
+/// cell still ends the cell). Its backtick string is longer than any run
+/// inside; GitHub links nothing in code.
+pub fn markdown_code(s: &str) -> String {
+    let text: String = inline_chars(s).into_iter().collect();
+    let ticks = "`".repeat(longest_run(&text, '`') + 1);
+    // One space each side is stripped by the reader: pad when the text
+    // would touch the backticks or starts and ends with a space.
+    let pad = if text.starts_with('`') || text.ends_with('`') || text.is_empty() { " " } else { "" };
+    format!("{ticks}{pad}{text}{pad}{ticks}")
+}
+
+/// A fenced code block (`lang` is a hint, reduced to a word) showing
+/// `body` line for line: its fence is longer than any backtick run in the
+/// body, so no line closes it; CRLF is a line break, other controls shown.
+pub fn markdown_fence(lang: &str, body: &str) -> String {
+    let lang: String = lang.chars().filter(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '+' | '_' | '.')).collect();
+    let mut text = String::with_capacity(body.len());
+    for c in redact(body).replace("\r\n", "\n").trim_end().chars() {
+        if is_control(c) && c != '\n' && c != '\t' {
+            push_shown(&mut text, c);
+        } else {
+            text.push(c);
+        }
+    }
+    let fence = "`".repeat((longest_run(&text, '`') + 1).max(3));
+    format!("{fence}{lang}\n{text}\n{fence}")
+}
+
+fn longest_run(s: &str, ch: char) -> usize {
+    s.split(|c| c != ch).map(str::len).max().unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn human_shows_controls_and_keeps_the_rest() {
+        assert_eq!(human("ok é 😀 a\\b"), "ok é 😀 a\\b");
+        assert!(matches!(human("plain"), Cow::Borrowed(_)));
+        assert_eq!(human("a\x1b[2Jb\r\n\x07\u{9b}\u{202e}"), "a\\u{1b}[2Jb\\r\\n\\u{7}\\u{9b}\\u{202e}");
+    }
+
+    #[test]
+    fn markdown_escapes_what_would_act() {
+        assert_eq!(markdown("a|b `c` <details> &amp; *x* [l](u)"), "a\\|b \\`c\\` &lt;details&gt; &amp;amp; \\*x\\* \\[l\\](u)");
+        assert_eq!(markdown("error_rate _x_"), "error_rate \\_x\\_");
+        assert_eq!(markdown("@org/team https://e www.e #12 a:b"), "@\u{200b}org/team https:\u{200b}//e www\u{200b}.e \\#\u{200b}12 a:b");
+        assert_eq!(markdown("  - item\n# h"), "\\- item \\# h");
+        assert_eq!(markdown("12. x 3) y"), "12\\. x 3) y");
+        assert_eq!(markdown("\x1b[31m"), "\\\\u{1b}\\[31m");
+    }
+
+    #[test]
+    fn code_and_fence_outlast_backticks() {
+        assert_eq!(markdown_code("lint"), "`lint`");
+        assert_eq!(markdown_code("a``b"), "```a``b```");
+        assert_eq!(markdown_code("`x"), "`` `x ``");
+        assert_eq!(markdown_fence("diff`", "a\r\n````\n\x1b"), "`````diff\na\n````\n\\u{1b}\n`````");
+    }
+}
