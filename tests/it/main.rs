@@ -13,6 +13,7 @@ mod github_standin;
 mod health_lua;
 mod layout;
 mod lint;
+mod nothing;
 mod pipeline;
 mod pipeline_lib;
 mod pr;
