@@ -235,6 +235,8 @@ fn text(v: &Value, json: bool) -> String {
 }
 
 proptest! {
+    #![proptest_config(ProptestConfig { failure_persistence: None, ..ProptestConfig::default() })]
+
     /// A node listed twice would count its capacity twice: the snapshot is
     /// refused naming the node, in YAML and JSON, wherever the copy sits.
     #[test]
