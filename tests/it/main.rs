@@ -12,6 +12,7 @@ mod docs;
 mod github_standin;
 mod health_lua;
 mod layout;
+mod leftovers;
 mod lint;
 mod nothing;
 mod pipeline;

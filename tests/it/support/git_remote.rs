@@ -1,10 +1,11 @@
-//! The revert tests' git remote: a bare repository served by `git daemon`
+//! The revert tests' git remote: a bare repository served by `git-daemon`
 //! on 127.0.0.1, and a clone of it holding the example bundles.
 
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use super::server::{self, Server};
 use super::{copy_dir, repo};
 use crate::watch::git;
 
@@ -12,16 +13,16 @@ use crate::watch::git;
 /// it holding the example bundles (v1 → v2) and their local store.
 pub struct GitRemote {
     dir: tempfile::TempDir,
-    daemon: Child,
+    daemon: Server,
     url: String,
 }
 
-impl Drop for GitRemote {
-    fn drop(&mut self) {
-        // Our own child, by handle.
-        let _ = self.daemon.kill();
-        let _ = self.daemon.wait();
-    }
+/// The `git-daemon` program itself: `git daemon` is a wrapper that starts
+/// it as a child, so killing the wrapper left the daemon serving.
+fn git_daemon() -> PathBuf {
+    let o = Command::new("git").arg("--exec-path").output().expect("git --exec-path");
+    assert!(o.status.success(), "git --exec-path: {}", String::from_utf8_lossy(&o.stderr));
+    PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()).join("git-daemon")
 }
 
 impl GitRemote {
@@ -33,9 +34,11 @@ impl GitRemote {
         let (daemon, port) = (0..5)
             .find_map(|_| {
                 let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-                let mut child = super::server::spawn(
-                    Command::new("git")
-                        .args(["daemon", "--reuseaddr", "--export-all", "--enable=receive-pack", "--listen=127.0.0.1"])
+                // Stopped with its whole process group when the remote drops
+                // (`Server`), also when the test panics.
+                let mut child = server::spawn(
+                    Command::new(git_daemon())
+                        .args(["--reuseaddr", "--export-all", "--enable=receive-pack", "--listen=127.0.0.1"])
                         .arg(format!("--base-path={}", srv.display()))
                         .arg(format!("--port={port}"))
                         .arg(&srv)
@@ -52,8 +55,7 @@ impl GitRemote {
                     }
                     std::thread::sleep(Duration::from_millis(20));
                 }
-                let _ = child.kill();
-                let _ = child.wait();
+                child.stop();
                 None
             })
             .expect("git daemon did not start");
