@@ -74,6 +74,8 @@ codes! {
         "bundlegate verifies s3://, gs://, az://, abfs:// and file: storage URIs (the one table lint and the store share); any other scheme cannot be verified. Hadoop's s3a:// is refused: KServe's storage-initializer cannot download it."),
     RollbackPathEscapes => ("BG020", "rollback-target-outside-repo", "lint", Error,
         "The rollback target is read and reported on; a path that leaves the repository (absolute, `..`, or a symlink) could make lint read any file on the runner, such as a `.env`, so it is refused unread."),
+    RollbackIsRelease => ("BG022", "rollback-target-is-release", "lint", Error,
+        "The rollback target is this release itself (the same file by any path, a symlink to it, or a copy with the same release digest): rolling back would restore the bytes that failed, so the release has no exit while every check of the target passes."),
 
     // ---- verify: the store holds exactly the bundle's bytes ---------------------
     ArtifactMissing => ("BG101", "artifact-missing", "verify", Error,
@@ -91,11 +93,13 @@ codes! {
     ArtifactDrifted => ("BG107", "artifact-drifted", "verify", Error,
         "The object's identity (ETag/version/size/modified time) changed since the last audit: something rewrote a released path."),
     StoreObjectEscapes => ("BG108", "store-object-escapes", "verify", Error,
-        "A `file:` store object that is a symlink leading outside the versioned prefix is not part of the release; reading it would verify (and list) files of the host instead of the model."),
+        "A store entry that cannot be read as an object of the versioned prefix is not part of the release and is never read: in a `file:` store a symlink leading outside the prefix (reading it would verify, and list, files of the host instead of the model), a dangling symlink, a FIFO, socket or device (a copy would hang or fail), or a name the store library does not serve (`name#123`, its mark of an unfinished upload); in a bucket an object named as the prefix itself (`v2/` holding bytes). It is named in the report, never dropped from the listing."),
     ObjectNotChecked => ("BG109", "object-not-checked", "verify", Error,
         "The store stopped answering (connection refused, DNS failure) before the object was read to the end; verify stops starting new reads at the first such failure, and an object never read is never OK."),
     StorageUriOutsideRoot => ("BG110", "storage-uri-outside-root", "verify", Error,
         "A `file:` storage URI must stay inside the store root (the bundle's git work tree, else the bundle's own folder, never the current folder; or BUNDLEGATE_STORE_ROOT); `file:/etc/` or `../` out of it would list and hash host files. Nothing is listed or read."),
+    NothingVerified => ("BG111", "nothing-verified", "verify", Error,
+        "The bundle lists no artifacts, so verify read and compared nothing; a PASS would be a verdict on evidence that does not exist (a rollback target with no artifacts would be \"verified\" and rolled back to). An artifact left unread whose finding was allowed (`-A`) or made a warning (`-W`) likewise keeps the step from PASS: the finding may go, the verdict on unread bytes may not."),
 
     // ---- preflight: can this rollout happen on this cluster? --------------------
     SurgeUnschedulable => ("BG201", "surge-pod-unschedulable", "preflight", Error,

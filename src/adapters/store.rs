@@ -42,7 +42,7 @@ pub struct Store {
 
 // The listing and read outcomes are plain data the verify check judges;
 // they are defined with that check.
-pub use crate::checks::verify::{Listed, ReadFailure};
+pub use crate::checks::verify::{Listed, ReadFailure, Refused};
 
 fn classify(e: &object_store::Error) -> ReadFailure {
     use object_store::Error as E;
@@ -259,10 +259,12 @@ impl Store {
         Ok(self.list_checked().await?.0)
     }
 
-    /// Like `list`, and separately the keys of a `file:` store that resolve
-    /// outside the prefix (symlinks): they are neither listed with the
-    /// target's size nor read, only named.
-    pub(crate) async fn list_checked(&self) -> Result<(Vec<Listed>, Vec<String>)> {
+    /// Like `list`, and separately what the prefix holds that is not read as
+    /// an object: `file:` entries resolving outside the prefix (symlinks),
+    /// entries the store library's listing leaves out (FIFOs, sockets,
+    /// dangling symlinks, `name#123`), and an object named as the prefix
+    /// itself. They are named, never dropped, so verify judges them.
+    pub(crate) async fn list_checked(&self) -> Result<(Vec<Listed>, Vec<Refused>)> {
         let mut out = Vec::new();
         let mut refused = Vec::new();
         let want = format!("{}/", self.prefix);
@@ -270,18 +272,35 @@ impl Store {
         while let Some(item) = s.next().await {
             let m = item.map_err(|e| anyhow!("listing {}: {}", self.uri, short_error(&e)))?;
             let full = m.location.to_string();
-            let Some(rel) = full.strip_prefix(&want) else { continue };
+            let Some(rel) = full.strip_prefix(&want) else {
+                // `prefix/` itself (object_store drops the slash): an empty
+                // folder marker holds nothing; one with bytes is something.
+                if full == self.prefix.as_ref() && m.size > 0 {
+                    refused.push(Refused { key: want.clone(), why: format!("an object named as the prefix itself ({} bytes)", m.size) });
+                }
+                continue;
+            };
             if rel.is_empty() || rel.ends_with('/') {
                 continue;
             }
             if self.escapes(rel).is_some() {
-                refused.push(rel.to_string());
+                refused.push(Refused { key: rel.to_string(), why: "a symlink leading outside the prefix".into() });
                 continue;
             }
             out.push(listed(rel, &m));
         }
+        if let Some(dir) = self.local_dir.clone() {
+            // object_store's file listing skips, without a word, what it
+            // does not serve as an object; walk the folder to name those.
+            let seen: std::collections::HashSet<String> = out.iter().map(|o| o.key.clone()).chain(refused.iter().map(|r| r.key.clone())).collect();
+            let found = tokio::task::spawn_blocking(move || unlisted_entries(&dir, &seen))
+                .await
+                .map_err(|e| anyhow!("listing {}: {e}", self.uri))?
+                .with_context(|| format!("listing {}", self.uri))?;
+            refused.extend(found);
+        }
         out.sort_by(|a, b| a.key.cmp(&b.key));
-        refused.sort();
+        refused.sort_by(|a, b| a.key.cmp(&b.key));
         Ok((out, refused))
     }
 
@@ -395,6 +414,43 @@ async fn hash_stream(mut s: futures::stream::BoxStream<'static, object_store::Re
         Some(e) => Err(e),
         None => Ok(hashed),
     }
+}
+
+/// Every entry under `dir` (real folders walked, symlinks not followed)
+/// whose key is not in `seen`, with what it is.
+fn unlisted_entries(dir: &Path, seen: &std::collections::HashSet<String>) -> std::io::Result<Vec<Refused>> {
+    let mut found = Vec::new();
+    let mut stack = vec![(dir.to_path_buf(), String::new())];
+    while let Some((folder, prefix)) = stack.pop() {
+        for e in std::fs::read_dir(&folder)? {
+            let e = e?;
+            let key = format!("{prefix}{}", e.file_name().to_string_lossy());
+            let lt = e.file_type()?;
+            if lt.is_dir() {
+                stack.push((e.path(), format!("{key}/")));
+                continue;
+            }
+            if seen.contains(&key) {
+                continue;
+            }
+            let why = match std::fs::metadata(e.path()) {
+                Err(_) if lt.is_symlink() => "a symlink to nothing".to_string(),
+                Err(err) => format!("an entry that cannot be read ({err})"),
+                // A symlinked folder: object_store follows it and lists (or
+                // `escapes` refuses) what it holds.
+                Ok(m) if m.is_dir() => continue,
+                Ok(m) if m.is_file() => match key.rsplit_once('#') {
+                    Some((_, n)) if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) => {
+                        format!("a {}-byte file named as the store library marks an unfinished upload (`#{n}`), which it does not serve", m.len())
+                    }
+                    _ => format!("a {}-byte file the store library did not list", m.len()),
+                },
+                Ok(_) => "a FIFO, socket or device, not a file".to_string(),
+            };
+            found.push(Refused { key, why });
+        }
+    }
+    Ok(found)
 }
 
 fn env_with_prefix(prefix: &str) -> Vec<(String, String)> {
@@ -523,6 +579,48 @@ mod tests {
             chunks.push(Err(object_store::Error::Generic { store: "test", source: "connection reset".into() }));
             let e = hash_stream(stream(chunks), size, Arc::new(|_| {})).await.unwrap_err();
             assert!(matches!(&e, ReadFailure::Other(m) if m.contains("stream failed after 500 bytes")), "{size}: {e:?}");
+        }
+    }
+
+    /// `prefix/` with bytes in it (S3 lists it; object_store drops its slash,
+    /// so it never starts with `prefix/`) is named, not dropped; an empty
+    /// folder marker holds nothing and is left out. A stand-in answers
+    /// ListObjectsV2 as S3 does for such a bucket.
+    #[tokio::test]
+    async fn an_object_named_as_the_prefix_is_named_not_dropped() {
+        use std::io::{BufRead, BufReader, Write};
+        for (marker, named) in [(7u64, true), (0, false)] {
+            let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            let port = listener.local_addr().unwrap().port();
+            std::thread::spawn(move || {
+                for conn in listener.incoming() {
+                    let Ok(mut conn) = conn else { continue };
+                    let mut reader = BufReader::new(conn.try_clone().unwrap());
+                    let mut line = String::new();
+                    while reader.read_line(&mut line).is_ok_and(|n| n > 0) && !line.ends_with("\r\n\r\n") {}
+                    let contents = |key: &str, size: u64| format!("<Contents><Key>{key}</Key><LastModified>2026-12-01T00:00:00.000Z</LastModified><ETag>&quot;e&quot;</ETag><Size>{size}</Size></Contents>");
+                    let body = format!(
+                        "<?xml version=\"1.0\" encoding=\"UTF-8\"?><ListBucketResult><Name>models</Name><Prefix>llm/v2/</Prefix><IsTruncated>false</IsTruncated>{}{}</ListBucketResult>",
+                        contents("llm/v2/", marker),
+                        contents("llm/v2/a.bin", 1)
+                    );
+                    let _ = write!(conn, "HTTP/1.1 200 OK\r\nContent-Type: application/xml\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len());
+                }
+            });
+            let s3 = object_store::aws::AmazonS3Builder::new()
+                .with_bucket_name("models")
+                .with_region("us-east-1")
+                .with_access_key_id("k")
+                .with_secret_access_key("s")
+                .with_endpoint(format!("http://127.0.0.1:{port}"))
+                .with_allow_http(true)
+                .build()
+                .unwrap();
+            let store = Store::from_parts(Arc::new(s3), "llm/v2", "s3://models/llm/v2/");
+            let (listed, refused) = store.list_checked().await.unwrap();
+            assert_eq!(listed.iter().map(|o| o.key.as_str()).collect::<Vec<_>>(), ["a.bin"]);
+            let want: &[&str] = if named { &["llm/v2/"] } else { &[] };
+            assert_eq!(refused.iter().map(|r| r.key.as_str()).collect::<Vec<_>>(), want, "{refused:?}");
         }
     }
 }

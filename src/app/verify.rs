@@ -211,8 +211,8 @@ pub(crate) async fn verify_loaded(ctx: &Ctx, l: &Loaded, opts: &VerifyOptions, o
         }
     }
     hashes.extend(read);
-    let outcome = vcheck::evaluate_with_refused(l, &listing, &refused, &hashes, opts.deny_extra);
-    let mut diags = outcome.diagnostics;
+    let mut outcome = vcheck::evaluate_with_refused(l, &listing, &refused, &hashes, opts.deny_extra);
+    let mut diags = std::mem::take(&mut outcome.diagnostics);
     for (key, was, now) in drift {
         let field = l.bundle.spec.model.artifacts.iter().position(|a| a.path == key).map(|i| format!("spec.model.artifacts[{i}]"));
         use crate::checks::audit::{artifact_drifted, Identity};
@@ -226,7 +226,7 @@ pub(crate) async fn verify_loaded(ctx: &Ctx, l: &Loaded, opts: &VerifyOptions, o
     }
     let mut s = StepReport::new("verify", &l.display);
     s.diagnostics = ov.apply(diags);
-    s.verdict = if outcome.unreadable { Verdict::Error } else { s.verdict_from_diagnostics() };
+    s.verdict = vcheck::verdict(l, &outcome, &s.diagnostics);
     let ok = outcome.rows.iter().filter(|r| r.status == vcheck::Status::Ok).count();
     s.summary = format!(
         "{ok}/{} artifacts OK under {}; hashed {n_read} object(s), {} in {:.2}s",
@@ -235,6 +235,13 @@ pub(crate) async fn verify_loaded(ctx: &Ctx, l: &Loaded, opts: &VerifyOptions, o
         crate::util::human_bytes(bytes),
         started.elapsed().as_secs_f64()
     );
+    if s.verdict == Verdict::Inconclusive {
+        s.summary.push_str(&if l.bundle.spec.model.artifacts.is_empty() {
+            "; the bundle lists no artifacts: nothing was verified, never PASS".to_string()
+        } else {
+            format!("; {} artifact(s) not read, their findings allowed by policy: never PASS", outcome.unverified(l))
+        });
+    }
     s.tables.push(vcheck::table(&outcome.rows));
     s.data = serde_json::json!({
         "storageUri": l.bundle.spec.model.storage_uri,

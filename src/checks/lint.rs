@@ -69,6 +69,7 @@ pub fn lint(l: &Loaded, rollback: &RollbackStatus) -> Vec<Diagnostic> {
     quantities_and_rollout(l, &mut out);
     canary_plan(l, &mut out);
     rollback_target(l, rollback, &mut out);
+    rollback_is_release(l, rollback, &mut out);
     out
 }
 
@@ -326,6 +327,28 @@ fn canary_plan(l: &Loaded, out: &mut Vec<Diagnostic>) {
             out.push(d(code, &field, msg));
         }
     }
+}
+
+/// A rollback target that is this release itself (the same file by any
+/// path, a symlink to it, a copy with its release digest), or a declaration
+/// that records this release's own digest: it resolves and matches, and
+/// rolling back would restore the bytes that failed.
+fn rollback_is_release(l: &Loaded, rollback: &RollbackStatus, out: &mut Vec<Diagnostic>) {
+    let Some(rb) = &l.bundle.spec.rollback else { return };
+    let resolved = match rollback {
+        RollbackStatus::Resolved { path, digest } if *digest == l.digest => Some(path),
+        _ => None,
+    };
+    let (field, msg) = match resolved {
+        Some(path) => ("spec.rollback.bundle", format!("rollback target `{path}` is this release itself (release digest {})", l.digest)),
+        None if rb.release_digest == l.digest => ("spec.rollback.releaseDigest", format!("the rollback target's recorded digest {} is this release's own", l.digest)),
+        None => return,
+    };
+    out.push(
+        diag(l, Code::RollbackIsRelease, field, msg)
+            .evidence(format!("rollback.bundle: {}", rb.bundle))
+            .help("name the previous release (the one this bundle replaces) and pin its digest with `bundlegate digest`"),
+    );
 }
 
 /// The previous release, as the caller found it.

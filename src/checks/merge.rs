@@ -8,6 +8,10 @@ use crate::checks::shard::{self, ShardInfo};
 use crate::report::{Diagnostic, Report, StepReport, Verdict};
 use crate::diag::Code;
 
+/// How far a shard's clock may run ahead of the merging machine's before
+/// its `finishedAt` is no longer a time it can have finished at.
+const CLOCK_SKEW: chrono::Duration = chrono::Duration::minutes(5);
+
 /// `reports`: (where it came from, the report), in any order.
 /// `max_age`: shard reports that finished longer ago than this (or say not
 /// when) are stale — e.g. yesterday's report of a shard that did not run today.
@@ -19,6 +23,11 @@ pub(crate) fn merge_shards(reports: Vec<(String, Report)>, now: DateTime<Utc>, m
             let at = r.finished_at.as_deref().and_then(|t| DateTime::parse_from_rfc3339(t).ok()).map(|t| t.with_timezone(&Utc));
             match at {
                 None => problems.push(format!("{name} does not say when it finished, so it may be stale")),
+                // A negative age is not fresh: it is a clock (or a report)
+                // that cannot be trusted to say when the shard ran.
+                Some(t) if t.signed_duration_since(now) > CLOCK_SKEW => {
+                    problems.push(format!("{name} says it finished at {t}, after now ({now}): a report from the future proves nothing about when its shard ran"))
+                }
                 Some(t) if now.signed_duration_since(t) > max => {
                     problems.push(format!("{name} finished at {t}, longer ago than --max-age: a stale shard proves nothing about today"))
                 }
@@ -117,6 +126,33 @@ mod tests {
         assert_eq!(merge_shards(all.clone(), now, None).verdict, Verdict::Pass);
         all[1].1.finished_at = None;
         assert_eq!(merge_shards(all, now, day).verdict, Verdict::Inconclusive);
+    }
+
+    proptest::proptest! {
+        /// A shard report stamped later than now (beyond the clock skew) is
+        /// never fresh, however small the declared age looks.
+        #[test]
+        fn a_shard_stamped_in_the_future_is_never_fresh(ahead_s in 301i64..10_000_000, max_h in 1i64..1000, which in 0usize..2) {
+            let mut all = vec![shard_report(0, 2, "t", &["a", "b"], Verdict::Pass), shard_report(1, 2, "t", &["c"], Verdict::Pass)];
+            let now = Utc::now();
+            for (_, r) in all.iter_mut() {
+                r.finished_at = Some(now.to_rfc3339());
+            }
+            all[which].1.finished_at = Some((now + chrono::Duration::seconds(ahead_s)).to_rfc3339());
+            let m = merge_shards(all, now, Some(chrono::Duration::hours(max_h)));
+            proptest::prop_assert_eq!(m.verdict, Verdict::Inconclusive);
+            let merge = m.steps.iter().find(|s| s.step == "merge").unwrap();
+            proptest::prop_assert!(merge.diagnostics.iter().any(|d| d.message.contains("from the future")), "{:?}", merge.diagnostics);
+        }
+    }
+
+    #[test]
+    fn a_clock_a_little_ahead_is_still_fresh() {
+        let mut all = vec![shard_report(0, 2, "t", &["a", "b"], Verdict::Pass), shard_report(1, 2, "t", &["c"], Verdict::Pass)];
+        let now = Utc::now();
+        all[0].1.finished_at = Some((now + chrono::Duration::seconds(30)).to_rfc3339());
+        all[1].1.finished_at = Some(now.to_rfc3339());
+        assert_eq!(merge_shards(all, now, Some(chrono::Duration::hours(24))).verdict, Verdict::Pass);
     }
 
     #[test]

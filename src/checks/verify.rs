@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use crate::bundle::{self, Loaded};
 use crate::diag::Code;
-use crate::report::{Diagnostic, Severity, Table};
+use crate::report::{Diagnostic, Severity, Table, Verdict};
 
 /// One listed object, relative to the prefix.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -15,6 +15,17 @@ pub struct Listed {
     pub e_tag: Option<String>,
     pub version: Option<String>,
     pub last_modified: String,
+}
+
+/// An entry under a `file:` prefix that is not read as an object: a
+/// symlink leading outside, a dangling symlink, a FIFO/socket/device, or a
+/// name the store library does not serve. The listing names it (never drops
+/// it), so the artifact and extra-object checks see it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refused {
+    pub key: String,
+    /// What it is, as the end of "in `uri` it is …".
+    pub why: String,
 }
 
 /// Why an object could not be hashed. Each maps to a diagnostic; none is OK.
@@ -126,22 +137,56 @@ pub fn evaluate(l: &Loaded, listing: &[Listed], hashes: &BTreeMap<String, HashOu
     evaluate_with_refused(l, listing, &[], hashes, deny_extra)
 }
 
-/// `refused`: keys under a `file:` prefix that resolve outside it (symlinks);
-/// the adapter neither listed their metadata nor read them.
-pub(crate) fn evaluate_with_refused(l: &Loaded, listing: &[Listed], refused: &[String], hashes: &BTreeMap<String, HashOutcome>, deny_extra: bool) -> Outcome {
+/// `refused`: entries under a `file:` prefix the adapter found but did not
+/// read (see [`Refused`]).
+pub(crate) fn evaluate_with_refused(l: &Loaded, listing: &[Listed], refused: &[Refused], hashes: &BTreeMap<String, HashOutcome>, deny_extra: bool) -> Outcome {
     let by_key: HashMap<&str, &Listed> = listing.iter().map(|o| (o.key.as_str(), o)).collect();
     let mut out = Outcome::default();
     for (i, a) in l.bundle.spec.model.artifacts.iter().enumerate() {
         let row = judge_artifact(l, i, a, &by_key, refused, hashes, &mut out);
         out.rows.push(row);
     }
+    if l.bundle.spec.model.artifacts.is_empty() {
+        out.diagnostics.push(
+            Diagnostic::new(Code::NothingVerified, format!("the bundle lists no artifacts: nothing under `{}` was verified", l.bundle.spec.model.storage_uri))
+                .at(l.span("spec.model.artifacts"))
+                .field("spec.model.artifacts")
+                .help("list every file the server needs (`bundlegate publish` records them)"),
+        );
+    }
     not_in_bundle(l, listing, refused, deny_extra, &mut out);
     out
 }
 
+/// The step's verdict from what was read and the findings kept after
+/// `-A/-W/-D` (`kept`). Overrides decide how loud a finding is, never that
+/// unread bytes passed: an artifact not read (refused, missing, the wrong
+/// size, unpinned, changed) or a bundle with no artifacts is at best
+/// INCONCLUSIVE, whatever became of its finding.
+pub(crate) fn verdict(l: &Loaded, out: &Outcome, kept: &[Diagnostic]) -> Verdict {
+    if out.unreadable {
+        return Verdict::Error;
+    }
+    if kept.iter().any(|d| d.severity == Severity::Error) {
+        return Verdict::Fail;
+    }
+    if l.bundle.spec.model.artifacts.is_empty() || out.unverified(l) > 0 {
+        return Verdict::Inconclusive;
+    }
+    Verdict::Pass
+}
+
+impl Outcome {
+    /// The bundle's artifacts whose bytes were not read and compared.
+    pub(crate) fn unverified(&self, l: &Loaded) -> usize {
+        let n = l.bundle.spec.model.artifacts.len();
+        self.rows.iter().take(n).filter(|r| !matches!(r.status, Status::Ok | Status::DigestMismatch)).count()
+    }
+}
+
 /// One pinned artifact: refused, missing, the wrong size, unpinned, or
 /// judged by its hash. Never OK without a hash of the bytes.
-fn judge_artifact(l: &Loaded, i: usize, a: &bundle::Artifact, by_key: &HashMap<&str, &Listed>, refused: &[String], hashes: &BTreeMap<String, HashOutcome>, out: &mut Outcome) -> Row {
+fn judge_artifact(l: &Loaded, i: usize, a: &bundle::Artifact, by_key: &HashMap<&str, &Listed>, refused: &[Refused], hashes: &BTreeMap<String, HashOutcome>, out: &mut Outcome) -> Row {
     let uri = &l.bundle.spec.model.storage_uri;
     let field = format!("spec.model.artifacts[{i}]");
     let diag = |code: Code, msg: String| Diagnostic::new(code, msg).at(l.span(&field)).field(field.clone());
@@ -160,10 +205,10 @@ fn judge_artifact(l: &Loaded, i: usize, a: &bundle::Artifact, by_key: &HashMap<&
         out.diagnostics.push(diag(Code::ArtifactPathEscapes, format!("refusing to read `{}`: it escapes `{uri}`", a.path)));
         return row;
     }
-    if refused.iter().any(|k| k == &a.path) {
+    if let Some(r) = refused.iter().find(|r| r.key == a.path) {
         row.status = Status::Refused;
-        row.note = "symlink leading outside the prefix; not read".into();
-        out.diagnostics.push(diag(Code::StoreObjectEscapes, format!("refusing to read `{}`: in `{uri}` it is a symlink leading outside the prefix", a.path)));
+        row.note = format!("{}; not read", r.why);
+        out.diagnostics.push(diag(Code::StoreObjectEscapes, format!("refusing to read `{}`: in `{uri}` it is {}", a.path, r.why)));
         return row;
     }
     let Some(obj) = by_key.get(a.path.as_str()) else {
@@ -248,26 +293,26 @@ fn judge_artifact(l: &Loaded, i: usize, a: &bundle::Artifact, by_key: &HashMap<&
     row
 }
 
-/// What the prefix holds that the bundle does not name: symlinks leading
-/// out (refused, never read) and extra objects (the storage-initializer
-/// downloads them too; an error with `deny_extra`).
-fn not_in_bundle(l: &Loaded, listing: &[Listed], refused: &[String], deny_extra: bool, out: &mut Outcome) {
+/// What the prefix holds that the bundle does not name: entries that are
+/// not objects (refused, never read) and extra objects (the
+/// storage-initializer downloads them too; an error with `deny_extra`).
+fn not_in_bundle(l: &Loaded, listing: &[Listed], refused: &[Refused], deny_extra: bool, out: &mut Outcome) {
     let uri = &l.bundle.spec.model.storage_uri;
     let listed_in_bundle: std::collections::HashSet<&str> = l.bundle.spec.model.artifacts.iter().map(|a| a.path.as_str()).collect();
-    for k in refused.iter().filter(|k| !listed_in_bundle.contains(k.as_str())) {
+    for r in refused.iter().filter(|r| !listed_in_bundle.contains(r.key.as_str())) {
         out.diagnostics.push(
-            Diagnostic::new(Code::StoreObjectEscapes, format!("`{k}` under `{uri}` is a symlink leading outside the prefix; not read"))
+            Diagnostic::new(Code::StoreObjectEscapes, format!("`{}` under `{uri}` is {}; not read", r.key, r.why))
                 .at(l.span("spec.model.storageUri"))
                 .field("spec.model.storageUri"),
         );
         out.rows.push(Row {
-            path: k.clone(),
+            path: r.key.clone(),
             status: Status::Refused,
             expected_size: None,
             actual_size: None,
             expected_sha256: None,
             actual_sha256: None,
-            note: "symlink leading outside the prefix; not read".into(),
+            note: format!("{}; not read", r.why),
         });
     }
     for o in listing {

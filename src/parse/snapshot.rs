@@ -232,14 +232,19 @@ fn res(r: RawResources) -> ContainerResources {
     ContainerResources { requests: qmap(r.requests), limits: qmap(r.limits) }
 }
 
+/// `List`, or a typed list such as `PodList`: its `items` are objects.
+fn is_list_kind(kind: &str) -> bool {
+    kind.ends_with("List") && (kind == "List" || kind.len() > 4)
+}
+
 const KINDS: &[&str] = &["Node", "Pod", "PersistentVolumeClaim", "PersistentVolume", "ResourceQuota", "PodDisruptionBudget"];
 
 /// Add one object given as a generic tree (the precise path: errors name the
 /// field, and kinds preflight does not read are skipped unparsed). `kind_hint`
 /// is used when the item carries no kind (items of a typed `PodList`, as the
 /// API server returns them).
-pub(crate) fn add_item(st: &mut ClusterState, item: Value, kind_hint: Option<&str>) -> Result<(), String> {
-    let Value::Object(map) = &item else {
+pub(crate) fn add_item(st: &mut ClusterState, mut item: Value, kind_hint: Option<&str>) -> Result<(), String> {
+    let Value::Object(map) = &mut item else {
         return Err("is not an object".into());
     };
     let kind = match map.get("kind") {
@@ -249,6 +254,17 @@ pub(crate) fn add_item(st: &mut ClusterState, item: Value, kind_hint: Option<&st
     };
     if kind_hint.is_none() && !matches!(map.get("apiVersion"), Some(Value::String(a)) if !a.is_empty()) {
         return Err(format!("({kind}) has no `apiVersion`"));
+    }
+    if is_list_kind(&kind) {
+        if let Some(Value::Array(items)) = map.remove("items") {
+            // kubectl flattens a List inside a List; so does this reader, or
+            // the pods inside would vanish from the cluster preflight sees.
+            let hint = kind.strip_suffix("List").filter(|k| !k.is_empty());
+            for (i, it) in items.into_iter().enumerate() {
+                add_item(st, it, hint).map_err(|e| format!("({kind}) items[{i}] {e}"))?;
+            }
+            return Ok(());
+        }
     }
     if !KINDS.contains(&kind.as_str()) {
         *st.ignored.entry(kind).or_insert(0) += 1;
@@ -350,7 +366,7 @@ fn parse_fast(display: &str, text: &str, json: bool) -> Option<ClusterState> {
     }
     let mut st = ClusterState { source: format!("snapshot {display}"), ..Default::default() };
     for item in list.items? {
-        let kind = item.kind.clone().filter(|k| !k.is_empty())?;
+        let kind = item.kind.clone().filter(|k| !k.is_empty() && !is_list_kind(k))?;
         item.api_version.as_ref().filter(|a| !a.is_empty())?;
         add_raw(&mut st, &kind, item).ok()?;
     }
@@ -588,6 +604,9 @@ fn parse_yaml_items(display: &str, text: &str) -> Result<Option<ClusterState>> {
         if hint.is_none() && head.api_version.as_deref().is_none_or(str::is_empty) {
             bail!("{display}: items[{i}] ({item_kind}) has no `apiVersion` (line {})", head.line);
         }
+        if is_list_kind(item_kind) {
+            return Ok(None); // a nested List: the whole-document reading flattens it
+        }
         if !KINDS.contains(&item_kind) {
             *st.ignored.entry(item_kind.to_string()).or_insert(0) += 1;
             continue;
@@ -609,6 +628,20 @@ pub(crate) fn require_complete(st: &ClusterState, origin: &str) -> Result<()> {
     }
     if st.pods.is_empty() {
         bail!("{origin}: no Pod objects, yet every cluster runs system pods; was the snapshot taken without `pods` or without `-A`?");
+    }
+    refuse_duplicates(st, origin)
+}
+
+/// A cluster state lists each node once: a node twice would count its
+/// capacity twice, a verdict on room that does not exist. (A pod listed
+/// twice only counts its requests twice, the pessimistic side; the alias
+/// tests read `*p` items as more pods.)
+fn refuse_duplicates(st: &ClusterState, origin: &str) -> Result<()> {
+    let mut seen = std::collections::HashSet::new();
+    for n in &st.nodes {
+        if !seen.insert(n.name.as_str()) {
+            bail!("{origin}: Node `{}` is listed twice; a snapshot holds each node once (was it joined from two `kubectl get` runs?), and a second copy would count its capacity twice", n.name);
+        }
     }
     Ok(())
 }

@@ -206,17 +206,12 @@ fn shards_share_a_cache_in_a_real_s3_bucket() {
 /// A real Prometheus Pushgateway (`prometheus-pushgateway`, Debian; scripts/
 /// install-test-deps installs it) behind basic auth, killed on drop.
 struct Pushgateway {
-    child: std::process::Child,
+    /// Stopped with its process group when the server drops.
+    _child: crate::support::server::Server,
     port: u16,
     _dir: tempfile::TempDir,
 }
 
-impl Drop for Pushgateway {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 const PUSH_USER: &str = "pusher";
 const PUSH_PASSWORD: &str = "s3cr3t-pw";
@@ -236,14 +231,14 @@ impl Pushgateway {
         let web = dir.path().join("web.yml");
         std::fs::write(&web, "basic_auth_users:\n  pusher: $2b$04$IMy3AhlViB5YtKwKEQkseuF8yi6D3dUzfkMcF00M/jSGF5omicYta\n").unwrap();
         let port = crate::verify::free_port();
-        let child = std::process::Command::new(bin)
-            .arg(format!("--web.listen-address=127.0.0.1:{port}"))
-            .arg(format!("--web.config.file={}", web.display()))
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .expect("start prometheus-pushgateway");
-        let p = Pushgateway { child, port, _dir: dir };
+        let child = crate::support::server::spawn(
+            std::process::Command::new(bin)
+                .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+                .arg(format!("--web.config.file={}", web.display()))
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null()),
+        );
+        let p = Pushgateway { _child: child, port, _dir: dir };
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
         while p.get("/-/ready", true).map(|(c, _)| c != 200).unwrap_or(true) {
             assert!(std::time::Instant::now() < deadline, "the Pushgateway did not get ready on {port}");

@@ -6,7 +6,7 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -139,16 +139,10 @@ fn read_request(c: &mut TcpStream) -> std::io::Result<(String, String)> {
 // A real Prometheus, one per test (own port, own TSDB dir), killed on drop.
 
 struct Prometheus {
-    child: Child,
+    /// Stopped with its process group when the server drops.
+    _child: crate::support::server::Server,
     port: u16,
     _dir: tempfile::TempDir,
-}
-
-impl Drop for Prometheus {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 fn prometheus_binary() -> Option<PathBuf> {
@@ -178,15 +172,15 @@ fn start_prometheus_with(bin: PathBuf, scrape_configs: &str) -> Option<Prometheu
     let cfg = dir.path().join("prometheus.yml");
     std::fs::write(&cfg, format!("global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n{scrape_configs}")).unwrap();
     let port = free_port();
-    let child = Command::new(bin)
-        .arg(format!("--config.file={}", cfg.display()))
-        .arg(format!("--storage.tsdb.path={}", dir.path().join("data").display()))
-        .arg(format!("--web.listen-address=127.0.0.1:{port}"))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start prometheus");
-    let p = Prometheus { child, port, _dir: dir };
+    let child = crate::support::server::spawn(
+        Command::new(bin)
+            .arg(format!("--config.file={}", cfg.display()))
+            .arg(format!("--storage.tsdb.path={}", dir.path().join("data").display()))
+            .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null()),
+    );
+    let p = Prometheus { _child: child, port, _dir: dir };
     p.wait_for(|| http_get(port, "/-/ready").map(|(code, _)| code == 200).unwrap_or(false), "Prometheus ready");
     Some(p)
 }

@@ -255,16 +255,10 @@ fn audit_of_a_tree_without_bundles_is_not_a_pass() {
 // ---- real S3 protocol server -----------------------------------------------
 
 pub struct S3Server {
-    child: std::process::Child,
+    /// Stopped with its process group when the server drops.
+    child: crate::support::server::Server,
     pub port: u16,
     pub data: tempfile::TempDir,
-}
-
-impl Drop for S3Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 pub const KEY: &str = "bgtestkey";
@@ -286,13 +280,13 @@ impl S3Server {
         let data = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(data.path().join("models")).unwrap();
         let port = free_port();
-        let child = std::process::Command::new(bin)
-            .args(["--host", "127.0.0.1", "--port", &port.to_string(), "--access-key", KEY, "--secret-key", SECRET])
-            .arg(data.path())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .expect("start s3s-fs");
+        let child = crate::support::server::spawn(
+            std::process::Command::new(bin)
+                .args(["--host", "127.0.0.1", "--port", &port.to_string(), "--access-key", KEY, "--secret-key", SECRET])
+                .arg(data.path())
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null()),
+        );
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
         while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
             assert!(std::time::Instant::now() < deadline, "s3s-fs did not listen on {port}");
@@ -377,8 +371,7 @@ fn s3_wrong_credentials_is_exit_2_and_secret_never_printed() {
 fn s3_server_stopped_is_exit_2() {
     let Some(mut s3) = S3Server::start() else { return };
     let ex = s3_example(&s3);
-    let _ = s3.child.kill();
-    let _ = s3.child.wait();
+    s3.child.stop();
     let out = s3.run(ex.path(), &["verify", "--format", "json", ex.v2().to_str().unwrap()], &[]);
     assert_eq!(out.code, 2, "{}", out.stdout);
     assert!(out.json()["steps"][0]["summary"].as_str().unwrap().contains("unreachable"), "{}", out.stdout);

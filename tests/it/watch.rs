@@ -9,14 +9,14 @@
 //! PR on a GitHub stand-in validated against GitHub's OpenAPI description.
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
 use crate::support::http::Reply;
-use crate::support::{copy_dir, repo, run_in, Out};
+use crate::support::{repo, run_in, Out};
 
 use crate::support::kube as standin;
 use standin::{Frame, Server};
@@ -966,90 +966,7 @@ pub(crate) mod pulls {
     }
 }
 
-/// A bare repository served by `git daemon` (push enabled), and a clone of
-/// it holding the example bundles (v1 → v2) and their local store.
-pub(crate) struct GitRemote {
-    dir: tempfile::TempDir,
-    daemon: Child,
-    url: String,
-}
-
-impl Drop for GitRemote {
-    fn drop(&mut self) {
-        // Our own child, by handle.
-        let _ = self.daemon.kill();
-        let _ = self.daemon.wait();
-    }
-}
-
-
-impl GitRemote {
-    pub(crate) fn new() -> GitRemote {
-        let dir = tempfile::tempdir().unwrap();
-        let srv = dir.path().join("srv");
-        std::fs::create_dir_all(&srv).unwrap();
-        git(&srv, &["init", "-q", "--bare", "-b", "main", "remote.git"]);
-        let (daemon, port) = (0..5)
-            .find_map(|_| {
-                let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-                let mut child = Command::new("git")
-                    .args(["daemon", "--reuseaddr", "--export-all", "--enable=receive-pack", "--listen=127.0.0.1"])
-                    .arg(format!("--base-path={}", srv.display()))
-                    .arg(format!("--port={port}"))
-                    .arg(&srv)
-                    .stdout(Stdio::null())
-                    .stderr(Stdio::null())
-                    .spawn()
-                    .expect("git daemon");
-                let t = Instant::now();
-                while t.elapsed() < Duration::from_secs(5) {
-                    if let Ok(Some(_)) = child.try_wait() {
-                        return None; // port taken meanwhile: try another
-                    }
-                    if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
-                        return Some((child, port));
-                    }
-                    std::thread::sleep(Duration::from_millis(20));
-                }
-                let _ = child.kill();
-                let _ = child.wait();
-                None
-            })
-            .expect("git daemon did not start");
-        let url = format!("git://127.0.0.1:{port}/remote.git");
-        let work = dir.path().join("work");
-        std::fs::create_dir_all(&work).unwrap();
-        copy_dir(&repo().join("examples/llm-scratch"), &work.join("llm-scratch"));
-        copy_dir(&repo().join("examples/store"), &work.join("store"));
-        git(&work, &["init", "-q", "-b", "main"]);
-        git(&work, &["add", "."]);
-        git(&work, &["commit", "-q", "-m", "llm-scratch v1 and v2"]);
-        git(&work, &["remote", "add", "origin", &url]);
-        git(&work, &["push", "-q", "origin", "main"]);
-        GitRemote { dir, daemon, url }
-    }
-    pub(crate) fn work(&self) -> PathBuf {
-        self.dir.path().join("work")
-    }
-    fn bare(&self) -> PathBuf {
-        self.dir.path().join("srv/remote.git")
-    }
-    /// A second, independent checkout (another CI job).
-    fn clone_to(&self, name: &str) -> PathBuf {
-        let to = self.dir.path().join(name);
-        git(self.dir.path(), &["clone", "-q", &self.url, name]);
-        to
-    }
-    pub(crate) fn remote_branch(&self, branch: &str) -> Option<String> {
-        let o = Command::new("git").arg("--git-dir").arg(self.bare()).args(["rev-parse", "--verify", "-q", &format!("refs/heads/{branch}")]).output().unwrap();
-        o.status.success().then(|| String::from_utf8_lossy(&o.stdout).trim().to_string())
-    }
-    fn show(&self, rev: &str) -> String {
-        let o = Command::new("git").arg("--git-dir").arg(self.bare()).args(["show", rev]).output().unwrap();
-        assert!(o.status.success(), "git show {rev}: {}", String::from_utf8_lossy(&o.stderr));
-        String::from_utf8_lossy(&o.stdout).into_owned()
-    }
-}
+pub(crate) use crate::support::git_remote::GitRemote;
 
 pub(crate) const BRANCH: &str = "bundlegate/revert-llm-scratch-v2";
 pub(crate) const TOKEN: &str = "ghs_reverttoken0123456789";

@@ -1,8 +1,10 @@
 #![allow(dead_code)]
 
+pub mod git_remote;
 pub mod http;
 pub mod kube;
 pub mod schema;
+pub mod server;
 pub mod syntax;
 
 use std::path::{Path, PathBuf};
