@@ -419,8 +419,9 @@ fn lua_literal(v: &Value) -> String {
 #[test]
 fn health_lua_cross_check_with_debian_lua51() {
     if Command::new("lua5.1").arg("-v").output().is_err() {
-        assert!(std::env::var_os("BUNDLEGATE_REQUIRE_LUA51").is_none(), "lua5.1 is required (apt-get install lua5.1)");
-        eprintln!("SKIP health_lua_cross_check_with_debian_lua51: lua5.1 is not installed (apt-get install lua5.1)");
+        // Skipping is opted into, never the default (CI never sets it).
+        assert!(std::env::var_os("BUNDLEGATE_SKIP_SERVERS").is_some(), "lua5.1 is required: run scripts/install-test-deps (apt-get install lua5.1) or set BUNDLEGATE_SKIP_SERVERS=1 to skip");
+        eprintln!("SKIP health_lua_cross_check_with_debian_lua51: lua5.1 is not installed and BUNDLEGATE_SKIP_SERVERS is set");
         return;
     }
     let script = std::fs::read_to_string(repo().join("argo/health/inferenceservice.lua")).unwrap();

@@ -146,14 +146,35 @@ fn unpinned_artifact_is_never_ok() {
 #[test]
 fn unreadable_object_is_exit_2_naming_the_object() {
     use std::os::unix::fs::PermissionsExt;
-    if nix_is_root() {
-        // root reads anything; covered by the S3 wrong-credentials test instead.
-        return;
-    }
     let ex = Example::new();
     let p = ex.store("v2").join("ckpt.pt");
     std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o000)).unwrap();
-    let out = verify(&ex, &[]);
+    // Root reads anything (CAP_DAC_OVERRIDE), and CI runs as root: there the
+    // binary runs as `nobody` through setpriv (util-linux), so the object is
+    // really unreadable to it. No early return: without either it fails.
+    let out = if nix_is_root() {
+        let mut dir = ex.path().to_path_buf();
+        // nobody must be able to reach the example (tempdirs are 0700).
+        while dir.parent().is_some() {
+            let mode = std::fs::metadata(&dir).unwrap().permissions().mode();
+            std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(mode | 0o055)).unwrap();
+            if dir == std::env::temp_dir() {
+                break;
+            }
+            dir = dir.parent().unwrap().to_path_buf();
+        }
+        let b = ex.v2();
+        let o = std::process::Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+            .arg(env!("CARGO_BIN_EXE_bundlegate"))
+            .args(["verify", b.to_str().unwrap(), "--format", "json"])
+            .current_dir(ex.path())
+            .output()
+            .expect("setpriv (util-linux) runs the binary as nobody");
+        Out { code: o.status.code().unwrap_or(-1), stdout: String::from_utf8_lossy(&o.stdout).into(), stderr: String::from_utf8_lossy(&o.stderr).into() }
+    } else {
+        verify(&ex, &[])
+    };
     assert_eq!(out.code, 2);
     assert!(out.diag("BG106")["message"].as_str().unwrap().contains("ckpt.pt"));
 }
