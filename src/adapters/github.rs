@@ -455,6 +455,20 @@ mod tests {
         assert!(repo_path("o", "r?x=1").is_err());
     }
 
+    /// At the bound a GitHub answer is read; one byte over, it is a decode
+    /// error naming the request (octocrab alone reads bodies unbounded).
+    #[tokio::test]
+    async fn github_answer_is_read_up_to_its_bound_and_not_one_byte_more() {
+        use crate::adapters::http::{json_of_len, serve_fixed};
+        let at = serve_fixed("application/json", json_of_len("[]", MAX_ANSWER)).await;
+        let c = GithubClient { policy: RetryPolicy { max_retries: 0, ..RetryPolicy::default() }, ..GithubClient::new(&at, "t").unwrap() };
+        assert!(c.list_comments("o", "r", 1).await.unwrap().is_empty());
+        let over = serve_fixed("application/json", json_of_len("[]", MAX_ANSWER + 1)).await;
+        let c = GithubClient { policy: RetryPolicy { max_retries: 0, ..RetryPolicy::default() }, ..GithubClient::new(&over, "t").unwrap() };
+        let e = c.list_comments("o", "r", 1).await.unwrap_err().to_string();
+        assert!(e.contains("larger than 32 MiB") && e.contains("GET /repos/o/r/issues/1/comments"), "{e}");
+    }
+
     #[tokio::test]
     async fn debug_never_shows_the_token() {
         let c = GithubClient::new("http://127.0.0.1:9", "ghp_supersecret123").unwrap();

@@ -67,6 +67,46 @@ pub(crate) async fn text_prefix(resp: reqwest::Response, max: usize) -> String {
     read_bounded(reqwest::Body::from(resp), max).await.0
 }
 
+/// A local HTTP/1.1 server answering every request with one fixed body,
+/// for the adapters' bound tests: the answer goes through the real client,
+/// connection and framing, not a stubbed body.
+#[cfg(test)]
+pub(crate) async fn serve_fixed(content_type: &'static str, body: std::sync::Arc<Vec<u8>>) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((mut sock, _)) = listener.accept().await {
+            let body = body.clone();
+            tokio::spawn(async move {
+                // Read the request head (these requests carry small bodies).
+                let mut req = Vec::new();
+                let mut buf = [0u8; 4096];
+                while !req.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match sock.read(&mut buf).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => req.extend_from_slice(&buf[..n]),
+                    }
+                }
+                let head = format!("HTTP/1.1 200 OK\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n", body.len());
+                let _ = sock.write_all(head.as_bytes()).await;
+                let _ = sock.write_all(&body).await;
+                let _ = sock.shutdown().await;
+            });
+        }
+    });
+    format!("http://{addr}")
+}
+
+/// `json` padded with trailing blanks (still the same JSON) to exactly `len` bytes.
+#[cfg(test)]
+pub(crate) fn json_of_len(json: &str, len: usize) -> std::sync::Arc<Vec<u8>> {
+    let mut v = json.as_bytes().to_vec();
+    assert!(v.len() <= len);
+    v.resize(len, b' ');
+    std::sync::Arc::new(v)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -28,3 +28,22 @@ pub(crate) async fn get_json(http: &reqwest::Client, url: &str, timeout: Duratio
 pub(crate) async fn probe(http: &reqwest::Client, url: &str, timeout: Duration) -> bool {
     matches!(http.get(url).timeout(timeout).send().await, Ok(r) if r.status().is_success())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::adapters::http::{json_of_len, serve_fixed, IDENTITY_MAX};
+
+    /// At the bound the identity document is read; one byte over, it is an
+    /// error naming the answer, not memory without end.
+    #[tokio::test]
+    async fn identity_answer_is_read_up_to_its_bound_and_not_one_byte_more() {
+        let http = reqwest::Client::new();
+        let at = serve_fixed("application/json", json_of_len(r#"{"release":"sha256:ab"}"#, IDENTITY_MAX)).await;
+        let v = get_json(&http, &format!("{at}/model"), Duration::from_secs(10)).await.unwrap();
+        assert_eq!(v["release"], "sha256:ab");
+        let over = serve_fixed("application/json", json_of_len(r#"{"release":"sha256:ab"}"#, IDENTITY_MAX + 1)).await;
+        let e = format!("{:#}", get_json(&http, &format!("{over}/model"), Duration::from_secs(10)).await.unwrap_err());
+        assert!(e.contains("larger than 1 MiB"), "{e}");
+    }
+}

@@ -115,3 +115,23 @@ pub(crate) async fn golden_call(http: &reqwest::Client, endpoint: &str, model: &
     Ok(crate::parse::golden::answer(s.api, status, latency_ms, &text))
 }
 
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// At the bound a Prometheus answer is read; one byte over, it is an
+    /// error naming the server, never a partial series list.
+    #[tokio::test]
+    async fn prometheus_answer_is_read_up_to_its_bound_and_not_one_byte_more() {
+        use crate::adapters::http::{json_of_len, serve_fixed, PROMETHEUS_MAX};
+        let empty = r#"{"status":"success","data":{"resultType":"vector","result":[]}}"#;
+        let at = serve_fixed("application/json", json_of_len(empty, PROMETHEUS_MAX)).await;
+        let p = Prom::new(reqwest::Client::new(), &at, 1_700_000_000.0).unwrap();
+        assert!(p.query("up").await.unwrap().is_empty());
+        let over = serve_fixed("application/json", json_of_len(empty, PROMETHEUS_MAX + 1)).await;
+        let p = Prom::new(reqwest::Client::new(), &over, 1_700_000_000.0).unwrap();
+        let e = format!("{:#}", p.query("up").await.unwrap_err());
+        assert!(e.contains("larger than 64 MiB") && e.contains(&over), "{e}");
+    }
+}
