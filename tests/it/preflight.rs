@@ -442,6 +442,25 @@ fn live_api_that_hangs_times_out_as_an_error() {
     assert!(s["summary"].as_str().unwrap().contains("listing nodes"), "{s}");
 }
 
+/// The Kubernetes request timeout is the one configured, observed on the
+/// clock: against an API that never answers, 1 s gives up well before the
+/// 4 s run, and 4 s waits at least 4 s (a constant timeout fails one side).
+#[test]
+fn live_api_hang_is_cut_at_the_configured_timeout_measured() {
+    let ex = Example::new();
+    let run = |t: &str| {
+        let server = stand_in_with(&repo().join("examples/cluster/roomy.yaml"), Some(http::Reply::Hang(std::time::Duration::from_secs(60))));
+        let started = std::time::Instant::now();
+        let (out, _) = live_run(&ex, &ex.v2(), server, &[("BUNDLEGATE_KUBE_TIMEOUT", t)]);
+        assert_eq!(out.code, 2, "{}\n{}", out.stdout, out.stderr);
+        started.elapsed()
+    };
+    let short = run("1s");
+    let long = run("4s");
+    assert!(short < std::time::Duration::from_millis(3500), "1s timeout took {short:?}");
+    assert!(long >= std::time::Duration::from_secs(4), "4s timeout gave up after {long:?}");
+}
+
 #[test]
 fn live_api_truncated_answer_is_an_error() {
     let (out, _) = live_fault(http::Reply::Truncated { claimed: 4096, body: br#"{"kind":"NodeList","apiVersion":"v1","items":[{"metadata":{"name":"a"#.to_vec() });
