@@ -113,4 +113,50 @@ mod tests {
         assert_eq!(p.len(), 3, "{p:?}");
         assert!(p[0].contains("not valid JSON") && p[1].contains("`length`") && p[2].contains("150 ms"));
     }
+
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 2_000, failure_persistence: None, ..ProptestConfig::default() })]
+
+        /// The judgment's result, not only its absence of panics: an answer
+        /// passes exactly when every expectation holds (an oracle written
+        /// from the expectations, independently of the code).
+        #[test]
+        fn an_answer_passes_exactly_when_every_expectation_holds(
+            status in prop_oneof![200u16..300, 300u16..600],
+            content in prop::option::of(prop_oneof!["[ -~]{0,40}", Just("{\"ok\": true}".to_string()), Just("{\"ok\": tr".to_string())]),
+            finish in prop::option::of(prop_oneof![Just("stop".to_string()), Just("length".to_string())]),
+            json in any::<bool>(),
+            want_finish in prop::option::of(Just("stop".to_string())),
+            min in prop::option::of(0usize..20),
+            max in prop::option::of(0usize..40),
+            latency in 0u64..300,
+            max_latency in prop::option::of(0u64..300),
+        ) {
+            let s = GoldenSample { name: "g".into(), api: GoldenApi::OpenAiChat, request: Value::Null, expect: GoldenExpect { json, finish_reason: want_finish.clone(), min_chars: min, max_chars: max, max_latency_ms: max_latency } };
+            let a = GoldenAnswer { status, latency_ms: latency, content: content.clone(), finish_reason: finish.clone(), raw: None };
+            let chars = content.as_deref().map(|c| c.chars().count());
+            let oracle = (200..300).contains(&status)
+                && content.is_some()
+                && (!json || serde_json::from_str::<Value>(content.as_deref().unwrap().trim()).is_ok())
+                && want_finish.as_ref().is_none_or(|w| finish.as_ref() == Some(w))
+                && min.is_none_or(|m| chars.unwrap() >= m)
+                && max.is_none_or(|m| chars.unwrap() <= m)
+                && max_latency.is_none_or(|m| latency <= m);
+            let problems = golden_problems(&s, &a);
+            prop_assert_eq!(problems.is_empty(), oracle, "{:?} for {:?}", problems, a);
+        }
+
+        /// A gateway's error page (HTML, any status) is never a passing answer:
+        /// it carries no generated text, whatever it says.
+        #[test]
+        fn a_gateway_error_page_never_passes(status in 200u16..600, title in "[ -~]{0,40}", api in prop_oneof![Just(GoldenApi::OpenAiChat), Just(GoldenApi::OpenAiCompletions), Just(GoldenApi::KserveV2)]) {
+            let page = format!("<html><head><title>{title}</title></head><body><h1>502 Bad Gateway</h1></body></html>");
+            let s = GoldenSample { name: "g".into(), api, request: Value::Null, expect: GoldenExpect::default() };
+            let a = crate::parse::golden::answer(api, status, 1, &page);
+            let problems = golden_problems(&s, &a);
+            prop_assert!(problems.iter().any(|p| p.contains("no generated text")), "{:?}", problems);
+        }
+    }
 }
