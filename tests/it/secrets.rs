@@ -243,3 +243,47 @@ fn s3_xml_error_bodies_stay_readable() {
     assert!(all.contains("<Code>AccessDenied</Code>") && all.contains("<?xml version"), "the XML error is readable:\n{all}");
     assert!(!all.contains('\u{2026}') && !all.contains('\u{2039}'), "nothing garbled:\n{all}");
 }
+
+/// The credentials reach the code that handles them, and still stay out of
+/// every output: GCS and Azure stores configured from the environment (a
+/// key object_store cannot use, so its builder or first request fails and
+/// the error is printed), and a kubeconfig bearer token sent to an API that
+/// answers 401 (the denial is quoted).
+#[test]
+fn store_and_cluster_credentials_are_used_and_never_printed() {
+    let ex = Example::new();
+    let v2 = ex.v2();
+    let b = v2.to_str().unwrap();
+    // GCS: a service-account key that is not a valid key, and an endpoint nothing answers.
+    ex.edit_v2(|v| *at(v, "spec.model.storageUri") = "gs://models/llm-scratch/v2/".into());
+    let gcs: &[(&str, &str)] = &[("GOOGLE_SERVICE_ACCOUNT_KEY", r#"{"type":"service_account","private_key":"gcpSECRETkeyVALUE0123456789","client_email":"x@y"}"#)];
+    let out = run_in(ex.path(), &["verify", b, "--format", "json", "-vv"], &[&SECRETS[..], gcs].concat());
+    assert_eq!(out.code, 2, "the GCS key was used and refused: {}\n{}", out.stdout, out.stderr);
+    assert_clean("gcs stdout", &out.stdout);
+    assert_clean("gcs stderr", &out.stderr);
+    assert!(!out.stdout.contains("client_email\":\"x@y") && !out.stderr.contains("private_key"), "the key document is not echoed");
+    // Azure: an account key object_store decodes (base64) and signs with, against a dead endpoint.
+    ex.edit_v2(|v| *at(v, "spec.model.storageUri") = "az://models/llm-scratch/v2/".into());
+    let key = "YXp1cmVTRUNSRVRrZXlWQUxVRTAxMjM0NTY3ODk="; // base64 of the Azure secret
+    let az: &[(&str, &str)] = &[("AZURE_STORAGE_ACCOUNT_NAME", "acct"), ("AZURE_STORAGE_ACCESS_KEY", key), ("AZURE_STORAGE_ENDPOINT", "http://127.0.0.1:9"), ("AZURE_ALLOW_HTTP", "true")];
+    let out = run_in(ex.path(), &["verify", b, "--format", "json", "-vv"], az);
+    assert_eq!(out.code, 2, "{}\n{}", out.stdout, out.stderr);
+    for text in [&out.stdout, &out.stderr] {
+        assert!(!text.contains(key) && !text.contains("azureSECRETkeyVALUE0123456789"), "the Azure key leaked: {text}");
+    }
+    // Kubernetes: the bearer token is sent (the server sees it) and refused with 401.
+    let seen = Arc::new(Mutex::new(Vec::<String>::new()));
+    let s2 = seen.clone();
+    let server = Server::start_replies(0, Arc::new(move |r: &Req| {
+        s2.lock().unwrap().push(r.header("authorization").unwrap_or_default().to_string());
+        Reply::Json(401, json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "message": "Unauthorized", "reason": "Unauthorized", "code": 401}))
+    }));
+    let kc = crate::support::kube::write_kubeconfig(&ex.path().join("kubeconfig.secret"), server.port, Some(KUBE_TOKEN), None);
+    let snap_args = ["preflight", b, "--live", "--format", "json", "-vv"];
+    let out = run_in(ex.path(), &snap_args, &[("KUBECONFIG", kc.to_str().unwrap()), ("RUST_LOG", "trace")]);
+    assert_eq!(out.code, 2, "{}\n{}", out.stdout, out.stderr);
+    assert!(seen.lock().unwrap().iter().any(|a| a == &format!("Bearer {KUBE_TOKEN}")), "the token reached the API server");
+    assert_clean("kube stdout", &out.stdout);
+    assert_clean("kube stderr", &out.stderr);
+    assert!(out.stdout.contains("Unauthorized") || out.stderr.contains("Unauthorized"), "the denial is quoted: {}", out.stdout);
+}
