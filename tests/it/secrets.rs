@@ -257,7 +257,7 @@ fn store_and_cluster_credentials_are_used_and_never_printed() {
     // GCS: a service-account key that is not a valid key, and an endpoint nothing answers.
     ex.edit_v2(|v| *at(v, "spec.model.storageUri") = "gs://models/llm-scratch/v2/".into());
     let gcs: &[(&str, &str)] = &[("GOOGLE_SERVICE_ACCOUNT_KEY", r#"{"type":"service_account","private_key":"gcpSECRETkeyVALUE0123456789","client_email":"x@y"}"#)];
-    let out = run_in(ex.path(), &["verify", b, "--format", "json", "-vv"], &[&SECRETS[..], gcs].concat());
+    let out = run_in(ex.path(), &["verify", b, "--format", "json", "-vv"], &[SECRETS, gcs].concat());
     assert_eq!(out.code, 2, "the GCS key was used and refused: {}\n{}", out.stdout, out.stderr);
     assert_clean("gcs stdout", &out.stdout);
     assert_clean("gcs stderr", &out.stderr);
