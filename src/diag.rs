@@ -74,6 +74,8 @@ codes! {
         "bundlegate verifies s3://, gs://, az://, abfs:// and file: storage URIs (the one table lint and the store share); any other scheme cannot be verified. Hadoop's s3a:// is refused: KServe's storage-initializer cannot download it."),
     RollbackPathEscapes => ("BG020", "rollback-target-outside-repo", "lint", Error,
         "The rollback target is read and reported on; a path that leaves the repository (absolute, `..`, or a symlink) could make lint read any file on the runner, such as a `.env`, so it is refused unread."),
+    ReservedName => ("BG021", "reserved-name", "lint", Error,
+        "The bundle supplies a name bundlegate sets itself in the pod (env `STORAGE_URI`, `BUNDLEGATE_*`, `GENERATION_*`; the verifier's container or volume; its labels): in a container's env the later of two equal names wins, so the pod would load or check something other than the verified release."),
     RollbackIsRelease => ("BG022", "rollback-target-is-release", "lint", Error,
         "The rollback target is this release itself (the same file by any path, a symlink to it, or a copy with the same release digest): rolling back would restore the bytes that failed, so the release has no exit while every check of the target passes."),
 

@@ -134,11 +134,17 @@ impl Renderer {
         if docs.is_empty() {
             bail!("template `{fmt}` produced no Kubernetes objects for {}", l.display);
         }
+        if let Some(dup) = duplicate_names(&docs) {
+            bail!("template `{fmt}` for {}: {dup}; Kubernetes merges these lists by name, so one entry would silently replace the other", l.display);
+        }
         let mut yaml = String::new();
         for d in &docs {
             yaml.push_str("---\n");
-            yaml.push_str(&serde_yaml_ng::to_string(d)?);
+            yaml.push_str(&to_yaml(d));
         }
+        // What a Kubernetes client reads back must be exactly what was
+        // rendered, under YAML 1.2 and 1.1 rules alike.
+        parse_back(&yaml, &docs).with_context(|| format!("rendered manifests for {} do not read back as rendered", l.display))?;
         // A template (a user's, say) that leaves the verifier out must not
         // look like protection: say so instead of skipping silently.
         let verifier_missing = verifier.is_some() && !docs.iter().any(carries_verifier);
@@ -378,6 +384,175 @@ fn carries_verifier(o: &Value) -> bool {
     })
 }
 
+/// A list Kubernetes merges by `name` (containers, init containers, env,
+/// volumes, volume mounts, ports) that holds a name twice, anywhere in the
+/// rendered objects: the later entry would win in the pod.
+pub(crate) fn duplicate_names(docs: &[Value]) -> Option<String> {
+    const MERGED: &[&str] = &["containers", "initContainers", "env", "volumes", "volumeMounts", "ports"];
+    fn walk(v: &Value, path: &str, out: &mut Option<String>) {
+        match v {
+            Value::Object(m) => {
+                for (k, x) in m {
+                    let p = format!("{path}.{k}");
+                    if let (true, Value::Array(items)) = (MERGED.contains(&k.as_str()), x) {
+                        let mut seen = std::collections::HashSet::new();
+                        for it in items {
+                            if let Some(n) = it.get("name").and_then(Value::as_str) {
+                                if !seen.insert(n) && out.is_none() {
+                                    *out = Some(format!("`{n}` appears twice in {}", p.trim_start_matches('.')));
+                                }
+                            }
+                        }
+                    }
+                    walk(x, &p, out);
+                }
+            }
+            Value::Array(a) => a.iter().enumerate().for_each(|(i, x)| walk(x, &format!("{path}[{i}]"), out)),
+            _ => {}
+        }
+    }
+    let mut out = None;
+    for (i, d) in docs.iter().enumerate() {
+        walk(d, &format!("document {}", i + 1), &mut out);
+    }
+    out
+}
+
+/// The one YAML writer for what bundlegate emits (render, `argocd
+/// generate`, the PR diff): block style, a string plain only when every
+/// YAML 1.1 and 1.2 reader reads it back as that same string, else
+/// double-quoted (JSON's escapes, plus the line breaks YAML 1.1 readers
+/// would fold). [`parse_back`] holds it to that.
+pub(crate) fn to_yaml(v: &Value) -> String {
+    let mut out = String::new();
+    match scalar_text(v) {
+        Some(s) => {
+            out.push_str(&s);
+            out.push('\n');
+        }
+        None => emit_node(v, 0, &mut out),
+    }
+    out
+}
+
+fn quote(s: &str) -> String {
+    let plain_char = |c: char| c.is_ascii_alphanumeric() || "_./@+=-".contains(c);
+    let first_ok = s.chars().next().is_some_and(|c| c.is_ascii_alphanumeric() || "_./".contains(c));
+    let reads_back = matches!(yaml_rust2::Yaml::from_str(s), yaml_rust2::Yaml::String(_)) && !yaml11_non_string(s);
+    if first_ok && s.chars().all(plain_char) && reads_back {
+        return s.to_string();
+    }
+    let mut q = serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into());
+    for (c, esc) in [('\u{85}', "\\u0085"), ('\u{2028}', "\\u2028"), ('\u{2029}', "\\u2029"), ('\u{feff}', "\\uFEFF")] {
+        if q.contains(c) {
+            q = q.replace(c, esc);
+        }
+    }
+    q
+}
+
+/// A node written on one line, or None for a non-empty mapping or sequence.
+fn scalar_text(v: &Value) -> Option<String> {
+    Some(match v {
+        Value::Null => "null".into(),
+        Value::Bool(b) => b.to_string(),
+        Value::Number(n) => n.to_string(),
+        Value::String(s) => quote(s),
+        Value::Array(a) if a.is_empty() => "[]".into(),
+        Value::Object(m) if m.is_empty() => "{}".into(),
+        _ => return None,
+    })
+}
+
+fn emit_node(v: &Value, indent: usize, out: &mut String) {
+    let pad = " ".repeat(indent);
+    match v {
+        Value::Object(m) => {
+            for (k, x) in m {
+                out.push_str(&format!("{pad}{}:", quote(k)));
+                match scalar_text(x) {
+                    Some(t) => out.push_str(&format!(" {t}\n")),
+                    None => {
+                        out.push('\n');
+                        emit_node(x, indent + 2, out);
+                    }
+                }
+            }
+        }
+        Value::Array(a) => {
+            for x in a {
+                match scalar_text(x) {
+                    Some(t) => out.push_str(&format!("{pad}- {t}\n")),
+                    None => {
+                        // The item's block at indent+2, its first line led by `- `.
+                        let mut inner = String::new();
+                        emit_node(x, indent + 2, &mut inner);
+                        out.push_str(&pad);
+                        out.push_str("- ");
+                        out.push_str(&inner[indent + 2..]);
+                    }
+                }
+            }
+        }
+        other => {
+            out.push_str(&pad);
+            out.push_str(&scalar_text(other).unwrap_or_default());
+            out.push('\n');
+        }
+    }
+}
+
+/// Plain scalars a YAML 1.1 reader (a Kubernetes client: sigs.k8s.io/yaml
+/// on go-yaml) resolves to something other than a string: booleans in all
+/// their 1.1 spellings, null, and 1.1 numbers (underscores, `0o`/`0x`/`0b`,
+/// leading `.`, sexagesimal) and timestamps.
+pub(crate) fn yaml11_non_string(s: &str) -> bool {
+    const WORDS: &[&str] = &["y", "Y", "yes", "Yes", "YES", "n", "N", "no", "No", "NO", "true", "True", "TRUE", "false", "False", "FALSE", "on", "On", "ON", "off", "Off", "OFF", "~", "null", "Null", "NULL", ""];
+    if WORDS.contains(&s) {
+        return true;
+    }
+    let t = s.strip_prefix(['+', '-']).unwrap_or(s);
+    let digitish = |x: &str, radix: u32| !x.is_empty() && x.chars().all(|c| c == '_' || c.is_digit(radix)) && x.chars().any(|c| c.is_digit(radix));
+    let number = digitish(t, 10)
+        || t.strip_prefix("0x").is_some_and(|x| digitish(x, 16))
+        || t.strip_prefix("0o").is_some_and(|x| digitish(x, 8))
+        || t.strip_prefix("0b").is_some_and(|x| digitish(x, 2))
+        || (t.contains(':') && t.split(':').all(|p| digitish(p, 10)))
+        || [".inf", ".Inf", ".INF", ".nan", ".NaN", ".NAN"].contains(&t)
+        || t.replace('_', "").parse::<f64>().is_ok_and(|f| f.is_finite()) && t.chars().next().is_some_and(|c| c.is_ascii_digit() || c == '.');
+    let timestamp = s.len() >= 10 && s.as_bytes()[4] == b'-' && s[..4].chars().all(|c| c.is_ascii_digit()) && s.get(5..7).is_some_and(|m| m.chars().all(|c| c.is_ascii_digit()));
+    number || timestamp
+}
+
+/// Parse `yaml` (what is written out) back as a Kubernetes client would and
+/// require exactly `docs`: the same values and types under YAML 1.2
+/// (serde_yaml_ng), and no plain scalar that YAML 1.1 would read as other
+/// than the string it is.
+pub(crate) fn parse_back(yaml: &str, docs: &[Value]) -> Result<()> {
+    let mut back = Vec::new();
+    for doc in serde_yaml_ng::Deserializer::from_str(yaml) {
+        back.push(<Value as serde::Deserialize>::deserialize(doc)?);
+    }
+    if back != docs {
+        let i = back.iter().zip(docs).position(|(a, b)| a != b).unwrap_or(back.len().min(docs.len()));
+        bail!("document {} reads back differently under YAML 1.2", i + 1);
+    }
+    use yaml_rust2::parser::{Event, Parser};
+    use yaml_rust2::scanner::TScalarStyle;
+    let mut p = Parser::new_from_str(yaml);
+    loop {
+        let (ev, mark) = p.next_token().map_err(|e| anyhow!("rendered YAML does not parse: {e}"))?;
+        match ev {
+            Event::StreamEnd => return Ok(()),
+            // A plain scalar YAML 1.2 reads as a string but 1.1 does not.
+            Event::Scalar(v, TScalarStyle::Plain, _, _) if matches!(yaml_rust2::Yaml::from_str(&v), yaml_rust2::Yaml::String(_)) && yaml11_non_string(&v) => {
+                bail!("line {}: the string `{v}` is written unquoted, and a YAML 1.1 reader (a Kubernetes client) would read it as a boolean, null, number or timestamp", mark.line());
+            }
+            _ => {}
+        }
+    }
+}
+
 /// Parse a YAML stream into objects, requiring apiVersion, kind and metadata.name.
 pub(crate) fn parse_stream(text: &str) -> Result<Vec<Value>> {
     // User templates write this text: the YAML guard before serde, as for
@@ -526,4 +701,77 @@ pub(crate) fn write_out(r: &Rendered, l: &Loaded, out: &Path) -> Result<PathBuf>
     file_component("metadata.version", &l.bundle.metadata.version)?;
     let fname = format!("{}-{}.yaml", l.bundle.metadata.name, l.bundle.metadata.version);
     crate::adapters::local::write_into(out, &fname, r.yaml.as_bytes())
+}
+
+#[cfg(test)]
+mod parse_back_tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    const EXAMPLE: &str = include_str!("../examples/llm-scratch/v2/release.yaml");
+
+    /// Strings a YAML 1.1 reader (a Kubernetes client) turns into booleans,
+    /// null, numbers or timestamps when they are written unquoted.
+    const YAML11: &[&str] = &["yes", "no", "on", "off", "y", "n", "Y", "N", "YES", "Off", "1_000", "0o17", "0x1F", "0b101", ".5", "+12", "-0", "~", "null", "Null", "", "12:30", "190:20:30", "2001-12-14", "2001-12-14t21:59:43.10-05:00", ".inf", "-.Inf", ".NaN", "1e3", "true", "False", "0777", "\"quoted\"", "#comment", "a: b", "- item", "{x}", "[y]", "'", "@x", "`x`", "%x", "!tag", "&anchor", "*alias", "? key", "|", ">"];
+
+    fn bundle_with(env: &[(String, String)], args: &[String]) -> Loaded {
+        let mut v: serde_yaml_ng::Value = serde_yaml_ng::from_str(EXAMPLE).unwrap();
+        let rt = &mut v["spec"]["runtime"];
+        let mut m = serde_yaml_ng::Mapping::new();
+        for (k, x) in env {
+            m.insert(k.clone().into(), x.clone().into());
+        }
+        rt["env"] = serde_yaml_ng::Value::Mapping(m);
+        rt["args"] = serde_yaml_ng::Value::Sequence(args.iter().map(|a| a.clone().into()).collect());
+        let text = serde_yaml_ng::to_string(&v).unwrap();
+        bundle::parse("t/release.yaml", Path::new("t/release.yaml"), text).unwrap()
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 300, failure_persistence: None, ..ProptestConfig::default() })]
+
+        /// Any env value and arg, however YAML 1.1 would misread it bare,
+        /// renders to text that reads back as exactly the bundle's strings
+        /// (render checks it; here the values are also found in the objects).
+        #[test]
+        fn rendered_values_read_back_as_the_bundles_strings(
+            vals in proptest::collection::vec(proptest::sample::select(YAML11), 1..4),
+            arg in proptest::sample::select(YAML11),
+        ) {
+            let env: Vec<(String, String)> = vals.iter().enumerate().map(|(i, v)| (format!("HF_X{i}"), v.to_string())).collect();
+            let l = bundle_with(&env, &[arg.to_string()]);
+            let r = Renderer::new(&TemplateSource::Builtin).unwrap().render(&l).expect("renders");
+            let text = r.yaml.clone();
+            prop_assert!(parse_back(&text, &r.objects).is_ok());
+            let dump = serde_json::to_string(&r.objects).unwrap();
+            for (k, v) in &env {
+                prop_assert!(dump.contains(&serde_json::to_string(&json!({"name": k, "value": v})).unwrap()), "{k}={v:?} not rendered as a string");
+            }
+        }
+
+        /// A bundle that sets a name the tool owns never renders a pod with
+        /// that name twice: render refuses (and lint says BG021).
+        #[test]
+        fn a_reserved_env_name_is_never_rendered_twice(
+            name in prop_oneof![Just("STORAGE_URI".to_string()), Just("BUNDLEGATE_ARTIFACTS".to_string()), "BUNDLEGATE_[A-Z]{1,8}", "GENERATION_[A-Z_]{1,12}"],
+        ) {
+            let l = bundle_with(&[(name.clone(), "s3://elsewhere/".into())], &[]);
+            let lint = crate::checks::lint::lint(&l, &crate::checks::lint::RollbackStatus::NotDeclared);
+            prop_assert!(lint.iter().any(|d| d.code == crate::diag::Code::ReservedName), "lint did not refuse {name}");
+            match Renderer::new(&TemplateSource::Builtin).unwrap().render(&l) {
+                Ok(r) => prop_assert!(duplicate_names(&r.objects).is_none(), "{name} rendered twice"),
+                Err(e) => prop_assert!(format!("{e:#}").contains("appears twice"), "{e:#}"),
+            }
+        }
+    }
+
+    #[test]
+    fn yaml11_scalars_are_recognised() {
+        for s in ["yes", "off", "y", "1_000", "0o17", ".5", "~", "2001-12-14", "12:30"] {
+            assert!(yaml11_non_string(s), "{s}");
+        }
+        for s in ["llm", "v2", "s3://m/v2/", "1.2.3", "sha256:ab", "--port"] {
+            assert!(!yaml11_non_string(s), "{s}");
+        }
+    }
 }

@@ -293,8 +293,46 @@ impl Guard {
     }
 }
 
+/// Characters the two YAML readers do not read alike: libyaml (under
+/// serde_yaml_ng, YAML 1.1) breaks lines at NEL, LINE SEPARATOR and
+/// PARAGRAPH SEPARATOR, yaml-rust2 (the guard's reader, YAML 1.2) does not,
+/// so `name: x<U+2028>image: other` is one scalar to the guard and a second
+/// key to the model. A byte-order mark anywhere but the start is the same
+/// kind of trap. Refused wherever they appear, quoted or not: no bundle,
+/// pipeline or snapshot needs them, and escapes (`"\u2028"`) still work.
+pub(crate) fn check_chars(text: &str) -> Result<(), GuardError> {
+    let (mut line, mut col) = (1usize, 1usize);
+    for (i, c) in text.char_indices() {
+        let name = match c {
+            '\u{85}' => Some("NEXT LINE (U+0085)"),
+            '\u{2028}' => Some("LINE SEPARATOR (U+2028)"),
+            '\u{2029}' => Some("PARAGRAPH SEPARATOR (U+2029)"),
+            '\u{feff}' if i > 0 => Some("a byte-order mark (U+FEFF) after the start"),
+            _ => None,
+        };
+        if let Some(name) = name {
+            return Err(GuardError {
+                line,
+                column: col,
+                path: String::new(),
+                message: format!("{name}: YAML readers disagree on whether it breaks the line, so what is reviewed may not be what is read; write it as an escape in a double-quoted string (\"\\u{:04X}\") or remove it", c as u32),
+            });
+        }
+        if c == '\n' {
+            line += 1;
+            col = 1;
+        } else {
+            col += 1;
+        }
+    }
+    Ok(())
+}
+
 /// Check `text` against `limits`. A YAML syntax error is *not* reported here:
-/// the caller's parser reports it with its own message and position.
+/// the caller's parser reports it with its own message and position, unless
+/// the model's reader (serde_yaml_ng) would accept what the guard's reader
+/// refused: then the guard never saw the rest of the text, and the two
+/// readers disagree, so it is refused here.
 pub(crate) fn check(text: &str, limits: &Limits) -> Result<(), GuardError> {
     if text.len() > limits.max_bytes {
         return Err(GuardError {
@@ -304,10 +342,20 @@ pub(crate) fn check(text: &str, limits: &Limits) -> Result<(), GuardError> {
             message: format!("the text is {} bytes, over the limit of {} bytes", text.len(), limits.max_bytes),
         });
     }
+    check_chars(text)?;
     let mut parser = Parser::new_from_str(text);
     let mut guard = Guard::new(limits);
     loop {
-        let Ok((ev, mark)) = parser.next_token() else { return Ok(()) };
+        let (ev, mark) = match parser.next_token() {
+            Ok(x) => x,
+            Err(e) => {
+                if serde_yaml_ng::from_str::<serde_yaml_ng::Value>(text).is_ok() {
+                    let (line, column) = pos(e.marker());
+                    return Err(GuardError { line, column, path: String::new(), message: format!("the YAML readers disagree here ({}); rewrite this part in plain YAML", e.info()) });
+                }
+                return Ok(());
+            }
+        };
         if matches!(ev, Event::StreamEnd) {
             return Ok(());
         }
@@ -402,6 +450,71 @@ impl<'de> serde::de::Visitor<'de> for UniqueKeys<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The guard's reader (yaml-rust2) as plain JSON data, for comparing
+    /// with what serde_yaml_ng builds the model from.
+    fn guard_reader_value(text: &str) -> Option<serde_json::Value> {
+        use yaml_rust2::{Yaml, YamlLoader};
+        fn conv(y: &Yaml) -> Option<serde_json::Value> {
+            Some(match y {
+                Yaml::Null => serde_json::Value::Null,
+                Yaml::Boolean(b) => (*b).into(),
+                Yaml::Integer(i) => (*i).into(),
+                Yaml::Real(r) => serde_json::Number::from_f64(r.parse().ok()?).map(serde_json::Value::Number)?,
+                Yaml::String(s) => s.clone().into(),
+                Yaml::Array(a) => a.iter().map(conv).collect::<Option<Vec<_>>>()?.into(),
+                Yaml::Hash(h) => {
+                    let mut m = serde_json::Map::new();
+                    for (k, v) in h {
+                        let k = match k {
+                            Yaml::String(s) => s.clone(),
+                            Yaml::Integer(i) => i.to_string(),
+                            Yaml::Boolean(b) => b.to_string(),
+                            _ => return None,
+                        };
+                        m.insert(k, conv(v)?);
+                    }
+                    serde_json::Value::Object(m)
+                }
+                _ => return None,
+            })
+        }
+        let docs = YamlLoader::load_from_str(text).ok()?;
+        conv(docs.first().unwrap_or(&Yaml::Null))
+    }
+
+    const READER_TRAPS: &[&str] = &["\u{85}", "\u{2028}", "\u{2029}", "\u{feff}", "\t", "\r", "\r\n", "\u{0}", "\u{1b}", "\u{7f}", "\u{a0}", "\u{200b}", "\u{202e}", "\u{2066}", "\u{c}", "\u{b}"];
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 4_000, failure_persistence: None, ..Default::default() })]
+
+        /// One document, one meaning: whatever the guard lets through, the
+        /// model's reader (serde_yaml_ng, libyaml's YAML 1.1 rules) and the
+        /// guard's reader (yaml-rust2, YAML 1.2) read as the same data. A
+        /// character the two break lines at differently (U+0085, U+2028,
+        /// U+2029) once let a key the guard never saw override a reviewed one.
+        #[test]
+        fn what_the_guard_passes_both_readers_read_alike(
+            traps in proptest::collection::vec((proptest::sample::select(READER_TRAPS), 0usize..200, proptest::prelude::any::<bool>()), 1..4),
+        ) {
+            let mut text = String::from("apiVersion: v1\nmetadata:\n  name: llm\nspec:\n  image: reviewed\n  args: [\"--a\", \"b c\"]\n  note: \"quoted text\"\n  list:\n    - x\n    - y\n");
+            for (trap, at, with_key) in traps {
+                let mut at = at.min(text.len());
+                while !text.is_char_boundary(at) {
+                    at -= 1;
+                }
+                let ins = if with_key { format!("{trap}image: unreviewed") } else { trap.to_string() };
+                text.insert_str(at, &ins);
+            }
+            if check(&text, &Limits::DEFAULT).is_ok() {
+                let model: Result<serde_json::Value, _> = serde_yaml_ng::from_str(&text);
+                if let Ok(model) = model {
+                    let guarded = guard_reader_value(&text);
+                    proptest::prop_assert_eq!(Some(&model), guarded.as_ref(), "the readers disagree on {:?}", text);
+                }
+            }
+        }
+    }
 
     fn chk(t: &str) -> Result<(), GuardError> {
         check(t, &Limits::DEFAULT)

@@ -8,6 +8,7 @@ pub mod spans;
 pub mod validate;
 pub mod storage_uri;
 pub mod edit;
+pub(crate) mod reserved;
 
 use std::path::{Path, PathBuf};
 

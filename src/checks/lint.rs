@@ -70,6 +70,7 @@ pub fn lint(l: &Loaded, rollback: &RollbackStatus) -> Vec<Diagnostic> {
     canary_plan(l, &mut out);
     rollback_target(l, rollback, &mut out);
     rollback_is_release(l, rollback, &mut out);
+    reserved_names(l, &mut out);
     out
 }
 
@@ -378,6 +379,32 @@ fn rollback_target(l: &Loaded, rollback: &RollbackStatus, out: &mut Vec<Diagnost
                         .help("the previous bundle changed after this one was written; re-pin its digest with `bundlegate digest`"),
                 );
             }
+        }
+    }
+}
+
+/// Names the tool owns in the rendered pod, supplied by the bundle (BG021),
+/// and volume names given twice (Kubernetes merges volumes by name).
+fn reserved_names(l: &Loaded, out: &mut Vec<Diagnostic>) {
+    use crate::bundle::reserved;
+    let b = &l.bundle;
+    for k in b.spec.runtime.env.keys() {
+        if let Some(why) = reserved::env_owner(k) {
+            out.push(diag(l, Code::ReservedName, &format!("spec.runtime.env.{k}"), format!("env `{k}` is {why}; the bundle cannot set it (the later of two equal env names wins in a pod)")));
+        }
+    }
+    let mut seen = std::collections::HashSet::new();
+    for (i, v) in b.spec.serving.volumes.iter().enumerate() {
+        let field = format!("spec.serving.volumes.{i}.name");
+        if reserved::volume_is_reserved(&v.name) || reserved::container_is_reserved(&v.name) {
+            out.push(diag(l, Code::ReservedName, &field, format!("volume `{}` is the one bundlegate's verifier mounts; choose another name", v.name)));
+        } else if !seen.insert(v.name.as_str()) {
+            out.push(diag(l, Code::ReservedName, &field, format!("volume `{}` is named twice; Kubernetes merges volumes by name, so one would replace the other", v.name)));
+        }
+    }
+    for k in b.metadata.labels.keys() {
+        if reserved::label_is_reserved(k) {
+            out.push(diag(l, Code::ReservedName, &format!("metadata.labels.{k}"), format!("label `{k}` is set by bundlegate (release identity); the bundle cannot set it")));
         }
     }
 }

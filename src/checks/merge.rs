@@ -142,7 +142,7 @@ mod tests {
             let m = merge_shards(all, now, Some(chrono::Duration::hours(max_h)));
             proptest::prop_assert_eq!(m.verdict, Verdict::Inconclusive);
             let merge = m.steps.iter().find(|s| s.step == "merge").unwrap();
-            proptest::prop_assert!(merge.diagnostics.iter().any(|d| d.message.contains("from the future")), "{:?}", merge.diagnostics);
+            proptest::prop_assert!(merge.diagnostics.iter().any(|d| d.code == crate::diag::Code::ShardCoverageIncomplete && d.message.contains("from the future")), "{:?}", merge.diagnostics);
         }
     }
 

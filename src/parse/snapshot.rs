@@ -430,6 +430,7 @@ fn scan_yaml(text: &str) -> Result<Option<YamlScan>, ScanFail> {
     let mut out = YamlScan { kind: None, items: Vec::new(), end_line: 0 };
     let mut docs = 0;
     let mut simple = true;
+    crate::yaml_guard::check_chars(text).map_err(ScanFail::Guard)?;
     let mut guard = crate::yaml_guard::Guard::new(&crate::yaml_guard::Limits::SNAPSHOT);
     // Anchor id → the item that defines it (`None`: outside `items`).
     let mut anchored_in: std::collections::HashMap<usize, Option<usize>> = std::collections::HashMap::new();

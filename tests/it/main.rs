@@ -10,6 +10,7 @@ mod canary;
 mod cli_hardening;
 mod docs;
 mod github_standin;
+mod hardening_yaml;
 mod health_lua;
 mod layout;
 mod leftovers;

@@ -208,6 +208,10 @@ proptest! {
         for n in &names {
             prop_assert!(rows.iter().any(|(p, s)| p == n && (s == "EXTRA" || s == "REFUSED")), "`{}` is not in the report: {}", n, out.stdout);
         }
+        // What the listing refused is named by its code (BG108), what it
+        // found unlisted as extra (BG104).
+        let codes = out.codes();
+        prop_assert!(codes.iter().any(|c| c == "BG108" || c == "BG104"), "{:?}", codes);
         let denied = verify(&ex, &["--deny-extra"]);
         prop_assert_ne!(&denied.json()["verdict"], "pass", "{}", denied.stdout);
     }

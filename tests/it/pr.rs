@@ -561,7 +561,7 @@ fn pr_e2e_first_run_comments_second_run_updates() {
     let ours = s.bundlegate_comments(7);
     assert_eq!(ours.len(), 1);
     assert!(ours[0].body.contains("llm-scratch/v2/release.yaml"));
-    assert!(ours[0].body.contains("+        value: '1024'"), "manifest diff in the comment:\n{}", ours[0].body);
+    assert!(ours[0].body.lines().any(|l| l.starts_with('+') && l.trim_end().ends_with("value: \"1024\"")), "manifest diff in the comment:\n{}", ours[0].body);
     assert!(ours[0].body.contains("<details>"));
 
     let digest = step(&r, "lint")["data"]["releaseDigest"].as_str().unwrap().to_string();
@@ -579,7 +579,7 @@ fn pr_e2e_first_run_comments_second_run_updates() {
     let ours2 = s.bundlegate_comments(7);
     assert_eq!(ours2.len(), 1);
     assert_eq!(ours2[0].id, ours[0].id);
-    assert!(ours2[0].body.contains("'2048'"));
+    assert!(ours2[0].body.contains("\"2048\""));
     assert_eq!(s.requests().iter().filter(|r| r.method == "POST").count(), 1, "{:?}", s.calls());
     s.assert_no_violations();
 }
