@@ -223,9 +223,9 @@ fn the_scan_sees_production_code_after_a_test_module() {
 }
 
 #[test]
-fn readme_layout_matches_the_tree() {
-    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
-    let section = readme.split("## How the code is laid out").nth(1).expect("README has a layout section");
+fn contributing_layout_matches_the_tree() {
+    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("CONTRIBUTING.md")).unwrap();
+    let section = readme.split("## How the code is laid out").nth(1).expect("CONTRIBUTING.md has a layout section");
     let block = section.split("```").nth(1).expect("the layout section starts with a code block");
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     // Every path the block names exists (indented names are inside the
@@ -235,7 +235,7 @@ fn readme_layout_matches_the_tree() {
     for line in block.lines().filter(|l| !l.trim().is_empty()) {
         let name = line.split_whitespace().next().unwrap();
         let p = if line.starts_with(' ') { folder.join(name) } else { PathBuf::from(name) };
-        assert!(root.join(&p).exists(), "README layout names {}, which does not exist", p.display());
+        assert!(root.join(&p).exists(), "CONTRIBUTING.md layout names {}, which does not exist", p.display());
         if !line.starts_with(' ') && name.ends_with('/') {
             folder = p.clone();
         }
@@ -244,6 +244,6 @@ fn readme_layout_matches_the_tree() {
     // Every top-level entry of src/ is named.
     for e in std::fs::read_dir(src()).unwrap() {
         let name = format!("src/{}", e.unwrap().file_name().to_string_lossy());
-        assert!(named.contains(&name), "README layout does not mention {name}");
+        assert!(named.contains(&name), "CONTRIBUTING.md layout does not mention {name}");
     }
 }
