@@ -267,7 +267,7 @@ pub(crate) fn infer_role(path: &str) -> bundle::ArtifactRole {
     }
 }
 
-pub(crate) async fn publish(ctx: &Ctx, dir: &Path, to: &str, bundle_path: &Path, jobs: usize) -> Result<StepReport> {
+pub async fn publish(ctx: &Ctx, dir: &Path, to: &str, bundle_path: &Path, jobs: usize) -> Result<StepReport> {
     let l = crate::adapters::bundle_files::load(bundle_path)?;
     // Gather files first: refuse anything that would escape the prefix.
     let files = crate::adapters::local::regular_files(dir)?;

@@ -10,6 +10,7 @@ mod canary;
 mod cli_hardening;
 mod docs;
 mod github_standin;
+mod harden_files;
 mod health_lua;
 mod layout;
 mod lint;
