@@ -4,7 +4,7 @@
 //! confined to the root, largest first, one worker per core, memory fixed
 //! per worker whatever the model size.
 
-use crate::checks::pod_files::{Expected, Outcome};
+use crate::checks::pod_files::{Expected, Outcome, Seen};
 use std::io::Read;
 use std::path::{Component, Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -150,13 +150,23 @@ pub(crate) fn confined(root: &Path, rel: &str) -> Result<Option<PathBuf>, String
     }
 }
 
-/// Current size of each artifact (None: missing), for waiting on downloads.
-/// Size and modification time of each file (`None`: absent or refused);
-/// two equal readings some time apart mean nobody is writing.
-pub(crate) fn stamps(root: &Path, items: &[Expected]) -> Vec<Option<(u64, std::time::SystemTime)>> {
+/// What is at each artifact's path now, for waiting on downloads: two
+/// equal readings some time apart mean nobody is writing. Only metadata is
+/// read, never the file: a FIFO, socket, device or folder (or a path
+/// leading outside the root) is `Refused` at once, never waited for.
+pub(crate) fn stamps(root: &Path, items: &[Expected]) -> Vec<Seen> {
     items
         .iter()
-        .map(|e| confined(root, &e.path).ok().flatten().and_then(|p| std::fs::metadata(p).ok()).and_then(|m| Some((m.len(), m.modified().ok()?))))
+        .map(|e| match confined(root, &e.path) {
+            Ok(None) => Seen::Absent,
+            Err(_) => Seen::Refused,
+            Ok(Some(p)) => match std::fs::metadata(p) {
+                Ok(m) if m.is_file() => Seen::File { len: m.len(), modified: m.modified().ok() },
+                Ok(_) => Seen::Refused,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Seen::Absent,
+                Err(_) => Seen::Refused,
+            },
+        })
         .collect()
 }
 
@@ -166,13 +176,9 @@ fn check_one(root: &Path, e: &Expected, full: bool) -> Outcome {
         Ok(None) => return Outcome::Missing,
         Err(m) => return Outcome::Unreadable(m),
     };
-    let f = match std::fs::File::open(&path) {
-        Ok(f) => f,
-        Err(err) => return Outcome::Unreadable(format!("{}: {err}", e.path)),
-    };
-    let meta = match f.metadata() {
-        Ok(m) if m.is_file() => m,
-        Ok(_) => return Outcome::Unreadable(format!("{} is not a regular file", e.path)),
+    // Checked before it is opened: a FIFO here would block the open forever.
+    let (f, meta) = match crate::adapters::bundle_files::open_regular(&path) {
+        Ok(x) => x,
         Err(err) => return Outcome::Unreadable(format!("{}: {err}", e.path)),
     };
     if meta.len() != e.size {

@@ -15,7 +15,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use crate::adapters::filehash;
-use crate::checks::pod_files::{self, Expected, Outcome};
+use crate::checks::pod_files::{self, describe_wait, Expected, Outcome, Seen, WaitState, Waiting};
 use crate::adapters::local;
 use crate::checks::lint::is_sha256_hex;
 use crate::report::{Report, StepReport, Table, Verdict};
@@ -83,11 +83,18 @@ pub(crate) fn run(o: &Opts) -> Result<Report> {
     let m = parse_manifest(&o.manifest_env, &text)?;
     let mut r = Report::new("verify-files");
     if o.ready {
-        // Readiness probe: Ready only when this release's check passed.
-        let ok = crate::adapters::bundle_files::read_text(&o.marker, crate::adapters::bundle_files::FileKind::Marker).map(|s| s.trim() == m.release_digest).unwrap_or(false);
+        // Readiness probe: Ready only when this release's check passed;
+        // otherwise say what the verifier last reported (what it waits
+        // for, or what failed): `kubectl describe pod` shows this output.
+        let ok = read_small(&o.marker).is_some_and(|s| s.trim() == m.release_digest);
         let mut s = StepReport::new("verify-files-ready", o.marker.display().to_string());
         s.verdict = if ok { Verdict::Pass } else { Verdict::Fail };
-        s.summary = if ok { format!("verified {}", m.release_digest) } else { "model files not verified (yet)".into() };
+        s.summary = if ok {
+            format!("verified {}", m.release_digest)
+        } else {
+            let said = read_small(&status_path(&o.marker)).unwrap_or_else(|| "the verifier has not reported yet".into());
+            format!("model files not verified yet: {}", said.trim())
+        };
         r.push(s);
         return Ok(r);
     }
@@ -99,11 +106,24 @@ pub(crate) fn run(o: &Opts) -> Result<Report> {
     };
     let root = local::canonical(&o.root, "model folder")?;
     let items: Vec<Expected> = m.artifacts.iter().map(|a| Expected { path: a.path.clone(), sha256: a.sha256.clone(), size: a.size }).collect();
-    let deadline = Instant::now() + o.wait;
+    let status = status_path(&o.marker);
+    // A status from an earlier run must not describe this one.
+    local::remove_file(&status).context("removing the status of an earlier run")?;
+    let mut say = |line: &str, log: bool| {
+        if log {
+            eprintln!("bundlegate verify-files: {line}");
+        }
+        if let Err(e) = local::write_atomic(&status, line.as_bytes()) {
+            tracing::warn!("cannot write the verifier's status: {e:#}");
+        }
+    };
+    let clock = SystemClock;
+    let deadline = clock.now() + o.wait;
     let t0 = Instant::now();
     let outcomes = loop {
-        wait_complete(&root, &items, deadline);
+        wait_complete(&items, deadline, &clock, &mut || filehash::stamps(&root, &items), &mut say);
         let before = filehash::stamps(&root, &items);
+        say(&format!("checking {} artifact(s) ({}) against their pinned {}", items.len(), crate::util::human_bytes(items.iter().map(|e| e.size).fold(0, u64::saturating_add)), if full { "sha256 and size" } else { "size" }), false);
         let outcomes = filehash::check_all(&root, &items, full, o.threads);
         let all_ok = outcomes.iter().all(|x| matches!(x, Outcome::Ok));
         // A file that changed while it was hashed was still being written:
@@ -121,13 +141,17 @@ pub(crate) fn run(o: &Opts) -> Result<Report> {
     local::remove_file(&o.marker).context("removing the marker of an earlier run")?;
     if lines.is_empty() {
         local::write_atomic(&o.marker, m.release_digest.as_bytes()).context("writing the marker")?;
+        local::remove_file(&status).context("removing the verifier's status")?;
     } else {
         // Kubernetes keeps the last 4096 bytes; the first artifacts matter most.
         let mut msg = lines.join("\n");
-        msg.truncate(4000);
+        truncate_at(&mut msg, 4000);
         for l in &lines {
             eprintln!("bundlegate verify-files: {l}");
         }
+        let mut said = format!("{} of {} artifact(s) failed: {}", lines.len(), items.len(), lines.join("; "));
+        truncate_at(&mut said, STATUS_MAX);
+        say(&said, false);
         if let Err(e) = local::write_in_place(&o.termination_log, msg.as_bytes()) {
             tracing::warn!("cannot write the termination log: {e:#}");
         }
@@ -144,33 +168,99 @@ pub(crate) fn run(o: &Opts) -> Result<Report> {
     Ok(r)
 }
 
-/// How long every file must keep its size and modification time before it
-/// counts as complete: a downloader may preallocate a file at its full size
-/// and fill it in, so "has its size" alone is not "is done".
-const SETTLE: Duration = Duration::from_secs(2);
+/// The status file beside the marker: what the verifier last reported
+/// (waiting for what, checking, or what failed), for the readiness probe.
+fn status_path(marker: &Path) -> PathBuf {
+    let mut name = marker.file_name().map(|n| n.to_os_string()).unwrap_or_default();
+    name.push(".status");
+    marker.with_file_name(name)
+}
+
+/// A status line fits the 4 KiB the probe reads of it.
+const STATUS_MAX: usize = 3500;
+
+/// The log says what the wait is for at least this often.
+pub(crate) const LOG_EVERY: Duration = Duration::from_secs(10);
+
+/// How often the files are looked at while waiting.
+const POLL: Duration = Duration::from_millis(250);
+
+/// A small file's text (the marker, the status), or None.
+fn read_small(p: &Path) -> Option<String> {
+    crate::adapters::bundle_files::read_text(p, crate::adapters::bundle_files::FileKind::Marker).ok()
+}
+
+/// Cut `s` to at most `max` bytes on a character boundary.
+fn truncate_at(s: &mut String, max: usize) {
+    let mut cut = max.min(s.len());
+    while !s.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    s.truncate(cut);
+}
+
+/// Time for the wait loop, injectable so its reporting is tested without
+/// sleeping.
+pub(crate) trait Clock {
+    fn now(&self) -> Instant;
+    fn sleep(&self, d: Duration);
+}
+
+struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now(&self) -> Instant {
+        Instant::now()
+    }
+    fn sleep(&self, d: Duration) {
+        std::thread::sleep(d);
+    }
+}
 
 /// Wait (bounded by `deadline`) until every file exists with at least its
-/// pinned size and nothing has written to any of them for [`SETTLE`], so a
-/// download still in progress is not reported as a mismatch. Whatever is
-/// still wrong at the deadline is then reported as found.
-fn wait_complete(root: &Path, items: &[Expected], deadline: Instant) {
-    let mut last = filehash::stamps(root, items);
-    let mut quiet_since = Instant::now();
+/// pinned size and nothing has written to it for [`SETTLE`](pod_files::SETTLE),
+/// so a download still in progress is not reported as a mismatch. A path
+/// holding something that is not a file is not waited for. `look` reads
+/// what is at the paths; `say` gets what the wait is for each time it is
+/// looked at (for the probe), with `true` when it goes to the log too: at
+/// the first look, whenever the set of files or their reasons change, and
+/// at least every [`LOG_EVERY`]. Whatever is still wrong at the deadline is
+/// then reported as found.
+pub(crate) fn wait_complete(items: &[Expected], deadline: Instant, clock: &dyn Clock, look: &mut dyn FnMut() -> Vec<Seen>, say: &mut dyn FnMut(&str, bool)) {
+    let start = clock.now();
+    let mut state = WaitState::new(look());
+    let mut logged: Option<(Instant, Vec<(usize, std::mem::Discriminant<Waiting>)>)> = None;
+    let mut shown = String::new();
     loop {
-        let now = Instant::now();
+        let now = clock.now();
+        let at = now.saturating_duration_since(start);
+        if state.done(items, at) {
+            if logged.is_some() {
+                say(&format!("every artifact complete after {:.1} s of waiting", at.as_secs_f64()), true);
+            }
+            return;
+        }
         if now >= deadline {
+            // With `--wait 0s` nothing was waited for, so nothing to say.
+            if logged.is_some() {
+                say(&format!("stopped waiting after {:.1} s (--wait): {}", at.as_secs_f64(), describe_wait(items, &state.waiting(items, at), STATUS_MAX - 64)), true);
+            }
             return;
         }
-        let cur = filehash::stamps(root, items);
-        if cur != last {
-            last = cur;
-            quiet_since = now;
+        let waiting = state.waiting(items, at);
+        let kinds: Vec<_> = waiting.iter().map(|(i, w)| (*i, std::mem::discriminant(w))).collect();
+        let line = describe_wait(items, &waiting, STATUS_MAX);
+        let log = logged.as_ref().is_none_or(|(when, k)| *k != kinds || now.saturating_duration_since(*when) >= LOG_EVERY);
+        if log || line != shown {
+            say(&line, log);
+            shown = line;
         }
-        let sized = last.iter().zip(items).all(|(s, e)| s.is_some_and(|(len, _)| len >= e.size));
-        if sized && now.duration_since(quiet_since) >= SETTLE {
-            return;
+        if log {
+            logged = Some((now, kinds));
         }
-        std::thread::sleep(Duration::from_millis(250).min(deadline.saturating_duration_since(now)));
+        clock.sleep(POLL.min(deadline.saturating_duration_since(now)));
+        let cur = look();
+        state.observe(clock.now().saturating_duration_since(start), cur);
     }
 }
 
