@@ -400,4 +400,23 @@ mod tests {
         std::fs::write(&p, b"ok\xff").unwrap();
         assert!(read_text(&p, FileKind::Marker).unwrap_err().to_string().contains("not UTF-8 text (invalid byte at offset 2)"));
     }
+
+    #[test]
+    fn every_reader_refuses_a_fifo_or_socket_at_once() {
+        let d = tempfile::tempdir().unwrap();
+        let fifo = d.path().join("f.yaml");
+        let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+        let sock = d.path().join("s.yaml");
+        let _l = std::os::unix::net::UnixListener::bind(&sock).unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (f2, s2) = (fifo.clone(), sock.clone());
+        std::thread::spawn(move || {
+            let errs = [read_bytes(&f2, 10, "x").unwrap_err(), read_head(&f2).unwrap_err(), open_regular(&f2).unwrap_err(), read_bytes(&s2, 10, "x").unwrap_err()];
+            let _ = tx.send(errs.map(|e| e.to_string()));
+        });
+        let errs = rx.recv_timeout(std::time::Duration::from_secs(5)).expect("a reader blocked on a FIFO");
+        assert!(errs[..3].iter().all(|e| e.contains("not a regular file (it is a FIFO)")), "{errs:?}");
+        assert!(errs[3].contains("it is a socket"), "{errs:?}");
+    }
 }

@@ -288,4 +288,77 @@ mod tests {
             assert_eq!(e.to_string(), "disk gone");
         }
     }
+
+    #[derive(Debug, Clone, Copy, PartialEq)]
+    enum Kind {
+        Good,
+        Fifo,
+        Socket,
+        Folder,
+        LinkToFifo,
+        Absent,
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 48, failure_persistence: None, ..Default::default() })]
+
+        /// Any mix of regular files, FIFOs, sockets, folders, symlinks to a
+        /// FIFO and absent paths: the check and the wait's look both return
+        /// within seconds (run on a thread with a timeout, so a reader that
+        /// opens a FIFO fails the test instead of hanging it), every
+        /// non-file is UNREADABLE naming what it is and `Refused` (never
+        /// waited for), the rest judged as usual.
+        #[test]
+        fn files_that_are_not_files_are_refused_without_blocking(kinds in proptest::collection::vec(proptest::sample::select(vec![Kind::Good, Kind::Fifo, Kind::Socket, Kind::Folder, Kind::LinkToFifo, Kind::Absent]), 1..6)) {
+            let d = tempfile::tempdir().unwrap();
+            let root = d.path().canonicalize().unwrap();
+            let mut keep = Vec::new();
+            let mut items = Vec::new();
+            for (i, k) in kinds.iter().enumerate() {
+                let p = root.join(format!("a{i}"));
+                let fifo = |p: &Path| {
+                    let c = std::ffi::CString::new(p.as_os_str().as_encoded_bytes()).unwrap();
+                    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+                };
+                match k {
+                    Kind::Good => std::fs::write(&p, b"hello").unwrap(),
+                    Kind::Fifo => fifo(&p),
+                    Kind::Socket => keep.push(std::os::unix::net::UnixListener::bind(&p).unwrap()),
+                    Kind::Folder => std::fs::create_dir(&p).unwrap(),
+                    Kind::LinkToFifo => {
+                        fifo(&root.join(format!("t{i}")));
+                        std::os::unix::fs::symlink(root.join(format!("t{i}")), &p).unwrap();
+                    }
+                    Kind::Absent => {}
+                }
+                items.push(Expected { path: format!("a{i}"), sha256: digest(b"hello"), size: 5 });
+            }
+            let (tx, rx) = std::sync::mpsc::channel();
+            let (r2, i2) = (root.clone(), items.clone());
+            let t0 = std::time::Instant::now();
+            std::thread::spawn(move || {
+                let _ = tx.send((check_all(&r2, &i2, true, 2), stamps(&r2, &i2)));
+            });
+            let got = rx.recv_timeout(std::time::Duration::from_secs(5));
+            proptest::prop_assert!(got.is_ok(), "a reader blocked on {kinds:?} ({:?})", t0.elapsed());
+            let (outcomes, seen) = got.unwrap();
+            for ((k, o), s) in kinds.iter().zip(&outcomes).zip(&seen) {
+                let what = match k {
+                    Kind::Good => {
+                        proptest::prop_assert_eq!(o, &Outcome::Ok);
+                        continue;
+                    }
+                    Kind::Absent => {
+                        proptest::prop_assert_eq!((o, s), (&Outcome::Missing, &Seen::Absent));
+                        continue;
+                    }
+                    Kind::Fifo | Kind::LinkToFifo => "a FIFO",
+                    Kind::Socket => "a socket",
+                    Kind::Folder => "a folder",
+                };
+                proptest::prop_assert!(matches!(o, Outcome::Unreadable(m) if m.contains(&format!("it is {what}"))), "{:?}: {:?}", k, o);
+                proptest::prop_assert_eq!(s, &Seen::Refused);
+            }
+        }
+    }
 }

@@ -502,15 +502,14 @@ fn unfaithful_segment(seg: &str) -> Option<String> {
     if PathPart::parse(seg).is_err() {
         return Some("it holds a control character".into());
     }
+    // object_store percent-encodes these (and every non-ASCII byte, so two
+    // names differing only by Unicode normalisation are refused here too).
     let stored = PathPart::from(seg);
     if stored.as_ref() != seg {
         return Some(format!("the store would hold `{seg}` as `{}` (percent-encoded)", stored.as_ref()));
     }
     if seg.ends_with('.') || seg.starts_with(char::is_whitespace) || seg.ends_with(char::is_whitespace) {
         return Some(format!("`{seg}` starts or ends with whitespace or ends with a dot, which some stores and file systems drop"));
-    }
-    if !icu_normalizer::ComposingNormalizerBorrowed::new_nfc().is_normalized(seg) {
-        return Some(format!("`{seg}` is not in Unicode NFC form: stores and file systems may hold it under another, equal-looking name"));
     }
     None
 }
@@ -684,5 +683,38 @@ mod tests {
             let e = hash_stream(stream(chunks), size, Arc::new(|_| {})).await.unwrap_err();
             assert!(matches!(&e, ReadFailure::Other(m) if m.contains("stream failed after 500 bytes")), "{size}: {e:?}");
         }
+    }
+
+    #[test]
+    fn publish_keys_are_the_names_the_store_lists_back() {
+        use std::os::unix::ffi::OsStrExt;
+        for ok in ["model-00001-of-00002.safetensors", "sub/dir/a b.json", "a+b=c@d.bin", ".hidden"] {
+            let key = publish_key(Path::new(ok)).unwrap_or_else(|e| panic!("{ok}: {e}"));
+            assert_eq!(key, ok);
+            assert_eq!(OPath::parse(&key).unwrap().as_ref(), ok, "the store lists it back as it is");
+        }
+        let bad: Vec<(&[u8], &str)> = vec![
+            (b"a%b", "percent-encoded"),
+            (b"a#b", "as `a%23b`"),
+            (b"x/../y", "not a plain relative path"),
+            (b"x//y", "not a plain relative path"),
+            (b"./y", "not a plain relative path"),
+            (b"x.", "ends with a dot"),
+            (b"x ", "whitespace"),
+            (b" x", "whitespace"),
+            (b"x\t", "control character"),
+            (b"\xff.bin", "not UTF-8"),
+            ("caf\u{e9}.txt".as_bytes(), "percent-encoded"),
+            ("cafe\u{301}.txt".as_bytes(), "percent-encoded"),
+            (b"a:b", "not a plain relative path"),
+        ];
+        for (name, why) in bad {
+            let e = publish_key(Path::new(std::ffi::OsStr::from_bytes(name))).unwrap_err();
+            assert!(e.contains(why), "{:?}: {e}", String::from_utf8_lossy(name));
+        }
+        let store = Store::from_parts(Arc::new(object_store::memory::InMemory::new()), "b/p", "s3://b/p/");
+        let long = PathBuf::from("x".repeat(1100));
+        let e = store.publish_keys(vec![(long.clone(), long), (PathBuf::from("a#b"), PathBuf::from("a#b")), (PathBuf::from("ok"), PathBuf::from("ok"))]).unwrap_err().to_string();
+        assert!(e.contains("refusing to publish 2 file(s)") && e.contains("over 1024 bytes") && e.contains("a#b") && e.contains("nothing was uploaded"), "{e}");
     }
 }

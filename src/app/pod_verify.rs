@@ -284,3 +284,136 @@ fn step_for(m: &PodManifest, items: &[Expected], outcomes: &[Outcome], full: boo
     s.data = json!({"releaseDigest": m.release_digest, "bytes": bytes, "seconds": secs, "mismatches": bad});
     s
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::cell::Cell;
+
+    /// Time that moves only when the loop sleeps.
+    struct FakeClock {
+        start: Instant,
+        t: Cell<Duration>,
+    }
+
+    impl Clock for FakeClock {
+        fn now(&self) -> Instant {
+            self.start + self.t.get()
+        }
+        fn sleep(&self, d: Duration) {
+            self.t.set(self.t.get() + d);
+        }
+    }
+
+    /// One file's download: absent until `appear`, growing until `full`,
+    /// then rewritten in place until `quiet` (`None`: never appears).
+    #[derive(Debug, Clone, Copy)]
+    struct Timeline {
+        appear: Option<u64>,
+        full: u64,
+        quiet: u64,
+    }
+
+    const SIZE: u64 = 1000;
+
+    fn timeline() -> impl Strategy<Value = Timeline> {
+        (prop::option::weighted(0.85, 0u64..60_000), 0u64..40_000, 0u64..20_000).prop_map(|(a, g, q)| Timeline { appear: a, full: a.unwrap_or(0) + g, quiet: a.unwrap_or(0) + g + q })
+    }
+
+    /// What is at the path `ms` into the wait.
+    fn seen(tl: &Timeline, ms: u64) -> Seen {
+        match tl.appear {
+            Some(a) if ms >= a => {
+                let len = if ms >= tl.full { SIZE } else { SIZE * (ms - a) / (tl.full - a).max(1) };
+                let modified = std::time::UNIX_EPOCH + Duration::from_millis(ms.min(tl.quiet));
+                Seen::File { len, modified: Some(modified) }
+            }
+            _ => Seen::Absent,
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 200, failure_persistence: None, ..ProptestConfig::default() })]
+
+        /// Any set of downloads (absent, growing, rewritten in place, never
+        /// arriving) under a 90 s wait: a log line at the first look and at
+        /// least every 10 s while waiting; each names exactly the files not
+        /// complete at that moment with why (absent; n of m bytes; still
+        /// changing), and none that is complete and quiet; the status (what
+        /// the probe prints) is always the latest of them; the wait ends
+        /// when the last file has settled, or at the deadline naming what
+        /// is missing.
+        #[test]
+        fn the_wait_says_what_it_waits_for_at_least_every_ten_seconds(tls in prop::collection::vec(timeline(), 1..5)) {
+            let items: Vec<Expected> = (0..tls.len()).map(|i| Expected { path: format!("shard-{i}.bin"), sha256: String::new(), size: SIZE }).collect();
+            let clock = FakeClock { start: Instant::now(), t: Cell::new(Duration::ZERO) };
+            let deadline = clock.start + Duration::from_secs(90);
+            let ms = || clock.t.get().as_millis() as u64;
+            let mut look = || tls.iter().map(|tl| seen(tl, ms())).collect::<Vec<_>>();
+            let mut said: Vec<(u64, String, bool)> = Vec::new();
+            wait_complete(&items, deadline, &clock, &mut look, &mut |line: &str, log: bool| said.push((ms(), line.to_string(), log)));
+            let end = ms();
+            let settled_at = tls.iter().map(|tl| tl.appear.map(|_| tl.quiet.max(tl.full))).collect::<Option<Vec<_>>>().map(|v| v.into_iter().max().unwrap_or(0));
+            // Ends once everything settled (within a poll), else at the deadline.
+            match settled_at {
+                Some(t) if t + 2000 + 250 < 90_000 => prop_assert!(end <= t.max(0) + 2000 + 500 && end >= 2000, "ended at {end} ms, last change at {t} ms"),
+                _ => prop_assert!(end >= 89_750, "ended at {end} ms before the deadline with a file never arriving"),
+            }
+            let logs: Vec<&(u64, String, bool)> = said.iter().filter(|s| s.2).collect();
+            if end > 0 && settled_at != Some(0) {
+                prop_assert!(!logs.is_empty() && logs[0].0 == 0, "no log line at the first look: {said:?}");
+            }
+            for w in logs.windows(2) {
+                prop_assert!(w[1].0 - w[0].0 <= (LOG_EVERY + POLL).as_millis() as u64, "{} ms without a log line: {:?}", w[1].0 - w[0].0, w);
+            }
+            if let Some(last) = logs.last() {
+                prop_assert!(end - last.0 <= (LOG_EVERY + POLL).as_millis() as u64, "silent for the last {} ms", end - last.0);
+            }
+            for (at, line, _) in said.iter().filter(|s| s.1.starts_with("waiting for")) {
+                for (i, tl) in tls.iter().enumerate() {
+                    let name = &items[i].path;
+                    let want = match seen(tl, *at) {
+                        Seen::Absent => Some("absent".to_string()),
+                        Seen::File { len, .. } if len < SIZE => Some(format!("{len} of {SIZE} bytes")),
+                        Seen::File { .. } if *at < tl.quiet && *at >= 250 && tl.quiet > 0 => Some("still changing".into()),
+                        Seen::File { .. } if *at >= tl.quiet.max(tl.full) + 2000 + 250 => None,
+                        _ => continue, // settling: named or not
+                        };
+                    match want {
+                        Some(why) => prop_assert!(line.contains(&format!("{name} ({why})")), "at {at} ms `{line}` does not say {name} ({why})"),
+                        None => prop_assert!(!line.contains(name.as_str()), "at {at} ms `{line}` names {name}, complete and quiet"),
+                    }
+                }
+            }
+            if let Some((_, last, _)) = said.last() {
+                let done = last.starts_with("every artifact complete");
+                let stopped = last.starts_with("stopped waiting");
+                prop_assert!(done || stopped, "the last word is neither: {last}");
+                for (i, tl) in tls.iter().enumerate() {
+                    if tl.appear.is_none() {
+                        prop_assert!(stopped && last.contains(&format!("{} (absent)", items[i].path)), "{last}");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_wait_of_zero_says_nothing_and_refused_paths_are_not_waited_for() {
+        let items: Vec<Expected> = (0..2).map(|i| Expected { path: format!("f{i}"), sha256: String::new(), size: 5 }).collect();
+        let clock = FakeClock { start: Instant::now(), t: Cell::new(Duration::ZERO) };
+        let mut said = Vec::new();
+        wait_complete(&items, clock.start, &clock, &mut || vec![Seen::Absent, Seen::Refused], &mut |l: &str, _| said.push(l.to_string()));
+        assert!(said.is_empty(), "{said:?}");
+        // A FIFO (Refused) beside a complete file: over once the file settles.
+        let f = Seen::File { len: 5, modified: None };
+        wait_complete(&items, clock.start + Duration::from_secs(600), &clock, &mut || vec![f.clone(), Seen::Refused], &mut |l: &str, _| said.push(l.to_string()));
+        assert!(clock.t.get() <= pod_files::SETTLE + POLL, "{:?}", clock.t.get());
+    }
+
+    #[test]
+    fn the_status_path_sits_beside_the_marker() {
+        assert_eq!(status_path(Path::new("/tmp/bundlegate-verified")), PathBuf::from("/tmp/bundlegate-verified.status"));
+    }
+}
