@@ -87,20 +87,54 @@ fn human(max: u64) -> String {
     }
 }
 
-/// Read at most `max` bytes of a regular file. Devices, FIFOs and folders
-/// are refused before they are opened (`/dev/zero` never ends, a FIFO
-/// blocks); a file over the limit is an error of kind `FileTooLarge`.
-pub(crate) fn read_bytes(path: &Path, max: u64, noun: &str) -> std::io::Result<Vec<u8>> {
-    let meta = std::fs::metadata(path)?;
-    if !meta.is_file() {
-        return Err(refuse("not a regular file (a device, FIFO, socket or folder): refusing to read it".into()));
+/// What a path holds when it is not a regular file, for the refusal.
+fn what_it_is(meta: &std::fs::Metadata) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    let t = meta.file_type();
+    if t.is_fifo() {
+        "a FIFO"
+    } else if t.is_socket() {
+        "a socket"
+    } else if t.is_char_device() || t.is_block_device() {
+        "a device"
+    } else if t.is_dir() {
+        "a folder"
+    } else {
+        "of another kind"
     }
+}
+
+/// Refuse `meta` unless it is a regular file, naming what it is instead.
+pub(crate) fn ensure_regular(meta: &std::fs::Metadata) -> std::io::Result<()> {
+    if meta.is_file() {
+        return Ok(());
+    }
+    Err(refuse(format!("not a regular file (it is {}): refused without reading it", what_it_is(meta))))
+}
+
+/// Open a regular file for reading, the one way every reader opens a file
+/// it is given or led to. The type is checked before the open (a FIFO's
+/// open blocks until a writer comes, a device may never end), and again on
+/// the open handle: the open itself does not block (`O_NONBLOCK`), so a
+/// FIFO swapped in between the two is refused too, never waited on.
+pub(crate) fn open_regular(path: &Path) -> std::io::Result<(std::fs::File, std::fs::Metadata)> {
+    use std::os::unix::fs::OpenOptionsExt;
+    ensure_regular(&std::fs::metadata(path)?)?;
+    let f = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY).open(path)?;
+    let meta = f.metadata()?;
+    ensure_regular(&meta)?;
+    Ok((f, meta))
+}
+
+/// Read at most `max` bytes of a regular file ([`open_regular`]); a file
+/// over the limit is an error of kind `FileTooLarge`.
+pub(crate) fn read_bytes(path: &Path, max: u64, noun: &str) -> std::io::Result<Vec<u8>> {
+    let (f, meta) = open_regular(path)?;
     let too_big = |n: u64| std::io::Error::new(std::io::ErrorKind::FileTooLarge, format!("{n} bytes or more, over the limit of {max} bytes ({}) for a {noun}", human(max)));
     if meta.len() > max {
         return Err(too_big(meta.len()));
     }
-    let f = std::fs::File::open(path)?;
-    // The file may grow (or be swapped) between stat and read: the reader itself is bounded.
+    // The file may grow between stat and read: the reader itself is bounded.
     let mut buf = Vec::with_capacity(meta.len() as usize);
     f.take(max + 1).read_to_end(&mut buf)?;
     if buf.len() as u64 > max {
@@ -243,14 +277,10 @@ pub(crate) fn rollback_status_within(root: &Path, l: &Loaded) -> RollbackStatus 
     }
 }
 
-/// The first [`MAX_SNIFF_BYTES`](detect::MAX_SNIFF_BYTES) of a regular file (a FIFO would block the
-/// open, a device never end).
+/// The first [`MAX_SNIFF_BYTES`](detect::MAX_SNIFF_BYTES) of a regular file ([`open_regular`]).
 pub(crate) fn read_head(path: &Path) -> std::io::Result<Vec<u8>> {
-    if !std::fs::metadata(path)?.is_file() {
-        return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a regular file (a device, FIFO, socket or folder): refusing to read it"));
-    }
     let mut buf = Vec::new();
-    std::fs::File::open(path)?.take(detect::MAX_SNIFF_BYTES as u64).read_to_end(&mut buf)?;
+    open_regular(path)?.0.take(detect::MAX_SNIFF_BYTES as u64).read_to_end(&mut buf)?;
     Ok(buf)
 }
 
@@ -369,5 +399,24 @@ mod tests {
         assert_eq!(read_bytes(&p, 4096, "thing").unwrap().len(), 2048);
         std::fs::write(&p, b"ok\xff").unwrap();
         assert!(read_text(&p, FileKind::Marker).unwrap_err().to_string().contains("not UTF-8 text (invalid byte at offset 2)"));
+    }
+
+    #[test]
+    fn every_reader_refuses_a_fifo_or_socket_at_once() {
+        let d = tempfile::tempdir().unwrap();
+        let fifo = d.path().join("f.yaml");
+        let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+        let sock = d.path().join("s.yaml");
+        let _l = std::os::unix::net::UnixListener::bind(&sock).unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (f2, s2) = (fifo.clone(), sock.clone());
+        std::thread::spawn(move || {
+            let errs = [read_bytes(&f2, 10, "x").unwrap_err(), read_head(&f2).unwrap_err(), open_regular(&f2).unwrap_err(), read_bytes(&s2, 10, "x").unwrap_err()];
+            let _ = tx.send(errs.map(|e| e.to_string()));
+        });
+        let errs = rx.recv_timeout(std::time::Duration::from_secs(5)).expect("a reader blocked on a FIFO");
+        assert!(errs[..3].iter().all(|e| e.contains("not a regular file (it is a FIFO)")), "{errs:?}");
+        assert!(errs[3].contains("it is a socket"), "{errs:?}");
     }
 }

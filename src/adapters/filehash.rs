@@ -4,7 +4,7 @@
 //! confined to the root, largest first, one worker per core, memory fixed
 //! per worker whatever the model size.
 
-use crate::checks::pod_files::{Expected, Outcome};
+use crate::checks::pod_files::{Expected, Outcome, Seen};
 use std::io::Read;
 use std::path::{Component, Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -150,13 +150,23 @@ pub(crate) fn confined(root: &Path, rel: &str) -> Result<Option<PathBuf>, String
     }
 }
 
-/// Current size of each artifact (None: missing), for waiting on downloads.
-/// Size and modification time of each file (`None`: absent or refused);
-/// two equal readings some time apart mean nobody is writing.
-pub(crate) fn stamps(root: &Path, items: &[Expected]) -> Vec<Option<(u64, std::time::SystemTime)>> {
+/// What is at each artifact's path now, for waiting on downloads: two
+/// equal readings some time apart mean nobody is writing. Only metadata is
+/// read, never the file: a FIFO, socket, device or folder (or a path
+/// leading outside the root) is `Refused` at once, never waited for.
+pub(crate) fn stamps(root: &Path, items: &[Expected]) -> Vec<Seen> {
     items
         .iter()
-        .map(|e| confined(root, &e.path).ok().flatten().and_then(|p| std::fs::metadata(p).ok()).and_then(|m| Some((m.len(), m.modified().ok()?))))
+        .map(|e| match confined(root, &e.path) {
+            Ok(None) => Seen::Absent,
+            Err(_) => Seen::Refused,
+            Ok(Some(p)) => match std::fs::metadata(p) {
+                Ok(m) if m.is_file() => Seen::File { len: m.len(), modified: m.modified().ok() },
+                Ok(_) => Seen::Refused,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Seen::Absent,
+                Err(_) => Seen::Refused,
+            },
+        })
         .collect()
 }
 
@@ -166,13 +176,9 @@ fn check_one(root: &Path, e: &Expected, full: bool) -> Outcome {
         Ok(None) => return Outcome::Missing,
         Err(m) => return Outcome::Unreadable(m),
     };
-    let f = match std::fs::File::open(&path) {
-        Ok(f) => f,
-        Err(err) => return Outcome::Unreadable(format!("{}: {err}", e.path)),
-    };
-    let meta = match f.metadata() {
-        Ok(m) if m.is_file() => m,
-        Ok(_) => return Outcome::Unreadable(format!("{} is not a regular file", e.path)),
+    // Checked before it is opened: a FIFO here would block the open forever.
+    let (f, meta) = match crate::adapters::bundle_files::open_regular(&path) {
+        Ok(x) => x,
         Err(err) => return Outcome::Unreadable(format!("{}: {err}", e.path)),
     };
     if meta.len() != e.size {
@@ -280,6 +286,79 @@ mod tests {
             let d = if expected == 100 { &data[..50] } else { &data[..] };
             let e = sha256_read(Chunky { data: d, step: BLOCK, fail: true }, expected, &|_| {}).unwrap_err();
             assert_eq!(e.to_string(), "disk gone");
+        }
+    }
+
+    #[derive(Debug, Clone, Copy, PartialEq)]
+    enum Kind {
+        Good,
+        Fifo,
+        Socket,
+        Folder,
+        LinkToFifo,
+        Absent,
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 48, failure_persistence: None, ..Default::default() })]
+
+        /// Any mix of regular files, FIFOs, sockets, folders, symlinks to a
+        /// FIFO and absent paths: the check and the wait's look both return
+        /// within seconds (run on a thread with a timeout, so a reader that
+        /// opens a FIFO fails the test instead of hanging it), every
+        /// non-file is UNREADABLE naming what it is and `Refused` (never
+        /// waited for), the rest judged as usual.
+        #[test]
+        fn files_that_are_not_files_are_refused_without_blocking(kinds in proptest::collection::vec(proptest::sample::select(vec![Kind::Good, Kind::Fifo, Kind::Socket, Kind::Folder, Kind::LinkToFifo, Kind::Absent]), 1..6)) {
+            let d = tempfile::tempdir().unwrap();
+            let root = d.path().canonicalize().unwrap();
+            let mut keep = Vec::new();
+            let mut items = Vec::new();
+            for (i, k) in kinds.iter().enumerate() {
+                let p = root.join(format!("a{i}"));
+                let fifo = |p: &Path| {
+                    let c = std::ffi::CString::new(p.as_os_str().as_encoded_bytes()).unwrap();
+                    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+                };
+                match k {
+                    Kind::Good => std::fs::write(&p, b"hello").unwrap(),
+                    Kind::Fifo => fifo(&p),
+                    Kind::Socket => keep.push(std::os::unix::net::UnixListener::bind(&p).unwrap()),
+                    Kind::Folder => std::fs::create_dir(&p).unwrap(),
+                    Kind::LinkToFifo => {
+                        fifo(&root.join(format!("t{i}")));
+                        std::os::unix::fs::symlink(root.join(format!("t{i}")), &p).unwrap();
+                    }
+                    Kind::Absent => {}
+                }
+                items.push(Expected { path: format!("a{i}"), sha256: digest(b"hello"), size: 5 });
+            }
+            let (tx, rx) = std::sync::mpsc::channel();
+            let (r2, i2) = (root.clone(), items.clone());
+            let t0 = std::time::Instant::now();
+            std::thread::spawn(move || {
+                let _ = tx.send((check_all(&r2, &i2, true, 2), stamps(&r2, &i2)));
+            });
+            let got = rx.recv_timeout(std::time::Duration::from_secs(5));
+            proptest::prop_assert!(got.is_ok(), "a reader blocked on {kinds:?} ({:?})", t0.elapsed());
+            let (outcomes, seen) = got.unwrap();
+            for ((k, o), s) in kinds.iter().zip(&outcomes).zip(&seen) {
+                let what = match k {
+                    Kind::Good => {
+                        proptest::prop_assert_eq!(o, &Outcome::Ok);
+                        continue;
+                    }
+                    Kind::Absent => {
+                        proptest::prop_assert_eq!((o, s), (&Outcome::Missing, &Seen::Absent));
+                        continue;
+                    }
+                    Kind::Fifo | Kind::LinkToFifo => "a FIFO",
+                    Kind::Socket => "a socket",
+                    Kind::Folder => "a folder",
+                };
+                proptest::prop_assert!(matches!(o, Outcome::Unreadable(m) if m.contains(&format!("it is {what}"))), "{:?}: {:?}", k, o);
+                proptest::prop_assert_eq!(s, &Seen::Refused);
+            }
         }
     }
 }

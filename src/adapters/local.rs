@@ -97,24 +97,30 @@ pub(crate) fn write_into(folder: &Path, name: &str, bytes: &[u8]) -> Result<Path
 }
 
 #[cfg(feature = "cli")]
-/// Every regular file under `dir`, as (`/`-separated path relative to
-/// `dir`, full path), sorted by name. A symlink anywhere is an error: what
-/// is published must be exactly the bytes in the folder.
-pub(crate) fn regular_files(dir: &Path) -> Result<Vec<(String, PathBuf)>> {
+/// Every regular file under `dir`, as (path relative to `dir`, full path),
+/// sorted by name. A symlink anywhere is an error: what is published must
+/// be exactly the bytes in the folder; so is a FIFO, socket or device
+/// (skipping it would publish a release without that file). Names are
+/// kept as the file system has them: whether the store can hold them is
+/// the store's to say (`Store::publish_keys`).
+pub(crate) fn regular_files(dir: &Path) -> Result<Vec<(PathBuf, PathBuf)>> {
     if !dir.is_dir() {
         bail!("{} is not a folder", dir.display());
     }
     let mut files = Vec::new();
     for e in walkdir::WalkDir::new(dir).follow_links(false).sort_by_file_name() {
         let e = e.with_context(|| format!("walking {}", dir.display()))?;
-        if e.file_type().is_symlink() {
+        let t = e.file_type();
+        if t.is_symlink() {
             bail!("{} is a symlink; publish copies regular files only", e.path().display());
         }
-        if !e.file_type().is_file() {
+        if t.is_dir() {
             continue;
         }
+        let meta = e.metadata().with_context(|| format!("reading {}", e.path().display()))?;
+        crate::adapters::bundle_files::ensure_regular(&meta).with_context(|| format!("{}: publish copies regular files only", e.path().display()))?;
         let Ok(rel) = e.path().strip_prefix(dir) else { continue };
-        files.push((rel.to_string_lossy().replace('\\', "/"), e.path().to_path_buf()));
+        files.push((rel.to_path_buf(), e.path().to_path_buf()));
     }
     Ok(files)
 }

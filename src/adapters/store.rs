@@ -309,7 +309,8 @@ impl Store {
     fn escapes(&self, key: &str) -> Option<String> {
         let dir = self.local_dir.as_ref()?;
         match std::fs::canonicalize(dir.join(key)) {
-            Ok(real) if real.starts_with(dir) => None,
+            // A FIFO swapped in after listing would block object_store's open.
+            Ok(real) if real.starts_with(dir) => std::fs::metadata(&real).and_then(|m| crate::adapters::bundle_files::ensure_regular(&m)).err().map(|e| format!("`{key}` in `{}`: {e}", self.uri)),
             Ok(_) => Some(format!("`{key}` is a symlink leading outside `{}`", self.uri)),
             Err(e) => Some(format!("`{key}` cannot be resolved inside `{}`: {e}", self.uri)),
         }
@@ -469,8 +470,8 @@ fn listed(rel: &str, m: &ObjectMeta) -> Listed {
 
 /// Hash a local file (publish): bounded memory, the shared read loop.
 fn hash_file(path: &std::path::Path) -> Result<(String, u64)> {
-    let f = std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
-    let len = f.metadata().with_context(|| format!("reading {}", path.display()))?.len();
+    let (f, meta) = crate::adapters::bundle_files::open_regular(path).with_context(|| format!("opening {}", path.display()))?;
+    let len = meta.len();
     // Up to one block past the size it had when opened: a file still growing is read as far as that.
     let got = filehash::sha256_read(f, len, &|_| {}).with_context(|| format!("reading {}", path.display()))?;
     Ok((got.sha256, got.bytes))
@@ -513,7 +514,7 @@ impl Store {
         }
         let up = self.inner.put_multipart(&loc).await.map_err(|e| anyhow!("starting upload of `{key}`: {}", short_error(&e)))?;
         let mut w = object_store::WriteMultipart::new_with_chunk_size(up, PART_SIZE);
-        let mut f = tokio::fs::File::open(path).await.with_context(|| format!("opening {}", path.display()))?;
+        let mut f = tokio::fs::File::from_std(crate::adapters::bundle_files::open_regular(path).with_context(|| format!("opening {}", path.display()))?.0);
         let mut sent = filehash::Hashing::new(|_| {});
         let mut buf = vec![0u8; READ_CHUNK];
         let read = loop {
@@ -542,6 +543,164 @@ impl Store {
         }
         w.finish().await.map_err(|e| anyhow!("finishing upload of `{key}`: {}", short_error(&e)))?;
         Ok((sha, size))
+    }
+}
+
+/// The longest key S3, GCS and Azure all hold (bytes of UTF-8).
+const MAX_KEY_BYTES: usize = 1024;
+
+/// Why the store cannot hold `seg` (one path segment) as it is, if it cannot.
+fn unfaithful_segment(seg: &str) -> Option<String> {
+    use object_store::path::PathPart;
+    if seg.is_empty() || seg == "." || seg == ".." {
+        return Some(format!("`{seg}` is not a file name"));
+    }
+    if PathPart::parse(seg).is_err() {
+        return Some("it holds a control character".into());
+    }
+    // object_store percent-encodes these (and every non-ASCII byte, so two
+    // names differing only by Unicode normalisation are refused here too).
+    let stored = PathPart::from(seg);
+    if stored.as_ref() != seg {
+        return Some(format!("the store would hold `{seg}` as `{}` (percent-encoded)", stored.as_ref()));
+    }
+    if seg.ends_with('.') || seg.starts_with(char::is_whitespace) || seg.ends_with(char::is_whitespace) {
+        return Some(format!("`{seg}` starts or ends with whitespace or ends with a dot, which some stores and file systems drop"));
+    }
+    None
+}
+
+/// The key a file at `rel` (relative to the folder to publish) is stored
+/// under: `rel` itself, `/`-separated, when the store would list exactly
+/// that name back, else why not. The one rule publish names files by, so
+/// the bundle records the key the store holds and the pod finds.
+pub(crate) fn publish_key(rel: &Path) -> Result<String, String> {
+    let Some(key) = rel.to_str() else {
+        return Err("its name is not UTF-8".into());
+    };
+    if crate::bundle::path_escapes(key) {
+        return Err("not a plain relative path (`..`, `.`, an empty segment, `\\` or `:`)".into());
+    }
+    match key.split('/').find_map(unfaithful_segment) {
+        Some(why) => Err(why),
+        None => Ok(key.to_string()),
+    }
+}
+
+/// What publish uploaded: (sha256, size) by key.
+pub(crate) type Published = std::collections::BTreeMap<String, (String, u64)>;
+
+impl Store {
+    /// The keys of `files` (relative path, full path), or every name the
+    /// store cannot hold as it is, refused together before anything is
+    /// uploaded.
+    pub(crate) fn publish_keys(&self, files: Vec<(PathBuf, PathBuf)>) -> Result<Vec<(String, PathBuf)>> {
+        let mut out = Vec::new();
+        let mut refused = Vec::new();
+        for (rel, full) in files {
+            match publish_key(&rel) {
+                Ok(key) if self.object_path(&key).as_ref().len() > MAX_KEY_BYTES => refused.push(format!("{}: the key is over {MAX_KEY_BYTES} bytes", rel.display())),
+                Ok(key) => out.push((key, full)),
+                Err(why) => refused.push(format!("{}: {why}", rel.display())),
+            }
+        }
+        if !refused.is_empty() {
+            bail!("refusing to publish {} file(s) whose names `{}` would not hold as they are (rename them; nothing was uploaded): {}", refused.len(), self.uri, refused.join("; "));
+        }
+        Ok(out)
+    }
+
+    /// Upload every (key, file), at most `jobs` at once, all or nothing:
+    /// after the first failure nothing new starts, the uploads under way
+    /// end (so nothing still writes), and every key written is deleted
+    /// again ([`Store::undo_publish`]); on success every key is listed back
+    /// with its size. The caller checked that the prefix was empty.
+    pub(crate) async fn upload_all(self: &Arc<Self>, files: Vec<(String, PathBuf)>, jobs: usize) -> Result<Published> {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let stop = Arc::new(AtomicBool::new(false));
+        let sem = Arc::new(tokio::sync::Semaphore::new(jobs.max(1)));
+        let mut set = tokio::task::JoinSet::new();
+        for (key, path) in files {
+            let (store, sem, stop) = (self.clone(), sem.clone(), stop.clone());
+            set.spawn(async move {
+                let _p = sem.acquire_owned().await;
+                if stop.load(Ordering::SeqCst) {
+                    return (key, None);
+                }
+                let r = store.upload_file(&key, &path).await;
+                if r.is_err() {
+                    stop.store(true, Ordering::SeqCst);
+                }
+                (key, Some(r))
+            });
+        }
+        let mut published = Published::new();
+        let mut started = Vec::new();
+        let mut failed = None;
+        while let Some(j) = set.join_next().await {
+            match j {
+                Ok((key, Some(Ok(v)))) => {
+                    started.push(key.clone());
+                    published.insert(key, v);
+                }
+                Ok((key, Some(Err(e)))) => {
+                    started.push(key);
+                    failed.get_or_insert(e);
+                }
+                Ok((_, None)) => {}
+                Err(e) => {
+                    failed.get_or_insert(anyhow!("upload task: {e}"));
+                }
+            }
+        }
+        let res = match failed {
+            Some(e) => Err(e),
+            None => self.check_listed(&published).await,
+        };
+        match res {
+            Ok(()) => Ok(published),
+            Err(e) => Err(self.undo_publish(&started, e).await),
+        }
+    }
+
+    /// Publish proves its own upload: the prefix lists exactly the keys
+    /// uploaded, each with the size sent.
+    async fn check_listed(&self, published: &Published) -> Result<()> {
+        let (listing, refused) = self.list_checked().await?;
+        for (key, (_, size)) in published {
+            match listing.iter().find(|o| &o.key == key) {
+                Some(o) if o.size == *size => {}
+                Some(o) => bail!("`{key}` is {} bytes in the store after upload, expected {size}", o.size),
+                None => bail!("`{key}` is not listed after upload"),
+            }
+        }
+        if let Some(other) = listing.iter().map(|o| &o.key).chain(refused.iter().map(|r| &r.key)).find(|k| !published.contains_key(*k)) {
+            bail!("`{}` holds `{other}`, which this publish did not upload", self.uri);
+        }
+        Ok(())
+    }
+
+    /// After a failed publish: delete every key it may have written (an
+    /// upload that failed may still have landed), then list the prefix to
+    /// prove it is empty, so the retry is not refused as "not empty". The
+    /// error says what happened, and what is left when cleanup failed.
+    pub(crate) async fn undo_publish(&self, keys: &[String], cause: anyhow::Error) -> anyhow::Error {
+        let mut failures = Vec::new();
+        for key in keys {
+            match self.inner.delete(&self.object_path(key)).await {
+                Ok(()) | Err(object_store::Error::NotFound { .. }) => {}
+                Err(e) => failures.push(format!("`{key}`: {}", short_error(&e))),
+            }
+        }
+        let note = match self.list_checked().await {
+            Ok((left, refused)) if left.is_empty() && refused.is_empty() && failures.is_empty() => format!("nothing was left under `{}` (what was written was deleted again); the publish can be retried", self.uri),
+            Ok((left, refused)) => {
+                let names: Vec<String> = left.iter().map(|o| o.key.clone()).chain(refused.into_iter().map(|r| r.key)).collect();
+                format!("CLEANUP FAILED: `{}` still holds {} object(s) ({}){}; delete them before retrying", self.uri, names.len(), names.join(", "), if failures.is_empty() { String::new() } else { format!("; deletes failed: {}", failures.join("; ")) })
+            }
+            Err(e) => format!("CLEANUP NOT CONFIRMED: listing `{}` after deleting failed ({e:#}){}", self.uri, if failures.is_empty() { String::new() } else { format!("; deletes failed: {}", failures.join("; ")) }),
+        };
+        anyhow!("{cause:#}; {note}")
     }
 }
 
@@ -622,5 +781,38 @@ mod tests {
             let want: &[&str] = if named { &["llm/v2/"] } else { &[] };
             assert_eq!(refused.iter().map(|r| r.key.as_str()).collect::<Vec<_>>(), want, "{refused:?}");
         }
+    }
+
+    #[test]
+    fn publish_keys_are_the_names_the_store_lists_back() {
+        use std::os::unix::ffi::OsStrExt;
+        for ok in ["model-00001-of-00002.safetensors", "sub/dir/a b.json", "a+b=c@d.bin", ".hidden"] {
+            let key = publish_key(Path::new(ok)).unwrap_or_else(|e| panic!("{ok}: {e}"));
+            assert_eq!(key, ok);
+            assert_eq!(OPath::parse(&key).unwrap().as_ref(), ok, "the store lists it back as it is");
+        }
+        let bad: Vec<(&[u8], &str)> = vec![
+            (b"a%b", "percent-encoded"),
+            (b"a#b", "as `a%23b`"),
+            (b"x/../y", "not a plain relative path"),
+            (b"x//y", "not a plain relative path"),
+            (b"./y", "not a plain relative path"),
+            (b"x.", "ends with a dot"),
+            (b"x ", "whitespace"),
+            (b" x", "whitespace"),
+            (b"x\t", "control character"),
+            (b"\xff.bin", "not UTF-8"),
+            ("caf\u{e9}.txt".as_bytes(), "percent-encoded"),
+            ("cafe\u{301}.txt".as_bytes(), "percent-encoded"),
+            (b"a:b", "not a plain relative path"),
+        ];
+        for (name, why) in bad {
+            let e = publish_key(Path::new(std::ffi::OsStr::from_bytes(name))).unwrap_err();
+            assert!(e.contains(why), "{:?}: {e}", String::from_utf8_lossy(name));
+        }
+        let store = Store::from_parts(Arc::new(object_store::memory::InMemory::new()), "b/p", "s3://b/p/");
+        let long = PathBuf::from("x".repeat(1100));
+        let e = store.publish_keys(vec![(long.clone(), long), (PathBuf::from("a#b"), PathBuf::from("a#b")), (PathBuf::from("ok"), PathBuf::from("ok"))]).unwrap_err().to_string();
+        assert!(e.contains("refusing to publish 2 file(s)") && e.contains("over 1024 bytes") && e.contains("a#b") && e.contains("nothing was uploaded"), "{e}");
     }
 }

@@ -15,7 +15,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use crate::adapters::filehash;
-use crate::checks::pod_files::{self, Expected, Outcome};
+use crate::checks::pod_files::{self, describe_wait, Expected, Outcome, Seen, WaitState, Waiting};
 use crate::adapters::local;
 use crate::checks::lint::is_sha256_hex;
 use crate::report::{Report, StepReport, Table, Verdict};
@@ -83,11 +83,18 @@ pub(crate) fn run(o: &Opts) -> Result<Report> {
     let m = parse_manifest(&o.manifest_env, &text)?;
     let mut r = Report::new("verify-files");
     if o.ready {
-        // Readiness probe: Ready only when this release's check passed.
-        let ok = crate::adapters::bundle_files::read_text(&o.marker, crate::adapters::bundle_files::FileKind::Marker).map(|s| s.trim() == m.release_digest).unwrap_or(false);
+        // Readiness probe: Ready only when this release's check passed;
+        // otherwise say what the verifier last reported (what it waits
+        // for, or what failed): `kubectl describe pod` shows this output.
+        let ok = read_small(&o.marker).is_some_and(|s| s.trim() == m.release_digest);
         let mut s = StepReport::new("verify-files-ready", o.marker.display().to_string());
         s.verdict = if ok { Verdict::Pass } else { Verdict::Fail };
-        s.summary = if ok { format!("verified {}", m.release_digest) } else { "model files not verified (yet)".into() };
+        s.summary = if ok {
+            format!("verified {}", m.release_digest)
+        } else {
+            let said = read_small(&status_path(&o.marker)).unwrap_or_else(|| "the verifier has not reported yet".into());
+            format!("model files not verified yet: {}", said.trim())
+        };
         r.push(s);
         return Ok(r);
     }
@@ -99,11 +106,24 @@ pub(crate) fn run(o: &Opts) -> Result<Report> {
     };
     let root = local::canonical(&o.root, "model folder")?;
     let items: Vec<Expected> = m.artifacts.iter().map(|a| Expected { path: a.path.clone(), sha256: a.sha256.clone(), size: a.size }).collect();
-    let deadline = Instant::now() + o.wait;
+    let status = status_path(&o.marker);
+    // A status from an earlier run must not describe this one.
+    local::remove_file(&status).context("removing the status of an earlier run")?;
+    let mut say = |line: &str, log: bool| {
+        if log {
+            eprintln!("bundlegate verify-files: {line}");
+        }
+        if let Err(e) = local::write_atomic(&status, line.as_bytes()) {
+            tracing::warn!("cannot write the verifier's status: {e:#}");
+        }
+    };
+    let clock = SystemClock;
+    let deadline = clock.now() + o.wait;
     let t0 = Instant::now();
     let outcomes = loop {
-        wait_complete(&root, &items, deadline);
+        wait_complete(&items, deadline, &clock, &mut || filehash::stamps(&root, &items), &mut say);
         let before = filehash::stamps(&root, &items);
+        say(&format!("checking {} artifact(s) ({}) against their pinned {}", items.len(), crate::util::human_bytes(items.iter().map(|e| e.size).fold(0, u64::saturating_add)), if full { "sha256 and size" } else { "size" }), false);
         let outcomes = filehash::check_all(&root, &items, full, o.threads);
         let all_ok = outcomes.iter().all(|x| matches!(x, Outcome::Ok));
         // A file that changed while it was hashed was still being written:
@@ -121,13 +141,17 @@ pub(crate) fn run(o: &Opts) -> Result<Report> {
     local::remove_file(&o.marker).context("removing the marker of an earlier run")?;
     if lines.is_empty() {
         local::write_atomic(&o.marker, m.release_digest.as_bytes()).context("writing the marker")?;
+        local::remove_file(&status).context("removing the verifier's status")?;
     } else {
         // Kubernetes keeps the last 4096 bytes; the first artifacts matter most.
         let mut msg = lines.join("\n");
-        msg.truncate(4000);
+        truncate_at(&mut msg, 4000);
         for l in &lines {
             eprintln!("bundlegate verify-files: {l}");
         }
+        let mut said = format!("{} of {} artifact(s) failed: {}", lines.len(), items.len(), lines.join("; "));
+        truncate_at(&mut said, STATUS_MAX);
+        say(&said, false);
         if let Err(e) = local::write_in_place(&o.termination_log, msg.as_bytes()) {
             tracing::warn!("cannot write the termination log: {e:#}");
         }
@@ -144,33 +168,103 @@ pub(crate) fn run(o: &Opts) -> Result<Report> {
     Ok(r)
 }
 
-/// How long every file must keep its size and modification time before it
-/// counts as complete: a downloader may preallocate a file at its full size
-/// and fill it in, so "has its size" alone is not "is done".
-const SETTLE: Duration = Duration::from_secs(2);
+/// The status file beside the marker: what the verifier last reported
+/// (waiting for what, checking, or what failed), for the readiness probe.
+fn status_path(marker: &Path) -> PathBuf {
+    let mut name = marker.file_name().map(|n| n.to_os_string()).unwrap_or_default();
+    name.push(".status");
+    marker.with_file_name(name)
+}
+
+/// A status line fits the 4 KiB the probe reads of it.
+const STATUS_MAX: usize = 3500;
+
+/// The log says what the wait is for at least this often.
+pub(crate) const LOG_EVERY: Duration = Duration::from_secs(10);
+
+/// How often the files are looked at while waiting.
+const POLL: Duration = Duration::from_millis(250);
+
+/// A small file's text (the marker, the status), or None.
+fn read_small(p: &Path) -> Option<String> {
+    crate::adapters::bundle_files::read_text(p, crate::adapters::bundle_files::FileKind::Marker).ok()
+}
+
+/// Cut `s` to at most `max` bytes on a character boundary.
+fn truncate_at(s: &mut String, max: usize) {
+    let mut cut = max.min(s.len());
+    while !s.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    s.truncate(cut);
+}
+
+/// Time for the wait loop, injectable so its reporting is tested without
+/// sleeping.
+pub(crate) trait Clock {
+    fn now(&self) -> Instant;
+    fn sleep(&self, d: Duration);
+}
+
+struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now(&self) -> Instant {
+        Instant::now()
+    }
+    fn sleep(&self, d: Duration) {
+        std::thread::sleep(d);
+    }
+}
+
+/// A file the wait names, with the kind of reason (not the byte count).
+type Named = (usize, std::mem::Discriminant<Waiting>);
 
 /// Wait (bounded by `deadline`) until every file exists with at least its
-/// pinned size and nothing has written to any of them for [`SETTLE`], so a
-/// download still in progress is not reported as a mismatch. Whatever is
-/// still wrong at the deadline is then reported as found.
-fn wait_complete(root: &Path, items: &[Expected], deadline: Instant) {
-    let mut last = filehash::stamps(root, items);
-    let mut quiet_since = Instant::now();
+/// pinned size and nothing has written to it for [`SETTLE`](pod_files::SETTLE),
+/// so a download still in progress is not reported as a mismatch. A path
+/// holding something that is not a file is not waited for. `look` reads
+/// what is at the paths; `say` gets what the wait is for each time it is
+/// looked at (for the probe), with `true` when it goes to the log too: at
+/// the first look, whenever the set of files or their reasons change, and
+/// at least every [`LOG_EVERY`]. Whatever is still wrong at the deadline is
+/// then reported as found.
+pub(crate) fn wait_complete(items: &[Expected], deadline: Instant, clock: &dyn Clock, look: &mut dyn FnMut() -> Vec<Seen>, say: &mut dyn FnMut(&str, bool)) {
+    let start = clock.now();
+    let mut state = WaitState::new(look());
+    // When the log last spoke, and which files it named for which reason.
+    let mut logged: Option<(Instant, Vec<Named>)> = None;
+    let mut shown = String::new();
     loop {
-        let now = Instant::now();
+        let now = clock.now();
+        let at = now.saturating_duration_since(start);
+        if state.done(items, at) {
+            if logged.is_some() {
+                say(&format!("every artifact complete after {:.1} s of waiting", at.as_secs_f64()), true);
+            }
+            return;
+        }
         if now >= deadline {
+            // With `--wait 0s` nothing was waited for, so nothing to say.
+            if logged.is_some() {
+                say(&format!("stopped waiting after {:.1} s (--wait): {}", at.as_secs_f64(), describe_wait(items, &state.waiting(items, at), STATUS_MAX - 64)), true);
+            }
             return;
         }
-        let cur = filehash::stamps(root, items);
-        if cur != last {
-            last = cur;
-            quiet_since = now;
+        let waiting = state.waiting(items, at);
+        let kinds: Vec<_> = waiting.iter().map(|(i, w)| (*i, std::mem::discriminant(w))).collect();
+        let line = describe_wait(items, &waiting, STATUS_MAX);
+        let log = logged.as_ref().is_none_or(|(when, k)| *k != kinds || now.saturating_duration_since(*when) >= LOG_EVERY);
+        if log || line != shown {
+            say(&line, log);
+            shown = line;
         }
-        let sized = last.iter().zip(items).all(|(s, e)| s.is_some_and(|(len, _)| len >= e.size));
-        if sized && now.duration_since(quiet_since) >= SETTLE {
-            return;
+        if log {
+            logged = Some((now, kinds));
         }
-        std::thread::sleep(Duration::from_millis(250).min(deadline.saturating_duration_since(now)));
+        clock.sleep(POLL.min(deadline.saturating_duration_since(now)));
+        let cur = look();
+        state.observe(clock.now().saturating_duration_since(start), cur);
     }
 }
 
@@ -193,4 +287,137 @@ fn step_for(m: &PodManifest, items: &[Expected], outcomes: &[Outcome], full: boo
     );
     s.data = json!({"releaseDigest": m.release_digest, "bytes": bytes, "seconds": secs, "mismatches": bad});
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::cell::Cell;
+
+    /// Time that moves only when the loop sleeps.
+    struct FakeClock {
+        start: Instant,
+        t: Cell<Duration>,
+    }
+
+    impl Clock for FakeClock {
+        fn now(&self) -> Instant {
+            self.start + self.t.get()
+        }
+        fn sleep(&self, d: Duration) {
+            self.t.set(self.t.get() + d);
+        }
+    }
+
+    /// One file's download: absent until `appear`, growing until `full`,
+    /// then rewritten in place until `quiet` (`None`: never appears).
+    #[derive(Debug, Clone, Copy)]
+    struct Timeline {
+        appear: Option<u64>,
+        full: u64,
+        quiet: u64,
+    }
+
+    const SIZE: u64 = 1000;
+
+    fn timeline() -> impl Strategy<Value = Timeline> {
+        (prop::option::weighted(0.85, 0u64..60_000), 0u64..40_000, 0u64..20_000).prop_map(|(a, g, q)| Timeline { appear: a, full: a.unwrap_or(0) + g, quiet: a.unwrap_or(0) + g + q })
+    }
+
+    /// What is at the path `ms` into the wait.
+    fn seen(tl: &Timeline, ms: u64) -> Seen {
+        match tl.appear {
+            Some(a) if ms >= a => {
+                let len = if ms >= tl.full { SIZE } else { SIZE * (ms - a) / (tl.full - a).max(1) };
+                let modified = std::time::UNIX_EPOCH + Duration::from_millis(ms.min(tl.quiet));
+                Seen::File { len, modified: Some(modified) }
+            }
+            _ => Seen::Absent,
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 200, failure_persistence: None, ..ProptestConfig::default() })]
+
+        /// Any set of downloads (absent, growing, rewritten in place, never
+        /// arriving) under a 90 s wait: a log line at the first look and at
+        /// least every 10 s while waiting; each names exactly the files not
+        /// complete at that moment with why (absent; n of m bytes; still
+        /// changing), and none that is complete and quiet; the status (what
+        /// the probe prints) is always the latest of them; the wait ends
+        /// when the last file has settled, or at the deadline naming what
+        /// is missing.
+        #[test]
+        fn the_wait_says_what_it_waits_for_at_least_every_ten_seconds(tls in prop::collection::vec(timeline(), 1..5)) {
+            let items: Vec<Expected> = (0..tls.len()).map(|i| Expected { path: format!("shard-{i}.bin"), sha256: String::new(), size: SIZE }).collect();
+            let clock = FakeClock { start: Instant::now(), t: Cell::new(Duration::ZERO) };
+            let deadline = clock.start + Duration::from_secs(90);
+            let ms = || clock.t.get().as_millis() as u64;
+            let mut look = || tls.iter().map(|tl| seen(tl, ms())).collect::<Vec<_>>();
+            let mut said: Vec<(u64, String, bool)> = Vec::new();
+            wait_complete(&items, deadline, &clock, &mut look, &mut |line: &str, log: bool| said.push((ms(), line.to_string(), log)));
+            let end = ms();
+            let settled_at = tls.iter().map(|tl| tl.appear.map(|_| tl.quiet.max(tl.full))).collect::<Option<Vec<_>>>().map(|v| v.into_iter().max().unwrap_or(0));
+            // Ends once everything settled (within a poll), else at the deadline.
+            match settled_at {
+                Some(t) if t + 2000 + 250 < 90_000 => prop_assert!(end <= t + 2000 + 500 && end >= 2000, "ended at {end} ms, last change at {t} ms"),
+                _ => prop_assert!(end >= 89_750, "ended at {end} ms before the deadline with a file never arriving"),
+            }
+            let logs: Vec<&(u64, String, bool)> = said.iter().filter(|s| s.2).collect();
+            if end > 0 && settled_at != Some(0) {
+                prop_assert!(!logs.is_empty() && logs[0].0 == 0, "no log line at the first look: {said:?}");
+            }
+            for w in logs.windows(2) {
+                prop_assert!(w[1].0 - w[0].0 <= (LOG_EVERY + POLL).as_millis() as u64, "{} ms without a log line: {:?}", w[1].0 - w[0].0, w);
+            }
+            if let Some(last) = logs.last() {
+                prop_assert!(end - last.0 <= (LOG_EVERY + POLL).as_millis() as u64, "silent for the last {} ms", end - last.0);
+            }
+            for (at, line, _) in said.iter().filter(|s| s.1.starts_with("waiting for")) {
+                for (i, tl) in tls.iter().enumerate() {
+                    let name = &items[i].path;
+                    let want = match seen(tl, *at) {
+                        Seen::Absent => Some("absent".to_string()),
+                        Seen::File { len, .. } if len < SIZE => Some(format!("{len} of {SIZE} bytes")),
+                        Seen::File { .. } if *at < tl.quiet && *at >= 250 && tl.quiet > 0 => Some("still changing".into()),
+                        Seen::File { .. } if *at >= tl.quiet.max(tl.full) + 2000 + 250 => None,
+                        _ => continue, // settling: named or not
+                        };
+                    match want {
+                        Some(why) => prop_assert!(line.contains(&format!("{name} ({why})")), "at {at} ms `{line}` does not say {name} ({why})"),
+                        None => prop_assert!(!line.contains(name.as_str()), "at {at} ms `{line}` names {name}, complete and quiet"),
+                    }
+                }
+            }
+            if let Some((_, last, _)) = said.last() {
+                let done = last.starts_with("every artifact complete");
+                let stopped = last.starts_with("stopped waiting");
+                prop_assert!(done || stopped, "the last word is neither: {last}");
+                for (i, tl) in tls.iter().enumerate() {
+                    if tl.appear.is_none() {
+                        prop_assert!(stopped && last.contains(&format!("{} (absent)", items[i].path)), "{last}");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_wait_of_zero_says_nothing_and_refused_paths_are_not_waited_for() {
+        let items: Vec<Expected> = (0..2).map(|i| Expected { path: format!("f{i}"), sha256: String::new(), size: 5 }).collect();
+        let clock = FakeClock { start: Instant::now(), t: Cell::new(Duration::ZERO) };
+        let mut said = Vec::new();
+        wait_complete(&items, clock.start, &clock, &mut || vec![Seen::Absent, Seen::Refused], &mut |l: &str, _| said.push(l.to_string()));
+        assert!(said.is_empty(), "{said:?}");
+        // A FIFO (Refused) beside a complete file: over once the file settles.
+        let f = Seen::File { len: 5, modified: None };
+        wait_complete(&items, clock.start + Duration::from_secs(600), &clock, &mut || vec![f.clone(), Seen::Refused], &mut |l: &str, _| said.push(l.to_string()));
+        assert!(clock.t.get() <= pod_files::SETTLE + POLL, "{:?}", clock.t.get());
+    }
+
+    #[test]
+    fn the_status_path_sits_beside_the_marker() {
+        assert_eq!(status_path(Path::new("/tmp/bundlegate-verified")), PathBuf::from("/tmp/bundlegate-verified.status"));
+    }
 }

@@ -274,47 +274,34 @@ pub(crate) fn infer_role(path: &str) -> bundle::ArtifactRole {
     }
 }
 
-pub(crate) async fn publish(ctx: &Ctx, dir: &Path, to: &str, bundle_path: &Path, jobs: usize) -> Result<StepReport> {
+pub async fn publish(ctx: &Ctx, dir: &Path, to: &str, bundle_path: &Path, jobs: usize) -> Result<StepReport> {
     let l = crate::adapters::bundle_files::load(bundle_path)?;
-    // Gather files first: refuse anything that would escape the prefix.
     let files = crate::adapters::local::regular_files(dir)?;
-    if let Some((rel, _)) = files.iter().find(|(rel, _)| bundle::path_escapes(rel)) {
-        bail!("refusing to publish `{rel}`: not a plain relative path");
-    }
     if files.is_empty() {
         bail!("{} holds no files", dir.display());
     }
-    let is_s3 = matches!(bundle::storage_uri::backend_of(to), Some((_, bundle::storage_uri::Backend::S3)));
     let store = Arc::new(ctx.open_store(to, &l.dir(), true)?);
+    // Every name is checked before anything is uploaded: one the store
+    // would hold under another key would leave a half-written prefix.
+    let files = store.publish_keys(files)?;
     let (existing, refused) = store.list_checked().await.with_context(|| format!("listing {to}"))?;
     if !existing.is_empty() || !refused.is_empty() {
         bail!("refusing to publish into `{to}`: it already holds {} object(s) (one version, one path)", existing.len() + refused.len());
     }
-    let sem = Arc::new(Semaphore::new(jobs.clamp(1, MAX_JOBS)));
-    let mut set = tokio::task::JoinSet::new();
-    for (rel, path) in files.clone() {
-        let store = store.clone();
-        let sem = sem.clone();
-        set.spawn(async move {
-            let _p = sem.acquire_owned().await.expect("open");
-            let (sha, size) = store.upload_file(&rel, &path).await?;
-            Ok::<_, anyhow::Error>((rel, sha, size))
-        });
-    }
-    let mut published = BTreeMap::new();
-    while let Some(j) = set.join_next().await {
-        let (rel, sha, size) = j.context("upload task")??;
-        published.insert(rel, (sha, size));
-    }
-    // Read back what the store holds before recording it: publish proves its own upload.
-    let listing = store.list().await?;
-    for (rel, (_, size)) in &published {
-        match listing.iter().find(|o| &o.key == rel) {
-            Some(o) if o.size == *size => {}
-            Some(o) => bail!("`{rel}` is {} bytes in the store after upload, expected {size}", o.size),
-            None => bail!("`{rel}` is not listed after upload"),
+    // All or nothing: a failure deletes what was written, so the retry finds the prefix empty.
+    let published = store.upload_all(files, jobs.clamp(1, MAX_JOBS)).await?;
+    match record_published(&l, bundle_path, to, &published) {
+        Ok(s) => Ok(s),
+        Err(e) => {
+            let keys: Vec<String> = published.keys().cloned().collect();
+            Err(store.undo_publish(&keys, e.context(format!("recording the release in {}", bundle_path.display()))).await)
         }
     }
+}
+
+/// Rewrite the bundle after a publish: storageUri and artifacts.
+fn record_published(l: &Loaded, bundle_path: &Path, to: &str, published: &store::Published) -> Result<StepReport> {
+    let is_s3 = matches!(bundle::storage_uri::backend_of(to), Some((_, bundle::storage_uri::Backend::S3)));
     // Rewrite the bundle: storageUri and artifacts; roles kept by path, else inferred.
     let text = crate::adapters::bundle_files::read_bundle_text(bundle_path)?;
     if let Err(g) = crate::yaml_guard::check(&text, &crate::yaml_guard::Limits::DEFAULT) {

@@ -1,6 +1,8 @@
 //! The in-pod verifier's judgment (`verify-files`): each file the server
 //! will read, as found on the pod's disk, against the bundle's pin.
 
+use std::time::Duration;
+
 use crate::diag::{Code, Diagnostic};
 
 /// A file the bundle pins.
@@ -48,6 +50,124 @@ pub(crate) fn judge(items: &[Expected], outcomes: &[Outcome]) -> (Vec<Diagnostic
         statuses.push("UNREADABLE");
     }
     (diags, statuses)
+}
+
+/// One look at an artifact's path while waiting for a download.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Seen {
+    Absent,
+    /// A regular file: its size and modification time.
+    File { len: u64, modified: Option<std::time::SystemTime> },
+    /// Something that will never become the file (a FIFO, socket, device or
+    /// folder, or a path leading outside the model folder): the check
+    /// refuses it, so it is never waited for.
+    Refused,
+}
+
+/// Why the verifier still waits for an artifact.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Waiting {
+    Absent,
+    Partial { have: u64, want: u64 },
+    /// At its size, but written to less than [`SETTLE`] ago.
+    Changing,
+}
+
+impl std::fmt::Display for Waiting {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Waiting::Absent => write!(f, "absent"),
+            Waiting::Partial { have, want } => write!(f, "{have} of {want} bytes"),
+            Waiting::Changing => write!(f, "still changing"),
+        }
+    }
+}
+
+/// How long a file must keep its size and modification time before it
+/// counts as complete: a downloader may preallocate a file at its full size
+/// and fill it in, so "has its size" alone is not "is done".
+pub(crate) const SETTLE: Duration = Duration::from_secs(2);
+
+/// The wait for downloads as plain data: what each path held at each look
+/// (times are offsets from the first look), and from that what is still
+/// awaited and why. The loop that looks and sleeps is the command's.
+#[derive(Debug, Clone)]
+pub(crate) struct WaitState {
+    last: Vec<Seen>,
+    /// When each path last changed (the first look counts as a change).
+    changed_at: Vec<Duration>,
+    /// Whether it changed after the first look (then it is "still changing").
+    moved: Vec<bool>,
+}
+
+impl WaitState {
+    pub(crate) fn new(first: Vec<Seen>) -> WaitState {
+        let n = first.len();
+        WaitState { last: first, changed_at: vec![Duration::ZERO; n], moved: vec![false; n] }
+    }
+
+    pub(crate) fn observe(&mut self, at: Duration, cur: Vec<Seen>) {
+        for (i, s) in cur.into_iter().enumerate().take(self.last.len()) {
+            if s != self.last[i] {
+                self.last[i] = s;
+                self.changed_at[i] = at;
+                self.moved[i] = true;
+            }
+        }
+    }
+
+    /// Whether `i` is complete at `at`: refused (nothing to wait for), or
+    /// at least its pinned size and untouched for [`SETTLE`].
+    fn settled(&self, items: &[Expected], i: usize, at: Duration) -> bool {
+        match self.last[i] {
+            Seen::Refused => true,
+            Seen::Absent => false,
+            Seen::File { len, .. } => len >= items[i].size && at.saturating_sub(self.changed_at[i]) >= SETTLE,
+        }
+    }
+
+    /// Every artifact complete: the wait is over.
+    pub(crate) fn done(&self, items: &[Expected], at: Duration) -> bool {
+        (0..self.last.len()).all(|i| self.settled(items, i, at))
+    }
+
+    /// What is awaited at `at` and why, in `items` order. A file at its size
+    /// that has not changed since the first look is not listed while it
+    /// settles: nothing says it is being written.
+    pub(crate) fn waiting(&self, items: &[Expected], at: Duration) -> Vec<(usize, Waiting)> {
+        let mut out = Vec::new();
+        for (i, s) in self.last.iter().enumerate() {
+            let why = match s {
+                Seen::Refused => continue,
+                Seen::Absent => Waiting::Absent,
+                Seen::File { len, .. } if *len < items[i].size => Waiting::Partial { have: *len, want: items[i].size },
+                Seen::File { .. } if self.moved[i] && !self.settled(items, i, at) => Waiting::Changing,
+                Seen::File { .. } => continue,
+            };
+            out.push((i, why));
+        }
+        out
+    }
+}
+
+/// One line saying what the wait is for, at most `max` bytes (the readiness
+/// probe's output and the pod's log show it): `waiting for 2 of 5
+/// artifact(s): a.bin (absent), b.bin (10 of 20 bytes)`.
+pub(crate) fn describe_wait(items: &[Expected], waiting: &[(usize, Waiting)], max: usize) -> String {
+    if waiting.is_empty() {
+        return format!("waiting for 0 of {} artifact(s): all present, making sure nothing still writes them ({} s unchanged)", items.len(), SETTLE.as_secs());
+    }
+    let mut s = format!("waiting for {} of {} artifact(s): ", waiting.len(), items.len());
+    for (k, (i, why)) in waiting.iter().enumerate() {
+        let part = format!("{}{} ({why})", if k > 0 { ", " } else { "" }, items[*i].path);
+        let more = format!(", …and {} more", waiting.len() - k);
+        if s.len() + part.len() + more.len() > max {
+            s.push_str(if k == 0 { more.trim_start_matches(", ") } else { &more });
+            break;
+        }
+        s.push_str(&part);
+    }
+    s
 }
 
 #[cfg(test)]
