@@ -321,6 +321,21 @@ mod tests {
         assert!(matches!(argo_state(None, Some(M), &none, None), ArgoState::Waiting { .. }));
     }
 
+    /// Abbreviations as git resolves them: 7 or more hex from the start, on
+    /// either side; anything shorter, empty or different is another commit.
+    #[test]
+    fn revisions_match_in_full_or_by_an_abbreviation_of_seven_or_more() {
+        assert!(same_revision(M, M) && same_revision(&M.to_uppercase(), M) && same_revision(&format!(" {M} "), M));
+        assert!(same_revision(M, &M[..7]) && same_revision(&M[..7], M) && same_revision(M, &M[..12]));
+        for short in [&M[..6], &M[..1], ""] {
+            assert!(!same_revision(M, short) && !same_revision(short, M), "{short:?}");
+        }
+        assert!(!same_revision("", ""), "nothing is not a commit");
+        assert!(!same_revision(M, LATER) && !same_revision(&M[..8], &LATER[..8]));
+        // Two abbreviations of equal length must be equal, not prefixes.
+        assert!(same_revision(&M[..8], &M[..8]) && !same_revision(&M[..8], &format!("{}f", &M[..7])));
+    }
+
     #[test]
     fn a_later_commit_is_judged_by_ancestry_and_content() {
         let merged = parse_time("2026-01-01T10:00:00Z");
