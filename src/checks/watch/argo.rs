@@ -336,6 +336,33 @@ mod tests {
         assert!(same_revision(&M[..8], &M[..8]) && !same_revision(&M[..8], &format!("{}f", &M[..7])));
     }
 
+    /// Survivors cargo-mutants found, each now a case: the last operation
+    /// for an older commit, a sync that finished at the merge's very second,
+    /// the wording of a direct sync, the gate without a merge commit.
+    #[test]
+    fn operation_time_and_the_gate_without_a_merge_commit() {
+        let merged = parse_time("2026-01-01T10:00:00Z");
+        let none = Lineage::new();
+        let old = "ffffffffffffffffffffffffffffffffffffffff";
+        let older: Lineage = [(old.to_string(), Relation::Older)].into();
+        let mut a = app(M, "Succeeded", "2026-01-01T10:01:00Z");
+        a.operation_revision = Some(old.into());
+        assert!(matches!(argo_state(Some(&a), Some(M), &older, merged), ArgoState::Waiting { why, unknowable: false } if why.contains("last sync operation")));
+        // Finished in the merge's own second: not after it.
+        assert!(matches!(argo_state(Some(&app(M, "Succeeded", "2026-01-01T10:00:00Z")), Some(M), &none, merged), ArgoState::Waiting { .. }));
+        assert!(matches!(argo_state(Some(&app(M, "Succeeded", "2026-01-01T10:00:01Z")), Some(M), &none, merged), ArgoState::Synced { via } if via == format!("synced {M}")));
+        // Without a merge commit only Synced + Succeeded can be read, and that is not PASS.
+        let ok = app(M, "Succeeded", "2026-01-01T10:01:00Z");
+        let s = argo_state(Some(&ok), None, &none, None);
+        assert!(matches!(s, ArgoState::Synced { .. }));
+        assert_eq!(verdict(&s, false), crate::report::Verdict::Inconclusive);
+        assert_eq!(verdict(&s, true), crate::report::Verdict::Pass);
+        let out_of_sync = AppStatus { sync_status: Some("OutOfSync".into()), ..ok.clone() };
+        assert!(matches!(argo_state(Some(&out_of_sync), None, &none, None), ArgoState::Waiting { why, .. } if why.contains("OutOfSync")));
+        let running = AppStatus { phase: Some("Running".into()), ..ok };
+        assert!(matches!(argo_state(Some(&running), None, &none, None), ArgoState::Waiting { why, .. } if why.contains("Running")));
+    }
+
     #[test]
     fn a_later_commit_is_judged_by_ancestry_and_content() {
         let merged = parse_time("2026-01-01T10:00:00Z");
