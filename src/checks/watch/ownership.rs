@@ -246,6 +246,45 @@ mod tests {
         assert!(matches!(chain(&objects, &[], &root, None), Chain::Outside(_)));
     }
 
+    /// Kind and name must both be the root's; routing is a share above
+    /// zero of the revision's traffic, or a ready endpoint; events are kept
+    /// only for the release's own objects (cases cargo-mutants asked for).
+    #[test]
+    fn membership_needs_kind_and_name_and_routing_needs_a_share() {
+        let root = Root::for_bundle("m", false);
+        let objects = vec![obj("ReplicaSet", "copy-1", Some(("Deployment", "copy"))), obj("Deployment", "copy", None), obj("StatefulSet", "m", None)];
+        assert!(matches!(chain(&objects, &[owner("ReplicaSet", "copy-1")], &root, None), Chain::Outside(_)), "another Deployment is not the root");
+        assert!(matches!(chain(&objects, &[owner("StatefulSet", "m")], &root, None), Chain::Outside(_)), "another kind of the same name is not the root");
+        let pod = |name: &str, rev: &str| PodInfo { name: name.into(), owners: vec![owner("ReplicaSet", &format!("{rev}-deployment-rs"))], labelled: true, ..Default::default() };
+        let mut view = ClusterView::default();
+        for rev in ["m-predictor-00001", "m-predictor-00002"] {
+            view.objects.push(obj("ReplicaSet", &format!("{rev}-deployment-rs"), Some(("Deployment", &format!("{rev}-deployment")))));
+            view.objects.push(obj("Deployment", &format!("{rev}-deployment"), Some(("Revision", rev))));
+            view.objects.push(obj("Revision", rev, Some(("Configuration", "m-predictor"))));
+        }
+        view.objects.push(obj("Configuration", "m-predictor", Some(("Service", "m-predictor"))));
+        view.objects.push(obj("Service", "m-predictor", Some(("InferenceService", "m"))));
+        view.pods = vec![pod("old", "m-predictor-00001"), pod("new", "m-predictor-00002")];
+        view.traffic = vec![KnativeTraffic { service: "m-predictor".into(), percent: [("m-predictor-00001".to_string(), 0), ("m-predictor-00002".to_string(), 100)].into(), ..Default::default() }];
+        view.events = vec![
+            EventInfo { kind: "Pod".into(), object: "new".into(), ..Default::default() },
+            EventInfo { kind: "Pod".into(), object: "someone-else".into(), ..Default::default() },
+        ];
+        let st = release_state(&view, &Root::for_bundle("m", true));
+        let routed: Vec<(String, Option<bool>)> = st.pods.iter().map(|p| (p.name.clone(), p.routed)).collect();
+        assert_eq!(routed, [("new".to_string(), Some(true)), ("old".to_string(), Some(false))]);
+        assert_eq!(st.pods[0].revision.as_deref(), Some("m-predictor-00002"));
+        assert!(st.routing.contains("status.traffic"), "{}", st.routing);
+        assert_eq!(st.events.len(), 1, "only the release's pod's event");
+        // With EndpointSlices instead: a ready endpoint of the release's Service routes, another Service's does not.
+        let mut raw = ClusterView { objects: vec![obj("ReplicaSet", "m-rs", Some(("Deployment", "m")))], ..Default::default() };
+        raw.pods = vec![PodInfo { name: "a".into(), owners: vec![owner("ReplicaSet", "m-rs")], ..Default::default() }, PodInfo { name: "b".into(), owners: vec![owner("ReplicaSet", "m-rs")], ..Default::default() }];
+        raw.endpoints = Some(vec![EndpointInfo { service: "m".into(), pod: "a".into(), ready: true }, EndpointInfo { service: "other".into(), pod: "b".into(), ready: true }]);
+        let st = release_state(&raw, &Root::for_bundle("m", false));
+        assert_eq!(st.pods.iter().map(|p| p.routed).collect::<Vec<_>>(), [Some(true), Some(false)]);
+        assert!(st.routing.contains("EndpointSlices"));
+    }
+
     #[test]
     fn a_recreated_workload_of_the_same_name_is_another_one() {
         let mut rs = obj("ReplicaSet", "m-1", None);
