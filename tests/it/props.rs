@@ -218,6 +218,38 @@ proptest! {
         }
     }
 
+    /// Well-formed answers are read exactly: every series' labels, values
+    /// and times are the ones in the body (not only how many series).
+    #[test]
+    fn prometheus_values_labels_and_times_are_read_exactly(
+        samples in prop::collection::vec((prop::collection::btree_map("[a-z_]{1,8}", "[ -~]{0,12}", 0..4), -1e12f64..1e12, 1_000_000_000_000u64..2_000_000_000_000), 0..6),
+        matrix in any::<bool>(),
+    ) {
+        // Prometheus sends times in seconds with millisecond precision.
+        let samples: Vec<_> = samples.into_iter().map(|(l, v, ms)| (l, v, ms as f64 / 1000.0)).collect();
+        let result: Vec<serde_json::Value> = samples
+            .iter()
+            .map(|(labels, v, t)| if matrix {
+                json!({"metric": labels, "values": [[t, format!("{v}")], [t + 15.0, format!("{}", v * 2.0)]]})
+            } else {
+                json!({"metric": labels, "value": [t, format!("{v}")]})
+            })
+            .collect();
+        let body = json!({"status": "success", "data": {"resultType": if matrix { "matrix" } else { "vector" }, "result": result}}).to_string();
+        let series = prom::parse_response(200, &body, "q").unwrap();
+        prop_assert_eq!(series.len(), samples.len());
+        for (s, (labels, v, t)) in series.iter().zip(&samples) {
+            prop_assert_eq!(&s.labels, labels);
+            if matrix {
+                prop_assert_eq!(&s.values, &vec![*v, v * 2.0]);
+                prop_assert_eq!(&s.times, &vec![*t, t + 15.0]);
+            } else {
+                prop_assert_eq!(&s.values, &vec![*v]);
+                prop_assert_eq!(&s.times, &vec![*t]);
+            }
+        }
+    }
+
     /// Arbitrary bodies (HTML error pages, truncated JSON) are errors, not data.
     #[test]
     fn prometheus_non_json_bodies_are_errors(body in "[ -~]{0,64}") {
