@@ -47,14 +47,7 @@ impl Config {
     /// Parse config text; `p` names the file in every error. A severity set
     /// twice (`BG001: deny` then `BG001: allow`) is refused, not last-wins.
     pub(crate) fn parse(p: &Path, text: &str) -> Result<Config> {
-        if let Err(g) = crate::yaml_guard::check(text, &crate::yaml_guard::Limits::DEFAULT) {
-            anyhow::bail!("{}:{}:{}: {}", p.display(), g.line, g.column, g.at_path());
-        }
-        let de = serde_yaml_ng::Deserializer::from_str(text);
-        serde_path_to_error::deserialize(de).map_err(|e| {
-            let path = e.path().to_string();
-            anyhow::anyhow!("{}: {}: {}", p.display(), path, e.into_inner())
-        })
+        crate::yaml_guard::from_str(&p.display().to_string(), text, &crate::yaml_guard::Limits::DEFAULT)
     }
 
     /// Config first, then command-line flags (flags win).

@@ -555,15 +555,13 @@ pub(crate) fn parse_back(yaml: &str, docs: &[Value]) -> Result<()> {
 
 /// Parse a YAML stream into objects, requiring apiVersion, kind and metadata.name.
 pub(crate) fn parse_stream(text: &str) -> Result<Vec<Value>> {
-    // User templates write this text: the YAML guard before serde, as for
-    // every YAML read (aliases and depth bounded, keys unique).
+    // User templates write this text: the one reader, as for every YAML
+    // read (aliases and depth bounded, keys unique).
     let limits = crate::yaml_guard::Limits { max_bytes: MAX_OUTPUT_BYTES, ..crate::yaml_guard::Limits::DEFAULT };
-    if let Err(g) = crate::yaml_guard::check(text, &limits) {
-        anyhow::bail!("rendered manifests, line {} column {}: {}", g.line, g.column, g.at_path());
-    }
+    let docs = crate::yaml_guard::read(text, &limits).map_err(|g| anyhow!("rendered manifests, line {} column {}: {}", g.line, g.column, g.at_path()))?;
     let mut out = Vec::new();
-    for (i, doc) in serde_yaml_ng::Deserializer::from_str(text).enumerate() {
-        let v: Value = serde::Deserialize::deserialize(doc).with_context(|| format!("document {}", i + 1))?;
+    for (i, doc) in docs.iter().enumerate() {
+        let v: Value = crate::yaml_guard::from_node(doc).map_err(|(path, e)| anyhow!("document {}: {path}: {e}", i + 1))?;
         if v.is_null() {
             continue;
         }

@@ -304,10 +304,7 @@ fn record_published(l: &Loaded, bundle_path: &Path, to: &str, published: &store:
     let is_s3 = matches!(bundle::storage_uri::backend_of(to), Some((_, bundle::storage_uri::Backend::S3)));
     // Rewrite the bundle: storageUri and artifacts; roles kept by path, else inferred.
     let text = crate::adapters::bundle_files::read_bundle_text(bundle_path)?;
-    if let Err(g) = crate::yaml_guard::check(&text, &crate::yaml_guard::Limits::DEFAULT) {
-        bail!("{}:{}:{}: {}", bundle_path.display(), g.line, g.column, g.at_path());
-    }
-    let mut doc: serde_yaml_ng::Value = serde_yaml_ng::from_str(&text)?;
+    let mut doc: serde_json::Value = crate::yaml_guard::from_str(&bundle_path.display().to_string(), &text, &crate::yaml_guard::Limits::DEFAULT)?;
     let old_roles: BTreeMap<String, bundle::ArtifactRole> = l.bundle.spec.model.artifacts.iter().map(|a| (a.path.clone(), a.role)).collect();
     let arts: Vec<bundle::Artifact> = published
         .iter()
@@ -341,10 +338,10 @@ fn record_published(l: &Loaded, bundle_path: &Path, to: &str, published: &store:
         Ok(t) => t,
         Err(why) => {
             let model = doc.get_mut("spec").and_then(|s| s.get_mut("model")).context("bundle has no spec.model")?;
-            model["storageUri"] = serde_yaml_ng::Value::String(to.to_string());
-            model["artifacts"] = serde_yaml_ng::to_value(&arts)?;
+            model["storageUri"] = serde_json::Value::String(to.to_string());
+            model["artifacts"] = serde_json::to_value(&arts)?;
             rewritten = Some(why);
-            serde_yaml_ng::to_string(&doc)?
+            crate::manifests::to_yaml(&doc)
         }
     };
     // Validate before writing: publish never leaves an unparseable bundle.

@@ -45,23 +45,27 @@ pub(crate) fn is_candidate(path: &Path) -> bool {
 /// `(apiVersion, kind)` declared at the top level of the first document, as
 /// far as they can be read.
 fn declared(head: &str) -> (Option<String>, Option<String>) {
-    use serde::Deserialize;
-    // The guard before serde here too: an alias bomb in any `.yaml` of the
-    // tree must not expand while deciding whether it is a bundle. A refused
-    // file is sniffed from its header lines, so a hostile bundle is still
-    // detected and its loader reports what is wrong.
-    let guarded = crate::yaml_guard::check(head, &crate::yaml_guard::Limits::DEFAULT).is_ok();
-    let first = if guarded { serde_yaml_ng::Deserializer::from_str(head).next().map(serde_yaml_ng::Value::deserialize) } else { None };
-    match first {
-        Some(Ok(serde_yaml_ng::Value::Mapping(m))) => {
-            let get = |k: &str| m.get(k).and_then(|v| v.as_str()).map(|s| s.trim().to_string());
+    use crate::yaml_guard::NodeKind;
+    // The one reader here too: an alias bomb in any `.yaml` of the tree must
+    // not expand while deciding whether it is a bundle. A refused file is
+    // sniffed from its header lines, so a hostile bundle is still detected
+    // and its loader reports what is wrong.
+    let first = crate::yaml_guard::read(head, &crate::yaml_guard::Limits::DEFAULT).ok().and_then(|docs| docs.into_iter().next());
+    match first.map(|d| d.kind) {
+        Some(NodeKind::Map(entries)) => {
+            let get = |k: &str| {
+                entries.iter().find_map(|(key, v)| match (&key.kind, &v.kind) {
+                    (NodeKind::Scalar { text, .. }, NodeKind::Scalar { text: v, .. }) if text == k => Some(v.trim().to_string()),
+                    _ => None,
+                })
+            };
             (get("apiVersion"), get("kind"))
         }
-        Some(Ok(_)) => (None, None),
+        Some(_) => (None, None),
         // Unparseable (a syntax error, or cut at the sniff limit): read the
         // unindented header lines, so the syntax error is reported by the
         // loader instead of the file being skipped.
-        Some(Err(_)) | None => {
+        None => {
             let top = |key: &str| {
                 head.lines().find_map(|l| {
                     let rest = l.strip_prefix(key).or_else(|| l.strip_prefix(&format!("\"{key}\"")))?;

@@ -137,38 +137,28 @@ impl Loaded {
 }
 
 pub fn parse(display: &str, path: &Path, text: String) -> Result<Loaded, LoadError> {
-    // Before anything builds a tree: duplicate keys, non-finite numbers,
-    // alias amplification and nesting depth (the span index walk recurses).
-    if let Err(g) = crate::yaml_guard::check(&text, &crate::yaml_guard::Limits::DEFAULT) {
-        let field = if g.path.is_empty() { "(document)".into() } else { g.path };
-        return Err(LoadError::Invalid { file: display.to_string(), line: g.line, column: g.column, field, message: g.message });
-    }
+    // One reader: the guard judges every event (duplicate keys, non-finite
+    // numbers, alias amplification, nesting depth) as the tree the model is
+    // deserialized from is built from those same events.
+    let docs = match crate::yaml_guard::read(&text, &crate::yaml_guard::Limits::DEFAULT) {
+        Ok(docs) => docs,
+        Err(g) => {
+            let field = if g.path.is_empty() { "(document)".into() } else { g.path };
+            return Err(LoadError::Invalid { file: display.to_string(), line: g.line, column: g.column, field, message: g.message });
+        }
+    };
     let spans = SpanIndex::build(&text);
     let invalid = |field: String, message: String, loc: Option<(usize, usize)>| {
         let (line, column) = loc.or_else(|| spans.lookup(&field)).unwrap_or((1, 1));
         LoadError::Invalid { file: display.to_string(), line, column, field: if field.is_empty() { "(document)".into() } else { field }, message }
     };
-
-    if let Some((msg, line, column)) = &spans.syntax_error {
-        return Err(invalid(String::new(), format!("invalid YAML: {msg}"), Some((*line, *column))));
-    }
     // Exactly one document: a second one would be silently ignored otherwise.
-    // (Counted from the event stream: serde_yaml_ng's document iterator can
-    // keep yielding after a syntax error.)
-    let docs = spans.documents;
-    if docs != 1 {
-        return Err(invalid(String::new(), format!("expected exactly one YAML document, found {docs}"), None));
-    }
-
-    let de = serde_yaml_ng::Deserializer::from_str(&text);
-    let bundle: ReleaseBundle = match serde_path_to_error::deserialize(de) {
+    let [doc] = docs.as_slice() else {
+        return Err(invalid(String::new(), format!("expected exactly one YAML document, found {}", docs.len()), None));
+    };
+    let bundle: ReleaseBundle = match crate::yaml_guard::from_node(doc) {
         Ok(b) => b,
-        Err(e) => {
-            let field = clean_path(&e.path().to_string());
-            let inner = e.into_inner();
-            let loc = inner.location().map(|l| (l.line(), l.column()));
-            return Err(invalid(field, strip_location(&inner.to_string()), loc));
-        }
+        Err((field, e)) => return Err(invalid(field, e.msg, e.at)),
     };
     if bundle.api_version != API_VERSION {
         return Err(invalid("apiVersion".into(), format!("expected `{API_VERSION}`, found `{}`", bundle.api_version), None));
@@ -183,23 +173,6 @@ pub fn parse(display: &str, path: &Path, text: String) -> Result<Loaded, LoadErr
     }
     let digest = release_digest(&bundle);
     Ok(Loaded { path: path.to_path_buf(), display: display.to_string(), text, bundle, spans, digest })
-}
-
-/// serde_path_to_error prints `.` for the root and `?` for unknown positions.
-fn clean_path(p: &str) -> String {
-    if p == "." || p == "?" {
-        String::new()
-    } else {
-        p.trim_end_matches(".?").to_string()
-    }
-}
-
-/// serde_yaml_ng appends "at line L column C"; we print the location ourselves.
-fn strip_location(msg: &str) -> String {
-    match msg.find(" at line ") {
-        Some(i) => msg[..i].to_string(),
-        None => msg.to_string(),
-    }
 }
 
 /// The release digest: sha256 over the canonical JSON of the bundle

@@ -358,8 +358,11 @@ fn add_raw(st: &mut ClusterState, kind: &str, r: RawItem) -> Result<(), String> 
 /// The fast path: the whole List straight into [`RawItem`]s. `None` when
 /// anything is off (a field of an unread kind that clashes, a missing kind…);
 /// the caller then takes the precise path, which reports what and where.
-fn parse_fast(display: &str, text: &str, json: bool) -> Option<ClusterState> {
-    let list: RawList = if json { serde_json::from_str(text).ok()? } else { serde_yaml_ng::from_str(text).ok()? };
+fn parse_fast(display: &str, text: &str, yaml: Option<&crate::yaml_guard::Node>) -> Option<ClusterState> {
+    let list: RawList = match yaml {
+        None => serde_json::from_str(text).ok()?,
+        Some(doc) => crate::yaml_guard::from_node(doc).ok()?,
+    };
     let kind = list.kind?;
     if kind != "List" {
         return None;
@@ -572,15 +575,24 @@ fn item_text(text: &str, starts: &[usize], head: &ItemHead, end_line: usize) -> 
     Some(format!("{}{body}\n", " ".repeat(prefix.chars().count())))
 }
 
-/// serde_yaml_ng's message without its (item-relative) position, and the
-/// position made absolute.
-fn yaml_error(e: &serde_yaml_ng::Error, first_line: usize) -> String {
-    let msg = e.to_string();
-    let msg = msg.rfind(" at line ").map(|i| msg[..i].to_string()).unwrap_or(msg);
-    match e.location() {
-        Some(l) => format!("{msg} (line {}, column {})", first_line + l.line() - 1, l.column()),
-        None => msg,
+/// The reader's message with the position made absolute (the item's text
+/// starts at `first_line`).
+fn yaml_error(msg: &str, at: Option<(usize, usize)>, first_line: usize) -> String {
+    match at {
+        Some((line, column)) => format!("{msg} (line {}, column {column})", first_line + line - 1),
+        None => msg.to_string(),
     }
+}
+
+/// One item's text through the one reader (the same parser the scan's
+/// guard read it with), into the typed item.
+fn read_item(body: &str, first_line: usize) -> Result<RawItem, String> {
+    let docs = crate::yaml_guard::read(body, &crate::yaml_guard::Limits::SNAPSHOT).map_err(|g| yaml_error(&g.at_path(), Some((g.line, g.column)), first_line))?;
+    let [doc] = docs.as_slice() else { return Err(format!("is {} YAML documents, not one", docs.len())) };
+    crate::yaml_guard::from_node(doc).map_err(|(path, e)| {
+        let field = if path.is_empty() { String::new() } else { format!("{path}: ") };
+        yaml_error(&format!("{field}{}", e.msg), e.at, first_line)
+    })
 }
 
 /// The YAML path: `Ok(None)` when the item-at-a-time reading does not apply.
@@ -614,8 +626,7 @@ fn parse_yaml_items(display: &str, text: &str) -> Result<Option<ClusterState>> {
         }
         let Some(body) = item_text(text, &starts, head, end_line) else { return Ok(None) };
         let label = head.name.as_deref().map(|n| format!(" {n}")).unwrap_or_default();
-        let raw: RawItem =
-            serde_yaml_ng::from_str(&body).map_err(|e| anyhow!("{display}: items[{i}] ({item_kind}{label}) {}", yaml_error(&e, head.line)))?;
+        let raw = read_item(&body, head.line).map_err(|e| anyhow!("{display}: items[{i}] ({item_kind}{label}) {e}"))?;
         add_raw(&mut st, item_kind, raw).map_err(|e| anyhow!("{display}: items[{i}] {e} (line {})", head.line))?;
     }
     Ok(Some(st))
@@ -666,14 +677,23 @@ pub fn parse_snapshot(display: &str, text: &str) -> Result<ClusterState> {
             return Ok(st);
         }
     }
-    if let Some(st) = parse_fast(display, text, json) {
+    // The whole document through the one reader (its guard has the snapshot limits).
+    let yaml = if json {
+        None
+    } else {
+        let docs = crate::yaml_guard::read(text, &crate::yaml_guard::Limits::SNAPSHOT).map_err(|g| anyhow!("{display}:{}:{}: {}", g.line, g.column, g.at_path()))?;
+        match <[_; 1]>::try_from(docs) {
+            Ok([doc]) => Some(doc),
+            Err(docs) => bail!("{display}: expected one YAML document, found {}", docs.len()),
+        }
+    };
+    if let Some(st) = parse_fast(display, text, yaml.as_ref()) {
         require_complete(&st, display)?;
         return Ok(st);
     }
-    let doc: Value = if json {
-        serde_json::from_str(text).map_err(|e| anyhow!("{display}: not valid JSON: {e}"))?
-    } else {
-        serde_yaml_ng::from_str(text).map_err(|e| anyhow!("{display}: not valid YAML: {e}"))?
+    let doc: Value = match &yaml {
+        None => serde_json::from_str(text).map_err(|e| anyhow!("{display}: not valid JSON: {e}"))?,
+        Some(doc) => crate::yaml_guard::from_node(doc).map_err(|(path, e)| anyhow!("{display}: {path}: {e}"))?,
     };
     let Value::Object(mut top) = doc else {
         bail!("{display}: not a Kubernetes List (the document is not a mapping)");
@@ -707,7 +727,7 @@ mod tests {
     #[test]
     fn fast_and_precise_paths_agree() {
         let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/cluster/roomy.yaml")).unwrap();
-        let fast = parse_fast("roomy", &text, false).expect("a kubectl List takes the fast path");
+        let fast = parse_fast("roomy", &text, crate::yaml_guard::read(&text, &crate::yaml_guard::Limits::SNAPSHOT).unwrap().first()).expect("a kubectl List takes the fast path");
         let doc: Value = serde_yaml_ng::from_str(&text).unwrap();
         let mut slow = ClusterState::default();
         for it in doc["items"].as_array().unwrap().clone() {

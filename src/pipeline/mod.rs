@@ -237,21 +237,11 @@ pub(crate) fn load(path: &Path) -> Result<Pipeline> {
 
 /// Parse and validate pipeline text; `path` names the file in every error.
 pub fn parse(path: &Path, text: &str) -> Result<Pipeline> {
-    // The rule every YAML input follows (duplicate keys, `required: false`
-    // then `required: true`, must not be last-wins; aliases and depth bounded).
-    if let Err(g) = crate::yaml_guard::check(text, &crate::yaml_guard::Limits::DEFAULT) {
-        bail!("{}:{}:{}: {}", path.display(), g.line, g.column, g.at_path());
-    }
+    // The one reader every YAML input goes through (duplicate keys,
+    // `required: false` then `required: true`, must not be last-wins;
+    // aliases and depth bounded): the guard and the model read one stream.
+    let p: PipelineFile = crate::yaml_guard::from_str(&path.display().to_string(), text, &crate::yaml_guard::Limits::DEFAULT)?;
     let spans = bundle::SpanIndex::build(text);
-    let de = serde_yaml_ng::Deserializer::from_str(text);
-    let p: PipelineFile = serde_path_to_error::deserialize(de).map_err(|e| {
-        let field = e.path().to_string();
-        let inner = e.into_inner();
-        let (line, col) = inner.location().map(|l| (l.line(), l.column())).or_else(|| spans.lookup(&field)).unwrap_or((1, 1));
-        let msg = inner.to_string();
-        let msg = msg.split(" at line ").next().unwrap_or(&msg).to_string();
-        anyhow::anyhow!("{}:{line}:{col}: {field}: {msg}", path.display())
-    })?;
     if p.api_version != "bundlegate.dev/v1" || p.kind != "Pipeline" {
         bail!("{}: expected apiVersion bundlegate.dev/v1, kind Pipeline", path.display());
     }
