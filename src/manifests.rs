@@ -129,7 +129,7 @@ impl Renderer {
                 vols.push(vol.clone());
             }
         }
-        let text = self.render_bounded(fmt, ctx).with_context(|| format!("rendering template `{fmt}` for {}", l.display))?;
+        let text = self.render_bounded(fmt, ctx.clone()).with_context(|| format!("rendering template `{fmt}` for {}", l.display))?;
         let docs = parse_stream(&text).with_context(|| format!("template `{fmt}` produced invalid YAML for {}", l.display))?;
         if docs.is_empty() {
             bail!("template `{fmt}` produced no Kubernetes objects for {}", l.display);
@@ -137,6 +137,7 @@ impl Renderer {
         if let Some(dup) = duplicate_names(&docs) {
             bail!("template `{fmt}` for {}: {dup}; Kubernetes merges these lists by name, so one entry would silently replace the other", l.display);
         }
+        check_against_bundle(&docs, &ctx).with_context(|| format!("template `{fmt}` for {}: the rendered objects do not carry the bundle's values", l.display))?;
         let mut yaml = String::new();
         for d in &docs {
             yaml.push_str("---\n");
@@ -384,6 +385,90 @@ fn carries_verifier(o: &Value) -> bool {
     })
 }
 
+/// The rendered objects, as read back, against the values the bundle gave
+/// the template: wherever the output carries one of them (the object's name
+/// and namespace, labels, annotations, replicas, a container's image, args,
+/// env and resources, the model's storageUri, the verifier container), it is
+/// that value with that type. A template that writes a value so that it
+/// reads as something else (`{{{value}}}` of `1.10`, of `a #b`) fails here,
+/// naming the field, instead of deploying what nobody reviewed.
+pub(crate) fn check_against_bundle(docs: &[Value], ctx: &Value) -> Result<()> {
+    fn same(at: &str, got: &Value, want: &Value) -> Result<()> {
+        if got != want {
+            bail!("`{at}` reads back as {got}, but the bundle gives {want}");
+        }
+        Ok(())
+    }
+    fn keyed(at: &str, got: &Value, want: &Value) -> Result<()> {
+        for (k, w) in want.as_object().into_iter().flatten() {
+            if let Some(g) = got.get(k) {
+                same(&format!("{at}.{k}"), g, w)?;
+            }
+        }
+        Ok(())
+    }
+    fn container(at: &str, c: &Value, ctx: &Value) -> Result<()> {
+        if c.get("name").and_then(Value::as_str) == Some(VERIFIER_CONTAINER) {
+            return same(at, c, &ctx["verifier"]);
+        }
+        for f in ["image", "args", "storageUri"] {
+            if let Some(g) = c.get(f) {
+                same(&format!("{at}.{f}"), g, &ctx[if f == "storageUri" { "storageUri" } else { f }])?;
+            }
+        }
+        for e in c.get("env").and_then(Value::as_array).into_iter().flatten() {
+            let name = e.get("name").and_then(Value::as_str).unwrap_or("?");
+            if let Some(w) = ctx["env"].as_array().into_iter().flatten().find(|w| w["name"] == name) {
+                same(&format!("{at}.env[{name}]"), e, w)?;
+            }
+        }
+        for part in ["requests", "limits"] {
+            if let Some(g) = c.pointer(&format!("/resources/{part}")) {
+                keyed(&format!("{at}.resources.{part}"), g, &ctx["resources"][part])?;
+            }
+        }
+        Ok(())
+    }
+    fn walk(v: &Value, at: &str, ctx: &Value) -> Result<()> {
+        let Value::Object(m) = v else {
+            if let Value::Array(a) = v {
+                for (i, x) in a.iter().enumerate() {
+                    walk(x, &format!("{at}[{i}]"), ctx)?;
+                }
+            }
+            return Ok(());
+        };
+        for (k, x) in m {
+            let here = format!("{at}.{k}");
+            match (k.as_str(), x) {
+                ("labels" | "annotations", _) => keyed(&here, x, &ctx[k.as_str()])?,
+                ("containers" | "initContainers", Value::Array(cs)) => {
+                    for (i, c) in cs.iter().enumerate() {
+                        container(&format!("{here}[{i}]"), c, ctx)?;
+                    }
+                }
+                // KServe's ModelSpec is the server container.
+                ("model", Value::Object(_)) if x.get("modelFormat").is_some() => container(&here, x, ctx)?,
+                ("replicas" | "minReplicas" | "maxReplicas", _) => same(&here, x, &ctx["replicas"])?,
+                _ => {}
+            }
+            walk(x, &here, ctx)?;
+        }
+        Ok(())
+    }
+    for (i, d) in docs.iter().enumerate() {
+        let at = format!("document {}", i + 1);
+        if let Some(ns) = d.pointer("/metadata/namespace") {
+            same(&format!("{at}.metadata.namespace"), ns, &ctx["namespace"])?;
+        }
+        if matches!(d.get("kind").and_then(Value::as_str), Some("Deployment" | "InferenceService")) {
+            same(&format!("{at}.metadata.name"), &d["metadata"]["name"], &ctx["name"])?;
+        }
+        walk(d, &at, ctx)?;
+    }
+    Ok(())
+}
+
 /// A list Kubernetes merges by `name` (containers, init containers, env,
 /// volumes, volume mounts, ports) that holds a name twice, anywhere in the
 /// rendered objects: the later entry would win in the pod.
@@ -435,20 +520,28 @@ pub(crate) fn to_yaml(v: &Value) -> String {
     out
 }
 
+/// Plain only when no reader can take the text for anything else: it starts
+/// with a letter or `/` (every number, date, `.inf`, `~` and indicator
+/// starts otherwise), holds only `[A-Za-z0-9_./@+=-]`, is none of the
+/// boolean and null words in any case, and both the YAML 1.2 reader and the
+/// YAML 1.1 rules read it as this string. Anything else is double-quoted:
+/// JSON's escapes, plus the characters YAML 1.1 readers break lines at and
+/// the bidirectional controls that reorder a reviewer's view.
 fn quote(s: &str) -> String {
+    const WORDS: &[&str] = &["y", "n", "yes", "no", "on", "off", "true", "false", "null"];
     let plain_char = |c: char| c.is_ascii_alphanumeric() || "_./@+=-".contains(c);
-    let first_ok = s.chars().next().is_some_and(|c| c.is_ascii_alphanumeric() || "_./".contains(c));
+    let first_ok = s.starts_with(|c: char| c.is_ascii_alphabetic() || c == '/');
+    let word = WORDS.iter().any(|w| w.eq_ignore_ascii_case(s));
     let reads_back = matches!(yaml_rust2::Yaml::from_str(s), yaml_rust2::Yaml::String(_)) && !yaml11_non_string(s);
-    if first_ok && s.chars().all(plain_char) && reads_back {
+    if first_ok && !word && s.chars().all(plain_char) && reads_back {
         return s.to_string();
     }
-    let mut q = serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into());
-    for (c, esc) in [('\u{85}', "\\u0085"), ('\u{2028}', "\\u2028"), ('\u{2029}', "\\u2029"), ('\u{feff}', "\\uFEFF")] {
-        if q.contains(c) {
-            q = q.replace(c, esc);
-        }
+    let q = serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into());
+    let escape = |c: char| matches!(c, '\u{85}' | '\u{2028}' | '\u{2029}' | '\u{feff}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{200e}' | '\u{200f}' | '\u{61c}');
+    if !q.contains(escape) {
+        return q;
     }
-    q
+    q.chars().map(|c| if escape(c) { format!("\\u{:04X}", c as u32) } else { c.to_string() }).collect()
 }
 
 /// A node written on one line, or None for a non-empty mapping or sequence.
@@ -502,26 +595,38 @@ fn emit_node(v: &Value, indent: usize, out: &mut String) {
     }
 }
 
-/// Plain scalars a YAML 1.1 reader (a Kubernetes client: sigs.k8s.io/yaml
-/// on go-yaml) resolves to something other than a string: booleans in all
-/// their 1.1 spellings, null, and 1.1 numbers (underscores, `0o`/`0x`/`0b`,
-/// leading `.`, sexagesimal) and timestamps.
-pub(crate) fn yaml11_non_string(s: &str) -> bool {
-    const WORDS: &[&str] = &["y", "Y", "yes", "Yes", "YES", "n", "N", "no", "No", "NO", "true", "True", "TRUE", "false", "False", "FALSE", "on", "On", "ON", "off", "Off", "OFF", "~", "null", "Null", "NULL", ""];
-    if WORDS.contains(&s) {
-        return true;
-    }
-    let t = s.strip_prefix(['+', '-']).unwrap_or(s);
-    let digitish = |x: &str, radix: u32| !x.is_empty() && x.chars().all(|c| c == '_' || c.is_digit(radix)) && x.chars().any(|c| c.is_digit(radix));
-    let number = digitish(t, 10)
-        || t.strip_prefix("0x").is_some_and(|x| digitish(x, 16))
-        || t.strip_prefix("0o").is_some_and(|x| digitish(x, 8))
-        || t.strip_prefix("0b").is_some_and(|x| digitish(x, 2))
-        || (t.contains(':') && t.split(':').all(|p| digitish(p, 10)))
-        || [".inf", ".Inf", ".INF", ".nan", ".NaN", ".NAN"].contains(&t)
-        || t.replace('_', "").parse::<f64>().is_ok_and(|f| f.is_finite()) && t.chars().next().is_some_and(|c| c.is_ascii_digit() || c == '.');
-    let timestamp = s.len() >= 10 && s.as_bytes()[4] == b'-' && s[..4].chars().all(|c| c.is_ascii_digit()) && s.get(5..7).is_some_and(|m| m.chars().all(|c| c.is_ascii_digit()));
-    number || timestamp
+/// Plain scalars a YAML 1.1 reader resolves to something other than a
+/// string: the YAML 1.1 type repository's expressions for bool, null, int
+/// (binary, octal, hex, sexagesimal), float, timestamp, merge and value as
+/// PyYAML applies them, and go-yaml v2's own rules (under sigs.k8s.io/yaml:
+/// Kubernetes clients): Go's base-0 integers (`0X1F`, `0O17`, `0B1`) after
+/// dropping `_`, its float syntax, and dates with one-digit months and days
+/// (`2001-1-2`). Over-matching only quotes more.
+pub fn yaml11_non_string(s: &str) -> bool {
+    static RES: std::sync::LazyLock<Vec<regex::Regex>> = std::sync::LazyLock::new(|| {
+        [
+            // YAML 1.1 (yaml.org/type), as PyYAML resolves them.
+            r"^(y|Y|yes|Yes|YES|n|N|no|No|NO|true|True|TRUE|false|False|FALSE|on|On|ON|off|Off|OFF)$",
+            r"^(~|null|Null|NULL|)$",
+            r"^[-+]?(0b[0-1_]+|0[0-7_]+|(0|[1-9][0-9_]*)|0x[0-9a-fA-F_]+|[1-9][0-9_]*(:[0-5]?[0-9])+)$",
+            r"^([-+]?([0-9][0-9_]*)?\.[0-9_]*([eE][-+]?[0-9]+)?|[-+]?[0-9][0-9_]*([eE][-+]?[0-9]+)|[-+]?[0-9][0-9_]*(:[0-5]?[0-9])+\.[0-9_]*|[-+]?\.(inf|Inf|INF)|\.(nan|NaN|NAN))$",
+            r"^[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}(([Tt]|[ \t]+)[0-9]{1,2}:[0-9]{2}:[0-9]{2}(\.[0-9]*)?([ \t]*(Z|[-+][0-9]{1,2}(:[0-9]{2})?))?)?$",
+            r"^(<<|=)$",
+        ]
+        .iter()
+        .map(|r| regex::Regex::new(r).expect("valid"))
+        .collect()
+    });
+    static GO: std::sync::LazyLock<[regex::Regex; 2]> = std::sync::LazyLock::new(|| {
+        [
+            // strconv.ParseInt(s, 0, 64) and ParseUint, after go-yaml drops `_`.
+            regex::Regex::new(r"^[-+]?(0[xX][0-9a-fA-F]+|0[oO][0-7]+|0[bB][01]+|0[0-7]*|[1-9][0-9]*)$").expect("valid"),
+            // go-yaml's yamlStyleFloat, and ParseFloat on a leading `.`.
+            regex::Regex::new(r"^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$").expect("valid"),
+        ]
+    });
+    let go = s.replace('_', "");
+    RES.iter().any(|r| r.is_match(s)) || (s.starts_with(|c: char| c.is_ascii_digit() || "+-.".contains(c)) && GO.iter().any(|r| r.is_match(&go)))
 }
 
 /// Parse `yaml` (what is written out) back as a Kubernetes client would and
@@ -733,14 +838,15 @@ mod parse_back_tests {
         /// (render checks it; here the values are also found in the objects).
         #[test]
         fn rendered_values_read_back_as_the_bundles_strings(
-            vals in proptest::collection::vec(proptest::sample::select(YAML11), 1..4),
-            arg in proptest::sample::select(YAML11),
+            vals in proptest::collection::vec(lookalike(), 1..4),
+            arg in lookalike(),
         ) {
             let env: Vec<(String, String)> = vals.iter().enumerate().map(|(i, v)| (format!("HF_X{i}"), v.to_string())).collect();
             let l = bundle_with(&env, &[arg.to_string()]);
             let r = Renderer::new(&TemplateSource::Builtin).unwrap().render(&l).expect("renders");
             let text = r.yaml.clone();
             prop_assert!(parse_back(&text, &r.objects).is_ok());
+            prop_assert!(misread_plain(&text).is_empty(), "{:?} written plain", misread_plain(&text));
             let dump = serde_json::to_string(&r.objects).unwrap();
             for (k, v) in &env {
                 prop_assert!(dump.contains(&serde_json::to_string(&json!({"name": k, "value": v})).unwrap()), "{k}={v:?} not rendered as a string");
@@ -759,6 +865,83 @@ mod parse_back_tests {
             match Renderer::new(&TemplateSource::Builtin).unwrap().render(&l) {
                 Ok(r) => prop_assert!(duplicate_names(&r.objects).is_none(), "{name} rendered twice"),
                 Err(e) => prop_assert!(format!("{e:#}").contains("appears twice"), "{e:#}"),
+            }
+        }
+    }
+
+    /// Strings shaped like what YAML readers resolve to other types: the
+    /// look-alike list, number-ish text over the characters of every radix,
+    /// exponent, sign, sexagesimal and timestamp syntax, dates with one-digit
+    /// fields, and the boolean and null words in any case.
+    fn lookalike() -> impl Strategy<Value = String> {
+        prop_oneof![
+            proptest::sample::select(YAML11).prop_map(String::from),
+            "[-+.]?[0-9][0-9a-fA-FxXoObB_.:eE+-]{0,7}",
+            "[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}([Tt ][0-9]{1,2}:[0-9]{2}:[0-9]{2})?",
+            "[.][0-9_]{1,4}",
+            "[yY]|[nN]|[yY][eE][sS]|[nN][oO]|[oO][nN]|[oO][fF][fF]|[tT][rR][uU][eE]|[fF][aA][lL][sS][eE]|[nN][uU][lL][lL]|~|<<|=",
+            "[a-z]{1,3}[ #:][ #:a-z]{0,4}",
+        ]
+    }
+
+    /// The plain scalars of `yaml` that a YAML 1.1 or 1.2 reader would not
+    /// read as the text written.
+    fn misread_plain(yaml: &str) -> Vec<String> {
+        use yaml_rust2::parser::{Event, Parser};
+        use yaml_rust2::scanner::TScalarStyle;
+        let mut p = Parser::new_from_str(yaml);
+        let mut out = Vec::new();
+        while let Ok((ev, _)) = p.next_token() {
+            match ev {
+                Event::StreamEnd => break,
+                Event::Scalar(v, TScalarStyle::Plain, _, _) if matches!(yaml_rust2::Yaml::from_str(&v), yaml_rust2::Yaml::String(_)) && yaml11_non_string(&v) => out.push(v),
+                _ => {}
+            }
+        }
+        out
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 5_000, failure_persistence: None, ..ProptestConfig::default() })]
+
+        /// The one writer never leaves a string plain that a YAML 1.1 reader
+        /// (go-yaml v2 under Kubernetes clients, PyYAML) or a 1.2 reader
+        /// would read as another type, and what it writes reads back as the
+        /// same strings. (It left `0X1F`, `0B1` and `2001-1-2` plain.)
+        #[test]
+        fn lookalikes_are_never_written_plain(k in lookalike(), v in lookalike()) {
+            let doc = json!({"metadata": {"labels": {k.clone(): v.clone()}}, "args": [v.clone(), k.clone()]});
+            let text = to_yaml(&doc);
+            prop_assert!(misread_plain(&text).is_empty(), "{:?} written plain in:\n{}", misread_plain(&text), text);
+            prop_assert!(parse_back(&text, std::slice::from_ref(&doc)).is_ok(), "{}", text);
+        }
+    }
+
+    /// A user template that writes the bundle's value so that it reads back
+    /// as something else (raw `{{{value}}}` for the bundle's own entry, the
+    /// last) must not render: the objects are compared with the bundle,
+    /// field by field. (It rendered `0o17` as the number 15, `a #b` as `a`.)
+    fn raw_env_template(dir: &Path) {
+        let t = include_str!("../templates/kserve-custom.yaml.hbs").replace("        env: {{{json env}}}\n", "        env:\n{{#each env}}\n          - name: {{{name}}}\n            value: {{#if @last}}{{{value}}}{{else}}{{{json value}}}{{/if}}\n{{/each}}\n");
+        std::fs::write(dir.join("kserve-custom.yaml.hbs"), t).unwrap();
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 200, failure_persistence: None, ..ProptestConfig::default() })]
+
+        #[test]
+        fn rendered_objects_carry_exactly_the_bundles_values(v in lookalike()) {
+            let dir = tempfile::tempdir().unwrap();
+            raw_env_template(dir.path());
+            let l = bundle_with(&[("HF_X".to_string(), v.clone())], &[]);
+            match Renderer::new(&TemplateSource::Dir(dir.path().to_path_buf())).unwrap().render(&l) {
+                Ok(r) => {
+                    let env = r.objects[0].pointer("/spec/predictor/containers/0/env").cloned().unwrap_or_default();
+                    let got = env.as_array().into_iter().flatten().find(|e| e["name"] == "HF_X").map(|e| e["value"].clone());
+                    prop_assert_eq!(got, Some(json!(v)), "rendered:\n{}", r.yaml);
+                }
+                // Refused naming the entry, or text that is not YAML at all.
+                Err(e) => prop_assert!(format!("{e:#}").contains("env[HF_X]") || format!("{e:#}").contains("invalid YAML"), "{e:#}"),
             }
         }
     }

@@ -272,11 +272,14 @@ fn generate_inner(source: &Path, env: &CmpEnv, ov: &Overrides) -> Result<Generat
     // Re-serializing is a fifth of generate's time: reuse the renderer's
     // stream when nothing was touched (the common KServe case).
     let yaml = if changed {
+        // The one writer, and the same read-back as render: a namespace
+        // parameter such as `yes` or `2001-1-2` stays a string for Argo CD.
         let mut y = String::new();
         for o in &objects {
             y.push_str("---\n");
-            y.push_str(&serde_yaml_ng::to_string(o)?);
+            y.push_str(&crate::manifests::to_yaml(o));
         }
+        crate::manifests::parse_back(&y, &objects).with_context(|| format!("the manifests for {display} do not read back as generated"))?;
         y
     } else {
         rendered.yaml

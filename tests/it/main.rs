@@ -11,6 +11,7 @@ mod cli_hardening;
 mod docs;
 mod github_standin;
 mod hardening_yaml;
+mod one_reader;
 mod harden_files;
 mod health_lua;
 mod layout;
