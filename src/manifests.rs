@@ -135,7 +135,10 @@ impl Renderer {
             bail!("template `{fmt}` produced no Kubernetes objects for {}", l.display);
         }
         if let Some(dup) = duplicate_names(&docs) {
-            bail!("template `{fmt}` for {}: {dup}; Kubernetes merges these lists by name, so one entry would silently replace the other", l.display);
+            bail!("template `{fmt}` for {}: {dup}; Kubernetes merges these lists by that key, so one entry would silently replace the other", l.display);
+        }
+        if let Some(why) = shadowed_model_folder(&docs, l.bundle.spec.serving.format) {
+            bail!("template `{fmt}` for {}: {why}; the server would read other files than the verified ones", l.display);
         }
         check_against_bundle(&docs, &ctx).with_context(|| format!("template `{fmt}` for {}: the rendered objects do not carry the bundle's values", l.display))?;
         let mut yaml = String::new();
@@ -469,23 +472,34 @@ pub(crate) fn check_against_bundle(docs: &[Value], ctx: &Value) -> Result<()> {
     Ok(())
 }
 
-/// A list Kubernetes merges by `name` (containers, init containers, env,
-/// volumes, volume mounts, ports) that holds a name twice, anywhere in the
-/// rendered objects: the later entry would win in the pod.
+/// A list Kubernetes merges by a key (containers, init containers, env,
+/// volumes and image pull secrets by `name`, a container's mounts by
+/// `mountPath`, devices by `devicePath`, ports by `containerPort`) that
+/// holds a key twice, anywhere in the rendered objects: the later entry
+/// would win in the pod, or the pod would be refused.
 pub(crate) fn duplicate_names(docs: &[Value]) -> Option<String> {
-    const MERGED: &[&str] = &["containers", "initContainers", "env", "volumes", "volumeMounts", "ports"];
+    const MERGED: &[(&str, &str)] = &[
+        ("containers", "name"),
+        ("initContainers", "name"),
+        ("ephemeralContainers", "name"),
+        ("env", "name"),
+        ("volumes", "name"),
+        ("imagePullSecrets", "name"),
+        ("volumeMounts", "mountPath"),
+        ("volumeDevices", "devicePath"),
+        ("ports", "containerPort"),
+    ];
     fn walk(v: &Value, path: &str, out: &mut Option<String>) {
         match v {
             Value::Object(m) => {
                 for (k, x) in m {
                     let p = format!("{path}.{k}");
-                    if let (true, Value::Array(items)) = (MERGED.contains(&k.as_str()), x) {
+                    if let (Some((_, key)), Value::Array(items)) = (MERGED.iter().find(|(list, _)| list == k), x) {
                         let mut seen = std::collections::HashSet::new();
-                        for it in items {
-                            if let Some(n) = it.get("name").and_then(Value::as_str) {
-                                if !seen.insert(n) && out.is_none() {
-                                    *out = Some(format!("`{n}` appears twice in {}", p.trim_start_matches('.')));
-                                }
+                        for n in items.iter().filter_map(|it| it.get(*key)) {
+                            let n = n.as_str().map(str::to_string).unwrap_or_else(|| n.to_string());
+                            if !seen.insert(n.clone()) && out.is_none() {
+                                *out = Some(format!("`{n}` appears twice in {} (its `{key}`)", p.trim_start_matches('.')));
                             }
                         }
                     }
@@ -501,6 +515,24 @@ pub(crate) fn duplicate_names(docs: &[Value]) -> Option<String> {
         walk(d, &format!("document {}", i + 1), &mut out);
     }
     out
+}
+
+/// A KServe server container (or ModelSpec) mounting something at or under
+/// the model folder the storage initializer fills and the verifier checks.
+fn shadowed_model_folder(docs: &[Value], format: ServingFormat) -> Option<String> {
+    let predictor = |d: &Value| d.pointer("/spec/predictor").cloned();
+    for (i, p) in docs.iter().enumerate().filter_map(|(i, d)| predictor(d).map(|p| (i, p))) {
+        let servers = p.get("containers").and_then(Value::as_array).cloned().unwrap_or_default().into_iter().chain(p.get("model").cloned());
+        for c in servers {
+            for m in c.get("volumeMounts").and_then(Value::as_array).into_iter().flatten() {
+                let path = m.get("mountPath").and_then(Value::as_str).unwrap_or("");
+                if let Some(why) = crate::bundle::reserved::mount_owner(format, path) {
+                    return Some(format!("document {}: a server volume is mounted at `{path}`, {why}", i + 1));
+                }
+            }
+        }
+    }
+    None
 }
 
 /// The one YAML writer for what bundlegate emits (render, `argocd
@@ -942,6 +974,111 @@ mod parse_back_tests {
                 }
                 // Refused naming the entry, or text that is not YAML at all.
                 Err(e) => prop_assert!(format!("{e:#}").contains("env[HF_X]") || format!("{e:#}").contains("invalid YAML"), "{e:#}"),
+            }
+        }
+    }
+
+    fn bundle_edit(f: impl FnOnce(&mut serde_yaml_ng::Value)) -> Result<Loaded, bundle::LoadError> {
+        let mut v: serde_yaml_ng::Value = serde_yaml_ng::from_str(EXAMPLE).unwrap();
+        f(&mut v);
+        bundle::parse("t/release.yaml", Path::new("t/release.yaml"), serde_yaml_ng::to_string(&v).unwrap())
+    }
+
+    fn volume(name: &str, mount: &str) -> serde_yaml_ng::Value {
+        serde_yaml_ng::from_str(&format!("{{name: {name:?}, claimName: usr-claim, accessMode: ReadOnlyMany, mountPath: {mount:?}}}")).unwrap()
+    }
+
+    /// The three formats, each with the verifier, with names of the
+    /// bundle's own that start `usr-`.
+    fn baseline(format: usize) -> impl Fn(&mut serde_yaml_ng::Value) {
+        move |v| {
+            let s = &mut v["spec"]["serving"];
+            s["format"] = ["kserve-custom", "kserve-modelspec", "deployment"][format].into();
+            if format == 2 {
+                s["volumes"] = serde_yaml_ng::Value::Sequence(vec![volume("usr-models", "/usr-models")]);
+                s["modelDir"] = "/usr-models/llm".into();
+            }
+        }
+    }
+
+    #[derive(Debug, Clone, Copy, PartialEq)]
+    enum Slot {
+        Env,
+        Volume,
+        Mount,
+        Label,
+    }
+
+    /// Every name the rendered pod carries that the bundle did not supply:
+    /// env names, volume names, mount paths, label and annotation keys.
+    fn tool_names(format: usize) -> Vec<(Slot, String)> {
+        let l = bundle_edit(baseline(format)).unwrap();
+        let r = Renderer::new(&TemplateSource::Builtin).unwrap().render(&l).unwrap();
+        fn walk(v: &Value, out: &mut Vec<(Slot, String)>) {
+            match v {
+                Value::Object(m) => {
+                    for (k, x) in m {
+                        let items = x.as_array().into_iter().flatten();
+                        match k.as_str() {
+                            "env" => out.extend(items.filter_map(|e| e["name"].as_str()).map(|n| (Slot::Env, n.to_string()))),
+                            "volumes" => out.extend(items.filter_map(|e| e["name"].as_str()).map(|n| (Slot::Volume, n.to_string()))),
+                            "volumeMounts" => out.extend(items.filter_map(|e| e["mountPath"].as_str()).map(|n| (Slot::Mount, n.to_string()))),
+                            "labels" | "annotations" => out.extend(x.as_object().into_iter().flatten().map(|(k, _)| (Slot::Label, k.clone()))),
+                            _ => {}
+                        }
+                        walk(x, out);
+                    }
+                }
+                Value::Array(a) => a.iter().for_each(|x| walk(x, out)),
+                _ => {}
+            }
+        }
+        let mut out = Vec::new();
+        r.objects.iter().for_each(|o| walk(o, &mut out));
+        let own_env: Vec<&String> = l.bundle.spec.runtime.env.keys().collect();
+        out.retain(|(slot, n)| !n.starts_with("usr-") && !n.starts_with("/usr-") && !(*slot == Slot::Env && own_env.contains(&n)));
+        out.sort_by(|a, b| a.1.cmp(&b.1));
+        out.dedup();
+        out
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 300, failure_persistence: None, ..ProptestConfig::default() })]
+
+        /// Whatever name render sets in the pod, in whichever format, the
+        /// bundle supplying it in the matching place is BG021 at lint, and
+        /// render never writes it twice in a list Kubernetes merges by key
+        /// nor lets it shadow the verified model folder. The names come from
+        /// the rendered output itself, so a name render starts to set is
+        /// covered without a list to update. (A volume mounted at
+        /// `/mnt/models`, the KServe model folder the verifier checks,
+        /// passed lint and rendered.)
+        #[test]
+        fn every_name_render_sets_is_refused_from_the_bundle(format in 0usize..3, pick in any::<proptest::sample::Index>(), sub in proptest::sample::select(&["", "/", "/tokenizer", "/./"][..])) {
+            let names = tool_names(format);
+            let (slot, name) = names[pick.index(names.len())].clone();
+            let base = baseline(format);
+            let hostile = bundle_edit(|v| {
+                base(v);
+                match slot {
+                    Slot::Env => v["spec"]["runtime"]["env"][name.as_str()] = "s3://elsewhere/".into(),
+                    Slot::Label => v["metadata"]["labels"][name.as_str()] = "x".into(),
+                    Slot::Volume | Slot::Mount => {
+                        let s = &mut v["spec"]["serving"];
+                        if s["volumes"].is_null() {
+                            s["volumes"] = serde_yaml_ng::Value::Sequence(Vec::new());
+                        }
+                        let vol = if slot == Slot::Volume { volume(&name, "/usr-extra") } else { volume("usr-extra", &format!("{name}{sub}")) };
+                        s["volumes"].as_sequence_mut().unwrap().push(vol);
+                    }
+                }
+            });
+            // Refused by the parser's own rules is refused too.
+            let Ok(l) = hostile else { return Ok(()) };
+            let lint = crate::checks::lint::lint(&l, &crate::checks::lint::RollbackStatus::NotDeclared);
+            prop_assert!(lint.iter().any(|d| d.code == crate::diag::Code::ReservedName), "lint let the bundle set {slot:?} `{name}{sub}` (format {format})");
+            if let Ok(r) = Renderer::new(&TemplateSource::Builtin).unwrap().render(&l) {
+                prop_assert!(duplicate_names(&r.objects).is_none() && shadowed_model_folder(&r.objects, l.bundle.spec.serving.format).is_none(), "{slot:?} `{name}` rendered:\n{}", r.yaml);
             }
         }
     }

@@ -5,7 +5,8 @@
 //! than the reviewed release. Lint refuses them (BG021); render refuses any
 //! list Kubernetes merges by name that holds a name twice.
 
-use super::pod_verifier::{KSERVE_MODEL_VOLUME, VERIFIER_CONTAINER, VERIFIER_ENV};
+use super::pod_verifier::{KSERVE_MODEL_DIR, KSERVE_MODEL_VOLUME, VERIFIER_CONTAINER, VERIFIER_ENV};
+use super::ServingFormat;
 
 /// Env names set by render (exact).
 pub(crate) const ENV: &[&str] = &["STORAGE_URI", VERIFIER_ENV];
@@ -26,6 +27,32 @@ pub(crate) fn env_owner(name: &str) -> Option<&'static str> {
         return Some("set by bundlegate's render from the bundle itself");
     }
     ENV_PREFIXES.iter().any(|p| name.starts_with(p)).then_some("a prefix bundlegate's render owns (release identity, generation stop conditions)")
+}
+
+/// Why a bundle volume mounted at `path` in the server container would
+/// shadow what the tool put there, if it would: in the KServe formats the
+/// model folder (`/mnt/models`) is the storage initializer's volume, the
+/// one the verifier checks, and a mount at it or under it would make the
+/// server read other files than the verified ones. (Kubernetes keys a
+/// container's mounts by path, not by volume name.)
+pub(crate) fn mount_owner(format: ServingFormat, path: &str) -> Option<&'static str> {
+    if format == ServingFormat::Deployment {
+        return None;
+    }
+    // Lexically normalised: `//mnt/./models/`, `/mnt/x/../models` are the same folder.
+    let mut parts: Vec<&str> = Vec::new();
+    for c in path.split('/') {
+        match c {
+            "" | "." => {}
+            ".." => {
+                parts.pop();
+            }
+            c => parts.push(c),
+        }
+    }
+    let norm = format!("/{}", parts.join("/"));
+    let under = norm == KSERVE_MODEL_DIR || norm.starts_with(&format!("{KSERVE_MODEL_DIR}/"));
+    under.then_some("KServe's model folder, where the storage initializer puts the files the verifier checks")
 }
 
 pub(crate) fn volume_is_reserved(name: &str) -> bool {
@@ -55,5 +82,12 @@ mod tests {
         assert!(volume_is_reserved("kserve-provision-location") && !volume_is_reserved("models"));
         assert!(container_is_reserved("bundlegate-verify"));
         assert!(label_is_reserved("bundlegate.dev/release-digest") && label_is_reserved("app.kubernetes.io/name") && !label_is_reserved("team"));
+        for p in ["/mnt/models", "/mnt/models/", "//mnt/./models", "/mnt/models/tokenizer", "/mnt/x/../models/a"] {
+            assert!(mount_owner(ServingFormat::KserveCustom, p).is_some() && mount_owner(ServingFormat::KserveModelspec, p).is_some(), "{p}");
+            assert!(mount_owner(ServingFormat::Deployment, p).is_none(), "{p}");
+        }
+        for p in ["/mnt", "/mnt/models2", "/models", "/cache"] {
+            assert!(mount_owner(ServingFormat::KserveCustom, p).is_none(), "{p}");
+        }
     }
 }

@@ -384,7 +384,9 @@ fn rollback_target(l: &Loaded, rollback: &RollbackStatus, out: &mut Vec<Diagnost
 }
 
 /// Names the tool owns in the rendered pod, supplied by the bundle (BG021),
-/// and volume names given twice (Kubernetes merges volumes by name).
+/// and volume names given twice (Kubernetes merges volumes by name): env
+/// names, volume names, mount paths (a container's mounts are keyed by
+/// path) and label keys.
 fn reserved_names(l: &Loaded, out: &mut Vec<Diagnostic>) {
     use crate::bundle::reserved;
     let b = &l.bundle;
@@ -395,11 +397,15 @@ fn reserved_names(l: &Loaded, out: &mut Vec<Diagnostic>) {
     }
     let mut seen = std::collections::HashSet::new();
     for (i, v) in b.spec.serving.volumes.iter().enumerate() {
-        let field = format!("spec.serving.volumes.{i}.name");
+        let field = format!("spec.serving.volumes[{i}].name");
         if reserved::volume_is_reserved(&v.name) || reserved::container_is_reserved(&v.name) {
             out.push(diag(l, Code::ReservedName, &field, format!("volume `{}` is the one bundlegate's verifier mounts; choose another name", v.name)));
         } else if !seen.insert(v.name.as_str()) {
             out.push(diag(l, Code::ReservedName, &field, format!("volume `{}` is named twice; Kubernetes merges volumes by name, so one would replace the other", v.name)));
+        }
+        if let Some(why) = reserved::mount_owner(b.spec.serving.format, &v.mount_path) {
+            let msg = format!("volume `{}` is mounted at `{}`, {why}; the server would read this volume's files instead of the verified ones", v.name, v.mount_path);
+            out.push(diag(l, Code::ReservedName, &format!("spec.serving.volumes[{i}].mountPath"), msg));
         }
     }
     for k in b.metadata.labels.keys() {
