@@ -1036,7 +1036,7 @@ mod parse_back_tests {
         let mut out = Vec::new();
         r.objects.iter().for_each(|o| walk(o, &mut out));
         let own_env: Vec<&String> = l.bundle.spec.runtime.env.keys().collect();
-        out.retain(|(slot, n)| !n.starts_with("usr-") && !n.starts_with("/usr-") && !(*slot == Slot::Env && own_env.contains(&n)));
+        out.retain(|(slot, n)| !(n.starts_with("usr-") || n.starts_with("/usr-") || (*slot == Slot::Env && own_env.contains(&n))));
         out.sort_by(|a, b| a.1.cmp(&b.1));
         out.dedup();
         out

@@ -1,15 +1,20 @@
-//! One guard for every YAML (and JSON) file bundlegate reads, run on the
-//! event stream *before* serde sees the text: serde_yaml_ng keeps the last of
-//! two equal keys, expands aliases without a budget, and turns `.nan`/`.inf`
-//! into floats that every comparison then silently passes. The guard streams
-//! events (aliases are never expanded here) and stops at the first problem,
-//! so a hostile file costs at most one pass over its bytes.
+//! The one reader of every YAML file bundlegate reads, and the guard that
+//! judges it: [`read`] parses the text once (yaml-rust2's event parser), the
+//! guard judges each event before the tree that serde then builds the model
+//! from ([`from_node`]) is built from that same event. There is no second
+//! parser to read a document differently from what was checked (libyaml,
+//! under serde_yaml_ng, once read a LINE SEPARATOR as a line break the guard
+//! did not see, an empty `|+` block and `[?---` in a flow list otherwise).
+//! The guard exists because serde alone would keep the last of two equal
+//! keys, expand aliases without a budget, and take `.nan`/`.inf` for floats
+//! that every comparison then silently passes; it never expands an alias
+//! itself and stops at the first problem.
 //!
-//! Readers: the bundle parser, pipeline and config files, cluster snapshots
-//! (the item-at-a-time scan feeds its own events through a [`Guard`], so a
-//! 400 MiB snapshot is still read once), bundle detection and rendered
-//! manifests. JSON snapshots, which take serde_json's faster path, get the
-//! same duplicate-key rule from [`check_json`].
+//! Readers: the bundle, pipeline and config files, cluster snapshots (the
+//! item-at-a-time scan feeds its own events through a [`Guard`] and reads
+//! each item with [`read`]), bundle detection, rendered manifests, publish's
+//! rewrite. JSON (snapshots, CMP parameters, golden sets) takes serde_json
+//! after [`check_json`]'s duplicate-key rule.
 //!
 //! The rules, each for every style a parser would accept:
 //! - a mapping key appears once (an `*alias` key counts as the text of the
