@@ -74,12 +74,24 @@ fn json_helper(h: &Helper, _: &Handlebars, _: &Context, _: &mut RenderContext, o
     if p.is_value_missing() {
         return Err(RenderErrorReason::MissingVariable(p.relative_path().cloned()).into());
     }
-    out.write(&serde_json::to_string(p.value()).map_err(|e| RenderErrorReason::Other(e.to_string()))?)?;
+    out.write(&escape_unsafe(serde_json::to_string(p.value()).map_err(|e| RenderErrorReason::Other(e.to_string()))?))?;
     Ok(())
 }
 
 fn yaml_string_escape(s: &str) -> String {
-    serde_json::to_string(s).expect("string serializes")
+    escape_unsafe(serde_json::to_string(s).expect("string serializes"))
+}
+
+/// JSON text with the characters serde_json leaves raw but YAML readers or
+/// a reviewer's screen take otherwise (line breaks YAML 1.1 readers break
+/// at, a BOM, bidirectional controls) written as `\uXXXX`, which JSON and
+/// YAML double-quoted strings both read back as the same character.
+fn escape_unsafe(json: String) -> String {
+    let unsafe_char = |c: char| matches!(c, '\u{85}' | '\u{2028}' | '\u{2029}' | '\u{feff}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{200e}' | '\u{200f}' | '\u{61c}');
+    if !json.contains(unsafe_char) {
+        return json;
+    }
+    json.chars().map(|c| if unsafe_char(c) { format!("\\u{:04X}", c as u32) } else { c.to_string() }).collect()
 }
 
 impl Renderer {
@@ -568,12 +580,7 @@ fn quote(s: &str) -> String {
     if first_ok && !word && s.chars().all(plain_char) && reads_back {
         return s.to_string();
     }
-    let q = serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into());
-    let escape = |c: char| matches!(c, '\u{85}' | '\u{2028}' | '\u{2029}' | '\u{feff}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{200e}' | '\u{200f}' | '\u{61c}');
-    if !q.contains(escape) {
-        return q;
-    }
-    q.chars().map(|c| if escape(c) { format!("\\u{:04X}", c as u32) } else { c.to_string() }).collect()
+    escape_unsafe(serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into()))
 }
 
 /// A node written on one line, or None for a non-empty mapping or sequence.
@@ -694,7 +701,8 @@ pub(crate) fn parse_back(yaml: &str, docs: &[Value]) -> Result<()> {
 pub(crate) fn parse_stream(text: &str) -> Result<Vec<Value>> {
     // User templates write this text: the one reader, as for every YAML
     // read (aliases and depth bounded, keys unique).
-    let limits = crate::yaml_guard::Limits { max_bytes: MAX_OUTPUT_BYTES, ..crate::yaml_guard::Limits::DEFAULT };
+    // Not reviewed text (the output is, through `to_yaml`, which escapes bidi controls).
+    let limits = crate::yaml_guard::Limits { max_bytes: MAX_OUTPUT_BYTES, reviewed: false, ..crate::yaml_guard::Limits::DEFAULT };
     let docs = crate::yaml_guard::read(text, &limits).map_err(|g| anyhow!("rendered manifests, line {} column {}: {}", g.line, g.column, g.at_path()))?;
     let mut out = Vec::new();
     for (i, doc) in docs.iter().enumerate() {
@@ -858,7 +866,8 @@ mod parse_back_tests {
         }
         rt["env"] = serde_yaml_ng::Value::Mapping(m);
         rt["args"] = serde_yaml_ng::Value::Sequence(args.iter().map(|a| a.clone().into()).collect());
-        let text = serde_yaml_ng::to_string(&v).unwrap();
+        // The one writer: it escapes what a bundle may hold only escaped.
+        let text = to_yaml(&serde_json::to_value(&v).unwrap());
         bundle::parse("t/release.yaml", Path::new("t/release.yaml"), text).unwrap()
     }
 
@@ -913,6 +922,7 @@ mod parse_back_tests {
             "[.][0-9_]{1,4}",
             "[yY]|[nN]|[yY][eE][sS]|[nN][oO]|[oO][nN]|[oO][fF][fF]|[tT][rR][uU][eE]|[fF][aA][lL][sS][eE]|[nN][uU][lL][lL]|~|<<|=",
             "[a-z]{1,3}[ #:][ #:a-z]{0,4}",
+            "[a-z]{0,2}[\u{85}\u{2028}\u{2029}\u{feff}\u{202e}\u{2066}\u{200f}][a-z]{0,2}",
         ]
     }
 
@@ -981,7 +991,7 @@ mod parse_back_tests {
     fn bundle_edit(f: impl FnOnce(&mut serde_yaml_ng::Value)) -> Result<Loaded, bundle::LoadError> {
         let mut v: serde_yaml_ng::Value = serde_yaml_ng::from_str(EXAMPLE).unwrap();
         f(&mut v);
-        bundle::parse("t/release.yaml", Path::new("t/release.yaml"), serde_yaml_ng::to_string(&v).unwrap())
+        bundle::parse("t/release.yaml", Path::new("t/release.yaml"), to_yaml(&serde_json::to_value(&v).unwrap()))
     }
 
     fn volume(name: &str, mount: &str) -> serde_yaml_ng::Value {
