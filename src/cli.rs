@@ -4,7 +4,10 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use crate::options::{self, defaults, AlertOptions, ArgocdAction, CanaryMode, CanaryOptions, HumanDuration, Progress, RevertOptions, VerifyOptions, WatchOptions};
+use crate::options::{
+    self, defaults, AlertOptions, ArgocdAction, CanaryMode, CanaryOptions, HumanDuration, Progress, RevertOptions,
+    VerifyOptions, WatchOptions,
+};
 use crate::report::render::Format;
 
 #[derive(Debug, Parser)]
@@ -414,7 +417,14 @@ pub struct RevertArgs {
 
 impl From<RevertArgs> for RevertOptions {
     fn from(a: RevertArgs) -> Self {
-        RevertOptions { repo: a.repo, remote: a.remote, base: a.base, evidence: a.evidence, max_age: a.max_age, failed_at: a.failed_at }
+        RevertOptions {
+            repo: a.repo,
+            remote: a.remote,
+            base: a.base,
+            evidence: a.evidence,
+            max_age: a.max_age,
+            failed_at: a.failed_at,
+        }
     }
 }
 
@@ -488,7 +498,12 @@ mod tests {
     fn every_env_flag_hides_its_value_in_help() {
         fn walk(c: &clap::Command) {
             for a in c.get_arguments() {
-                assert!(a.get_env().is_none() || a.is_hide_env_values_set(), "{} --{:?} shows its env value in --help", c.get_name(), a.get_long());
+                assert!(
+                    a.get_env().is_none() || a.is_hide_env_values_set(),
+                    "{} --{:?} shows its env value in --help",
+                    c.get_name(),
+                    a.get_long()
+                );
             }
             c.get_subcommands().for_each(walk);
         }

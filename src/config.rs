@@ -59,7 +59,10 @@ impl Config {
         for (code, lvl) in &self.severity {
             if let Some(c) = crate::diag::Code::from_str_any(code) {
                 if let Some(first) = seen.insert(c, code) {
-                    anyhow::bail!("config: severity for {} is set twice (`{first}` and `{code}` name the same code); keep one", c.as_str());
+                    anyhow::bail!(
+                        "config: severity for {} is set twice (`{first}` and `{code}` name the same code); keep one",
+                        c.as_str()
+                    );
                 }
             }
             o.set(code, lvl.severity())?;

@@ -212,7 +212,11 @@ impl Serialize for Code {
 impl<'de> Deserialize<'de> for Code {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let s = String::deserialize(d)?;
-        Code::ALL.iter().copied().find(|c| c.as_str() == s).ok_or_else(|| serde::de::Error::custom(format!("unknown diagnostic code `{s}`")))
+        Code::ALL
+            .iter()
+            .copied()
+            .find(|c| c.as_str() == s)
+            .ok_or_else(|| serde::de::Error::custom(format!("unknown diagnostic code `{s}`")))
     }
 }
 

@@ -5,15 +5,16 @@
 use anyhow::Result;
 
 use crate::app::ctx::Ctx;
-use crate::options::{AlertOptions, CanaryOptions, RevertOptions, VerifyOptions, WatchOptions};
 use crate::app::{self, argocd, audit, canary, pod_verify, preflight, revert, serving, verify, watch};
 use crate::cli::{Cli, Command, ReportCmd, SeverityArgs};
 use crate::config::Config;
 use crate::diag::Code;
-use crate::options::RenderOptions;
 use crate::manifests::TemplateSource;
+use crate::options::RenderOptions;
+use crate::options::{AlertOptions, CanaryOptions, RevertOptions, VerifyOptions, WatchOptions};
 use crate::report::{Detail, Report, StepReport};
 
+#[expect(clippy::too_many_lines, reason = "to be split into named steps (issue #28)")]
 pub fn run(cli: Cli) -> Result<Report> {
     let cfg = Config::load(cli.config.as_deref())?;
     // One context for the whole run: one runtime, the environment read once.
@@ -28,7 +29,8 @@ pub fn run(cli: Cli) -> Result<Report> {
             Ok(r)
         }
         Command::Render { bundle, out, templates, verifier_image } => {
-            let ro = RenderOptions { templates: templates.map(TemplateSource::Dir).unwrap_or_default(), verifier_image };
+            let ro =
+                RenderOptions { templates: templates.map(TemplateSource::Dir).unwrap_or_default(), verifier_image };
             let mut r = Report::new("render");
             let step = app::render_step(&bundle, &ro, out.as_deref());
             if out.is_none() {
@@ -62,13 +64,21 @@ pub fn run(cli: Cli) -> Result<Report> {
         }
         Command::Audit { root, deep, cache, shard, write_report, alerts, serving, opts } => {
             let shard = match shard {
-                Some(s) => Some(crate::checks::shard::parse_shard(&s, ctx.env.job_completion_index.as_deref()).map_err(|e| anyhow::anyhow!("--shard {e}"))?),
+                Some(s) => Some(
+                    crate::checks::shard::parse_shard(&s, ctx.env.job_completion_index.as_deref())
+                        .map_err(|e| anyhow::anyhow!("--shard {e}"))?,
+                ),
                 None => None,
             };
             let o = audit::AuditOptions { root: root.clone(), deep, cache, shard, write_report };
             let alerts = AlertOptions::from(alerts);
             audit::check_alerts(&alerts)?;
-            let mut r = ctx.try_block_on(audit::audit(&ctx, &o, &VerifyOptions::from(opts), &cfg.overrides(&SeverityArgs::default())?))?;
+            let mut r = ctx.try_block_on(audit::audit(
+                &ctx,
+                &o,
+                &VerifyOptions::from(opts),
+                &cfg.overrides(&SeverityArgs::default())?,
+            ))?;
             if serving {
                 for s in ctx.try_block_on(serving::serving_audit(&ctx, &root))? {
                     r.push(s);
@@ -101,14 +111,33 @@ pub fn run(cli: Cli) -> Result<Report> {
         }
         Command::Run { pipeline, bundles, snapshot, base, head, repo, prometheus, sev } => {
             let ov = cfg.overrides(&sev)?;
-            let inputs = crate::pipeline::Inputs { bundles, snapshot, base, head, repo, prometheus, overrides: ov, verifier_image: ctx.env.verifier_image.clone() };
+            let inputs = crate::pipeline::Inputs {
+                bundles,
+                snapshot,
+                base,
+                head,
+                repo,
+                prometheus,
+                overrides: ov,
+                verifier_image: ctx.env.verifier_image.clone(),
+            };
             crate::pipeline::run_file(&ctx, &pipeline, &inputs)
         }
         Command::Argocd { cmd } => argocd::run(&ctx, cmd.into(), &cfg.overrides(&SeverityArgs::default())?),
         Command::Watch { bundle, args } => watch::watch(&ctx, &bundle, &WatchOptions::from(args)),
         Command::Revert { bundle, args } => revert::revert(&ctx, &bundle, &RevertOptions::from(args)),
         Command::VerifyFiles { manifest_env, root, mode, termination_log, marker, ready, wait, stay, threads } => {
-            pod_verify::run(&pod_verify::Opts { manifest_env, root, mode, termination_log, marker, ready, wait, stay, threads })
+            pod_verify::run(&pod_verify::Opts {
+                manifest_env,
+                root,
+                mode,
+                termination_log,
+                marker,
+                ready,
+                wait,
+                stay,
+                threads,
+            })
         }
         Command::Codes => {
             let mut r = Report::new("codes");
@@ -125,12 +154,17 @@ pub fn run(cli: Cli) -> Result<Report> {
                     })
                     .collect(),
             });
-            s.details.push(Detail { title: "documentation".into(), lang: "markdown".into(), body: crate::diag::markdown_docs() });
+            s.details.push(Detail {
+                title: "documentation".into(),
+                lang: "markdown".into(),
+                body: crate::diag::markdown_docs(),
+            });
             r.push(s);
             Ok(r)
         }
         Command::Explain { code } => {
-            let c = Code::from_str_any(&code).ok_or_else(|| anyhow::anyhow!("unknown diagnostic code `{code}` (see `bundlegate codes`)"))?;
+            let c = Code::from_str_any(&code)
+                .ok_or_else(|| anyhow::anyhow!("unknown diagnostic code `{code}` (see `bundlegate codes`)"))?;
             let i = c.info();
             let mut r = Report::new("explain");
             let mut s = StepReport::new("explain", i.code);
@@ -140,4 +174,3 @@ pub fn run(cli: Cli) -> Result<Report> {
         }
     }
 }
-

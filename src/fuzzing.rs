@@ -3,11 +3,11 @@
 //! a parser and everything downstream of it". Each returns normally for any
 //! input, `Ok` or `Err`; a panic anywhere below is the bug being hunted.
 
-use crate::parse::cmp::{CmpEnv, Params};
-use crate::parse::snapshot;
 use crate::bundle;
 use crate::checks::{lint, preflight};
 use crate::manifests::{Renderer, TemplateSource};
+use crate::parse::cmp::{CmpEnv, Params};
+use crate::parse::snapshot;
 use std::path::Path;
 use std::sync::OnceLock;
 
@@ -36,7 +36,10 @@ pub fn bundle_yaml(path: &Path, text: &str) -> bool {
 pub fn cluster_snapshot(text: &str) -> bool {
     let Ok(st) = snapshot::parse_snapshot("fuzz/snapshot.yaml", text) else { return false };
     static L: OnceLock<bundle::Loaded> = OnceLock::new();
-    let l = L.get_or_init(|| bundle::parse("example/release.yaml", Path::new("example/release.yaml"), EXAMPLE_BUNDLE.to_string()).expect("the example bundle parses"));
+    let l = L.get_or_init(|| {
+        bundle::parse("example/release.yaml", Path::new("example/release.yaml"), EXAMPLE_BUNDLE.to_string())
+            .expect("the example bundle parses")
+    });
     let _ = preflight::preflight(l, &st);
     true
 }
@@ -139,7 +142,9 @@ pub fn with_value_at(key: &str, value: impl Fn(usize) -> String) -> Option<Strin
         return Some(t.replacen("\u{0}", &value(indent), 1));
     }
     let gate = "      - metric: gpu_memory_bytes\n        maxRelativeIncrease: 0.15\n";
-    EXAMPLE_BUNDLE.contains(gate).then(|| EXAMPLE_BUNDLE.replacen(gate, &format!("{gate}        {key}: {}\n", value(8)), 1))
+    EXAMPLE_BUNDLE
+        .contains(gate)
+        .then(|| EXAMPLE_BUNDLE.replacen(gate, &format!("{gate}        {key}: {}\n", value(8)), 1))
 }
 
 /// The example bundle with its `line`-th line (0-based), when it is a
@@ -151,7 +156,12 @@ pub fn alias_key_line(line: usize) -> Option<String> {
     let l = lines.get(line)?;
     let t = l.trim_start();
     let (key, value) = t.split_once(": ")?;
-    if t.starts_with('#') || t.starts_with('-') || key.is_empty() || key.contains(['"', '\'', '{', '[', '&', '*', '#']) || value.trim().is_empty() {
+    if t.starts_with('#')
+        || t.starts_with('-')
+        || key.is_empty()
+        || key.contains(['"', '\'', '{', '[', '&', '*', '#'])
+        || value.trim().is_empty()
+    {
         return None;
     }
     let indent = &l[..l.len() - t.len()];
@@ -172,7 +182,9 @@ pub fn snapshot_with_duplicate_key(text: &str, nth: usize, json: bool) -> Option
         let entries: Vec<(usize, &str)> = pretty
             .lines()
             .enumerate()
-            .filter(|(_, l)| l.trim_start().starts_with('"') && l.contains("\": ") && !l.trim_end().ends_with(['{', '[']))
+            .filter(|(_, l)| {
+                l.trim_start().starts_with('"') && l.contains("\": ") && !l.trim_end().ends_with(['{', '['])
+            })
             .collect();
         let (i, l) = *entries.get(nth % entries.len().max(1))?;
         let entry = l.trim().trim_end_matches(',');
@@ -185,7 +197,11 @@ pub fn snapshot_with_duplicate_key(text: &str, nth: usize, json: bool) -> Option
         .filter(|&i| {
             let t = lines[i].trim_start().trim_start_matches("- ");
             t.split_once(": ").is_some_and(|(k, v)| {
-                !k.is_empty() && !k.contains(['"', '\'', '{', '[', '#', '&', '*']) && !v.trim().is_empty() && !v.contains('#') && !v.trim_start().starts_with(['|', '>'])
+                !k.is_empty()
+                    && !k.contains(['"', '\'', '{', '[', '#', '&', '*'])
+                    && !v.trim().is_empty()
+                    && !v.contains('#')
+                    && !v.trim_start().starts_with(['|', '>'])
             })
         })
         .collect();

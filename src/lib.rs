@@ -17,6 +17,7 @@
 // its dead-code report would be noise; the full build's report is the one
 // that counts (clippy -D warnings over all targets).
 #![cfg_attr(not(feature = "cli"), allow(dead_code, unused_imports))]
+#![warn(clippy::too_many_lines)]
 
 pub mod adapters;
 pub mod bundle;

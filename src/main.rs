@@ -1,3 +1,7 @@
+//! The `bundlegate` binary: parse the command line, dispatch, print the report, exit 0/1/2.
+
+#![warn(clippy::too_many_lines)]
+
 use std::io::{IsTerminal, Write};
 
 use clap::Parser;
@@ -60,6 +64,7 @@ fn init_logging(verbose: u8) {
         1 => "info",
         _ => "debug",
     };
-    let filter = EnvFilter::try_from_env("RUST_LOG").unwrap_or_else(|_| EnvFilter::new(format!("bundlegate={default},warn")));
+    let filter =
+        EnvFilter::try_from_env("RUST_LOG").unwrap_or_else(|_| EnvFilter::new(format!("bundlegate={default},warn")));
     tracing_subscriber::fmt().with_env_filter(filter).with_writer(|| RedactingStderr).with_target(false).init();
 }

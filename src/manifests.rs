@@ -141,8 +141,11 @@ impl Renderer {
                 vols.push(vol.clone());
             }
         }
-        let text = self.render_bounded(fmt, ctx.clone()).with_context(|| format!("rendering template `{fmt}` for {}", l.display))?;
-        let docs = parse_stream(&text).with_context(|| format!("template `{fmt}` produced invalid YAML for {}", l.display))?;
+        let text = self
+            .render_bounded(fmt, ctx.clone())
+            .with_context(|| format!("rendering template `{fmt}` for {}", l.display))?;
+        let docs =
+            parse_stream(&text).with_context(|| format!("template `{fmt}` produced invalid YAML for {}", l.display))?;
         if docs.is_empty() {
             bail!("template `{fmt}` produced no Kubernetes objects for {}", l.display);
         }
@@ -150,9 +153,14 @@ impl Renderer {
             bail!("template `{fmt}` for {}: {dup}; Kubernetes merges these lists by that key, so one entry would silently replace the other", l.display);
         }
         if let Some(why) = shadowed_model_folder(&docs, l.bundle.spec.serving.format) {
-            bail!("template `{fmt}` for {}: {why}; the server would read other files than the verified ones", l.display);
+            bail!(
+                "template `{fmt}` for {}: {why}; the server would read other files than the verified ones",
+                l.display
+            );
         }
-        check_against_bundle(&docs, &ctx).with_context(|| format!("template `{fmt}` for {}: the rendered objects do not carry the bundle's values", l.display))?;
+        check_against_bundle(&docs, &ctx).with_context(|| {
+            format!("template `{fmt}` for {}: the rendered objects do not carry the bundle's values", l.display)
+        })?;
         let mut yaml = String::new();
         for d in &docs {
             yaml.push_str("---\n");
@@ -160,7 +168,8 @@ impl Renderer {
         }
         // What a Kubernetes client reads back must be exactly what was
         // rendered, under YAML 1.2 and 1.1 rules alike.
-        parse_back(&yaml, &docs).with_context(|| format!("rendered manifests for {} do not read back as rendered", l.display))?;
+        parse_back(&yaml, &docs)
+            .with_context(|| format!("rendered manifests for {} do not read back as rendered", l.display))?;
         // A template (a user's, say) that leaves the verifier out must not
         // look like protection: say so instead of skipping silently.
         let verifier_missing = verifier.is_some() && !docs.iter().any(carries_verifier);
@@ -187,7 +196,9 @@ impl Renderer {
             .context("starting the render thread")?;
         match rx.recv_timeout(RENDER_TIMEOUT) {
             Ok((_, true)) => bail!("template `{name}` produced more than {MAX_OUTPUT_BYTES} bytes; refused"),
-            Ok((Ok(buf), false)) => String::from_utf8(buf).map_err(|_| anyhow!("template `{name}` produced invalid UTF-8")),
+            Ok((Ok(buf), false)) => {
+                String::from_utf8(buf).map_err(|_| anyhow!("template `{name}` produced invalid UTF-8"))
+            }
             Ok((Err(e), false)) => Err(e.into()),
             Err(_) => bail!("template `{name}` did not finish rendering within {}s; refused", RENDER_TIMEOUT.as_secs()),
         }
@@ -217,7 +228,13 @@ impl std::io::Write for CappedWriter {
 /// Partials each template calls, with multiplicity, plus the inline partials
 /// it defines. Dynamic partial names (`{{> (lookup …)}}`) cannot be bounded
 /// statically and are refused.
-fn partial_calls(t: &Template, tname: &str, depth: usize, calls: &mut Vec<String>, inline: &mut BTreeMap<String, Vec<String>>) -> Result<()> {
+fn partial_calls(
+    t: &Template,
+    tname: &str,
+    depth: usize,
+    calls: &mut Vec<String>,
+    inline: &mut BTreeMap<String, Vec<String>>,
+) -> Result<()> {
     if depth > MAX_BLOCK_DEPTH {
         bail!("template `{tname}` nests blocks more than {MAX_BLOCK_DEPTH} deep; refused");
     }
@@ -234,7 +251,9 @@ fn partial_calls(t: &Template, tname: &str, depth: usize, calls: &mut Vec<String
                     (Some(body), true) => {
                         let pname = match d.params.first() {
                             Some(Parameter::Literal(Value::String(n))) => n.clone(),
-                            Some(p) => p.as_name().map(String::from).ok_or_else(|| anyhow!("template `{tname}`: an inline partial has a computed name; refused"))?,
+                            Some(p) => p.as_name().map(String::from).ok_or_else(|| {
+                                anyhow!("template `{tname}`: an inline partial has a computed name; refused")
+                            })?,
                             None => bail!("template `{tname}`: an inline partial has no name"),
                         };
                         let mut sub = Vec::new();
@@ -249,7 +268,9 @@ fn partial_calls(t: &Template, tname: &str, depth: usize, calls: &mut Vec<String
                 let pname = match &d.name {
                     Parameter::Name(_) | Parameter::Path(_) => d.name.as_name().unwrap_or_default().to_string(),
                     Parameter::Literal(Value::String(n)) => n.clone(),
-                    _ => bail!("template `{tname}` includes a partial with a computed name; refused (name partials literally)"),
+                    _ => bail!(
+                        "template `{tname}` includes a partial with a computed name; refused (name partials literally)"
+                    ),
                 };
                 // `@partial-block` is the caller's block body, already counted at the caller.
                 if pname != "@partial-block" {
@@ -289,17 +310,28 @@ fn check_bounded(templates: &std::collections::HashMap<String, Template>) -> Res
     Ok(())
 }
 
-fn expansions(graph: &BTreeMap<String, Vec<String>>, name: &str, stack: &mut Vec<String>, done: &mut BTreeMap<String, u64>) -> Result<u64> {
+fn expansions(
+    graph: &BTreeMap<String, Vec<String>>,
+    name: &str,
+    stack: &mut Vec<String>,
+    done: &mut BTreeMap<String, u64>,
+) -> Result<u64> {
     if let Some(c) = done.get(name) {
         return Ok(*c);
     }
     let root = stack.first().cloned().unwrap_or_else(|| name.to_string());
     if stack.iter().any(|s| s == name) {
         stack.push(name.to_string());
-        bail!("template `{root}`: partial `{name}` includes itself ({}); recursive templates are refused", stack.join(" → "));
+        bail!(
+            "template `{root}`: partial `{name}` includes itself ({}); recursive templates are refused",
+            stack.join(" → ")
+        );
     }
     if stack.len() >= MAX_PARTIAL_DEPTH {
-        bail!("template `{root}`: partials nest more than {MAX_PARTIAL_DEPTH} deep ({} → …); refused", stack.join(" → "));
+        bail!(
+            "template `{root}`: partials nest more than {MAX_PARTIAL_DEPTH} deep ({} → …); refused",
+            stack.join(" → ")
+        );
     }
     stack.push(name.to_string());
     let mut total: u64 = 1;
@@ -388,15 +420,13 @@ pub(crate) fn artifact_list(b: &bundle::ReleaseBundle, digest: &str) -> Value {
     })
 }
 
-
 /// Does this object's pod template run the verifier?
 fn carries_verifier(o: &Value) -> bool {
-    let pod_specs = [
-        o.pointer("/spec/template/spec"),
-        o.pointer("/spec/predictor"),
-    ];
+    let pod_specs = [o.pointer("/spec/template/spec"), o.pointer("/spec/predictor")];
     pod_specs.into_iter().flatten().any(|spec| {
-        spec.get("initContainers").and_then(Value::as_array).is_some_and(|ics| ics.iter().any(|c| c.get("name").and_then(Value::as_str) == Some(VERIFIER_CONTAINER)))
+        spec.get("initContainers")
+            .and_then(Value::as_array)
+            .is_some_and(|ics| ics.iter().any(|c| c.get("name").and_then(Value::as_str) == Some(VERIFIER_CONTAINER)))
     })
 }
 
@@ -511,7 +541,8 @@ pub(crate) fn duplicate_names(docs: &[Value]) -> Option<String> {
                         for n in items.iter().filter_map(|it| it.get(*key)) {
                             let n = n.as_str().map(str::to_string).unwrap_or_else(|| n.to_string());
                             if !seen.insert(n.clone()) && out.is_none() {
-                                *out = Some(format!("`{n}` appears twice in {} (its `{key}`)", p.trim_start_matches('.')));
+                                *out =
+                                    Some(format!("`{n}` appears twice in {} (its `{key}`)", p.trim_start_matches('.')));
                             }
                         }
                     }
@@ -534,7 +565,13 @@ pub(crate) fn duplicate_names(docs: &[Value]) -> Option<String> {
 fn shadowed_model_folder(docs: &[Value], format: ServingFormat) -> Option<String> {
     let predictor = |d: &Value| d.pointer("/spec/predictor").cloned();
     for (i, p) in docs.iter().enumerate().filter_map(|(i, d)| predictor(d).map(|p| (i, p))) {
-        let servers = p.get("containers").and_then(Value::as_array).cloned().unwrap_or_default().into_iter().chain(p.get("model").cloned());
+        let servers = p
+            .get("containers")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default()
+            .into_iter()
+            .chain(p.get("model").cloned());
         for c in servers {
             for m in c.get("volumeMounts").and_then(Value::as_array).into_iter().flatten() {
                 let path = m.get("mountPath").and_then(Value::as_str).unwrap_or("");
@@ -665,7 +702,8 @@ pub fn yaml11_non_string(s: &str) -> bool {
         ]
     });
     let go = s.replace('_', "");
-    RES.iter().any(|r| r.is_match(s)) || (s.starts_with(|c: char| c.is_ascii_digit() || "+-.".contains(c)) && GO.iter().any(|r| r.is_match(&go)))
+    RES.iter().any(|r| r.is_match(s))
+        || (s.starts_with(|c: char| c.is_ascii_digit() || "+-.".contains(c)) && GO.iter().any(|r| r.is_match(&go)))
 }
 
 /// Parse `yaml` (what is written out) back as a Kubernetes client would and
@@ -689,7 +727,9 @@ pub(crate) fn parse_back(yaml: &str, docs: &[Value]) -> Result<()> {
         match ev {
             Event::StreamEnd => return Ok(()),
             // A plain scalar YAML 1.2 reads as a string but 1.1 does not.
-            Event::Scalar(v, TScalarStyle::Plain, _, _) if matches!(yaml_rust2::Yaml::from_str(&v), yaml_rust2::Yaml::String(_)) && yaml11_non_string(&v) => {
+            Event::Scalar(v, TScalarStyle::Plain, _, _)
+                if matches!(yaml_rust2::Yaml::from_str(&v), yaml_rust2::Yaml::String(_)) && yaml11_non_string(&v) =>
+            {
                 bail!("line {}: the string `{v}` is written unquoted, and a YAML 1.1 reader (a Kubernetes client) would read it as a boolean, null, number or timestamp", mark.line());
             }
             _ => {}
@@ -702,11 +742,17 @@ pub(crate) fn parse_stream(text: &str) -> Result<Vec<Value>> {
     // User templates write this text: the one reader, as for every YAML
     // read (aliases and depth bounded, keys unique).
     // Not reviewed text (the output is, through `to_yaml`, which escapes bidi controls).
-    let limits = crate::yaml_guard::Limits { max_bytes: MAX_OUTPUT_BYTES, reviewed: false, ..crate::yaml_guard::Limits::DEFAULT };
-    let docs = crate::yaml_guard::read(text, &limits).map_err(|g| anyhow!("rendered manifests, line {} column {}: {}", g.line, g.column, g.at_path()))?;
+    let limits = crate::yaml_guard::Limits {
+        max_bytes: MAX_OUTPUT_BYTES,
+        reviewed: false,
+        ..crate::yaml_guard::Limits::DEFAULT
+    };
+    let docs = crate::yaml_guard::read(text, &limits)
+        .map_err(|g| anyhow!("rendered manifests, line {} column {}: {}", g.line, g.column, g.at_path()))?;
     let mut out = Vec::new();
     for (i, doc) in docs.iter().enumerate() {
-        let v: Value = crate::yaml_guard::from_node(doc).map_err(|(path, e)| anyhow!("document {}: {path}: {e}", i + 1))?;
+        let v: Value =
+            crate::yaml_guard::from_node(doc).map_err(|(path, e)| anyhow!("document {}: {path}: {e}", i + 1))?;
         if v.is_null() {
             continue;
         }
@@ -773,9 +819,15 @@ pub(crate) fn context(l: &Loaded) -> Result<Value> {
     for (k, v) in &b.spec.runtime.env {
         env.push(json!({"name": k, "value": v}));
     }
-    let mounts: Vec<Value> = s.volumes.iter().map(|v| json!({"name": v.name, "mountPath": v.mount_path, "readOnly": v.read_only})).collect();
-    let volumes: Vec<Value> = s.volumes.iter().map(|v| json!({"name": v.name, "persistentVolumeClaim": {"claimName": v.claim_name}})).collect();
-    let tolerations: Vec<Value> = s.tolerations.iter().map(|t| serde_json::to_value(t).unwrap_or(Value::Null)).collect();
+    let mounts: Vec<Value> =
+        s.volumes.iter().map(|v| json!({"name": v.name, "mountPath": v.mount_path, "readOnly": v.read_only})).collect();
+    let volumes: Vec<Value> = s
+        .volumes
+        .iter()
+        .map(|v| json!({"name": v.name, "persistentVolumeClaim": {"claimName": v.claim_name}}))
+        .collect();
+    let tolerations: Vec<Value> =
+        s.tolerations.iter().map(|t| serde_json::to_value(t).unwrap_or(Value::Null)).collect();
     let labels = json!({
         "app.kubernetes.io/name": b.metadata.name,
         "app.kubernetes.io/managed-by": "bundlegate",
@@ -831,7 +883,10 @@ fn file_component(field: &str, v: &str) -> Result<()> {
         && !v.starts_with('.')
         && v.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
     if !ok {
-        bail!("{field} `{}` cannot name an output file (letters, digits, `.`, `_`, `-`; not starting with `.`)", v.escape_debug());
+        bail!(
+            "{field} `{}` cannot name an output file (letters, digits, `.`, `_`, `-`; not starting with `.`)",
+            v.escape_debug()
+        );
     }
     Ok(())
 }
@@ -855,7 +910,56 @@ mod parse_back_tests {
 
     /// Strings a YAML 1.1 reader (a Kubernetes client) turns into booleans,
     /// null, numbers or timestamps when they are written unquoted.
-    const YAML11: &[&str] = &["yes", "no", "on", "off", "y", "n", "Y", "N", "YES", "Off", "1_000", "0o17", "0x1F", "0b101", ".5", "+12", "-0", "~", "null", "Null", "", "12:30", "190:20:30", "2001-12-14", "2001-12-14t21:59:43.10-05:00", ".inf", "-.Inf", ".NaN", "1e3", "true", "False", "0777", "\"quoted\"", "#comment", "a: b", "- item", "{x}", "[y]", "'", "@x", "`x`", "%x", "!tag", "&anchor", "*alias", "? key", "|", ">"];
+    const YAML11: &[&str] = &[
+        "yes",
+        "no",
+        "on",
+        "off",
+        "y",
+        "n",
+        "Y",
+        "N",
+        "YES",
+        "Off",
+        "1_000",
+        "0o17",
+        "0x1F",
+        "0b101",
+        ".5",
+        "+12",
+        "-0",
+        "~",
+        "null",
+        "Null",
+        "",
+        "12:30",
+        "190:20:30",
+        "2001-12-14",
+        "2001-12-14t21:59:43.10-05:00",
+        ".inf",
+        "-.Inf",
+        ".NaN",
+        "1e3",
+        "true",
+        "False",
+        "0777",
+        "\"quoted\"",
+        "#comment",
+        "a: b",
+        "- item",
+        "{x}",
+        "[y]",
+        "'",
+        "@x",
+        "`x`",
+        "%x",
+        "!tag",
+        "&anchor",
+        "*alias",
+        "? key",
+        "|",
+        ">",
+    ];
 
     fn bundle_with(env: &[(String, String)], args: &[String]) -> Loaded {
         let mut v: serde_yaml_ng::Value = serde_yaml_ng::from_str(EXAMPLE).unwrap();
@@ -936,7 +1040,12 @@ mod parse_back_tests {
         while let Ok((ev, _)) = p.next_token() {
             match ev {
                 Event::StreamEnd => break,
-                Event::Scalar(v, TScalarStyle::Plain, _, _) if matches!(yaml_rust2::Yaml::from_str(&v), yaml_rust2::Yaml::String(_)) && yaml11_non_string(&v) => out.push(v),
+                Event::Scalar(v, TScalarStyle::Plain, _, _)
+                    if matches!(yaml_rust2::Yaml::from_str(&v), yaml_rust2::Yaml::String(_))
+                        && yaml11_non_string(&v) =>
+                {
+                    out.push(v)
+                }
                 _ => {}
             }
         }
@@ -995,7 +1104,10 @@ mod parse_back_tests {
     }
 
     fn volume(name: &str, mount: &str) -> serde_yaml_ng::Value {
-        serde_yaml_ng::from_str(&format!("{{name: {name:?}, claimName: usr-claim, accessMode: ReadOnlyMany, mountPath: {mount:?}}}")).unwrap()
+        serde_yaml_ng::from_str(&format!(
+            "{{name: {name:?}, claimName: usr-claim, accessMode: ReadOnlyMany, mountPath: {mount:?}}}"
+        ))
+        .unwrap()
     }
 
     /// The three formats, each with the verifier, with names of the
@@ -1030,10 +1142,18 @@ mod parse_back_tests {
                     for (k, x) in m {
                         let items = x.as_array().into_iter().flatten();
                         match k.as_str() {
-                            "env" => out.extend(items.filter_map(|e| e["name"].as_str()).map(|n| (Slot::Env, n.to_string()))),
-                            "volumes" => out.extend(items.filter_map(|e| e["name"].as_str()).map(|n| (Slot::Volume, n.to_string()))),
-                            "volumeMounts" => out.extend(items.filter_map(|e| e["mountPath"].as_str()).map(|n| (Slot::Mount, n.to_string()))),
-                            "labels" | "annotations" => out.extend(x.as_object().into_iter().flatten().map(|(k, _)| (Slot::Label, k.clone()))),
+                            "env" => {
+                                out.extend(items.filter_map(|e| e["name"].as_str()).map(|n| (Slot::Env, n.to_string())))
+                            }
+                            "volumes" => out.extend(
+                                items.filter_map(|e| e["name"].as_str()).map(|n| (Slot::Volume, n.to_string())),
+                            ),
+                            "volumeMounts" => out.extend(
+                                items.filter_map(|e| e["mountPath"].as_str()).map(|n| (Slot::Mount, n.to_string())),
+                            ),
+                            "labels" | "annotations" => {
+                                out.extend(x.as_object().into_iter().flatten().map(|(k, _)| (Slot::Label, k.clone())))
+                            }
                             _ => {}
                         }
                         walk(x, out);
@@ -1046,7 +1166,9 @@ mod parse_back_tests {
         let mut out = Vec::new();
         r.objects.iter().for_each(|o| walk(o, &mut out));
         let own_env: Vec<&String> = l.bundle.spec.runtime.env.keys().collect();
-        out.retain(|(slot, n)| !(n.starts_with("usr-") || n.starts_with("/usr-") || (*slot == Slot::Env && own_env.contains(&n))));
+        out.retain(|(slot, n)| {
+            !(n.starts_with("usr-") || n.starts_with("/usr-") || (*slot == Slot::Env && own_env.contains(&n)))
+        });
         out.sort_by(|a, b| a.1.cmp(&b.1));
         out.dedup();
         out

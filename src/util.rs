@@ -112,7 +112,19 @@ mod tests {
     #[test]
     fn durations_outside_input_cannot_overflow() {
         // Each of these panicked in `Duration::from_secs_f64` or overflowed.
-        for s in ["99999999999999999999999h", "1e400s", "184467440737095516160s", "inf", "NaN", "-5s", "8d", "604801", "1..5s", "s", ""] {
+        for s in [
+            "99999999999999999999999h",
+            "1e400s",
+            "184467440737095516160s",
+            "inf",
+            "NaN",
+            "-5s",
+            "8d",
+            "604801",
+            "1..5s",
+            "s",
+            "",
+        ] {
             let e = try_duration(s).unwrap_err();
             assert!(!e.is_empty(), "{s}");
         }

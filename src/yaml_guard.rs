@@ -126,7 +126,11 @@ impl Frame {
 
     fn segment(&self) -> String {
         if self.is_map {
-            let key = if self.at_key { None } else { self.cur_key.and_then(|p| self.keys.iter().find(|(_, at)| **at == p).map(|(k, _)| k.as_str())) };
+            let key = if self.at_key {
+                None
+            } else {
+                self.cur_key.and_then(|p| self.keys.iter().find(|(_, at)| **at == p).map(|(k, _)| k.as_str()))
+            };
             key.unwrap_or("?").to_string()
         } else {
             format!("[{}]", self.idx)
@@ -170,7 +174,9 @@ pub(crate) fn is_non_finite_scalar(s: &str) -> bool {
 /// `!!float` however it is written (`!!float`, `!<tag:yaml.org,2002:float>`,
 /// a `%TAG` handle for the core schema).
 fn is_float_tag(tag: &Option<Tag>) -> bool {
-    tag.as_ref().is_some_and(|t| format!("{}{}", t.handle, t.suffix) == "tag:yaml.org,2002:float" || (t.handle == "!!" && t.suffix == "float"))
+    tag.as_ref().is_some_and(|t| {
+        format!("{}{}", t.handle, t.suffix) == "tag:yaml.org,2002:float" || (t.handle == "!!" && t.suffix == "float")
+    })
 }
 
 /// What an anchor names: its expanded size, and its text when it is a scalar
@@ -231,8 +237,15 @@ impl Guard {
             Event::Scalar(s, style, anchor, tag) => {
                 if in_key {
                     self.key(s, mark)?;
-                } else if self.limits.refuse_non_finite && (*style == TScalarStyle::Plain || is_float_tag(tag)) && is_non_finite_scalar(s) {
-                    let how = if *style == TScalarStyle::Plain { "quote it if it is meant as text" } else { "a `!!float` tag reads any style as a number" };
+                } else if self.limits.refuse_non_finite
+                    && (*style == TScalarStyle::Plain || is_float_tag(tag))
+                    && is_non_finite_scalar(s)
+                {
+                    let how = if *style == TScalarStyle::Plain {
+                        "quote it if it is meant as text"
+                    } else {
+                        "a `!!float` tag reads any style as a number"
+                    };
                     return self.err(mark, format!("`{s}` is not a finite number ({how})"));
                 }
                 (1, *anchor, Some(s))
@@ -240,7 +253,13 @@ impl Guard {
             Event::Alias(id) => {
                 self.aliases += 1;
                 if self.aliases > self.limits.max_aliases {
-                    return self.err(mark, format!("more than {} aliases (`*name`): refusing alias amplification", self.limits.max_aliases));
+                    return self.err(
+                        mark,
+                        format!(
+                            "more than {} aliases (`*name`): refusing alias amplification",
+                            self.limits.max_aliases
+                        ),
+                    );
                 }
                 let (size, key) = match self.anchors.get(id) {
                     Some(a) => (a.size, a.text.clone()),
@@ -249,12 +268,21 @@ impl Guard {
                 if in_key {
                     match key {
                         Some(k) => self.key(&k, mark)?,
-                        None => return self.err(mark, "a mapping key must be text, not an alias of a mapping or list".into()),
+                        None => {
+                            return self
+                                .err(mark, "a mapping key must be text, not an alias of a mapping or list".into())
+                        }
                     }
                 }
                 self.alias_nodes = self.alias_nodes.saturating_add(size);
                 if self.alias_nodes > self.limits.max_alias_nodes {
-                    return self.err(mark, format!("aliases expand to more than {} nodes: refusing alias amplification", self.limits.max_alias_nodes));
+                    return self.err(
+                        mark,
+                        format!(
+                            "aliases expand to more than {} nodes: refusing alias amplification",
+                            self.limits.max_alias_nodes
+                        ),
+                    );
                 }
                 (size, 0, None)
             }
@@ -286,7 +314,13 @@ impl Guard {
             self.total = self.total.saturating_add(size);
         }
         if self.total > self.limits.max_nodes {
-            return self.err(mark, format!("expands to more than {} nodes (aliases included): refusing alias amplification", self.limits.max_nodes));
+            return self.err(
+                mark,
+                format!(
+                    "expands to more than {} nodes (aliases included): refusing alias amplification",
+                    self.limits.max_nodes
+                ),
+            );
         }
         if let Some(f) = self.stack.last_mut() {
             f.size = f.size.saturating_add(size);
@@ -369,7 +403,12 @@ pub(crate) fn read(text: &str, limits: &Limits) -> Result<Vec<Node>, GuardError>
     loop {
         let (ev, mark) = parser.next_token().map_err(|e| {
             let (line, column) = pos(e.marker());
-            bidi.clone().unwrap_or(GuardError { line, column, path: path_of(&guard.stack), message: format!("invalid YAML: {}", e.info()) })
+            bidi.clone().unwrap_or(GuardError {
+                line,
+                column,
+                path: path_of(&guard.stack),
+                message: format!("invalid YAML: {}", e.info()),
+            })
         })?;
         if let Some(b) = bidi.as_mut() {
             if pos(&mark) > (b.line, b.column) || matches!(ev, Event::StreamEnd) {
@@ -427,7 +466,11 @@ pub(crate) enum NodeKind {
     /// `plain`: written without quotes or block indicator; only such a
     /// scalar resolves to null, a boolean or a number. `tag`: `str`, `int`,
     /// `float`, `bool`, `null` for the core schema's, else as written.
-    Scalar { text: String, plain: bool, tag: Option<String> },
+    Scalar {
+        text: String,
+        plain: bool,
+        tag: Option<String>,
+    },
     Seq(Vec<Node>),
     Map(Vec<(Node, Node)>),
 }
@@ -465,9 +508,18 @@ impl Builder {
         }
     }
 
-    fn open(&mut self, kind: NodeKind, anchor: usize, tag: &Option<Tag>, want: &str, (line, column): (usize, usize)) -> Result<(), String> {
+    fn open(
+        &mut self,
+        kind: NodeKind,
+        anchor: usize,
+        tag: &Option<Tag>,
+        want: &str,
+        (line, column): (usize, usize),
+    ) -> Result<(), String> {
         if let Some(t) = tag_name(tag).filter(|t| t != want) {
-            return Err(format!("the tag `{t}` on a collection: bundlegate reads plain YAML (tags of the core schema only)"));
+            return Err(format!(
+                "the tag `{t}` on a collection: bundlegate reads plain YAML (tags of the core schema only)"
+            ));
         }
         self.stack.push((Node { line, column, kind }, anchor, None));
         Ok(())
@@ -480,8 +532,12 @@ impl Builder {
                 let kind = NodeKind::Scalar { text, plain: style == TScalarStyle::Plain, tag: tag_name(&tag) };
                 self.finish(Node { line, column, kind }, anchor);
             }
-            Event::SequenceStart(anchor, tag) => self.open(NodeKind::Seq(Vec::new()), anchor, &tag, "seq", (line, column))?,
-            Event::MappingStart(anchor, tag) => self.open(NodeKind::Map(Vec::new()), anchor, &tag, "map", (line, column))?,
+            Event::SequenceStart(anchor, tag) => {
+                self.open(NodeKind::Seq(Vec::new()), anchor, &tag, "seq", (line, column))?
+            }
+            Event::MappingStart(anchor, tag) => {
+                self.open(NodeKind::Map(Vec::new()), anchor, &tag, "map", (line, column))?
+            }
             Event::SequenceEnd | Event::MappingEnd => {
                 if let Some((n, anchor, _)) = self.stack.pop() {
                     self.finish(n, anchor);
@@ -558,7 +614,10 @@ fn parse_int(s: &str) -> Option<i128> {
         Some(b'+') => (false, &s[1..]),
         _ => (false, s),
     };
-    let (radix, digits) = [("0x", 16), ("0o", 8), ("0b", 2)].iter().find_map(|(p, r)| rest.strip_prefix(p).map(|d| (*r, d))).unwrap_or((10, rest));
+    let (radix, digits) = [("0x", 16), ("0o", 8), ("0b", 2)]
+        .iter()
+        .find_map(|(p, r)| rest.strip_prefix(p).map(|d| (*r, d)))
+        .unwrap_or((10, rest));
     let leading_zero = radix == 10 && digits.len() > 1 && digits.starts_with('0');
     if digits.is_empty() || !digits.chars().all(|c| c.is_digit(radix)) || leading_zero {
         return None;
@@ -578,7 +637,8 @@ fn parse_float(s: &str) -> Option<f64> {
         return Some(f64::NAN);
     }
     let numeric = unsigned.starts_with(|c: char| c.is_ascii_digit() || c == '.') && !unsigned.starts_with(['+', '-']);
-    let leading_zero = unsigned.len() > 1 && unsigned.starts_with('0') && unsigned[1..].bytes().all(|b| b.is_ascii_digit());
+    let leading_zero =
+        unsigned.len() > 1 && unsigned.starts_with('0') && unsigned[1..].bytes().all(|b| b.is_ascii_digit());
     s.parse::<f64>().ok().filter(|f| numeric && !leading_zero && f.is_finite())
 }
 
@@ -595,7 +655,12 @@ fn visit_int<'de, V: serde::de::Visitor<'de>>(v: V, i: i128) -> Result<V::Value,
 /// A scalar as data: plain text resolves like the core schema (null,
 /// booleans, integers, floats, else a string); quoted and block text is a
 /// string; a core tag forces its type.
-fn visit_scalar<'de, V: serde::de::Visitor<'de>>(text: &str, plain: bool, tag: Option<&str>, v: V) -> Result<V::Value, DeError> {
+fn visit_scalar<'de, V: serde::de::Visitor<'de>>(
+    text: &str,
+    plain: bool,
+    tag: Option<&str>,
+    v: V,
+) -> Result<V::Value, DeError> {
     use serde::de::Error;
     let is_null = text.is_empty() || matches!(text, "~" | "null" | "Null" | "NULL");
     let boolean = match text {
@@ -609,8 +674,12 @@ fn visit_scalar<'de, V: serde::de::Visitor<'de>>(text: &str, plain: bool, tag: O
         Some("null") if is_null => v.visit_unit(),
         Some("bool") => v.visit_bool(boolean.ok_or_else(|| wrong("bool"))?),
         Some("int") => visit_int(v, parse_int(text).ok_or_else(|| wrong("int"))?),
-        Some("float") => v.visit_f64(parse_int(text).map(|i| i as f64).or_else(|| parse_float(text)).ok_or_else(|| wrong("float"))?),
-        Some(t) => Err(DeError::custom(format!("the tag `{t}`: bundlegate reads plain YAML (tags of the core schema only)"))),
+        Some("float") => {
+            v.visit_f64(parse_int(text).map(|i| i as f64).or_else(|| parse_float(text)).ok_or_else(|| wrong("float"))?)
+        }
+        Some(t) => {
+            Err(DeError::custom(format!("the tag `{t}`: bundlegate reads plain YAML (tags of the core schema only)")))
+        }
         None if !plain => v.visit_str(text),
         None if is_null => v.visit_unit(),
         None => match (boolean, parse_int(text), parse_float(text)) {
@@ -635,14 +704,18 @@ impl<'de> serde::Deserializer<'de> for NodeDe<'_> {
         match &n.kind {
             NodeKind::Scalar { text, plain, tag } => visit_scalar(text, *plain, tag.as_deref(), v),
             NodeKind::Seq(items) => v.visit_seq(serde::de::value::SeqDeserializer::new(items.iter().map(NodeDe))),
-            NodeKind::Map(entries) => v.visit_map(serde::de::value::MapDeserializer::new(entries.iter().map(|(k, x)| (NodeDe(k), NodeDe(x))))),
+            NodeKind::Map(entries) => {
+                v.visit_map(serde::de::value::MapDeserializer::new(entries.iter().map(|(k, x)| (NodeDe(k), NodeDe(x)))))
+            }
         }
         .map_err(located(n))
     }
 
     fn deserialize_str<V: serde::de::Visitor<'de>>(self, v: V) -> Result<V::Value, DeError> {
         match &self.0.kind {
-            NodeKind::Scalar { text, tag, .. } if tag.as_deref().is_none_or(is_core) => v.visit_str(text).map_err(located(self.0)),
+            NodeKind::Scalar { text, tag, .. } if tag.as_deref().is_none_or(is_core) => {
+                v.visit_str(text).map_err(located(self.0))
+            }
             _ => self.deserialize_any(v),
         }
     }
@@ -657,7 +730,11 @@ impl<'de> serde::Deserializer<'de> for NodeDe<'_> {
 
     fn deserialize_option<V: serde::de::Visitor<'de>>(self, v: V) -> Result<V::Value, DeError> {
         match &self.0.kind {
-            NodeKind::Scalar { text, plain: true, tag: None } if text.is_empty() || matches!(text.as_str(), "~" | "null" | "Null" | "NULL") => v.visit_none(),
+            NodeKind::Scalar { text, plain: true, tag: None }
+                if text.is_empty() || matches!(text.as_str(), "~" | "null" | "Null" | "NULL") =>
+            {
+                v.visit_none()
+            }
             NodeKind::Scalar { tag: Some(t), .. } if t == "null" => v.visit_none(),
             _ => v.visit_some(self),
         }
@@ -665,24 +742,44 @@ impl<'de> serde::Deserializer<'de> for NodeDe<'_> {
 
     /// A struct is a mapping only (serde's derive would also take a list by
     /// position, which no bundlegate file means).
-    fn deserialize_struct<V: serde::de::Visitor<'de>>(self, _: &'static str, _: &'static [&'static str], v: V) -> Result<V::Value, DeError> {
+    fn deserialize_struct<V: serde::de::Visitor<'de>>(
+        self,
+        _: &'static str,
+        _: &'static [&'static str],
+        v: V,
+    ) -> Result<V::Value, DeError> {
         match &self.0.kind {
-            NodeKind::Seq(_) => Err(serde::de::Error::invalid_type(serde::de::Unexpected::Seq, &v)).map_err(located(self.0)),
+            NodeKind::Seq(_) => {
+                Err(serde::de::Error::invalid_type(serde::de::Unexpected::Seq, &v)).map_err(located(self.0))
+            }
             _ => self.deserialize_any(v),
         }
     }
 
-    fn deserialize_newtype_struct<V: serde::de::Visitor<'de>>(self, _: &'static str, v: V) -> Result<V::Value, DeError> {
+    fn deserialize_newtype_struct<V: serde::de::Visitor<'de>>(
+        self,
+        _: &'static str,
+        v: V,
+    ) -> Result<V::Value, DeError> {
         v.visit_newtype_struct(self)
     }
 
-    fn deserialize_enum<V: serde::de::Visitor<'de>>(self, _: &'static str, _: &'static [&'static str], v: V) -> Result<V::Value, DeError> {
+    fn deserialize_enum<V: serde::de::Visitor<'de>>(
+        self,
+        _: &'static str,
+        _: &'static [&'static str],
+        v: V,
+    ) -> Result<V::Value, DeError> {
         use serde::de::IntoDeserializer;
         let n = self.0;
         match &n.kind {
             NodeKind::Scalar { text, .. } => v.visit_enum(text.as_str().into_deserializer()),
-            NodeKind::Map(entries) if entries.len() == 1 => v.visit_enum(serde::de::value::MapAccessDeserializer::new(serde::de::value::MapDeserializer::new(entries.iter().map(|(k, x)| (NodeDe(k), NodeDe(x)))))),
-            _ => Err(serde::de::Error::custom("expected a variant name, or a mapping of one variant name to its value")),
+            NodeKind::Map(entries) if entries.len() == 1 => v.visit_enum(serde::de::value::MapAccessDeserializer::new(
+                serde::de::value::MapDeserializer::new(entries.iter().map(|(k, x)| (NodeDe(k), NodeDe(x)))),
+            )),
+            _ => {
+                Err(serde::de::Error::custom("expected a variant name, or a mapping of one variant name to its value"))
+            }
         }
         .map_err(located(n))
     }
@@ -719,7 +816,9 @@ pub fn check_json(text: &str) -> Result<(), GuardError> {
     match (UniqueKeys { path: &mut path, found: &found }).deserialize(&mut de) {
         Ok(()) => Ok(()),
         Err(e) => match found.into_inner() {
-            Some((path, message)) => Err(GuardError { line: e.line().max(1), column: e.column().max(1), path, message }),
+            Some((path, message)) => {
+                Err(GuardError { line: e.line().max(1), column: e.column().max(1), path, message })
+            }
             None => Ok(()),
         },
     }
@@ -779,7 +878,8 @@ impl<'de> serde::de::Visitor<'de> for UniqueKeys<'_> {
             let last = self.path.last().cloned().unwrap_or_default();
             let here = if last.is_empty() { k.clone() } else { format!("{last}.{k}") };
             if !seen.insert(k.clone()) {
-                let message = format!("duplicate key `{k}` (JSON parsers keep one of the values, so the file is ambiguous)");
+                let message =
+                    format!("duplicate key `{k}` (JSON parsers keep one of the values, so the file is ambiguous)");
                 *self.found.borrow_mut() = Some((here, message.clone()));
                 return Err(serde::de::Error::custom(message));
             }
@@ -835,10 +935,73 @@ mod tests {
     /// keys, document markers, directives, anchors, tags, merge keys,
     /// bidi controls.
     const READER_TRAPS: &[&str] = &[
-        "\u{85}", "\u{2028}", "\u{2029}", "\u{feff}", "\t", " \t", "\r", "\r\n", "\u{0}", "\u{1b}", "\u{7f}", "\u{a0}", "\u{200b}", "\u{202e}", "\u{2066}", "\u{c}", "\u{b}",
-        "\\", "\\\n", "\"", "'", "#", " #", ": ", ":", "- ", "? ", "|", ">", "|-\n", "|2\n", "---\n", "...\n", "&a ", "*a", "!!str ", "%YAML 1.1\n---\n",
-        "\n ", "\n\t", "{", "}", "[", "]", ",", "\\N", "\\_", "\\L", "\\P", "\\x85", "\\/", "\\u2028", "\\e", "\\ ", "\\\t", "\n", "  ", "x", "!", "%", "@", "`", "<<: ", "\n\n", "\n  \n",
-        "image: unreviewed\n", "\u{2028}image: unreviewed", "\u{85}  image: unreviewed",
+        "\u{85}",
+        "\u{2028}",
+        "\u{2029}",
+        "\u{feff}",
+        "\t",
+        " \t",
+        "\r",
+        "\r\n",
+        "\u{0}",
+        "\u{1b}",
+        "\u{7f}",
+        "\u{a0}",
+        "\u{200b}",
+        "\u{202e}",
+        "\u{2066}",
+        "\u{c}",
+        "\u{b}",
+        "\\",
+        "\\\n",
+        "\"",
+        "'",
+        "#",
+        " #",
+        ": ",
+        ":",
+        "- ",
+        "? ",
+        "|",
+        ">",
+        "|-\n",
+        "|2\n",
+        "---\n",
+        "...\n",
+        "&a ",
+        "*a",
+        "!!str ",
+        "%YAML 1.1\n---\n",
+        "\n ",
+        "\n\t",
+        "{",
+        "}",
+        "[",
+        "]",
+        ",",
+        "\\N",
+        "\\_",
+        "\\L",
+        "\\P",
+        "\\x85",
+        "\\/",
+        "\\u2028",
+        "\\e",
+        "\\ ",
+        "\\\t",
+        "\n",
+        "  ",
+        "x",
+        "!",
+        "%",
+        "@",
+        "`",
+        "<<: ",
+        "\n\n",
+        "\n  \n",
+        "image: unreviewed\n",
+        "\u{2028}image: unreviewed",
+        "\u{85}  image: unreviewed",
     ];
 
     /// What bundlegate builds a model from: [`read`] then serde, as
@@ -879,7 +1042,26 @@ mod tests {
     /// Value forms whose reading hinges on rules YAML readers implement
     /// differently: block scalar headers (indentation indicator, chomping)
     /// with blank and more-indented lines, `?` entries in flow collections.
-    const FORMS: &[&str] = &["|", "|-", "|+", "|2", "|2-", "|1+", ">", ">-", ">2", "[? a, b]", "[?x, y]", "[a: b]", "{? a}", "[a, ? b : c]", "[?---", "\"a", "'a", "x"];
+    const FORMS: &[&str] = &[
+        "|",
+        "|-",
+        "|+",
+        "|2",
+        "|2-",
+        "|1+",
+        ">",
+        ">-",
+        ">2",
+        "[? a, b]",
+        "[?x, y]",
+        "[a: b]",
+        "{? a}",
+        "[a, ? b : c]",
+        "[?---",
+        "\"a",
+        "'a",
+        "x",
+    ];
     const BODY: &[&str] = &["", " ", "  x", "   y", "    z", "\t", "  #c", "  - q", " \"b\"]", "  ]", "  c]", "'"];
 
     proptest::proptest! {
@@ -928,7 +1110,13 @@ mod tests {
         // serde_yaml_ng reads as a number too; a block scalar is reported
         // where its text is.
         let plain = [".nan", ".NaN", ".inf", "-.inf", "+.INF", "1e999", "-1e400", "!!str .nan", "!custom .NaN"];
-        let tagged = ["!!float |-\n    .nan", "!!float '.inf'", "!!float \".nan\"", "!!float >-\n    -.inf", "!<tag:yaml.org,2002:float> .inf"];
+        let tagged = [
+            "!!float |-\n    .nan",
+            "!!float '.inf'",
+            "!!float \".nan\"",
+            "!!float >-\n    -.inf",
+            "!<tag:yaml.org,2002:float> .inf",
+        ];
         for v in plain.iter().chain(&tagged) {
             let e = chk(&format!("g:\n  max: {v}\n")).unwrap_err();
             assert_eq!((e.line, e.path.as_str()), (if v.contains('\n') { 3 } else { 2 }, "g.max"), "{v}");
@@ -997,4 +1185,3 @@ mod tests {
         assert!(chk(&many).unwrap_err().message.contains("aliases"));
     }
 }
-

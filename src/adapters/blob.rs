@@ -14,8 +14,8 @@ use futures::StreamExt;
 use object_store::{path::Path as OPath, ObjectStore, ObjectStoreExt, PutPayload};
 
 use super::store::{short_error, Store};
-use crate::bundle::storage_uri::{self, StorageUri};
 pub use crate::bundle::storage_uri::Location;
+use crate::bundle::storage_uri::{self, StorageUri};
 
 /// Where small objects live: the store and the prefix inside it.
 #[derive(Clone)]
@@ -39,18 +39,23 @@ fn local_dir(p: &Path) -> Result<PathBuf> {
 }
 
 impl BlobDir {
-
     /// Open a parsed location; `display` names it in messages.
     pub(crate) fn at(loc: &Location, display: &str) -> Result<BlobDir> {
         match loc {
             Location::Remote(u) => {
                 // Remote locations are not resolved against any folder.
-                let s = Store::open(&format!("{}/", u.with_prefix(&u.prefix).trim_end_matches('/')), Path::new("."), false, None)?;
+                let s = Store::open(
+                    &format!("{}/", u.with_prefix(&u.prefix).trim_end_matches('/')),
+                    Path::new("."),
+                    false,
+                    None,
+                )?;
                 Ok(BlobDir { inner: s.inner, prefix: s.prefix, display: display.to_string() })
             }
             Location::Local(path) => {
                 let dir = local_dir(path)?;
-                let fs = object_store::local::LocalFileSystem::new_with_prefix(&dir).with_context(|| format!("opening {}", dir.display()))?;
+                let fs = object_store::local::LocalFileSystem::new_with_prefix(&dir)
+                    .with_context(|| format!("opening {}", dir.display()))?;
                 Ok(BlobDir { inner: Arc::new(fs), prefix: OPath::from(""), display: path.display().to_string() })
             }
         }
@@ -74,12 +79,17 @@ impl BlobDir {
             Err(e) => bail!("reading {}/{name}: {}", self.display.trim_end_matches('/'), short_error(&e)),
         };
         if r.meta.size > limit {
-            bail!("{}/{name} is {} bytes, over the {limit}-byte limit", self.display.trim_end_matches('/'), r.meta.size);
+            bail!(
+                "{}/{name} is {} bytes, over the {limit}-byte limit",
+                self.display.trim_end_matches('/'),
+                r.meta.size
+            );
         }
         let mut out = Vec::with_capacity(r.meta.size as usize);
         let mut s = r.into_stream();
         while let Some(chunk) = s.next().await {
-            let chunk = chunk.map_err(|e| anyhow!("reading {}/{name}: {}", self.display.trim_end_matches('/'), short_error(&e)))?;
+            let chunk = chunk
+                .map_err(|e| anyhow!("reading {}/{name}: {}", self.display.trim_end_matches('/'), short_error(&e)))?;
             if out.len() as u64 + chunk.len() as u64 > limit {
                 bail!("{}/{name} grew past the {limit}-byte limit while reading", self.display.trim_end_matches('/'));
             }

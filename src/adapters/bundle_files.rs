@@ -130,7 +130,12 @@ pub(crate) fn open_regular(path: &Path) -> std::io::Result<(std::fs::File, std::
 /// over the limit is an error of kind `FileTooLarge`.
 pub(crate) fn read_bytes(path: &Path, max: u64, noun: &str) -> std::io::Result<Vec<u8>> {
     let (f, meta) = open_regular(path)?;
-    let too_big = |n: u64| std::io::Error::new(std::io::ErrorKind::FileTooLarge, format!("{n} bytes or more, over the limit of {max} bytes ({}) for a {noun}", human(max)));
+    let too_big = |n: u64| {
+        std::io::Error::new(
+            std::io::ErrorKind::FileTooLarge,
+            format!("{n} bytes or more, over the limit of {max} bytes ({}) for a {noun}", human(max)),
+        )
+    };
     if meta.len() > max {
         return Err(too_big(meta.len()));
     }
@@ -145,7 +150,12 @@ pub(crate) fn read_bytes(path: &Path, max: u64, noun: &str) -> std::io::Result<V
 
 /// UTF-8 text, or why it is not (no byte of it quoted).
 pub(crate) fn utf8(buf: Vec<u8>) -> std::io::Result<String> {
-    String::from_utf8(buf).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, format!("not UTF-8 text (invalid byte at offset {})", e.utf8_error().valid_up_to())))
+    String::from_utf8(buf).map_err(|e| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("not UTF-8 text (invalid byte at offset {})", e.utf8_error().valid_up_to()),
+        )
+    })
 }
 
 /// Read a file of the given kind: regular, within its limit, UTF-8.
@@ -176,7 +186,8 @@ fn normalize(p: &Path) -> PathBuf {
 /// The canonical folder holding the bundle at `bundle_path` (lexically
 /// normalized when it does not exist).
 pub(crate) fn bundle_folder(bundle_path: &Path) -> PathBuf {
-    let abs = std::fs::canonicalize(bundle_path).unwrap_or_else(|_| normalize(&std::path::absolute(bundle_path).unwrap_or_else(|_| bundle_path.to_path_buf())));
+    let abs = std::fs::canonicalize(bundle_path)
+        .unwrap_or_else(|_| normalize(&std::path::absolute(bundle_path).unwrap_or_else(|_| bundle_path.to_path_buf())));
     abs.parent().map(Path::to_path_buf).unwrap_or_default()
 }
 
@@ -205,7 +216,10 @@ pub(crate) enum Confined {
 /// `ARGOCD_APP_SOURCE_PATH` says where the repository starts.
 pub(crate) fn confine_within(root: &Path, bundle_path: &Path, reference: &str) -> Confined {
     let root = std::fs::canonicalize(root).unwrap_or_else(|_| normalize(root));
-    let base = std::fs::canonicalize(bundle_path).ok().and_then(|p| p.parent().map(Path::to_path_buf)).unwrap_or_else(|| root.clone());
+    let base = std::fs::canonicalize(bundle_path)
+        .ok()
+        .and_then(|p| p.parent().map(Path::to_path_buf))
+        .unwrap_or_else(|| root.clone());
     let lexical = normalize(&base.join(reference));
     if !lexical.starts_with(&root) {
         return Confined::Outside { root };
@@ -236,7 +250,9 @@ pub(crate) fn resolve_named(l: &Loaded, reference: &str) -> Result<PathBuf, Name
 /// [`resolve_named`] inside an explicit root (see [`confine_within`]).
 pub(crate) fn resolve_named_within(root: &Path, l: &Loaded, reference: &str) -> Result<PathBuf, NamedFileError> {
     match confine_within(root, &l.path, reference) {
-        Confined::Outside { root } => Err(NamedFileError::Outside { reference: reference.to_string(), root: root.display().to_string() }),
+        Confined::Outside { root } => {
+            Err(NamedFileError::Outside { reference: reference.to_string(), root: root.display().to_string() })
+        }
         Confined::Inside(p) => Ok(p),
     }
 }
@@ -255,9 +271,14 @@ pub(crate) fn load_named_bundle_within(root: &Path, l: &Loaded, reference: &str)
 }
 
 /// Read a text file that `l` names (its golden set): confined and bounded.
-pub(crate) fn read_named_text(l: &Loaded, reference: &str, kind: FileKind) -> Result<(PathBuf, String), NamedFileError> {
+pub(crate) fn read_named_text(
+    l: &Loaded,
+    reference: &str,
+    kind: FileKind,
+) -> Result<(PathBuf, String), NamedFileError> {
     let p = resolve_named(l, reference)?;
-    let text = read_text(&p, kind).map_err(|e| NamedFileError::Unreadable(format!("{}: cannot read: {e}", p.display())))?;
+    let text =
+        read_text(&p, kind).map_err(|e| NamedFileError::Unreadable(format!("{}: cannot read: {e}", p.display())))?;
     Ok((p, text))
 }
 
@@ -300,7 +321,12 @@ pub(crate) fn check_file(root: &Path, path: &Path, is_symlink: bool) -> AnyResul
         };
         if !real.starts_with(root) {
             if detect::has_bundle_name(path) {
-                bail!("{} is a symlink to {}, outside {}: refusing to follow it (copy the bundle into the repository)", path.display(), real.display(), root.display());
+                bail!(
+                    "{} is a symlink to {}, outside {}: refusing to follow it (copy the bundle into the repository)",
+                    path.display(),
+                    real.display(),
+                    root.display()
+                );
             }
             return Ok(None);
         }
@@ -350,10 +376,16 @@ pub fn find_bundles(root: &Path) -> AnyResult<Vec<PathBuf>> {
 /// missing is left to the built-in), as (name, path, text). Each must be a
 /// regular file that resolves inside `root` (the folder itself when `None`):
 /// the folder being inside says nothing about a symlinked file in it.
-pub(crate) fn read_templates(folder: &Path, root: Option<&Path>, names: &[&str]) -> AnyResult<Vec<(String, PathBuf, String)>> {
+pub(crate) fn read_templates(
+    folder: &Path,
+    root: Option<&Path>,
+    names: &[&str],
+) -> AnyResult<Vec<(String, PathBuf, String)>> {
     let root = match root {
         Some(r) => r.canonicalize().with_context(|| format!("template root {}", r.display()))?,
-        None => folder.canonicalize().with_context(|| format!("template folder {} does not exist", folder.display()))?,
+        None => {
+            folder.canonicalize().with_context(|| format!("template folder {} does not exist", folder.display()))?
+        }
     };
     let max = FileKind::Template.max_bytes();
     let mut out = Vec::new();
@@ -364,7 +396,12 @@ pub(crate) fn read_templates(folder: &Path, root: Option<&Path>, names: &[&str])
         }
         let real = p.canonicalize().with_context(|| format!("template {} (dangling symlink?)", p.display()))?;
         if !real.starts_with(&root) {
-            bail!("template {} resolves outside {} (symlink to {}); refused", p.display(), root.display(), real.display());
+            bail!(
+                "template {} resolves outside {} (symlink to {}); refused",
+                p.display(),
+                root.display(),
+                real.display()
+            );
         }
         let meta = std::fs::metadata(&real).with_context(|| format!("reading template {}", p.display()))?;
         if !meta.is_file() || meta.len() > max {
@@ -398,7 +435,10 @@ mod tests {
         assert!(e.to_string().contains("over the limit of 1024 bytes (1 KiB) for a thing"), "{e}");
         assert_eq!(read_bytes(&p, 4096, "thing").unwrap().len(), 2048);
         std::fs::write(&p, b"ok\xff").unwrap();
-        assert!(read_text(&p, FileKind::Marker).unwrap_err().to_string().contains("not UTF-8 text (invalid byte at offset 2)"));
+        assert!(read_text(&p, FileKind::Marker)
+            .unwrap_err()
+            .to_string()
+            .contains("not UTF-8 text (invalid byte at offset 2)"));
     }
 
     #[test]
@@ -412,7 +452,12 @@ mod tests {
         let (tx, rx) = std::sync::mpsc::channel();
         let (f2, s2) = (fifo.clone(), sock.clone());
         std::thread::spawn(move || {
-            let errs = [read_bytes(&f2, 10, "x").unwrap_err(), read_head(&f2).unwrap_err(), open_regular(&f2).unwrap_err(), read_bytes(&s2, 10, "x").unwrap_err()];
+            let errs = [
+                read_bytes(&f2, 10, "x").unwrap_err(),
+                read_head(&f2).unwrap_err(),
+                open_regular(&f2).unwrap_err(),
+                read_bytes(&s2, 10, "x").unwrap_err(),
+            ];
             let _ = tx.send(errs.map(|e| e.to_string()));
         });
         let errs = rx.recv_timeout(std::time::Duration::from_secs(5)).expect("a reader blocked on a FIFO");

@@ -80,7 +80,9 @@ fn push_all<K: serde::Serialize>(st: &mut ClusterState, what: &str, kind: &str, 
 }
 
 async fn gather(client: kube::Client, server: &str, scope: &LiveScope<'_>) -> Result<ClusterState> {
-    use k8s_openapi::api::core::v1::{Node as KNode, PersistentVolume, PersistentVolumeClaim, Pod as KPod, ResourceQuota};
+    use k8s_openapi::api::core::v1::{
+        Node as KNode, PersistentVolume, PersistentVolumeClaim, Pod as KPod, ResourceQuota,
+    };
     use k8s_openapi::api::policy::v1::PodDisruptionBudget;
     use kube::Api;
 
@@ -89,9 +91,16 @@ async fn gather(client: kube::Client, server: &str, scope: &LiveScope<'_>) -> Re
     // Read-only: list and get, nothing else.
     let nodes = list_all(Api::<KNode>::all(client.clone()), "nodes").await?;
     let pods = list_all(Api::<KPod>::all(client.clone()), "pods (all namespaces)").await?;
-    let pvcs = list_all(Api::<PersistentVolumeClaim>::namespaced(client.clone(), ns), &format!("persistentvolumeclaims in {ns}")).await?;
-    let quotas = list_all(Api::<ResourceQuota>::namespaced(client.clone(), ns), &format!("resourcequotas in {ns}")).await?;
-    let pdbs = list_all(Api::<PodDisruptionBudget>::namespaced(client.clone(), ns), &format!("poddisruptionbudgets in {ns}")).await?;
+    let pvcs = list_all(
+        Api::<PersistentVolumeClaim>::namespaced(client.clone(), ns),
+        &format!("persistentvolumeclaims in {ns}"),
+    )
+    .await?;
+    let quotas =
+        list_all(Api::<ResourceQuota>::namespaced(client.clone(), ns), &format!("resourcequotas in {ns}")).await?;
+    let pdbs =
+        list_all(Api::<PodDisruptionBudget>::namespaced(client.clone(), ns), &format!("poddisruptionbudgets in {ns}"))
+            .await?;
     push_all(&mut st, "nodes", "Node", nodes)?;
     push_all(&mut st, "pods", "Pod", pods)?;
     push_all(&mut st, "persistentvolumeclaims", "PersistentVolumeClaim", pvcs)?;
@@ -115,7 +124,14 @@ async fn gather(client: kube::Client, server: &str, scope: &LiveScope<'_>) -> Re
 
 /// Gather live state over `client` (`server` names it). Many requests, each
 /// bounded by `kube_timeout`: the whole is bounded too.
-pub(crate) async fn gather_live(client: kube::Client, server: &str, scope: &LiveScope<'_>, kube_timeout: std::time::Duration) -> Result<ClusterState> {
+pub(crate) async fn gather_live(
+    client: kube::Client,
+    server: &str,
+    scope: &LiveScope<'_>,
+    kube_timeout: std::time::Duration,
+) -> Result<ClusterState> {
     let total = (kube_timeout * 4).max(std::time::Duration::from_secs(5));
-    tokio::time::timeout(total, gather(client, server, scope)).await.map_err(|_| anyhow!("reading the cluster timed out after {}s", total.as_secs()))?
+    tokio::time::timeout(total, gather(client, server, scope))
+        .await
+        .map_err(|_| anyhow!("reading the cluster timed out after {}s", total.as_secs()))?
 }

@@ -39,7 +39,11 @@ pub(crate) struct Hashed {
 /// time of a read-then-hash loop) then runs beside the hashing instead of
 /// before it, so one large file is hashed at the speed of SHA-256 alone.
 /// `progress` gets byte counts as they are hashed.
-pub(crate) fn sha256_read<R: Read + Send>(mut r: R, expected: u64, progress: &(dyn Fn(u64) + Sync)) -> std::io::Result<Hashed> {
+pub(crate) fn sha256_read<R: Read + Send>(
+    mut r: R,
+    expected: u64,
+    progress: &(dyn Fn(u64) + Sync),
+) -> std::io::Result<Hashed> {
     let mut acc = Hashing::new(progress);
     if expected <= 2 * BLOCK as u64 {
         let mut buf = vec![0u8; (expected as usize).saturating_add(1).min(BLOCK)];
@@ -213,19 +217,22 @@ pub(crate) fn check_all(root: &Path, items: &[Expected], full: bool, threads: us
     let results: Mutex<Vec<Option<Outcome>>> = Mutex::new(vec![None; items.len()]);
     std::thread::scope(|s| {
         for _ in 0..workers {
-            s.spawn(|| {
-                loop {
-                    let k = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(&i) = order.get(k) else { break };
-                    let o = check_one(root, &items[i], full);
-                    if let Ok(mut r) = results.lock() {
-                        r[i] = Some(o);
-                    }
+            s.spawn(|| loop {
+                let k = next.fetch_add(1, Ordering::Relaxed);
+                let Some(&i) = order.get(k) else { break };
+                let o = check_one(root, &items[i], full);
+                if let Ok(mut r) = results.lock() {
+                    r[i] = Some(o);
                 }
             });
         }
     });
-    results.into_inner().unwrap_or_default().into_iter().map(|o| o.unwrap_or(Outcome::Unreadable("not checked".into()))).collect()
+    results
+        .into_inner()
+        .unwrap_or_default()
+        .into_iter()
+        .map(|o| o.unwrap_or(Outcome::Unreadable("not checked".into())))
+        .collect()
 }
 
 #[cfg(test)]

@@ -11,9 +11,9 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, bail, Context, Result};
 use chrono::{DateTime, TimeZone, Utc};
-use git2::{Delta, DiffFindOptions, DiffOptions, FileMode, ObjectType, Oid, Tree, TreeWalkMode, TreeWalkResult};
 /// The repository `locate` opens; callers hand it back to these functions.
 pub use git2::Repository;
+use git2::{Delta, DiffFindOptions, DiffOptions, FileMode, ObjectType, Oid, Tree, TreeWalkMode, TreeWalkResult};
 
 use crate::bundle::detect;
 
@@ -59,7 +59,10 @@ const MAX_DIR_ENTRIES: usize = 10_000;
 enum Blob {
     Text(String),
     /// Not readable as a bundle's text; `head` is what detection sniffs.
-    Unreadable { head: Vec<u8>, why: String },
+    Unreadable {
+        head: Vec<u8>,
+        why: String,
+    },
 }
 
 impl Blob {
@@ -84,15 +87,17 @@ pub fn changed_bundles(repo: &Path, base: &str, head: &str) -> Result<Vec<Change
     let r = Repository::open(repo).with_context(|| format!("opening git repository {}", repo.display()))?;
     let base_oid = resolve(&r, base)?;
     let head_oid = resolve(&r, head)?;
-    let mb = r
-        .merge_base(base_oid, head_oid)
-        .with_context(|| format!("no common ancestor between `{base}` and `{head}` (shallow clone? use fetch-depth: 0)"))?;
+    let mb = r.merge_base(base_oid, head_oid).with_context(|| {
+        format!("no common ancestor between `{base}` and `{head}` (shallow clone? use fetch-depth: 0)")
+    })?;
     let old_tree = r.find_commit(mb)?.tree()?;
     let new_tree = r.find_commit(head_oid)?.tree()?;
 
     let mut opts = DiffOptions::new();
     opts.include_typechange(true);
-    let mut diff = r.diff_tree_to_tree(Some(&old_tree), Some(&new_tree), Some(&mut opts)).context("diffing base and head trees")?;
+    let mut diff = r
+        .diff_tree_to_tree(Some(&old_tree), Some(&new_tree), Some(&mut opts))
+        .context("diffing base and head trees")?;
     // Rename detection so a moved bundle is "renamed" with its old text, not a
     // delete plus an unrelated add.
     diff.find_similar(Some(DiffFindOptions::new().renames(true)))?;
@@ -119,8 +124,13 @@ pub fn changed_bundles(repo: &Path, base: &str, head: &str) -> Result<Vec<Change
                 links.push(p);
             }
         }
-        let old_blob = if status == "added" { None } else { side_text(&r, &old_tree, old_path.as_deref(), old.id(), old.mode())? };
-        let new_blob = if status == "deleted" { None } else { side_text(&r, &new_tree, new_path.as_deref(), new.id(), new.mode())? };
+        let old_blob =
+            if status == "added" { None } else { side_text(&r, &old_tree, old_path.as_deref(), old.id(), old.mode())? };
+        let new_blob = if status == "deleted" {
+            None
+        } else {
+            side_text(&r, &new_tree, new_path.as_deref(), new.id(), new.mode())?
+        };
 
         let old_is = match (&old_path, &old_blob) {
             (Some(p), Some(b)) => detect::is_bundle(p, b.head()),
@@ -217,7 +227,12 @@ fn file_in(r: &Repository, tree: &Tree<'_>, dir: &Path, rel: &Path) -> Result<Op
 /// Bundles served through `link` (a symlink on at least one side of the
 /// diff) when it names a folder: each one whose text differs between base
 /// and head, reported under the link's path.
-fn through_folder_link(r: &Repository, old_tree: &Tree<'_>, new_tree: &Tree<'_>, link: &Path) -> Result<Vec<ChangedBundle>> {
+fn through_folder_link(
+    r: &Repository,
+    old_tree: &Tree<'_>,
+    new_tree: &Tree<'_>,
+    link: &Path,
+) -> Result<Vec<ChangedBundle>> {
     let before = folder_at(r, old_tree, link);
     let after = folder_at(r, new_tree, link);
     if before.is_none() && after.is_none() {
@@ -244,7 +259,13 @@ fn through_folder_link(r: &Repository, old_tree: &Tree<'_>, new_tree: &Tree<'_>,
         }
         let base_text = if old_is { old.and_then(Blob::text) } else { None };
         match new.filter(|_| new_is) {
-            None => out.push(ChangedBundle { path, base_text, head_text: String::new(), head_error: None, status: "deleted".into() }),
+            None => out.push(ChangedBundle {
+                path,
+                base_text,
+                head_text: String::new(),
+                head_error: None,
+                status: "deleted".into(),
+            }),
             Some(head) => {
                 if matches!(&head, Blob::Text(t) if base_text.as_ref() == Some(t)) {
                     continue; // the link moved, the bundle it serves did not change
@@ -268,7 +289,10 @@ fn resolve(r: &Repository, rev: &str) -> Result<Oid> {
             }
         }
     }
-    Err(anyhow!("git revision `{rev}` not found in {} (fetch it, e.g. actions/checkout with fetch-depth: 0)", r.path().display()))
+    Err(anyhow!(
+        "git revision `{rev}` not found in {} (fetch it, e.g. actions/checkout with fetch-depth: 0)",
+        r.path().display()
+    ))
 }
 
 /// A blob as detection sees it: its text, or (over the bundle limit, not
@@ -291,7 +315,10 @@ fn blob_text(r: &Repository, id: Oid) -> Result<Option<Blob>> {
     let content = blob.content();
     Ok(Some(match std::str::from_utf8(content) {
         Ok(t) => Blob::Text(t.to_string()),
-        Err(e) => Blob::Unreadable { head: content.to_vec(), why: format!("not UTF-8 text (invalid byte at offset {})", e.valid_up_to()) },
+        Err(e) => Blob::Unreadable {
+            head: content.to_vec(),
+            why: format!("not UTF-8 text (invalid byte at offset {})", e.valid_up_to()),
+        },
     }))
 }
 
@@ -304,7 +331,8 @@ const MAX_INFLATE_BYTES: usize = 256 << 20;
 fn oversized_head(r: &Repository, odb: &git2::Odb<'_>, id: Oid, size: usize) -> Result<Vec<u8>> {
     if let Ok(mut reader) = odb.reader(id) {
         let mut head = Vec::with_capacity(MAX_SNIFF_BYTES);
-        let read = std::io::Read::read_to_end(&mut std::io::Read::take(&mut reader.0, MAX_SNIFF_BYTES as u64), &mut head);
+        let read =
+            std::io::Read::read_to_end(&mut std::io::Read::take(&mut reader.0, MAX_SNIFF_BYTES as u64), &mut head);
         if read.is_ok() {
             return Ok(head);
         }
@@ -346,7 +374,11 @@ fn side_text(r: &Repository, tree: &Tree<'_>, path: Option<&Path>, id: Oid, mode
                 };
                 let Ok(entry) = tree.get_path(&at) else {
                     if detect::has_bundle_name(path) {
-                        return Err(anyhow!("{} is a symlink to {}, which the commit does not contain", path.display(), at.display()));
+                        return Err(anyhow!(
+                            "{} is a symlink to {}, which the commit does not contain",
+                            path.display(),
+                            at.display()
+                        ));
                     }
                     return Ok(None);
                 };
@@ -394,7 +426,10 @@ pub(crate) fn locate(repo: &Path, file: &Path) -> Result<(git2::Repository, Path
     let wd = r.workdir().ok_or_else(|| anyhow!("{} is a bare repository; revert needs a checkout", repo.display()))?;
     let wd = std::fs::canonicalize(wd).with_context(|| format!("resolving {}", wd.display()))?;
     let f = std::fs::canonicalize(file).with_context(|| format!("resolving {}", file.display()))?;
-    let rel = f.strip_prefix(&wd).map_err(|_| anyhow!("{} is not inside the repository {}", file.display(), wd.display()))?.to_path_buf();
+    let rel = f
+        .strip_prefix(&wd)
+        .map_err(|_| anyhow!("{} is not inside the repository {}", file.display(), wd.display()))?
+        .to_path_buf();
     Ok((r, rel))
 }
 
@@ -428,7 +463,13 @@ pub(crate) fn last_change(r: &git2::Repository, rel: &Path) -> Result<Option<(St
 /// `branch` (forced: it is ours and derived from HEAD). Author and time are
 /// fixed (bundlegate, HEAD's commit time), so concurrent runs for the same
 /// failure produce the same commit and the push below is idempotent.
-pub(crate) fn commit_revert(r: &git2::Repository, rel: &Path, content: &str, branch: &str, message: &str) -> Result<git2::Oid> {
+pub(crate) fn commit_revert(
+    r: &git2::Repository,
+    rel: &Path,
+    content: &str,
+    branch: &str,
+    message: &str,
+) -> Result<git2::Oid> {
     let head = r.head()?.peel_to_commit().context("HEAD is not a commit")?;
     let blob = r.blob(content.as_bytes())?;
     let mode = head.tree()?.get_path(rel).map(|e| e.filemode()).unwrap_or(0o100644);
@@ -465,7 +506,9 @@ pub(crate) fn push_new_branch(r: &git2::Repository, remote: &str, branch: &str) 
         // git2 is built without HTTPS/SSH here: for those remotes use the git
         // CLI, which carries the runner's configured credentials
         // (actions/checkout persists them).
-        Err(e) if is_unsupported_transport(&e) => cli_push(r, remote, &refname).with_context(|| format!("pushing {refname} to {url} with the git CLI")),
+        Err(e) if is_unsupported_transport(&e) => {
+            cli_push(r, remote, &refname).with_context(|| format!("pushing {refname} to {url} with the git CLI"))
+        }
         Err(e) => Err(e).with_context(|| format!("pushing {refname} to {url}")),
     }
 }
@@ -508,12 +551,22 @@ fn git2_push(rem: &mut git2::Remote<'_>, refname: &str) -> Result<PushOutcome> {
 
 fn cli_push(r: &git2::Repository, remote: &str, refname: &str) -> Result<PushOutcome> {
     let dir = r.workdir().unwrap_or(r.path());
-    let ls = std::process::Command::new("git").arg("-C").arg(dir).args(["ls-remote", "--heads", remote, refname]).output().context("running git ls-remote")?;
+    let ls = std::process::Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(["ls-remote", "--heads", remote, refname])
+        .output()
+        .context("running git ls-remote")?;
     let out = String::from_utf8_lossy(&ls.stdout);
     if let Some(line) = out.lines().find(|l| l.ends_with(refname)) {
         return Ok(PushOutcome::AlreadyExists(line.split_whitespace().next().unwrap_or("").to_string()));
     }
-    let push = std::process::Command::new("git").arg("-C").arg(dir).args(["push", "--porcelain", remote, &format!("{refname}:{refname}")]).output().context("running git push")?;
+    let push = std::process::Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(["push", "--porcelain", remote, &format!("{refname}:{refname}")])
+        .output()
+        .context("running git push")?;
     if push.status.success() {
         return Ok(PushOutcome::Created);
     }
@@ -534,7 +587,11 @@ pub(crate) fn checkout_root(dir: &Path) -> Option<PathBuf> {
 pub(crate) fn default_base(repo: &Path, remote: &str) -> String {
     git2::Repository::open(repo)
         .ok()
-        .and_then(|r| r.find_reference(&format!("refs/remotes/{remote}/HEAD")).ok().and_then(|h| h.symbolic_target().ok().flatten().map(String::from)))
+        .and_then(|r| {
+            r.find_reference(&format!("refs/remotes/{remote}/HEAD"))
+                .ok()
+                .and_then(|h| h.symbolic_target().ok().flatten().map(String::from))
+        })
         .and_then(|t| t.rsplit('/').next().map(String::from))
         .unwrap_or_else(|| "main".into())
 }
@@ -564,17 +621,21 @@ pub(crate) fn github_repo(r: &git2::Repository, remote: &str, configured: Option
     url.contains("github").then(|| from(&url)).flatten()
 }
 
-
 // ---- where Argo CD's revisions stand relative to the merge ------------------------------------
 
 /// The bundle's release digest in `commit`'s tree at `rel` (Err: why it
 /// cannot be read there: no such file, not a bundle).
 fn digest_at(r: &Repository, commit: &git2::Commit<'_>, rel: &Path) -> std::result::Result<String, String> {
     let tree = commit.tree().map_err(|e| e.to_string())?;
-    let Some(id) = blob_at(&tree, rel) else { return Err(format!("{} is not in {} (removed or moved)", rel.display(), short_id(commit.id()))) };
+    let Some(id) = blob_at(&tree, rel) else {
+        return Err(format!("{} is not in {} (removed or moved)", rel.display(), short_id(commit.id())));
+    };
     let blob = r.find_blob(id).map_err(|e| e.to_string())?;
-    let text = std::str::from_utf8(blob.content()).map_err(|_| format!("{} is not UTF-8 in {}", rel.display(), short_id(commit.id())))?;
-    crate::bundle::parse(&rel.display().to_string(), rel, text.to_string()).map(|l| l.digest).map_err(|e| format!("{} does not load in {}: {e}", rel.display(), short_id(commit.id())))
+    let text = std::str::from_utf8(blob.content())
+        .map_err(|_| format!("{} is not UTF-8 in {}", rel.display(), short_id(commit.id())))?;
+    crate::bundle::parse(&rel.display().to_string(), rel, text.to_string())
+        .map(|l| l.digest)
+        .map_err(|e| format!("{} does not load in {}: {e}", rel.display(), short_id(commit.id())))
 }
 
 fn short_id(id: Oid) -> String {
@@ -592,25 +653,35 @@ pub(crate) fn lineage(bundle: &Path, merge: &str, revisions: &[String]) -> crate
     let mut out = crate::checks::watch::argo::Lineage::new();
     let dir = bundle.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let unknown = |why: String| revisions.iter().map(|r| (r.clone(), Relation::Unknown(why.clone()))).collect();
-    let Ok(r) = Repository::discover(dir) else { return unknown(format!("no git repository around {}", bundle.display())) };
+    let Ok(r) = Repository::discover(dir) else {
+        return unknown(format!("no git repository around {}", bundle.display()));
+    };
     let rel = match (r.workdir(), std::fs::canonicalize(bundle)) {
-        (Some(wd), Ok(f)) => match std::fs::canonicalize(wd).ok().and_then(|wd| f.strip_prefix(wd).ok().map(Path::to_path_buf)) {
-            Some(rel) => rel,
-            None => return unknown(format!("{} is not inside the repository", bundle.display())),
-        },
+        (Some(wd), Ok(f)) => {
+            match std::fs::canonicalize(wd).ok().and_then(|wd| f.strip_prefix(wd).ok().map(Path::to_path_buf)) {
+                Some(rel) => rel,
+                None => return unknown(format!("{} is not inside the repository", bundle.display())),
+            }
+        }
         _ => return unknown(format!("{} cannot be placed in a work tree", bundle.display())),
     };
     let commit = |rev: &str| r.revparse_single(rev).ok().and_then(|o| o.peel_to_commit().ok());
-    let Some(m) = commit(merge) else { return unknown(format!("the merge commit {merge} is not in the local repository (fetch-depth: 0?)")) };
+    let Some(m) = commit(merge) else {
+        return unknown(format!("the merge commit {merge} is not in the local repository (fetch-depth: 0?)"));
+    };
     let merge_digest = digest_at(&r, &m, &rel);
     for rev in revisions {
         let rel_of = match commit(rev) {
-            None => Relation::Unknown(format!("{rev} is not in the local repository (a shallow clone, or a hydration branch not fetched)")),
+            None => Relation::Unknown(format!(
+                "{rev} is not in the local repository (a shallow clone, or a hydration branch not fetched)"
+            )),
             Some(c) if c.id() == m.id() => Relation::Same,
             Some(c) => match (r.graph_descendant_of(c.id(), m.id()), r.graph_descendant_of(m.id(), c.id())) {
                 (Ok(true), _) => match (&merge_digest, digest_at(&r, &c, &rel)) {
                     (Ok(a), Ok(b)) if *a == b => Relation::UnchangedDescendant,
-                    (Ok(a), Ok(b)) => Relation::ChangedDescendant(format!("{} changed the release: {a} → {b}", short_id(c.id()))),
+                    (Ok(a), Ok(b)) => {
+                        Relation::ChangedDescendant(format!("{} changed the release: {a} → {b}", short_id(c.id())))
+                    }
                     (_, Err(why)) => Relation::ChangedDescendant(why),
                     (Err(why), Ok(_)) => Relation::Unknown(format!("the bundle at the merge commit: {why}")),
                 },
@@ -626,7 +697,12 @@ pub(crate) fn lineage(bundle: &Path, merge: &str, revisions: &[String]) -> crate
 
 /// The release digest of the bundle file `rel` on `branch` (the remote's
 /// branch first, then the local one, then HEAD): what a revert would act on.
-pub(crate) fn digest_on_branch(r: &Repository, rel: &Path, remote: &str, branch: &str) -> std::result::Result<(String, String), String> {
+pub(crate) fn digest_on_branch(
+    r: &Repository,
+    rel: &Path,
+    remote: &str,
+    branch: &str,
+) -> std::result::Result<(String, String), String> {
     for name in [format!("refs/remotes/{remote}/{branch}"), format!("refs/heads/{branch}"), "HEAD".to_string()] {
         if let Ok(c) = r.revparse_single(&name).and_then(|o| o.peel_to_commit()) {
             return digest_at(r, &c, rel).map(|d| (name, d));

@@ -127,7 +127,10 @@ pub(crate) struct PullRef {
 
 impl PullRef {
     fn from_json(v: &Value) -> Option<PullRef> {
-        Some(PullRef { number: v.get("number")?.as_u64()?, html_url: v.get("html_url").and_then(Value::as_str).unwrap_or("").to_string() })
+        Some(PullRef {
+            number: v.get("number")?.as_u64()?,
+            html_url: v.get("html_url").and_then(Value::as_str).unwrap_or("").to_string(),
+        })
     }
 }
 
@@ -162,7 +165,10 @@ pub struct GithubClient {
 impl fmt::Debug for GithubClient {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         // Deliberately no token, not even its length.
-        f.debug_struct("GithubClient").field("api_url", &self.api_url.as_str()).field("policy", &self.policy).finish_non_exhaustive()
+        f.debug_struct("GithubClient")
+            .field("api_url", &self.api_url.as_str())
+            .field("policy", &self.policy)
+            .finish_non_exhaustive()
     }
 }
 
@@ -175,7 +181,8 @@ impl GithubClient {
 
     pub fn with_policy(api_url: &str, token: &str, policy: RetryPolicy) -> Result<Self> {
         let trimmed = api_url.trim().trim_end_matches('/');
-        let api_url = url::Url::parse(trimmed).map_err(|e| GithubError::Config(format!("GITHUB_API_URL `{trimmed}` is not a URL: {e}")))?;
+        let api_url = url::Url::parse(trimmed)
+            .map_err(|e| GithubError::Config(format!("GITHUB_API_URL `{trimmed}` is not a URL: {e}")))?;
         if !matches!(api_url.scheme(), "http" | "https") {
             return Err(GithubError::Config(format!("GITHUB_API_URL `{trimmed}` must be http(s)")));
         }
@@ -205,14 +212,18 @@ impl GithubClient {
         for _ in 0..500 {
             let resp = self.request(Method::Get, &route, None).await?;
             let what = format!("GET {}", strip_query(&route));
-            let page: Vec<Comment> = serde_json::from_str(&resp.body).map_err(|e| GithubError::Decode { what, message: e.to_string() })?;
+            let page: Vec<Comment> =
+                serde_json::from_str(&resp.body).map_err(|e| GithubError::Decode { what, message: e.to_string() })?;
             out.extend(page);
             match resp.link.as_deref().and_then(|l| link_rel(l, "next")) {
                 Some(next) => route = self.same_origin_route(&next)?,
                 None => return Ok(out),
             }
         }
-        Err(GithubError::Decode { what: format!("GET {}/issues/{issue}/comments", repo_path(owner, repo)?), message: "more than 500 pages".into() })
+        Err(GithubError::Decode {
+            what: format!("GET {}/issues/{issue}/comments", repo_path(owner, repo)?),
+            message: "more than 500 pages".into(),
+        })
     }
 
     pub(crate) async fn create_comment(&self, owner: &str, repo: &str, issue: u64, body: &str) -> Result<Comment> {
@@ -239,12 +250,18 @@ impl GithubClient {
         let body = serde_json::to_value(run).map_err(|e| GithubError::Config(e.to_string()))?;
         let resp = self.request(Method::Post, &route, Some(&body)).await?;
         let v: Value = decode(&format!("POST {route}"), &resp.body)?;
-        v.get("id").and_then(Value::as_u64).ok_or_else(|| GithubError::Decode { what: format!("POST {route}"), message: "no `id` in the check run".into() })
+        v.get("id").and_then(Value::as_u64).ok_or_else(|| GithubError::Decode {
+            what: format!("POST {route}"),
+            message: "no `id` in the check run".into(),
+        })
     }
 
     /// The open pull request whose head is `owner:branch`, if any.
     pub(crate) async fn find_open_pull(&self, owner: &str, repo: &str, branch: &str) -> Result<Option<PullRef>> {
-        let q: String = url::form_urlencoded::Serializer::new(String::new()).append_pair("head", &format!("{owner}:{branch}")).append_pair("state", "open").finish();
+        let q: String = url::form_urlencoded::Serializer::new(String::new())
+            .append_pair("head", &format!("{owner}:{branch}"))
+            .append_pair("state", "open")
+            .finish();
         let route = format!("{}/pulls?{q}", repo_path(owner, repo)?);
         let resp = self.request(Method::Get, &route, None).await?;
         let v: Value = decode(&format!("GET {}", strip_query(&route)), &resp.body)?;
@@ -255,15 +272,28 @@ impl GithubClient {
     /// (422 "already exists"), which is how concurrent reverts — and a POST
     /// retried after GitHub created the PR but failed to answer — end up
     /// with one PR: that case is `Exists`, with the open PR looked up.
-    pub(crate) async fn create_pull(&self, owner: &str, repo: &str, title: &str, head: &str, base: &str, body: &str) -> Result<PullOutcome> {
+    pub(crate) async fn create_pull(
+        &self,
+        owner: &str,
+        repo: &str,
+        title: &str,
+        head: &str,
+        base: &str,
+        body: &str,
+    ) -> Result<PullOutcome> {
         let route = format!("{}/pulls", repo_path(owner, repo)?);
         let req = serde_json::json!({"title": title, "head": head, "base": base, "body": body, "maintainer_can_modify": false});
         match self.request(Method::Post, &route, Some(&req)).await {
             Ok(resp) => {
                 let v: Value = decode(&format!("POST {route}"), &resp.body)?;
-                PullRef::from_json(&v).map(PullOutcome::Created).ok_or_else(|| GithubError::Decode { what: format!("POST {route}"), message: "no `number` in the pull request".into() })
+                PullRef::from_json(&v).map(PullOutcome::Created).ok_or_else(|| GithubError::Decode {
+                    what: format!("POST {route}"),
+                    message: "no `number` in the pull request".into(),
+                })
             }
-            Err(GithubError::Http { status: 422, message, .. }) if message.contains("already exists") => Ok(PullOutcome::Exists(self.find_open_pull(owner, repo, head).await?)),
+            Err(GithubError::Http { status: 422, message, .. }) if message.contains("already exists") => {
+                Ok(PullOutcome::Exists(self.find_open_pull(owner, repo, head).await?))
+            }
             Err(e) => Err(e),
         }
     }
@@ -272,7 +302,8 @@ impl GithubClient {
     /// attaches the token to every request, so following a link to another
     /// host would hand it the token.
     fn same_origin_route(&self, link: &str) -> Result<String> {
-        let u = url::Url::parse(link).map_err(|e| GithubError::Decode { what: "pagination link".into(), message: format!("{e}") })?;
+        let u = url::Url::parse(link)
+            .map_err(|e| GithubError::Decode { what: "pagination link".into(), message: format!("{e}") })?;
         if u.origin() != self.api_url.origin() {
             return Err(GithubError::Decode {
                 what: "pagination link".into(),
@@ -285,7 +316,12 @@ impl GithubClient {
         })
     }
 
-    async fn once(&self, method: Method, route: &str, body: Option<&Value>) -> std::result::Result<RawResponse, octocrab::Error> {
+    async fn once(
+        &self,
+        method: Method,
+        route: &str,
+        body: Option<&Value>,
+    ) -> std::result::Result<RawResponse, octocrab::Error> {
         let uri = route.to_string();
         let resp = match method {
             Method::Get => self.crab._get(uri).await?,
@@ -332,7 +368,10 @@ impl GithubClient {
             };
             let s = resp.status;
             if resp.too_large {
-                return Err(GithubError::Decode { what, message: format!("HTTP {s}: the answer is larger than {} MiB; not read further", MAX_ANSWER >> 20) });
+                return Err(GithubError::Decode {
+                    what,
+                    message: format!("HTTP {s}: the answer is larger than {} MiB; not read further", MAX_ANSWER >> 20),
+                });
             }
             if (200..300).contains(&s) {
                 return Ok(resp);
@@ -348,11 +387,15 @@ impl GithubClient {
             }
             let secondary = s == 429
                 || (s == 403
-                    && (resp.retry_after.is_some() || resp.ratelimit_remaining == Some(0) || message.to_ascii_lowercase().contains("rate limit")));
+                    && (resp.retry_after.is_some()
+                        || resp.ratelimit_remaining == Some(0)
+                        || message.to_ascii_lowercase().contains("rate limit")));
             if secondary {
                 let wait = match (resp.retry_after, resp.ratelimit_remaining, resp.ratelimit_reset) {
                     (Some(secs), _, _) => Duration::from_secs(secs),
-                    (None, Some(0), Some(reset)) => Duration::from_secs((reset - chrono::Utc::now().timestamp()).max(1) as u64),
+                    (None, Some(0), Some(reset)) => {
+                        Duration::from_secs((reset - chrono::Utc::now().timestamp()).max(1) as u64)
+                    }
                     _ => backoff.max(Duration::from_secs(1)),
                 };
                 last_retry_after = resp.retry_after;
@@ -380,8 +423,17 @@ fn decode<T: serde::de::DeserializeOwned>(what: &str, body: &str) -> Result<T> {
 /// "documentation_url": ...}`; a 422's reason is only in `errors`.
 fn error_message(body: &str) -> String {
     let v = serde_json::from_str::<Value>(body).ok();
-    let Some(m) = v.as_ref().and_then(|v| v.get("message")).and_then(Value::as_str) else { return body.chars().take(200).collect() };
-    let details: Vec<&str> = v.as_ref().and_then(|v| v.get("errors")).and_then(Value::as_array).into_iter().flatten().filter_map(|e| e.get("message").and_then(Value::as_str)).collect();
+    let Some(m) = v.as_ref().and_then(|v| v.get("message")).and_then(Value::as_str) else {
+        return body.chars().take(200).collect();
+    };
+    let details: Vec<&str> = v
+        .as_ref()
+        .and_then(|v| v.get("errors"))
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e.get("message").and_then(Value::as_str))
+        .collect();
     if details.is_empty() {
         m.to_string()
     } else {
@@ -395,7 +447,12 @@ fn strip_query(route: &str) -> &str {
 
 /// `/repos/{owner}/{repo}`, refusing names that could change the path.
 fn repo_path(owner: &str, repo: &str) -> Result<String> {
-    let ok = |s: &str| !s.is_empty() && s != "." && s != ".." && s.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+    let ok = |s: &str| {
+        !s.is_empty()
+            && s != "."
+            && s != ".."
+            && s.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+    };
     if !ok(owner) || !ok(repo) {
         return Err(GithubError::Config(format!("`{owner}/{repo}` is not a valid owner/repository")));
     }
@@ -438,11 +495,13 @@ pub(crate) fn append_runner_file(path: &std::path::Path, text: &str) -> std::io:
 mod tests {
     use super::*;
 
-
     #[test]
     fn link_header_parsing() {
         let h = r#"<https://api.github.com/repositories/1/issues/7/comments?per_page=100&page=2>; rel="next", <https://api.github.com/repositories/1/issues/7/comments?per_page=100&page=5>; rel="last""#;
-        assert_eq!(link_rel(h, "next").unwrap(), "https://api.github.com/repositories/1/issues/7/comments?per_page=100&page=2");
+        assert_eq!(
+            link_rel(h, "next").unwrap(),
+            "https://api.github.com/repositories/1/issues/7/comments?per_page=100&page=2"
+        );
         assert!(link_rel(h, "last").unwrap().ends_with("page=5"));
         assert_eq!(link_rel(h, "prev"), None);
     }
@@ -461,10 +520,16 @@ mod tests {
     async fn github_answer_is_read_up_to_its_bound_and_not_one_byte_more() {
         use crate::adapters::http::{json_of_len, serve_fixed};
         let at = serve_fixed("application/json", json_of_len("[]", MAX_ANSWER)).await;
-        let c = GithubClient { policy: RetryPolicy { max_retries: 0, ..RetryPolicy::default() }, ..GithubClient::new(&at, "t").unwrap() };
+        let c = GithubClient {
+            policy: RetryPolicy { max_retries: 0, ..RetryPolicy::default() },
+            ..GithubClient::new(&at, "t").unwrap()
+        };
         assert!(c.list_comments("o", "r", 1).await.unwrap().is_empty());
         let over = serve_fixed("application/json", json_of_len("[]", MAX_ANSWER + 1)).await;
-        let c = GithubClient { policy: RetryPolicy { max_retries: 0, ..RetryPolicy::default() }, ..GithubClient::new(&over, "t").unwrap() };
+        let c = GithubClient {
+            policy: RetryPolicy { max_retries: 0, ..RetryPolicy::default() },
+            ..GithubClient::new(&over, "t").unwrap()
+        };
         let e = c.list_comments("o", "r", 1).await.unwrap_err().to_string();
         assert!(e.contains("larger than 32 MiB") && e.contains("GET /repos/o/r/issues/1/comments"), "{e}");
     }
@@ -479,7 +544,10 @@ mod tests {
     #[tokio::test]
     async fn next_links_to_other_hosts_are_refused() {
         let c = GithubClient::new("https://ghe.example.com/api/v3", "t").unwrap();
-        assert_eq!(c.same_origin_route("https://ghe.example.com/api/v3/repos/o/r/issues/1/comments?page=2").unwrap(), "/api/v3/repos/o/r/issues/1/comments?page=2");
+        assert_eq!(
+            c.same_origin_route("https://ghe.example.com/api/v3/repos/o/r/issues/1/comments?page=2").unwrap(),
+            "/api/v3/repos/o/r/issues/1/comments?page=2"
+        );
         assert!(c.same_origin_route("https://evil.example.com/api/v3/repos/o/r/issues/1/comments?page=2").is_err());
     }
 }

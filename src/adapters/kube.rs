@@ -25,8 +25,8 @@ use crate::bundle::ANNOTATION_DIGEST;
 use crate::checks::watch::argo::{AppStatus, Hydration};
 use crate::checks::watch::ownership::{self, ClusterView, EndpointInfo, KnativeTraffic, ObjectRef, OwnerRef, Root};
 use crate::checks::watch::rollout::{
-    ConditionInfo, ContainerRestarts, DeploymentInfo, EventInfo, ModelSource, PodInfo, ReplicaSetInfo, ServiceState, KSERVE_LABEL, LOCAL_MODEL, LOCAL_MODEL_SOURCE,
-    MODELCAR, NAME_LABEL, STORAGE_INITIALIZER,
+    ConditionInfo, ContainerRestarts, DeploymentInfo, EventInfo, ModelSource, PodInfo, ReplicaSetInfo, ServiceState,
+    KSERVE_LABEL, LOCAL_MODEL, LOCAL_MODEL_SOURCE, MODELCAR, NAME_LABEL, STORAGE_INITIALIZER,
 };
 
 fn s(v: &Value, ptr: &str) -> Option<String> {
@@ -49,9 +49,15 @@ pub(crate) fn app_status(name: &str, data: &Value) -> AppStatus {
     // Source hydrator (Argo CD 3.x): the dry (authored) commit of the current
     // and the last successful hydration.
     let mut hydrated = Vec::new();
-    for (ptr, phase) in [("/status/sourceHydrator/currentOperation", true), ("/status/sourceHydrator/lastSuccessfulOperation", false)] {
+    for (ptr, phase) in
+        [("/status/sourceHydrator/currentOperation", true), ("/status/sourceHydrator/lastSuccessfulOperation", false)]
+    {
         if let Some(dry) = s(data, &format!("{ptr}/drySHA")) {
-            hydrated.push(Hydration { dry_sha: dry, hydrated_sha: s(data, &format!("{ptr}/hydratedSHA")), phase: if phase { s(data, &format!("{ptr}/phase")) } else { None } });
+            hydrated.push(Hydration {
+                dry_sha: dry,
+                hydrated_sha: s(data, &format!("{ptr}/hydratedSHA")),
+                phase: if phase { s(data, &format!("{ptr}/phase")) } else { None },
+            });
         }
     }
     AppStatus {
@@ -104,7 +110,14 @@ where
 }
 
 /// A custom resource list; a cluster without the CRD (404) has none.
-async fn list_custom(client: &kube::Client, ns: &str, group: &str, version: &str, kind: &str, plural: &str) -> Result<Vec<DynamicObject>> {
+async fn list_custom(
+    client: &kube::Client,
+    ns: &str,
+    group: &str,
+    version: &str,
+    kind: &str,
+    plural: &str,
+) -> Result<Vec<DynamicObject>> {
     let ar = ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, version, kind), plural);
     let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), ns, &ar);
     match list_all(&api, ListParams::default(), &format!("{plural}.{group} in {ns}")).await {
@@ -123,16 +136,35 @@ fn owners_of(meta: &ObjectMeta) -> Vec<OwnerRef> {
 }
 
 fn owner_ref(o: &OwnerReference) -> OwnerRef {
-    OwnerRef { kind: o.kind.clone(), name: o.name.clone(), uid: Some(o.uid.clone()).filter(|u| !u.is_empty()), controller: o.controller.unwrap_or(false) }
+    OwnerRef {
+        kind: o.kind.clone(),
+        name: o.name.clone(),
+        uid: Some(o.uid.clone()).filter(|u| !u.is_empty()),
+        controller: o.controller.unwrap_or(false),
+    }
 }
 
 fn object_ref(kind: &str, meta: &ObjectMeta) -> ObjectRef {
-    ObjectRef { kind: kind.to_string(), name: meta.name.clone().unwrap_or_default(), uid: meta.uid.clone(), owners: owners_of(meta) }
+    ObjectRef {
+        kind: kind.to_string(),
+        name: meta.name.clone().unwrap_or_default(),
+        uid: meta.uid.clone(),
+        owners: owners_of(meta),
+    }
 }
 
 fn conditions(c: Option<&Vec<k8s_openapi::api::apps::v1::DeploymentCondition>>) -> Vec<ConditionInfo> {
-    c.map(|v| v.iter().map(|c| ConditionInfo { type_: c.type_.clone(), status: c.status.clone(), reason: c.reason.clone(), message: c.message.clone() }).collect())
-        .unwrap_or_default()
+    c.map(|v| {
+        v.iter()
+            .map(|c| ConditionInfo {
+                type_: c.type_.clone(),
+                status: c.status.clone(),
+                reason: c.reason.clone(),
+                message: c.message.clone(),
+            })
+            .collect()
+    })
+    .unwrap_or_default()
 }
 
 /// Plain pod state. `app` is the bundle's name: a pod carrying its labels
@@ -150,7 +182,9 @@ pub(crate) fn pod_info(p: &Pod, app: &str) -> PodInfo {
     let mut crash_loop = false;
     let mut verifier = None;
     let mut containers = Vec::new();
-    let all_statuses = status.into_iter().flat_map(|s| s.init_container_statuses.iter().flatten().chain(s.container_statuses.iter().flatten()));
+    let all_statuses = status
+        .into_iter()
+        .flat_map(|s| s.init_container_statuses.iter().flatten().chain(s.container_statuses.iter().flatten()));
     for cs in all_statuses {
         let n = u32::try_from(cs.restart_count).unwrap_or(0);
         restarts = restarts.saturating_add(n);
@@ -163,19 +197,32 @@ pub(crate) fn pod_info(p: &Pod, app: &str) -> PodInfo {
             last_finished_at: last.and_then(|t| t.finished_at.as_ref()).map(|t| t.0.to_string()),
         });
         if cs.name == crate::checks::watch::rollout::VERIFIER_CONTAINER && verifier.is_none() {
-            let term = [cs.state.as_ref(), cs.last_state.as_ref()].into_iter().flatten().filter_map(|st| st.terminated.as_ref());
-            verifier = term.filter(|t| t.exit_code != 0).find_map(|t| t.message.clone()).filter(|m| !m.trim().is_empty());
+            let term = [cs.state.as_ref(), cs.last_state.as_ref()]
+                .into_iter()
+                .flatten()
+                .filter_map(|st| st.terminated.as_ref());
+            verifier =
+                term.filter(|t| t.exit_code != 0).find_map(|t| t.message.clone()).filter(|m| !m.trim().is_empty());
         }
         if let Some(w) = cs.state.as_ref().and_then(|st| st.waiting.as_ref()) {
             let reason = w.reason.clone().unwrap_or_else(|| "Waiting".into());
             if reason == "CrashLoopBackOff" {
                 crash_loop = true;
             }
-            waiting.push(format!("{}: {reason}{}", cs.name, w.message.as_deref().map(|m| format!(" ({m})")).unwrap_or_default()));
+            waiting.push(format!(
+                "{}: {reason}{}",
+                cs.name,
+                w.message.as_deref().map(|m| format!(" ({m})")).unwrap_or_default()
+            ));
         }
         if let Some(t) = last {
             if !cs.ready && t.exit_code != 0 {
-                waiting.push(format!("{}: last terminated {} (exit {})", cs.name, t.reason.as_deref().unwrap_or("Error"), t.exit_code));
+                waiting.push(format!(
+                    "{}: last terminated {} (exit {})",
+                    cs.name,
+                    t.reason.as_deref().unwrap_or("Error"),
+                    t.exit_code
+                ));
             }
         }
     }
@@ -198,7 +245,8 @@ pub(crate) fn pod_info(p: &Pod, app: &str) -> PodInfo {
         owner: meta.owner_references.iter().flatten().find(|o| o.kind == "ReplicaSet").map(|o| o.name.clone()),
         uid: meta.uid.clone(),
         owners: owners_of(meta),
-        labelled: labels.is_some_and(|l| [NAME_LABEL, KSERVE_LABEL].iter().any(|k| l.get(*k).map(String::as_str) == Some(app))),
+        labelled: labels
+            .is_some_and(|l| [NAME_LABEL, KSERVE_LABEL].iter().any(|k| l.get(*k).map(String::as_str) == Some(app))),
         routed: None,
         revision: None,
         containers,
@@ -216,16 +264,31 @@ pub(crate) fn pod_info(p: &Pod, app: &str) -> PodInfo {
 /// modelcar (`oci://`) runs the model image as a sidecar.
 fn model_source(p: &Pod) -> Option<ModelSource> {
     let spec = p.spec.as_ref()?;
-    let init = spec.init_containers.iter().flatten().find(|c| c.name == STORAGE_INITIALIZER).and_then(|c| c.args.as_ref().and_then(|a| a.first().cloned()));
+    let init = spec
+        .init_containers
+        .iter()
+        .flatten()
+        .find(|c| c.name == STORAGE_INITIALIZER)
+        .and_then(|c| c.args.as_ref().and_then(|a| a.first().cloned()));
     if let Some(uri) = init {
         return Some(ModelSource::StorageInitializer { uri });
     }
     let ann = p.metadata.annotations.as_ref();
     if let Some(uri) = ann.and_then(|a| a.get(LOCAL_MODEL_SOURCE)).filter(|u| !u.trim().is_empty()) {
-        let cache = p.metadata.labels.as_ref().and_then(|l| l.get(LOCAL_MODEL)).or_else(|| ann.and_then(|a| a.get(LOCAL_MODEL))).cloned();
+        let cache = p
+            .metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get(LOCAL_MODEL))
+            .or_else(|| ann.and_then(|a| a.get(LOCAL_MODEL)))
+            .cloned();
         return Some(ModelSource::LocalModelCache { cache, uri: uri.clone() });
     }
-    spec.containers.iter().find(|c| c.name == MODELCAR).and_then(|c| c.image.clone()).map(|image| ModelSource::Modelcar { uri: format!("oci://{image}") })
+    spec.containers
+        .iter()
+        .find(|c| c.name == MODELCAR)
+        .and_then(|c| c.image.clone())
+        .map(|image| ModelSource::Modelcar { uri: format!("oci://{image}") })
 }
 
 /// Everything in the namespace that decides the release's pods and their
@@ -290,11 +353,13 @@ pub(crate) async fn cluster_view(client: &kube::Client, ns: &str, app: &str) -> 
 }
 
 pub(crate) fn is_denied(e: &anyhow::Error) -> bool {
-    e.chain().any(|c| matches!(c.downcast_ref::<kube::Error>(), Some(kube::Error::Api(s)) if s.code == 401 || s.code == 403))
+    e.chain()
+        .any(|c| matches!(c.downcast_ref::<kube::Error>(), Some(kube::Error::Api(s)) if s.code == 401 || s.code == 403))
 }
 
 fn endpoints_of(s: &EndpointSlice) -> Vec<EndpointInfo> {
-    let service = s.metadata.labels.as_ref().and_then(|l| l.get("kubernetes.io/service-name")).cloned().unwrap_or_default();
+    let service =
+        s.metadata.labels.as_ref().and_then(|l| l.get("kubernetes.io/service-name")).cloned().unwrap_or_default();
     s.endpoints
         .iter()
         .filter_map(|e| {

@@ -40,7 +40,9 @@ pub(crate) fn is_dir(p: &Path) -> bool {
 /// Remove a file; one that is already gone is not an error.
 pub(crate) fn remove_file(p: &Path) -> Result<()> {
     match std::fs::remove_file(p) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e).with_context(|| format!("removing {}", p.display())),
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            Err(e).with_context(|| format!("removing {}", p.display()))
+        }
         _ => Ok(()),
     }
 }
@@ -62,14 +64,21 @@ pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     if let Ok(m) = std::fs::symlink_metadata(path) {
         if m.file_type().is_symlink() || !m.is_file() {
-            bail!("{} exists and is not a regular file (symlink or folder); refusing to write through it", path.display());
+            bail!(
+                "{} exists and is not a regular file (symlink or folder); refusing to write through it",
+                path.display()
+            );
         }
     }
     // The pid keeps two concurrent writers of one file off each other's
     // temporary; `create_new` refuses one planted there.
     let tmp = dir.join(format!(".{}.{}.tmp", name.to_string_lossy(), std::process::id()));
     let res = (|| -> Result<()> {
-        let mut f = std::fs::OpenOptions::new().write(true).create_new(true).open(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&tmp)
+            .with_context(|| format!("creating {}", tmp.display()))?;
         f.write_all(bytes).with_context(|| format!("writing {}", tmp.display()))?;
         f.sync_all().ok();
         // rename replaces the directory entry: a symlink planted between
@@ -118,7 +127,8 @@ pub(crate) fn regular_files(dir: &Path) -> Result<Vec<(PathBuf, PathBuf)>> {
             continue;
         }
         let meta = e.metadata().with_context(|| format!("reading {}", e.path().display()))?;
-        crate::adapters::bundle_files::ensure_regular(&meta).with_context(|| format!("{}: publish copies regular files only", e.path().display()))?;
+        crate::adapters::bundle_files::ensure_regular(&meta)
+            .with_context(|| format!("{}: publish copies regular files only", e.path().display()))?;
         let Ok(rel) = e.path().strip_prefix(dir) else { continue };
         files.push((rel.to_path_buf(), e.path().to_path_buf()));
     }

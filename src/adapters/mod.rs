@@ -25,12 +25,12 @@ pub mod github;
 #[cfg(feature = "cli")]
 pub(crate) mod http;
 #[cfg(feature = "cli")]
-pub mod prom;
-#[cfg(feature = "cli")]
-pub mod pushgateway;
-#[cfg(feature = "cli")]
 pub mod kube;
 #[cfg(feature = "cli")]
 pub(crate) mod model;
+#[cfg(feature = "cli")]
+pub mod prom;
+#[cfg(feature = "cli")]
+pub mod pushgateway;
 #[cfg(feature = "cli")]
 pub mod store;

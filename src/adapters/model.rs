@@ -6,7 +6,6 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use serde_json::Value;
 
-
 /// `base` + `path` without doubling or dropping the slash.
 pub(crate) fn join_url(base: &str, path: &str) -> String {
     format!("{}/{}", base.trim_end_matches('/'), path.trim_start_matches('/'))
@@ -14,14 +13,21 @@ pub(crate) fn join_url(base: &str, path: &str) -> String {
 
 /// GET a JSON document (the identity endpoint) within `timeout`.
 pub(crate) async fn get_json(http: &reqwest::Client, url: &str, timeout: Duration) -> Result<Value> {
-    let resp = http.get(url).timeout(timeout).header("accept", "application/json").send().await.with_context(|| format!("GET {url}"))?;
+    let resp = http
+        .get(url)
+        .timeout(timeout)
+        .header("accept", "application/json")
+        .send()
+        .await
+        .with_context(|| format!("GET {url}"))?;
     let status = resp.status();
     if !status.is_success() {
         let text = super::http::text_prefix(resp, super::http::ERROR_TEXT_MAX).await;
         bail!("GET {url}: HTTP {status}: {}", text.chars().take(200).collect::<String>());
     }
     let text = super::http::text_within(resp, super::http::IDENTITY_MAX, &format!("the answer of GET {url}")).await?;
-    serde_json::from_str(&text).with_context(|| format!("GET {url}: the answer is not JSON: {}", text.chars().take(200).collect::<String>()))
+    serde_json::from_str(&text)
+        .with_context(|| format!("GET {url}: the answer is not JSON: {}", text.chars().take(200).collect::<String>()))
 }
 
 /// One health probe: a 2xx answer within `timeout`.

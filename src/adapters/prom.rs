@@ -69,7 +69,9 @@ impl Prom {
             .await
             .with_context(|| format!("Prometheus at {} unreachable", self.base))?;
         let status = resp.status();
-        let body = super::http::text_within(resp, super::http::PROMETHEUS_MAX, &format!("the Prometheus answer from {url}")).await?;
+        let body =
+            super::http::text_within(resp, super::http::PROMETHEUS_MAX, &format!("the Prometheus answer from {url}"))
+                .await?;
         parse_response(status.as_u16(), &body, q)
     }
 
@@ -92,7 +94,12 @@ impl Prom {
 
 /// Send one golden request to the candidate. Transport failures are `Err`
 /// (the endpoint is unreachable); HTTP errors are answers to judge.
-pub(crate) async fn golden_call(http: &reqwest::Client, endpoint: &str, model: &str, s: &GoldenSample) -> Result<GoldenAnswer> {
+pub(crate) async fn golden_call(
+    http: &reqwest::Client,
+    endpoint: &str,
+    model: &str,
+    s: &GoldenSample,
+) -> Result<GoldenAnswer> {
     let base = endpoint.trim_end_matches('/');
     let mut body = s.request.clone();
     // OpenAI-compatible servers (vLLM, TGI) require `model`; default it to
@@ -108,13 +115,20 @@ pub(crate) async fn golden_call(http: &reqwest::Client, endpoint: &str, model: &
         GoldenApi::KserveV2 => format!("{base}/v2/models/{model}/infer"),
     };
     let started = Instant::now();
-    let resp = http.post(&url).timeout(GOLDEN_TIMEOUT).json(&body).send().await.with_context(|| format!("golden `{}`: {url} unreachable", s.name))?;
+    let resp = http
+        .post(&url)
+        .timeout(GOLDEN_TIMEOUT)
+        .json(&body)
+        .send()
+        .await
+        .with_context(|| format!("golden `{}`: {url} unreachable", s.name))?;
     let status = resp.status().as_u16();
-    let text = super::http::text_within(resp, super::http::GOLDEN_ANSWER_MAX, &format!("golden `{}`: the answer", s.name)).await?;
+    let text =
+        super::http::text_within(resp, super::http::GOLDEN_ANSWER_MAX, &format!("golden `{}`: the answer", s.name))
+            .await?;
     let latency_ms = started.elapsed().as_millis() as u64;
     Ok(crate::parse::golden::answer(s.api, status, latency_ms, &text))
 }
-
 
 #[cfg(test)]
 mod tests {

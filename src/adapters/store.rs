@@ -24,7 +24,6 @@ use crate::bundle::storage_uri::{self, Backend};
 /// reads through `filehash::sha256_read`.)
 pub(crate) const READ_CHUNK: usize = 1 << 20;
 
-
 /// Called with the number of bytes just hashed (drives the progress bar).
 pub(crate) type Progress = Arc<dyn Fn(u64) + Send + Sync>;
 
@@ -48,7 +47,9 @@ fn classify(e: &object_store::Error) -> ReadFailure {
     use object_store::Error as E;
     match e {
         E::NotFound { .. } => ReadFailure::NotFound,
-        E::Precondition { .. } | E::NotModified { .. } => ReadFailure::Changed("the store's ETag no longer matches the listed one".into()),
+        E::Precondition { .. } | E::NotModified { .. } => {
+            ReadFailure::Changed("the store's ETag no longer matches the listed one".into())
+        }
         E::PermissionDenied { .. } | E::Unauthenticated { .. } => ReadFailure::Denied(short_error(e)),
         _ if endpoint_gone(e) => ReadFailure::Unreachable(short_error(e)),
         _ => ReadFailure::Other(short_error(e)),
@@ -67,7 +68,13 @@ pub(crate) fn endpoint_gone(e: &(dyn std::error::Error + 'static)) -> bool {
             }
         }
         if let Some(io) = err.downcast_ref::<std::io::Error>() {
-            if matches!(io.kind(), std::io::ErrorKind::ConnectionRefused | std::io::ErrorKind::NotConnected | std::io::ErrorKind::HostUnreachable | std::io::ErrorKind::NetworkUnreachable) {
+            if matches!(
+                io.kind(),
+                std::io::ErrorKind::ConnectionRefused
+                    | std::io::ErrorKind::NotConnected
+                    | std::io::ErrorKind::HostUnreachable
+                    | std::io::ErrorKind::NetworkUnreachable
+            ) {
                 return true;
             }
         }
@@ -83,7 +90,8 @@ pub(crate) fn endpoint_gone(e: &(dyn std::error::Error + 'static)) -> bool {
 /// `storageUri: file:/etc/` must not make `/` the root. Canonical.
 pub(crate) fn store_root(bundle_dir: &Path, configured: Option<&Path>) -> Result<PathBuf> {
     if let Some(r) = configured {
-        return std::fs::canonicalize(r).with_context(|| format!("BUNDLEGATE_STORE_ROOT {} does not exist", r.display()));
+        return std::fs::canonicalize(r)
+            .with_context(|| format!("BUNDLEGATE_STORE_ROOT {} does not exist", r.display()));
     }
     let dir = std::fs::canonicalize(bundle_dir).with_context(|| format!("bundle folder {}", bundle_dir.display()))?;
     Ok(crate::adapters::bundle_files::work_tree_of(&dir).unwrap_or(dir))
@@ -149,7 +157,8 @@ impl Store {
     pub(crate) fn open(uri: &str, bundle_dir: &Path, create: bool, root: Option<&Path>) -> Result<Store> {
         let parsed = storage_uri::parse(uri).map_err(|e| anyhow!(e))?;
         if parsed.backend == Backend::Local {
-            let base = std::fs::canonicalize(bundle_dir).with_context(|| format!("bundle folder {}", bundle_dir.display()))?;
+            let base =
+                std::fs::canonicalize(bundle_dir).with_context(|| format!("bundle folder {}", bundle_dir.display()))?;
             let path = storage_uri::local_path(&parsed, &base);
             let root = store_root(bundle_dir, root)?;
             confine(&path, &root, uri)?;
@@ -176,7 +185,11 @@ impl Store {
     fn open_resolved(uri: &str) -> Result<Store> {
         let url = Url::parse(uri).with_context(|| format!("storage URI `{uri}` is not a URL"))?;
         let retry = object_store::RetryConfig {
-            backoff: object_store::BackoffConfig { init_backoff: Duration::from_millis(100), max_backoff: Duration::from_secs(5), base: 2.0 },
+            backoff: object_store::BackoffConfig {
+                init_backoff: Duration::from_millis(100),
+                max_backoff: Duration::from_secs(5),
+                base: 2.0,
+            },
             max_retries: 3,
             retry_timeout: Duration::from_secs(60),
         };
@@ -209,7 +222,8 @@ impl Store {
                 (Arc::new(s), OPath::from(url.path().trim_matches('/')), false)
             }
             "gs" => {
-                let mut b = object_store::gcp::GoogleCloudStorageBuilder::new().with_client_options(client).with_retry(retry);
+                let mut b =
+                    object_store::gcp::GoogleCloudStorageBuilder::new().with_client_options(client).with_retry(retry);
                 for (k, v) in env_with_prefix("GOOGLE_") {
                     if let Ok(key) = k.to_ascii_lowercase().parse() {
                         b = b.with_config(key, v);
@@ -222,7 +236,8 @@ impl Store {
                 (Arc::new(s), OPath::from(url.path().trim_matches('/')), false)
             }
             "az" | "abfs" => {
-                let mut b = object_store::azure::MicrosoftAzureBuilder::new().with_client_options(client).with_retry(retry);
+                let mut b =
+                    object_store::azure::MicrosoftAzureBuilder::new().with_client_options(client).with_retry(retry);
                 for (k, v) in env_with_prefix("AZURE_") {
                     if let Ok(key) = k.to_ascii_lowercase().parse() {
                         b = b.with_config(key, v);
@@ -241,7 +256,13 @@ impl Store {
 
     /// Wrap an existing store (tests: InMemory).
     pub fn from_parts(inner: Arc<dyn ObjectStore>, prefix: &str, uri: &str) -> Store {
-        Store { inner, prefix: OPath::from(prefix.trim_matches('/')), uri: uri.to_string(), local: false, local_dir: None }
+        Store {
+            inner,
+            prefix: OPath::from(prefix.trim_matches('/')),
+            uri: uri.to_string(),
+            local: false,
+            local_dir: None,
+        }
     }
 
     pub fn object_path(&self, key: &str) -> OPath {
@@ -276,7 +297,10 @@ impl Store {
                 // `prefix/` itself (object_store drops the slash): an empty
                 // folder marker holds nothing; one with bytes is something.
                 if full == self.prefix.as_ref() && m.size > 0 {
-                    refused.push(Refused { key: want.clone(), why: format!("an object named as the prefix itself ({} bytes)", m.size) });
+                    refused.push(Refused {
+                        key: want.clone(),
+                        why: format!("an object named as the prefix itself ({} bytes)", m.size),
+                    });
                 }
                 continue;
             };
@@ -292,7 +316,8 @@ impl Store {
         if let Some(dir) = self.local_dir.clone() {
             // object_store's file listing skips, without a word, what it
             // does not serve as an object; walk the folder to name those.
-            let seen: std::collections::HashSet<String> = out.iter().map(|o| o.key.clone()).chain(refused.iter().map(|r| r.key.clone())).collect();
+            let seen: std::collections::HashSet<String> =
+                out.iter().map(|o| o.key.clone()).chain(refused.iter().map(|r| r.key.clone())).collect();
             let found = tokio::task::spawn_blocking(move || unlisted_entries(&dir, &seen))
                 .await
                 .map_err(|e| anyhow!("listing {}: {e}", self.uri))?
@@ -310,7 +335,10 @@ impl Store {
         let dir = self.local_dir.as_ref()?;
         match std::fs::canonicalize(dir.join(key)) {
             // A FIFO swapped in after listing would block object_store's open.
-            Ok(real) if real.starts_with(dir) => std::fs::metadata(&real).and_then(|m| crate::adapters::bundle_files::ensure_regular(&m)).err().map(|e| format!("`{key}` in `{}`: {e}", self.uri)),
+            Ok(real) if real.starts_with(dir) => std::fs::metadata(&real)
+                .and_then(|m| crate::adapters::bundle_files::ensure_regular(&m))
+                .err()
+                .map(|e| format!("`{key}` in `{}`: {e}", self.uri)),
             Ok(_) => Some(format!("`{key}` is a symlink leading outside `{}`", self.uri)),
             Err(e) => Some(format!("`{key}` cannot be resolved inside `{}`: {e}", self.uri)),
         }
@@ -334,9 +362,12 @@ impl Store {
                 // shared loop reads ahead on a second thread (see `sha256_read`).
                 let expected = obj.size;
                 let progress = progress.clone();
-                let got = tokio::task::spawn_blocking(move || filehash::sha256_read(file, expected, &*progress).map_err(|e| ReadFailure::Other(format!("{}: {e}", path.display()))))
-                    .await
-                    .map_err(|e| ReadFailure::Other(format!("hashing task failed: {e}")))??;
+                let got = tokio::task::spawn_blocking(move || {
+                    filehash::sha256_read(file, expected, &*progress)
+                        .map_err(|e| ReadFailure::Other(format!("{}: {e}", path.display())))
+                })
+                .await
+                .map_err(|e| ReadFailure::Other(format!("hashing task failed: {e}")))??;
                 (got.sha256, got.bytes)
             }
             GetResultPayload::Stream(s) => hash_stream(s, obj.size, progress).await?,
@@ -369,7 +400,11 @@ const STREAM_DEPTH: usize = 16;
 /// thread fed through a bounded queue: the receiving task keeps reading the
 /// socket while a chunk is hashed, so the transfer never pauses for the hash
 /// and the hashing hides behind it. Chunks are reference-counted, never copied.
-async fn hash_stream(mut s: futures::stream::BoxStream<'static, object_store::Result<bytes::Bytes>>, size: u64, progress: Progress) -> Result<(String, u64), ReadFailure> {
+async fn hash_stream(
+    mut s: futures::stream::BoxStream<'static, object_store::Result<bytes::Bytes>>,
+    size: u64,
+    progress: Progress,
+) -> Result<(String, u64), ReadFailure> {
     let failed = |e: object_store::Error, got: u64| match classify(&e) {
         ReadFailure::Other(m) => ReadFailure::Other(format!("stream failed after {got} bytes: {m}")),
         other => other,
@@ -470,7 +505,8 @@ fn listed(rel: &str, m: &ObjectMeta) -> Listed {
 
 /// Hash a local file (publish): bounded memory, the shared read loop.
 fn hash_file(path: &std::path::Path) -> Result<(String, u64)> {
-    let (f, meta) = crate::adapters::bundle_files::open_regular(path).with_context(|| format!("opening {}", path.display()))?;
+    let (f, meta) =
+        crate::adapters::bundle_files::open_regular(path).with_context(|| format!("opening {}", path.display()))?;
     let len = meta.len();
     // Up to one block past the size it had when opened: a file still growing is read as far as that.
     let got = filehash::sha256_read(f, len, &|_| {}).with_context(|| format!("reading {}", path.display()))?;
@@ -501,8 +537,9 @@ impl Store {
         let changed = || anyhow!("{} changed while publishing", path.display());
         if size <= SINGLE_PUT_MAX {
             // Bounded like every read: the file may have grown since it was hashed.
-            let data = crate::adapters::bundle_files::read_bytes(path, SINGLE_PUT_MAX, "file to publish in one request")
-                .with_context(|| format!("reading {}", path.display()))?;
+            let data =
+                crate::adapters::bundle_files::read_bytes(path, SINGLE_PUT_MAX, "file to publish in one request")
+                    .with_context(|| format!("reading {}", path.display()))?;
             if crate::util::sha256_hex(&data) != sha {
                 return Err(changed());
             }
@@ -512,9 +549,15 @@ impl Store {
                 .map_err(|e| anyhow!("uploading `{key}`: {}", short_error(&e)))?;
             return Ok((sha, size));
         }
-        let up = self.inner.put_multipart(&loc).await.map_err(|e| anyhow!("starting upload of `{key}`: {}", short_error(&e)))?;
+        let up = self
+            .inner
+            .put_multipart(&loc)
+            .await
+            .map_err(|e| anyhow!("starting upload of `{key}`: {}", short_error(&e)))?;
         let mut w = object_store::WriteMultipart::new_with_chunk_size(up, PART_SIZE);
-        let mut f = tokio::fs::File::from_std(crate::adapters::bundle_files::open_regular(path).with_context(|| format!("opening {}", path.display()))?.0);
+        let mut f = tokio::fs::File::from_std(
+            crate::adapters::bundle_files::open_regular(path).with_context(|| format!("opening {}", path.display()))?.0,
+        );
         let mut sent = filehash::Hashing::new(|_| {});
         let mut buf = vec![0u8; READ_CHUNK];
         let read = loop {
@@ -565,7 +608,9 @@ fn unfaithful_segment(seg: &str) -> Option<String> {
         return Some(format!("the store would hold `{seg}` as `{}` (percent-encoded)", stored.as_ref()));
     }
     if seg.ends_with('.') || seg.starts_with(char::is_whitespace) || seg.ends_with(char::is_whitespace) {
-        return Some(format!("`{seg}` starts or ends with whitespace or ends with a dot, which some stores and file systems drop"));
+        return Some(format!(
+            "`{seg}` starts or ends with whitespace or ends with a dot, which some stores and file systems drop"
+        ));
     }
     None
 }
@@ -599,7 +644,9 @@ impl Store {
         let mut refused = Vec::new();
         for (rel, full) in files {
             match publish_key(&rel) {
-                Ok(key) if self.object_path(&key).as_ref().len() > MAX_KEY_BYTES => refused.push(format!("{}: the key is over {MAX_KEY_BYTES} bytes", rel.display())),
+                Ok(key) if self.object_path(&key).as_ref().len() > MAX_KEY_BYTES => {
+                    refused.push(format!("{}: the key is over {MAX_KEY_BYTES} bytes", rel.display()))
+                }
                 Ok(key) => out.push((key, full)),
                 Err(why) => refused.push(format!("{}: {why}", rel.display())),
             }
@@ -674,7 +721,9 @@ impl Store {
                 None => bail!("`{key}` is not listed after upload"),
             }
         }
-        if let Some(other) = listing.iter().map(|o| &o.key).chain(refused.iter().map(|r| &r.key)).find(|k| !published.contains_key(*k)) {
+        if let Some(other) =
+            listing.iter().map(|o| &o.key).chain(refused.iter().map(|r| &r.key)).find(|k| !published.contains_key(*k))
+        {
             bail!("`{}` holds `{other}`, which this publish did not upload", self.uri);
         }
         Ok(())
@@ -693,12 +742,30 @@ impl Store {
             }
         }
         let note = match self.list_checked().await {
-            Ok((left, refused)) if left.is_empty() && refused.is_empty() && failures.is_empty() => format!("nothing was left under `{}` (what was written was deleted again); the publish can be retried", self.uri),
+            Ok((left, refused)) if left.is_empty() && refused.is_empty() && failures.is_empty() => format!(
+                "nothing was left under `{}` (what was written was deleted again); the publish can be retried",
+                self.uri
+            ),
             Ok((left, refused)) => {
-                let names: Vec<String> = left.iter().map(|o| o.key.clone()).chain(refused.into_iter().map(|r| r.key)).collect();
-                format!("CLEANUP FAILED: `{}` still holds {} object(s) ({}){}; delete them before retrying", self.uri, names.len(), names.join(", "), if failures.is_empty() { String::new() } else { format!("; deletes failed: {}", failures.join("; ")) })
+                let names: Vec<String> =
+                    left.iter().map(|o| o.key.clone()).chain(refused.into_iter().map(|r| r.key)).collect();
+                format!(
+                    "CLEANUP FAILED: `{}` still holds {} object(s) ({}){}; delete them before retrying",
+                    self.uri,
+                    names.len(),
+                    names.join(", "),
+                    if failures.is_empty() {
+                        String::new()
+                    } else {
+                        format!("; deletes failed: {}", failures.join("; "))
+                    }
+                )
             }
-            Err(e) => format!("CLEANUP NOT CONFIRMED: listing `{}` after deleting failed ({e:#}){}", self.uri, if failures.is_empty() { String::new() } else { format!("; deletes failed: {}", failures.join("; ")) }),
+            Err(e) => format!(
+                "CLEANUP NOT CONFIRMED: listing `{}` after deleting failed ({e:#}){}",
+                self.uri,
+                if failures.is_empty() { String::new() } else { format!("; deletes failed: {}", failures.join("; ")) }
+            ),
         };
         anyhow!("{cause:#}; {note}")
     }
@@ -710,7 +777,9 @@ mod tests {
     use sha2::{Digest, Sha256};
     use std::sync::atomic::{AtomicU64, Ordering};
 
-    fn stream(chunks: Vec<object_store::Result<bytes::Bytes>>) -> futures::stream::BoxStream<'static, object_store::Result<bytes::Bytes>> {
+    fn stream(
+        chunks: Vec<object_store::Result<bytes::Bytes>>,
+    ) -> futures::stream::BoxStream<'static, object_store::Result<bytes::Bytes>> {
         Box::pin(futures::stream::iter(chunks))
     }
 
@@ -721,9 +790,13 @@ mod tests {
             let chunks = data[..len].chunks(300_000).map(|c| Ok(bytes::Bytes::copy_from_slice(c))).collect();
             let seen = Arc::new(AtomicU64::new(0));
             let s2 = seen.clone();
-            let (sha, n) = hash_stream(stream(chunks), len as u64, Arc::new(move |k| {
-                s2.fetch_add(k, Ordering::Relaxed);
-            }))
+            let (sha, n) = hash_stream(
+                stream(chunks),
+                len as u64,
+                Arc::new(move |k| {
+                    s2.fetch_add(k, Ordering::Relaxed);
+                }),
+            )
             .await
             .unwrap();
             assert_eq!((sha, n), (hex::encode(Sha256::digest(&data[..len])), len as u64), "len {len}");
@@ -737,7 +810,10 @@ mod tests {
             let mut chunks: Vec<object_store::Result<bytes::Bytes>> = vec![Ok(bytes::Bytes::from(vec![1u8; 500]))];
             chunks.push(Err(object_store::Error::Generic { store: "test", source: "connection reset".into() }));
             let e = hash_stream(stream(chunks), size, Arc::new(|_| {})).await.unwrap_err();
-            assert!(matches!(&e, ReadFailure::Other(m) if m.contains("stream failed after 500 bytes")), "{size}: {e:?}");
+            assert!(
+                matches!(&e, ReadFailure::Other(m) if m.contains("stream failed after 500 bytes")),
+                "{size}: {e:?}"
+            );
         }
     }
 
@@ -757,7 +833,9 @@ mod tests {
                     let mut reader = BufReader::new(conn.try_clone().unwrap());
                     let mut line = String::new();
                     while reader.read_line(&mut line).is_ok_and(|n| n > 0) && !line.ends_with("\r\n\r\n") {}
-                    let contents = |key: &str, size: u64| format!("<Contents><Key>{key}</Key><LastModified>2026-12-01T00:00:00.000Z</LastModified><ETag>&quot;e&quot;</ETag><Size>{size}</Size></Contents>");
+                    let contents = |key: &str, size: u64| {
+                        format!("<Contents><Key>{key}</Key><LastModified>2026-12-01T00:00:00.000Z</LastModified><ETag>&quot;e&quot;</ETag><Size>{size}</Size></Contents>")
+                    };
                     let body = format!(
                         "<?xml version=\"1.0\" encoding=\"UTF-8\"?><ListBucketResult><Name>models</Name><Prefix>llm/v2/</Prefix><IsTruncated>false</IsTruncated>{}{}</ListBucketResult>",
                         contents("llm/v2/", marker),
@@ -812,7 +890,20 @@ mod tests {
         }
         let store = Store::from_parts(Arc::new(object_store::memory::InMemory::new()), "b/p", "s3://b/p/");
         let long = PathBuf::from("x".repeat(1100));
-        let e = store.publish_keys(vec![(long.clone(), long), (PathBuf::from("a#b"), PathBuf::from("a#b")), (PathBuf::from("ok"), PathBuf::from("ok"))]).unwrap_err().to_string();
-        assert!(e.contains("refusing to publish 2 file(s)") && e.contains("over 1024 bytes") && e.contains("a#b") && e.contains("nothing was uploaded"), "{e}");
+        let e = store
+            .publish_keys(vec![
+                (long.clone(), long),
+                (PathBuf::from("a#b"), PathBuf::from("a#b")),
+                (PathBuf::from("ok"), PathBuf::from("ok")),
+            ])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("refusing to publish 2 file(s)")
+                && e.contains("over 1024 bytes")
+                && e.contains("a#b")
+                && e.contains("nothing was uploaded"),
+            "{e}"
+        );
     }
 }

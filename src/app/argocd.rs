@@ -22,12 +22,12 @@ use crate::adapters::{bundle_files, local};
 use crate::app::ctx::Ctx;
 use crate::bundle::{self, Loaded};
 use crate::checks::lint::RollbackStatus;
-use crate::options::ArgocdAction;
 use crate::diag::Overrides;
 use crate::manifests::{Renderer, TemplateSource};
-use crate::report::{Report, Severity, StepReport};
-pub use crate::parse::cmp::{CmpEnv, Params, DEFAULT_BUNDLE};
+use crate::options::ArgocdAction;
 use crate::parse::cmp::PARAMS;
+pub use crate::parse::cmp::{CmpEnv, Params, DEFAULT_BUNDLE};
+use crate::report::{Report, Severity, StepReport};
 
 /// Annotation with the Git revision Argo rendered from.
 pub(crate) const ANNOTATION_GIT_REVISION: &str = "bundlegate.dev/git-revision";
@@ -89,11 +89,14 @@ fn source_dir(path: Option<PathBuf>) -> Result<PathBuf> {
 /// chooses these values, so a parameter must not read files outside it.
 pub(crate) fn inside(root: &Path, rel: &str, what: &str) -> Result<PathBuf> {
     let p = Path::new(rel);
-    if p.is_absolute() || p.components().any(|c| matches!(c, Component::ParentDir | Component::RootDir | Component::Prefix(_))) {
+    if p.is_absolute()
+        || p.components().any(|c| matches!(c, Component::ParentDir | Component::RootDir | Component::Prefix(_)))
+    {
         bail!("{what} `{rel}` must be a relative path inside the application's source path (no `..`, not absolute)");
     }
     let joined = root.join(p);
-    let real = local::canonical(&joined, what).with_context(|| format!("{what} `{rel}` not found in the application's source path"))?;
+    let real = local::canonical(&joined, what)
+        .with_context(|| format!("{what} `{rel}` not found in the application's source path"))?;
     if !real.starts_with(root) {
         bail!("{what} `{rel}` resolves outside the application's source path (symlink to {})", real.display());
     }
@@ -174,7 +177,8 @@ pub(crate) fn generate(source: &Path, env: &CmpEnv, ov: &Overrides) -> Result<Ge
     };
     let ns = env.get("ARGOCD_APP_NAMESPACE").map(|n| format!("{n}/")).unwrap_or_default();
     tracing::info!("argocd generate for Application {ns}{app}{at} in {}", source.display());
-    generate_inner(source, env, ov).with_context(|| format!("bundlegate: cannot generate manifests for Application {ns}{app}{at}"))
+    generate_inner(source, env, ov)
+        .with_context(|| format!("bundlegate: cannot generate manifests for Application {ns}{app}{at}"))
 }
 
 fn generate_inner(source: &Path, env: &CmpEnv, ov: &Overrides) -> Result<Generated> {
@@ -185,7 +189,8 @@ fn generate_inner(source: &Path, env: &CmpEnv, ov: &Overrides) -> Result<Generat
     }
     let display = display_path(env, &params.bundle);
     // Bounded before anything is read: a 200 MB file is refused from its size.
-    let text = crate::adapters::bundle_files::read_bundle_text(&bundle_path).with_context(|| format!("reading {display}"))?;
+    let text =
+        crate::adapters::bundle_files::read_bundle_text(&bundle_path).with_context(|| format!("reading {display}"))?;
     let mut l: Loaded = bundle::parse(&display, &bundle_path, text)?;
 
     // Overrides change what is deployed, not which release it is: the digest
@@ -207,13 +212,27 @@ fn generate_inner(source: &Path, env: &CmpEnv, ov: &Overrides) -> Result<Generat
         // Lint sees the overridden values: it checks what will run.
         let step = crate::app::lint_loaded_with(&l, ov, &rollback);
         for d in step.diagnostics.iter().filter(|d| d.severity == Severity::Warning) {
-            tracing::warn!("{}[{} {}]: {}", d.span.as_ref().map(|s| format!("{s}: ")).unwrap_or_default(), d.code, d.name, d.message);
+            tracing::warn!(
+                "{}[{} {}]: {}",
+                d.span.as_ref().map(|s| format!("{s}: ")).unwrap_or_default(),
+                d.code,
+                d.name,
+                d.message
+            );
         }
         let errors: Vec<String> = step
             .diagnostics
             .iter()
             .filter(|d| d.severity == Severity::Error)
-            .map(|d| format!("  {}error[{} {}]: {}", d.span.as_ref().map(|s| format!("{s}: ")).unwrap_or_default(), d.code, d.name, d.message))
+            .map(|d| {
+                format!(
+                    "  {}error[{} {}]: {}",
+                    d.span.as_ref().map(|s| format!("{s}: ")).unwrap_or_default(),
+                    d.code,
+                    d.name,
+                    d.message
+                )
+            })
             .collect();
         if !errors.is_empty() {
             bail!(
@@ -244,7 +263,11 @@ fn generate_inner(source: &Path, env: &CmpEnv, ov: &Overrides) -> Result<Generat
     }
     let rendered = renderer.render(&l)?;
     if rendered.verifier_missing {
-        tracing::warn!("{}: the template renders no `{}` container although spec.serving.verifyOnStart is on (BG040)", l.display, crate::manifests::VERIFIER_CONTAINER);
+        tracing::warn!(
+            "{}: the template renders no `{}` container although spec.serving.verifyOnStart is on (BG040)",
+            l.display,
+            crate::manifests::VERIFIER_CONTAINER
+        );
     }
     let mut objects = rendered.objects;
     let revision = env.get("ARGOCD_APP_REVISION");
@@ -279,7 +302,8 @@ fn generate_inner(source: &Path, env: &CmpEnv, ov: &Overrides) -> Result<Generat
             y.push_str("---\n");
             y.push_str(&crate::manifests::to_yaml(o));
         }
-        crate::manifests::parse_back(&y, &objects).with_context(|| format!("the manifests for {display} do not read back as generated"))?;
+        crate::manifests::parse_back(&y, &objects)
+            .with_context(|| format!("the manifests for {display} do not read back as generated"))?;
         y
     } else {
         rendered.yaml
@@ -324,7 +348,8 @@ pub fn discover(source: &Path, env: &CmpEnv) -> Result<Option<String>> {
     if !local::is_file(&path) {
         return Ok(None);
     }
-    let head = crate::adapters::bundle_files::read_head(&path).with_context(|| format!("reading {}", path.display()))?;
+    let head =
+        crate::adapters::bundle_files::read_head(&path).with_context(|| format!("reading {}", path.display()))?;
     Ok(bundle::detect::is_bundle(Path::new(&rel), &head).then_some(rel))
 }
 

@@ -12,12 +12,12 @@ use serde::{Deserialize, Serialize};
 
 use super::verify::{find_bundles, verify_loaded, AuditCache, AuditCtx, CacheEntry};
 use crate::adapters::blob::{self, BlobDir};
-use crate::app::ctx::Ctx;
 use crate::adapters::pushgateway::Gateway;
+use crate::app::ctx::Ctx;
 use crate::bundle::{self, Loaded};
 use crate::checks::shard::{self, Item, ShardInfo, ShardSpec};
-use crate::options::{AlertOptions, VerifyOptions};
 use crate::diag::Overrides;
+use crate::options::{AlertOptions, VerifyOptions};
 use crate::report::{Diagnostic, Report, StepReport, Verdict};
 
 /// Cache objects and shard reports are small; anything bigger is not ours.
@@ -108,7 +108,11 @@ pub(crate) async fn audit(ctx: &Ctx, o: &AuditOptions, vo: &VerifyOptions, ov: &
         blob::file_location(w).context("--write-report")?;
     }
     let paths = find_bundles(&o.root)?;
-    let root = if crate::adapters::local::is_file(&o.root) { o.root.parent().map(Path::to_path_buf).unwrap_or_default() } else { o.root.clone() };
+    let root = if crate::adapters::local::is_file(&o.root) {
+        o.root.parent().map(Path::to_path_buf).unwrap_or_default()
+    } else {
+        o.root.clone()
+    };
     let mut r = Report::new("audit");
     if paths.is_empty() {
         let mut s = StepReport::new("audit", o.root.display().to_string());
@@ -125,7 +129,10 @@ pub(crate) async fn audit(ctx: &Ctx, o: &AuditOptions, vo: &VerifyOptions, ov: &
         .iter()
         .map(|(id, l)| Item {
             id: id.clone(),
-            bytes: l.as_ref().map(|l| l.bundle.spec.model.artifacts.iter().fold(0u64, |a, x| a.saturating_add(x.size.unwrap_or(0)))).unwrap_or(0),
+            bytes: l
+                .as_ref()
+                .map(|l| l.bundle.spec.model.artifacts.iter().fold(0u64, |a, x| a.saturating_add(x.size.unwrap_or(0))))
+                .unwrap_or(0),
         })
         .collect();
     let spec = o.shard.unwrap_or(ShardSpec { index: 0, count: 1 });
@@ -180,7 +187,15 @@ pub(crate) async fn audit(ctx: &Ctx, o: &AuditOptions, vo: &VerifyOptions, ov: &
         if commit.is_none() {
             commit = ctx.env.github_sha.clone();
         }
-        let info = ShardInfo { index: spec.index, count: spec.count, tree: shard::tree_fingerprint(&items), commit, bundles_total: items.len(), owned, owned_bytes };
+        let info = ShardInfo {
+            index: spec.index,
+            count: spec.count,
+            tree: shard::tree_fingerprint(&items),
+            commit,
+            bundles_total: items.len(),
+            owned,
+            owned_bytes,
+        };
         if info.owned.is_empty() {
             // A shard with nothing to do is normal (more shards than bundles);
             // its report still says so, and the merge accounts for it.
@@ -222,23 +237,43 @@ fn load_file_cache(p: &Path) -> (AuditCache, Option<Diagnostic>) {
         Ok(None) => (empty(), None),
         Ok(Some(b)) => match serde_json::from_slice::<AuditCache>(&b) {
             Ok(c) if c.version == 1 => (c, None),
-            Ok(c) => (empty(), Some(rebuilt_note(&p.display().to_string(), &format!("unknown cache version {}", c.version)))),
+            Ok(c) => {
+                (empty(), Some(rebuilt_note(&p.display().to_string(), &format!("unknown cache version {}", c.version))))
+            }
             Err(e) => (empty(), Some(rebuilt_note(&p.display().to_string(), &format!("corrupt: {e}")))),
         },
         Err(e) => (empty(), Some(rebuilt_note(&p.display().to_string(), &format!("{e:#}")))),
     }
 }
 
-async fn audit_one_with_dir(ctx: &Ctx, d: &BlobDir, id: &str, l: &Loaded, deep: bool, vo: &VerifyOptions, ov: &Overrides) -> Result<StepReport> {
+async fn audit_one_with_dir(
+    ctx: &Ctx,
+    d: &BlobDir,
+    id: &str,
+    l: &Loaded,
+    deep: bool,
+    vo: &VerifyOptions,
+    ov: &Overrides,
+) -> Result<StepReport> {
     let name = cache_object_name(id);
     let shown = format!("{}/{name}", d.display.trim_end_matches('/'));
     let (mut cache, note) = match d.get(&name, CACHE_OBJECT_LIMIT).await {
         Ok(None) => (AuditCache { version: 1, ..Default::default() }, None),
         Ok(Some(b)) => match serde_json::from_slice::<BundleCache>(&b) {
-            Ok(c) if c.schema == CACHE_SCHEMA && c.bundle == id => (AuditCache { version: 1, objects: c.objects }, None),
-            Ok(c) if c.schema != CACHE_SCHEMA => (AuditCache { version: 1, ..Default::default() }, Some(rebuilt_note(&shown, &format!("foreign schema `{}`", c.schema)))),
-            Ok(c) => (AuditCache { version: 1, ..Default::default() }, Some(rebuilt_note(&shown, &format!("it belongs to bundle `{}`", c.bundle)))),
-            Err(e) => (AuditCache { version: 1, ..Default::default() }, Some(rebuilt_note(&shown, &format!("corrupt: {e}")))),
+            Ok(c) if c.schema == CACHE_SCHEMA && c.bundle == id => {
+                (AuditCache { version: 1, objects: c.objects }, None)
+            }
+            Ok(c) if c.schema != CACHE_SCHEMA => (
+                AuditCache { version: 1, ..Default::default() },
+                Some(rebuilt_note(&shown, &format!("foreign schema `{}`", c.schema))),
+            ),
+            Ok(c) => (
+                AuditCache { version: 1, ..Default::default() },
+                Some(rebuilt_note(&shown, &format!("it belongs to bundle `{}`", c.bundle))),
+            ),
+            Err(e) => {
+                (AuditCache { version: 1, ..Default::default() }, Some(rebuilt_note(&shown, &format!("corrupt: {e}"))))
+            }
         },
         // An unreadable shared cache costs time, never correctness: re-hash.
         Err(e) => (AuditCache { version: 1, ..Default::default() }, Some(rebuilt_note(&shown, &format!("{e:#}")))),
@@ -250,7 +285,8 @@ async fn audit_one_with_dir(ctx: &Ctx, d: &BlobDir, id: &str, l: &Loaded, deep: 
     // Only this bundle's own objects: entries of a prefix it no longer uses go.
     let uri = bundle::resolve_storage_uri(l);
     let keep = format!("{}/", uri.trim_end_matches('/'));
-    let objects: BTreeMap<String, CacheEntry> = cache.objects.into_iter().filter(|(k, _)| k.starts_with(&keep)).collect();
+    let objects: BTreeMap<String, CacheEntry> =
+        cache.objects.into_iter().filter(|(k, _)| k.starts_with(&keep)).collect();
     let body = serde_json::to_vec(&BundleCache { schema: CACHE_SCHEMA.into(), bundle: id.to_string(), objects })?;
     d.put(&name, body).await?;
     Ok(s)
@@ -269,7 +305,10 @@ pub(crate) async fn merge(ctx: &Ctx, inputs: &[String], max_age: Option<std::tim
                 bail!("{i}: no .json reports there");
             }
             for n in names {
-                let b = d.get(&n, REPORT_LIMIT).await?.with_context(|| format!("{}/{n} vanished while merging", i.trim_end_matches('/')))?;
+                let b = d
+                    .get(&n, REPORT_LIMIT)
+                    .await?
+                    .with_context(|| format!("{}/{n} vanished while merging", i.trim_end_matches('/')))?;
                 named.push((format!("{}/{n}", i.trim_end_matches('/')), b));
             }
         } else {
@@ -278,7 +317,8 @@ pub(crate) async fn merge(ctx: &Ctx, inputs: &[String], max_age: Option<std::tim
     }
     let mut reports = Vec::new();
     for (name, bytes) in named {
-        let r: Report = serde_json::from_slice(&bytes).map_err(|e| anyhow::anyhow!("{name}:{}:{}: not a bundlegate report: {e}", e.line(), e.column()))?;
+        let r: Report = serde_json::from_slice(&bytes)
+            .map_err(|e| anyhow::anyhow!("{name}:{}:{}: not a bundlegate report: {e}", e.line(), e.column()))?;
         if r.schema != "bundlegate.dev/report/v1" || r.command != "audit" {
             bail!("{name}: not an audit report (schema `{}`, command `{}`)", r.schema, r.command);
         }

@@ -8,14 +8,17 @@ use anyhow::{anyhow, Context, Result};
 use serde_json::json;
 
 use crate::adapters::prom::{self, Prom};
-use crate::checks::canary::golden::{self, GoldenAnswer, GoldenSample};
 use crate::app::ctx::Ctx;
 use crate::bundle::{self, CanaryMode, Loaded, MetricProvider};
+use crate::checks::canary::golden::{self, GoldenAnswer, GoldenSample};
 use crate::checks::canary::providers;
 use crate::checks::canary::steps::{self as st, StepVerdict};
-use crate::checks::canary::{self as c, GateInput, GateOutcome, GateVerdict, Histogram, MetricKind, RollbackTarget, Side, Situation, Template, Trend};
-use crate::options::{CanaryMode as ModeOption, CanaryOptions, HumanDuration, VerifyOptions};
+use crate::checks::canary::{
+    self as c, GateInput, GateOutcome, GateVerdict, Histogram, MetricKind, RollbackTarget, Side, Situation, Template,
+    Trend,
+};
 use crate::diag::Overrides;
+use crate::options::{CanaryMode as ModeOption, CanaryOptions, HumanDuration, VerifyOptions};
 use crate::report::{Detail, Diagnostic, Severity, StepReport, Table, Verdict};
 
 /// Substitute the placeholders. An empty selector leaves `{,` or `{}`
@@ -57,19 +60,31 @@ impl PromWindow<'_> {
         let q = fill(&t.samples, sel, &self.window);
         Ok(match t.kind {
             // A NaN/Inf count reads as no requests: NO DATA, never a pass.
-            MetricKind::Proportion => Side::Proportion { value, total: self.prom.scalar(&q).await?.filter(|v| v.is_finite()).unwrap_or(0.0) },
+            MetricKind::Proportion => {
+                Side::Proportion { value, total: self.prom.scalar(&q).await?.filter(|v| v.is_finite()).unwrap_or(0.0) }
+            }
             MetricKind::Histogram => {
                 let series = self.prom.query(&q).await?;
                 let mut buckets = Vec::new();
                 for s in series {
-                    let le = s.labels.get("le").ok_or_else(|| anyhow!("bucket query `{q}` returned a series without `le`; keep `sum by (le)`"))?;
+                    let le = s.labels.get("le").ok_or_else(|| {
+                        anyhow!("bucket query `{q}` returned a series without `le`; keep `sum by (le)`")
+                    })?;
                     // A series relabelled with its own bound factor (a second
                     // naming generation in another unit) uses that factor.
                     let scale = match s.labels.get(providers::LE_SCALE_LABEL) {
-                        Some(f) => f.parse::<f64>().ok().filter(|f| f.is_finite() && *f > 0.0).ok_or_else(|| anyhow!("bucket query `{q}`: bad {} `{f}`", providers::LE_SCALE_LABEL))?,
+                        Some(f) => f
+                            .parse::<f64>()
+                            .ok()
+                            .filter(|f| f.is_finite() && *f > 0.0)
+                            .ok_or_else(|| anyhow!("bucket query `{q}`: bad {} `{f}`", providers::LE_SCALE_LABEL))?,
                         None => t.bound_scale,
                     };
-                    let le: f64 = if le == "+Inf" { f64::INFINITY } else { le.parse::<f64>().with_context(|| format!("bucket bound `{le}`"))? * scale };
+                    let le: f64 = if le == "+Inf" {
+                        f64::INFINITY
+                    } else {
+                        le.parse::<f64>().with_context(|| format!("bucket bound `{le}`"))? * scale
+                    };
                     // A NaN count empties the histogram (NO DATA), see Histogram::from_buckets.
                     buckets.push((le, s.values.first().copied().unwrap_or(f64::NAN)));
                 }
@@ -115,10 +130,14 @@ struct Arms {
 
 impl Arms {
     fn candidate(&self, p: MetricProvider) -> String {
-        self.candidate_override.clone().unwrap_or_else(|| format!("{}=\"{}\"", providers::arm_label(p), self.candidate_version))
+        self.candidate_override
+            .clone()
+            .unwrap_or_else(|| format!("{}=\"{}\"", providers::arm_label(p), self.candidate_version))
     }
     fn baseline(&self, p: MetricProvider) -> String {
-        self.baseline_override.clone().unwrap_or_else(|| format!("{}=\"{}\"", providers::arm_label(p), self.baseline_version.as_deref().unwrap_or_default()))
+        self.baseline_override.clone().unwrap_or_else(|| {
+            format!("{}=\"{}\"", providers::arm_label(p), self.baseline_version.as_deref().unwrap_or_default())
+        })
     }
 }
 
@@ -131,10 +150,25 @@ pub(crate) fn gate_provider(plan: &bundle::Canary, g: &bundle::Gate) -> MetricPr
 /// runs only when `with_golden`. `alone`: a 100% step, where the baseline
 /// serves nothing: only gates with an absolute limit are judged, on the
 /// candidate alone. Also returns the gate outcomes.
-async fn analyze_at(ctx: &Ctx, l: &Loaded, args: &CanaryOptions, ov: &Overrides, now: f64, with_golden: bool, alone: bool) -> (StepReport, Vec<GateOutcome>) {
+async fn analyze_at(
+    ctx: &Ctx,
+    l: &Loaded,
+    args: &CanaryOptions,
+    ov: &Overrides,
+    now: f64,
+    with_golden: bool,
+    alone: bool,
+) -> (StepReport, Vec<GateOutcome>) {
     let b = &l.bundle;
     let Some(plan) = &b.spec.canary else {
-        return (StepReport::not_run("canary", &l.display, "the bundle declares no spec.canary plan: there is nothing to compare"), Vec::new());
+        return (
+            StepReport::not_run(
+                "canary",
+                &l.display,
+                "the bundle declares no spec.canary plan: there is nothing to compare",
+            ),
+            Vec::new(),
+        );
     };
     let no_golden = CanaryOptions { endpoint: None, ..args.clone() };
     let golden_args = if with_golden { args } else { &no_golden };
@@ -145,18 +179,38 @@ async fn analyze_at(ctx: &Ctx, l: &Loaded, args: &CanaryOptions, ov: &Overrides,
 /// rollback target's, which must load. Also returns the rollback target as
 /// loaded, for the rollback check.
 #[allow(clippy::type_complexity)]
-fn baseline_version<'a>(l: &'a Loaded, args: &CanaryOptions) -> Result<(Option<String>, Option<(&'a bundle::Rollback, Result<Loaded, crate::adapters::bundle_files::NamedFileError>)>)> {
-    let prev = l.bundle.spec.rollback.as_ref().map(|rb| (rb, crate::adapters::bundle_files::load_named_bundle(l, &rb.bundle)));
+fn baseline_version<'a>(
+    l: &'a Loaded,
+    args: &CanaryOptions,
+) -> Result<(
+    Option<String>,
+    Option<(&'a bundle::Rollback, Result<Loaded, crate::adapters::bundle_files::NamedFileError>)>,
+)> {
+    let prev =
+        l.bundle.spec.rollback.as_ref().map(|rb| (rb, crate::adapters::bundle_files::load_named_bundle(l, &rb.bundle)));
     let version = match (&args.baseline_selector, &prev) {
         (Some(_), _) => None,
         (None, Some((_, Ok(p)))) => Some(p.bundle.metadata.version.clone()),
-        (None, Some((_, Err(e)))) => return Err(anyhow!("no baseline: the rollback target does not load ({e}); pass --baseline-selector")),
-        (None, None) => return Err(anyhow!("no baseline: the bundle declares no spec.rollback; pass --baseline-selector")),
+        (None, Some((_, Err(e)))) => {
+            return Err(anyhow!("no baseline: the rollback target does not load ({e}); pass --baseline-selector"))
+        }
+        (None, None) => {
+            return Err(anyhow!("no baseline: the bundle declares no spec.rollback; pass --baseline-selector"))
+        }
     };
     Ok((version, prev))
 }
 
-async fn analyze_plan(ctx: &Ctx, l: &Loaded, plan: &bundle::Canary, args: &CanaryOptions, ov: &Overrides, now: f64, alone: bool) -> (StepReport, Vec<GateOutcome>) {
+#[expect(clippy::too_many_lines, reason = "to be split into named steps (issue #28)")]
+async fn analyze_plan(
+    ctx: &Ctx,
+    l: &Loaded,
+    plan: &bundle::Canary,
+    args: &CanaryOptions,
+    ov: &Overrides,
+    now: f64,
+    alone: bool,
+) -> (StepReport, Vec<GateOutcome>) {
     let b = &l.bundle;
     macro_rules! bail_step {
         ($e:expr) => {
@@ -170,7 +224,11 @@ async fn analyze_plan(ctx: &Ctx, l: &Loaded, plan: &bundle::Canary, args: &Canar
     let window_text = args.window.as_ref().map(|w| w.text.clone()).unwrap_or_else(|| plan.window.clone());
     let window_secs = match crate::util::parse_duration(&window_text).map(|d| d.as_secs()) {
         Some(s) if s >= 1 => s,
-        _ => bail_step!(StepReport::error("canary", &l.display, &anyhow!("window `{window_text}` is not a duration of at least 1s (e.g. 30m)"))),
+        _ => bail_step!(StepReport::error(
+            "canary",
+            &l.display,
+            &anyhow!("window `{window_text}` is not a duration of at least 1s (e.g. 30m)")
+        )),
     };
 
     // Golden set first: it needs no Prometheus and its failures stand alone.
@@ -238,12 +296,19 @@ async fn analyze_plan(ctx: &Ctx, l: &Loaded, plan: &bundle::Canary, args: &Canar
         Situation::Unattributed if alone => Situation::FullTrafficBreach,
         other => other,
     };
-    let rollback = if situation == Situation::VersionRegression && !shadow { check_rollback(ctx, prev).await } else { RollbackTarget::NotChecked };
+    let rollback = if situation == Situation::VersionRegression && !shadow {
+        check_rollback(ctx, prev).await
+    } else {
+        RollbackTarget::NotChecked
+    };
     let more = outcomes.iter().filter_map(|o| o.more_samples.zip(o.more_minutes)).max_by(|a, b| a.1.total_cmp(&b.1));
     let mut action = c::decide(situation, shadow, &trend, &rollback, more);
     if alone {
         // Only the candidate's samples count at a 100% step.
-        action.precondition = action.precondition.replace("each side has", "the candidate has").replace("per side are needed and one side receives no traffic", "are needed and the candidate receives no traffic");
+        action.precondition = action.precondition.replace("each side has", "the candidate has").replace(
+            "per side are needed and one side receives no traffic",
+            "are needed and the candidate receives no traffic",
+        );
     }
 
     s.diagnostics = ov.apply(diags);
@@ -302,7 +367,8 @@ fn golden_only(l: &Loaded, golden: &Golden, ov: &Overrides) -> StepReport {
     let mut diags = Vec::new();
     let note = golden_into(golden, &mut s, &mut diags);
     s.diagnostics = ov.apply(diags);
-    s.summary = format!("gates not run: no --prometheus URL, so candidate and baseline were not compared; golden set: {note}");
+    s.summary =
+        format!("gates not run: no --prometheus URL, so candidate and baseline were not compared; golden set: {note}");
     if s.diagnostics.iter().any(|d| d.severity == Severity::Error) {
         s.verdict = Verdict::Fail;
     } else if matches!(golden, Golden::Error(_)) {
@@ -319,18 +385,22 @@ fn arms_note(alone: bool, shadow: bool, candidate_sel: &str, baseline_sel: &str,
             if unchecked.is_empty() { String::new() } else { format!("; not checked here (relative limits only, judged at the earlier steps): {}", unchecked.join(", ")) }
         )
     } else {
-        format!("{} mode; candidate {{{candidate_sel}}} vs baseline {{{baseline_sel}}}", if shadow { "shadow" } else { "canary" })
+        format!(
+            "{} mode; candidate {{{candidate_sel}}} vs baseline {{{baseline_sel}}}",
+            if shadow { "shadow" } else { "canary" }
+        )
     }
 }
 
 fn rollback_json(rollback: &RollbackTarget) -> serde_json::Value {
     match rollback {
         RollbackTarget::NotChecked => json!({"status": "not-checked"}),
-        RollbackTarget::Verified { path, version, digest, evidence } => json!({"status": "verified", "path": path, "version": version, "digest": digest, "evidence": evidence}),
+        RollbackTarget::Verified { path, version, digest, evidence } => {
+            json!({"status": "verified", "path": path, "version": version, "digest": digest, "evidence": evidence})
+        }
         RollbackTarget::Unusable { path, reason } => json!({"status": "unusable", "path": path, "reason": reason}),
     }
 }
-
 
 #[derive(Debug, Default, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -357,7 +427,9 @@ impl Traffic {
     }
 
     fn table(&self, cs: &str, bs: &str) -> Table {
-        let per_min = |n: Option<f64>| n.map(|n| format!("{:.1}/min", n / self.window_seconds * 60.0)).unwrap_or_else(|| "no data".into());
+        let per_min = |n: Option<f64>| {
+            n.map(|n| format!("{:.1}/min", n / self.window_seconds * 60.0)).unwrap_or_else(|| "no data".into())
+        };
         let secs = |v: Option<f64>| v.map(|v| format!("{v:.3} s")).unwrap_or_else(|| "no data".into());
         let row = |name: &str, sel: &str, n: Option<f64>, nb: Option<f64>, p: Option<f64>, pb: Option<f64>| {
             vec![
@@ -372,10 +444,26 @@ impl Traffic {
         };
         Table {
             title: "traffic: this window vs the one before".into(),
-            columns: ["side", "selector", "requests", "rate", "rate before", "P95", "P95 before"].map(String::from).to_vec(),
+            columns: ["side", "selector", "requests", "rate", "rate before", "P95", "P95 before"]
+                .map(String::from)
+                .to_vec(),
             rows: vec![
-                row("candidate", cs, self.candidate_requests, self.candidate_requests_before, self.candidate_p95, self.candidate_p95_before),
-                row("baseline", bs, self.baseline_requests, self.baseline_requests_before, self.baseline_p95, self.baseline_p95_before),
+                row(
+                    "candidate",
+                    cs,
+                    self.candidate_requests,
+                    self.candidate_requests_before,
+                    self.candidate_p95,
+                    self.candidate_p95_before,
+                ),
+                row(
+                    "baseline",
+                    bs,
+                    self.baseline_requests,
+                    self.baseline_requests_before,
+                    self.baseline_p95,
+                    self.baseline_p95_before,
+                ),
             ],
         }
     }
@@ -386,7 +474,11 @@ impl Traffic {
 pub(crate) fn unsupported_note(p: MetricProvider, metric: &str) -> String {
     let reason = providers::unsupported_reason(p, metric).map(|r| format!(": {r}")).unwrap_or_default();
     let hint = match providers::other_provider(metric) {
-        Some(o) if o != p => format!("; it is a `{}` gate: set `provider: {}` on the gate or the plan", providers::name(o), providers::name(o)),
+        Some(o) if o != p => format!(
+            "; it is a `{}` gate: set `provider: {}` on the gate or the plan",
+            providers::name(o),
+            providers::name(o)
+        ),
         _ => String::new(),
     };
     format!("provider `{}` exports nothing that computes `{metric}`{reason}{hint}", providers::name(p))
@@ -396,7 +488,13 @@ pub(crate) fn unsupported_note(p: MetricProvider, metric: &str) -> String {
 /// message), the traffic of both arms, and — `alone` — the gates skipped for
 /// lack of an absolute limit.
 #[allow(clippy::type_complexity)]
-async fn gather(pw: &PromWindow<'_>, plan: &bundle::Canary, arms: &Arms, window_secs: f64, alone: bool) -> Result<(Vec<(usize, GateInput, Option<String>)>, Traffic, Vec<String>)> {
+async fn gather(
+    pw: &PromWindow<'_>,
+    plan: &bundle::Canary,
+    arms: &Arms,
+    window_secs: f64,
+    alone: bool,
+) -> Result<(Vec<(usize, GateInput, Option<String>)>, Traffic, Vec<String>)> {
     let mut inputs = Vec::new();
     let mut unchecked = Vec::new();
     for (i, g) in plan.gates.iter().enumerate() {
@@ -415,10 +513,16 @@ async fn gather(pw: &PromWindow<'_>, plan: &bundle::Canary, arms: &Arms, window_
                 let value_tpl = g.query.clone().unwrap_or_else(|| t.value.clone());
                 let candidate = pw.side(t, &value_tpl, &cs).await.with_context(|| format!("gate {}", g.metric))?;
                 // At a 100% step the baseline is not read: it served nothing.
-                let baseline = if alone { Side::Proportion { value: None, total: 0.0 } } else { pw.side(t, &value_tpl, &bs).await.with_context(|| format!("gate {}", g.metric))? };
+                let baseline = if alone {
+                    Side::Proportion { value: None, total: 0.0 }
+                } else {
+                    pw.side(t, &value_tpl, &bs).await.with_context(|| format!("gate {}", g.metric))?
+                };
                 let requests = match &t.requests {
                     Some(q) => {
-                        let n = |v: Option<f64>| v.filter(|v| v.is_finite() && *v > 0.0).map(|v| v.round() as u64).unwrap_or(0);
+                        let n = |v: Option<f64>| {
+                            v.filter(|v| v.is_finite() && *v > 0.0).map(|v| v.round() as u64).unwrap_or(0)
+                        };
                         let rb = if alone { 0 } else { n(pw.scalar(q, &bs).await?) };
                         Some((n(pw.scalar(q, &cs).await?), rb))
                     }
@@ -477,7 +581,8 @@ fn gate_table(o: &GateOutcome) -> Table {
         .checks
         .iter()
         .map(|ch| {
-            let p = ch.test.map(|t| format!("{} ({})", c::fmt_p(t.p_value), t.method)).unwrap_or_else(|| "measured".into());
+            let p =
+                ch.test.map(|t| format!("{} ({})", c::fmt_p(t.p_value), t.method)).unwrap_or_else(|| "measured".into());
             let verdict = if ch.supported {
                 "FAIL".to_string()
             } else if ch.exceeded {
@@ -485,21 +590,53 @@ fn gate_table(o: &GateOutcome) -> Table {
             } else {
                 "within".to_string()
             };
-            vec![format!("{} ({})", o.metric, ch.kind), v(o.baseline), v(o.candidate), v(Some(ch.limit)), p, samples.clone(), needed.clone(), verdict]
+            vec![
+                format!("{} ({})", o.metric, ch.kind),
+                v(o.baseline),
+                v(o.candidate),
+                v(Some(ch.limit)),
+                p,
+                samples.clone(),
+                needed.clone(),
+                verdict,
+            ]
         })
         .collect();
     if rows.is_empty() {
         let p = o.comparison.map(|t| c::fmt_p(t.p_value)).unwrap_or_else(|| "—".into());
-        rows.push(vec![o.metric.clone(), v(o.baseline), v(o.candidate), "—".into(), p, samples, needed, o.verdict.to_string()]);
+        rows.push(vec![
+            o.metric.clone(),
+            v(o.baseline),
+            v(o.candidate),
+            "—".into(),
+            p,
+            samples,
+            needed,
+            o.verdict.to_string(),
+        ]);
     }
     Table {
         title: format!("gate {} — {} ({method})", o.metric, o.verdict),
-        columns: ["metric", "baseline", "candidate", "limit", "p-value", "samples (cand / base)", "needed per side", "verdict"].map(String::from).to_vec(),
+        columns: [
+            "metric",
+            "baseline",
+            "candidate",
+            "limit",
+            "p-value",
+            "samples (cand / base)",
+            "needed per side",
+            "verdict",
+        ]
+        .map(String::from)
+        .to_vec(),
         rows,
     }
 }
 
-async fn check_rollback(ctx: &Ctx, prev: Option<(&bundle::Rollback, Result<Loaded, crate::adapters::bundle_files::NamedFileError>)>) -> RollbackTarget {
+async fn check_rollback(
+    ctx: &Ctx,
+    prev: Option<(&bundle::Rollback, Result<Loaded, crate::adapters::bundle_files::NamedFileError>)>,
+) -> RollbackTarget {
     let Some((rb, loaded)) = prev else {
         return RollbackTarget::Unusable { path: None, reason: "the bundle declares no spec.rollback".into() };
     };
@@ -509,17 +646,36 @@ async fn check_rollback(ctx: &Ctx, prev: Option<(&bundle::Rollback, Result<Loade
         Err(e) => return RollbackTarget::Unusable { path, reason: format!("it does not load: {e}") },
     };
     if p.digest != rb.release_digest {
-        return RollbackTarget::Unusable { path, reason: format!("it hashes to {} but spec.rollback.releaseDigest records {}", p.digest, rb.release_digest) };
+        return RollbackTarget::Unusable {
+            path,
+            reason: format!("it hashes to {} but spec.rollback.releaseDigest records {}", p.digest, rb.release_digest),
+        };
     }
     let opts = VerifyOptions::quiet();
     let v = super::verify::verify_loaded(ctx, &p, &opts, &Overrides::default(), None).await;
     if v.verdict == Verdict::Pass {
-        RollbackTarget::Verified { path: rb.bundle.clone(), version: p.bundle.metadata.version.clone(), digest: p.digest.clone(), evidence: v.summary }
+        RollbackTarget::Verified {
+            path: rb.bundle.clone(),
+            version: p.bundle.metadata.version.clone(),
+            digest: p.digest.clone(),
+            evidence: v.summary,
+        }
     } else {
-        let codes: Vec<String> = v.diagnostics.iter().filter(|d| d.severity == Severity::Error).map(|d| format!("{} {}", d.code, d.message)).take(3).collect();
+        let codes: Vec<String> = v
+            .diagnostics
+            .iter()
+            .filter(|d| d.severity == Severity::Error)
+            .map(|d| format!("{} {}", d.code, d.message))
+            .take(3)
+            .collect();
         RollbackTarget::Unusable {
             path,
-            reason: format!("verify {}: {}{}", v.verdict, v.summary, if codes.is_empty() { String::new() } else { format!(" ({})", codes.join("; ")) }),
+            reason: format!(
+                "verify {}: {}{}",
+                v.verdict,
+                v.summary,
+                if codes.is_empty() { String::new() } else { format!(" ({})", codes.join("; ")) }
+            ),
         }
     }
 }
@@ -560,8 +716,11 @@ async fn run_golden(ctx: &Ctx, l: &Loaded, args: &CanaryOptions) -> Golden {
     let Some(file) = l.bundle.spec.canary.as_ref().and_then(|c| c.golden.as_ref()) else { return Golden::NotDeclared };
     let Some(endpoint) = args.endpoint.as_deref() else { return Golden::NoEndpoint };
     let res: Result<Vec<GoldenResult>> = async {
-        let (path, text) = crate::adapters::bundle_files::read_named_text(l, file, crate::adapters::bundle_files::FileKind::GoldenSet).with_context(|| format!("golden set {file}"))?;
-        let samples = crate::parse::golden::parse_golden(&text).with_context(|| format!("golden set {}", path.display()))?;
+        let (path, text) =
+            crate::adapters::bundle_files::read_named_text(l, file, crate::adapters::bundle_files::FileKind::GoldenSet)
+                .with_context(|| format!("golden set {file}"))?;
+        let samples =
+            crate::parse::golden::parse_golden(&text).with_context(|| format!("golden set {}", path.display()))?;
         let http = ctx.http()?;
         let mut out = Vec::new();
         for s in samples {
@@ -587,10 +746,14 @@ fn golden_into(g: &Golden, s: &mut StepReport, diags: &mut Vec<Diagnostic>) -> S
         Golden::Ran(results) => {
             let mut rows = Vec::new();
             for r in results {
-                let chars = r.answer.content.as_ref().map(|c| c.chars().count().to_string()).unwrap_or_else(|| "—".into());
+                let chars =
+                    r.answer.content.as_ref().map(|c| c.chars().count().to_string()).unwrap_or_else(|| "—".into());
                 rows.push(vec![
                     r.sample.name.clone(),
-                    serde_json::to_value(r.sample.api).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default(),
+                    serde_json::to_value(r.sample.api)
+                        .ok()
+                        .and_then(|v| v.as_str().map(String::from))
+                        .unwrap_or_default(),
                     r.answer.status.to_string(),
                     format!("{} ms", r.answer.latency_ms),
                     r.answer.finish_reason.clone().unwrap_or_else(|| "—".into()),
@@ -601,19 +764,30 @@ fn golden_into(g: &Golden, s: &mut StepReport, diags: &mut Vec<Diagnostic>) -> S
                     continue;
                 }
                 let shown = r.answer.content.as_deref().or(r.answer.raw.as_deref()).unwrap_or("");
-                let d = c::golden_failed(&r.sample.name, &r.problems, shown, r.answer.finish_reason.as_deref(), r.answer.status, r.answer.latency_ms);
+                let d = c::golden_failed(
+                    &r.sample.name,
+                    &r.problems,
+                    shown,
+                    r.answer.finish_reason.as_deref(),
+                    r.answer.status,
+                    r.answer.latency_ms,
+                );
                 diags.push(d);
                 // Keep the failing sample whole so it can be replayed.
                 s.details.push(Detail {
                     title: format!("failing golden sample `{}`", r.sample.name),
                     lang: "json".into(),
-                    body: serde_json::to_string_pretty(&json!({"request": r.sample.request, "expect": r.sample.expect, "answer": r.answer}))
-                        .unwrap_or_default(),
+                    body: serde_json::to_string_pretty(
+                        &json!({"request": r.sample.request, "expect": r.sample.expect, "answer": r.answer}),
+                    )
+                    .unwrap_or_default(),
                 });
             }
             s.tables.push(Table {
                 title: "golden set against the candidate".into(),
-                columns: ["sample", "api", "HTTP", "latency", "finish reason", "chars", "result"].map(String::from).to_vec(),
+                columns: ["sample", "api", "HTTP", "latency", "finish reason", "chars", "result"]
+                    .map(String::from)
+                    .to_vec(),
                 rows,
             });
             let failed = results.iter().filter(|r| !r.problems.is_empty()).count();
@@ -634,6 +808,7 @@ fn golden_into(g: &Golden, s: &mut StepReport, diags: &mut Vec<Diagnostic>) -> S
 /// else the latest judged) with one row per step and the diagnostics of
 /// every judged step. Shadow mode has no split: the current window is
 /// judged instead, and the summary says so.
+#[expect(clippy::too_many_lines, reason = "to be split into named steps (issue #28)")]
 pub(crate) async fn analyze_steps(ctx: &Ctx, l: &Loaded, args: &CanaryOptions, ov: &Overrides) -> StepReport {
     let Some(plan) = &l.bundle.spec.canary else { return analyze(ctx, l, args, ov).await };
     let shadow = match args.mode {
@@ -651,10 +826,11 @@ pub(crate) async fn analyze_steps(ctx: &Ctx, l: &Loaded, args: &CanaryOptions, o
         s.summary = format!("shadow mode mirrors traffic instead of splitting it, so traffic steps {:?} do not apply; the current window was judged: {}", plan.steps, s.summary);
         return s;
     }
-    let Timeline { now, res, horizon, points, cs, bs } = match read_timeline(ctx, l, args, plan, window_secs, prom_url).await {
-        Ok(t) => t,
-        Err(step) => return step,
-    };
+    let Timeline { now, res, horizon, points, cs, bs } =
+        match read_timeline(ctx, l, args, plan, window_secs, prom_url).await {
+            Ok(t) => t,
+            Err(step) => return step,
+        };
     let segments = st::segments(&points, &plan.steps);
     let placed = st::place(&segments, &plan.steps, res as f64, window_secs as f64);
     let latest_share = points.iter().rev().find_map(|p| p.share());
@@ -686,16 +862,26 @@ pub(crate) async fn analyze_steps(ctx: &Ctx, l: &Loaded, args: &CanaryOptions, o
                     (v, "—".into(), "—".into(), note)
                 }
                 Some(w) if w.secs < 1.0 => {
-                    let note = format!("held about {:.0} s, too briefly to judge once the buckets straddling its changes are dropped", w.held_to - w.held_from);
+                    let note = format!(
+                        "held about {:.0} s, too briefly to judge once the buckets straddling its changes are dropped",
+                        w.held_to - w.held_from
+                    );
                     diags.extend(ov.apply(vec![st::step_inconclusive(*pct, &note, &field).at(l.span(&field))]));
                     (StepVerdict::Inconclusive, format!("{} → {}", ago(w.held_from), ago(w.held_to)), "—".into(), note)
                 }
                 Some(w) => {
                     let alone = *pct == 100;
                     let secs = w.secs.round() as u64;
-                    let step_args = CanaryOptions { window: Some(HumanDuration { value: std::time::Duration::from_secs(secs), text: format!("{secs}s") }), ..args.clone() };
+                    let step_args = CanaryOptions {
+                        window: Some(HumanDuration {
+                            value: std::time::Duration::from_secs(secs),
+                            text: format!("{secs}s"),
+                        }),
+                        ..args.clone()
+                    };
                     // The golden set checks the candidate as it is now: with the latest step held.
-                    let (rep, outcomes) = analyze_at(ctx, l, &step_args, ov, w.end, Some(i) == last_placed, alone).await;
+                    let (rep, outcomes) =
+                        analyze_at(ctx, l, &step_args, ov, w.end, Some(i) == last_placed, alone).await;
                     if rep.verdict == Verdict::Error {
                         let mut rep = rep;
                         rep.summary = format!("traffic step {pct}%: {}", rep.summary);
@@ -718,7 +904,12 @@ pub(crate) async fn analyze_steps(ctx: &Ctx, l: &Loaded, args: &CanaryOptions, o
                     if v == StepVerdict::Fail || deciding.as_ref().is_none_or(|d| d.verdict != Verdict::Fail) {
                         deciding = Some(rep);
                     }
-                    (v, format!("{} → {}", ago(w.held_from), ago(w.held_to)), format!("{secs} s ending {}", ago(w.end)), note)
+                    (
+                        v,
+                        format!("{} → {}", ago(w.held_from), ago(w.held_to)),
+                        format!("{secs} s ending {}", ago(w.end)),
+                        note,
+                    )
                 }
             }
         };
@@ -751,7 +942,11 @@ pub(crate) async fn analyze_steps(ctx: &Ctx, l: &Loaded, args: &CanaryOptions, o
     );
     s.tables.insert(
         0,
-        Table { title: "traffic steps".into(), columns: ["step", "held", "judged window", "verdict", "gates"].map(String::from).to_vec(), rows },
+        Table {
+            title: "traffic steps".into(),
+            columns: ["step", "held", "judged window", "verdict", "gates"].map(String::from).to_vec(),
+            rows,
+        },
     );
     if !s.data.is_object() {
         s.data = json!({});
@@ -778,7 +973,14 @@ struct Timeline {
     bs: String,
 }
 
-async fn read_timeline(ctx: &Ctx, l: &Loaded, args: &CanaryOptions, plan: &bundle::Canary, window_secs: u64, prom_url: &str) -> Result<Timeline, StepReport> {
+async fn read_timeline(
+    ctx: &Ctx,
+    l: &Loaded,
+    args: &CanaryOptions,
+    plan: &bundle::Canary,
+    window_secs: u64,
+    prom_url: &str,
+) -> Result<Timeline, StepReport> {
     let provider = plan.provider.unwrap_or_default();
     let Some((requests_tpl, _)) = providers::traffic(provider) else {
         let e = anyhow!(
@@ -829,7 +1031,11 @@ fn split_points(candidate: &[prom::Series], baseline: &[prom::Series]) -> Vec<st
                 if !t.is_finite() || !v.is_finite() {
                     continue;
                 }
-                let p = at.entry((t * 1000.0).round() as i64).or_insert(st::SplitPoint { t: *t, candidate: 0.0, baseline: 0.0 });
+                let p = at.entry((t * 1000.0).round() as i64).or_insert(st::SplitPoint {
+                    t: *t,
+                    candidate: 0.0,
+                    baseline: 0.0,
+                });
                 if arm == 0 {
                     p.candidate += v.max(0.0);
                 } else {

@@ -80,7 +80,8 @@ impl Ctx {
         if let Some(rt) = self.rt.get() {
             return Ok(rt);
         }
-        let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the async runtime")?;
+        let rt =
+            tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the async runtime")?;
         Ok(self.rt.get_or_init(|| rt))
     }
 
@@ -124,7 +125,10 @@ impl Ctx {
             .get_or_try_init(|| async {
                 match &env.github_token {
                     None => Ok(None),
-                    Some(t) => GithubClient::new(env.github_api_url.as_deref().unwrap_or(github::DEFAULT_API_URL), &t.0).map(Some),
+                    Some(t) => {
+                        GithubClient::new(env.github_api_url.as_deref().unwrap_or(github::DEFAULT_API_URL), &t.0)
+                            .map(Some)
+                    }
                 }
             })
             .await?;

@@ -8,8 +8,8 @@ pub mod argocd;
 pub mod audit;
 pub mod canary;
 pub mod ctx;
-pub mod pr;
 pub mod pod_verify;
+pub mod pr;
 pub mod preflight;
 pub mod revert;
 pub mod serving;
@@ -97,16 +97,28 @@ pub(crate) fn render_loaded(l: &Loaded, ro: &RenderOptions, out: Option<&Path>) 
     match res {
         Ok((rendered, written)) => {
             let mut s = StepReport::new("render", &l.display);
-            let kinds: Vec<String> = rendered.objects.iter().filter_map(|o| o.get("kind").and_then(|k| k.as_str()).map(String::from)).collect();
+            let kinds: Vec<String> = rendered
+                .objects
+                .iter()
+                .filter_map(|o| o.get("kind").and_then(|k| k.as_str()).map(String::from))
+                .collect();
             s.summary = match &written {
                 Some(p) => format!("{} → {}", kinds.join(", "), p.display()),
                 None => format!("{} ({})", kinds.join(", "), l.bundle.spec.serving.format.as_str()),
             };
             s.data = serde_json::json!({"objects": rendered.objects.len(), "kinds": kinds, "releaseDigest": l.digest, "written": written});
-            s.details.push(Detail { title: format!("manifests for {}", l.display), lang: "yaml".into(), body: rendered.yaml });
+            s.details.push(Detail {
+                title: format!("manifests for {}", l.display),
+                lang: "yaml".into(),
+                body: rendered.yaml,
+            });
             if rendered.verifier_missing {
                 let sv = &l.bundle.spec.serving;
-                s.diagnostics.push(crate::checks::render::verifier_not_rendered(sv.format.as_str(), crate::manifests::VERIFIER_CONTAINER, sv.verify_on_start.as_str()));
+                s.diagnostics.push(crate::checks::render::verifier_not_rendered(
+                    sv.format.as_str(),
+                    crate::manifests::VERIFIER_CONTAINER,
+                    sv.verify_on_start.as_str(),
+                ));
                 s.verdict = s.verdict_from_diagnostics();
             }
             s

@@ -15,9 +15,9 @@ use serde::Deserialize;
 use serde_json::json;
 
 use crate::adapters::filehash;
-use crate::checks::pod_files::{self, describe_wait, Expected, Outcome, Seen, WaitState, Waiting};
 use crate::adapters::local;
 use crate::checks::lint::is_sha256_hex;
+use crate::checks::pod_files::{self, describe_wait, Expected, Outcome, Seen, WaitState, Waiting};
 use crate::report::{Report, StepReport, Table, Verdict};
 
 pub use crate::bundle::verify_seconds;
@@ -63,7 +63,8 @@ pub(crate) fn parse_manifest(name: &str, text: &str) -> Result<PodManifest> {
     if text.len() > MAX_MANIFEST_BYTES {
         bail!("{name} is larger than {MAX_MANIFEST_BYTES} bytes");
     }
-    let m: PodManifest = serde_json::from_str(text).with_context(|| format!("{name} is not the artifact list bundlegate renders"))?;
+    let m: PodManifest =
+        serde_json::from_str(text).with_context(|| format!("{name} is not the artifact list bundlegate renders"))?;
     if m.artifacts.is_empty() {
         bail!("{name} lists no artifacts: nothing could be verified");
     }
@@ -79,7 +80,8 @@ pub(crate) fn parse_manifest(name: &str, text: &str) -> Result<PodManifest> {
 }
 
 pub(crate) fn run(o: &Opts) -> Result<Report> {
-    let text = crate::adapters::env::named(&o.manifest_env).ok_or_else(|| anyhow!("environment variable {} (the artifact list) is not set", o.manifest_env))?;
+    let text = crate::adapters::env::named(&o.manifest_env)
+        .ok_or_else(|| anyhow!("environment variable {} (the artifact list) is not set", o.manifest_env))?;
     let m = parse_manifest(&o.manifest_env, &text)?;
     let mut r = Report::new("verify-files");
     if o.ready {
@@ -92,7 +94,8 @@ pub(crate) fn run(o: &Opts) -> Result<Report> {
         s.summary = if ok {
             format!("verified {}", m.release_digest)
         } else {
-            let said = read_small(&status_path(&o.marker)).unwrap_or_else(|| "the verifier has not reported yet".into());
+            let said =
+                read_small(&status_path(&o.marker)).unwrap_or_else(|| "the verifier has not reported yet".into());
             format!("model files not verified yet: {}", said.trim())
         };
         r.push(s);
@@ -105,7 +108,8 @@ pub(crate) fn run(o: &Opts) -> Result<Report> {
         other => bail!("--mode `{other}` must be full or size"),
     };
     let root = local::canonical(&o.root, "model folder")?;
-    let items: Vec<Expected> = m.artifacts.iter().map(|a| Expected { path: a.path.clone(), sha256: a.sha256.clone(), size: a.size }).collect();
+    let items: Vec<Expected> =
+        m.artifacts.iter().map(|a| Expected { path: a.path.clone(), sha256: a.sha256.clone(), size: a.size }).collect();
     let status = status_path(&o.marker);
     // A status from an earlier run must not describe this one.
     local::remove_file(&status).context("removing the status of an earlier run")?;
@@ -123,7 +127,15 @@ pub(crate) fn run(o: &Opts) -> Result<Report> {
     let outcomes = loop {
         wait_complete(&items, deadline, &clock, &mut || filehash::stamps(&root, &items), &mut say);
         let before = filehash::stamps(&root, &items);
-        say(&format!("checking {} artifact(s) ({}) against their pinned {}", items.len(), crate::util::human_bytes(items.iter().map(|e| e.size).fold(0, u64::saturating_add)), if full { "sha256 and size" } else { "size" }), false);
+        say(
+            &format!(
+                "checking {} artifact(s) ({}) against their pinned {}",
+                items.len(),
+                crate::util::human_bytes(items.iter().map(|e| e.size).fold(0, u64::saturating_add)),
+                if full { "sha256 and size" } else { "size" }
+            ),
+            false,
+        );
         let outcomes = filehash::check_all(&root, &items, full, o.threads);
         let all_ok = outcomes.iter().all(|x| matches!(x, Outcome::Ok));
         // A file that changed while it was hashed was still being written:
@@ -229,7 +241,13 @@ type Named = (usize, std::mem::Discriminant<Waiting>);
 /// the first look, whenever the set of files or their reasons change, and
 /// at least every [`LOG_EVERY`]. Whatever is still wrong at the deadline is
 /// then reported as found.
-pub(crate) fn wait_complete(items: &[Expected], deadline: Instant, clock: &dyn Clock, look: &mut dyn FnMut() -> Vec<Seen>, say: &mut dyn FnMut(&str, bool)) {
+pub(crate) fn wait_complete(
+    items: &[Expected],
+    deadline: Instant,
+    clock: &dyn Clock,
+    look: &mut dyn FnMut() -> Vec<Seen>,
+    say: &mut dyn FnMut(&str, bool),
+) {
     let start = clock.now();
     let mut state = WaitState::new(look());
     // When the log last spoke, and which files it named for which reason.
@@ -247,14 +265,22 @@ pub(crate) fn wait_complete(items: &[Expected], deadline: Instant, clock: &dyn C
         if now >= deadline {
             // With `--wait 0s` nothing was waited for, so nothing to say.
             if logged.is_some() {
-                say(&format!("stopped waiting after {:.1} s (--wait): {}", at.as_secs_f64(), describe_wait(items, &state.waiting(items, at), STATUS_MAX - 64)), true);
+                say(
+                    &format!(
+                        "stopped waiting after {:.1} s (--wait): {}",
+                        at.as_secs_f64(),
+                        describe_wait(items, &state.waiting(items, at), STATUS_MAX - 64)
+                    ),
+                    true,
+                );
             }
             return;
         }
         let waiting = state.waiting(items, at);
         let kinds: Vec<_> = waiting.iter().map(|(i, w)| (*i, std::mem::discriminant(w))).collect();
         let line = describe_wait(items, &waiting, STATUS_MAX);
-        let log = logged.as_ref().is_none_or(|(when, k)| *k != kinds || now.saturating_duration_since(*when) >= LOG_EVERY);
+        let log =
+            logged.as_ref().is_none_or(|(when, k)| *k != kinds || now.saturating_duration_since(*when) >= LOG_EVERY);
         if log || line != shown {
             say(&line, log);
             shown = line;
@@ -268,12 +294,25 @@ pub(crate) fn wait_complete(items: &[Expected], deadline: Instant, clock: &dyn C
     }
 }
 
-fn step_for(m: &PodManifest, items: &[Expected], outcomes: &[Outcome], full: bool, root: &Path, bytes: u64, secs: f64) -> StepReport {
+fn step_for(
+    m: &PodManifest,
+    items: &[Expected],
+    outcomes: &[Outcome],
+    full: bool,
+    root: &Path,
+    bytes: u64,
+    secs: f64,
+) -> StepReport {
     let mut s = StepReport::new("verify-files", root.display().to_string());
     let (diagnostics, statuses) = pod_files::judge(items, outcomes);
     s.diagnostics = diagnostics;
-    let rows = items.iter().zip(&statuses).map(|(e, st)| vec![e.path.clone(), st.to_string(), e.size.to_string()]).collect();
-    s.tables.push(Table { title: "artifacts".into(), columns: vec!["path".into(), "status".into(), "size".into()], rows });
+    let rows =
+        items.iter().zip(&statuses).map(|(e, st)| vec![e.path.clone(), st.to_string(), e.size.to_string()]).collect();
+    s.tables.push(Table {
+        title: "artifacts".into(),
+        columns: vec!["path".into(), "status".into(), "size".into()],
+        rows,
+    });
     s.verdict = s.verdict_from_diagnostics();
     let bad = s.diagnostics.len();
     s.summary = format!(
@@ -322,7 +361,11 @@ mod tests {
     const SIZE: u64 = 1000;
 
     fn timeline() -> impl Strategy<Value = Timeline> {
-        (prop::option::weighted(0.85, 0u64..60_000), 0u64..40_000, 0u64..20_000).prop_map(|(a, g, q)| Timeline { appear: a, full: a.unwrap_or(0) + g, quiet: a.unwrap_or(0) + g + q })
+        (prop::option::weighted(0.85, 0u64..60_000), 0u64..40_000, 0u64..20_000).prop_map(|(a, g, q)| Timeline {
+            appear: a,
+            full: a.unwrap_or(0) + g,
+            quiet: a.unwrap_or(0) + g + q,
+        })
     }
 
     /// What is at the path `ms` into the wait.
@@ -405,19 +448,31 @@ mod tests {
 
     #[test]
     fn a_wait_of_zero_says_nothing_and_refused_paths_are_not_waited_for() {
-        let items: Vec<Expected> = (0..2).map(|i| Expected { path: format!("f{i}"), sha256: String::new(), size: 5 }).collect();
+        let items: Vec<Expected> =
+            (0..2).map(|i| Expected { path: format!("f{i}"), sha256: String::new(), size: 5 }).collect();
         let clock = FakeClock { start: Instant::now(), t: Cell::new(Duration::ZERO) };
         let mut said = Vec::new();
-        wait_complete(&items, clock.start, &clock, &mut || vec![Seen::Absent, Seen::Refused], &mut |l: &str, _| said.push(l.to_string()));
+        wait_complete(&items, clock.start, &clock, &mut || vec![Seen::Absent, Seen::Refused], &mut |l: &str, _| {
+            said.push(l.to_string())
+        });
         assert!(said.is_empty(), "{said:?}");
         // A FIFO (Refused) beside a complete file: over once the file settles.
         let f = Seen::File { len: 5, modified: None };
-        wait_complete(&items, clock.start + Duration::from_secs(600), &clock, &mut || vec![f.clone(), Seen::Refused], &mut |l: &str, _| said.push(l.to_string()));
+        wait_complete(
+            &items,
+            clock.start + Duration::from_secs(600),
+            &clock,
+            &mut || vec![f.clone(), Seen::Refused],
+            &mut |l: &str, _| said.push(l.to_string()),
+        );
         assert!(clock.t.get() <= pod_files::SETTLE + POLL, "{:?}", clock.t.get());
     }
 
     #[test]
     fn the_status_path_sits_beside_the_marker() {
-        assert_eq!(status_path(Path::new("/tmp/bundlegate-verified")), PathBuf::from("/tmp/bundlegate-verified.status"));
+        assert_eq!(
+            status_path(Path::new("/tmp/bundlegate-verified")),
+            PathBuf::from("/tmp/bundlegate-verified.status")
+        );
     }
 }

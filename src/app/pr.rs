@@ -22,8 +22,10 @@ use crate::report::{render, Detail, Report, Severity, StepReport, Verdict};
 /// GitHub's limit for one step's job summary, in bytes.
 pub const SUMMARY_LIMIT: usize = 1 << 20;
 
-pub use crate::report::comment::{marker, parse_marker, sticky_parts, truncate_markdown, COMMENT_LIMIT, DEFAULT_MARKER_KEY};
 use crate::report::comment::marker_key_of;
+pub use crate::report::comment::{
+    marker, parse_marker, sticky_parts, truncate_markdown, COMMENT_LIMIT, DEFAULT_MARKER_KEY,
+};
 
 // ---------------------------------------------------------------------------
 // Publishing
@@ -43,11 +45,19 @@ pub struct CommentOutcome {
 /// Make the PR's sticky comment equal `parts` (from [`sticky_parts`]): update
 /// existing parts in place, create missing ones, delete surplus old parts and
 /// duplicates. Existing parts are found by marker across all pages.
-pub async fn publish_comment(gh: &GithubClient, owner: &str, repo: &str, pr: u64, parts: Vec<String>) -> github::Result<CommentOutcome> {
+pub async fn publish_comment(
+    gh: &GithubClient,
+    owner: &str,
+    repo: &str,
+    pr: u64,
+    parts: Vec<String>,
+) -> github::Result<CommentOutcome> {
     let key = parts
         .first()
         .and_then(|p| marker_key_of(p))
-        .ok_or_else(|| GithubError::Config("comment parts must start with a bundlegate marker (use sticky_parts)".into()))?
+        .ok_or_else(|| {
+            GithubError::Config("comment parts must start with a bundlegate marker (use sticky_parts)".into())
+        })?
         .to_string();
     let existing = gh.list_comments(owner, repo, pr).await?;
     // part index -> comments carrying it, oldest first (ids grow with time).
@@ -144,7 +154,9 @@ impl GithubEnv {
         let event: Option<serde_json::Value> = a
             .event_path
             .as_deref()
-            .and_then(|p| crate::adapters::bundle_files::read_text(p, crate::adapters::bundle_files::FileKind::GithubEvent).ok())
+            .and_then(|p| {
+                crate::adapters::bundle_files::read_text(p, crate::adapters::bundle_files::FileKind::GithubEvent).ok()
+            })
             .and_then(|t| serde_json::from_str(&t).ok());
         let pr = event.as_ref().map(|e| &e["pull_request"]);
         let pr_number = a
@@ -153,7 +165,13 @@ impl GithubEnv {
             .and_then(|s| s.trim().trim_start_matches('#').parse().ok())
             .or_else(|| pr.and_then(|p| p["number"].as_u64()));
         let head_sha = pr.and_then(|p| p["head"]["sha"].as_str().map(String::from)).or_else(|| env.github_sha.clone());
-        let fork = pr.map(|p| p["head"]["repo"]["fork"].as_bool() == Some(true) || (p["head"]["repo"]["full_name"].is_string() && p["head"]["repo"]["full_name"] != p["base"]["repo"]["full_name"])).unwrap_or(false);
+        let fork = pr
+            .map(|p| {
+                p["head"]["repo"]["fork"].as_bool() == Some(true)
+                    || (p["head"]["repo"]["full_name"].is_string()
+                        && p["head"]["repo"]["full_name"] != p["base"]["repo"]["full_name"])
+            })
+            .unwrap_or(false);
         GithubEnv {
             api_url: env.github_api_url.clone().unwrap_or_else(|| github::DEFAULT_API_URL.into()),
             token: env.github_token.as_ref().map(|t| t.0.clone()),
@@ -220,10 +238,14 @@ pub fn github_step_with(ctx: &Ctx, report: &Report, env: &GithubEnv, annotations
     };
 
     let digests = release_digests(report);
-    let verdict_out = serde_json::to_value(report.verdict).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default();
+    let verdict_out =
+        serde_json::to_value(report.verdict).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default();
     if let Some(out) = &env.output {
         let digests_json = serde_json::to_string(&digests).expect("map serializes");
-        if let Err(e) = github::append_runner_file(out, &outputs_text(&[("verdict", &verdict_out), ("release-digests", &digests_json)])) {
+        if let Err(e) = github::append_runner_file(
+            out,
+            &outputs_text(&[("verdict", &verdict_out), ("release-digests", &digests_json)]),
+        ) {
             problems.push(format!("writing $GITHUB_OUTPUT {}: {e}", out.display()));
         }
     }
@@ -333,7 +355,10 @@ fn post(ctx: &Ctx, env: &GithubEnv, md: &str, verdict: Verdict) -> Posting {
         Err(e) if e.is_forbidden() => Posting::Forbidden(if env.fork {
             "the token is read-only (fork PR); see the job summary".into()
         } else {
-            format!("the token is read-only or lacks `pull-requests: write` (fork PR?); see the job summary ({})", env.scrub(&e.to_string()))
+            format!(
+                "the token is read-only or lacks `pull-requests: write` (fork PR?); see the job summary ({})",
+                env.scrub(&e.to_string())
+            )
         }),
         Err(e) => Posting::Failed(env.scrub(&e.to_string())),
     }

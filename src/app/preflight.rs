@@ -19,7 +19,13 @@ pub(crate) fn run(ctx: &Ctx, bundle: &Path, snapshot: Option<&Path>, live: bool,
 }
 
 /// [`run`] on a bundle already loaded (e.g. as committed at a PR's head).
-pub(crate) fn run_loaded(ctx: &Ctx, l: &crate::bundle::Loaded, snapshot: Option<&Path>, live: bool, ov: &Overrides) -> StepReport {
+pub(crate) fn run_loaded(
+    ctx: &Ctx,
+    l: &crate::bundle::Loaded,
+    snapshot: Option<&Path>,
+    live: bool,
+    ov: &Overrides,
+) -> StepReport {
     let state = match (snapshot, live) {
         (Some(p), _) => cluster::load_snapshot(p),
         (None, true) => {
@@ -43,7 +49,8 @@ pub(crate) fn run_loaded(ctx: &Ctx, l: &crate::bundle::Loaded, snapshot: Option<
     let mut s = StepReport::new("preflight", &l.display);
     s.diagnostics = ov.apply(out.diagnostics);
     s.verdict = preflight::verdict(&s.diagnostics);
-    s.summary = format!("{}; {} error(s), {} warning(s)", out.summary, s.count(Severity::Error), s.count(Severity::Warning));
+    s.summary =
+        format!("{}; {} error(s), {} warning(s)", out.summary, s.count(Severity::Error), s.count(Severity::Warning));
     s.tables.push(out.table);
     s.data = out.data;
     s

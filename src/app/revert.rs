@@ -7,20 +7,21 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use serde_json::json;
 
-use crate::adapters::github::PullOutcome;
 use crate::adapters::git;
+use crate::adapters::github::PullOutcome;
 use crate::app::ctx::Ctx;
-use crate::options::{RevertOptions, VerifyOptions};
 use crate::bundle::Loaded;
 use crate::checks::revert as rv;
 use crate::diag::Overrides;
+use crate::options::{RevertOptions, VerifyOptions};
 use crate::report::{Diagnostic, Report, StepReport, Verdict};
 
 pub use crate::checks::revert::REVERT_MARKER;
 
 /// `revert` as a pipeline step; `evidence` is what the run found so far.
 pub fn revert_in(ctx: &Ctx, l: &Loaded, args: &RevertOptions, evidence: &Report) -> Vec<StepReport> {
-    ctx.block_on(revert_steps(ctx, l, args, Some(evidence))).unwrap_or_else(|e| vec![StepReport::error("revert", &l.display, &e)])
+    ctx.block_on(revert_steps(ctx, l, args, Some(evidence)))
+        .unwrap_or_else(|e| vec![StepReport::error("revert", &l.display, &e)])
 }
 
 pub fn revert(ctx: &Ctx, bundle: &Path, args: &RevertOptions) -> Result<Report> {
@@ -32,13 +33,17 @@ pub fn revert(ctx: &Ctx, bundle: &Path, args: &RevertOptions) -> Result<Report> 
             return Ok(r);
         }
     };
-    let evidence = match &args.evidence {
-        Some(p) => {
-            let text = crate::adapters::bundle_files::read_text(p, crate::adapters::bundle_files::FileKind::Report).with_context(|| format!("reading evidence {}", p.display()))?;
-            Some(serde_json::from_str::<Report>(&text).with_context(|| format!("{} is not a bundlegate JSON report (`watch --format json`)", p.display()))?)
-        }
-        None => None,
-    };
+    let evidence =
+        match &args.evidence {
+            Some(p) => {
+                let text = crate::adapters::bundle_files::read_text(p, crate::adapters::bundle_files::FileKind::Report)
+                    .with_context(|| format!("reading evidence {}", p.display()))?;
+                Some(serde_json::from_str::<Report>(&text).with_context(|| {
+                    format!("{} is not a bundlegate JSON report (`watch --format json`)", p.display())
+                })?)
+            }
+            None => None,
+        };
     for s in ctx.block_on(revert_steps(ctx, &l, args, evidence.as_ref()))? {
         r.push(s);
     }
@@ -49,7 +54,10 @@ pub fn revert(ctx: &Ctx, bundle: &Path, args: &RevertOptions) -> Result<Report> 
 /// concurrent runs collide on the remote instead of opening two PRs.
 pub(crate) fn branch_name(l: &Loaded) -> String {
     let clean = |s: &str| {
-        let mut o: String = s.chars().map(|c| if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') { c } else { '-' }).collect();
+        let mut o: String = s
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') { c } else { '-' })
+            .collect();
         while o.contains("..") {
             o = o.replace("..", ".");
         }
@@ -62,7 +70,12 @@ pub(crate) fn branch_name(l: &Loaded) -> String {
 /// bundle was itself put there by a revert; a degrade proposal when the
 /// rollback target is missing, not the recorded release or does not verify;
 /// else one branch and one PR restoring the verified previous bundle.
-pub(crate) async fn revert_steps(ctx: &Ctx, l: &Loaded, args: &RevertOptions, evidence: Option<&Report>) -> Vec<StepReport> {
+pub(crate) async fn revert_steps(
+    ctx: &Ctx,
+    l: &Loaded,
+    args: &RevertOptions,
+    evidence: Option<&Report>,
+) -> Vec<StepReport> {
     let target = format!("{} ({} {})", l.display, l.bundle.metadata.version, l.digest);
     if let Some(s) = older_than_max_age(ctx, args, &target) {
         return vec![s];
@@ -113,7 +126,11 @@ fn older_than_max_age(ctx: &Ctx, args: &RevertOptions, target: &str) -> Option<S
     if age <= args.max_age.value {
         return None;
     }
-    let mut s = StepReport::not_run("revert", target, format!("ignored: the failure at {failed_at} is {}s old, older than --max-age {}", age.as_secs(), args.max_age));
+    let mut s = StepReport::not_run(
+        "revert",
+        target,
+        format!("ignored: the failure at {failed_at} is {}s old, older than --max-age {}", age.as_secs(), args.max_age),
+    );
     s.data = json!({"ignored": "older-than-max-age", "failedAt": failed_at, "maxAge": args.max_age.text});
     Some(s)
 }
@@ -155,7 +172,13 @@ fn moved_on(repo: &git::Repository, rel: &Path, l: &Loaded, args: &RevertOptions
 /// The rollback target, loaded, equal to the recorded release and verified
 /// against the store (a rollback to incomplete bytes is a second broken
 /// release), with the verify summary; `None` after pushing why not.
-async fn verified_rollback_target(ctx: &Ctx, l: &Loaded, rb: &crate::bundle::Rollback, target: &str, steps: &mut Vec<StepReport>) -> Option<(Loaded, String)> {
+async fn verified_rollback_target(
+    ctx: &Ctx,
+    l: &Loaded,
+    rb: &crate::bundle::Rollback,
+    target: &str,
+    steps: &mut Vec<StepReport>,
+) -> Option<(Loaded, String)> {
     let prev = match crate::adapters::bundle_files::load_named_bundle(l, &rb.bundle) {
         Ok(p) => p,
         Err(e) => {
@@ -177,17 +200,30 @@ async fn verified_rollback_target(ctx: &Ctx, l: &Loaded, rb: &crate::bundle::Rol
         ));
         return None;
     }
-    let mut verify = super::verify::verify_loaded(ctx, &prev, &VerifyOptions::quiet(), &Overrides::default(), None).await;
+    let mut verify =
+        super::verify::verify_loaded(ctx, &prev, &VerifyOptions::quiet(), &Overrides::default(), None).await;
     verify.step = "verify-rollback-target".into();
     let verify_summary = verify.summary.clone();
     let verdict = verify.verdict;
-    let findings: Vec<String> = verify.diagnostics.iter().take(20).map(|d| format!("{} {}", d.code, d.message)).collect();
+    let findings: Vec<String> =
+        verify.diagnostics.iter().take(20).map(|d| format!("{} {}", d.code, d.message)).collect();
     steps.push(verify);
     if verdict == Verdict::Pass {
         return Some((prev, verify_summary));
     }
-    let d = rv::rollback_target_unverified(&rb.bundle, &prev.bundle.metadata.version, &verdict.to_string(), &verify_summary, &findings);
-    steps.push(degrade(target, d, "rollback target unverified: degrade proposed, no revert PR", json!({"proposal": "degrade", "rollbackTarget": rb.bundle})));
+    let d = rv::rollback_target_unverified(
+        &rb.bundle,
+        &prev.bundle.metadata.version,
+        &verdict.to_string(),
+        &verify_summary,
+        &findings,
+    );
+    steps.push(degrade(
+        target,
+        d,
+        "rollback target unverified: degrade proposed, no revert PR",
+        json!({"proposal": "degrade", "rollbackTarget": rb.bundle}),
+    ));
     None
 }
 
@@ -202,7 +238,14 @@ struct RevertPlan {
 
 /// Commit the previous bundle on the revert branch, push it, and open its
 /// PR (or find the one already open): one step, whatever happens.
-async fn open_revert(ctx: &Ctx, l: &Loaded, args: &RevertOptions, plan: &RevertPlan, evidence: Option<&Report>, target: &str) -> StepReport {
+async fn open_revert(
+    ctx: &Ctx,
+    l: &Loaded,
+    args: &RevertOptions,
+    plan: &RevertPlan,
+    evidence: Option<&Report>,
+    target: &str,
+) -> StepReport {
     let RevertPlan { repo, rel, prev, rollback, verify_summary } = plan;
     let branch = branch_name(l);
     let message = format!(
@@ -215,7 +258,8 @@ async fn open_revert(ctx: &Ctx, l: &Loaded, args: &RevertOptions, plan: &RevertP
         pd = prev.digest,
         path = rel.display(),
     );
-    let git_result = git::commit_revert(repo, rel, &prev.text, &branch, &message).and_then(|oid| Ok((oid, git::push_new_branch(repo, &args.remote, &branch)?)));
+    let git_result = git::commit_revert(repo, rel, &prev.text, &branch, &message)
+        .and_then(|oid| Ok((oid, git::push_new_branch(repo, &args.remote, &branch)?)));
     let (oid, pushed) = match git_result {
         Ok(x) => x,
         Err(e) => return StepReport::error("revert", target, &e.context(format!("creating and pushing {branch}"))),
@@ -228,25 +272,40 @@ async fn open_revert(ctx: &Ctx, l: &Loaded, args: &RevertOptions, plan: &RevertP
         Ok(g) => g,
         Err(e) => return StepReport::error("revert", target, &anyhow::Error::new(e)),
     };
-    let (Some(gh), Some((owner, name))) = (gh, git::github_repo(repo, &args.remote, ctx.env.github_repository.as_deref())) else {
+    let (Some(gh), Some((owner, name))) =
+        (gh, git::github_repo(repo, &args.remote, ctx.env.github_repository.as_deref()))
+    else {
         s.verdict = Verdict::Inconclusive;
-        s.summary = format!("branch {branch} {}; no GITHUB_TOKEN or GitHub repository (GITHUB_REPOSITORY): PR not opened", if already { "already existed" } else { "pushed" });
+        s.summary = format!(
+            "branch {branch} {}; no GITHUB_TOKEN or GitHub repository (GITHUB_REPOSITORY): PR not opened",
+            if already { "already existed" } else { "pushed" }
+        );
         s.data = data;
         return s;
     };
     if already {
         match gh.find_open_pull(&owner, &name, &branch).await {
             Ok(Some(pr)) => {
-                s.summary = format!("already reverting: {branch} exists and PR #{} is open ({})", pr.number, pr.html_url);
+                s.summary =
+                    format!("already reverting: {branch} exists and PR #{} is open ({})", pr.number, pr.html_url);
                 data["pr"] = json!({"number": pr.number, "url": pr.html_url, "created": false});
                 s.data = data;
                 return s;
             }
             Ok(None) => {} // the other run died before its PR: open it (GitHub refuses a duplicate)
-            Err(e) => return StepReport::error("revert", target, &anyhow::Error::new(e).context(format!("branch {branch} is on the remote; looking up its PR"))),
+            Err(e) => {
+                return StepReport::error(
+                    "revert",
+                    target,
+                    &anyhow::Error::new(e).context(format!("branch {branch} is on the remote; looking up its PR")),
+                )
+            }
         }
     }
-    let title = format!("Revert {} {} → {} (bundlegate)", l.bundle.metadata.name, l.bundle.metadata.version, prev.bundle.metadata.version);
+    let title = format!(
+        "Revert {} {} → {} (bundlegate)",
+        l.bundle.metadata.name, l.bundle.metadata.version, prev.bundle.metadata.version
+    );
     let body = pr_body(l, prev, rel, &branch, evidence, verify_summary);
     match gh.create_pull(&owner, &name, &title, &branch, &args.base, &body).await {
         Ok(PullOutcome::Created(pr)) => {
@@ -254,18 +313,33 @@ async fn open_revert(ctx: &Ctx, l: &Loaded, args: &RevertOptions, plan: &RevertP
             data["pr"] = json!({"number": pr.number, "url": pr.html_url, "created": true});
         }
         Ok(PullOutcome::Exists(pr)) => {
-            s.summary = format!("already reverting: a PR for {branch} exists{}", pr.as_ref().map(|p| format!(" (#{})", p.number)).unwrap_or_default());
+            s.summary = format!(
+                "already reverting: a PR for {branch} exists{}",
+                pr.as_ref().map(|p| format!(" (#{})", p.number)).unwrap_or_default()
+            );
             data["pr"] = json!({"number": pr.as_ref().map(|p| p.number), "created": false});
         }
         Err(e) => {
-            return StepReport::error("revert", target, &anyhow::Error::new(e).context(format!("branch {branch} is on the remote; opening its PR (open it by hand or re-run)")))
+            return StepReport::error(
+                "revert",
+                target,
+                &anyhow::Error::new(e)
+                    .context(format!("branch {branch} is on the remote; opening its PR (open it by hand or re-run)")),
+            )
         }
     }
     s.data = data;
     s
 }
 
-fn pr_body(l: &Loaded, prev: &Loaded, rel: &Path, branch: &str, evidence: Option<&Report>, verify_summary: &str) -> String {
+fn pr_body(
+    l: &Loaded,
+    prev: &Loaded,
+    rel: &Path,
+    branch: &str,
+    evidence: Option<&Report>,
+    verify_summary: &str,
+) -> String {
     let facts = RevertFacts {
         name: &l.bundle.metadata.name,
         version: &l.bundle.metadata.version,
@@ -316,17 +390,31 @@ fn revert_body(f: &RevertFacts, evidence: Option<&Report>) -> String {
     o.push_str("### Failed gates\n\n");
     match evidence {
         Some(r) => {
-            let failed: Vec<&StepReport> = r.steps.iter().filter(|s| matches!(s.verdict, Verdict::Fail | Verdict::Error | Verdict::Inconclusive)).collect();
+            let failed: Vec<&StepReport> = r
+                .steps
+                .iter()
+                .filter(|s| matches!(s.verdict, Verdict::Fail | Verdict::Error | Verdict::Inconclusive))
+                .collect();
             if failed.is_empty() {
-                o.push_str(&format!("The evidence report ({}, verdict {}) has no failed step.\n\n", md(&r.command), r.verdict));
+                o.push_str(&format!(
+                    "The evidence report ({}, verdict {}) has no failed step.\n\n",
+                    md(&r.command),
+                    r.verdict
+                ));
             }
             for s in failed {
                 o.push_str(&crate::report::render::markdown_step(s));
             }
         }
-        None => o.push_str("No evidence report was given (`--evidence report.json` from `bundlegate watch --format json`).\n\n"),
+        None => o.push_str(
+            "No evidence report was given (`--evidence report.json` from `bundlegate watch --format json`).\n\n",
+        ),
     }
-    o.push_str(&format!("Branch {} is named after the failed release, so concurrent runs open one PR.\n\n{REVERT_MARKER} {}\n", code(f.branch), md(f.digest)));
+    o.push_str(&format!(
+        "Branch {} is named after the failed release, so concurrent runs open one PR.\n\n{REVERT_MARKER} {}\n",
+        code(f.branch),
+        md(f.digest)
+    ));
     super::pr::truncate_markdown(&o, 60_000, &format!("\n\n…evidence truncated.\n\n{REVERT_MARKER} {}\n", md(f.digest)))
 }
 

@@ -30,7 +30,11 @@ pub(crate) async fn serving_step(l: &Loaded, client: kube::Client) -> StepReport
     let live = st.pods.iter().filter(|p| rc::standing(p) != rc::PodStanding::Terminal).count();
     s.summary = format!("{matching}/{live} live pod(s) run this release");
     let o = rc::evaluate_rollout(&exp, &st);
-    s.tables.push(Table { title: "pods by release".into(), columns: rc::POD_COLUMNS.iter().map(|c| c.to_string()).collect(), rows: o.rows });
+    s.tables.push(Table {
+        title: "pods by release".into(),
+        columns: rc::POD_COLUMNS.iter().map(|c| c.to_string()).collect(),
+        rows: o.rows,
+    });
     s.data = o.data;
     s
 }
@@ -82,7 +86,11 @@ pub(crate) async fn serving_audit(ctx: &Ctx, root: &Path) -> Result<Vec<StepRepo
                 s.summary = if names.is_empty() {
                     "every bundle of this service is some other bundle's rollback target (a cycle): which one is current is unknown".into()
                 } else {
-                    format!("{} bundles claim to be current (none rolls back to the other): {}; serving not compared", names.len(), names.join(", "))
+                    format!(
+                        "{} bundles claim to be current (none rolls back to the other): {}; serving not compared",
+                        names.len(),
+                        names.join(", ")
+                    )
                 };
                 out.push(s);
             }

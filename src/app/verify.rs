@@ -15,8 +15,8 @@ use crate::adapters::store::{self, Listed, ReadFailure, Store};
 use crate::app::ctx::Ctx;
 use crate::bundle::{self, Loaded};
 use crate::checks::verify::{self as vcheck, HashOutcome};
-use crate::options::{Progress, VerifyOptions, MAX_JOBS};
 use crate::diag::Overrides;
+use crate::options::{Progress, VerifyOptions, MAX_JOBS};
 use crate::report::{StepReport, Verdict};
 
 /// Transient failures are retried this many times, with exponential backoff.
@@ -33,15 +33,22 @@ fn progress_bar(total: u64, mode: Progress) -> indicatif::ProgressBar {
     }
     let pb = indicatif::ProgressBar::with_draw_target(Some(total), indicatif::ProgressDrawTarget::stderr());
     pb.set_style(
-        indicatif::ProgressStyle::with_template("{spinner} verifying {bytes}/{total_bytes} {bytes_per_sec} eta {eta} {wide_bar}")
-            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        indicatif::ProgressStyle::with_template(
+            "{spinner} verifying {bytes}/{total_bytes} {bytes_per_sec} eta {eta} {wide_bar}",
+        )
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
     );
     pb
 }
 
 /// Hash `objs` concurrently (at most `jobs` at once), each pinned to its
 /// listed identity, retrying transient failures.
-pub(crate) async fn hash_all(store: Arc<Store>, mut objs: Vec<Listed>, jobs: usize, progress: Progress) -> BTreeMap<String, HashOutcome> {
+pub(crate) async fn hash_all(
+    store: Arc<Store>,
+    mut objs: Vec<Listed>,
+    jobs: usize,
+    progress: Progress,
+) -> BTreeMap<String, HashOutcome> {
     // Largest first: one file's sha256 is serial, so the biggest object sets
     // the floor; starting it last would add the others' time on top.
     objs.sort_by_key(|o| std::cmp::Reverse(o.size));
@@ -67,7 +74,9 @@ pub(crate) async fn hash_all(store: Arc<Store>, mut objs: Vec<Listed>, jobs: usi
             let mut retries = Vec::new();
             loop {
                 if let Some(why) = gone.get() {
-                    let failure = ReadFailure::NotChecked(format!("the store stopped answering before this object was read ({why})"));
+                    let failure = ReadFailure::NotChecked(format!(
+                        "the store stopped answering before this object was read ({why})"
+                    ));
                     return (o.key, HashOutcome::Failed { failure, retries });
                 }
                 match store.hash(&o, tick.clone()).await {
@@ -76,7 +85,9 @@ pub(crate) async fn hash_all(store: Arc<Store>, mut objs: Vec<Listed>, jobs: usi
                         let _ = gone.set(why.clone());
                         return (o.key, HashOutcome::Failed { failure: ReadFailure::Unreachable(why), retries });
                     }
-                    Err(f @ (ReadFailure::Other(_) | ReadFailure::Truncated { .. })) if (retries.len() as u32) < RETRIES => {
+                    Err(f @ (ReadFailure::Other(_) | ReadFailure::Truncated { .. }))
+                        if (retries.len() as u32) < RETRIES =>
+                    {
                         let wait = Duration::from_millis(200 << retries.len());
                         tracing::warn!("{}: {f}; retrying in {wait:?}", o.key);
                         retries.push(f.to_string());
@@ -119,7 +130,10 @@ pub(crate) struct CacheEntry {
 
 impl CacheEntry {
     fn same_identity(&self, o: &Listed) -> bool {
-        self.size == o.size && self.e_tag == o.e_tag && self.version == o.version && self.last_modified == o.last_modified
+        self.size == o.size
+            && self.e_tag == o.e_tag
+            && self.version == o.version
+            && self.last_modified == o.last_modified
     }
 }
 
@@ -135,7 +149,13 @@ pub(crate) struct AuditCtx<'a> {
     pub deep: bool,
 }
 
-pub(crate) async fn verify_step(ctx: &Ctx, path: &Path, opts: &VerifyOptions, ov: &Overrides, audit: Option<AuditCtx<'_>>) -> StepReport {
+pub(crate) async fn verify_step(
+    ctx: &Ctx,
+    path: &Path,
+    opts: &VerifyOptions,
+    ov: &Overrides,
+    audit: Option<AuditCtx<'_>>,
+) -> StepReport {
     let l = match super::load_or_step(path, "verify") {
         Ok(l) => l,
         Err(s) => return *s,
@@ -143,7 +163,14 @@ pub(crate) async fn verify_step(ctx: &Ctx, path: &Path, opts: &VerifyOptions, ov
     verify_loaded(ctx, &l, opts, ov, audit).await
 }
 
-pub(crate) async fn verify_loaded(ctx: &Ctx, l: &Loaded, opts: &VerifyOptions, ov: &Overrides, audit: Option<AuditCtx<'_>>) -> StepReport {
+#[expect(clippy::too_many_lines, reason = "to be split into named steps (issue #28)")]
+pub(crate) async fn verify_loaded(
+    ctx: &Ctx,
+    l: &Loaded,
+    opts: &VerifyOptions,
+    ov: &Overrides,
+    audit: Option<AuditCtx<'_>>,
+) -> StepReport {
     let uri = bundle::resolve_storage_uri(l);
     let started = std::time::Instant::now();
     let store = match ctx.open_store(&l.bundle.spec.model.storage_uri, &l.dir(), false) {
@@ -151,7 +178,8 @@ pub(crate) async fn verify_loaded(ctx: &Ctx, l: &Loaded, opts: &VerifyOptions, o
         Err(e) => {
             if let Some(out) = e.downcast_ref::<store::OutsideRoot>() {
                 let mut s = StepReport::new("verify", &l.display);
-                s.diagnostics = ov.apply(vec![vcheck::storage_outside_root(&out.0).at(l.span("spec.model.storageUri"))]);
+                s.diagnostics =
+                    ov.apply(vec![vcheck::storage_outside_root(&out.0).at(l.span("spec.model.storageUri"))]);
                 s.verdict = s.verdict_from_diagnostics();
                 if s.verdict == Verdict::Pass {
                     // Allowed away by policy still checks nothing: never PASS.
@@ -165,7 +193,13 @@ pub(crate) async fn verify_loaded(ctx: &Ctx, l: &Loaded, opts: &VerifyOptions, o
     };
     let (listing, refused) = match store.list_checked().await {
         Ok(v) => v,
-        Err(e) => return StepReport::error("verify", &l.display, &e.context(format!("store for {} unreachable or unreadable", l.display))),
+        Err(e) => {
+            return StepReport::error(
+                "verify",
+                &l.display,
+                &e.context(format!("store for {} unreachable or unreadable", l.display)),
+            )
+        }
     };
     let candidates: Vec<Listed> = vcheck::to_hash(l, &listing).into_iter().cloned().collect();
     let mut hashes = BTreeMap::new();
@@ -180,7 +214,10 @@ pub(crate) async fn verify_loaded(ctx: &Ctx, l: &Loaded, opts: &VerifyOptions, o
         if let Some(c) = cache.as_ref().and_then(|c| c.objects.get(&cache_key(&o.key))) {
             if c.same_identity(&o) {
                 if !deep {
-                    hashes.insert(o.key.clone(), HashOutcome::Cached { sha256: c.sha256.clone(), verified_at: c.verified_at.clone() });
+                    hashes.insert(
+                        o.key.clone(),
+                        HashOutcome::Cached { sha256: c.sha256.clone(), verified_at: c.verified_at.clone() },
+                    );
                     continue;
                 }
             } else {
@@ -214,7 +251,14 @@ pub(crate) async fn verify_loaded(ctx: &Ctx, l: &Loaded, opts: &VerifyOptions, o
     let mut outcome = vcheck::evaluate_with_refused(l, &listing, &refused, &hashes, opts.deny_extra);
     let mut diags = std::mem::take(&mut outcome.diagnostics);
     for (key, was, now) in drift {
-        let field = l.bundle.spec.model.artifacts.iter().position(|a| a.path == key).map(|i| format!("spec.model.artifacts[{i}]"));
+        let field = l
+            .bundle
+            .spec
+            .model
+            .artifacts
+            .iter()
+            .position(|a| a.path == key)
+            .map(|i| format!("spec.model.artifacts[{i}]"));
         use crate::checks::audit::{artifact_drifted, Identity};
         let was_id = Identity { e_tag: was.e_tag.as_deref(), size: was.size, last_modified: &was.last_modified };
         let now_id = Identity { e_tag: now.e_tag.as_deref(), size: now.size, last_modified: &now.last_modified };
@@ -259,7 +303,8 @@ pub(crate) fn infer_role(path: &str) -> bundle::ArtifactRole {
     let name = path.rsplit('/').next().unwrap_or(path).to_ascii_lowercase();
     if name.contains("chat_template") || name.ends_with(".jinja") {
         R::ChatTemplate
-    } else if name.starts_with("tokenizer") || name == "vocab.json" || name == "merges.txt" || name.ends_with(".model") {
+    } else if name.starts_with("tokenizer") || name == "vocab.json" || name == "merges.txt" || name.ends_with(".model")
+    {
         R::Tokenizer
     } else if name == "generation_config.json" {
         R::GenerationConfig
@@ -286,7 +331,10 @@ pub async fn publish(ctx: &Ctx, dir: &Path, to: &str, bundle_path: &Path, jobs: 
     let files = store.publish_keys(files)?;
     let (existing, refused) = store.list_checked().await.with_context(|| format!("listing {to}"))?;
     if !existing.is_empty() || !refused.is_empty() {
-        bail!("refusing to publish into `{to}`: it already holds {} object(s) (one version, one path)", existing.len() + refused.len());
+        bail!(
+            "refusing to publish into `{to}`: it already holds {} object(s) (one version, one path)",
+            existing.len() + refused.len()
+        );
     }
     // All or nothing: a failure deletes what was written, so the retry finds the prefix empty.
     let published = store.upload_all(files, jobs.clamp(1, MAX_JOBS)).await?;
@@ -294,7 +342,9 @@ pub async fn publish(ctx: &Ctx, dir: &Path, to: &str, bundle_path: &Path, jobs: 
         Ok(s) => Ok(s),
         Err(e) => {
             let keys: Vec<String> = published.keys().cloned().collect();
-            Err(store.undo_publish(&keys, e.context(format!("recording the release in {}", bundle_path.display()))).await)
+            Err(store
+                .undo_publish(&keys, e.context(format!("recording the release in {}", bundle_path.display())))
+                .await)
         }
     }
 }
@@ -304,8 +354,10 @@ fn record_published(l: &Loaded, bundle_path: &Path, to: &str, published: &store:
     let is_s3 = matches!(bundle::storage_uri::backend_of(to), Some((_, bundle::storage_uri::Backend::S3)));
     // Rewrite the bundle: storageUri and artifacts; roles kept by path, else inferred.
     let text = crate::adapters::bundle_files::read_bundle_text(bundle_path)?;
-    let mut doc: serde_json::Value = crate::yaml_guard::from_str(&bundle_path.display().to_string(), &text, &crate::yaml_guard::Limits::DEFAULT)?;
-    let old_roles: BTreeMap<String, bundle::ArtifactRole> = l.bundle.spec.model.artifacts.iter().map(|a| (a.path.clone(), a.role)).collect();
+    let mut doc: serde_json::Value =
+        crate::yaml_guard::from_str(&bundle_path.display().to_string(), &text, &crate::yaml_guard::Limits::DEFAULT)?;
+    let old_roles: BTreeMap<String, bundle::ArtifactRole> =
+        l.bundle.spec.model.artifacts.iter().map(|a| (a.path.clone(), a.role)).collect();
     let arts: Vec<bundle::Artifact> = published
         .iter()
         .map(|(rel, (sha, size))| bundle::Artifact {
@@ -326,7 +378,10 @@ fn record_published(l: &Loaded, bundle_path: &Path, to: &str, published: &store:
             path: a.path.clone(),
             sha256: a.sha256.clone().unwrap_or_default(),
             size: a.size.unwrap_or(0),
-            role: serde_json::to_value(a.role).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_else(|| "other".into()),
+            role: serde_json::to_value(a.role)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_else(|| "other".into()),
             store_checksum: a.store_checksum.clone(),
         })
         .collect();
@@ -348,15 +403,27 @@ fn record_published(l: &Loaded, bundle_path: &Path, to: &str, published: &store:
     let reparsed = bundle::parse(&l.display, bundle_path, new_text.clone())?;
     crate::adapters::local::write_atomic(bundle_path, new_text.as_bytes())?;
     let mut s = StepReport::new("publish", &l.display);
-    s.summary = format!("published {} file(s) to {to}; bundle updated, release digest {}", published.len(), reparsed.digest);
+    s.summary =
+        format!("published {} file(s) to {to}; bundle updated, release digest {}", published.len(), reparsed.digest);
     if let Some(why) = rewritten {
         tracing::warn!("{}: rewritten as a whole ({why}); comments and formatting were not kept", l.display);
-        s.summary.push_str(&format!("; the bundle was rewritten as a whole ({why}): comments and formatting were not kept"));
+        s.summary
+            .push_str(&format!("; the bundle was rewritten as a whole ({why}): comments and formatting were not kept"));
     }
     s.tables.push(crate::report::Table {
         title: "published".into(),
         columns: vec!["path".into(), "size".into(), "sha256".into(), "role".into()],
-        rows: arts.iter().map(|a| vec![a.path.clone(), a.size.unwrap_or(0).to_string(), a.sha256.clone().unwrap_or_default(), format!("{:?}", a.role)]).collect(),
+        rows: arts
+            .iter()
+            .map(|a| {
+                vec![
+                    a.path.clone(),
+                    a.size.unwrap_or(0).to_string(),
+                    a.sha256.clone().unwrap_or_default(),
+                    format!("{:?}", a.role),
+                ]
+            })
+            .collect(),
     });
     s.data = serde_json::json!({"storageUri": to, "artifacts": arts, "releaseDigest": reparsed.digest});
     Ok(s)

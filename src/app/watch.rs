@@ -24,12 +24,12 @@ use crate::adapters::env::EnvSnapshot;
 use crate::adapters::kube as io;
 use crate::adapters::{git, model};
 use crate::app::ctx::Ctx;
-use crate::options::{defaults, CanaryOptions, RevertOptions, WatchOptions};
 use crate::bundle::{Loaded, ServingFormat};
 use crate::checks::watch::argo::{self, ArgoState, Lineage};
 use crate::checks::watch::rollout::{self as rc, Expected, IdentityExpectation, ProbeSample};
 use crate::checks::watch::stability::{self, RolloutWatch};
 use crate::diag::Overrides;
+use crate::options::{defaults, CanaryOptions, RevertOptions, WatchOptions};
 use crate::report::{Report, StepReport, Table, Verdict};
 
 /// How often the cluster is read. Polling (plain GETs) rather than watches
@@ -124,7 +124,15 @@ enum ArgoOutcome {
 /// (the merge commit or a later commit with the bundle unchanged; a denied
 /// read stops at once: RBAC does not heal by waiting), then judge it.
 /// health.status is never used: it reads Healthy while old pods serve.
-async fn wait_for_argo(l: &Loaded, args: &WatchOptions, client: &kube::Client, server: &str, poll: Duration, started: Instant, deadline: Instant) -> (StepReport, ArgoOutcome) {
+async fn wait_for_argo(
+    l: &Loaded,
+    args: &WatchOptions,
+    client: &kube::Client,
+    server: &str,
+    poll: Duration,
+    started: Instant,
+    deadline: Instant,
+) -> (StepReport, ArgoOutcome) {
     let rev = args.revision.as_deref().filter(|r| !r.trim().is_empty());
     let merged_at = rev.and_then(|r| git::commit_time(&l.dir(), r));
     let mut last_app = None;
@@ -165,26 +173,37 @@ async fn wait_for_argo(l: &Loaded, args: &WatchOptions, client: &kube::Client, s
     let app = format!("{}/{}", args.app_namespace, args.app);
     argo.verdict = argo::verdict(&state, rev.is_some());
     let outcome = match (&last_app, &state) {
-        (Some(a), ArgoState::Synced { via }) => match rev {
-            Some(_) => {
-                argo.summary = format!("{via} (operation Succeeded, finished {}); health.status was not used", a.finished_at.as_deref().unwrap_or("-"));
-                if merged_at.is_none() {
-                    argo.summary.push_str("; merge time unknown (commit not in the local repository), finishedAt not compared");
+        (Some(a), ArgoState::Synced { via }) => {
+            match rev {
+                Some(_) => {
+                    argo.summary = format!(
+                        "{via} (operation Succeeded, finished {}); health.status was not used",
+                        a.finished_at.as_deref().unwrap_or("-")
+                    );
+                    if merged_at.is_none() {
+                        argo.summary.push_str(
+                            "; merge time unknown (commit not in the local repository), finishedAt not compared",
+                        );
+                    }
+                    ArgoOutcome::Deployed
                 }
-                ArgoOutcome::Deployed
+                None => {
+                    argo.summary = format!("Synced and Succeeded, but no --revision (or GITHUB_SHA): which commit is synced is unproven ({})", a.describe());
+                    ArgoOutcome::NotDeployed
+                }
             }
-            None => {
-                argo.summary = format!("Synced and Succeeded, but no --revision (or GITHUB_SHA): which commit is synced is unproven ({})", a.describe());
-                ArgoOutcome::NotDeployed
-            }
-        },
+        }
         (Some(_), ArgoState::Superseded { by, detail }) => {
             argo.summary = format!("NOT CHECKED: superseded by {by} (a later commit changed this bundle)");
             argo.diagnostics.push(argo::release_superseded(rev.unwrap_or("-"), by, detail));
             ArgoOutcome::Superseded
         }
         _ if !ever_read => {
-            argo = StepReport::error("argo", &app_target, &anyhow!("{}", last_err.clone().unwrap_or_else(|| "no answer".into())));
+            argo = StepReport::error(
+                "argo",
+                &app_target,
+                &anyhow!("{}", last_err.clone().unwrap_or_else(|| "no answer".into())),
+            );
             ArgoOutcome::NotDeployed
         }
         (_, ArgoState::Waiting { why, unknowable: true }) => {
@@ -197,7 +216,14 @@ async fn wait_for_argo(l: &Loaded, args: &WatchOptions, client: &kube::Client, s
                 ArgoState::Waiting { why, .. } => why.clone(),
                 _ => "the Application was not found".into(),
             };
-            argo.diagnostics.push(argo::argo_not_synced(rev, &args.timeout.to_string(), &why, &app, last_app.as_ref(), last_err.as_deref()));
+            argo.diagnostics.push(argo::argo_not_synced(
+                rev,
+                &args.timeout.to_string(),
+                &why,
+                &app,
+                last_app.as_ref(),
+                last_err.as_deref(),
+            ));
             argo.summary = format!("not synced after {:.0}s", started.elapsed().as_secs_f64());
             ArgoOutcome::NotDeployed
         }
@@ -219,7 +245,15 @@ fn window_of(l: &Loaded, args: &WatchOptions) -> Duration {
 /// started), then report which pods run which release. The decision is
 /// `RolloutWatch`'s; this only reads and sleeps. Returns the step and
 /// whether the rollout completed.
-async fn rollout_step(l: &Loaded, args: &WatchOptions, client: &kube::Client, target: &str, poll: Duration, started: Instant, deadline: Instant) -> (StepReport, bool) {
+async fn rollout_step(
+    l: &Loaded,
+    args: &WatchOptions,
+    client: &kube::Client,
+    target: &str,
+    poll: Duration,
+    started: Instant,
+    deadline: Instant,
+) -> (StepReport, bool) {
     let exp = expected(l);
     let window = window_of(l, args);
     let mut watch = RolloutWatch::new(exp.clone(), window.as_secs_f64());
@@ -261,13 +295,21 @@ async fn rollout_step(l: &Loaded, args: &WatchOptions, client: &kube::Client, ta
             }
             s.diagnostics = o.diagnostics;
             if !v.complete {
-                let why = if v.gave_up { "the watch stopped: the Deployment gave up or a container restarted".to_string() } else { format!("still incomplete at the {} timeout", args.timeout) };
+                let why = if v.gave_up {
+                    "the watch stopped: the Deployment gave up or a container restarted".to_string()
+                } else {
+                    format!("still incomplete at the {} timeout", args.timeout)
+                };
                 if let Some(d) = s.diagnostics.iter_mut().find(|d| d.severity == crate::report::Severity::Error) {
                     d.evidence.push(format!("{why}, after {:.0}s", started.elapsed().as_secs_f64()));
                 }
             }
             s.verdict = rc::verdict_of(&s.diagnostics);
-            s.tables.push(Table { title: "pods by release".into(), columns: rc::POD_COLUMNS.iter().map(|c| c.to_string()).collect(), rows: o.rows });
+            s.tables.push(Table {
+                title: "pods by release".into(),
+                columns: rc::POD_COLUMNS.iter().map(|c| c.to_string()).collect(),
+                rows: o.rows,
+            });
             s.data = o.data;
             (s, v.complete)
         }
@@ -313,7 +355,11 @@ async fn watch_loaded(ctx: &Ctx, l: &Loaded, args: &WatchOptions) -> Result<Repo
         ArgoOutcome::Superseded => {
             r.push(StepReport::not_run("rollout", &target, "NOT CHECKED: a later commit changed this bundle, so this release is not the one the cluster should run"));
         }
-        ArgoOutcome::NotDeployed => r.push(StepReport::not_run("rollout", &target, "Argo CD did not sync this release, so the cluster cannot be running it")),
+        ArgoOutcome::NotDeployed => r.push(StepReport::not_run(
+            "rollout",
+            &target,
+            "Argo CD did not sync this release, so the cluster cannot be running it",
+        )),
     }
 
     // ---- 3. downtime measured while waiting ----
@@ -323,7 +369,9 @@ async fn watch_loaded(ctx: &Ctx, l: &Loaded, args: &WatchOptions) -> Result<Repo
             let (samples, end) = p.task.await.unwrap_or_default();
             downtime_step(&target, &p.url, &samples, end)
         }
-        None if args.service_url.is_none() => StepReport::not_run("downtime", &target, "no --service-url: downtime was not measured"),
+        None if args.service_url.is_none() => {
+            StepReport::not_run("downtime", &target, "no --service-url: downtime was not measured")
+        }
         None => StepReport::not_run("downtime", &target, "the bundle declares no spec.serving.healthPath to probe"),
     };
 
@@ -342,7 +390,11 @@ async fn watch_loaded(ctx: &Ctx, l: &Loaded, args: &WatchOptions) -> Result<Repo
             // The summary names each step, where it was found and its verdict.
             r.push(super::canary::analyze_steps(ctx, l, &cargs, &Overrides::default()).await);
         } else {
-            r.push(StepReport::not_run("canary", &target, format!("traffic steps {:?} not analysed: the rollout did not complete", plan.steps)));
+            r.push(StepReport::not_run(
+                "canary",
+                &target,
+                format!("traffic steps {:?} not analysed: the rollout did not complete", plan.steps),
+            ));
         }
     }
 
@@ -368,7 +420,8 @@ fn downtime_step(target: &str, url: &str, samples: &[ProbeSample], end: f64) -> 
         s.summary = format!("no probe of {url} completed: downtime unmeasured");
         return s;
     }
-    s.summary = format!("RESULT ok={} fail={} over {:.1}s; longest gap {:.1}s ({url})", st.ok, st.fail, end, st.longest_gap_s);
+    s.summary =
+        format!("RESULT ok={} fail={} over {:.1}s; longest gap {:.1}s ({url})", st.ok, st.fail, end, st.longest_gap_s);
     if let Some(d) = rc::downtime_diagnostic(&st, url) {
         s.diagnostics.push(d);
     }
@@ -381,7 +434,11 @@ async fn identity_step(ctx: &Ctx, l: &Loaded, service_url: Option<&str>, target:
         return StepReport::not_run("identity", target, "no --service-url: the service's own identity was not asked");
     };
     let Some(id) = &l.bundle.spec.serving.identity else {
-        return StepReport::not_run("identity", target, "the bundle declares no spec.serving.identity endpoint (BG017)");
+        return StepReport::not_run(
+            "identity",
+            target,
+            "the bundle declares no spec.serving.identity endpoint (BG017)",
+        );
     };
     let url = model::join_url(base, &id.path);
     let expect: Vec<IdentityExpectation> = id
@@ -393,7 +450,14 @@ async fn identity_step(ctx: &Ctx, l: &Loaded, service_url: Option<&str>, target:
             expected: if e.digest_of == "release" {
                 Some(l.digest.clone())
             } else {
-                l.bundle.spec.model.artifacts.iter().find(|a| a.path == e.digest_of).and_then(|a| a.sha256.as_ref()).map(|h| format!("sha256:{h}"))
+                l.bundle
+                    .spec
+                    .model
+                    .artifacts
+                    .iter()
+                    .find(|a| a.path == e.digest_of)
+                    .and_then(|a| a.sha256.as_ref())
+                    .map(|h| format!("sha256:{h}"))
             },
         })
         .collect();
@@ -419,8 +483,16 @@ async fn identity_step(ctx: &Ctx, l: &Loaded, service_url: Option<&str>, target:
             let (diags, rows) = rc::check_identity(&expect, id.registered_field.as_deref(), &b);
             s.diagnostics = diags.into_iter().map(|d| d.at(l.span("spec.serving.identity"))).collect();
             s.verdict = s.verdict_from_diagnostics();
-            s.summary = if s.verdict == Verdict::Pass { format!("{url} reports this release and registered") } else { format!("{url} does not report this release as registered") };
-            s.tables.push(Table { title: url.clone(), columns: rc::IDENTITY_COLUMNS.iter().map(|c| c.to_string()).collect(), rows });
+            s.summary = if s.verdict == Verdict::Pass {
+                format!("{url} reports this release and registered")
+            } else {
+                format!("{url} does not report this release as registered")
+            };
+            s.tables.push(Table {
+                title: url.clone(),
+                columns: rc::IDENTITY_COLUMNS.iter().map(|c| c.to_string()).collect(),
+                rows,
+            });
             s.data = json!({"url": url, "response": b});
         }
         Err(e) => {

@@ -50,12 +50,16 @@ fn declared(head: &str) -> (Option<String>, Option<String>) {
     // not expand while deciding whether it is a bundle. A refused file is
     // sniffed from its header lines, so a hostile bundle is still detected
     // and its loader reports what is wrong.
-    let first = crate::yaml_guard::read(head, &crate::yaml_guard::Limits::DEFAULT).ok().and_then(|docs| docs.into_iter().next());
+    let first = crate::yaml_guard::read(head, &crate::yaml_guard::Limits::DEFAULT)
+        .ok()
+        .and_then(|docs| docs.into_iter().next());
     match first.map(|d| d.kind) {
         Some(NodeKind::Map(entries)) => {
             let get = |k: &str| {
                 entries.iter().find_map(|(key, v)| match (&key.kind, &v.kind) {
-                    (NodeKind::Scalar { text, .. }, NodeKind::Scalar { text: v, .. }) if text == k => Some(v.trim().to_string()),
+                    (NodeKind::Scalar { text, .. }, NodeKind::Scalar { text: v, .. }) if text == k => {
+                        Some(v.trim().to_string())
+                    }
                     _ => None,
                 })
             };
@@ -100,7 +104,11 @@ pub(crate) fn is_bundle(path: &Path, head: &[u8]) -> bool {
 /// repository (absolute, or `..` above its root).
 pub(crate) fn link_target_in_repo(link: &Path, target: &Path) -> Result<PathBuf, String> {
     if target.is_absolute() {
-        return Err(format!("{} is a symlink to the absolute path {}, outside the repository: refusing to follow it", link.display(), target.display()));
+        return Err(format!(
+            "{} is a symlink to the absolute path {}, outside the repository: refusing to follow it",
+            link.display(),
+            target.display()
+        ));
     }
     let mut out: Vec<Component> = link.parent().map(|p| p.components().collect()).unwrap_or_default();
     for c in target.components() {
@@ -108,11 +116,17 @@ pub(crate) fn link_target_in_repo(link: &Path, target: &Path) -> Result<PathBuf,
             Component::CurDir => {}
             Component::ParentDir => {
                 if out.pop().is_none() {
-                    return Err(format!("{} is a symlink to {}, outside the repository: refusing to follow it", link.display(), target.display()));
+                    return Err(format!(
+                        "{} is a symlink to {}, outside the repository: refusing to follow it",
+                        link.display(),
+                        target.display()
+                    ));
                 }
             }
             Component::Normal(_) => out.push(c),
-            Component::RootDir | Component::Prefix(_) => return Err(format!("{} is a symlink to {}: refusing to follow it", link.display(), target.display())),
+            Component::RootDir | Component::Prefix(_) => {
+                return Err(format!("{} is a symlink to {}: refusing to follow it", link.display(), target.display()))
+            }
         }
     }
     Ok(out.iter().collect())
@@ -134,14 +148,20 @@ mod tests {
         assert!(b("a/model.yaml", "apiVersion: bundlegate.dev/v1\nkind: ReleaseBundle\n"));
         assert!(b("a/model.yaml", "apiVersion: bundlegate.dev/v1\nkind:   ReleaseBundle   # the bundle\n"));
         assert!(b("a/model.json", r#"{"apiVersion": "bundlegate.dev/v1", "kind": "ReleaseBundle", "metadata": {}}"#));
-        assert!(b("a/model.yaml", "apiVersion: bundlegate.dev/v1\nkind: ReleaseBundle\nmetadata: [\n"), "a broken bundle still counts");
+        assert!(
+            b("a/model.yaml", "apiVersion: bundlegate.dev/v1\nkind: ReleaseBundle\nmetadata: [\n"),
+            "a broken bundle still counts"
+        );
         assert!(b("a/model.yaml", "---\napiVersion: bundlegate.dev/v1\nkind: ReleaseBundle\n---\nkind: Other\n"));
         // Nested `kind:` (a Kubernetes object inside) does not count.
         assert!(!b("a/model.yaml", "spec:\n  kind: ReleaseBundle\n"));
         assert!(!b("a/notes.md", "apiVersion: bundlegate.dev/v1\nkind: ReleaseBundle\n"));
         assert!(!b("a/deploy.yaml", "kind: Deployment\n"));
         assert!(!b("a/release.yaml", "apiVersion: v1\nkind: ConfigMap\n"), "content names another kind");
-        assert!(!b("a/other.yaml", "apiVersion: example.com/v1\nkind: ReleaseBundle\n"), "someone else's ReleaseBundle");
+        assert!(
+            !b("a/other.yaml", "apiVersion: example.com/v1\nkind: ReleaseBundle\n"),
+            "someone else's ReleaseBundle"
+        );
         // A hostile file is sniffed without expanding it, and still detected.
         let bomb = format!("apiVersion: bundlegate.dev/v1\nkind: ReleaseBundle\n{}", crate::fuzzing::alias_bomb(9, 10));
         let t0 = std::time::Instant::now();
@@ -152,7 +172,10 @@ mod tests {
 
     #[test]
     fn git_links_stay_inside_the_repository() {
-        assert_eq!(link_target_in_repo(Path::new("svc/current/release.yaml"), Path::new("../v2/release.yaml")), Ok(PathBuf::from("svc/v2/release.yaml")));
+        assert_eq!(
+            link_target_in_repo(Path::new("svc/current/release.yaml"), Path::new("../v2/release.yaml")),
+            Ok(PathBuf::from("svc/v2/release.yaml"))
+        );
         assert!(link_target_in_repo(Path::new("svc/release.yaml"), Path::new("../../etc/passwd")).is_err());
         assert!(link_target_in_repo(Path::new("release.yaml"), Path::new("/etc/passwd")).is_err());
     }

@@ -34,7 +34,9 @@ enum Node {
 impl Node {
     fn start(&self) -> usize {
         match self {
-            Node::Scalar { start, .. } | Node::Map { start, .. } | Node::Seq { start, .. } | Node::Alias { start } => *start,
+            Node::Scalar { start, .. } | Node::Map { start, .. } | Node::Seq { start, .. } | Node::Alias { start } => {
+                *start
+            }
         }
     }
     /// Byte just after the node's last character.
@@ -98,7 +100,9 @@ impl Builder<'_> {
                         }
                         Some(_) => {
                             let k = self.node()?;
-                            let Node::Scalar { value, start: ks, .. } = k else { return Err("complex mapping keys are not edited".into()) };
+                            let Node::Scalar { value, start: ks, .. } = k else {
+                                return Err("complex mapping keys are not edited".into());
+                            };
                             let v = self.node()?;
                             entries.push((value, ks, v));
                         }
@@ -131,7 +135,9 @@ fn parse(text: &str) -> Result<Node, String> {
     let mut bytes: Vec<usize> = text.char_indices().map(|(i, _)| i).collect();
     bytes.push(text.len());
     let mut b = Builder { text, bytes, events: rec.0, pos: 0 };
-    while b.pos < b.events.len() && !matches!(b.events[b.pos].0, Event::MappingStart(..) | Event::SequenceStart(..) | Event::Scalar(..)) {
+    while b.pos < b.events.len()
+        && !matches!(b.events[b.pos].0, Event::MappingStart(..) | Event::SequenceStart(..) | Event::Scalar(..))
+    {
         b.pos += 1;
     }
     b.node()
@@ -248,7 +254,14 @@ fn style_of(items: &[Node], key: &str) -> TScalarStyle {
 }
 
 /// Set `key` of `map` to `value` (splice, insert, or remove when None).
-fn set_key(text: &str, map: &Node, key: &str, value: Option<&str>, style: TScalarStyle, out: &mut Vec<Splice>) -> Result<(), String> {
+fn set_key(
+    text: &str,
+    map: &Node,
+    key: &str,
+    value: Option<&str>,
+    style: TScalarStyle,
+    out: &mut Vec<Splice>,
+) -> Result<(), String> {
     let Node::Map { entries, flow, close, .. } = map else { return Err("artifact is not a mapping".into()) };
     let nl = eol(text);
     let found = entries.iter().position(|(k, _, _)| k == key);
@@ -265,7 +278,11 @@ fn set_key(text: &str, map: &Node, key: &str, value: Option<&str>, style: TScala
             let (_, ks, v) = &entries[i];
             if *flow {
                 // Remove `, key: value` (or `key: value, ` when first).
-                let (s, e) = if i > 0 { (entries[i - 1].2.end(), v.end()) } else { (*ks, entries.get(1).map(|n| n.1).unwrap_or(v.end())) };
+                let (s, e) = if i > 0 {
+                    (entries[i - 1].2.end(), v.end())
+                } else {
+                    (*ks, entries.get(1).map(|n| n.1).unwrap_or(v.end()))
+                };
                 out.push(Splice { start: s, end: e, text: String::new() });
             } else {
                 if !text[line_start(text, *ks)..*ks].trim().is_empty() {
@@ -284,7 +301,11 @@ fn set_key(text: &str, map: &Node, key: &str, value: Option<&str>, style: TScala
                 let last_end = map.end();
                 let at = next_line(text, last_end);
                 let prefix = if at == text.len() && !text.ends_with('\n') { nl } else { "" };
-                out.push(Splice { start: at, end: at, text: format!("{prefix}{}{key}: {}{nl}", " ".repeat(indent), render(v, style)) });
+                out.push(Splice {
+                    start: at,
+                    end: at,
+                    text: format!("{prefix}{}{key}: {}{nl}", " ".repeat(indent), render(v, style)),
+                });
             }
         }
         (None, None) => {}
@@ -315,7 +336,8 @@ pub(crate) fn publish_edit(text: &str, uri: &str, arts: &[NewArtifact]) -> Resul
         Some(Node::Scalar { value, .. }) => Some(value.clone()),
         _ => None,
     };
-    let styles: Vec<(&str, TScalarStyle)> = ["path", "sha256", "size", "role", "storeChecksum"].iter().map(|k| (*k, style_of(items, k))).collect();
+    let styles: Vec<(&str, TScalarStyle)> =
+        ["path", "sha256", "size", "role", "storeChecksum"].iter().map(|k| (*k, style_of(items, k))).collect();
     let st = |k: &str| styles.iter().find(|(n, _)| *n == k).map(|(_, s)| *s).unwrap_or(TScalarStyle::Plain);
     let mut kept = Vec::new();
     for (i, item) in items.iter().enumerate() {
@@ -329,7 +351,11 @@ pub(crate) fn publish_edit(text: &str, uri: &str, arts: &[NewArtifact]) -> Resul
         }
         // Not published: remove the item.
         if *flow {
-            let (s, e) = if i > 0 { (items[i - 1].end(), item.end()) } else { (item.start(), items.get(1).map(Node::start).unwrap_or(item.end())) };
+            let (s, e) = if i > 0 {
+                (items[i - 1].end(), item.end())
+            } else {
+                (item.start(), items.get(1).map(Node::start).unwrap_or(item.end()))
+            };
             out.push(Splice { start: s, end: e, text: String::new() });
         } else {
             let s = line_start(text, item.start());
@@ -343,19 +369,31 @@ pub(crate) fn publish_edit(text: &str, uri: &str, arts: &[NewArtifact]) -> Resul
     let new: Vec<&NewArtifact> = arts.iter().filter(|a| !kept.contains(&a.path)).collect();
     if !new.is_empty() {
         let fields = |a: &NewArtifact| {
-            let mut f = vec![("path", render(&a.path, st("path"))), ("sha256", render(&a.sha256, st("sha256"))), ("size", a.size.to_string()), ("role", render(&a.role, st("role")))];
+            let mut f = vec![
+                ("path", render(&a.path, st("path"))),
+                ("sha256", render(&a.sha256, st("sha256"))),
+                ("size", a.size.to_string()),
+                ("role", render(&a.role, st("role"))),
+            ];
             if let Some(c) = &a.store_checksum {
                 f.push(("storeChecksum", render(c, st("storeChecksum"))));
             }
             f
         };
         if *flow {
-            let body: Vec<String> = new.iter().map(|a| format!("{{{}}}", fields(a).iter().map(|(k, v)| format!("{k}: {v}")).collect::<Vec<_>>().join(", "))).collect();
+            let body: Vec<String> = new
+                .iter()
+                .map(|a| {
+                    format!("{{{}}}", fields(a).iter().map(|(k, v)| format!("{k}: {v}")).collect::<Vec<_>>().join(", "))
+                })
+                .collect();
             let at = text[..*close].trim_end().len();
             let sep = if items.is_empty() { "" } else { ", " };
             out.push(Splice { start: at, end: at, text: format!("{sep}{}", body.join(", ")) });
         } else {
-            let Some(first) = items.first() else { return Err("an empty block list cannot be extended in place".into()) };
+            let Some(first) = items.first() else {
+                return Err("an empty block list cannot be extended in place".into());
+            };
             // The first item's line up to its first key: `  - ` (dash and indent).
             // Block mappings are marked at their first key or at the dash,
             // depending on the parser; the first key is where the text starts.

@@ -1,14 +1,14 @@
 //! Loading a release bundle: strict parsing with positions, and the release
 //! digest that identifies the release.
 
-pub mod pod_verifier;
 pub mod detect;
-pub mod model;
-pub mod spans;
-pub mod validate;
-pub mod storage_uri;
 pub mod edit;
+pub mod model;
+pub mod pod_verifier;
 pub(crate) mod reserved;
+pub mod spans;
+pub mod storage_uri;
+pub mod validate;
 
 use std::path::{Path, PathBuf};
 
@@ -85,14 +85,91 @@ pub(crate) fn problem_kind(message: &str) -> &'static str {
 /// Field names of the schema: a path segment that is not one of them is a
 /// key taken from the file (a label, an env name, an unknown field).
 const SCHEMA_FIELDS: &[&str] = &[
-    "(document)", "apiVersion", "kind", "metadata", "spec", "name", "namespace", "version", "labels", "runtime", "model", "generation", "serving",
-    "canary", "rollback", "image", "engine", "args", "env", "storageUri", "quantization", "format", "artifacts", "path", "sha256", "size", "role",
-    "storeChecksum", "eosTokenIds", "stopStrings", "maxOutputTokens", "replicas", "port", "resources", "nodeSelector", "tolerations", "volumes",
-    "rollout", "probes", "loadTimeSeconds", "identity", "healthPath", "requests", "limits", "key", "operator", "value", "effect", "claimName",
-    "accessMode", "mountPath", "readOnly", "maxSurge", "maxUnavailable", "progressDeadlineSeconds", "startup", "readiness", "liveness", "httpGet",
-    "tcpSocket", "exec", "initialDelaySeconds", "periodSeconds", "timeoutSeconds", "failureThreshold", "successThreshold", "command", "p95", "p50",
-    "expect", "registeredField", "field", "digestOf", "mode", "steps", "window", "minSamples", "gates", "golden", "metric", "maxAbsolute",
-    "maxRelativeIncrease", "query", "bundle", "releaseDigest",
+    "(document)",
+    "apiVersion",
+    "kind",
+    "metadata",
+    "spec",
+    "name",
+    "namespace",
+    "version",
+    "labels",
+    "runtime",
+    "model",
+    "generation",
+    "serving",
+    "canary",
+    "rollback",
+    "image",
+    "engine",
+    "args",
+    "env",
+    "storageUri",
+    "quantization",
+    "format",
+    "artifacts",
+    "path",
+    "sha256",
+    "size",
+    "role",
+    "storeChecksum",
+    "eosTokenIds",
+    "stopStrings",
+    "maxOutputTokens",
+    "replicas",
+    "port",
+    "resources",
+    "nodeSelector",
+    "tolerations",
+    "volumes",
+    "rollout",
+    "probes",
+    "loadTimeSeconds",
+    "identity",
+    "healthPath",
+    "requests",
+    "limits",
+    "key",
+    "operator",
+    "value",
+    "effect",
+    "claimName",
+    "accessMode",
+    "mountPath",
+    "readOnly",
+    "maxSurge",
+    "maxUnavailable",
+    "progressDeadlineSeconds",
+    "startup",
+    "readiness",
+    "liveness",
+    "httpGet",
+    "tcpSocket",
+    "exec",
+    "initialDelaySeconds",
+    "periodSeconds",
+    "timeoutSeconds",
+    "failureThreshold",
+    "successThreshold",
+    "command",
+    "p95",
+    "p50",
+    "expect",
+    "registeredField",
+    "field",
+    "digestOf",
+    "mode",
+    "steps",
+    "window",
+    "minSamples",
+    "gates",
+    "golden",
+    "metric",
+    "maxAbsolute",
+    "maxRelativeIncrease",
+    "query",
+    "bundle",
+    "releaseDigest",
 ];
 
 fn redact_path(field: &str) -> String {
@@ -102,7 +179,8 @@ fn redact_path(field: &str) -> String {
             out.push('.');
         }
         let (name, index) = seg.find('[').map(|j| seg.split_at(j)).unwrap_or((seg, ""));
-        let index_ok = index.is_empty() || index.trim_start_matches('[').trim_end_matches(']').split("][").all(|n| n.parse::<usize>().is_ok());
+        let index_ok = index.is_empty()
+            || index.trim_start_matches('[').trim_end_matches(']').split("][").all(|n| n.parse::<usize>().is_ok());
         if SCHEMA_FIELDS.contains(&name) && index_ok {
             out.push_str(seg);
         } else {
@@ -144,13 +222,25 @@ pub fn parse(display: &str, path: &Path, text: String) -> Result<Loaded, LoadErr
         Ok(docs) => docs,
         Err(g) => {
             let field = if g.path.is_empty() { "(document)".into() } else { g.path };
-            return Err(LoadError::Invalid { file: display.to_string(), line: g.line, column: g.column, field, message: g.message });
+            return Err(LoadError::Invalid {
+                file: display.to_string(),
+                line: g.line,
+                column: g.column,
+                field,
+                message: g.message,
+            });
         }
     };
     let spans = SpanIndex::build(&text);
     let invalid = |field: String, message: String, loc: Option<(usize, usize)>| {
         let (line, column) = loc.or_else(|| spans.lookup(&field)).unwrap_or((1, 1));
-        LoadError::Invalid { file: display.to_string(), line, column, field: if field.is_empty() { "(document)".into() } else { field }, message }
+        LoadError::Invalid {
+            file: display.to_string(),
+            line,
+            column,
+            field: if field.is_empty() { "(document)".into() } else { field },
+            message,
+        }
     };
     // Exactly one document: a second one would be silently ignored otherwise.
     let [doc] = docs.as_slice() else {
@@ -161,7 +251,11 @@ pub fn parse(display: &str, path: &Path, text: String) -> Result<Loaded, LoadErr
         Err((field, e)) => return Err(invalid(field, e.msg, e.at)),
     };
     if bundle.api_version != API_VERSION {
-        return Err(invalid("apiVersion".into(), format!("expected `{API_VERSION}`, found `{}`", bundle.api_version), None));
+        return Err(invalid(
+            "apiVersion".into(),
+            format!("expected `{API_VERSION}`, found `{}`", bundle.api_version),
+            None,
+        ));
     }
     if bundle.kind != KIND {
         return Err(invalid("kind".into(), format!("expected `{KIND}`, found `{}`", bundle.kind), None));
@@ -306,7 +400,10 @@ mod tests {
             b.spec.canary.as_mut().unwrap().gates[0].min_relative_decrease = v.map(|x| -x);
             release_digest(&b)
         };
-        let digests: Vec<String> = [None, Some(f64::NAN), Some(f64::INFINITY), Some(f64::NEG_INFINITY), Some(0.5)].into_iter().map(with).collect();
+        let digests: Vec<String> = [None, Some(f64::NAN), Some(f64::INFINITY), Some(f64::NEG_INFINITY), Some(0.5)]
+            .into_iter()
+            .map(with)
+            .collect();
         let unique: std::collections::BTreeSet<&String> = digests.iter().collect();
         assert_eq!(unique.len(), digests.len(), "{digests:?}");
         assert!(canonical_form(&{
@@ -322,11 +419,20 @@ mod tests {
     #[test]
     fn float_fields_cover_every_f64_of_the_schema() {
         let src = include_str!("model.rs");
-        let declared = src.lines().filter(|l| l.trim_start().starts_with("pub ") && l.contains(": ") && l.contains("f64") && l.trim_end().ends_with(',')).count();
+        let declared = src
+            .lines()
+            .filter(|l| {
+                l.trim_start().starts_with("pub ")
+                    && l.contains(": ")
+                    && l.contains("f64")
+                    && l.trim_end().ends_with(',')
+            })
+            .count();
         let mut l = try_parse(EXAMPLE.to_string()).unwrap();
         let c = l.bundle.spec.canary.as_mut().unwrap();
         let g = &mut c.gates[0];
-        (g.max_absolute, g.max_relative_increase, g.min_absolute, g.min_relative_decrease) = (Some(0.5), Some(0.5), Some(0.5), Some(0.5));
+        (g.max_absolute, g.max_relative_increase, g.min_absolute, g.min_relative_decrease) =
+            (Some(0.5), Some(0.5), Some(0.5), Some(0.5));
         c.gates.truncate(1);
         l.bundle.spec.serving.load_time_seconds.as_mut().unwrap().p50 = Some(1.0);
         assert_eq!(l.bundle.float_fields().len(), declared, "{:?}", l.bundle.float_fields());

@@ -536,7 +536,9 @@ pub enum MetricProvider {
 fn traffic_steps<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<u32>, D::Error> {
     let steps = Vec::<u32>::deserialize(d)?;
     if steps.is_empty() || steps.iter().any(|s| !(1..=100).contains(s)) || steps.windows(2).any(|w| w[0] >= w[1]) {
-        return Err(serde::de::Error::custom(format!("steps {steps:?} must be strictly increasing traffic percentages in 1..=100, e.g. [10, 50, 100]")));
+        return Err(serde::de::Error::custom(format!(
+            "steps {steps:?} must be strictly increasing traffic percentages in 1..=100, e.g. [10, 50, 100]"
+        )));
     }
     Ok(steps)
 }

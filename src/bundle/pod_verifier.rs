@@ -55,4 +55,3 @@ pub(crate) fn model_volume<'a>(s: &'a Serving, dir: &str) -> Option<&'a Volume> 
     }
     s.volumes.iter().filter(|v| p.starts_with(&v.mount_path)).max_by_key(|v| v.mount_path.len())
 }
-

@@ -26,7 +26,10 @@ pub(crate) fn env_owner(name: &str) -> Option<&'static str> {
     if ENV.contains(&name) {
         return Some("set by bundlegate's render from the bundle itself");
     }
-    ENV_PREFIXES.iter().any(|p| name.starts_with(p)).then_some("a prefix bundlegate's render owns (release identity, generation stop conditions)")
+    ENV_PREFIXES
+        .iter()
+        .any(|p| name.starts_with(p))
+        .then_some("a prefix bundlegate's render owns (release identity, generation stop conditions)")
 }
 
 /// Why a bundle volume mounted at `path` in the server container would
@@ -73,7 +76,13 @@ mod tests {
 
     #[test]
     fn the_names_render_sets_are_reserved() {
-        for n in ["STORAGE_URI", "BUNDLEGATE_ARTIFACTS", "BUNDLEGATE_RELEASE_DIGEST", "GENERATION_STOP_STRINGS", "GENERATION_x"] {
+        for n in [
+            "STORAGE_URI",
+            "BUNDLEGATE_ARTIFACTS",
+            "BUNDLEGATE_RELEASE_DIGEST",
+            "GENERATION_STOP_STRINGS",
+            "GENERATION_x",
+        ] {
             assert!(env_owner(n).is_some(), "{n}");
         }
         for n in ["HF_HOME", "storage_uri", "MY_BUNDLEGATE_X", "GENERATIONS"] {
@@ -81,9 +90,17 @@ mod tests {
         }
         assert!(volume_is_reserved("kserve-provision-location") && !volume_is_reserved("models"));
         assert!(container_is_reserved("bundlegate-verify"));
-        assert!(label_is_reserved("bundlegate.dev/release-digest") && label_is_reserved("app.kubernetes.io/name") && !label_is_reserved("team"));
+        assert!(
+            label_is_reserved("bundlegate.dev/release-digest")
+                && label_is_reserved("app.kubernetes.io/name")
+                && !label_is_reserved("team")
+        );
         for p in ["/mnt/models", "/mnt/models/", "//mnt/./models", "/mnt/models/tokenizer", "/mnt/x/../models/a"] {
-            assert!(mount_owner(ServingFormat::KserveCustom, p).is_some() && mount_owner(ServingFormat::KserveModelspec, p).is_some(), "{p}");
+            assert!(
+                mount_owner(ServingFormat::KserveCustom, p).is_some()
+                    && mount_owner(ServingFormat::KserveModelspec, p).is_some(),
+                "{p}"
+            );
             assert!(mount_owner(ServingFormat::Deployment, p).is_none(), "{p}");
         }
         for p in ["/mnt", "/mnt/models2", "/models", "/cache"] {

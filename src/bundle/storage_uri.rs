@@ -20,7 +20,13 @@ pub enum Backend {
 }
 
 /// Scheme (without `:`/`://`) → backend. The only list of schemes.
-pub(crate) const SCHEMES: &[(&str, Backend)] = &[("s3", Backend::S3), ("gs", Backend::Gcs), ("az", Backend::Azure), ("abfs", Backend::Azure), ("file", Backend::Local)];
+pub(crate) const SCHEMES: &[(&str, Backend)] = &[
+    ("s3", Backend::S3),
+    ("gs", Backend::Gcs),
+    ("az", Backend::Azure),
+    ("abfs", Backend::Azure),
+    ("file", Backend::Local),
+];
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StorageUri {
@@ -50,7 +56,10 @@ pub(crate) fn backend_of(uri: &str) -> Option<(&'static str, Backend)> {
 /// can act on.
 pub(crate) fn parse(uri: &str) -> Result<StorageUri, String> {
     let Some((scheme, backend)) = backend_of(uri) else {
-        let names: Vec<String> = SCHEMES.iter().map(|(s, b)| if *b == Backend::Local { format!("{s}:") } else { format!("{s}://") }).collect();
+        let names: Vec<String> = SCHEMES
+            .iter()
+            .map(|(s, b)| if *b == Backend::Local { format!("{s}:") } else { format!("{s}://") })
+            .collect();
         return Err(format!("storage URI `{uri}` has no supported scheme (supported: {})", names.join(", ")));
     };
     let rest = &uri[scheme.len() + 1..];
@@ -58,7 +67,9 @@ pub(crate) fn parse(uri: &str) -> Result<StorageUri, String> {
         // `file:///abs`, `file:/abs` and `file:rel`; `file://host/x` is not local.
         let path = if let Some(p) = rest.strip_prefix("//") {
             if !p.starts_with('/') {
-                return Err(format!("storage URI `{uri}` names a host; use `file:relative/dir/` or `file:///absolute/dir/`"));
+                return Err(format!(
+                    "storage URI `{uri}` names a host; use `file:relative/dir/` or `file:///absolute/dir/`"
+                ));
             }
             p
         } else {
@@ -68,14 +79,26 @@ pub(crate) fn parse(uri: &str) -> Result<StorageUri, String> {
         if prefix.is_empty() && !path.starts_with('/') {
             return Err(format!("storage URI `{uri}` has no folder"));
         }
-        return Ok(StorageUri { scheme, backend, bucket: String::new(), prefix: prefix.to_string(), absolute: path.starts_with('/') });
+        return Ok(StorageUri {
+            scheme,
+            backend,
+            bucket: String::new(),
+            prefix: prefix.to_string(),
+            absolute: path.starts_with('/'),
+        });
     }
     let after = &rest[2..];
     let (bucket, prefix) = after.split_once('/').unwrap_or((after, ""));
     if bucket.is_empty() {
         return Err(format!("storage URI `{uri}` has no bucket"));
     }
-    Ok(StorageUri { scheme, backend, bucket: bucket.to_string(), prefix: prefix.trim_matches('/').to_string(), absolute: false })
+    Ok(StorageUri {
+        scheme,
+        backend,
+        bucket: bucket.to_string(),
+        prefix: prefix.trim_matches('/').to_string(),
+        absolute: false,
+    })
 }
 
 /// Where a cache, a report or a metrics file goes, as the user named it on
@@ -122,7 +145,11 @@ impl StorageUri {
 /// (`.`/`..` folded), so it can be compared with the store root before any
 /// file is touched.
 pub(crate) fn local_path(u: &StorageUri, bundle_dir: &Path) -> PathBuf {
-    let joined = if u.absolute { PathBuf::from(if u.prefix.is_empty() { "/" } else { &u.prefix }) } else { bundle_dir.join(&u.prefix) };
+    let joined = if u.absolute {
+        PathBuf::from(if u.prefix.is_empty() { "/" } else { &u.prefix })
+    } else {
+        bundle_dir.join(&u.prefix)
+    };
     normalize(&joined)
 }
 
@@ -175,7 +202,10 @@ mod tests {
         assert_eq!(local("reports/shard-0.json"), PathBuf::from("reports/shard-0.json"));
         assert_eq!(local("odd:name.json"), PathBuf::from("odd:name.json"), "not a scheme of the table: a path");
         match location("s3://audit/cache/").unwrap() {
-            Location::Remote(u) => assert_eq!((u.bucket.as_str(), u.prefix.as_str(), u.with_prefix("x/y")), ("audit", "cache", "s3://audit/x/y".to_string())),
+            Location::Remote(u) => assert_eq!(
+                (u.bucket.as_str(), u.prefix.as_str(), u.with_prefix("x/y")),
+                ("audit", "cache", "s3://audit/x/y".to_string())
+            ),
             other => panic!("{other:?}"),
         }
         for bad in ["file://host/x.json", "s3:/b/x", "s3://", "http://h/x", "s3a://b/x", "", "file:"] {

@@ -166,7 +166,9 @@ pub(crate) fn check_namespace(ns: &str) -> Result<(), String> {
     if dns_label(ns, false) {
         Ok(())
     } else {
-        Err(format!("`{ns}` is not a valid Kubernetes namespace (DNS-1123 label: lowercase letters, digits, '-', at most 63)"))
+        Err(format!(
+            "`{ns}` is not a valid Kubernetes namespace (DNS-1123 label: lowercase letters, digits, '-', at most 63)"
+        ))
     }
 }
 
@@ -199,7 +201,10 @@ pub(crate) fn validate(b: &ReleaseBundle) -> Result<(), Refusal> {
             return Err((format!("metadata.labels.{k}"), format!("`{k}` is not a valid Kubernetes label key")));
         }
         if !label_value(v) {
-            return Err((format!("metadata.labels.{k}"), format!("`{v}` is not a valid Kubernetes label value (at most 63 of `A-Za-z0-9._-`)")));
+            return Err((
+                format!("metadata.labels.{k}"),
+                format!("`{v}` is not a valid Kubernetes label value (at most 63 of `A-Za-z0-9._-`)"),
+            ));
         }
     }
 
@@ -209,7 +214,9 @@ pub(crate) fn validate(b: &ReleaseBundle) -> Result<(), Refusal> {
     seconds("spec.serving.rollout.progressDeadlineSeconds".into(), s.rollout.progress_deadline_seconds as f64, 1.0)?;
     int_or_percent("spec.serving.rollout.maxSurge".into(), &s.rollout.max_surge, 1000)?;
     int_or_percent("spec.serving.rollout.maxUnavailable".into(), &s.rollout.max_unavailable, 100)?;
-    for (name, p) in [("startup", &s.probes.startup), ("readiness", &s.probes.readiness), ("liveness", &s.probes.liveness)] {
+    for (name, p) in
+        [("startup", &s.probes.startup), ("readiness", &s.probes.readiness), ("liveness", &s.probes.liveness)]
+    {
         if let Some(p) = p {
             probe(&format!("spec.serving.probes.{name}"), p)?;
         }
@@ -227,7 +234,10 @@ pub(crate) fn validate(b: &ReleaseBundle) -> Result<(), Refusal> {
     if let Some(c) = &b.spec.canary {
         if let Some(total) = duration_seconds(&c.window) {
             if !(total.is_finite() && total > 0.0 && total <= MAX_SECONDS as f64) {
-                return Err(("spec.canary.window".into(), format!("`{}` is out of range: a canary window is more than 0s and at most 7 days", c.window)));
+                return Err((
+                    "spec.canary.window".into(),
+                    format!("`{}` is out of range: a canary window is more than 0s and at most 7 days", c.window),
+                ));
             }
         }
         int_range("spec.canary.minSamples".into(), c.min_samples, 0, MAX_MIN_SAMPLES)?;
@@ -262,7 +272,12 @@ mod tests {
     #[test]
     fn names_follow_kubernetes_rules() {
         assert!(dns_label("llm-scratch", true) && !dns_label("1llm", true) && dns_label("1ns", false));
-        assert!(!dns_label("-a", false) && !dns_label("a-", false) && !dns_label(&"a".repeat(64), false) && !dns_label("A", false));
+        assert!(
+            !dns_label("-a", false)
+                && !dns_label("a-", false)
+                && !dns_label(&"a".repeat(64), false)
+                && !dns_label("A", false)
+        );
         assert!(label_value("v2") && label_value("2026.12.01") && label_value("v1_rc-1"));
         assert!(!label_value("../v1") && !label_value("v/1") && !label_value(".v1") && !label_value(&"a".repeat(64)));
         assert!(label_key("app.kubernetes.io/name") && label_key("team") && !label_key("/x") && !label_key("a/b/c"));

@@ -23,5 +23,8 @@ pub(crate) fn artifact_drifted(key: &str, verified_at: &str, was: Identity<'_>, 
 /// The audit cache `what` was not trusted (`why`): nothing was skipped,
 /// every object was hashed again.
 pub(crate) fn cache_rebuilt(what: &str, why: &str) -> Diagnostic {
-    Diagnostic::new(Code::AuditCacheRebuilt, format!("audit cache {what} was not trusted ({why}); every object was re-hashed and the cache rewritten"))
+    Diagnostic::new(
+        Code::AuditCacheRebuilt,
+        format!("audit cache {what} was not trusted ({why}); every object was re-hashed and the cache rewritten"),
+    )
 }

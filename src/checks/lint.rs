@@ -11,11 +11,20 @@ use crate::report::Diagnostic;
 #[derive(Debug, Clone)]
 pub enum RollbackStatus {
     NotDeclared,
-    Resolved { path: String, digest: String },
+    Resolved {
+        path: String,
+        digest: String,
+    },
     /// `error` says where the target is broken without quoting it.
-    Unreadable { path: String, error: String },
+    Unreadable {
+        path: String,
+        error: String,
+    },
     /// The path leads outside the confinement root (absolute, `..`, or a symlink).
-    Escapes { path: String, root: String },
+    Escapes {
+        path: String,
+        root: String,
+    },
 }
 
 pub(crate) fn is_sha256_hex(s: &str) -> bool {
@@ -29,7 +38,8 @@ pub(crate) fn image_pinned(image: &str) -> bool {
     }
 }
 
-const FLOATING: &[&str] = &["latest", "current", "stable", "main", "master", "prod", "production", "head", "live", "default", "new", "tmp"];
+const FLOATING: &[&str] =
+    &["latest", "current", "stable", "main", "master", "prod", "production", "head", "live", "default", "new", "tmp"];
 
 /// The last path segment of the storage URI, which must be the version.
 pub(crate) fn version_segment(uri: &str) -> Option<&str> {
@@ -85,8 +95,12 @@ fn runtime_image(l: &Loaded, out: &mut Vec<Diagnostic>) {
     // Runtime image by digest.
     if !image_pinned(&b.spec.runtime.image) {
         out.push(
-            d(Code::ImageNotPinned, "spec.runtime.image", format!("runtime image `{}` is not pinned by digest", b.spec.runtime.image))
-                .help("use `repo@sha256:<digest>`; `crane digest` or `docker buildx imagetools inspect` prints it"),
+            d(
+                Code::ImageNotPinned,
+                "spec.runtime.image",
+                format!("runtime image `{}` is not pinned by digest", b.spec.runtime.image),
+            )
+            .help("use `repo@sha256:<digest>`; `crane digest` or `docker buildx imagetools inspect` prints it"),
         );
     }
 }
@@ -101,13 +115,26 @@ fn storage_prefix(l: &Loaded, out: &mut Vec<Diagnostic>) {
         out.push(d(Code::UnsupportedStorageScheme, "spec.model.storageUri", why));
     }
     match version_segment(uri) {
-        Some(seg) if FLOATING.contains(&seg.to_ascii_lowercase().as_str()) || !seg.chars().any(|c| c.is_ascii_digit()) => {
+        Some(seg)
+            if FLOATING.contains(&seg.to_ascii_lowercase().as_str()) || !seg.chars().any(|c| c.is_ascii_digit()) =>
+        {
             out.push(
-                d(Code::ModelPrefixUnversioned, "spec.model.storageUri", format!("model prefix `{uri}` ends in `{seg}`, which is not a version"))
-                    .help(format!("publish to a new prefix per release, e.g. `…/{}/{}/`", b.metadata.name, b.metadata.version)),
+                d(
+                    Code::ModelPrefixUnversioned,
+                    "spec.model.storageUri",
+                    format!("model prefix `{uri}` ends in `{seg}`, which is not a version"),
+                )
+                .help(format!(
+                    "publish to a new prefix per release, e.g. `…/{}/{}/`",
+                    b.metadata.name, b.metadata.version
+                )),
             );
         }
-        None => out.push(d(Code::ModelPrefixUnversioned, "spec.model.storageUri", format!("model prefix `{uri}` has no path"))),
+        None => out.push(d(
+            Code::ModelPrefixUnversioned,
+            "spec.model.storageUri",
+            format!("model prefix `{uri}` has no path"),
+        )),
         Some(seg) if seg != b.metadata.version => out.push(d(
             Code::ModelPrefixVersionMismatch,
             "spec.model.storageUri",
@@ -129,12 +156,20 @@ fn artifacts(l: &Loaded, out: &mut Vec<Diagnostic>) {
     for (i, a) in b.spec.model.artifacts.iter().enumerate() {
         let f = format!("spec.model.artifacts[{i}]");
         if bundle::path_escapes(&a.path) {
-            out.push(d(Code::ArtifactPathEscapes, &format!("{f}.path"), format!("artifact path `{}` escapes the versioned prefix", a.path)));
+            out.push(d(
+                Code::ArtifactPathEscapes,
+                &format!("{f}.path"),
+                format!("artifact path `{}` escapes the versioned prefix", a.path),
+            ));
         }
         if let Some(prev) = seen.insert(a.path.as_str(), i) {
             out.push(
-                d(Code::ArtifactDuplicatePath, &format!("{f}.path"), format!("artifact path `{}` is listed twice", a.path))
-                    .evidence(format!("first listed at spec.model.artifacts[{prev}]")),
+                d(
+                    Code::ArtifactDuplicatePath,
+                    &format!("{f}.path"),
+                    format!("artifact path `{}` is listed twice", a.path),
+                )
+                .evidence(format!("first listed at spec.model.artifacts[{prev}]")),
             );
         }
         match &a.sha256 {
@@ -157,8 +192,12 @@ fn artifacts(l: &Loaded, out: &mut Vec<Diagnostic>) {
     for (role, name) in [(ArtifactRole::Tokenizer, "tokenizer"), (ArtifactRole::ChatTemplate, "chat-template")] {
         if !has_role(role) {
             out.push(
-                d(Code::TokenizerNotPinned, "spec.model.artifacts", format!("no `{name}` artifact with a sha256 in this release"))
-                    .help(format!("add the {name} file under the versioned prefix with role `{name}`")),
+                d(
+                    Code::TokenizerNotPinned,
+                    "spec.model.artifacts",
+                    format!("no `{name}` artifact with a sha256 in this release"),
+                )
+                .help(format!("add the {name} file under the versioned prefix with role `{name}`")),
             );
         }
     }
@@ -170,7 +209,11 @@ fn generation(l: &Loaded, out: &mut Vec<Diagnostic>) {
     let d = |code: Code, field: &str, msg: String| diag(l, code, field, msg);
     // Generation stop conditions.
     match &b.spec.generation {
-        None => out.push(d(Code::GenerationIncomplete, "spec", "no `generation` block: EOS ids, stop strings and max output tokens are undeclared".into())),
+        None => out.push(d(
+            Code::GenerationIncomplete,
+            "spec",
+            "no `generation` block: EOS ids, stop strings and max output tokens are undeclared".into(),
+        )),
         Some(g) => {
             let mut missing = Vec::new();
             if g.eos_token_ids.is_empty() {
@@ -183,7 +226,11 @@ fn generation(l: &Loaded, out: &mut Vec<Diagnostic>) {
                 missing.push("maxOutputTokens");
             }
             if !missing.is_empty() {
-                out.push(d(Code::GenerationIncomplete, "spec.generation", format!("generation stop conditions missing: {}", missing.join(", "))));
+                out.push(d(
+                    Code::GenerationIncomplete,
+                    "spec.generation",
+                    format!("generation stop conditions missing: {}", missing.join(", ")),
+                ));
             }
         }
     }
@@ -209,7 +256,11 @@ fn probes(l: &Loaded, out: &mut Vec<Diagnostic>) {
     // The in-pod verification runs before the pod can be Ready: budget it on top of the load time.
     let load = s.load_time_seconds.as_ref().map(|l| l.p95 + verify_budget(b));
     if load.is_none() {
-        out.push(d(Code::LoadTimeUnmeasured, "spec.serving", "no measured `loadTimeSeconds.p95`: probe windows cannot be checked".into()));
+        out.push(d(
+            Code::LoadTimeUnmeasured,
+            "spec.serving",
+            "no measured `loadTimeSeconds.p95`: probe windows cannot be checked".into(),
+        ));
     }
     if let Some(load) = load {
         match (&s.probes.startup, &s.probes.liveness) {
@@ -251,7 +302,10 @@ fn probes(l: &Loaded, out: &mut Vec<Diagnostic>) {
             out.push(d(
                 Code::ProgressDeadlineShort,
                 "spec.serving.rollout.progressDeadlineSeconds",
-                format!("progressDeadlineSeconds {} is shorter than the measured load time {load}s", s.rollout.progress_deadline_seconds),
+                format!(
+                    "progressDeadlineSeconds {} is shorter than the measured load time {load}s",
+                    s.rollout.progress_deadline_seconds
+                ),
             ));
         }
     }
@@ -261,7 +315,11 @@ fn probes(l: &Loaded, out: &mut Vec<Diagnostic>) {
             "spec.serving.probes.readiness",
             "readiness only checks that the port is open, not that the model is loaded".into(),
         )),
-        None => out.push(d(Code::ReadinessTcpOnly, "spec.serving.probes", "no readiness probe: the pod takes traffic as soon as it starts".into())),
+        None => out.push(d(
+            Code::ReadinessTcpOnly,
+            "spec.serving.probes",
+            "no readiness probe: the pod takes traffic as soon as it starts".into(),
+        )),
         _ => {}
     }
 }
@@ -272,7 +330,11 @@ fn identity(l: &Loaded, out: &mut Vec<Diagnostic>) {
     let d = |code: Code, field: &str, msg: String| diag(l, code, field, msg);
     let s = &b.spec.serving;
     if s.identity.is_none() {
-        out.push(d(Code::IdentityMissing, "spec.serving", "no `identity` endpoint: what is served cannot be checked after rollout".into()));
+        out.push(d(
+            Code::IdentityMissing,
+            "spec.serving",
+            "no `identity` endpoint: what is served cannot be checked after rollout".into(),
+        ));
     } else if let Some(id) = &s.identity {
         for (i, e) in id.expect.iter().enumerate() {
             if e.digest_of != "release" && !b.spec.model.artifacts.iter().any(|a| a.path == e.digest_of) {
@@ -293,7 +355,10 @@ fn quantities_and_rollout(l: &Loaded, out: &mut Vec<Diagnostic>) {
     let s = &b.spec.serving;
     out.extend(crate::checks::preflight::bundle_quantity_diagnostics(l));
     if let Err(e) = s.rollout.resolve(s.replicas) {
-        out.push(d(Code::CanaryPlanInvalid, "spec.serving.rollout", format!("rollout strategy: {e}")).severity(crate::report::Severity::Error));
+        out.push(
+            d(Code::CanaryPlanInvalid, "spec.serving.rollout", format!("rollout strategy: {e}"))
+                .severity(crate::report::Severity::Error),
+        );
     }
 }
 
@@ -304,7 +369,8 @@ fn canary_plan(l: &Loaded, out: &mut Vec<Diagnostic>) {
     // Canary plan.
     if let Some(c) = &b.spec.canary {
         let mut problems = Vec::new();
-        if c.steps.is_empty() || c.steps.windows(2).any(|w| w[0] >= w[1]) || c.steps.iter().any(|s| *s == 0 || *s > 100) {
+        if c.steps.is_empty() || c.steps.windows(2).any(|w| w[0] >= w[1]) || c.steps.iter().any(|s| *s == 0 || *s > 100)
+        {
             problems.push(format!("steps {:?} must be increasing percentages in 1..=100", c.steps));
         }
         if crate::util::parse_duration(&c.window).is_none() {
@@ -317,7 +383,11 @@ fn canary_plan(l: &Loaded, out: &mut Vec<Diagnostic>) {
             problems.push("no gates".into());
         }
         for g in &c.gates {
-            if g.max_absolute.is_none() && g.max_relative_increase.is_none() && g.min_absolute.is_none() && g.min_relative_decrease.is_none() {
+            if g.max_absolute.is_none()
+                && g.max_relative_increase.is_none()
+                && g.min_absolute.is_none()
+                && g.min_relative_decrease.is_none()
+            {
                 problems.push(format!("gate `{}` has neither maxAbsolute nor maxRelativeIncrease", g.metric));
             }
         }
@@ -341,14 +411,20 @@ fn rollback_is_release(l: &Loaded, rollback: &RollbackStatus, out: &mut Vec<Diag
         _ => None,
     };
     let (field, msg) = match resolved {
-        Some(path) => ("spec.rollback.bundle", format!("rollback target `{path}` is this release itself (release digest {})", l.digest)),
-        None if rb.release_digest == l.digest => ("spec.rollback.releaseDigest", format!("the rollback target's recorded digest {} is this release's own", l.digest)),
+        Some(path) => (
+            "spec.rollback.bundle",
+            format!("rollback target `{path}` is this release itself (release digest {})", l.digest),
+        ),
+        None if rb.release_digest == l.digest => (
+            "spec.rollback.releaseDigest",
+            format!("the rollback target's recorded digest {} is this release's own", l.digest),
+        ),
         None => return,
     };
     out.push(
-        diag(l, Code::RollbackIsRelease, field, msg)
-            .evidence(format!("rollback.bundle: {}", rb.bundle))
-            .help("name the previous release (the one this bundle replaces) and pin its digest with `bundlegate digest`"),
+        diag(l, Code::RollbackIsRelease, field, msg).evidence(format!("rollback.bundle: {}", rb.bundle)).help(
+            "name the previous release (the one this bundle replaces) and pin its digest with `bundlegate digest`",
+        ),
     );
 }
 
@@ -367,8 +443,12 @@ fn rollback_target(l: &Loaded, rollback: &RollbackStatus, out: &mut Vec<Diagnost
                 .evidence(error.clone()),
         ),
         RollbackStatus::Escapes { path, root } => out.push(
-            d(Code::RollbackPathEscapes, "spec.rollback.bundle", format!("rollback target `{path}` resolves outside {root}; it was not read"))
-                .help("name the previous bundle by a relative path inside the repository, e.g. `../v1/release.yaml`"),
+            d(
+                Code::RollbackPathEscapes,
+                "spec.rollback.bundle",
+                format!("rollback target `{path}` resolves outside {root}; it was not read"),
+            )
+            .help("name the previous bundle by a relative path inside the repository, e.g. `../v1/release.yaml`"),
         ),
         RollbackStatus::Resolved { path, digest } => {
             // Resolved implies declared; without a declaration there is no digest to compare.
@@ -392,16 +472,36 @@ fn reserved_names(l: &Loaded, out: &mut Vec<Diagnostic>) {
     let b = &l.bundle;
     for k in b.spec.runtime.env.keys() {
         if let Some(why) = reserved::env_owner(k) {
-            out.push(diag(l, Code::ReservedName, &format!("spec.runtime.env.{k}"), format!("env `{k}` is {why}; the bundle cannot set it (the later of two equal env names wins in a pod)")));
+            out.push(diag(
+                l,
+                Code::ReservedName,
+                &format!("spec.runtime.env.{k}"),
+                format!(
+                    "env `{k}` is {why}; the bundle cannot set it (the later of two equal env names wins in a pod)"
+                ),
+            ));
         }
     }
     let mut seen = std::collections::HashSet::new();
     for (i, v) in b.spec.serving.volumes.iter().enumerate() {
         let field = format!("spec.serving.volumes[{i}].name");
         if reserved::volume_is_reserved(&v.name) || reserved::container_is_reserved(&v.name) {
-            out.push(diag(l, Code::ReservedName, &field, format!("volume `{}` is the one bundlegate's verifier mounts; choose another name", v.name)));
+            out.push(diag(
+                l,
+                Code::ReservedName,
+                &field,
+                format!("volume `{}` is the one bundlegate's verifier mounts; choose another name", v.name),
+            ));
         } else if !seen.insert(v.name.as_str()) {
-            out.push(diag(l, Code::ReservedName, &field, format!("volume `{}` is named twice; Kubernetes merges volumes by name, so one would replace the other", v.name)));
+            out.push(diag(
+                l,
+                Code::ReservedName,
+                &field,
+                format!(
+                    "volume `{}` is named twice; Kubernetes merges volumes by name, so one would replace the other",
+                    v.name
+                ),
+            ));
         }
         if let Some(why) = reserved::mount_owner(b.spec.serving.format, &v.mount_path) {
             let msg = format!("volume `{}` is mounted at `{}`, {why}; the server would read this volume's files instead of the verified ones", v.name, v.mount_path);
@@ -410,7 +510,12 @@ fn reserved_names(l: &Loaded, out: &mut Vec<Diagnostic>) {
     }
     for k in b.metadata.labels.keys() {
         if reserved::label_is_reserved(k) {
-            out.push(diag(l, Code::ReservedName, &format!("metadata.labels.{k}"), format!("label `{k}` is set by bundlegate (release identity); the bundle cannot set it")));
+            out.push(diag(
+                l,
+                Code::ReservedName,
+                &format!("metadata.labels.{k}"),
+                format!("label `{k}` is set by bundlegate (release identity); the bundle cannot set it"),
+            ));
         }
     }
 }

@@ -5,8 +5,8 @@
 use chrono::{DateTime, Utc};
 
 use crate::checks::shard::{self, ShardInfo};
-use crate::report::{Diagnostic, Report, StepReport, Verdict};
 use crate::diag::Code;
+use crate::report::{Diagnostic, Report, StepReport, Verdict};
 
 /// How far a shard's clock may run ahead of the merging machine's before
 /// its `finishedAt` is no longer a time it can have finished at.
@@ -15,12 +15,21 @@ const CLOCK_SKEW: chrono::Duration = chrono::Duration::minutes(5);
 /// `reports`: (where it came from, the report), in any order.
 /// `max_age`: shard reports that finished longer ago than this (or say not
 /// when) are stale — e.g. yesterday's report of a shard that did not run today.
-pub(crate) fn merge_shards(reports: Vec<(String, Report)>, now: DateTime<Utc>, max_age: Option<chrono::Duration>) -> Report {
+pub(crate) fn merge_shards(
+    reports: Vec<(String, Report)>,
+    now: DateTime<Utc>,
+    max_age: Option<chrono::Duration>,
+) -> Report {
     let infos: Vec<Option<ShardInfo>> = reports.iter().map(|(_, r)| r.shard.clone()).collect();
-    let mut problems: Vec<String> = shard::coverage(&infos.iter().map(|i| i.as_ref()).collect::<Vec<_>>()).iter().map(|p| p.to_string()).collect();
+    let mut problems: Vec<String> =
+        shard::coverage(&infos.iter().map(|i| i.as_ref()).collect::<Vec<_>>()).iter().map(|p| p.to_string()).collect();
     if let Some(max) = max_age {
         for (name, r) in &reports {
-            let at = r.finished_at.as_deref().and_then(|t| DateTime::parse_from_rfc3339(t).ok()).map(|t| t.with_timezone(&Utc));
+            let at = r
+                .finished_at
+                .as_deref()
+                .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
+                .map(|t| t.with_timezone(&Utc));
             match at {
                 None => problems.push(format!("{name} does not say when it finished, so it may be stale")),
                 // A negative age is not fresh: it is a clock (or a report)
@@ -64,7 +73,10 @@ pub(crate) fn merge_shards(reports: Vec<(String, Report)>, now: DateTime<Utc>, m
         m.verdict = Verdict::Inconclusive;
         m.summary = format!("the shard reports do not cover one tree exactly once ({} problem(s)): the merged audit proves nothing about the rest", problems.len());
         for p in &problems {
-            m.diagnostics.push(Diagnostic::new(Code::ShardCoverageIncomplete, p.clone()).evidence(format!("reports: {}", names.join(", "))));
+            m.diagnostics.push(
+                Diagnostic::new(Code::ShardCoverageIncomplete, p.clone())
+                    .evidence(format!("reports: {}", names.join(", "))),
+            );
         }
     }
     if reports.is_empty() {
@@ -93,13 +105,22 @@ mod tests {
             s.verdict = verdict;
             r.push(s);
         }
-        r.shard = Some(ShardInfo { index, count, tree: tree.into(), commit: None, bundles_total: 3, owned: owned.iter().map(|s| s.to_string()).collect(), owned_bytes: 0 });
+        r.shard = Some(ShardInfo {
+            index,
+            count,
+            tree: tree.into(),
+            commit: None,
+            bundles_total: 3,
+            owned: owned.iter().map(|s| s.to_string()).collect(),
+            owned_bytes: 0,
+        });
         (format!("shard-{index}.json"), r)
     }
 
     #[test]
     fn complete_passing_shards_pass_and_a_missing_one_is_inconclusive() {
-        let all = vec![shard_report(0, 2, "t", &["a", "b"], Verdict::Pass), shard_report(1, 2, "t", &["c"], Verdict::Pass)];
+        let all =
+            vec![shard_report(0, 2, "t", &["a", "b"], Verdict::Pass), shard_report(1, 2, "t", &["c"], Verdict::Pass)];
         let m = merge_shards(all.clone(), Utc::now(), None);
         assert_eq!(m.verdict, Verdict::Pass);
         assert_eq!(m.steps.iter().filter(|s| s.step == "audit").count(), 3);
@@ -117,7 +138,8 @@ mod tests {
 
     #[test]
     fn a_stale_shard_is_inconclusive_when_a_max_age_is_set() {
-        let mut all = vec![shard_report(0, 2, "t", &["a", "b"], Verdict::Pass), shard_report(1, 2, "t", &["c"], Verdict::Pass)];
+        let mut all =
+            vec![shard_report(0, 2, "t", &["a", "b"], Verdict::Pass), shard_report(1, 2, "t", &["c"], Verdict::Pass)];
         let now = Utc::now();
         all[0].1.finished_at = Some(now.to_rfc3339());
         all[1].1.finished_at = Some((now - chrono::Duration::hours(30)).to_rfc3339());
@@ -148,7 +170,8 @@ mod tests {
 
     #[test]
     fn a_clock_a_little_ahead_is_still_fresh() {
-        let mut all = vec![shard_report(0, 2, "t", &["a", "b"], Verdict::Pass), shard_report(1, 2, "t", &["c"], Verdict::Pass)];
+        let mut all =
+            vec![shard_report(0, 2, "t", &["a", "b"], Verdict::Pass), shard_report(1, 2, "t", &["c"], Verdict::Pass)];
         let now = Utc::now();
         all[0].1.finished_at = Some((now + chrono::Duration::seconds(30)).to_rfc3339());
         all[1].1.finished_at = Some(now.to_rfc3339());

@@ -8,6 +8,6 @@ pub mod pod_files;
 pub mod preflight;
 pub mod render;
 pub mod revert;
-pub mod watch;
 pub mod shard;
 pub mod verify;
+pub mod watch;

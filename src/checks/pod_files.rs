@@ -18,8 +18,12 @@ pub(crate) struct Expected {
 pub(crate) enum Outcome {
     Ok,
     Missing,
-    SizeMismatch { actual: u64 },
-    DigestMismatch { actual: String },
+    SizeMismatch {
+        actual: u64,
+    },
+    DigestMismatch {
+        actual: String,
+    },
     /// Outside the root, not a regular file, or a read error.
     Unreadable(String),
 }
@@ -34,10 +38,24 @@ pub(crate) fn judge(items: &[Expected], outcomes: &[Outcome]) -> (Vec<Diagnostic
     for (e, o) in items.iter().zip(outcomes) {
         let (status, detail) = match o {
             Outcome::Ok => ("OK", None),
-            Outcome::Missing => ("MISSING", Some(format!("MISSING {}: expected sha256:{} size {}, no such file", e.path, e.sha256, e.size))),
-            Outcome::SizeMismatch { actual } => ("SIZE-MISMATCH", Some(format!("SIZE-MISMATCH {}: expected size {} (sha256:{}), found {actual} bytes", e.path, e.size, e.sha256))),
-            Outcome::DigestMismatch { actual } => ("DIGEST-MISMATCH", Some(format!("DIGEST-MISMATCH {}: expected sha256:{}, found sha256:{actual}", e.path, e.sha256))),
-            Outcome::Unreadable(why) => ("UNREADABLE", Some(format!("UNREADABLE {}: expected sha256:{}: {why}", e.path, e.sha256))),
+            Outcome::Missing => (
+                "MISSING",
+                Some(format!("MISSING {}: expected sha256:{} size {}, no such file", e.path, e.sha256, e.size)),
+            ),
+            Outcome::SizeMismatch { actual } => (
+                "SIZE-MISMATCH",
+                Some(format!(
+                    "SIZE-MISMATCH {}: expected size {} (sha256:{}), found {actual} bytes",
+                    e.path, e.size, e.sha256
+                )),
+            ),
+            Outcome::DigestMismatch { actual } => (
+                "DIGEST-MISMATCH",
+                Some(format!("DIGEST-MISMATCH {}: expected sha256:{}, found sha256:{actual}", e.path, e.sha256)),
+            ),
+            Outcome::Unreadable(why) => {
+                ("UNREADABLE", Some(format!("UNREADABLE {}: expected sha256:{}: {why}", e.path, e.sha256)))
+            }
         };
         if let Some(detail) = detail {
             diags.push(Diagnostic::new(Code::PodArtifactMismatch, detail).field(e.path.clone()));
@@ -46,7 +64,13 @@ pub(crate) fn judge(items: &[Expected], outcomes: &[Outcome]) -> (Vec<Diagnostic
     }
     // A file without an outcome was not checked: never counted as OK.
     for e in items.iter().skip(outcomes.len()) {
-        diags.push(Diagnostic::new(Code::PodArtifactMismatch, format!("UNREADABLE {}: expected sha256:{}: not checked", e.path, e.sha256)).field(e.path.clone()));
+        diags.push(
+            Diagnostic::new(
+                Code::PodArtifactMismatch,
+                format!("UNREADABLE {}: expected sha256:{}: not checked", e.path, e.sha256),
+            )
+            .field(e.path.clone()),
+        );
         statuses.push("UNREADABLE");
     }
     (diags, statuses)
@@ -57,7 +81,10 @@ pub(crate) fn judge(items: &[Expected], outcomes: &[Outcome]) -> (Vec<Diagnostic
 pub(crate) enum Seen {
     Absent,
     /// A regular file: its size and modification time.
-    File { len: u64, modified: Option<std::time::SystemTime> },
+    File {
+        len: u64,
+        modified: Option<std::time::SystemTime>,
+    },
     /// Something that will never become the file (a FIFO, socket, device or
     /// folder, or a path leading outside the model folder): the check
     /// refuses it, so it is never waited for.
@@ -68,7 +95,10 @@ pub(crate) enum Seen {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Waiting {
     Absent,
-    Partial { have: u64, want: u64 },
+    Partial {
+        have: u64,
+        want: u64,
+    },
     /// At its size, but written to less than [`SETTLE`] ago.
     Changing,
 }
@@ -155,7 +185,11 @@ impl WaitState {
 /// artifact(s): a.bin (absent), b.bin (10 of 20 bytes)`.
 pub(crate) fn describe_wait(items: &[Expected], waiting: &[(usize, Waiting)], max: usize) -> String {
     if waiting.is_empty() {
-        return format!("waiting for 0 of {} artifact(s): all present, making sure nothing still writes them ({} s unchanged)", items.len(), SETTLE.as_secs());
+        return format!(
+            "waiting for 0 of {} artifact(s): all present, making sure nothing still writes them ({} s unchanged)",
+            items.len(),
+            SETTLE.as_secs()
+        );
     }
     let mut s = format!("waiting for {} of {} artifact(s): ", waiting.len(), items.len());
     for (k, (i, why)) in waiting.iter().enumerate() {

@@ -32,14 +32,26 @@ pub(crate) fn rollback_target_unloadable(reference: &str, error: &str) -> Diagno
 
 /// The rollback target is another release than the one recorded.
 pub(crate) fn rollback_target_not_recorded(digest: &str, recorded: &str) -> Diagnostic {
-    unverified(format!("the rollback target hashes to {digest}, not the recorded {recorded}"), "spec.rollback.releaseDigest")
+    unverified(
+        format!("the rollback target hashes to {digest}, not the recorded {recorded}"),
+        "spec.rollback.releaseDigest",
+    )
 }
 
 /// Verifying the rollback target's bytes did not pass: a rollback to
 /// incomplete bytes is a second broken release. `findings` are the verify
 /// step's own, carried as evidence (the first 20).
-pub(crate) fn rollback_target_unverified(reference: &str, version: &str, verdict: &str, summary: &str, findings: &[String]) -> Diagnostic {
-    let mut d = unverified(format!("the rollback target {reference} ({version}) did not verify ({verdict}): {summary}"), "spec.rollback");
+pub(crate) fn rollback_target_unverified(
+    reference: &str,
+    version: &str,
+    verdict: &str,
+    summary: &str,
+    findings: &[String],
+) -> Diagnostic {
+    let mut d = unverified(
+        format!("the rollback target {reference} ({version}) did not verify ({verdict}): {summary}"),
+        "spec.rollback",
+    );
     for f in findings.iter().take(20) {
         d = d.evidence(f.clone());
     }

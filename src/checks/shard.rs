@@ -141,29 +141,63 @@ pub use crate::report::ShardInfo;
 /// Why a set of shard reports does not make one complete audit.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum CoverageProblem {
-    NotSharded { report: usize },
-    CountsDiffer { counts: Vec<u32> },
-    TreesDiffer { trees: Vec<String> },
-    CommitsDiffer { commits: Vec<String> },
-    Duplicate { index: u32, reports: Vec<usize> },
-    Missing { indices: Vec<u32> },
+    NotSharded {
+        report: usize,
+    },
+    CountsDiffer {
+        counts: Vec<u32>,
+    },
+    TreesDiffer {
+        trees: Vec<String>,
+    },
+    CommitsDiffer {
+        commits: Vec<String>,
+    },
+    Duplicate {
+        index: u32,
+        reports: Vec<usize>,
+    },
+    Missing {
+        indices: Vec<u32>,
+    },
     /// A bundle claimed by two shards, or a shard that owns bundles the others
     /// do not account for (shards computed by different versions of the rule).
-    OwnershipOverlap { bundle: String },
-    OwnershipIncomplete { owned: usize, total: usize },
+    OwnershipOverlap {
+        bundle: String,
+    },
+    OwnershipIncomplete {
+        owned: usize,
+        total: usize,
+    },
 }
 
 impl fmt::Display for CoverageProblem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            CoverageProblem::NotSharded { report } => write!(f, "report #{report} is not a sharded audit report (no shard section)"),
-            CoverageProblem::CountsDiffer { counts } => write!(f, "shard reports disagree on the number of shards: {counts:?}"),
-            CoverageProblem::TreesDiffer { trees } => write!(f, "shard reports come from different trees: {}", trees.join(", ")),
-            CoverageProblem::CommitsDiffer { commits } => write!(f, "shard reports come from different commits: {}", commits.join(", ")),
-            CoverageProblem::Duplicate { index, reports } => write!(f, "shard {index} appears {} times (reports {reports:?})", reports.len()),
-            CoverageProblem::Missing { indices } => write!(f, "missing shard(s) {indices:?}: their bundles were not audited"),
-            CoverageProblem::OwnershipOverlap { bundle } => write!(f, "bundle `{bundle}` is owned by more than one shard"),
-            CoverageProblem::OwnershipIncomplete { owned, total } => write!(f, "the shards own {owned} of the tree's {total} bundles"),
+            CoverageProblem::NotSharded { report } => {
+                write!(f, "report #{report} is not a sharded audit report (no shard section)")
+            }
+            CoverageProblem::CountsDiffer { counts } => {
+                write!(f, "shard reports disagree on the number of shards: {counts:?}")
+            }
+            CoverageProblem::TreesDiffer { trees } => {
+                write!(f, "shard reports come from different trees: {}", trees.join(", "))
+            }
+            CoverageProblem::CommitsDiffer { commits } => {
+                write!(f, "shard reports come from different commits: {}", commits.join(", "))
+            }
+            CoverageProblem::Duplicate { index, reports } => {
+                write!(f, "shard {index} appears {} times (reports {reports:?})", reports.len())
+            }
+            CoverageProblem::Missing { indices } => {
+                write!(f, "missing shard(s) {indices:?}: their bundles were not audited")
+            }
+            CoverageProblem::OwnershipOverlap { bundle } => {
+                write!(f, "bundle `{bundle}` is owned by more than one shard")
+            }
+            CoverageProblem::OwnershipIncomplete { owned, total } => {
+                write!(f, "the shards own {owned} of the tree's {total} bundles")
+            }
         }
     }
 }
@@ -262,7 +296,9 @@ mod tests {
 
     #[test]
     fn every_item_lands_in_exactly_one_shard_whatever_the_input_order() {
-        let mut it: Vec<Item> = (0..200).map(|i| Item { id: format!("models/m{i}/release.yaml"), bytes: (i as u64 * 7919) % 1000 + 1 }).collect();
+        let mut it: Vec<Item> = (0..200)
+            .map(|i| Item { id: format!("models/m{i}/release.yaml"), bytes: (i as u64 * 7919) % 1000 + 1 })
+            .collect();
         let a = assign(&it, 4);
         assert!(a.iter().all(|s| *s < 4));
         let map: std::collections::BTreeMap<String, u32> = it.iter().zip(&a).map(|(i, s)| (i.id.clone(), *s)).collect();
@@ -292,7 +328,9 @@ mod tests {
 
     #[test]
     fn balanced_by_bytes_and_stable_when_one_bundle_is_added() {
-        let it: Vec<Item> = (0..1000).map(|i| Item { id: format!("m{i}"), bytes: 1_000_000 + (i as u64 * 104_729) % 50_000_000 }).collect();
+        let it: Vec<Item> = (0..1000)
+            .map(|i| Item { id: format!("m{i}"), bytes: 1_000_000 + (i as u64 * 104_729) % 50_000_000 })
+            .collect();
         let a = assign(&it, 8);
         let l = loads(&it, &a, 8);
         let mean = l.iter().sum::<u128>() as f64 / 8.0;
@@ -315,7 +353,15 @@ mod tests {
     }
 
     fn info(index: u32, count: u32, tree: &str, owned: &[&str], total: usize) -> ShardInfo {
-        ShardInfo { index, count, tree: tree.into(), commit: None, bundles_total: total, owned: owned.iter().map(|s| s.to_string()).collect(), owned_bytes: 0 }
+        ShardInfo {
+            index,
+            count,
+            tree: tree.into(),
+            commit: None,
+            bundles_total: total,
+            owned: owned.iter().map(|s| s.to_string()).collect(),
+            owned_bytes: 0,
+        }
     }
 
     #[test]
@@ -324,13 +370,17 @@ mod tests {
         let b = info(1, 2, "t", &["y"], 2);
         assert!(coverage(&[Some(&a), Some(&b)]).is_empty());
         assert!(matches!(coverage(&[Some(&a)])[..], [CoverageProblem::Missing { .. }]));
-        assert!(coverage(&[Some(&a), Some(&a.clone()), Some(&b)]).iter().any(|p| matches!(p, CoverageProblem::Duplicate { index: 0, .. })));
+        assert!(coverage(&[Some(&a), Some(&a.clone()), Some(&b)])
+            .iter()
+            .any(|p| matches!(p, CoverageProblem::Duplicate { index: 0, .. })));
         let other = info(1, 2, "u", &["y"], 2);
         assert!(coverage(&[Some(&a), Some(&other)]).iter().any(|p| matches!(p, CoverageProblem::TreesDiffer { .. })));
         let three = info(1, 3, "t", &["y"], 2);
         assert!(matches!(coverage(&[Some(&a), Some(&three)])[..], [CoverageProblem::CountsDiffer { .. }]));
         let overlap = info(1, 2, "t", &["x"], 2);
-        assert!(coverage(&[Some(&a), Some(&overlap)]).iter().any(|p| matches!(p, CoverageProblem::OwnershipOverlap { .. })));
+        assert!(coverage(&[Some(&a), Some(&overlap)])
+            .iter()
+            .any(|p| matches!(p, CoverageProblem::OwnershipOverlap { .. })));
         assert!(matches!(coverage(&[Some(&a), None])[..], [CoverageProblem::NotSharded { report: 1 }, ..]));
         let mut c1 = a.clone();
         c1.commit = Some("aaa".into());

@@ -36,7 +36,10 @@ pub enum ReadFailure {
     NotFound,
     Denied(String),
     /// Fewer or more bytes than listed.
-    Truncated { expected: u64, got: u64 },
+    Truncated {
+        expected: u64,
+        got: u64,
+    },
     /// The endpoint itself is gone (connection refused, DNS failure): retrying
     /// this object or starting others cannot succeed.
     Unreachable(String),
@@ -65,10 +68,19 @@ impl std::fmt::Display for ReadFailure {
 #[derive(Debug, Clone)]
 pub enum HashOutcome {
     /// Read and hashed now; `retries` transient failures happened first.
-    Hashed { sha256: String, retries: Vec<String> },
+    Hashed {
+        sha256: String,
+        retries: Vec<String>,
+    },
     /// Identity unchanged since a verified audit: trusted from the cache.
-    Cached { sha256: String, verified_at: String },
-    Failed { failure: ReadFailure, retries: Vec<String> },
+    Cached {
+        sha256: String,
+        verified_at: String,
+    },
+    Failed {
+        failure: ReadFailure,
+        retries: Vec<String>,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -139,7 +151,13 @@ pub fn evaluate(l: &Loaded, listing: &[Listed], hashes: &BTreeMap<String, HashOu
 
 /// `refused`: entries under a `file:` prefix the adapter found but did not
 /// read (see [`Refused`]).
-pub(crate) fn evaluate_with_refused(l: &Loaded, listing: &[Listed], refused: &[Refused], hashes: &BTreeMap<String, HashOutcome>, deny_extra: bool) -> Outcome {
+pub(crate) fn evaluate_with_refused(
+    l: &Loaded,
+    listing: &[Listed],
+    refused: &[Refused],
+    hashes: &BTreeMap<String, HashOutcome>,
+    deny_extra: bool,
+) -> Outcome {
     let by_key: HashMap<&str, &Listed> = listing.iter().map(|o| (o.key.as_str(), o)).collect();
     let mut out = Outcome::default();
     for (i, a) in l.bundle.spec.model.artifacts.iter().enumerate() {
@@ -148,10 +166,16 @@ pub(crate) fn evaluate_with_refused(l: &Loaded, listing: &[Listed], refused: &[R
     }
     if l.bundle.spec.model.artifacts.is_empty() {
         out.diagnostics.push(
-            Diagnostic::new(Code::NothingVerified, format!("the bundle lists no artifacts: nothing under `{}` was verified", l.bundle.spec.model.storage_uri))
-                .at(l.span("spec.model.artifacts"))
-                .field("spec.model.artifacts")
-                .help("list every file the server needs (`bundlegate publish` records them)"),
+            Diagnostic::new(
+                Code::NothingVerified,
+                format!(
+                    "the bundle lists no artifacts: nothing under `{}` was verified",
+                    l.bundle.spec.model.storage_uri
+                ),
+            )
+            .at(l.span("spec.model.artifacts"))
+            .field("spec.model.artifacts")
+            .help("list every file the server needs (`bundlegate publish` records them)"),
         );
     }
     not_in_bundle(l, listing, refused, deny_extra, &mut out);
@@ -186,7 +210,15 @@ impl Outcome {
 
 /// One pinned artifact: refused, missing, the wrong size, unpinned, or
 /// judged by its hash. Never OK without a hash of the bytes.
-fn judge_artifact(l: &Loaded, i: usize, a: &bundle::Artifact, by_key: &HashMap<&str, &Listed>, refused: &[Refused], hashes: &BTreeMap<String, HashOutcome>, out: &mut Outcome) -> Row {
+fn judge_artifact(
+    l: &Loaded,
+    i: usize,
+    a: &bundle::Artifact,
+    by_key: &HashMap<&str, &Listed>,
+    refused: &[Refused],
+    hashes: &BTreeMap<String, HashOutcome>,
+    out: &mut Outcome,
+) -> Row {
     let uri = &l.bundle.spec.model.storage_uri;
     let field = format!("spec.model.artifacts[{i}]");
     let diag = |code: Code, msg: String| Diagnostic::new(code, msg).at(l.span(&field)).field(field.clone());
@@ -202,13 +234,15 @@ fn judge_artifact(l: &Loaded, i: usize, a: &bundle::Artifact, by_key: &HashMap<&
     if bundle::path_escapes(&a.path) {
         row.status = Status::Refused;
         row.note = "path escapes the prefix; not read".into();
-        out.diagnostics.push(diag(Code::ArtifactPathEscapes, format!("refusing to read `{}`: it escapes `{uri}`", a.path)));
+        out.diagnostics
+            .push(diag(Code::ArtifactPathEscapes, format!("refusing to read `{}`: it escapes `{uri}`", a.path)));
         return row;
     }
     if let Some(r) = refused.iter().find(|r| r.key == a.path) {
         row.status = Status::Refused;
         row.note = format!("{}; not read", r.why);
-        out.diagnostics.push(diag(Code::StoreObjectEscapes, format!("refusing to read `{}`: in `{uri}` it is {}", a.path, r.why)));
+        out.diagnostics
+            .push(diag(Code::StoreObjectEscapes, format!("refusing to read `{}`: in `{uri}` it is {}", a.path, r.why)));
         return row;
     }
     let Some(obj) = by_key.get(a.path.as_str()) else {
@@ -224,13 +258,21 @@ fn judge_artifact(l: &Loaded, i: usize, a: &bundle::Artifact, by_key: &HashMap<&
         row.status = Status::SizeMismatch;
         out.diagnostics.push(diag(
             Code::ArtifactSizeMismatch,
-            format!("`{}` is {} bytes in the store, the bundle says {}", a.path, obj.size, a.size.map(|s| s.to_string()).unwrap_or_else(|| "nothing".into())),
+            format!(
+                "`{}` is {} bytes in the store, the bundle says {}",
+                a.path,
+                obj.size,
+                a.size.map(|s| s.to_string()).unwrap_or_else(|| "nothing".into())
+            ),
         ));
         return row;
     }
     let Some(want) = &a.sha256 else {
         row.status = Status::Unpinned;
-        out.diagnostics.push(diag(Code::ArtifactUnhashed, format!("`{}` has no sha256 in the bundle; its bytes cannot be verified", a.path)));
+        out.diagnostics.push(diag(
+            Code::ArtifactUnhashed,
+            format!("`{}` has no sha256 in the bundle; its bytes cannot be verified", a.path),
+        ));
         return row;
     };
     match hashes.get(&a.path) {
@@ -276,8 +318,11 @@ fn judge_artifact(l: &Loaded, i: usize, a: &bundle::Artifact, by_key: &HashMap<&
             if sha256 != want {
                 row.status = Status::DigestMismatch;
                 out.diagnostics.push(
-                    diag(Code::ArtifactDigestMismatch, format!("`{}` in the store has sha256 {sha256}, the bundle says {want}", a.path))
-                        .evidence(format!("same size ({} bytes), different bytes", obj.size)),
+                    diag(
+                        Code::ArtifactDigestMismatch,
+                        format!("`{}` in the store has sha256 {sha256}, the bundle says {want}", a.path),
+                    )
+                    .evidence(format!("same size ({} bytes), different bytes", obj.size)),
                 );
             }
         }
@@ -286,7 +331,10 @@ fn judge_artifact(l: &Loaded, i: usize, a: &bundle::Artifact, by_key: &HashMap<&
             row.note = format!("unchanged since verified at {verified_at} (metadata only)");
             if sha256 != want {
                 row.status = Status::DigestMismatch;
-                out.diagnostics.push(diag(Code::ArtifactDigestMismatch, format!("`{}` was verified as {sha256}, the bundle says {want}", a.path)));
+                out.diagnostics.push(diag(
+                    Code::ArtifactDigestMismatch,
+                    format!("`{}` was verified as {sha256}, the bundle says {want}", a.path),
+                ));
             }
         }
     }
@@ -298,7 +346,8 @@ fn judge_artifact(l: &Loaded, i: usize, a: &bundle::Artifact, by_key: &HashMap<&
 /// storage-initializer downloads them too; an error with `deny_extra`).
 fn not_in_bundle(l: &Loaded, listing: &[Listed], refused: &[Refused], deny_extra: bool, out: &mut Outcome) {
     let uri = &l.bundle.spec.model.storage_uri;
-    let listed_in_bundle: std::collections::HashSet<&str> = l.bundle.spec.model.artifacts.iter().map(|a| a.path.as_str()).collect();
+    let listed_in_bundle: std::collections::HashSet<&str> =
+        l.bundle.spec.model.artifacts.iter().map(|a| a.path.as_str()).collect();
     for r in refused.iter().filter(|r| !listed_in_bundle.contains(r.key.as_str())) {
         out.diagnostics.push(
             Diagnostic::new(Code::StoreObjectEscapes, format!("`{}` under `{uri}` is {}; not read", r.key, r.why))
@@ -319,10 +368,13 @@ fn not_in_bundle(l: &Loaded, listing: &[Listed], refused: &[Refused], deny_extra
         if listed_in_bundle.contains(o.key.as_str()) {
             continue;
         }
-        let mut d = Diagnostic::new(Code::ExtraObject, format!("`{}` ({} bytes) is under `{uri}` but not in the bundle", o.key, o.size))
-            .at(l.span("spec.model.artifacts"))
-            .field("spec.model.artifacts")
-            .help("KServe's storage-initializer downloads it too; add it to the bundle or remove it from the prefix");
+        let mut d = Diagnostic::new(
+            Code::ExtraObject,
+            format!("`{}` ({} bytes) is under `{uri}` but not in the bundle", o.key, o.size),
+        )
+        .at(l.span("spec.model.artifacts"))
+        .field("spec.model.artifacts")
+        .help("KServe's storage-initializer downloads it too; add it to the bundle or remove it from the prefix");
         if deny_extra {
             d = d.severity(Severity::Error);
         }
@@ -350,7 +402,11 @@ pub(crate) fn table(rows: &[Row]) -> Table {
                     r.path.clone(),
                     r.status.as_str().to_string(),
                     r.actual_size.or(r.expected_size).map(|s| s.to_string()).unwrap_or_default(),
-                    r.actual_sha256.as_deref().or(r.expected_sha256.as_deref()).map(|s| s.chars().take(12).collect()).unwrap_or_default(),
+                    r.actual_sha256
+                        .as_deref()
+                        .or(r.expected_sha256.as_deref())
+                        .map(|s| s.chars().take(12).collect())
+                        .unwrap_or_default(),
                     r.note.clone(),
                 ]
             })

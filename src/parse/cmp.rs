@@ -151,7 +151,10 @@ impl Params {
             let list: Vec<Value> = serde_json::from_str(text).context("ARGOCD_APP_PARAMETERS is not a JSON array")?;
             let mut seen = std::collections::BTreeSet::new();
             for p in list {
-                let name = p.get("name").and_then(Value::as_str).ok_or_else(|| anyhow!("ARGOCD_APP_PARAMETERS: an entry has no `name`: {p}"))?;
+                let name = p
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .ok_or_else(|| anyhow!("ARGOCD_APP_PARAMETERS: an entry has no `name`: {p}"))?;
                 if !seen.insert(name.to_string()) {
                     bail!("ARGOCD_APP_PARAMETERS: parameter `{name}` is given twice");
                 }
@@ -180,15 +183,20 @@ impl Params {
         // The same rules as the bundle fields they override (bundle::validate).
         let namespace = match val("namespace") {
             Some((v, src)) => {
-                crate::bundle::validate::check_namespace(v).map_err(|why| anyhow!("parameter `namespace` ({src}): {why}"))?;
+                crate::bundle::validate::check_namespace(v)
+                    .map_err(|why| anyhow!("parameter `namespace` ({src}): {why}"))?;
                 Some(v.clone())
             }
             None => None,
         };
         let replicas = match val("replicas") {
             Some((v, src)) => {
-                let n = v.trim().parse::<u64>().map_err(|_| anyhow!("parameter `replicas` ({src}) = `{v}` is not a whole number"))?;
-                crate::bundle::validate::check_replicas(n).map_err(|why| anyhow!("parameter `replicas` ({src}): {why}, as for spec.serving.replicas"))?;
+                let n = v
+                    .trim()
+                    .parse::<u64>()
+                    .map_err(|_| anyhow!("parameter `replicas` ({src}) = `{v}` is not a whole number"))?;
+                crate::bundle::validate::check_replicas(n)
+                    .map_err(|why| anyhow!("parameter `replicas` ({src}): {why}, as for spec.serving.replicas"))?;
                 Some(n as u32)
             }
             None => None,
@@ -227,7 +235,10 @@ mod tests {
     #[test]
     fn defaults_when_nothing_is_sent() {
         let p = Params::from_env(&CmpEnv::default()).unwrap();
-        assert_eq!(p, Params { bundle: "release.yaml".into(), namespace: None, replicas: None, templates: None, lint: true });
+        assert_eq!(
+            p,
+            Params { bundle: "release.yaml".into(), namespace: None, replicas: None, templates: None, lint: true }
+        );
     }
 
     #[test]

@@ -17,11 +17,20 @@ pub fn parse_golden(text: &str) -> Result<Vec<GoldenSample>> {
         .filter(|(_, l)| !l.trim().is_empty() && !l.trim_start().starts_with("//"))
         .map(|(i, l)| {
             if let Err(g) = crate::yaml_guard::check_json(l) {
-                anyhow::bail!("line {} column {}: not a golden request (duplicate key; its text is not quoted)", i + 1, g.column);
+                anyhow::bail!(
+                    "line {} column {}: not a golden request (duplicate key; its text is not quoted)",
+                    i + 1,
+                    g.column
+                );
             }
             serde_json::from_str(l).map_err(|e| {
-                let kind = if e.is_syntax() || e.is_eof() { "not JSON" } else { crate::bundle::problem_kind(&e.to_string()) };
-                anyhow::anyhow!("line {} column {}: not a golden request ({kind}; its text is not quoted)", i + 1, e.column())
+                let kind =
+                    if e.is_syntax() || e.is_eof() { "not JSON" } else { crate::bundle::problem_kind(&e.to_string()) };
+                anyhow::anyhow!(
+                    "line {} column {}: not a golden request ({kind}; its text is not quoted)",
+                    i + 1,
+                    e.column()
+                )
             })
         })
         .collect()
@@ -45,7 +54,8 @@ pub fn answer(api: GoldenApi, status: u16, latency_ms: u64, text: &str) -> Golde
             // KServe v2 has no finish reason field; an output tensor named
             // `finish_reason` is the convention we read.
             let outs = v["outputs"].as_array().cloned().unwrap_or_default();
-            let named = |n: &str| outs.iter().find(|o| o["name"] == n).and_then(|o| o["data"][0].as_str().map(String::from));
+            let named =
+                |n: &str| outs.iter().find(|o| o["name"] == n).and_then(|o| o["data"][0].as_str().map(String::from));
             let text = outs.iter().find(|o| o["name"] != "finish_reason").and_then(|o| match &o["data"][0] {
                 Value::String(s) => Some(s.clone()),
                 Value::Null => None,
@@ -65,7 +75,8 @@ mod tests {
 
     #[test]
     fn shipped_golden_file_parses() {
-        let t = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/llm-scratch/v2/golden.jsonl")).unwrap();
+        let t = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/llm-scratch/v2/golden.jsonl"))
+            .unwrap();
         let g = parse_golden(&t).unwrap();
         assert_eq!(g.len(), 2);
         assert!(g[0].expect.json);
@@ -74,9 +85,22 @@ mod tests {
 
     #[test]
     fn answers_are_read_by_api() {
-        let chat = answer(GoldenApi::OpenAiChat, 200, 5, r#"{"choices":[{"message":{"content":"hi"},"finish_reason":"stop"}]}"#);
-        assert_eq!((chat.content.as_deref(), chat.finish_reason.as_deref(), chat.raw), (Some("hi"), Some("stop"), None));
-        let v2 = answer(GoldenApi::KserveV2, 200, 5, r#"{"outputs":[{"name":"text","data":["x"]},{"name":"finish_reason","data":["length"]}]}"#);
+        let chat = answer(
+            GoldenApi::OpenAiChat,
+            200,
+            5,
+            r#"{"choices":[{"message":{"content":"hi"},"finish_reason":"stop"}]}"#,
+        );
+        assert_eq!(
+            (chat.content.as_deref(), chat.finish_reason.as_deref(), chat.raw),
+            (Some("hi"), Some("stop"), None)
+        );
+        let v2 = answer(
+            GoldenApi::KserveV2,
+            200,
+            5,
+            r#"{"outputs":[{"name":"text","data":["x"]},{"name":"finish_reason","data":["length"]}]}"#,
+        );
         assert_eq!((v2.content.as_deref(), v2.finish_reason.as_deref()), (Some("x"), Some("length")));
         let broken = answer(GoldenApi::OpenAiCompletions, 502, 5, "<html>bad gateway</html>");
         assert_eq!((broken.content, broken.raw.as_deref()), (None, Some("<html>bad gateway</html>")));

@@ -65,10 +65,15 @@ fn parse_labels(v: &Value) -> BTreeMap<String, String> {
 /// Parse one `/api/v1/query` answer (`status` is the HTTP status, for the
 /// error text). Pure, so the parser is fuzzed without a server.
 pub fn parse_response(status: u16, body: &str, q: &str) -> Result<Vec<Series>> {
-    let parsed: ApiResponse = serde_json::from_str(body)
-        .with_context(|| format!("Prometheus answered HTTP {status} with something that is not its API JSON: {}", truncate(body, 200)))?;
+    let parsed: ApiResponse = serde_json::from_str(body).with_context(|| {
+        format!("Prometheus answered HTTP {status} with something that is not its API JSON: {}", truncate(body, 200))
+    })?;
     if parsed.status != "success" {
-        bail!("Prometheus rejected `{q}`: {} {}", parsed.error_type.unwrap_or_default(), parsed.error.unwrap_or_else(|| format!("HTTP {status}")));
+        bail!(
+            "Prometheus rejected `{q}`: {} {}",
+            parsed.error_type.unwrap_or_default(),
+            parsed.error.unwrap_or_else(|| format!("HTTP {status}"))
+        );
     }
     let data = parsed.data.ok_or_else(|| anyhow!("Prometheus answer has no data for `{q}`"))?;
     match data.result_type.as_str() {
@@ -85,7 +90,11 @@ pub fn parse_response(status: u16, body: &str, q: &str) -> Result<Vec<Series>> {
             .ok_or_else(|| anyhow!("matrix result is not an array"))?
             .iter()
             .map(|s| {
-                let points = s.get("values").and_then(Value::as_array).map(|v| v.iter().map(parse_value).collect::<Result<Vec<_>>>()).transpose()?;
+                let points = s
+                    .get("values")
+                    .and_then(Value::as_array)
+                    .map(|v| v.iter().map(parse_value).collect::<Result<Vec<_>>>())
+                    .transpose()?;
                 Ok(series(parse_labels(s), points.unwrap_or_default()))
             })
             .collect(),

@@ -11,7 +11,8 @@ use serde_json::Value;
 
 use crate::bundle::IntOrPercent;
 use crate::checks::preflight::{
-    ClusterState, ContainerResources, LabelSelector, Node, Pdb, Pod, Pv, Pvc, Quantities, Quota, Requirement, SelectorTerm, Taint,
+    ClusterState, ContainerResources, LabelSelector, Node, Pdb, Pod, Pv, Pvc, Quantities, Quota, Requirement,
+    SelectorTerm, Taint,
 };
 
 // ---- the subset of Kubernetes objects preflight reads ------------------------------
@@ -184,7 +185,11 @@ struct RawReq {
 }
 impl RawReq {
     fn plain(self) -> Requirement {
-        Requirement { key: if self.key.is_empty() { self.scope_name } else { self.key }, operator: self.operator, values: self.values }
+        Requirement {
+            key: if self.key.is_empty() { self.scope_name } else { self.key },
+            operator: self.operator,
+            values: self.values,
+        }
     }
 }
 #[derive(Debug, Deserialize, Default)]
@@ -237,7 +242,8 @@ fn is_list_kind(kind: &str) -> bool {
     kind.ends_with("List") && (kind == "List" || kind.len() > 4)
 }
 
-const KINDS: &[&str] = &["Node", "Pod", "PersistentVolumeClaim", "PersistentVolume", "ResourceQuota", "PodDisruptionBudget"];
+const KINDS: &[&str] =
+    &["Node", "Pod", "PersistentVolumeClaim", "PersistentVolume", "ResourceQuota", "PodDisruptionBudget"];
 
 /// Add one object given as a generic tree (the precise path: errors name the
 /// field, and kinds preflight does not read are skipped unparsed). `kind_hint`
@@ -270,7 +276,12 @@ pub(crate) fn add_item(st: &mut ClusterState, mut item: Value, kind_hint: Option
         *st.ignored.entry(kind).or_insert(0) += 1;
         return Ok(());
     }
-    let label = map.get("metadata").and_then(|m| m.get("name")).and_then(Value::as_str).map(|n| format!(" {n}")).unwrap_or_default();
+    let label = map
+        .get("metadata")
+        .and_then(|m| m.get("name"))
+        .and_then(Value::as_str)
+        .map(|n| format!(" {n}"))
+        .unwrap_or_default();
     let raw: RawItem = typed(item).map_err(|e| format!("({kind}{label}) {e}"))?;
     add_raw(st, &kind, raw)
 }
@@ -296,7 +307,11 @@ fn add_raw(st: &mut ClusterState, kind: &str, r: RawItem) -> Result<(), String> 
             terminating: m.deletion_timestamp.is_some(),
             labels: m.labels,
             containers: spec.containers.into_iter().map(|c| res(c.resources)).collect(),
-            init_containers: spec.init_containers.into_iter().map(|c| (res(c.resources), c.restart_policy.as_deref() == Some("Always"))).collect(),
+            init_containers: spec
+                .init_containers
+                .into_iter()
+                .map(|c| (res(c.resources), c.restart_policy.as_deref() == Some("Always")))
+                .collect(),
             overhead: qmap(spec.overhead),
         }),
         "PersistentVolumeClaim" => st.pvcs.push(Pvc {
@@ -317,7 +332,11 @@ fn add_raw(st: &mut ClusterState, kind: &str, r: RawItem) -> Result<(), String> 
                             .match_expressions
                             .into_iter()
                             .map(RawReq::plain)
-                            .chain(t.match_fields.into_iter().map(|f| Requirement { key: "metadata.name".into(), ..f.plain() }))
+                            .chain(
+                                t.match_fields
+                                    .into_iter()
+                                    .map(|f| Requirement { key: "metadata.name".into(), ..f.plain() }),
+                            )
                             .collect(),
                     })
                     .collect(),
@@ -329,7 +348,10 @@ fn add_raw(st: &mut ClusterState, kind: &str, r: RawItem) -> Result<(), String> 
             hard: qmap(spec.hard),
             used: status.used.map(qmap),
             scopes: spec.scopes,
-            scope_selector: spec.scope_selector.map(|s| s.match_expressions.into_iter().map(RawReq::plain).collect()).unwrap_or_default(),
+            scope_selector: spec
+                .scope_selector
+                .map(|s| s.match_expressions.into_iter().map(RawReq::plain).collect())
+                .unwrap_or_default(),
         }),
         "PodDisruptionBudget" => {
             let ip = |x: Option<IntOrStr>| {
@@ -438,7 +460,9 @@ fn scan_yaml(text: &str) -> Result<Option<YamlScan>, ScanFail> {
     // Anchor id → the item that defines it (`None`: outside `items`).
     let mut anchored_in: std::collections::HashMap<usize, Option<usize>> = std::collections::HashMap::new();
     loop {
-        let (ev, mark) = parser.next_token().map_err(|e| ScanFail::Syntax(e.info().to_string(), e.marker().line().max(1), e.marker().col() + 1))?;
+        let (ev, mark) = parser
+            .next_token()
+            .map_err(|e| ScanFail::Syntax(e.info().to_string(), e.marker().line().max(1), e.marker().col() + 1))?;
         guard.event(&ev, &mark).map_err(ScanFail::Guard)?;
         // An anchor (`&a`, as PyYAML writes for shared values) and its
         // aliases inside one item travel with that item's text; an alias to
@@ -480,7 +504,13 @@ fn scan_yaml(text: &str) -> Result<Option<YamlScan>, ScanFail> {
                     }
                     // Keys are never the nodes looked for below.
                     if let Event::MappingStart(..) | Event::SequenceStart(..) = ev {
-                        stack.push(Frame { map: matches!(ev, Event::MappingStart(..)), keys: Default::default(), awaiting_value: false, key: None, items: false });
+                        stack.push(Frame {
+                            map: matches!(ev, Event::MappingStart(..)),
+                            keys: Default::default(),
+                            awaiting_value: false,
+                            key: None,
+                            items: false,
+                        });
                     }
                     continue;
                 } else if top.map {
@@ -510,7 +540,9 @@ fn scan_yaml(text: &str) -> Result<Option<YamlScan>, ScanFail> {
                 match (depth, k) {
                     (1, "kind") => out.kind = Some(v.clone()),
                     (3, "kind") if in_items => out.items.last_mut().expect("inside an item").kind = Some(v.clone()),
-                    (3, "apiVersion") if in_items => out.items.last_mut().expect("inside an item").api_version = Some(v.clone()),
+                    (3, "apiVersion") if in_items => {
+                        out.items.last_mut().expect("inside an item").api_version = Some(v.clone())
+                    }
                     (4, "name") if in_items && stack[2].key.as_deref() == Some("metadata") => {
                         out.items.last_mut().expect("inside an item").name = Some(v.clone())
                     }
@@ -521,8 +553,15 @@ fn scan_yaml(text: &str) -> Result<Option<YamlScan>, ScanFail> {
             }
             match ev {
                 Event::MappingStart(..) | Event::SequenceStart(..) => {
-                    let items = depth == 1 && value_of.as_deref() == Some("items") && matches!(ev, Event::SequenceStart(..));
-                    stack.push(Frame { map: matches!(ev, Event::MappingStart(..)), keys: Default::default(), awaiting_value: false, key: None, items });
+                    let items =
+                        depth == 1 && value_of.as_deref() == Some("items") && matches!(ev, Event::SequenceStart(..));
+                    stack.push(Frame {
+                        map: matches!(ev, Event::MappingStart(..)),
+                        keys: Default::default(),
+                        awaiting_value: false,
+                        key: None,
+                        items,
+                    });
                 }
                 _ => {}
             }
@@ -538,7 +577,8 @@ fn scan_yaml(text: &str) -> Result<Option<YamlScan>, ScanFail> {
     // Block style puts every item on its own line(s); anything else is rare
     // enough to read whole.
     let lines_ok = out.items.iter().all(|h| h.line > 0)
-        && out.items.windows(2).all(|w| w[0].line < w[1].line) && out.items.last().is_none_or(|l| l.line < out.end_line);
+        && out.items.windows(2).all(|w| w[0].line < w[1].line)
+        && out.items.last().is_none_or(|l| l.line < out.end_line);
     Ok((simple && docs <= 1 && out.end_line > 0 && lines_ok).then_some(out))
 }
 
@@ -587,7 +627,8 @@ fn yaml_error(msg: &str, at: Option<(usize, usize)>, first_line: usize) -> Strin
 /// One item's text through the one reader (the same parser the scan's
 /// guard read it with), into the typed item.
 fn read_item(body: &str, first_line: usize) -> Result<RawItem, String> {
-    let docs = crate::yaml_guard::read(body, &crate::yaml_guard::Limits::SNAPSHOT).map_err(|g| yaml_error(&g.at_path(), Some((g.line, g.column)), first_line))?;
+    let docs = crate::yaml_guard::read(body, &crate::yaml_guard::Limits::SNAPSHOT)
+        .map_err(|g| yaml_error(&g.at_path(), Some((g.line, g.column)), first_line))?;
     let [doc] = docs.as_slice() else { return Err(format!("is {} YAML documents, not one", docs.len())) };
     crate::yaml_guard::from_node(doc).map_err(|(path, e)| {
         let field = if path.is_empty() { String::new() } else { format!("{path}: ") };
@@ -603,7 +644,9 @@ fn parse_yaml_items(display: &str, text: &str) -> Result<Option<ClusterState>> {
         Err(ScanFail::Syntax(msg, line, col)) => bail!("{display}: not valid YAML: {msg} at line {line} column {col}"),
         Err(ScanFail::Guard(g)) => bail!("{display}:{}:{}: {}", g.line, g.column, g.at_path()),
     };
-    let Some(kind) = scan.kind.as_deref().filter(|k| *k == "List" || (k.ends_with("List") && k.len() > 4)) else { return Ok(None) };
+    let Some(kind) = scan.kind.as_deref().filter(|k| *k == "List" || (k.ends_with("List") && k.len() > 4)) else {
+        return Ok(None);
+    };
     let hint = kind.strip_suffix("List").filter(|k| !k.is_empty());
     let starts = line_starts(text);
     let mut st = ClusterState { source: format!("snapshot {display}"), ..Default::default() };
@@ -681,7 +724,8 @@ pub fn parse_snapshot(display: &str, text: &str) -> Result<ClusterState> {
     let yaml = if json {
         None
     } else {
-        let docs = crate::yaml_guard::read(text, &crate::yaml_guard::Limits::SNAPSHOT).map_err(|g| anyhow!("{display}:{}:{}: {}", g.line, g.column, g.at_path()))?;
+        let docs = crate::yaml_guard::read(text, &crate::yaml_guard::Limits::SNAPSHOT)
+            .map_err(|g| anyhow!("{display}:{}:{}: {}", g.line, g.column, g.at_path()))?;
         match <[_; 1]>::try_from(docs) {
             Ok([doc]) => Some(doc),
             Err(docs) => bail!("{display}: expected one YAML document, found {}", docs.len()),
@@ -726,8 +770,14 @@ mod tests {
 
     #[test]
     fn fast_and_precise_paths_agree() {
-        let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/cluster/roomy.yaml")).unwrap();
-        let fast = parse_fast("roomy", &text, crate::yaml_guard::read(&text, &crate::yaml_guard::Limits::SNAPSHOT).unwrap().first()).expect("a kubectl List takes the fast path");
+        let text =
+            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/cluster/roomy.yaml")).unwrap();
+        let fast = parse_fast(
+            "roomy",
+            &text,
+            crate::yaml_guard::read(&text, &crate::yaml_guard::Limits::SNAPSHOT).unwrap().first(),
+        )
+        .expect("a kubectl List takes the fast path");
         let doc: Value = serde_yaml_ng::from_str(&text).unwrap();
         let mut slow = ClusterState::default();
         for it in doc["items"].as_array().unwrap().clone() {
@@ -746,13 +796,20 @@ mod tests {
         let head = "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Node\n  metadata: {name: a}\n  status: {allocatable: {cpu: 1, memory: 1Gi}}\n";
         let bad = format!("{head}- apiVersion: v1\n  kind: Pod\n  metadata:\n    name: p\n  spec:\n    containers:\n    - resources: {{requests: [1]}}\n");
         let e = parse_snapshot("s.yaml", &bad).unwrap_err().to_string();
-        assert!(e.contains("s.yaml: items[1] (Pod p) spec.containers[0].resources.requests") && e.contains("(line 14, column"), "{e}");
+        assert!(
+            e.contains("s.yaml: items[1] (Pod p) spec.containers[0].resources.requests")
+                && e.contains("(line 14, column"),
+            "{e}"
+        );
         let dup = format!("{head}  metadata: {{name: b}}\n");
         let e = parse_snapshot("d.yaml", &dup).unwrap_err().to_string();
         assert!(e.contains("d.yaml:8:3: items[0].metadata: duplicate key `metadata`"), "{e}");
         let dup = "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Pod\n  metadata: {name: p}\n  spec:\n    containers:\n    - resources:\n        requests: {cpu: 1, cpu: 2}\n";
         let e = parse_snapshot("d.yaml", dup).unwrap_err().to_string();
-        assert!(e.contains("d.yaml:10:28: items[0].spec.containers[0].resources.requests.cpu: duplicate key `cpu`"), "{e}");
+        assert!(
+            e.contains("d.yaml:10:28: items[0].spec.containers[0].resources.requests.cpu: duplicate key `cpu`"),
+            "{e}"
+        );
         // Items after other top-level keys, a dash on its own line, comments between items.
         let odd = "kind: List\napiVersion: v1\nitems:\n  -\n    apiVersion: v1\n    kind: Node\n    metadata: {name: a}\n  # a comment\n  - apiVersion: v1\n    kind: Pod\n    metadata: {name: p}\n    spec: {nodeName: a, containers: [{}]}\nmetadata: {}\n";
         let scan = scan_yaml(odd).ok().flatten().expect("block style is read item by item");
@@ -764,7 +821,10 @@ mod tests {
         let local = "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Node\n  metadata: {name: a}\n  status:\n    allocatable: &al {cpu: 1, memory: 1Gi}\n    capacity: *al\n- apiVersion: v1\n  kind: Pod\n  metadata: {name: p}\n  spec: {nodeName: a, containers: [{resources: {requests: &r {cpu: 2}, limits: *r}}]}\n";
         assert_eq!(scan_yaml(local).ok().flatten().expect("item-local anchors are read item by item").items.len(), 2);
         let st = parse_snapshot("l.yaml", local).unwrap();
-        assert_eq!((st.nodes[0].allocatable["cpu"].as_str(), st.pods[0].containers[0].requests["cpu"].as_str()), ("1", "2"));
+        assert_eq!(
+            (st.nodes[0].allocatable["cpu"].as_str(), st.pods[0].containers[0].requests["cpu"].as_str()),
+            ("1", "2")
+        );
         // An alias to another item's anchor is left to the whole-document reading, which resolves it.
         let anchored = "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Node\n  metadata: {name: a}\n  status: {allocatable: &al {cpu: 1, memory: 1Gi}}\n- apiVersion: v1\n  kind: Pod\n  metadata: {name: p}\n  spec: {nodeName: a, containers: [{resources: {requests: *al}}]}\n";
         assert!(scan_yaml(anchored).ok().flatten().is_none());

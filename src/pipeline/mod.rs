@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use serde::Deserialize;
 
-use crate::options::{self, defaults, HumanDuration, VerifyOptions};
 use crate::bundle;
+use crate::options::{self, defaults, HumanDuration, VerifyOptions};
 
 // Running a pipeline takes every adapter; reading one takes none, so the
 // parser is in the core (`--no-default-features`, the fuzz build).
@@ -240,7 +240,8 @@ pub fn parse(path: &Path, text: &str) -> Result<Pipeline> {
     // The one reader every YAML input goes through (duplicate keys,
     // `required: false` then `required: true`, must not be last-wins;
     // aliases and depth bounded): the guard and the model read one stream.
-    let p: PipelineFile = crate::yaml_guard::from_str(&path.display().to_string(), text, &crate::yaml_guard::Limits::DEFAULT)?;
+    let p: PipelineFile =
+        crate::yaml_guard::from_str(&path.display().to_string(), text, &crate::yaml_guard::Limits::DEFAULT)?;
     let spans = bundle::SpanIndex::build(text);
     if p.api_version != "bundlegate.dev/v1" || p.kind != "Pipeline" {
         bail!("{}: expected apiVersion bundlegate.dev/v1, kind Pipeline", path.display());
@@ -294,7 +295,11 @@ impl StepKind {
 /// `Err((option, why))`.
 type OptionError = (&'static str, String);
 
-fn duration_option(key: &'static str, v: Option<String>, default: Option<&'static str>) -> std::result::Result<Option<HumanDuration>, OptionError> {
+fn duration_option(
+    key: &'static str,
+    v: Option<String>,
+    default: Option<&'static str>,
+) -> std::result::Result<Option<HumanDuration>, OptionError> {
     match v.as_deref().or(default) {
         Some(text) => HumanDuration::parse(text).map(Some).map_err(|e| (key, e)),
         None => Ok(None),
@@ -302,7 +307,11 @@ fn duration_option(key: &'static str, v: Option<String>, default: Option<&'stati
 }
 
 /// A duration option with a built-in default, so never absent.
-fn duration_or(key: &'static str, v: Option<String>, default: &'static str) -> std::result::Result<HumanDuration, OptionError> {
+fn duration_or(
+    key: &'static str,
+    v: Option<String>,
+    default: &'static str,
+) -> std::result::Result<HumanDuration, OptionError> {
     duration_option(key, v, Some(default)).map(|d| d.unwrap_or_else(|| unreachable!("a default was given")))
 }
 
@@ -346,7 +355,11 @@ impl StepSpec {
         ];
         let allowed = kind.options();
         if let Some((key, _)) = set.iter().find(|(k, on)| *on && !allowed.contains(k)) {
-            let known = if allowed.is_empty() { "it takes no options".to_string() } else { format!("its options are {}", allowed.join(", ")) };
+            let known = if allowed.is_empty() {
+                "it takes no options".to_string()
+            } else {
+                format!("its options are {}", allowed.join(", "))
+            };
             return Err((key, format!("`{key}` is not an option of the {} step ({known})", kind.as_str())));
         }
         let verify = || -> std::result::Result<VerifyOptions, OptionError> {
@@ -363,14 +376,23 @@ impl StepSpec {
             StepKind::Verify => StepSpec::Verify(verify()?),
             StepKind::Preflight => StepSpec::Preflight { snapshot: w.snapshot.clone() },
             StepKind::Canary => StepSpec::Canary { window: duration_option("window", w.window.clone(), None)? },
-            StepKind::Audit => StepSpec::Audit { verify: verify()?, deep: w.deep.unwrap_or(false), serving: w.serving.unwrap_or(false) },
+            StepKind::Audit => StepSpec::Audit {
+                verify: verify()?,
+                deep: w.deep.unwrap_or(false),
+                serving: w.serving.unwrap_or(false),
+            },
             StepKind::Watch => StepSpec::Watch(WatchStep {
                 app: w.app.clone().unwrap_or_else(|| defaults::APP_TEMPLATE.into()),
                 app_namespace: w.app_namespace.clone().unwrap_or_else(|| defaults::APP_NAMESPACE.into()),
                 timeout: duration_or("timeout", w.timeout.clone(), defaults::WATCH_TIMEOUT)?,
                 service_url: w.service_url.clone(),
                 probe_interval: duration_or("probeInterval", w.probe_interval.clone(), defaults::PROBE_INTERVAL)?,
-                stable_for: w.stable_for.as_deref().map(crate::util::try_duration).transpose().map_err(|e| ("stableFor", e))?,
+                stable_for: w
+                    .stable_for
+                    .as_deref()
+                    .map(crate::util::try_duration)
+                    .transpose()
+                    .map_err(|e| ("stableFor", e))?,
             }),
             StepKind::Revert => StepSpec::Revert(RevertStep {
                 remote: w.remote.clone().unwrap_or_else(|| defaults::REMOTE.into()),
@@ -380,4 +402,3 @@ impl StepSpec {
         })
     }
 }
-

@@ -6,11 +6,11 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 
 use super::{load, OnFailure, Pipeline, RevertStep, SelectFrom, Step, StepKind, StepSpec, WatchStep};
-use crate::options::{CanaryOptions, RenderOptions, RevertOptions, WatchOptions};
+use crate::app::ctx::Ctx;
 use crate::bundle::{self, Loaded};
 use crate::diag::Overrides;
 use crate::manifests::TemplateSource;
-use crate::app::ctx::Ctx;
+use crate::options::{CanaryOptions, RenderOptions, RevertOptions, WatchOptions};
 use crate::report::{Report, StepReport, Verdict};
 
 pub struct Inputs {
@@ -39,14 +39,25 @@ struct Target {
 
 fn select(p: &Pipeline, inputs: &Inputs) -> Result<(Vec<Target>, Option<StepReport>)> {
     if !inputs.bundles.is_empty() {
-        return Ok((inputs.bundles.iter().map(|b| Target { path: b.clone(), base_text: None, head_text: None, head_error: None }).collect(), None));
+        return Ok((
+            inputs
+                .bundles
+                .iter()
+                .map(|b| Target { path: b.clone(), base_text: None, head_text: None, head_error: None })
+                .collect(),
+            None,
+        ));
     }
     match p.bundles.as_ref().map(|b| b.from) {
         Some(SelectFrom::Changed) => {
-            let base = inputs.base.clone().context("this pipeline selects changed bundles: pass --base (and --head) or --bundle")?;
+            let base = inputs
+                .base
+                .clone()
+                .context("this pipeline selects changed bundles: pass --base (and --head) or --bundle")?;
             let head = inputs.head.clone().unwrap_or_else(|| "HEAD".into());
-            let changed = crate::adapters::git::changed_bundles(&inputs.repo, &base, &head)
-                .with_context(|| format!("finding bundles changed between {base} and {head} in {}", inputs.repo.display()))?;
+            let changed = crate::adapters::git::changed_bundles(&inputs.repo, &base, &head).with_context(|| {
+                format!("finding bundles changed between {base} and {head} in {}", inputs.repo.display())
+            })?;
             let mut note = StepReport::new("select", format!("{base}..{head}"));
             let mut out = Vec::new();
             let mut skipped = Vec::new();
@@ -59,14 +70,33 @@ fn select(p: &Pipeline, inputs: &Inputs) -> Result<(Vec<Target>, Option<StepRepo
                 let path = inputs.repo.join(&c.path);
                 // Say so when the checkout is not at head: the check reads
                 // head's committed bundle, not the file on disk.
-                if c.head_error.is_none() && crate::adapters::bundle_files::read_bundle_text(&path).ok().as_deref() != Some(c.head_text.as_str()) {
+                if c.head_error.is_none()
+                    && crate::adapters::bundle_files::read_bundle_text(&path).ok().as_deref()
+                        != Some(c.head_text.as_str())
+                {
                     differs.push(c.path.display().to_string());
                 }
-                out.push(Target { path, base_text: c.base_text, head_text: Some(c.head_text), head_error: c.head_error });
+                out.push(Target {
+                    path,
+                    base_text: c.base_text,
+                    head_text: Some(c.head_text),
+                    head_error: c.head_error,
+                });
             }
-            note.summary = format!("{} changed bundle(s), checked as committed at {head}{}", out.len(), if skipped.is_empty() { String::new() } else { format!("; deleted, not checked: {}", skipped.join(", ")) });
+            note.summary = format!(
+                "{} changed bundle(s), checked as committed at {head}{}",
+                out.len(),
+                if skipped.is_empty() {
+                    String::new()
+                } else {
+                    format!("; deleted, not checked: {}", skipped.join(", "))
+                }
+            );
             if !differs.is_empty() {
-                note.summary.push_str(&format!("; the working tree differs from {head} for {} (not what was checked)", differs.join(", ")));
+                note.summary.push_str(&format!(
+                    "; the working tree differs from {head} for {} (not what was checked)",
+                    differs.join(", ")
+                ));
             }
             note.data = serde_json::json!({"base": base, "head": head, "workingTreeDiffers": differs});
             if out.is_empty() {
@@ -78,7 +108,13 @@ fn select(p: &Pipeline, inputs: &Inputs) -> Result<(Vec<Target>, Option<StepRepo
         Some(SelectFrom::All) => {
             let root = p.bundles.as_ref().and_then(|b| b.root.clone()).unwrap_or_else(|| inputs.repo.clone());
             let found = crate::app::verify::find_bundles(&root)?;
-            Ok((found.into_iter().map(|path| Target { path, base_text: None, head_text: None, head_error: None }).collect(), None))
+            Ok((
+                found
+                    .into_iter()
+                    .map(|path| Target { path, base_text: None, head_text: None, head_error: None })
+                    .collect(),
+                None,
+            ))
         }
         None => bail!("no bundles: pass --bundle PATH (or declare spec.bundles in the pipeline)"),
     }
@@ -118,11 +154,16 @@ pub fn run_file(ctx: &Ctx, pipeline_path: &Path, inputs: &Inputs) -> Result<Repo
                 // watch already judged the canary gates (only once the rollout completed).
                 (None, StepSpec::Canary { .. }) if done.steps.iter().any(|s| s.step == "canary") => continue,
                 (Some(why), _) => {
-                    vec![StepReport::not_run(name, &loaded.display, format!("skipped: {why} failed and its pipeline step says onFailure: stop"))]
+                    vec![StepReport::not_run(
+                        name,
+                        &loaded.display,
+                        format!("skipped: {why} failed and its pipeline step says onFailure: stop"),
+                    )]
                 }
                 (None, _) => run_step(ctx, step, &loaded, t, inputs),
             };
-            let failed = steps.iter().any(|s| matches!(s.verdict, Verdict::Fail | Verdict::Error | Verdict::Inconclusive));
+            let failed =
+                steps.iter().any(|s| matches!(s.verdict, Verdict::Fail | Verdict::Error | Verdict::Inconclusive));
             if step.on_failure == OnFailure::Stop && failed && stopped.is_none() {
                 stopped = Some(name.to_string());
             }
@@ -207,11 +248,19 @@ fn watch_options(ctx: &Ctx, w: &WatchStep, l: &Loaded, inputs: &Inputs) -> Watch
 fn revert_step(ctx: &Ctx, rs: &RevertStep, l: &Loaded, inputs: &Inputs, done: &Report) -> Vec<StepReport> {
     let failed: Vec<&str> = done.steps.iter().filter(|s| s.verdict == Verdict::Fail).map(|s| s.step.as_str()).collect();
     if failed.is_empty() {
-        let unsure: Vec<&str> = done.steps.iter().filter(|s| matches!(s.verdict, Verdict::Error | Verdict::Inconclusive)).map(|s| s.step.as_str()).collect();
+        let unsure: Vec<&str> = done
+            .steps
+            .iter()
+            .filter(|s| matches!(s.verdict, Verdict::Error | Verdict::Inconclusive))
+            .map(|s| s.step.as_str())
+            .collect();
         let why = if unsure.is_empty() {
             "no gate failed: nothing to revert".to_string()
         } else {
-            format!("no gate failed, but {} could not decide: a revert needs a proven failure, so a human decides", unsure.join(", "))
+            format!(
+                "no gate failed, but {} could not decide: a revert needs a proven failure, so a human decides",
+                unsure.join(", ")
+            )
         };
         return vec![StepReport::not_run("revert", &l.display, why)];
     }
@@ -234,7 +283,10 @@ fn run_one(ctx: &Ctx, step: &Step, l: &Loaded, t: &Target, inputs: &Inputs) -> S
     match &step.spec {
         StepSpec::Lint => crate::app::lint_loaded(l, ov),
         StepSpec::Render { diff, templates } => {
-            let ro = RenderOptions { templates: templates.as_ref().map(|d| TemplateSource::Dir(d.clone())).unwrap_or_default(), verifier_image: inputs.verifier_image.clone() };
+            let ro = RenderOptions {
+                templates: templates.as_ref().map(|d| TemplateSource::Dir(d.clone())).unwrap_or_default(),
+                verifier_image: inputs.verifier_image.clone(),
+            };
             let mut s = crate::app::render_loaded(l, &ro, None);
             if s.verdict == Verdict::Pass && *diff {
                 let head_yaml = s.details.first().map(|d| d.body.clone()).unwrap_or_default();
@@ -246,12 +298,18 @@ fn run_one(ctx: &Ctx, step: &Step, l: &Loaded, t: &Target, inputs: &Inputs) -> S
                         .unwrap_or_else(|e| format!("# base version could not be rendered: {e}\n"))
                 });
                 if t.base_text.is_some() || !inputs.bundles.is_empty() || inputs.base.is_some() {
-                    s.details = vec![crate::app::pr::manifest_diff(base_yaml.as_deref(), &head_yaml, &format!("manifest diff for {}", l.display))];
+                    s.details = vec![crate::app::pr::manifest_diff(
+                        base_yaml.as_deref(),
+                        &head_yaml,
+                        &format!("manifest diff for {}", l.display),
+                    )];
                 }
             }
             s
         }
-        StepSpec::Verify(opts) => ctx.block_on_step("verify", &l.display, crate::app::verify::verify_loaded(ctx, l, opts, ov, None)),
+        StepSpec::Verify(opts) => {
+            ctx.block_on_step("verify", &l.display, crate::app::verify::verify_loaded(ctx, l, opts, ov, None))
+        }
         StepSpec::Preflight { snapshot } => {
             let snap = inputs.snapshot.clone().or_else(|| snapshot.clone());
             match snap {
@@ -260,16 +318,23 @@ fn run_one(ctx: &Ctx, step: &Step, l: &Loaded, t: &Target, inputs: &Inputs) -> S
             }
         }
         StepSpec::Canary { window } => match &inputs.prometheus {
-            None => StepReport::not_run("canary", &l.display, "no Prometheus URL (--prometheus / BUNDLEGATE_PROMETHEUS_URL): canary gates not evaluated"),
+            None => StepReport::not_run(
+                "canary",
+                &l.display,
+                "no Prometheus URL (--prometheus / BUNDLEGATE_PROMETHEUS_URL): canary gates not evaluated",
+            ),
             Some(url) => {
-                let args = CanaryOptions { prometheus: Some(url.clone()), window: window.clone(), ..Default::default() };
+                let args =
+                    CanaryOptions { prometheus: Some(url.clone()), window: window.clone(), ..Default::default() };
                 ctx.block_on_step("canary", &l.display, crate::app::canary::analyze(ctx, l, &args, ov))
             }
         },
         // run_step and run_file dispatch these; reaching here is a bug, and
         // a bug is an ERROR step, not a crash that loses the report.
-        StepSpec::Watch(_) | StepSpec::Revert(_) | StepSpec::Comment | StepSpec::Audit { .. } => {
-            StepReport::error(step.kind().as_str(), &l.display, &anyhow::anyhow!("internal: this step is not run per bundle here"))
-        }
+        StepSpec::Watch(_) | StepSpec::Revert(_) | StepSpec::Comment | StepSpec::Audit { .. } => StepReport::error(
+            step.kind().as_str(),
+            &l.display,
+            &anyhow::anyhow!("internal: this step is not run per bundle here"),
+        ),
     }
 }

@@ -134,14 +134,15 @@ fn split_body(text: &str, budget: usize, unit: fn(char) -> usize, note: &str) ->
     // Size of the reopening prefix of `cur`: a chunk holding only that has no content.
     let mut prefix_size = 0usize;
 
-    let flush = |cur: &mut String, cur_size: &mut usize, prefix_size: &mut usize, state: &Blocks, out: &mut Vec<String>| {
-        cur.push_str(&state.closing(cur.is_empty() || cur.ends_with('\n')));
-        cur.push_str(note);
-        out.push(std::mem::take(cur));
-        *cur = state.reopening();
-        *cur_size = size(cur);
-        *prefix_size = *cur_size;
-    };
+    let flush =
+        |cur: &mut String, cur_size: &mut usize, prefix_size: &mut usize, state: &Blocks, out: &mut Vec<String>| {
+            cur.push_str(&state.closing(cur.is_empty() || cur.ends_with('\n')));
+            cur.push_str(note);
+            out.push(std::mem::take(cur));
+            *cur = state.reopening();
+            *cur_size = size(cur);
+            *prefix_size = *cur_size;
+        };
 
     for line in text.split_inclusive('\n') {
         let after = state.after(line);
@@ -165,7 +166,8 @@ fn split_body(text: &str, budget: usize, unit: fn(char) -> usize, note: &str) ->
         // One line longer than a whole chunk: cut it at character boundaries.
         let mut rest = line;
         while !rest.is_empty() {
-            let room = budget.saturating_sub(cur_size + size(&state.closing(false)) + size(&after.closing(false))).max(1);
+            let room =
+                budget.saturating_sub(cur_size + size(&state.closing(false)) + size(&after.closing(false))).max(1);
             let mut taken = 0usize;
             let mut end = 0usize;
             for (i, c) in rest.char_indices() {
@@ -206,7 +208,8 @@ pub fn truncate_markdown(text: &str, limit: usize, note: &str) -> String {
     if text.len() <= limit {
         return text.to_string();
     }
-    let mut first = split_body(text, limit.saturating_sub(note.len()), |c| c.len_utf8(), "").into_iter().next().unwrap_or_default();
+    let mut first =
+        split_body(text, limit.saturating_sub(note.len()), |c| c.len_utf8(), "").into_iter().next().unwrap_or_default();
     first.push_str(note);
     first
 }
@@ -266,7 +269,8 @@ mod tests {
         let md = "ü".repeat(COMMENT_LIMIT * 2 + 7);
         let parts = sticky_parts(&md, "k");
         assert_eq!(parts.len(), 3);
-        let total: usize = parts.iter().map(|p| p.split_once('\n').unwrap().1.chars().filter(|&c| c == 'ü').count()).sum();
+        let total: usize =
+            parts.iter().map(|p| p.split_once('\n').unwrap().1.chars().filter(|&c| c == 'ü').count()).sum();
         assert_eq!(total, COMMENT_LIMIT * 2 + 7);
         assert!(parts.iter().all(|p| p.chars().count() <= COMMENT_LIMIT));
     }
@@ -286,7 +290,12 @@ mod tests {
             assert!(fence_balanced(p), "part {} leaves a block open:\n{}", i + 1, &p[p.len().saturating_sub(200)..]);
             if i > 0 {
                 let body = p.split_once('\n').unwrap().1;
-                assert!(body.starts_with("<details><summary>manifest diff: a/release.yaml</summary>\n\n```diff\n"), "part {} does not reopen: {}", i + 1, &body[..80]);
+                assert!(
+                    body.starts_with("<details><summary>manifest diff: a/release.yaml</summary>\n\n```diff\n"),
+                    "part {} does not reopen: {}",
+                    i + 1,
+                    &body[..80]
+                );
             }
             if i + 1 < parts.len() {
                 assert!(p.ends_with(&format!("```\n</details>\n{CONTINUED}")), "{}", &p[p.len() - 80..]);

@@ -160,7 +160,8 @@ pub fn markdown_code(s: &str) -> String {
 /// `body` line for line: its fence is longer than any backtick run in the
 /// body, so no line closes it; CRLF is a line break, other controls shown.
 pub fn markdown_fence(lang: &str, body: &str) -> String {
-    let lang: String = lang.chars().filter(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '+' | '_' | '.')).collect();
+    let lang: String =
+        lang.chars().filter(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '+' | '_' | '.')).collect();
     let mut text = String::with_capacity(body.len());
     for c in redact(body).replace("\r\n", "\n").trim_end().chars() {
         if is_control(c) && c != '\n' && c != '\t' {
@@ -190,9 +191,15 @@ mod tests {
 
     #[test]
     fn markdown_escapes_what_would_act() {
-        assert_eq!(markdown("a|b `c` <details> &amp; *x* [l](u)"), "a\\|b \\`c\\` &lt;details&gt; &amp;amp; \\*x\\* \\[l\\](u)");
+        assert_eq!(
+            markdown("a|b `c` <details> &amp; *x* [l](u)"),
+            "a\\|b \\`c\\` &lt;details&gt; &amp;amp; \\*x\\* \\[l\\](u)"
+        );
         assert_eq!(markdown("error_rate _x_"), "error_rate \\_x\\_");
-        assert_eq!(markdown("@org/team https://e www.e #12 a:b"), "@\u{200b}org/team https:\u{200b}//e www\u{200b}.e \\#\u{200b}12 a:b");
+        assert_eq!(
+            markdown("@org/team https://e www.e #12 a:b"),
+            "@\u{200b}org/team https:\u{200b}//e www\u{200b}.e \\#\u{200b}12 a:b"
+        );
         assert_eq!(markdown("  - item\n# h"), "\\- item \\# h");
         assert_eq!(markdown("12. x 3) y"), "12\\. x 3) y");
         assert_eq!(markdown("\x1b[31m"), "\\\\u{1b}\\[31m");

@@ -7,14 +7,13 @@
 pub mod comment;
 pub mod escape;
 pub mod metrics;
-pub mod redact;
-pub mod render;
 #[cfg(test)]
 pub(crate) mod props;
+pub mod redact;
+pub mod render;
 
 use serde::{Deserialize, Serialize};
 use std::fmt;
-
 
 // The diagnostic model lives with the code registry (`diag`), so `bundle`
 // and `checks` can build findings without depending on the report side.
@@ -151,7 +150,16 @@ pub struct Report {
 
 impl Report {
     pub fn new(command: impl Into<String>) -> Self {
-        Report { schema: "bundlegate.dev/report/v1".into(), command: command.into(), verdict: Verdict::Pass, steps: Vec::new(), raw_human: None, shard: None, duration_seconds: None, finished_at: None }
+        Report {
+            schema: "bundlegate.dev/report/v1".into(),
+            command: command.into(),
+            verdict: Verdict::Pass,
+            steps: Vec::new(),
+            raw_human: None,
+            shard: None,
+            duration_seconds: None,
+            finished_at: None,
+        }
     }
 
     pub fn push(&mut self, step: StepReport) {
@@ -229,4 +237,3 @@ pub struct ShardInfo {
     /// Artifact bytes the owned bundles declare.
     pub owned_bytes: u64,
 }
-

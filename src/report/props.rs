@@ -56,7 +56,12 @@ pub(crate) fn hostile() -> impl Strategy<Value = String> {
 }
 
 fn diagnostic() -> impl Strategy<Value = Diagnostic> {
-    (hostile(), proptest::collection::vec(hostile(), 0..3), proptest::collection::vec(hostile(), 0..3), proptest::option::of((hostile(), 1usize..999)))
+    (
+        hostile(),
+        proptest::collection::vec(hostile(), 0..3),
+        proptest::collection::vec(hostile(), 0..3),
+        proptest::option::of((hostile(), 1usize..999)),
+    )
         .prop_map(|(message, evidence, help, span)| {
             // Any code: the renderers print every code alike.
             let mut d = Diagnostic::new(crate::diag::Code::ALL[0], message);
@@ -69,7 +74,10 @@ fn diagnostic() -> impl Strategy<Value = Diagnostic> {
 
 fn table() -> impl Strategy<Value = Table> {
     (hostile(), 1usize..4).prop_flat_map(|(title, n)| {
-        (proptest::collection::vec(hostile(), n), proptest::collection::vec(proptest::collection::vec(hostile(), n), 0..3))
+        (
+            proptest::collection::vec(hostile(), n),
+            proptest::collection::vec(proptest::collection::vec(hostile(), n), 0..3),
+        )
             .prop_map(move |(columns, rows)| Table { title: title.clone(), columns, rows })
     })
 }
@@ -90,7 +98,8 @@ fn step() -> impl Strategy<Value = StepReport> {
             s.diagnostics = diagnostics;
             s.verdict = s.verdict_from_diagnostics();
             s.tables = tables;
-            s.details = detail.map(|(title, body)| vec![Detail { title, lang: "diff".into(), body }]).unwrap_or_default();
+            s.details =
+                detail.map(|(title, body)| vec![Detail { title, lang: "diff".into(), body }]).unwrap_or_default();
             s.data = serde_json::json!({ "note": data });
             s
         })
@@ -166,7 +175,12 @@ pub(crate) struct MdRead {
 /// Read `md` back. `html_ok` are the raw HTML blocks the renderer writes
 /// itself (besides `<details><summary>…</summary>` and `</details>`).
 pub(crate) fn md_read(md: &str, html_ok: &[&str]) -> MdRead {
-    let opts = Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH | Options::ENABLE_TASKLISTS | Options::ENABLE_FOOTNOTES | Options::ENABLE_MATH | Options::ENABLE_GFM;
+    let opts = Options::ENABLE_TABLES
+        | Options::ENABLE_STRIKETHROUGH
+        | Options::ENABLE_TASKLISTS
+        | Options::ENABLE_FOOTNOTES
+        | Options::ENABLE_MATH
+        | Options::ENABLE_GFM;
     let mut out = MdRead::default();
     let mut cur: Option<String> = None;
     // The segment's text outside code spans, where GitHub links.
@@ -175,7 +189,11 @@ pub(crate) fn md_read(md: &str, html_ok: &[&str]) -> MdRead {
     for ev in Parser::new_ext(md, opts) {
         match ev {
             Event::Start(Tag::Paragraph | Tag::Heading { .. } | Tag::TableCell) => cur = Some(String::new()),
-            Event::End(pulldown_cmark::TagEnd::Paragraph | pulldown_cmark::TagEnd::Heading(_) | pulldown_cmark::TagEnd::TableCell) => {
+            Event::End(
+                pulldown_cmark::TagEnd::Paragraph
+                | pulldown_cmark::TagEnd::Heading(_)
+                | pulldown_cmark::TagEnd::TableCell,
+            ) => {
                 out.segments.push(cur.take().unwrap_or_default());
                 if let Some(p) = github_would_link(&std::mem::take(&mut linkable)) {
                     out.problems.push(format!("GitHub would turn {p:?} into a link or mention"));
@@ -251,14 +269,23 @@ fn github_would_link(text: &str) -> Option<String> {
 /// `all` is what was read as HTML shows it: spaces collapsed, the
 /// zero-width breaks invisible (controls were refused in `md_read`).
 fn markdown_shows_every_field(r: &Report, read: &MdRead, all: &str) -> Result<(), String> {
-    each_field(r, |what, text| if all.contains(&md_visible(text)) { Ok(()) } else { Err(format!("{what} {text:?} not shown as {:?}", md_visible(text))) })?;
+    each_field(r, |what, text| {
+        if all.contains(&md_visible(text)) {
+            Ok(())
+        } else {
+            Err(format!("{what} {text:?} not shown as {:?}", md_visible(text)))
+        }
+    })?;
     for s in &r.steps {
         for d in &s.details {
             if !all.contains(&md_visible(&redact(&d.title))) {
                 return Err(format!("details title {:?} not shown", d.title));
             }
             let body = redact(&d.body).trim_end().replace("\r\n", "\n");
-            let shown: String = body.chars().map(|c| if is_control(c) && c != '\n' && c != '\t' { shown(c) } else { c.to_string() }).collect();
+            let shown: String = body
+                .chars()
+                .map(|c| if is_control(c) && c != '\n' && c != '\t' { shown(c) } else { c.to_string() })
+                .collect();
             if !read.code_blocks.iter().any(|b| b.trim_end_matches('\n') == shown) {
                 return Err(format!("details body {:?} not shown as {shown:?}: {:?}", d.body, read.code_blocks));
             }
@@ -293,8 +320,12 @@ pub(crate) fn check_markdown_doc(md: &str, html_ok: &[&str], r: &Report, extra: 
         return Err(format!("{:?}\n--- markdown:\n{md}", read.problems));
     }
     // Code spans hold only what the renderer names: step names, codes, its own.
-    let codes: BTreeSet<String> =
-        r.steps.iter().flat_map(|s| s.diagnostics.iter().map(|d| d.code.to_string()).chain([s.step.clone()])).chain(extra.code.iter().map(|c| md_visible(&redact(c)))).collect();
+    let codes: BTreeSet<String> = r
+        .steps
+        .iter()
+        .flat_map(|s| s.diagnostics.iter().map(|d| d.code.to_string()).chain([s.step.clone()]))
+        .chain(extra.code.iter().map(|c| md_visible(&redact(c))))
+        .collect();
     if let Some(c) = read.code_spans.iter().find(|c| !codes.contains(&md_visible(c))) {
         return Err(format!("a code span the renderer did not mean: {c:?}\n--- markdown:\n{md}"));
     }
@@ -337,7 +368,8 @@ fn check_human(r: &Report, color: bool) -> Result<(), String> {
         return Err(format!("{} lines for a layout of {lines}:\n{out:?}", out.matches('\n').count()));
     }
     // With colour, ESC only opens and closes our own paints (verdicts, severities).
-    let painted = if color { 2 * (r.steps.len() + 1 + r.steps.iter().map(|s| s.diagnostics.len()).sum::<usize>()) } else { 0 };
+    let painted =
+        if color { 2 * (r.steps.len() + 1 + r.steps.iter().map(|s| s.diagnostics.len()).sum::<usize>()) } else { 0 };
     if out.matches('\x1b').count() != painted {
         return Err(format!("{} ESC for {painted} paints:\n{out:?}", out.matches('\x1b').count()));
     }
@@ -417,6 +449,9 @@ fn the_checkers_catch_what_they_look_for() {
     assert!(read.problems.iter().any(|p| p.contains("@or")), "{:?}", read.problems);
     assert!(read.problems.iter().any(|p| p.contains("Item") || p.contains("List")), "{:?}", read.problems);
     assert_eq!(md_visible("a\r\n  b\x1b\u{200b}"), "a b\\u{1b}");
-    assert!(hostile_pieces().iter().any(|p| p == "\x1b]8;;https://e.example\x07") && hostile_pieces().contains(&"\\|".to_string()));
+    assert!(
+        hostile_pieces().iter().any(|p| p == "\x1b]8;;https://e.example\x07")
+            && hostile_pieces().contains(&"\\|".to_string())
+    );
     assert_eq!(github_would_link("x @\u{200b}org #\u{200b}1 http:\u{200b}//e www\u{200b}.e"), None);
 }

@@ -19,11 +19,13 @@ pub(crate) const MASK: &str = "***";
 
 /// `scheme://userinfo@`: the userinfo ends at the last `@` before the host's
 /// end (a password may itself contain `@`), never crossing `/ ? #` or space.
-static USERINFO: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?i)\b([a-z][a-z0-9+.\-]*://)([^/?#\s@'\x22<>]*@)+").expect("static regex"));
+static USERINFO: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?i)\b([a-z][a-z0-9+.\-]*://)([^/?#\s@'\x22<>]*@)+").expect("static regex"));
 
 /// `user:password@host` without a scheme (HTTP clients' debug logs print
 /// connection-pool keys this way).
-static BARE_USERINFO: LazyLock<Regex> = LazyLock::new(|| Regex::new(r#"(^|[\s(,"'=])[^\s/@:'"()<>,]+:[^\s/@'"()<>,]+@"#).expect("static regex"));
+static BARE_USERINFO: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r#"(^|[\s(,"'=])[^\s/@:'"()<>,]+:[^\s/@'"()<>,]+@"#).expect("static regex"));
 
 /// A query or form parameter whose value is a credential.
 static PARAM: LazyLock<Regex> = LazyLock::new(|| {
@@ -34,11 +36,13 @@ static PARAM: LazyLock<Regex> = LazyLock::new(|| {
 });
 
 /// `Authorization: Bearer …` / `"authorization": "token …"` / `Proxy-Authorization=…`.
-static AUTH_HEADER: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r#"(?i)((?:proxy-)?authorization\x22?\s*[:=]\s*\x22?)[^\x22\r\n,}]*"#).expect("static regex"));
+static AUTH_HEADER: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r#"(?i)((?:proxy-)?authorization\x22?\s*[:=]\s*\x22?)[^\x22\r\n,}]*"#).expect("static regex")
+});
 
 /// A bare bearer credential, e.g. in a debug-printed header map.
-static SCHEME_TOKEN: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\b(Bearer|bearer|BEARER)\s+[A-Za-z0-9._~+/=\-]{8,}").expect("static regex"));
+static SCHEME_TOKEN: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"\b(Bearer|bearer|BEARER)\s+[A-Za-z0-9._~+/=\-]{8,}").expect("static regex"));
 
 /// `text` with every credential replaced by [`MASK`]; borrowed when clean.
 pub fn redact(text: &str) -> Cow<'_, str> {
@@ -66,12 +70,16 @@ mod tests {
         assert_eq!(redact("endpoint `https://AKIA:p@ss@s3.local` refused"), "endpoint `https://***@s3.local` refused");
         assert_eq!(redact("s3://bucket/key@v2"), "s3://bucket/key@v2", "an `@` in the path is not userinfo");
         assert_eq!(redact("mailto-free text a@b"), "mailto-free text a@b");
-        assert_eq!(redact(r#"checkout for ("http", robot:pw@127.0.0.1:9)"#), r#"checkout for ("http", ***@127.0.0.1:9)"#);
+        assert_eq!(
+            redact(r#"checkout for ("http", robot:pw@127.0.0.1:9)"#),
+            r#"checkout for ("http", ***@127.0.0.1:9)"#
+        );
     }
 
     #[test]
     fn signed_query_parameters_and_headers_are_cut() {
-        let r = redact("https://h/o?X-Amz-Algorithm=AWS4&X-Amz-Credential=AKIA%2F1&X-Amz-Signature=abcdef&partNumber=1");
+        let r =
+            redact("https://h/o?X-Amz-Algorithm=AWS4&X-Amz-Credential=AKIA%2F1&X-Amz-Signature=abcdef&partNumber=1");
         assert_eq!(r, "https://h/o?X-Amz-Algorithm=AWS4&X-Amz-Credential=***&X-Amz-Signature=***&partNumber=1");
         assert_eq!(redact("u?token=ghp_x&y=2"), "u?token=***&y=2");
         assert_eq!(redact("authorization: Bearer ghp_abcdefgh1234"), "authorization: ***");

@@ -69,14 +69,16 @@ pub(crate) fn human(r: &Report, color: bool) -> String {
             o.push_str(&text_table(t));
         }
     }
-    let _ = writeln!(o, "{}: {}", human_text(&r.command), paint(color, verdict_color(r.verdict), &r.verdict.to_string()));
+    let _ =
+        writeln!(o, "{}: {}", human_text(&r.command), paint(color, verdict_color(r.verdict), &r.verdict.to_string()));
     o
 }
 
 fn text_table(t: &super::Table) -> String {
     // Widths are measured on what is printed: the escaped cells.
     let columns: Vec<String> = t.columns.iter().map(|c| human_text(c).into_owned()).collect();
-    let rows: Vec<Vec<String>> = t.rows.iter().map(|r| r.iter().map(|c| human_text(c).into_owned()).collect()).collect();
+    let rows: Vec<Vec<String>> =
+        t.rows.iter().map(|r| r.iter().map(|c| human_text(c).into_owned()).collect()).collect();
     let mut widths: Vec<usize> = columns.iter().map(|c| c.chars().count()).collect();
     for row in &rows {
         for (i, c) in row.iter().enumerate() {
@@ -140,7 +142,12 @@ pub(crate) fn markdown_step(s: &StepReport) -> String {
         markdown_table(&mut o, t);
     }
     for d in &s.details {
-        let _ = writeln!(o, "<details><summary>{}</summary>\n\n{}\n\n</details>\n", escape::markdown_html(&d.title), escape::markdown_fence(&d.lang, &d.body));
+        let _ = writeln!(
+            o,
+            "<details><summary>{}</summary>\n\n{}\n\n</details>\n",
+            escape::markdown_html(&d.title),
+            escape::markdown_fence(&d.lang, &d.body)
+        );
     }
     o
 }
@@ -155,7 +162,9 @@ fn markdown_table(o: &mut String, t: &super::Table) {
     if n == 0 {
         return;
     }
-    let row = |cells: &[String]| (0..n).map(|i| cells.get(i).map(|c| md(c)).unwrap_or_default()).collect::<Vec<_>>().join(" | ");
+    let row = |cells: &[String]| {
+        (0..n).map(|i| cells.get(i).map(|c| md(c)).unwrap_or_default()).collect::<Vec<_>>().join(" | ")
+    };
     let _ = writeln!(o, "| {} |", row(&t.columns));
     let _ = writeln!(o, "|{}", "---|".repeat(n));
     for r in &t.rows {

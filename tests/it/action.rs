@@ -21,19 +21,34 @@ fn node_modules() -> PathBuf {
         return PathBuf::from(d).join("node_modules");
     }
     // scripts/install-test-deps' cache, when the test runs outside scripts/test.
-    let cache = std::env::var_os("BUNDLEGATE_CI_CACHE").map(PathBuf::from).unwrap_or_else(|| PathBuf::from(std::env::var("HOME").unwrap()).join(".cache/bundlegate-ci"));
+    let cache = std::env::var_os("BUNDLEGATE_CI_CACHE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(std::env::var("HOME").unwrap()).join(".cache/bundlegate-ci"));
     std::fs::read_dir(&cache)
         .into_iter()
         .flatten()
         .flatten()
         .map(|e| e.path())
-        .find(|p| p.file_name().unwrap().to_string_lossy().starts_with("node-tools-") && p.join("node_modules/@actions/expressions").is_dir())
+        .find(|p| {
+            p.file_name().unwrap().to_string_lossy().starts_with("node-tools-")
+                && p.join("node_modules/@actions/expressions").is_dir()
+        })
         .map(|p| p.join("node_modules"))
-        .unwrap_or_else(|| panic!("@actions/expressions is not installed: run scripts/install-test-deps (or scripts/test)"))
+        .unwrap_or_else(|| {
+            panic!("@actions/expressions is not installed: run scripts/install-test-deps (or scripts/test)")
+        })
 }
 
 fn git(dir: &Path, args: &[&str]) -> String {
-    let o = Command::new("git").args(args).current_dir(dir).env("GIT_AUTHOR_NAME", "t").env("GIT_AUTHOR_EMAIL", "t@example.com").env("GIT_COMMITTER_NAME", "t").env("GIT_COMMITTER_EMAIL", "t@example.com").output().unwrap();
+    let o = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@example.com")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@example.com")
+        .output()
+        .unwrap();
     assert!(o.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&o.stderr));
     String::from_utf8_lossy(&o.stdout).trim().to_string()
 }
@@ -44,7 +59,11 @@ fn version() -> String {
 }
 
 fn target() -> &'static str {
-    if cfg!(target_arch = "aarch64") { "aarch64-unknown-linux-gnu" } else { "x86_64-unknown-linux-gnu" }
+    if cfg!(target_arch = "aarch64") {
+        "aarch64-unknown-linux-gnu"
+    } else {
+        "x86_64-unknown-linux-gnu"
+    }
 }
 
 fn sha256_hex(b: &[u8]) -> String {
@@ -73,7 +92,14 @@ impl Fixture {
         // Release builds carry no debug info; stripping keeps the test's archive small.
         let _ = Command::new("strip").arg("--strip-debug").arg(bin.join("bundlegate")).status();
         let asset_name = format!("bundlegate-{}-{}.tar.gz", version(), target());
-        let st = Command::new("tar").arg("-czf").arg(t.join(&asset_name)).arg("-C").arg(&bin).arg("bundlegate").status().unwrap();
+        let st = Command::new("tar")
+            .arg("-czf")
+            .arg(t.join(&asset_name))
+            .arg("-C")
+            .arg(&bin)
+            .arg("bundlegate")
+            .status()
+            .unwrap();
         assert!(st.success());
         let asset = std::fs::read(t.join(&asset_name)).unwrap();
         // A test copy of the action with its own SHA256SUMS.
@@ -106,13 +132,20 @@ impl Fixture {
     fn host(&self, body: Vec<u8>) -> Server {
         let want = format!("/{ACTION_REPO}/releases/download/v{}/{}", version(), self.asset_name);
         let body = Arc::new(body);
-        Server::start_replies(0, Arc::new(move |r| {
-            if r.method == "GET" && r.path == want {
-                Reply::Raw { status: 200, headers: vec![("content-type".into(), "application/octet-stream".into())], body: body.to_vec() }
-            } else {
-                Reply::Raw { status: 404, headers: vec![], body: b"Not Found".to_vec() }
-            }
-        }))
+        Server::start_replies(
+            0,
+            Arc::new(move |r| {
+                if r.method == "GET" && r.path == want {
+                    Reply::Raw {
+                        status: 200,
+                        headers: vec![("content-type".into(), "application/octet-stream".into())],
+                        body: body.to_vec(),
+                    }
+                } else {
+                    Reply::Raw { status: 404, headers: vec![], body: b"Not Found".to_vec() }
+                }
+            }),
+        )
     }
 
     fn run(&self, host: &Server, event_name: &str, event: Value, sha: &str, inputs: Value) -> Value {
@@ -126,7 +159,16 @@ impl Fixture {
 
     /// The action checked out at `action_dir`, with `github.action_repository` = `action_repository`.
     #[allow(clippy::too_many_arguments)]
-    fn run_action(&self, action_dir: &Path, action_repository: &str, host: &Server, event_name: &str, event: Value, sha: &str, inputs: Value) -> Value {
+    fn run_action(
+        &self,
+        action_dir: &Path,
+        action_repository: &str,
+        host: &Server,
+        event_name: &str,
+        event: Value,
+        sha: &str,
+        inputs: Value,
+    ) -> Value {
         let t = self.tmp.path();
         let cfg = json!({
             "action_dir": action_dir,
@@ -141,7 +183,12 @@ impl Fixture {
         });
         let cfg_path = t.join(format!("{event_name}.json"));
         std::fs::write(&cfg_path, serde_json::to_vec(&cfg).unwrap()).unwrap();
-        let o = Command::new("node").arg(repo().join("tests/action/run-action.mjs")).arg(&cfg_path).env("NODE_PATH", node_modules()).output().expect("node");
+        let o = Command::new("node")
+            .arg(repo().join("tests/action/run-action.mjs"))
+            .arg(&cfg_path)
+            .env("NODE_PATH", node_modules())
+            .output()
+            .expect("node");
         assert!(o.status.success(), "emulator failed:\n{}", String::from_utf8_lossy(&o.stderr));
         serde_json::from_slice(&o.stdout).unwrap()
     }
@@ -158,7 +205,15 @@ fn report(r: &Value) -> Value {
 
 #[test]
 fn action_installs_its_release_and_runs_pull_request_push_and_schedule() {
-    assert!(Command::new("bash").args(["-c", "PATH=/usr/local/bin:/usr/bin:/bin command -v cargo"]).status().unwrap().code() != Some(0), "the emulated PATH must not have cargo");
+    assert!(
+        Command::new("bash")
+            .args(["-c", "PATH=/usr/local/bin:/usr/bin:/bin command -v cargo"])
+            .status()
+            .unwrap()
+            .code()
+            != Some(0),
+        "the emulated PATH must not have cargo"
+    );
     let fx = Fixture::new();
     let host = fx.host(fx.asset.clone());
 
@@ -174,10 +229,16 @@ fn action_installs_its_release_and_runs_pull_request_push_and_schedule() {
     assert_eq!(r["outputs"]["verdict"], "pass", "{r:#}");
     let digests: Value = serde_json::from_str(r["outputs"]["release-digests"].as_str().unwrap()).unwrap();
     let (path, d) = digests.as_object().unwrap().iter().next().expect("one digest");
-    assert!(path.ends_with("models/llm-scratch/v2/release.yaml") && d.as_str().unwrap().starts_with("sha256:"), "{digests}");
+    assert!(
+        path.ends_with("models/llm-scratch/v2/release.yaml") && d.as_str().unwrap().starts_with("sha256:"),
+        "{digests}"
+    );
     let rep = report(&r);
     assert_eq!(rep["steps"][0]["target"], format!("{}..{}", fx.base, fx.head), "{rep:#}");
-    assert!(rep["steps"].as_array().unwrap().iter().any(|s| s["step"] == "verify" && s["verdict"] == "pass"), "{rep:#}");
+    assert!(
+        rep["steps"].as_array().unwrap().iter().any(|s| s["step"] == "verify" && s["verdict"] == "pass"),
+        "{rep:#}"
+    );
     assert!(!r["summary"].as_str().unwrap().is_empty(), "the comment step writes the job summary");
 
     // A pull request touching no release bundle: nothing to check, and the
@@ -191,7 +252,13 @@ fn action_installs_its_release_and_runs_pull_request_push_and_schedule() {
 
     // push (post-merge): base = event.before, head = github.sha. Without a
     // cluster the watch step cannot finish; outputs are set all the same.
-    let r = fx.run(&host, "push", json!({"before": fx.base, "after": fx.head}), &fx.head, json!({"fail-on": "never", "args": "--help-not-a-flag"}));
+    let r = fx.run(
+        &host,
+        "push",
+        json!({"before": fx.base, "after": fx.head}),
+        &fx.head,
+        json!({"fail-on": "never", "args": "--help-not-a-flag"}),
+    );
     let run = step(&r, "run");
     assert_eq!(r["outputs"]["exit-code"], "2", "an unknown flag is a usage error: {run:#}");
     let r = fx.run(&host, "push", json!({"before": fx.base, "after": fx.head}), &fx.head, json!({"fail-on": "never"}));
@@ -208,7 +275,13 @@ fn action_installs_its_release_and_runs_pull_request_push_and_schedule() {
     assert_eq!(r["conclusion"], "success", "{r:#}");
     let rep = report(&r);
     assert_eq!(rep["command"], "run drift-audit", "{rep:#}");
-    let audited: Vec<&str> = rep["steps"].as_array().unwrap().iter().filter(|s| s["step"] == "audit").map(|s| s["target"].as_str().unwrap()).collect();
+    let audited: Vec<&str> = rep["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["step"] == "audit")
+        .map(|s| s["target"].as_str().unwrap())
+        .collect();
     assert_eq!(audited.len(), 2, "v1 and v2 audited: {rep:#}");
     assert_eq!(r["outputs"]["verdict"], "pass");
     let cached: Vec<_> = std::fs::read_dir(cache.join("bundlegate")).expect("audit cache under cache-dir").collect();
@@ -249,12 +322,16 @@ fn action_finds_its_repository_from_its_path_when_action_repository_is_empty() {
     let fx = Fixture::new();
     let host = fx.host(fx.asset.clone());
     let pr_event = json!({"pull_request": {"number": 7, "base": {"sha": fx.base}, "head": {"sha": fx.head}}});
-    let runner_layout = fx.tmp.path().join("runner/_work/_actions/acme/bundlegate/0123456789abcdef0123456789abcdef01234567");
+    let runner_layout =
+        fx.tmp.path().join("runner/_work/_actions/acme/bundlegate/0123456789abcdef0123456789abcdef01234567");
     fx.copy_action(&runner_layout);
     let r = fx.run_action(&runner_layout, "", &host, "pull_request", pr_event.clone(), &fx.head, json!({}));
     let bin = step(&r, "bin");
     assert_eq!(bin["outcome"], "success", "{bin:#}");
-    assert!(bin["stdout"].as_str().unwrap().contains(&format!("/{ACTION_REPO}/releases/download/v{}/", version())), "{bin:#}");
+    assert!(
+        bin["stdout"].as_str().unwrap().contains(&format!("/{ACTION_REPO}/releases/download/v{}/", version())),
+        "{bin:#}"
+    );
     assert_eq!(r["conclusion"], "success", "{r:#}");
     assert_eq!(r["outputs"]["verdict"], "pass", "{r:#}");
 
@@ -317,9 +394,16 @@ fn deploy_manifests_validate_and_are_read_only() {
     // Every document of every file, against the Kubernetes schema.
     for (f, d) in &docs {
         let errs = k8s_errors(d);
-        assert!(errs.is_empty(), "{f}: {} {} violates the Kubernetes schema:\n{}", d["kind"], d["metadata"]["name"], errs.join("\n"));
+        assert!(
+            errs.is_empty(),
+            "{f}: {} {} violates the Kubernetes schema:\n{}",
+            d["kind"],
+            d["metadata"]["name"],
+            errs.join("\n")
+        );
     }
-    let kinds: Vec<&str> = in_file(&docs, "deploy/drift-audit-cronjob.yaml").map(|d| d["kind"].as_str().unwrap()).collect();
+    let kinds: Vec<&str> =
+        in_file(&docs, "deploy/drift-audit-cronjob.yaml").map(|d| d["kind"].as_str().unwrap()).collect();
     for k in ["CronJob", "ServiceAccount", "Role", "RoleBinding", "PersistentVolumeClaim"] {
         assert!(kinds.contains(&k), "deploy/drift-audit-cronjob.yaml has a {k}: {kinds:?}");
     }
@@ -336,46 +420,91 @@ fn deploy_manifests_validate_and_are_read_only() {
     // aside, share one namespace (so `kubectl apply -f FILE` needs no -n).
     let mut seen = std::collections::BTreeMap::new();
     for (f, d) in &docs {
-        let key = (d["apiVersion"].as_str().unwrap().to_string(), d["kind"].as_str().unwrap().to_string(), d["metadata"]["namespace"].as_str().unwrap_or("").to_string(), d["metadata"]["name"].as_str().unwrap().to_string());
+        let key = (
+            d["apiVersion"].as_str().unwrap().to_string(),
+            d["kind"].as_str().unwrap().to_string(),
+            d["metadata"]["namespace"].as_str().unwrap_or("").to_string(),
+            d["metadata"]["name"].as_str().unwrap().to_string(),
+        );
         if let Some(other) = seen.insert(key.clone(), f.clone()) {
             panic!("{key:?} is defined in {other} and {f}");
         }
         if !d["kind"].as_str().unwrap().starts_with("Cluster") {
-            assert!(d["metadata"]["namespace"].is_string(), "{f}: {} {} names no namespace", d["kind"], d["metadata"]["name"]);
+            assert!(
+                d["metadata"]["namespace"].is_string(),
+                "{f}: {} {} names no namespace",
+                d["kind"],
+                d["metadata"]["name"]
+            );
         }
     }
-    let workload_ns: std::collections::BTreeSet<&str> =
-        docs.iter().filter(|(_, d)| !matches!(d["kind"].as_str(), Some("Role" | "RoleBinding"))).map(|(_, d)| d["metadata"]["namespace"].as_str().unwrap()).collect();
+    let workload_ns: std::collections::BTreeSet<&str> = docs
+        .iter()
+        .filter(|(_, d)| !matches!(d["kind"].as_str(), Some("Role" | "RoleBinding")))
+        .map(|(_, d)| d["metadata"]["namespace"].as_str().unwrap())
+        .collect();
     assert_eq!(workload_ns.len(), 1, "deploy/ workloads in one namespace: {workload_ns:?}");
     // Credentials are never committed: no Secret object, no placeholder; the
     // file says how to create each Secret it reads.
     for (f, d) in &docs {
-        assert_ne!(d["kind"], "Secret", "{f}: a Secret in deploy/ (create it with kubectl, as the file's comment says)");
+        assert_ne!(
+            d["kind"], "Secret",
+            "{f}: a Secret in deploy/ (create it with kubectl, as the file's comment says)"
+        );
         assert!(!serde_json::to_string(d).unwrap().contains("replace-me"), "{f}: placeholder credentials");
     }
     for (f, d) in &docs {
         let Some(pod) = pod_spec(d) else { continue };
         let text = std::fs::read_to_string(repo().join(f)).unwrap();
-        for c in pod["containers"].as_array().unwrap().iter().chain(pod["initContainers"].as_array().into_iter().flatten()) {
+        for c in
+            pod["containers"].as_array().unwrap().iter().chain(pod["initContainers"].as_array().into_iter().flatten())
+        {
             let refs = c["envFrom"].as_array().into_iter().flatten().filter_map(|e| e["secretRef"]["name"].as_str());
-            let keyrefs = c["env"].as_array().into_iter().flatten().filter_map(|e| e["valueFrom"]["secretKeyRef"]["name"].as_str());
+            let keyrefs = c["env"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|e| e["valueFrom"]["secretKeyRef"]["name"].as_str());
             for name in refs.chain(keyrefs) {
-                assert!(text.contains(&format!("create secret generic {name}")), "{f} reads Secret {name} but does not say how to create it");
+                assert!(
+                    text.contains(&format!("create secret generic {name}")),
+                    "{f} reads Secret {name} but does not say how to create it"
+                );
             }
         }
-        for e in pod["containers"].as_array().unwrap().iter().chain(pod["initContainers"].as_array().into_iter().flatten()).flat_map(|c| c["env"].as_array().into_iter().flatten()) {
+        for e in pod["containers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .chain(pod["initContainers"].as_array().into_iter().flatten())
+            .flat_map(|c| c["env"].as_array().into_iter().flatten())
+        {
             let n = e["name"].as_str().unwrap();
-            assert!(!(e.get("value").is_some() && ["SECRET", "TOKEN", "PASSWORD", "ACCESS_KEY"].iter().any(|k| n.contains(k))), "{f}: inline credential {n}");
+            assert!(
+                !(e.get("value").is_some()
+                    && ["SECRET", "TOKEN", "PASSWORD", "ACCESS_KEY"].iter().any(|k| n.contains(k))),
+                "{f}: inline credential {n}"
+            );
         }
         // The ServiceAccount it runs as is defined in the same file.
-        let sa = pod["serviceAccountName"].as_str().unwrap_or_else(|| panic!("{f}: {} names no serviceAccountName", d["metadata"]["name"]));
-        assert!(in_file(&docs, f).any(|o| o["kind"] == "ServiceAccount" && o["metadata"]["name"] == sa), "{f}: ServiceAccount {sa} is not defined there");
+        let sa = pod["serviceAccountName"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{f}: {} names no serviceAccountName", d["metadata"]["name"]));
+        assert!(
+            in_file(&docs, f).any(|o| o["kind"] == "ServiceAccount" && o["metadata"]["name"] == sa),
+            "{f}: ServiceAccount {sa} is not defined there"
+        );
         // Non-root, from the published image, running a command bundlegate has.
         assert_eq!(pod["securityContext"]["runAsNonRoot"], true, "{f}");
         let c = &pod["containers"][0];
         assert!(c["image"].as_str().unwrap().starts_with("ghcr.io/bundlegate/bundlegate:"), "{f}");
         let args: Vec<&str> = c["args"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
-        let sub: Vec<&str> = args.iter().take_while(|a| !a.starts_with('-')).take(if args[0] == "report" { 2 } else { 1 }).copied().collect();
+        let sub: Vec<&str> = args
+            .iter()
+            .take_while(|a| !a.starts_with('-'))
+            .take(if args[0] == "report" { 2 } else { 1 })
+            .copied()
+            .collect();
         assert!(matches!(sub.as_slice(), ["audit"] | ["report", "merge"]), "{f}: runs {sub:?}");
         let help = run(&[sub.as_slice(), &["--help"]].concat()).stdout;
         for a in args.iter().filter(|a| a.starts_with("--")) {
@@ -392,7 +521,11 @@ fn deploy_manifests_validate_and_are_read_only() {
     for (f, role) in docs.iter().filter(|(_, d)| d["kind"] == "Role" || d["kind"] == "ClusterRole") {
         for rule in role["rules"].as_array().unwrap() {
             for verb in rule["verbs"].as_array().unwrap() {
-                assert!(["get", "list", "watch"].contains(&verb.as_str().unwrap()), "{f}: write verb {verb} in {}", role["metadata"]["name"]);
+                assert!(
+                    ["get", "list", "watch"].contains(&verb.as_str().unwrap()),
+                    "{f}: write verb {verb} in {}",
+                    role["metadata"]["name"]
+                );
             }
             for g in rule["apiGroups"].as_array().unwrap() {
                 for r in rule["resources"].as_array().unwrap() {
@@ -401,18 +534,32 @@ fn deploy_manifests_validate_and_are_read_only() {
             }
         }
     }
-    let want: std::collections::BTreeSet<String> = ["/pods", "/events", "apps/deployments", "apps/replicasets"].iter().map(|s| s.to_string()).collect();
+    let want: std::collections::BTreeSet<String> =
+        ["/pods", "/events", "apps/deployments", "apps/replicasets"].iter().map(|s| s.to_string()).collect();
     assert_eq!(granted, want, "the audit's Role grants exactly what `audit --serving` lists");
     let cj = in_file(&docs, "deploy/drift-audit-cronjob.yaml").find(|d| d["kind"] == "CronJob").unwrap();
-    assert!(pod_spec(cj).unwrap()["containers"][0]["args"].as_array().unwrap().iter().any(|a| a == "--serving"), "the RBAC is for --serving");
+    assert!(
+        pod_spec(cj).unwrap()["containers"][0]["args"].as_array().unwrap().iter().any(|a| a == "--serving"),
+        "the RBAC is for --serving"
+    );
 
     // The sharded audit: a shard that exits 1 (drift, a failed gate) has
     // given its answer and is never re-run; exit 2 (could not finish) is
     // retried within backoffLimitPerIndex.
-    let job = &in_file(&docs, "deploy/audit-sharded.yaml").find(|d| d["kind"] == "CronJob" && d["spec"]["jobTemplate"]["spec"]["completionMode"] == "Indexed").expect("an Indexed Job")["spec"]["jobTemplate"]["spec"];
+    let job = &in_file(&docs, "deploy/audit-sharded.yaml")
+        .find(|d| d["kind"] == "CronJob" && d["spec"]["jobTemplate"]["spec"]["completionMode"] == "Indexed")
+        .expect("an Indexed Job")["spec"]["jobTemplate"]["spec"];
     assert!(job["backoffLimitPerIndex"].as_i64().unwrap() >= 1, "{job:#}");
     let action_for = |code: i64| {
-        job["podFailurePolicy"]["rules"].as_array().unwrap().iter().find(|r| r["onExitCodes"]["operator"] == "In" && r["onExitCodes"]["values"].as_array().unwrap().iter().any(|v| v == code)).map(|r| r["action"].as_str().unwrap())
+        job["podFailurePolicy"]["rules"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| {
+                r["onExitCodes"]["operator"] == "In"
+                    && r["onExitCodes"]["values"].as_array().unwrap().iter().any(|v| v == code)
+            })
+            .map(|r| r["action"].as_str().unwrap())
     };
     assert_eq!(action_for(1), Some("FailIndex"), "{job:#}");
     assert!(matches!(action_for(2), None | Some("Count")), "{job:#}");
@@ -422,7 +569,13 @@ fn deploy_manifests_validate_and_are_read_only() {
 fn published_image_name_is_the_same_everywhere() {
     // One documented default: the Argo CD patch, the CronJob and the docs agree.
     let want = format!("ghcr.io/bundlegate/bundlegate:{}", version());
-    for f in ["argo/repo-server-patch.yaml", "deploy/drift-audit-cronjob.yaml", "deploy/audit-sharded.yaml", "docs/argocd.md", "docs/github-action.md"] {
+    for f in [
+        "argo/repo-server-patch.yaml",
+        "deploy/drift-audit-cronjob.yaml",
+        "deploy/audit-sharded.yaml",
+        "docs/argocd.md",
+        "docs/github-action.md",
+    ] {
         let text = std::fs::read_to_string(repo().join(f)).unwrap();
         assert!(text.contains(&want), "{f} does not name {want}");
         assert!(!text.contains("sha256:0000000000"), "{f} still has a placeholder digest");

@@ -38,7 +38,11 @@ fn cmp(dir: &Path, args: &[&str], extra: &[(&str, &str)]) -> Out {
         c.env(k, v);
     }
     let o = c.output().expect("run bundlegate");
-    Out { code: o.status.code().unwrap_or(-1), stdout: String::from_utf8_lossy(&o.stdout).into_owned(), stderr: String::from_utf8_lossy(&o.stderr).into_owned() }
+    Out {
+        code: o.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+    }
 }
 
 fn source(ex: &Example) -> PathBuf {
@@ -49,12 +53,17 @@ fn source(ex: &Example) -> PathBuf {
 fn objects(out: &Out) -> Vec<Value> {
     assert_eq!(out.code, 0, "generate failed\nstdout:\n{}\nstderr:\n{}", out.stdout, out.stderr);
     let docs: Vec<Value> = serde_yaml_ng::Deserializer::from_str(&out.stdout)
-        .map(|d| serde::Deserialize::deserialize(d).unwrap_or_else(|e| panic!("stdout is not YAML ({e}):\n{}", out.stdout)))
+        .map(|d| {
+            serde::Deserialize::deserialize(d).unwrap_or_else(|e| panic!("stdout is not YAML ({e}):\n{}", out.stdout))
+        })
         .filter(|v: &Value| !v.is_null())
         .collect();
     assert!(!docs.is_empty(), "empty stream with exit 0");
     for d in &docs {
-        assert!(d["apiVersion"].is_string() && d["kind"].is_string() && d["metadata"]["name"].is_string(), "not a Kubernetes object: {d}");
+        assert!(
+            d["apiVersion"].is_string() && d["kind"].is_string() && d["metadata"]["name"].is_string(),
+            "not a Kubernetes object: {d}"
+        );
     }
     docs
 }
@@ -76,7 +85,9 @@ fn argocd_generate_good_bundle_emits_only_valid_objects() {
     assert_eq!(isvc["kind"], "InferenceService");
     assert_eq!(isvc["metadata"]["namespace"], "ai-lab");
     crate::render::assert_valid_isvc(isvc);
-    let digest = ex.run(&["digest", "--format", "json", ex.v2().to_str().unwrap()]).json()["steps"][0]["data"]["releaseDigest"].clone();
+    let digest = ex.run(&["digest", "--format", "json", ex.v2().to_str().unwrap()]).json()["steps"][0]["data"]
+        ["releaseDigest"]
+        .clone();
     assert_eq!(isvc["spec"]["predictor"]["annotations"]["bundlegate.dev/release-digest"], digest);
     // KServe copies InferenceService annotations into the predictor pods, so
     // the Git revision must not be there (a docs commit would roll pods).
@@ -135,7 +146,10 @@ fn argocd_generate_reads_severities_from_the_sidecar_config() {
 
     // The flag (as plugin.yaml's generate.args would pass it)…
     let flag = cmp(&source(&ex), &["generate", "--config", cfg_s], &[]);
-    assert_eq!(objects(&flag)[0]["spec"]["predictor"]["containers"][0]["image"], "registry.example.com/ai-lab/llm-serve:latest");
+    assert_eq!(
+        objects(&flag)[0]["spec"]["predictor"]["containers"][0]["image"],
+        "registry.example.com/ai-lab/llm-serve:latest"
+    );
     assert!(flag.stderr.contains("BG001"), "a relaxed error is still shown as a warning:\n{}", flag.stderr);
     // …or the sidecar's environment.
     let env = cmp(&source(&ex), &["generate"], &[("BUNDLEGATE_CONFIG", cfg_s)]);
@@ -143,7 +157,10 @@ fn argocd_generate_reads_severities_from_the_sidecar_config() {
     // The flag wins over the environment.
     let deny = cfg_dir.path().join("deny.yaml");
     std::fs::write(&deny, "severity:\n  BG001: deny\n").unwrap();
-    assert_refused(&cmp(&source(&ex), &["generate", "--config", deny.to_str().unwrap()], &[("BUNDLEGATE_CONFIG", cfg_s)]), "BG001");
+    assert_refused(
+        &cmp(&source(&ex), &["generate", "--config", deny.to_str().unwrap()], &[("BUNDLEGATE_CONFIG", cfg_s)]),
+        "BG001",
+    );
     // A broken config refuses the render, naming the file and field.
     std::fs::write(&deny, "severity:\n  BG001: sometimes\n").unwrap();
     assert_refused(&cmp(&source(&ex), &["generate", "--config", deny.to_str().unwrap()], &[]), "deny.yaml");
@@ -165,11 +182,16 @@ fn argocd_parameters_override_values() {
     assert_eq!(objs[0]["spec"]["predictor"]["minReplicas"], 3);
 
     // Plugin env from the Application (`plugin.env`) is the lowest source.
-    let objs = objects(&cmp(&source(&ex), &["generate"], &[("ARGOCD_ENV_NAMESPACE", "from-env"), ("PARAM_REPLICAS", "4")]));
+    let objs =
+        objects(&cmp(&source(&ex), &["generate"], &[("ARGOCD_ENV_NAMESPACE", "from-env"), ("PARAM_REPLICAS", "4")]));
     assert_eq!(objs[0]["metadata"]["namespace"], "from-env");
 
     // Both sent: the JSON list is the structured source and wins.
-    let objs = objects(&cmp(&source(&ex), &["generate"], &[("ARGOCD_APP_PARAMETERS", json_params), ("PARAM_NAMESPACE", "canary")]));
+    let objs = objects(&cmp(
+        &source(&ex),
+        &["generate"],
+        &[("ARGOCD_APP_PARAMETERS", json_params), ("PARAM_NAMESPACE", "canary")],
+    ));
     assert_eq!(objs[0]["metadata"]["namespace"], "staging");
 
     // The bundle parameter picks another file, relative to the source path.
@@ -180,20 +202,32 @@ fn argocd_parameters_override_values() {
     // Invalid values are refused, not ignored.
     assert_refused(&cmp(&source(&ex), &["generate"], &[("PARAM_REPLICAS", "two")]), "replicas");
     assert_refused(&cmp(&source(&ex), &["generate"], &[("PARAM_NAMESPACE", "Not_A_Namespace")]), "namespace");
-    assert_refused(&cmp(&source(&ex), &["generate"], &[("ARGOCD_APP_PARAMETERS", r#"[{"name":"replica","string":"2"}]"#)]), "unknown plugin parameter `replica`");
-    assert_refused(&cmp(&source(&ex), &["generate"], &[("ARGOCD_APP_PARAMETERS", r#"[{"name":"replicas","array":["2"]}]"#)]), "must be a string");
+    assert_refused(
+        &cmp(&source(&ex), &["generate"], &[("ARGOCD_APP_PARAMETERS", r#"[{"name":"replica","string":"2"}]"#)]),
+        "unknown plugin parameter `replica`",
+    );
+    assert_refused(
+        &cmp(&source(&ex), &["generate"], &[("ARGOCD_APP_PARAMETERS", r#"[{"name":"replicas","array":["2"]}]"#)]),
+        "must be a string",
+    );
 }
 
 #[test]
 fn argocd_defaults_apply_when_argo_sends_none() {
     let ex = Example::new();
     // Argo sends cleared fields as "" and never sends announced defaults.
-    let objs = objects(&cmp(&source(&ex), &["generate"], &[("ARGOCD_APP_PARAMETERS", r#"[{"name":"namespace","string":""}]"#)]));
+    let objs = objects(&cmp(
+        &source(&ex),
+        &["generate"],
+        &[("ARGOCD_APP_PARAMETERS", r#"[{"name":"namespace","string":""}]"#)],
+    ));
     let isvc = &objs[0];
     let ann = cmp(&source(&ex), &["parameters"], &[]);
     assert_eq!(ann.code, 0, "{}", ann.stderr);
     let ann: Value = serde_json::from_str(&ann.stdout).unwrap();
-    let default = |n: &str| ann.as_array().unwrap().iter().find(|p| p["name"] == n).unwrap()["string"].as_str().unwrap().to_string();
+    let default = |n: &str| {
+        ann.as_array().unwrap().iter().find(|p| p["name"] == n).unwrap()["string"].as_str().unwrap().to_string()
+    };
     // What the UI announces is exactly what generate applied.
     assert_eq!(default("namespace"), isvc["metadata"]["namespace"].as_str().unwrap());
     assert_eq!(default("replicas"), isvc["spec"]["predictor"]["minReplicas"].to_string());
@@ -212,7 +246,9 @@ fn argocd_parameter_announcement_shape() {
     assert_eq!(names, ["bundle", "namespace", "replicas", "templates", "lint"]);
     for p in ann.as_array().unwrap() {
         assert_eq!(p["collectionType"], "string");
-        assert!(p["title"].as_str().is_some_and(|t| !t.is_empty()) && p["tooltip"].as_str().is_some_and(|t| !t.is_empty()));
+        assert!(
+            p["title"].as_str().is_some_and(|t| !t.is_empty()) && p["tooltip"].as_str().is_some_and(|t| !t.is_empty())
+        );
     }
     // Without a bundle the announcement still works (the UI must not break).
     let empty = tempfile::tempdir().unwrap();
@@ -229,20 +265,40 @@ fn argocd_templates_must_stay_inside_the_source_path() {
     // Outside: a sibling of the source path.
     let outside = ex.path().join("tpl");
     std::fs::create_dir_all(&outside).unwrap();
-    std::fs::write(outside.join("kserve-custom.yaml.hbs"), "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{name}}\n").unwrap();
-    assert_refused(&cmp(&source(&ex), &["generate"], &[("PARAM_TEMPLATES", "../tpl")]), "inside the application's source path");
-    assert_refused(&cmp(&source(&ex), &["generate"], &[("PARAM_TEMPLATES", outside.to_str().unwrap())]), "inside the application's source path");
-    assert_refused(&cmp(&source(&ex), &["generate"], &[("PARAM_BUNDLE", "../v1/release.yaml")]), "inside the application's source path");
+    std::fs::write(
+        outside.join("kserve-custom.yaml.hbs"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{name}}\n",
+    )
+    .unwrap();
+    assert_refused(
+        &cmp(&source(&ex), &["generate"], &[("PARAM_TEMPLATES", "../tpl")]),
+        "inside the application's source path",
+    );
+    assert_refused(
+        &cmp(&source(&ex), &["generate"], &[("PARAM_TEMPLATES", outside.to_str().unwrap())]),
+        "inside the application's source path",
+    );
+    assert_refused(
+        &cmp(&source(&ex), &["generate"], &[("PARAM_BUNDLE", "../v1/release.yaml")]),
+        "inside the application's source path",
+    );
     // A symlink inside the source path that leads out is refused too.
     #[cfg(unix)]
     {
         std::os::unix::fs::symlink(&outside, source(&ex).join("link")).unwrap();
-        assert_refused(&cmp(&source(&ex), &["generate"], &[("PARAM_TEMPLATES", "link")]), "outside the application's source path");
+        assert_refused(
+            &cmp(&source(&ex), &["generate"], &[("PARAM_TEMPLATES", "link")]),
+            "outside the application's source path",
+        );
     }
     // Inside: used.
     let inside = source(&ex).join("tpl");
     std::fs::create_dir_all(&inside).unwrap();
-    std::fs::write(inside.join("kserve-custom.yaml.hbs"), "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{name}}\n  namespace: {{namespace}}\n").unwrap();
+    std::fs::write(
+        inside.join("kserve-custom.yaml.hbs"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{name}}\n  namespace: {{namespace}}\n",
+    )
+    .unwrap();
     let objs = objects(&cmp(&source(&ex), &["generate"], &[("PARAM_TEMPLATES", "tpl")]));
     assert_eq!(objs[0]["kind"], "ConfigMap");
     assert_eq!(objs[0]["metadata"]["annotations"]["bundlegate.dev/git-revision"], REVISION);
@@ -253,7 +309,11 @@ fn argocd_revision_annotation_never_touches_the_pod_template() {
     let ex = Example::new();
     ex.edit_v2(|v| *at(v, "spec.serving.format") = "deployment".into());
     let a = objects(&cmp(&source(&ex), &["generate"], &[]));
-    let b = objects(&cmp(&source(&ex), &["generate"], &[("ARGOCD_APP_REVISION", "0000000000000000000000000000000000000000")]));
+    let b = objects(&cmp(
+        &source(&ex),
+        &["generate"],
+        &[("ARGOCD_APP_REVISION", "0000000000000000000000000000000000000000")],
+    ));
     let dep = a.iter().find(|o| o["kind"] == "Deployment").unwrap();
     assert_eq!(dep["metadata"]["annotations"]["bundlegate.dev/git-revision"], REVISION);
     assert!(dep["spec"]["template"]["metadata"]["annotations"].get("bundlegate.dev/git-revision").is_none());
@@ -276,7 +336,8 @@ fn argocd_discover_positive_and_negative() {
     assert_eq!((no.code, no.stdout.as_str()), (0, ""), "{}", no.stderr);
 
     // A file that is merely named release.yaml is not ours.
-    std::fs::write(empty.path().join("release.yaml"), "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n").unwrap();
+    std::fs::write(empty.path().join("release.yaml"), "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n")
+        .unwrap();
     let other = cmp(empty.path(), &["discover"], &[]);
     assert_eq!((other.code, other.stdout.as_str()), (0, ""));
 
@@ -292,13 +353,18 @@ fn argo_file(rel: &str) -> String {
 }
 
 fn yaml_docs(text: &str) -> Vec<Value> {
-    serde_yaml_ng::Deserializer::from_str(text).map(|d| serde::Deserialize::deserialize(d).unwrap()).filter(|v: &Value| !v.is_null()).collect()
+    serde_yaml_ng::Deserializer::from_str(text)
+        .map(|d| serde::Deserialize::deserialize(d).unwrap())
+        .filter(|v: &Value| !v.is_null())
+        .collect()
 }
 
 #[test]
 fn argocd_application_example_validates_against_the_crd() {
     let p = repo().join("tests/fixtures/reference/argocd/application-crd.yaml");
-    let crd: Value = serde_yaml_ng::from_str(&std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))).unwrap();
+    let crd: Value =
+        serde_yaml_ng::from_str(&std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display())))
+            .unwrap();
     let schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"].clone();
     let v = jsonschema::validator_for(&schema).expect("CRD schema compiles");
     let app = &yaml_docs(&argo_file("application-example.yaml"))[0];
@@ -323,9 +389,16 @@ fn argocd_plugin_and_sidecar_manifests_follow_the_cmp_contract() {
     assert_eq!(plugin["spec"]["parameters"]["dynamic"]["command"], json!(["bundlegate", "argocd", "parameters"]));
 
     let dep = &yaml_docs(&argo_file("repo-server-patch.yaml"))[0];
-    assert_eq!((dep["kind"].as_str(), dep["metadata"]["name"].as_str()), (Some("Deployment"), Some("argocd-repo-server")));
+    assert_eq!(
+        (dep["kind"].as_str(), dep["metadata"]["name"].as_str()),
+        (Some("Deployment"), Some("argocd-repo-server"))
+    );
     let cm = &yaml_docs(&argo_file("cmp-plugin-configmap.yaml"))[0];
-    assert_eq!(cm["data"]["plugin.yaml"].as_str().unwrap(), argo_file("plugin.yaml"), "ConfigMap copy of plugin.yaml drifted");
+    assert_eq!(
+        cm["data"]["plugin.yaml"].as_str().unwrap(),
+        argo_file("plugin.yaml"),
+        "ConfigMap copy of plugin.yaml drifted"
+    );
     let pod = &dep["spec"]["template"]["spec"];
     let side = pod["containers"].as_array().unwrap().iter().find(|c| c["name"] == "bundlegate-cmp").unwrap();
     assert_eq!(side["command"], json!(["/var/run/argocd/argocd-cmp-server"]));
@@ -333,7 +406,9 @@ fn argocd_plugin_and_sidecar_manifests_follow_the_cmp_contract() {
     assert_eq!(side["securityContext"]["runAsUser"], 999);
     assert!(side["env"].as_array().unwrap().iter().any(|e| e["name"] == "ARGOCD_EXEC_TIMEOUT"));
     let mounts = side["volumeMounts"].as_array().unwrap();
-    let mount = |path: &str| mounts.iter().find(|m| m["mountPath"] == path).unwrap_or_else(|| panic!("no mount at {path}")).clone();
+    let mount = |path: &str| {
+        mounts.iter().find(|m| m["mountPath"] == path).unwrap_or_else(|| panic!("no mount at {path}")).clone()
+    };
     let volume = |name: &Value| pod["volumes"].as_array().unwrap().iter().find(|v| &v["name"] == name).unwrap().clone();
     let cfg = mount("/home/argocd/cmp-server/config/plugin.yaml");
     assert_eq!(cfg["subPath"], "plugin.yaml");
@@ -348,15 +423,24 @@ fn argocd_plugin_and_sidecar_manifests_follow_the_cmp_contract() {
     let tools = mount("/custom-tools");
     let init = &pod["initContainers"][0];
     assert!(init["volumeMounts"].as_array().unwrap().iter().any(|m| m["name"] == tools["name"]));
-    assert!(side["env"].as_array().unwrap().iter().any(|e| e["name"] == "PATH" && e["value"].as_str().unwrap().contains("/custom-tools")));
+    assert!(side["env"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|e| e["name"] == "PATH" && e["value"].as_str().unwrap().contains("/custom-tools")));
 }
 
 #[test]
 fn argocd_cm_patch_embeds_the_health_script_verbatim() {
     let cm = &yaml_docs(&argo_file("argocd-cm-patch.yaml"))[0];
     assert_eq!(cm["metadata"]["name"], "argocd-cm");
-    let embedded = cm["data"]["resource.customizations.health.serving.kserve.io_InferenceService"].as_str().expect("health key");
-    assert_eq!(embedded, argo_file("health/inferenceservice.lua"), "argocd-cm-patch.yaml drifted from health/inferenceservice.lua");
+    let embedded =
+        cm["data"]["resource.customizations.health.serving.kserve.io_InferenceService"].as_str().expect("health key");
+    assert_eq!(
+        embedded,
+        argo_file("health/inferenceservice.lua"),
+        "argocd-cm-patch.yaml drifted from health/inferenceservice.lua"
+    );
 }
 
 #[test]
@@ -428,11 +512,28 @@ fn argocd_parameters_obey_the_bundle_rules_and_reads_are_bounded() {
     }
     let objs = objects(&cmp(&source(&ex), &["generate"], &[("ARGOCD_ENV_REPLICAS", "10000")]));
     assert_eq!(objs[0]["spec"]["predictor"]["minReplicas"], 10000);
-    assert_refused(&cmp(&source(&ex), &["generate"], &[("ARGOCD_APP_PARAMETERS", r#"[{"name":"replicas","string":"2","string":"0"}]"#)]), "duplicate key `string`");
-    assert_refused(&cmp(&source(&ex), &["generate"], &[("ARGOCD_APP_PARAMETERS", r#"[{"name":"replicas","string":"2"},{"name":"replicas","string":"0"}]"#)]), "given twice");
+    assert_refused(
+        &cmp(
+            &source(&ex),
+            &["generate"],
+            &[("ARGOCD_APP_PARAMETERS", r#"[{"name":"replicas","string":"2","string":"0"}]"#)],
+        ),
+        "duplicate key `string`",
+    );
+    assert_refused(
+        &cmp(
+            &source(&ex),
+            &["generate"],
+            &[("ARGOCD_APP_PARAMETERS", r#"[{"name":"replicas","string":"2"},{"name":"replicas","string":"0"}]"#)],
+        ),
+        "given twice",
+    );
     let big = source(&ex).join("big.yaml");
     std::fs::File::create(&big).unwrap().set_len(200 << 20).unwrap();
     let t0 = std::time::Instant::now();
-    assert_refused(&cmp(&source(&ex), &["generate"], &[("PARAM_BUNDLE", "big.yaml")]), "over the limit of 4194304 bytes (4 MiB) for a bundle file");
+    assert_refused(
+        &cmp(&source(&ex), &["generate"], &[("PARAM_BUNDLE", "big.yaml")]),
+        "over the limit of 4194304 bytes (4 MiB) for a bundle file",
+    );
     assert!(t0.elapsed() < std::time::Duration::from_secs(5));
 }

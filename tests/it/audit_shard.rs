@@ -34,7 +34,10 @@ fn findings(o: &Out) -> BTreeSet<(String, String, Vec<String>)> {
         .iter()
         .filter(|s| s["step"] == "audit")
         .map(|s| {
-            let mut codes: Vec<String> = s["diagnostics"].as_array().map(|d| d.iter().map(|x| x["code"].as_str().unwrap().to_string()).collect()).unwrap_or_default();
+            let mut codes: Vec<String> = s["diagnostics"]
+                .as_array()
+                .map(|d| d.iter().map(|x| x["code"].as_str().unwrap().to_string()).collect())
+                .unwrap_or_default();
             codes.sort();
             (s["target"].as_str().unwrap().to_string(), s["verdict"].as_str().unwrap().to_string(), codes)
         })
@@ -95,19 +98,34 @@ fn four_shards_merged_equal_one_audit_and_a_drift_is_reported_once_by_its_owner(
     b[0] ^= 1;
     std::fs::write(&p, &b).unwrap();
     let drifted = run_shards(&ex, 4, cache.to_str().unwrap(), &reports);
-    let reporting: Vec<usize> = drifted.iter().enumerate().filter(|(_, s)| s.codes().contains(&"BG107".to_string())).map(|(k, _)| k).collect();
+    let reporting: Vec<usize> =
+        drifted.iter().enumerate().filter(|(_, s)| s.codes().contains(&"BG107".to_string())).map(|(k, _)| k).collect();
     assert_eq!(reporting.len(), 1, "exactly one shard reports the drift: {reporting:?}");
     assert_eq!(drifted[reporting[0]].code, 1);
     let metrics = ex.path().join("audit.prom");
-    let merged = run_in(ex.path(), &["report", "merge", "--format", "json", "reports/", "--metrics-file", metrics.to_str().unwrap()], &[]);
+    let merged = run_in(
+        ex.path(),
+        &["report", "merge", "--format", "json", "reports/", "--metrics-file", metrics.to_str().unwrap()],
+        &[],
+    );
     assert_eq!(merged.code, 1);
     let fails: Vec<_> = findings(&merged).into_iter().filter(|f| f.1 == "fail").collect();
     assert_eq!(fails.len(), 1, "{fails:?}");
     assert!(fails[0].0.contains("v1-copy3"), "{fails:?}");
     let m = std::fs::read_to_string(&metrics).unwrap();
-    assert!(m.contains("bundlegate_audit_bundle_drifted{bundle=\"./llm-scratch/v1-copy3/release.yaml\"} 1") || m.lines().any(|l| l.starts_with("bundlegate_audit_bundle_drifted{") && l.contains("v1-copy3") && l.ends_with(" 1")), "{m}");
+    assert!(
+        m.contains("bundlegate_audit_bundle_drifted{bundle=\"./llm-scratch/v1-copy3/release.yaml\"} 1")
+            || m.lines().any(|l| l.starts_with("bundlegate_audit_bundle_drifted{")
+                && l.contains("v1-copy3")
+                && l.ends_with(" 1")),
+        "{m}"
+    );
     assert!(m.contains("bundlegate_audit_verdict{verdict=\"fail\"} 1"), "{m}");
-    assert_eq!(m.lines().filter(|l| l.starts_with("bundlegate_audit_bundle_drifted{") && l.ends_with(" 1")).count(), 1, "{m}");
+    assert_eq!(
+        m.lines().filter(|l| l.starts_with("bundlegate_audit_bundle_drifted{") && l.ends_with(" 1")).count(),
+        1,
+        "{m}"
+    );
 }
 
 #[test]
@@ -116,18 +134,46 @@ fn merge_of_a_missing_duplicate_or_foreign_shard_is_inconclusive() {
     let reports = ex.path().join("reports");
     run_shards(&ex, 3, ex.path().join("c").to_str().unwrap(), &reports);
     let r = |f: &str| reports.join(f).to_str().unwrap().to_string();
-    let missing = run_in(ex.path(), &["report", "merge", "--format", "json", &r("shard-0.json"), &r("shard-1.json")], &[]);
+    let missing =
+        run_in(ex.path(), &["report", "merge", "--format", "json", &r("shard-0.json"), &r("shard-1.json")], &[]);
     assert_eq!(missing.code, 1, "{}", missing.stdout);
     assert_eq!(missing.json()["verdict"], "inconclusive");
     assert!(missing.diag("BG602")["message"].as_str().unwrap().contains("missing shard"), "{}", missing.stdout);
-    let dup = run_in(ex.path(), &["report", "merge", "--format", "json", &r("shard-0.json"), &r("shard-0.json"), &r("shard-1.json"), &r("shard-2.json")], &[]);
+    let dup = run_in(
+        ex.path(),
+        &[
+            "report",
+            "merge",
+            "--format",
+            "json",
+            &r("shard-0.json"),
+            &r("shard-0.json"),
+            &r("shard-1.json"),
+            &r("shard-2.json"),
+        ],
+        &[],
+    );
     assert_eq!(dup.code, 1);
     assert!(dup.stdout.contains("appears 2 times"), "{}", dup.stdout);
     // Another tree state: a bundle is added, one shard re-runs.
     let ex2 = tree(4);
     let other = ex2.path().join("other.json");
-    audit(&ex2, &["--shard", "2/3", "--cache", ex2.path().join("c").to_str().unwrap(), "--write-report", other.to_str().unwrap()]);
-    let foreign = run_in(ex.path(), &["report", "merge", "--format", "json", &r("shard-0.json"), &r("shard-1.json"), other.to_str().unwrap()], &[]);
+    audit(
+        &ex2,
+        &[
+            "--shard",
+            "2/3",
+            "--cache",
+            ex2.path().join("c").to_str().unwrap(),
+            "--write-report",
+            other.to_str().unwrap(),
+        ],
+    );
+    let foreign = run_in(
+        ex.path(),
+        &["report", "merge", "--format", "json", &r("shard-0.json"), &r("shard-1.json"), other.to_str().unwrap()],
+        &[],
+    );
     assert_eq!(foreign.code, 1);
     assert!(foreign.stdout.contains("different trees"), "{}", foreign.stdout);
     // Not a report at all: exit 2 naming the file.
@@ -141,7 +187,11 @@ fn merge_of_a_missing_duplicate_or_foreign_shard_is_inconclusive() {
 fn shard_auto_takes_the_indexed_job_completion_index() {
     let ex = tree(1);
     let c = ex.path().join("c");
-    let out = run_in(ex.path(), &["audit", "--format", "json", ".", "--shard", "auto/2", "--cache", c.to_str().unwrap()], &[("JOB_COMPLETION_INDEX", "1")]);
+    let out = run_in(
+        ex.path(),
+        &["audit", "--format", "json", ".", "--shard", "auto/2", "--cache", c.to_str().unwrap()],
+        &[("JOB_COMPLETION_INDEX", "1")],
+    );
     assert!(out.code <= 1, "{}\n{}", out.stdout, out.stderr);
     assert_eq!(out.json()["shard"]["index"], 1);
     let bad = run_in(ex.path(), &["audit", ".", "--shard", "auto/2"], &[("JOB_COMPLETION_INDEX", "2")]);
@@ -169,10 +219,12 @@ fn a_corrupt_or_foreign_cache_object_is_rebuilt_never_trusted() {
     let out = audit(&ex, &["--cache", c.to_str().unwrap()]);
     assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
     assert_eq!(out.codes().iter().filter(|c| *c == "BG601").count(), 2, "{}", out.stdout);
-    let hashed: u64 = out.json()["steps"].as_array().unwrap().iter().map(|s| s["data"]["objectsHashed"].as_u64().unwrap()).sum();
+    let hashed: u64 =
+        out.json()["steps"].as_array().unwrap().iter().map(|s| s["data"]["objectsHashed"].as_u64().unwrap()).sum();
     assert_eq!(hashed, 10, "nothing from the broken cache was trusted");
     let third = audit(&ex, &["--cache", c.to_str().unwrap()]);
-    let hashed: u64 = third.json()["steps"].as_array().unwrap().iter().map(|s| s["data"]["objectsHashed"].as_u64().unwrap()).sum();
+    let hashed: u64 =
+        third.json()["steps"].as_array().unwrap().iter().map(|s| s["data"]["objectsHashed"].as_u64().unwrap()).sum();
     assert_eq!(hashed, 0, "the rebuilt cache is used");
 }
 
@@ -186,7 +238,24 @@ fn shards_share_a_cache_in_a_real_s3_bucket() {
     let cache = "s3://audit/cache/";
     let run = |k: u32| {
         let shard = format!("{k}/2");
-        run_in(ex.path(), &["audit", "--format", "json", "--progress", "never", ".", "--shard", &shard, "--cache", cache, "--write-report", &format!("s3://audit/reports/shard-{k}.json")], &env)
+        run_in(
+            ex.path(),
+            &[
+                "audit",
+                "--format",
+                "json",
+                "--progress",
+                "never",
+                ".",
+                "--shard",
+                &shard,
+                "--cache",
+                cache,
+                "--write-report",
+                &format!("s3://audit/reports/shard-{k}.json"),
+            ],
+            &env,
+        )
     };
     for k in 0..2 {
         let o = run(k);
@@ -212,13 +281,13 @@ struct Pushgateway {
     _dir: tempfile::TempDir,
 }
 
-
 const PUSH_USER: &str = "pusher";
 const PUSH_PASSWORD: &str = "s3cr3t-pw";
 
 impl Pushgateway {
     fn start() -> Option<Pushgateway> {
-        let bin = std::env::var_os("PATH").and_then(|p| std::env::split_paths(&p).map(|d| d.join("prometheus-pushgateway")).find(|p| p.is_file()));
+        let bin = std::env::var_os("PATH")
+            .and_then(|p| std::env::split_paths(&p).map(|d| d.join("prometheus-pushgateway")).find(|p| p.is_file()));
         let Some(bin) = bin else {
             if std::env::var_os("BUNDLEGATE_SKIP_SERVERS").is_some() {
                 eprintln!("skipping: `prometheus-pushgateway` not on PATH and BUNDLEGATE_SKIP_SERVERS is set");
@@ -229,7 +298,11 @@ impl Pushgateway {
         let dir = tempfile::tempdir().unwrap();
         // bcrypt of PUSH_PASSWORD (cost 4: a test, not a vault).
         let web = dir.path().join("web.yml");
-        std::fs::write(&web, "basic_auth_users:\n  pusher: $2b$04$IMy3AhlViB5YtKwKEQkseuF8yi6D3dUzfkMcF00M/jSGF5omicYta\n").unwrap();
+        std::fs::write(
+            &web,
+            "basic_auth_users:\n  pusher: $2b$04$IMy3AhlViB5YtKwKEQkseuF8yi6D3dUzfkMcF00M/jSGF5omicYta\n",
+        )
+        .unwrap();
         let port = crate::verify::free_port();
         let child = crate::support::server::spawn(
             std::process::Command::new(bin)
@@ -250,7 +323,14 @@ impl Pushgateway {
     /// GET `path`, with or without the credentials → (status, body).
     fn get(&self, path: &str, auth: bool) -> std::io::Result<(u16, String)> {
         use base64::Engine;
-        let header = if auth { format!("Authorization: Basic {}\r\n", base64::engine::general_purpose::STANDARD.encode(format!("{PUSH_USER}:{PUSH_PASSWORD}"))) } else { String::new() };
+        let header = if auth {
+            format!(
+                "Authorization: Basic {}\r\n",
+                base64::engine::general_purpose::STANDARD.encode(format!("{PUSH_USER}:{PUSH_PASSWORD}"))
+            )
+        } else {
+            String::new()
+        };
         crate::support::http::get(self.port, path, &header)
     }
 }
@@ -286,7 +366,14 @@ fn metrics_pushed_with_basic_auth_are_served_by_a_real_pushgateway_and_no_secret
 #[test]
 fn a_failed_push_still_prints_the_findings_writes_the_metrics_file_and_never_passes() {
     use crate::support::http::{Reply, Server};
-    let down = Server::start_replies(0, std::sync::Arc::new(|_r: &crate::support::http::Req| Reply::Raw { status: 503, headers: vec![], body: b"maintenance".to_vec() }));
+    let down = Server::start_replies(
+        0,
+        std::sync::Arc::new(|_r: &crate::support::http::Req| Reply::Raw {
+            status: 503,
+            headers: vec![],
+            body: b"maintenance".to_vec(),
+        }),
+    );
     let ex = tree(1);
     let c = ex.path().join("c");
     let clean = audit(&ex, &["--cache", c.to_str().unwrap()]);
@@ -298,25 +385,37 @@ fn a_failed_push_still_prints_the_findings_writes_the_metrics_file_and_never_pas
     std::thread::sleep(std::time::Duration::from_millis(20));
     std::fs::write(&p, &b).unwrap();
     let prom = ex.path().join("audit.prom");
-    let out = audit(&ex, &["--cache", c.to_str().unwrap(), "--metrics-file", prom.to_str().unwrap(), "--pushgateway", &down.url()]);
+    let out = audit(
+        &ex,
+        &["--cache", c.to_str().unwrap(), "--metrics-file", prom.to_str().unwrap(), "--pushgateway", &down.url()],
+    );
     assert_eq!(out.code, 2, "the push failed: exit 2, never 0\n{}\n{}", out.stdout, out.stderr);
     let j = out.json();
     assert_eq!(j["verdict"], "error");
     let f = findings(&out);
     assert_eq!(f.len(), 3, "every bundle's finding is printed: {f:?}");
-    assert!(f.iter().any(|(t, v, codes)| t.contains("v1-copy0") && v == "fail" && codes.contains(&"BG107".to_string())), "{f:?}");
+    assert!(
+        f.iter().any(|(t, v, codes)| t.contains("v1-copy0") && v == "fail" && codes.contains(&"BG107".to_string())),
+        "{f:?}"
+    );
     let step = j["steps"].as_array().unwrap().iter().find(|s| s["step"] == "pushgateway").cloned().unwrap();
     assert_eq!(step["verdict"], "error");
     assert!(step["summary"].as_str().unwrap().contains("503"), "{step}");
     let m = std::fs::read_to_string(&prom).unwrap();
-    assert!(m.lines().any(|l| l.starts_with("bundlegate_audit_bundle_drifted{") && l.contains("v1-copy0") && l.ends_with(" 1")), "{m}");
+    assert!(
+        m.lines()
+            .any(|l| l.starts_with("bundlegate_audit_bundle_drifted{") && l.contains("v1-copy0") && l.ends_with(" 1")),
+        "{m}"
+    );
     assert!(m.contains("bundlegate_audit_verdict{verdict=\"fail\"} 1"), "the metrics say what the audit found: {m}");
     // The merge of shard reports behaves the same.
     let reports = ex.path().join("reports");
     run_shards(&ex, 2, c.to_str().unwrap(), &reports);
-    let merged = run_in(ex.path(), &["report", "merge", "--format", "json", "reports/", "--pushgateway", &down.url()], &[]);
+    let merged =
+        run_in(ex.path(), &["report", "merge", "--format", "json", "reports/", "--pushgateway", &down.url()], &[]);
     assert_eq!(merged.code, 2, "{}\n{}", merged.stdout, merged.stderr);
-    let verdicts = |f: BTreeSet<(String, String, Vec<String>)>| f.into_iter().map(|(t, v, _)| (t, v)).collect::<Vec<_>>();
+    let verdicts =
+        |f: BTreeSet<(String, String, Vec<String>)>| f.into_iter().map(|(t, v, _)| (t, v)).collect::<Vec<_>>();
     assert_eq!(verdicts(findings(&merged)), verdicts(f), "the merged findings are printed");
     // A destination that cannot work is refused before any hashing.
     let bad = audit(&ex, &["--cache", c.to_str().unwrap(), "--pushgateway", "ftp://h/"]);
@@ -328,7 +427,17 @@ fn file_uris_name_the_same_place_as_paths_for_cache_reports_and_metrics() {
     let ex = tree(1);
     let abs = ex.path().display().to_string();
     // The single-file cache, the report and the metrics as `file:/abs` URIs.
-    let out = audit(&ex, &["--cache", &format!("file:{abs}/cache.json"), "--write-report", &format!("file:{abs}/one/r.json"), "--metrics-file", &format!("file://{abs}/m.prom")]);
+    let out = audit(
+        &ex,
+        &[
+            "--cache",
+            &format!("file:{abs}/cache.json"),
+            "--write-report",
+            &format!("file:{abs}/one/r.json"),
+            "--metrics-file",
+            &format!("file://{abs}/m.prom"),
+        ],
+    );
     assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
     assert!(ex.path().join("cache.json").is_file(), "the cache is at the path the URI names");
     assert!(ex.path().join("one/r.json").is_file());
@@ -337,22 +446,44 @@ fn file_uris_name_the_same_place_as_paths_for_cache_reports_and_metrics() {
     let reports = ex.path().join("reports");
     std::fs::create_dir_all(&reports).unwrap();
     for k in 0..2 {
-        let o = audit(&ex, &["--shard", &format!("{k}/2"), "--cache", &format!("file://{abs}/shared/"), "--write-report", &format!("file:reports/shard-{k}.json")]);
+        let o = audit(
+            &ex,
+            &[
+                "--shard",
+                &format!("{k}/2"),
+                "--cache",
+                &format!("file://{abs}/shared/"),
+                "--write-report",
+                &format!("file:reports/shard-{k}.json"),
+            ],
+        );
         assert_eq!(o.code, 0, "{}\n{}", o.stdout, o.stderr);
     }
     assert!(reports.join("shard-0.json").is_file() && reports.join("shard-1.json").is_file());
     assert!(std::fs::read_dir(ex.path().join("shared")).unwrap().count() >= 3, "one cache object per bundle");
-    for inputs in [vec![format!("file:{abs}/reports")], vec![format!("file:{abs}/reports/shard-0.json"), "file:reports/shard-1.json".to_string()]] {
+    for inputs in [
+        vec![format!("file:{abs}/reports")],
+        vec![format!("file:{abs}/reports/shard-0.json"), "file:reports/shard-1.json".to_string()],
+    ] {
         let mut a = vec!["report", "merge", "--format", "json"];
         a.extend(inputs.iter().map(String::as_str));
         let m = run_in(ex.path(), &a, &[]);
         assert_eq!(m.code, 0, "{inputs:?}: {}\n{}", m.stdout, m.stderr);
         assert_eq!(findings(&m).len(), 3);
     }
-    let stray: Vec<_> = std::fs::read_dir(ex.path()).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).filter(|n| n.starts_with("file")).collect();
+    let stray: Vec<_> = std::fs::read_dir(ex.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("file"))
+        .collect();
     assert!(stray.is_empty(), "no folder named after the URI: {stray:?}");
     // A malformed URI is refused before the audit, not taken for a path.
-    for (flag, bad) in [("--cache", "s3:/bucket/c/"), ("--write-report", "file://host/r.json"), ("--write-report", "reports/"), ("--metrics-file", "gs://")] {
+    for (flag, bad) in [
+        ("--cache", "s3:/bucket/c/"),
+        ("--write-report", "file://host/r.json"),
+        ("--write-report", "reports/"),
+        ("--metrics-file", "gs://"),
+    ] {
         let o = audit(&ex, &[flag, bad]);
         assert_eq!(o.code, 2, "{flag} {bad}: {}", o.stdout);
         assert!(o.stderr.contains(flag) || o.stderr.contains(bad), "{flag} {bad}: {}", o.stderr);

@@ -79,7 +79,11 @@ impl Arm {
         let _ = writeln!(out, "bundlegate_request_duration_seconds_count{{version=\"{v}\"}} {req}");
         // A small sawtooth so the memory samples are not all tied.
         let (_, p) = self.phase_at(t);
-        let _ = writeln!(out, "DCGM_FI_DEV_FB_USED{{version=\"{v}\",gpu=\"0\"}} {}", p.gpu_mib + (t as u64 % 3) as f64 * 50.0);
+        let _ = writeln!(
+            out,
+            "DCGM_FI_DEV_FB_USED{{version=\"{v}\",gpu=\"0\"}} {}",
+            p.gpu_mib + (t as u64 % 3) as f64 * 50.0
+        );
     }
 }
 
@@ -162,7 +166,10 @@ fn start_prometheus(exporter: &Exporter) -> Option<Prometheus> {
         }
         panic!("`prometheus` is not on PATH: install it (`apt-get install --no-install-recommends prometheus`) or set BUNDLEGATE_SKIP_SERVERS=1 to skip server tests");
     };
-    start_prometheus_with(bin, &format!("  - job_name: canary\n    static_configs:\n      - targets: ['127.0.0.1:{}']\n", exporter.port))
+    start_prometheus_with(
+        bin,
+        &format!("  - job_name: canary\n    static_configs:\n      - targets: ['127.0.0.1:{}']\n", exporter.port),
+    )
 }
 
 /// A Prometheus with these `scrape_configs` entries (1 s scrapes and rule
@@ -170,7 +177,11 @@ fn start_prometheus(exporter: &Exporter) -> Option<Prometheus> {
 fn start_prometheus_with(bin: PathBuf, scrape_configs: &str) -> Option<Prometheus> {
     let dir = tempfile::tempdir().unwrap();
     let cfg = dir.path().join("prometheus.yml");
-    std::fs::write(&cfg, format!("global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n{scrape_configs}")).unwrap();
+    std::fs::write(
+        &cfg,
+        format!("global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n{scrape_configs}"),
+    )
+    .unwrap();
     let port = free_port();
     let child = crate::support::server::spawn(
         Command::new(bin)
@@ -196,7 +207,10 @@ impl Prometheus {
 
     /// First value of an instant query, if any.
     fn value(&self, q: &str) -> Option<f64> {
-        let path = format!("/api/v1/query?{}", url::form_urlencoded::Serializer::new(String::new()).append_pair("query", q).finish());
+        let path = format!(
+            "/api/v1/query?{}",
+            url::form_urlencoded::Serializer::new(String::new()).append_pair("query", q).finish()
+        );
         let (_, body) = http_get(self.port, &path).ok()?;
         let v: Value = serde_json::from_str(&body).ok()?;
         v["data"]["result"][0]["value"][1].as_str()?.parse().ok()
@@ -214,7 +228,10 @@ impl Prometheus {
     /// Until the last `secs` seconds hold at least `secs - 1` scrapes.
     fn wait_window(&self, secs: u64) {
         self.wait_for(
-            || self.value(&format!("count_over_time(bundlegate_test_phase[{secs}s])")).is_some_and(|n| n >= (secs - 1) as f64),
+            || {
+                self.value(&format!("count_over_time(bundlegate_test_phase[{secs}s])"))
+                    .is_some_and(|n| n >= (secs - 1) as f64)
+            },
             "samples to fill the window",
         );
     }
@@ -266,7 +283,8 @@ fn example() -> Example {
 fn canary(ex: &Example, p: &Prometheus, window: &str, extra: &[&str]) -> Out {
     let v2 = ex.v2();
     let url = p.url();
-    let mut args = vec!["canary", "--format", "json", v2.to_str().unwrap(), "--prometheus", url.as_str(), "--window", window];
+    let mut args =
+        vec!["canary", "--format", "json", v2.to_str().unwrap(), "--prometheus", url.as_str(), "--window", window];
     args.extend_from_slice(extra);
     ex.run(&args)
 }
@@ -276,7 +294,12 @@ fn step(out: &Out) -> Value {
 }
 
 fn gate<'a>(s: &'a Value, metric: &str) -> &'a Value {
-    s["data"]["gates"].as_array().unwrap().iter().find(|g| g["metric"] == metric).unwrap_or_else(|| panic!("no gate {metric} in {s}"))
+    s["data"]["gates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["metric"] == metric)
+        .unwrap_or_else(|| panic!("no gate {metric} in {s}"))
 }
 
 #[test]
@@ -310,8 +333,15 @@ fn clear_regression_fails_and_rolls_back_only_to_a_verified_target() {
     assert!(s["data"]["precondition"].as_str().unwrap().contains("not usable"), "{}", s["data"]["precondition"]);
 
     // Markdown reads as a PR comment: one table per gate with the columns.
-    let md = ex.run(&["canary", "--format", "markdown", ex.v2().to_str().unwrap(), "--prometheus", &p.url(), "--window", "8s"]).stdout;
-    assert!(md.contains("| metric | baseline | candidate | limit | p-value | samples (cand / base) | needed per side | verdict |"), "{md}");
+    let md = ex
+        .run(&["canary", "--format", "markdown", ex.v2().to_str().unwrap(), "--prometheus", &p.url(), "--window", "8s"])
+        .stdout;
+    assert!(
+        md.contains(
+            "| metric | baseline | candidate | limit | p-value | samples (cand / base) | needed per side | verdict |"
+        ),
+        "{md}"
+    );
     assert!(md.contains("**gate error_rate — FAIL"), "{md}");
 }
 
@@ -348,7 +378,10 @@ fn too_few_samples_is_inconclusive_with_time_needed() {
     assert_eq!(out.code, 1);
     let d = out.diag("BG302");
     let msg = d["message"].as_str().unwrap();
-    assert!(msg.contains("minSamples 200") && msg.contains("more samples per side") && msg.contains("more minutes"), "{msg}");
+    assert!(
+        msg.contains("minSamples 200") && msg.contains("more samples per side") && msg.contains("more minutes"),
+        "{msg}"
+    );
     assert!(!out.codes().contains(&"BG301".to_string()));
     let g = gate(&s, "error_rate");
     assert!(g["moreSamples"].as_u64().unwrap() > 150, "{g}");
@@ -386,9 +419,15 @@ fn load_driven_slowdown_on_both_throttles_instead_of_rolling_back() {
     let exp = serve_exporter(vec![load("v2"), load("v1")]);
     let Some(p) = start_prometheus(&exp) else { return };
     // The current window all under load, the one before mostly not.
-    p.wait_for(|| p.value("min_over_time(bundlegate_test_phase[6s])") == Some(2.0), "the load phase to fill the window");
+    p.wait_for(
+        || p.value("min_over_time(bundlegate_test_phase[6s])") == Some(2.0),
+        "the load phase to fill the window",
+    );
     let ex = example();
-    ex.edit_v2(|v| *at(v, "spec.canary.gates.1") = yaml("{metric: p95_latency_seconds, maxAbsolute: 0.5, maxRelativeIncrease: 0.2}"));
+    ex.edit_v2(|v| {
+        *at(v, "spec.canary.gates.1") =
+            yaml("{metric: p95_latency_seconds, maxAbsolute: 0.5, maxRelativeIncrease: 0.2}")
+    });
     let out = canary(&ex, &p, "6s", &[]);
     let s = step(&out);
     assert_eq!(s["verdict"], "fail", "{}", out.stdout);
@@ -428,7 +467,14 @@ fn truncated_golden_json_is_bg304_with_the_sample_kept() {
 fn oversized_golden_answer_is_an_error_not_a_verdict() {
     use crate::support::http::{Reply, Req, Server};
     let body = vec![b'a'; 6 << 20];
-    let server = Server::start_replies(0, std::sync::Arc::new(move |_r: &Req| Reply::Raw { status: 200, headers: vec![("content-type".into(), "application/json".into())], body: body.clone() }));
+    let server = Server::start_replies(
+        0,
+        std::sync::Arc::new(move |_r: &Req| Reply::Raw {
+            status: 200,
+            headers: vec![("content-type".into(), "application/json".into())],
+            body: body.clone(),
+        }),
+    );
     let ex = example();
     let out = ex.run(&["canary", "--format", "json", ex.v2().to_str().unwrap(), "--endpoint", &server.url()]);
     let s = step(&out);
@@ -478,7 +524,8 @@ fn prometheus_500_with_an_html_page_is_an_error_not_data() {
     let out = canary_against(crate::support::http::Reply::Raw {
         status: 500,
         headers: vec![("content-type".into(), "text/html".into())],
-        body: b"<html><body><h1>500 Internal Server Error</h1>upstream prometheus-k8s unavailable</body></html>".to_vec(),
+        body: b"<html><body><h1>500 Internal Server Error</h1>upstream prometheus-k8s unavailable</body></html>"
+            .to_vec(),
     });
     assert_eq!(out.code, 2, "{}\n{}", out.stdout, out.stderr);
     let s = step(&out);
@@ -510,7 +557,6 @@ fn prometheus_rejecting_the_query_is_an_error_quoting_it() {
     assert!(s["summary"].as_str().unwrap().contains("bad_data"), "{s}");
 }
 
-
 // ---- metric providers: each stack's real exposition, one Prometheus ---------
 //
 // One exporter serves one target per arm (`/arm/<i>`); Prometheus attaches
@@ -521,22 +567,29 @@ fn prometheus_rejecting_the_query_is_an_error_quoting_it() {
 // histogram buckets of those stacks, so one scrape covers every provider.
 
 /// vLLM V1 bucket bounds (vllm/v1/metrics/loggers.py).
-const VLLM_TTFT_LE: [f64; 22] =
-    [0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0];
-const VLLM_ITL_LE: [f64; 19] = [0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0];
-const VLLM_REQUEST_LE: [f64; 21] =
-    [0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0, 60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0];
+const VLLM_TTFT_LE: [f64; 22] = [
+    0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0,
+    160.0, 640.0, 2560.0,
+];
+const VLLM_ITL_LE: [f64; 19] =
+    [0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0];
+const VLLM_REQUEST_LE: [f64; 21] = [
+    0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0, 60.0, 120.0, 240.0, 480.0, 960.0,
+    1920.0, 7680.0,
+];
 /// Knative Serving ≤ 1.18 queue-proxy request latency distribution (ms).
 const KNATIVE_LE: [f64; 26] = [
-    5.0, 10.0, 20.0, 40.0, 60.0, 80.0, 100.0, 150.0, 200.0, 250.0, 300.0, 350.0, 400.0, 450.0, 500.0, 600.0, 700.0, 800.0, 900.0, 1000.0, 2000.0, 5000.0,
-    10000.0, 20000.0, 50000.0, 100000.0,
+    5.0, 10.0, 20.0, 40.0, 60.0, 80.0, 100.0, 150.0, 200.0, 250.0, 300.0, 350.0, 400.0, 450.0, 500.0, 600.0, 700.0,
+    800.0, 900.0, 1000.0, 2000.0, 5000.0, 10000.0, 20000.0, 50000.0, 100000.0,
 ];
 /// Knative Serving 1.19+ queue-proxy `kn.serving.invocation.duration` bounds
 /// (seconds; knative/serving pkg/queue/request_metric.go).
 const KNATIVE_OTEL_LE: [f64; 14] = [0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0];
 /// Istio's default request duration buckets (ms).
-const ISTIO_LE: [f64; 19] =
-    [0.5, 1.0, 5.0, 10.0, 25.0, 50.0, 100.0, 250.0, 500.0, 1000.0, 2500.0, 5000.0, 10000.0, 30000.0, 60000.0, 300000.0, 600000.0, 1800000.0, 3600000.0];
+const ISTIO_LE: [f64; 19] = [
+    0.5, 1.0, 5.0, 10.0, 25.0, 50.0, 100.0, 250.0, 500.0, 1000.0, 2500.0, 5000.0, 10000.0, 30000.0, 60000.0, 300000.0,
+    600000.0, 1800000.0, 3600000.0,
+];
 
 /// Which Knative Serving queue-proxy the arm runs.
 #[derive(Clone, Copy, PartialEq)]
@@ -565,7 +618,15 @@ struct Stack {
     knative: Knative,
 }
 
-const NORMAL: Stack = Stack { rps: 500.0, errors: 0.01, slower: 1.0, tokens: 1.0, gpu_mib: 20_000.0, old_names: false, knative: Knative::OpenCensus };
+const NORMAL: Stack = Stack {
+    rps: 500.0,
+    errors: 0.01,
+    slower: 1.0,
+    tokens: 1.0,
+    gpu_mib: 20_000.0,
+    old_names: false,
+    knative: Knative::OpenCensus,
+};
 
 /// Cumulative count per bound for `n` observations spread evenly over
 /// [0.9, 1.1] × `typical`.
@@ -613,7 +674,10 @@ fn exposition(parts: &[(f64, Stack)], version: &str, t: f64, phase: usize) -> St
     let mut o = format!("bundlegate_test_phase {phase}\n");
     let now = parts.last().map(|p| p.1).unwrap_or(NORMAL);
     let hist = |typical: f64, per_request: f64, ok_only: bool| -> Vec<(f64, f64)> {
-        parts.iter().map(|(n, s)| (n * per_request * if ok_only { 1.0 - s.errors } else { 1.0 }, typical * s.slower)).collect()
+        parts
+            .iter()
+            .map(|(n, s)| (n * per_request * if ok_only { 1.0 - s.errors } else { 1.0 }, typical * s.slower))
+            .collect()
     };
     let sum = |f: &dyn Fn(&Stack) -> f64| parts.iter().map(|(n, s)| n * f(s)).sum::<f64>();
     // vLLM V1: labels engine and model_name on every series.
@@ -626,19 +690,40 @@ fn exposition(parts: &[(f64, Stack)], version: &str, t: f64, phase: usize) -> St
     // vLLM declares one series per finish reason. `abort` stays 0: requests
     // the client aborts are never counted (vllm-project/vllm#31503).
     let _ = writeln!(o, "# TYPE vllm:request_success_total counter");
-    for (reason, count) in [("stop", sum(&|s| (1.0 - s.errors) * 0.9)), ("length", sum(&|s| (1.0 - s.errors) * 0.1)), ("abort", 0.0), ("error", sum(&|s| s.errors))] {
+    for (reason, count) in [
+        ("stop", sum(&|s| (1.0 - s.errors) * 0.9)),
+        ("length", sum(&|s| (1.0 - s.errors) * 0.1)),
+        ("abort", 0.0),
+        ("error", sum(&|s| s.errors)),
+    ] {
         let _ = writeln!(o, "vllm:request_success_total{{{v},finished_reason=\"{reason}\"}} {count}");
     }
-    let _ = writeln!(o, "# TYPE vllm:generation_tokens_total counter\nvllm:generation_tokens_total{{{v}}} {}", sum(&|s| 100.0 * s.tokens));
-    let _ = writeln!(o, "# TYPE vllm:num_requests_waiting gauge\nvllm:num_requests_waiting{{{v}}} {}", (t as u64 % 3) as f64);
+    let _ = writeln!(
+        o,
+        "# TYPE vllm:generation_tokens_total counter\nvllm:generation_tokens_total{{{v}}} {}",
+        sum(&|s| 100.0 * s.tokens)
+    );
+    let _ = writeln!(
+        o,
+        "# TYPE vllm:num_requests_waiting gauge\nvllm:num_requests_waiting{{{v}}} {}",
+        (t as u64 % 3) as f64
+    );
     let _ = writeln!(o, "# TYPE vllm:kv_cache_usage_perc gauge\nvllm:kv_cache_usage_perc{{{v}}} 0.4{}", t as u64 % 3);
     // Knative queue-proxy (KServe serverless), one generation per arm.
     match now.knative {
         Knative::OpenCensus => {
             let k = format!("configuration_name=\"llm-scratch-predictor\",container_name=\"queue-proxy\",namespace_name=\"ai-lab\",pod_name=\"llm-scratch-predictor-{version}-0\",revision_name=\"llm-scratch-predictor-{version}\",service_name=\"llm-scratch-predictor\"");
             let _ = writeln!(o, "# TYPE revision_app_request_count counter");
-            let _ = writeln!(o, "revision_app_request_count{{{k},response_code=\"200\",response_code_class=\"2xx\"}} {}", sum(&|s| 1.0 - s.errors));
-            let _ = writeln!(o, "revision_app_request_count{{{k},response_code=\"503\",response_code_class=\"5xx\"}} {}", sum(&|s| s.errors));
+            let _ = writeln!(
+                o,
+                "revision_app_request_count{{{k},response_code=\"200\",response_code_class=\"2xx\"}} {}",
+                sum(&|s| 1.0 - s.errors)
+            );
+            let _ = writeln!(
+                o,
+                "revision_app_request_count{{{k},response_code=\"503\",response_code_class=\"5xx\"}} {}",
+                sum(&|s| s.errors)
+            );
             histogram_lines(&mut o, "revision_app_request_latencies", &k, &KNATIVE_LE, &hist(200.0, 1.0, false));
         }
         Knative::OpenTelemetry => {
@@ -646,10 +731,22 @@ fn exposition(parts: &[(f64, Stack)], version: &str, t: f64, phase: usize) -> St
             let k = "otel_scope_name=\"knative.dev/serving/pkg/queue\",otel_scope_version=\"\"";
             let ok: Vec<(f64, f64)> = hist(0.2, 1.0, true);
             let failed: Vec<(f64, f64)> = parts.iter().map(|(n, s)| (n * s.errors, 0.2 * s.slower)).collect();
-            histogram_lines(&mut o, "kn_serving_invocation_duration_seconds", &format!("http_response_status_code=\"200\",{k}"), &KNATIVE_OTEL_LE, &ok);
+            histogram_lines(
+                &mut o,
+                "kn_serving_invocation_duration_seconds",
+                &format!("http_response_status_code=\"200\",{k}"),
+                &KNATIVE_OTEL_LE,
+                &ok,
+            );
             let body = {
                 let mut b = String::new();
-                histogram_lines(&mut b, "kn_serving_invocation_duration_seconds", &format!("http_response_status_code=\"503\",{k}"), &KNATIVE_OTEL_LE, &failed);
+                histogram_lines(
+                    &mut b,
+                    "kn_serving_invocation_duration_seconds",
+                    &format!("http_response_status_code=\"503\",{k}"),
+                    &KNATIVE_OTEL_LE,
+                    &failed,
+                );
                 b
             };
             // One `# TYPE` line per metric family.
@@ -669,8 +766,16 @@ fn exposition(parts: &[(f64, Stack)], version: &str, t: f64, phase: usize) -> St
     }
     // DCGM exporter with pod mapping: MiB and percent.
     let d = format!("gpu=\"0\",UUID=\"GPU-5a4c\",device=\"nvidia0\",modelName=\"NVIDIA A100-SXM4-80GB\",Hostname=\"gpu-node-1\",container=\"kserve-container\",namespace=\"ai-lab\",pod=\"llm-scratch-predictor-{version}-0\"");
-    let _ = writeln!(o, "# TYPE DCGM_FI_DEV_FB_USED gauge\nDCGM_FI_DEV_FB_USED{{{d}}} {}", now.gpu_mib * now.slower + (t as u64 % 3) as f64 * 50.0);
-    let _ = writeln!(o, "# TYPE DCGM_FI_DEV_GPU_UTIL gauge\nDCGM_FI_DEV_GPU_UTIL{{{d}}} {}", 60.0 * now.slower + (t as u64 % 3) as f64);
+    let _ = writeln!(
+        o,
+        "# TYPE DCGM_FI_DEV_FB_USED gauge\nDCGM_FI_DEV_FB_USED{{{d}}} {}",
+        now.gpu_mib * now.slower + (t as u64 % 3) as f64 * 50.0
+    );
+    let _ = writeln!(
+        o,
+        "# TYPE DCGM_FI_DEV_GPU_UTIL gauge\nDCGM_FI_DEV_GPU_UTIL{{{d}}} {}",
+        60.0 * now.slower + (t as u64 % 3) as f64
+    );
     o
 }
 
@@ -700,9 +805,11 @@ fn serve_phased(arms: Vec<(&'static str, Phases)>) -> String {
         for conn in l.incoming() {
             let Ok(mut c) = conn else { continue };
             let Ok((line, _)) = read_request(&mut c) else { continue };
-            let i: Option<usize> = line.split_whitespace().nth(1).and_then(|p| p.strip_prefix("/arm/")).and_then(|i| i.parse().ok());
+            let i: Option<usize> =
+                line.split_whitespace().nth(1).and_then(|p| p.strip_prefix("/arm/")).and_then(|i| i.parse().ok());
             let t = start.get_or_init(Instant::now).elapsed().as_secs_f64();
-            let body = i.and_then(|i| arms.get(i)).map(|(v, phases)| phased_exposition(v, phases, t)).unwrap_or_default();
+            let body =
+                i.and_then(|i| arms.get(i)).map(|(v, phases)| phased_exposition(v, phases, t)).unwrap_or_default();
             let _ =
                 write!(c, "HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len());
         }
@@ -722,7 +829,12 @@ fn provider_bundle(ex: &Example, provider: &str, candidate: &str, gates: &str) {
 }
 
 fn verdicts(s: &Value) -> Vec<(String, String)> {
-    s["data"]["gates"].as_array().unwrap().iter().map(|g| (g["metric"].as_str().unwrap().to_string(), g["verdict"].as_str().unwrap().to_string())).collect()
+    s["data"]["gates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| (g["metric"].as_str().unwrap().to_string(), g["verdict"].as_str().unwrap().to_string()))
+        .collect()
 }
 
 #[test]
@@ -792,7 +904,11 @@ fn providers_read_each_stacks_own_metrics_with_honest_verdicts() {
     for (m, v) in verdicts(&s) {
         assert_eq!(v, "inconclusive", "{m} with 16 requests");
     }
-    assert!(gate(&s, "output_tokens_per_second")["message"].as_str().unwrap().contains("requests"), "{}", gate(&s, "output_tokens_per_second"));
+    assert!(
+        gate(&s, "output_tokens_per_second")["message"].as_str().unwrap().contains("requests"),
+        "{}",
+        gate(&s, "output_tokens_per_second")
+    );
     assert!(gate(&s, "ttft_p95_seconds")["moreMinutes"].as_f64().unwrap() > 0.0);
 
     // Idle arm: histogram_quantile answers NaN, never a pass.
@@ -817,7 +933,10 @@ fn providers_read_each_stacks_own_metrics_with_honest_verdicts() {
     // Aborts are not: vLLM declares finished_reason="abort" and leaves it at
     // 0 whatever the clients do, so an abort_rate gate would pass on
     // nothing. It is named NO DATA with the reason, never a pass.
-    assert_eq!(p.value("sum(vllm:request_success_total{finished_reason=\"abort\",bundlegate_dev_release_version=\"v2\"})"), Some(0.0));
+    assert_eq!(
+        p.value("sum(vllm:request_success_total{finished_reason=\"abort\",bundlegate_dev_release_version=\"v2\"})"),
+        Some(0.0)
+    );
     let (out, s) = run("vllm", "v2", "[{metric: abort_rate, maxAbsolute: 0.05}]");
     assert_eq!(s["verdict"], "inconclusive", "{}", s["data"]["gates"]);
     let a = gate(&s, "abort_rate");
@@ -827,16 +946,22 @@ fn providers_read_each_stacks_own_metrics_with_honest_verdicts() {
 
     // ---- kserve (Knative queue-proxy: ≤ 1.18 in ms, 1.19+ in s) and istio (ms) ----
     let otel_baseline = ["--baseline-selector", "bundlegate_dev_release_version=\"v1-otel\""];
-    for (provider, prefix, extra) in [("kserve", "v2", &[][..]), ("kserve", "v2-otel", &otel_baseline[..]), ("istio", "v2", &[][..])] {
+    for (provider, prefix, extra) in
+        [("kserve", "v2", &[][..]), ("kserve", "v2-otel", &otel_baseline[..]), ("istio", "v2", &[][..])]
+    {
         let case = format!("{provider} {prefix}");
-        let gates = "[{metric: error_rate, maxAbsolute: 0.05}, {metric: p95_latency_seconds, maxRelativeIncrease: 0.10}]";
+        let gates =
+            "[{metric: error_rate, maxAbsolute: 0.05}, {metric: p95_latency_seconds, maxRelativeIncrease: 0.10}]";
         let (_, s) = run_vs(provider, prefix, gates, extra);
         assert_eq!(s["verdict"], "pass", "{case}: {}", s["data"]["gates"]);
         // Milliseconds (or OpenTelemetry seconds) reported as seconds.
         let v = gate(&s, "p95_latency_seconds")["candidate"].as_f64().unwrap();
         assert!((0.18..0.3).contains(&v), "{case}: {v}");
         let e = gate(&s, "error_rate");
-        assert!((e["candidate"].as_f64().unwrap() - 0.01).abs() < 0.002 && e["candidateSamples"].as_u64().unwrap() > 1000, "{case}: {e}");
+        assert!(
+            (e["candidate"].as_f64().unwrap() - 0.01).abs() < 0.002 && e["candidateSamples"].as_u64().unwrap() > 1000,
+            "{case}: {e}"
+        );
         let (_, s) = run_vs(provider, &format!("{prefix}-slow"), gates, extra);
         assert_eq!(gate(&s, "p95_latency_seconds")["verdict"], "fail", "{case}: {}", gate(&s, "p95_latency_seconds"));
         assert!(gate(&s, "p95_latency_seconds")["comparison"]["pValue"].as_f64().unwrap() < 1e-6, "{case}");
@@ -882,7 +1007,12 @@ fn ramp(total: f64, candidate: [Stack; 3]) -> (Phases, Phases) {
 }
 
 fn step_verdicts(s: &Value) -> Vec<(u64, String)> {
-    s["data"]["steps"].as_array().unwrap_or_else(|| panic!("no steps in {s}")).iter().map(|x| (x["percent"].as_u64().unwrap(), x["verdict"].as_str().unwrap().to_string())).collect()
+    s["data"]["steps"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no steps in {s}"))
+        .iter()
+        .map(|x| (x["percent"].as_u64().unwrap(), x["verdict"].as_str().unwrap().to_string()))
+        .collect()
 }
 
 #[test]
@@ -891,7 +1021,14 @@ fn every_traffic_step_is_judged_where_the_arms_held_it() {
     let (ok, ok_base) = ramp(1000.0, [NORMAL; 3]);
     let (slow50, slow50_base) = ramp(1000.0, [NORMAL, slow, slow]);
     let (thin, thin_base) = ramp(20.0, [NORMAL; 3]);
-    let scfg = serve_phased(vec![("ok", ok), ("ok-base", ok_base), ("slow50", slow50), ("slow50-base", slow50_base), ("thin", thin), ("thin-base", thin_base)]);
+    let scfg = serve_phased(vec![
+        ("ok", ok),
+        ("ok-base", ok_base),
+        ("slow50", slow50),
+        ("slow50-base", slow50_base),
+        ("thin", thin),
+        ("thin-base", thin_base),
+    ]);
     let Some(bin) = prometheus_binary() else {
         assert!(std::env::var_os("BUNDLEGATE_SKIP_SERVERS").is_some(), "`prometheus` is not on PATH");
         return;
@@ -911,7 +1048,10 @@ fn every_traffic_step_is_judged_where_the_arms_held_it() {
     );
     ex.edit_v2(|v| *at(v, "spec.canary.steps") = yaml("[10, 50, 100]"));
     let steps = |arm: &str| {
-        let (c, b) = (format!("bundlegate_dev_release_version=\"{arm}\""), format!("bundlegate_dev_release_version=\"{arm}-base\""));
+        let (c, b) = (
+            format!("bundlegate_dev_release_version=\"{arm}\""),
+            format!("bundlegate_dev_release_version=\"{arm}-base\""),
+        );
         let out = canary(&ex, &p, "20s", &["--steps", "--candidate-selector", &c, "--baseline-selector", &b]);
         let s = step(&out);
         (out, s)
@@ -919,7 +1059,12 @@ fn every_traffic_step_is_judged_where_the_arms_held_it() {
 
     // Healthy arms: every step passes, one row each, in order.
     let (out, s) = steps("ok");
-    assert_eq!(step_verdicts(&s), vec![(10, "pass".into()), (50, "pass".into()), (100, "pass".into())], "{}", s["summary"]);
+    assert_eq!(
+        step_verdicts(&s),
+        vec![(10, "pass".into()), (50, "pass".into()), (100, "pass".into())],
+        "{}",
+        s["summary"]
+    );
     assert_eq!((out.code, s["verdict"].as_str()), (0, Some("pass")), "{}", out.stdout);
     assert_eq!(s["tables"][0]["title"], "traffic steps");
     assert_eq!(s["tables"][0]["rows"].as_array().unwrap().len(), 3);
@@ -931,7 +1076,10 @@ fn every_traffic_step_is_judged_where_the_arms_held_it() {
         let (w, held) = (&x["window"], &x["held"]);
         assert!(w["seconds"].as_f64().unwrap() >= 6.0, "{x}");
         assert!(w["end"].as_f64().unwrap() <= held["to"].as_f64().unwrap() + 1e-6, "{x}");
-        assert!(w["end"].as_f64().unwrap() - w["seconds"].as_f64().unwrap() >= held["from"].as_f64().unwrap() - 1e-6, "{x}");
+        assert!(
+            w["end"].as_f64().unwrap() - w["seconds"].as_f64().unwrap() >= held["from"].as_f64().unwrap() - 1e-6,
+            "{x}"
+        );
         if i > 0 {
             assert!(st[i - 1]["held"]["to"].as_f64().unwrap() < held["from"].as_f64().unwrap() + 2.0, "{st:?}");
         }
@@ -939,13 +1087,21 @@ fn every_traffic_step_is_judged_where_the_arms_held_it() {
     // The deciding step is the 100% one: the candidate alone, absolute limits only.
     assert_eq!(s["data"]["candidateAlone"], true, "{}", s["data"]);
     assert_eq!(s["data"]["notChecked"], json!(["itl_p95_seconds"]));
-    assert_eq!(verdicts(&s), vec![("ttft_p95_seconds".to_string(), "pass".to_string()), ("error_rate".to_string(), "pass".to_string())]);
+    assert_eq!(
+        verdicts(&s),
+        vec![("ttft_p95_seconds".to_string(), "pass".to_string()), ("error_rate".to_string(), "pass".to_string())]
+    );
     assert!(gate(&s, "ttft_p95_seconds")["baseline"].is_null());
 
     // 30% slower TTFT from step 50 on: step 10 passes (its window holds no
     // step-50 traffic), step 50 fails and names itself, 100% is not judged.
     let (out, s) = steps("slow50");
-    assert_eq!(step_verdicts(&s), vec![(10, "pass".into()), (50, "fail".into()), (100, "not-judged".into())], "{}", s["summary"]);
+    assert_eq!(
+        step_verdicts(&s),
+        vec![(10, "pass".into()), (50, "fail".into()), (100, "not-judged".into())],
+        "{}",
+        s["summary"]
+    );
     assert_eq!((out.code, s["verdict"].as_str()), (1, Some("fail")), "{}", out.stdout);
     let d = out.diag("BG301");
     assert!(d["message"].as_str().unwrap().starts_with("step 50%: gate `ttft_p95_seconds`"), "{d}");
@@ -961,12 +1117,26 @@ fn every_traffic_step_is_judged_where_the_arms_held_it() {
     assert_eq!(step_verdicts(&s)[0], (10, "inconclusive".into()), "{}", s["summary"]);
     assert_eq!((out.code, s["verdict"].as_str()), (1, Some("inconclusive")), "{}", out.stdout);
     assert!(!out.codes().contains(&"BG301".to_string()), "{:?}", out.codes());
-    let thin = out.json()["steps"][0]["diagnostics"].as_array().unwrap().iter().find(|d| d["message"].as_str().unwrap().starts_with("step 10%:")).cloned();
-    assert!(thin.is_some_and(|d| d["code"] == "BG302" && d["message"].as_str().unwrap().contains("minSamples")), "{}", out.stdout);
+    let thin = out.json()["steps"][0]["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["message"].as_str().unwrap().starts_with("step 10%:"))
+        .cloned();
+    assert!(
+        thin.is_some_and(|d| d["code"] == "BG302" && d["message"].as_str().unwrap().contains("minSamples")),
+        "{}",
+        out.stdout
+    );
 
     // A candidate that never got traffic: no step held, nothing passes.
     let (out, s) = steps("never");
-    assert_eq!(step_verdicts(&s), vec![(10, "pending".into()), (50, "pending".into()), (100, "pending".into())], "{}", s["summary"]);
+    assert_eq!(
+        step_verdicts(&s),
+        vec![(10, "pending".into()), (50, "pending".into()), (100, "pending".into())],
+        "{}",
+        s["summary"]
+    );
     assert_eq!((out.code, s["verdict"].as_str()), (1, Some("inconclusive")));
 }
 
@@ -998,7 +1168,11 @@ fn the_shipped_vllm_example_lints_and_names_gates_a_provider_cannot_compute() {
     });
     let out = ex.run(&["lint", "--format", "json", ex.v2().to_str().unwrap()]);
     let d = out.diag("BG305");
-    assert!(d["message"].as_str().unwrap().contains("vllm-project/vllm#31503") && d["message"].as_str().unwrap().contains("error_rate"), "{d}");
+    assert!(
+        d["message"].as_str().unwrap().contains("vllm-project/vllm#31503")
+            && d["message"].as_str().unwrap().contains("error_rate"),
+        "{d}"
+    );
 
     // Steps ending at 100% with relative limits only: that step cannot be
     // checked, said at lint time as a warning.
@@ -1007,7 +1181,9 @@ fn the_shipped_vllm_example_lints_and_names_gates_a_provider_cannot_compute() {
     let d = out.diag("BG307");
     assert_eq!((d["severity"].as_str(), d["field"].as_str()), (Some("warning"), Some("spec.canary.steps")), "{d}");
     assert!(d["message"].as_str().unwrap().contains("NOT CHECKED"), "{d}");
-    ex.edit_v2(|v| *at(v, "spec.canary.gates") = yaml("[{metric: ttft_p95_seconds, maxRelativeIncrease: 0.1, maxAbsolute: 2.0}]"));
+    ex.edit_v2(|v| {
+        *at(v, "spec.canary.gates") = yaml("[{metric: ttft_p95_seconds, maxRelativeIncrease: 0.1, maxAbsolute: 2.0}]")
+    });
     assert!(!ex.run(&["lint", "--format", "json", ex.v2().to_str().unwrap()]).codes().contains(&"BG307".to_string()));
 }
 
@@ -1018,7 +1194,12 @@ fn steps_must_be_strictly_increasing_percentages_at_parse_time() {
         ex.edit_v2(|v| *at(v, "spec.canary.steps") = yaml(steps));
         let out = ex.run(&["lint", "--format", "json", ex.v2().to_str().unwrap()]);
         assert_eq!(out.code, 2, "{steps}: {}", out.stdout);
-        assert!(out.stdout.contains("strictly increasing") || out.stderr.contains("strictly increasing"), "{steps}: {}\n{}", out.stdout, out.stderr);
+        assert!(
+            out.stdout.contains("strictly increasing") || out.stderr.contains("strictly increasing"),
+            "{steps}: {}\n{}",
+            out.stdout,
+            out.stderr
+        );
     }
 }
 
@@ -1059,18 +1240,32 @@ fn canary_rollback_and_golden_set_are_confined_and_bounded() {
         let s = step(&out)["summary"].as_str().unwrap().to_string();
         assert!(s.contains(says) && s.contains(want), "{value}: {s}");
         for secret in ["s3cr3t", "hunter2", "API_TOKEN", "DB_PASSWORD"] {
-            assert!(!out.stdout.contains(secret) && !out.stderr.contains(secret), "{value} leaks {secret}:\n{}\n{}", out.stdout, out.stderr);
+            assert!(
+                !out.stdout.contains(secret) && !out.stderr.contains(secret),
+                "{value} leaks {secret}:\n{}\n{}",
+                out.stdout,
+                out.stderr
+            );
         }
     };
     let prom = ["--prometheus", "http://127.0.0.1:1"];
-    for (target, want) in [(env.to_str().unwrap(), "refused, not read"), ("../../../../../../../../../etc/hostname", "refused, not read"), ("inside.env", "the file is not a release bundle")] {
+    for (target, want) in [
+        (env.to_str().unwrap(), "refused, not read"),
+        ("../../../../../../../../../etc/hostname", "refused, not read"),
+        ("inside.env", "the file is not a release bundle"),
+    ] {
         refused("spec.rollback.bundle", target, &prom, "no baseline: the rollback target does not load", want);
     }
     ex.edit_v2(|v| *at(v, "spec.rollback.bundle") = "../v1/release.yaml".into());
     std::os::unix::fs::symlink("/dev/zero", dir.join("zero.jsonl")).unwrap();
     assert!(Command::new("mkfifo").arg(dir.join("golden.fifo")).status().unwrap().success());
     let endpoint = ["--endpoint", "http://127.0.0.1:1"];
-    for (golden, want) in [("/dev/zero", "refused, not read"), ("zero.jsonl", "refused, not read"), ("golden.fifo", "not a regular file"), ("inside.env", "line 1 column 1: not a golden request (not JSON")] {
+    for (golden, want) in [
+        ("/dev/zero", "refused, not read"),
+        ("zero.jsonl", "refused, not read"),
+        ("golden.fifo", "not a regular file"),
+        ("inside.env", "line 1 column 1: not a golden request (not JSON"),
+    ] {
         refused("spec.canary.golden", golden, &endpoint, "golden set: could not run", want);
     }
 }

@@ -42,7 +42,11 @@ fn jobs_out_of_range_are_refused() {
         let j = format!("--jobs={v}");
         assert_refused(&ex.run(&["verify", b, &j]), "--jobs", &format!("verify --jobs {v}"));
         assert_refused(&ex.run(&["audit", ".", &j]), "--jobs", &format!("audit --jobs {v}"));
-        assert_refused(&ex.run(&["publish", "store/llm-scratch/v2", "--to", "file:../x/", "--bundle", b, &j]), "--jobs", &format!("publish --jobs {v}"));
+        assert_refused(
+            &ex.run(&["publish", "store/llm-scratch/v2", "--to", "file:../x/", "--bundle", b, &j]),
+            "--jobs",
+            &format!("publish --jobs {v}"),
+        );
     }
     let out = ex.run(&["verify", b, "--jobs", "256", "--progress", "never"]);
     assert_eq!(out.code, 0, "the maximum is accepted: {}\n{}", out.stdout, out.stderr);
@@ -92,7 +96,12 @@ fn zero_or_invalid_watch_poll_is_refused_naming_the_variable() {
     let kc = dead_kubeconfig(&ex);
     for v in ["0", "0s", "0ms", "8d", "soon"] {
         let env = [("KUBECONFIG", kc.to_str().unwrap()), ("BUNDLEGATE_WATCH_POLL", v)];
-        let out = run_within(ex.path(), &["watch", b.to_str().unwrap(), "--app", "x", "--revision", "abc", "--timeout", "30s"], &env, 20);
+        let out = run_within(
+            ex.path(),
+            &["watch", b.to_str().unwrap(), "--app", "x", "--revision", "abc", "--timeout", "30s"],
+            &env,
+            20,
+        );
         assert_refused(&out, "BUNDLEGATE_WATCH_POLL", &format!("BUNDLEGATE_WATCH_POLL={v}"));
     }
 }
@@ -135,7 +144,10 @@ fn a_closed_pipe_ends_every_command_quietly() {
             let mut a = cmd.clone();
             a.extend(["--format", format]);
             let (code, stderr) = closed_stdout(ex.path(), &a);
-            assert!(code != Some(101) && !stderr.contains("panicked"), "{a:?} with a closed stdout: {code:?}\n{stderr}");
+            assert!(
+                code != Some(101) && !stderr.contains("panicked"),
+                "{a:?} with a closed stdout: {code:?}\n{stderr}"
+            );
             assert!(stderr.is_empty() || !stderr.contains("Broken pipe"), "{a:?} complains about the pipe:\n{stderr}");
         }
     }

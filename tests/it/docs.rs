@@ -36,7 +36,10 @@ fn tests_in(cache: &mut BTreeMap<PathBuf, BTreeMap<String, String>>, file: &Path
 
 fn is_test_path(cell: &str) -> bool {
     let parts: Vec<&str> = cell.split("::").collect();
-    parts.len() >= 2 && parts.iter().all(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_'))
+    parts.len() >= 2
+        && parts
+            .iter()
+            .all(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_'))
 }
 
 /// Every `module::test_name` in docs/reliability.md is a test function
@@ -68,10 +71,18 @@ fn reliability_matrix_names_only_real_tests() {
         }
         // The codes a row's outcome names must be looked for by its tests.
         let outcome: String = row.split('|').nth(2).unwrap_or("").to_string();
-        let codes: Vec<String> = outcome.match_indices("BG").filter_map(|(i, _)| outcome.get(i..i + 5)).filter(|c| c[2..].chars().all(|d| d.is_ascii_digit())).map(String::from).collect();
+        let codes: Vec<String> = outcome
+            .match_indices("BG")
+            .filter_map(|(i, _)| outcome.get(i..i + 5))
+            .filter(|c| c[2..].chars().all(|d| d.is_ascii_digit()))
+            .map(String::from)
+            .collect();
         for code in codes {
             if !bodies.is_empty() && !bodies.iter().any(|b| b.contains(&code) || b.contains(&code_name(&code))) {
-                problems.push(format!("row names {code} but none of its tests looks for it: {}", row.chars().take(120).collect::<String>()));
+                problems.push(format!(
+                    "row names {code} but none of its tests looks for it: {}",
+                    row.chars().take(120).collect::<String>()
+                ));
             }
         }
     }

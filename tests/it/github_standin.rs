@@ -51,7 +51,8 @@ fn spec() -> &'static Spec {
     static SPEC: OnceLock<Spec> = OnceLock::new();
     SPEC.get_or_init(|| {
         let p = spec_path();
-        let text = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("GitHub OpenAPI description {}: {e}", p.display()));
+        let text =
+            std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("GitHub OpenAPI description {}: {e}", p.display()));
         let doc: Value = serde_json::from_str(&text).expect("OpenAPI description is JSON");
         let routes = doc["paths"]
             .as_object()
@@ -145,10 +146,17 @@ fn convert(s: &Value, refs: &mut Vec<String>) -> Value {
     let mut out = Map::new();
     for (k, v) in o {
         let nv = match k.as_str() {
-            "properties" | "patternProperties" => Value::Object(v.as_object().map(|m| m.iter().map(|(pk, pv)| (pk.clone(), convert(pv, refs))).collect()).unwrap_or_default()),
+            "properties" | "patternProperties" => Value::Object(
+                v.as_object()
+                    .map(|m| m.iter().map(|(pk, pv)| (pk.clone(), convert(pv, refs))).collect())
+                    .unwrap_or_default(),
+            ),
             "items" | "additionalProperties" | "not" => convert(v, refs),
-            "allOf" | "anyOf" | "oneOf" => Value::Array(v.as_array().map(|a| a.iter().map(|x| convert(x, refs)).collect()).unwrap_or_default()),
-            "nullable" | "example" | "examples" | "discriminator" | "readOnly" | "writeOnly" | "deprecated" | "xml" | "externalDocs" => continue,
+            "allOf" | "anyOf" | "oneOf" => {
+                Value::Array(v.as_array().map(|a| a.iter().map(|x| convert(x, refs)).collect()).unwrap_or_default())
+            }
+            "nullable" | "example" | "examples" | "discriminator" | "readOnly" | "writeOnly" | "deprecated" | "xml"
+            | "externalDocs" => continue,
             k if k.starts_with("x-") => continue,
             _ => v.clone(),
         };
@@ -248,20 +256,31 @@ fn check_request(method: &str, path: &str, query: &[(String, String)], body: &[u
             &item["patch"]
         }
         None => {
-            c.violations.push(format!("{method} {template}: method not documented (documented: {:?})", item.as_object().map(|o| o.keys().collect::<Vec<_>>())));
+            c.violations.push(format!(
+                "{method} {template}: method not documented (documented: {:?})",
+                item.as_object().map(|o| o.keys().collect::<Vec<_>>())
+            ));
             c.not_found = true;
             return c;
         }
     };
     let op_id = op["operationId"].as_str().unwrap_or("?");
 
-    let params: Vec<&Value> = item["parameters"].as_array().into_iter().flatten().chain(op["parameters"].as_array().into_iter().flatten()).map(|p| deref(doc, p)).collect();
+    let params: Vec<&Value> = item["parameters"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .chain(op["parameters"].as_array().into_iter().flatten())
+        .map(|p| deref(doc, p))
+        .collect();
     for p in &params {
         let name = p["name"].as_str().unwrap_or("");
         match p["in"].as_str() {
             Some("path") => match path_params.get(name) {
                 Some(v) if param_ok(&p["schema"], v) => {}
-                Some(v) => c.violations.push(format!("{op_id}: path parameter {name}=`{v}` does not match {}", p["schema"])),
+                Some(v) => {
+                    c.violations.push(format!("{op_id}: path parameter {name}=`{v}` does not match {}", p["schema"]))
+                }
                 None => c.violations.push(format!("{op_id}: path parameter {name} missing")),
             },
             Some("query") => {
@@ -271,7 +290,8 @@ fn check_request(method: &str, path: &str, query: &[(String, String)], body: &[u
                 }
                 for v in vals {
                     if !param_ok(&p["schema"], v) {
-                        c.violations.push(format!("{op_id}: query parameter {name}=`{v}` does not match {}", p["schema"]));
+                        c.violations
+                            .push(format!("{op_id}: query parameter {name}=`{v}` does not match {}", p["schema"]));
                     }
                 }
             }
@@ -302,7 +322,11 @@ fn check_request(method: &str, path: &str, query: &[(String, String)], body: &[u
                 c.violations.push(format!("{op_id}: JSON body, but the operation takes no application/json body"));
                 return c;
             };
-            let pointer = format!("/paths/{}/{}/requestBody", template.replace('~', "~0").replace('/', "~1"), if c.alias_of_patch { "patch" } else { m.as_str() });
+            let pointer = format!(
+                "/paths/{}/{}/requestBody",
+                template.replace('~', "~0").replace('/', "~1"),
+                if c.alias_of_patch { "patch" } else { m.as_str() }
+            );
             let v = validator(&pointer, schema);
             for e in schema_errors(&v, &b) {
                 c.violations.push(format!("{op_id}: request body: {e}"));
@@ -324,11 +348,22 @@ fn check_response(method: &str, template: &str, status: u16, body: &Value) -> Ve
     };
     let resp = deref(doc, resp);
     let Some(schema) = resp.pointer("/content/application~1json/schema") else {
-        return if body.is_null() { Vec::new() } else { vec![format!("{method} {template} {status}: documented without a body, stand-in sent one")] };
+        return if body.is_null() {
+            Vec::new()
+        } else {
+            vec![format!("{method} {template} {status}: documented without a body, stand-in sent one")]
+        };
     };
-    let pointer = format!("/paths/{}/{}/responses/{status}", template.replace('~', "~0").replace('/', "~1"), method.to_ascii_lowercase());
+    let pointer = format!(
+        "/paths/{}/{}/responses/{status}",
+        template.replace('~', "~0").replace('/', "~1"),
+        method.to_ascii_lowercase()
+    );
     let v = validator(&pointer, schema);
-    schema_errors(&v, body).into_iter().map(|e| format!("stand-in response to {method} {template} ({status}) invalid: {e}")).collect()
+    schema_errors(&v, body)
+        .into_iter()
+        .map(|e| format!("stand-in response to {method} {template} ({status}) invalid: {e}"))
+        .collect()
 }
 
 // ---------------------------------------------------------------------------
@@ -350,7 +385,9 @@ pub struct StoredComment {
 pub enum Failure {
     Status(u16),
     /// 403 with `retry-after`, GitHub's secondary rate limit.
-    SecondaryRateLimit { retry_after: u64 },
+    SecondaryRateLimit {
+        retry_after: u64,
+    },
 }
 
 #[derive(Debug, Clone)]
@@ -508,7 +545,16 @@ fn insert_comment(s: &mut State, owner: &str, repo: &str, issue: u64, login: &st
     let t = now(s);
     s.comments.insert(
         id,
-        StoredComment { id, owner: owner.into(), repo: repo.into(), issue, login: login.into(), body: body.into(), created_at: t.clone(), updated_at: t },
+        StoredComment {
+            id,
+            owner: owner.into(),
+            repo: repo.into(),
+            issue,
+            login: login.into(),
+            body: body.into(),
+            created_at: t.clone(),
+            updated_at: t,
+        },
     );
     id
 }
@@ -572,7 +618,10 @@ impl Response {
         Response { status, headers: Vec::new(), body: Some(body) }
     }
     fn error(status: u16, message: &str) -> Response {
-        Response::json(status, json!({"message": message, "documentation_url": "https://docs.github.com/rest", "status": status.to_string()}))
+        Response::json(
+            status,
+            json!({"message": message, "documentation_url": "https://docs.github.com/rest", "status": status.to_string()}),
+        )
     }
 }
 
@@ -649,7 +698,8 @@ fn serve_connection(stream: TcpStream, state: Arc<Mutex<State>>) {
             Some(b) => serde_json::to_vec(b).unwrap(),
             None => Vec::new(),
         };
-        let mut head = format!("HTTP/1.1 {} {}\r\ncontent-length: {}\r\n", resp.status, reason(resp.status), body.len());
+        let mut head =
+            format!("HTTP/1.1 {} {}\r\ncontent-length: {}\r\n", resp.status, reason(resp.status), body.len());
         if resp.body.is_some() {
             head.push_str("content-type: application/json; charset=utf-8\r\n");
         }
@@ -679,12 +729,26 @@ fn handle(state: &Arc<Mutex<State>>, req: &Request) -> Response {
     let Some(path) = raw_path.strip_prefix(s.prefix.as_str()).filter(|p| p.starts_with('/')) else {
         let v = format!("{} {raw_path}: outside the API base {}", req.method, s.prefix);
         s.violations.push(v);
-        s.requests.push(Recorded { method: req.method.clone(), path: raw_path.into(), query, body: body_json, status: 404, authorized });
+        s.requests.push(Recorded {
+            method: req.method.clone(),
+            path: raw_path.into(),
+            query,
+            body: body_json,
+            status: 404,
+            authorized,
+        });
         return Response::error(404, "Not Found");
     };
     let path = path.to_string();
     let record = |s: &mut State, status: u16| {
-        s.requests.push(Recorded { method: req.method.clone(), path: path.clone(), query: query.clone(), body: body_json.clone(), status, authorized });
+        s.requests.push(Recorded {
+            method: req.method.clone(),
+            path: path.clone(),
+            query: query.clone(),
+            body: body_json.clone(),
+            status,
+            authorized,
+        });
     };
 
     let checked = check_request(&req.method, &path, &query, &req.body);
@@ -698,7 +762,10 @@ fn handle(state: &Arc<Mutex<State>>, req: &Request) -> Response {
         let resp = match f {
             Failure::Status(code) => Response::error(code, "Server Error"),
             Failure::SecondaryRateLimit { retry_after } => {
-                let mut r = Response::error(403, "You have exceeded a secondary rate limit. Please wait a few minutes before you try again.");
+                let mut r = Response::error(
+                    403,
+                    "You have exceeded a secondary rate limit. Please wait a few minutes before you try again.",
+                );
                 r.headers.push(("retry-after".into(), retry_after.to_string()));
                 r
             }
@@ -726,7 +793,14 @@ fn handle(state: &Arc<Mutex<State>>, req: &Request) -> Response {
     resp
 }
 
-fn route(s: &mut State, method: &str, template: &str, segs: &[&str], query: &[(String, String)], body: Option<&Value>) -> Response {
+fn route(
+    s: &mut State,
+    method: &str,
+    template: &str,
+    segs: &[&str],
+    query: &[(String, String)],
+    body: Option<&Value>,
+) -> Response {
     let (owner, repo) = (segs[1].to_string(), segs[2].to_string());
     let base = s.base_url.clone();
     match (method, template) {
@@ -735,10 +809,14 @@ fn route(s: &mut State, method: &str, template: &str, segs: &[&str], query: &[(S
             let q = |k: &str| query.iter().find(|(qk, _)| qk == k).and_then(|(_, v)| v.parse::<usize>().ok());
             let per_page = q("per_page").unwrap_or(s.default_per_page).clamp(1, 100);
             let page = q("page").unwrap_or(1).max(1);
-            let all: Vec<&StoredComment> = s.comments.values().filter(|c| c.issue == issue && c.owner == owner && c.repo == repo).collect();
+            let all: Vec<&StoredComment> =
+                s.comments.values().filter(|c| c.issue == issue && c.owner == owner && c.repo == repo).collect();
             let last = all.len().div_ceil(per_page).max(1);
-            let items: Vec<Value> = all.iter().skip((page - 1) * per_page).take(per_page).map(|c| comment_json(&base, c)).collect();
-            let link_to = |p: usize| format!("<{base}/repos/{owner}/{repo}/issues/{issue}/comments?per_page={per_page}&page={p}>");
+            let items: Vec<Value> =
+                all.iter().skip((page - 1) * per_page).take(per_page).map(|c| comment_json(&base, c)).collect();
+            let link_to = |p: usize| {
+                format!("<{base}/repos/{owner}/{repo}/issues/{issue}/comments?per_page={per_page}&page={p}>")
+            };
             let mut links = Vec::new();
             if page < last {
                 links.push(format!("{}; rel=\"next\"", link_to(page + 1)));
@@ -780,7 +858,10 @@ fn route(s: &mut State, method: &str, template: &str, segs: &[&str], query: &[(S
                 "PATCH" => {
                     let text = body.and_then(|b| b["body"].as_str()).unwrap_or_default().to_string();
                     if text.chars().count() > 65_536 {
-                        return Response::error(422, "Validation Failed: body is too long (maximum is 65536 characters)");
+                        return Response::error(
+                            422,
+                            "Validation Failed: body is too long (maximum is 65536 characters)",
+                        );
                     }
                     let t = now(s);
                     let c = s.comments.get_mut(&id).unwrap();
@@ -838,14 +919,18 @@ fn route(s: &mut State, method: &str, template: &str, segs: &[&str], query: &[(S
 // ---------------------------------------------------------------------------
 // Tests of the stand-in itself
 
-
 // ---------------------------------------------------------------------------
 // Validation for stand-ins defined in other test modules (the watch tests'
 // pull-request stand-in). Appended for issue #7; nothing above changes.
 
 /// Check one request against the description: the matched path template
 /// (None for an unknown path or method) and every violation found.
-pub fn validate_request(method: &str, path: &str, query: &[(String, String)], body: &[u8]) -> (Option<&'static str>, Vec<String>) {
+pub fn validate_request(
+    method: &str,
+    path: &str,
+    query: &[(String, String)],
+    body: &[u8],
+) -> (Option<&'static str>, Vec<String>) {
     let c = check_request(method, path, query, body);
     (c.template.filter(|_| !c.not_found), c.violations)
 }
@@ -930,7 +1015,12 @@ mod tests {
         let id = s.seed_comment("o", "r", 7, "github-actions[bot]", "old");
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         rt.block_on(async {
-            let crab = octocrab::Octocrab::builder().base_uri(s.url.as_str()).unwrap().personal_token("t".to_string()).build().unwrap();
+            let crab = octocrab::Octocrab::builder()
+                .base_uri(s.url.as_str())
+                .unwrap()
+                .personal_token("t".to_string())
+                .build()
+                .unwrap();
             // octocrab's helper: what it really sends must still work...
             crab.issues("o", "r").update_comment(id.into(), "new").await.unwrap();
         });

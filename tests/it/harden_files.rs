@@ -36,7 +36,10 @@ fn manifest(arts: &[(String, String, u64)]) -> String {
 fn verifier(dir: &Path, root: &Path, list: &str, wait: &str) -> Command {
     let mut c = Command::new(bin());
     c.args(["verify-files", "--format", "json", "--root"]).arg(root);
-    c.args(["--wait", wait, "--marker"]).arg(dir.join("verified")).arg("--termination-log").arg(dir.join("termination-log"));
+    c.args(["--wait", wait, "--marker"])
+        .arg(dir.join("verified"))
+        .arg("--termination-log")
+        .arg(dir.join("termination-log"));
     c.env("BUNDLEGATE_ARTIFACTS", list).env_remove("RUST_LOG").env("NO_COLOR", "1");
     c
 }
@@ -51,7 +54,10 @@ fn probe(dir: &Path, list: &str) -> (i32, String) {
         .env("NO_COLOR", "1")
         .output()
         .unwrap();
-    (o.status.code().unwrap_or(-1), String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr))
+    (
+        o.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr),
+    )
 }
 
 // ---- 6. files that are not files ------------------------------------------------------------
@@ -69,7 +75,14 @@ enum Kind {
 }
 
 fn not_a_file() -> impl Strategy<Value = Kind> {
-    prop_oneof![Just(Kind::Fifo), Just(Kind::Socket), Just(Kind::Folder), Just(Kind::Device), Just(Kind::LinkToFifo), Just(Kind::LinkToSocket)]
+    prop_oneof![
+        Just(Kind::Fifo),
+        Just(Kind::Socket),
+        Just(Kind::Folder),
+        Just(Kind::Device),
+        Just(Kind::LinkToFifo),
+        Just(Kind::LinkToSocket)
+    ]
 }
 
 fn any_kind() -> impl Strategy<Value = Kind> {
@@ -93,7 +106,13 @@ fn mkdev(p: &Path) -> bool {
 }
 
 /// Make `kind` at `root/name`; the listeners must live as long as the run.
-fn make(root: &Path, name: &str, kind: Kind, bytes: &[u8], keep: &mut Vec<std::os::unix::net::UnixListener>) -> &'static str {
+fn make(
+    root: &Path,
+    name: &str,
+    kind: Kind,
+    bytes: &[u8],
+    keep: &mut Vec<std::os::unix::net::UnixListener>,
+) -> &'static str {
     let p = root.join(name);
     match kind {
         Kind::Good => std::fs::write(&p, bytes).unwrap(),
@@ -297,7 +316,10 @@ use bundlegate::app::ctx::Ctx;
 use futures::StreamExt;
 use object_store::memory::InMemory;
 use object_store::path::Path as OPath;
-use object_store::{GetOptions, GetResult, ListResult, MultipartUpload, ObjectMeta, ObjectStore, PutMultipartOptions, PutOptions, PutPayload, PutResult, UploadPart};
+use object_store::{
+    GetOptions, GetResult, ListResult, MultipartUpload, ObjectMeta, ObjectStore, PutMultipartOptions, PutOptions,
+    PutPayload, PutResult, UploadPart,
+};
 
 const TO: &str = "s3://models/llm-scratch/v3/";
 const KEY_PREFIX: &str = "models/llm-scratch/v3";
@@ -322,7 +344,10 @@ impl std::fmt::Display for FailingStore {
 fn should_fail(writes: &AtomicUsize, fail_at: usize, sticky: bool) -> object_store::Result<()> {
     let n = writes.fetch_add(1, Ordering::SeqCst) + 1;
     if n == fail_at || (sticky && n > fail_at) {
-        return Err(object_store::Error::Generic { store: "failing", source: format!("injected failure at write {n}").into() });
+        return Err(object_store::Error::Generic {
+            store: "failing",
+            source: format!("injected failure at write {n}").into(),
+        });
     }
     Ok(())
 }
@@ -354,11 +379,20 @@ impl MultipartUpload for FailingUpload {
 
 #[async_trait::async_trait]
 impl ObjectStore for FailingStore {
-    async fn put_opts(&self, location: &OPath, payload: PutPayload, opts: PutOptions) -> object_store::Result<PutResult> {
+    async fn put_opts(
+        &self,
+        location: &OPath,
+        payload: PutPayload,
+        opts: PutOptions,
+    ) -> object_store::Result<PutResult> {
         should_fail(&self.writes, self.fail_at, self.sticky)?;
         self.inner.put_opts(location, payload, opts).await
     }
-    async fn put_multipart_opts(&self, location: &OPath, opts: PutMultipartOptions) -> object_store::Result<Box<dyn MultipartUpload>> {
+    async fn put_multipart_opts(
+        &self,
+        location: &OPath,
+        opts: PutMultipartOptions,
+    ) -> object_store::Result<Box<dyn MultipartUpload>> {
         should_fail(&self.writes, self.fail_at, self.sticky)?;
         let inner = self.inner.put_multipart_opts(location, opts).await?;
         Ok(Box::new(FailingUpload { inner, writes: self.writes.clone(), fail_at: self.fail_at, sticky: self.sticky }))
@@ -366,7 +400,10 @@ impl ObjectStore for FailingStore {
     async fn get_opts(&self, location: &OPath, options: GetOptions) -> object_store::Result<GetResult> {
         self.inner.get_opts(location, options).await
     }
-    fn delete_stream(&self, locations: futures::stream::BoxStream<'static, object_store::Result<OPath>>) -> futures::stream::BoxStream<'static, object_store::Result<OPath>> {
+    fn delete_stream(
+        &self,
+        locations: futures::stream::BoxStream<'static, object_store::Result<OPath>>,
+    ) -> futures::stream::BoxStream<'static, object_store::Result<OPath>> {
         self.inner.delete_stream(locations)
     }
     fn list(&self, prefix: Option<&OPath>) -> futures::stream::BoxStream<'static, object_store::Result<ObjectMeta>> {
@@ -375,7 +412,12 @@ impl ObjectStore for FailingStore {
     async fn list_with_delimiter(&self, prefix: Option<&OPath>) -> object_store::Result<ListResult> {
         self.inner.list_with_delimiter(prefix).await
     }
-    async fn copy_opts(&self, from: &OPath, to: &OPath, options: object_store::CopyOptions) -> object_store::Result<()> {
+    async fn copy_opts(
+        &self,
+        from: &OPath,
+        to: &OPath,
+        options: object_store::CopyOptions,
+    ) -> object_store::Result<()> {
         self.inner.copy_opts(from, to, options).await
     }
 }

@@ -35,10 +35,18 @@ fn a_reserved_env_name_is_bg021_and_never_rendered_twice() {
     assert_eq!(out.code, 1, "{}", out.stdout);
     let d = out.diag("BG021");
     assert!(d["message"].as_str().unwrap().contains("STORAGE_URI"), "{d}");
-    assert!(d["span"]["line"].as_u64().unwrap_or(0) > 0 || d["file"].is_string() || d.to_string().contains("release.yaml"), "located: {d}");
+    assert!(
+        d["span"]["line"].as_u64().unwrap_or(0) > 0 || d["file"].is_string() || d.to_string().contains("release.yaml"),
+        "located: {d}"
+    );
     let out = ex.run(&["render", p.to_str().unwrap()]);
     assert_eq!(out.code, 2, "{}\n{}", out.stdout, out.stderr);
-    assert!(out.stderr.contains("appears twice") || out.stdout.contains("appears twice"), "{}{}", out.stdout, out.stderr);
+    assert!(
+        out.stderr.contains("appears twice") || out.stdout.contains("appears twice"),
+        "{}{}",
+        out.stdout,
+        out.stderr
+    );
 }
 
 /// Values a YAML 1.1 reader would misread bare are written quoted.

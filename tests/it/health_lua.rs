@@ -95,7 +95,10 @@ fn argo_sandbox(clock: Clock<'_>) -> Lua {
     for absent in ["os", "string", "math", "io", "debug"] {
         assert!(g.get::<mlua::Value>(absent).unwrap().is_nil(), "Argo's sandbox has no global `{absent}`");
     }
-    assert!(lua.load(r#"return ("x"):len()"#).eval::<mlua::Value>().is_err(), "no string metatable without the string library");
+    assert!(
+        lua.load(r#"return ("x"):len()"#).eval::<mlua::Value>().is_err(),
+        "no string metatable without the string library"
+    );
     lua
 }
 
@@ -104,10 +107,17 @@ pub fn health(obj: &Value, clock: Clock<'_>) -> (String, String) {
     let lua = argo_sandbox(clock);
     lua.globals().set("obj", to_lua(&lua, obj).unwrap()).unwrap();
     let script = std::fs::read_to_string(repo().join("argo/health/inferenceservice.lua")).unwrap();
-    let t: Table = lua.load(&script).set_name("inferenceservice.lua").eval().unwrap_or_else(|e| panic!("health script failed: {e}"));
+    let t: Table = lua
+        .load(&script)
+        .set_name("inferenceservice.lua")
+        .eval()
+        .unwrap_or_else(|e| panic!("health script failed: {e}"));
     let status: String = t.get("status").unwrap();
     let message: String = t.get("message").unwrap();
-    assert!(["Healthy", "Progressing", "Degraded", "Suspended", "Missing", "Unknown"].contains(&status.as_str()), "invalid status {status}");
+    assert!(
+        ["Healthy", "Progressing", "Degraded", "Suspended", "Missing", "Unknown"].contains(&status.as_str()),
+        "invalid status {status}"
+    );
     (status, message)
 }
 
@@ -133,7 +143,8 @@ fn health_lua_sandbox_matches_argo_require_os_but_no_global_os() {
     assert!(!has_os && in_table);
     assert_eq!(t, chrono::DateTime::parse_from_rfc3339(NOW).unwrap().timestamp() as f64);
     // Only time and date: nothing that exits, reads files or runs commands.
-    let (exit, exec): (bool, bool) = lua.load(r#"local o = require("os"); return o.exit == nil, o.execute == nil"#).eval().unwrap();
+    let (exit, exec): (bool, bool) =
+        lua.load(r#"local o = require("os"); return o.exit == nil, o.execute == nil"#).eval().unwrap();
     assert!(exit && exec);
     // Lua 5.1: a script written for 5.3 integer division does not even load.
     assert!(lua.load("return 7 // 2").eval::<f64>().is_err(), "the tests must run Lua 5.1, as Argo's gopher-lua");
@@ -147,8 +158,13 @@ fn health_lua_sandbox_matches_argo_require_os_but_no_global_os() {
 fn health_lua_script_uses_no_library_argo_lacks() {
     let script = std::fs::read_to_string(repo().join("argo/health/inferenceservice.lua")).unwrap();
     let code: String = script.lines().map(|l| l.split("--").next().unwrap()).collect::<Vec<_>>().join("\n");
-    for banned in ["string.", "math.", "os.", "io.", ":sub(", ":find(", ":match(", ":gsub(", ":format(", ":len(", "//", "goto "] {
-        assert!(!code.contains(banned), "the health script uses `{banned}`, which Argo's sandbox (Lua 5.1, base/table/package only) lacks");
+    for banned in
+        ["string.", "math.", "os.", "io.", ":sub(", ":find(", ":match(", ":gsub(", ":format(", ":len(", "//", "goto "]
+    {
+        assert!(
+            !code.contains(banned),
+            "the health script uses `{banned}`, which Argo's sandbox (Lua 5.1, base/table/package only) lacks"
+        );
     }
 }
 
@@ -156,7 +172,14 @@ fn health_lua_script_uses_no_library_argo_lacks() {
 
 #[test]
 fn argocd_health_fixtures_are_real_inferenceservices() {
-    for f in ["isvc-no-status", "isvc-healthy", "isvc-stale-generation", "isvc-predictor-false-failure", "isvc-transition-in-progress", "isvc-predictor-false-pending"] {
+    for f in [
+        "isvc-no-status",
+        "isvc-healthy",
+        "isvc-stale-generation",
+        "isvc-predictor-false-failure",
+        "isvc-transition-in-progress",
+        "isvc-predictor-false-pending",
+    ] {
         crate::render::assert_valid_isvc(&fixture(&format!("{f}.yaml")));
     }
 }
@@ -281,7 +304,10 @@ fn health_lua_stopped_is_suspended_as_upstream_says() {
     assert_eq!(s, "Progressing", "{m}");
     // A Stopped=False condition (every running service has one) gates nothing.
     let mut o = fixture("isvc-healthy.yaml");
-    o["status"]["conditions"].as_array_mut().unwrap().push(serde_json::json!({"type": "Stopped", "status": "False", "lastTransitionTime": "2026-03-01T10:00:00Z"}));
+    o["status"]["conditions"]
+        .as_array_mut()
+        .unwrap()
+        .push(serde_json::json!({"type": "Stopped", "status": "False", "lastTransitionTime": "2026-03-01T10:00:00Z"}));
     assert_eq!(health(&o, Clock::At(NOW)).0, "Healthy");
 }
 
@@ -300,7 +326,12 @@ fn health_lua_latest_ready_revision_without_its_traffic_is_progressing() {
     let base = fixture("isvc-healthy.yaml");
     let rev = base["status"]["components"]["predictor"]["latestReadyRevision"].as_str().unwrap().to_string();
     let traffic = |pairs: &[(&str, f64, bool)]| -> Value {
-        Value::Array(pairs.iter().map(|(r, p, latest)| serde_json::json!({"revisionName": r, "percent": p, "latestRevision": latest})).collect())
+        Value::Array(
+            pairs
+                .iter()
+                .map(|(r, p, latest)| serde_json::json!({"revisionName": r, "percent": p, "latestRevision": latest}))
+                .collect(),
+        )
     };
     let cases: Vec<(Value, Option<f64>, &str)> = vec![
         (traffic(&[(&rev, 100.0, true)]), None, "Healthy"),
@@ -366,7 +397,10 @@ fn health_lua_agrees_with_upstream_argo_cases() {
     let text = std::fs::read_to_string(repo().join("tests/fixtures/argocd-health/expectations.yaml")).unwrap();
     let exp: Value = serde_yaml_ng::from_str(&text).unwrap();
     let cases = exp["cases"].as_array().unwrap();
-    let on_disk = std::fs::read_dir(repo().join("tests/fixtures/argocd-health")).unwrap().filter(|e| e.as_ref().unwrap().file_name().to_string_lossy().starts_with("upstream-")).count();
+    let on_disk = std::fs::read_dir(repo().join("tests/fixtures/argocd-health"))
+        .unwrap()
+        .filter(|e| e.as_ref().unwrap().file_name().to_string_lossy().starts_with("upstream-"))
+        .count();
     assert_eq!(cases.len(), on_disk, "every copied upstream case has an expectation");
     for c in cases {
         let file = c["file"].as_str().unwrap();
@@ -374,9 +408,19 @@ fn health_lua_agrees_with_upstream_argo_cases() {
         let upstream_status = c["upstream"].as_str().unwrap();
         let ours = c["ours"].as_str().unwrap_or(upstream_status);
         if ours != upstream_status {
-            assert!(c["why"].as_str().is_some_and(|w| w.len() > 20), "{file}: a difference from upstream needs its reason");
+            assert!(
+                c["why"].as_str().is_some_and(|w| w.len() > 20),
+                "{file}: a difference from upstream needs its reason"
+            );
         }
-        let last = o["status"]["conditions"].as_array().into_iter().flatten().filter_map(|c| c["lastTransitionTime"].as_str()).max().unwrap_or(NOW).to_string();
+        let last = o["status"]["conditions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|c| c["lastTransitionTime"].as_str())
+            .max()
+            .unwrap_or(NOW)
+            .to_string();
         let (s, m) = health(&o, Clock::At(&last));
         assert_eq!(s, ours, "{file} at {last} (upstream says {upstream_status}): {m}");
         if let Some(later) = c["later"].as_str() {
@@ -409,7 +453,13 @@ fn lua_literal(v: &Value) -> String {
             o + "\""
         }
         Value::Array(a) => format!("{{{}}}", a.iter().map(lua_literal).collect::<Vec<_>>().join(", ")),
-        Value::Object(m) => format!("{{{}}}", m.iter().map(|(k, x)| format!("[{}] = {}", lua_literal(&Value::String(k.clone())), lua_literal(x))).collect::<Vec<_>>().join(", ")),
+        Value::Object(m) => format!(
+            "{{{}}}",
+            m.iter()
+                .map(|(k, x)| format!("[{}] = {}", lua_literal(&Value::String(k.clone())), lua_literal(x)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
     }
 }
 
@@ -421,7 +471,9 @@ fn health_lua_cross_check_with_debian_lua51() {
     if Command::new("lua5.1").arg("-v").output().is_err() {
         // Skipping is opted into, never the default (CI never sets it).
         assert!(std::env::var_os("BUNDLEGATE_SKIP_SERVERS").is_some(), "lua5.1 is required: run scripts/install-test-deps (apt-get install lua5.1) or set BUNDLEGATE_SKIP_SERVERS=1 to skip");
-        eprintln!("SKIP health_lua_cross_check_with_debian_lua51: lua5.1 is not installed and BUNDLEGATE_SKIP_SERVERS is set");
+        eprintln!(
+            "SKIP health_lua_cross_check_with_debian_lua51: lua5.1 is not installed and BUNDLEGATE_SKIP_SERVERS is set"
+        );
         return;
     }
     let script = std::fs::read_to_string(repo().join("argo/health/inferenceservice.lua")).unwrap();
@@ -458,7 +510,12 @@ fn health_lua_cross_check_with_debian_lua51() {
         let out = Command::new("lua5.1").arg(&f).output().unwrap();
         assert!(out.status.success(), "{name}: lua5.1 failed: {}", String::from_utf8_lossy(&out.stderr));
         let text = String::from_utf8(out.stdout).unwrap();
-        let (status, message) = text.trim_end_matches('\n').split_once('\n').unwrap_or_else(|| panic!("{name}: {text}"));
-        assert_eq!((status.to_string(), message.to_string()), health(&obj, Clock::At(NOW)), "{name}: Debian lua5.1 and mlua's Lua 5.1 disagree");
+        let (status, message) =
+            text.trim_end_matches('\n').split_once('\n').unwrap_or_else(|| panic!("{name}: {text}"));
+        assert_eq!(
+            (status.to_string(), message.to_string()),
+            health(&obj, Clock::At(NOW)),
+            "{name}: Debian lua5.1 and mlua's Lua 5.1 disagree"
+        );
     }
 }

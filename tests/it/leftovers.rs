@@ -27,7 +27,8 @@ fn gone_soon(pid: u32) -> bool {
 /// A wrapper that starts the real server as its child, as `git daemon` does;
 /// the child's pid is written to `pidfile`.
 fn wrapper(pidfile: &std::path::Path) -> server::Server {
-    let s = server::spawn(Command::new("sh").arg("-c").arg(format!("sleep 300 & echo $! > {}; wait", pidfile.display())));
+    let s =
+        server::spawn(Command::new("sh").arg("-c").arg(format!("sleep 300 & echo $! > {}; wait", pidfile.display())));
     let t = Instant::now();
     while std::fs::read_to_string(pidfile).map(|s| s.trim().is_empty()).unwrap_or(true) {
         assert!(t.elapsed() < Duration::from_secs(5), "the wrapper did not start its child");
@@ -47,7 +48,12 @@ fn a_wrappers_child_is_stopped_with_it() {
     let s = wrapper(&pidfile);
     let (leader, child) = (s.id(), pid_in(&pidfile));
     assert!(alive(child));
-    assert!(std::fs::read_to_string(server::registry().join(leader.to_string())).unwrap().starts_with(&format!("{leader} ")), "recorded in the run's registry");
+    assert!(
+        std::fs::read_to_string(server::registry().join(leader.to_string()))
+            .unwrap()
+            .starts_with(&format!("{leader} ")),
+        "recorded in the run's registry"
+    );
     drop(s);
     assert!(gone_soon(child), "the wrapper's child {child} outlived it");
     assert!(gone_soon(leader));

@@ -26,7 +26,13 @@ fn triggers(code: &str, edit: impl FnOnce(&mut Value), line_needle: Option<&str>
 
 #[test]
 fn shipped_example_is_clean() {
-    let out = run(&["lint", "--format", "json", "examples/llm-scratch/v2/release.yaml", "examples/llm-scratch/v1/release.yaml"]);
+    let out = run(&[
+        "lint",
+        "--format",
+        "json",
+        "examples/llm-scratch/v2/release.yaml",
+        "examples/llm-scratch/v1/release.yaml",
+    ]);
     let v = out.json();
     // v1 has no rollback target (it is the first release): a warning, not an error.
     assert_eq!(out.code, 0, "{}", out.stdout);
@@ -36,13 +42,21 @@ fn shipped_example_is_clean() {
 
 #[test]
 fn bg001_image_not_pinned() {
-    let d = triggers("BG001", |v| *at(v, "spec.runtime.image") = "registry.example.com/llm-serve:latest".into(), Some("image:"));
+    let d = triggers(
+        "BG001",
+        |v| *at(v, "spec.runtime.image") = "registry.example.com/llm-serve:latest".into(),
+        Some("image:"),
+    );
     assert!(d["message"].as_str().unwrap().contains("llm-serve:latest"));
 }
 
 #[test]
 fn bg002_latest_prefix() {
-    triggers("BG002", |v| *at(v, "spec.model.storageUri") = "s3://models/llm-scratch/latest/".into(), Some("storageUri"));
+    triggers(
+        "BG002",
+        |v| *at(v, "spec.model.storageUri") = "s3://models/llm-scratch/latest/".into(),
+        Some("storageUri"),
+    );
 }
 
 #[test]
@@ -124,7 +138,11 @@ fn bg008_no_startup_probe_restart_storm() {
 
 #[test]
 fn bg009_readiness_tcp_only() {
-    triggers("BG009", |v| *at(v, "spec.serving.probes.readiness") = yaml("{tcpSocket: {port: 8080}}"), Some("readiness:"));
+    triggers(
+        "BG009",
+        |v| *at(v, "spec.serving.probes.readiness") = yaml("{tcpSocket: {port: 8080}}"),
+        Some("readiness:"),
+    );
 }
 
 #[test]
@@ -142,7 +160,11 @@ fn bg010_rollback_missing() {
 #[test]
 fn bg011_rollback_unresolvable() {
     triggers("BG011", |v| *at(v, "spec.rollback.bundle") = "../v0/release.yaml".into(), Some("bundle: ../v0"));
-    triggers("BG011", |v| *at(v, "spec.rollback.releaseDigest") = format!("sha256:{}", "0".repeat(64)).into(), Some("releaseDigest"));
+    triggers(
+        "BG011",
+        |v| *at(v, "spec.rollback.releaseDigest") = format!("sha256:{}", "0".repeat(64)).into(),
+        Some("releaseDigest"),
+    );
 }
 
 #[test]
@@ -200,7 +222,11 @@ fn bg017_identity_missing() {
 
 #[test]
 fn bg018_progress_deadline_short() {
-    triggers("BG018", |v| *at(v, "spec.serving.rollout.progressDeadlineSeconds") = 60.into(), Some("progressDeadlineSeconds"));
+    triggers(
+        "BG018",
+        |v| *at(v, "spec.serving.rollout.progressDeadlineSeconds") = 60.into(),
+        Some("progressDeadlineSeconds"),
+    );
 }
 
 #[test]
@@ -308,17 +334,25 @@ fn every_format_renders() {
 #[test]
 fn release_digest_is_stable_and_ignores_formatting_and_rollback() {
     let ex = Example::new();
-    let d1 = ex.run(&["digest", "--format", "json", ex.v2().to_str().unwrap()]).json()["steps"][0]["data"]["releaseDigest"].clone();
+    let d1 = ex.run(&["digest", "--format", "json", ex.v2().to_str().unwrap()]).json()["steps"][0]["data"]
+        ["releaseDigest"]
+        .clone();
     // Reformatting (comments, key order) does not change the release.
     edit_yaml(&ex.v2(), |_| {});
-    let d2 = ex.run(&["digest", "--format", "json", ex.v2().to_str().unwrap()]).json()["steps"][0]["data"]["releaseDigest"].clone();
+    let d2 = ex.run(&["digest", "--format", "json", ex.v2().to_str().unwrap()]).json()["steps"][0]["data"]
+        ["releaseDigest"]
+        .clone();
     assert_eq!(d1, d2);
     ex.edit_v2(|v| *at(v, "spec.rollback.bundle") = "../elsewhere.yaml".into());
-    let d3 = ex.run(&["digest", "--format", "json", ex.v2().to_str().unwrap()]).json()["steps"][0]["data"]["releaseDigest"].clone();
+    let d3 = ex.run(&["digest", "--format", "json", ex.v2().to_str().unwrap()]).json()["steps"][0]["data"]
+        ["releaseDigest"]
+        .clone();
     assert_eq!(d1, d3);
     // Any served change does.
     ex.edit_v2(|v| *at(v, "spec.generation.maxOutputTokens") = 513.into());
-    let d4 = ex.run(&["digest", "--format", "json", ex.v2().to_str().unwrap()]).json()["steps"][0]["data"]["releaseDigest"].clone();
+    let d4 = ex.run(&["digest", "--format", "json", ex.v2().to_str().unwrap()]).json()["steps"][0]["data"]
+        ["releaseDigest"]
+        .clone();
     assert_ne!(d1, d4);
     assert!(d1.as_str().unwrap().starts_with("sha256:"));
 }
@@ -376,7 +410,10 @@ fn refused_at(ex: &Example, text: &str, needle: &str, at: &str, field: &str) -> 
     let summary = out.json()["steps"][0]["summary"].as_str().unwrap().to_string();
     let line = line_of(text, needle);
     let col = text.lines().nth(line - 1).unwrap().find(at).unwrap() + 1;
-    assert!(summary.contains(&format!("release.yaml:{line}:{col}: {field}: ")), "want {line}:{col}: {field} in: {summary}");
+    assert!(
+        summary.contains(&format!("release.yaml:{line}:{col}: {field}: ")),
+        "want {line}:{col}: {field} in: {summary}"
+    );
     summary
 }
 
@@ -387,7 +424,12 @@ fn bundle_non_finite_numbers_are_exit_2_at_the_value() {
     for (from, to, needle, field) in [
         ("p95: 95", "p95: .nan", "p95: .nan", "spec.serving.loadTimeSeconds.p95"),
         ("maxAbsolute: 0.02", "maxAbsolute: .inf", "maxAbsolute: .inf", "spec.canary.gates[0].maxAbsolute"),
-        ("maxRelativeIncrease: 0.20", "maxRelativeIncrease: -.Inf", "-.Inf", "spec.canary.gates[1].maxRelativeIncrease"),
+        (
+            "maxRelativeIncrease: 0.20",
+            "maxRelativeIncrease: -.Inf",
+            "-.Inf",
+            "spec.canary.gates[1].maxRelativeIncrease",
+        ),
         ("cpu: \"2\"", "cpu: 1e999", "cpu: 1e999", "spec.serving.resources.requests.cpu"),
     ] {
         let at = to.split(": ").nth(1).unwrap();
@@ -409,10 +451,18 @@ fn bundle_nan_and_inf_gates_no_longer_share_one_digest() {
     for v in [".nan", ".inf"] {
         let out = digest(replace_once(&t, "maxAbsolute: 0.02", &format!("maxAbsolute: {v}")));
         assert_eq!(out.code, 2, "{v}: {}", out.stdout);
-        assert!(format!("{}{}", out.stdout, out.stderr).contains("release.yaml:95:22: spec.canary.gates[0].maxAbsolute: "), "{}", out.stderr);
+        assert!(
+            format!("{}{}", out.stdout, out.stderr).contains("release.yaml:95:22: spec.canary.gates[0].maxAbsolute: "),
+            "{}",
+            out.stderr
+        );
     }
-    let a = digest(replace_once(&t, "maxAbsolute: 0.02", "maxAbsolute: 0.1")).json()["steps"][0]["data"]["releaseDigest"].clone();
-    let b = digest(replace_once(&t, "maxAbsolute: 0.02", "maxAbsolute: 0.10000000000000002")).json()["steps"][0]["data"]["releaseDigest"].clone();
+    let a = digest(replace_once(&t, "maxAbsolute: 0.02", "maxAbsolute: 0.1")).json()["steps"][0]["data"]
+        ["releaseDigest"]
+        .clone();
+    let b = digest(replace_once(&t, "maxAbsolute: 0.02", "maxAbsolute: 0.10000000000000002")).json()["steps"][0]
+        ["data"]["releaseDigest"]
+        .clone();
     assert!(a.is_string() && b.is_string());
     assert_ne!(a, b);
 }
@@ -431,11 +481,27 @@ fn bundle_numbers_out_of_range_are_exit_2_never_a_panic() {
         ("maxRelativeIncrease: 0.10", "maxRelativeIncrease: -0.1", "spec.canary.gates[0].maxRelativeIncrease"),
         ("replicas: 1", "replicas: 0", "spec.serving.replicas"),
         ("periodSeconds: 10", "periodSeconds: 0", "spec.serving.probes.startup.periodSeconds"),
-        ("progressDeadlineSeconds: 600", "progressDeadlineSeconds: 4294967295", "spec.serving.rollout.progressDeadlineSeconds"),
+        (
+            "progressDeadlineSeconds: 600",
+            "progressDeadlineSeconds: 4294967295",
+            "spec.serving.rollout.progressDeadlineSeconds",
+        ),
         // The min bounds were not range-checked at all: a gate that could never fail.
-        ("maxRelativeIncrease: 0.15", "maxRelativeIncrease: 0.15\n        minAbsolute: -1", "spec.canary.gates[2].minAbsolute"),
-        ("maxRelativeIncrease: 0.15", "maxRelativeIncrease: 0.15\n        minRelativeDecrease: 1.5", "spec.canary.gates[2].minRelativeDecrease"),
-        ("maxRelativeIncrease: 0.15", "maxRelativeIncrease: 0.15\n        minRelativeDecrease: -0.1", "spec.canary.gates[2].minRelativeDecrease"),
+        (
+            "maxRelativeIncrease: 0.15",
+            "maxRelativeIncrease: 0.15\n        minAbsolute: -1",
+            "spec.canary.gates[2].minAbsolute",
+        ),
+        (
+            "maxRelativeIncrease: 0.15",
+            "maxRelativeIncrease: 0.15\n        minRelativeDecrease: 1.5",
+            "spec.canary.gates[2].minRelativeDecrease",
+        ),
+        (
+            "maxRelativeIncrease: 0.15",
+            "maxRelativeIncrease: 0.15\n        minRelativeDecrease: -0.1",
+            "spec.canary.gates[2].minRelativeDecrease",
+        ),
         ("maxAbsolute: 0.02", "maxAbsolute: 0.02\n        minAbsolute: 2", "spec.canary.gates[0].minAbsolute"),
     ] {
         let needle = to.lines().last().unwrap();
@@ -463,7 +529,10 @@ fn bundle_duplicate_keys_are_refused_naming_both_lines() {
         let first = line_of(&text, line.trim_end());
         let col = dup.len() - dup.trim_start().len() + 1;
         assert!(msg.contains(&format!("release.yaml:{}:{col}: {field}: duplicate key", first + 1)), "{msg}");
-        assert!(msg.contains(&format!("first at line {first}")) && msg.contains(&format!("again at line {}", first + 1)), "{msg}");
+        assert!(
+            msg.contains(&format!("first at line {first}")) && msg.contains(&format!("again at line {}", first + 1)),
+            "{msg}"
+        );
     }
 }
 
@@ -479,7 +548,10 @@ fn rollback_bundle_with_duplicate_keys_is_unresolvable_naming_its_lines() {
     let d = out.diag("BG011");
     let ev = d["evidence"].to_string();
     let l = line_of(&text, "replicas: 1");
-    assert!(ev.contains(&format!("release.yaml:{}:5: spec.serving.replicas", l + 1)) && ev.contains("duplicate key"), "{ev}");
+    assert!(
+        ev.contains(&format!("release.yaml:{}:5: spec.serving.replicas", l + 1)) && ev.contains("duplicate key"),
+        "{ev}"
+    );
 }
 
 #[test]
@@ -499,7 +571,12 @@ fn bundle_alias_bombs_and_deep_nesting_are_refused_fast() {
     // Root, metadata, labels and n0…n60 are 64 levels: n61's value is the 65th.
     let msg = out.json()["steps"][0]["summary"].as_str().unwrap().to_string();
     let line = line_of(&deep, "n61:") + 1;
-    assert!(msg.contains(&format!("release.yaml:{line}:")) && msg.contains(": metadata.labels.n0.n1.n2.") && msg.contains("n60.n61: nested deeper than 64"), "{msg}");
+    assert!(
+        msg.contains(&format!("release.yaml:{line}:"))
+            && msg.contains(": metadata.labels.n0.n1.n2.")
+            && msg.contains("n60.n61: nested deeper than 64"),
+        "{msg}"
+    );
     assert!(t0.elapsed() < std::time::Duration::from_secs(10));
 }
 
@@ -515,7 +592,11 @@ fn oversized_and_non_regular_bundles_are_refused_before_reading() {
     assert!(s.contains("release.yaml") && s.contains("over the limit of 4194304 bytes"), "{s}");
     let out = lint_within(&ex, &["lint", "--format", "json", "/dev/zero"], 20);
     assert_eq!(out.code, 2);
-    assert!(out.json()["steps"][0]["summary"].as_str().unwrap().contains("/dev/zero: cannot read: not a regular file"), "{}", out.stdout);
+    assert!(
+        out.json()["steps"][0]["summary"].as_str().unwrap().contains("/dev/zero: cannot read: not a regular file"),
+        "{}",
+        out.stdout
+    );
     let fifo = ex.path().join("fifo.yaml");
     assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
     let out = lint_within(&ex, &["lint", "--format", "json", fifo.to_str().unwrap()], 20);
@@ -528,7 +609,11 @@ fn rollback_target_reads_are_bounded() {
     let ex = Example::new();
     let dir = ex.v2().parent().unwrap().to_path_buf();
     assert!(std::process::Command::new("mkfifo").arg(dir.join("prev.fifo")).status().unwrap().success());
-    std::fs::write(dir.join("big.yaml"), format!("{}#{}\n", std::fs::read_to_string(ex.v1()).unwrap(), "x".repeat(5 << 20))).unwrap();
+    std::fs::write(
+        dir.join("big.yaml"),
+        format!("{}#{}\n", std::fs::read_to_string(ex.v1()).unwrap(), "x".repeat(5 << 20)),
+    )
+    .unwrap();
     for (target, want) in [("prev.fifo", "not a regular file"), ("big.yaml", "over the limit")] {
         ex.edit_v2(|v| *at(v, "spec.rollback.bundle") = target.into());
         let out = lint_within(&ex, &["lint", "--format", "json", ex.v2().to_str().unwrap()], 20);
@@ -549,20 +634,33 @@ fn rollback_target_evidence_never_quotes_the_file() {
     // `KEY="value"` lines: serde quotes the whole scalar with `\"` escapes,
     // and the quote stripping (which toggled on every `"`) printed the value.
     std::fs::write(dir.join("q.env"), "API_TOKEN=s3cr3t-token-value\nDB_PASSWORD=\"hunter2hunter2\"\n").unwrap();
-    std::fs::write(dir.join("q.json"), "{\"apiVersion\": \"bundlegate.dev/v1\", \"kind\": \"x\\\"hunter2hunter2\\\"\", \"DB_PASSWORD\": 1}\n").unwrap();
+    std::fs::write(
+        dir.join("q.json"),
+        "{\"apiVersion\": \"bundlegate.dev/v1\", \"kind\": \"x\\\"hunter2hunter2\\\"\", \"DB_PASSWORD\": 1}\n",
+    )
+    .unwrap();
     for target in [".env", "vars.yaml", "half.yaml", "q.env", "q.json"] {
         ex.edit_v2(|v| *at(v, "spec.rollback.bundle") = target.into());
         for fmt in ["json", "human", "markdown"] {
             let out = ex.run(&["lint", "--format", fmt, ex.v2().to_str().unwrap()]);
             assert_eq!(out.code, 1, "{}", out.stdout);
             for secret in ["s3cr3t", "hunter2", "API_TOKEN", "DB_PASSWORD"] {
-                assert!(!out.stdout.contains(secret) && !out.stderr.contains(secret), "{target} {fmt} leaks {secret}:\n{}", out.stdout);
+                assert!(
+                    !out.stdout.contains(secret) && !out.stderr.contains(secret),
+                    "{target} {fmt} leaks {secret}:\n{}",
+                    out.stdout
+                );
             }
             if fmt == "json" {
                 // Still says where (file, line, column, a schema field) and
                 // what kind of problem, never any text of the file.
                 let ev = out.diag("BG011")["evidence"].to_string();
-                assert!(ev.contains(&format!("{target}:1:1: (document)")) || ev.contains(&format!("{target}:2:7: kind")) || ev.contains(&format!("{target}:1:")), "{ev}");
+                assert!(
+                    ev.contains(&format!("{target}:1:1: (document)"))
+                        || ev.contains(&format!("{target}:2:7: kind"))
+                        || ev.contains(&format!("{target}:1:")),
+                    "{ev}"
+                );
                 assert!(ev.contains("the file is not a release bundle (line "), "{ev}");
             }
         }
@@ -585,7 +683,11 @@ fn rollback_target_outside_the_tree_is_refused_unread() {
         assert_eq!(out.code, 1, "{target}: {}", out.stdout);
         let d = out.diag("BG020");
         assert_eq!(d["field"], "spec.rollback.bundle");
-        assert_eq!(d["span"]["line"].as_u64().unwrap() as usize, line_of(&std::fs::read_to_string(ex.v2()).unwrap(), "bundle: "), "{d}");
+        assert_eq!(
+            d["span"]["line"].as_u64().unwrap() as usize,
+            line_of(&std::fs::read_to_string(ex.v2()).unwrap(), "bundle: "),
+            "{d}"
+        );
         assert!(!out.codes().contains(&"BG011".to_string()), "{}", out.stdout);
     }
     // A symlink that stays inside is followed as before.
@@ -643,7 +745,11 @@ fn bundle_tagged_non_finite_numbers_are_exit_2_at_the_value() {
     std::fs::write(ex.v2(), &text).unwrap();
     let out = lint(&ex);
     assert_eq!(out.code, 2, "{}", out.stdout);
-    assert!(out.json()["steps"][0]["summary"].as_str().unwrap().contains("spec.canary.gates[2].minAbsolute: invalid type"), "{}", out.stdout);
+    assert!(
+        out.json()["steps"][0]["summary"].as_str().unwrap().contains("spec.canary.gates[2].minAbsolute: invalid type"),
+        "{}",
+        out.stdout
+    );
 }
 
 /// The min bounds in their range (see the out-of-range rows above) parse;
@@ -651,7 +757,11 @@ fn bundle_tagged_non_finite_numbers_are_exit_2_at_the_value() {
 #[test]
 fn bundle_min_bounds_in_range_are_accepted() {
     let ex = Example::new();
-    let text = replace_once(&v2_text(), "maxRelativeIncrease: 0.15\n", "maxRelativeIncrease: 0.15\n        minRelativeDecrease: 0.5\n        minAbsolute: 0\n");
+    let text = replace_once(
+        &v2_text(),
+        "maxRelativeIncrease: 0.15\n",
+        "maxRelativeIncrease: 0.15\n        minRelativeDecrease: 0.5\n        minAbsolute: 0\n",
+    );
     std::fs::write(ex.v2(), &text).unwrap();
     let out = lint(&ex);
     assert_eq!((out.code, out.codes()), (1, vec!["BG306".to_string()]), "{}", out.stdout);

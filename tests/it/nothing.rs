@@ -36,7 +36,8 @@ fn rows(o: &Out) -> Vec<(String, String)> {
         .collect()
 }
 
-const ARTIFACTS: [&str; 5] = ["ckpt.pt", "tokenizer.json", "chat_template.jinja", "generation_config.json", "clean_corpus.txt"];
+const ARTIFACTS: [&str; 5] =
+    ["ckpt.pt", "tokenizer.json", "chat_template.jinja", "generation_config.json", "clean_corpus.txt"];
 
 // ---- zero artifacts ------------------------------------------------------------------------
 

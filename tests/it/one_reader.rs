@@ -13,7 +13,25 @@ use crate::support::*;
 
 /// Namespaces Argo CD may pass as a parameter that are valid DNS labels and
 /// yet something other than a string to a YAML 1.1 reader unquoted.
-const LOOKALIKE_NAMESPACES: &[&str] = &["yes", "no", "on", "off", "y", "n", "true", "false", "null", "2001-1-2", "2001-12-14", "0x1f", "0o17", "0b1", "1e3", "123", "0777"];
+const LOOKALIKE_NAMESPACES: &[&str] = &[
+    "yes",
+    "no",
+    "on",
+    "off",
+    "y",
+    "n",
+    "true",
+    "false",
+    "null",
+    "2001-1-2",
+    "2001-12-14",
+    "0x1f",
+    "0o17",
+    "0b1",
+    "1e3",
+    "123",
+    "0777",
+];
 
 /// The plain scalars of `yaml` a YAML 1.1 reader (a Kubernetes client, Argo
 /// CD) would read as other than the text written.
@@ -26,7 +44,12 @@ fn misread_plain(yaml: &str) -> Vec<String> {
         match ev {
             Event::StreamEnd => break,
             // A string to YAML 1.2 (yaml-rust2), another type to YAML 1.1.
-            Event::Scalar(v, TScalarStyle::Plain, _, _) if matches!(yaml_rust2::Yaml::from_str(&v), yaml_rust2::Yaml::String(_)) && bundlegate::manifests::yaml11_non_string(&v) => out.push(v),
+            Event::Scalar(v, TScalarStyle::Plain, _, _)
+                if matches!(yaml_rust2::Yaml::from_str(&v), yaml_rust2::Yaml::String(_))
+                    && bundlegate::manifests::yaml11_non_string(&v) =>
+            {
+                out.push(v)
+            }
             _ => {}
         }
     }
@@ -82,7 +105,10 @@ fn a_bidi_control_is_refused_naming_line_and_field() {
     let out = ex.run(&["lint", p.to_str().unwrap(), "--format", "json"]);
     assert_eq!(out.code, 2, "{}\n{}", out.stdout, out.stderr);
     let all = format!("{}{}", out.stdout, out.stderr);
-    assert!(all.contains(&format!("release.yaml:{line}:")) && all.contains("U+202E") && all.contains("metadata.version"), "{all}");
+    assert!(
+        all.contains(&format!("release.yaml:{line}:")) && all.contains("U+202E") && all.contains("metadata.version"),
+        "{all}"
+    );
 }
 
 /// A control character libyaml refuses and yaml-rust2 reads (here NUL in

@@ -17,9 +17,20 @@ fn readme_main_job_passes_on_the_shipped_example() {
     ]);
     assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
     let v = out.json();
-    let steps: Vec<(String, String)> =
-        v["steps"].as_array().unwrap().iter().map(|s| (s["step"].as_str().unwrap().to_string(), s["verdict"].as_str().unwrap().to_string())).collect();
-    let want = [("lint", "pass"), ("render", "pass"), ("verify", "pass"), ("preflight", "pass"), ("canary", "not-run"), ("comment", "not-run")];
+    let steps: Vec<(String, String)> = v["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| (s["step"].as_str().unwrap().to_string(), s["verdict"].as_str().unwrap().to_string()))
+        .collect();
+    let want = [
+        ("lint", "pass"),
+        ("render", "pass"),
+        ("verify", "pass"),
+        ("preflight", "pass"),
+        ("canary", "not-run"),
+        ("comment", "not-run"),
+    ];
     assert_eq!(steps, want.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect::<Vec<_>>());
 }
 
@@ -41,7 +52,8 @@ fn single_gpu_cluster_without_room_to_surge_fails_the_pipeline() {
 
 fn write_pipeline(ex: &Example, body: &str) -> String {
     let p = ex.path().join("p.yaml");
-    std::fs::write(&p, format!("apiVersion: bundlegate.dev/v1\nkind: Pipeline\nmetadata:\n  name: t\nspec:\n{body}")).unwrap();
+    std::fs::write(&p, format!("apiVersion: bundlegate.dev/v1\nkind: Pipeline\nmetadata:\n  name: t\nspec:\n{body}"))
+        .unwrap();
     p.to_str().unwrap().to_string()
 }
 
@@ -90,7 +102,11 @@ fn malformed_pipeline_is_an_error_before_anything_runs() {
 fn drift_audit_pipeline_audits_every_bundle() {
     let ex = Example::new();
     let pipeline = repo().join("pipelines/drift-audit.yaml");
-    let out = run_in(ex.path(), &["run", "--format", "json", pipeline.to_str().unwrap()], &[("XDG_CACHE_HOME", ex.path().join("cache").to_str().unwrap())]);
+    let out = run_in(
+        ex.path(),
+        &["run", "--format", "json", pipeline.to_str().unwrap()],
+        &[("XDG_CACHE_HOME", ex.path().join("cache").to_str().unwrap())],
+    );
     assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
     let audits = out.json()["steps"].as_array().unwrap().iter().filter(|s| s["step"] == "audit").count();
     assert_eq!(audits, 2);
@@ -105,21 +121,65 @@ fn step_options_are_validated_at_load_with_positions() {
     let ex = Example::new();
     let b = ex.v2();
     let cases = [
-        ("  steps:\n    - name: lint\n      with:\n        deep: true\n", "spec.steps[0].with.deep", 4, "not an option of the lint step"),
-        ("  steps:\n    - name: lint\n    - name: verify\n      with:\n        jobs: 0\n", "spec.steps[1].with.jobs", 5, "out of range"),
-        ("  steps:\n    - name: verify\n      with:\n        jobs: 100000000\n", "spec.steps[0].with.jobs", 4, "out of range"),
-        ("  steps:\n    - name: watch\n      with:\n        timeout: 99999999999999999999h\n", "spec.steps[0].with.timeout", 4, "maximum of 7d"),
-        ("  steps:\n    - name: watch\n      with:\n        probeInterval: NaN\n", "spec.steps[0].with.probeInterval", 4, "not a duration"),
-        ("  steps:\n    - name: canary\n      with:\n        window: 0s\n", "spec.steps[0].with.window", 4, "greater than zero"),
-        ("  steps:\n    - name: revert\n      with:\n        maxAge: 1e400s\n", "spec.steps[0].with.maxAge", 4, "not a duration"),
-        ("  steps:\n    - name: render\n      with:\n        window: 5m\n", "spec.steps[0].with.window", 4, "its options are diff, templates"),
+        (
+            "  steps:\n    - name: lint\n      with:\n        deep: true\n",
+            "spec.steps[0].with.deep",
+            4,
+            "not an option of the lint step",
+        ),
+        (
+            "  steps:\n    - name: lint\n    - name: verify\n      with:\n        jobs: 0\n",
+            "spec.steps[1].with.jobs",
+            5,
+            "out of range",
+        ),
+        (
+            "  steps:\n    - name: verify\n      with:\n        jobs: 100000000\n",
+            "spec.steps[0].with.jobs",
+            4,
+            "out of range",
+        ),
+        (
+            "  steps:\n    - name: watch\n      with:\n        timeout: 99999999999999999999h\n",
+            "spec.steps[0].with.timeout",
+            4,
+            "maximum of 7d",
+        ),
+        (
+            "  steps:\n    - name: watch\n      with:\n        probeInterval: NaN\n",
+            "spec.steps[0].with.probeInterval",
+            4,
+            "not a duration",
+        ),
+        (
+            "  steps:\n    - name: canary\n      with:\n        window: 0s\n",
+            "spec.steps[0].with.window",
+            4,
+            "greater than zero",
+        ),
+        (
+            "  steps:\n    - name: revert\n      with:\n        maxAge: 1e400s\n",
+            "spec.steps[0].with.maxAge",
+            4,
+            "not a duration",
+        ),
+        (
+            "  steps:\n    - name: render\n      with:\n        window: 5m\n",
+            "spec.steps[0].with.window",
+            4,
+            "its options are diff, templates",
+        ),
     ];
     for (body, field, line, why) in cases {
         let p = write_pipeline(&ex, body);
         let out = ex.run(&["run", &p, "--bundle", b.to_str().unwrap()]);
         assert_eq!(out.code, 2, "{body}\n{}\n{}", out.stdout, out.stderr);
         let want = format!("{p}:{}:", line + 5); // 5 header lines before `spec:`'s body
-        assert!(out.stderr.contains(&want) && out.stderr.contains(field) && out.stderr.contains(why), "want {want} {field} {why}:\n{}", out.stderr);
+        assert!(
+            out.stderr.contains(&want) && out.stderr.contains(field) && out.stderr.contains(why),
+            "want {want} {field} {why}:\n{}",
+            out.stderr
+        );
         assert!(out.stdout.is_empty(), "nothing ran: {}", out.stdout);
     }
 }
@@ -137,8 +197,18 @@ fn pipeline_duplicate_keys_and_unbounded_files_are_refused() {
     let fifo = ex.path().join("p.fifo");
     assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
     let big = ex.path().join("big.yaml");
-    std::fs::write(&big, format!("{}#{}\n", std::fs::read_to_string(repo().join("pipelines/pull-request.yaml")).unwrap(), "x".repeat(2 << 20))).unwrap();
-    for (f, want) in [(&fifo, "not a regular file"), (&big, "over the limit of 1048576 bytes (1 MiB) for a pipeline file")] {
+    std::fs::write(
+        &big,
+        format!(
+            "{}#{}\n",
+            std::fs::read_to_string(repo().join("pipelines/pull-request.yaml")).unwrap(),
+            "x".repeat(2 << 20)
+        ),
+    )
+    .unwrap();
+    for (f, want) in
+        [(&fifo, "not a regular file"), (&big, "over the limit of 1048576 bytes (1 MiB) for a pipeline file")]
+    {
         let out = run_within(ex.path(), &["run", f.to_str().unwrap(), "--bundle", ex.v2().to_str().unwrap()], &[], 20);
         assert_eq!(out.code, 2, "{}\n{}", out.stdout, out.stderr);
         assert!(out.stderr.contains(want), "{}", out.stderr);

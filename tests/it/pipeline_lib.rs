@@ -97,7 +97,8 @@ fn lib_pipeline_sees_bytes_changed_under_the_same_path_and_a_missing_file() {
     c.sort();
     // BG101 artifact missing, BG103 digest mismatch; nothing else.
     assert_eq!(c, vec!["BG101", "BG103"], "{v}");
-    let messages: Vec<&str> = v["diagnostics"].as_array().unwrap().iter().map(|d| d["message"].as_str().unwrap()).collect();
+    let messages: Vec<&str> =
+        v["diagnostics"].as_array().unwrap().iter().map(|d| d["message"].as_str().unwrap()).collect();
     assert!(messages.iter().any(|m| m.contains("tokenizer.json") && m.contains("sha256")), "{messages:?}");
     assert!(messages.iter().any(|m| m.contains("clean_corpus.txt") && m.contains("not in the store")), "{messages:?}");
 }

@@ -11,8 +11,17 @@ use crate::support::*;
 /// The artifact list the manifest carries, built from the example bundle.
 fn manifest(ex: &Example) -> String {
     let b: Value = serde_yaml_ng::from_str(&std::fs::read_to_string(ex.v2()).unwrap()).unwrap();
-    let digest = ex.run(&["digest", "--format", "json", ex.v2().to_str().unwrap()]).json()["steps"][0]["data"]["releaseDigest"].as_str().unwrap().to_string();
-    let arts: Vec<Value> = b["spec"]["model"]["artifacts"].as_array().unwrap().iter().map(|a| json!({"path": a["path"], "sha256": a["sha256"], "size": a["size"]})).collect();
+    let digest = ex.run(&["digest", "--format", "json", ex.v2().to_str().unwrap()]).json()["steps"][0]["data"]
+        ["releaseDigest"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let arts: Vec<Value> = b["spec"]["model"]["artifacts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| json!({"path": a["path"], "sha256": a["sha256"], "size": a["size"]}))
+        .collect();
     json!({"releaseDigest": digest, "mode": "full", "artifacts": arts}).to_string()
 }
 
@@ -21,7 +30,17 @@ fn verify(ex: &Example, root: &Path, extra: &[&str]) -> (Out, String) {
     let _ = std::fs::remove_file(&term);
     let marker = ex.path().join("verified");
     let m = manifest(ex);
-    let mut args = vec!["verify-files", "--format", "json", "--root", root.to_str().unwrap(), "--termination-log", term.to_str().unwrap(), "--marker", marker.to_str().unwrap()];
+    let mut args = vec![
+        "verify-files",
+        "--format",
+        "json",
+        "--root",
+        root.to_str().unwrap(),
+        "--termination-log",
+        term.to_str().unwrap(),
+        "--marker",
+        marker.to_str().unwrap(),
+    ];
     args.extend_from_slice(extra);
     let out = run_in(ex.path(), &args, &[("BUNDLEGATE_ARTIFACTS", &m)]);
     (out, std::fs::read_to_string(&term).unwrap_or_default())
@@ -30,7 +49,12 @@ fn verify(ex: &Example, root: &Path, extra: &[&str]) -> (Out, String) {
 fn ready(ex: &Example) -> i32 {
     let marker = ex.path().join("verified");
     let m = manifest(ex);
-    run_in(ex.path(), &["verify-files", "--ready", "--marker", marker.to_str().unwrap()], &[("BUNDLEGATE_ARTIFACTS", &m)]).code
+    run_in(
+        ex.path(),
+        &["verify-files", "--ready", "--marker", marker.to_str().unwrap()],
+        &[("BUNDLEGATE_ARTIFACTS", &m)],
+    )
+    .code
 }
 
 #[test]
@@ -57,7 +81,11 @@ fn pod_verify_changed_missing_truncated_files_fail_with_both_digests() {
     std::fs::write(&ckpt, &bytes).unwrap();
     let (out, term) = verify(&ex, &root, &[]);
     assert_eq!(out.code, 1, "{}", out.stdout);
-    assert!(term.contains("DIGEST-MISMATCH ckpt.pt") && term.contains("sha256:20c86b9c3c2ca1e8ce883948c403e6eca546ec37c393463eb38d4f8a87021586"), "{term}");
+    assert!(
+        term.contains("DIGEST-MISMATCH ckpt.pt")
+            && term.contains("sha256:20c86b9c3c2ca1e8ce883948c403e6eca546ec37c393463eb38d4f8a87021586"),
+        "{term}"
+    );
     assert!(term.matches("sha256:").count() >= 2, "both digests named: {term}");
     assert!(out.stderr.contains("DIGEST-MISMATCH ckpt.pt"), "the log names it too: {}", out.stderr);
     assert_eq!(out.diag("BG530")["field"], "ckpt.pt");
@@ -95,8 +123,14 @@ fn pod_verify_symlink_out_of_the_model_folder_is_not_followed() {
 #[test]
 fn pod_verify_bad_artifact_list_is_exit_2() {
     let ex = Example::new();
-    for bad in ["", "not json", r#"{"releaseDigest":"x","artifacts":[]}"#, r#"{"releaseDigest":"x","artifacts":[{"path":"a","sha256":"XYZ","size":1}]}"#] {
-        let out = run_in(ex.path(), &["verify-files", "--root", ".", "--marker", "m"], &[("BUNDLEGATE_ARTIFACTS", bad)]);
+    for bad in [
+        "",
+        "not json",
+        r#"{"releaseDigest":"x","artifacts":[]}"#,
+        r#"{"releaseDigest":"x","artifacts":[{"path":"a","sha256":"XYZ","size":1}]}"#,
+    ] {
+        let out =
+            run_in(ex.path(), &["verify-files", "--root", ".", "--marker", "m"], &[("BUNDLEGATE_ARTIFACTS", bad)]);
         assert_eq!(out.code, 2, "{bad:?} accepted: {}", out.stdout);
     }
 }
@@ -115,7 +149,11 @@ fn pod_verify_lint_budgets_hashing_and_off_removes_it() {
     assert!(!out.codes().contains(&"BG040".to_string()), "{}", out.stdout);
     ex.edit_v2(|v| *at(v, "spec.serving.verifyOnStart") = "off".into());
     let out = ex.run(&["lint", "--format", "json", ex.v2().to_str().unwrap()]);
-    assert!(!out.codes().contains(&"BG013".to_string()) && !out.codes().contains(&"BG040".to_string()), "{}", out.stdout);
+    assert!(
+        !out.codes().contains(&"BG013".to_string()) && !out.codes().contains(&"BG040".to_string()),
+        "{}",
+        out.stdout
+    );
 }
 
 // ---- the verifier exactly as the rendered manifest declares it -----------------------------
@@ -126,7 +164,9 @@ fn rendered_verifier(ex: &Example, format: &str) -> (Value, Vec<Value>) {
     let bundle = ex.edit_v2(|b| {
         *at(b, "spec.serving.format") = yaml(&format!("\"{format}\""));
         if format == "deployment" {
-            *at(b, "spec.serving.volumes") = yaml("[{name: models, claimName: llm-models, accessMode: ReadOnlyMany, mountPath: /models, readOnly: true}]");
+            *at(b, "spec.serving.volumes") = yaml(
+                "[{name: models, claimName: llm-models, accessMode: ReadOnlyMany, mountPath: /models, readOnly: true}]",
+            );
             *at(b, "spec.serving.modelDir") = yaml("/models/llm-scratch/v2");
         }
     });
@@ -134,7 +174,11 @@ fn rendered_verifier(ex: &Example, format: &str) -> (Value, Vec<Value>) {
     assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
     let body = out.json()["steps"][0]["details"][0]["body"].as_str().unwrap().to_string();
     let lint = ex.run(&["lint", "--format", "json", bundle.to_str().unwrap()]);
-    assert!(!lint.codes().contains(&"BG040".to_string()), "the {format} pod carries the verifier, so lint must not say it does not:\n{}", lint.stdout);
+    assert!(
+        !lint.codes().contains(&"BG040".to_string()),
+        "the {format} pod carries the verifier, so lint must not say it does not:\n{}",
+        lint.stdout
+    );
     for doc in serde_yaml_ng::Deserializer::from_str(&body) {
         let v: Value = serde::Deserialize::deserialize(doc).unwrap();
         let spec = v.pointer("/spec/template/spec").or_else(|| v.pointer("/spec/predictor")).cloned();
@@ -170,10 +214,17 @@ struct Declared {
 }
 
 fn declared(c: &Value, model_dir: &str, root: &Path, tmp: &Path) -> Declared {
-    let strs = |v: &Value| v.as_array().unwrap().iter().map(|s| map_path(s.as_str().unwrap(), model_dir, root, tmp)).collect::<Vec<_>>();
+    let strs = |v: &Value| {
+        v.as_array().unwrap().iter().map(|s| map_path(s.as_str().unwrap(), model_dir, root, tmp)).collect::<Vec<_>>()
+    };
     Declared {
         args: strs(&c["args"]),
-        env: c["env"].as_array().unwrap().iter().map(|e| (e["name"].as_str().unwrap().to_string(), e["value"].as_str().unwrap().to_string())).collect(),
+        env: c["env"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| (e["name"].as_str().unwrap().to_string(), e["value"].as_str().unwrap().to_string()))
+            .collect(),
         probe: strs(&c["readinessProbe"]["exec"]["command"]),
     }
 }
@@ -221,9 +272,15 @@ fn rendered_verifier_gates_readiness_in_every_serving_format() {
         assert_eq!(c["restartPolicy"], "Always", "{format}: {c:#}");
         assert_eq!(c["volumeMounts"][0]["readOnly"], true, "{format}: {c:#}");
         let mount = c["volumeMounts"][0]["name"].as_str().unwrap();
-        assert!(volumes.iter().any(|v| v["name"] == mount), "{format}: the verifier's volume `{mount}` is declared in the pod: {volumes:#?}");
+        assert!(
+            volumes.iter().any(|v| v["name"] == mount),
+            "{format}: the verifier's volume `{mount}` is declared in the pod: {volumes:#?}"
+        );
         if format != "deployment" {
-            assert!(volumes.iter().any(|v| v["name"] == "kserve-provision-location" && v.get("emptyDir").is_some()), "{format}: KServe's model volume is declared so the webhook reuses it");
+            assert!(
+                volumes.iter().any(|v| v["name"] == "kserve-provision-location" && v.get("emptyDir").is_some()),
+                "{format}: KServe's model volume is declared so the webhook reuses it"
+            );
         }
         assert_eq!(c["resources"]["limits"]["memory"], "64Mi", "{format}");
         let model_dir = {
@@ -267,12 +324,20 @@ fn rendered_verifier_gates_readiness_in_every_serving_format() {
         std::fs::write(&tok, &orig[..orig.len() / 2]).unwrap();
         let mut child = start(&d, "1s");
         assert_eq!(wait_exit(&mut child, 60), Some(1), "{format}: truncated");
-        assert!(std::fs::read_to_string(tmp.path().join("termination-log")).unwrap().contains("SIZE-MISMATCH tokenizer.json"), "{format}");
+        assert!(
+            std::fs::read_to_string(tmp.path().join("termination-log"))
+                .unwrap()
+                .contains("SIZE-MISMATCH tokenizer.json"),
+            "{format}"
+        );
         assert_eq!(probe(&d), 1);
         std::fs::remove_file(&tok).unwrap();
         let mut child = start(&d, "1s");
         assert_eq!(wait_exit(&mut child, 60), Some(1), "{format}: missing");
-        assert!(std::fs::read_to_string(tmp.path().join("termination-log")).unwrap().contains("MISSING tokenizer.json"), "{format}");
+        assert!(
+            std::fs::read_to_string(tmp.path().join("termination-log")).unwrap().contains("MISSING tokenizer.json"),
+            "{format}"
+        );
         assert_eq!(probe(&d), 1);
     }
 }

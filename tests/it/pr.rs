@@ -89,7 +89,18 @@ fn pr_changing_v2() -> Example {
 /// environment plus `env` (the test process may itself run in Actions).
 fn run_pr(dir: &Path, extra_args: &[&str], env: &[(&str, &str)]) -> Out {
     let pipeline = repo().join("pipelines/pull-request.yaml");
-    let mut args = vec!["run", pipeline.to_str().unwrap(), "--repo", ".", "--base", "main", "--head", "feature", "--format", "json"];
+    let mut args = vec![
+        "run",
+        pipeline.to_str().unwrap(),
+        "--repo",
+        ".",
+        "--base",
+        "main",
+        "--head",
+        "feature",
+        "--format",
+        "json",
+    ];
     args.extend_from_slice(extra_args);
     let mut c = Command::new(crate::support::bin());
     c.args(&args).current_dir(dir).env("NO_COLOR", "1");
@@ -102,7 +113,11 @@ fn run_pr(dir: &Path, extra_args: &[&str], env: &[(&str, &str)]) -> Out {
         c.env(k, v);
     }
     let o = c.output().expect("run bundlegate");
-    Out { code: o.status.code().unwrap_or(-1), stdout: String::from_utf8_lossy(&o.stdout).into_owned(), stderr: String::from_utf8_lossy(&o.stderr).into_owned() }
+    Out {
+        code: o.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+    }
 }
 
 struct GhFiles {
@@ -164,7 +179,12 @@ fn as_refs<'a>(v: &'a [(&'a str, String)]) -> Vec<(&'a str, &'a str)> {
 }
 
 fn step<'a>(report: &'a Value, name: &str) -> &'a Value {
-    report["steps"].as_array().unwrap().iter().find(|s| s["step"] == name).unwrap_or_else(|| panic!("no step {name} in {report:#}"))
+    report["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["step"] == name)
+        .unwrap_or_else(|| panic!("no step {name} in {report:#}"))
 }
 
 fn env_for(s: &StandIn, f: &GhFiles) -> GithubEnv {
@@ -221,7 +241,11 @@ fn pr_changed_bundles_added_renamed_deleted_and_sniffed() {
     // added: a bundle under another name, found by `kind: ReleaseBundle`
     // (small and unlike v2, so rename detection does not pair it with v2's deletion)
     std::fs::create_dir_all(ex.path().join("other")).unwrap();
-    std::fs::write(ex.path().join("other/serving-bundle.yml"), "apiVersion: bundlegate.dev/v1\nkind: ReleaseBundle\nmetadata:\n  name: other\n").unwrap();
+    std::fs::write(
+        ex.path().join("other/serving-bundle.yml"),
+        "apiVersion: bundlegate.dev/v1\nkind: ReleaseBundle\nmetadata:\n  name: other\n",
+    )
+    .unwrap();
     // renamed: v1 moves
     std::fs::create_dir_all(ex.path().join("archive/v1")).unwrap();
     git(ex.path(), &["mv", "llm-scratch/v1/release.yaml", "archive/v1/release.yaml"]);
@@ -286,7 +310,11 @@ fn pr_second_run_updates_in_place() {
     assert_eq!(ours.len(), 1);
     assert!(ours[0].body.ends_with("run 2\n"));
     assert_eq!(s.comments(7).len(), 2, "the reviewer's comment is untouched");
-    assert!(s.calls().contains(&("PATCH".to_string(), format!("/repos/o/r/issues/comments/{first_id}"))), "documented method PATCH: {:?}", s.calls());
+    assert!(
+        s.calls().contains(&("PATCH".to_string(), format!("/repos/o/r/issues/comments/{first_id}"))),
+        "documented method PATCH: {:?}",
+        s.calls()
+    );
 
     // Same content again: nothing to write.
     let before = s.requests().len();
@@ -355,9 +383,16 @@ fn pr_marker_found_beyond_the_first_page() {
 fn pr_duplicates_and_other_keys() {
     let s = StandIn::start(TOKEN);
     let keep = s.seed_comment("o", "r", 7, "github-actions[bot]", "<!-- bundlegate:report part 1/1 -->\nA");
-    let dup = s.seed_comment("o", "r", 7, "github-actions[bot]", "<!-- bundlegate:report part 1/1 -->\nA again (a retried POST)");
+    let dup = s.seed_comment(
+        "o",
+        "r",
+        7,
+        "github-actions[bot]",
+        "<!-- bundlegate:report part 1/1 -->\nA again (a retried POST)",
+    );
     let stale = s.seed_comment("o", "r", 7, "github-actions[bot]", "<!-- bundlegate:report part 3/3 -->\nold tail");
-    let other = s.seed_comment("o", "r", 7, "github-actions[bot]", "<!-- bundlegate:post-merge part 1/1 -->\nanother pipeline");
+    let other =
+        s.seed_comment("o", "r", 7, "github-actions[bot]", "<!-- bundlegate:post-merge part 1/1 -->\nanother pipeline");
     let quote = s.seed_comment("o", "r", 7, "reviewer", "> <!-- bundlegate:report part 1/1 --> why is this here?");
     let o = publish(&s, sticky_parts("B\n", "report")).unwrap();
     assert_eq!(o.updated, vec![keep]);
@@ -430,7 +465,12 @@ fn pr_github_enterprise_base_path() {
 #[test]
 fn pr_step_without_token_still_writes_summary_and_outputs() {
     let f = GhFiles::new();
-    let env = GithubEnv { step_summary: Some(f.summary()), output: Some(f.output()), marker_key: "report".into(), ..Default::default() };
+    let env = GithubEnv {
+        step_summary: Some(f.summary()),
+        output: Some(f.output()),
+        marker_key: "report".into(),
+        ..Default::default()
+    };
     let mut ann = Vec::new();
     let s = pr::github_step_with(&ctx(), &sample_report(), &env, &mut ann);
     assert_eq!(s.verdict, Verdict::NotRun);
@@ -464,7 +504,11 @@ fn pr_step_fork_pr_is_not_run_with_reason_and_summary() {
     env.fork = true;
     let st = pr::github_step_with(&ctx(), &sample_report(), &env, &mut Vec::new());
     assert_eq!(st.verdict, Verdict::NotRun, "{}", st.summary);
-    assert!(st.summary.contains("no comment posted: the token is read-only (fork PR); see the job summary"), "{}", st.summary);
+    assert!(
+        st.summary.contains("no comment posted: the token is read-only (fork PR); see the job summary"),
+        "{}",
+        st.summary
+    );
     assert_eq!(st.data["comment"]["forbidden"], true);
     assert!(f.read_summary().contains("### bundlegate run pull-request"));
     assert!(f.read_summary().contains("read-only (fork PR)"));
@@ -534,7 +578,11 @@ fn pr_step_summary_is_capped_at_one_mib() {
     std::fs::write(f.summary(), "x".repeat(1000) + "\n").unwrap();
     let mut r = Report::new("run pull-request");
     let mut big = StepReport::new("render", "b");
-    big.details.push(bundlegate::report::Detail { title: "huge".into(), lang: "yaml".into(), body: "key: välue\n".repeat(200_000) });
+    big.details.push(bundlegate::report::Detail {
+        title: "huge".into(),
+        lang: "yaml".into(),
+        body: "key: välue\n".repeat(200_000),
+    });
     r.push(big);
     let env = GithubEnv { step_summary: Some(f.summary()), marker_key: "report".into(), ..Default::default() };
     pr::github_step_with(&ctx(), &r, &env, &mut Vec::new());
@@ -561,7 +609,11 @@ fn pr_e2e_first_run_comments_second_run_updates() {
     let ours = s.bundlegate_comments(7);
     assert_eq!(ours.len(), 1);
     assert!(ours[0].body.contains("llm-scratch/v2/release.yaml"));
-    assert!(ours[0].body.lines().any(|l| l.starts_with('+') && l.trim_end().ends_with("value: \"1024\"")), "manifest diff in the comment:\n{}", ours[0].body);
+    assert!(
+        ours[0].body.lines().any(|l| l.starts_with('+') && l.trim_end().ends_with("value: \"1024\"")),
+        "manifest diff in the comment:\n{}",
+        ours[0].body
+    );
     assert!(ours[0].body.contains("<details>"));
 
     let digest = step(&r, "lint")["data"]["releaseDigest"].as_str().unwrap().to_string();
@@ -603,7 +655,13 @@ fn pr_e2e_fork_pr_writes_summary_and_says_why() {
     assert_eq!(out.code, 0, "a read-only token is not a tool failure:\n{}\n{}", out.stdout, out.stderr);
     let c = step(&out.json(), "comment").clone();
     assert_eq!(c["verdict"], "not-run", "{c:#}");
-    assert!(c["summary"].as_str().unwrap().contains("no comment posted: the token is read-only (fork PR); see the job summary"), "{c:#}");
+    assert!(
+        c["summary"]
+            .as_str()
+            .unwrap()
+            .contains("no comment posted: the token is read-only (fork PR); see the job summary"),
+        "{c:#}"
+    );
     assert!(f.read_summary().contains("### bundlegate run pull-request"));
     assert!(s.comments(7).is_empty());
     s.assert_no_violations();
@@ -658,7 +716,11 @@ fn pr_e2e_no_changed_bundles() {
 #[test]
 fn pr_e2e_annotations_point_at_the_bundle_line() {
     let ex = pr_repo();
-    replace_in(&ex.v2(), "llm-serve@sha256:7c7c7c7c7c7c7c7c7c7c7c7c7c7c7c7c7c7c7c7c7c7c7c7c7c7c7c7c7c7c7c7c", "llm-serve:latest");
+    replace_in(
+        &ex.v2(),
+        "llm-serve@sha256:7c7c7c7c7c7c7c7c7c7c7c7c7c7c7c7c7c7c7c7c7c7c7c7c7c7c7c7c7c7c7c7c",
+        "llm-serve:latest",
+    );
     commit_all(ex.path(), "unpinned image");
     let line = line_of(&std::fs::read_to_string(ex.v2()).unwrap(), "image:");
     let s = StandIn::start(TOKEN);
@@ -666,7 +728,11 @@ fn pr_e2e_annotations_point_at_the_bundle_line() {
     let out = run_pr(ex.path(), &[], &as_refs(&gh_env(&s, &f)));
     assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
     let want = format!("::error file=llm-scratch/v2/release.yaml,line={line},");
-    assert!(out.stderr.lines().any(|l| l.starts_with(&want) && l.contains("title=BG001 image-not-pinned::")), "want {want} in stderr:\n{}", out.stderr);
+    assert!(
+        out.stderr.lines().any(|l| l.starts_with(&want) && l.contains("title=BG001 image-not-pinned::")),
+        "want {want} in stderr:\n{}",
+        out.stderr
+    );
     assert!(!out.stdout.contains("::error"), "stdout is the JSON report");
     assert!(f.outputs().contains(&("verdict".to_string(), "fail".to_string())));
     s.assert_no_violations();
@@ -683,7 +749,12 @@ fn pr_e2e_token_never_printed() {
     env.push(("RUST_LOG", "trace".into()));
     let out = run_pr(ex.path(), &[], &as_refs(&env));
     assert_eq!(out.code, 0, "{}", out.stderr);
-    for (name, text) in [("stdout", &out.stdout), ("stderr", &out.stderr), ("summary", &f.read_summary()), ("outputs", &f.read_output())] {
+    for (name, text) in [
+        ("stdout", &out.stdout),
+        ("stderr", &out.stderr),
+        ("summary", &f.read_summary()),
+        ("outputs", &f.read_output()),
+    ] {
         assert!(!text.contains(TOKEN), "token printed on {name}");
     }
     // ...and a failure mentioning the API does not either.
@@ -711,7 +782,11 @@ fn pr_json_spaced_kind_and_symlinked_bundles_are_detected_everywhere() {
     std::fs::write(ex.path().join("json-svc/release.json"), &v2_json).unwrap();
     std::fs::write(ex.path().join("json-svc/serving.json"), &v2_json).unwrap();
     std::fs::create_dir_all(ex.path().join("spaced")).unwrap();
-    std::fs::write(ex.path().join("spaced/model.yaml"), v2_text.replacen("kind: ReleaseBundle", "kind:   ReleaseBundle", 1)).unwrap();
+    std::fs::write(
+        ex.path().join("spaced/model.yaml"),
+        v2_text.replacen("kind: ReleaseBundle", "kind:   ReleaseBundle", 1),
+    )
+    .unwrap();
     std::fs::create_dir_all(ex.path().join("current")).unwrap();
     std::os::unix::fs::symlink("../llm-scratch/v2/release.yaml", ex.path().join("current/release.yaml")).unwrap();
     commit_all(ex.path(), "more bundle forms");
@@ -761,8 +836,16 @@ fn pr_oversized_or_non_utf8_bundle_is_a_load_error_not_skipped() {
     commit_all(ex.path(), "unreadable bundles");
 
     let ch = changed_bundles(ex.path(), "main", "feature").unwrap();
-    let get = |p: &str| ch.iter().find(|c| c.path.ends_with(p)).unwrap_or_else(|| panic!("{p} skipped: {:?}", ch.iter().map(|c| &c.path).collect::<Vec<_>>()));
-    assert!(get("llm-scratch/v2/release.yaml").head_error.as_deref().unwrap_or("").contains("over the limit of 4194304 bytes"));
+    let get = |p: &str| {
+        ch.iter()
+            .find(|c| c.path.ends_with(p))
+            .unwrap_or_else(|| panic!("{p} skipped: {:?}", ch.iter().map(|c| &c.path).collect::<Vec<_>>()))
+    };
+    assert!(get("llm-scratch/v2/release.yaml")
+        .head_error
+        .as_deref()
+        .unwrap_or("")
+        .contains("over the limit of 4194304 bytes"));
     assert!(get("latin1/release.yaml").head_error.as_deref().unwrap_or("").contains("not UTF-8 text"));
     assert_eq!(get("nul/release.yaml").head_error, None, "a NUL is the parser's to report");
     // The same files are bundles to discover.
@@ -776,9 +859,18 @@ fn pr_oversized_or_non_utf8_bundle_is_a_load_error_not_skipped() {
     assert_eq!(out.code, 2, "{}\n{}", out.stdout, out.stderr);
     let v = out.json();
     assert!(step(&v, "select")["summary"].as_str().unwrap().starts_with("3 changed bundle(s)"), "{}", out.stdout);
-    let loads: Vec<String> = v["steps"].as_array().unwrap().iter().filter(|s| s["step"] == "load").map(|s| s["summary"].as_str().unwrap().to_string()).collect();
+    let loads: Vec<String> = v["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["step"] == "load")
+        .map(|s| s["summary"].as_str().unwrap().to_string())
+        .collect();
     assert_eq!(loads.len(), 3, "{loads:?}");
-    assert!(loads.iter().any(|l| l.contains("llm-scratch/v2/release.yaml: cannot read: ") && l.contains("over the limit")), "{loads:?}");
+    assert!(
+        loads.iter().any(|l| l.contains("llm-scratch/v2/release.yaml: cannot read: ") && l.contains("over the limit")),
+        "{loads:?}"
+    );
     assert!(loads.iter().any(|l| l.contains("latin1/release.yaml: cannot read: not UTF-8 text")), "{loads:?}");
     assert!(loads.iter().any(|l| l.contains("nul/release.yaml:")), "{loads:?}");
 }
@@ -794,17 +886,25 @@ fn pr_oversized_blobs_are_sniffed_by_their_head_loose_or_packed() {
     let v2_text = std::fs::read_to_string(ex.v2()).unwrap();
     std::fs::create_dir_all(ex.path().join("big")).unwrap();
     std::fs::write(ex.path().join("big/model.yaml"), format!("{v2_text}#{}\n", "x".repeat(6 << 20))).unwrap();
-    std::fs::write(ex.path().join("big/data.yaml"), format!("kind: Dataset\nrows:\n{}", "- 1\n".repeat(2 << 20))).unwrap();
+    std::fs::write(ex.path().join("big/data.yaml"), format!("kind: Dataset\nrows:\n{}", "- 1\n".repeat(2 << 20)))
+        .unwrap();
     commit_all(ex.path(), "big files");
     let check = |when: &str| {
         let ch = changed_bundles(ex.path(), "main", "feature").unwrap();
         let paths: Vec<_> = ch.iter().map(|c| c.path.display().to_string()).collect();
-        let big = ch.iter().find(|c| c.path.ends_with("big/model.yaml")).unwrap_or_else(|| panic!("{when}: oversized bundle skipped: {paths:?}"));
+        let big = ch
+            .iter()
+            .find(|c| c.path.ends_with("big/model.yaml"))
+            .unwrap_or_else(|| panic!("{when}: oversized bundle skipped: {paths:?}"));
         assert!(big.head_error.as_deref().unwrap_or("").contains("over the limit of 4194304 bytes"), "{when}: {big:?}");
         assert!(!paths.iter().any(|p| p.ends_with("data.yaml")), "{when}: a data file is not a bundle: {paths:?}");
     };
     check("loose objects");
-    let gc = std::process::Command::new("git").args(["gc", "-q", "--aggressive", "--prune=now"]).current_dir(ex.path()).status().expect("git gc");
+    let gc = std::process::Command::new("git")
+        .args(["gc", "-q", "--aggressive", "--prune=now"])
+        .current_dir(ex.path())
+        .status()
+        .expect("git gc");
     assert!(gc.success());
     assert!(ex.path().join(".git/objects/pack").read_dir().unwrap().next().is_some(), "gc packed nothing");
     check("packed objects");
@@ -828,7 +928,13 @@ fn pr_retargeted_folder_symlink_changes_the_bundle_it_serves() {
 
     let ch = changed_bundles(ex.path(), "main", "feature").unwrap();
     let summary: Vec<(String, &str)> = ch.iter().map(|c| (c.path.display().to_string(), c.status.as_str())).collect();
-    assert_eq!(summary, [("llm-scratch/current/release.yaml".to_string(), "modified"), ("llm-scratch/stable/release.yaml".to_string(), "added")]);
+    assert_eq!(
+        summary,
+        [
+            ("llm-scratch/current/release.yaml".to_string(), "modified"),
+            ("llm-scratch/stable/release.yaml".to_string(), "added")
+        ]
+    );
     let v1 = std::fs::read_to_string(ex.v1()).unwrap();
     let v2 = std::fs::read_to_string(ex.v2()).unwrap();
     assert_eq!((ch[0].base_text.as_deref(), ch[0].head_text.as_str()), (Some(v1.as_str()), v2.as_str()));
@@ -836,7 +942,13 @@ fn pr_retargeted_folder_symlink_changes_the_bundle_it_serves() {
     let out = run_pr(ex.path(), &[], &[]);
     let v = out.json();
     assert!(step(&v, "select")["summary"].as_str().unwrap().starts_with("2 changed bundle(s)"), "{}", out.stdout);
-    let linted: Vec<&str> = v["steps"].as_array().unwrap().iter().filter(|s| s["step"] == "lint").map(|s| s["target"].as_str().unwrap()).collect();
+    let linted: Vec<&str> = v["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["step"] == "lint")
+        .map(|s| s["target"].as_str().unwrap())
+        .collect();
     assert!(linted.iter().any(|t| t.ends_with("llm-scratch/current/release.yaml")), "{linted:?}");
 }
 
@@ -866,7 +978,11 @@ fn pr_symlinked_bundle_outside_the_repo_is_refused() {
 fn pr_run_checks_the_head_revision_not_the_working_tree() {
     let ex = pr_repo();
     let clean = std::fs::read_to_string(ex.v2()).unwrap();
-    replace_in(&ex.v2(), "llm-serve@sha256:7c7c7c7c7c7c7c7c7c7c7c7c7c7c7c7c7c7c7c7c7c7c7c7c7c7c7c7c7c7c7c7c", "llm-serve:latest");
+    replace_in(
+        &ex.v2(),
+        "llm-serve@sha256:7c7c7c7c7c7c7c7c7c7c7c7c7c7c7c7c7c7c7c7c7c7c7c7c7c7c7c7c7c7c7c7c",
+        "llm-serve:latest",
+    );
     commit_all(ex.path(), "unpinned image");
     std::fs::write(ex.v2(), &clean).unwrap();
     let out = run_pr(ex.path(), &[], &[]);

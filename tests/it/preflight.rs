@@ -37,14 +37,24 @@ fn cpu_bundle(ex: &Example, volume_mode: Option<&str>) -> PathBuf {
         serving.remove("nodeSelector");
         serving.remove("tolerations");
         if let Some(m) = volume_mode {
-            serving.insert("volumes".into(), yaml(&format!("- {{name: model-cache, claimName: model-cache, accessMode: {m}, mountPath: /cache}}")));
+            serving.insert(
+                "volumes".into(),
+                yaml(&format!("- {{name: model-cache, claimName: model-cache, accessMode: {m}, mountPath: /cache}}")),
+            );
         }
     })
 }
 
 #[test]
 fn roomy_example_passes() {
-    let out = run(&["preflight", "--format", "json", "examples/llm-scratch/v2/release.yaml", "--snapshot", "examples/cluster/roomy.yaml"]);
+    let out = run(&[
+        "preflight",
+        "--format",
+        "json",
+        "examples/llm-scratch/v2/release.yaml",
+        "--snapshot",
+        "examples/cluster/roomy.yaml",
+    ]);
     assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
     let s = step(&out);
     assert_eq!(s["verdict"], "pass");
@@ -60,7 +70,14 @@ fn roomy_example_passes() {
 
 #[test]
 fn single_gpu_node_fully_used_by_the_old_release() {
-    let out = run(&["preflight", "--format", "json", "examples/llm-scratch/v2/release.yaml", "--snapshot", "examples/cluster/single-gpu.yaml"]);
+    let out = run(&[
+        "preflight",
+        "--format",
+        "json",
+        "examples/llm-scratch/v2/release.yaml",
+        "--snapshot",
+        "examples/cluster/single-gpu.yaml",
+    ]);
     assert_eq!(out.code, 1, "{}", out.stdout);
     assert_eq!(step(&out)["verdict"], "fail");
     assert_eq!(out.codes(), vec!["BG201"]);
@@ -82,7 +99,10 @@ fn surge_pod_pending_with_cpu_requests_at_96_percent() {
     let out = preflight(&ex, &b, &fixture("cpu-96.yaml"));
     assert_eq!(out.code, 1, "{}", out.stdout);
     let d = out.diag("BG201");
-    assert_eq!(d["message"], "the new pod will stay Pending: Insufficient cpu: crc-node requests at 96% (12.5/13 cores)");
+    assert_eq!(
+        d["message"],
+        "the new pod will stay Pending: Insufficient cpu: crc-node requests at 96% (12.5/13 cores)"
+    );
     assert!(text(&d).contains("llm-scratch-predictor-6786d546b4-5tfgh"), "{d}");
 }
 
@@ -91,7 +111,9 @@ fn accepting_downtime_turns_the_surge_into_a_replacement() {
     // Same 96% node; maxSurge 0 / maxUnavailable 1 frees the old pod's 1.875 cores first.
     let ex = Example::new();
     let b = cpu_bundle(&ex, None);
-    edit_yaml(&b, |v| *at(v, "spec.serving.rollout") = yaml("{maxSurge: 0, maxUnavailable: 1, progressDeadlineSeconds: 600}"));
+    edit_yaml(&b, |v| {
+        *at(v, "spec.serving.rollout") = yaml("{maxSurge: 0, maxUnavailable: 1, progressDeadlineSeconds: 600}")
+    });
     let out = preflight(&ex, &b, &fixture("cpu-96.yaml"));
     // 2 cores needed, 0.5 free + 1.875 freed = 2.375: fits.
     assert_eq!(out.code, 0, "{}", out.stdout);
@@ -153,7 +175,10 @@ fn bg208_taint_without_toleration() {
     assert!(t.contains("0/4 nodes are available"), "{t}");
     // Tolerating it brings BG201 back: the GPU on gpu-a is taken, gpu-c is free.
     ex.edit_v2(|v| {
-        at(v, "spec.serving.tolerations").as_sequence_mut().unwrap().push(yaml("{key: dedicated, operator: Equal, value: ml-team, effect: NoSchedule}"));
+        at(v, "spec.serving.tolerations")
+            .as_sequence_mut()
+            .unwrap()
+            .push(yaml("{key: dedicated, operator: Equal, value: ml-team, effect: NoSchedule}"));
     });
     let out = preflight(&ex, &ex.v2(), &fixture("taint.yaml"));
     assert_eq!(out.code, 0, "{}", out.stdout);
@@ -178,7 +203,10 @@ fn bg201_terminating_pod_still_holds_the_gpu() {
     let d = out.diag("BG201");
     assert_eq!(d["message"], "the new pod will stay Pending: 0/2 nodes have a free nvidia.com/gpu");
     let t = text(&d);
-    assert!(t.contains("ai-lab/embedder-predictor-5f7c9d8b6-q8wzt (terminating: deletionTimestamp set, still holds"), "{t}");
+    assert!(
+        t.contains("ai-lab/embedder-predictor-5f7c9d8b6-q8wzt (terminating: deletionTimestamp set, still holds"),
+        "{t}"
+    );
 }
 
 #[test]
@@ -206,12 +234,21 @@ fn bg206_liveness_kills_a_loading_pod() {
     let out = preflight(&ex, &ex.v2(), &repo().join("examples/cluster/roomy.yaml"));
     assert_eq!(out.code, 1, "{}", out.stdout);
     let d = out.diag("BG206");
-    assert_eq!(d["message"], "the kubelet kills a loading pod after 30s but the measured p95 load time is 95s: predicted restart loop");
+    assert_eq!(
+        d["message"],
+        "the kubelet kills a loading pod after 30s but the measured p95 load time is 95s: predicted restart loop"
+    );
     assert!(text(&d).contains("periodSeconds 10 × failureThreshold 3 = 30s"), "{d}");
     assert_eq!(d["field"], "spec.serving.probes.liveness");
     // The progress deadline reuses the lint code BG018.
     let p = out.diag("BG018");
-    assert!(p["message"].as_str().unwrap().contains("progressDeadlineSeconds 100 is shorter than load time + scheduling (95s + 30s)"), "{p}");
+    assert!(
+        p["message"]
+            .as_str()
+            .unwrap()
+            .contains("progressDeadlineSeconds 100 is shorter than load time + scheduling (95s + 30s)"),
+        "{p}"
+    );
 }
 
 #[test]
@@ -300,9 +337,15 @@ fn stand_in_with(snapshot: &Path, fault: Option<http::Reply>) -> StandIn {
             let resp = match (req.method.as_str(), seg.as_slice()) {
                 ("GET", ["api", "v1", "nodes"]) => Some(list_of(&items, "Node", None)),
                 ("GET", ["api", "v1", "pods"]) => Some(list_of(&items, "Pod", None)),
-                ("GET", ["api", "v1", "namespaces", ns, "persistentvolumeclaims"]) => Some(list_of(&items, "PersistentVolumeClaim", Some(ns))),
-                ("GET", ["api", "v1", "namespaces", ns, "resourcequotas"]) => Some(list_of(&items, "ResourceQuota", Some(ns))),
-                ("GET", ["apis", "policy", "v1", "namespaces", ns, "poddisruptionbudgets"]) => Some(list_of(&items, "PodDisruptionBudget", Some(ns))),
+                ("GET", ["api", "v1", "namespaces", ns, "persistentvolumeclaims"]) => {
+                    Some(list_of(&items, "PersistentVolumeClaim", Some(ns)))
+                }
+                ("GET", ["api", "v1", "namespaces", ns, "resourcequotas"]) => {
+                    Some(list_of(&items, "ResourceQuota", Some(ns)))
+                }
+                ("GET", ["apis", "policy", "v1", "namespaces", ns, "poddisruptionbudgets"]) => {
+                    Some(list_of(&items, "PodDisruptionBudget", Some(ns)))
+                }
                 ("GET", ["api", "v1", "persistentvolumes", name]) => {
                     items.iter().find(|i| i["kind"] == "PersistentVolume" && i["metadata"]["name"] == *name).cloned()
                 }
@@ -310,7 +353,10 @@ fn stand_in_with(snapshot: &Path, fault: Option<http::Reply>) -> StandIn {
             };
             match resp {
                 Some(v) => http::Reply::Json(200, v),
-                None => http::Reply::Json(404, json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "NotFound", "code": 404})),
+                None => http::Reply::Json(
+                    404,
+                    json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "NotFound", "code": 404}),
+                ),
             }
         }),
     );
@@ -332,7 +378,11 @@ fn live(ex: &Example, bundle: &Path, snapshot: &Path) -> (Out, Vec<String>) {
 /// `preflight --live` against `server`; returns the output and the requests it saw.
 fn live_run(ex: &Example, bundle: &Path, server: StandIn, extra: &[(&str, &str)]) -> (Out, Vec<String>) {
     let kc = kubeconfig(ex.path(), server.port);
-    let mut env = vec![("KUBECONFIG", kc.to_str().unwrap()), ("KUBERNETES_SERVICE_HOST", ""), ("HOME", ex.path().to_str().unwrap())];
+    let mut env = vec![
+        ("KUBECONFIG", kc.to_str().unwrap()),
+        ("KUBERNETES_SERVICE_HOST", ""),
+        ("HOME", ex.path().to_str().unwrap()),
+    ];
     env.extend_from_slice(extra);
     let out = run_in(ex.path(), &["preflight", "--format", "json", bundle.to_str().unwrap(), "--live"], &env);
     let reqs = server.requests.lock().unwrap().clone();
@@ -357,7 +407,10 @@ fn live_path_reads_the_cluster_with_get_only() {
         "/api/v1/namespaces/ai-lab/resourcequotas",
         "/apis/policy/v1/namespaces/ai-lab/poddisruptionbudgets",
     ] {
-        assert!(reqs.iter().any(|r| r.split_whitespace().nth(1).unwrap_or("").starts_with(want)), "no GET {want} in {reqs:?}");
+        assert!(
+            reqs.iter().any(|r| r.split_whitespace().nth(1).unwrap_or("").starts_with(want)),
+            "no GET {want} in {reqs:?}"
+        );
     }
 }
 
@@ -405,7 +458,10 @@ fn bg201_surge_that_fits_only_after_old_pods_go_is_a_warning() {
 
 /// A kube `Status` body as the API server sends it.
 pub fn kube_status(code: u16, reason: &str, message: &str) -> http::Reply {
-    http::Reply::Json(code, json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "message": message, "reason": reason, "code": code}))
+    http::Reply::Json(
+        code,
+        json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "message": message, "reason": reason, "code": code}),
+    )
 }
 
 fn live_fault(fault: http::Reply) -> (Out, Vec<String>) {
@@ -449,7 +505,10 @@ fn live_api_that_hangs_times_out_as_an_error() {
 fn live_api_hang_is_cut_at_the_configured_timeout_measured() {
     let ex = Example::new();
     let run = |t: &str| {
-        let server = stand_in_with(&repo().join("examples/cluster/roomy.yaml"), Some(http::Reply::Hang(std::time::Duration::from_secs(60))));
+        let server = stand_in_with(
+            &repo().join("examples/cluster/roomy.yaml"),
+            Some(http::Reply::Hang(std::time::Duration::from_secs(60))),
+        );
         let started = std::time::Instant::now();
         let (out, _) = live_run(&ex, &ex.v2(), server, &[("BUNDLEGATE_KUBE_TIMEOUT", t)]);
         assert_eq!(out.code, 2, "{}\n{}", out.stdout, out.stderr);
@@ -463,7 +522,10 @@ fn live_api_hang_is_cut_at_the_configured_timeout_measured() {
 
 #[test]
 fn live_api_truncated_answer_is_an_error() {
-    let (out, _) = live_fault(http::Reply::Truncated { claimed: 4096, body: br#"{"kind":"NodeList","apiVersion":"v1","items":[{"metadata":{"name":"a"#.to_vec() });
+    let (out, _) = live_fault(http::Reply::Truncated {
+        claimed: 4096,
+        body: br#"{"kind":"NodeList","apiVersion":"v1","items":[{"metadata":{"name":"a"#.to_vec(),
+    });
     assert_eq!(out.code, 2, "{}\n{}", out.stdout, out.stderr);
     assert_eq!(step(&out)["verdict"], "error");
 }
@@ -494,7 +556,11 @@ fn negative_request_in_a_snapshot_pod_does_not_free_capacity() {
     let ex = Example::new();
     // A pod takes gpu-b's only GPU; a second claims -1 GPU. Summed, gpu-b
     // would look free again; the negative one must be refused instead.
-    let snap = roomy_plus(&ex, "neg.yaml", &format!("{}{}", gpu_b_pod("takes-gpu", "1", "Running"), gpu_b_pod("gives-gpu", "-1", "Running")));
+    let snap = roomy_plus(
+        &ex,
+        "neg.yaml",
+        &format!("{}{}", gpu_b_pod("takes-gpu", "1", "Running"), gpu_b_pod("gives-gpu", "-1", "Running")),
+    );
     let out = preflight(&ex, &ex.v2(), &snap);
     assert_eq!(out.code, 1, "{}", out.stdout);
     assert_eq!(step(&out)["verdict"], "fail");
@@ -508,7 +574,11 @@ fn huge_requests_are_out_of_range_not_a_wrapped_sum() {
     let ex = Example::new();
     // Two pods of 1e35 GPUs: beyond int64, once summed beyond i128. Neither may
     // wrap into free room (nor panic): they are named, and the answer is unknown.
-    let snap = roomy_plus(&ex, "huge.yaml", &format!("{}{}", gpu_b_pod("huge-1", "1e35", "Running"), gpu_b_pod("huge-2", "1e35", "Running")));
+    let snap = roomy_plus(
+        &ex,
+        "huge.yaml",
+        &format!("{}{}", gpu_b_pod("huge-1", "1e35", "Running"), gpu_b_pod("huge-2", "1e35", "Running")),
+    );
     let out = preflight(&ex, &ex.v2(), &snap);
     assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
     assert_eq!(step(&out)["verdict"], "inconclusive", "{}", out.stdout);
@@ -529,7 +599,12 @@ fn percentage_surge_is_never_truncated_to_zero() {
     let out = preflight(&ex, &b, &repo().join("examples/cluster/single-gpu.yaml"));
     assert_eq!(out.code, 2, "{}\n{}", out.stdout, out.stderr);
     let summary = step(&out)["summary"].as_str().unwrap().to_string();
-    assert!(summary.contains("release.yaml:") && summary.contains("spec.serving.rollout.maxSurge") && summary.contains("out of range"), "{summary}");
+    assert!(
+        summary.contains("release.yaml:")
+            && summary.contains("spec.serving.rollout.maxSurge")
+            && summary.contains("out of range"),
+        "{summary}"
+    );
     // The largest accepted percentage is computed in full: 1000% of 1 is 10 surge pods.
     let b = ex.edit_v2(|v| *at(v, "spec.serving.rollout.maxSurge") = "1000%".into());
     let out = preflight(&ex, &b, &repo().join("examples/cluster/single-gpu.yaml"));
@@ -609,8 +684,13 @@ fn bad_quantity_in_the_bundle_is_refused_by_lint_and_preflight() {
     let out = ex.run(&["lint", "--format", "json", b.to_str().unwrap()]);
     assert_eq!(out.code, 2, "{}", out.stdout);
     let summary = step(&out)["summary"].as_str().unwrap().to_string();
-    assert!(summary.contains("spec.serving.resources.requests.cpu") && summary.contains("not a finite number"), "{summary}");
-    for (q, why) in [("-2", "negative"), ("\".nan\"", "no digits"), ("1e30", "out of range"), ("2 cores", "unknown suffix")] {
+    assert!(
+        summary.contains("spec.serving.resources.requests.cpu") && summary.contains("not a finite number"),
+        "{summary}"
+    );
+    for (q, why) in
+        [("-2", "negative"), ("\".nan\"", "no digits"), ("1e30", "out of range"), ("2 cores", "unknown suffix")]
+    {
         let b = ex.edit_v2(|v| *at(v, "spec.serving.resources.requests.cpu") = yaml(q));
         let out = ex.run(&["lint", "--format", "json", b.to_str().unwrap()]);
         assert_eq!(out.code, 1, "{q}: {}", out.stdout);
@@ -631,13 +711,21 @@ fn yaml_snapshot_duplicate_keys_and_oversize_are_refused() {
     std::fs::write(&p, "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Node\n  metadata: {name: a}\n  metadata: {name: b}\n").unwrap();
     let out = preflight(&ex, &ex.v2(), &p);
     assert_eq!(out.code, 2, "{}", out.stdout);
-    assert!(step(&out)["summary"].as_str().unwrap().contains("dup.yaml:7:3: items[0].metadata: duplicate key `metadata`"), "{}", out.stdout);
+    assert!(
+        step(&out)["summary"].as_str().unwrap().contains("dup.yaml:7:3: items[0].metadata: duplicate key `metadata`"),
+        "{}",
+        out.stdout
+    );
     // Sparse: refused from its size, before anything is read.
     let p = ex.path().join("huge.yaml");
     std::fs::File::create(&p).unwrap().set_len(513 << 20).unwrap();
     let out = preflight(&ex, &ex.v2(), &p);
     assert_eq!(out.code, 2, "{}", out.stdout);
-    assert!(step(&out)["summary"].as_str().unwrap().contains("huge.yaml: the snapshot is larger than 512 MiB"), "{}", out.stdout);
+    assert!(
+        step(&out)["summary"].as_str().unwrap().contains("huge.yaml: the snapshot is larger than 512 MiB"),
+        "{}",
+        out.stdout
+    );
 }
 
 /// The single-GPU snapshot (its v1 pod holds the only GPU: BG201, FAIL) with
@@ -653,13 +741,21 @@ fn json_and_alias_duplicate_keys_in_snapshots_are_refused_naming_the_line() {
     let req = pod + yaml_text[pod..].find("          nvidia.com/gpu: \"1\"\n").unwrap();
     let line = yaml_text[..req].lines().count() + 1;
 
-    let alias = format!("{}          &g nvidia.com/gpu: \"1\"\n          *g : \"0\"\n{}", &yaml_text[..req], &yaml_text[req + "          nvidia.com/gpu: \"1\"\n".len()..]);
+    let alias = format!(
+        "{}          &g nvidia.com/gpu: \"1\"\n          *g : \"0\"\n{}",
+        &yaml_text[..req],
+        &yaml_text[req + "          nvidia.com/gpu: \"1\"\n".len()..]
+    );
     let p = ex.path().join("alias.yaml");
     std::fs::write(&p, &alias).unwrap();
     let out = preflight(&ex, &ex.v2(), &p);
     assert_eq!(out.code, 2, "{}", out.stdout);
     let s = step(&out)["summary"].as_str().unwrap().to_string();
-    assert!(s.contains(&format!("alias.yaml:{}:11: items[", line + 1)) && s.contains("spec.containers[0].resources.requests.nvidia.com/gpu: duplicate key `nvidia.com/gpu`"), "{s}");
+    assert!(
+        s.contains(&format!("alias.yaml:{}:11: items[", line + 1))
+            && s.contains("spec.containers[0].resources.requests.nvidia.com/gpu: duplicate key `nvidia.com/gpu`"),
+        "{s}"
+    );
 
     let v: serde_json::Value = serde_yaml_ng::from_str(&yaml_text).unwrap();
     let json = serde_json::to_string_pretty(&v).unwrap();
@@ -669,13 +765,21 @@ fn json_and_alias_duplicate_keys_in_snapshots_are_refused_naming_the_line() {
     let p = ex.path().join("gpu.json");
     std::fs::write(&p, &json).unwrap();
     assert_eq!(preflight(&ex, &ex.v2(), &p).code, 1, "the snapshot as written fails BG201");
-    let dup = format!("{}\"nvidia.com/gpu\": \"1\", \"nvidia.com/gpu\": \"0\"{}", &json[..at], &json[at + "\"nvidia.com/gpu\": \"1\"".len()..]);
+    let dup = format!(
+        "{}\"nvidia.com/gpu\": \"1\", \"nvidia.com/gpu\": \"0\"{}",
+        &json[..at],
+        &json[at + "\"nvidia.com/gpu\": \"1\"".len()..]
+    );
     std::fs::write(&p, &dup).unwrap();
     let out = preflight(&ex, &ex.v2(), &p);
     assert_eq!(out.code, 2, "{}", out.stdout);
     let s = step(&out)["summary"].as_str().unwrap().to_string();
     let line = json[..at].lines().count();
-    assert!(s.contains(&format!("gpu.json:{line}:")) && s.contains("requests.nvidia.com/gpu: duplicate key `nvidia.com/gpu`"), "{s}");
+    assert!(
+        s.contains(&format!("gpu.json:{line}:"))
+            && s.contains("requests.nvidia.com/gpu: duplicate key `nvidia.com/gpu`"),
+        "{s}"
+    );
 }
 
 /// An anchored pod and 20,000 `*p` aliases (180 KB) sent the snapshot down
@@ -684,7 +788,9 @@ fn json_and_alias_duplicate_keys_in_snapshots_are_refused_naming_the_line() {
 #[test]
 fn snapshot_alias_bombs_are_refused_fast() {
     let ex = Example::new();
-    let v: serde_json::Value = serde_yaml_ng::from_str(&std::fs::read_to_string(repo().join("examples/cluster/single-gpu.yaml")).unwrap()).unwrap();
+    let v: serde_json::Value =
+        serde_yaml_ng::from_str(&std::fs::read_to_string(repo().join("examples/cluster/single-gpu.yaml")).unwrap())
+            .unwrap();
     let items = v["items"].as_array().unwrap();
     let node = items.iter().find(|i| i["kind"] == "Node").unwrap();
     let pod = items.iter().find(|i| i["kind"] == "Pod").unwrap();
@@ -693,7 +799,12 @@ fn snapshot_alias_bombs_are_refused_fast() {
     let p = ex.path().join("bomb.yaml");
     std::fs::write(&p, &t).unwrap();
     let t0 = std::time::Instant::now();
-    let out = run_within(ex.path(), &["preflight", "--format", "json", ex.v2().to_str().unwrap(), "--snapshot", p.to_str().unwrap()], &[], 30);
+    let out = run_within(
+        ex.path(),
+        &["preflight", "--format", "json", ex.v2().to_str().unwrap(), "--snapshot", p.to_str().unwrap()],
+        &[],
+        30,
+    );
     assert_eq!(out.code, 2, "{}\n{}", out.stdout, out.stderr);
     let s = step(&out)["summary"].as_str().unwrap().to_string();
     assert!(s.contains("bomb.yaml:") && s.contains("alias amplification"), "{s}");

@@ -6,10 +6,10 @@
 //! checks what the error must carry (file, line, field) or what a success
 //! must satisfy. Regressions found by fuzzing are at the bottom, by name.
 
-use bundlegate::parse::cmp::{CmpEnv, Params};
-use bundlegate::parse::{prom, snapshot};
 use bundlegate::bundle::{self, LoadError};
 use bundlegate::fuzzing;
+use bundlegate::parse::cmp::{CmpEnv, Params};
+use bundlegate::parse::{prom, snapshot};
 use proptest::prelude::*;
 use serde_json::{json, Value};
 use std::path::Path;
@@ -25,25 +25,106 @@ const PIPELINES: [&str; 3] = [
 
 /// Tokens that change YAML structure or types, so edits reach deep paths.
 const TOKENS: &[&str] = &[
-    ":", ": ", "- ", "\n", "\n  ", "  ", "#", "'", "\"", "{", "}", "[", "]", "&a ", "*a", "!!str ", "!!binary ", "|", ">", "---\n", "...\n", "~", "null",
-    "true", "-1", "0", "4294967296", "1e400", ".nan", "0x1F", "../", "/", "\\", "\t", "\u{feff}", "é", "<<: *a\n", "? ", "%YAML 1.2\n", "sha256:",
+    ":",
+    ": ",
+    "- ",
+    "\n",
+    "\n  ",
+    "  ",
+    "#",
+    "'",
+    "\"",
+    "{",
+    "}",
+    "[",
+    "]",
+    "&a ",
+    "*a",
+    "!!str ",
+    "!!binary ",
+    "|",
+    ">",
+    "---\n",
+    "...\n",
+    "~",
+    "null",
+    "true",
+    "-1",
+    "0",
+    "4294967296",
+    "1e400",
+    ".nan",
+    "0x1F",
+    "../",
+    "/",
+    "\\",
+    "\t",
+    "\u{feff}",
+    "é",
+    "<<: *a\n",
+    "? ",
+    "%YAML 1.2\n",
+    "sha256:",
 ];
 
 /// Values of other types and edge cases for a scalar's place.
 const VALUES: &[&str] = &[
-    "0", "-1", "1", "65536", "4294967296", "18446744073709551616", "1.5", "1e400", ".inf", "-.nan", "true", "null", "~", "''", "\"\"", "[]", "{}",
-    "abc", "\"../../etc/passwd\"", "/abs/path", "s3://b/p/", "file:../x/", "\"25%\"", "\"101%\"", "\"-5%\"", "\"0%\"", "1Gi", "500m", "\"\u{0}\"",
-    "sha256:00", "img@sha256:0000000000000000000000000000000000000000000000000000000000000000", "[1, 2]", "{a: 1}", "\"é\u{202e}\"",
+    "0",
+    "-1",
+    "1",
+    "65536",
+    "4294967296",
+    "18446744073709551616",
+    "1.5",
+    "1e400",
+    ".inf",
+    "-.nan",
+    "true",
+    "null",
+    "~",
+    "''",
+    "\"\"",
+    "[]",
+    "{}",
+    "abc",
+    "\"../../etc/passwd\"",
+    "/abs/path",
+    "s3://b/p/",
+    "file:../x/",
+    "\"25%\"",
+    "\"101%\"",
+    "\"-5%\"",
+    "\"0%\"",
+    "1Gi",
+    "500m",
+    "\"\u{0}\"",
+    "sha256:00",
+    "img@sha256:0000000000000000000000000000000000000000000000000000000000000000",
+    "[1, 2]",
+    "{a: 1}",
+    "\"é\u{202e}\"",
 ];
 
 #[derive(Debug, Clone)]
 enum Edit {
     /// Replace the value of the n-th `key: value` line: keeps the YAML valid
     /// so edits reach the semantic checks, not only the syntax errors.
-    Value { nth: usize, value: &'static str },
-    Delete { at: usize, len: usize },
-    Insert { at: usize, token: &'static str },
-    Duplicate { at: usize, len: usize },
+    Value {
+        nth: usize,
+        value: &'static str,
+    },
+    Delete {
+        at: usize,
+        len: usize,
+    },
+    Insert {
+        at: usize,
+        token: &'static str,
+    },
+    Duplicate {
+        at: usize,
+        len: usize,
+    },
 }
 
 fn edits() -> impl Strategy<Value = Vec<Edit>> {
@@ -108,13 +189,22 @@ fn json_value() -> impl Strategy<Value = Value> {
         any::<i64>().prop_map(Value::from),
         any::<f64>().prop_filter("finite", |f| f.is_finite()).prop_map(Value::from),
         "[ -~]{0,12}".prop_map(Value::from),
-        prop::sample::select(vec!["NaN", "+Inf", "-Inf", "1e309", "0.5", "", "success", "vector", "matrix", "scalar", "string", "1", "-3"]).prop_map(Value::from),
+        prop::sample::select(vec![
+            "NaN", "+Inf", "-Inf", "1e309", "0.5", "", "success", "vector", "matrix", "scalar", "string", "1", "-3"
+        ])
+        .prop_map(Value::from),
     ];
     leaf.prop_recursive(4, 48, 6, |inner| {
         prop_oneof![
             prop::collection::vec(inner.clone(), 0..5).prop_map(Value::Array),
-            prop::collection::btree_map(prop::sample::select(vec!["metric", "value", "values", "__name__", "le", "pod", "name", "string", "array", "map", "x"]), inner, 0..5)
-                .prop_map(|m| Value::Object(m.into_iter().map(|(k, v)| (k.to_string(), v)).collect())),
+            prop::collection::btree_map(
+                prop::sample::select(vec![
+                    "metric", "value", "values", "__name__", "le", "pod", "name", "string", "array", "map", "x"
+                ]),
+                inner,
+                0..5
+            )
+            .prop_map(|m| Value::Object(m.into_iter().map(|(k, v)| (k.to_string(), v)).collect())),
         ]
     })
 }
@@ -315,7 +405,8 @@ const FLOAT_FIELDS: &[(&str, &str)] = &[
     ("cpu", "spec.serving.resources.requests.cpu"),
     ("memory", "spec.serving.resources.requests.memory"),
 ];
-const NON_FINITE: &[&str] = &[".nan", ".NaN", ".NAN", ".inf", ".Inf", "+.inf", "-.inf", "-.INF", "1e999", "-2.5e400", "1_0e999"];
+const NON_FINITE: &[&str] =
+    &[".nan", ".NaN", ".NAN", ".inf", ".Inf", "+.inf", "-.inf", "-.INF", "1e999", "-2.5e400", "1_0e999"];
 
 proptest! {
     #![proptest_config(ProptestConfig { cases: 64, failure_persistence: None, ..ProptestConfig::default() })]
@@ -548,7 +639,10 @@ fn hostile_fuzz_seeds_are_refused() {
         } else if name.starts_with("reserved-") {
             let l = bundle::parse(&name, Path::new(&name), text).unwrap();
             let lint = bundlegate::checks::lint::lint(&l, &bundlegate::checks::lint::RollbackStatus::NotDeclared);
-            assert!(lint.iter().any(|d| d.code == bundlegate::diag::Code::ReservedName), "bundle seed {name} passes lint");
+            assert!(
+                lint.iter().any(|d| d.code == bundlegate::diag::Code::ReservedName),
+                "bundle seed {name} passes lint"
+            );
         } else {
             assert!(bundle::parse(&name, Path::new(&name), text).is_err(), "bundle seed {name} parses");
         }
@@ -563,7 +657,10 @@ fn hostile_fuzz_seeds_are_refused() {
 
 fn regex_like_label_value(s: &str) -> bool {
     let b = s.as_bytes();
-    !b.is_empty() && b.iter().all(|c| c.is_ascii_alphanumeric() || b"-_.".contains(c)) && b[0].is_ascii_alphanumeric() && b[b.len() - 1].is_ascii_alphanumeric()
+    !b.is_empty()
+        && b.iter().all(|c| c.is_ascii_alphanumeric() || b"-_.".contains(c))
+        && b[0].is_ascii_alphanumeric()
+        && b[b.len() - 1].is_ascii_alphanumeric()
 }
 
 #[test]
@@ -576,8 +673,19 @@ fn the_unedited_examples_parse() {
     for p in PIPELINES {
         bundlegate::pipeline::parse(Path::new("p.yaml"), p).unwrap();
     }
-    assert!(fuzzing::cmp_params("ARGOCD_APP_PARAMETERS=[{\"name\":\"namespace\",\"string\":\"staging\"}]\0PARAM_REPLICAS=2"));
-    assert_eq!(prom::parse_response(200, r#"{"status":"success","data":{"resultType":"vector","result":[{"metric":{},"value":[1,"0.5"]}]}}"#, "q").unwrap()[0].values, vec![0.5]);
+    assert!(fuzzing::cmp_params(
+        "ARGOCD_APP_PARAMETERS=[{\"name\":\"namespace\",\"string\":\"staging\"}]\0PARAM_REPLICAS=2"
+    ));
+    assert_eq!(
+        prom::parse_response(
+            200,
+            r#"{"status":"success","data":{"resultType":"vector","result":[{"metric":{},"value":[1,"0.5"]}]}}"#,
+            "q"
+        )
+        .unwrap()[0]
+            .values,
+        vec![0.5]
+    );
 }
 
 // ---------------------------------------------------------------------------

@@ -16,7 +16,11 @@ fn rendered(out: &Out) -> Vec<Value> {
 /// would be pruned by the API server without a word, so it is an error here.
 pub fn assert_valid_isvc(obj: &Value) {
     let errors = crate::support::schema::isvc_errors(obj);
-    assert!(errors.is_empty(), "rendered InferenceService violates the KServe CRD (or would lose a pruned field):\n{}", errors.join("\n"));
+    assert!(
+        errors.is_empty(),
+        "rendered InferenceService violates the KServe CRD (or would lose a pruned field):\n{}",
+        errors.join("\n")
+    );
 }
 
 fn assert_valid_k8s(obj: &Value) {
@@ -25,7 +29,10 @@ fn assert_valid_k8s(obj: &Value) {
 }
 
 fn digest_of(ex: &Example) -> String {
-    ex.run(&["digest", "--format", "json", ex.v2().to_str().unwrap()]).json()["steps"][0]["data"]["releaseDigest"].as_str().unwrap().to_string()
+    ex.run(&["digest", "--format", "json", ex.v2().to_str().unwrap()]).json()["steps"][0]["data"]["releaseDigest"]
+        .as_str()
+        .unwrap()
+        .to_string()
 }
 
 #[test]
@@ -84,7 +91,10 @@ fn deployment_pod_template_carries_release_digest() {
     // Any change to the bundle changes the pod template.
     ex.edit_v2(|v| *at(v, "spec.generation.maxOutputTokens") = 1024.into());
     let objs2 = rendered(&ex.run(&["render", ex.v2().to_str().unwrap()]));
-    assert_ne!(objs2[0]["spec"]["template"]["metadata"]["annotations"], dep["spec"]["template"]["metadata"]["annotations"]);
+    assert_ne!(
+        objs2[0]["spec"]["template"]["metadata"]["annotations"],
+        dep["spec"]["template"]["metadata"]["annotations"]
+    );
 }
 
 #[test]
@@ -114,7 +124,11 @@ fn strict_templates_reject_missing_values() {
     let ex = Example::new();
     let t = ex.path().join("tpl");
     std::fs::create_dir_all(&t).unwrap();
-    std::fs::write(t.join("kserve-custom.yaml.hbs"), "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{name}}\n  labels: {app: {{nmae}}}\n").unwrap();
+    std::fs::write(
+        t.join("kserve-custom.yaml.hbs"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{name}}\n  labels: {app: {{nmae}}}\n",
+    )
+    .unwrap();
     let out = ex.run(&["render", ex.v2().to_str().unwrap(), "--templates", t.to_str().unwrap()]);
     assert_eq!(out.code, 2, "{}", out.stdout);
     assert!(out.stdout.contains("nmae"), "{}", out.stdout);
@@ -125,7 +139,11 @@ fn user_templates_cannot_run_unknown_helpers() {
     let ex = Example::new();
     let t = ex.path().join("tpl");
     std::fs::create_dir_all(&t).unwrap();
-    std::fs::write(t.join("kserve-custom.yaml.hbs"), "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{exec \"id\"}}\n").unwrap();
+    std::fs::write(
+        t.join("kserve-custom.yaml.hbs"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{exec \"id\"}}\n",
+    )
+    .unwrap();
     let out = ex.run(&["render", ex.v2().to_str().unwrap(), "--templates", t.to_str().unwrap()]);
     assert_eq!(out.code, 2);
 }
@@ -193,14 +211,23 @@ fn exponential_partials_are_refused_quickly() {
     for i in 0..30 {
         body.push_str(&format!("{{{{#*inline \"p{i}\"}}}}{{{{> p{n}}}}}{{{{> p{n}}}}}{{{{/inline}}}}", n = i + 1));
     }
-    body.push_str("{{#*inline \"p30\"}}a{{/inline}}apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{name}}\n# {{> p0}}\n");
+    body.push_str(
+        "{{#*inline \"p30\"}}a{{/inline}}apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{name}}\n# {{> p0}}\n",
+    );
     let t0 = std::time::Instant::now();
     let out = render_with_template(&body);
     assert_eq!(out.code, 2, "{}\n{}", out.stdout, out.stderr);
-    assert!(out.stdout.contains("kserve-custom") && (out.stdout.contains("expands to more than") || out.stdout.contains("deep")), "{}", out.stdout);
+    assert!(
+        out.stdout.contains("kserve-custom")
+            && (out.stdout.contains("expands to more than") || out.stdout.contains("deep")),
+        "{}",
+        out.stdout
+    );
     assert!(t0.elapsed() < std::time::Duration::from_secs(10), "took {:?}", t0.elapsed());
     // A bounded partial still works.
-    let ok = render_with_template("{{#*inline \"meta\"}}  name: {{name}}\n{{/inline}}apiVersion: v1\nkind: ConfigMap\nmetadata:\n{{> meta}}");
+    let ok = render_with_template(
+        "{{#*inline \"meta\"}}  name: {{name}}\n{{/inline}}apiVersion: v1\nkind: ConfigMap\nmetadata:\n{{> meta}}",
+    );
     assert_eq!(ok.code, 0, "{}\n{}", ok.stdout, ok.stderr);
 }
 
@@ -230,7 +257,9 @@ fn deployment_with_model_dir_carries_the_verifier_and_validates_strictly() {
     let ex = Example::new();
     ex.edit_v2(|v| {
         *at(v, "spec.serving.format") = "deployment".into();
-        *at(v, "spec.serving.volumes") = yaml("[{name: models, claimName: llm-models, accessMode: ReadOnlyMany, mountPath: /models, readOnly: true}]");
+        *at(v, "spec.serving.volumes") = yaml(
+            "[{name: models, claimName: llm-models, accessMode: ReadOnlyMany, mountPath: /models, readOnly: true}]",
+        );
         *at(v, "spec.serving.modelDir") = "/models/llm-scratch/v2".into();
     });
     let objs = rendered(&ex.run(&["render", ex.v2().to_str().unwrap()]));

@@ -54,7 +54,13 @@ fn check(ex: &Example, args: &[&str], extra: &[(&str, &str)]) {
     env.extend_from_slice(extra);
     // Every verbosity, and every format at the most verbose (the formats
     // share one report; logging is where verbosity changes what is printed).
-    let combos = [("human", None, "info"), ("human", Some("-v"), "debug"), ("human", Some("-vv"), "trace"), ("json", Some("-vv"), "trace"), ("markdown", Some("-vv"), "trace")];
+    let combos = [
+        ("human", None, "info"),
+        ("human", Some("-v"), "debug"),
+        ("human", Some("-vv"), "trace"),
+        ("json", Some("-vv"), "trace"),
+        ("markdown", Some("-vv"), "trace"),
+    ];
     for (format, verbosity, log) in combos {
         {
             let mut a = args.to_vec();
@@ -102,7 +108,10 @@ fn no_command_prints_credentials() {
     check(&ex, &["canary", b, "--prometheus", "http://127.0.0.1:9"], &[]);
     check(&ex, &["codes"], &[]);
     check(&ex, &["explain", "BG101"], &[]);
-    let cmp: &[(&str, &str)] = &[("ARGOCD_APP_NAME", "llm-scratch"), ("ARGOCD_APP_PARAMETERS", r#"[{"name":"bundle","string":"llm-scratch/v2/release.yaml"}]"#)];
+    let cmp: &[(&str, &str)] = &[
+        ("ARGOCD_APP_NAME", "llm-scratch"),
+        ("ARGOCD_APP_PARAMETERS", r#"[{"name":"bundle","string":"llm-scratch/v2/release.yaml"}]"#),
+    ];
     for sub in ["generate", "discover", "parameters"] {
         check(&ex, &["argocd", sub], cmp);
     }
@@ -110,7 +119,16 @@ fn no_command_prints_credentials() {
     check(&ex, &["publish", "store/llm-scratch/v2", "--to", "file:../../published/v2/", "--bundle", b], &[]);
     // An S3 store that refuses the connection.
     ex.edit_v2(|v| *at(v, "spec.model.storageUri") = "s3://models/llm-scratch/v2/".into());
-    check(&ex, &["verify", b], &[("AWS_ACCESS_KEY_ID", "AKIAEXAMPLE"), ("AWS_ENDPOINT_URL", "http://127.0.0.1:9"), ("AWS_ALLOW_HTTP", "true"), ("AWS_DEFAULT_REGION", "us-east-1")]);
+    check(
+        &ex,
+        &["verify", b],
+        &[
+            ("AWS_ACCESS_KEY_ID", "AKIAEXAMPLE"),
+            ("AWS_ENDPOINT_URL", "http://127.0.0.1:9"),
+            ("AWS_ALLOW_HTTP", "true"),
+            ("AWS_DEFAULT_REGION", "us-east-1"),
+        ],
+    );
     assert_files_clean(ex.path());
 }
 
@@ -121,7 +139,20 @@ fn cluster_and_github_commands_print_no_credentials() {
     let v2 = ex.v2();
     let b = v2.to_str().unwrap();
     check(&ex, &["preflight", b, "--live"], &[]);
-    check(&ex, &["watch", b, "--app", "llm-scratch", "--revision", "4f1c2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c", "--timeout", "1s"], &[("BUNDLEGATE_WATCH_POLL", "200ms")]);
+    check(
+        &ex,
+        &[
+            "watch",
+            b,
+            "--app",
+            "llm-scratch",
+            "--revision",
+            "4f1c2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c",
+            "--timeout",
+            "1s",
+        ],
+        &[("BUNDLEGATE_WATCH_POLL", "200ms")],
+    );
     check(&ex, &["revert", b, "--repo", "."], &[("GITHUB_API_URL", "http://127.0.0.1:9")]);
     // GitHub configured but unreachable: the comment step fails, the token stays hidden.
     check(
@@ -130,11 +161,17 @@ fn cluster_and_github_commands_print_no_credentials() {
         &[("GITHUB_API_URL", "http://127.0.0.1:9"), ("GITHUB_REPOSITORY", "o/r"), ("BUNDLEGATE_PR_NUMBER", "1")],
     );
     // The shipped post-merge pipeline, with the watch bounded to 1s.
-    let pm = std::fs::read_to_string(repo().join("pipelines/post-merge.yaml")).unwrap().replace("timeout: 15m", "timeout: 1s");
+    let pm = std::fs::read_to_string(repo().join("pipelines/post-merge.yaml"))
+        .unwrap()
+        .replace("timeout: 15m", "timeout: 1s");
     assert!(pm.contains("timeout: 1s"));
     let pm_path = ex.path().join("post-merge.yaml");
     std::fs::write(&pm_path, pm).unwrap();
-    check(&ex, &["run", pm_path.to_str().unwrap(), "--bundle", b], &[("GITHUB_API_URL", "http://127.0.0.1:9"), ("BUNDLEGATE_WATCH_POLL", "200ms")]);
+    check(
+        &ex,
+        &["run", pm_path.to_str().unwrap(), "--bundle", b],
+        &[("GITHUB_API_URL", "http://127.0.0.1:9"), ("BUNDLEGATE_WATCH_POLL", "200ms")],
+    );
     check(&ex, &["run", repo().join("pipelines/drift-audit.yaml").to_str().unwrap()], &[]);
     assert_files_clean(ex.path());
 }
@@ -151,14 +188,29 @@ fn no_secret_reaches_files_pr_bodies_or_requests() {
         0,
         Arc::new(move |r: &Req| {
             let q: Vec<String> = r.query.iter().map(|(k, v)| format!("{k}={v}")).collect();
-            let other_headers: Vec<String> = r.headers.iter().filter(|(k, _)| !k.eq_ignore_ascii_case("authorization")).map(|(k, v)| format!("{k}: {v}")).collect();
-            rec.lock().unwrap().push(format!("{} {}?{}\n{}\n{}", r.method, r.path, q.join("&"), other_headers.join("\n"), String::from_utf8_lossy(&r.body)));
+            let other_headers: Vec<String> = r
+                .headers
+                .iter()
+                .filter(|(k, _)| !k.eq_ignore_ascii_case("authorization"))
+                .map(|(k, v)| format!("{k}: {v}"))
+                .collect();
+            rec.lock().unwrap().push(format!(
+                "{} {}?{}\n{}\n{}",
+                r.method,
+                r.path,
+                q.join("&"),
+                other_headers.join("\n"),
+                String::from_utf8_lossy(&r.body)
+            ));
             if r.header("authorization").is_some_and(|a| a.contains(SECRETS[0].1)) {
                 *ok.lock().unwrap() += 1;
             }
             match r.method.as_str() {
                 "GET" => Reply::Json(200, json!([])),
-                _ => Reply::Json(201, json!({"id": 1, "html_url": "https://github.com/o/r/pull/1#issuecomment-1", "body": "", "user": {"login": "github-actions[bot]"}})),
+                _ => Reply::Json(
+                    201,
+                    json!({"id": 1, "html_url": "https://github.com/o/r/pull/1#issuecomment-1", "body": "", "user": {"login": "github-actions[bot]"}}),
+                ),
             }
         }),
     );
@@ -177,11 +229,19 @@ fn no_secret_reaches_files_pr_bodies_or_requests() {
         ("RUST_LOG", "trace"),
     ]);
     let p = repo().join("pipelines/pull-request.yaml");
-    let out = run_in(ex.path(), &["run", p.to_str().unwrap(), "--bundle", ex.v2().to_str().unwrap(), "--format", "json", "-vv"], &env);
+    let out = run_in(
+        ex.path(),
+        &["run", p.to_str().unwrap(), "--bundle", ex.v2().to_str().unwrap(), "--format", "json", "-vv"],
+        &env,
+    );
     assert_clean("stdout", &out.stdout);
     assert_clean("stderr", &out.stderr);
     let reqs = seen.lock().unwrap().clone();
-    assert!(reqs.iter().any(|r| r.starts_with("POST /repos/o/r/issues/7/comments")), "the comment was posted: {reqs:#?}\n{}", out.stderr);
+    assert!(
+        reqs.iter().any(|r| r.starts_with("POST /repos/o/r/issues/7/comments")),
+        "the comment was posted: {reqs:#?}\n{}",
+        out.stderr
+    );
     for r in &reqs {
         assert_clean("a request to GitHub (URL, headers, body)", r);
     }
@@ -203,7 +263,24 @@ fn credentials_inside_urls_are_never_printed() {
     check(&ex, &["canary", b, "--prometheus", d], &[]);
     check(&ex, &["canary", b], &[("BUNDLEGATE_PROMETHEUS_URL", d)]);
     check(&ex, &["canary", b, "--prometheus", d, "--endpoint", d], &[]);
-    check(&ex, &["watch", b, "--app", "llm-scratch", "--revision", "4f1c2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c", "--timeout", "1s", "--service-url", d, "--prometheus", d], &[("BUNDLEGATE_WATCH_POLL", "200ms")]);
+    check(
+        &ex,
+        &[
+            "watch",
+            b,
+            "--app",
+            "llm-scratch",
+            "--revision",
+            "4f1c2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c",
+            "--timeout",
+            "1s",
+            "--service-url",
+            d,
+            "--prometheus",
+            d,
+        ],
+        &[("BUNDLEGATE_WATCH_POLL", "200ms")],
+    );
     check(&ex, &["revert", b, "--repo", "."], &[("GITHUB_API_URL", d)]);
     check(
         &ex,
@@ -215,7 +292,16 @@ fn credentials_inside_urls_are_never_printed() {
         check(&ex, &[sub, "--help"], &[("BUNDLEGATE_PROMETHEUS_URL", d), ("BUNDLEGATE_CONFIG", d), ("GITHUB_SHA", d)]);
     }
     ex.edit_v2(|v| *at(v, "spec.model.storageUri") = "s3://models/llm-scratch/v2/".into());
-    check(&ex, &["verify", b], &[("AWS_ACCESS_KEY_ID", "AKIAEXAMPLE"), ("AWS_ENDPOINT_URL", d), ("AWS_ALLOW_HTTP", "true"), ("AWS_DEFAULT_REGION", "us-east-1")]);
+    check(
+        &ex,
+        &["verify", b],
+        &[
+            ("AWS_ACCESS_KEY_ID", "AKIAEXAMPLE"),
+            ("AWS_ENDPOINT_URL", d),
+            ("AWS_ALLOW_HTTP", "true"),
+            ("AWS_DEFAULT_REGION", "us-east-1"),
+        ],
+    );
     assert_files_clean(ex.path());
 }
 
@@ -225,7 +311,14 @@ fn credentials_inside_urls_are_never_printed() {
 fn s3_xml_error_bodies_stay_readable() {
     let xml = r#"<?xml version="1.0" encoding="UTF-8"?><Error><Code>AccessDenied</Code><Message>Access Denied</Message><RequestId>R1</RequestId></Error>"#;
     let body = xml.as_bytes().to_vec();
-    let s3 = Server::start_replies(0, Arc::new(move |_r: &Req| Reply::Raw { status: 403, headers: vec![("content-type".into(), "application/xml".into())], body: body.clone() }));
+    let s3 = Server::start_replies(
+        0,
+        Arc::new(move |_r: &Req| Reply::Raw {
+            status: 403,
+            headers: vec![("content-type".into(), "application/xml".into())],
+            body: body.clone(),
+        }),
+    );
     let ex = Example::new();
     ex.edit_v2(|v| *at(v, "spec.model.storageUri") = "s3://models/llm-scratch/v2/".into());
     let endpoint = with_userinfo(&s3.url());
@@ -240,7 +333,10 @@ fn s3_xml_error_bodies_stay_readable() {
     assert_clean("stdout", &out.stdout);
     assert_clean("stderr", &out.stderr);
     let all = format!("{}{}", out.stdout, out.stderr);
-    assert!(all.contains("<Code>AccessDenied</Code>") && all.contains("<?xml version"), "the XML error is readable:\n{all}");
+    assert!(
+        all.contains("<Code>AccessDenied</Code>") && all.contains("<?xml version"),
+        "the XML error is readable:\n{all}"
+    );
     assert!(!all.contains('\u{2026}') && !all.contains('\u{2039}'), "nothing garbled:\n{all}");
 }
 
@@ -256,16 +352,27 @@ fn store_and_cluster_credentials_are_used_and_never_printed() {
     let b = v2.to_str().unwrap();
     // GCS: a service-account key that is not a valid key, and an endpoint nothing answers.
     ex.edit_v2(|v| *at(v, "spec.model.storageUri") = "gs://models/llm-scratch/v2/".into());
-    let gcs: &[(&str, &str)] = &[("GOOGLE_SERVICE_ACCOUNT_KEY", r#"{"type":"service_account","private_key":"gcpSECRETkeyVALUE0123456789","client_email":"x@y"}"#)];
+    let gcs: &[(&str, &str)] = &[(
+        "GOOGLE_SERVICE_ACCOUNT_KEY",
+        r#"{"type":"service_account","private_key":"gcpSECRETkeyVALUE0123456789","client_email":"x@y"}"#,
+    )];
     let out = run_in(ex.path(), &["verify", b, "--format", "json", "-vv"], &[SECRETS, gcs].concat());
     assert_eq!(out.code, 2, "the GCS key was used and refused: {}\n{}", out.stdout, out.stderr);
     assert_clean("gcs stdout", &out.stdout);
     assert_clean("gcs stderr", &out.stderr);
-    assert!(!out.stdout.contains("client_email\":\"x@y") && !out.stderr.contains("private_key"), "the key document is not echoed");
+    assert!(
+        !out.stdout.contains("client_email\":\"x@y") && !out.stderr.contains("private_key"),
+        "the key document is not echoed"
+    );
     // Azure: an account key object_store decodes (base64) and signs with, against a dead endpoint.
     ex.edit_v2(|v| *at(v, "spec.model.storageUri") = "az://models/llm-scratch/v2/".into());
     let key = "YXp1cmVTRUNSRVRrZXlWQUxVRTAxMjM0NTY3ODk="; // base64 of the Azure secret
-    let az: &[(&str, &str)] = &[("AZURE_STORAGE_ACCOUNT_NAME", "acct"), ("AZURE_STORAGE_ACCESS_KEY", key), ("AZURE_STORAGE_ENDPOINT", "http://127.0.0.1:9"), ("AZURE_ALLOW_HTTP", "true")];
+    let az: &[(&str, &str)] = &[
+        ("AZURE_STORAGE_ACCOUNT_NAME", "acct"),
+        ("AZURE_STORAGE_ACCESS_KEY", key),
+        ("AZURE_STORAGE_ENDPOINT", "http://127.0.0.1:9"),
+        ("AZURE_ALLOW_HTTP", "true"),
+    ];
     let out = run_in(ex.path(), &["verify", b, "--format", "json", "-vv"], az);
     assert_eq!(out.code, 2, "{}\n{}", out.stdout, out.stderr);
     for text in [&out.stdout, &out.stderr] {
@@ -274,16 +381,34 @@ fn store_and_cluster_credentials_are_used_and_never_printed() {
     // Kubernetes: the bearer token is sent (the server sees it) and refused with 401.
     let seen = Arc::new(Mutex::new(Vec::<String>::new()));
     let s2 = seen.clone();
-    let server = Server::start_replies(0, Arc::new(move |r: &Req| {
-        s2.lock().unwrap().push(r.header("authorization").unwrap_or_default().to_string());
-        Reply::Json(401, json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "message": "Unauthorized", "reason": "Unauthorized", "code": 401}))
-    }));
-    let kc = crate::support::kube::write_kubeconfig(&ex.path().join("kubeconfig.secret"), server.port, Some(KUBE_TOKEN), None);
+    let server = Server::start_replies(
+        0,
+        Arc::new(move |r: &Req| {
+            s2.lock().unwrap().push(r.header("authorization").unwrap_or_default().to_string());
+            Reply::Json(
+                401,
+                json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "message": "Unauthorized", "reason": "Unauthorized", "code": 401}),
+            )
+        }),
+    );
+    let kc = crate::support::kube::write_kubeconfig(
+        &ex.path().join("kubeconfig.secret"),
+        server.port,
+        Some(KUBE_TOKEN),
+        None,
+    );
     let snap_args = ["preflight", b, "--live", "--format", "json", "-vv"];
     let out = run_in(ex.path(), &snap_args, &[("KUBECONFIG", kc.to_str().unwrap()), ("RUST_LOG", "trace")]);
     assert_eq!(out.code, 2, "{}\n{}", out.stdout, out.stderr);
-    assert!(seen.lock().unwrap().iter().any(|a| a == &format!("Bearer {KUBE_TOKEN}")), "the token reached the API server");
+    assert!(
+        seen.lock().unwrap().iter().any(|a| a == &format!("Bearer {KUBE_TOKEN}")),
+        "the token reached the API server"
+    );
     assert_clean("kube stdout", &out.stdout);
     assert_clean("kube stderr", &out.stderr);
-    assert!(out.stdout.contains("Unauthorized") || out.stderr.contains("Unauthorized"), "the denial is quoted: {}", out.stdout);
+    assert!(
+        out.stdout.contains("Unauthorized") || out.stderr.contains("Unauthorized"),
+        "the denial is quoted: {}",
+        out.stdout
+    );
 }

@@ -25,7 +25,13 @@ fn status_of(out: &Out, path: &str) -> String {
 
 #[test]
 fn shipped_example_verifies() {
-    let out = run(&["verify", "--format", "json", "examples/llm-scratch/v2/release.yaml", "examples/llm-scratch/v1/release.yaml"]);
+    let out = run(&[
+        "verify",
+        "--format",
+        "json",
+        "examples/llm-scratch/v2/release.yaml",
+        "examples/llm-scratch/v1/release.yaml",
+    ]);
     assert_eq!(out.code, 0, "{}", out.stdout);
     assert_eq!(out.json()["verdict"], "pass");
     assert_eq!(out.json()["steps"][0]["data"]["objectsHashed"], 5);
@@ -171,7 +177,11 @@ fn unreadable_object_is_exit_2_naming_the_object() {
             .current_dir(ex.path())
             .output()
             .expect("setpriv (util-linux) runs the binary as nobody");
-        Out { code: o.status.code().unwrap_or(-1), stdout: String::from_utf8_lossy(&o.stdout).into(), stderr: String::from_utf8_lossy(&o.stderr).into() }
+        Out {
+            code: o.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&o.stdout).into(),
+            stderr: String::from_utf8_lossy(&o.stderr).into(),
+        }
     } else {
         verify(&ex, &[])
     };
@@ -180,7 +190,11 @@ fn unreadable_object_is_exit_2_naming_the_object() {
 }
 
 fn nix_is_root() -> bool {
-    std::process::Command::new("id").arg("-u").output().map(|o| String::from_utf8_lossy(&o.stdout).trim() == "0").unwrap_or(false)
+    std::process::Command::new("id")
+        .arg("-u")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+        .unwrap_or(false)
 }
 
 #[test]
@@ -196,7 +210,16 @@ fn publish_records_hashes_and_refuses_to_overwrite() {
     std::fs::create_dir_all(bundle.parent().unwrap()).unwrap();
     std::fs::copy(ex.v2(), &bundle).unwrap();
     edit_yaml(&bundle, |v| *at(v, "metadata.version") = "v3".into());
-    let out = ex.run(&["publish", "--format", "json", "model-v3", "--to", "file:../../store/llm-scratch/v3/", "--bundle", bundle.to_str().unwrap()]);
+    let out = ex.run(&[
+        "publish",
+        "--format",
+        "json",
+        "model-v3",
+        "--to",
+        "file:../../store/llm-scratch/v3/",
+        "--bundle",
+        bundle.to_str().unwrap(),
+    ]);
     assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
     let text = std::fs::read_to_string(&bundle).unwrap();
     assert!(text.contains("storageUri: file:../../store/llm-scratch/v3/"), "{text}");
@@ -207,7 +230,14 @@ fn publish_records_hashes_and_refuses_to_overwrite() {
     let v = ex.run(&["verify", "--format", "json", bundle.to_str().unwrap()]);
     assert_eq!(v.code, 0, "{}", v.stdout);
     // A second publish to the same (now non-empty) prefix is refused.
-    let again = ex.run(&["publish", "model-v3", "--to", "file:../../store/llm-scratch/v3/", "--bundle", bundle.to_str().unwrap()]);
+    let again = ex.run(&[
+        "publish",
+        "model-v3",
+        "--to",
+        "file:../../store/llm-scratch/v3/",
+        "--bundle",
+        bundle.to_str().unwrap(),
+    ]);
     assert_eq!(again.code, 2);
     assert!(again.stderr.contains("refusing to publish"), "{}", again.stderr);
 }
@@ -240,7 +270,8 @@ fn audit_incremental_uses_metadata_and_reports_drift() {
     assert!(third.codes().contains(&"BG103".to_string()));
     // --deep re-hashes everything.
     let deep = ex.run(&["audit", "--format", "json", ".", "--cache", c, "--deep"]);
-    let hashed: u64 = deep.json()["steps"].as_array().unwrap().iter().map(|s| s["data"]["objectsHashed"].as_u64().unwrap()).sum();
+    let hashed: u64 =
+        deep.json()["steps"].as_array().unwrap().iter().map(|s| s["data"]["objectsHashed"].as_u64().unwrap()).sum();
     assert_eq!(hashed, 10);
 }
 
@@ -259,7 +290,8 @@ fn audit_with_a_corrupt_cache_rebuilds_it_and_never_trusts_it() {
     let note = out.diag("BG601");
     let msg = note["message"].as_str().unwrap();
     assert!(msg.contains("audit-cache.json") && msg.contains("corrupt"), "{msg}");
-    let hashed: u64 = out.json()["steps"].as_array().unwrap().iter().map(|s| s["data"]["objectsHashed"].as_u64().unwrap()).sum();
+    let hashed: u64 =
+        out.json()["steps"].as_array().unwrap().iter().map(|s| s["data"]["objectsHashed"].as_u64().unwrap()).sum();
     assert_eq!(hashed, 10);
     let again = ex.run(&["audit", "--format", "json", ".", "--cache", c]);
     assert_eq!(again.code, 0, "the rebuilt cache is valid");
@@ -338,7 +370,20 @@ impl S3Server {
 /// Publish the example's v2 folder to s3://models/llm-scratch/v2/ and point the bundle at it.
 fn s3_example(s3: &S3Server) -> Example {
     let ex = Example::new();
-    let out = s3.run(ex.path(), &["publish", "--format", "json", "store/llm-scratch/v2", "--to", "s3://models/llm-scratch/v2/", "--bundle", ex.v2().to_str().unwrap()], &[]);
+    let out = s3.run(
+        ex.path(),
+        &[
+            "publish",
+            "--format",
+            "json",
+            "store/llm-scratch/v2",
+            "--to",
+            "s3://models/llm-scratch/v2/",
+            "--bundle",
+            ex.v2().to_str().unwrap(),
+        ],
+        &[],
+    );
     assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
     let text = std::fs::read_to_string(ex.v2()).unwrap();
     assert!(text.contains("storeChecksum: x-amz-checksum-sha256:"), "{text}");
@@ -353,7 +398,18 @@ fn s3_publish_then_verify_passes() {
     assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
     assert_eq!(out.json()["steps"][0]["data"]["objectsHashed"], 5);
     // Publishing again to the same prefix is refused.
-    let again = s3.run(ex.path(), &["publish", "store/llm-scratch/v2", "--to", "s3://models/llm-scratch/v2/", "--bundle", ex.v2().to_str().unwrap()], &[]);
+    let again = s3.run(
+        ex.path(),
+        &[
+            "publish",
+            "store/llm-scratch/v2",
+            "--to",
+            "s3://models/llm-scratch/v2/",
+            "--bundle",
+            ex.v2().to_str().unwrap(),
+        ],
+        &[],
+    );
     assert_eq!(again.code, 2);
 }
 
@@ -379,7 +435,11 @@ fn s3_bytes_changed_under_the_same_path() {
 fn s3_wrong_credentials_is_exit_2_and_secret_never_printed() {
     let Some(s3) = S3Server::start() else { return };
     let ex = s3_example(&s3);
-    let out = s3.run(ex.path(), &["verify", "--format", "json", "-vv", ex.v2().to_str().unwrap()], &[("AWS_SECRET_ACCESS_KEY", "wrong-secret-value-xyz")]);
+    let out = s3.run(
+        ex.path(),
+        &["verify", "--format", "json", "-vv", ex.v2().to_str().unwrap()],
+        &[("AWS_SECRET_ACCESS_KEY", "wrong-secret-value-xyz")],
+    );
     assert_eq!(out.code, 2, "{}", out.stdout);
     assert_eq!(out.json()["steps"][0]["verdict"], "error");
     for s in [&out.stdout, &out.stderr] {
@@ -418,7 +478,10 @@ fn kill_on_first_object_get(s3: &S3Server, prefix: &'static str) -> u16 {
     kill_on_first_object_get_counting(s3, prefix).0
 }
 
-fn kill_on_first_object_get_counting(s3: &S3Server, prefix: &'static str) -> (u16, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+fn kill_on_first_object_get_counting(
+    s3: &S3Server,
+    prefix: &'static str,
+) -> (u16, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
     use std::io::{Read, Write};
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
@@ -476,7 +539,11 @@ fn s3_server_killed_mid_run_is_exit_2_and_nothing_passes() {
     let ex = s3_example(&s3);
     let port = kill_on_first_object_get(&s3, "/models/llm-scratch/v2/");
     let endpoint = format!("http://127.0.0.1:{port}");
-    let out = s3.run(ex.path(), &["verify", "--format", "json", ex.v2().to_str().unwrap()], &[("AWS_ENDPOINT_URL", &endpoint)]);
+    let out = s3.run(
+        ex.path(),
+        &["verify", "--format", "json", ex.v2().to_str().unwrap()],
+        &[("AWS_ENDPOINT_URL", &endpoint)],
+    );
     assert_eq!(out.code, 2, "{}\n{}", out.stdout, out.stderr);
     let v = out.json();
     assert_eq!(v["steps"][0]["verdict"], "error", "{v:#}");
@@ -529,7 +596,10 @@ async fn object_replaced_between_list_and_read_is_reported_not_mixed() {
         last_modified: "2026-12-01T00:00:00Z".into(),
     }];
     let mut hashes = std::collections::BTreeMap::new();
-    hashes.insert("ckpt.pt".to_string(), HashOutcome::Failed { failure: ReadFailure::Changed("etag".into()), retries: vec![] });
+    hashes.insert(
+        "ckpt.pt".to_string(),
+        HashOutcome::Failed { failure: ReadFailure::Changed("etag".into()), retries: vec![] },
+    );
     let out = evaluate(&l, &listing, &hashes, false);
     assert!(out.diagnostics.iter().any(|d| d.code == "BG105"));
     assert!(out.rows.iter().any(|r| r.path == "ckpt.pt" && r.status.as_str() == "CHANGED"));
@@ -631,7 +701,11 @@ fn s3_store_gone_mid_run_fails_fast_without_retrying_each_object() {
     let ex = s3_example(&s3);
     let (port, gets) = kill_on_first_object_get_counting(&s3, "/models/llm-scratch/v2/");
     let endpoint = format!("http://127.0.0.1:{port}");
-    let out = s3.run(ex.path(), &["verify", "--format", "json", "--jobs", "1", ex.v2().to_str().unwrap()], &[("AWS_ENDPOINT_URL", &endpoint)]);
+    let out = s3.run(
+        ex.path(),
+        &["verify", "--format", "json", "--jobs", "1", ex.v2().to_str().unwrap()],
+        &[("AWS_ENDPOINT_URL", &endpoint)],
+    );
     assert_eq!(out.code, 2, "{}\n{}", out.stdout, out.stderr);
     let v = out.json();
     for a in ["ckpt.pt", "tokenizer.json", "chat_template.jinja", "generation_config.json", "clean_corpus.txt"] {
@@ -669,7 +743,10 @@ fn symlink_in_file_store_leading_outside_is_refused_and_not_listed() {
     let v = out.json();
     for a in v["steps"][0]["data"]["artifacts"].as_array().unwrap() {
         if a["path"] == "passwd" {
-            assert!(a["actualSize"].is_null() && a["actual_size"].is_null(), "host file size listed: {a} ({host_size})");
+            assert!(
+                a["actualSize"].is_null() && a["actual_size"].is_null(),
+                "host file size listed: {a} ({host_size})"
+            );
         }
     }
     // A symlink that stays inside the prefix is fine.
@@ -707,7 +784,14 @@ fn file_uri_outside_the_store_root_is_refused_and_nothing_listed() {
     let model = ex.path().join("m");
     std::fs::create_dir_all(&model).unwrap();
     std::fs::write(model.join("a.bin"), "x").unwrap();
-    let p = ex.run(&["publish", "m", "--to", "file:/tmp/bundlegate-escape-test/v9/", "--bundle", ex.v2().to_str().unwrap()]);
+    let p = ex.run(&[
+        "publish",
+        "m",
+        "--to",
+        "file:/tmp/bundlegate-escape-test/v9/",
+        "--bundle",
+        ex.v2().to_str().unwrap(),
+    ]);
     assert_eq!(p.code, 2, "{}\n{}", p.stdout, p.stderr);
     assert!(p.stderr.contains("outside the store root"), "{}", p.stderr);
     assert!(!Path::new("/tmp/bundlegate-escape-test/v9").exists());
@@ -736,7 +820,11 @@ fn file_store_root_is_the_bundles_repository_never_the_current_folder() {
     let root = std::fs::canonicalize(ex.v2().parent().unwrap()).unwrap();
     assert!(out.stdout.contains(&format!("outside the store root {}", root.display())), "{}", out.stdout);
     // BUNDLEGATE_STORE_ROOT chooses another root; in a git work tree the tree is the root.
-    let out = run_in(ex.path(), &["verify", "--format", "json", ex.v2().to_str().unwrap()], &[("BUNDLEGATE_STORE_ROOT", ex.path().to_str().unwrap())]);
+    let out = run_in(
+        ex.path(),
+        &["verify", "--format", "json", ex.v2().to_str().unwrap()],
+        &[("BUNDLEGATE_STORE_ROOT", ex.path().to_str().unwrap())],
+    );
     assert_eq!(out.code, 0, "{}", out.stdout);
     assert_eq!(verify(&Example::new(), &[]).code, 0);
 }
@@ -764,11 +852,24 @@ fn publish_changes_only_the_values_it_must() {
     let orig = std::fs::read_to_string(ex.v2()).unwrap();
     // Comments, a quoted string and a flow list the author wrote; CRLF line ends.
     let orig = orig
-        .replacen("storageUri: file:../../store/llm-scratch/v2/", "storageUri: \"file:../../store/llm-scratch/v2/\"  # reviewed", 1)
+        .replacen(
+            "storageUri: file:../../store/llm-scratch/v2/",
+            "storageUri: \"file:../../store/llm-scratch/v2/\"  # reviewed",
+            1,
+        )
         .replace('\n', "\r\n");
     assert!(orig.contains("# reviewed"));
     std::fs::write(&bundle, &orig).unwrap();
-    let out = ex.run(&["publish", "--format", "json", "model-v3", "--to", "file:../../store/llm-scratch/v3/", "--bundle", bundle.to_str().unwrap()]);
+    let out = ex.run(&[
+        "publish",
+        "--format",
+        "json",
+        "model-v3",
+        "--to",
+        "file:../../store/llm-scratch/v3/",
+        "--bundle",
+        bundle.to_str().unwrap(),
+    ]);
     assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
     assert!(!out.stdout.contains("rewritten as a whole"), "{}", out.stdout);
     let new = std::fs::read_to_string(&bundle).unwrap();
@@ -777,7 +878,9 @@ fn publish_changes_only_the_values_it_must() {
     let diff = similar::TextDiff::from_lines(&orig, &new);
     for change in diff.iter_all_changes().filter(|c| c.tag() != similar::ChangeTag::Equal) {
         let line = change.value().trim();
-        let ok = ["- path:", "path:", "sha256:", "size:", "role:", "storeChecksum:", "storageUri:"].iter().any(|k| line.starts_with(k));
+        let ok = ["- path:", "path:", "sha256:", "size:", "role:", "storeChecksum:", "storageUri:"]
+            .iter()
+            .any(|k| line.starts_with(k));
         assert!(ok, "publish changed a line it did not need to: {change:?}\n{new}");
     }
     assert!(new.contains("path: model.safetensors") && !new.contains("path: ckpt.pt"), "{new}");

@@ -43,7 +43,8 @@ pub(crate) fn application(revision: &str, phase: &str, health: &str, finished_at
     a["status"]["health"]["status"] = json!(health);
     if phase == "Running" {
         a["status"]["operationState"].as_object_mut().unwrap().remove("finishedAt");
-        a["status"]["operationState"]["message"] = json!("waiting for healthy state of serving.kserve.io/InferenceService/llm-scratch");
+        a["status"]["operationState"]["message"] =
+            json!("waiting for healthy state of serving.kserve.io/InferenceService/llm-scratch");
     }
     a
 }
@@ -102,7 +103,8 @@ pub(crate) fn pod(p: PodSpec) -> Value {
             "image": "registry.example.com/ai-lab/llm-serve@sha256:7c7c", "imageID": "", "state": state
         });
         if p.restarts > 0 {
-            cs["lastState"] = json!({"terminated": {"exitCode": 1, "reason": "Error", "startedAt": t, "finishedAt": t}});
+            cs["lastState"] =
+                json!({"terminated": {"exitCode": 1, "reason": "Error", "startedAt": t, "finishedAt": t}});
         }
         status["containerStatuses"] = json!([cs]);
     }
@@ -206,7 +208,12 @@ pub(crate) fn green_deployment() -> Value {
         1,
         &[
             ("Available", "True", "MinimumReplicasAvailable", "Deployment has minimum availability."),
-            ("Progressing", "True", "ReplicaSetUpdated", "ReplicaSet \"llm-scratch-predictor-6786d546b4\" is progressing."),
+            (
+                "Progressing",
+                "True",
+                "ReplicaSetUpdated",
+                "ReplicaSet \"llm-scratch-predictor-6786d546b4\" is progressing.",
+            ),
         ],
     )
 }
@@ -218,7 +225,12 @@ pub(crate) fn done_deployment() -> Value {
         1,
         &[
             ("Available", "True", "MinimumReplicasAvailable", "Deployment has minimum availability."),
-            ("Progressing", "True", "NewReplicaSetAvailable", "ReplicaSet \"llm-scratch-predictor-6786d546b4\" has successfully progressed."),
+            (
+                "Progressing",
+                "True",
+                "NewReplicaSetAvailable",
+                "ReplicaSet \"llm-scratch-predictor-6786d546b4\" has successfully progressed.",
+            ),
         ],
     )
 }
@@ -238,7 +250,12 @@ pub(crate) fn inference_service() -> Value {
 /// Old ReplicaSet + new ReplicaSet, the Deployment and its InferenceService,
 /// plus the given pods and events.
 pub(crate) fn objects(new: &str, dep: Value, pods: Vec<Value>, events: Vec<Value>) -> Vec<Value> {
-    let mut v = vec![inference_service(), dep, replicaset("llm-scratch-predictor-868c589678", OLD, 1, 1), replicaset("llm-scratch-predictor-6786d546b4", new, 1, 0)];
+    let mut v = vec![
+        inference_service(),
+        dep,
+        replicaset("llm-scratch-predictor-868c589678", OLD, 1, 1),
+        replicaset("llm-scratch-predictor-6786d546b4", new, 1, 0),
+    ];
     v.extend(pods);
     v.extend(events);
     v
@@ -349,7 +366,11 @@ impl Workspace {
             }
             None => {
                 std::fs::create_dir_all(p.join("other-model")).unwrap();
-                std::fs::write(p.join("other-model/notes.txt"), format!("{}\n", git(p, &["rev-list", "--count", "HEAD"]))).unwrap();
+                std::fs::write(
+                    p.join("other-model/notes.txt"),
+                    format!("{}\n", git(p, &["rev-list", "--count", "HEAD"])),
+                )
+                .unwrap();
                 git(p, &["add", "other-model"]);
                 git(p, &["commit", "-q", "-m", "another model's release"]);
             }
@@ -378,7 +399,12 @@ pub(crate) fn run_watch(ws: &Workspace, frames: Vec<Frame>, extra: &[&str]) -> (
 }
 
 pub(crate) fn step<'a>(v: &'a Value, name: &str) -> &'a Value {
-    v["steps"].as_array().unwrap().iter().find(|s| s["step"] == name).unwrap_or_else(|| panic!("no step {name} in {v:#}"))
+    v["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["step"] == name)
+        .unwrap_or_else(|| panic!("no step {name} in {v:#}"))
 }
 
 pub(crate) fn all_text(d: &Value) -> String {
@@ -396,7 +422,14 @@ pub(crate) fn all_text(d: &Value) -> String {
 
 /// All diagnostics text of one code in a step.
 pub(crate) fn findings(v: &Value, step_name: &str, code: &str) -> String {
-    step(v, step_name)["diagnostics"].as_array().unwrap().iter().filter(|d| d["code"] == code).map(all_text).collect::<Vec<_>>().join("\n---\n")
+    step(v, step_name)["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["code"] == code)
+        .map(all_text)
+        .collect::<Vec<_>>()
+        .join("\n---\n")
 }
 
 pub(crate) fn synced(ws: &Workspace) -> Value {
@@ -418,7 +451,11 @@ fn watch_healthy_swap_passes_with_evidence() {
             objects: objects(OLD, done_deployment(), vec![pod(PodSpec::ready(OLD_POD, OLD, V1_URI))], vec![]),
         },
         // Sync of the merge commit running; health already says Healthy.
-        Frame { at_ms: 300, app: Some(application(&ws.sha, "Running", "Healthy", "")), objects: objects(&d, green_deployment(), vec![pod(PodSpec::ready(OLD_POD, OLD, V1_URI))], vec![]) },
+        Frame {
+            at_ms: 300,
+            app: Some(application(&ws.sha, "Running", "Healthy", "")),
+            objects: objects(&d, green_deployment(), vec![pod(PodSpec::ready(OLD_POD, OLD, V1_URI))], vec![]),
+        },
         // Synced; surge pod starting while the old one serves.
         Frame {
             at_ms: 700,
@@ -426,7 +463,10 @@ fn watch_healthy_swap_passes_with_evidence() {
             objects: objects(
                 &d,
                 green_deployment(),
-                vec![pod(PodSpec::ready(OLD_POD, OLD, V1_URI)), pod(PodSpec { ready: false, ..PodSpec::ready(NEW_POD, &d, V2_URI) })],
+                vec![
+                    pod(PodSpec::ready(OLD_POD, OLD, V1_URI)),
+                    pod(PodSpec { ready: false, ..PodSpec::ready(NEW_POD, &d, V2_URI) }),
+                ],
                 vec![],
             ),
         },
@@ -437,17 +477,25 @@ fn watch_healthy_swap_passes_with_evidence() {
             objects: objects(
                 &d,
                 done_deployment(),
-                vec![pod(PodSpec { terminating: true, ..PodSpec::ready(OLD_POD, OLD, V1_URI) }), pod(PodSpec::ready(NEW_POD, &d, V2_URI))],
+                vec![
+                    pod(PodSpec { terminating: true, ..PodSpec::ready(OLD_POD, OLD, V1_URI) }),
+                    pod(PodSpec::ready(NEW_POD, &d, V2_URI)),
+                ],
                 vec![],
             ),
         },
         // Only the new release remains.
-        Frame { at_ms: 1900, app: Some(synced(&ws)), objects: objects(&d, done_deployment(), vec![pod(PodSpec::ready(NEW_POD, &d, V2_URI))], vec![]) },
+        Frame {
+            at_ms: 1900,
+            app: Some(synced(&ws)),
+            objects: objects(&d, done_deployment(), vec![pod(PodSpec::ready(NEW_POD, &d, V2_URI))], vec![]),
+        },
     ];
     let model = ModelService::start(identity_ok(&d));
     let url = model.url();
     let started = Instant::now();
-    let (out, cluster) = run_watch(&ws, frames, &["--timeout", "20s", "--service-url", &url, "--probe-interval", "100ms"]);
+    let (out, cluster) =
+        run_watch(&ws, frames, &["--timeout", "20s", "--service-url", &url, "--probe-interval", "100ms"]);
     let v = out.json();
     assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
     assert_eq!(v["verdict"], "pass");
@@ -468,7 +516,9 @@ fn watch_healthy_swap_passes_with_evidence() {
     assert_eq!(down["data"]["stats"]["fail"], 0);
     cluster.assert_read_only();
     let reqs = cluster.requests();
-    assert!(reqs.iter().any(|(_, p)| p.starts_with("/apis/argoproj.io/v1alpha1/namespaces/argocd/applications/llm-scratch")));
+    assert!(reqs
+        .iter()
+        .any(|(_, p)| p.starts_with("/apis/argoproj.io/v1alpha1/namespaces/argocd/applications/llm-scratch")));
     // Pods are listed namespace-wide: ownership, not a label selector, decides what is the release's.
     assert!(reqs.iter().any(|(_, p)| p.starts_with("/api/v1/namespaces/ai-lab/pods") && !p.contains("labelSelector")));
     assert!(reqs.iter().any(|(_, p)| p.starts_with("/apis/discovery.k8s.io/v1/namespaces/ai-lab/endpointslices")));
@@ -493,7 +543,13 @@ fn watch_crashloop_behind_four_green_signals_fails_bg501() {
             &d,
             green_deployment(),
             vec![pod(PodSpec::ready(OLD_POD, OLD, V1_URI)), pod(crash)],
-            vec![event("Pod", NEW_POD, "Warning", "BackOff", "Back-off restarting failed container kserve-container in pod llm-scratch-predictor-6786d546b4-5tfgh")],
+            vec![event(
+                "Pod",
+                NEW_POD,
+                "Warning",
+                "BackOff",
+                "Back-off restarting failed container kserve-container in pod llm-scratch-predictor-6786d546b4-5tfgh",
+            )],
         ),
     }];
     let (out, cluster) = run_watch(&ws, frames, &["--timeout", "2s"]);
@@ -546,7 +602,12 @@ fn watch_rwop_deadlock_fails_although_deployment_is_available_and_progressing() 
     let frames = vec![Frame {
         at_ms: 0,
         app: Some(synced(&ws)),
-        objects: objects(&d, green_deployment(), vec![pod(PodSpec::ready(OLD_POD, OLD, V1_URI)), pod(pending)], vec![event("Pod", NEW_POD, "Warning", "FailedScheduling", msg)]),
+        objects: objects(
+            &d,
+            green_deployment(),
+            vec![pod(PodSpec::ready(OLD_POD, OLD, V1_URI)), pod(pending)],
+            vec![event("Pod", NEW_POD, "Warning", "FailedScheduling", msg)],
+        ),
     }];
     let (out, _cluster) = run_watch(&ws, frames, &["--timeout", "2s"]);
     assert_eq!(out.code, 1);
@@ -568,11 +629,20 @@ fn watch_progress_deadline_exceeded_stops_waiting() {
         1,
         &[
             ("Available", "True", "MinimumReplicasAvailable", "Deployment has minimum availability."),
-            ("Progressing", "False", "ProgressDeadlineExceeded", "ReplicaSet \"llm-scratch-predictor-6786d546b4\" has timed out progressing."),
+            (
+                "Progressing",
+                "False",
+                "ProgressDeadlineExceeded",
+                "ReplicaSet \"llm-scratch-predictor-6786d546b4\" has timed out progressing.",
+            ),
         ],
     );
     let new = PodSpec { ready: false, ..PodSpec::ready(NEW_POD, &d, V2_URI) };
-    let frames = vec![Frame { at_ms: 0, app: Some(synced(&ws)), objects: objects(&d, dep, vec![pod(PodSpec::ready(OLD_POD, OLD, V1_URI)), pod(new)], vec![]) }];
+    let frames = vec![Frame {
+        at_ms: 0,
+        app: Some(synced(&ws)),
+        objects: objects(&d, dep, vec![pod(PodSpec::ready(OLD_POD, OLD, V1_URI)), pod(new)], vec![]),
+    }];
     let t = Instant::now();
     let (out, _c) = run_watch(&ws, frames, &["--timeout", "60s"]);
     assert!(t.elapsed() < Duration::from_secs(30), "waited for the timeout although the controller gave up");
@@ -586,7 +656,11 @@ fn watch_storage_initializer_source_is_compared_not_the_rewritten_env() {
     let ws = Workspace::new();
     let d = ws.digest.clone();
     // Right digest annotation, but the model came from the v1 prefix.
-    let frames = vec![Frame { at_ms: 0, app: Some(synced(&ws)), objects: objects(&d, done_deployment(), vec![pod(PodSpec::ready(NEW_POD, &d, V1_URI))], vec![]) }];
+    let frames = vec![Frame {
+        at_ms: 0,
+        app: Some(synced(&ws)),
+        objects: objects(&d, done_deployment(), vec![pod(PodSpec::ready(NEW_POD, &d, V1_URI))], vec![]),
+    }];
     let (out, _c) = run_watch(&ws, frames, &["--timeout", "1s"]);
     assert_eq!(out.code, 1, "{}", out.stdout);
     let f = findings(&out.json(), "rollout", "BG501");
@@ -595,7 +669,11 @@ fn watch_storage_initializer_source_is_compared_not_the_rewritten_env() {
 }
 
 fn completed_frames(ws: &Workspace) -> Vec<Frame> {
-    vec![Frame { at_ms: 0, app: Some(synced(ws)), objects: objects(&ws.digest, done_deployment(), vec![pod(PodSpec::ready(NEW_POD, &ws.digest, V2_URI))], vec![]) }]
+    vec![Frame {
+        at_ms: 0,
+        app: Some(synced(ws)),
+        objects: objects(&ws.digest, done_deployment(), vec![pod(PodSpec::ready(NEW_POD, &ws.digest, V2_URI))], vec![]),
+    }]
 }
 
 #[test]
@@ -643,9 +721,21 @@ fn watch_measures_downtime_when_the_service_stops() {
         Frame {
             at_ms: 0,
             app: Some(synced(&ws)),
-            objects: objects(&d, green_deployment(), vec![pod(PodSpec::ready(OLD_POD, OLD, V1_URI)), pod(PodSpec { ready: false, ..PodSpec::ready(NEW_POD, &d, V2_URI) })], vec![]),
+            objects: objects(
+                &d,
+                green_deployment(),
+                vec![
+                    pod(PodSpec::ready(OLD_POD, OLD, V1_URI)),
+                    pod(PodSpec { ready: false, ..PodSpec::ready(NEW_POD, &d, V2_URI) }),
+                ],
+                vec![],
+            ),
         },
-        Frame { at_ms: 3500, app: Some(synced(&ws)), objects: objects(&d, done_deployment(), vec![pod(PodSpec::ready(NEW_POD, &d, V2_URI))], vec![]) },
+        Frame {
+            at_ms: 3500,
+            app: Some(synced(&ws)),
+            objects: objects(&d, done_deployment(), vec![pod(PodSpec::ready(NEW_POD, &d, V2_URI))], vec![]),
+        },
     ];
     let model = Arc::new(Mutex::new(ModelService::start(identity_ok(&d))));
     let url = model.lock().unwrap().url();
@@ -667,7 +757,24 @@ fn watch_measures_downtime_when_the_service_stops() {
     let kc = cluster.kubeconfig.to_string_lossy().to_string();
     let out = run_in(
         ws.path(),
-        &["watch", "release.yaml", "--app", NAME, "--revision", &ws.sha, "--timeout", "20s", "--stable-for", "1s", "--service-url", &url, "--probe-interval", "100ms", "--format", "json"],
+        &[
+            "watch",
+            "release.yaml",
+            "--app",
+            NAME,
+            "--revision",
+            &ws.sha,
+            "--timeout",
+            "20s",
+            "--stable-for",
+            "1s",
+            "--service-url",
+            &url,
+            "--probe-interval",
+            "100ms",
+            "--format",
+            "json",
+        ],
         &[("KUBECONFIG", &kc), ("BUNDLEGATE_WATCH_POLL", "150ms")],
     );
     chaos.join().unwrap();
@@ -701,7 +808,10 @@ fn watch_argo_never_syncing_the_merge_fails_bg504_with_last_seen() {
     let v = out.json();
     assert_eq!(step(&v, "argo")["verdict"], "fail", "an ancestor of the merge is shown to be behind: {v:#}");
     let f = findings(&v, "argo", "BG504");
-    assert!(f.contains(&ws.prev) && f.contains("health=Healthy") && f.contains("ancestor"), "last seen is reported: {f}");
+    assert!(
+        f.contains(&ws.prev) && f.contains("health=Healthy") && f.contains("ancestor"),
+        "last seen is reported: {f}"
+    );
     assert!(f.contains("not evidence"), "{f}");
     assert_eq!(step(&v, "rollout")["verdict"], "not-run");
     // Only the Application was read: the pods cannot run an unsynced commit.
@@ -712,7 +822,11 @@ fn watch_argo_never_syncing_the_merge_fails_bg504_with_last_seen() {
 fn watch_sync_finished_before_the_merge_is_not_the_merge_bg504() {
     let ws = Workspace::new();
     // The merge commit is at 10:00:00Z; a "successful sync" at 09:59 cannot be of it.
-    let frames = vec![Frame { at_ms: 0, app: Some(application(&ws.sha, "Succeeded", "Healthy", "2026-01-01T09:59:00Z")), objects: vec![] }];
+    let frames = vec![Frame {
+        at_ms: 0,
+        app: Some(application(&ws.sha, "Succeeded", "Healthy", "2026-01-01T09:59:00Z")),
+        objects: vec![],
+    }];
     let (out, _c) = run_watch(&ws, frames, &["--timeout", "1s"]);
     assert_eq!(out.code, 1);
     let f = findings(&out.json(), "argo", "BG504");
@@ -726,7 +840,11 @@ fn watch_unreachable_cluster_is_an_error_not_a_pass() {
     // A port nothing listens on.
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let kc = plain_kubeconfig(dir, port);
-    let out = run_in(dir, &["watch", "release.yaml", "--app", NAME, "--revision", &ws.sha, "--timeout", "1s", "--format", "json"], &[("KUBECONFIG", kc.to_str().unwrap()), ("BUNDLEGATE_WATCH_POLL", "200ms")]);
+    let out = run_in(
+        dir,
+        &["watch", "release.yaml", "--app", NAME, "--revision", &ws.sha, "--timeout", "1s", "--format", "json"],
+        &[("KUBECONFIG", kc.to_str().unwrap()), ("BUNDLEGATE_WATCH_POLL", "200ms")],
+    );
     assert_eq!(out.code, 2, "{}", out.stdout);
     assert_eq!(step(&out.json(), "argo")["verdict"], "error");
 }
@@ -740,10 +858,13 @@ fn watch_fault(fault: Reply, timeout: &str) -> (Out, usize) {
     let ws = Workspace::new();
     let hits = Arc::new(Mutex::new(0usize));
     let h = hits.clone();
-    let server = Server::start_replies(0, Arc::new(move |_r: &standin::Req| {
-        *h.lock().unwrap() += 1;
-        fault.clone()
-    }));
+    let server = Server::start_replies(
+        0,
+        Arc::new(move |_r: &standin::Req| {
+            *h.lock().unwrap() += 1;
+            fault.clone()
+        }),
+    );
     let kc = plain_kubeconfig(ws.path(), server.port);
     let out = run_in(
         ws.path(),
@@ -756,7 +877,8 @@ fn watch_fault(fault: Reply, timeout: &str) -> (Out, usize) {
 
 #[test]
 fn watch_api_500_until_the_deadline_is_an_error_with_the_last_answer() {
-    let (out, hits) = watch_fault(crate::preflight::kube_status(500, "InternalError", "etcdserver: leader changed"), "1s");
+    let (out, hits) =
+        watch_fault(crate::preflight::kube_status(500, "InternalError", "etcdserver: leader changed"), "1s");
     assert_eq!(out.code, 2, "{}\n{}", out.stdout, out.stderr);
     let v = out.json();
     let argo = step(&v, "argo");
@@ -789,7 +911,10 @@ fn watch_api_that_hangs_is_bounded_and_an_error() {
 
 /// Errors of an Application against Argo CD's CRD schema.
 pub(crate) fn application_errors(app: &Value) -> Vec<String> {
-    let crd: serde_yaml_ng::Value = serde_yaml_ng::from_str(&std::fs::read_to_string(repo().join("tests/fixtures/reference/argocd/application-crd.yaml")).unwrap()).unwrap();
+    let crd: serde_yaml_ng::Value = serde_yaml_ng::from_str(
+        &std::fs::read_to_string(repo().join("tests/fixtures/reference/argocd/application-crd.yaml")).unwrap(),
+    )
+    .unwrap();
     let crd: Value = serde_json::to_value(crd).unwrap();
     let schema = &crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"];
     let v = jsonschema::options().with_draft(jsonschema::Draft::Draft4).build(schema).expect("CRD schema compiles");
@@ -818,9 +943,16 @@ fn stand_in_objects_have_the_kubernetes_types_shape() {
     use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
     use k8s_openapi::api::core::v1::{Event, Pod};
     let d = "sha256:abc";
-    let p: Pod = serde_json::from_value(pod(PodSpec { waiting: Some(("CrashLoopBackOff", "x")), restarts: 2, ..PodSpec::ready(NEW_POD, d, V2_URI) })).unwrap();
+    let p: Pod = serde_json::from_value(pod(PodSpec {
+        waiting: Some(("CrashLoopBackOff", "x")),
+        restarts: 2,
+        ..PodSpec::ready(NEW_POD, d, V2_URI)
+    }))
+    .unwrap();
     assert_eq!(p.spec.unwrap().init_containers.unwrap()[0].args.as_ref().unwrap()[0], V2_URI);
-    let _: Pod = serde_json::from_value(pod(PodSpec { phase: "Pending", ready: false, ..PodSpec::ready(NEW_POD, d, V2_URI) })).unwrap();
+    let _: Pod =
+        serde_json::from_value(pod(PodSpec { phase: "Pending", ready: false, ..PodSpec::ready(NEW_POD, d, V2_URI) }))
+            .unwrap();
     let dep: Deployment = serde_json::from_value(green_deployment()).unwrap();
     assert_eq!(dep.status.unwrap().conditions.unwrap().len(), 2);
     let _: ReplicaSet = serde_json::from_value(replicaset("rs", d, 1, 0)).unwrap();
@@ -839,8 +971,8 @@ pub(crate) mod pulls {
     use super::standin::Server;
     use crate::github_standin::{documented_example, validate_request, validate_response};
     use crate::support::http::{Reply, ReplyHandler};
-    use std::collections::VecDeque;
     use serde_json::{json, Value};
+    use std::collections::VecDeque;
     use std::sync::{Arc, Mutex};
 
     #[derive(Default)]
@@ -877,7 +1009,10 @@ pub(crate) mod pulls {
                 s.violations.extend(v.iter().cloned());
                 let Some(template) = template else { return Reply::Json(404, json!({"message": "Not Found"})) };
                 if !v.is_empty() {
-                    return Reply::Json(422, json!({"message": "Validation Failed", "documentation_url": "https://docs.github.com/rest"}));
+                    return Reply::Json(
+                        422,
+                        json!({"message": "Validation Failed", "documentation_url": "https://docs.github.com/rest"}),
+                    );
                 }
                 let segs: Vec<&str> = req.path.trim_start_matches('/').split('/').collect();
                 let (owner, repo) = (segs[1].to_string(), segs[2].to_string());
@@ -919,7 +1054,10 @@ pub(crate) mod pulls {
                         let items: Vec<Value> = s
                             .pulls
                             .iter()
-                            .filter(|p| (head.is_empty() || p["head"]["label"] == head) && (state == "all" || p["state"] == state))
+                            .filter(|p| {
+                                (head.is_empty() || p["head"]["label"] == head)
+                                    && (state == "all" || p["state"] == state)
+                            })
                             .map(|p| {
                                 let mut it = documented_example("pull-request-simple-items")[0].clone();
                                 for k in ["number", "title", "body", "state", "html_url", "url"] {
@@ -936,7 +1074,10 @@ pub(crate) mod pulls {
                         (200, Value::Array(items))
                     }
                     _ => {
-                        s.violations.push(format!("{} {template}: documented, but this stand-in does not implement it", req.method));
+                        s.violations.push(format!(
+                            "{} {template}: documented, but this stand-in does not implement it",
+                            req.method
+                        ));
                         (404, json!({"message": "Not Found"}))
                     }
                 };
@@ -972,7 +1113,11 @@ pub(crate) const BRANCH: &str = "bundlegate/revert-llm-scratch-v2";
 pub(crate) const TOKEN: &str = "ghs_reverttoken0123456789";
 
 pub(crate) fn gh_env(gh: &pulls::Pulls) -> Vec<(String, String)> {
-    vec![("GITHUB_TOKEN".into(), TOKEN.into()), ("GITHUB_API_URL".into(), gh.url()), ("GITHUB_REPOSITORY".into(), "o/r".into())]
+    vec![
+        ("GITHUB_TOKEN".into(), TOKEN.into()),
+        ("GITHUB_API_URL".into(), gh.url()),
+        ("GITHUB_REPOSITORY".into(), "o/r".into()),
+    ]
 }
 
 pub(crate) fn run_revert(dir: &Path, gh: &pulls::Pulls, extra: &[&str]) -> Out {
@@ -1003,7 +1148,11 @@ fn revert_pushes_the_branch_and_opens_one_pr_with_the_evidence() {
     assert_eq!(restored, std::fs::read_to_string(g.work().join("llm-scratch/v1/release.yaml")).unwrap());
     let msg = g.show(&sha);
     assert!(msg.contains("bundlegate-revert-of: sha256:"), "{msg}");
-    assert_eq!(g.show(&format!("{sha}~1")).lines().next(), g.show("main").lines().next(), "the revert is on top of main");
+    assert_eq!(
+        g.show(&format!("{sha}~1")).lines().next(),
+        g.show("main").lines().next(),
+        "the revert is on top of main"
+    );
 
     // One PR, from that branch, carrying the failed gates' evidence.
     let prs = gh.pulls();
@@ -1054,7 +1203,10 @@ fn revert_pr_github_5xx_forever_is_an_error_and_a_rerun_finishes_the_job() {
     let r = step(&v, "revert");
     assert_eq!(r["verdict"], "error");
     let summary = r["summary"].as_str().unwrap();
-    assert!(summary.contains("HTTP 502") && summary.contains(BRANCH), "says what failed and that the branch is safe: {summary}");
+    assert!(
+        summary.contains("HTTP 502") && summary.contains(BRANCH),
+        "says what failed and that the branch is safe: {summary}"
+    );
     assert!(gh.pulls().is_empty());
     // Nothing lost: the branch is on the remote, and the next run opens its PR.
     assert!(g.remote_branch(BRANCH).is_some());
@@ -1103,7 +1255,9 @@ fn revert_concurrent_runs_open_one_pr() {
     let b = g.clone_to("work-b");
     let spawn = |dir: &Path| {
         let mut c = Command::new(crate::support::bin());
-        c.args(["revert", "llm-scratch/v2/release.yaml", "--repo", ".", "--format", "json"]).current_dir(dir).env_remove("RUST_LOG");
+        c.args(["revert", "llm-scratch/v2/release.yaml", "--repo", ".", "--format", "json"])
+            .current_dir(dir)
+            .env_remove("RUST_LOG");
         for (k, v) in gh_env(&gh) {
             c.env(k, v);
         }
@@ -1112,7 +1266,13 @@ fn revert_concurrent_runs_open_one_pr() {
     let (ca, cb) = (spawn(&a), spawn(&b));
     let (oa, ob) = (ca.wait_with_output().unwrap(), cb.wait_with_output().unwrap());
     for o in [&oa, &ob] {
-        assert_eq!(o.status.code(), Some(0), "{}\n{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{}\n{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        );
     }
     assert_eq!(gh.pulls().len(), 1, "exactly one revert PR");
     let texts = format!("{}{}", String::from_utf8_lossy(&oa.stdout), String::from_utf8_lossy(&ob.stdout));
@@ -1168,7 +1328,11 @@ fn revert_of_a_revert_is_refused() {
     let gh = pulls::Pulls::start(TOKEN);
     let w = g.work();
     // The bundle was last changed by a bundlegate revert commit.
-    std::fs::write(w.join("llm-scratch/v2/release.yaml"), std::fs::read_to_string(w.join("llm-scratch/v2/release.yaml")).unwrap() + "# restored\n").unwrap();
+    std::fs::write(
+        w.join("llm-scratch/v2/release.yaml"),
+        std::fs::read_to_string(w.join("llm-scratch/v2/release.yaml")).unwrap() + "# restored\n",
+    )
+    .unwrap();
     git(&w, &["commit", "-q", "-am", "Revert llm-scratch v3 to v2\n\nbundlegate-revert-of: sha256:3333333333333333333333333333333333333333333333333333333333333333"]);
     let out = run_revert(&w, &gh, &[]);
     assert_eq!(out.code, 1, "{}", out.stdout);
@@ -1212,8 +1376,18 @@ pub(crate) struct CrashloopMerge {
 
 fn crashloop_merge() -> CrashloopMerge {
     merged_with(|d, src| {
-        let crash = PodSpec { ready: false, restarts: 4, waiting: Some(("CrashLoopBackOff", "back-off 2m40s")), ..PodSpec::ready(NEW_POD, d, src) };
-        objects(d, green_deployment(), vec![pod(PodSpec::ready(OLD_POD, OLD, "file:../../store/llm-scratch/v1/")), pod(crash)], vec![])
+        let crash = PodSpec {
+            ready: false,
+            restarts: 4,
+            waiting: Some(("CrashLoopBackOff", "back-off 2m40s")),
+            ..PodSpec::ready(NEW_POD, d, src)
+        };
+        objects(
+            d,
+            green_deployment(),
+            vec![pod(PodSpec::ready(OLD_POD, OLD, "file:../../store/llm-scratch/v1/")), pod(crash)],
+            vec![],
+        )
     })
 }
 
@@ -1232,9 +1406,20 @@ pub(crate) fn merged_with(objects: impl FnOnce(&str, &str) -> Vec<Value>) -> Cra
 /// it, with the objects `objects(new release digest, its source URI)` returns.
 pub(crate) fn merged_frames(w: &Path, objects: impl FnOnce(&str, &str) -> Vec<Value>) -> (String, Vec<Frame>) {
     let sha = git(w, &["rev-parse", "HEAD"]);
-    let d = run_in(w, &["digest", "llm-scratch/v2/release.yaml", "--format", "json"], &[]).json()["steps"][0]["data"]["releaseDigest"].as_str().unwrap().to_string();
+    let d = run_in(w, &["digest", "llm-scratch/v2/release.yaml", "--format", "json"], &[]).json()["steps"][0]["data"]
+        ["releaseDigest"]
+        .as_str()
+        .unwrap()
+        .to_string();
     let src = "file:../../store/llm-scratch/v2/";
-    (sha.clone(), vec![Frame { at_ms: 0, app: Some(application(&sha, "Succeeded", "Healthy", "2026-01-01T10:05:01Z")), objects: objects(&d, src) }])
+    (
+        sha.clone(),
+        vec![Frame {
+            at_ms: 0,
+            app: Some(application(&sha, "Succeeded", "Healthy", "2026-01-01T10:05:01Z")),
+            objects: objects(&d, src),
+        }],
+    )
 }
 
 fn watch_env(gh: &pulls::Pulls, cluster: &standin::Cluster) -> Vec<(String, String)> {
@@ -1261,7 +1446,25 @@ fn watch_with_revert_opens_the_pr_when_a_gate_fails() {
     let CrashloopMerge { g, gh, w, sha, cluster } = crashloop_merge();
     let env = watch_env(&gh, &cluster);
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-    let out = run_in(&w, &["watch", "llm-scratch/v2/release.yaml", "--app", NAME, "--revision", &sha, "--timeout", "2s", "--stable-for", "1s", "--revert", "--format", "json"], &env);
+    let out = run_in(
+        &w,
+        &[
+            "watch",
+            "llm-scratch/v2/release.yaml",
+            "--app",
+            NAME,
+            "--revision",
+            &sha,
+            "--timeout",
+            "2s",
+            "--stable-for",
+            "1s",
+            "--revert",
+            "--format",
+            "json",
+        ],
+        &env,
+    );
     assert_eq!(out.code, 1, "the watch failed, whatever the revert did: {}\n{}", out.stdout, out.stderr);
     let v = out.json();
     assert!(findings(&v, "rollout", "BG501").contains("CrashLoopBackOff"));
@@ -1277,8 +1480,7 @@ pub(crate) fn evicted(name: &str, digest: &str, source: &str) -> Value {
     v["status"]["reason"] = json!("Evicted");
     v["status"]["message"] = json!("The node was low on resource: memory. Threshold quantity: 100Mi, available: 91Mi.");
     v["status"]["containerStatuses"][0]["ready"] = json!(false);
-    v["status"]["containerStatuses"][0]["state"] =
-        json!({"terminated": {"exitCode": 137, "reason": "ContainerStatusUnknown", "startedAt": "2026-01-01T10:05:10Z", "finishedAt": "2026-01-01T10:06:10Z"}});
+    v["status"]["containerStatuses"][0]["state"] = json!({"terminated": {"exitCode": 137, "reason": "ContainerStatusUnknown", "startedAt": "2026-01-01T10:05:10Z", "finishedAt": "2026-01-01T10:06:10Z"}});
     v
 }
 
@@ -1300,7 +1502,25 @@ fn watch_with_revert_on(old_pods: impl FnOnce() -> Vec<Value>) -> (Out, GitRemot
     let CrashloopMerge { g, gh, w, sha, cluster } = merged_with(|d, src| finished_with(d, src, old_pods()));
     let env = watch_env(&gh, &cluster);
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-    let out = run_in(&w, &["watch", "llm-scratch/v2/release.yaml", "--app", NAME, "--revision", &sha, "--timeout", "2s", "--stable-for", "1s", "--revert", "--format", "json"], &env);
+    let out = run_in(
+        &w,
+        &[
+            "watch",
+            "llm-scratch/v2/release.yaml",
+            "--app",
+            NAME,
+            "--revision",
+            &sha,
+            "--timeout",
+            "2s",
+            "--stable-for",
+            "1s",
+            "--revert",
+            "--format",
+            "json",
+        ],
+        &env,
+    );
     (out, g, gh, cluster)
 }
 
@@ -1309,7 +1529,11 @@ fn watch_evicted_old_pod_is_history_passes_and_opens_no_revert() {
     // The old release's pod was Evicted (phase Failed, stale Ready=True) and
     // stays until pod GC; a Completed one too. Neither serves.
     let (out, g, gh, cluster) = watch_with_revert_on(|| {
-        let mut done = pod(PodSpec { phase: "Succeeded", ready: false, ..PodSpec::ready("llm-scratch-predictor-868c589678-q2x7w", OLD, "file:../../store/llm-scratch/v1/") });
+        let mut done = pod(PodSpec {
+            phase: "Succeeded",
+            ready: false,
+            ..PodSpec::ready("llm-scratch-predictor-868c589678-q2x7w", OLD, "file:../../store/llm-scratch/v1/")
+        });
         done["status"]["reason"] = json!("Completed");
         vec![evicted(OLD_POD, OLD, "file:../../store/llm-scratch/v1/"), done]
     });
@@ -1347,8 +1571,16 @@ fn watch_old_pod_on_unknown_node_is_inconclusive_and_opens_no_revert() {
 #[test]
 fn audit_serving_evicted_old_pod_is_history_not_drift() {
     let ex = crate::support::Example::new();
-    let v1 = run_in(ex.path(), &["digest", "llm-scratch/v1/release.yaml", "--format", "json"], &[]).json()["steps"][0]["data"]["releaseDigest"].as_str().unwrap().to_string();
-    let v2 = run_in(ex.path(), &["digest", "llm-scratch/v2/release.yaml", "--format", "json"], &[]).json()["steps"][0]["data"]["releaseDigest"].as_str().unwrap().to_string();
+    let v1 = run_in(ex.path(), &["digest", "llm-scratch/v1/release.yaml", "--format", "json"], &[]).json()["steps"][0]
+        ["data"]["releaseDigest"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let v2 = run_in(ex.path(), &["digest", "llm-scratch/v2/release.yaml", "--format", "json"], &[]).json()["steps"][0]
+        ["data"]["releaseDigest"]
+        .as_str()
+        .unwrap()
+        .to_string();
     let old_src = "file:../../store/llm-scratch/v1/";
     let new_src = "file:../../store/llm-scratch/v2/";
     let pods = vec![
@@ -1361,7 +1593,8 @@ fn audit_serving_evicted_old_pod_is_history_not_drift() {
     let v = out.json();
     let serving = serving_steps(&v);
     assert_eq!(serving[0]["verdict"], "pass", "{v:#}");
-    let notes: Vec<&Value> = serving[0]["diagnostics"].as_array().unwrap().iter().filter(|d| d["code"] == "BG507").collect();
+    let notes: Vec<&Value> =
+        serving[0]["diagnostics"].as_array().unwrap().iter().filter(|d| d["code"] == "BG507").collect();
     assert_eq!(notes.len(), 1, "{v:#}");
     assert!(all_text(notes[0]).contains(OLD_POD) && all_text(notes[0]).contains("terminating"), "{v:#}");
     cluster.assert_read_only();
@@ -1372,7 +1605,8 @@ fn audit_serving_evicted_old_pod_is_history_not_drift() {
     let v = out.json();
     assert_eq!(serving_steps(&v)[0]["verdict"], "fail", "{v:#}");
     // Its only pod on a node that stopped reporting: cannot tell, never a drift FAIL.
-    let (out, _c) = serving_audit(&ex, vec![pod(PodSpec { phase: "Unknown", ..PodSpec::ready(NEW_POD, &v2, new_src) })], &v2);
+    let (out, _c) =
+        serving_audit(&ex, vec![pod(PodSpec { phase: "Unknown", ..PodSpec::ready(NEW_POD, &v2, new_src) })], &v2);
     assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
     let v = out.json();
     assert_eq!(serving_steps(&v)[0]["verdict"], "inconclusive", "{v:#}");
@@ -1402,7 +1636,11 @@ fn write_pipeline(dir: &Path, steps: &str) -> PathBuf {
 fn pipeline_watch_passes_and_revert_has_nothing_to_do() {
     let ws = Workspace::new();
     let d = ws.digest.clone();
-    let frames = vec![Frame { at_ms: 0, app: Some(synced(&ws)), objects: objects(&d, done_deployment(), vec![pod(PodSpec::ready(NEW_POD, &d, V2_URI))], vec![]) }];
+    let frames = vec![Frame {
+        at_ms: 0,
+        app: Some(synced(&ws)),
+        objects: objects(&d, done_deployment(), vec![pod(PodSpec::ready(NEW_POD, &d, V2_URI))], vec![]),
+    }];
     let cluster = standin::Cluster::start(frames, ws.path());
     let model = ModelService::start(identity_ok(&d));
     let tmp = tempfile::tempdir().unwrap();
@@ -1435,9 +1673,16 @@ fn pipeline_watch_passes_and_revert_has_nothing_to_do() {
 fn pipeline_watch_without_a_cluster_is_never_pass_and_never_reverts() {
     let ws = Workspace::new();
     let tmp = tempfile::tempdir().unwrap();
-    let p = write_pipeline(tmp.path(), "    - name: watch\n      required: true\n      with: {timeout: 2s}\n    - name: revert\n");
+    let p = write_pipeline(
+        tmp.path(),
+        "    - name: watch\n      required: true\n      with: {timeout: 2s}\n    - name: revert\n",
+    );
     let kc = plain_kubeconfig(tmp.path(), 9);
-    let out = run_in(ws.path(), &["run", p.to_str().unwrap(), "--bundle", "release.yaml", "--format", "json"], &[("KUBECONFIG", kc.to_str().unwrap()), ("BUNDLEGATE_WATCH_POLL", "150ms")]);
+    let out = run_in(
+        ws.path(),
+        &["run", p.to_str().unwrap(), "--bundle", "release.yaml", "--format", "json"],
+        &[("KUBECONFIG", kc.to_str().unwrap()), ("BUNDLEGATE_WATCH_POLL", "150ms")],
+    );
     assert_ne!(out.code, 0, "{}", out.stdout);
     let v = out.json();
     assert_ne!(v["verdict"], "pass");
@@ -1459,7 +1704,11 @@ fn pipeline_post_merge_reverts_a_crashlooping_release_with_the_run_as_evidence()
     );
     let env = watch_env(&gh, &cluster);
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-    let out = run_in(&w, &["run", p.to_str().unwrap(), "--bundle", "llm-scratch/v2/release.yaml", "--head", &sha, "--format", "json"], &env);
+    let out = run_in(
+        &w,
+        &["run", p.to_str().unwrap(), "--bundle", "llm-scratch/v2/release.yaml", "--head", &sha, "--format", "json"],
+        &env,
+    );
     assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
     let v = out.json();
     assert_eq!(step(&v, "verify")["verdict"], "pass");
@@ -1477,7 +1726,11 @@ fn serving_audit(ex: &crate::support::Example, pods: Vec<Value>, digest: &str) -
     let frames = vec![Frame { at_ms: 0, app: None, objects: objects(digest, done_deployment(), pods, vec![]) }];
     let cluster = standin::Cluster::start(frames, ex.path());
     let kc = cluster.kubeconfig.to_string_lossy().to_string();
-    let out = run_in(ex.path(), &["audit", "llm-scratch", "--serving", "--cache", "c.json", "--format", "json"], &[("KUBECONFIG", &kc)]);
+    let out = run_in(
+        ex.path(),
+        &["audit", "llm-scratch", "--serving", "--cache", "c.json", "--format", "json"],
+        &[("KUBECONFIG", &kc)],
+    );
     (out, cluster)
 }
 
@@ -1488,8 +1741,13 @@ fn serving_steps(v: &Value) -> Vec<Value> {
 #[test]
 fn audit_serving_passes_when_the_cluster_runs_the_current_bundle() {
     let ex = crate::support::Example::new();
-    let v2 = run_in(ex.path(), &["digest", "llm-scratch/v2/release.yaml", "--format", "json"], &[]).json()["steps"][0]["data"]["releaseDigest"].as_str().unwrap().to_string();
-    let (out, cluster) = serving_audit(&ex, vec![pod(PodSpec::ready(NEW_POD, &v2, "file:../../store/llm-scratch/v2/"))], &v2);
+    let v2 = run_in(ex.path(), &["digest", "llm-scratch/v2/release.yaml", "--format", "json"], &[]).json()["steps"][0]
+        ["data"]["releaseDigest"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let (out, cluster) =
+        serving_audit(&ex, vec![pod(PodSpec::ready(NEW_POD, &v2, "file:../../store/llm-scratch/v2/"))], &v2);
     assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
     let v = out.json();
     let serving = serving_steps(&v);
@@ -1503,8 +1761,13 @@ fn audit_serving_passes_when_the_cluster_runs_the_current_bundle() {
 #[test]
 fn audit_serving_reports_drift_when_the_cluster_still_runs_the_old_release() {
     let ex = crate::support::Example::new();
-    let v1 = run_in(ex.path(), &["digest", "llm-scratch/v1/release.yaml", "--format", "json"], &[]).json()["steps"][0]["data"]["releaseDigest"].as_str().unwrap().to_string();
-    let (out, cluster) = serving_audit(&ex, vec![pod(PodSpec::ready(OLD_POD, &v1, "file:../../store/llm-scratch/v1/"))], &v1);
+    let v1 = run_in(ex.path(), &["digest", "llm-scratch/v1/release.yaml", "--format", "json"], &[]).json()["steps"][0]
+        ["data"]["releaseDigest"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let (out, cluster) =
+        serving_audit(&ex, vec![pod(PodSpec::ready(OLD_POD, &v1, "file:../../store/llm-scratch/v1/"))], &v1);
     assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
     let v = out.json();
     let serving = serving_steps(&v);
@@ -1515,7 +1778,8 @@ fn audit_serving_reports_drift_when_the_cluster_still_runs_the_old_release() {
 
     // Two bundles that do not know each other: which is current is unknown, never guessed.
     edit_yaml_drop_rollback(&ex.v2());
-    let (out, _c) = serving_audit(&ex, vec![pod(PodSpec::ready(OLD_POD, &v1, "file:../../store/llm-scratch/v1/"))], &v1);
+    let (out, _c) =
+        serving_audit(&ex, vec![pod(PodSpec::ready(OLD_POD, &v1, "file:../../store/llm-scratch/v1/"))], &v1);
     let v = out.json();
     let serving = serving_steps(&v);
     assert_eq!(serving[0]["verdict"], "inconclusive", "{v:#}");
@@ -1542,7 +1806,11 @@ fn watch_pod_held_back_by_its_verifier_fails_bg530_naming_the_file() {
         "state": {"waiting": {"reason": "CrashLoopBackOff", "message": "back-off 40s restarting failed container=bundlegate-verify"}},
         "lastState": {"terminated": {"exitCode": 1, "reason": "Error", "message": msg, "startedAt": "2026-01-01T10:05:10Z", "finishedAt": "2026-01-01T10:05:12Z"}}
     }));
-    let frames = vec![Frame { at_ms: 0, app: Some(synced(&ws)), objects: objects(&d, green_deployment(), vec![pod(PodSpec::ready(OLD_POD, OLD, V1_URI)), held], vec![]) }];
+    let frames = vec![Frame {
+        at_ms: 0,
+        app: Some(synced(&ws)),
+        objects: objects(&d, green_deployment(), vec![pod(PodSpec::ready(OLD_POD, OLD, V1_URI)), held], vec![]),
+    }];
     let t = Instant::now();
     let (out, cluster) = run_watch(&ws, frames, &["--timeout", "60s"]);
     assert!(t.elapsed() < Duration::from_secs(30), "a proven mismatch is final: no waiting for the timeout");

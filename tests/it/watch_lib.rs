@@ -9,16 +9,16 @@ use std::sync::Arc;
 
 use bundlegate::adapters::env::{EnvSnapshot, Secret};
 use bundlegate::app::ctx::Ctx;
-use bundlegate::options::{HumanDuration, RevertOptions, WatchOptions};
 use bundlegate::app::{revert, watch};
+use bundlegate::options::{HumanDuration, RevertOptions, WatchOptions};
 use bundlegate::report::{Report, Verdict};
 use chrono::{TimeZone, Utc};
 use serde_json::Value;
 
 use crate::support::kube::{Frame, StandIn};
 use crate::watch::{
-    evicted, findings, finished_with, green_deployment, merged_frames, objects, pod, pulls, step, synced, GitRemote, PodSpec, Workspace, BRANCH, NAME, NEW_POD, OLD, OLD_POD,
-    TOKEN, V1_URI, V2_URI,
+    evicted, findings, finished_with, green_deployment, merged_frames, objects, pod, pulls, step, synced, GitRemote,
+    PodSpec, Workspace, BRANCH, NAME, NEW_POD, OLD, OLD_POD, TOKEN, V1_URI, V2_URI,
 };
 
 /// A context over the stand-in: a short poll, nothing else from the environment.
@@ -49,7 +49,11 @@ fn json_of(r: &Report) -> Value {
 fn lib_watch_evicted_old_pod_is_history_and_passes() {
     let ws = Workspace::new();
     let d = ws.digest.clone();
-    let frames = vec![Frame { at_ms: 0, app: Some(synced(&ws)), objects: finished_with(&d, V2_URI, vec![evicted(OLD_POD, OLD, V1_URI)]) }];
+    let frames = vec![Frame {
+        at_ms: 0,
+        app: Some(synced(&ws)),
+        objects: finished_with(&d, V2_URI, vec![evicted(OLD_POD, OLD, V1_URI)]),
+    }];
     let (ctx, standin) = ctx_over(frames, EnvSnapshot::default());
     let r = watch::watch(&ctx, &ws.path().join("release.yaml"), &options(&ws.sha, "5s")).unwrap();
     let v = json_of(&r);
@@ -65,9 +69,17 @@ fn lib_watch_evicted_old_pod_is_history_and_passes() {
 fn lib_watch_crashloop_of_the_new_release_fails_bg501() {
     let ws = Workspace::new();
     let d = ws.digest.clone();
-    let crash = PodSpec { ready: false, restarts: 5, waiting: Some(("CrashLoopBackOff", "back-off 2m40s")), ..PodSpec::ready(NEW_POD, &d, V2_URI) };
-    let frames =
-        vec![Frame { at_ms: 0, app: Some(synced(&ws)), objects: objects(&d, green_deployment(), vec![pod(PodSpec::ready(OLD_POD, OLD, V1_URI)), pod(crash)], vec![]) }];
+    let crash = PodSpec {
+        ready: false,
+        restarts: 5,
+        waiting: Some(("CrashLoopBackOff", "back-off 2m40s")),
+        ..PodSpec::ready(NEW_POD, &d, V2_URI)
+    };
+    let frames = vec![Frame {
+        at_ms: 0,
+        app: Some(synced(&ws)),
+        objects: objects(&d, green_deployment(), vec![pod(PodSpec::ready(OLD_POD, OLD, V1_URI)), pod(crash)], vec![]),
+    }];
     let (ctx, standin) = ctx_over(frames, EnvSnapshot::default());
     let r = watch::watch(&ctx, &ws.path().join("release.yaml"), &options(&ws.sha, "1s")).unwrap();
     let v = json_of(&r);
@@ -83,7 +95,10 @@ fn lib_watch_unreachable_cluster_is_an_error_never_a_pass() {
     let ctx = Ctx::new(EnvSnapshot { watch_poll: Some("50ms".into()), ..Default::default() });
     // Every request fails before an answer, as when the API server is down.
     let refused = tower::service_fn(|_req: http::Request<kube::client::Body>| async {
-        Err::<http::Response<kube::client::Body>, _>(std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "connection refused"))
+        Err::<http::Response<kube::client::Body>, _>(std::io::Error::new(
+            std::io::ErrorKind::ConnectionRefused,
+            "connection refused",
+        ))
     });
     let client = {
         let _in_runtime = ctx.runtime().unwrap().enter();
@@ -103,7 +118,12 @@ fn lib_watch_unreachable_cluster_is_an_error_never_a_pass() {
 fn lib_revert_age_is_judged_by_the_context_clock() {
     let ws = Workspace::new();
     let failed_at = Utc.with_ymd_and_hms(2026, 1, 1, 10, 0, 0).unwrap();
-    let opts = RevertOptions { repo: ws.path().to_path_buf(), failed_at: Some(failed_at), max_age: HumanDuration::parse("1h").unwrap(), ..Default::default() };
+    let opts = RevertOptions {
+        repo: ws.path().to_path_buf(),
+        failed_at: Some(failed_at),
+        max_age: HumanDuration::parse("1h").unwrap(),
+        ..Default::default()
+    };
     let bundle = ws.path().join("release.yaml");
     let at = |now| Ctx::new(EnvSnapshot::default()).with_clock(move || now);
     // Two hours later by the injected clock: history, not an incident.
@@ -123,8 +143,18 @@ fn lib_watch_with_revert_opens_one_pr_through_the_injected_clients() {
     let gh = pulls::Pulls::start(TOKEN);
     let w = g.work();
     let (sha, frames) = merged_frames(&w, |d, src| {
-        let crash = PodSpec { ready: false, restarts: 4, waiting: Some(("CrashLoopBackOff", "back-off 2m40s")), ..PodSpec::ready(NEW_POD, d, src) };
-        objects(d, green_deployment(), vec![pod(PodSpec::ready(OLD_POD, OLD, "file:../../store/llm-scratch/v1/")), pod(crash)], vec![])
+        let crash = PodSpec {
+            ready: false,
+            restarts: 4,
+            waiting: Some(("CrashLoopBackOff", "back-off 2m40s")),
+            ..PodSpec::ready(NEW_POD, d, src)
+        };
+        objects(
+            d,
+            green_deployment(),
+            vec![pod(PodSpec::ready(OLD_POD, OLD, "file:../../store/llm-scratch/v1/")), pod(crash)],
+            vec![],
+        )
     });
     // GitHub from the snapshot, built on first use by the context.
     let env = EnvSnapshot {

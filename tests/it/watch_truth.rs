@@ -9,12 +9,12 @@
 
 use serde_json::{json, Value};
 
+use crate::support::kube::Frame;
 use crate::support::schema::k8s_errors;
 use crate::watch::{
-    application, done_deployment, findings, inference_service, objects, pod, replicaset, run_watch, step, synced, PodSpec, Workspace, NAME, NEW_POD, NS, OLD, OLD_POD,
-    V1_URI, V2_URI,
+    application, done_deployment, findings, inference_service, objects, pod, replicaset, run_watch, step, synced,
+    PodSpec, Workspace, NAME, NEW_POD, NS, OLD, OLD_POD, V1_URI, V2_URI,
 };
-use crate::support::kube::Frame;
 
 /// An EndpointSlice of the release's Service (`<name>-predictor`, as KServe
 /// names it) with these (pod, ready) endpoints.
@@ -66,7 +66,11 @@ fn watch_argo_on_a_later_commit_that_leaves_the_bundle_alone_passes() {
     // The operation was for the merge; sync.revision moved on with another model's merge.
     let mut app = synced(&ws);
     app["status"]["sync"]["revision"] = json!(later);
-    let frames = vec![Frame { at_ms: 0, app: Some(app), objects: objects(&d, done_deployment(), vec![pod(PodSpec::ready(NEW_POD, &d, V2_URI))], vec![]) }];
+    let frames = vec![Frame {
+        at_ms: 0,
+        app: Some(app),
+        objects: objects(&d, done_deployment(), vec![pod(PodSpec::ready(NEW_POD, &d, V2_URI))], vec![]),
+    }];
     let (out, cluster) = run_watch(&ws, frames, &["--timeout", "5s"]);
     let v = out.json();
     assert_eq!(out.code, 0, "{v:#}");
@@ -83,7 +87,11 @@ fn watch_superseded_by_a_later_bundle_change_is_not_checked_and_never_fails() {
     let mut app = application(&later, "Succeeded", "Healthy", "2026-01-01T10:05:01Z");
     app["status"]["operationState"]["syncResult"]["revision"] = json!(later);
     // The cluster already runs something else: it must not be judged against this release.
-    let frames = vec![Frame { at_ms: 0, app: Some(app), objects: objects(OLD, done_deployment(), vec![pod(PodSpec::ready(OLD_POD, OLD, V1_URI))], vec![]) }];
+    let frames = vec![Frame {
+        at_ms: 0,
+        app: Some(app),
+        objects: objects(OLD, done_deployment(), vec![pod(PodSpec::ready(OLD_POD, OLD, V1_URI))], vec![]),
+    }];
     let (out, cluster) = run_watch(&ws, frames, &["--timeout", "3s", "--revert"]);
     let v = out.json();
     assert_ne!(v["verdict"], "fail", "{v:#}");
@@ -101,7 +109,11 @@ fn watch_superseded_by_a_later_bundle_change_is_not_checked_and_never_fails() {
 fn watch_argo_revision_not_in_the_checkout_is_inconclusive_never_fail() {
     let ws = Workspace::new();
     let unknown = "0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f";
-    let frames = vec![Frame { at_ms: 0, app: Some(application(unknown, "Succeeded", "Healthy", "2026-01-01T10:05:01Z")), objects: vec![] }];
+    let frames = vec![Frame {
+        at_ms: 0,
+        app: Some(application(unknown, "Succeeded", "Healthy", "2026-01-01T10:05:01Z")),
+        objects: vec![],
+    }];
     let (out, _c) = run_watch(&ws, frames, &["--timeout", "1s", "--revert"]);
     let v = out.json();
     assert_eq!(out.code, 1, "{v:#}");
@@ -127,7 +139,11 @@ fn watch_source_hydrator_reports_the_merge_as_its_dry_sha_and_passes() {
     });
     let crd_errors = crate::watch::application_errors(&app);
     assert!(crd_errors.is_empty(), "{crd_errors:#?}");
-    let frames = vec![Frame { at_ms: 0, app: Some(app), objects: objects(&d, done_deployment(), vec![pod(PodSpec::ready(NEW_POD, &d, V2_URI))], vec![]) }];
+    let frames = vec![Frame {
+        at_ms: 0,
+        app: Some(app),
+        objects: objects(&d, done_deployment(), vec![pod(PodSpec::ready(NEW_POD, &d, V2_URI))], vec![]),
+    }];
     let (out, _c) = run_watch(&ws, frames, &["--timeout", "5s"]);
     let v = out.json();
     assert_eq!(out.code, 0, "{v:#}");
@@ -150,7 +166,12 @@ fn watch_pods_of_a_job_and_a_copy_with_the_apps_labels_are_not_blamed() {
     let v = out.json();
     assert_eq!(out.code, 0, "a look-alike is not another release serving: {v:#}");
     let notes = findings(&v, "rollout", "BG507");
-    assert!(notes.contains("not part of this release") && notes.contains("llm-scratch-eval-29410-abcde") && notes.contains("llm-scratch-shadow-5d9f-q2w3e"), "{notes}");
+    assert!(
+        notes.contains("not part of this release")
+            && notes.contains("llm-scratch-eval-29410-abcde")
+            && notes.contains("llm-scratch-shadow-5d9f-q2w3e"),
+        "{notes}"
+    );
     assert!(notes.contains("Job llm-scratch-eval-29410"), "the owner is named: {notes}");
     cluster.assert_read_only();
 }
@@ -163,7 +184,10 @@ fn watch_a_pod_outside_the_release_that_its_service_routes_to_is_undecided_bg506
     extra.extend(copy_pod("llm-scratch-shadow-5d9f-q2w3e"));
     let mut objs = objects(&d, done_deployment(), extra, vec![]);
     // The copy carries the Service's labels, so the Service routes to it too.
-    objs.push(endpoint_slice(&format!("{NAME}-predictor"), &[(NEW_POD, true), ("llm-scratch-shadow-5d9f-q2w3e", true)]));
+    objs.push(endpoint_slice(
+        &format!("{NAME}-predictor"),
+        &[(NEW_POD, true), ("llm-scratch-shadow-5d9f-q2w3e", true)],
+    ));
     let frames = vec![Frame { at_ms: 0, app: Some(synced(&ws)), objects: objs }];
     let (out, _c) = run_watch(&ws, frames, &["--timeout", "2s", "--revert"]);
     let v = out.json();
@@ -176,7 +200,12 @@ fn watch_a_pod_outside_the_release_that_its_service_routes_to_is_undecided_bg506
 fn watch_old_release_still_routed_by_the_service_fails_bg501() {
     let ws = Workspace::new();
     let d = ws.digest.clone();
-    let mut objs = objects(&d, done_deployment(), vec![pod(PodSpec::ready(NEW_POD, &d, V2_URI)), pod(PodSpec::ready(OLD_POD, OLD, V1_URI))], vec![]);
+    let mut objs = objects(
+        &d,
+        done_deployment(),
+        vec![pod(PodSpec::ready(NEW_POD, &d, V2_URI)), pod(PodSpec::ready(OLD_POD, OLD, V1_URI))],
+        vec![],
+    );
     objs.push(endpoint_slice(&format!("{NAME}-predictor"), &[(NEW_POD, true), (OLD_POD, true)]));
     let frames = vec![Frame { at_ms: 0, app: Some(synced(&ws)), objects: objs }];
     let (out, _c) = run_watch(&ws, frames, &["--timeout", "1s"]);
@@ -190,7 +219,12 @@ fn watch_old_release_still_routed_by_the_service_fails_bg501() {
 fn watch_old_ready_pod_the_service_no_longer_routes_is_history() {
     let ws = Workspace::new();
     let d = ws.digest.clone();
-    let mut objs = objects(&d, done_deployment(), vec![pod(PodSpec::ready(NEW_POD, &d, V2_URI)), pod(PodSpec::ready(OLD_POD, OLD, V1_URI))], vec![]);
+    let mut objs = objects(
+        &d,
+        done_deployment(),
+        vec![pod(PodSpec::ready(NEW_POD, &d, V2_URI)), pod(PodSpec::ready(OLD_POD, OLD, V1_URI))],
+        vec![],
+    );
     objs.push(endpoint_slice(&format!("{NAME}-predictor"), &[(NEW_POD, true)]));
     let frames = vec![Frame { at_ms: 0, app: Some(synced(&ws)), objects: objs }];
     let (out, _c) = run_watch(&ws, frames, &["--timeout", "2s"]);
@@ -207,8 +241,7 @@ fn watch_restart_storm_while_ready_fails_bg508_naming_the_container() {
     // killing a server that was still loading, then OOM).
     let storm = |restarts: i32| {
         let mut p = pod(PodSpec { restarts, ..PodSpec::ready(NEW_POD, &d, V2_URI) });
-        p["status"]["containerStatuses"][0]["lastState"] =
-            json!({"terminated": {"exitCode": 137, "reason": "OOMKilled", "startedAt": "2026-01-01T10:05:10Z", "finishedAt": "2026-01-01T10:06:10Z"}});
+        p["status"]["containerStatuses"][0]["lastState"] = json!({"terminated": {"exitCode": 137, "reason": "OOMKilled", "startedAt": "2026-01-01T10:05:10Z", "finishedAt": "2026-01-01T10:06:10Z"}});
         objects(&d, done_deployment(), vec![p], vec![])
     };
     let frames = vec![
@@ -221,7 +254,11 @@ fn watch_restart_storm_while_ready_fails_bg508_naming_the_container() {
     let f = findings(&v, "rollout", "BG508");
     assert!(f.contains("kserve-container") && f.contains("1 → 2") && f.contains("OOMKilled, exit 137"), "{f}");
     // The same pod, one snapshot (no window), passes: that is what the window is for.
-    let (one, _c) = run_watch(&ws, vec![Frame { at_ms: 0, app: Some(synced(&ws)), objects: storm(1) }], &["--timeout", "3s", "--stable-for", "0s"]);
+    let (one, _c) = run_watch(
+        &ws,
+        vec![Frame { at_ms: 0, app: Some(synced(&ws)), objects: storm(1) }],
+        &["--timeout", "3s", "--stable-for", "0s"],
+    );
     assert_eq!(one.code, 0, "{}", one.stdout);
 }
 
@@ -238,15 +275,46 @@ fn watch_localmodelcache_and_modelcar_sources_are_read_and_compared() {
         p["metadata"]["annotations"]["internal.serving.kserve.io/localmodel-sourceuri"] = json!(uri);
         p
     };
-    let (out, _c) = run_watch(&ws, vec![Frame { at_ms: 0, app: Some(synced(&ws)), objects: objects(&d, done_deployment(), vec![cached(V2_URI)], vec![]) }], &["--timeout", "3s"]);
+    let (out, _c) = run_watch(
+        &ws,
+        vec![Frame {
+            at_ms: 0,
+            app: Some(synced(&ws)),
+            objects: objects(&d, done_deployment(), vec![cached(V2_URI)], vec![]),
+        }],
+        &["--timeout", "3s"],
+    );
     assert_eq!(out.code, 0, "{}", out.stdout);
-    let (out, _c) = run_watch(&ws, vec![Frame { at_ms: 0, app: Some(synced(&ws)), objects: objects(&d, done_deployment(), vec![cached(V1_URI)], vec![]) }], &["--timeout", "1s"]);
+    let (out, _c) = run_watch(
+        &ws,
+        vec![Frame {
+            at_ms: 0,
+            app: Some(synced(&ws)),
+            objects: objects(&d, done_deployment(), vec![cached(V1_URI)], vec![]),
+        }],
+        &["--timeout", "1s"],
+    );
     assert_eq!(out.code, 1, "{}", out.stdout);
-    assert!(findings(&out.json(), "rollout", "BG501").contains("LocalModelCache llm-scratch-v2-cache"), "{}", out.stdout);
+    assert!(
+        findings(&out.json(), "rollout", "BG501").contains("LocalModelCache llm-scratch-v2-cache"),
+        "{}",
+        out.stdout
+    );
     // A pod whose source is wired some other way: undecided, never a failure.
     let mut unknown = cached(V2_URI);
-    unknown["metadata"]["annotations"].as_object_mut().unwrap().remove("internal.serving.kserve.io/localmodel-sourceuri");
-    let (out, _c) = run_watch(&ws, vec![Frame { at_ms: 0, app: Some(synced(&ws)), objects: objects(&d, done_deployment(), vec![unknown], vec![]) }], &["--timeout", "1s", "--revert"]);
+    unknown["metadata"]["annotations"]
+        .as_object_mut()
+        .unwrap()
+        .remove("internal.serving.kserve.io/localmodel-sourceuri");
+    let (out, _c) = run_watch(
+        &ws,
+        vec![Frame {
+            at_ms: 0,
+            app: Some(synced(&ws)),
+            objects: objects(&d, done_deployment(), vec![unknown], vec![]),
+        }],
+        &["--timeout", "1s", "--revert"],
+    );
     let v = out.json();
     assert_eq!(step(&v, "rollout")["verdict"], "inconclusive", "{v:#}");
     assert!(findings(&v, "rollout", "BG506").contains("model source cannot be read"), "{v:#}");
@@ -255,8 +323,20 @@ fn watch_localmodelcache_and_modelcar_sources_are_read_and_compared() {
     let mut car = cached(V2_URI);
     car["metadata"]["annotations"].as_object_mut().unwrap().remove("internal.serving.kserve.io/localmodel-sourceuri");
     car["spec"]["containers"].as_array_mut().unwrap().push(json!({"name": "modelcar", "image": "registry.example.com/models/llm-scratch:v1", "args": ["sh", "-c", "ln -s /proc/$$$$/root/models /mnt/ && sleep infinity"]}));
-    let (out, _c) = run_watch(&ws, vec![Frame { at_ms: 0, app: Some(synced(&ws)), objects: objects(&d, done_deployment(), vec![car.clone()], vec![]) }], &["--timeout", "1s"]);
-    assert!(findings(&out.json(), "rollout", "BG501").contains("oci://registry.example.com/models/llm-scratch:v1"), "{}", out.stdout);
+    let (out, _c) = run_watch(
+        &ws,
+        vec![Frame {
+            at_ms: 0,
+            app: Some(synced(&ws)),
+            objects: objects(&d, done_deployment(), vec![car.clone()], vec![]),
+        }],
+        &["--timeout", "1s"],
+    );
+    assert!(
+        findings(&out.json(), "rollout", "BG501").contains("oci://registry.example.com/models/llm-scratch:v1"),
+        "{}",
+        out.stdout
+    );
     for o in [cached(V2_URI), car] {
         let errs = k8s_errors(&o);
         assert!(errs.is_empty(), "{errs:#?}");
@@ -296,9 +376,12 @@ fn serverless(new_digest: &str, new_percent: u32) -> Vec<Value> {
     let mut isvc = inference_service();
     isvc["metadata"]["annotations"]["serving.kserve.io/deploymentMode"] = json!("Serverless");
     isvc["metadata"]["uid"] = json!(format!("uid-InferenceService-{NAME}"));
-    let mut traffic = vec![json!({"revisionName": format!("{ksvc}-00002"), "percent": new_percent, "latestRevision": true})];
+    let mut traffic =
+        vec![json!({"revisionName": format!("{ksvc}-00002"), "percent": new_percent, "latestRevision": true})];
     if new_percent < 100 {
-        traffic.push(json!({"revisionName": format!("{ksvc}-00001"), "percent": 100 - new_percent, "latestRevision": false}));
+        traffic.push(
+            json!({"revisionName": format!("{ksvc}-00001"), "percent": 100 - new_percent, "latestRevision": false}),
+        );
     }
     let mut out = vec![
         isvc,
@@ -348,15 +431,26 @@ fn watch_serverless_old_revision_without_traffic_is_history_and_with_traffic_fai
     let ws = Workspace::new();
     let d = ws.digest.clone();
     // All traffic on the new revision; the old revision's pod is still Ready (scale-down grace).
-    let (out, cluster) = run_watch(&ws, vec![Frame { at_ms: 0, app: Some(synced(&ws)), objects: serverless(&d, 100) }], &["--timeout", "3s"]);
+    let (out, cluster) = run_watch(
+        &ws,
+        vec![Frame { at_ms: 0, app: Some(synced(&ws)), objects: serverless(&d, 100) }],
+        &["--timeout", "3s"],
+    );
     let v = out.json();
     assert_eq!(out.code, 0, "{v:#}");
     assert!(findings(&v, "rollout", "BG507").contains(OLD_POD), "{v:#}");
     assert!(step(&v, "rollout")["data"]["state"]["routing"].as_str().unwrap().contains("status.traffic"), "{v:#}");
     cluster.assert_read_only();
-    assert!(cluster.requests().iter().any(|(_, p)| p.starts_with("/apis/serving.knative.dev/v1/namespaces/ai-lab/revisions")));
+    assert!(cluster
+        .requests()
+        .iter()
+        .any(|(_, p)| p.starts_with("/apis/serving.knative.dev/v1/namespaces/ai-lab/revisions")));
     // 20% still routed to the old revision: the old release serves.
-    let (out, _c) = run_watch(&ws, vec![Frame { at_ms: 0, app: Some(synced(&ws)), objects: serverless(&d, 80) }], &["--timeout", "1s"]);
+    let (out, _c) = run_watch(
+        &ws,
+        vec![Frame { at_ms: 0, app: Some(synced(&ws)), objects: serverless(&d, 80) }],
+        &["--timeout", "1s"],
+    );
     let v = out.json();
     assert_eq!(out.code, 1, "{v:#}");
     assert!(findings(&v, "rollout", "BG501").contains(OLD_POD), "{v:#}");
@@ -364,7 +458,9 @@ fn watch_serverless_old_revision_without_traffic_is_history_and_with_traffic_fai
     for o in serverless(&d, 80) {
         let errs = match (o["apiVersion"].as_str().unwrap(), o["kind"].as_str().unwrap()) {
             ("serving.knative.dev/v1", "Service") => crate::support::schema::crd_errors("knative/service.yaml", &o),
-            ("serving.knative.dev/v1", "Configuration") => crate::support::schema::crd_errors("knative/configuration.yaml", &o),
+            ("serving.knative.dev/v1", "Configuration") => {
+                crate::support::schema::crd_errors("knative/configuration.yaml", &o)
+            }
             ("serving.knative.dev/v1", "Revision") => crate::support::schema::crd_errors("knative/revision.yaml", &o),
             ("serving.kserve.io/v1beta1", _) => crate::support::schema::isvc_errors(&o),
             _ => k8s_errors(&o),
@@ -395,7 +491,11 @@ fn revert_refuses_when_the_bundle_on_the_branch_is_another_release_now() {
     let v = out.json();
     let r = step(&v, "revert");
     assert_eq!(r["verdict"], "not-run", "{v:#}");
-    assert!(r["summary"].as_str().unwrap().contains("not sha256:") && r["summary"].as_str().unwrap().contains("reverting would undo the later release"), "{r}");
+    assert!(
+        r["summary"].as_str().unwrap().contains("not sha256:")
+            && r["summary"].as_str().unwrap().contains("reverting would undo the later release"),
+        "{r}"
+    );
     assert!(g.remote_branch(crate::watch::BRANCH).is_none(), "no branch pushed");
     assert!(gh.pulls().is_empty(), "no PR opened");
 }

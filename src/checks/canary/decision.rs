@@ -27,7 +27,8 @@ pub(crate) const LOAD_LATENCY_RATIO: f64 = 1.2;
 impl Trend {
     pub(crate) fn load_driven(&self) -> bool {
         let both = |a: Option<f64>, b: Option<f64>, t: f64| matches!((a, b), (Some(a), Some(b)) if a >= t && b >= t);
-        both(self.candidate_rate, self.baseline_rate, LOAD_RATE_RATIO) || both(self.candidate_latency, self.baseline_latency, LOAD_LATENCY_RATIO)
+        both(self.candidate_rate, self.baseline_rate, LOAD_RATE_RATIO)
+            || both(self.candidate_latency, self.baseline_latency, LOAD_LATENCY_RATIO)
     }
     pub(crate) fn describe(&self) -> String {
         let f = |v: Option<f64>| v.map(|v| format!("×{v:.2}")).unwrap_or_else(|| "unknown".into());
@@ -100,8 +101,18 @@ pub(crate) struct Action {
     pub watch_next: String,
 }
 
-pub(crate) fn decide(situation: Situation, shadow: bool, trend: &Trend, rollback: &RollbackTarget, more: Option<(u64, f64)>) -> Action {
-    let load_note = if trend.load_driven() { " Load rose on both versions too: after the rollback, limit admission until the queue drains." } else { "" };
+pub(crate) fn decide(
+    situation: Situation,
+    shadow: bool,
+    trend: &Trend,
+    rollback: &RollbackTarget,
+    more: Option<(u64, f64)>,
+) -> Action {
+    let load_note = if trend.load_driven() {
+        " Load rose on both versions too: after the rollback, limit admission until the queue drains."
+    } else {
+        ""
+    };
     match situation {
         Situation::Healthy => Action {
             action: "promote",
@@ -168,8 +179,14 @@ pub(crate) fn decide(situation: Situation, shadow: bool, trend: &Trend, rollback
 /// FAIL; an inconclusive or data-less gate, or no gate at all below 100 %
 /// traffic, INCONCLUSIVE; a 100 % step with no absolute limit NOT RUN
 /// (nothing could be judged there); else PASS.
-pub(crate) fn canary_verdict(diagnostics: &[Diagnostic], outcomes: &[GateOutcome], golden_error: bool, alone: bool) -> Verdict {
-    let blocking = |codes: &[Code]| diagnostics.iter().any(|d| d.severity == Severity::Error && codes.contains(&d.code));
+pub(crate) fn canary_verdict(
+    diagnostics: &[Diagnostic],
+    outcomes: &[GateOutcome],
+    golden_error: bool,
+    alone: bool,
+) -> Verdict {
+    let blocking =
+        |codes: &[Code]| diagnostics.iter().any(|d| d.severity == Severity::Error && codes.contains(&d.code));
     if golden_error {
         Verdict::Error
     } else if blocking(&[Code::GateFailed, Code::GoldenFailed]) {
@@ -206,7 +223,11 @@ pub(crate) fn gate_diagnostic(i: usize, o: &GateOutcome, window: &str, alone: bo
     };
     let field = format!("spec.canary.gates[{i}]");
     let evidence = if alone {
-        format!("candidate {} ({} samples) over {window} at 100% traffic; no concurrent baseline", fmt_value(o.kind, &o.metric, o.candidate), o.candidate_samples)
+        format!(
+            "candidate {} ({} samples) over {window} at 100% traffic; no concurrent baseline",
+            fmt_value(o.kind, &o.metric, o.candidate),
+            o.candidate_samples
+        )
     } else {
         format!(
             "candidate {} ({} samples), baseline {} ({} samples) over {window}",
@@ -236,7 +257,14 @@ pub(crate) fn gate_diagnostic(i: usize, o: &GateOutcome, window: &str, alone: bo
 /// excerpt of what it said (300 characters) and how it stopped. A `length`
 /// finish means the output hit max_tokens, which points at the release's
 /// generation config, EOS ids and stop strings.
-pub(crate) fn golden_failed(sample: &str, problems: &[String], shown: &str, finish_reason: Option<&str>, status: u16, latency_ms: u64) -> Diagnostic {
+pub(crate) fn golden_failed(
+    sample: &str,
+    problems: &[String],
+    shown: &str,
+    finish_reason: Option<&str>,
+    status: u16,
+    latency_ms: u64,
+) -> Diagnostic {
     let excerpt: String = shown.chars().take(300).collect();
     let chars = shown.chars().count();
     let mut d = Diagnostic::new(Code::GoldenFailed, format!("golden sample `{sample}`: {}", problems.join("; ")))

@@ -7,7 +7,8 @@ use serde::Serialize;
 
 use super::histogram::Histogram;
 use super::statistics::{
-    binom_test_greater, mann_whitney_binned, mann_whitney_u, mann_whitney_u_less, n_mann_whitney, n_two_proportions, proportion_test, superiority_scaled_samples, TestResult, ALPHA, POWER,
+    binom_test_greater, mann_whitney_binned, mann_whitney_u, mann_whitney_u_less, n_mann_whitney, n_two_proportions,
+    proportion_test, superiority_scaled_samples, TestResult, ALPHA, POWER,
 };
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -37,7 +38,9 @@ pub(crate) enum Side {
 impl Side {
     pub(crate) fn value(&self) -> Option<f64> {
         match self {
-            Side::Proportion { value, .. } | Side::Histogram { value, .. } | Side::Gauge { value, .. } => value.filter(|v| v.is_finite()),
+            Side::Proportion { value, .. } | Side::Histogram { value, .. } | Side::Gauge { value, .. } => {
+                value.filter(|v| v.is_finite())
+            }
         }
     }
     /// Sample count: requests, histogram observations, or gauge scrapes.
@@ -229,10 +232,11 @@ pub(crate) fn evaluate_gate(g: &GateInput) -> GateOutcome {
     if alone {
         (out.baseline, out.baseline_samples) = (None, 0);
     }
-    let missing: Vec<&str> = [(nc == 0 || vc.is_none(), "candidate"), (!alone && (nb == 0 || vb.is_none()), "baseline")]
-        .into_iter()
-        .filter_map(|(m, s)| m.then_some(s))
-        .collect();
+    let missing: Vec<&str> =
+        [(nc == 0 || vc.is_none(), "candidate"), (!alone && (nb == 0 || vb.is_none()), "baseline")]
+            .into_iter()
+            .filter_map(|(m, s)| m.then_some(s))
+            .collect();
     if !missing.is_empty() {
         out.verdict = GateVerdict::NoData;
         out.message = format!("no samples for {} over the window", missing.join(" and "));
@@ -293,9 +297,13 @@ fn comparison(a: &Arms) -> Option<TestResult> {
 /// Why no verdict can be reached on these numbers, if none can (never PASS).
 fn undecidable(a: &Arms, no_comparison: bool) -> Option<String> {
     let Arms { g, vc, nc, vb, nb, alone, .. } = *a;
-    let undecidable = if alone { matches!(g.candidate, Side::Proportion { .. }) && !proportion_ok(vc) } else { no_comparison };
+    let undecidable =
+        if alone { matches!(g.candidate, Side::Proportion { .. }) && !proportion_ok(vc) } else { no_comparison };
     if undecidable && alone {
-        return Some(format!("no test is defined on a rate of {} over {nc} requests; check the gate's query", fmt_num(vc)));
+        return Some(format!(
+            "no test is defined on a rate of {} over {nc} requests; check the gate's query",
+            fmt_num(vc)
+        ));
     }
     if undecidable {
         // Mismatched kinds, a "rate" outside [0, 1] from an overridden query,
@@ -316,7 +324,8 @@ fn limits(a: &Arms) -> (Vec<(&'static str, f64)>, Vec<String>) {
     let Arms { g, vb, hib, alone, .. } = *a;
     let mut notes = Vec::new();
     let mut limits: Vec<(&'static str, f64)> = Vec::new();
-    let (absolute, relative) = if hib { (g.min_absolute, g.min_relative_decrease) } else { (g.max_absolute, g.max_relative_increase) };
+    let (absolute, relative) =
+        if hib { (g.min_absolute, g.min_relative_decrease) } else { (g.max_absolute, g.max_relative_increase) };
     if let Some(a) = absolute {
         limits.push(("absolute", a));
     }
@@ -329,7 +338,10 @@ fn limits(a: &Arms) -> (Vec<(&'static str, f64)>, Vec<String>) {
         if vb > 0.0 {
             limits.push(("relative", if hib { vb * (1.0 - r) } else { vb * (1.0 + r) }));
         } else {
-            notes.push(format!("baseline is 0, so {} {r} cannot be applied", if hib { "minRelativeDecrease" } else { "maxRelativeIncrease" }));
+            notes.push(format!(
+                "baseline is 0, so {} {r} cannot be applied",
+                if hib { "minRelativeDecrease" } else { "maxRelativeIncrease" }
+            ));
         }
     }
     (limits, notes)
@@ -348,7 +360,8 @@ fn limit_check(a: &Arms, kind: &'static str, limit: f64, comparison: Option<Test
         (_, Side::Histogram { hist, .. }) => {
             let below = hist.cdf(limit).clamp(0.0, 1.0);
             let (k, p) = if hib { (below, g.quantile) } else { (1.0 - below, 1.0 - g.quantile) };
-            binom_test_greater((k * nc as f64).round() as u64, nc, p).map(|t| TestResult { method: "quantile (binomial)", ..t })
+            binom_test_greater((k * nc as f64).round() as u64, nc, p)
+                .map(|t| TestResult { method: "quantile (binomial)", ..t })
         }
         // Throughput's window mean is an estimate: sign test, H1: the
         // median sample is below the floor.
@@ -368,7 +381,11 @@ fn limit_check(a: &Arms, kind: &'static str, limit: f64, comparison: Option<Test
 /// `None`, with a note saying why, when no sample size can.
 fn samples_to_detect(a: &Arms, limits: &[(&'static str, f64)], notes: &mut Vec<String>) -> Option<u64> {
     let Arms { vb, hib, alone, reference, g, .. } = *a;
-    let effective = if hib { limits.iter().map(|l| l.1).fold(f64::NEG_INFINITY, f64::max) } else { limits.iter().map(|l| l.1).fold(f64::INFINITY, f64::min) };
+    let effective = if hib {
+        limits.iter().map(|l| l.1).fold(f64::NEG_INFINITY, f64::max)
+    } else {
+        limits.iter().map(|l| l.1).fold(f64::INFINITY, f64::min)
+    };
     let detect = if !effective.is_finite() {
         notes.push("no limit applies, so there is no effect to detect".into());
         None
@@ -387,8 +404,12 @@ fn samples_to_detect(a: &Arms, limits: &[(&'static str, f64)], notes: &mut Vec<S
         match (reference, g.kind) {
             (_, MetricKind::Proportion) if hib => n_two_proportions(1.0 - vb, 1.0 - effective, ALPHA, POWER),
             (_, MetricKind::Proportion) => n_two_proportions(vb, effective, ALPHA, POWER),
-            (Side::Histogram { hist, .. }, _) => n_mann_whitney(sup(hist.superiority_scaled(effective / vb)), ALPHA, POWER),
-            (Side::Gauge { samples, .. }, _) => n_mann_whitney(sup(superiority_scaled_samples(samples, effective / vb)), ALPHA, POWER),
+            (Side::Histogram { hist, .. }, _) => {
+                n_mann_whitney(sup(hist.superiority_scaled(effective / vb)), ALPHA, POWER)
+            }
+            (Side::Gauge { samples, .. }, _) => {
+                n_mann_whitney(sup(superiority_scaled_samples(samples, effective / vb)), ALPHA, POWER)
+            }
             _ => None,
         }
     };

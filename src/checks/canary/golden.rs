@@ -106,9 +106,20 @@ mod tests {
             r#"{"name": "j", "api": "openai-chat", "request": {}, "expect": {"json": true, "finishReason": "stop", "minChars": 2, "maxLatencyMs": 100}}"#,
         )
         .unwrap();
-        let ok = GoldenAnswer { status: 200, latency_ms: 5, content: Some("{\"ok\": true}".into()), finish_reason: Some("stop".into()), raw: None };
+        let ok = GoldenAnswer {
+            status: 200,
+            latency_ms: 5,
+            content: Some("{\"ok\": true}".into()),
+            finish_reason: Some("stop".into()),
+            raw: None,
+        };
         assert!(golden_problems(&s, &ok).is_empty());
-        let cut = GoldenAnswer { content: Some("{\"ok\": tr".into()), finish_reason: Some("length".into()), latency_ms: 150, ..ok };
+        let cut = GoldenAnswer {
+            content: Some("{\"ok\": tr".into()),
+            finish_reason: Some("length".into()),
+            latency_ms: 150,
+            ..ok
+        };
         let p = golden_problems(&s, &cut);
         assert_eq!(p.len(), 3, "{p:?}");
         assert!(p[0].contains("not valid JSON") && p[1].contains("`length`") && p[2].contains("150 ms"));

@@ -72,7 +72,8 @@ impl Histogram {
         if self.bounds[i].is_infinite() {
             return Some(self.bounds[self.bounds.len() - 2]);
         }
-        let (lo, below) = if i == 0 { (0.0f64.min(self.bounds[0]), 0.0) } else { (self.bounds[i - 1], self.cumulative[i - 1]) };
+        let (lo, below) =
+            if i == 0 { (0.0f64.min(self.bounds[0]), 0.0) } else { (self.bounds[i - 1], self.cumulative[i - 1]) };
         let in_bucket = self.cumulative[i] - below;
         if in_bucket <= 0.0 {
             return Some(self.bounds[i]);

@@ -75,7 +75,11 @@ fn histogram(bucket: &str, extra: &str, q: f64, ms: bool) -> Template {
 /// Two naming generations of one histogram: the newer wins where both exist
 /// (vLLM exports both for a while), the older answers on older releases.
 fn histogram_either(new: &str, old: &str, q: f64) -> Template {
-    let value = format!("histogram_quantile({q}, sum by (le) (rate({}{W})) or sum by (le) (rate({}{W})))", sel(new, ""), sel(old, ""));
+    let value = format!(
+        "histogram_quantile({q}, sum by (le) (rate({}{W})) or sum by (le) (rate({}{W})))",
+        sel(new, ""),
+        sel(old, "")
+    );
     Template { value, samples: format!("{} or {}", buckets(new, ""), buckets(old, "")), ..histogram(new, "", q, false) }
 }
 
@@ -86,9 +90,14 @@ fn histogram_either(new: &str, old: &str, q: f64) -> Template {
 /// bucket layouts.
 fn knative_latency(q: f64) -> Template {
     let new_buckets = buckets(KNATIVE_OTEL_LATENCY, "");
-    let old_buckets = format!("label_replace({}, \"{LE_SCALE_LABEL}\", \"0.001\", \"\", \"\")", buckets(KNATIVE_LATENCY, ""));
+    let old_buckets =
+        format!("label_replace({}, \"{LE_SCALE_LABEL}\", \"0.001\", \"\", \"\")", buckets(KNATIVE_LATENCY, ""));
     Template {
-        value: format!("{} or {} / 1000", quantile_of(KNATIVE_OTEL_LATENCY, "", q), quantile_of(KNATIVE_LATENCY, "", q)),
+        value: format!(
+            "{} or {} / 1000",
+            quantile_of(KNATIVE_OTEL_LATENCY, "", q),
+            quantile_of(KNATIVE_LATENCY, "", q)
+        ),
         samples: format!("{new_buckets} or ({old_buckets} unless on() {new_buckets})"),
         bound_scale: 1.0,
         ..histogram(KNATIVE_OTEL_LATENCY, "", q, false)
@@ -115,7 +124,17 @@ fn proportion(events: String, requests: String) -> Template {
 }
 
 fn gauge(value: String, samples: String, scale: f64, unit: &'static str) -> Template {
-    Template { kind: MetricKind::Gauge, quantile: 0.0, value, samples, scale, bound_scale: 1.0, higher_is_better: false, requests: None, unit }
+    Template {
+        kind: MetricKind::Gauge,
+        quantile: 0.0,
+        value,
+        samples,
+        scale,
+        bound_scale: 1.0,
+        higher_is_better: false,
+        requests: None,
+        unit,
+    }
 }
 
 /// `<prefix>p<NN>_seconds` → NN/100 for NN in 1..=99.
@@ -176,7 +195,10 @@ pub(crate) fn template(provider: MetricProvider, metric: &str) -> Option<Templat
                 // One observation per output token: a handful of long
                 // answers yields thousands of correlated samples, so
                 // minSamples counts the requests they came from.
-                return Some(Template { requests: Some(increase(VLLM_FINISHED, "")), ..histogram_either(VLLM_ITL, VLLM_TPOT, q) });
+                return Some(Template {
+                    requests: Some(increase(VLLM_FINISHED, "")),
+                    ..histogram_either(VLLM_ITL, VLLM_TPOT, q)
+                });
             }
             if let Some(q) = q("e2e_") {
                 return Some(histogram(VLLM_E2E, "", q, false));
@@ -186,7 +208,9 @@ pub(crate) fn template(provider: MetricProvider, metric: &str) -> Option<Templat
             }
             match metric {
                 // No `abort_rate`: see `unsupported_reason`.
-                "error_rate" => Some(proportion(increase(VLLM_FINISHED, ",finished_reason=\"error\""), increase(VLLM_FINISHED, ""))),
+                "error_rate" => {
+                    Some(proportion(increase(VLLM_FINISHED, ",finished_reason=\"error\""), increase(VLLM_FINISHED, "")))
+                }
                 // Per replica: each scraped vLLM process's generation rate,
                 // one sample per rule-evaluation step of the window.
                 "output_tokens_per_second" => Some(Template {
@@ -203,8 +227,16 @@ pub(crate) fn template(provider: MetricProvider, metric: &str) -> Option<Templat
                 }),
                 // 0..1 despite the name; V0 called it gpu_cache_usage_perc.
                 "kv_cache_usage_ratio" => Some(gauge(
-                    format!("max(max_over_time({}{W}) or max_over_time({}{W}))", sel("vllm:kv_cache_usage_perc", ""), sel("vllm:gpu_cache_usage_perc", "")),
-                    format!("({} or {})[{{{{window}}}}:]", sel("vllm:kv_cache_usage_perc", ""), sel("vllm:gpu_cache_usage_perc", "")),
+                    format!(
+                        "max(max_over_time({}{W}) or max_over_time({}{W}))",
+                        sel("vllm:kv_cache_usage_perc", ""),
+                        sel("vllm:gpu_cache_usage_perc", "")
+                    ),
+                    format!(
+                        "({} or {})[{{{{window}}}}:]",
+                        sel("vllm:kv_cache_usage_perc", ""),
+                        sel("vllm:gpu_cache_usage_perc", "")
+                    ),
                     1.0,
                     "ratio",
                 )),
@@ -224,7 +256,11 @@ pub(crate) fn template(provider: MetricProvider, metric: &str) -> Option<Templat
             }
             (metric == "error_rate").then(|| {
                 proportion(
-                    format!("{} or {}", increase(KNATIVE_OTEL_COUNT, ",http_response_status_code=~\"5..\""), increase(KNATIVE_COUNT, ",response_code_class=\"5xx\"")),
+                    format!(
+                        "{} or {}",
+                        increase(KNATIVE_OTEL_COUNT, ",http_response_status_code=~\"5..\""),
+                        increase(KNATIVE_COUNT, ",response_code_class=\"5xx\"")
+                    ),
                     format!("{} or {}", increase(KNATIVE_OTEL_COUNT, ""), increase(KNATIVE_COUNT, "")),
                 )
             })
@@ -234,8 +270,12 @@ pub(crate) fn template(provider: MetricProvider, metric: &str) -> Option<Templat
             if let Some(q) = q {
                 return Some(histogram(ISTIO_LATENCY, ISTIO_DEST, q, true));
             }
-            (metric == "error_rate")
-                .then(|| proportion(increase(ISTIO_COUNT, &format!("{ISTIO_DEST},response_code=~\"5..\"")), increase(ISTIO_COUNT, ISTIO_DEST)))
+            (metric == "error_rate").then(|| {
+                proportion(
+                    increase(ISTIO_COUNT, &format!("{ISTIO_DEST},response_code=~\"5..\"")),
+                    increase(ISTIO_COUNT, ISTIO_DEST),
+                )
+            })
         }
         MetricProvider::Dcgm => dcgm(metric),
     }
@@ -256,7 +296,10 @@ fn bundlegate(metric: &str) -> Option<Template> {
     match metric {
         "error_rate" => {
             let requests = increase(REQUESTS, "");
-            Some(Template { value: format!("{} / {requests}", increase(REQUESTS, ",code=~\"5..\"")), ..proportion(String::new(), requests) })
+            Some(Template {
+                value: format!("{} / {requests}", increase(REQUESTS, ",code=~\"5..\"")),
+                ..proportion(String::new(), requests)
+            })
         }
         "gpu_memory_bytes" => dcgm(metric),
         // A stack-specific name under the default provider is a mistake
@@ -273,7 +316,13 @@ fn bundlegate(metric: &str) -> Option<Template> {
 }
 
 /// Every provider, in documentation order.
-pub(crate) const PROVIDERS: [MetricProvider; 5] = [MetricProvider::Bundlegate, MetricProvider::Vllm, MetricProvider::Kserve, MetricProvider::Istio, MetricProvider::Dcgm];
+pub(crate) const PROVIDERS: [MetricProvider; 5] = [
+    MetricProvider::Bundlegate,
+    MetricProvider::Vllm,
+    MetricProvider::Kserve,
+    MetricProvider::Istio,
+    MetricProvider::Dcgm,
+];
 
 pub(crate) fn name(p: MetricProvider) -> &'static str {
     match p {
@@ -343,23 +392,40 @@ pub(crate) fn lint_plan(plan: &crate::bundle::Canary) -> Vec<(crate::diag::Code,
         let Some(t) = template(p, &g.metric) else {
             let reason = unsupported_reason(p, &g.metric).map(|r| format!(": {r}")).unwrap_or_default();
             let hint = match other_provider(&g.metric) {
-                Some(o) => format!("{reason}; `{}` has it: set `provider: {}` on the gate or the plan", name(o), name(o)),
+                Some(o) => {
+                    format!("{reason}; `{}` has it: set `provider: {}` on the gate or the plan", name(o), name(o))
+                }
                 None => format!("{reason}; `{}` computes {}", name(p), gate_names(p).join(", ")),
             };
-            out.push((Code::GateUnsupported, format!("{field}.metric"), format!("gate `{}`: provider `{}` exports nothing that computes it{hint}", g.metric, name(p))));
+            out.push((
+                Code::GateUnsupported,
+                format!("{field}.metric"),
+                format!("gate `{}`: provider `{}` exports nothing that computes it{hint}", g.metric, name(p)),
+            ));
             continue;
         };
-        let (max_set, min_set) = (g.max_absolute.is_some() || g.max_relative_increase.is_some(), g.min_absolute.is_some() || g.min_relative_decrease.is_some());
+        let (max_set, min_set) = (
+            g.max_absolute.is_some() || g.max_relative_increase.is_some(),
+            g.min_absolute.is_some() || g.min_relative_decrease.is_some(),
+        );
         if t.higher_is_better && (max_set || !min_set) {
             out.push((Code::GateDirection, field.clone(), format!("gate `{}` is higher-is-better: limit it with minAbsolute / minRelativeDecrease, not maxAbsolute / maxRelativeIncrease", g.metric)));
         } else if !t.higher_is_better && min_set {
             out.push((Code::GateDirection, field.clone(), format!("gate `{}` is lower-is-better: minAbsolute / minRelativeDecrease never trigger on it; use maxAbsolute / maxRelativeIncrease", g.metric)));
         }
         if let Some(r) = g.min_relative_decrease.filter(|r| !(r.is_finite() && *r > 0.0 && *r < 1.0)) {
-            out.push((Code::GateDirection, format!("{field}.minRelativeDecrease"), format!("gate `{}`: minRelativeDecrease {r} must be a fraction in (0, 1)", g.metric)));
+            out.push((
+                Code::GateDirection,
+                format!("{field}.minRelativeDecrease"),
+                format!("gate `{}`: minRelativeDecrease {r} must be a fraction in (0, 1)", g.metric),
+            ));
         }
         if let Some(a) = g.min_absolute.filter(|a| !a.is_finite()) {
-            out.push((Code::GateDirection, format!("{field}.minAbsolute"), format!("gate `{}`: minAbsolute {a} is not a finite number", g.metric)));
+            out.push((
+                Code::GateDirection,
+                format!("{field}.minAbsolute"),
+                format!("gate `{}`: minAbsolute {a} is not a finite number", g.metric),
+            ));
         }
     }
     if plan.steps.last() == Some(&100) && !plan.gates.iter().any(has_absolute_limit) {
@@ -381,7 +447,9 @@ pub(crate) fn has_absolute_limit(g: &crate::bundle::Gate) -> bool {
 /// The documented gate names of a provider (for messages and docs).
 pub(crate) fn gate_names(p: MetricProvider) -> &'static [&'static str] {
     match p {
-        MetricProvider::Bundlegate => &["error_rate", "p50/p90/p95/p99_latency_seconds", "gpu_memory_bytes", "any quality failure rate"],
+        MetricProvider::Bundlegate => {
+            &["error_rate", "p50/p90/p95/p99_latency_seconds", "gpu_memory_bytes", "any quality failure rate"]
+        }
         MetricProvider::Vllm => &[
             "ttft_pNN_seconds",
             "itl_pNN_seconds",
@@ -405,11 +473,22 @@ mod tests {
     fn queries_carry_the_placeholders_and_units() {
         let t = template(MetricProvider::Vllm, "ttft_p95_seconds").unwrap();
         assert_eq!(t.value, "histogram_quantile(0.95, sum by (le) (rate(vllm:time_to_first_token_seconds_bucket{{{selector}}}[{{window}}])))");
-        assert_eq!(t.samples, "sum by (le) (increase(vllm:time_to_first_token_seconds_bucket{{{selector}}}[{{window}}]))");
+        assert_eq!(
+            t.samples,
+            "sum by (le) (increase(vllm:time_to_first_token_seconds_bucket{{{selector}}}[{{window}}]))"
+        );
         let itl = template(MetricProvider::Vllm, "itl_p95_seconds").unwrap();
-        assert!(itl.samples.contains("vllm:inter_token_latency_seconds_bucket") && itl.samples.contains(" or ") && itl.samples.contains("time_per_output_token"));
+        assert!(
+            itl.samples.contains("vllm:inter_token_latency_seconds_bucket")
+                && itl.samples.contains(" or ")
+                && itl.samples.contains("time_per_output_token")
+        );
         let istio = template(MetricProvider::Istio, "p95_latency_seconds").unwrap();
-        assert!(istio.value.ends_with(" / 1000") && istio.bound_scale == 0.001 && istio.samples.contains("reporter=\"destination\""));
+        assert!(
+            istio.value.ends_with(" / 1000")
+                && istio.bound_scale == 0.001
+                && istio.samples.contains("reporter=\"destination\"")
+        );
         let tps = template(MetricProvider::Vllm, "output_tokens_per_second").unwrap();
         assert!(tps.higher_is_better && tps.requests.is_some());
         assert_eq!(template(MetricProvider::Dcgm, "gpu_memory_bytes").unwrap().scale, 1_048_576.0);
@@ -432,22 +511,51 @@ mod tests {
         // vLLM declares an abort series it never increments for client aborts.
         assert!(template(MetricProvider::Vllm, "abort_rate").is_none());
         assert!(unsupported_reason(MetricProvider::Vllm, "abort_rate").unwrap().contains("vllm-project/vllm#31503"));
-        assert_eq!(traffic(MetricProvider::Vllm).unwrap().0, template(MetricProvider::Vllm, "error_rate").unwrap().samples);
+        assert_eq!(
+            traffic(MetricProvider::Vllm).unwrap().0,
+            template(MetricProvider::Vllm, "error_rate").unwrap().samples
+        );
     }
 
     #[test]
     fn knative_reads_both_naming_generations_in_their_own_units() {
         let e = template(MetricProvider::Kserve, "error_rate").unwrap();
-        assert!(e.samples.starts_with("sum(increase(kn_serving_invocation_duration_seconds_count{{{selector}}}[{{window}}])) or "), "{}", e.samples);
-        assert!(e.samples.ends_with("sum(increase(revision_app_request_count{{{selector}}}[{{window}}]))"), "{}", e.samples);
+        assert!(
+            e.samples.starts_with(
+                "sum(increase(kn_serving_invocation_duration_seconds_count{{{selector}}}[{{window}}])) or "
+            ),
+            "{}",
+            e.samples
+        );
+        assert!(
+            e.samples.ends_with("sum(increase(revision_app_request_count{{{selector}}}[{{window}}]))"),
+            "{}",
+            e.samples
+        );
         // `/` binds tighter than `or`: the two-generation count is parenthesised.
         assert!(e.value.contains(") / (sum(increase(kn_serving"), "{}", e.value);
-        assert!(e.value.contains("http_response_status_code=~\"5..\"") && e.value.contains("response_code_class=\"5xx\""));
+        assert!(
+            e.value.contains("http_response_status_code=~\"5..\"") && e.value.contains("response_code_class=\"5xx\"")
+        );
         let l = template(MetricProvider::Kserve, "p95_latency_seconds").unwrap();
         assert_eq!(l.bound_scale, 1.0);
-        assert!(l.value.ends_with("revision_app_request_latencies_bucket{{{selector}}}[{{window}}]))) / 1000"), "{}", l.value);
-        assert!(l.value.starts_with("histogram_quantile(0.95, sum by (le) (rate(kn_serving_invocation_duration_seconds_bucket"), "{}", l.value);
+        assert!(
+            l.value.ends_with("revision_app_request_latencies_bucket{{{selector}}}[{{window}}]))) / 1000"),
+            "{}",
+            l.value
+        );
+        assert!(
+            l.value.starts_with(
+                "histogram_quantile(0.95, sum by (le) (rate(kn_serving_invocation_duration_seconds_bucket"
+            ),
+            "{}",
+            l.value
+        );
         // Milliseconds marked with their factor; only one generation per arm.
-        assert!(l.samples.contains(&format!("\"{LE_SCALE_LABEL}\", \"0.001\"")) && l.samples.contains(" unless on() "), "{}", l.samples);
+        assert!(
+            l.samples.contains(&format!("\"{LE_SCALE_LABEL}\", \"0.001\"")) && l.samples.contains(" unless on() "),
+            "{}",
+            l.samples
+        );
     }
 }

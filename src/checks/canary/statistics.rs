@@ -57,7 +57,11 @@ pub fn two_proportion_z(x1: f64, n1: f64, x2: f64, n2: f64) -> Option<TestResult
     let diff = x1 / n1 - x2 / n2;
     // Identical all-zero or all-one arms carry no evidence either way.
     if se == 0.0 || !se.is_finite() {
-        return Some(TestResult { method: "two-proportion z", statistic: 0.0, p_value: if diff > 0.0 { 0.0 } else { 1.0 } });
+        return Some(TestResult {
+            method: "two-proportion z",
+            statistic: 0.0,
+            p_value: if diff > 0.0 { 0.0 } else { 1.0 },
+        });
     }
     let z = diff / se;
     Some(TestResult { method: "two-proportion z", statistic: z, p_value: norm_sf(z) })
@@ -81,7 +85,8 @@ pub fn fisher_exact_greater(x1: u64, n1: u64, x2: u64, n2: u64) -> Option<TestRe
         // pmf(a+1)/pmf(a) for the hypergeometric distribution.
         // In f64: `total - k - n1` alone is negative whenever there are more
         // events than baseline trials (u64 would underflow); the sum is ≥ 1.
-        let r = ((k - a) as f64 * (n1 - a) as f64) / ((a + 1) as f64 * (total as f64 - k as f64 - n1 as f64 + a as f64 + 1.0));
+        let r = ((k - a) as f64 * (n1 - a) as f64)
+            / ((a + 1) as f64 * (total as f64 - k as f64 - n1 as f64 + a as f64 + 1.0));
         term *= r;
         sum += term;
         a += 1;
@@ -102,7 +107,9 @@ pub(crate) fn proportion_test(x1: u64, n1: u64, x2: u64, n2: u64) -> Option<Test
     let n = (n1 + n2) as f64;
     let events = (x1 + x2) as f64;
     let min_expected =
-        [n1 as f64 * events / n, n1 as f64 * (n - events) / n, n2 as f64 * events / n, n2 as f64 * (n - events) / n].into_iter().fold(f64::INFINITY, f64::min);
+        [n1 as f64 * events / n, n1 as f64 * (n - events) / n, n2 as f64 * events / n, n2 as f64 * (n - events) / n]
+            .into_iter()
+            .fold(f64::INFINITY, f64::min);
     if min_expected < 5.0 {
         fisher_exact_greater(x1, n1, x2, n2)
     } else {
@@ -226,7 +233,14 @@ pub fn mann_whitney_binned(cx: &[f64], cy: &[f64]) -> Option<TestResult> {
 /// detect (p1 <= p0) or the rates are outside (0, 1).
 pub(crate) fn n_two_proportions(p0: f64, p1: f64, alpha: f64, power: f64) -> Option<u64> {
     // NaN rates fail every comparison, so they land here too.
-    if p1.is_nan() || p0.is_nan() || p1 <= p0 || p0 < 0.0 || p1 >= 1.0 || !(alpha > 0.0 && alpha < 1.0) || !(power > 0.0 && power < 1.0) {
+    if p1.is_nan()
+        || p0.is_nan()
+        || p1 <= p0
+        || p0 < 0.0
+        || p1 >= 1.0
+        || !(alpha > 0.0 && alpha < 1.0)
+        || !(power > 0.0 && power < 1.0)
+    {
         return None;
     }
     let za = norm_ppf(1.0 - alpha);

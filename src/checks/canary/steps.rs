@@ -74,7 +74,11 @@ impl SplitPoint {
     /// The candidate's share of the requests; None without traffic.
     pub(crate) fn share(&self) -> Option<f64> {
         let total = self.candidate + self.baseline;
-        (self.candidate.is_finite() && self.baseline.is_finite() && self.candidate >= 0.0 && self.baseline >= 0.0 && total > 0.0)
+        (self.candidate.is_finite()
+            && self.baseline.is_finite()
+            && self.candidate >= 0.0
+            && self.baseline >= 0.0
+            && total > 0.0)
             .then(|| self.candidate / total)
     }
 }
@@ -135,7 +139,14 @@ pub(crate) fn segments(points: &[SplitPoint], steps: &[u32]) -> Vec<Segment> {
                     seg.changed_after = true;
                 }
                 if let Some(c) = class {
-                    out.push(Segment { percent: c, first: p.t, last: p.t, points: 1, changed_before: prev.is_some(), changed_after: false });
+                    out.push(Segment {
+                        percent: c,
+                        first: p.t,
+                        last: p.t,
+                        points: 1,
+                        changed_before: prev.is_some(),
+                        changed_after: false,
+                    });
                 }
             }
         }
@@ -170,7 +181,12 @@ pub(crate) fn place(segments: &[Segment], steps: &[u32], resolution: f64, window
         let first = seg.first + if seg.changed_before { resolution } else { 0.0 };
         let last = seg.last - if seg.changed_after { resolution } else { 0.0 };
         let covered = if last >= first { last - first + resolution } else { 0.0 };
-        out[i] = Some(StepWindow { held_from: seg.first - resolution, held_to: seg.last, end: last.max(first), secs: covered.min(window_secs) });
+        out[i] = Some(StepWindow {
+            held_from: seg.first - resolution,
+            held_to: seg.last,
+            end: last.max(first),
+            secs: covered.min(window_secs),
+        });
     }
     out
 }
@@ -219,7 +235,6 @@ pub(crate) fn overall(steps: &[StepVerdict]) -> StepVerdict {
         Inconclusive
     }
 }
-
 
 /// A traffic step that could not be judged (never held while a later one
 /// was, or held too briefly): INCONCLUSIVE, never a pass.

@@ -53,7 +53,11 @@ fn mann_whitney_matches_scipy() {
     let t = mann_whitney_binned(&[3.0, 5.0, 0.0, 2.0], &[6.0, 2.0, 1.0, 0.0]).unwrap();
     close(t.statistic, 62.0, 1e-12);
     close(t.p_value, 0.07135006634920518, 1e-9);
-    let raw = mann_whitney_u(&[0.0, 0.0, 0.0, 1.0, 1.0, 1.0, 1.0, 1.0, 3.0, 3.0], &[0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 1.0, 2.0]).unwrap();
+    let raw = mann_whitney_u(
+        &[0.0, 0.0, 0.0, 1.0, 1.0, 1.0, 1.0, 1.0, 3.0, 3.0],
+        &[0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 1.0, 2.0],
+    )
+    .unwrap();
     close(raw.p_value, t.p_value, 1e-12);
 }
 
@@ -206,7 +210,12 @@ fn latency_gate_uses_mann_whitney_and_quantile() {
 #[test]
 fn decision_card() {
     let fail = evaluate_gate(&error_gate(prop(0.08, 5000.0), prop(0.01, 5000.0)));
-    let steady = Trend { candidate_rate: Some(1.0), baseline_rate: Some(1.0), candidate_latency: Some(1.0), baseline_latency: Some(1.0) };
+    let steady = Trend {
+        candidate_rate: Some(1.0),
+        baseline_rate: Some(1.0),
+        candidate_latency: Some(1.0),
+        baseline_latency: Some(1.0),
+    };
     assert_eq!(classify(std::slice::from_ref(&fail), 0, &steady), Situation::VersionRegression);
     let ok = RollbackTarget::Verified {
         path: "../v1/release.yaml".into(),
@@ -215,7 +224,8 @@ fn decision_card() {
         evidence: "5/5 artifacts OK".into(),
     };
     assert_eq!(decide(Situation::VersionRegression, false, &steady, &ok, None).action, "rollback");
-    let bad = RollbackTarget::Unusable { path: Some("../v1/release.yaml".into()), reason: "tokenizer.json missing".into() };
+    let bad =
+        RollbackTarget::Unusable { path: Some("../v1/release.yaml".into()), reason: "tokenizer.json missing".into() };
     let a = decide(Situation::VersionRegression, false, &steady, &bad, None);
     assert_eq!(a.action, "degrade");
     assert!(a.precondition.contains("tokenizer.json missing"));
@@ -225,7 +235,12 @@ fn decision_card() {
     let mut both = evaluate_gate(&error_gate(prop(0.03, 50_000.0), prop(0.03, 50_000.0)));
     assert_eq!(both.verdict, GateVerdict::Fail);
     assert!(!both.version_tied());
-    let load = Trend { candidate_rate: Some(2.0), baseline_rate: Some(2.0), candidate_latency: Some(3.0), baseline_latency: Some(3.0) };
+    let load = Trend {
+        candidate_rate: Some(2.0),
+        baseline_rate: Some(2.0),
+        candidate_latency: Some(3.0),
+        baseline_latency: Some(3.0),
+    };
     assert_eq!(classify(std::slice::from_ref(&both), 0, &load), Situation::LoadDriven);
     assert_eq!(decide(Situation::LoadDriven, false, &load, &RollbackTarget::NotChecked, None).action, "throttle");
     assert_eq!(classify(std::slice::from_ref(&both), 0, &steady), Situation::Unattributed);
@@ -356,7 +371,11 @@ fn at_full_traffic_only_absolute_limits_judge_the_candidate_alone() {
     let o = evaluate_gate(&alone(prop(0.01, 5000.0)));
     assert_eq!(o.verdict, GateVerdict::Pass, "{o:?}");
     assert!(o.baseline.is_none() && o.baseline_samples == 0 && o.comparison.is_none());
-    assert_eq!(o.checks.iter().map(|c| c.kind).collect::<Vec<_>>(), vec!["absolute"], "the relative limit needs a baseline");
+    assert_eq!(
+        o.checks.iter().map(|c| c.kind).collect::<Vec<_>>(),
+        vec!["absolute"],
+        "the relative limit needs a baseline"
+    );
     assert!(o.message.contains("no concurrent baseline"), "{}", o.message);
     // Needed from the candidate's own rate: 1% → 2%, as with a 1% baseline.
     assert_eq!(o.needed, n_two_proportions(0.01, 0.02, ALPHA, POWER));
@@ -368,7 +387,11 @@ fn at_full_traffic_only_absolute_limits_judge_the_candidate_alone() {
     // Thin: INCONCLUSIVE, the hint counting the candidate only.
     let o = evaluate_gate(&alone(prop(0.0, 50.0)));
     assert_eq!(o.verdict, GateVerdict::Inconclusive, "{o:?}");
-    assert!(o.message.contains("(50 candidate samples)") && o.message.contains("more candidate samples"), "{}", o.message);
+    assert!(
+        o.message.contains("(50 candidate samples)") && o.message.contains("more candidate samples"),
+        "{}",
+        o.message
+    );
     // Nothing from the candidate: NO DATA; the missing baseline is not.
     let o = evaluate_gate(&alone(empty.clone()));
     assert_eq!(o.verdict, GateVerdict::NoData);
@@ -414,4 +437,3 @@ fn bad_proportions_from_an_override_are_undecided_not_a_panic() {
     g.candidate = Side::Gauge { value: Some(100.0), samples: vec![] };
     assert_eq!(evaluate_gate(&g).verdict, GateVerdict::NoData);
 }
-

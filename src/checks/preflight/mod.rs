@@ -11,9 +11,9 @@
 //! ResourceQuota, volumes, PodDisruptionBudgets, probes, then what could not be
 //! read. `quantity` and `state` hold the numbers and the plain data they share.
 
-pub mod quantity;
 mod pdb;
 mod probes;
+pub mod quantity;
 mod quota;
 mod report;
 mod scheduling;
@@ -30,7 +30,10 @@ use crate::report::{Diagnostic, Table};
 pub use probes::SCHEDULING_ALLOWANCE_SECONDS;
 pub use quantity::bundle_quantity_diagnostics;
 pub use scheduling::tolerates;
-pub use state::{ClusterState, ContainerResources, LabelSelector, Node, Pdb, Pod, Pv, Pvc, Quantities, Quota, Requirement, SelectorTerm, Taint};
+pub use state::{
+    ClusterState, ContainerResources, LabelSelector, Node, Pdb, Pod, Pv, Pvc, Quantities, Quota, Requirement,
+    SelectorTerm, Taint,
+};
 pub use surge::{resolve_rollout, scaled, surge_plan, SurgePlan};
 
 use quantity::{pod_res, Res, Which};
@@ -93,7 +96,8 @@ fn pct(p: &IntOrPercent) -> String {
 pub(crate) fn preflight(l: &Loaded, st: &ClusterState) -> Result<Outcome, String> {
     let b = &l.bundle;
     let s = &b.spec.serving;
-    let (surge, unavailable) = resolve_rollout(&s.rollout, s.replicas).map_err(|e| format!("spec.serving.rollout.{e}"))?;
+    let (surge, unavailable) =
+        resolve_rollout(&s.rollout, s.replicas).map_err(|e| format!("spec.serving.rollout.{e}"))?;
     let (req, lim) = new_pod_requests(l)?;
 
     // Cluster state that cannot be read makes the answer unknown: BG207.
@@ -142,7 +146,13 @@ fn new_pod_requests(l: &Loaded) -> Result<(Res, Res), String> {
                     m.insert("memory".into(), crate::bundle::pod_verifier::VERIFIER_MEMORY.into());
                     m
                 };
-                (ContainerResources { requests: q(Some(crate::bundle::pod_verifier::VERIFIER_CPU_REQUEST)), limits: q(None) }, true)
+                (
+                    ContainerResources {
+                        requests: q(Some(crate::bundle::pod_verifier::VERIFIER_CPU_REQUEST)),
+                        limits: q(None),
+                    },
+                    true,
+                )
             })
             .into_iter()
             .collect(),
@@ -160,7 +170,10 @@ fn unreadable(st: &ClusterState, incomplete: &[String]) -> Option<Diagnostic> {
     }
     let mut dg = Diagnostic::new(
         Code::RolloutNotRunningOnCluster,
-        format!("{} object(s) in the cluster state could not be evaluated; the capacity answer is not trustworthy", incomplete.len()),
+        format!(
+            "{} object(s) in the cluster state could not be evaluated; the capacity answer is not trustworthy",
+            incomplete.len()
+        ),
     )
     .evidence(format!("source: {}", st.source));
     for e in capped(incomplete.to_vec(), "problems") {

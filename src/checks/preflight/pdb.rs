@@ -45,7 +45,9 @@ pub(super) fn check(cx: &Ctx, usage: &Usage, incomplete: &mut Vec<String>) -> (V
         }
         let r = s.replicas;
         let (rule, desired) = match (&p.min_available, &p.max_unavailable) {
-            (_, Some(mu)) => (format!("maxUnavailable {}", pct(mu)), scaled(mu, r, true).map(|m| u64::from(r).saturating_sub(m))),
+            (_, Some(mu)) => {
+                (format!("maxUnavailable {}", pct(mu)), scaled(mu, r, true).map(|m| u64::from(r).saturating_sub(m)))
+            }
             (Some(ma), None) => (format!("minAvailable {}", pct(ma)), scaled(ma, r, true)),
             (None, None) => continue,
         };

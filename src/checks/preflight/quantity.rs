@@ -133,7 +133,10 @@ fn trim(x: f64, decimals: usize) -> String {
 /// Human form: cores for CPU, Ki/Mi/Gi for byte resources, plain numbers otherwise.
 pub(crate) fn format(resource: &str, milli: i128) -> String {
     let units = milli as f64 / 1000.0;
-    let bytes = resource == "memory" || resource == "ephemeral-storage" || resource.starts_with("hugepages-") || resource.ends_with(".memory");
+    let bytes = resource == "memory"
+        || resource == "ephemeral-storage"
+        || resource.starts_with("hugepages-")
+        || resource.ends_with(".memory");
     if bytes {
         let a = units.abs();
         for (suffix, f) in [("Ti", 1u64 << 40), ("Gi", 1 << 30), ("Mi", 1 << 20), ("Ki", 1 << 10)] {
@@ -145,7 +148,6 @@ pub(crate) fn format(resource: &str, milli: i128) -> String {
     }
     trim(units, 3)
 }
-
 
 pub(super) type Res = BTreeMap<String, i128>;
 
@@ -308,7 +310,7 @@ mod tests {
             ("-1", "negative"),
             ("-100m", "negative"),
             ("-1.5Gi", "negative"),
-            ("9223372036854775808", "out of range"), // 2^63
+            ("9223372036854775808", "out of range"),  // 2^63
             ("18446744073709551616", "out of range"), // 2^64
             ("1e30", "out of range"),
             ("8Ei", "out of range"),
@@ -360,7 +362,9 @@ mod tests {
         for (q, want) in ok {
             assert_eq!(parse_milli(q), Ok(*want), "{q}");
         }
-        for q in ["-1", "-1n", "-0.001m", "+-1", "++1", "1K", "1ki", "1e", "1e3.5", "1.5.Gi", "-", "+", ".", "Gi", " 1", "1 "] {
+        for q in [
+            "-1", "-1n", "-0.001m", "+-1", "++1", "1K", "1ki", "1e", "1e3.5", "1.5.Gi", "-", "+", ".", "Gi", " 1", "1 ",
+        ] {
             assert!(parse_milli(q).is_err(), "{q} should be refused");
         }
     }
@@ -394,7 +398,10 @@ mod tests {
 
     #[test]
     fn request_sums_are_checked() {
-        let big = |q: &str| ContainerResources { requests: BTreeMap::from([("memory".into(), q.into())]), limits: BTreeMap::new() };
+        let big = |q: &str| ContainerResources {
+            requests: BTreeMap::from([("memory".into(), q.into())]),
+            limits: BTreeMap::new(),
+        };
         let mut acc = Res::from([("memory".to_string(), i128::MAX - 5)]);
         assert!(add_into(&mut acc, &Res::from([("memory".to_string(), 10)])).unwrap_err().contains("overflows"));
         // A pod without containers has unknown requests, not zero.
@@ -419,7 +426,10 @@ mod tests {
 
     #[test]
     fn effective_pod_requests_follow_the_scheduler() {
-        let c = |cpu: &str| ContainerResources { requests: BTreeMap::from([("cpu".into(), cpu.into())]), limits: BTreeMap::new() };
+        let c = |cpu: &str| ContainerResources {
+            requests: BTreeMap::from([("cpu".into(), cpu.into())]),
+            limits: BTreeMap::new(),
+        };
         let p = Pod {
             containers: vec![c("1"), c("500m")],
             init_containers: vec![(c("4"), false), (c("250m"), true)],
@@ -430,7 +440,10 @@ mod tests {
         assert_eq!(pod_res(&p, Which::Requests).unwrap()["cpu"], 4100);
         // A limit without a request defaults the request.
         let gpu = Pod {
-            containers: vec![ContainerResources { requests: BTreeMap::new(), limits: BTreeMap::from([("nvidia.com/gpu".into(), "1".into())]) }],
+            containers: vec![ContainerResources {
+                requests: BTreeMap::new(),
+                limits: BTreeMap::from([("nvidia.com/gpu".into(), "1".into())]),
+            }],
             ..Pod::default()
         };
         assert_eq!(pod_res(&gpu, Which::Requests).unwrap()["nvidia.com/gpu"], 1000);

@@ -62,16 +62,22 @@ pub(super) fn check(cx: &Ctx, lines: &Lines, incomplete: &mut Vec<String>) -> (V
                     }
                 },
                 // Not yet reported by the quota controller: count the namespace's pods ourselves.
-                None => match ns_usage(st, ns, res, which) {
-                    Ok(u) => u,
-                    Err(e) => {
-                        incomplete.push(format!("resourcequota {}/{}: no status.used.{key}, and counting the namespace's pods failed: {e}", q.namespace, q.name));
-                        continue;
+                None => {
+                    match ns_usage(st, ns, res, which) {
+                        Ok(u) => u,
+                        Err(e) => {
+                            incomplete.push(format!("resourcequota {}/{}: no status.used.{key}, and counting the namespace's pods failed: {e}", q.namespace, q.name));
+                            continue;
+                        }
                     }
-                },
+                }
             };
-            let Some((need, total)) = per_pod.checked_mul(quota_pods).and_then(|n| Some((n, used_q.checked_add(n)?))) else {
-                incomplete.push(format!("resourcequota {}/{}: {key}: used + {quota_pods} new pod(s) overflows", q.namespace, q.name));
+            let Some((need, total)) = per_pod.checked_mul(quota_pods).and_then(|n| Some((n, used_q.checked_add(n)?)))
+            else {
+                incomplete.push(format!(
+                    "resourcequota {}/{}: {key}: used + {quota_pods} new pod(s) overflows",
+                    q.namespace, q.name
+                ));
                 continue;
             };
             quota_rows.push(json!({"quota": format!("{}/{}", q.namespace, q.name), "key": key, "hard": hard_s, "used": quantity::format(res, used_q), "needs": quantity::format(res, need)}));
@@ -92,7 +98,10 @@ pub(super) fn check(cx: &Ctx, lines: &Lines, incomplete: &mut Vec<String>) -> (V
             let mut dg = d(
                 Code::QuotaExceeded,
                 "spec.serving.resources",
-                format!("ResourceQuota {}/{} leaves no room for the surge pod: the ReplicaSet cannot create it", q.namespace, q.name),
+                format!(
+                    "ResourceQuota {}/{} leaves no room for the surge pod: the ReplicaSet cannot create it",
+                    q.namespace, q.name
+                ),
             );
             for e in short {
                 dg = dg.evidence(e);
@@ -132,7 +141,8 @@ fn quota_applies(q: &Quota) -> bool {
             _ => yes,
         }
     };
-    q.scopes.iter().all(|s| scope_matches(s, "Exists", &[])) && q.scope_selector.iter().all(|r| scope_matches(&r.key, &r.operator, &r.values))
+    q.scopes.iter().all(|s| scope_matches(s, "Exists", &[]))
+        && q.scope_selector.iter().all(|r| scope_matches(&r.key, &r.operator, &r.values))
 }
 
 /// Quota key → (resource, requests/limits or None for the pod count).

@@ -36,10 +36,15 @@ fn table(cx: &Ctx, usage: &Usage, evals: &[NodeEval]) -> Table {
     columns.push("new pods that fit".into());
     let row = |e: &NodeEval| -> Vec<String> {
         let n = node(e);
-        let mut r = vec![n.name.clone(), if e.excluded.is_empty() { "yes".into() } else { format!("no: {}", e.excluded.join("; ")) }];
+        let mut r = vec![
+            n.name.clone(),
+            if e.excluded.is_empty() { "yes".into() } else { format!("no: {}", e.excluded.join("; ")) },
+        ];
         for k in &table_res {
             r.push(match &alloc[e.idx] {
-                Some(a) => quantity::format(k, a.get(k).copied().unwrap_or(0) - used[e.idx].get(k).copied().unwrap_or(0)),
+                Some(a) => {
+                    quantity::format(k, a.get(k).copied().unwrap_or(0) - used[e.idx].get(k).copied().unwrap_or(0))
+                }
                 None => "?".into(),
             });
         }
@@ -62,8 +67,16 @@ fn table(cx: &Ctx, usage: &Usage, evals: &[NodeEval]) -> Table {
     table
 }
 
-pub(super) fn outcome(cx: &Ctx, usage: &Usage, evals: &[NodeEval], cap: &Capacity, diags: Vec<Diagnostic>, rows: Rows) -> Outcome {
-    let (st, req, plan, current, surge, unavailable) = (cx.st, &cx.req, &cx.plan, &usage.current, cx.surge, cx.unavailable);
+pub(super) fn outcome(
+    cx: &Ctx,
+    usage: &Usage,
+    evals: &[NodeEval],
+    cap: &Capacity,
+    diags: Vec<Diagnostic>,
+    rows: Rows,
+) -> Outcome {
+    let (st, req, plan, current, surge, unavailable) =
+        (cx.st, &cx.req, &cx.plan, &usage.current, cx.surge, cx.unavailable);
     let (capacity, effective_capacity) = (cap.now, cap.effective);
     let Rows { quotas: quota_rows, volumes: volume_rows, pdbs: pdb_rows, incomplete } = rows;
     let total = st.nodes.len();

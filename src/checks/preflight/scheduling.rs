@@ -30,7 +30,12 @@ pub fn tolerates(t: &Toleration, taint: &Taint) -> bool {
 fn default_tolerations() -> Vec<Toleration> {
     ["node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"]
         .iter()
-        .map(|k| Toleration { key: Some(k.to_string()), operator: Some("Exists".into()), value: None, effect: Some("NoExecute".into()) })
+        .map(|k| Toleration {
+            key: Some(k.to_string()),
+            operator: Some("Exists".into()),
+            value: None,
+            effect: Some("NoExecute".into()),
+        })
         .collect()
 }
 
@@ -58,7 +63,13 @@ impl Usage {
     /// How many new pods fit on node `ni` with `used_here` requested by `count`
     /// pods, and each resource that is short (resource, allocatable,
     /// requested, pod needs). Only for a node whose allocatable is known.
-    pub(crate) fn free_on(&self, ni: usize, req: &Res, used_here: &Res, count: i128) -> (u64, Vec<(String, i128, i128, i128)>) {
+    pub(crate) fn free_on(
+        &self,
+        ni: usize,
+        req: &Res,
+        used_here: &Res,
+        count: i128,
+    ) -> (u64, Vec<(String, i128, i128, i128)>) {
         let a = self.alloc[ni].as_ref().expect("checked");
         let mut fits = u64::MAX;
         let mut short = Vec::new();
@@ -162,8 +173,13 @@ pub(super) fn tally(st: &ClusterState, name: &str, ns: &str, incomplete: &mut Ve
             notable[ni].push(format!("{} (current release of {name})", p.key()));
             current.push((pi, Some(ni), r));
         } else if p.terminating {
-            let what: Vec<String> = r.iter().filter(|(_, v)| **v > 0).map(|(k, v)| format!("{} {k}", quantity::format(k, *v))).collect();
-            notable[ni].push(format!("{} (terminating: deletionTimestamp set, still holds {})", p.key(), what.join(", ")));
+            let what: Vec<String> =
+                r.iter().filter(|(_, v)| **v > 0).map(|(k, v)| format!("{} {k}", quantity::format(k, *v))).collect();
+            notable[ni].push(format!(
+                "{} (terminating: deletionTimestamp set, still holds {})",
+                p.key(),
+                what.join(", ")
+            ));
         }
     }
     Usage { alloc, used, pod_count, notable, current, unbound_current }
@@ -197,7 +213,8 @@ pub(super) fn evaluate_nodes(cx: &Ctx, usage: &Usage, pv_terms: &[(&str, &Pv)]) 
         if alloc[ni].is_none() {
             excluded.push("allocatable unknown".to_string());
         }
-        let unsched = Taint { key: "node.kubernetes.io/unschedulable".into(), value: None, effect: "NoSchedule".into() };
+        let unsched =
+            Taint { key: "node.kubernetes.io/unschedulable".into(), value: None, effect: "NoSchedule".into() };
         if n.unschedulable && !tolerations.iter().any(|t| tolerates(t, &unsched)) {
             excluded.push("unschedulable (cordoned)".into());
         }
@@ -218,7 +235,11 @@ pub(super) fn evaluate_nodes(cx: &Ctx, usage: &Usage, pv_terms: &[(&str, &Pv)]) 
                 excluded.push(format!("volume {} of claim {claim} cannot attach here (PV node affinity)", pv.name));
             }
         }
-        let (fits, short) = if excluded.is_empty() { usage.free_on(ni, &cx.req, &usage.used[ni], usage.pod_count[ni]) } else { (0, Vec::new()) };
+        let (fits, short) = if excluded.is_empty() {
+            usage.free_on(ni, &cx.req, &usage.used[ni], usage.pod_count[ni])
+        } else {
+            (0, Vec::new())
+        };
         evals.push(NodeEval { idx: ni, excluded, fits, short });
     }
     evals
@@ -269,7 +290,12 @@ pub(super) fn node_lines(st: &ClusterState, usage: &Usage, evals: &[NodeEval], o
         let mut parts: Vec<String> = Vec::new();
         for (k, have, taken, need) in &e.short {
             let pc = if *have > 0 { format!(" ({}%)", (taken * 100 + have / 2) / have) } else { String::new() };
-            parts.push(format!("{k} requested {}/{}{pc}, needs {} more", quantity::format(k, *taken), quantity::format(k, *have), quantity::format(k, *need)));
+            parts.push(format!(
+                "{k} requested {}/{}{pc}, needs {} more",
+                quantity::format(k, *taken),
+                quantity::format(k, *have),
+                quantity::format(k, *need)
+            ));
         }
         if parts.is_empty() {
             parts.push(format!("fits {} new pod(s)", e.fits));

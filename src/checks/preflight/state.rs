@@ -151,7 +151,9 @@ fn requirement_matches(r: &Requirement, value: Option<&str>) -> bool {
         "DoesNotExist" => value.is_none(),
         // Gt/Lt compare integers (node affinity only).
         "Gt" | "Lt" => {
-            let (Some(v), Some(x)) = (value.and_then(|v| v.parse::<i64>().ok()), r.values.first().and_then(|x| x.parse::<i64>().ok())) else {
+            let (Some(v), Some(x)) =
+                (value.and_then(|v| v.parse::<i64>().ok()), r.values.first().and_then(|x| x.parse::<i64>().ok()))
+            else {
                 return false;
             };
             if r.operator == "Gt" {
@@ -174,7 +176,11 @@ impl LabelSelector {
 impl SelectorTerm {
     pub(super) fn matches(&self, node: &Node) -> bool {
         self.requirements.iter().all(|r| {
-            let v = if r.key == "metadata.name" { Some(node.name.as_str()) } else { node.labels.get(&r.key).map(String::as_str) };
+            let v = if r.key == "metadata.name" {
+                Some(node.name.as_str())
+            } else {
+                node.labels.get(&r.key).map(String::as_str)
+            };
             requirement_matches(r, v)
         })
     }
@@ -189,7 +195,11 @@ mod tests {
         let labels = BTreeMap::from([("app.kubernetes.io/name".to_string(), "llm".to_string())]);
         let sel = LabelSelector {
             match_labels: labels.clone(),
-            match_expressions: vec![Requirement { key: "tier".into(), operator: "DoesNotExist".into(), values: vec![] }],
+            match_expressions: vec![Requirement {
+                key: "tier".into(),
+                operator: "DoesNotExist".into(),
+                values: vec![],
+            }],
         };
         assert!(sel.matches(&labels));
         assert!(LabelSelector::default().matches(&labels), "an empty selector selects everything");

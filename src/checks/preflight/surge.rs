@@ -70,7 +70,14 @@ pub fn resolve_rollout(r: &crate::bundle::RolloutStrategy, replicas: u32) -> Res
 pub fn surge_plan(replicas: u32, surge: u64, unavailable: u32, current: u32) -> SurgePlan {
     if current == 0 {
         // Nothing to replace: every replica is new and must fit.
-        return SurgePlan { replicas, surge, unavailable, new_pods: replicas, freed_old_pods: 0, mode: "first-rollout" };
+        return SurgePlan {
+            replicas,
+            surge,
+            unavailable,
+            new_pods: replicas,
+            freed_old_pods: 0,
+            mode: "first-rollout",
+        };
     }
     if surge > 0 {
         // The new ReplicaSet never grows beyond `replicas`, however large the surge.
@@ -110,7 +117,10 @@ fn capacity_after_freeing(req: &Res, usage: &Usage, evals: &[NodeEval], n: u32) 
             count2[*ni] -= 1;
         }
     }
-    eligible(evals).iter().map(|e| usage.free_on(e.idx, req, &used2[e.idx], count2[e.idx]).0).fold(0u64, |a, b| a.saturating_add(b))
+    eligible(evals)
+        .iter()
+        .map(|e| usage.free_on(e.idx, req, &used2[e.idx], count2[e.idx]).0)
+        .fold(0u64, |a, b| a.saturating_add(b))
 }
 
 /// What the eligible nodes hold now and once the plan's old pods are gone.
@@ -123,7 +133,8 @@ pub(super) fn capacity(cx: &Ctx, usage: &Usage, evals: &[NodeEval]) -> Capacity 
     let effective = if plan.freed_old_pods > 0 { after_freeing(plan.freed_old_pods) } else { now };
     // maxUnavailable ≥ 1 lets the controller remove old pods while the surge pod
     // waits: not stuck, but serving below the replica count meanwhile.
-    let surge_waits_for_old = plan.mode == "surge" && unavailable > 0 && now < plan.new_pods as u64 && after_freeing(unavailable) > 0;
+    let surge_waits_for_old =
+        plan.mode == "surge" && unavailable > 0 && now < plan.new_pods as u64 && after_freeing(unavailable) > 0;
     Capacity { now, effective, surge_waits_for_old }
 }
 
@@ -142,9 +153,17 @@ impl Lines {
         let (st, s, plan, current, req) = (cx.st, cx.serving(), &cx.plan, &usage.current, &cx.req);
         let (name, ns, surge, unavailable) = (cx.name, cx.ns, cx.surge, cx.unavailable);
         let current_line = if current.is_empty() {
-            format!("no running pod of {name} in namespace {ns}: treated as a first rollout ({} new pod(s))", plan.new_pods)
+            format!(
+                "no running pod of {name} in namespace {ns}: treated as a first rollout ({} new pod(s))",
+                plan.new_pods
+            )
         } else {
-            let names: Vec<String> = current.iter().map(|(pi, ni, _)| format!("{} on {}", st.pods[*pi].key(), ni.map(|n| st.nodes[n].name.as_str()).unwrap_or("?"))).collect();
+            let names: Vec<String> = current
+                .iter()
+                .map(|(pi, ni, _)| {
+                    format!("{} on {}", st.pods[*pi].key(), ni.map(|n| st.nodes[n].name.as_str()).unwrap_or("?"))
+                })
+                .collect();
             format!("current release keeps running during the surge: {}", names.join(", "))
         };
         let plan_line = format!(
@@ -159,7 +178,11 @@ impl Lines {
         );
         let req_line = format!(
             "new pod requests: {}",
-            req.iter().filter(|(_, v)| **v > 0).map(|(k, v)| format!("{k} {}", quantity::format(k, *v))).collect::<Vec<_>>().join(", ")
+            req.iter()
+                .filter(|(_, v)| **v > 0)
+                .map(|(k, v)| format!("{k} {}", quantity::format(k, *v)))
+                .collect::<Vec<_>>()
+                .join(", ")
         );
         Lines { plan: plan_line, current: current_line, request: req_line }
     }
@@ -168,7 +191,14 @@ impl Lines {
 /// The capacity verdict: no eligible node, a surge pod that waits for
 /// old pods to go, or a new pod that stays Pending; a warning only when
 /// nodes of unknown allocatable could have room.
-pub(super) fn capacity_diagnostics(cx: &Ctx, usage: &Usage, evals: &[NodeEval], cap: &Capacity, lines: &Lines) -> Vec<Diagnostic> {
+#[expect(clippy::too_many_lines, reason = "to be split into named steps (issue #28)")]
+pub(super) fn capacity_diagnostics(
+    cx: &Ctx,
+    usage: &Usage,
+    evals: &[NodeEval],
+    cap: &Capacity,
+    lines: &Lines,
+) -> Vec<Diagnostic> {
     let (st, s, plan, req, name, unavailable) = (cx.st, cx.serving(), &cx.plan, &cx.req, cx.name, cx.unavailable);
     let (plan_line, current_line, req_line) = (&lines.plan, &lines.current, &lines.request);
     let (effective_capacity, surge_waits_for_old) = (cap.effective, cap.surge_waits_for_old);
@@ -180,9 +210,18 @@ pub(super) fn capacity_diagnostics(cx: &Ctx, usage: &Usage, evals: &[NodeEval], 
     let node_lines = |only_eligible: bool| node_lines(st, usage, evals, only_eligible);
     let mut diags = Vec::new();
     let ways_out = |d: Diagnostic| -> Diagnostic {
-        d.help(format!("add capacity: a node matching the nodeSelector/tolerations with {} free", req.iter().filter(|(_, v)| **v > 0).map(|(k, v)| format!("{} {k}", quantity::format(k, *v))).collect::<Vec<_>>().join(", ")))
-            .help("or accept downtime: `maxSurge: 0` with `maxUnavailable: 1` removes the old pod before the new one starts")
-            .help("or roll out in a maintenance window (scale the old release down first)")
+        d.help(format!(
+            "add capacity: a node matching the nodeSelector/tolerations with {} free",
+            req.iter()
+                .filter(|(_, v)| **v > 0)
+                .map(|(k, v)| format!("{} {k}", quantity::format(k, *v)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))
+        .help(
+            "or accept downtime: `maxSurge: 0` with `maxUnavailable: 1` removes the old pod before the new one starts",
+        )
+        .help("or roll out in a maintenance window (scale the old release down first)")
     };
 
     if eligible.is_empty() {
@@ -221,12 +260,16 @@ pub(super) fn capacity_diagnostics(cx: &Ctx, usage: &Usage, evals: &[NodeEval], 
     } else if effective_capacity < plan.new_pods as u64 {
         // Pick the message the way an operator reads it.
         let short_res: Vec<&str> = {
-            let mut v: Vec<&str> = eligible.iter().filter(|e| e.fits == 0).flat_map(|e| e.short.iter().map(|s| s.0.as_str())).collect();
+            let mut v: Vec<&str> =
+                eligible.iter().filter(|e| e.fits == 0).flat_map(|e| e.short.iter().map(|s| s.0.as_str())).collect();
             v.sort();
             v.dedup();
             v
         };
-        let headline = if eligible.len() == 1 && eligible[0].short.len() == 1 && matches!(eligible[0].short[0].0.as_str(), "cpu" | "memory") {
+        let headline = if eligible.len() == 1
+            && eligible[0].short.len() == 1
+            && matches!(eligible[0].short[0].0.as_str(), "cpu" | "memory")
+        {
             let (k, have, taken, _) = &eligible[0].short[0];
             let unit = if k == "cpu" { " cores" } else { "" };
             format!(
@@ -239,15 +282,21 @@ pub(super) fn capacity_diagnostics(cx: &Ctx, usage: &Usage, evals: &[NodeEval], 
         } else if short_res.len() == 1 && !matches!(short_res[0], "cpu" | "memory" | "pods") {
             let k = short_res[0];
             let need = req.get(k).copied().unwrap_or(1000);
-            let what = if need == 1000 { format!("a free {k}") } else { format!("{} free {k}", quantity::format(k, need)) };
+            let what =
+                if need == 1000 { format!("a free {k}") } else { format!("{} free {k}", quantity::format(k, need)) };
             format!("0/{} nodes have {what}", eligible.len())
         } else {
-            format!("only room for {effective_capacity} of {} new pod(s) ({})", plan.new_pods, short_res.iter().map(|k| format!("Insufficient {k}")).collect::<Vec<_>>().join(", "))
+            format!(
+                "only room for {effective_capacity} of {} new pod(s) ({})",
+                plan.new_pods,
+                short_res.iter().map(|k| format!("Insufficient {k}")).collect::<Vec<_>>().join(", ")
+            )
         };
-        let mut dg = d(Code::SurgeUnschedulable, "spec.serving.resources", format!("the new pod will stay Pending: {headline}"))
-            .evidence(plan_line.clone())
-            .evidence(req_line.clone())
-            .evidence(sched_line.clone());
+        let mut dg =
+            d(Code::SurgeUnschedulable, "spec.serving.resources", format!("the new pod will stay Pending: {headline}"))
+                .evidence(plan_line.clone())
+                .evidence(req_line.clone())
+                .evidence(sched_line.clone());
         for e in capped(node_lines(true), "eligible nodes") {
             dg = dg.evidence(e);
         }
@@ -261,12 +310,20 @@ pub(super) fn capacity_diagnostics(cx: &Ctx, usage: &Usage, evals: &[NodeEval], 
     // A node whose allocatable is unknown but which the pod could otherwise
     // use may have room: a shortage elsewhere then proves nothing (BG207 says
     // why), so it is reported as a warning, never as the failure.
-    let unknown: Vec<&str> = evals.iter().filter(|e| usage.alloc[e.idx].is_none() && e.excluded.len() == 1).map(|e| st.nodes[e.idx].name.as_str()).collect();
+    let unknown: Vec<&str> = evals
+        .iter()
+        .filter(|e| usage.alloc[e.idx].is_none() && e.excluded.len() == 1)
+        .map(|e| st.nodes[e.idx].name.as_str())
+        .collect();
     if !unknown.is_empty() {
         let capacity_codes = [Code::SurgeUnschedulable, Code::NoMatchingNodes];
         for dg in diags.iter_mut().filter(|d| capacity_codes.contains(&d.code)) {
             dg.severity = Severity::Warning;
-            dg.evidence.push(format!("not proven: {} node(s) with unknown allocatable could have room ({})", unknown.len(), capped(unknown.iter().map(|n| n.to_string()).collect(), "nodes").join(", ")));
+            dg.evidence.push(format!(
+                "not proven: {} node(s) with unknown allocatable could have room ({})",
+                unknown.len(),
+                capped(unknown.iter().map(|n| n.to_string()).collect(), "nodes").join(", ")
+            ));
         }
     }
     diags
@@ -312,7 +369,11 @@ mod tests {
 
     fn strategy(surge: &str, unavail: &str) -> crate::bundle::RolloutStrategy {
         let p = |s: &str| s.parse::<u32>().map(IntOrPercent::Int).unwrap_or_else(|_| IntOrPercent::Str(s.into()));
-        crate::bundle::RolloutStrategy { max_surge: p(surge), max_unavailable: p(unavail), progress_deadline_seconds: 600 }
+        crate::bundle::RolloutStrategy {
+            max_surge: p(surge),
+            max_unavailable: p(unavail),
+            progress_deadline_seconds: 600,
+        }
     }
 
     #[test]

@@ -25,7 +25,10 @@ pub(super) fn bound_pvs<'a>(cx: &Ctx<'a>) -> Vec<(&'a str, &'a Pv)> {
     let pvc_of = |claim: &str| pvc(st, ns, claim);
     let mut pv_terms: Vec<(&str, &Pv)> = Vec::new();
     for v in &s.volumes {
-        if let Some(pv) = pvc_of(&v.claim_name).and_then(|c| c.volume_name.as_deref()).and_then(|vn| st.pvs.iter().find(|p| p.name == vn)) {
+        if let Some(pv) = pvc_of(&v.claim_name)
+            .and_then(|c| c.volume_name.as_deref())
+            .and_then(|vn| st.pvs.iter().find(|p| p.name == vn))
+        {
             if !pv.node_affinity.is_empty() {
                 pv_terms.push((v.claim_name.as_str(), pv));
             }
@@ -61,7 +64,8 @@ fn mode_name(m: AccessMode) -> &'static str {
 /// One diagnostic per claim whose access mode blocks the rollout, and the rows
 /// for the JSON data.
 pub(super) fn check(cx: &Ctx, usage: &Usage, evals: &[NodeEval], lines: &Lines) -> (Vec<Diagnostic>, Vec<Value>) {
-    let (st, s, ns, plan, unavailable, current) = (cx.st, cx.serving(), cx.ns, &cx.plan, cx.unavailable, &usage.current);
+    let (st, s, ns, plan, unavailable, current) =
+        (cx.st, cx.serving(), cx.ns, &cx.plan, cx.unavailable, &usage.current);
     let (plan_line, current_line) = (&lines.plan, &lines.current);
     let d = |code: Code, field: &str, msg: String| cx.diag(code, field, msg);
     let pvc_of = |claim: &str| pvc(st, ns, claim);
@@ -80,12 +84,30 @@ pub(super) fn check(cx: &Ctx, usage: &Usage, evals: &[NodeEval], lines: &Lines) 
                         "PVC {ns}/{} in the cluster has accessModes [{}]{}",
                         c.name,
                         c.access_modes.join(", "),
-                        if m != v.access_mode { format!("; it wins over the bundle's declared {}", mode_name(v.access_mode)) } else { String::new() }
+                        if m != v.access_mode {
+                            format!("; it wins over the bundle's declared {}", mode_name(v.access_mode))
+                        } else {
+                            String::new()
+                        }
                     ),
                 ),
-                None => (v.access_mode, format!("PVC {ns}/{} lists no access modes; using the bundle's declared {}", c.name, mode_name(v.access_mode))),
+                None => (
+                    v.access_mode,
+                    format!(
+                        "PVC {ns}/{} lists no access modes; using the bundle's declared {}",
+                        c.name,
+                        mode_name(v.access_mode)
+                    ),
+                ),
             },
-            None => (v.access_mode, format!("claim {ns}/{} is not in the cluster state; using the bundle's declared {}", v.claim_name, mode_name(v.access_mode))),
+            None => (
+                v.access_mode,
+                format!(
+                    "claim {ns}/{} is not in the cluster state; using the bundle's declared {}",
+                    v.claim_name,
+                    mode_name(v.access_mode)
+                ),
+            ),
         };
         volume_rows.push(json!({"claim": v.claim_name, "accessMode": mode_name(mode), "source": source_line}));
         match mode {

@@ -72,7 +72,12 @@ impl AppStatus {
     /// the order they are reported (no duplicates).
     pub(crate) fn revisions(&self) -> Vec<String> {
         let mut out: Vec<String> = Vec::new();
-        let all = self.sync_revision.iter().chain(self.sync_revisions.iter()).chain(self.operation_revision.iter()).chain(self.hydrated.iter().map(|h| &h.dry_sha));
+        let all = self
+            .sync_revision
+            .iter()
+            .chain(self.sync_revisions.iter())
+            .chain(self.operation_revision.iter())
+            .chain(self.hydrated.iter().map(|h| &h.dry_sha));
         for r in all {
             if !r.trim().is_empty() && !out.iter().any(|o| same_revision(o, r)) {
                 out.push(r.clone());
@@ -115,7 +120,9 @@ pub(crate) fn same_revision(have: &str, want: &str) -> bool {
     if h.is_empty() || w.is_empty() {
         return false;
     }
-    h == w || (w.len() >= 7 && w.len() < h.len() && h.starts_with(&w)) || (h.len() >= 7 && h.len() < w.len() && w.starts_with(&h))
+    h == w
+        || (w.len() >= 7 && w.len() < h.len() && h.starts_with(&w))
+        || (h.len() >= 7 && h.len() < w.len() && w.starts_with(&h))
 }
 
 pub(crate) fn parse_time(s: &str) -> Option<DateTime<Utc>> {
@@ -160,17 +167,30 @@ pub(crate) enum ArgoState {
 /// `health.status` is deliberately not read. Without a merge commit only
 /// `Synced` + `Succeeded` can be read, and the caller says that proves
 /// nothing about which commit.
-pub(crate) fn argo_state(app: Option<&AppStatus>, merge: Option<&str>, lineage: &Lineage, merged_at: Option<DateTime<Utc>>) -> ArgoState {
+pub(crate) fn argo_state(
+    app: Option<&AppStatus>,
+    merge: Option<&str>,
+    lineage: &Lineage,
+    merged_at: Option<DateTime<Utc>>,
+) -> ArgoState {
     let waiting = |why: String| ArgoState::Waiting { why, unknowable: false };
     let Some(a) = app else { return waiting("the Application was not found".into()) };
     if let Some(merge) = merge {
-        let reported: Vec<(String, Relation)> = a.revisions().into_iter().map(|r| (r.clone(), relation_of(&r, merge, lineage))).collect();
+        let reported: Vec<(String, Relation)> =
+            a.revisions().into_iter().map(|r| (r.clone(), relation_of(&r, merge, lineage))).collect();
         // A later commit changed the bundle: superseded, whatever the operation says.
-        if let Some((sha, Relation::ChangedDescendant(detail))) = reported.iter().find(|(_, r)| matches!(r, Relation::ChangedDescendant(_))) {
+        if let Some((sha, Relation::ChangedDescendant(detail))) =
+            reported.iter().find(|(_, r)| matches!(r, Relation::ChangedDescendant(_)))
+        {
             return ArgoState::Superseded { by: sha.clone(), detail: detail.clone() };
         }
         let synced: Vec<&String> = a.sync_revision.iter().chain(a.sync_revisions.iter()).collect();
-        let dry_of = |rev: &str| a.hydrated.iter().find(|h| h.hydrated_sha.as_deref().is_some_and(|x| same_revision(x, rev))).map(|h| h.dry_sha.clone());
+        let dry_of = |rev: &str| {
+            a.hydrated
+                .iter()
+                .find(|h| h.hydrated_sha.as_deref().is_some_and(|x| same_revision(x, rev)))
+                .map(|h| h.dry_sha.clone())
+        };
         // What a synced revision deploys: itself, or for a hydrated commit its dry SHA.
         let deploys = |rev: &str| -> Relation {
             match relation_of(rev, merge, lineage) {
@@ -183,10 +203,16 @@ pub(crate) fn argo_state(app: Option<&AppStatus>, merge: Option<&str>, lineage: 
         };
         let synced_rel: Vec<(&String, Relation)> = synced.iter().map(|r| (*r, deploys(r))).collect();
         let Some((via, via_rel)) = synced_rel.iter().find(|(_, r)| deploys_release(r)) else {
-            let unknowable = !synced_rel.is_empty() && synced_rel.iter().all(|(_, r)| matches!(r, Relation::Unknown(_) | Relation::Unrelated));
-            let seen = synced_rel.iter().map(|(r, rel)| format!("{r} ({})", describe(rel))).collect::<Vec<_>>().join(", ");
+            let unknowable = !synced_rel.is_empty()
+                && synced_rel.iter().all(|(_, r)| matches!(r, Relation::Unknown(_) | Relation::Unrelated));
+            let seen =
+                synced_rel.iter().map(|(r, rel)| format!("{r} ({})", describe(rel))).collect::<Vec<_>>().join(", ");
             return ArgoState::Waiting {
-                why: if seen.is_empty() { "status.sync.revision is empty".into() } else { format!("status.sync names {seen}, not the merge commit {merge} or a later commit with this bundle unchanged") },
+                why: if seen.is_empty() {
+                    "status.sync.revision is empty".into()
+                } else {
+                    format!("status.sync names {seen}, not the merge commit {merge} or a later commit with this bundle unchanged")
+                },
                 unknowable,
             };
         };
@@ -194,12 +220,25 @@ pub(crate) fn argo_state(app: Option<&AppStatus>, merge: Option<&str>, lineage: 
         if let Some(op_rev) = &a.operation_revision {
             match deploys(op_rev) {
                 r if deploys_release(&r) => {}
-                Relation::Unknown(why) => return ArgoState::Waiting { why: format!("the last sync operation was for {op_rev}: {why}"), unknowable: true },
-                r => return waiting(format!("the last sync operation was for {op_rev} ({}), not this release", describe(&r))),
+                Relation::Unknown(why) => {
+                    return ArgoState::Waiting {
+                        why: format!("the last sync operation was for {op_rev}: {why}"),
+                        unknowable: true,
+                    }
+                }
+                r => {
+                    return waiting(format!(
+                        "the last sync operation was for {op_rev} ({}), not this release",
+                        describe(&r)
+                    ))
+                }
             }
         }
         if a.phase.as_deref() != Some("Succeeded") {
-            return waiting(format!("status.operationState.phase is {}", a.phase.as_deref().unwrap_or("empty (no sync operation recorded)")));
+            return waiting(format!(
+                "status.operationState.phase is {}",
+                a.phase.as_deref().unwrap_or("empty (no sync operation recorded)")
+            ));
         }
         if let Some(m) = merged_at {
             match a.finished_at.as_deref().and_then(parse_time) {
@@ -219,7 +258,10 @@ pub(crate) fn argo_state(app: Option<&AppStatus>, merge: Option<&str>, lineage: 
         return waiting(format!("status.sync.status is {}", a.sync_status.as_deref().unwrap_or("empty")));
     }
     if a.phase.as_deref() != Some("Succeeded") {
-        return waiting(format!("status.operationState.phase is {}", a.phase.as_deref().unwrap_or("empty (no sync operation recorded)")));
+        return waiting(format!(
+            "status.operationState.phase is {}",
+            a.phase.as_deref().unwrap_or("empty (no sync operation recorded)")
+        ));
     }
     ArgoState::Synced { via: "Synced and Succeeded".into() }
 }
@@ -254,13 +296,25 @@ fn describe(r: &Relation) -> String {
 /// was waiting for, what was last seen (`None`: the Application was never
 /// found) and the last read error. health.status is named only to say it
 /// is not evidence.
-pub(crate) fn argo_not_synced(revision: Option<&str>, within: &str, waiting_for: &str, app: &str, last: Option<&AppStatus>, last_error: Option<&str>) -> Diagnostic {
-    let mut d = Diagnostic::new(Code::ArgoNotSynced, format!("Argo CD did not finish a successful sync of {} within {within}: {waiting_for}", revision.unwrap_or("the target revision"))).evidence(
-        match last {
-            Some(a) => format!("last seen: {}", a.describe()),
-            None => format!("Application {app} not found"),
-        },
-    );
+pub(crate) fn argo_not_synced(
+    revision: Option<&str>,
+    within: &str,
+    waiting_for: &str,
+    app: &str,
+    last: Option<&AppStatus>,
+    last_error: Option<&str>,
+) -> Diagnostic {
+    let mut d = Diagnostic::new(
+        Code::ArgoNotSynced,
+        format!(
+            "Argo CD did not finish a successful sync of {} within {within}: {waiting_for}",
+            revision.unwrap_or("the target revision")
+        ),
+    )
+    .evidence(match last {
+        Some(a) => format!("last seen: {}", a.describe()),
+        None => format!("Application {app} not found"),
+    });
     if let Some(e) = last_error {
         d = d.evidence(format!("last read error: {e}"));
     }
@@ -273,7 +327,10 @@ pub(crate) fn argo_not_synced(revision: Option<&str>, within: &str, waiting_for:
 /// The revisions Argo CD reports cannot be placed relative to the merge
 /// commit (not in the local repository): INCONCLUSIVE, never a failure.
 pub(crate) fn argo_revision_unknown(merge: &str, waiting_for: &str, last: Option<&AppStatus>) -> Diagnostic {
-    let mut d = Diagnostic::new(Code::ArgoRevisionUnknown, format!("whether Argo CD deployed {merge} cannot be told: {waiting_for}"));
+    let mut d = Diagnostic::new(
+        Code::ArgoRevisionUnknown,
+        format!("whether Argo CD deployed {merge} cannot be told: {waiting_for}"),
+    );
     if let Some(a) = last {
         d = d.evidence(format!("last seen: {}", a.describe()));
     }
@@ -311,13 +368,26 @@ mod tests {
     fn argo_gate_needs_revision_phase_and_time_not_health() {
         let merged = parse_time("2026-01-01T10:00:00Z");
         let none = Lineage::new();
-        assert!(matches!(argo_state(Some(&app(M, "Succeeded", "2026-01-01T10:01:00Z")), Some(M), &none, merged), ArgoState::Synced { .. }));
-        assert!(matches!(argo_state(Some(&app(M, "Succeeded", "2026-01-01T10:01:00Z")), Some(&M[..8]), &none, merged), ArgoState::Synced { .. }));
+        assert!(matches!(
+            argo_state(Some(&app(M, "Succeeded", "2026-01-01T10:01:00Z")), Some(M), &none, merged),
+            ArgoState::Synced { .. }
+        ));
+        assert!(matches!(
+            argo_state(Some(&app(M, "Succeeded", "2026-01-01T10:01:00Z")), Some(&M[..8]), &none, merged),
+            ArgoState::Synced { .. }
+        ));
         let old = "ffffffffffffffffffffffffffffffffffffffff";
         let older: Lineage = [(old.to_string(), Relation::Older)].into();
-        assert!(matches!(argo_state(Some(&app(old, "Succeeded", "2026-01-01T10:01:00Z")), Some(M), &older, merged), ArgoState::Waiting { unknowable: false, .. }));
-        assert!(matches!(argo_state(Some(&app(M, "Running", "")), Some(M), &none, merged), ArgoState::Waiting { why, .. } if why.contains("Running")));
-        assert!(matches!(argo_state(Some(&app(M, "Succeeded", "2026-01-01T09:59:00Z")), Some(M), &none, merged), ArgoState::Waiting { why, .. } if why.contains("before the merge")));
+        assert!(matches!(
+            argo_state(Some(&app(old, "Succeeded", "2026-01-01T10:01:00Z")), Some(M), &older, merged),
+            ArgoState::Waiting { unknowable: false, .. }
+        ));
+        assert!(
+            matches!(argo_state(Some(&app(M, "Running", "")), Some(M), &none, merged), ArgoState::Waiting { why, .. } if why.contains("Running"))
+        );
+        assert!(
+            matches!(argo_state(Some(&app(M, "Succeeded", "2026-01-01T09:59:00Z")), Some(M), &none, merged), ArgoState::Waiting { why, .. } if why.contains("before the merge"))
+        );
         assert!(matches!(argo_state(None, Some(M), &none, None), ArgoState::Waiting { .. }));
     }
 
@@ -347,10 +417,17 @@ mod tests {
         let older: Lineage = [(old.to_string(), Relation::Older)].into();
         let mut a = app(M, "Succeeded", "2026-01-01T10:01:00Z");
         a.operation_revision = Some(old.into());
-        assert!(matches!(argo_state(Some(&a), Some(M), &older, merged), ArgoState::Waiting { why, unknowable: false } if why.contains("last sync operation")));
+        assert!(
+            matches!(argo_state(Some(&a), Some(M), &older, merged), ArgoState::Waiting { why, unknowable: false } if why.contains("last sync operation"))
+        );
         // Finished in the merge's own second: not after it.
-        assert!(matches!(argo_state(Some(&app(M, "Succeeded", "2026-01-01T10:00:00Z")), Some(M), &none, merged), ArgoState::Waiting { .. }));
-        assert!(matches!(argo_state(Some(&app(M, "Succeeded", "2026-01-01T10:00:01Z")), Some(M), &none, merged), ArgoState::Synced { via } if via == format!("synced {M}")));
+        assert!(matches!(
+            argo_state(Some(&app(M, "Succeeded", "2026-01-01T10:00:00Z")), Some(M), &none, merged),
+            ArgoState::Waiting { .. }
+        ));
+        assert!(
+            matches!(argo_state(Some(&app(M, "Succeeded", "2026-01-01T10:00:01Z")), Some(M), &none, merged), ArgoState::Synced { via } if via == format!("synced {M}"))
+        );
         // Without a merge commit only Synced + Succeeded can be read, and that is not PASS.
         let ok = app(M, "Succeeded", "2026-01-01T10:01:00Z");
         let s = argo_state(Some(&ok), None, &none, None);
@@ -358,9 +435,13 @@ mod tests {
         assert_eq!(verdict(&s, false), crate::report::Verdict::Inconclusive);
         assert_eq!(verdict(&s, true), crate::report::Verdict::Pass);
         let out_of_sync = AppStatus { sync_status: Some("OutOfSync".into()), ..ok.clone() };
-        assert!(matches!(argo_state(Some(&out_of_sync), None, &none, None), ArgoState::Waiting { why, .. } if why.contains("OutOfSync")));
+        assert!(
+            matches!(argo_state(Some(&out_of_sync), None, &none, None), ArgoState::Waiting { why, .. } if why.contains("OutOfSync"))
+        );
         let running = AppStatus { phase: Some("Running".into()), ..ok };
-        assert!(matches!(argo_state(Some(&running), None, &none, None), ArgoState::Waiting { why, .. } if why.contains("Running")));
+        assert!(
+            matches!(argo_state(Some(&running), None, &none, None), ArgoState::Waiting { why, .. } if why.contains("Running"))
+        );
     }
 
     #[test]
@@ -370,9 +451,13 @@ mod tests {
         let mut a = app(M, "Succeeded", "2026-01-01T10:01:00Z");
         a.sync_revision = Some(LATER.into());
         let unchanged: Lineage = [(LATER.to_string(), Relation::UnchangedDescendant)].into();
-        assert!(matches!(argo_state(Some(&a), Some(M), &unchanged, merged), ArgoState::Synced { via } if via.contains("unchanged")));
+        assert!(
+            matches!(argo_state(Some(&a), Some(M), &unchanged, merged), ArgoState::Synced { via } if via.contains("unchanged"))
+        );
         let changed: Lineage = [(LATER.to_string(), Relation::ChangedDescendant("release.yaml changed".into()))].into();
-        assert!(matches!(argo_state(Some(&a), Some(M), &changed, merged), ArgoState::Superseded { by, .. } if by == LATER));
+        assert!(
+            matches!(argo_state(Some(&a), Some(M), &changed, merged), ArgoState::Superseded { by, .. } if by == LATER)
+        );
         let unknown: Lineage = [(LATER.to_string(), Relation::Unknown("not in the local repository".into()))].into();
         assert!(matches!(argo_state(Some(&a), Some(M), &unknown, merged), ArgoState::Waiting { unknowable: true, .. }));
     }
@@ -383,6 +468,8 @@ mod tests {
         let mut a = app(hydrated, "Succeeded", "2026-01-01T10:01:00Z");
         a.hydrated = vec![Hydration { dry_sha: M.into(), hydrated_sha: Some(hydrated.into()), phase: None }];
         let lineage: Lineage = [(hydrated.to_string(), Relation::Unknown("not in the local repository".into()))].into();
-        assert!(matches!(argo_state(Some(&a), Some(M), &lineage, parse_time("2026-01-01T10:00:00Z")), ArgoState::Synced { via } if via.contains("hydrated")));
+        assert!(
+            matches!(argo_state(Some(&a), Some(M), &lineage, parse_time("2026-01-01T10:00:00Z")), ArgoState::Synced { via } if via.contains("hydrated"))
+        );
     }
 }

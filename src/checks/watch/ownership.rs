@@ -130,13 +130,25 @@ pub(crate) fn chain(objects: &[ObjectRef], owners: &[OwnerRef], root: &Root, roo
         path.push(format!("{}/{}", cur.kind, cur.name));
         if cur.kind == root.kind && cur.name == root.name {
             return match (root_uid, cur.uid.as_deref()) {
-                (Some(a), Some(b)) if a != b => Chain::Outside(format!("owned by an earlier {} {} (uid {b}, the live one is {a})", root.kind, root.name)),
+                (Some(a), Some(b)) if a != b => Chain::Outside(format!(
+                    "owned by an earlier {} {} (uid {b}, the live one is {a})",
+                    root.kind, root.name
+                )),
                 _ => Chain::Member(path),
             };
         }
-        let found = objects.iter().find(|o| o.kind == cur.kind && o.name == cur.name && (o.uid.is_none() || cur.uid.is_none() || o.uid == cur.uid));
-        let Some(o) = found else { return Chain::Outside(format!("owned by {} {}, which does not lead to {} {}", cur.kind, cur.name, root.kind, root.name)) };
-        let Some(next) = controller(&o.owners) else { return Chain::Outside(format!("owned by {} {}, which has no owner", o.kind, o.name)) };
+        let found = objects.iter().find(|o| {
+            o.kind == cur.kind && o.name == cur.name && (o.uid.is_none() || cur.uid.is_none() || o.uid == cur.uid)
+        });
+        let Some(o) = found else {
+            return Chain::Outside(format!(
+                "owned by {} {}, which does not lead to {} {}",
+                cur.kind, cur.name, root.kind, root.name
+            ));
+        };
+        let Some(next) = controller(&o.owners) else {
+            return Chain::Outside(format!("owned by {} {}, which has no owner", o.kind, o.name));
+        };
         cur = next;
     }
     Chain::Outside("ownership chain deeper than any workload renders".into())
@@ -159,9 +171,14 @@ pub(crate) struct OutsidePod {
 pub(crate) fn release_state(view: &ClusterView, root: &Root) -> ServiceState {
     let root_uid = view.objects.iter().find(|o| o.kind == root.kind && o.name == root.name).and_then(|o| o.uid.clone());
     let names = root.service_names();
-    let slices: Option<Vec<&EndpointInfo>> = view.endpoints.as_ref().map(|e| e.iter().filter(|e| names.contains(&e.service)).collect()).filter(|v: &Vec<&EndpointInfo>| !v.is_empty());
+    let slices: Option<Vec<&EndpointInfo>> = view
+        .endpoints
+        .as_ref()
+        .map(|e| e.iter().filter(|e| names.contains(&e.service)).collect())
+        .filter(|v: &Vec<&EndpointInfo>| !v.is_empty());
     let traffic = view.traffic.iter().find(|t| names.contains(&t.service));
-    let mut st = ServiceState { routing: routing_source(slices.is_some(), traffic.is_some()), ..ServiceState::default() };
+    let mut st =
+        ServiceState { routing: routing_source(slices.is_some(), traffic.is_some()), ..ServiceState::default() };
     let mut chain_objects: Vec<String> = Vec::new();
     for p in &view.pods {
         let endpoint = slices.as_ref().map(|s| s.iter().any(|e| e.pod == p.name && e.ready));
@@ -190,11 +207,36 @@ pub(crate) fn release_state(view: &ClusterView, root: &Root) -> ServiceState {
     // ReplicaSet that cannot create its pods).
     let in_release = |kind: &str, name: &str, owners: Option<&ObjectRef>| {
         chain_objects.iter().any(|c| c == &format!("{kind}/{name}"))
-            || owners.is_some_and(|o| matches!(chain(&view.objects, &[OwnerRef { kind: o.kind.clone(), name: o.name.clone(), uid: o.uid.clone(), controller: true }], root, root_uid.as_deref()), Chain::Member(_)))
+            || owners.is_some_and(|o| {
+                matches!(
+                    chain(
+                        &view.objects,
+                        &[OwnerRef {
+                            kind: o.kind.clone(),
+                            name: o.name.clone(),
+                            uid: o.uid.clone(),
+                            controller: true
+                        }],
+                        root,
+                        root_uid.as_deref()
+                    ),
+                    Chain::Member(_)
+                )
+            })
     };
     let obj = |kind: &str, name: &str| view.objects.iter().find(|o| o.kind == kind && o.name == name);
-    st.deployments = view.deployments.iter().filter(|d| in_release("Deployment", &d.name, obj("Deployment", &d.name))).cloned().collect();
-    st.replica_sets = view.replica_sets.iter().filter(|r| in_release("ReplicaSet", &r.name, obj("ReplicaSet", &r.name))).cloned().collect();
+    st.deployments = view
+        .deployments
+        .iter()
+        .filter(|d| in_release("Deployment", &d.name, obj("Deployment", &d.name)))
+        .cloned()
+        .collect();
+    st.replica_sets = view
+        .replica_sets
+        .iter()
+        .filter(|r| in_release("ReplicaSet", &r.name, obj("ReplicaSet", &r.name)))
+        .cloned()
+        .collect();
     let known = |kind: &str, name: &str| match kind {
         "Pod" => st.pods.iter().any(|p| p.name == name),
         "ReplicaSet" => st.replica_sets.iter().any(|r| r.name == name),
@@ -226,7 +268,12 @@ mod tests {
         OwnerRef { kind: kind.into(), name: name.into(), uid: None, controller: true }
     }
     fn obj(kind: &str, name: &str, up: Option<(&str, &str)>) -> ObjectRef {
-        ObjectRef { kind: kind.into(), name: name.into(), uid: None, owners: up.map(|(k, n)| vec![owner(k, n)]).unwrap_or_default() }
+        ObjectRef {
+            kind: kind.into(),
+            name: name.into(),
+            uid: None,
+            owners: up.map(|(k, n)| vec![owner(k, n)]).unwrap_or_default(),
+        }
     }
 
     #[test]
@@ -240,7 +287,9 @@ mod tests {
             obj("InferenceService", "m", None),
         ];
         let root = Root::for_bundle("m", true);
-        assert!(matches!(chain(&objects, &[owner("ReplicaSet", "m-predictor-00002-deployment-abc")], &root, None), Chain::Member(p) if p.len() == 6));
+        assert!(
+            matches!(chain(&objects, &[owner("ReplicaSet", "m-predictor-00002-deployment-abc")], &root, None), Chain::Member(p) if p.len() == 6)
+        );
         // A Job's pod with the same labels is not the release's.
         assert!(matches!(chain(&objects, &[owner("Job", "m-eval")], &root, None), Chain::Outside(_)));
         assert!(matches!(chain(&objects, &[], &root, None), Chain::Outside(_)));
@@ -252,20 +301,43 @@ mod tests {
     #[test]
     fn membership_needs_kind_and_name_and_routing_needs_a_share() {
         let root = Root::for_bundle("m", false);
-        let objects = vec![obj("ReplicaSet", "copy-1", Some(("Deployment", "copy"))), obj("Deployment", "copy", None), obj("StatefulSet", "m", None)];
-        assert!(matches!(chain(&objects, &[owner("ReplicaSet", "copy-1")], &root, None), Chain::Outside(_)), "another Deployment is not the root");
-        assert!(matches!(chain(&objects, &[owner("StatefulSet", "m")], &root, None), Chain::Outside(_)), "another kind of the same name is not the root");
-        let pod = |name: &str, rev: &str| PodInfo { name: name.into(), owners: vec![owner("ReplicaSet", &format!("{rev}-deployment-rs"))], labelled: true, ..Default::default() };
+        let objects = vec![
+            obj("ReplicaSet", "copy-1", Some(("Deployment", "copy"))),
+            obj("Deployment", "copy", None),
+            obj("StatefulSet", "m", None),
+        ];
+        assert!(
+            matches!(chain(&objects, &[owner("ReplicaSet", "copy-1")], &root, None), Chain::Outside(_)),
+            "another Deployment is not the root"
+        );
+        assert!(
+            matches!(chain(&objects, &[owner("StatefulSet", "m")], &root, None), Chain::Outside(_)),
+            "another kind of the same name is not the root"
+        );
+        let pod = |name: &str, rev: &str| PodInfo {
+            name: name.into(),
+            owners: vec![owner("ReplicaSet", &format!("{rev}-deployment-rs"))],
+            labelled: true,
+            ..Default::default()
+        };
         let mut view = ClusterView::default();
         for rev in ["m-predictor-00001", "m-predictor-00002"] {
-            view.objects.push(obj("ReplicaSet", &format!("{rev}-deployment-rs"), Some(("Deployment", &format!("{rev}-deployment")))));
+            view.objects.push(obj(
+                "ReplicaSet",
+                &format!("{rev}-deployment-rs"),
+                Some(("Deployment", &format!("{rev}-deployment"))),
+            ));
             view.objects.push(obj("Deployment", &format!("{rev}-deployment"), Some(("Revision", rev))));
             view.objects.push(obj("Revision", rev, Some(("Configuration", "m-predictor"))));
         }
         view.objects.push(obj("Configuration", "m-predictor", Some(("Service", "m-predictor"))));
         view.objects.push(obj("Service", "m-predictor", Some(("InferenceService", "m"))));
         view.pods = vec![pod("old", "m-predictor-00001"), pod("new", "m-predictor-00002")];
-        view.traffic = vec![KnativeTraffic { service: "m-predictor".into(), percent: [("m-predictor-00001".to_string(), 0), ("m-predictor-00002".to_string(), 100)].into(), ..Default::default() }];
+        view.traffic = vec![KnativeTraffic {
+            service: "m-predictor".into(),
+            percent: [("m-predictor-00001".to_string(), 0), ("m-predictor-00002".to_string(), 100)].into(),
+            ..Default::default()
+        }];
         view.events = vec![
             EventInfo { kind: "Pod".into(), object: "new".into(), ..Default::default() },
             EventInfo { kind: "Pod".into(), object: "someone-else".into(), ..Default::default() },
@@ -277,9 +349,16 @@ mod tests {
         assert!(st.routing.contains("status.traffic"), "{}", st.routing);
         assert_eq!(st.events.len(), 1, "only the release's pod's event");
         // With EndpointSlices instead: a ready endpoint of the release's Service routes, another Service's does not.
-        let mut raw = ClusterView { objects: vec![obj("ReplicaSet", "m-rs", Some(("Deployment", "m")))], ..Default::default() };
-        raw.pods = vec![PodInfo { name: "a".into(), owners: vec![owner("ReplicaSet", "m-rs")], ..Default::default() }, PodInfo { name: "b".into(), owners: vec![owner("ReplicaSet", "m-rs")], ..Default::default() }];
-        raw.endpoints = Some(vec![EndpointInfo { service: "m".into(), pod: "a".into(), ready: true }, EndpointInfo { service: "other".into(), pod: "b".into(), ready: true }]);
+        let mut raw =
+            ClusterView { objects: vec![obj("ReplicaSet", "m-rs", Some(("Deployment", "m")))], ..Default::default() };
+        raw.pods = vec![
+            PodInfo { name: "a".into(), owners: vec![owner("ReplicaSet", "m-rs")], ..Default::default() },
+            PodInfo { name: "b".into(), owners: vec![owner("ReplicaSet", "m-rs")], ..Default::default() },
+        ];
+        raw.endpoints = Some(vec![
+            EndpointInfo { service: "m".into(), pod: "a".into(), ready: true },
+            EndpointInfo { service: "other".into(), pod: "b".into(), ready: true },
+        ]);
         let st = release_state(&raw, &Root::for_bundle("m", false));
         assert_eq!(st.pods.iter().map(|p| p.routed).collect::<Vec<_>>(), [Some(true), Some(false)]);
         assert!(st.routing.contains("EndpointSlices"));

@@ -40,7 +40,12 @@ fn owner(kind: &str, name: &str) -> OwnerRef {
 }
 
 fn object(kind: &str, name: &str, up: Option<(&str, &str)>) -> ObjectRef {
-    ObjectRef { kind: kind.into(), name: name.into(), uid: Some(format!("uid-{kind}-{name}")), owners: up.map(|(k, n)| vec![owner(k, n)]).unwrap_or_default() }
+    ObjectRef {
+        kind: kind.into(),
+        name: name.into(),
+        uid: Some(format!("uid-{kind}-{name}")),
+        owners: up.map(|(k, n)| vec![owner(k, n)]).unwrap_or_default(),
+    }
 }
 
 /// How the workload is deployed: the chain from the ReplicaSet up.
@@ -57,7 +62,13 @@ fn chain_for(mode: Mode, rev: u32) -> (String, Vec<ObjectRef>) {
     match mode {
         Mode::Raw => {
             let rs = format!("{NAME}-predictor-rs{rev}");
-            (rs.clone(), vec![object("ReplicaSet", &rs, Some(("Deployment", &format!("{NAME}-predictor")))), object("Deployment", &format!("{NAME}-predictor"), Some(("InferenceService", NAME)))])
+            (
+                rs.clone(),
+                vec![
+                    object("ReplicaSet", &rs, Some(("Deployment", &format!("{NAME}-predictor")))),
+                    object("Deployment", &format!("{NAME}-predictor"), Some(("InferenceService", NAME))),
+                ],
+            )
         }
         Mode::PlainDeployment => {
             let rs = format!("{NAME}-rs{rev}");
@@ -73,7 +84,11 @@ fn chain_for(mode: Mode, rev: u32) -> (String, Vec<ObjectRef>) {
                     object("ReplicaSet", &rs, Some(("Deployment", &dep))),
                     object("Deployment", &dep, Some(("Revision", &revision))),
                     object("Revision", &revision, Some(("Configuration", &format!("{NAME}-predictor")))),
-                    object("Configuration", &format!("{NAME}-predictor"), Some(("Service", &format!("{NAME}-predictor")))),
+                    object(
+                        "Configuration",
+                        &format!("{NAME}-predictor"),
+                        Some(("Service", &format!("{NAME}-predictor"))),
+                    ),
                     object("Service", &format!("{NAME}-predictor"), Some(("InferenceService", NAME))),
                 ],
             )
@@ -96,8 +111,16 @@ fn pod(name: &str, digest: &str, rs_owner: OwnerRef, ready: bool, restarts: u32)
         phase: "Running".into(),
         ready,
         restarts,
-        containers: vec![ContainerRestarts { name: "kserve-container".into(), restarts, last_reason: (restarts > 0).then(|| "Error".into()), last_exit_code: (restarts > 0).then_some(1), last_finished_at: None }],
-        source: Some(ModelSource::StorageInitializer { uri: if digest == NEW { URI.into() } else { "s3://models/llm/v1/".into() } }),
+        containers: vec![ContainerRestarts {
+            name: "kserve-container".into(),
+            restarts,
+            last_reason: (restarts > 0).then(|| "Error".into()),
+            last_exit_code: (restarts > 0).then_some(1),
+            last_finished_at: None,
+        }],
+        source: Some(ModelSource::StorageInitializer {
+            uri: if digest == NEW { URI.into() } else { "s3://models/llm/v1/".into() },
+        }),
         owner: Some(rs_owner.name.clone()),
         owners: vec![rs_owner],
         labelled: true,
@@ -125,7 +148,8 @@ enum Neighbour {
 
 fn neighbour() -> impl Strategy<Value = Neighbour> {
     prop_oneof![
-        (prop_oneof![Just("Running"), Just("Succeeded"), Just("Failed"), Just("Pending")], any::<bool>()).prop_map(|(phase, ready)| Neighbour::JobPod { phase, ready }),
+        (prop_oneof![Just("Running"), Just("Succeeded"), Just("Failed"), Just("Pending")], any::<bool>())
+            .prop_map(|(phase, ready)| Neighbour::JobPod { phase, ready }),
         any::<bool>().prop_map(|ready| Neighbour::Copy { ready }),
         Just(Neighbour::OtherIsvc),
         any::<bool>().prop_map(|ready| Neighbour::OldTerminating { ready }),
@@ -140,7 +164,9 @@ enum ArgoSeen {
     Merge,
     /// sync.revision moved to a later commit without touching the bundle;
     /// the operation was for the merge or for that commit.
-    LaterUnchanged { op_on_later: bool },
+    LaterUnchanged {
+        op_on_later: bool,
+    },
     /// The source hydrator: sync.revision is the hydrated commit.
     Hydrated,
     /// Bad: still on an ancestor of the merge.
@@ -216,18 +242,31 @@ fn world() -> impl Strategy<Value = World> {
         5.0..120.0f64,
         1.0..10.0f64,
     )
-        .prop_map(|(mode, replicas, extra, old_restarts, extra_pending, routing_known, neighbours, argo, window_s, poll_s)| World {
-            mode,
-            replicas,
-            ready_new: replicas + extra,
-            old_restarts,
-            extra_pending,
-            routing_known,
-            neighbours,
-            argo,
-            window_s,
-            poll_s,
-        })
+        .prop_map(
+            |(
+                mode,
+                replicas,
+                extra,
+                old_restarts,
+                extra_pending,
+                routing_known,
+                neighbours,
+                argo,
+                window_s,
+                poll_s,
+            )| World {
+                mode,
+                replicas,
+                ready_new: replicas + extra,
+                old_restarts,
+                extra_pending,
+                routing_known,
+                neighbours,
+                argo,
+                window_s,
+                poll_s,
+            },
+        )
 }
 
 /// What can be wrong with a release.
@@ -267,7 +306,12 @@ fn view_at(w: &World, fault: Option<Fault>, i: u32) -> ClusterView {
         objects.push(object("InferenceService", NAME, None));
     }
     let mut v = ClusterView { objects, ..Default::default() };
-    v.replica_sets.push(ReplicaSetInfo { name: new_rs.clone(), digest: Some(NEW.into()), replicas: w.ready_new as i32, ready: w.ready_new as i32 });
+    v.replica_sets.push(ReplicaSetInfo {
+        name: new_rs.clone(),
+        digest: Some(NEW.into()),
+        replicas: w.ready_new as i32,
+        ready: w.ready_new as i32,
+    });
     v.replica_sets.push(ReplicaSetInfo { name: old_rs.clone(), digest: Some(OLD.into()), replicas: 0, ready: 0 });
     let mut endpoints = Vec::new();
     let svc = service_name(w.mode);
@@ -307,12 +351,22 @@ fn view_at(w: &World, fault: Option<Fault>, i: u32) -> ClusterView {
     for (k, n) in w.neighbours.iter().enumerate() {
         let name = format!("neighbour-{k}");
         let p = match n {
-            Neighbour::JobPod { phase, ready } => PodInfo { phase: (*phase).into(), ready: *ready && *phase == "Running", ..pod(&name, OLD, owner("Job", "llm-eval"), false, 0) },
+            Neighbour::JobPod { phase, ready } => PodInfo {
+                phase: (*phase).into(),
+                ready: *ready && *phase == "Running",
+                ..pod(&name, OLD, owner("Job", "llm-eval"), false, 0)
+            },
             Neighbour::Copy { ready } => pod(&name, OLD, owner("ReplicaSet", "llm-shadow-rs"), *ready, 0),
             Neighbour::OtherIsvc => pod(&name, "sha256:other", owner("ReplicaSet", "other-predictor-rs"), true, 7),
-            Neighbour::OldTerminating { ready } => PodInfo { terminating: true, ..pod(&name, OLD, owner("ReplicaSet", &old_rs), *ready, 0) },
-            Neighbour::OldEvicted => PodInfo { phase: "Failed".into(), ..pod(&name, OLD, owner("ReplicaSet", &old_rs), true, 0) },
-            Neighbour::Bare => PodInfo { owners: Vec::new(), owner: None, ..pod(&name, OLD, owner("ReplicaSet", "x"), true, 0) },
+            Neighbour::OldTerminating { ready } => {
+                PodInfo { terminating: true, ..pod(&name, OLD, owner("ReplicaSet", &old_rs), *ready, 0) }
+            }
+            Neighbour::OldEvicted => {
+                PodInfo { phase: "Failed".into(), ..pod(&name, OLD, owner("ReplicaSet", &old_rs), true, 0) }
+            }
+            Neighbour::Bare => {
+                PodInfo { owners: Vec::new(), owner: None, ..pod(&name, OLD, owner("ReplicaSet", "x"), true, 0) }
+            }
         };
         v.pods.push(p);
     }
@@ -335,7 +389,12 @@ fn view_at(w: &World, fault: Option<Fault>, i: u32) -> ClusterView {
                 percent.insert(format!("{NAME}-predictor-00002"), 80);
                 percent.insert(format!("{NAME}-predictor-00001"), 20);
             }
-            v.traffic.push(KnativeTraffic { service: svc.clone(), percent, latest_created: Some(format!("{NAME}-predictor-00002")), latest_ready: Some(format!("{NAME}-predictor-00002")) });
+            v.traffic.push(KnativeTraffic {
+                service: svc.clone(),
+                percent,
+                latest_created: Some(format!("{NAME}-predictor-00002")),
+                latest_ready: Some(format!("{NAME}-predictor-00002")),
+            });
         }
         v.endpoints = Some(endpoints);
     }
@@ -353,7 +412,12 @@ fn decide(w: &World, fault: Option<Fault>) -> (Report, bool) {
     argo_step.verdict = argo::verdict(&state, true);
     r.push(argo_step);
     if argo_step_deployed(&state) {
-        let exp = Expected { digest: NEW.into(), storage_uri: URI.into(), kserve: !matches!(w.mode, Mode::PlainDeployment), replicas: w.replicas };
+        let exp = Expected {
+            digest: NEW.into(),
+            storage_uri: URI.into(),
+            kserve: !matches!(w.mode, Mode::PlainDeployment),
+            replicas: w.replicas,
+        };
         let root = Root::for_bundle(NAME, exp.kserve);
         let mut watch = RolloutWatch::new(exp, w.window_s);
         // Reads every poll_s until done or well past the window.
@@ -373,8 +437,10 @@ fn decide(w: &World, fault: Option<Fault>) -> (Report, bool) {
         r.push(StepReport::not_run("rollout", "release", "not deployed"));
     }
     let reported = if matches!(fault, Some(Fault::IdentityWrong)) { OLD } else { NEW };
-    let expect = vec![IdentityExpectation { field: "release".into(), digest_of: "release".into(), expected: Some(NEW.into()) }];
-    let (diags, _) = rollout::check_identity(&expect, Some("registered"), &json!({"release": reported, "registered": true}));
+    let expect =
+        vec![IdentityExpectation { field: "release".into(), digest_of: "release".into(), expected: Some(NEW.into()) }];
+    let (diags, _) =
+        rollout::check_identity(&expect, Some("registered"), &json!({"release": reported, "registered": true}));
     let mut id = StepReport::new("identity", "url");
     id.diagnostics = diags;
     id.verdict = id.verdict_from_diagnostics();
@@ -388,7 +454,18 @@ fn argo_step_deployed(s: &argo::ArgoState) -> bool {
 }
 
 fn explain(r: &Report) -> String {
-    r.steps.iter().map(|s| format!("{}: {} {:?}", s.step, s.verdict, s.diagnostics.iter().map(|d| format!("{} {}", d.code, d.message)).collect::<Vec<_>>())).collect::<Vec<_>>().join("\n")
+    r.steps
+        .iter()
+        .map(|s| {
+            format!(
+                "{}: {} {:?}",
+                s.step,
+                s.verdict,
+                s.diagnostics.iter().map(|d| format!("{} {}", d.code, d.message)).collect::<Vec<_>>()
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 proptest! {
@@ -415,7 +492,18 @@ mod regressions {
     use super::*;
 
     fn base() -> World {
-        World { mode: Mode::Raw, replicas: 1, ready_new: 1, old_restarts: 0, extra_pending: false, routing_known: true, neighbours: vec![], argo: ArgoSeen::Merge, window_s: 10.0, poll_s: 2.0 }
+        World {
+            mode: Mode::Raw,
+            replicas: 1,
+            ready_new: 1,
+            old_restarts: 0,
+            extra_pending: false,
+            routing_known: true,
+            neighbours: vec![],
+            argo: ArgoSeen::Merge,
+            window_s: 10.0,
+            poll_s: 2.0,
+        }
     }
 
     #[test]
@@ -423,12 +511,26 @@ mod regressions {
         let (r, revert) = decide(&World { extra_pending: true, ..base() }, None);
         assert_eq!(r.verdict, Verdict::Pass, "{}", explain(&r));
         assert!(!revert);
-        assert!(r.steps.iter().flat_map(|s| &s.diagnostics).any(|d| d.code == crate::diag::Code::PodsNotServing && d.message.contains("new-extra")), "{}", explain(&r));
+        assert!(
+            r.steps
+                .iter()
+                .flat_map(|s| &s.diagnostics)
+                .any(|d| d.code == crate::diag::Code::PodsNotServing && d.message.contains("new-extra")),
+            "{}",
+            explain(&r)
+        );
     }
 
     #[test]
     fn a_ready_copy_with_the_apps_labels_is_not_another_release_serving() {
-        let (r, _) = decide(&World { neighbours: vec![Neighbour::Copy { ready: true }, Neighbour::JobPod { phase: "Running", ready: true }], routing_known: false, ..base() }, None);
+        let (r, _) = decide(
+            &World {
+                neighbours: vec![Neighbour::Copy { ready: true }, Neighbour::JobPod { phase: "Running", ready: true }],
+                routing_known: false,
+                ..base()
+            },
+            None,
+        );
         assert_eq!(r.verdict, Verdict::Pass, "{}", explain(&r));
     }
 
@@ -436,7 +538,11 @@ mod regressions {
     fn a_restart_storm_between_ready_reads_fails_with_its_own_code() {
         let (r, revert) = decide(&base(), Some(Fault::RestartStormWhileReady));
         assert_eq!(r.verdict, Verdict::Fail, "{}", explain(&r));
-        assert!(r.steps.iter().flat_map(|s| &s.diagnostics).any(|d| d.code == crate::diag::Code::RestartStorm), "{}", explain(&r));
+        assert!(
+            r.steps.iter().flat_map(|s| &s.diagnostics).any(|d| d.code == crate::diag::Code::RestartStorm),
+            "{}",
+            explain(&r)
+        );
         assert!(revert);
     }
 

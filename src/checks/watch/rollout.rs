@@ -44,7 +44,9 @@ pub(crate) enum ModelSource {
 impl ModelSource {
     pub(crate) fn uri(&self) -> &str {
         match self {
-            ModelSource::StorageInitializer { uri } | ModelSource::LocalModelCache { uri, .. } | ModelSource::Modelcar { uri } => uri,
+            ModelSource::StorageInitializer { uri }
+            | ModelSource::LocalModelCache { uri, .. }
+            | ModelSource::Modelcar { uri } => uri,
         }
     }
 
@@ -52,7 +54,9 @@ impl ModelSource {
     pub(crate) fn read_from(&self) -> String {
         match self {
             ModelSource::StorageInitializer { .. } => format!("initContainers[{STORAGE_INITIALIZER}].args[0]"),
-            ModelSource::LocalModelCache { cache, .. } => format!("annotation {LOCAL_MODEL_SOURCE} (LocalModelCache {})", cache.as_deref().unwrap_or("?")),
+            ModelSource::LocalModelCache { cache, .. } => {
+                format!("annotation {LOCAL_MODEL_SOURCE} (LocalModelCache {})", cache.as_deref().unwrap_or("?"))
+            }
             ModelSource::Modelcar { .. } => format!("containers[{MODELCAR}].image"),
         }
     }
@@ -297,18 +301,31 @@ pub(crate) fn compare_serving(exp: &Expected, pods: &[PodInfo], replica_sets: &[
     for p in pods {
         let is_new = p.digest.as_deref() == Some(exp.digest.as_str());
         match (standing(p), is_new) {
-            (PodStanding::Terminal, _) => history.push((p, "terminal phase: its containers stopped for good, it serves nothing")),
-            (PodStanding::Terminating, false) => history.push((p, "terminating: out of the Service's ready endpoints, draining")),
-            (PodStanding::Unknown, false) => unsure.push((p, "phase Unknown (node unreachable?): whether it still serves cannot be told")),
+            (PodStanding::Terminal, _) => {
+                history.push((p, "terminal phase: its containers stopped for good, it serves nothing"))
+            }
+            (PodStanding::Terminating, false) => {
+                history.push((p, "terminating: out of the Service's ready endpoints, draining"))
+            }
+            (PodStanding::Unknown, false) => {
+                unsure.push((p, "phase Unknown (node unreachable?): whether it still serves cannot be told"))
+            }
             (PodStanding::Serving, false) => match owner_wants_pods(p, replica_sets) {
-                Some(false) => unsure.push((p, "ready, but its ReplicaSet is scaled to 0: it is being removed and may still receive traffic")),
+                Some(false) => unsure.push((
+                    p,
+                    "ready, but its ReplicaSet is scaled to 0: it is being removed and may still receive traffic",
+                )),
                 _ => serving.push(p),
             },
-            (PodStanding::NotServing, false) if p.routed == Some(false) => {
-                history.push((p, "not routed: neither among the Service's ready endpoints nor given traffic, it serves nothing"))
-            }
+            (PodStanding::NotServing, false) if p.routed == Some(false) => history.push((
+                p,
+                "not routed: neither among the Service's ready endpoints nor given traffic, it serves nothing",
+            )),
             (PodStanding::NotServing, false) => match owner_wants_pods(p, replica_sets) {
-                Some(true) => unsure.push((p, "not ready, but its ReplicaSet still wants pods: the old release may become ready again")),
+                Some(true) => unsure.push((
+                    p,
+                    "not ready, but its ReplicaSet still wants pods: the old release may become ready again",
+                )),
                 _ => history.push((p, "not ready and not wanted by any ReplicaSet: it receives no traffic")),
             },
             // New-release pods are judged (and counted) by evaluate_rollout.
@@ -318,7 +335,11 @@ pub(crate) fn compare_serving(exp: &Expected, pods: &[PodInfo], replica_sets: &[
     if !serving.is_empty() {
         let mut d = Diagnostic::new(
             Code::RolloutIncomplete,
-            format!("{} ready pod(s) of another release are still serving; the bundle's release is {}", serving.len(), short(&exp.digest)),
+            format!(
+                "{} ready pod(s) of another release are still serving; the bundle's release is {}",
+                serving.len(),
+                short(&exp.digest)
+            ),
         );
         for p in &serving {
             d = d.evidence(pod_line(p));
@@ -328,7 +349,10 @@ pub(crate) fn compare_serving(exp: &Expected, pods: &[PodInfo], replica_sets: &[
     if !unsure.is_empty() {
         let mut d = Diagnostic::new(
             Code::RolloutEvidenceIncomplete,
-            format!("{} pod(s) of another release may still be serving: the cluster's answer does not tell", unsure.len()),
+            format!(
+                "{} pod(s) of another release may still be serving: the cluster's answer does not tell",
+                unsure.len()
+            ),
         );
         for (p, why) in &unsure {
             d = d.evidence(format!("{}: {why}", pod_line(p)));
@@ -336,13 +360,18 @@ pub(crate) fn compare_serving(exp: &Expected, pods: &[PodInfo], replica_sets: &[
         out.push(d.help("read the pods again once the node or controller has caught up (`kubectl get pods -o wide`)"));
     }
     if !history.is_empty() {
-        let mut d = Diagnostic::new(Code::PodsNotServing, format!("{} pod(s) are present but serve nothing (not counted either way)", history.len()));
+        let mut d = Diagnostic::new(
+            Code::PodsNotServing,
+            format!("{} pod(s) are present but serve nothing (not counted either way)", history.len()),
+        );
         for (p, why) in &history {
             d = d.evidence(format!("{}: {why}", pod_line(p)));
         }
         out.push(d);
     }
-    for p in pods.iter().filter(|p| p.digest.as_deref() == Some(exp.digest.as_str()) && standing(p) != PodStanding::Terminal) {
+    for p in
+        pods.iter().filter(|p| p.digest.as_deref() == Some(exp.digest.as_str()) && standing(p) != PodStanding::Terminal)
+    {
         match &p.source {
             Some(src) if !same_uri(src.uri(), &exp.storage_uri) => out.push(
                 Diagnostic::new(Code::RolloutIncomplete, format!("pod {} reads its model from {}, not the bundle's {}", p.name, src.uri(), exp.storage_uri))
@@ -402,7 +431,14 @@ fn events_for<'a>(st: &'a ServiceState, kind: &str, name: &str) -> Vec<&'a Event
 }
 
 fn event_line(e: &EventInfo) -> String {
-    format!("{} {} {}: {}{}", e.type_, e.reason, e.object, e.message, if e.count > 1 { format!(" (×{})", e.count) } else { String::new() })
+    format!(
+        "{} {} {}: {}{}",
+        e.type_,
+        e.reason,
+        e.object,
+        e.message,
+        if e.count > 1 { format!(" (×{})", e.count) } else { String::new() }
+    )
 }
 
 /// Rollout truth over one snapshot. Pods are grouped by release digest; PASS
@@ -415,13 +451,18 @@ pub(crate) fn evaluate_rollout(exp: &Expected, st: &ServiceState) -> RolloutOutc
     let mut diags = compare_serving(exp, &st.pods, &st.replica_sets);
     // Terminal pods of the new release (an Evicted one, say) are history: a
     // replacement is judged instead.
-    let new: Vec<&PodInfo> =
-        st.pods.iter().filter(|p| p.digest.as_deref() == Some(exp.digest.as_str()) && standing(p) != PodStanding::Terminal).collect();
+    let new: Vec<&PodInfo> = st
+        .pods
+        .iter()
+        .filter(|p| p.digest.as_deref() == Some(exp.digest.as_str()) && standing(p) != PodStanding::Terminal)
+        .collect();
     let ready_new = new.iter().filter(|p| standing(p) == PodStanding::Serving).count();
     // New pods that may serve but cannot be counted: phase Unknown, or ready
     // and terminating (a drained node; the replacement is not up yet).
-    let unsure_new: Vec<&&PodInfo> =
-        new.iter().filter(|p| standing(p) == PodStanding::Unknown || (standing(p) == PodStanding::Terminating && p.ready)).collect();
+    let unsure_new: Vec<&&PodInfo> = new
+        .iter()
+        .filter(|p| standing(p) == PodStanding::Unknown || (standing(p) == PodStanding::Terminating && p.ready))
+        .collect();
 
     diags.extend(new_pod_diagnostics(st, &new, ready_new >= exp.replicas as usize));
     diags.extend(outside_diagnostics(st));
@@ -437,7 +478,11 @@ pub(crate) fn evaluate_rollout(exp: &Expected, st: &ServiceState) -> RolloutOutc
     add_green_signals(st, &mut diags);
 
     let complete = !diags.iter().any(is_error);
-    let old = st.pods.iter().filter(|p| p.digest.as_deref() != Some(exp.digest.as_str()) && standing(p) == PodStanding::Serving).count();
+    let old = st
+        .pods
+        .iter()
+        .filter(|p| p.digest.as_deref() != Some(exp.digest.as_str()) && standing(p) == PodStanding::Serving)
+        .count();
     let summary = format!(
         "{ready_new}/{} new-release pod(s) ready, {old} pod(s) of another release serving, {} pod(s) total{}",
         exp.replicas,
@@ -448,7 +493,9 @@ pub(crate) fn evaluate_rollout(exp: &Expected, st: &ServiceState) -> RolloutOutc
     // good as gone; one whose routing is unknown is waited for.
     let settled = complete
         && st.pods.iter().all(|p| {
-            p.digest.as_deref() == Some(exp.digest.as_str()) || standing(p) == PodStanding::Terminal || (p.routed == Some(false) && !p.terminating)
+            p.digest.as_deref() == Some(exp.digest.as_str())
+                || standing(p) == PodStanding::Terminal
+                || (p.routed == Some(false) && !p.terminating)
         });
     RolloutOutcome {
         complete,
@@ -472,7 +519,10 @@ fn outside_diagnostics(st: &ServiceState) -> Vec<Diagnostic> {
     let mut out = Vec::new();
     let routed: Vec<&super::ownership::OutsidePod> = st.outside.iter().filter(|o| o.routed).collect();
     if !routed.is_empty() {
-        let mut d = Diagnostic::new(Code::RolloutEvidenceIncomplete, format!("{} pod(s) outside this release receive the release's Service traffic", routed.len()));
+        let mut d = Diagnostic::new(
+            Code::RolloutEvidenceIncomplete,
+            format!("{} pod(s) outside this release receive the release's Service traffic", routed.len()),
+        );
         for o in &routed {
             d = d.evidence(format!("pod {}: {}", o.name, o.why));
         }
@@ -480,7 +530,13 @@ fn outside_diagnostics(st: &ServiceState) -> Vec<Diagnostic> {
     }
     let others: Vec<&super::ownership::OutsidePod> = st.outside.iter().filter(|o| !o.routed).collect();
     if !others.is_empty() {
-        let mut d = Diagnostic::new(Code::PodsNotServing, format!("{} pod(s) carry the app's labels but are not part of this release (not counted either way)", others.len()));
+        let mut d = Diagnostic::new(
+            Code::PodsNotServing,
+            format!(
+                "{} pod(s) carry the app's labels but are not part of this release (not counted either way)",
+                others.len()
+            ),
+        );
         for o in &others {
             d = d.evidence(format!("pod {}: {}", o.name, o.why));
         }
@@ -498,9 +554,17 @@ fn new_pod_diagnostics(st: &ServiceState, new: &[&PodInfo], enough: bool) -> Vec
     let mut diags = Vec::new();
     for p in new {
         let evs = events_for(st, "Pod", &p.name);
-        let starting = (p.phase == "Pending" && !p.ready && !p.terminating) || (!p.crash_loop && !p.ready && p.restarts > 0);
+        let starting =
+            (p.phase == "Pending" && !p.ready && !p.terminating) || (!p.crash_loop && !p.ready && p.restarts > 0);
         if enough && starting {
-            let mut d = Diagnostic::new(Code::PodsNotServing, format!("extra pod {} of the new release is {} while the replicas are already ready", p.name, if p.phase == "Pending" { "Pending" } else { "not ready" }));
+            let mut d = Diagnostic::new(
+                Code::PodsNotServing,
+                format!(
+                    "extra pod {} of the new release is {} while the replicas are already ready",
+                    p.name,
+                    if p.phase == "Pending" { "Pending" } else { "not ready" }
+                ),
+            );
             for e in evs.iter().filter(|e| e.type_ == "Warning") {
                 d = d.evidence(event_line(e));
             }
@@ -514,7 +578,11 @@ fn new_pod_diagnostics(st: &ServiceState, new: &[&PodInfo], enough: bool) -> Vec
                 if sched.is_empty() {
                     format!("new pod {} is Pending", p.name)
                 } else {
-                    format!("new pod {} is Pending and cannot be scheduled: {}", p.name, sched.last().map(|e| e.message.as_str()).unwrap_or_default())
+                    format!(
+                        "new pod {} is Pending and cannot be scheduled: {}",
+                        p.name,
+                        sched.last().map(|e| e.message.as_str()).unwrap_or_default()
+                    )
                 },
             );
             for e in &evs {
@@ -532,7 +600,12 @@ fn new_pod_diagnostics(st: &ServiceState, new: &[&PodInfo], enough: bool) -> Vec
         } else if p.crash_loop || (!p.ready && p.restarts > 0) {
             let mut d = Diagnostic::new(
                 Code::RolloutIncomplete,
-                format!("new pod {} is not ready: {} restart(s){}", p.name, p.restarts, if p.crash_loop { ", CrashLoopBackOff" } else { "" }),
+                format!(
+                    "new pod {} is not ready: {} restart(s){}",
+                    p.name,
+                    p.restarts,
+                    if p.crash_loop { ", CrashLoopBackOff" } else { "" }
+                ),
             );
             for w in &p.waiting {
                 d = d.evidence(format!("container {w}"));
@@ -551,9 +624,13 @@ fn new_pod_diagnostics(st: &ServiceState, new: &[&PodInfo], enough: bool) -> Vec
 fn replica_set_diagnostics(exp: &Expected, st: &ServiceState, new: &[&PodInfo]) -> Vec<Diagnostic> {
     let mut diags = Vec::new();
     for rs in st.replica_sets.iter().filter(|r| r.digest.as_deref() == Some(exp.digest.as_str())) {
-        let evs: Vec<&EventInfo> = events_for(st, "ReplicaSet", &rs.name).into_iter().filter(|e| e.type_ == "Warning").collect();
+        let evs: Vec<&EventInfo> =
+            events_for(st, "ReplicaSet", &rs.name).into_iter().filter(|e| e.type_ == "Warning").collect();
         if !evs.is_empty() && new.is_empty() {
-            let mut d = Diagnostic::new(Code::RolloutIncomplete, format!("ReplicaSet {} of the new release could not create its pods", rs.name));
+            let mut d = Diagnostic::new(
+                Code::RolloutIncomplete,
+                format!("ReplicaSet {} of the new release could not create its pods", rs.name),
+            );
             for e in evs {
                 d = d.evidence(event_line(e));
             }
@@ -583,13 +660,25 @@ fn deadline_diagnostics(st: &ServiceState) -> Vec<Diagnostic> {
 /// No new pod at all, or fewer ready than the replicas (BG501), or enough
 /// only if pods of unknown standing serve (BG506). Only when nothing above is
 /// already an error.
-fn readiness_diagnostic(exp: &Expected, new: &[&PodInfo], ready_new: usize, unsure_new: &[&&PodInfo], diags: &[Diagnostic]) -> Option<Diagnostic> {
+fn readiness_diagnostic(
+    exp: &Expected,
+    new: &[&PodInfo],
+    ready_new: usize,
+    unsure_new: &[&&PodInfo],
+    diags: &[Diagnostic],
+) -> Option<Diagnostic> {
     if new.is_empty() && !diags.iter().any(|d| d.message.contains("could not create")) {
-        Some(Diagnostic::new(Code::RolloutIncomplete, format!("no pod runs the bundle's release {}", short(&exp.digest))))
+        Some(Diagnostic::new(
+            Code::RolloutIncomplete,
+            format!("no pod runs the bundle's release {}", short(&exp.digest)),
+        ))
     } else if ready_new < exp.replicas as usize && !diags.iter().any(is_error) {
         let msg = format!("{ready_new} of {} replica(s) of the new release are ready", exp.replicas);
         if ready_new + unsure_new.len() >= exp.replicas as usize {
-            let mut d = Diagnostic::new(Code::RolloutEvidenceIncomplete, format!("{msg}; whether {} more serve cannot be told", unsure_new.len()));
+            let mut d = Diagnostic::new(
+                Code::RolloutEvidenceIncomplete,
+                format!("{msg}; whether {} more serve cannot be told", unsure_new.len()),
+            );
             for p in unsure_new {
                 d = d.evidence(pod_line(p));
             }
@@ -607,7 +696,18 @@ fn add_green_signals(st: &ServiceState, diags: &mut [Diagnostic]) {
     if diags.iter().any(is_error) {
         let mut greens = Vec::new();
         for dep in &st.deployments {
-            let conds: Vec<String> = dep.conditions.iter().map(|c| format!("{}={}{}", c.type_, c.status, c.reason.as_deref().map(|r| format!(" ({r})")).unwrap_or_default())).collect();
+            let conds: Vec<String> = dep
+                .conditions
+                .iter()
+                .map(|c| {
+                    format!(
+                        "{}={}{}",
+                        c.type_,
+                        c.status,
+                        c.reason.as_deref().map(|r| format!(" ({r})")).unwrap_or_default()
+                    )
+                })
+                .collect();
             greens.push(format!(
                 "Deployment {}: replicas {} updated {} ready {} available {}; {}",
                 dep.name,
@@ -648,8 +748,7 @@ fn release_groups(exp: &Expected, st: &ServiceState) -> Vec<Value> {
 
 /// One table row per pod (`POD_COLUMNS`).
 fn pod_rows(exp: &Expected, st: &ServiceState) -> Vec<Vec<String>> {
-    st
-        .pods
+    st.pods
         .iter()
         .map(|p| {
             vec![
@@ -701,7 +800,11 @@ pub(crate) struct IdentityExpectation {
 /// Compare the identity endpoint's answer with the bundle. Digests compare
 /// with or without the `sha256:` prefix; the registered field must be JSON
 /// `true` (a string "true" is not a boolean answer).
-pub(crate) fn check_identity(expect: &[IdentityExpectation], registered_field: Option<&str>, body: &Value) -> (Vec<Diagnostic>, Vec<Vec<String>>) {
+pub(crate) fn check_identity(
+    expect: &[IdentityExpectation],
+    registered_field: Option<&str>,
+    body: &Value,
+) -> (Vec<Diagnostic>, Vec<Vec<String>>) {
     let mut diags = Vec::new();
     let mut rows = Vec::new();
     for e in expect {
@@ -722,9 +825,15 @@ pub(crate) fn check_identity(expect: &[IdentityExpectation], registered_field: O
             let msg = match (&e.expected, &got_s) {
                 (None, _) => format!("`{}` cannot be checked: the bundle has no sha256 for `{}`", e.field, e.digest_of),
                 (_, None) => format!("the identity response has no `{}`", e.field),
-                (Some(w), Some(g)) => format!("the service reports `{}` = {g}, the bundle's {} is {w}", e.field, e.digest_of),
+                (Some(w), Some(g)) => {
+                    format!("the service reports `{}` = {g}, the bundle's {} is {w}", e.field, e.digest_of)
+                }
             };
-            diags.push(Diagnostic::new(Code::IdentityMismatch, msg).field("spec.serving.identity.expect").evidence(format!("response: {body}")));
+            diags.push(
+                Diagnostic::new(Code::IdentityMismatch, msg)
+                    .field("spec.serving.identity.expect")
+                    .evidence(format!("response: {body}")),
+            );
         }
     }
     if let Some(f) = registered_field {
@@ -740,7 +849,10 @@ pub(crate) fn check_identity(expect: &[IdentityExpectation], registered_field: O
         if !ok {
             let mut d = Diagnostic::new(
                 Code::IdentityMismatch,
-                format!("the service reports `{f}` = {}: the release it serves is not registered", got.map(|g| g.to_string()).unwrap_or_else(|| "(missing)".into())),
+                format!(
+                    "the service reports `{f}` = {}: the release it serves is not registered",
+                    got.map(|g| g.to_string()).unwrap_or_else(|| "(missing)".into())
+                ),
             )
             .field("spec.serving.identity.registeredField")
             .evidence(format!("response: {body}"));
@@ -871,10 +983,15 @@ mod tests {
 
     #[test]
     fn identity_accepts_prefix_or_not_and_needs_registered_true() {
-        let exp = vec![IdentityExpectation { field: "a.digest".into(), digest_of: "release".into(), expected: Some("sha256:ABCD".into()) }];
+        let exp = vec![IdentityExpectation {
+            field: "a.digest".into(),
+            digest_of: "release".into(),
+            expected: Some("sha256:ABCD".into()),
+        }];
         let (d, _) = check_identity(&exp, Some("in_registry"), &json!({"a": {"digest": "abcd"}, "in_registry": true}));
         assert!(d.is_empty(), "{d:?}");
-        let (d, _) = check_identity(&exp, Some("in_registry"), &json!({"a": {"digest": "sha256:abce"}, "in_registry": "true"}));
+        let (d, _) =
+            check_identity(&exp, Some("in_registry"), &json!({"a": {"digest": "sha256:abce"}, "in_registry": "true"}));
         assert_eq!(d.len(), 2);
         assert!(d.iter().all(|x| x.code == "BG502"));
     }
@@ -884,7 +1001,14 @@ mod tests {
         let exp = Expected { digest: "sha256:new".into(), storage_uri: "s3://m/v2/".into(), kserve: true, replicas: 1 };
         let st = ServiceState {
             pods: vec![
-                PodInfo { name: "old".into(), digest: Some("sha256:old".into()), phase: "Running".into(), ready: true, source: Some(ModelSource::StorageInitializer { uri: "s3://m/v1/".into() }), ..Default::default() },
+                PodInfo {
+                    name: "old".into(),
+                    digest: Some("sha256:old".into()),
+                    phase: "Running".into(),
+                    ready: true,
+                    source: Some(ModelSource::StorageInitializer { uri: "s3://m/v1/".into() }),
+                    ..Default::default()
+                },
                 PodInfo {
                     name: "new".into(),
                     digest: Some("sha256:new".into()),
@@ -902,10 +1026,19 @@ mod tests {
         assert!(o.diagnostics.iter().any(|d| d.message.contains("CrashLoopBackOff")));
         assert!(o.diagnostics.iter().any(|d| d.message.contains("another release")));
         // Only the new pod, ready, right source: complete.
-        let st2 = ServiceState { pods: vec![PodInfo { ready: true, crash_loop: false, restarts: 0, ..st.pods[1].clone() }], ..Default::default() };
+        let st2 = ServiceState {
+            pods: vec![PodInfo { ready: true, crash_loop: false, restarts: 0, ..st.pods[1].clone() }],
+            ..Default::default()
+        };
         assert!(evaluate_rollout(&exp, &st2).complete);
         // Right digest, wrong source: not complete.
-        let st3 = ServiceState { pods: vec![PodInfo { source: Some(ModelSource::StorageInitializer { uri: "s3://m/v1/".into() }), ..st2.pods[0].clone() }], ..Default::default() };
+        let st3 = ServiceState {
+            pods: vec![PodInfo {
+                source: Some(ModelSource::StorageInitializer { uri: "s3://m/v1/".into() }),
+                ..st2.pods[0].clone()
+            }],
+            ..Default::default()
+        };
         assert!(!evaluate_rollout(&exp, &st3).complete);
     }
 
@@ -916,7 +1049,9 @@ mod tests {
             phase: phase.into(),
             ready,
             terminating,
-            source: Some(ModelSource::StorageInitializer { uri: if digest == "sha256:new" { "s3://m/v2/" } else { "s3://m/v1/" }.into() }),
+            source: Some(ModelSource::StorageInitializer {
+                uri: if digest == "sha256:new" { "s3://m/v2/" } else { "s3://m/v1/" }.into(),
+            }),
             ..Default::default()
         }
     }
@@ -952,16 +1087,34 @@ mod tests {
             ("Unknown", true, true, Verdict::Pass),
         ];
         for (phase, ready, terminating, want) in cases {
-            let st = ServiceState { pods: vec![pod("new", "sha256:new", "Running", true, false), pod("old", "sha256:old", phase, *ready, *terminating)], ..Default::default() };
+            let st = ServiceState {
+                pods: vec![
+                    pod("new", "sha256:new", "Running", true, false),
+                    pod("old", "sha256:old", phase, *ready, *terminating),
+                ],
+                ..Default::default()
+            };
             let o = evaluate_rollout(&exp1(), &st);
             let got = verdict_of(&o.diagnostics);
-            assert_eq!(got, *want, "old pod phase={phase:?} ready={ready} terminating={terminating}: {:#?}", o.diagnostics);
+            assert_eq!(
+                got, *want,
+                "old pod phase={phase:?} ready={ready} terminating={terminating}: {:#?}",
+                o.diagnostics
+            );
             assert_eq!(o.complete, *want == Verdict::Pass, "{phase} {ready} {terminating}");
             // The audit's comparison agrees with watch on the old pod.
-            assert_eq!(verdict_of(&compare_serving(&exp1(), &st.pods, &[])), *want, "compare_serving {phase} {ready} {terminating}");
+            assert_eq!(
+                verdict_of(&compare_serving(&exp1(), &st.pods, &[])),
+                *want,
+                "compare_serving {phase} {ready} {terminating}"
+            );
             // A pod that does not fail is still reported, never silently dropped.
             if *want == Verdict::Pass {
-                assert!(o.diagnostics.iter().any(|d| d.code == "BG507" && d.evidence.iter().any(|e| e.contains("pod old"))), "{:#?}", o.diagnostics);
+                assert!(
+                    o.diagnostics.iter().any(|d| d.code == "BG507" && d.evidence.iter().any(|e| e.contains("pod old"))),
+                    "{:#?}",
+                    o.diagnostics
+                );
             }
         }
     }
@@ -984,17 +1137,34 @@ mod tests {
             ("Succeeded", false, false, 0, Verdict::Fail),
         ];
         for (phase, ready, terminating, restarts, want) in cases {
-            let st = ServiceState { pods: vec![PodInfo { restarts: *restarts, ..pod("new", "sha256:new", phase, *ready, *terminating) }], ..Default::default() };
+            let st = ServiceState {
+                pods: vec![PodInfo { restarts: *restarts, ..pod("new", "sha256:new", phase, *ready, *terminating) }],
+                ..Default::default()
+            };
             let o = evaluate_rollout(&exp1(), &st);
-            assert_eq!(verdict_of(&o.diagnostics), *want, "new pod phase={phase:?} ready={ready} terminating={terminating}: {:#?}", o.diagnostics);
+            assert_eq!(
+                verdict_of(&o.diagnostics),
+                *want,
+                "new pod phase={phase:?} ready={ready} terminating={terminating}: {:#?}",
+                o.diagnostics
+            );
         }
         // An Evicted new pod next to its ready replacement is history.
-        let st = ServiceState { pods: vec![pod("new-a", "sha256:new", "Failed", false, false), pod("new-b", "sha256:new", "Running", true, false)], ..Default::default() };
+        let st = ServiceState {
+            pods: vec![
+                pod("new-a", "sha256:new", "Failed", false, false),
+                pod("new-b", "sha256:new", "Running", true, false),
+            ],
+            ..Default::default()
+        };
         let o = evaluate_rollout(&exp1(), &st);
         assert!(o.complete, "{:#?}", o.diagnostics);
         assert!(o.diagnostics.iter().any(|d| d.code == "BG507"));
         // A crash-looping new pod fails even while it is being deleted.
-        let st = ServiceState { pods: vec![PodInfo { crash_loop: true, restarts: 5, ..pod("new", "sha256:new", "Running", false, true) }], ..Default::default() };
+        let st = ServiceState {
+            pods: vec![PodInfo { crash_loop: true, restarts: 5, ..pod("new", "sha256:new", "Running", false, true) }],
+            ..Default::default()
+        };
         assert_eq!(verdict_of(&evaluate_rollout(&exp1(), &st).diagnostics), Verdict::Fail);
     }
 
@@ -1014,11 +1184,21 @@ mod tests {
             let old = PodInfo { owner: Some("svc-old".into()), ..pod("old", "sha256:old", "Running", *ready, false) };
             let st = ServiceState {
                 pods: vec![pod("new", "sha256:new", "Running", true, false), old],
-                replica_sets: vec![ReplicaSetInfo { name: "svc-old".into(), digest: Some("sha256:old".into()), replicas: *rs_replicas, ready: 0 }],
+                replica_sets: vec![ReplicaSetInfo {
+                    name: "svc-old".into(),
+                    digest: Some("sha256:old".into()),
+                    replicas: *rs_replicas,
+                    ready: 0,
+                }],
                 ..Default::default()
             };
             let o = evaluate_rollout(&exp1(), &st);
-            assert_eq!(verdict_of(&o.diagnostics), *want, "ready={ready} rs replicas={rs_replicas}: {:#?}", o.diagnostics);
+            assert_eq!(
+                verdict_of(&o.diagnostics),
+                *want,
+                "ready={ready} rs replicas={rs_replicas}: {:#?}",
+                o.diagnostics
+            );
             // The finding says which: could not tell (BG506) or history (BG507).
             let codes: Vec<Code> = o.diagnostics.iter().map(|d| d.code).collect();
             match want {
@@ -1037,13 +1217,23 @@ mod tests {
         let mut p = pod("new", "sha256:new", "Pending", false, false);
         p.waiting = vec!["kserve-container: PodInitializing".into()];
         let o = evaluate_rollout(&exp1(), &ServiceState { pods: vec![p.clone()], ..Default::default() });
-        assert!(o.diagnostics.iter().any(|d| d.code == "BG501" && d.message.contains("is Pending")), "{:#?}", o.diagnostics);
+        assert!(
+            o.diagnostics.iter().any(|d| d.code == "BG501" && d.message.contains("is Pending")),
+            "{:#?}",
+            o.diagnostics
+        );
         p.crash_loop = true;
         p.restarts = 4;
         p.waiting = vec!["storage-initializer: CrashLoopBackOff (back-off 40s)".into()];
         p.phase = "Pending".into();
         let o = evaluate_rollout(&exp1(), &ServiceState { pods: vec![p], ..Default::default() });
         assert_eq!(verdict_of(&o.diagnostics), Verdict::Fail);
-        assert!(o.diagnostics.iter().any(|d| d.evidence.iter().any(|e| e.contains("storage-initializer: CrashLoopBackOff"))), "{:#?}", o.diagnostics);
+        assert!(
+            o.diagnostics
+                .iter()
+                .any(|d| d.evidence.iter().any(|e| e.contains("storage-initializer: CrashLoopBackOff"))),
+            "{:#?}",
+            o.diagnostics
+        );
     }
 }

@@ -29,7 +29,11 @@ fn restart_growth(exp: &Expected, before: &ServiceState, after: &ServiceState, w
     for p in after.pods.iter().filter(|p| p.digest.as_deref() == Some(exp.digest.as_str())) {
         // The same pod (by uid when known: a replacement with the same name
         // starts from zero and is judged as a new pod).
-        let Some(b) = before.pods.iter().find(|b| b.name == p.name && (b.uid.is_none() || p.uid.is_none() || b.uid == p.uid)) else { continue };
+        let Some(b) =
+            before.pods.iter().find(|b| b.name == p.name && (b.uid.is_none() || p.uid.is_none() || b.uid == p.uid))
+        else {
+            continue;
+        };
         for c in &p.containers {
             let was = b.containers.iter().find(|x| x.name == c.name).map(|x| x.restarts).unwrap_or(0);
             if c.restarts > was {
@@ -159,7 +163,12 @@ impl RolloutWatch {
 }
 
 fn ready_of(exp: &Expected, st: &ServiceState) -> usize {
-    st.pods.iter().filter(|p| p.digest.as_deref() == Some(exp.digest.as_str()) && super::rollout::standing(p) == PodStanding::Serving).count()
+    st.pods
+        .iter()
+        .filter(|p| {
+            p.digest.as_deref() == Some(exp.digest.as_str()) && super::rollout::standing(p) == PodStanding::Serving
+        })
+        .count()
 }
 
 #[cfg(test)]

@@ -84,7 +84,12 @@ impl GitRemote {
         to
     }
     pub(crate) fn remote_branch(&self, branch: &str) -> Option<String> {
-        let o = Command::new("git").arg("--git-dir").arg(self.bare()).args(["rev-parse", "--verify", "-q", &format!("refs/heads/{branch}")]).output().unwrap();
+        let o = Command::new("git")
+            .arg("--git-dir")
+            .arg(self.bare())
+            .args(["rev-parse", "--verify", "-q", &format!("refs/heads/{branch}")])
+            .output()
+            .unwrap();
         o.status.success().then(|| String::from_utf8_lossy(&o.stdout).trim().to_string())
     }
     pub(crate) fn show(&self, rev: &str) -> String {

@@ -33,9 +33,16 @@ impl Req {
 pub enum Reply {
     Json(u16, Value),
     /// Status, extra headers, body bytes sent as they are.
-    Raw { status: u16, headers: Vec<(String, String)>, body: Vec<u8> },
+    Raw {
+        status: u16,
+        headers: Vec<(String, String)>,
+        body: Vec<u8>,
+    },
     /// Announce `content-length` of `claimed` bytes, send `body`, close.
-    Truncated { claimed: usize, body: Vec<u8> },
+    Truncated {
+        claimed: usize,
+        body: Vec<u8>,
+    },
     /// Close the connection without a word (a server that died).
     Drop,
     /// Hold the connection open this long, then close it (a hung server).
@@ -54,10 +61,13 @@ pub struct Server {
 impl Server {
     /// Port 0 picks a free one.
     pub fn start(port: u16, h: Handler) -> Server {
-        Server::start_replies(port, Arc::new(move |r: &Req| {
-            let (s, v) = h(r);
-            Reply::Json(s, v)
-        }))
+        Server::start_replies(
+            port,
+            Arc::new(move |r: &Req| {
+                let (s, v) = h(r);
+                Reply::Json(s, v)
+            }),
+        )
     }
 
     pub fn start_replies(port: u16, h: ReplyHandler) -> Server {
@@ -135,7 +145,11 @@ fn read_request(s: TcpStream) -> Option<Req> {
             headers.push((k.trim().to_string(), v.trim().to_string()));
         }
     }
-    let n = headers.iter().find(|(k, _)| k.eq_ignore_ascii_case("content-length")).and_then(|(_, v)| v.parse().ok()).unwrap_or(0);
+    let n = headers
+        .iter()
+        .find(|(k, _)| k.eq_ignore_ascii_case("content-length"))
+        .and_then(|(_, v)| v.parse().ok())
+        .unwrap_or(0);
     let mut body = vec![0; n];
     r.read_exact(&mut body).ok()?;
     let (path, q) = target.split_once('?').unwrap_or((target, ""));

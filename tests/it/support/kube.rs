@@ -45,7 +45,12 @@ pub struct StandIn {
 
 impl StandIn {
     pub fn new(frames: Vec<Frame>) -> Arc<StandIn> {
-        Arc::new(StandIn { frames, first: Mutex::new(None), requests: Mutex::new(Vec::new()), unknown: Mutex::new(Vec::new()) })
+        Arc::new(StandIn {
+            frames,
+            first: Mutex::new(None),
+            requests: Mutex::new(Vec::new()),
+            unknown: Mutex::new(Vec::new()),
+        })
     }
 
     /// The answer to one request, as the API server would give it.
@@ -53,18 +58,32 @@ impl StandIn {
         let t0 = *self.first.lock().unwrap().get_or_insert_with(Instant::now);
         let ms = t0.elapsed().as_millis() as u64;
         let frame = self.frames.iter().rev().find(|f| f.at_ms <= ms).unwrap_or(&self.frames[0]);
-        let full = if query.is_empty() { path.to_string() } else { format!("{path}?{}", url::form_urlencoded::Serializer::new(String::new()).extend_pairs(query).finish()) };
+        let full = if query.is_empty() {
+            path.to_string()
+        } else {
+            format!("{path}?{}", url::form_urlencoded::Serializer::new(String::new()).extend_pairs(query).finish())
+        };
         self.requests.lock().unwrap().push((method.to_string(), full));
         if method != "GET" {
             self.unknown.lock().unwrap().push(format!("{method} {path}"));
-            return (405, json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": 405, "reason": "MethodNotAllowed"}));
+            return (
+                405,
+                json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": 405, "reason": "MethodNotAllowed"}),
+            );
         }
         let selector = query.iter().find(|(k, _)| k == "labelSelector").map(|(_, v)| v.as_str());
         let segs: Vec<&str> = path.trim_start_matches('/').split('/').collect();
         let list = |kind: &str, api_version: &str, ns: &str| {
-            let items: Vec<Value> =
-                frame.objects.iter().filter(|o| o["kind"] == kind && o["metadata"]["namespace"] == ns && labels_match(o, selector)).cloned().collect();
-            (200, json!({"apiVersion": api_version, "kind": format!("{kind}List"), "metadata": {"resourceVersion": "48211"}, "items": items}))
+            let items: Vec<Value> = frame
+                .objects
+                .iter()
+                .filter(|o| o["kind"] == kind && o["metadata"]["namespace"] == ns && labels_match(o, selector))
+                .cloned()
+                .collect();
+            (
+                200,
+                json!({"apiVersion": api_version, "kind": format!("{kind}List"), "metadata": {"resourceVersion": "48211"}, "items": items}),
+            )
         };
         match segs.as_slice() {
             ["apis", "argoproj.io", "v1alpha1", "namespaces", ns, "applications", name] => match &frame.app {
@@ -75,15 +94,31 @@ impl StandIn {
             ["apis", "apps", "v1", "namespaces", ns, "replicasets"] => list("ReplicaSet", "apps/v1", ns),
             ["api", "v1", "namespaces", ns, "pods"] => list("Pod", "v1", ns),
             ["api", "v1", "namespaces", ns, "events"] => list("Event", "v1", ns),
-            ["apis", "discovery.k8s.io", "v1", "namespaces", ns, "endpointslices"] => list("EndpointSlice", "discovery.k8s.io/v1", ns),
-            ["apis", "serving.kserve.io", "v1beta1", "namespaces", ns, "inferenceservices"] => list("InferenceService", "serving.kserve.io/v1beta1", ns),
+            ["apis", "discovery.k8s.io", "v1", "namespaces", ns, "endpointslices"] => {
+                list("EndpointSlice", "discovery.k8s.io/v1", ns)
+            }
+            ["apis", "serving.kserve.io", "v1beta1", "namespaces", ns, "inferenceservices"] => {
+                list("InferenceService", "serving.kserve.io/v1beta1", ns)
+            }
             // Knative's kinds, by API group: its `Service` is not core/v1's.
             ["apis", "serving.knative.dev", "v1", "namespaces", ns, plural] => match *plural {
                 "revisions" => list("Revision", "serving.knative.dev/v1", ns),
                 "configurations" => list("Configuration", "serving.knative.dev/v1", ns),
                 "services" => {
-                    let items: Vec<Value> = frame.objects.iter().filter(|o| o["apiVersion"] == "serving.knative.dev/v1" && o["kind"] == "Service" && o["metadata"]["namespace"] == *ns).cloned().collect();
-                    (200, json!({"apiVersion": "serving.knative.dev/v1", "kind": "ServiceList", "metadata": {"resourceVersion": "48211"}, "items": items}))
+                    let items: Vec<Value> = frame
+                        .objects
+                        .iter()
+                        .filter(|o| {
+                            o["apiVersion"] == "serving.knative.dev/v1"
+                                && o["kind"] == "Service"
+                                && o["metadata"]["namespace"] == *ns
+                        })
+                        .cloned()
+                        .collect();
+                    (
+                        200,
+                        json!({"apiVersion": "serving.knative.dev/v1", "kind": "ServiceList", "metadata": {"resourceVersion": "48211"}, "items": items}),
+                    )
                 }
                 _ => {
                     self.unknown.lock().unwrap().push(format!("GET {path}"));
@@ -119,7 +154,8 @@ impl StandIn {
         let svc = tower::service_fn(move |req: http::Request<kube::client::Body>| {
             let me = me.clone();
             async move {
-                let query: Vec<(String, String)> = url::form_urlencoded::parse(req.uri().query().unwrap_or("").as_bytes()).into_owned().collect();
+                let query: Vec<(String, String)> =
+                    url::form_urlencoded::parse(req.uri().query().unwrap_or("").as_bytes()).into_owned().collect();
                 let (status, body) = me.answer(req.method().as_str(), req.uri().path(), &query);
                 let body = kube::client::Body::from(serde_json::to_vec(&body).expect("JSON"));
                 http::Response::builder().status(status).header("content-type", "application/json").body(body)
@@ -163,7 +199,8 @@ impl Cluster {
         let s = standin.clone();
         let h: Handler = Arc::new(move |req: &Req| s.answer(&req.method, &req.path, &req.query));
         let server = Server::start(0, h);
-        let kubeconfig = write_kubeconfig(&dir.join("kubeconfig.yaml"), server.port, Some("read-only-test-token"), Some("ai-lab"));
+        let kubeconfig =
+            write_kubeconfig(&dir.join("kubeconfig.yaml"), server.port, Some("read-only-test-token"), Some("ai-lab"));
         Cluster { _server: server, standin, kubeconfig }
     }
 

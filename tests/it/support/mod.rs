@@ -24,7 +24,8 @@ pub struct Out {
 
 impl Out {
     pub fn json(&self) -> Value {
-        serde_json::from_str(&self.stdout).unwrap_or_else(|e| panic!("stdout is not JSON ({e}):\n{}\nstderr:\n{}", self.stdout, self.stderr))
+        serde_json::from_str(&self.stdout)
+            .unwrap_or_else(|e| panic!("stdout is not JSON ({e}):\n{}\nstderr:\n{}", self.stdout, self.stderr))
     }
     /// Every diagnostic code in a JSON report.
     pub fn codes(&self) -> Vec<String> {
@@ -54,7 +55,9 @@ impl Out {
 /// or a target folder other builds share, runs the binary built with these
 /// tests); `cargo test` bakes it in.
 pub fn bin() -> PathBuf {
-    std::env::var_os("NEXTEST_BIN_EXE_bundlegate").map(PathBuf::from).unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_bundlegate")))
+    std::env::var_os("NEXTEST_BIN_EXE_bundlegate")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_bundlegate")))
 }
 
 pub fn run_in(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Out {
@@ -91,7 +94,11 @@ pub fn run_within(dir: &Path, args: &[&str], env: &[(&str, &str)], secs: u64) ->
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
     let o = child.wait_with_output().unwrap();
-    Out { code: o.status.code().unwrap_or(-1), stdout: String::from_utf8_lossy(&o.stdout).into_owned(), stderr: String::from_utf8_lossy(&o.stderr).into_owned() }
+    Out {
+        code: o.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+    }
 }
 
 pub fn run(args: &[&str]) -> Out {

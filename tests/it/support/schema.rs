@@ -49,7 +49,13 @@ pub fn k8s_errors(obj: &Value) -> Vec<String> {
         .as_object()
         .unwrap()
         .iter()
-        .find(|(_, d)| d["x-kubernetes-group-version-kind"].as_array().into_iter().flatten().any(|g| g["group"] == group && g["version"] == version && g["kind"] == kind))
+        .find(|(_, d)| {
+            d["x-kubernetes-group-version-kind"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|g| g["group"] == group && g["version"] == version && g["kind"] == kind)
+        })
         .map(|(n, _)| n.clone())
         .unwrap_or_else(|| panic!("no definition for {api_version} {kind} in {}", p.display()));
     close_objects(&mut doc["definitions"]);
@@ -64,7 +70,12 @@ pub fn crd_errors(rel: &str, obj: &Value) -> Vec<String> {
     let p = repo().join("tests/fixtures/reference").join(rel);
     let crd: Value = serde_yaml_ng::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
     let version = obj["apiVersion"].as_str().and_then(|a| a.rsplit('/').next()).unwrap_or_default().to_string();
-    let v = crd["spec"]["versions"].as_array().unwrap().iter().find(|v| v["name"] == version.as_str()).unwrap_or_else(|| panic!("{rel} has no version {version}"));
+    let v = crd["spec"]["versions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["name"] == version.as_str())
+        .unwrap_or_else(|| panic!("{rel} has no version {version}"));
     let mut schema = v["schema"]["openAPIV3Schema"].clone();
     close_objects(&mut schema);
     let v = jsonschema::validator_for(&schema).expect("CRD schema compiles");

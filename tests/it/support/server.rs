@@ -11,7 +11,9 @@ use std::process::{Child, Command, ExitStatus};
 /// The run's registry: `BUNDLEGATE_TEST_PIDS` (scripts/test makes a fresh
 /// one per run), else `target/test-processes`.
 pub fn registry() -> PathBuf {
-    std::env::var_os("BUNDLEGATE_TEST_PIDS").map(PathBuf::from).unwrap_or_else(|| super::repo().join("target/test-processes"))
+    std::env::var_os("BUNDLEGATE_TEST_PIDS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| super::repo().join("target/test-processes"))
 }
 
 /// Field 22 of /proc/PID/stat (clock ticks after boot): with the pid it

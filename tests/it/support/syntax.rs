@@ -21,7 +21,10 @@ fn is_test_attr(a: &syn::Attribute) -> bool {
         return true;
     }
     // `#[cfg(test)]`, and `#[cfg(all(test, …))]` alike.
-    p.is_ident("cfg") && a.meta.require_list().is_ok_and(|l| l.tokens.to_string().split(|c: char| !c.is_alphanumeric() && c != '_').any(|w| w == "test"))
+    p.is_ident("cfg")
+        && a.meta
+            .require_list()
+            .is_ok_and(|l| l.tokens.to_string().split(|c: char| !c.is_alphanumeric() && c != '_').any(|w| w == "test"))
 }
 
 fn has_test_attr(attrs: &[syn::Attribute]) -> bool {
@@ -196,7 +199,13 @@ pub fn test_functions(file: &syn::File) -> Vec<(String, String)> {
                 // `fn name(args in strategy) { body }` inside the macro.
                 let toks: Vec<proc_macro2::TokenTree> = m.tokens.clone().into_iter().collect();
                 for w in toks.windows(4) {
-                    if let (proc_macro2::TokenTree::Ident(kw), proc_macro2::TokenTree::Ident(name), proc_macro2::TokenTree::Group(_), proc_macro2::TokenTree::Group(body)) = (&w[0], &w[1], &w[2], &w[3]) {
+                    if let (
+                        proc_macro2::TokenTree::Ident(kw),
+                        proc_macro2::TokenTree::Ident(name),
+                        proc_macro2::TokenTree::Group(_),
+                        proc_macro2::TokenTree::Group(body),
+                    ) = (&w[0], &w[1], &w[2], &w[3])
+                    {
                         if kw == "fn" {
                             self.out.push((name.to_string(), body.stream().to_string()));
                         }
