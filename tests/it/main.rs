@@ -8,6 +8,7 @@ mod argocd;
 mod audit_shard;
 mod canary;
 mod cli_hardening;
+mod corpus;
 mod docs;
 mod github_standin;
 mod harden_files;

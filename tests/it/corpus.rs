@@ -1,0 +1,154 @@
+//! The reports every command gives on a corpus of bundles and snapshots, held
+//! equal to `tests/fixtures/corpus/reports.json` (issue #28: a restructuring
+//! changes no behaviour). The corpus is the shipped examples, every cluster
+//! snapshot the preflight tests use, and the hostile bundles the fuzz seeds
+//! keep; each case records its exit code and its JSON report (or stdout and
+//! the first stderr line where the command prints no report).
+//!
+//! After an intended change of behaviour, write the new reports with
+//! `BUNDLEGATE_BLESS=1 cargo nextest run --test it corpus` and review the diff.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde_json::{json, Value};
+
+use crate::support::{repo, run_in};
+
+const GOLDEN: &str = "tests/fixtures/corpus/reports.json";
+
+/// The cases: a name and the arguments, run from the repository root.
+fn cases(tmp: &Path) -> Vec<(String, Vec<String>)> {
+    let mut out: Vec<(String, Vec<String>)> = Vec::new();
+    let mut add = |name: String, args: &[&str]| out.push((name, args.iter().map(|s| s.to_string()).collect()));
+    let bundles = [
+        ("scratch-v1", "examples/llm-scratch/v1/release.yaml"),
+        ("scratch-v2", "examples/llm-scratch/v2/release.yaml"),
+        ("vllm-v2", "examples/llm-vllm/v2/release.yaml"),
+        ("watch-fixture", "tests/fixtures/watch/release.yaml"),
+    ];
+    for (name, b) in bundles {
+        for format in ["json", "markdown", "human"] {
+            add(format!("lint/{name}/{format}"), &["--format", format, "lint", b]);
+        }
+        add(format!("render/{name}"), &["--format", "json", "render", b]);
+        add(format!("digest/{name}"), &["--format", "json", "digest", b]);
+        if !name.starts_with("watch") {
+            // (Its store is an s3:// bucket: the answer would be this machine's network.)
+            add(format!("verify/{name}"), &["--format", "json", "verify", "--progress", "never", b]);
+        }
+    }
+    let mut seeds: Vec<_> = std::fs::read_dir(repo().join("fuzz/seeds/bundle_yaml"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    seeds.sort();
+    for s in &seeds {
+        let p = format!("fuzz/seeds/bundle_yaml/{s}");
+        add(format!("lint/seed/{s}"), &["--format", "json", "lint", &p]);
+        add(format!("render/seed/{s}"), &["--format", "json", "render", &p]);
+    }
+    let mut snapshots: Vec<String> = Vec::new();
+    for dir in ["examples/cluster", "tests/fixtures/preflight"] {
+        for e in std::fs::read_dir(repo().join(dir)).unwrap() {
+            snapshots.push(format!("{dir}/{}", e.unwrap().file_name().to_string_lossy()));
+        }
+    }
+    snapshots.sort();
+    for s in &snapshots {
+        for (name, b) in
+            [("scratch-v2", "examples/llm-scratch/v2/release.yaml"), ("vllm-v2", "examples/llm-vllm/v2/release.yaml")]
+        {
+            add(format!("preflight/{name}/{s}"), &["--format", "json", "preflight", b, "--snapshot", s]);
+        }
+    }
+    let cache = tmp.join("cache");
+    let cache = cache.to_str().unwrap();
+    add("audit/examples/first".into(), &["--format", "json", "audit", "examples", "--cache", cache]);
+    add("audit/examples/again".into(), &["--format", "json", "audit", "examples", "--cache", cache]);
+    add("audit/examples/deep".into(), &["--format", "json", "audit", "examples", "--deep", "--cache", cache]);
+    add(
+        "run/pull-request".into(),
+        &[
+            "--format",
+            "json",
+            "run",
+            "pipelines/pull-request.yaml",
+            "--bundle",
+            "examples/llm-scratch/v2/release.yaml",
+            "--snapshot",
+            "examples/cluster/roomy.yaml",
+        ],
+    );
+    add("codes".into(), &["--format", "json", "codes"]);
+    for code in ["BG021", "BG108", "BG508", "rollback-target-missing", "BG999"] {
+        add(format!("explain/{code}"), &["--format", "json", "explain", code]);
+    }
+    add("argocd/parameters".into(), &["--format", "json", "argocd", "parameters"]);
+    out
+}
+
+/// What a run leaves that is not behaviour: the folders it ran in and the
+/// clock (RFC 3339 times, as the audit and its cache stamp them; how long
+/// hashing took, in a summary and as `durationSeconds`).
+fn normalize(text: &str, tmp: &Path) -> String {
+    let text = text.replace(tmp.to_str().unwrap(), "<tmp>").replace(repo().to_str().unwrap(), "<repo>");
+    let time = regex::Regex::new(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)").unwrap();
+    let text = time.replace_all(&text, "<time>");
+    let took = regex::Regex::new(r"(hashed [^;]* in )\d+\.\d+s").unwrap();
+    let text = took.replace_all(&text, "${1}<secs>s");
+    let secs = regex::Regex::new(r#""durationSeconds": ?[0-9.e-]+"#).unwrap();
+    secs.replace_all(&text, r#""durationSeconds": 0"#).into_owned()
+}
+
+fn observe(tmp: &Path) -> BTreeMap<String, Value> {
+    let mut out = BTreeMap::new();
+    for (name, args) in cases(tmp) {
+        let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+        let o = run_in(&repo(), &argv, &[]);
+        let stdout = normalize(&o.stdout, tmp);
+        let report = match serde_json::from_str::<Value>(&stdout) {
+            Ok(v) => json!({ "exit": o.code, "report": v }),
+            Err(_) => json!({
+                "exit": o.code,
+                "stdout": stdout,
+                "stderr": normalize(o.stderr.lines().next().unwrap_or(""), tmp),
+            }),
+        };
+        assert!(out.insert(name.clone(), report).is_none(), "case {name} twice");
+    }
+    out
+}
+
+#[test]
+fn every_commands_report_on_the_corpus_is_unchanged() {
+    let tmp = tempfile::tempdir().unwrap();
+    let seen = observe(tmp.path());
+    assert!(seen.len() > 60, "{} cases", seen.len());
+    let path = repo().join(GOLDEN);
+    if std::env::var_os("BUNDLEGATE_BLESS").is_some() {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, serde_json::to_string_pretty(&seen).unwrap() + "\n").unwrap();
+        return;
+    }
+    let want: BTreeMap<String, Value> =
+        serde_json::from_str(&std::fs::read_to_string(&path).expect("the corpus reports are kept")).unwrap();
+    let mut differ = Vec::new();
+    for name in want.keys().chain(seen.keys()).collect::<std::collections::BTreeSet<_>>() {
+        match (want.get(name), seen.get(name)) {
+            (Some(a), Some(b)) if a == b => {}
+            (a, b) => differ.push(format!(
+                "{name}:\n  kept: {}\n  now:  {}",
+                a.map_or("(none)".into(), |v| v.to_string()),
+                b.map_or("(none)".into(), |v| v.to_string())
+            )),
+        }
+    }
+    assert!(
+        differ.is_empty(),
+        "{} of {} reports changed (BUNDLEGATE_BLESS=1 rewrites {GOLDEN} after an intended change):\n{}",
+        differ.len(),
+        seen.len(),
+        differ.join("\n")
+    );
+}
