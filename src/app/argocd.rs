@@ -263,11 +263,12 @@ fn generate_inner(source: &Path, env: &CmpEnv, ov: &Overrides) -> Result<Generat
     }
     let rendered = renderer.render(&l)?;
     if rendered.verifier_missing {
-        tracing::warn!(
-            "{}: the template renders no `{}` container although spec.serving.verifyOnStart is on (BG040)",
-            l.display,
-            crate::manifests::VERIFIER_CONTAINER
+        // Argo CD shows the plugin's stderr, not a report: the same finding as text.
+        let d = crate::checks::render::verifier_not_rendered(
+            &l.bundle,
+            crate::checks::render::VerifierMissing::TemplateOmits(crate::manifests::VERIFIER_CONTAINER),
         );
+        tracing::warn!("{}: {} ({})", l.display, d.message, d.code.info().code);
     }
     let mut objects = rendered.objects;
     let revision = env.get("ARGOCD_APP_REVISION");

@@ -113,11 +113,9 @@ pub(crate) fn render_loaded(l: &Loaded, ro: &RenderOptions, out: Option<&Path>) 
                 body: rendered.yaml,
             });
             if rendered.verifier_missing {
-                let sv = &l.bundle.spec.serving;
                 s.diagnostics.push(crate::checks::render::verifier_not_rendered(
-                    sv.format.as_str(),
-                    crate::manifests::VERIFIER_CONTAINER,
-                    sv.verify_on_start.as_str(),
+                    &l.bundle,
+                    crate::checks::render::VerifierMissing::TemplateOmits(crate::manifests::VERIFIER_CONTAINER),
                 ));
                 s.verdict = s.verdict_from_diagnostics();
             }

@@ -53,16 +53,11 @@ pub(crate) fn verify_budget(b: &bundle::ReleaseBundle) -> f64 {
     bundle::verify_seconds(bytes, b.spec.serving.verify_on_start)
 }
 
-/// No serving format renders the pod verifier yet: say so instead of
-/// letting `verifyOnStart` look like protection it is not.
+/// A format that cannot carry the pod verifier as written: say so instead
+/// of letting `verifyOnStart` look like protection it is not.
 fn verify_on_start_rendered(b: &bundle::ReleaseBundle) -> Option<Diagnostic> {
-    let s = &b.spec.serving;
     crate::bundle::pod_verifier::verifier_unsupported(b).map(|why| {
-        Diagnostic::new(
-            Code::VerifyOnStartNotRendered,
-            format!("verifyOnStart `{}`: the rendered `{}` pod cannot run the file verifier: {why}; the pod could become Ready on bytes that changed after the PR check", s.verify_on_start.as_str(), s.format.as_str()),
-        )
-        .help("set `spec.serving.modelDir`, or `spec.serving.verifyOnStart: off` to accept the risk explicitly (docs/verify-on-start.md)")
+        crate::checks::render::verifier_not_rendered(b, crate::checks::render::VerifierMissing::Unsupported(why))
     })
 }
 

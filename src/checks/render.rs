@@ -1,15 +1,41 @@
 //! Judgments on what `render` produced (the manifests themselves are made
 //! by `crate::manifests`).
 
+use crate::bundle::ReleaseBundle;
 use crate::diag::{Code, Diagnostic};
 
-/// The bundle asks for its files to be verified before the server starts
-/// (`spec.serving.verifyOnStart`), but the template put no verifier
-/// container in the pod: the pod would start on unverified bytes.
-pub(crate) fn verifier_not_rendered(format: &str, container: &str, verify_on_start: &str) -> Diagnostic {
+/// Why the pod the bundle renders runs no file verifier although
+/// `spec.serving.verifyOnStart` asks for one.
+pub(crate) enum VerifierMissing {
+    /// The serving format cannot carry it as the bundle is written (lint
+    /// sees this before anything is rendered).
+    Unsupported(String),
+    /// A template put no container of this name in the pod.
+    TemplateOmits(&'static str),
+}
+
+/// BG040, one finding whichever step finds it (lint from the bundle, render
+/// and `argocd generate` from the rendered pod): without the verifier the
+/// pod can become Ready on bytes that changed after the PR check.
+pub(crate) fn verifier_not_rendered(b: &ReleaseBundle, why: VerifierMissing) -> Diagnostic {
+    let s = &b.spec.serving;
+    let (cause, help) = match why {
+        VerifierMissing::Unsupported(why) => (
+            why,
+            "set `spec.serving.modelDir`, or `spec.serving.verifyOnStart: off` to accept the risk explicitly (docs/verify-on-start.md)",
+        ),
+        VerifierMissing::TemplateOmits(container) => (
+            format!("the `{}` template puts no `{container}` container in the pod", s.format.as_str()),
+            "render the `verifier` value as an init container of the pod (see the built-in templates), or set `spec.serving.verifyOnStart: off` (docs/verify-on-start.md)",
+        ),
+    };
     Diagnostic::new(
         Code::VerifyOnStartNotRendered,
-        format!("the `{format}` template puts no `{container}` container in the pod, although spec.serving.verifyOnStart is `{verify_on_start}`"),
+        format!(
+            "verifyOnStart `{}`: the rendered `{}` pod runs no file verifier: {cause}; the pod could become Ready on bytes that changed after the PR check",
+            s.verify_on_start.as_str(),
+            s.format.as_str()
+        ),
     )
-    .help("render the `verifier` value as an init container of the pod (see the built-in templates), or set `spec.serving.verifyOnStart: off`")
+    .help(help)
 }

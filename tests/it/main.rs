@@ -27,6 +27,7 @@ mod preflight;
 mod props;
 mod render;
 mod secrets;
+mod toolchain;
 mod verify;
 mod watch;
 mod watch_lib;

@@ -360,3 +360,35 @@ fn verify_on_start_off_renders_no_verifier_and_deployment_without_model_dir_is_r
     let render = ex.run(&["render", dep.to_str().unwrap()]);
     assert!(!render.stdout.contains("bundlegate-verify"), "{}", render.stdout);
 }
+
+/// BG040 is one finding wherever it is found: lint (the format cannot carry
+/// the verifier) and render (a template left it out) say the same thing
+/// about the same pod, with the cause after it.
+#[test]
+fn a_template_without_the_verifier_is_bg040_worded_as_lint_words_it() {
+    let ex = Example::new();
+    let tpl = ex.path().join("tpl");
+    std::fs::create_dir_all(&tpl).unwrap();
+    let text = std::fs::read_to_string(repo().join("templates/kserve-custom.yaml.hbs")).unwrap();
+    let without = text.replace("    initContainers: [{{{json verifier}}}]\n", "");
+    assert_ne!(without, text, "the built-in template renders the verifier as an init container");
+    std::fs::write(tpl.join("kserve-custom.yaml.hbs"), without).unwrap();
+    let out = ex.run(&["render", "--format", "json", "--templates", tpl.to_str().unwrap(), ex.v2().to_str().unwrap()]);
+    assert_eq!(out.code, 0, "BG040 is a warning by default: {}\n{}", out.stdout, out.stderr);
+    let render = out.diag("BG040")["message"].as_str().unwrap().to_string();
+    assert!(render.contains("template puts no `bundlegate-verify` container"), "{render}");
+    let dep = ex.edit_v2(|b| *at(b, "spec.serving.format") = yaml("deployment"));
+    let lint = ex.run(&["lint", "--format", "json", dep.to_str().unwrap()]).diag("BG040")["message"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let head =
+        |m: &str| m.split(" pod runs no file verifier").next().unwrap().split("rendered").next().unwrap().to_string();
+    assert_eq!(head(&render), head(&lint), "\n{render}\n{lint}");
+    for m in [&render, &lint] {
+        assert!(
+            m.contains("pod runs no file verifier") && m.contains("could become Ready on bytes that changed"),
+            "{m}"
+        );
+    }
+}
