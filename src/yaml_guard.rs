@@ -1167,6 +1167,30 @@ mod tests {
         assert!(check(&plain, &Limits::DEFAULT).is_err());
     }
 
+    /// Every bound exactly: at the limit the text is read, one more is
+    /// refused naming that limit (the bombs above are far past them).
+    #[test]
+    fn limits_hold_at_their_bounds_exactly() {
+        let nested = |depth: usize| format!("{}{}", "[".repeat(depth), "]".repeat(depth));
+        for (limits, depth) in [(&Limits::DEFAULT, 64), (&Limits::SNAPSHOT, 128)] {
+            assert!(check(&nested(depth), limits).is_ok(), "depth {depth}");
+            let e = check(&nested(depth + 1), limits).unwrap_err();
+            assert!(e.message.contains(&format!("nested deeper than {depth} levels")), "{}", e.message);
+        }
+        let aliases = |n: usize| format!("a: &a x\nb: [{}]\n", vec!["*a"; n].join(", "));
+        for (limits, n) in [(&Limits::DEFAULT, 1_000), (&Limits::SNAPSHOT, 10_000)] {
+            assert!(check(&aliases(n), limits).is_ok(), "{n} aliases");
+            let e = check(&aliases(n + 1), limits).unwrap_err();
+            assert!(e.message.contains(&format!("more than {n} aliases")), "{}", e.message);
+        }
+        // A list of n scalars is n + 1 nodes; snapshots have no node limit.
+        let list = |n: usize| "- 1\n".repeat(n);
+        assert!(check(&list(99_999), &Limits::DEFAULT).is_ok());
+        let e = check(&list(100_000), &Limits::DEFAULT).unwrap_err();
+        assert!(e.message.contains("more than 100000 nodes"), "{}", e.message);
+        assert!(check(&list(100_000), &Limits::SNAPSHOT).is_ok());
+    }
+
     #[test]
     fn alias_bombs_and_depth_are_bounded() {
         let mut t = String::from("a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n");

@@ -11,6 +11,7 @@ mod cli_hardening;
 mod corpus;
 mod docs;
 mod github_standin;
+mod golden_set;
 mod harden_files;
 mod hardening_yaml;
 mod health_lua;

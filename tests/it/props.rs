@@ -209,6 +209,308 @@ fn json_value() -> impl Strategy<Value = Value> {
     })
 }
 
+// ---- cluster snapshots: every kind the parser reads, field by field -----------
+
+/// Kinds preflight reads, then kinds it only counts.
+const SNAPSHOT_KINDS: [&str; 9] = [
+    "Node",
+    "Pod",
+    "PersistentVolumeClaim",
+    "PersistentVolume",
+    "ResourceQuota",
+    "PodDisruptionBudget",
+    "Deployment",
+    "ReplicaSet",
+    "Widget",
+];
+
+/// A snapshot item of any shape: mostly an object with unknown fields (read
+/// as an empty object of its kind), some with a spec and status of any
+/// type, some not an object at all.
+fn arbitrary_item() -> impl Strategy<Value = Value> {
+    prop_oneof![
+        2 => json_value().prop_map(|v| json!({"spec": {"metric": v.clone()}, "status": {"x": v}})),
+        1 => (json_value(), json_value()).prop_map(|(spec, status)| json!({"spec": spec, "status": status})),
+        1 => json_value(),
+    ]
+}
+
+/// Objects of `kind` in a parsed state.
+fn count_of(st: &bundlegate::checks::preflight::ClusterState, kind: &str) -> usize {
+    match kind {
+        "Node" => st.nodes.len(),
+        "Pod" => st.pods.len(),
+        "PersistentVolumeClaim" => st.pvcs.len(),
+        "PersistentVolume" => st.pvs.len(),
+        "ResourceQuota" => st.quotas.len(),
+        "PodDisruptionBudget" => st.pdbs.len(),
+        other => st.ignored.get(other).copied().unwrap_or(0),
+    }
+}
+
+/// One generated snapshot item: the object without apiVersion, kind and
+/// `metadata.name` (given by position), and the plain data preflight must
+/// get from it (serialized), `None` for a kind it only counts.
+#[derive(Debug, Clone)]
+struct GenItem {
+    kind: &'static str,
+    api_version: &'static str,
+    object: Value,
+    plain: Option<Value>,
+}
+
+fn gen_item(kind: &'static str, api_version: &'static str, object: Value, plain: Option<Value>) -> GenItem {
+    GenItem { kind, api_version, object, plain }
+}
+
+fn labels() -> impl Strategy<Value = Value> {
+    prop::collection::btree_map("[a-z]{1,4}(/[a-z]{1,3})?", "[a-z][a-z0-9]{0,4}|", 0..3).prop_map(|m| json!(m))
+}
+
+/// A quantity map as kubectl prints it (strings) or a hand-written file may
+/// have it (bare integers), and the text each value must be read as.
+fn quantities() -> impl Strategy<Value = (Value, Value)> {
+    let q = prop_oneof![(0u32..5000).prop_map(Value::from), "[1-9][0-9]{0,2}(m|k|Mi|Gi)?".prop_map(Value::from)];
+    let keys = prop::sample::select(vec!["cpu", "memory", "nvidia.com/gpu", "pods", "ephemeral-storage"]);
+    prop::collection::btree_map(keys, q, 0..4).prop_map(|m| {
+        let text = |v: &Value| v.as_str().map(String::from).unwrap_or_else(|| v.to_string());
+        (
+            json!(m),
+            m.iter().map(|(k, v)| (k.to_string(), Value::from(text(v)))).collect::<serde_json::Map<_, _>>().into(),
+        )
+    })
+}
+
+/// A selector requirement as written (`key_field` names its key) and as read.
+fn requirement(key_field: &'static str) -> impl Strategy<Value = (Value, Value)> {
+    let ops = prop::sample::select(vec!["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"]);
+    ("[a-z]{1,5}", ops, prop::collection::vec("[a-z0-9]{1,4}", 0..3)).prop_map(move |(k, op, values)| {
+        (json!({key_field: k, "operator": op, "values": values}), json!({"key": k, "operator": op, "values": values}))
+    })
+}
+
+fn unzip(pairs: Vec<(Value, Value)>) -> (Value, Value) {
+    let (a, b): (Vec<Value>, Vec<Value>) = pairs.into_iter().unzip();
+    (a.into(), b.into())
+}
+
+/// An int-or-percent as written and as read (a string of digits reads as the int).
+fn int_or_percent() -> impl Strategy<Value = (Value, Value)> {
+    prop_oneof![
+        (0u32..100).prop_map(|n| (json!(n), json!(n))),
+        (0u32..100).prop_map(|n| (json!(format!("{n}%")), json!(format!("{n}%")))),
+        (0u32..100).prop_map(|n| (json!(n.to_string()), json!(n))),
+    ]
+}
+
+fn namespace() -> impl Strategy<Value = (Value, Value)> {
+    prop::option::of("[a-z]{1,6}").prop_map(|ns| match ns {
+        Some(n) => (json!({"namespace": n}), json!(n)),
+        None => (json!({}), json!("default")),
+    })
+}
+
+/// `Some("")` is written and read as unset.
+fn optional_text(pattern: &'static str) -> impl Strategy<Value = (Value, Value)> {
+    prop::option::of(pattern).prop_map(|t| match t {
+        Some(t) if !t.is_empty() => (json!(t), json!(t)),
+        Some(t) => (json!(t), Value::Null),
+        None => (Value::Null, Value::Null),
+    })
+}
+
+/// `object[key] = value` unless the value is null (an unset field).
+fn set(mut object: Value, key: &str, value: &Value) -> Value {
+    if !value.is_null() {
+        object[key] = value.clone();
+    }
+    object
+}
+
+fn node_item() -> impl Strategy<Value = GenItem> {
+    let taint = (
+        "[a-z]{1,5}",
+        prop::option::of("[a-z]{1,4}"),
+        prop::sample::select(vec!["NoSchedule", "NoExecute", "PreferNoSchedule"]),
+    );
+    (labels(), prop::collection::vec(taint, 0..3), prop::option::of(any::<bool>()), quantities()).prop_map(
+        |(labels, taints, unschedulable, (alloc, alloc_read))| {
+            let written: Vec<Value> =
+                taints.iter().map(|(k, v, e)| set(json!({"key": k, "effect": e}), "value", &json!(v))).collect();
+            let read: Vec<Value> = taints.iter().map(|(k, v, e)| json!({"key": k, "value": v, "effect": e})).collect();
+            gen_item(
+                "Node",
+                "v1",
+                json!({"metadata": {"labels": labels}, "spec": set(json!({"taints": written}), "unschedulable", &json!(unschedulable)), "status": {"allocatable": alloc}}),
+                Some(json!({"labels": labels, "taints": read, "unschedulable": unschedulable.unwrap_or(false), "allocatable": alloc_read})),
+            )
+        },
+    )
+}
+
+/// A container's `resources` as written and as read.
+fn resources() -> impl Strategy<Value = (Value, Value)> {
+    (quantities(), quantities()).prop_map(|((req, req_read), (lim, lim_read))| {
+        (json!({"requests": req, "limits": lim}), json!({"requests": req_read, "limits": lim_read}))
+    })
+}
+
+fn pod_item() -> impl Strategy<Value = GenItem> {
+    let init = (resources(), prop::option::of(prop::sample::select(vec!["Always", "OnFailure"])));
+    let meta = (namespace(), labels(), any::<bool>());
+    let phase = prop::option::of(prop::sample::select(vec!["Pending", "Running", "Succeeded", "Failed"]));
+    let containers = (prop::collection::vec(resources(), 0..3), prop::collection::vec(init, 0..3), quantities());
+    (meta, optional_text("[a-z]{0,3}"), phase, containers).prop_map(
+        |((ns, labels, deleting), (node, node_read), phase, (containers, inits, (overhead, overhead_read)))| {
+            let mut meta = ns.0.clone();
+            meta["labels"] = labels.clone();
+            if deleting {
+                meta["deletionTimestamp"] = json!("2026-01-01T10:00:00Z");
+            }
+            let (cs, cs_read) = unzip(containers.into_iter().map(|(w, r)| (json!({"name": "c", "resources": w}), r)).collect());
+            let (is, is_read) = unzip(
+                inits
+                    .into_iter()
+                    .map(|((w, r), policy)| {
+                        (set(json!({"name": "i", "resources": w}), "restartPolicy", &json!(policy)), json!([r, policy == Some("Always")]))
+                    })
+                    .collect(),
+            );
+            let spec = set(json!({"containers": cs, "initContainers": is, "overhead": overhead}), "nodeName", &node);
+            gen_item(
+                "Pod",
+                "v1",
+                json!({"metadata": meta, "spec": spec, "status": set(json!({}), "phase", &json!(phase))}),
+                Some(json!({"namespace": ns.1, "node_name": node_read, "phase": phase, "terminating": deleting, "labels": labels,
+                            "containers": cs_read, "init_containers": is_read, "overhead": overhead_read})),
+            )
+        },
+    )
+}
+
+fn pvc_item() -> impl Strategy<Value = GenItem> {
+    let modes = prop::collection::vec(
+        prop::sample::select(vec!["ReadWriteOnce", "ReadOnlyMany", "ReadWriteMany", "ReadWriteOncePod"]),
+        0..3,
+    );
+    let phase = prop::option::of(prop::sample::select(vec!["Bound", "Pending", "Lost"]));
+    (namespace(), modes, optional_text("[a-z]{0,4}"), phase).prop_map(|(ns, modes, (volume, volume_read), phase)| {
+        gen_item(
+            "PersistentVolumeClaim",
+            "v1",
+            json!({"metadata": ns.0, "spec": set(json!({"accessModes": modes}), "volumeName", &volume), "status": set(json!({}), "phase", &json!(phase))}),
+            Some(json!({"namespace": ns.1, "access_modes": modes, "volume_name": volume_read, "phase": phase})),
+        )
+    })
+}
+
+fn pv_item() -> impl Strategy<Value = GenItem> {
+    let term = (prop::collection::vec(requirement("key"), 0..3), prop::collection::vec(requirement("key"), 0..2));
+    prop::option::of(prop::collection::vec(term, 0..3)).prop_map(|terms| {
+        let (spec, read) = match terms {
+            None => (json!({}), json!([])),
+            Some(terms) => {
+                let (written, read) = unzip(
+                    terms
+                        .into_iter()
+                        .map(|(exprs, fields)| {
+                            let (e, e_read) = unzip(exprs);
+                            let (f, f_read) = unzip(fields);
+                            let mut reqs = e_read.as_array().unwrap().clone();
+                            // A field requirement is kept as one on the key `metadata.name`.
+                            reqs.extend(f_read.as_array().unwrap().iter().map(|r| {
+                                let mut r = r.clone();
+                                r["key"] = json!("metadata.name");
+                                r
+                            }));
+                            (json!({"matchExpressions": e, "matchFields": f}), json!({"requirements": reqs}))
+                        })
+                        .collect(),
+                );
+                (json!({"nodeAffinity": {"required": {"nodeSelectorTerms": written}}}), read)
+            }
+        };
+        gen_item("PersistentVolume", "v1", json!({"metadata": {}, "spec": spec}), Some(json!({"node_affinity": read})))
+    })
+}
+
+fn quota_item() -> impl Strategy<Value = GenItem> {
+    let scopes = prop::collection::vec(
+        prop::sample::select(vec!["BestEffort", "NotBestEffort", "Terminating", "PriorityClass"]),
+        0..3,
+    );
+    let selector = prop::option::of(prop::collection::vec(requirement("scopeName"), 0..3));
+    (namespace(), quantities(), prop::option::of(quantities()), scopes, selector).prop_map(
+        |(ns, (hard, hard_read), used, scopes, selector)| {
+            let mut spec = json!({"hard": hard, "scopes": scopes});
+            let selector_read = match selector {
+                Some(reqs) => {
+                    let (w, r) = unzip(reqs);
+                    spec["scopeSelector"] = json!({"matchExpressions": w});
+                    r
+                }
+                None => json!([]),
+            };
+            let (used, used_read) = used.unwrap_or((Value::Null, Value::Null));
+            gen_item(
+                "ResourceQuota",
+                "v1",
+                json!({"metadata": ns.0, "spec": spec, "status": set(json!({}), "used", &used)}),
+                Some(json!({"namespace": ns.1, "hard": hard_read, "used": used_read, "scopes": scopes, "scope_selector": selector_read})),
+            )
+        },
+    )
+}
+
+fn pdb_item() -> impl Strategy<Value = GenItem> {
+    let selector = prop::option::of((labels(), prop::collection::vec(requirement("key"), 0..3)));
+    let budget = (prop::option::of(int_or_percent()), prop::option::of(int_or_percent()), prop::option::of(0i64..10));
+    (namespace(), selector, budget).prop_map(|(ns, selector, (min, max, allowed))| {
+        let (sel, sel_read) = match selector {
+            Some((labels, reqs)) => {
+                let (w, r) = unzip(reqs);
+                (json!({"matchLabels": labels, "matchExpressions": w}), json!({"match_labels": labels, "match_expressions": r}))
+            }
+            None => (Value::Null, Value::Null),
+        };
+        let (min, min_read) = min.unwrap_or((Value::Null, Value::Null));
+        let (max, max_read) = max.unwrap_or((Value::Null, Value::Null));
+        let spec = set(set(set(json!({}), "selector", &sel), "minAvailable", &min), "maxUnavailable", &max);
+        gen_item(
+            "PodDisruptionBudget",
+            "policy/v1",
+            json!({"metadata": ns.0, "spec": spec, "status": set(json!({}), "disruptionsAllowed", &json!(allowed))}),
+            Some(json!({"namespace": ns.1, "selector": sel_read, "min_available": min_read, "max_unavailable": max_read, "disruptions_allowed": allowed})),
+        )
+    })
+}
+
+/// Kinds preflight does not read: counted, their content never parsed (a
+/// field that would be wrong in a Pod or Node included).
+fn other_item() -> impl Strategy<Value = GenItem> {
+    let kind =
+        prop::sample::select(vec![("Deployment", "apps/v1"), ("ReplicaSet", "apps/v1"), ("Widget", "example.com/v1")]);
+    (kind, 0u32..5, any::<bool>()).prop_map(|((kind, api), replicas, clash)| {
+        let spec = if clash {
+            json!({"replicas": replicas, "containers": "not a list", "taints": 3})
+        } else {
+            json!({"replicas": replicas, "template": {"spec": {"containers": [{"name": "c"}]}}})
+        };
+        gen_item(kind, api, json!({"metadata": {}, "spec": spec}), None)
+    })
+}
+
+/// Items of every kind in any order, with at least one Node and one Pod (a
+/// snapshot without them is refused as partial).
+fn snapshot_items() -> impl Strategy<Value = Vec<GenItem>> {
+    let any_item = prop_oneof![node_item(), pod_item(), pvc_item(), pv_item(), quota_item(), pdb_item(), other_item()];
+    (prop::collection::vec(any_item, 0..10), node_item(), pod_item()).prop_flat_map(|(mut items, node, pod)| {
+        items.push(node);
+        items.push(pod);
+        Just(items).prop_shuffle()
+    })
+}
+
 fn line_count(s: &str) -> usize {
     s.lines().count().max(1)
 }
@@ -272,15 +574,77 @@ proptest! {
         }
     }
 
-    /// JSON snapshots with arbitrary item contents.
+    /// JSON snapshots with arbitrary item contents: read, every item counted
+    /// under its kind (and preflighted without panicking), or an error that
+    /// names the file.
     #[test]
-    fn snapshot_json_with_arbitrary_items_never_panics(items in prop::collection::vec(json_value(), 0..6), kinds in prop::collection::vec(prop::sample::select(vec!["Node", "Pod", "PersistentVolumeClaim", "PersistentVolume", "ResourceQuota", "PodDisruptionBudget", "Deployment", "ReplicaSet", "Widget"]), 6)) {
-        let items: Vec<Value> = items.into_iter().zip(kinds).map(|(mut v, k)| {
-            if let Value::Object(m) = &mut v { m.insert("kind".into(), json!(k)); }
+    fn snapshot_json_with_arbitrary_items_is_read_or_names_the_file(items in prop::collection::vec(arbitrary_item(), 0..6), kinds in prop::collection::vec(prop::sample::select(SNAPSHOT_KINDS.to_vec()), 6)) {
+        let mut kinds = kinds[..items.len()].to_vec();
+        let mut items: Vec<Value> = items.into_iter().zip(&kinds).enumerate().map(|(i, (mut v, k))| {
+            if let Value::Object(m) = &mut v {
+                m.insert("apiVersion".into(), json!("v1"));
+                m.insert("kind".into(), json!(k));
+                m.insert("metadata".into(), json!({"name": format!("x{i}")}));
+            }
             v
         }).collect();
+        // The node and pod every snapshot needs, so object items are read.
+        items.push(json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n"}}));
+        items.push(json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}}));
+        kinds.extend(["Node", "Pod"]);
         let text = json!({"apiVersion": "v1", "kind": "List", "items": items}).to_string();
-        let _ = fuzzing::cluster_snapshot(&text);
+        match snapshot::parse_snapshot("props/any.json", &text) {
+            Ok(st) => {
+                for kind in SNAPSHOT_KINDS {
+                    prop_assert_eq!(count_of(&st, kind), kinds.iter().filter(|k| **k == kind).count(), "{}", kind);
+                }
+                prop_assert!(fuzzing::cluster_snapshot(&text));
+            }
+            Err(e) => prop_assert!(format!("{e:#}").starts_with("props/any.json: "), "{:#}", e),
+        }
+    }
+
+    /// Snapshots of items of every kind, each field preflight reads set at
+    /// random: the plain state holds exactly the generated values, per kind
+    /// and in order (kinds it does not read only counted), in JSON (the fast
+    /// path) and in YAML (item by item).
+    #[test]
+    fn snapshot_items_of_every_kind_are_read_exactly_in_json_and_yaml(items in snapshot_items()) {
+        let mut want: std::collections::BTreeMap<&str, Vec<Value>> = Default::default();
+        let mut ignored: std::collections::BTreeMap<String, usize> = Default::default();
+        let mut objects = Vec::new();
+        for (i, it) in items.into_iter().enumerate() {
+            let name = format!("{}-{i}", it.kind.to_lowercase());
+            let mut object = json!({"apiVersion": it.api_version, "kind": it.kind});
+            for (k, v) in it.object.as_object().unwrap() {
+                object[k] = v.clone();
+            }
+            object["metadata"]["name"] = json!(name);
+            objects.push(object);
+            match it.plain {
+                Some(mut plain) => {
+                    plain["name"] = json!(name);
+                    want.entry(it.kind).or_default().push(plain);
+                }
+                None => *ignored.entry(it.kind.to_string()).or_default() += 1,
+            }
+        }
+        let list = json!({"apiVersion": "v1", "kind": "List", "items": objects});
+        for (file, text) in [("props/every.json", serde_json::to_string_pretty(&list).unwrap()), ("props/every.yaml", serde_yaml_ng::to_string(&list).unwrap())] {
+            let st = snapshot::parse_snapshot(file, &text).map_err(|e| TestCaseError::fail(format!("{e:#}\n{text}")))?;
+            let read = [
+                ("Node", json!(st.nodes)),
+                ("Pod", json!(st.pods)),
+                ("PersistentVolumeClaim", json!(st.pvcs)),
+                ("PersistentVolume", json!(st.pvs)),
+                ("ResourceQuota", json!(st.quotas)),
+                ("PodDisruptionBudget", json!(st.pdbs)),
+            ];
+            for (kind, v) in read {
+                prop_assert_eq!(&v, &Value::from(want.get(kind).cloned().unwrap_or_default()), "{} in {}", kind, file);
+            }
+            prop_assert_eq!(&st.ignored, &ignored, "{}", file);
+        }
     }
 
     /// Prometheus answers of any shape: parsed values are what the body said,
@@ -383,6 +747,51 @@ proptest! {
         let parsed = fuzzing::golden(&format!("{line}\0{answer}"));
         prop_assert_eq!(parsed, api != "x");
     }
+}
+
+/// Objects in `v`, itself included.
+fn objects_in(v: &Value) -> usize {
+    match v {
+        Value::Object(m) => 1 + m.values().map(objects_in).sum::<usize>(),
+        Value::Array(a) => a.iter().map(objects_in).sum(),
+        _ => 0,
+    }
+}
+
+/// `v` as JSON text with one key of its `nth` object (pre-order, modulo the
+/// count) written a second time, with another value, at entry `pos` of that
+/// object (modulo its length); an empty object gets a fresh key twice.
+/// Returns the text and the key.
+fn with_duplicate_key(v: &Value, nth: usize, pos: usize) -> (String, String) {
+    fn write(v: &Value, n: &mut Option<usize>, pos: usize, key: &mut String) -> String {
+        match v {
+            Value::Object(m) => {
+                let here = *n == Some(0);
+                *n = n.and_then(|k| k.checked_sub(1));
+                let mut entries: Vec<(String, String)> =
+                    m.iter().map(|(k, x)| (k.clone(), write(x, n, pos, key))).collect();
+                if here {
+                    let (k, at) = if entries.is_empty() {
+                        entries.push(("dup".into(), "1".into()));
+                        ("dup".to_string(), 1)
+                    } else {
+                        (entries[pos % entries.len()].0.clone(), pos / entries.len() % (entries.len() + 1))
+                    };
+                    entries.insert(at, (k.clone(), "0".into()));
+                    *key = k;
+                }
+                let body: Vec<String> =
+                    entries.iter().map(|(k, x)| format!("{}:{x}", Value::from(k.as_str()))).collect();
+                format!("{{{}}}", body.join(","))
+            }
+            Value::Array(a) => format!("[{}]", a.iter().map(|x| write(x, n, pos, key)).collect::<Vec<_>>().join(",")),
+            other => other.to_string(),
+        }
+    }
+    let mut key = String::new();
+    let text = write(v, &mut Some(nth % objects_in(v)), pos, &mut key);
+    assert!(!key.is_empty(), "no object to give a duplicate key: {v}");
+    (text, key)
 }
 
 // ---- hostile input classes (the bundle hardening issue) ------------------------
@@ -566,36 +975,33 @@ proptest! {
     /// JSON: any value serde_json writes has unique keys and passes; the
     /// same text with one key of any of its objects written twice does not.
     #[test]
-    fn json_duplicate_keys_are_found_anywhere(v in json_value(), nth in any::<usize>(), key in "[a-z]{1,6}") {
-        let mut v = json!({"w": v});
+    fn json_duplicate_keys_are_found_anywhere(v in json_value(), nth in any::<usize>(), pos in any::<usize>()) {
+        let v = json!({"w": v});
         prop_assert!(bundlegate::yaml_guard::check_json(&v.to_string()).is_ok());
-        // A sentinel entry in the nth object (pre-order), then made a duplicate pair.
-        fn count(v: &Value) -> usize {
-            match v {
-                Value::Object(m) => 1 + m.values().map(count).sum::<usize>(),
-                Value::Array(a) => a.iter().map(count).sum(),
-                _ => 0,
-            }
-        }
-        fn mark(v: &mut Value, n: &mut usize) -> bool {
-            match v {
-                Value::Object(m) => {
-                    if *n == 0 {
-                        m.insert("__dup__".into(), json!(0));
-                        return true;
-                    }
-                    *n -= 1;
-                    m.values_mut().any(|x| mark(x, n))
-                }
-                Value::Array(a) => a.iter_mut().any(|x| mark(x, n)),
-                _ => false,
-            }
-        }
-        let mut n = nth % count(&v);
-        prop_assert!(mark(&mut v, &mut n));
-        let dup = v.to_string().replacen("\"__dup__\":0", &format!("\"{key}\":1,\"{key}\":2"), 1);
+        let (dup, key) = with_duplicate_key(&v, nth, pos);
         let e = bundlegate::yaml_guard::check_json(&dup).unwrap_err();
         prop_assert!(e.message.contains(&format!("duplicate key `{key}`")), "{}", e.message);
+    }
+
+    /// A golden line with one key of any of its objects written twice (the
+    /// sample's own `name`, an `expect` field, a key deep in the request; at
+    /// any place among the object's entries) is refused naming its line, after
+    /// any good, blank or comment lines; without the copy the same file parses.
+    #[test]
+    fn golden_line_with_a_duplicate_key_anywhere_is_refused_naming_its_line(request in json_value(), nth in any::<usize>(), pos in any::<usize>(), before in prop::collection::vec(0usize..3, 0..4)) {
+        let sample = json!({"name": "s", "api": "openai-chat", "request": request, "expect": {"json": true, "finishReason": "stop", "minChars": 1}});
+        let good = sample.to_string();
+        let head: String = before.iter().map(|k| match k { 0 => format!("{good}\n"), 1 => "\n".into(), _ => "// a comment\n".into() }).collect();
+        prop_assert_eq!(bundlegate::parse::golden::parse_golden(&format!("{head}{good}\n{good}\n")).map(|s| s.len()).ok(), Some(before.iter().filter(|k| **k == 0).count() + 2));
+        let (dup, key) = with_duplicate_key(&sample, nth, pos);
+        prop_assert!(serde_json::from_str::<Value>(&dup).is_ok(), "still JSON: refused for the duplicate alone");
+        let e = bundlegate::parse::golden::parse_golden(&format!("{head}{dup}\n{good}\n")).err().map(|e| e.to_string()).unwrap_or_else(|| format!("accepted: {dup}"));
+        let line = before.len() + 1;
+        prop_assert!(e.starts_with(&format!("line {line} column ")), "{}", e);
+        prop_assert!(e.contains("not a golden request (duplicate key"), "{}", e);
+        let column: usize = e.split(' ').nth(3).and_then(|c| c.trim_end_matches(':').parse().ok()).unwrap_or(0);
+        prop_assert!(column >= 1 && column <= dup.len(), "column {} of {}: {}", column, dup.len(), e);
+        prop_assert!(!e.contains(&format!("`{key}`")), "the line's text is not quoted: {}", e);
     }
 
     /// Whatever a rollback target holds (a `.env`, quoted and escaped values,
@@ -616,6 +1022,52 @@ proptest! {
         prop_assert!(!shown.contains(&secret), "{}", shown);
         prop_assert!(shown.starts_with("t.env:"), "{}", shown);
     }
+}
+
+/// A snapshot with `n` aliases of one label value, the anchor in the pod's
+/// own labels (`local`: read item by item) or in the node's (an alias
+/// across items: read whole).
+fn snapshot_with_label_aliases(n: usize, local: bool) -> String {
+    let (node_labels, first) = if local { ("{}", "&v x") } else { ("{l: &v x}", "*v") };
+    let labels: String = (1..=n).map(|i| format!("      l{i}: *v\n")).collect();
+    let labels = if local { labels } else { labels.replacen("*v", "x", 1) };
+    format!(
+        "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Node\n  metadata: {{name: n1, labels: {node_labels}}}\n  status: {{allocatable: {{cpu: \"4\"}}}}\n- apiVersion: v1\n  kind: Pod\n  metadata:\n    name: p1\n    labels:\n      l0: {first}\n{labels}  spec: {{nodeName: n1, containers: [{{}}]}}\n"
+    )
+}
+
+/// The snapshot alias budget at its bound, on both YAML paths: 10 000
+/// aliases read (every aliased value arrives), 10 001 are refused at the
+/// one over, naming the file and its line; 5 000 aliases of a 40-node list
+/// add exactly the 200 000 nodes allowed, 5 001 are refused.
+#[test]
+fn snapshot_alias_budget_holds_at_its_bound_exactly() {
+    for local in [true, false] {
+        let st = snapshot::parse_snapshot("props/alias.yaml", &snapshot_with_label_aliases(10_000, local)).unwrap();
+        let labels = &st.pods[0].labels;
+        assert_eq!(labels.len(), 10_001, "local {local}");
+        assert!(labels.values().all(|v| v == "x"), "local {local}");
+        let text = snapshot_with_label_aliases(10_001, local);
+        let e = format!("{:#}", snapshot::parse_snapshot("props/alias.yaml", &text).unwrap_err());
+        let line = crate::support::line_of(&text, "l10001: ");
+        assert!(e.starts_with(&format!("props/alias.yaml:{line}:")), "local {local}: {e}");
+        assert!(e.contains("more than 10000 aliases") && e.contains("alias amplification"), "{e}");
+    }
+    let expanding = |n: usize| {
+        let list: Vec<String> = (0..39).map(|i| i.to_string()).collect();
+        let uses: String = "  - *big\n".repeat(n);
+        snapshot_with_label_aliases(0, true).replacen(
+            "  spec:",
+            &format!("  extra: &big [{}]\n  more:\n{uses}  spec:", list.join(", ")),
+            1,
+        )
+    };
+    assert_eq!(snapshot::parse_snapshot("props/wide.yaml", &expanding(5_000)).unwrap().pods.len(), 1);
+    let text = expanding(5_001);
+    let e = format!("{:#}", snapshot::parse_snapshot("props/wide.yaml", &text).unwrap_err());
+    let line = text.lines().count() - 1;
+    assert!(e.starts_with(&format!("props/wide.yaml:{line}:")), "{e}");
+    assert!(e.contains("expand to more than 200000 nodes"), "{e}");
 }
 
 /// The hand-made fuzz seeds of the hostile classes stay what they claim:

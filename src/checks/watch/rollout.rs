@@ -1236,4 +1236,80 @@ mod tests {
             o.diagnostics
         );
     }
+
+    /// The adapter's reading of a pod (`adapters::kube::pod_info`), not a
+    /// hand-made `PodInfo`: a new pod whose only trouble is its
+    /// storage-initializer crash-looping (the main container just waits in
+    /// PodInitializing) fails naming that init container, its restarts and
+    /// last exit; and the model source is read from the init container's
+    /// args, not from the main container's rewritten STORAGE_URI.
+    #[cfg(feature = "cli")]
+    #[test]
+    fn init_container_evidence_is_read_from_the_pod() {
+        let kube_pod = |uri: &str, init_status: Value, main_status: Value, ready: bool| {
+            let p: k8s_openapi::api::core::v1::Pod = serde_json::from_value(json!({
+                "metadata": {"name": "isvc-predictor-1", "annotations": {crate::bundle::ANNOTATION_DIGEST: "sha256:new"}},
+                "spec": {
+                    "initContainers": [{"name": STORAGE_INITIALIZER, "image": "kserve/storage-initializer", "args": [uri, "/mnt/models"]}],
+                    "containers": [{"name": "kserve-container", "env": [{"name": "STORAGE_URI", "value": "/mnt/models"}]}]
+                },
+                "status": {
+                    "phase": if ready { "Running" } else { "Pending" },
+                    "conditions": [{"type": "Ready", "status": if ready { "True" } else { "False" }}],
+                    "initContainerStatuses": [init_status],
+                    "containerStatuses": [main_status]
+                }
+            }))
+            .unwrap();
+            crate::adapters::kube::pod_info(&p, "isvc")
+        };
+        let status = |name: &str, ready: bool, restarts: i32, state: Value, last: Value| json!({"name": name, "ready": ready, "restartCount": restarts, "image": "i", "imageID": "", "state": state, "lastState": last});
+        let crashing = status(
+            STORAGE_INITIALIZER,
+            false,
+            4,
+            json!({"waiting": {"reason": "CrashLoopBackOff", "message": "back-off 40s"}}),
+            json!({"terminated": {"exitCode": 1, "reason": "Error"}}),
+        );
+        let initializing =
+            status("kserve-container", false, 0, json!({"waiting": {"reason": "PodInitializing"}}), json!({}));
+        let p = kube_pod("s3://m/v2/", crashing, initializing, false);
+        assert_eq!(p.source, Some(ModelSource::StorageInitializer { uri: "s3://m/v2/".into() }));
+        assert!(p.crash_loop && p.restarts == 4, "{p:#?}");
+        for w in [
+            "storage-initializer: CrashLoopBackOff (back-off 40s)",
+            "storage-initializer: last terminated Error (exit 1)",
+        ] {
+            assert!(p.waiting.iter().any(|x| x == w), "{w}: {:?}", p.waiting);
+        }
+        let c = p.containers.iter().find(|c| c.name == STORAGE_INITIALIZER).expect("init container restarts kept");
+        assert_eq!((c.restarts, c.last_exit_code), (4, Some(1)));
+        let o = evaluate_rollout(&exp1(), &ServiceState { pods: vec![p], ..Default::default() });
+        assert_eq!(verdict_of(&o.diagnostics), Verdict::Fail);
+        assert!(
+            o.diagnostics.iter().any(|d| d.code == "BG501"
+                && d.evidence.iter().any(|e| e.contains("storage-initializer: CrashLoopBackOff (back-off 40s)"))),
+            "{:#?}",
+            o.diagnostics
+        );
+        // Done initialising, ready, but the initializer downloaded another release's files.
+        let done = status(
+            STORAGE_INITIALIZER,
+            true,
+            0,
+            json!({"terminated": {"exitCode": 0, "reason": "Completed"}}),
+            json!({}),
+        );
+        let running = status("kserve-container", true, 0, json!({"running": {}}), json!({}));
+        let p = kube_pod("s3://m/v1/", done, running, true);
+        assert!(p.waiting.is_empty() && !p.crash_loop, "{p:#?}");
+        let o = evaluate_rollout(&exp1(), &ServiceState { pods: vec![p], ..Default::default() });
+        let wrong = o.diagnostics.iter().find(|d| d.message.contains("reads its model from s3://m/v1/"));
+        let wrong = wrong.unwrap_or_else(|| panic!("{:#?}", o.diagnostics));
+        assert_eq!(wrong.code, "BG501");
+        assert!(
+            wrong.evidence.iter().any(|e| e == "initContainers[storage-initializer].args[0] = s3://m/v1/"),
+            "{wrong:#?}"
+        );
+    }
 }
