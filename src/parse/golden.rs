@@ -38,9 +38,12 @@ pub fn parse_golden(text: &str) -> Result<Vec<GoldenSample>> {
 
 /// Read the generated text and finish reason out of an answer body, by
 /// API. A body that is not the expected JSON shape is kept (up to 2000
-/// characters) as `raw`, for the report.
+/// characters) as `raw`, for the report. So is a body with a key given
+/// twice: serde_json keeps the last copy, another client the first, so what
+/// the model answered is not known and is never judged as an answer.
 pub fn answer(api: GoldenApi, status: u16, latency_ms: u64, text: &str) -> GoldenAnswer {
-    let v: Option<Value> = serde_json::from_str(text).ok();
+    let v: Option<Value> =
+        if crate::yaml_guard::check_json(text).is_ok() { serde_json::from_str(text).ok() } else { None };
     let (content, finish_reason) = match (&v, api) {
         (Some(v), GoldenApi::OpenAiChat) => {
             let c = &v["choices"][0];
@@ -103,6 +106,10 @@ mod tests {
         );
         assert_eq!((v2.content.as_deref(), v2.finish_reason.as_deref()), (Some("x"), Some("length")));
         let broken = answer(GoldenApi::OpenAiCompletions, 502, 5, "<html>bad gateway</html>");
+        // Two contents: which one the model "said" depends on the reader.
+        let twice = r#"{"choices":[{"message":{"content":"wrong","content":"right"},"finish_reason":"stop"}]}"#;
+        let dup = answer(GoldenApi::OpenAiChat, 200, 5, twice);
+        assert_eq!((dup.content, dup.raw.as_deref()), (None, Some(twice)), "a duplicate key is not an answer");
         assert_eq!((broken.content, broken.raw.as_deref()), (None, Some("<html>bad gateway</html>")));
     }
 }
