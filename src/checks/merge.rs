@@ -185,4 +185,57 @@ mod tests {
         unsharded.push(StepReport::new("audit", "a"));
         assert_eq!(merge_shards(vec![("x.json".into(), unsharded)], Utc::now(), None).verdict, Verdict::Inconclusive);
     }
+
+    /// The two clocks at their bounds: a shard exactly `CLOCK_SKEW` ahead
+    /// and one exactly `max_age` old are still fresh; a second more is not.
+    #[test]
+    fn freshness_holds_at_its_bounds_exactly() {
+        let now = DateTime::parse_from_rfc3339("2026-12-04T12:00:00Z").unwrap().with_timezone(&Utc);
+        let max = chrono::Duration::hours(24);
+        let at = |ahead: chrono::Duration, old: chrono::Duration| {
+            let mut all = vec![
+                shard_report(0, 2, "t", &["a", "b"], Verdict::Pass),
+                shard_report(1, 2, "t", &["c"], Verdict::Pass),
+            ];
+            all[0].1.finished_at = Some((now + ahead).to_rfc3339());
+            all[1].1.finished_at = Some((now - old).to_rfc3339());
+            merge_shards(all, now, Some(max)).verdict
+        };
+        let zero = chrono::Duration::zero();
+        let second = chrono::Duration::seconds(1);
+        assert_eq!(at(CLOCK_SKEW, zero), Verdict::Pass);
+        assert_eq!(at(CLOCK_SKEW + second, zero), Verdict::Inconclusive);
+        assert_eq!(at(zero, max), Verdict::Pass);
+        assert_eq!(at(zero, max + second), Verdict::Inconclusive);
+    }
+
+    /// Only a shard's own "owns nothing" line is left out of the merged
+    /// steps; any other step, not-run or not, is the tree's and is kept.
+    #[test]
+    fn only_the_owns_nothing_line_of_a_shard_is_dropped() {
+        let mut empty = Report::new("audit");
+        let step = |name: &str, target: &str, v: Verdict| {
+            let mut s = StepReport::new(name, target.to_string());
+            s.verdict = v;
+            s
+        };
+        empty.push(step("audit", "shard 1/2", Verdict::NotRun));
+        empty.push(step("audit", "a/release.yaml", Verdict::NotRun));
+        empty.push(step("lint", "shard 1/2", Verdict::NotRun));
+        empty.push(step("audit", "shard 1/2", Verdict::Pass));
+        let kept: Vec<(String, String, Verdict)> = merge_shards(vec![("s.json".into(), empty)], Utc::now(), None)
+            .steps
+            .into_iter()
+            .filter(|s| s.step != "merge")
+            .map(|s| (s.step, s.target, s.verdict))
+            .collect();
+        assert_eq!(
+            kept,
+            [
+                ("audit".to_string(), "a/release.yaml".to_string(), Verdict::NotRun),
+                ("lint".into(), "shard 1/2".into(), Verdict::NotRun),
+                ("audit".into(), "shard 1/2".into(), Verdict::Pass),
+            ]
+        );
+    }
 }
