@@ -76,8 +76,10 @@ pub(crate) fn classify(gates: &[GateOutcome], golden_failed: usize, trend: &Tren
     }
 }
 
-/// Whether the rollback target can be used, as the caller found out.
-#[derive(Debug, Clone, PartialEq)]
+/// Whether the rollback target can be used, as the caller found out
+/// (in the report: `{"status": "verified", …}`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "status", rename_all = "kebab-case")]
 pub(crate) enum RollbackTarget {
     /// Not needed for this situation, so not checked.
     NotChecked,
@@ -101,9 +103,11 @@ pub(crate) struct Action {
     pub watch_next: String,
 }
 
+/// `alone`: a 100% step, where only the candidate's samples count.
 pub(crate) fn decide(
     situation: Situation,
     shadow: bool,
+    alone: bool,
     trend: &Trend,
     rollback: &RollbackTarget,
     more: Option<(u64, f64)>,
@@ -122,8 +126,18 @@ pub(crate) fn decide(
         Situation::Undecided => Action {
             action: "hold",
             precondition: match more {
-                Some((n, m)) if m.is_finite() => format!("keep traffic at the current step; no promotion until each side has {n} more samples (≈ {m:.1} more minutes at the observed rate)"),
-                Some((n, _)) => format!("keep traffic at the current step; {n} more samples per side are needed and one side receives no traffic"),
+                Some((n, m)) if m.is_finite() => {
+                    let who = if alone { "the candidate has" } else { "each side has" };
+                    format!("keep traffic at the current step; no promotion until {who} {n} more samples (≈ {m:.1} more minutes at the observed rate)")
+                }
+                Some((n, _)) => {
+                    let what = if alone {
+                        "are needed and the candidate receives no traffic"
+                    } else {
+                        "per side are needed and one side receives no traffic"
+                    };
+                    format!("keep traffic at the current step; {n} more samples {what}")
+                }
                 None => "keep traffic at the current step; a gate had no data or could not be decided".into(),
             },
             watch_next: "re-run after that time; if the rate cannot reach the sample size, raise the canary weight or lengthen the window instead of promoting on thin evidence".into(),
@@ -207,7 +221,7 @@ pub(crate) fn fmt_value(kind: MetricKind, metric: &str, v: Option<f64>) -> Strin
         MetricKind::Proportion => format!("{:.3}%", v * 100.0),
         MetricKind::Histogram if metric.ends_with("_seconds") => format!("{:.3} s", v),
         MetricKind::Gauge if metric.ends_with("_bytes") => crate::util::human_bytes(v.max(0.0) as u64),
-        _ => super::fmt_num(v),
+        _ => super::gate::fmt_num(v),
     }
 }
 
@@ -239,7 +253,7 @@ pub(crate) fn gate_diagnostic(i: usize, o: &GateOutcome, window: &str, alone: bo
     };
     let mut d = Diagnostic::new(code, format!("gate `{}`: {}", o.metric, o.message)).field(field).evidence(evidence);
     if let Some(t) = o.comparison {
-        d = d.evidence(format!("candidate vs baseline: {} p={}", t.method, super::fmt_p(t.p_value)));
+        d = d.evidence(format!("candidate vs baseline: {} p={}", t.method, super::gate::fmt_p(t.p_value)));
     }
     match (o.verdict, o.more_samples, o.more_minutes) {
         (GateVerdict::Inconclusive, Some(n), Some(m)) if m.is_finite() => {

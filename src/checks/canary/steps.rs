@@ -18,7 +18,7 @@
 
 use serde::Serialize;
 
-use super::{GateOutcome, GateVerdict};
+use super::gate::{GateOutcome, GateVerdict};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -249,7 +249,7 @@ mod tests {
     fn outcome(v: GateVerdict) -> GateOutcome {
         GateOutcome {
             metric: "ttft_p95_seconds".into(),
-            kind: super::super::MetricKind::Histogram,
+            kind: super::super::gate::MetricKind::Histogram,
             verdict: v,
             candidate: None,
             baseline: None,
