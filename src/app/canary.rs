@@ -8,14 +8,13 @@ use std::path::Path;
 
 use anyhow::{anyhow, Context, Result};
 use serde::Serialize;
-use serde_json::json;
 
 use crate::adapters::prom::{self, Prom};
 use crate::app::ctx::Ctx;
 use crate::bundle::{self, CanaryMode, Loaded, MetricProvider};
-use crate::checks::canary::decision::{self as decision, Action, RollbackTarget, Situation, Trend};
+use crate::checks::canary::decision::{self as decision, Action, RollbackTarget, Situation, Traffic, Trend};
 use crate::checks::canary::gate::{self as gate, GateInput, GateOutcome, GateVerdict, MetricKind, Side};
-use crate::checks::canary::golden::{self, GoldenAnswer, GoldenSample};
+use crate::checks::canary::golden::{self, GoldenResult, GoldenRun};
 use crate::checks::canary::histogram::Histogram;
 use crate::checks::canary::providers::{self, Template};
 use crate::checks::canary::query::{self, Arms, SideQueries};
@@ -24,7 +23,7 @@ use crate::checks::canary::steps::{self as st, StepVerdict, StepWindow};
 use crate::diag::Overrides;
 use crate::options::{CanaryMode as ModeOption, CanaryOptions, HumanDuration, VerifyOptions};
 use crate::parse::prom as read;
-use crate::report::{Detail, Diagnostic, Severity, StepReport, Table, Verdict};
+use crate::report::{Diagnostic, Severity, StepReport, Table, Verdict};
 
 pub(crate) fn run(ctx: &Ctx, bundle: &Path, args: &CanaryOptions, ov: &Overrides) -> StepReport {
     let l = match super::load_or_step(bundle, "canary") {
@@ -67,13 +66,6 @@ impl PromWindow<'_> {
                 Side::Gauge { value, samples: read::gauge_samples(&series, t.scale) }
             }
         })
-    }
-}
-
-fn ratio(now: Option<f64>, before: Option<f64>) -> Option<f64> {
-    match (now, before) {
-        (Some(n), Some(b)) if b > 0.0 && n.is_finite() => Some(n / b),
-        _ => None,
     }
 }
 
@@ -266,7 +258,7 @@ struct Findings {
     baseline_sel: String,
     gathered: Gathered,
     outcomes: Vec<GateOutcome>,
-    golden: Golden,
+    golden: GoldenRun,
     trend: Trend,
     situation: Situation,
     rollback: RollbackTarget,
@@ -313,14 +305,14 @@ impl Findings {
             if let Some(d) = decision::gate_diagnostic(r.index, o, &self.window_text, self.alone) {
                 diags.push(d.at(l.span(&format!("spec.canary.gates[{}]", r.index))));
             }
-            s.tables.push(gate_table(o));
+            s.tables.push(decision::gate_table(o));
         }
-        let golden_note = golden_into(&self.golden, &mut s, &mut diags);
+        let golden_note = self.golden.write_into(&mut s, &mut diags);
         s.diagnostics = ov.apply(diags);
         s.verdict = decision::canary_verdict(
             &s.diagnostics,
             &self.outcomes,
-            matches!(self.golden, Golden::Error(_)),
+            matches!(self.golden, GoldenRun::Error(_)),
             self.alone,
         );
         let gates_note = self.gates_note(s.verdict, &golden_note);
@@ -381,7 +373,7 @@ impl Findings {
             gates: self.outcomes.clone(),
             trend: self.trend,
             traffic: self.gathered.traffic.clone(),
-            golden: self.golden.data(),
+            golden: serde_json::to_value(self.golden.data()).unwrap_or_default(),
             rollback_target: self.rollback.clone(),
         }
     }
@@ -389,16 +381,16 @@ impl Findings {
 
 /// No Prometheus: the gates are not run, the golden set still is and its
 /// failures stand alone.
-fn golden_only(l: &Loaded, golden: &Golden, ov: &Overrides) -> StepReport {
+fn golden_only(l: &Loaded, golden: &GoldenRun, ov: &Overrides) -> StepReport {
     let mut s = StepReport::not_run("canary", &l.display, "");
     let mut diags = Vec::new();
-    let note = golden_into(golden, &mut s, &mut diags);
+    let note = golden.write_into(&mut s, &mut diags);
     s.diagnostics = ov.apply(diags);
     s.summary =
         format!("gates not run: no --prometheus URL, so candidate and baseline were not compared; golden set: {note}");
     if s.diagnostics.iter().any(|d| d.severity == Severity::Error) {
         s.verdict = Verdict::Fail;
-    } else if matches!(golden, Golden::Error(_)) {
+    } else if matches!(golden, GoldenRun::Error(_)) {
         s.verdict = Verdict::Error;
     }
     s
@@ -416,73 +408,6 @@ fn arms_note(alone: bool, shadow: bool, candidate_sel: &str, baseline_sel: &str,
             "{} mode; candidate {{{candidate_sel}}} vs baseline {{{baseline_sel}}}",
             if shadow { "shadow" } else { "canary" }
         )
-    }
-}
-
-#[derive(Debug, Clone, Default, Serialize)]
-#[serde(rename_all = "camelCase")]
-struct Traffic {
-    candidate_requests: Option<f64>,
-    baseline_requests: Option<f64>,
-    candidate_requests_before: Option<f64>,
-    baseline_requests_before: Option<f64>,
-    candidate_p95: Option<f64>,
-    baseline_p95: Option<f64>,
-    candidate_p95_before: Option<f64>,
-    baseline_p95_before: Option<f64>,
-    window_seconds: f64,
-}
-
-impl Traffic {
-    fn trend(&self) -> Trend {
-        Trend {
-            candidate_rate: ratio(self.candidate_requests, self.candidate_requests_before),
-            baseline_rate: ratio(self.baseline_requests, self.baseline_requests_before),
-            candidate_latency: ratio(self.candidate_p95, self.candidate_p95_before),
-            baseline_latency: ratio(self.baseline_p95, self.baseline_p95_before),
-        }
-    }
-
-    fn table(&self, cs: &str, bs: &str) -> Table {
-        let per_min = |n: Option<f64>| {
-            n.map(|n| format!("{:.1}/min", n / self.window_seconds * 60.0)).unwrap_or_else(|| "no data".into())
-        };
-        let secs = |v: Option<f64>| v.map(|v| format!("{v:.3} s")).unwrap_or_else(|| "no data".into());
-        let row = |name: &str, sel: &str, n: Option<f64>, nb: Option<f64>, p: Option<f64>, pb: Option<f64>| {
-            vec![
-                name.into(),
-                format!("{{{sel}}}"),
-                n.map(|n| format!("{n:.0}")).unwrap_or_else(|| "no data".into()),
-                per_min(n),
-                per_min(nb),
-                secs(p),
-                secs(pb),
-            ]
-        };
-        Table {
-            title: "traffic: this window vs the one before".into(),
-            columns: ["side", "selector", "requests", "rate", "rate before", "P95", "P95 before"]
-                .map(String::from)
-                .to_vec(),
-            rows: vec![
-                row(
-                    "candidate",
-                    cs,
-                    self.candidate_requests,
-                    self.candidate_requests_before,
-                    self.candidate_p95,
-                    self.candidate_p95_before,
-                ),
-                row(
-                    "baseline",
-                    bs,
-                    self.baseline_requests,
-                    self.baseline_requests_before,
-                    self.baseline_p95,
-                    self.baseline_p95_before,
-                ),
-            ],
-        }
     }
 }
 
@@ -623,69 +548,6 @@ async fn read_traffic(pw: &PromWindow<'_>, provider: MetricProvider, arms: &Arms
     Ok(traffic)
 }
 
-fn gate_table(o: &GateOutcome) -> Table {
-    let v = |x: Option<f64>| decision::fmt_value(o.kind, &o.metric, x);
-    let samples = format!("{} / {}", o.candidate_samples, o.baseline_samples);
-    let needed = o.needed.map(|n| n.to_string()).unwrap_or_else(|| "—".into());
-    let method = o.comparison.map(|t| t.method).unwrap_or("no test");
-    let mut rows: Vec<Vec<String>> = o
-        .checks
-        .iter()
-        .map(|ch| {
-            let p = ch
-                .test
-                .map(|t| format!("{} ({})", gate::fmt_p(t.p_value), t.method))
-                .unwrap_or_else(|| "measured".into());
-            let verdict = if ch.supported {
-                "FAIL".to_string()
-            } else if ch.exceeded {
-                "above, not significant".to_string()
-            } else {
-                "within".to_string()
-            };
-            vec![
-                format!("{} ({})", o.metric, ch.kind),
-                v(o.baseline),
-                v(o.candidate),
-                v(Some(ch.limit)),
-                p,
-                samples.clone(),
-                needed.clone(),
-                verdict,
-            ]
-        })
-        .collect();
-    if rows.is_empty() {
-        let p = o.comparison.map(|t| gate::fmt_p(t.p_value)).unwrap_or_else(|| "—".into());
-        rows.push(vec![
-            o.metric.clone(),
-            v(o.baseline),
-            v(o.candidate),
-            "—".into(),
-            p,
-            samples,
-            needed,
-            o.verdict.to_string(),
-        ]);
-    }
-    Table {
-        title: format!("gate {} — {} ({method})", o.metric, o.verdict),
-        columns: [
-            "metric",
-            "baseline",
-            "candidate",
-            "limit",
-            "p-value",
-            "samples (cand / base)",
-            "needed per side",
-            "verdict",
-        ]
-        .map(String::from)
-        .to_vec(),
-        rows,
-    }
-}
-
 async fn check_rollback(
     ctx: &Ctx,
     prev: Option<(&bundle::Rollback, Result<Loaded, crate::adapters::bundle_files::NamedFileError>)>,
@@ -736,46 +598,11 @@ async fn check_rollback(
 // ---------------------------------------------------------------------------
 // Golden set
 
-struct GoldenResult {
-    sample: GoldenSample,
-    answer: GoldenAnswer,
-    problems: Vec<String>,
-}
-
-enum Golden {
-    NotDeclared,
-    NoEndpoint,
-    Ran(Vec<GoldenResult>),
-    Error(String),
-}
-
-impl Golden {
-    /// Samples the candidate answered wrongly.
-    fn failed(&self) -> usize {
-        match self {
-            Golden::Ran(r) => r.iter().filter(|g| !g.problems.is_empty()).count(),
-            _ => 0,
-        }
-    }
-
-    fn data(&self) -> serde_json::Value {
-        match self {
-            Golden::NotDeclared => json!({"status": "not-run", "reason": "no spec.canary.golden declared"}),
-            Golden::NoEndpoint => json!({"status": "not-run", "reason": "no --endpoint"}),
-            Golden::Error(e) => json!({"status": "error", "reason": e}),
-            Golden::Ran(r) => json!({
-                "status": "ran",
-                "passed": r.iter().filter(|g| g.problems.is_empty()).count(),
-                "failed": r.iter().filter(|g| !g.problems.is_empty()).count(),
-                "samples": r.iter().map(|g| json!({"name": g.sample.name, "api": g.sample.api, "problems": g.problems, "answer": g.answer})).collect::<Vec<_>>(),
-            }),
-        }
-    }
-}
-
-async fn run_golden(ctx: &Ctx, l: &Loaded, args: &CanaryOptions) -> Golden {
-    let Some(file) = l.bundle.spec.canary.as_ref().and_then(|c| c.golden.as_ref()) else { return Golden::NotDeclared };
-    let Some(endpoint) = args.endpoint.as_deref() else { return Golden::NoEndpoint };
+async fn run_golden(ctx: &Ctx, l: &Loaded, args: &CanaryOptions) -> GoldenRun {
+    let Some(file) = l.bundle.spec.canary.as_ref().and_then(|c| c.golden.as_ref()) else {
+        return GoldenRun::NotDeclared;
+    };
+    let Some(endpoint) = args.endpoint.as_deref() else { return GoldenRun::NoEndpoint };
     let res: Result<Vec<GoldenResult>> = async {
         let (path, text) =
             crate::adapters::bundle_files::read_named_text(l, file, crate::adapters::bundle_files::FileKind::GoldenSet)
@@ -793,67 +620,8 @@ async fn run_golden(ctx: &Ctx, l: &Loaded, args: &CanaryOptions) -> Golden {
     }
     .await;
     match res {
-        Ok(r) => Golden::Ran(r),
-        Err(e) => Golden::Error(format!("{e:#}")),
-    }
-}
-
-/// Add the golden results to the step; returns the one-line note.
-fn golden_into(g: &Golden, s: &mut StepReport, diags: &mut Vec<Diagnostic>) -> String {
-    match g {
-        Golden::NotDeclared => "not run: no spec.canary.golden declared".into(),
-        Golden::NoEndpoint => "not run: no --endpoint".into(),
-        Golden::Error(e) => format!("could not run ({e})"),
-        Golden::Ran(results) => {
-            let mut rows = Vec::new();
-            for r in results {
-                let chars =
-                    r.answer.content.as_ref().map(|c| c.chars().count().to_string()).unwrap_or_else(|| "—".into());
-                rows.push(vec![
-                    r.sample.name.clone(),
-                    serde_json::to_value(r.sample.api)
-                        .ok()
-                        .and_then(|v| v.as_str().map(String::from))
-                        .unwrap_or_default(),
-                    r.answer.status.to_string(),
-                    format!("{} ms", r.answer.latency_ms),
-                    r.answer.finish_reason.clone().unwrap_or_else(|| "—".into()),
-                    chars,
-                    if r.problems.is_empty() { "ok".into() } else { r.problems.join("; ") },
-                ]);
-                if r.problems.is_empty() {
-                    continue;
-                }
-                let shown = r.answer.content.as_deref().or(r.answer.raw.as_deref()).unwrap_or("");
-                let d = decision::golden_failed(
-                    &r.sample.name,
-                    &r.problems,
-                    shown,
-                    r.answer.finish_reason.as_deref(),
-                    r.answer.status,
-                    r.answer.latency_ms,
-                );
-                diags.push(d);
-                // Keep the failing sample whole so it can be replayed.
-                s.details.push(Detail {
-                    title: format!("failing golden sample `{}`", r.sample.name),
-                    lang: "json".into(),
-                    body: serde_json::to_string_pretty(
-                        &json!({"request": r.sample.request, "expect": r.sample.expect, "answer": r.answer}),
-                    )
-                    .unwrap_or_default(),
-                });
-            }
-            s.tables.push(Table {
-                title: "golden set against the candidate".into(),
-                columns: ["sample", "api", "HTTP", "latency", "finish reason", "chars", "result"]
-                    .map(String::from)
-                    .to_vec(),
-                rows,
-            });
-            let failed = results.iter().filter(|r| !r.problems.is_empty()).count();
-            format!("{}/{} passed", results.len() - failed, results.len())
-        }
+        Ok(r) => GoldenRun::Ran(r),
+        Err(e) => GoldenRun::Error(format!("{e:#}")),
     }
 }
 
