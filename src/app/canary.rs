@@ -749,41 +749,23 @@ async fn walk_steps(
     let field = "spec.canary.steps";
     let mut walk = Walk::default();
     for (i, pct) in plan.steps.iter().copied().enumerate() {
-        let line = if walk.verdicts.contains(&StepVerdict::Fail) {
-            StepLine {
-                verdict: StepVerdict::NotJudged,
-                held: "—".into(),
-                judged: "—".into(),
-                note: "an earlier step failed: not judged".into(),
+        let after_fail = walk.verdicts.contains(&StepVerdict::Fail);
+        let line = match st::judged_window(placed, i, pct, after_fail, tl.horizon, field) {
+            Err(u) => {
+                if let Some(d) = u.finding {
+                    walk.diags.extend(ov.apply(vec![d.at(l.span(field))]));
+                }
+                // A step held too briefly still shows when it was held.
+                let held = match placed[i] {
+                    Some(w) if !after_fail => format!("{} → {}", ago(tl.now, w.held_from), ago(tl.now, w.held_to)),
+                    _ => "—".into(),
+                };
+                StepLine { verdict: u.verdict, held, judged: "—".into(), note: u.note }
             }
-        } else {
-            match placed[i] {
-                None => {
-                    let v = st::unplaced_verdict(placed, i);
-                    let note = if v == StepVerdict::Pending {
-                        format!("not held in the last {} s: not reached yet", tl.horizon)
-                    } else {
-                        format!("never held in the last {} s while a later step was: skipped, so nothing was compared at {pct}%", tl.horizon)
-                    };
-                    if v == StepVerdict::Inconclusive {
-                        walk.diags.extend(ov.apply(vec![st::step_inconclusive(pct, &note, field).at(l.span(field))]));
-                    }
-                    StepLine { verdict: v, held: "—".into(), judged: "—".into(), note }
-                }
-                Some(w) if w.secs < 1.0 => {
-                    let note = format!(
-                        "held about {:.0} s, too briefly to judge once the buckets straddling its changes are dropped",
-                        w.held_to - w.held_from
-                    );
-                    walk.diags.extend(ov.apply(vec![st::step_inconclusive(pct, &note, field).at(l.span(field))]));
-                    let held = format!("{} → {}", ago(tl.now, w.held_from), ago(tl.now, w.held_to));
-                    StepLine { verdict: StepVerdict::Inconclusive, held, judged: "—".into(), note }
-                }
-                Some(w) => {
-                    // The golden set checks the candidate as it is now: with the latest step held.
-                    let with_golden = Some(i) == last_placed;
-                    judge_placed_step(ctx, l, args, ov, pct, w, with_golden, tl.now, &mut walk).await?
-                }
+            Ok(w) => {
+                // The golden set checks the candidate as it is now: with the latest step held.
+                let with_golden = Some(i) == last_placed;
+                judge_placed_step(ctx, l, args, ov, pct, w, with_golden, tl.now, &mut walk).await?
             }
         };
         walk.push(pct, placed[i], line);
