@@ -5,7 +5,7 @@
 
 use std::time::Instant;
 
-use bundlegate::checks::canary as c;
+use bundlegate::checks::canary::statistics as c;
 
 fn read_f64(path: &str) -> Vec<f64> {
     let b = std::fs::read(path).unwrap_or_else(|e| panic!("{path}: {e}"));

@@ -44,6 +44,27 @@ pub fn cluster_snapshot(text: &str) -> bool {
     true
 }
 
+/// A Prometheus answer (any HTTP status) → series → every reading the
+/// canary makes of them: one number, histogram buckets (bounds scaled, the
+/// per-series factor label, `+Inf`) and the histogram they build, gauge
+/// samples, the arms' request split and the traffic steps it places.
+/// Returns whether the answer parsed.
+pub fn prom_response(status: u16, body: &str) -> bool {
+    use crate::checks::canary::{histogram::Histogram, steps};
+    use crate::parse::prom;
+    let Ok(series) = prom::parse_response(status, body, "fuzz_query") else { return false };
+    let _ = prom::scalar(&series);
+    if let Ok(buckets) = prom::histogram_buckets(&series, "fuzz_query", 0.001) {
+        let h = Histogram::from_buckets(buckets);
+        let _ = (h.total(), h.bin_counts());
+    }
+    let _ = prom::gauge_samples(&series, 1.0);
+    let points = prom::split_points(&series, &series[series.len() / 2..]);
+    let segments = steps::segments(&points, &[5, 25, 50, 100]);
+    let _ = steps::place(&segments, &[5, 25, 50, 100], 15.0, 60.0);
+    true
+}
+
 /// NUL-separated `KEY=VALUE` pairs as the CMP environment → parameters.
 pub fn cmp_params(text: &str) -> bool {
     let env = CmpEnv::from_pairs(text.split('\0').filter_map(|kv| kv.split_once('=')));

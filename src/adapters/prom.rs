@@ -75,16 +75,9 @@ impl Prom {
         parse_response(status.as_u16(), &body, q)
     }
 
-    /// A query expected to yield one number: None when there is no series,
-    /// the sum when an aggregation was left out and several series came back.
+    /// A query expected to yield one number (`parse::prom::scalar`).
     pub(crate) async fn scalar(&self, q: &str) -> Result<Option<f64>> {
-        let s = self.query(q).await?;
-        let vals: Vec<f64> = s.iter().filter_map(|s| s.values.first().copied()).collect();
-        Ok(match vals.len() {
-            0 => None,
-            1 => Some(vals[0]),
-            _ => Some(vals.iter().sum()),
-        })
+        Ok(crate::parse::prom::scalar(&self.query(q).await?))
     }
 }
 

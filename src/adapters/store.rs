@@ -1,10 +1,12 @@
 //! Object stores through the `object_store` crate: list a versioned prefix,
-//! hash objects pinned to the listed version, upload without overwriting.
+//! hash objects pinned to the listed version (many at once, retrying
+//! transient failures, with the progress bar), upload without overwriting.
 //!
 //! Credentials come only from the standard environment (AWS_*, GOOGLE_*,
 //! AZURE_*) and are never formatted into messages: errors are re-described
 //! from their kind and the object key.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,6 +19,7 @@ use url::Url;
 
 use crate::adapters::filehash;
 use crate::bundle::storage_uri::{self, Backend};
+use crate::checks::verify::HashOutcome;
 
 /// Read size for publish's multipart upload: large enough that per-call
 /// overhead vanishes next to the transfer, small enough that `jobs`
@@ -385,6 +388,103 @@ impl Store {
             }
         }
         Ok(sha)
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Hashing every object of a verify: concurrency, retries, the progress bar.
+
+/// Transient failures are retried this many times, with exponential backoff.
+const RETRIES: u32 = 3;
+
+/// The bar on stderr, or a hidden one.
+fn progress_bar(total: u64, show: bool) -> indicatif::ProgressBar {
+    if !show {
+        return indicatif::ProgressBar::hidden();
+    }
+    let pb = indicatif::ProgressBar::with_draw_target(Some(total), indicatif::ProgressDrawTarget::stderr());
+    pb.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{spinner} verifying {bytes}/{total_bytes} {bytes_per_sec} eta {eta} {wide_bar}",
+        )
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    pb
+}
+
+impl Store {
+    /// Hash `objs` concurrently (at most `jobs` at once), each pinned to its
+    /// listed identity, retrying transient failures; a progress bar on
+    /// stderr when `show_progress`.
+    pub(crate) async fn hash_all(
+        self: &Arc<Self>,
+        mut objs: Vec<Listed>,
+        jobs: usize,
+        show_progress: bool,
+    ) -> BTreeMap<String, HashOutcome> {
+        // Largest first: one file's sha256 is serial, so the biggest object sets
+        // the floor; starting it last would add the others' time on top.
+        objs.sort_by_key(|o| std::cmp::Reverse(o.size));
+        let total: u64 = objs.iter().map(|o| o.size).sum();
+        let pb = progress_bar(total, show_progress);
+        let tick: Progress = {
+            let pb = pb.clone();
+            Arc::new(move |n| pb.inc(n))
+        };
+        let sem = Arc::new(tokio::sync::Semaphore::new(jobs.max(1)));
+        // Set by the first object that finds the endpoint gone (connection
+        // refused, DNS): nothing new is started, the rest are NOT CHECKED with
+        // that one reason instead of each spending its own retries on it.
+        let gone: Arc<std::sync::OnceLock<String>> = Arc::new(std::sync::OnceLock::new());
+        let mut set = tokio::task::JoinSet::new();
+        for o in objs {
+            let (store, sem, tick, gone) = (self.clone(), sem.clone(), tick.clone(), gone.clone());
+            set.spawn(async move {
+                let _permit = sem.acquire_owned().await.expect("semaphore open");
+                let outcome = store.hash_with_retries(&o, &tick, &gone).await;
+                (o.key, outcome)
+            });
+        }
+        let mut out = BTreeMap::new();
+        while let Some(j) = set.join_next().await {
+            match j {
+                Ok((k, h)) => {
+                    out.insert(k, h);
+                }
+                Err(e) => tracing::error!("hashing task failed: {e}"),
+            }
+        }
+        pb.finish_and_clear();
+        out
+    }
+
+    /// One object: [`Store::hash`], retried on transient failures; NOT
+    /// CHECKED at once when another object found the store gone.
+    async fn hash_with_retries(&self, o: &Listed, tick: &Progress, gone: &std::sync::OnceLock<String>) -> HashOutcome {
+        let mut retries = Vec::new();
+        loop {
+            if let Some(why) = gone.get() {
+                let failure =
+                    ReadFailure::NotChecked(format!("the store stopped answering before this object was read ({why})"));
+                return HashOutcome::Failed { failure, retries };
+            }
+            match self.hash(o, tick.clone()).await {
+                Ok(sha256) => return HashOutcome::Hashed { sha256, retries },
+                Err(ReadFailure::Unreachable(why)) => {
+                    let _ = gone.set(why.clone());
+                    return HashOutcome::Failed { failure: ReadFailure::Unreachable(why), retries };
+                }
+                Err(f @ (ReadFailure::Other(_) | ReadFailure::Truncated { .. }))
+                    if (retries.len() as u32) < RETRIES =>
+                {
+                    let wait = Duration::from_millis(200 << retries.len());
+                    tracing::warn!("{}: {f}; retrying in {wait:?}", o.key);
+                    retries.push(f.to_string());
+                    tokio::time::sleep(wait).await;
+                }
+                Err(failure) => return HashOutcome::Failed { failure, retries },
+            }
+        }
     }
 }
 

@@ -1,36 +1,29 @@
-//! `bundlegate canary`: gather candidate and baseline numbers from
-//! Prometheus, judge them with `checks::canary`, run the golden set against
-//! the candidate endpoint, and name an exit action.
+//! `bundlegate canary`: the order of work. Build the queries
+//! (`checks::canary::query`), send them to Prometheus (`adapters::prom`),
+//! read the answers (`parse::prom`), judge them (`checks::canary`), run the
+//! golden set against the candidate endpoint, and write up the report with
+//! its exit action.
 
 use std::path::Path;
 
 use anyhow::{anyhow, Context, Result};
-use serde_json::json;
+use serde::Serialize;
 
 use crate::adapters::prom::{self, Prom};
 use crate::app::ctx::Ctx;
 use crate::bundle::{self, CanaryMode, Loaded, MetricProvider};
-use crate::checks::canary::golden::{self, GoldenAnswer, GoldenSample};
-use crate::checks::canary::providers;
-use crate::checks::canary::steps::{self as st, StepVerdict};
-use crate::checks::canary::{
-    self as c, GateInput, GateOutcome, GateVerdict, Histogram, MetricKind, RollbackTarget, Side, Situation, Template,
-    Trend,
-};
+use crate::checks::canary::decision::{self as decision, Action, RollbackTarget, Situation, Traffic, Trend};
+use crate::checks::canary::gate::{self as gate, GateInput, GateOutcome, GateVerdict, MetricKind, Side};
+use crate::checks::canary::golden::{self, GoldenResult, GoldenRun};
+use crate::checks::canary::histogram::Histogram;
+use crate::checks::canary::providers::{self, Template};
+use crate::checks::canary::query::{self, Arms, SideQueries};
+use crate::checks::canary::statistics;
+use crate::checks::canary::steps::{self as st, StepVerdict, StepWindow};
 use crate::diag::Overrides;
 use crate::options::{CanaryMode as ModeOption, CanaryOptions, HumanDuration, VerifyOptions};
-use crate::report::{Detail, Diagnostic, Severity, StepReport, Table, Verdict};
-
-/// Substitute the placeholders. An empty selector leaves `{,` or `{}`
-/// behind, which is tidied so `--baseline-selector ''` still parses.
-pub(crate) fn fill(template: &str, selector: &str, window: &str) -> String {
-    template.replace("{{selector}}", selector).replace("{{window}}", window).replace("{,", "{").replace(",}", "}")
-}
-
-/// The same query over the window just before this one.
-pub(crate) fn earlier(template: &str) -> String {
-    template.replace("[{{window}}]", "[{{window}}] offset {{window}}")
-}
+use crate::parse::prom as read;
+use crate::report::{Diagnostic, Severity, StepReport, Table, Verdict};
 
 pub(crate) fn run(ctx: &Ctx, bundle: &Path, args: &CanaryOptions, ov: &Overrides) -> StepReport {
     let l = match super::load_or_step(bundle, "canary") {
@@ -51,62 +44,28 @@ struct PromWindow<'a> {
 }
 
 impl PromWindow<'_> {
-    async fn scalar(&self, tpl: &str, sel: &str) -> Result<Option<f64>> {
-        Ok(self.prom.scalar(&fill(tpl, sel, &self.window)).await?.filter(|v| v.is_finite()))
+    /// One finite number, or none.
+    async fn scalar(&self, q: &str) -> Result<Option<f64>> {
+        Ok(self.prom.scalar(q).await?.filter(|v| v.is_finite()))
     }
 
-    async fn side(&self, t: &Template, value_tpl: &str, sel: &str) -> Result<Side> {
-        let value = self.scalar(value_tpl, sel).await?;
-        let q = fill(&t.samples, sel, &self.window);
+    /// One arm of a gate: its value and the samples its test needs.
+    async fn side(&self, t: &Template, q: &SideQueries) -> Result<Side> {
+        let value = self.scalar(&q.value).await?;
         Ok(match t.kind {
             // A NaN/Inf count reads as no requests: NO DATA, never a pass.
-            MetricKind::Proportion => {
-                Side::Proportion { value, total: self.prom.scalar(&q).await?.filter(|v| v.is_finite()).unwrap_or(0.0) }
-            }
+            MetricKind::Proportion => Side::Proportion { value, total: self.scalar(&q.samples).await?.unwrap_or(0.0) },
             MetricKind::Histogram => {
-                let series = self.prom.query(&q).await?;
-                let mut buckets = Vec::new();
-                for s in series {
-                    let le = s.labels.get("le").ok_or_else(|| {
-                        anyhow!("bucket query `{q}` returned a series without `le`; keep `sum by (le)`")
-                    })?;
-                    // A series relabelled with its own bound factor (a second
-                    // naming generation in another unit) uses that factor.
-                    let scale = match s.labels.get(providers::LE_SCALE_LABEL) {
-                        Some(f) => f
-                            .parse::<f64>()
-                            .ok()
-                            .filter(|f| f.is_finite() && *f > 0.0)
-                            .ok_or_else(|| anyhow!("bucket query `{q}`: bad {} `{f}`", providers::LE_SCALE_LABEL))?,
-                        None => t.bound_scale,
-                    };
-                    let le: f64 = if le == "+Inf" {
-                        f64::INFINITY
-                    } else {
-                        le.parse::<f64>().with_context(|| format!("bucket bound `{le}`"))? * scale
-                    };
-                    // A NaN count empties the histogram (NO DATA), see Histogram::from_buckets.
-                    buckets.push((le, s.values.first().copied().unwrap_or(f64::NAN)));
-                }
+                let series = self.prom.query(&q.samples).await?;
+                // A NaN count empties the histogram (NO DATA), see Histogram::from_buckets.
+                let buckets = read::histogram_buckets(&series, &q.samples, t.bound_scale)?;
                 Side::Histogram { value, hist: Histogram::from_buckets(buckets) }
             }
             MetricKind::Gauge => {
-                let series = self.prom.query(&q).await?;
-                let samples: Vec<f64> = series.iter().flat_map(|s| s.values.iter().map(|v| v * t.scale)).collect();
-                // One NaN/Inf sample (a division by zero in the exporter, a
-                // stale marker) voids the arm rather than being dropped, so
-                // what is left cannot pass on its own.
-                let samples = if samples.iter().all(|v| v.is_finite()) { samples } else { Vec::new() };
-                Side::Gauge { value, samples }
+                let series = self.prom.query(&q.samples).await?;
+                Side::Gauge { value, samples: read::gauge_samples(&series, t.scale) }
             }
         })
-    }
-}
-
-fn ratio(now: Option<f64>, before: Option<f64>) -> Option<f64> {
-    match (now, before) {
-        (Some(n), Some(b)) if b > 0.0 && n.is_finite() => Some(n / b),
-        _ => None,
     }
 }
 
@@ -116,40 +75,44 @@ fn unix_now(ctx: &Ctx) -> f64 {
 
 /// Judge the current split: gates over the window ending now.
 pub(crate) async fn analyze(ctx: &Ctx, l: &Loaded, args: &CanaryOptions, ov: &Overrides) -> StepReport {
-    analyze_at(ctx, l, args, ov, unix_now(ctx), true, false).await.0
+    analyze_at(ctx, l, args, ov, unix_now(ctx), true, false).await.report
 }
 
-/// Which series belong to each arm: the overrides, else the provider's arm
-/// label set to each version.
-struct Arms {
-    candidate_version: String,
-    baseline_version: Option<String>,
-    candidate_override: Option<String>,
-    baseline_override: Option<String>,
-}
-
-impl Arms {
-    fn candidate(&self, p: MetricProvider) -> String {
-        self.candidate_override
-            .clone()
-            .unwrap_or_else(|| format!("{}=\"{}\"", providers::arm_label(p), self.candidate_version))
-    }
-    fn baseline(&self, p: MetricProvider) -> String {
-        self.baseline_override.clone().unwrap_or_else(|| {
-            format!("{}=\"{}\"", providers::arm_label(p), self.baseline_version.as_deref().unwrap_or_default())
-        })
+/// Shadow mode: the option, else the plan's.
+fn is_shadow(plan: &bundle::Canary, args: &CanaryOptions) -> bool {
+    match args.mode {
+        None => plan.mode == CanaryMode::Shadow,
+        Some(m) => m == ModeOption::Shadow,
     }
 }
 
-/// The provider a gate reads: its own, else the plan's, else bundlegate's.
-pub(crate) fn gate_provider(plan: &bundle::Canary, g: &bundle::Gate) -> MetricProvider {
-    g.provider.or(plan.provider).unwrap_or_default()
+/// The window as written: the option, else the plan's.
+fn window_text(plan: &bundle::Canary, args: &CanaryOptions) -> String {
+    args.window.as_ref().map(|w| w.text.clone()).unwrap_or_else(|| plan.window.clone())
+}
+
+/// One judgment: the step report, the gate outcomes, and what the traffic
+/// steps read of it (the gates' sentence, the report's data).
+struct Judged {
+    report: StepReport,
+    outcomes: Vec<GateOutcome>,
+    /// "n of m gate(s) passed, …; golden set: …" — the summary before its
+    /// action; none when the judgment stopped before the gates.
+    gates_note: Option<String>,
+    data: Option<CanaryData>,
+}
+
+impl Judged {
+    /// A judgment that stopped before any gate was evaluated.
+    fn stopped(report: StepReport) -> Judged {
+        Judged { report, outcomes: Vec::new(), gates_note: None, data: None }
+    }
 }
 
 /// Gates over the window ending at `now` (unix seconds); the golden set
 /// runs only when `with_golden`. `alone`: a 100% step, where the baseline
 /// serves nothing: only gates with an absolute limit are judged, on the
-/// candidate alone. Also returns the gate outcomes.
+/// candidate alone.
 async fn analyze_at(
     ctx: &Ctx,
     l: &Loaded,
@@ -158,34 +121,27 @@ async fn analyze_at(
     now: f64,
     with_golden: bool,
     alone: bool,
-) -> (StepReport, Vec<GateOutcome>) {
-    let b = &l.bundle;
-    let Some(plan) = &b.spec.canary else {
-        return (
-            StepReport::not_run(
-                "canary",
-                &l.display,
-                "the bundle declares no spec.canary plan: there is nothing to compare",
-            ),
-            Vec::new(),
-        );
+) -> Judged {
+    let Some(plan) = &l.bundle.spec.canary else {
+        return Judged::stopped(StepReport::not_run(
+            "canary",
+            &l.display,
+            "the bundle declares no spec.canary plan: there is nothing to compare",
+        ));
     };
     let no_golden = CanaryOptions { endpoint: None, ..args.clone() };
     let golden_args = if with_golden { args } else { &no_golden };
     analyze_plan(ctx, l, plan, golden_args, ov, now, alone).await
 }
 
+/// The rollback target as loaded (or why it does not load), for the
+/// rollback check.
+type Previous<'a> = Option<(&'a bundle::Rollback, Result<Loaded, crate::adapters::bundle_files::NamedFileError>)>;
+
 /// The baseline's version: none with `--baseline-selector`, else the
 /// rollback target's, which must load. Also returns the rollback target as
 /// loaded, for the rollback check.
-#[allow(clippy::type_complexity)]
-fn baseline_version<'a>(
-    l: &'a Loaded,
-    args: &CanaryOptions,
-) -> Result<(
-    Option<String>,
-    Option<(&'a bundle::Rollback, Result<Loaded, crate::adapters::bundle_files::NamedFileError>)>,
-)> {
+fn baseline_version<'a>(l: &'a Loaded, args: &CanaryOptions) -> Result<(Option<String>, Previous<'a>)> {
     let prev =
         l.bundle.spec.rollback.as_ref().map(|rb| (rb, crate::adapters::bundle_files::load_named_bundle(l, &rb.bundle)));
     let version = match (&args.baseline_selector, &prev) {
@@ -201,7 +157,19 @@ fn baseline_version<'a>(
     Ok((version, prev))
 }
 
-#[expect(clippy::too_many_lines, reason = "to be split into named steps (issue #28)")]
+/// The arms' selectors: the overrides, else each version's label.
+fn arms(l: &Loaded, args: &CanaryOptions, baseline_version: Option<String>) -> Arms {
+    Arms {
+        candidate_version: l.bundle.metadata.version.clone(),
+        baseline_version,
+        candidate_override: args.candidate_selector.clone(),
+        baseline_override: args.baseline_selector.clone(),
+    }
+}
+
+/// The order of one judgment: the window, the golden set, the baseline,
+/// the gates read from Prometheus, their outcomes, the situation and the
+/// action, then the write-up.
 async fn analyze_plan(
     ctx: &Ctx,
     l: &Loaded,
@@ -210,88 +178,45 @@ async fn analyze_plan(
     ov: &Overrides,
     now: f64,
     alone: bool,
-) -> (StepReport, Vec<GateOutcome>) {
-    let b = &l.bundle;
-    macro_rules! bail_step {
-        ($e:expr) => {
-            return ($e, Vec::new())
-        };
-    }
-    let shadow = match args.mode {
-        None => plan.mode == CanaryMode::Shadow,
-        Some(m) => m == ModeOption::Shadow,
-    };
-    let window_text = args.window.as_ref().map(|w| w.text.clone()).unwrap_or_else(|| plan.window.clone());
+) -> Judged {
+    let shadow = is_shadow(plan, args);
+    let window_text = window_text(plan, args);
     let window_secs = match crate::util::parse_duration(&window_text).map(|d| d.as_secs()) {
         Some(s) if s >= 1 => s,
-        _ => bail_step!(StepReport::error(
-            "canary",
-            &l.display,
-            &anyhow!("window `{window_text}` is not a duration of at least 1s (e.g. 30m)")
-        )),
+        _ => {
+            let e = anyhow!("window `{window_text}` is not a duration of at least 1s (e.g. 30m)");
+            return Judged::stopped(StepReport::error("canary", &l.display, &e));
+        }
     };
 
     // Golden set first: it needs no Prometheus and its failures stand alone.
     let golden = run_golden(ctx, l, args).await;
     let provider = plan.provider.unwrap_or_default();
 
-    let Some(prom_url) = args.prometheus_url() else { bail_step!(golden_only(l, &golden, ov)) };
+    let Some(prom_url) = args.prometheus_url() else { return Judged::stopped(golden_only(l, &golden, ov)) };
 
     let (baseline_version, prev) = match baseline_version(l, args) {
         Ok(x) => x,
-        Err(e) => bail_step!(StepReport::error("canary", &l.display, &e)),
+        Err(e) => return Judged::stopped(StepReport::error("canary", &l.display, &e)),
     };
-
-    let arms = Arms {
-        candidate_version: b.metadata.version.clone(),
-        baseline_version,
-        candidate_override: args.candidate_selector.clone(),
-        baseline_override: args.baseline_selector.clone(),
-    };
-    let (candidate_sel, baseline_sel) = (arms.candidate(provider), arms.baseline(provider));
+    let arms = arms(l, args, baseline_version);
     let prom = match ctx.http().and_then(|h| Prom::new(h.clone(), prom_url, now)) {
         Ok(p) => p,
-        Err(e) => bail_step!(StepReport::error("canary", &l.display, &e)),
+        Err(e) => return Judged::stopped(StepReport::error("canary", &l.display, &e)),
     };
     let pw = PromWindow { prom: &prom, window: format!("{window_secs}s") };
-
-    let gathered = gather(&pw, plan, &arms, window_secs as f64, alone).await;
-    let (inputs, traffic, unchecked) = match gathered {
+    let gathered = match gather(&pw, plan, &arms, window_secs as f64, alone).await {
         Ok(x) => x,
         Err(e) => {
             // Unanswered queries are not "no data": the step could not finish.
             let mut s = StepReport::error("canary", &l.display, &e);
             s.summary = format!("could not query Prometheus, nothing was compared: {e:#}");
-            bail_step!(s);
+            return Judged::stopped(s);
         }
     };
-    let outcomes: Vec<GateOutcome> = inputs
-        .iter()
-        .map(|(_, g, note)| {
-            let mut o = c::evaluate_gate(g);
-            if let Some(n) = note {
-                o.message = n.clone();
-            }
-            o
-        })
-        .collect();
-
-    let mut s = StepReport::new("canary", &l.display);
-    let mut diags = Vec::new();
-    for ((i, ..), o) in inputs.iter().zip(&outcomes) {
-        if let Some(d) = c::gate_diagnostic(*i, o, &window_text, alone) {
-            diags.push(d.at(l.span(&format!("spec.canary.gates[{i}]"))));
-        }
-        s.tables.push(gate_table(o));
-    }
-    let golden_note = golden_into(&golden, &mut s, &mut diags);
-    let golden_failed = match &golden {
-        Golden::Ran(r) => r.iter().filter(|g| !g.problems.is_empty()).count(),
-        _ => 0,
-    };
-
-    let trend = traffic.trend();
-    let situation = match c::classify(&outcomes, golden_failed, &trend) {
+    let outcomes: Vec<GateOutcome> = gathered.gates.iter().map(GateRead::outcome).collect();
+    let trend = gathered.traffic.trend();
+    let situation = match decision::classify(&outcomes, golden.failed(), &trend) {
         // No baseline ran beside it: neither version nor load can be named.
         Situation::Unattributed if alone => Situation::FullTrafficBreach,
         other => other,
@@ -302,76 +227,170 @@ async fn analyze_plan(
         RollbackTarget::NotChecked
     };
     let more = outcomes.iter().filter_map(|o| o.more_samples.zip(o.more_minutes)).max_by(|a, b| a.1.total_cmp(&b.1));
-    let mut action = c::decide(situation, shadow, &trend, &rollback, more);
-    if alone {
-        // Only the candidate's samples count at a 100% step.
-        action.precondition = action.precondition.replace("each side has", "the candidate has").replace(
-            "per side are needed and one side receives no traffic",
-            "are needed and the candidate receives no traffic",
+    let action = decision::decide(situation, shadow, alone, &trend, &rollback, more);
+    let findings = Findings {
+        window_text,
+        window_secs,
+        now,
+        alone,
+        shadow,
+        candidate_sel: arms.candidate(provider),
+        baseline_sel: arms.baseline(provider),
+        gathered,
+        outcomes,
+        golden,
+        trend,
+        situation,
+        rollback,
+        action,
+    };
+    findings.write_up(l, ov)
+}
+
+/// Everything one judgment found, before it is written up.
+struct Findings {
+    window_text: String,
+    window_secs: u64,
+    now: f64,
+    alone: bool,
+    shadow: bool,
+    candidate_sel: String,
+    baseline_sel: String,
+    gathered: Gathered,
+    outcomes: Vec<GateOutcome>,
+    golden: GoldenRun,
+    trend: Trend,
+    situation: Situation,
+    rollback: RollbackTarget,
+    action: Action,
+}
+
+/// The judgment's `data` in the report (docs/report.md), in this order.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct CanaryData {
+    action: &'static str,
+    precondition: String,
+    watch_next: String,
+    situation: Situation,
+    mode: &'static str,
+    window: String,
+    window_seconds: u64,
+    evaluated_at: f64,
+    selectors: Selectors,
+    candidate_alone: bool,
+    not_checked: Vec<String>,
+    alpha: f64,
+    power: f64,
+    gates: Vec<GateOutcome>,
+    trend: Trend,
+    traffic: Traffic,
+    golden: serde_json::Value,
+    rollback_target: RollbackTarget,
+}
+
+#[derive(Debug, Clone, Serialize)]
+struct Selectors {
+    candidate: String,
+    baseline: String,
+}
+
+impl Findings {
+    /// The step report: one finding and one table per gate, the golden set,
+    /// the verdict, the summary with the action, the traffic table, the data.
+    fn write_up(self, l: &Loaded, ov: &Overrides) -> Judged {
+        let mut s = StepReport::new("canary", &l.display);
+        let mut diags = Vec::new();
+        for (r, o) in self.gathered.gates.iter().zip(&self.outcomes) {
+            if let Some(d) = decision::gate_diagnostic(r.index, o, &self.window_text, self.alone) {
+                diags.push(d.at(l.span(&format!("spec.canary.gates[{}]", r.index))));
+            }
+            s.tables.push(decision::gate_table(o));
+        }
+        let golden_note = self.golden.write_into(&mut s, &mut diags);
+        s.diagnostics = ov.apply(diags);
+        s.verdict = decision::canary_verdict(
+            &s.diagnostics,
+            &self.outcomes,
+            matches!(self.golden, GoldenRun::Error(_)),
+            self.alone,
         );
+        let gates_note = self.gates_note(s.verdict, &golden_note);
+        let a = &self.action;
+        s.summary = format!(
+            "{gates_note}. Action: {} — {}. Watch next: {}.",
+            a.action,
+            a.precondition.trim_end_matches('.'),
+            a.watch_next.trim_end_matches('.')
+        );
+        s.tables.push(self.gathered.traffic.table(&self.candidate_sel, &self.baseline_sel));
+        let data = self.data();
+        s.data = serde_json::to_value(&data).unwrap_or_default();
+        Judged { report: s, outcomes: self.outcomes, gates_note: Some(gates_note), data: Some(data) }
     }
 
-    s.diagnostics = ov.apply(diags);
-    s.verdict = c::canary_verdict(&s.diagnostics, &outcomes, matches!(golden, Golden::Error(_)), alone);
-    let not_passed = outcomes.iter().filter(|o| o.verdict != GateVerdict::Pass).count();
-    let count = |v: GateVerdict| outcomes.iter().filter(|o| o.verdict == v).count();
-    let downgraded = if s.verdict == Verdict::Pass && not_passed > 0 {
-        format!(" ({not_passed} gate(s) did not pass; their codes were downgraded by configuration)")
-    } else {
-        String::new()
-    };
-    let arms_note = arms_note(alone, shadow, &candidate_sel, &baseline_sel, &unchecked);
-    s.summary = format!(
-        "{} of {} gate(s) passed, {} failed, {} inconclusive, {} without data over {} ({}); golden set: {}{}. Action: {} — {}. Watch next: {}.",
-        count(GateVerdict::Pass),
-        outcomes.len(),
-        count(GateVerdict::Fail),
-        count(GateVerdict::Inconclusive),
-        count(GateVerdict::NoData),
-        window_text,
-        arms_note,
-        golden_note,
-        downgraded,
-        action.action,
-        action.precondition.trim_end_matches('.'),
-        action.watch_next.trim_end_matches('.')
-    );
-    s.tables.push(traffic.table(&candidate_sel, &baseline_sel));
-    s.data = json!({
-        "action": action.action,
-        "precondition": action.precondition,
-        "watchNext": action.watch_next,
-        "situation": situation,
-        "mode": if shadow { "shadow" } else { "canary" },
-        "window": window_text,
-        "windowSeconds": window_secs,
-        "evaluatedAt": now,
-        "selectors": {"candidate": candidate_sel, "baseline": baseline_sel},
-        "candidateAlone": alone,
-        "notChecked": unchecked,
-        "alpha": c::ALPHA,
-        "power": c::POWER,
-        "gates": outcomes,
-        "trend": trend,
-        "traffic": traffic,
-        "golden": golden.data(),
-        "rollbackTarget": rollback_json(&rollback),
-    });
-    (s, outcomes)
+    /// "n of m gate(s) passed, … over <window> (<arms>); golden set: …".
+    fn gates_note(&self, verdict: Verdict, golden_note: &str) -> String {
+        let outcomes = &self.outcomes;
+        let not_passed = outcomes.iter().filter(|o| o.verdict != GateVerdict::Pass).count();
+        let count = |v: GateVerdict| outcomes.iter().filter(|o| o.verdict == v).count();
+        let downgraded = if verdict == Verdict::Pass && not_passed > 0 {
+            format!(" ({not_passed} gate(s) did not pass; their codes were downgraded by configuration)")
+        } else {
+            String::new()
+        };
+        let arms_note =
+            arms_note(self.alone, self.shadow, &self.candidate_sel, &self.baseline_sel, &self.gathered.unchecked);
+        format!(
+            "{} of {} gate(s) passed, {} failed, {} inconclusive, {} without data over {} ({}); golden set: {}{}",
+            count(GateVerdict::Pass),
+            outcomes.len(),
+            count(GateVerdict::Fail),
+            count(GateVerdict::Inconclusive),
+            count(GateVerdict::NoData),
+            self.window_text,
+            arms_note,
+            golden_note,
+            downgraded,
+        )
+    }
+
+    fn data(&self) -> CanaryData {
+        CanaryData {
+            action: self.action.action,
+            precondition: self.action.precondition.clone(),
+            watch_next: self.action.watch_next.clone(),
+            situation: self.situation,
+            mode: if self.shadow { "shadow" } else { "canary" },
+            window: self.window_text.clone(),
+            window_seconds: self.window_secs,
+            evaluated_at: self.now,
+            selectors: Selectors { candidate: self.candidate_sel.clone(), baseline: self.baseline_sel.clone() },
+            candidate_alone: self.alone,
+            not_checked: self.gathered.unchecked.clone(),
+            alpha: statistics::ALPHA,
+            power: statistics::POWER,
+            gates: self.outcomes.clone(),
+            trend: self.trend,
+            traffic: self.gathered.traffic.clone(),
+            golden: serde_json::to_value(self.golden.data()).unwrap_or_default(),
+            rollback_target: self.rollback.clone(),
+        }
+    }
 }
 
 /// No Prometheus: the gates are not run, the golden set still is and its
 /// failures stand alone.
-fn golden_only(l: &Loaded, golden: &Golden, ov: &Overrides) -> StepReport {
+fn golden_only(l: &Loaded, golden: &GoldenRun, ov: &Overrides) -> StepReport {
     let mut s = StepReport::not_run("canary", &l.display, "");
     let mut diags = Vec::new();
-    let note = golden_into(golden, &mut s, &mut diags);
+    let note = golden.write_into(&mut s, &mut diags);
     s.diagnostics = ov.apply(diags);
     s.summary =
         format!("gates not run: no --prometheus URL, so candidate and baseline were not compared; golden set: {note}");
     if s.diagnostics.iter().any(|d| d.severity == Severity::Error) {
         s.verdict = Verdict::Fail;
-    } else if matches!(golden, Golden::Error(_)) {
+    } else if matches!(golden, GoldenRun::Error(_)) {
         s.verdict = Verdict::Error;
     }
     s
@@ -392,245 +411,141 @@ fn arms_note(alone: bool, shadow: bool, candidate_sel: &str, baseline_sel: &str,
     }
 }
 
-fn rollback_json(rollback: &RollbackTarget) -> serde_json::Value {
-    match rollback {
-        RollbackTarget::NotChecked => json!({"status": "not-checked"}),
-        RollbackTarget::Verified { path, version, digest, evidence } => {
-            json!({"status": "verified", "path": path, "version": version, "digest": digest, "evidence": evidence})
+/// One gate as read from Prometheus: its place in the plan, its input, and
+/// — when its provider cannot compute it — why (its outcome is then NO
+/// DATA with that note as its message).
+struct GateRead {
+    index: usize,
+    input: GateInput,
+    unsupported: Option<String>,
+}
+
+impl GateRead {
+    fn outcome(&self) -> GateOutcome {
+        let mut o = gate::evaluate_gate(&self.input);
+        if let Some(n) = &self.unsupported {
+            o.message = n.clone();
         }
-        RollbackTarget::Unusable { path, reason } => json!({"status": "unusable", "path": path, "reason": reason}),
+        o
     }
 }
 
-#[derive(Debug, Default, serde::Serialize)]
-#[serde(rename_all = "camelCase")]
-struct Traffic {
-    candidate_requests: Option<f64>,
-    baseline_requests: Option<f64>,
-    candidate_requests_before: Option<f64>,
-    baseline_requests_before: Option<f64>,
-    candidate_p95: Option<f64>,
-    baseline_p95: Option<f64>,
-    candidate_p95_before: Option<f64>,
-    baseline_p95_before: Option<f64>,
-    window_seconds: f64,
+/// What one judgment read: each gate, the traffic of both arms, and —
+/// at a 100% step — the gates skipped for lack of an absolute limit.
+struct Gathered {
+    gates: Vec<GateRead>,
+    traffic: Traffic,
+    unchecked: Vec<String>,
 }
 
-impl Traffic {
-    fn trend(&self) -> Trend {
-        Trend {
-            candidate_rate: ratio(self.candidate_requests, self.candidate_requests_before),
-            baseline_rate: ratio(self.baseline_requests, self.baseline_requests_before),
-            candidate_latency: ratio(self.candidate_p95, self.candidate_p95_before),
-            baseline_latency: ratio(self.baseline_p95, self.baseline_p95_before),
-        }
-    }
-
-    fn table(&self, cs: &str, bs: &str) -> Table {
-        let per_min = |n: Option<f64>| {
-            n.map(|n| format!("{:.1}/min", n / self.window_seconds * 60.0)).unwrap_or_else(|| "no data".into())
-        };
-        let secs = |v: Option<f64>| v.map(|v| format!("{v:.3} s")).unwrap_or_else(|| "no data".into());
-        let row = |name: &str, sel: &str, n: Option<f64>, nb: Option<f64>, p: Option<f64>, pb: Option<f64>| {
-            vec![
-                name.into(),
-                format!("{{{sel}}}"),
-                n.map(|n| format!("{n:.0}")).unwrap_or_else(|| "no data".into()),
-                per_min(n),
-                per_min(nb),
-                secs(p),
-                secs(pb),
-            ]
-        };
-        Table {
-            title: "traffic: this window vs the one before".into(),
-            columns: ["side", "selector", "requests", "rate", "rate before", "P95", "P95 before"]
-                .map(String::from)
-                .to_vec(),
-            rows: vec![
-                row(
-                    "candidate",
-                    cs,
-                    self.candidate_requests,
-                    self.candidate_requests_before,
-                    self.candidate_p95,
-                    self.candidate_p95_before,
-                ),
-                row(
-                    "baseline",
-                    bs,
-                    self.baseline_requests,
-                    self.baseline_requests_before,
-                    self.baseline_p95,
-                    self.baseline_p95_before,
-                ),
-            ],
-        }
-    }
-}
-
-/// Why a gate could not be queried under its provider (lint reports it
-/// too); its outcome is NO DATA with this note, never skipped.
-pub(crate) fn unsupported_note(p: MetricProvider, metric: &str) -> String {
-    let reason = providers::unsupported_reason(p, metric).map(|r| format!(": {r}")).unwrap_or_default();
-    let hint = match providers::other_provider(metric) {
-        Some(o) if o != p => format!(
-            "; it is a `{}` gate: set `provider: {}` on the gate or the plan",
-            providers::name(o),
-            providers::name(o)
-        ),
-        _ => String::new(),
-    };
-    format!("provider `{}` exports nothing that computes `{metric}`{reason}{hint}", providers::name(p))
-}
-
-/// Each gate's input (with its index in the plan and a note overriding its
-/// message), the traffic of both arms, and — `alone` — the gates skipped for
-/// lack of an absolute limit.
-#[allow(clippy::type_complexity)]
 async fn gather(
     pw: &PromWindow<'_>,
     plan: &bundle::Canary,
     arms: &Arms,
     window_secs: f64,
     alone: bool,
-) -> Result<(Vec<(usize, GateInput, Option<String>)>, Traffic, Vec<String>)> {
-    let mut inputs = Vec::new();
+) -> Result<Gathered> {
+    let mut gates = Vec::new();
     let mut unchecked = Vec::new();
-    for (i, g) in plan.gates.iter().enumerate() {
+    for (index, g) in plan.gates.iter().enumerate() {
         if alone && !providers::has_absolute_limit(g) {
             unchecked.push(g.metric.clone());
             continue;
         }
-        let p = gate_provider(plan, g);
-        let (cs, bs) = (arms.candidate(p), arms.baseline(p));
-        let (t, note) = match providers::template(p, &g.metric) {
-            Some(t) => (Some(t), None),
-            None => (None, Some(unsupported_note(p, &g.metric))),
-        };
-        let (candidate, baseline, requests, kind, quantile, hib) = match &t {
-            Some(t) => {
-                let value_tpl = g.query.clone().unwrap_or_else(|| t.value.clone());
-                let candidate = pw.side(t, &value_tpl, &cs).await.with_context(|| format!("gate {}", g.metric))?;
-                // At a 100% step the baseline is not read: it served nothing.
-                let baseline = if alone {
-                    Side::Proportion { value: None, total: 0.0 }
-                } else {
-                    pw.side(t, &value_tpl, &bs).await.with_context(|| format!("gate {}", g.metric))?
-                };
-                let requests = match &t.requests {
-                    Some(q) => {
-                        let n = |v: Option<f64>| {
-                            v.filter(|v| v.is_finite() && *v > 0.0).map(|v| v.round() as u64).unwrap_or(0)
-                        };
-                        let rb = if alone { 0 } else { n(pw.scalar(q, &bs).await?) };
-                        Some((n(pw.scalar(q, &cs).await?), rb))
-                    }
-                    None => None,
-                };
-                (candidate, baseline, requests, t.kind, t.quantile, t.higher_is_better)
-            }
-            None => {
-                let empty = Side::Proportion { value: None, total: 0.0 };
-                (empty.clone(), empty, None, MetricKind::Proportion, 0.0, false)
-            }
-        };
-        inputs.push((
-            i,
-            GateInput {
-                metric: g.metric.clone(),
-                kind,
-                quantile,
-                max_absolute: g.max_absolute,
-                max_relative_increase: g.max_relative_increase,
-                min_samples: plan.min_samples,
-                window_secs,
-                candidate,
-                baseline,
-                higher_is_better: hib,
-                min_absolute: g.min_absolute,
-                min_relative_decrease: g.min_relative_decrease,
-                request_counts: requests,
-                candidate_only: alone,
-            },
-            note,
-        ));
+        gates.push(read_gate(pw, plan, arms, index, g, window_secs, alone).await?);
     }
-    let provider = plan.provider.unwrap_or_default();
-    let (cs, bs) = (arms.candidate(provider), arms.baseline(provider));
-    let mut traffic = Traffic { window_seconds: window_secs, ..Traffic::default() };
-    if let Some((requests, p95)) = providers::traffic(provider) {
-        traffic.candidate_requests = pw.scalar(&requests, &cs).await?;
-        traffic.baseline_requests = pw.scalar(&requests, &bs).await?;
-        traffic.candidate_requests_before = pw.scalar(&earlier(&requests), &cs).await?;
-        traffic.baseline_requests_before = pw.scalar(&earlier(&requests), &bs).await?;
-        traffic.candidate_p95 = pw.scalar(&p95, &cs).await?;
-        traffic.baseline_p95 = pw.scalar(&p95, &bs).await?;
-        traffic.candidate_p95_before = pw.scalar(&earlier(&p95), &cs).await?;
-        traffic.baseline_p95_before = pw.scalar(&earlier(&p95), &bs).await?;
-    }
-    Ok((inputs, traffic, unchecked))
+    let traffic = read_traffic(pw, plan.provider.unwrap_or_default(), arms, window_secs).await?;
+    Ok(Gathered { gates, traffic, unchecked })
 }
 
-fn gate_table(o: &GateOutcome) -> Table {
-    let v = |x: Option<f64>| c::fmt_value(o.kind, &o.metric, x);
-    let samples = format!("{} / {}", o.candidate_samples, o.baseline_samples);
-    let needed = o.needed.map(|n| n.to_string()).unwrap_or_else(|| "—".into());
-    let method = o.comparison.map(|t| t.method).unwrap_or("no test");
-    let mut rows: Vec<Vec<String>> = o
-        .checks
-        .iter()
-        .map(|ch| {
-            let p =
-                ch.test.map(|t| format!("{} ({})", c::fmt_p(t.p_value), t.method)).unwrap_or_else(|| "measured".into());
-            let verdict = if ch.supported {
-                "FAIL".to_string()
-            } else if ch.exceeded {
-                "above, not significant".to_string()
-            } else {
-                "within".to_string()
-            };
-            vec![
-                format!("{} ({})", o.metric, ch.kind),
-                v(o.baseline),
-                v(o.candidate),
-                v(Some(ch.limit)),
-                p,
-                samples.clone(),
-                needed.clone(),
-                verdict,
-            ]
-        })
-        .collect();
-    if rows.is_empty() {
-        let p = o.comparison.map(|t| c::fmt_p(t.p_value)).unwrap_or_else(|| "—".into());
-        rows.push(vec![
-            o.metric.clone(),
-            v(o.baseline),
-            v(o.candidate),
-            "—".into(),
-            p,
-            samples,
-            needed,
-            o.verdict.to_string(),
-        ]);
+/// Gate `index` as read: both arms' numbers under its provider's template.
+async fn read_gate(
+    pw: &PromWindow<'_>,
+    plan: &bundle::Canary,
+    arms: &Arms,
+    index: usize,
+    g: &bundle::Gate,
+    window_secs: f64,
+    alone: bool,
+) -> Result<GateRead> {
+    let p = query::gate_provider(plan, g);
+    let (t, unsupported) = match providers::template(p, &g.metric) {
+        Some(t) => (Some(t), None),
+        None => (None, Some(query::unsupported_note(p, &g.metric))),
+    };
+    let (candidate, baseline, requests) = match &t {
+        Some(t) => read_sides(pw, t, g, (&arms.candidate(p), &arms.baseline(p)), alone).await?,
+        None => {
+            let empty = Side::Proportion { value: None, total: 0.0 };
+            (empty.clone(), empty, None)
+        }
+    };
+    let (kind, quantile, higher_is_better) =
+        t.as_ref().map_or((MetricKind::Proportion, 0.0, false), |t| (t.kind, t.quantile, t.higher_is_better));
+    let input = GateInput {
+        metric: g.metric.clone(),
+        kind,
+        quantile,
+        max_absolute: g.max_absolute,
+        max_relative_increase: g.max_relative_increase,
+        min_samples: plan.min_samples,
+        window_secs,
+        candidate,
+        baseline,
+        higher_is_better,
+        min_absolute: g.min_absolute,
+        min_relative_decrease: g.min_relative_decrease,
+        request_counts: requests,
+        candidate_only: alone,
+    };
+    Ok(GateRead { index, input, unsupported })
+}
+
+/// Candidate and baseline of one gate, and each arm's request count when
+/// the template has one. At a 100% step (`alone`) the baseline served
+/// nothing and is not read.
+async fn read_sides(
+    pw: &PromWindow<'_>,
+    t: &Template,
+    g: &bundle::Gate,
+    (cs, bs): (&str, &str),
+    alone: bool,
+) -> Result<(Side, Side, Option<(u64, u64)>)> {
+    let (cq, bq) = (query::side_queries(t, g, cs, &pw.window), query::side_queries(t, g, bs, &pw.window));
+    let candidate = pw.side(t, &cq).await.with_context(|| format!("gate {}", g.metric))?;
+    let baseline = if alone {
+        Side::Proportion { value: None, total: 0.0 }
+    } else {
+        pw.side(t, &bq).await.with_context(|| format!("gate {}", g.metric))?
+    };
+    let requests = match (&cq.requests, &bq.requests) {
+        (Some(cr), Some(br)) => {
+            let n = |v: Option<f64>| v.filter(|v| v.is_finite() && *v > 0.0).map(|v| v.round() as u64).unwrap_or(0);
+            let rb = if alone { 0 } else { n(pw.scalar(br).await?) };
+            Some((n(pw.scalar(cr).await?), rb))
+        }
+        _ => None,
+    };
+    Ok((candidate, baseline, requests))
+}
+
+/// Requests and P95 of both arms, this window and the one before (none
+/// when the plan's provider exports no request count).
+async fn read_traffic(pw: &PromWindow<'_>, provider: MetricProvider, arms: &Arms, window_secs: f64) -> Result<Traffic> {
+    let mut traffic = Traffic { window_seconds: window_secs, ..Traffic::default() };
+    let cq = query::traffic_queries(provider, &arms.candidate(provider), &pw.window);
+    let bq = query::traffic_queries(provider, &arms.baseline(provider), &pw.window);
+    if let (Some(c), Some(b)) = (cq, bq) {
+        traffic.candidate_requests = pw.scalar(&c.requests).await?;
+        traffic.baseline_requests = pw.scalar(&b.requests).await?;
+        traffic.candidate_requests_before = pw.scalar(&c.requests_before).await?;
+        traffic.baseline_requests_before = pw.scalar(&b.requests_before).await?;
+        traffic.candidate_p95 = pw.scalar(&c.p95).await?;
+        traffic.baseline_p95 = pw.scalar(&b.p95).await?;
+        traffic.candidate_p95_before = pw.scalar(&c.p95_before).await?;
+        traffic.baseline_p95_before = pw.scalar(&b.p95_before).await?;
     }
-    Table {
-        title: format!("gate {} — {} ({method})", o.metric, o.verdict),
-        columns: [
-            "metric",
-            "baseline",
-            "candidate",
-            "limit",
-            "p-value",
-            "samples (cand / base)",
-            "needed per side",
-            "verdict",
-        ]
-        .map(String::from)
-        .to_vec(),
-        rows,
-    }
+    Ok(traffic)
 }
 
 async fn check_rollback(
@@ -683,38 +598,11 @@ async fn check_rollback(
 // ---------------------------------------------------------------------------
 // Golden set
 
-struct GoldenResult {
-    sample: GoldenSample,
-    answer: GoldenAnswer,
-    problems: Vec<String>,
-}
-
-enum Golden {
-    NotDeclared,
-    NoEndpoint,
-    Ran(Vec<GoldenResult>),
-    Error(String),
-}
-
-impl Golden {
-    fn data(&self) -> serde_json::Value {
-        match self {
-            Golden::NotDeclared => json!({"status": "not-run", "reason": "no spec.canary.golden declared"}),
-            Golden::NoEndpoint => json!({"status": "not-run", "reason": "no --endpoint"}),
-            Golden::Error(e) => json!({"status": "error", "reason": e}),
-            Golden::Ran(r) => json!({
-                "status": "ran",
-                "passed": r.iter().filter(|g| g.problems.is_empty()).count(),
-                "failed": r.iter().filter(|g| !g.problems.is_empty()).count(),
-                "samples": r.iter().map(|g| json!({"name": g.sample.name, "api": g.sample.api, "problems": g.problems, "answer": g.answer})).collect::<Vec<_>>(),
-            }),
-        }
-    }
-}
-
-async fn run_golden(ctx: &Ctx, l: &Loaded, args: &CanaryOptions) -> Golden {
-    let Some(file) = l.bundle.spec.canary.as_ref().and_then(|c| c.golden.as_ref()) else { return Golden::NotDeclared };
-    let Some(endpoint) = args.endpoint.as_deref() else { return Golden::NoEndpoint };
+async fn run_golden(ctx: &Ctx, l: &Loaded, args: &CanaryOptions) -> GoldenRun {
+    let Some(file) = l.bundle.spec.canary.as_ref().and_then(|c| c.golden.as_ref()) else {
+        return GoldenRun::NotDeclared;
+    };
+    let Some(endpoint) = args.endpoint.as_deref() else { return GoldenRun::NoEndpoint };
     let res: Result<Vec<GoldenResult>> = async {
         let (path, text) =
             crate::adapters::bundle_files::read_named_text(l, file, crate::adapters::bundle_files::FileKind::GoldenSet)
@@ -732,67 +620,8 @@ async fn run_golden(ctx: &Ctx, l: &Loaded, args: &CanaryOptions) -> Golden {
     }
     .await;
     match res {
-        Ok(r) => Golden::Ran(r),
-        Err(e) => Golden::Error(format!("{e:#}")),
-    }
-}
-
-/// Add the golden results to the step; returns the one-line note.
-fn golden_into(g: &Golden, s: &mut StepReport, diags: &mut Vec<Diagnostic>) -> String {
-    match g {
-        Golden::NotDeclared => "not run: no spec.canary.golden declared".into(),
-        Golden::NoEndpoint => "not run: no --endpoint".into(),
-        Golden::Error(e) => format!("could not run ({e})"),
-        Golden::Ran(results) => {
-            let mut rows = Vec::new();
-            for r in results {
-                let chars =
-                    r.answer.content.as_ref().map(|c| c.chars().count().to_string()).unwrap_or_else(|| "—".into());
-                rows.push(vec![
-                    r.sample.name.clone(),
-                    serde_json::to_value(r.sample.api)
-                        .ok()
-                        .and_then(|v| v.as_str().map(String::from))
-                        .unwrap_or_default(),
-                    r.answer.status.to_string(),
-                    format!("{} ms", r.answer.latency_ms),
-                    r.answer.finish_reason.clone().unwrap_or_else(|| "—".into()),
-                    chars,
-                    if r.problems.is_empty() { "ok".into() } else { r.problems.join("; ") },
-                ]);
-                if r.problems.is_empty() {
-                    continue;
-                }
-                let shown = r.answer.content.as_deref().or(r.answer.raw.as_deref()).unwrap_or("");
-                let d = c::golden_failed(
-                    &r.sample.name,
-                    &r.problems,
-                    shown,
-                    r.answer.finish_reason.as_deref(),
-                    r.answer.status,
-                    r.answer.latency_ms,
-                );
-                diags.push(d);
-                // Keep the failing sample whole so it can be replayed.
-                s.details.push(Detail {
-                    title: format!("failing golden sample `{}`", r.sample.name),
-                    lang: "json".into(),
-                    body: serde_json::to_string_pretty(
-                        &json!({"request": r.sample.request, "expect": r.sample.expect, "answer": r.answer}),
-                    )
-                    .unwrap_or_default(),
-                });
-            }
-            s.tables.push(Table {
-                title: "golden set against the candidate".into(),
-                columns: ["sample", "api", "HTTP", "latency", "finish reason", "chars", "result"]
-                    .map(String::from)
-                    .to_vec(),
-                rows,
-            });
-            let failed = results.iter().filter(|r| !r.problems.is_empty()).count();
-            format!("{}/{} passed", results.len() - failed, results.len())
-        }
+        Ok(r) => GoldenRun::Ran(r),
+        Err(e) => GoldenRun::Error(format!("{e:#}")),
     }
 }
 
@@ -808,14 +637,10 @@ fn golden_into(g: &Golden, s: &mut StepReport, diags: &mut Vec<Diagnostic>) -> S
 /// else the latest judged) with one row per step and the diagnostics of
 /// every judged step. Shadow mode has no split: the current window is
 /// judged instead, and the summary says so.
-#[expect(clippy::too_many_lines, reason = "to be split into named steps (issue #28)")]
 pub(crate) async fn analyze_steps(ctx: &Ctx, l: &Loaded, args: &CanaryOptions, ov: &Overrides) -> StepReport {
     let Some(plan) = &l.bundle.spec.canary else { return analyze(ctx, l, args, ov).await };
-    let shadow = match args.mode {
-        None => plan.mode == CanaryMode::Shadow,
-        Some(m) => m == ModeOption::Shadow,
-    };
-    let window_text = args.window.as_ref().map(|w| w.text.clone()).unwrap_or_else(|| plan.window.clone());
+    let shadow = is_shadow(plan, args);
+    let window_text = window_text(plan, args);
     let window_secs = crate::util::parse_duration(&window_text).map(|d| d.as_secs()).filter(|s| *s >= 1);
     let (Some(window_secs), Some(prom_url)) = (window_secs, args.prometheus_url()) else {
         // No Prometheus (or a bad window): the plain analysis says why.
@@ -826,140 +651,248 @@ pub(crate) async fn analyze_steps(ctx: &Ctx, l: &Loaded, args: &CanaryOptions, o
         s.summary = format!("shadow mode mirrors traffic instead of splitting it, so traffic steps {:?} do not apply; the current window was judged: {}", plan.steps, s.summary);
         return s;
     }
-    let Timeline { now, res, horizon, points, cs, bs } =
-        match read_timeline(ctx, l, args, plan, window_secs, prom_url).await {
-            Ok(t) => t,
-            Err(step) => return step,
-        };
-    let segments = st::segments(&points, &plan.steps);
-    let placed = st::place(&segments, &plan.steps, res as f64, window_secs as f64);
-    let latest_share = points.iter().rev().find_map(|p| p.share());
-    let last_placed = placed.iter().rposition(Option::is_some);
+    let tl = match read_timeline(ctx, l, args, plan, window_secs, prom_url).await {
+        Ok(t) => t,
+        Err(step) => return step,
+    };
+    let segments = st::segments(&tl.points, &plan.steps);
+    let placed = st::place(&segments, &plan.steps, tl.res as f64, window_secs as f64);
+    let walk = match walk_steps(ctx, l, args, ov, plan, &tl, &placed).await {
+        Ok(w) => w,
+        Err(step) => return step,
+    };
+    walk.write_up(l, plan, &tl, segments, &window_text)
+}
 
-    // ---- judge them in order ----
-    let mut verdicts: Vec<StepVerdict> = Vec::new();
-    let mut rows = Vec::new();
-    let mut steps_data = Vec::new();
-    let mut diags = Vec::new();
-    let mut deciding: Option<StepReport> = None;
-    let ago = |t: f64| format!("{:.0} s ago", (now - t).max(0.0));
-    for (i, pct) in plan.steps.iter().enumerate() {
-        let field = "spec.canary.steps".to_string();
-        let (v, held, judged, note) = if verdicts.contains(&StepVerdict::Fail) {
-            (StepVerdict::NotJudged, "—".into(), "—".into(), "an earlier step failed: not judged".to_string())
-        } else {
-            match placed[i] {
-                None => {
-                    let v = st::unplaced_verdict(&placed, i);
-                    let note = if v == StepVerdict::Pending {
-                        format!("not held in the last {horizon} s: not reached yet")
-                    } else {
-                        format!("never held in the last {horizon} s while a later step was: skipped, so nothing was compared at {pct}%")
-                    };
-                    if v == StepVerdict::Inconclusive {
-                        diags.extend(ov.apply(vec![st::step_inconclusive(*pct, &note, &field).at(l.span(&field))]));
-                    }
-                    (v, "—".into(), "—".into(), note)
+/// Where one traffic step stands after the walk: its verdict and the
+/// table row's texts.
+struct StepLine {
+    verdict: StepVerdict,
+    held: String,
+    judged: String,
+    note: String,
+}
+
+/// One row of `data.steps`.
+#[derive(Debug, Clone, Serialize)]
+struct StepData {
+    percent: u32,
+    verdict: StepVerdict,
+    held: Option<HeldData>,
+    window: Option<WindowData>,
+    note: String,
+}
+
+#[derive(Debug, Clone, Copy, Serialize)]
+struct HeldData {
+    from: f64,
+    to: f64,
+}
+
+#[derive(Debug, Clone, Copy, Serialize)]
+struct WindowData {
+    end: f64,
+    seconds: f64,
+}
+
+/// `data.timeline`: how the steps were placed.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct TimelineData {
+    resolution_seconds: u64,
+    horizon_seconds: u64,
+    latest_candidate_share: Option<f64>,
+    segments: Vec<st::Segment>,
+    selectors: Selectors,
+}
+
+/// The report's data with traffic steps: the deciding step's judgment
+/// (when one was judged), then the steps, the overall verdict, the timeline.
+#[derive(Debug, Clone, Serialize)]
+struct StepsData {
+    #[serde(flatten)]
+    deciding: Option<CanaryData>,
+    steps: Vec<StepData>,
+    verdict: StepVerdict,
+    timeline: TimelineData,
+}
+
+/// The walk over the steps so far.
+#[derive(Default)]
+struct Walk {
+    verdicts: Vec<StepVerdict>,
+    rows: Vec<Vec<String>>,
+    steps: Vec<StepData>,
+    /// Every judged step's findings, through the overrides already.
+    diags: Vec<Diagnostic>,
+    /// The first FAIL, else the latest judged step.
+    deciding: Option<Judged>,
+}
+
+/// "120 s ago", from the timeline's now.
+fn ago(now: f64, t: f64) -> String {
+    format!("{:.0} s ago", (now - t).max(0.0))
+}
+
+/// Judge the steps in order, up to the first FAIL; an ERROR judging one
+/// ends the walk with that step's report.
+async fn walk_steps(
+    ctx: &Ctx,
+    l: &Loaded,
+    args: &CanaryOptions,
+    ov: &Overrides,
+    plan: &bundle::Canary,
+    tl: &Timeline,
+    placed: &[Option<StepWindow>],
+) -> Result<Walk, StepReport> {
+    let last_placed = placed.iter().rposition(Option::is_some);
+    let field = "spec.canary.steps";
+    let mut walk = Walk::default();
+    for (i, pct) in plan.steps.iter().copied().enumerate() {
+        let after_fail = walk.verdicts.contains(&StepVerdict::Fail);
+        let line = match st::judged_window(placed, i, pct, after_fail, tl.horizon, field) {
+            Err(u) => {
+                if let Some(d) = u.finding {
+                    walk.diags.extend(ov.apply(vec![d.at(l.span(field))]));
                 }
-                Some(w) if w.secs < 1.0 => {
-                    let note = format!(
-                        "held about {:.0} s, too briefly to judge once the buckets straddling its changes are dropped",
-                        w.held_to - w.held_from
-                    );
-                    diags.extend(ov.apply(vec![st::step_inconclusive(*pct, &note, &field).at(l.span(&field))]));
-                    (StepVerdict::Inconclusive, format!("{} → {}", ago(w.held_from), ago(w.held_to)), "—".into(), note)
-                }
-                Some(w) => {
-                    let alone = *pct == 100;
-                    let secs = w.secs.round() as u64;
-                    let step_args = CanaryOptions {
-                        window: Some(HumanDuration {
-                            value: std::time::Duration::from_secs(secs),
-                            text: format!("{secs}s"),
-                        }),
-                        ..args.clone()
-                    };
-                    // The golden set checks the candidate as it is now: with the latest step held.
-                    let (rep, outcomes) =
-                        analyze_at(ctx, l, &step_args, ov, w.end, Some(i) == last_placed, alone).await;
-                    if rep.verdict == Verdict::Error {
-                        let mut rep = rep;
-                        rep.summary = format!("traffic step {pct}%: {}", rep.summary);
-                        return rep;
-                    }
-                    let mut v = st::judge_step(&outcomes, alone);
-                    // Golden failures and downgraded codes speak through the step report.
-                    if rep.verdict == Verdict::Fail {
-                        v = StepVerdict::Fail;
-                    }
-                    let note = if v == StepVerdict::NotChecked {
-                        "the baseline serves nothing at 100% and no gate has an absolute limit (maxAbsolute / minAbsolute): nothing to judge here".to_string()
-                    } else {
-                        rep.summary.split(". Action:").next().unwrap_or_default().to_string()
-                    };
-                    for mut d in rep.diagnostics.clone() {
-                        d.message = format!("step {pct}%: {}", d.message);
-                        diags.push(d);
-                    }
-                    if v == StepVerdict::Fail || deciding.as_ref().is_none_or(|d| d.verdict != Verdict::Fail) {
-                        deciding = Some(rep);
-                    }
-                    (
-                        v,
-                        format!("{} → {}", ago(w.held_from), ago(w.held_to)),
-                        format!("{secs} s ending {}", ago(w.end)),
-                        note,
-                    )
-                }
+                // A step held too briefly still shows when it was held.
+                let held = match placed[i] {
+                    Some(w) if !after_fail => format!("{} → {}", ago(tl.now, w.held_from), ago(tl.now, w.held_to)),
+                    _ => "—".into(),
+                };
+                StepLine { verdict: u.verdict, held, judged: "—".into(), note: u.note }
+            }
+            Ok(w) => {
+                // The golden set checks the candidate as it is now: with the latest step held.
+                let with_golden = Some(i) == last_placed;
+                judge_placed_step(ctx, l, args, ov, pct, w, with_golden, tl.now, &mut walk).await?
             }
         };
-        rows.push(vec![format!("{pct}%"), held, judged, v.to_string(), note.clone()]);
-        steps_data.push(json!({
-            "percent": pct,
-            "verdict": v,
-            "held": placed[i].map(|w| json!({"from": w.held_from, "to": w.held_to})),
-            "window": placed[i].filter(|w| w.secs >= 1.0).map(|w| json!({"end": w.end, "seconds": w.secs})),
-            "note": note,
-        }));
-        verdicts.push(v);
+        walk.push(pct, placed[i], line);
+    }
+    Ok(walk)
+}
+
+/// Judge one placed step over the last window of its latest stretch; the
+/// step's findings join the walk's, its judgment may become the deciding one.
+#[allow(clippy::too_many_arguments)]
+async fn judge_placed_step(
+    ctx: &Ctx,
+    l: &Loaded,
+    args: &CanaryOptions,
+    ov: &Overrides,
+    pct: u32,
+    w: StepWindow,
+    with_golden: bool,
+    now: f64,
+    walk: &mut Walk,
+) -> Result<StepLine, StepReport> {
+    let alone = pct == 100;
+    let secs = w.secs.round() as u64;
+    let step_args = CanaryOptions {
+        window: Some(HumanDuration { value: std::time::Duration::from_secs(secs), text: format!("{secs}s") }),
+        ..args.clone()
+    };
+    let judged = analyze_at(ctx, l, &step_args, ov, w.end, with_golden, alone).await;
+    if judged.report.verdict == Verdict::Error {
+        let mut rep = judged.report;
+        rep.summary = format!("traffic step {pct}%: {}", rep.summary);
+        return Err(rep);
+    }
+    let mut v = st::judge_step(&judged.outcomes, alone);
+    // Golden failures and downgraded codes speak through the step report.
+    if judged.report.verdict == Verdict::Fail {
+        v = StepVerdict::Fail;
+    }
+    let note = if v == StepVerdict::NotChecked {
+        "the baseline serves nothing at 100% and no gate has an absolute limit (maxAbsolute / minAbsolute): nothing to judge here".to_string()
+    } else {
+        judged.gates_note.clone().unwrap_or_else(|| judged.report.summary.clone())
+    };
+    for mut d in judged.report.diagnostics.clone() {
+        d.message = format!("step {pct}%: {}", d.message);
+        walk.diags.push(d);
+    }
+    if v == StepVerdict::Fail || walk.deciding.as_ref().is_none_or(|d| d.report.verdict != Verdict::Fail) {
+        walk.deciding = Some(judged);
+    }
+    Ok(StepLine {
+        verdict: v,
+        held: format!("{} → {}", ago(now, w.held_from), ago(now, w.held_to)),
+        judged: format!("{secs} s ending {}", ago(now, w.end)),
+        note,
+    })
+}
+
+impl Walk {
+    fn push(&mut self, pct: u32, placed: Option<StepWindow>, line: StepLine) {
+        let StepLine { verdict, held, judged, note } = line;
+        self.rows.push(vec![format!("{pct}%"), held, judged, verdict.to_string(), note.clone()]);
+        self.steps.push(StepData {
+            percent: pct,
+            verdict,
+            held: placed.map(|w| HeldData { from: w.held_from, to: w.held_to }),
+            window: placed.filter(|w| w.secs >= 1.0).map(|w| WindowData { end: w.end, seconds: w.secs }),
+            note,
+        });
+        self.verdicts.push(verdict);
     }
 
-    let overall = st::overall(&verdicts);
-    let mut s = deciding.unwrap_or_else(|| StepReport::new("canary", &l.display));
-    // Each step's diagnostics went through the overrides already.
-    s.diagnostics = diags;
-    s.verdict = match overall {
-        StepVerdict::Fail => Verdict::Fail,
-        StepVerdict::Pass => Verdict::Pass,
-        _ => Verdict::Inconclusive,
-    };
-    let latest = latest_share.map(|x| format!("{:.1}%", x * 100.0)).unwrap_or_else(|| "no traffic".into());
-    let deciding_note = if s.summary.is_empty() { String::new() } else { format!(" Deciding step: {}", s.summary) };
-    s.summary = format!(
-        "traffic steps {:?}, placed from the arms' request shares (every {res} s over the last {horizon} s; the candidate's latest share: {latest}), each judged over at most {window_text}: {}.{deciding_note}",
-        plan.steps,
-        plan.steps.iter().zip(&verdicts).map(|(p, v)| format!("{p}% {v}")).collect::<Vec<_>>().join(", "),
-    );
-    s.tables.insert(
-        0,
-        Table {
-            title: "traffic steps".into(),
-            columns: ["step", "held", "judged window", "verdict", "gates"].map(String::from).to_vec(),
-            rows,
-        },
-    );
-    if !s.data.is_object() {
-        s.data = json!({});
-    }
-    if let Some(o) = s.data.as_object_mut() {
-        o.insert("steps".into(), json!(steps_data));
-        o.insert("verdict".into(), json!(overall));
-        o.insert(
-            "timeline".into(),
-            json!({"resolutionSeconds": res, "horizonSeconds": horizon, "latestCandidateShare": latest_share, "segments": segments, "selectors": {"candidate": cs, "baseline": bs}}),
+    /// The deciding step's report with the steps' verdict, summary, table
+    /// and data in front, and every step's findings.
+    fn write_up(
+        self,
+        l: &Loaded,
+        plan: &bundle::Canary,
+        tl: &Timeline,
+        segments: Vec<st::Segment>,
+        window_text: &str,
+    ) -> StepReport {
+        let overall = st::overall(&self.verdicts);
+        let (mut s, deciding_data) = match self.deciding {
+            Some(j) => (j.report, j.data),
+            None => (StepReport::new("canary", &l.display), None),
+        };
+        // Each step's diagnostics went through the overrides already.
+        s.diagnostics = self.diags;
+        s.verdict = match overall {
+            StepVerdict::Fail => Verdict::Fail,
+            StepVerdict::Pass => Verdict::Pass,
+            _ => Verdict::Inconclusive,
+        };
+        let latest_share = tl.points.iter().rev().find_map(|p| p.share());
+        let latest = latest_share.map(|x| format!("{:.1}%", x * 100.0)).unwrap_or_else(|| "no traffic".into());
+        let deciding_note = if s.summary.is_empty() { String::new() } else { format!(" Deciding step: {}", s.summary) };
+        s.summary = format!(
+            "traffic steps {:?}, placed from the arms' request shares (every {} s over the last {} s; the candidate's latest share: {latest}), each judged over at most {window_text}: {}.{deciding_note}",
+            plan.steps,
+            tl.res,
+            tl.horizon,
+            plan.steps.iter().zip(&self.verdicts).map(|(p, v)| format!("{p}% {v}")).collect::<Vec<_>>().join(", "),
         );
+        s.tables.insert(
+            0,
+            Table {
+                title: "traffic steps".into(),
+                columns: ["step", "held", "judged window", "verdict", "gates"].map(String::from).to_vec(),
+                rows: self.rows,
+            },
+        );
+        let data = StepsData {
+            deciding: deciding_data,
+            steps: self.steps,
+            verdict: overall,
+            timeline: TimelineData {
+                resolution_seconds: tl.res,
+                horizon_seconds: tl.horizon,
+                latest_candidate_share: latest_share,
+                segments,
+                selectors: Selectors { candidate: tl.cs.clone(), baseline: tl.bs.clone() },
+            },
+        };
+        s.data = serde_json::to_value(&data).unwrap_or_default();
+        s
     }
-    s
 }
 
 /// The arms' request counts over the look-back horizon, which place the
@@ -982,33 +915,28 @@ async fn read_timeline(
     prom_url: &str,
 ) -> Result<Timeline, StepReport> {
     let provider = plan.provider.unwrap_or_default();
-    let Some((requests_tpl, _)) = providers::traffic(provider) else {
+    if providers::traffic(provider).is_none() {
         let e = anyhow!(
             "provider `{}` exports no request count, so the arms' traffic shares (which place the steps) cannot be read; set the plan's provider to the serving stack and `provider: dcgm` on the GPU gates only",
             providers::name(provider)
         );
         return Err(StepReport::error("canary", &l.display, &e));
-    };
+    }
     let baseline_version = match baseline_version(l, args) {
         Ok((v, _)) => v,
         Err(e) => return Err(StepReport::error("canary", &l.display, &e)),
     };
-    let arms = Arms {
-        candidate_version: l.bundle.metadata.version.clone(),
-        baseline_version,
-        candidate_override: args.candidate_selector.clone(),
-        baseline_override: args.baseline_selector.clone(),
-    };
+    let arms = arms(l, args, baseline_version);
     let (cs, bs) = (arms.candidate(provider), arms.baseline(provider));
     let now = unix_now(ctx);
     let res = st::resolution_secs(window_secs);
     let horizon = st::horizon_secs(res);
     let timeline = async {
         let prom = Prom::new(ctx.http()?.clone(), prom_url, now)?;
-        let q = |sel: &str| fill(&requests_tpl, sel, &format!("{res}s"));
+        let q = |sel: &str| query::requests_per_step(provider, sel, res).unwrap_or_default();
         let c = prom.query_range(&q(&cs), now - horizon as f64, now, res as f64).await?;
         let b = prom.query_range(&q(&bs), now - horizon as f64, now, res as f64).await?;
-        anyhow::Ok(split_points(&c, &b))
+        anyhow::Ok(read::split_points(&c, &b))
     };
     match timeline.await {
         Ok(points) => Ok(Timeline { now, res, horizon, points, cs, bs }),
@@ -1018,31 +946,4 @@ async fn read_timeline(
             Err(s)
         }
     }
-}
-
-/// Requests per arm at each point of the two range queries (an arm without
-/// a point at a time served nothing then; NaN points are dropped).
-fn split_points(candidate: &[prom::Series], baseline: &[prom::Series]) -> Vec<st::SplitPoint> {
-    use std::collections::BTreeMap;
-    let mut at: BTreeMap<i64, st::SplitPoint> = BTreeMap::new();
-    for (arm, series) in [(0, candidate), (1, baseline)] {
-        for s in series {
-            for (t, v) in s.times.iter().zip(&s.values) {
-                if !t.is_finite() || !v.is_finite() {
-                    continue;
-                }
-                let p = at.entry((t * 1000.0).round() as i64).or_insert(st::SplitPoint {
-                    t: *t,
-                    candidate: 0.0,
-                    baseline: 0.0,
-                });
-                if arm == 0 {
-                    p.candidate += v.max(0.0);
-                } else {
-                    p.baseline += v.max(0.0);
-                }
-            }
-        }
-    }
-    at.into_values().collect()
 }

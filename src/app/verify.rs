@@ -1,115 +1,22 @@
-//! verify / publish / audit: gather through the store adapter, judge with
+//! verify / publish / audit: gather through the store adapter (listing,
+//! hashing with its concurrency, retries and progress bar), judge with
 //! `checks::verify`.
 
 use std::collections::BTreeMap;
 use std::io::IsTerminal;
 use std::path::Path;
 use std::sync::Arc;
-use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
-use tokio::sync::Semaphore;
 
-use crate::adapters::store::{self, Listed, ReadFailure, Store};
+use crate::adapters::store::{self, Listed, Store};
 use crate::app::ctx::Ctx;
 use crate::bundle::{self, Loaded};
 use crate::checks::verify::{self as vcheck, HashOutcome};
 use crate::diag::Overrides;
 use crate::options::{Progress, VerifyOptions, MAX_JOBS};
 use crate::report::{StepReport, Verdict};
-
-/// Transient failures are retried this many times, with exponential backoff.
-const RETRIES: u32 = 3;
-
-fn progress_bar(total: u64, mode: Progress) -> indicatif::ProgressBar {
-    let show = match mode {
-        Progress::Always => true,
-        Progress::Never => false,
-        Progress::Auto => std::io::stderr().is_terminal(),
-    };
-    if !show {
-        return indicatif::ProgressBar::hidden();
-    }
-    let pb = indicatif::ProgressBar::with_draw_target(Some(total), indicatif::ProgressDrawTarget::stderr());
-    pb.set_style(
-        indicatif::ProgressStyle::with_template(
-            "{spinner} verifying {bytes}/{total_bytes} {bytes_per_sec} eta {eta} {wide_bar}",
-        )
-        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-    );
-    pb
-}
-
-/// Hash `objs` concurrently (at most `jobs` at once), each pinned to its
-/// listed identity, retrying transient failures.
-pub(crate) async fn hash_all(
-    store: Arc<Store>,
-    mut objs: Vec<Listed>,
-    jobs: usize,
-    progress: Progress,
-) -> BTreeMap<String, HashOutcome> {
-    // Largest first: one file's sha256 is serial, so the biggest object sets
-    // the floor; starting it last would add the others' time on top.
-    objs.sort_by_key(|o| std::cmp::Reverse(o.size));
-    let total: u64 = objs.iter().map(|o| o.size).sum();
-    let pb = progress_bar(total, progress);
-    let tick: store::Progress = {
-        let pb = pb.clone();
-        Arc::new(move |n| pb.inc(n))
-    };
-    let sem = Arc::new(Semaphore::new(jobs.clamp(1, MAX_JOBS)));
-    // Set by the first object that finds the endpoint gone (connection
-    // refused, DNS): nothing new is started, the rest are NOT CHECKED with
-    // that one reason instead of each spending its own retries on it.
-    let gone: Arc<std::sync::OnceLock<String>> = Arc::new(std::sync::OnceLock::new());
-    let mut set = tokio::task::JoinSet::new();
-    for o in objs {
-        let store = store.clone();
-        let sem = sem.clone();
-        let tick = tick.clone();
-        let gone = gone.clone();
-        set.spawn(async move {
-            let _permit = sem.acquire_owned().await.expect("semaphore open");
-            let mut retries = Vec::new();
-            loop {
-                if let Some(why) = gone.get() {
-                    let failure = ReadFailure::NotChecked(format!(
-                        "the store stopped answering before this object was read ({why})"
-                    ));
-                    return (o.key, HashOutcome::Failed { failure, retries });
-                }
-                match store.hash(&o, tick.clone()).await {
-                    Ok(sha256) => return (o.key, HashOutcome::Hashed { sha256, retries }),
-                    Err(ReadFailure::Unreachable(why)) => {
-                        let _ = gone.set(why.clone());
-                        return (o.key, HashOutcome::Failed { failure: ReadFailure::Unreachable(why), retries });
-                    }
-                    Err(f @ (ReadFailure::Other(_) | ReadFailure::Truncated { .. }))
-                        if (retries.len() as u32) < RETRIES =>
-                    {
-                        let wait = Duration::from_millis(200 << retries.len());
-                        tracing::warn!("{}: {f}; retrying in {wait:?}", o.key);
-                        retries.push(f.to_string());
-                        tokio::time::sleep(wait).await;
-                    }
-                    Err(failure) => return (o.key, HashOutcome::Failed { failure, retries }),
-                }
-            }
-        });
-    }
-    let mut out = BTreeMap::new();
-    while let Some(j) = set.join_next().await {
-        match j {
-            Ok((k, h)) => {
-                out.insert(k, h);
-            }
-            Err(e) => tracing::error!("hashing task failed: {e}"),
-        }
-    }
-    pb.finish_and_clear();
-    out
-}
 
 /// Incremental-audit cache: object identity → verified sha256.
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -163,7 +70,6 @@ pub(crate) async fn verify_step(
     verify_loaded(ctx, &l, opts, ov, audit).await
 }
 
-#[expect(clippy::too_many_lines, reason = "to be split into named steps (issue #28)")]
 pub(crate) async fn verify_loaded(
     ctx: &Ctx,
     l: &Loaded,
@@ -173,23 +79,9 @@ pub(crate) async fn verify_loaded(
 ) -> StepReport {
     let uri = bundle::resolve_storage_uri(l);
     let started = std::time::Instant::now();
-    let store = match ctx.open_store(&l.bundle.spec.model.storage_uri, &l.dir(), false) {
-        Ok(s) => Arc::new(s),
-        Err(e) => {
-            if let Some(out) = e.downcast_ref::<store::OutsideRoot>() {
-                let mut s = StepReport::new("verify", &l.display);
-                s.diagnostics =
-                    ov.apply(vec![vcheck::storage_outside_root(&out.0).at(l.span("spec.model.storageUri"))]);
-                s.verdict = s.verdict_from_diagnostics();
-                if s.verdict == Verdict::Pass {
-                    // Allowed away by policy still checks nothing: never PASS.
-                    s.verdict = Verdict::Inconclusive;
-                }
-                s.summary = format!("0/{} artifacts verified: {}", l.bundle.spec.model.artifacts.len(), out.0);
-                return s;
-            }
-            return StepReport::error("verify", &l.display, &e);
-        }
+    let store = match open_store(ctx, l, ov) {
+        Ok(s) => s,
+        Err(step) => return *step,
     };
     let (listing, refused) = match store.list_checked().await {
         Ok(v) => v,
@@ -201,91 +93,26 @@ pub(crate) async fn verify_loaded(
             )
         }
     };
-    let candidates: Vec<Listed> = vcheck::to_hash(l, &listing).into_iter().cloned().collect();
-    let mut hashes = BTreeMap::new();
-    let mut drift = Vec::new();
-    let mut to_read = Vec::new();
     let cache_key = |k: &str| format!("{}/{}", uri.trim_end_matches('/'), k);
     let (cache, deep) = match audit {
         Some(a) => (Some(a.cache), a.deep),
         None => (None, true),
     };
-    for o in candidates {
-        if let Some(c) = cache.as_ref().and_then(|c| c.objects.get(&cache_key(&o.key))) {
-            if c.same_identity(&o) {
-                if !deep {
-                    hashes.insert(
-                        o.key.clone(),
-                        HashOutcome::Cached { sha256: c.sha256.clone(), verified_at: c.verified_at.clone() },
-                    );
-                    continue;
-                }
-            } else {
-                drift.push((o.key.clone(), c.clone(), o.clone()));
-            }
-        }
-        to_read.push(o);
-    }
+    let Reads { mut hashes, drift, to_read } = plan_reads(l, &listing, cache.as_deref(), deep, &cache_key);
     let bytes: u64 = to_read.iter().map(|o| o.size).sum();
     let n_read = to_read.len();
-    let read = hash_all(store.clone(), to_read, opts.jobs, opts.progress).await;
+    let read = store.hash_all(to_read, opts.jobs.clamp(1, MAX_JOBS), show_progress(opts.progress)).await;
     if let Some(cache) = cache {
-        let now = ctx.now().to_rfc3339();
-        for o in &listing {
-            if let Some(HashOutcome::Hashed { sha256, .. }) = read.get(&o.key) {
-                cache.objects.insert(
-                    cache_key(&o.key),
-                    CacheEntry {
-                        e_tag: o.e_tag.clone(),
-                        version: o.version.clone(),
-                        size: o.size,
-                        last_modified: o.last_modified.clone(),
-                        sha256: sha256.clone(),
-                        verified_at: now.clone(),
-                    },
-                );
-            }
-        }
+        record_hashed(cache, &listing, &read, &ctx.now().to_rfc3339(), &cache_key);
     }
     hashes.extend(read);
     let mut outcome = vcheck::evaluate_with_refused(l, &listing, &refused, &hashes, opts.deny_extra);
     let mut diags = std::mem::take(&mut outcome.diagnostics);
-    for (key, was, now) in drift {
-        let field = l
-            .bundle
-            .spec
-            .model
-            .artifacts
-            .iter()
-            .position(|a| a.path == key)
-            .map(|i| format!("spec.model.artifacts[{i}]"));
-        use crate::checks::audit::{artifact_drifted, Identity};
-        let was_id = Identity { e_tag: was.e_tag.as_deref(), size: was.size, last_modified: &was.last_modified };
-        let now_id = Identity { e_tag: now.e_tag.as_deref(), size: now.size, last_modified: &now.last_modified };
-        let mut d = artifact_drifted(&key, &was.verified_at, was_id, now_id);
-        if let Some(f) = field {
-            d = d.at(l.span(&f)).field(f);
-        }
-        diags.push(d);
-    }
+    diags.extend(drift_diagnostics(l, drift));
     let mut s = StepReport::new("verify", &l.display);
     s.diagnostics = ov.apply(diags);
     s.verdict = vcheck::verdict(l, &outcome, &s.diagnostics);
-    let ok = outcome.rows.iter().filter(|r| r.status == vcheck::Status::Ok).count();
-    s.summary = format!(
-        "{ok}/{} artifacts OK under {}; hashed {n_read} object(s), {} in {:.2}s",
-        l.bundle.spec.model.artifacts.len(),
-        l.bundle.spec.model.storage_uri,
-        crate::util::human_bytes(bytes),
-        started.elapsed().as_secs_f64()
-    );
-    if s.verdict == Verdict::Inconclusive {
-        s.summary.push_str(&if l.bundle.spec.model.artifacts.is_empty() {
-            "; the bundle lists no artifacts: nothing was verified, never PASS".to_string()
-        } else {
-            format!("; {} artifact(s) not read, their findings allowed by policy: never PASS", outcome.unverified(l))
-        });
-    }
+    s.summary = summary(l, &outcome, s.verdict, n_read, bytes, started.elapsed().as_secs_f64());
     s.tables.push(vcheck::table(&outcome.rows));
     s.data = serde_json::json!({
         "storageUri": l.bundle.spec.model.storage_uri,
@@ -295,6 +122,150 @@ pub(crate) async fn verify_loaded(
         "objectsHashed": n_read,
     });
     s
+}
+
+/// Whether the hashing progress bar is drawn: `auto` when stderr is a terminal.
+fn show_progress(mode: Progress) -> bool {
+    match mode {
+        Progress::Always => true,
+        Progress::Never => false,
+        Progress::Auto => std::io::stderr().is_terminal(),
+    }
+}
+
+/// The bundle's store, or the step that says why it cannot be read: a
+/// `file:` prefix outside the store root is a finding, anything else an
+/// ERROR.
+fn open_store(ctx: &Ctx, l: &Loaded, ov: &Overrides) -> Result<Arc<Store>, Box<StepReport>> {
+    match ctx.open_store(&l.bundle.spec.model.storage_uri, &l.dir(), false) {
+        Ok(s) => Ok(Arc::new(s)),
+        Err(e) => {
+            if let Some(out) = e.downcast_ref::<store::OutsideRoot>() {
+                let mut s = StepReport::new("verify", &l.display);
+                s.diagnostics =
+                    ov.apply(vec![vcheck::storage_outside_root(&out.0).at(l.span("spec.model.storageUri"))]);
+                s.verdict = s.verdict_from_diagnostics();
+                if s.verdict == Verdict::Pass {
+                    // Allowed away by policy still checks nothing: never PASS.
+                    s.verdict = Verdict::Inconclusive;
+                }
+                s.summary = format!("0/{} artifacts verified: {}", l.bundle.spec.model.artifacts.len(), out.0);
+                return Err(Box::new(s));
+            }
+            Err(Box::new(StepReport::error("verify", &l.display, &e)))
+        }
+    }
+}
+
+/// An object the audit cache knew under another identity: (key, what the
+/// cache recorded, what the store lists now).
+type Drift = (String, CacheEntry, Listed);
+
+/// What to read: the objects to hash now, those trusted from the audit
+/// cache, and those whose identity moved since the cache entry.
+struct Reads {
+    hashes: BTreeMap<String, HashOutcome>,
+    drift: Vec<Drift>,
+    to_read: Vec<Listed>,
+}
+
+/// Sort the listed objects the bundle names into cached / to read (a deep
+/// audit, or plain verify, reads everything); identity changes are drift.
+fn plan_reads(
+    l: &Loaded,
+    listing: &[Listed],
+    cache: Option<&AuditCache>,
+    deep: bool,
+    cache_key: &dyn Fn(&str) -> String,
+) -> Reads {
+    let candidates: Vec<Listed> = vcheck::to_hash(l, listing).into_iter().cloned().collect();
+    let mut reads = Reads { hashes: BTreeMap::new(), drift: Vec::new(), to_read: Vec::new() };
+    for o in candidates {
+        if let Some(c) = cache.and_then(|c| c.objects.get(&cache_key(&o.key))) {
+            if c.same_identity(&o) {
+                if !deep {
+                    reads.hashes.insert(
+                        o.key.clone(),
+                        HashOutcome::Cached { sha256: c.sha256.clone(), verified_at: c.verified_at.clone() },
+                    );
+                    continue;
+                }
+            } else {
+                reads.drift.push((o.key.clone(), c.clone(), o.clone()));
+            }
+        }
+        reads.to_read.push(o);
+    }
+    reads
+}
+
+/// Remember every object hashed now, under its listed identity.
+fn record_hashed(
+    cache: &mut AuditCache,
+    listing: &[Listed],
+    read: &BTreeMap<String, HashOutcome>,
+    now: &str,
+    cache_key: &dyn Fn(&str) -> String,
+) {
+    for o in listing {
+        if let Some(HashOutcome::Hashed { sha256, .. }) = read.get(&o.key) {
+            cache.objects.insert(
+                cache_key(&o.key),
+                CacheEntry {
+                    e_tag: o.e_tag.clone(),
+                    version: o.version.clone(),
+                    size: o.size,
+                    last_modified: o.last_modified.clone(),
+                    sha256: sha256.clone(),
+                    verified_at: now.to_string(),
+                },
+            );
+        }
+    }
+}
+
+/// One `artifact_drifted` finding per object whose identity moved since
+/// the audit cache verified it, at the artifact's span when it has one.
+fn drift_diagnostics(l: &Loaded, drift: Vec<Drift>) -> Vec<crate::report::Diagnostic> {
+    use crate::checks::audit::{artifact_drifted, Identity};
+    let mut diags = Vec::new();
+    for (key, was, now) in drift {
+        let field = l
+            .bundle
+            .spec
+            .model
+            .artifacts
+            .iter()
+            .position(|a| a.path == key)
+            .map(|i| format!("spec.model.artifacts[{i}]"));
+        let was_id = Identity { e_tag: was.e_tag.as_deref(), size: was.size, last_modified: &was.last_modified };
+        let now_id = Identity { e_tag: now.e_tag.as_deref(), size: now.size, last_modified: &now.last_modified };
+        let mut d = artifact_drifted(&key, &was.verified_at, was_id, now_id);
+        if let Some(f) = field {
+            d = d.at(l.span(&f)).field(f);
+        }
+        diags.push(d);
+    }
+    diags
+}
+
+/// "n/m artifacts OK under …; hashed …", and why an INCONCLUSIVE is one.
+fn summary(l: &Loaded, outcome: &vcheck::Outcome, verdict: Verdict, n_read: usize, bytes: u64, secs: f64) -> String {
+    let ok = outcome.rows.iter().filter(|r| r.status == vcheck::Status::Ok).count();
+    let mut summary = format!(
+        "{ok}/{} artifacts OK under {}; hashed {n_read} object(s), {} in {secs:.2}s",
+        l.bundle.spec.model.artifacts.len(),
+        l.bundle.spec.model.storage_uri,
+        crate::util::human_bytes(bytes),
+    );
+    if verdict == Verdict::Inconclusive {
+        summary.push_str(&if l.bundle.spec.model.artifacts.is_empty() {
+            "; the bundle lists no artifacts: nothing was verified, never PASS".to_string()
+        } else {
+            format!("; {} artifact(s) not read, their findings allowed by policy: never PASS", outcome.unverified(l))
+        });
+    }
+    summary
 }
 
 /// Infer an artifact's role from its file name (publish of a new folder).

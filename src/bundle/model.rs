@@ -519,7 +519,7 @@ pub struct Canary {
 }
 
 /// Metric providers: each maps gate names to that stack's queries
-/// (`checks::canary::template`).
+/// (`checks::canary::providers::template`).
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum MetricProvider {

@@ -1,12 +1,17 @@
-//! A Prometheus `/api/v1/query` or `/api/v1/query_range` answer → series.
-//! Plain text in, so the parser is fuzzed without a server; the HTTP client
-//! is `adapters::prom`.
+//! A Prometheus `/api/v1/query` or `/api/v1/query_range` answer → series,
+//! and series → the plain numbers the canary checks judge (one number,
+//! histogram buckets, gauge samples, the arms' request split). Plain text
+//! in, so the parser is fuzzed without a server; the HTTP client is
+//! `adapters::prom`.
 
 use std::collections::BTreeMap;
 
 use anyhow::{anyhow, bail, Context, Result};
 use serde::Deserialize;
 use serde_json::Value;
+
+use crate::checks::canary::providers::LE_SCALE_LABEL;
+use crate::checks::canary::steps::SplitPoint;
 
 /// One series of an instant-query result.
 #[derive(Debug, Clone, PartialEq)]
@@ -103,10 +108,160 @@ pub fn parse_response(status: u16, body: &str, q: &str) -> Result<Vec<Series>> {
     }
 }
 
+/// A classic histogram's buckets from a `sum by (le)` answer: (upper bound
+/// in the gate's unit, cumulative count). Bounds are scaled by `bound_scale`
+/// unless the series carries its own factor in [`LE_SCALE_LABEL`]; `+Inf`
+/// stays infinite. A NaN count is kept (it empties the histogram: NO DATA).
+/// A series without `le`, or a bound or factor that is not a number, is an
+/// error naming the query `q`.
+pub(crate) fn histogram_buckets(series: &[Series], q: &str, bound_scale: f64) -> Result<Vec<(f64, f64)>> {
+    let mut buckets = Vec::new();
+    for s in series {
+        let le = s
+            .labels
+            .get("le")
+            .ok_or_else(|| anyhow!("bucket query `{q}` returned a series without `le`; keep `sum by (le)`"))?;
+        // A series relabelled with its own bound factor (a second
+        // naming generation in another unit) uses that factor.
+        let scale = match s.labels.get(LE_SCALE_LABEL) {
+            Some(f) => f
+                .parse::<f64>()
+                .ok()
+                .filter(|f| f.is_finite() && *f > 0.0)
+                .ok_or_else(|| anyhow!("bucket query `{q}`: bad {LE_SCALE_LABEL} `{f}`"))?,
+            None => bound_scale,
+        };
+        let le: f64 = if le == "+Inf" {
+            f64::INFINITY
+        } else {
+            le.parse::<f64>().with_context(|| format!("bucket bound `{le}`"))? * scale
+        };
+        buckets.push((le, s.values.first().copied().unwrap_or(f64::NAN)));
+    }
+    Ok(buckets)
+}
+
+/// Every sample of every series, times `scale`; none at all when one is
+/// NaN or infinite (a division by zero in the exporter, a stale marker):
+/// that voids the arm rather than being dropped, so what is left cannot
+/// pass on its own.
+pub(crate) fn gauge_samples(series: &[Series], scale: f64) -> Vec<f64> {
+    let samples: Vec<f64> = series.iter().flat_map(|s| s.values.iter().map(|v| v * scale)).collect();
+    if samples.iter().all(|v| v.is_finite()) {
+        samples
+    } else {
+        Vec::new()
+    }
+}
+
+/// A query expected to yield one number: None when there is no series,
+/// the sum when an aggregation was left out and several series came back.
+pub(crate) fn scalar(series: &[Series]) -> Option<f64> {
+    let vals: Vec<f64> = series.iter().filter_map(|s| s.values.first().copied()).collect();
+    match vals.len() {
+        0 => None,
+        1 => Some(vals[0]),
+        _ => Some(vals.iter().sum()),
+    }
+}
+
+/// Requests per arm at each point of the two range queries that place the
+/// traffic steps (an arm without a point at a time served nothing then;
+/// NaN/Inf points are dropped, negative counts read as zero).
+pub(crate) fn split_points(candidate: &[Series], baseline: &[Series]) -> Vec<SplitPoint> {
+    let mut at: BTreeMap<i64, SplitPoint> = BTreeMap::new();
+    for (arm, series) in [(0, candidate), (1, baseline)] {
+        for s in series {
+            for (t, v) in s.times.iter().zip(&s.values) {
+                if !t.is_finite() || !v.is_finite() {
+                    continue;
+                }
+                let p = at.entry((t * 1000.0).round() as i64).or_insert(SplitPoint {
+                    t: *t,
+                    candidate: 0.0,
+                    baseline: 0.0,
+                });
+                if arm == 0 {
+                    p.candidate += v.max(0.0);
+                } else {
+                    p.baseline += v.max(0.0);
+                }
+            }
+        }
+    }
+    at.into_values().collect()
+}
+
 pub(crate) fn truncate(s: &str, n: usize) -> String {
     if s.chars().count() <= n {
         s.to_string()
     } else {
         s.chars().take(n).collect::<String>() + "…"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(labels: &[(&str, &str)], values: &[f64], times: &[f64]) -> Series {
+        Series {
+            labels: labels.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+            values: values.to_vec(),
+            times: times.to_vec(),
+        }
+    }
+
+    /// Bounds are scaled by the template's factor unless the series names
+    /// its own; `+Inf` stays infinite; a NaN count is kept for the histogram
+    /// to void; a series without `le` or with a bad factor names the query.
+    #[test]
+    fn histogram_buckets_scale_their_bounds_and_refuse_what_is_not_a_bucket() {
+        let series = vec![
+            s(&[("le", "100")], &[3.0], &[0.0]),
+            s(&[("le", "0.5"), (LE_SCALE_LABEL, "1")], &[4.0], &[0.0]),
+            s(&[("le", "+Inf")], &[f64::NAN], &[0.0]),
+        ];
+        let b = histogram_buckets(&series, "q", 0.001).unwrap();
+        assert_eq!(b[0], (0.1, 3.0));
+        assert_eq!(b[1], (0.5, 4.0));
+        assert!(b[2].0.is_infinite() && b[2].1.is_nan());
+        let e = histogram_buckets(&[s(&[], &[1.0], &[0.0])], "q_no_le", 1.0).unwrap_err().to_string();
+        assert!(e.contains("q_no_le") && e.contains("`le`"), "{e}");
+        for bad in ["0", "-1", "NaN", "x"] {
+            let e = histogram_buckets(&[s(&[("le", "1"), (LE_SCALE_LABEL, bad)], &[1.0], &[0.0])], "q_scale", 1.0)
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("q_scale") && e.contains(bad), "{e}");
+        }
+        assert!(histogram_buckets(&[s(&[("le", "ten")], &[1.0], &[0.0])], "q", 1.0).is_err());
+    }
+
+    /// One non-finite sample voids the arm; the rest are scaled.
+    #[test]
+    fn gauge_samples_are_scaled_or_void() {
+        let series = vec![s(&[], &[1.0, 2.0], &[0.0, 1.0]), s(&[], &[3.0], &[0.0])];
+        assert_eq!(gauge_samples(&series, 2.0), vec![2.0, 4.0, 6.0]);
+        let stale = vec![s(&[], &[1.0, f64::NAN], &[0.0, 1.0])];
+        assert!(gauge_samples(&stale, 2.0).is_empty());
+    }
+
+    /// None without a series, the one value, or the sum of several.
+    #[test]
+    fn scalar_reads_one_number() {
+        assert_eq!(scalar(&[]), None);
+        assert_eq!(scalar(&[s(&[], &[2.5], &[0.0])]), Some(2.5));
+        assert_eq!(scalar(&[s(&[], &[2.5], &[0.0]), s(&[], &[1.0], &[0.0])]), Some(3.5));
+    }
+
+    /// Points of both arms at the same time meet; NaN points are dropped and
+    /// negative counts read as zero.
+    #[test]
+    fn split_points_join_the_arms_by_time() {
+        let c = vec![s(&[], &[10.0, f64::NAN, -1.0], &[100.0, 115.0, 130.0])];
+        let b = vec![s(&[], &[30.0, 5.0], &[100.0, 145.0])];
+        let p = split_points(&c, &b);
+        let got: Vec<(f64, f64, f64)> = p.iter().map(|p| (p.t, p.candidate, p.baseline)).collect();
+        assert_eq!(got, vec![(100.0, 10.0, 30.0), (130.0, 0.0, 0.0), (145.0, 0.0, 5.0)]);
     }
 }

@@ -652,6 +652,8 @@ proptest! {
     #[test]
     fn prometheus_answers_of_any_shape(status in prop::sample::select(vec![200u16, 400, 422, 500, 503]), kind in prop::sample::select(vec!["vector", "matrix", "scalar", "string", "bogus"]), result in json_value(), ok in any::<bool>()) {
         let body = json!({"status": if ok { "success" } else { "error" }, "errorType": "bad_data", "error": "boom", "data": {"resultType": kind, "result": result}}).to_string();
+        // What the canary reads of the series (buckets, samples, the split) never panics either.
+        let _ = fuzzing::prom_response(status, &body);
         match prom::parse_response(status, &body, "q_props") {
             Ok(series) => {
                 prop_assert!(ok, "an error answer was read as data");
@@ -1127,6 +1129,10 @@ fn the_unedited_examples_parse() {
     }
     assert!(fuzzing::cmp_params(
         "ARGOCD_APP_PARAMETERS=[{\"name\":\"namespace\",\"string\":\"staging\"}]\0PARAM_REPLICAS=2"
+    ));
+    assert!(fuzzing::prom_response(
+        200,
+        r#"{"status":"success","data":{"resultType":"vector","result":[{"metric":{"le":"0.5"},"value":[1,"3"]},{"metric":{"le":"+Inf"},"value":[1,"4"]}]}}"#
     ));
     assert_eq!(
         prom::parse_response(

@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use super::gate::{GateOutcome, GateVerdict, MetricKind};
 use crate::diag::{Code, Diagnostic, Severity};
-use crate::report::Verdict;
+use crate::report::{Table, Verdict};
 
 /// How each arm moved against its own previous window (ratios now/earlier).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
@@ -39,6 +39,83 @@ impl Trend {
             f(self.candidate_latency),
             f(self.baseline_latency)
         )
+    }
+}
+
+fn ratio(now: Option<f64>, before: Option<f64>) -> Option<f64> {
+    match (now, before) {
+        (Some(n), Some(b)) if b > 0.0 && n.is_finite() => Some(n / b),
+        _ => None,
+    }
+}
+
+/// Both arms' requests and P95, this window and the one before (what the
+/// trend is computed from); `data.traffic` in the report.
+#[derive(Debug, Clone, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Traffic {
+    pub candidate_requests: Option<f64>,
+    pub baseline_requests: Option<f64>,
+    pub candidate_requests_before: Option<f64>,
+    pub baseline_requests_before: Option<f64>,
+    pub candidate_p95: Option<f64>,
+    pub baseline_p95: Option<f64>,
+    pub candidate_p95_before: Option<f64>,
+    pub baseline_p95_before: Option<f64>,
+    pub window_seconds: f64,
+}
+
+impl Traffic {
+    pub(crate) fn trend(&self) -> Trend {
+        Trend {
+            candidate_rate: ratio(self.candidate_requests, self.candidate_requests_before),
+            baseline_rate: ratio(self.baseline_requests, self.baseline_requests_before),
+            candidate_latency: ratio(self.candidate_p95, self.candidate_p95_before),
+            baseline_latency: ratio(self.baseline_p95, self.baseline_p95_before),
+        }
+    }
+
+    /// The traffic table: per arm its selector, requests, rate and P95, now and before.
+    pub(crate) fn table(&self, cs: &str, bs: &str) -> Table {
+        let per_min = |n: Option<f64>| {
+            n.map(|n| format!("{:.1}/min", n / self.window_seconds * 60.0)).unwrap_or_else(|| "no data".into())
+        };
+        let secs = |v: Option<f64>| v.map(|v| format!("{v:.3} s")).unwrap_or_else(|| "no data".into());
+        let row = |name: &str, sel: &str, n: Option<f64>, nb: Option<f64>, p: Option<f64>, pb: Option<f64>| {
+            vec![
+                name.into(),
+                format!("{{{sel}}}"),
+                n.map(|n| format!("{n:.0}")).unwrap_or_else(|| "no data".into()),
+                per_min(n),
+                per_min(nb),
+                secs(p),
+                secs(pb),
+            ]
+        };
+        Table {
+            title: "traffic: this window vs the one before".into(),
+            columns: ["side", "selector", "requests", "rate", "rate before", "P95", "P95 before"]
+                .map(String::from)
+                .to_vec(),
+            rows: vec![
+                row(
+                    "candidate",
+                    cs,
+                    self.candidate_requests,
+                    self.candidate_requests_before,
+                    self.candidate_p95,
+                    self.candidate_p95_before,
+                ),
+                row(
+                    "baseline",
+                    bs,
+                    self.baseline_requests,
+                    self.baseline_requests_before,
+                    self.baseline_p95,
+                    self.baseline_p95_before,
+                ),
+            ],
+        }
     }
 }
 
@@ -76,8 +153,10 @@ pub(crate) fn classify(gates: &[GateOutcome], golden_failed: usize, trend: &Tren
     }
 }
 
-/// Whether the rollback target can be used, as the caller found out.
-#[derive(Debug, Clone, PartialEq)]
+/// Whether the rollback target can be used, as the caller found out
+/// (in the report: `{"status": "verified", …}`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "status", rename_all = "kebab-case")]
 pub(crate) enum RollbackTarget {
     /// Not needed for this situation, so not checked.
     NotChecked,
@@ -101,9 +180,11 @@ pub(crate) struct Action {
     pub watch_next: String,
 }
 
+/// `alone`: a 100% step, where only the candidate's samples count.
 pub(crate) fn decide(
     situation: Situation,
     shadow: bool,
+    alone: bool,
     trend: &Trend,
     rollback: &RollbackTarget,
     more: Option<(u64, f64)>,
@@ -122,8 +203,18 @@ pub(crate) fn decide(
         Situation::Undecided => Action {
             action: "hold",
             precondition: match more {
-                Some((n, m)) if m.is_finite() => format!("keep traffic at the current step; no promotion until each side has {n} more samples (≈ {m:.1} more minutes at the observed rate)"),
-                Some((n, _)) => format!("keep traffic at the current step; {n} more samples per side are needed and one side receives no traffic"),
+                Some((n, m)) if m.is_finite() => {
+                    let who = if alone { "the candidate has" } else { "each side has" };
+                    format!("keep traffic at the current step; no promotion until {who} {n} more samples (≈ {m:.1} more minutes at the observed rate)")
+                }
+                Some((n, _)) => {
+                    let what = if alone {
+                        "are needed and the candidate receives no traffic"
+                    } else {
+                        "per side are needed and one side receives no traffic"
+                    };
+                    format!("keep traffic at the current step; {n} more samples {what}")
+                }
                 None => "keep traffic at the current step; a gate had no data or could not be decided".into(),
             },
             watch_next: "re-run after that time; if the rate cannot reach the sample size, raise the canary weight or lengthen the window instead of promoting on thin evidence".into(),
@@ -207,7 +298,7 @@ pub(crate) fn fmt_value(kind: MetricKind, metric: &str, v: Option<f64>) -> Strin
         MetricKind::Proportion => format!("{:.3}%", v * 100.0),
         MetricKind::Histogram if metric.ends_with("_seconds") => format!("{:.3} s", v),
         MetricKind::Gauge if metric.ends_with("_bytes") => crate::util::human_bytes(v.max(0.0) as u64),
-        _ => super::fmt_num(v),
+        _ => super::gate::fmt_num(v),
     }
 }
 
@@ -239,7 +330,7 @@ pub(crate) fn gate_diagnostic(i: usize, o: &GateOutcome, window: &str, alone: bo
     };
     let mut d = Diagnostic::new(code, format!("gate `{}`: {}", o.metric, o.message)).field(field).evidence(evidence);
     if let Some(t) = o.comparison {
-        d = d.evidence(format!("candidate vs baseline: {} p={}", t.method, super::fmt_p(t.p_value)));
+        d = d.evidence(format!("candidate vs baseline: {} p={}", t.method, super::gate::fmt_p(t.p_value)));
     }
     match (o.verdict, o.more_samples, o.more_minutes) {
         (GateVerdict::Inconclusive, Some(n), Some(m)) if m.is_finite() => {
@@ -275,4 +366,69 @@ pub(crate) fn golden_failed(
         d = d.help("finish reason `length` means the output hit max_tokens: check generation.maxOutputTokens, EOS ids and stop strings shipped with this release (a release once truncated structured output this way, and the config diff pointed at EOS/stop)");
     }
     d
+}
+
+/// One gate's table: a row per limit checked (or one row when none was),
+/// both arms' values, the p-value and the samples.
+pub(crate) fn gate_table(o: &GateOutcome) -> Table {
+    let v = |x: Option<f64>| fmt_value(o.kind, &o.metric, x);
+    let samples = format!("{} / {}", o.candidate_samples, o.baseline_samples);
+    let needed = o.needed.map(|n| n.to_string()).unwrap_or_else(|| "—".into());
+    let method = o.comparison.map(|t| t.method).unwrap_or("no test");
+    let mut rows: Vec<Vec<String>> = o
+        .checks
+        .iter()
+        .map(|ch| {
+            let p = ch
+                .test
+                .map(|t| format!("{} ({})", super::gate::fmt_p(t.p_value), t.method))
+                .unwrap_or_else(|| "measured".into());
+            let verdict = if ch.supported {
+                "FAIL".to_string()
+            } else if ch.exceeded {
+                "above, not significant".to_string()
+            } else {
+                "within".to_string()
+            };
+            vec![
+                format!("{} ({})", o.metric, ch.kind),
+                v(o.baseline),
+                v(o.candidate),
+                v(Some(ch.limit)),
+                p,
+                samples.clone(),
+                needed.clone(),
+                verdict,
+            ]
+        })
+        .collect();
+    if rows.is_empty() {
+        let p = o.comparison.map(|t| super::gate::fmt_p(t.p_value)).unwrap_or_else(|| "—".into());
+        rows.push(vec![
+            o.metric.clone(),
+            v(o.baseline),
+            v(o.candidate),
+            "—".into(),
+            p,
+            samples,
+            needed,
+            o.verdict.to_string(),
+        ]);
+    }
+    Table {
+        title: format!("gate {} — {} ({method})", o.metric, o.verdict),
+        columns: [
+            "metric",
+            "baseline",
+            "candidate",
+            "limit",
+            "p-value",
+            "samples (cand / base)",
+            "needed per side",
+            "verdict",
+        ]
+        .map(String::from)
+        .to_vec(),
+        rows,
+    }
 }

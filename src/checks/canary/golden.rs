@@ -4,7 +4,10 @@
 //! output short; every metric stayed green, and these answers would not.
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::{json, Value};
+
+use crate::diag::Diagnostic;
+use crate::report::{Detail, StepReport, Table};
 
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -94,6 +97,137 @@ pub fn golden_problems(s: &GoldenSample, a: &GoldenAnswer) -> Vec<String> {
         }
     }
     p
+}
+
+// ---------------------------------------------------------------------------
+// The run, as the canary report shows it
+
+/// One golden sample sent to the candidate: what it asked, what came
+/// back, and every way the answer missed (empty = passed).
+pub(crate) struct GoldenResult {
+    pub sample: GoldenSample,
+    pub answer: GoldenAnswer,
+    pub problems: Vec<String>,
+}
+
+/// The golden set's run: not declared, no endpoint to send it to, ran, or
+/// could not run (an ERROR, never a pass).
+pub(crate) enum GoldenRun {
+    NotDeclared,
+    NoEndpoint,
+    Ran(Vec<GoldenResult>),
+    Error(String),
+}
+
+/// `data.golden` in the canary report: `{"status": "ran", …}`.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "status", rename_all = "kebab-case")]
+pub(crate) enum GoldenData<'a> {
+    NotRun { reason: &'static str },
+    Error { reason: &'a str },
+    Ran { passed: usize, failed: usize, samples: Vec<SampleData<'a>> },
+}
+
+/// One sample in `data.golden.samples`.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct SampleData<'a> {
+    name: &'a str,
+    api: GoldenApi,
+    problems: &'a [String],
+    answer: &'a GoldenAnswer,
+}
+
+impl GoldenRun {
+    /// Samples the candidate answered wrongly.
+    pub(crate) fn failed(&self) -> usize {
+        match self {
+            GoldenRun::Ran(r) => r.iter().filter(|g| !g.problems.is_empty()).count(),
+            _ => 0,
+        }
+    }
+
+    /// The run in the report's `data.golden`.
+    pub(crate) fn data(&self) -> GoldenData<'_> {
+        match self {
+            GoldenRun::NotDeclared => GoldenData::NotRun { reason: "no spec.canary.golden declared" },
+            GoldenRun::NoEndpoint => GoldenData::NotRun { reason: "no --endpoint" },
+            GoldenRun::Error(e) => GoldenData::Error { reason: e },
+            GoldenRun::Ran(r) => GoldenData::Ran {
+                passed: r.iter().filter(|g| g.problems.is_empty()).count(),
+                failed: self.failed(),
+                samples: r
+                    .iter()
+                    .map(|g| SampleData {
+                        name: &g.sample.name,
+                        api: g.sample.api,
+                        problems: &g.problems,
+                        answer: &g.answer,
+                    })
+                    .collect(),
+            },
+        }
+    }
+
+    /// Add the results to the step (the table; per failing sample a
+    /// finding and the sample whole, to replay it); returns the one-line
+    /// note for the summary.
+    pub(crate) fn write_into(&self, s: &mut StepReport, diags: &mut Vec<Diagnostic>) -> String {
+        match self {
+            GoldenRun::NotDeclared => "not run: no spec.canary.golden declared".into(),
+            GoldenRun::NoEndpoint => "not run: no --endpoint".into(),
+            GoldenRun::Error(e) => format!("could not run ({e})"),
+            GoldenRun::Ran(results) => {
+                let mut rows = Vec::new();
+                for r in results {
+                    let chars =
+                        r.answer.content.as_ref().map(|c| c.chars().count().to_string()).unwrap_or_else(|| "—".into());
+                    rows.push(vec![
+                        r.sample.name.clone(),
+                        serde_json::to_value(r.sample.api)
+                            .ok()
+                            .and_then(|v| v.as_str().map(String::from))
+                            .unwrap_or_default(),
+                        r.answer.status.to_string(),
+                        format!("{} ms", r.answer.latency_ms),
+                        r.answer.finish_reason.clone().unwrap_or_else(|| "—".into()),
+                        chars,
+                        if r.problems.is_empty() { "ok".into() } else { r.problems.join("; ") },
+                    ]);
+                    if r.problems.is_empty() {
+                        continue;
+                    }
+                    let shown = r.answer.content.as_deref().or(r.answer.raw.as_deref()).unwrap_or("");
+                    let d = super::decision::golden_failed(
+                        &r.sample.name,
+                        &r.problems,
+                        shown,
+                        r.answer.finish_reason.as_deref(),
+                        r.answer.status,
+                        r.answer.latency_ms,
+                    );
+                    diags.push(d);
+                    // Keep the failing sample whole so it can be replayed.
+                    s.details.push(Detail {
+                        title: format!("failing golden sample `{}`", r.sample.name),
+                        lang: "json".into(),
+                        body: serde_json::to_string_pretty(
+                            &json!({"request": r.sample.request, "expect": r.sample.expect, "answer": r.answer}),
+                        )
+                        .unwrap_or_default(),
+                    });
+                }
+                s.tables.push(Table {
+                    title: "golden set against the candidate".into(),
+                    columns: ["sample", "api", "HTTP", "latency", "finish reason", "chars", "result"]
+                        .map(String::from)
+                        .to_vec(),
+                    rows,
+                });
+                let failed = results.iter().filter(|r| !r.problems.is_empty()).count();
+                format!("{}/{} passed", results.len() - failed, results.len())
+            }
+        }
+    }
 }
 
 #[cfg(test)]

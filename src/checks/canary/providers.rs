@@ -4,11 +4,11 @@
 //! table in docs/canary.md.
 //!
 //! Placeholders `{{selector}}` and `{{window}}` are filled by plain string
-//! substitution in `app::canary` (PromQL is full of braces).
+//! substitution in `query` (PromQL is full of braces).
 
 use crate::bundle::MetricProvider;
 
-use super::MetricKind;
+use super::gate::MetricKind;
 
 /// How to query one gate.
 #[derive(Debug, Clone, PartialEq)]

@@ -18,7 +18,7 @@
 
 use serde::Serialize;
 
-use super::{GateOutcome, GateVerdict};
+use super::gate::{GateOutcome, GateVerdict};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -242,6 +242,59 @@ pub(crate) fn step_inconclusive(percent: u32, note: &str, field: &str) -> crate:
     crate::diag::Diagnostic::new(crate::diag::Code::GateInconclusive, format!("step {percent}%: {note}")).field(field)
 }
 
+/// A step not judged over a window: its verdict, the note for its row,
+/// and the finding it raises (INCONCLUSIVE only; its field is the caller's
+/// `spec.canary.steps`).
+#[derive(Debug, Clone)]
+pub(crate) struct Unjudged {
+    pub verdict: StepVerdict,
+    pub note: String,
+    pub finding: Option<crate::diag::Diagnostic>,
+}
+
+/// The window step `i` (`percent`) is judged over, or why it is not: an
+/// earlier step failed (`after_fail`), it was not found in the
+/// last `horizon` seconds (pending, or skipped while a later step was held),
+/// or it was held too briefly to judge. `field` names the steps in the bundle.
+pub(crate) fn judged_window(
+    placed: &[Option<StepWindow>],
+    i: usize,
+    percent: u32,
+    after_fail: bool,
+    horizon: u64,
+    field: &str,
+) -> Result<StepWindow, Box<Unjudged>> {
+    let inconclusive = |note: String| {
+        Box::new(Unjudged {
+            verdict: StepVerdict::Inconclusive,
+            finding: Some(step_inconclusive(percent, &note, field)),
+            note,
+        })
+    };
+    if after_fail {
+        return Err(Box::new(Unjudged {
+            verdict: StepVerdict::NotJudged,
+            note: "an earlier step failed: not judged".into(),
+            finding: None,
+        }));
+    }
+    match placed[i] {
+        None if unplaced_verdict(placed, i) == StepVerdict::Pending => Err(Box::new(Unjudged {
+            verdict: StepVerdict::Pending,
+            note: format!("not held in the last {horizon} s: not reached yet"),
+            finding: None,
+        })),
+        None => Err(inconclusive(format!(
+            "never held in the last {horizon} s while a later step was: skipped, so nothing was compared at {percent}%"
+        ))),
+        Some(w) if w.secs < 1.0 => Err(inconclusive(format!(
+            "held about {:.0} s, too briefly to judge once the buckets straddling its changes are dropped",
+            w.held_to - w.held_from
+        ))),
+        Some(w) => Ok(w),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -249,7 +302,7 @@ mod tests {
     fn outcome(v: GateVerdict) -> GateOutcome {
         GateOutcome {
             metric: "ttft_p95_seconds".into(),
-            kind: super::super::MetricKind::Histogram,
+            kind: super::super::gate::MetricKind::Histogram,
             verdict: v,
             candidate: None,
             baseline: None,
@@ -372,5 +425,31 @@ mod tests {
         assert_eq!(overall(&[S::Inconclusive, S::Pass, S::NotChecked]), S::Inconclusive);
         assert_eq!(overall(&[S::NotChecked]), S::Inconclusive);
         assert_eq!(overall(&[]), S::Inconclusive);
+    }
+
+    /// A step is judged only over a window of at least a second, and only
+    /// until a step fails; the others say why, with a finding when they are
+    /// INCONCLUSIVE (skipped, or held too briefly).
+    #[test]
+    fn steps_not_judged_say_why() {
+        let w = |secs: f64| Some(StepWindow { held_from: 100.0, held_to: 130.0, end: 130.0, secs });
+        let placed = [None, w(0.5), w(60.0), None];
+        let why = |i: usize, after_fail: bool| {
+            *judged_window(&placed, i, [5, 25, 50, 100][i], after_fail, 3600, "spec.canary.steps").unwrap_err()
+        };
+        assert_eq!(judged_window(&placed, 2, 50, false, 3600, "f").unwrap(), w(60.0).unwrap());
+        let after = why(2, true);
+        assert_eq!((after.verdict, after.finding.is_none()), (StepVerdict::NotJudged, true));
+        let skipped = why(0, false);
+        assert_eq!(skipped.verdict, StepVerdict::Inconclusive);
+        assert!(skipped.note.contains("never held in the last 3600 s") && skipped.note.contains("at 5%"));
+        let d = skipped.finding.expect("a finding");
+        assert_eq!((d.code, d.message.starts_with("step 5%: ")), (crate::diag::Code::GateInconclusive, true));
+        let brief = why(1, false);
+        assert_eq!(brief.verdict, StepVerdict::Inconclusive);
+        assert!(brief.note.starts_with("held about 30 s, too briefly") && brief.finding.is_some());
+        let pending = why(3, false);
+        assert_eq!((pending.verdict, pending.finding.is_none()), (StepVerdict::Pending, true));
+        assert_eq!(pending.note, "not held in the last 3600 s: not reached yet");
     }
 }

@@ -1,7 +1,10 @@
 //! The canary checks' unit tests, across concepts: gate tests build
 //! histograms and read the statistics, so they share one set of helpers.
 
-use super::*;
+use super::decision::*;
+use super::gate::*;
+use super::histogram::*;
+use super::statistics::*;
 
 fn close(a: f64, b: f64, tol: f64) {
     assert!((a - b).abs() <= tol, "{a} vs {b} (diff {:e})", (a - b).abs());
@@ -223,13 +226,13 @@ fn decision_card() {
         digest: "sha256:x".into(),
         evidence: "5/5 artifacts OK".into(),
     };
-    assert_eq!(decide(Situation::VersionRegression, false, &steady, &ok, None).action, "rollback");
+    assert_eq!(decide(Situation::VersionRegression, false, false, &steady, &ok, None).action, "rollback");
     let bad =
         RollbackTarget::Unusable { path: Some("../v1/release.yaml".into()), reason: "tokenizer.json missing".into() };
-    let a = decide(Situation::VersionRegression, false, &steady, &bad, None);
+    let a = decide(Situation::VersionRegression, false, false, &steady, &bad, None);
     assert_eq!(a.action, "degrade");
     assert!(a.precondition.contains("tokenizer.json missing"));
-    assert_eq!(decide(Situation::VersionRegression, true, &steady, &ok, None).action, "hold");
+    assert_eq!(decide(Situation::VersionRegression, true, false, &steady, &ok, None).action, "hold");
 
     // Both slower under doubled load, candidate no worse than baseline.
     let mut both = evaluate_gate(&error_gate(prop(0.03, 50_000.0), prop(0.03, 50_000.0)));
@@ -242,7 +245,10 @@ fn decision_card() {
         baseline_latency: Some(3.0),
     };
     assert_eq!(classify(std::slice::from_ref(&both), 0, &load), Situation::LoadDriven);
-    assert_eq!(decide(Situation::LoadDriven, false, &load, &RollbackTarget::NotChecked, None).action, "throttle");
+    assert_eq!(
+        decide(Situation::LoadDriven, false, false, &load, &RollbackTarget::NotChecked, None).action,
+        "throttle"
+    );
     assert_eq!(classify(std::slice::from_ref(&both), 0, &steady), Situation::Unattributed);
     // Golden failures are the candidate's alone.
     both.verdict = GateVerdict::Pass;
@@ -436,4 +442,28 @@ fn bad_proportions_from_an_override_are_undecided_not_a_panic() {
     let mut g = throughput(vec![100.0; 20], vec![100.0; 20], (5000, 5000));
     g.candidate = Side::Gauge { value: Some(100.0), samples: vec![] };
     assert_eq!(evaluate_gate(&g).verdict, GateVerdict::NoData);
+}
+
+/// At a 100% step only the candidate's samples count: the hold names the
+/// candidate, never "each side".
+#[test]
+fn hold_at_a_full_traffic_step_names_the_candidate() {
+    let steady = Trend::default();
+    let none = RollbackTarget::NotChecked;
+    let a = decide(Situation::Undecided, false, true, &steady, &none, Some((40, 2.5)));
+    assert!(
+        a.precondition.contains("until the candidate has 40 more samples (≈ 2.5 more minutes"),
+        "{}",
+        a.precondition
+    );
+    let a = decide(Situation::Undecided, false, true, &steady, &none, Some((40, f64::INFINITY)));
+    assert!(
+        a.precondition.contains("40 more samples are needed and the candidate receives no traffic"),
+        "{}",
+        a.precondition
+    );
+    let a = decide(Situation::Undecided, false, false, &steady, &none, Some((40, 2.5)));
+    assert!(a.precondition.contains("until each side has 40 more samples"), "{}", a.precondition);
+    let a = decide(Situation::Undecided, false, false, &steady, &none, Some((40, f64::INFINITY)));
+    assert!(a.precondition.contains("40 more samples per side are needed and one side receives no traffic"));
 }

@@ -191,7 +191,6 @@ impl Lines {
 /// The capacity verdict: no eligible node, a surge pod that waits for
 /// old pods to go, or a new pod that stays Pending; a warning only when
 /// nodes of unknown allocatable could have room.
-#[expect(clippy::too_many_lines, reason = "to be split into named steps (issue #28)")]
 pub(super) fn capacity_diagnostics(
     cx: &Ctx,
     usage: &Usage,
@@ -199,48 +198,42 @@ pub(super) fn capacity_diagnostics(
     cap: &Capacity,
     lines: &Lines,
 ) -> Vec<Diagnostic> {
-    let (st, s, plan, req, name, unavailable) = (cx.st, cx.serving(), &cx.plan, &cx.req, cx.name, cx.unavailable);
-    let (plan_line, current_line, req_line) = (&lines.plan, &lines.current, &lines.request);
-    let (effective_capacity, surge_waits_for_old) = (cap.effective, cap.surge_waits_for_old);
-    let d = |code: Code, field: &str, msg: String| cx.diag(code, field, msg);
-    let total = st.nodes.len();
-    let node = |e: &NodeEval| &st.nodes[e.idx];
     let eligible = eligible(evals);
-    let sched_line = scheduler_line(evals);
-    let node_lines = |only_eligible: bool| node_lines(st, usage, evals, only_eligible);
     let mut diags = Vec::new();
-    let ways_out = |d: Diagnostic| -> Diagnostic {
-        d.help(format!(
-            "add capacity: a node matching the nodeSelector/tolerations with {} free",
-            req.iter()
-                .filter(|(_, v)| **v > 0)
-                .map(|(k, v)| format!("{} {k}", quantity::format(k, *v)))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ))
-        .help(
-            "or accept downtime: `maxSurge: 0` with `maxUnavailable: 1` removes the old pod before the new one starts",
-        )
-        .help("or roll out in a maintenance window (scale the old release down first)")
-    };
-
     if eligible.is_empty() {
-        let mut dg = d(
+        diags.push(no_matching_nodes(cx, usage, evals));
+    } else if cap.surge_waits_for_old {
+        diags.push(surge_waits_for_old(cx, usage, evals, lines));
+    } else if cap.effective < cx.plan.new_pods as u64 {
+        diags.push(stays_pending(cx, usage, evals, &eligible, cap, lines));
+    }
+    not_proven_with_unknown_nodes(cx, usage, evals, &mut diags);
+    diags
+}
+
+/// No node matches the nodeSelector, tolerations and volumes.
+fn no_matching_nodes(cx: &Ctx, usage: &Usage, evals: &[NodeEval]) -> Diagnostic {
+    let (name, total) = (cx.name, cx.st.nodes.len());
+    let mut dg = cx
+        .diag(
             Code::NoMatchingNodes,
             "spec.serving.nodeSelector",
             format!("no node can run {name}: 0/{total} nodes match its nodeSelector, tolerations and volumes"),
         )
-        .evidence(sched_line.clone());
-        for e in capped(node_lines(false), "nodes") {
-            dg = dg.evidence(e);
-        }
-        dg = dg
-            .help("add a toleration for the node's taint, or fix the nodeSelector to match an existing node label")
-            .help("or label/untaint a node for this service (kubectl label / kubectl taint … -)");
-        diags.push(dg);
-    } else if surge_waits_for_old {
-        // Fits only once old pods terminate: the rollout moves, with less capacity.
-        let mut dg = d(
+        .evidence(scheduler_line(evals));
+    for e in capped(node_lines(cx.st, usage, evals, false), "nodes") {
+        dg = dg.evidence(e);
+    }
+    dg.help("add a toleration for the node's taint, or fix the nodeSelector to match an existing node label")
+        .help("or label/untaint a node for this service (kubectl label / kubectl taint … -)")
+}
+
+/// The surge pod fits only once old pods terminate: the rollout moves, with
+/// less capacity meanwhile (a warning).
+fn surge_waits_for_old(cx: &Ctx, usage: &Usage, evals: &[NodeEval], lines: &Lines) -> Diagnostic {
+    let (s, unavailable) = (cx.serving(), cx.unavailable);
+    let mut dg = cx
+        .diag(
             Code::SurgeUnschedulable,
             "spec.serving.resources",
             format!(
@@ -250,83 +243,112 @@ pub(super) fn capacity_diagnostics(
             ),
         )
         .severity(Severity::Warning)
-        .evidence(plan_line.clone())
-        .evidence(req_line.clone())
-        .evidence(sched_line.clone());
-        for e in capped(node_lines(true), "eligible nodes") {
-            dg = dg.evidence(e);
-        }
-        diags.push(ways_out(dg.evidence(current_line.clone())));
-    } else if effective_capacity < plan.new_pods as u64 {
-        // Pick the message the way an operator reads it.
-        let short_res: Vec<&str> = {
-            let mut v: Vec<&str> =
-                eligible.iter().filter(|e| e.fits == 0).flat_map(|e| e.short.iter().map(|s| s.0.as_str())).collect();
-            v.sort();
-            v.dedup();
-            v
-        };
-        let headline = if eligible.len() == 1
-            && eligible[0].short.len() == 1
-            && matches!(eligible[0].short[0].0.as_str(), "cpu" | "memory")
-        {
-            let (k, have, taken, _) = &eligible[0].short[0];
-            let unit = if k == "cpu" { " cores" } else { "" };
-            format!(
-                "Insufficient {k}: {} requests at {}% ({}/{}{unit})",
-                node(eligible[0]).name,
-                (taken * 100) / (*have).max(1),
-                quantity::format(k, *taken),
-                quantity::format(k, *have)
-            )
-        } else if short_res.len() == 1 && !matches!(short_res[0], "cpu" | "memory" | "pods") {
-            let k = short_res[0];
-            let need = req.get(k).copied().unwrap_or(1000);
-            let what =
-                if need == 1000 { format!("a free {k}") } else { format!("{} free {k}", quantity::format(k, need)) };
-            format!("0/{} nodes have {what}", eligible.len())
-        } else {
-            format!(
-                "only room for {effective_capacity} of {} new pod(s) ({})",
-                plan.new_pods,
-                short_res.iter().map(|k| format!("Insufficient {k}")).collect::<Vec<_>>().join(", ")
-            )
-        };
-        let mut dg =
-            d(Code::SurgeUnschedulable, "spec.serving.resources", format!("the new pod will stay Pending: {headline}"))
-                .evidence(plan_line.clone())
-                .evidence(req_line.clone())
-                .evidence(sched_line.clone());
-        for e in capped(node_lines(true), "eligible nodes") {
-            dg = dg.evidence(e);
-        }
-        dg = dg.evidence(current_line.clone());
-        if plan.mode == "surge" && unavailable == 0 {
-            dg = dg.evidence("maxUnavailable resolves to 0: the old pod is removed only after the new one is Ready, so this never resolves itself; the Deployment stays Available=True/Progressing=True until progressDeadlineSeconds");
-        }
-        diags.push(ways_out(dg));
+        .evidence(lines.plan.clone())
+        .evidence(lines.request.clone())
+        .evidence(scheduler_line(evals));
+    for e in capped(node_lines(cx.st, usage, evals, true), "eligible nodes") {
+        dg = dg.evidence(e);
     }
+    ways_out(cx, dg.evidence(lines.current.clone()))
+}
 
-    // A node whose allocatable is unknown but which the pod could otherwise
-    // use may have room: a shortage elsewhere then proves nothing (BG207 says
-    // why), so it is reported as a warning, never as the failure.
+/// The new pod stays Pending: too little room on the eligible nodes.
+fn stays_pending(
+    cx: &Ctx,
+    usage: &Usage,
+    evals: &[NodeEval],
+    eligible: &[&NodeEval],
+    cap: &Capacity,
+    lines: &Lines,
+) -> Diagnostic {
+    let headline = pending_headline(cx, eligible, cap.effective);
+    let mut dg = cx
+        .diag(Code::SurgeUnschedulable, "spec.serving.resources", format!("the new pod will stay Pending: {headline}"))
+        .evidence(lines.plan.clone())
+        .evidence(lines.request.clone())
+        .evidence(scheduler_line(evals));
+    for e in capped(node_lines(cx.st, usage, evals, true), "eligible nodes") {
+        dg = dg.evidence(e);
+    }
+    dg = dg.evidence(lines.current.clone());
+    if cx.plan.mode == "surge" && cx.unavailable == 0 {
+        dg = dg.evidence("maxUnavailable resolves to 0: the old pod is removed only after the new one is Ready, so this never resolves itself; the Deployment stays Available=True/Progressing=True until progressDeadlineSeconds");
+    }
+    ways_out(cx, dg)
+}
+
+/// Why the new pod stays Pending, worded the way an operator reads it.
+fn pending_headline(cx: &Ctx, eligible: &[&NodeEval], effective_capacity: u64) -> String {
+    let short_res: Vec<&str> = {
+        let mut v: Vec<&str> =
+            eligible.iter().filter(|e| e.fits == 0).flat_map(|e| e.short.iter().map(|s| s.0.as_str())).collect();
+        v.sort();
+        v.dedup();
+        v
+    };
+    if eligible.len() == 1
+        && eligible[0].short.len() == 1
+        && matches!(eligible[0].short[0].0.as_str(), "cpu" | "memory")
+    {
+        let (k, have, taken, _) = &eligible[0].short[0];
+        let unit = if k == "cpu" { " cores" } else { "" };
+        format!(
+            "Insufficient {k}: {} requests at {}% ({}/{}{unit})",
+            cx.st.nodes[eligible[0].idx].name,
+            (taken * 100) / (*have).max(1),
+            quantity::format(k, *taken),
+            quantity::format(k, *have)
+        )
+    } else if short_res.len() == 1 && !matches!(short_res[0], "cpu" | "memory" | "pods") {
+        let k = short_res[0];
+        let need = cx.req.get(k).copied().unwrap_or(1000);
+        let what = if need == 1000 { format!("a free {k}") } else { format!("{} free {k}", quantity::format(k, need)) };
+        format!("0/{} nodes have {what}", eligible.len())
+    } else {
+        format!(
+            "only room for {effective_capacity} of {} new pod(s) ({})",
+            cx.plan.new_pods,
+            short_res.iter().map(|k| format!("Insufficient {k}")).collect::<Vec<_>>().join(", ")
+        )
+    }
+}
+
+/// The three ways out of a capacity shortage, as help lines.
+fn ways_out(cx: &Ctx, d: Diagnostic) -> Diagnostic {
+    d.help(format!(
+        "add capacity: a node matching the nodeSelector/tolerations with {} free",
+        cx.req
+            .iter()
+            .filter(|(_, v)| **v > 0)
+            .map(|(k, v)| format!("{} {k}", quantity::format(k, *v)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    ))
+    .help("or accept downtime: `maxSurge: 0` with `maxUnavailable: 1` removes the old pod before the new one starts")
+    .help("or roll out in a maintenance window (scale the old release down first)")
+}
+
+/// A node whose allocatable is unknown but which the pod could otherwise
+/// use may have room: a shortage elsewhere then proves nothing (BG207 says
+/// why), so it is reported as a warning, never as the failure.
+fn not_proven_with_unknown_nodes(cx: &Ctx, usage: &Usage, evals: &[NodeEval], diags: &mut [Diagnostic]) {
     let unknown: Vec<&str> = evals
         .iter()
         .filter(|e| usage.alloc[e.idx].is_none() && e.excluded.len() == 1)
-        .map(|e| st.nodes[e.idx].name.as_str())
+        .map(|e| cx.st.nodes[e.idx].name.as_str())
         .collect();
-    if !unknown.is_empty() {
-        let capacity_codes = [Code::SurgeUnschedulable, Code::NoMatchingNodes];
-        for dg in diags.iter_mut().filter(|d| capacity_codes.contains(&d.code)) {
-            dg.severity = Severity::Warning;
-            dg.evidence.push(format!(
-                "not proven: {} node(s) with unknown allocatable could have room ({})",
-                unknown.len(),
-                capped(unknown.iter().map(|n| n.to_string()).collect(), "nodes").join(", ")
-            ));
-        }
+    if unknown.is_empty() {
+        return;
     }
-    diags
+    let capacity_codes = [Code::SurgeUnschedulable, Code::NoMatchingNodes];
+    for dg in diags.iter_mut().filter(|d| capacity_codes.contains(&d.code)) {
+        dg.severity = Severity::Warning;
+        dg.evidence.push(format!(
+            "not proven: {} node(s) with unknown allocatable could have room ({})",
+            unknown.len(),
+            capped(unknown.iter().map(|n| n.to_string()).collect(), "nodes").join(", ")
+        ));
+    }
 }
 
 #[cfg(test)]
