@@ -2,8 +2,6 @@
 //! Prometheus, judge them with `checks::canary`, run the golden set against
 //! the candidate endpoint, and name an exit action.
 
-use std::path::Path;
-
 use anyhow::{anyhow, Context, Result};
 use serde_json::json;
 
@@ -18,7 +16,7 @@ use crate::checks::canary::{
     Trend,
 };
 use crate::diag::Overrides;
-use crate::options::{CanaryMode as ModeOption, CanaryOptions, HumanDuration, VerifyOptions};
+use crate::options::{CanaryOptions, HumanDuration, VerifyOptions};
 use crate::report::{Detail, Diagnostic, Severity, StepReport, Table, Verdict};
 
 /// Substitute the placeholders. An empty selector leaves `{,` or `{}`
@@ -32,16 +30,12 @@ pub(crate) fn earlier(template: &str) -> String {
     template.replace("[{{window}}]", "[{{window}}] offset {{window}}")
 }
 
-pub(crate) fn run(ctx: &Ctx, bundle: &Path, args: &CanaryOptions, ov: &Overrides) -> StepReport {
-    let l = match super::load_or_step(bundle, "canary") {
-        Ok(l) => l,
-        Err(s) => return *s,
-    };
-    if args.steps {
-        ctx.block_on_step("canary", &l.display, analyze_steps(ctx, &l, args, ov))
+pub(crate) fn run(ctx: &Ctx, l: &Loaded, args: &CanaryOptions, ov: &Overrides) -> Result<Vec<StepReport>> {
+    Ok(vec![if args.steps {
+        ctx.block_on_step("canary", &l.display, analyze_steps(ctx, l, args, ov))
     } else {
-        ctx.block_on_step("canary", &l.display, analyze(ctx, &l, args, ov))
-    }
+        ctx.block_on_step("canary", &l.display, analyze(ctx, l, args, ov))
+    }])
 }
 
 /// One Prometheus and the window every query of a judgment uses.
@@ -219,7 +213,7 @@ async fn analyze_plan(
     }
     let shadow = match args.mode {
         None => plan.mode == CanaryMode::Shadow,
-        Some(m) => m == ModeOption::Shadow,
+        Some(m) => m == CanaryMode::Shadow,
     };
     let window_text = args.window.as_ref().map(|w| w.text.clone()).unwrap_or_else(|| plan.window.clone());
     let window_secs = match crate::util::parse_duration(&window_text).map(|d| d.as_secs()) {
@@ -813,7 +807,7 @@ pub(crate) async fn analyze_steps(ctx: &Ctx, l: &Loaded, args: &CanaryOptions, o
     let Some(plan) = &l.bundle.spec.canary else { return analyze(ctx, l, args, ov).await };
     let shadow = match args.mode {
         None => plan.mode == CanaryMode::Shadow,
-        Some(m) => m == ModeOption::Shadow,
+        Some(m) => m == CanaryMode::Shadow,
     };
     let window_text = args.window.as_ref().map(|w| w.text.clone()).unwrap_or_else(|| plan.window.clone());
     let window_secs = crate::util::parse_duration(&window_text).map(|d| d.as_secs()).filter(|s| *s >= 1);
