@@ -46,11 +46,10 @@ pub fn run(cli: Cli) -> Result<Report, Failure> {
 /// The report's name and what its ERROR step names when the command fails.
 fn label(c: &Command) -> (&'static str, String) {
     let shown = |p: &Path| p.display().to_string();
+    let all = |ps: &[std::path::PathBuf]| ps.iter().map(|p| shown(p)).collect::<Vec<_>>().join(", ");
     match c {
-        Command::Lint { bundles, .. } | Command::Verify { bundles, .. } => {
-            let name = if matches!(c, Command::Lint { .. }) { "lint" } else { "verify" };
-            (name, bundles.iter().map(|b| shown(b)).collect::<Vec<_>>().join(", "))
-        }
+        Command::Lint { bundles, .. } => ("lint", all(bundles)),
+        Command::Verify { bundles, .. } => ("verify", all(bundles)),
         Command::Render { bundle, .. } => ("render", shown(bundle)),
         Command::Digest { bundle } => ("digest", shown(bundle)),
         Command::Preflight { bundle, .. } => ("preflight", shown(bundle)),

@@ -5,10 +5,11 @@
 //!
 //! One shape: a command on a bundle is `<command>::run(ctx, &Loaded,
 //! &Options[, &Overrides]) -> Result<Vec<StepReport>>` (lint, render, digest,
-//! verify, preflight, canary, watch, revert), and [`on_bundles`] is the one
-//! way to load its bundles (or report the step that could not) into one report. The others take
-//! what they work on instead of a bundle (publish: a folder; audit: a tree;
-//! codes; the Argo CD plugin; verify-files in the pod). `Err` is the tool
+//! verify, preflight, canary, watch, revert; revert also takes the evidence
+//! so far), and [`on_bundles`] is the one way to load its bundles (or report
+//! the step that could not) into one report. The others take what they work
+//! on instead of a bundle (publish: a folder; audit: a tree; codes; the Argo
+//! CD plugin; verify-files in the pod). `Err` is the tool
 //! failing: the command line prints it (and its ERROR report), the pipeline
 //! makes it that step's ERROR.
 
