@@ -6,8 +6,8 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use serde::Deserialize;
 
-use crate::cli::SeverityArgs;
 use crate::diag::Overrides;
+use crate::options::SeverityOptions;
 use crate::report::Severity;
 
 #[derive(Debug, Default, Deserialize)]
@@ -51,7 +51,7 @@ impl Config {
     }
 
     /// Config first, then command-line flags (flags win).
-    pub(crate) fn overrides(&self, args: &SeverityArgs) -> Result<Overrides> {
+    pub(crate) fn overrides(&self, args: &SeverityOptions) -> Result<Overrides> {
         let mut o = Overrides::default();
         // A code and its name are one key: `BG001` and `image-not-pinned`
         // both set would be last-wins in an order the file does not show.

@@ -1,176 +1,131 @@
-//! The command line → typed options → one `app` command. This is the only
-//! place that knows both clap's types and the commands; `pipeline` builds
-//! the same options from a pipeline file.
+//! The command line → one `app` command. This is the only place that knows
+//! both the command enum and the commands; the options are already typed
+//! (`crate::options`, which clap derives from), and `pipeline` builds the
+//! same options from a pipeline file.
+//!
+//! Every command ends in a [`Report`]. A tool failure (`Err` from a command:
+//! bad input, I/O) is a [`Failure`]: its message for stderr and, for every
+//! command but the Argo CD plugin (whose stdout Argo CD parses), the same
+//! failure as an ERROR report in the chosen `--format`.
+
+use std::path::Path;
 
 use anyhow::Result;
 
 use crate::app::ctx::Ctx;
-use crate::app::{self, argocd, audit, canary, pod_verify, preflight, revert, serving, verify, watch};
-use crate::cli::{Cli, Command, ReportCmd, SeverityArgs};
+use crate::app::{argocd, audit, canary, codes, digest, lint, pod_verify, preflight, publish, render, revert};
+use crate::app::{on_bundles, verify, watch};
+use crate::cli::{Cli, Command, ReportCmd};
 use crate::config::Config;
-use crate::diag::Code;
-use crate::manifests::TemplateSource;
-use crate::options::RenderOptions;
-use crate::options::{AlertOptions, CanaryOptions, RevertOptions, VerifyOptions, WatchOptions};
-use crate::report::{Detail, Report, StepReport};
+use crate::diag::Overrides;
+use crate::options::SeverityOptions;
+use crate::report::{Report, StepReport};
 
-#[expect(clippy::too_many_lines, reason = "to be split into named steps (issue #28)")]
-pub fn run(cli: Cli) -> Result<Report> {
+/// A command that could not finish.
+pub struct Failure {
+    pub error: anyhow::Error,
+    /// The failure as an ERROR report (`None`: the command prints no report
+    /// on a failure, i.e. the Argo CD plugin).
+    pub report: Option<Box<Report>>,
+}
+
+/// Run one command line.
+pub fn run(cli: Cli) -> Result<Report, Failure> {
+    let (name, target) = label(&cli.command);
+    let raw = matches!(cli.command, Command::Argocd { .. });
+    command(cli).map_err(|error| {
+        let report = (!raw).then(|| {
+            let mut r = Report::new(name);
+            r.push(StepReport::error(name, &target, &error));
+            Box::new(r)
+        });
+        Failure { error, report }
+    })
+}
+
+/// The report's name and what its ERROR step names when the command fails.
+fn label(c: &Command) -> (&'static str, String) {
+    let shown = |p: &Path| p.display().to_string();
+    let all = |ps: &[std::path::PathBuf]| ps.iter().map(|p| shown(p)).collect::<Vec<_>>().join(", ");
+    match c {
+        Command::Lint { bundles, .. } => ("lint", all(bundles)),
+        Command::Verify { bundles, .. } => ("verify", all(bundles)),
+        Command::Render { bundle, .. } => ("render", shown(bundle)),
+        Command::Digest { bundle } => ("digest", shown(bundle)),
+        Command::Preflight { bundle, .. } => ("preflight", shown(bundle)),
+        Command::Canary { bundle, .. } => ("canary", shown(bundle)),
+        Command::Watch { bundle, .. } => ("watch", shown(bundle)),
+        Command::Revert { bundle, .. } => ("revert", shown(bundle)),
+        Command::Publish { dir, .. } => ("publish", shown(dir)),
+        Command::Audit { root, .. } => ("audit", shown(root)),
+        Command::Report { cmd: ReportCmd::Merge { reports, .. } } => ("report merge", reports.join(", ")),
+        Command::Run { pipeline, .. } => ("run", shown(pipeline)),
+        Command::Argocd { .. } => ("argocd", String::new()),
+        Command::VerifyFiles { opts } => ("verify-files", shown(&opts.root)),
+        Command::Codes => ("codes", "bundlegate".into()),
+        Command::Explain { code } => ("explain", code.clone()),
+    }
+}
+
+fn command(cli: Cli) -> Result<Report> {
     let cfg = Config::load(cli.config.as_deref())?;
     // One context for the whole run: one runtime, the environment read once.
     let ctx = Ctx::from_process();
+    let no_flags = SeverityOptions::default();
     match cli.command {
         Command::Lint { bundles, sev } => {
             let ov = cfg.overrides(&sev)?;
-            let mut r = Report::new("lint");
-            for b in &bundles {
-                r.push(app::lint_step(b, &ov));
+            on_bundles("lint", &bundles, |l| lint::run(&ctx, l, &ov))
+        }
+        Command::Render { bundle, opts } => {
+            let mut r = on_bundles("render", &[bundle], |l| render::run(&ctx, l, &opts))?;
+            if opts.out.is_none() {
+                // Human output is the manifests themselves.
+                r.raw_human = r.steps.first().and_then(|s| s.details.first()).map(|d| d.body.clone());
             }
             Ok(r)
         }
-        Command::Render { bundle, out, templates, verifier_image } => {
-            let ro =
-                RenderOptions { templates: templates.map(TemplateSource::Dir).unwrap_or_default(), verifier_image };
-            let mut r = Report::new("render");
-            let step = app::render_step(&bundle, &ro, out.as_deref());
-            if out.is_none() {
-                r.raw_human = step.details.first().map(|d| d.body.clone());
-            }
-            r.push(step);
-            Ok(r)
-        }
-        Command::Digest { bundle } => {
-            let l = crate::adapters::bundle_files::load(&bundle)?;
-            let mut r = Report::new("digest");
-            let mut s = StepReport::new("digest", &l.display);
-            s.summary = l.digest.clone();
-            s.data = serde_json::json!({"releaseDigest": l.digest, "name": l.bundle.metadata.name, "version": l.bundle.metadata.version});
-            r.push(s);
-            Ok(r)
-        }
+        Command::Digest { bundle } => on_bundles("digest", &[bundle], |l| digest::run(&ctx, l)),
         Command::Verify { bundles, opts, sev } => {
             let ov = cfg.overrides(&sev)?;
-            let opts = VerifyOptions::from(opts);
-            let mut r = Report::new("verify");
-            for b in &bundles {
-                r.push(ctx.block_on(verify::verify_step(&ctx, b, &opts, &ov, None))?);
-            }
-            Ok(r)
+            on_bundles("verify", &bundles, |l| verify::run(&ctx, l, &opts, &ov))
         }
-        Command::Publish { dir, to, bundle, jobs } => {
-            let mut r = Report::new("publish");
-            r.push(ctx.try_block_on(verify::publish(&ctx, &dir, &to, &bundle, jobs))?);
-            Ok(r)
-        }
-        Command::Audit { root, deep, cache, shard, write_report, alerts, serving, opts } => {
-            let shard = match shard {
-                Some(s) => Some(
-                    crate::checks::shard::parse_shard(&s, ctx.env.job_completion_index.as_deref())
-                        .map_err(|e| anyhow::anyhow!("--shard {e}"))?,
-                ),
-                None => None,
-            };
-            let o = audit::AuditOptions { root: root.clone(), deep, cache, shard, write_report };
-            let alerts = AlertOptions::from(alerts);
-            audit::check_alerts(&alerts)?;
-            let mut r = ctx.try_block_on(audit::audit(
-                &ctx,
-                &o,
-                &VerifyOptions::from(opts),
-                &cfg.overrides(&SeverityArgs::default())?,
-            ))?;
-            if serving {
-                for s in ctx.try_block_on(serving::serving_audit(&ctx, &root))? {
-                    r.push(s);
-                }
-            }
-            ctx.block_on(audit::emit_metrics(&ctx, &mut r, &alerts))?;
-            Ok(r)
-        }
-        Command::Report { cmd: ReportCmd::Merge { reports, max_age, alerts } } => {
-            let alerts = AlertOptions::from(alerts);
-            audit::check_alerts(&alerts)?;
-            let mut r = ctx.try_block_on(audit::merge(&ctx, &reports, max_age.map(|d| d.value)))?;
-            ctx.block_on(audit::emit_metrics(&ctx, &mut r, &alerts))?;
-            Ok(r)
-        }
-        Command::Preflight { bundle, snapshot, live, sev } => {
+        Command::Publish { dir, opts } => Ok(one("publish", vec![publish::run(&ctx, &dir, &opts)?])),
+        Command::Audit { root, opts } => audit::run(&ctx, &root, &opts, &cfg.overrides(&no_flags)?),
+        Command::Report { cmd: ReportCmd::Merge { reports, opts } } => audit::merge_reports(&ctx, &reports, &opts),
+        Command::Preflight { bundle, opts, sev } => {
             let ov = cfg.overrides(&sev)?;
-            if snapshot.is_none() && !live {
-                anyhow::bail!("preflight needs cluster state: --snapshot FILE or --live");
-            }
-            let mut r = Report::new("preflight");
-            r.push(preflight::run(&ctx, &bundle, snapshot.as_deref(), live, &ov));
-            Ok(r)
+            preflight::check(&opts)?;
+            on_bundles("preflight", &[bundle], |l| preflight::run(&ctx, l, &opts, &ov))
         }
-        Command::Canary { bundle, args, sev } => {
+        Command::Canary { bundle, opts, sev } => {
             let ov = cfg.overrides(&sev)?;
-            let mut r = Report::new("canary");
-            r.push(canary::run(&ctx, &bundle, &CanaryOptions::from(args), &ov));
-            Ok(r)
+            on_bundles("canary", &[bundle], |l| canary::run(&ctx, l, &opts, &ov))
         }
-        Command::Run { pipeline, bundles, snapshot, base, head, repo, prometheus, sev } => {
-            let ov = cfg.overrides(&sev)?;
-            let inputs = crate::pipeline::Inputs {
-                bundles,
-                snapshot,
-                base,
-                head,
-                repo,
-                prometheus,
-                overrides: ov,
-                verifier_image: ctx.env.verifier_image.clone(),
-            };
-            crate::pipeline::run_file(&ctx, &pipeline, &inputs)
-        }
-        Command::Argocd { cmd } => argocd::run(&ctx, cmd.into(), &cfg.overrides(&SeverityArgs::default())?),
-        Command::Watch { bundle, args } => watch::watch(&ctx, &bundle, &WatchOptions::from(args)),
-        Command::Revert { bundle, args } => revert::revert(&ctx, &bundle, &RevertOptions::from(args)),
-        Command::VerifyFiles { manifest_env, root, mode, termination_log, marker, ready, wait, stay, threads } => {
-            pod_verify::run(&pod_verify::Opts {
-                manifest_env,
-                root,
-                mode,
-                termination_log,
-                marker,
-                ready,
-                wait,
-                stay,
-                threads,
-            })
-        }
-        Command::Codes => {
-            let mut r = Report::new("codes");
-            let mut s = StepReport::new("codes", "bundlegate");
-            s.summary = format!("{} diagnostic codes", Code::ALL.len());
-            s.tables.push(crate::report::Table {
-                title: String::new(),
-                columns: vec!["code".into(), "name".into(), "family".into(), "default".into()],
-                rows: Code::ALL
-                    .iter()
-                    .map(|c| {
-                        let i = c.info();
-                        vec![i.code.into(), i.name.into(), i.family.into(), i.default_severity.to_string()]
-                    })
-                    .collect(),
-            });
-            s.details.push(Detail {
-                title: "documentation".into(),
-                lang: "markdown".into(),
-                body: crate::diag::markdown_docs(),
-            });
-            r.push(s);
-            Ok(r)
-        }
-        Command::Explain { code } => {
-            let c = Code::from_str_any(&code)
-                .ok_or_else(|| anyhow::anyhow!("unknown diagnostic code `{code}` (see `bundlegate codes`)"))?;
-            let i = c.info();
-            let mut r = Report::new("explain");
-            let mut s = StepReport::new("explain", i.code);
-            s.summary = format!("{} `{}` ({}, default {}): {}", i.code, i.name, i.family, i.default_severity, i.why);
-            r.push(s);
-            Ok(r)
-        }
+        Command::Run { pipeline, opts, sev } => run_pipeline(&ctx, &pipeline, opts, cfg.overrides(&sev)?),
+        Command::Argocd { cmd } => argocd::run(&ctx, cmd, &cfg.overrides(&no_flags)?),
+        Command::Watch { bundle, opts } => on_bundles("watch", &[bundle], |l| watch::run(&ctx, l, &opts)),
+        Command::Revert { bundle, opts } => on_bundles("revert", &[bundle], |l| revert::run(&ctx, l, &opts, None)),
+        Command::VerifyFiles { opts } => pod_verify::run(&opts),
+        Command::Codes => Ok(one("codes", codes::run())),
+        Command::Explain { code } => Ok(one("explain", codes::explain(&code)?)),
     }
+}
+
+fn one(name: &str, steps: Vec<StepReport>) -> Report {
+    let mut r = Report::new(name);
+    for s in steps {
+        r.push(s);
+    }
+    r
+}
+
+fn run_pipeline(
+    ctx: &Ctx,
+    pipeline: &Path,
+    options: crate::options::RunOptions,
+    overrides: Overrides,
+) -> Result<Report> {
+    let inputs = crate::pipeline::Inputs { options, overrides, verifier_image: ctx.env.verifier_image.clone() };
+    crate::pipeline::run_file(ctx, pipeline, &inputs)
 }

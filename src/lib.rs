@@ -4,14 +4,15 @@
 //! snapshots, Prometheus answers, Argo CD parameters), `checks` are pure
 //! functions over gathered data, `adapters` are the only I/O, `report` is the
 //! one output model, `app` wires a command to those pieces (typed options in
-//! `options`), `dispatch` maps the command line into them and `pipeline` runs
-//! pipeline files over the same commands.
+//! `options`, which the command line derives from), `dispatch` maps a command
+//! line to one command and `pipeline` runs pipeline files over the same
+//! commands.
 //!
-//! The default feature `cli` adds the commands and everything they reach the
-//! outside world with (Kubernetes, GitHub, object stores, git, HTTP, the async
-//! runtime). Without it the library is the core alone: every parser of
-//! outside input and what runs on its result (lint, render, preflight), which
-//! is what the fuzz targets build.
+//! The default feature `cli` adds the commands, their command line (clap) and
+//! everything they reach the outside world with (Kubernetes, GitHub, object
+//! stores, git, HTTP, the async runtime). Without it the library is the core
+//! alone: every parser of outside input and what runs on its result (lint,
+//! render, preflight), which is what the fuzz targets build.
 
 // Without `cli` the commands that use most of the core are not built, so
 // its dead-code report would be noise; the full build's report is the one

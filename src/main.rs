@@ -17,16 +17,20 @@ fn main() {
     let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
     init_logging(cli.verbose);
     let format = cli.format;
+    let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
     let code = match bundlegate::dispatch::run(cli) {
         Ok(report) => {
-            let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
             emit(&mut std::io::stdout().lock(), &render(&report, format, color));
             report.exit_code()
         }
-        Err(e) => {
-            // `Err` means the tool could not finish (bad input, I/O); policy
-            // findings never come here.
-            emit(&mut std::io::stderr().lock(), &format!("error: {e:#}\n"));
+        Err(f) => {
+            // The tool could not finish (bad input, I/O); policy findings
+            // never come here. The message goes to stderr, and the same
+            // failure as an ERROR report in the chosen format to stdout.
+            emit(&mut std::io::stderr().lock(), &format!("error: {:#}\n", f.error));
+            if let Some(report) = f.report {
+                emit(&mut std::io::stdout().lock(), &render(&report, format, color));
+            }
             2
         }
     };

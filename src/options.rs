@@ -1,7 +1,9 @@
 //! Typed options, one struct per command, each with the one `Default` the
-//! CLI and the pipeline share. The CLI (`cli.rs`) and the pipeline file
-//! (`pipeline.rs`) both build these; nothing below `app` sees a clap type or
-//! a duration still in text.
+//! CLI and the pipeline share. These are the only option types: with the
+//! `cli` feature the command line derives from them (clap's `Args`, behind
+//! `cfg_attr`, so each option's help text is its doc comment here, written
+//! once), and the pipeline file (`pipeline/mod.rs`) builds the same structs.
+//! `app` receives them typed: no clap type, no duration still in text.
 
 use std::fmt;
 use std::path::PathBuf;
@@ -35,6 +37,25 @@ pub mod defaults {
 /// Most concurrent object reads or uploads: far above what one object store
 /// connection pool serves well, far below tokio's semaphore limit.
 pub(crate) const MAX_JOBS: usize = 256;
+
+/// `--jobs` (and the pipeline's `jobs`): refused at parse time (exit 2,
+/// naming the flag) outside 1..=[`MAX_JOBS`].
+pub(crate) fn jobs_value(s: &str) -> Result<usize, String> {
+    let n: usize = s.trim().parse().map_err(|_| format!("`{s}` is not a whole number"))?;
+    check_jobs(n)
+}
+
+/// `--wait`, `--stable-for`: like a duration, but zero is allowed.
+pub(crate) fn wait_value(s: &str) -> Result<Duration, String> {
+    crate::util::try_duration(s)
+}
+
+/// `--failed-at`: an RFC 3339 time.
+pub(crate) fn rfc3339_value(s: &str) -> Result<chrono::DateTime<chrono::Utc>, String> {
+    chrono::DateTime::parse_from_rfc3339(s.trim())
+        .map(|t| t.with_timezone(&chrono::Utc))
+        .map_err(|e| format!("`{s}` is not an RFC 3339 time (e.g. 2026-01-31T12:00:00Z): {e}"))
+}
 
 /// `jobs` checked: 1..=[`MAX_JOBS`].
 pub(crate) fn check_jobs(n: usize) -> Result<usize, String> {
@@ -76,8 +97,9 @@ impl fmt::Display for HumanDuration {
     }
 }
 
-/// Progress bar on stderr.
+/// Progress bar on stderr (`--progress`: a typo is an error, not a silent `auto`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 pub enum Progress {
     /// On when stderr is a terminal.
     #[default]
@@ -86,12 +108,33 @@ pub enum Progress {
     Never,
 }
 
+/// `-A/-W/-D`: per-code severities on top of the config file.
+#[derive(Debug, Clone, Default)]
+#[cfg_attr(feature = "cli", derive(clap::Args))]
+pub struct SeverityOptions {
+    /// Allow (silence) a diagnostic code or name. Repeatable.
+    #[cfg_attr(feature = "cli", arg(short = 'A', long = "allow", value_name = "CODE", global = true))]
+    pub allow: Vec<String>,
+    /// Make a code a warning. Repeatable.
+    #[cfg_attr(feature = "cli", arg(short = 'W', long = "warn", value_name = "CODE", global = true))]
+    pub warn: Vec<String>,
+    /// Make a code an error (deny). Repeatable.
+    #[cfg_attr(feature = "cli", arg(short = 'D', long = "deny", value_name = "CODE", global = true))]
+    pub deny: Vec<String>,
+}
+
 /// `verify`, `audit` and every step that hashes artifacts.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "cli", derive(clap::Args))]
 pub struct VerifyOptions {
+    /// Concurrent object reads (1..=256).
+    #[cfg_attr(feature = "cli", arg(long, default_value = defaults::JOBS_STR, value_parser = jobs_value))]
     pub jobs: usize,
-    /// Objects under the prefix that the bundle does not list are errors.
+    /// Treat objects under the prefix that the bundle does not list as errors.
+    #[cfg_attr(feature = "cli", arg(long))]
     pub deny_extra: bool,
+    /// Progress bar: auto (on a TTY), always, never.
+    #[cfg_attr(feature = "cli", arg(long, value_enum, default_value_t = Progress::Auto))]
     pub progress: Progress,
 }
 
@@ -109,28 +152,52 @@ impl VerifyOptions {
     }
 }
 
-/// Canary split traffic, or mirrored (shadow) traffic.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum CanaryMode {
-    Canary,
-    Shadow,
+/// Canary split traffic, or mirrored (shadow) traffic: the bundle's
+/// `spec.canary.mode` type, which `canary --mode` overrides.
+pub use crate::bundle::CanaryMode;
+
+/// `canary --mode`: the bundle's own type, so there is one `CanaryMode`.
+/// (Written by hand: the derive would put clap into `bundle`.)
+#[cfg(feature = "cli")]
+impl clap::ValueEnum for CanaryMode {
+    fn value_variants<'a>() -> &'a [Self] {
+        &[CanaryMode::Canary, CanaryMode::Shadow]
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        Some(match self {
+            CanaryMode::Canary => clap::builder::PossibleValue::new("canary").help("Split traffic"),
+            CanaryMode::Shadow => clap::builder::PossibleValue::new("shadow").help("Mirrored traffic"),
+        })
+    }
 }
 
-/// `canary`, and the canary gates `watch` judges once the rollout completed.
+/// `canary`, the pipeline's canary step, and the canary gates `watch`
+/// judges once the rollout completed.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct CanaryOptions {
-    /// Prometheus base URL; `None` (or blank) means the gates cannot run.
+#[cfg_attr(feature = "cli", derive(clap::Args))]
+pub struct CanaryOptions {
+    /// Prometheus base URL, e.g. http://127.0.0.1:9090
+    // `None` (or blank) means the gates cannot run.
+    #[cfg_attr(feature = "cli", arg(long, env = "BUNDLEGATE_PROMETHEUS_URL", hide_env_values = true))]
     pub prometheus: Option<String>,
-    /// Analysis window; default the bundle's `canary.window`.
+    /// Analysis window (default: the bundle's canary.window).
+    #[cfg_attr(feature = "cli", arg(long, value_parser = HumanDuration::parse))]
     pub window: Option<HumanDuration>,
-    /// Default: the bundle's `canary.mode`.
+    /// canary (split traffic) or shadow (mirrored traffic).
+    #[cfg_attr(feature = "cli", arg(long, value_enum))]
     pub mode: Option<CanaryMode>,
+    /// PromQL label selector for the candidate (default: release version label).
+    #[cfg_attr(feature = "cli", arg(long))]
     pub candidate_selector: Option<String>,
+    /// PromQL label selector for the baseline (default: the rollback target's version).
+    #[cfg_attr(feature = "cli", arg(long))]
     pub baseline_selector: Option<String>,
-    /// Candidate base URL for the golden-set smoke.
+    /// Candidate base URL for the golden-set smoke (e.g. http://127.0.0.1:8080).
+    #[cfg_attr(feature = "cli", arg(long))]
     pub endpoint: Option<String>,
-    /// Judge every traffic step of `spec.canary.steps` where the arms held
-    /// it, instead of the window ending now.
+    /// Judge every traffic step of spec.canary.steps where the arms' request shares show it was held (as `watch` does).
+    #[cfg_attr(feature = "cli", arg(long))]
     pub steps: bool,
 }
 
@@ -141,22 +208,41 @@ impl CanaryOptions {
     }
 }
 
-/// `watch`.
+/// `watch`, and the pipeline's watch step (there `{name}`/`{namespace}` in
+/// `app` and `service_url` stand for the bundle's metadata, filled in when
+/// the step runs).
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "cli", derive(clap::Args))]
 pub struct WatchOptions {
+    /// Argo CD Application name.
+    #[cfg_attr(feature = "cli", arg(long))]
     pub app: String,
+    /// Namespace of the Application (Argo CD's namespace).
+    #[cfg_attr(feature = "cli", arg(long, default_value = defaults::APP_NAMESPACE))]
     pub app_namespace: String,
-    /// The merge commit Argo CD must have synced.
+    /// The merge commit that must be synced.
+    #[cfg_attr(feature = "cli", arg(long, env = "GITHUB_SHA", hide_env_values = true))]
     pub revision: Option<String>,
+    /// Give up after this long (e.g. 15m).
+    #[cfg_attr(feature = "cli", arg(long, default_value = defaults::WATCH_TIMEOUT, value_parser = HumanDuration::parse))]
     pub timeout: HumanDuration,
+    /// Base URL of the service (identity endpoint and health probe).
+    #[cfg_attr(feature = "cli", arg(long))]
     pub service_url: Option<String>,
+    /// Health probe interval for downtime measurement (e.g. 300ms).
+    #[cfg_attr(feature = "cli", arg(long, default_value = defaults::PROBE_INTERVAL, value_parser = HumanDuration::parse))]
     pub probe_interval: HumanDuration,
-    /// How long a complete rollout must hold (no restarts, still complete)
-    /// before it passes; None: derived from the readiness probe
-    /// (`checks::watch::stability::default_window_s`); zero: one read.
+    /// Hold a complete rollout this long before passing it: no container
+    /// restarts, still complete at the end (default: twice the readiness
+    /// probe's failure window, 30s to 10m; 0s judges one read).
+    // None: `checks::watch::stability::default_window_s`.
+    #[cfg_attr(feature = "cli", arg(long, value_parser = wait_value))]
     pub stable_for: Option<Duration>,
-    /// Open a revert PR on a FAIL.
+    /// Open a revert PR when a gate fails.
+    #[cfg_attr(feature = "cli", arg(long))]
     pub revert: bool,
+    /// Prometheus base URL for the canary gates once the rollout completed.
+    #[cfg_attr(feature = "cli", arg(long, env = "BUNDLEGATE_PROMETHEUS_URL", hide_env_values = true))]
     pub prometheus: Option<String>,
 }
 
@@ -176,18 +262,29 @@ impl WatchOptions {
     }
 }
 
-/// `revert`.
+/// `revert`, and the pipeline's revert step.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "cli", derive(clap::Args))]
 pub struct RevertOptions {
-    /// Git repository holding the bundle.
+    /// Git repository holding the bundle (default: current directory).
+    #[cfg_attr(feature = "cli", arg(long, default_value = "."))]
     pub repo: PathBuf,
+    /// Remote to push the revert branch to.
+    #[cfg_attr(feature = "cli", arg(long, default_value = defaults::REMOTE))]
     pub remote: String,
-    /// Base branch of the revert PR.
-    pub base: String,
-    /// A JSON report (e.g. `watch --format json`) quoted in the PR body.
+    /// Base branch for the revert PR.
+    // Always set on the command line; `None` (a pipeline step without
+    // `base`): the remote's HEAD branch, else `main`.
+    #[cfg_attr(feature = "cli", arg(long, default_value = defaults::BASE_BRANCH))]
+    pub base: Option<String>,
+    /// Evidence (a JSON report file, e.g. from `watch --format json`) for the PR body.
+    #[cfg_attr(feature = "cli", arg(long))]
     pub evidence: Option<PathBuf>,
+    /// Ignore failures older than this (e.g. 20m).
+    #[cfg_attr(feature = "cli", arg(long, default_value = defaults::REVERT_MAX_AGE, value_parser = HumanDuration::parse))]
     pub max_age: HumanDuration,
-    /// When the failure was observed; default now.
+    /// When the failure was observed (RFC 3339; default now).
+    #[cfg_attr(feature = "cli", arg(long, value_parser = rfc3339_value))]
     pub failed_at: Option<chrono::DateTime<chrono::Utc>>,
 }
 
@@ -196,7 +293,7 @@ impl Default for RevertOptions {
         RevertOptions {
             repo: PathBuf::from("."),
             remote: defaults::REMOTE.into(),
-            base: defaults::BASE_BRANCH.into(),
+            base: Some(defaults::BASE_BRANCH.into()),
             evidence: None,
             max_age: HumanDuration::default_of(defaults::REVERT_MAX_AGE),
             failed_at: None,
@@ -204,17 +301,27 @@ impl Default for RevertOptions {
     }
 }
 
-/// `render` and the pipeline's render step.
+/// `render`, and the pipeline's render step.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct RenderOptions {
-    pub templates: crate::manifests::TemplateSource,
-    /// Image of the in-pod verifier; `None`: [`crate::manifests::DEFAULT_VERIFIER_IMAGE`].
+#[cfg_attr(feature = "cli", derive(clap::Args))]
+pub struct RenderOptions {
+    /// Write `<name>-<version>.yaml` here instead of stdout.
+    #[cfg_attr(feature = "cli", arg(long))]
+    pub out: Option<PathBuf>,
+    /// Folder with `<format>.yaml.hbs` templates (logic-less; no custom helpers).
+    #[cfg_attr(feature = "cli", arg(long))]
+    pub templates: Option<PathBuf>,
+    /// Image of the in-pod file verifier (default: this release's image,
+    /// ghcr.io/bundlegate/bundlegate:<version>; docs/verify-on-start.md).
+    // `None`: [`crate::manifests::DEFAULT_VERIFIER_IMAGE`].
+    #[cfg_attr(feature = "cli", arg(long, env = "BUNDLEGATE_VERIFIER_IMAGE", hide_env_values = true))]
     pub verifier_image: Option<String>,
 }
 
 impl RenderOptions {
     pub(crate) fn renderer(&self) -> anyhow::Result<crate::manifests::Renderer> {
-        let r = crate::manifests::Renderer::new(&self.templates)?;
+        let source = self.templates.clone().map(crate::manifests::TemplateSource::Dir).unwrap_or_default();
+        let r = crate::manifests::Renderer::new(&source)?;
         Ok(match &self.verifier_image {
             Some(i) => r.with_verifier_image(i.clone()),
             None => r,
@@ -222,24 +329,186 @@ impl RenderOptions {
     }
 }
 
-/// Where an audit's Prometheus metrics go.
+/// `publish`: the model folder is the command's argument.
+#[derive(Debug, Clone)]
+#[cfg_attr(feature = "cli", derive(clap::Args))]
+pub struct PublishOptions {
+    /// Destination prefix, e.g. s3://models/llm/v3/ (must be empty).
+    #[cfg_attr(feature = "cli", arg(long))]
+    pub to: String,
+    /// Bundle to update (its storageUri and artifacts are rewritten).
+    #[cfg_attr(feature = "cli", arg(long))]
+    pub bundle: PathBuf,
+    /// Concurrent uploads (1..=256).
+    #[cfg_attr(feature = "cli", arg(long, default_value = defaults::JOBS_STR, value_parser = jobs_value))]
+    pub jobs: usize,
+}
+
+/// `preflight`, and the pipeline's preflight step.
+#[derive(Debug, Clone, Default)]
+#[cfg_attr(feature = "cli", derive(clap::Args))]
+pub struct PreflightOptions {
+    /// Cluster state from `kubectl get nodes,pods,pvc,pv,resourcequotas,poddisruptionbudgets,deployments,replicasets -A -o yaml`.
+    #[cfg_attr(feature = "cli", arg(long, conflicts_with = "live"))]
+    pub snapshot: Option<PathBuf>,
+    /// Read the cluster live through the kubeconfig (read-only verbs).
+    #[cfg_attr(feature = "cli", arg(long))]
+    pub live: bool,
+}
+
+/// `audit` (the tree is the command's argument), and the pipeline's audit step.
+#[derive(Debug, Clone, Default)]
+#[cfg_attr(feature = "cli", derive(clap::Args))]
+pub struct AuditOptions {
+    /// Re-hash everything instead of trusting unchanged object identity.
+    #[cfg_attr(feature = "cli", arg(long))]
+    pub deep: bool,
+    /// Audit cache (object identity → verified sha256): a folder (path or
+    /// `file:` URI) or an object-store prefix (`s3://bucket/audit-cache/`), one object per
+    /// bundle so concurrent shards share it; a `.json` file is a
+    /// single-machine cache. Default: a folder under the user cache dir
+    /// (`BUNDLEGATE_CACHE_DIR` overrides it).
+    #[cfg_attr(feature = "cli", arg(long, value_name = "DIR|URI"))]
+    pub cache: Option<String>,
+    /// Audit only this shard's bundles: `K/N` (0 ≤ K < N) or `auto/N`
+    /// (K from `JOB_COMPLETION_INDEX`, as a Kubernetes Indexed Job sets it).
+    /// Every shard computes the same assignment from the tree alone.
+    #[cfg_attr(feature = "cli", arg(long, value_name = "K/N"))]
+    pub shard: Option<String>,
+    /// Also write the JSON report here (path, `file:` or object-store URI), e.g.
+    /// for `report merge` to collect from a bucket.
+    #[cfg_attr(feature = "cli", arg(long, value_name = "PATH|URI"))]
+    pub write_report: Option<String>,
+    #[cfg_attr(feature = "cli", command(flatten))]
+    pub alerts: AlertOptions,
+    /// Also compare what the cluster serves (kubeconfig, read-only) with
+    /// each service's current bundle.
+    #[cfg_attr(feature = "cli", arg(long))]
+    pub serving: bool,
+    #[cfg_attr(feature = "cli", command(flatten))]
+    pub verify: VerifyOptions,
+}
+
+/// `report merge` (the reports are the command's arguments).
+#[derive(Debug, Clone, Default)]
+#[cfg_attr(feature = "cli", derive(clap::Args))]
+pub struct MergeOptions {
+    /// Shard reports that finished longer ago than this (e.g. `6h`) are
+    /// stale: the merge is then INCONCLUSIVE.
+    #[cfg_attr(feature = "cli", arg(long, value_name = "DURATION", value_parser = HumanDuration::parse))]
+    pub max_age: Option<HumanDuration>,
+    #[cfg_attr(feature = "cli", command(flatten))]
+    pub alerts: AlertOptions,
+}
+
+/// Where an audit's Prometheus metrics go (drift alerts).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct AlertOptions {
-    /// Prometheus text format for the node-exporter textfile collector.
-    /// A path, `file:` or object-store URI ([`crate::bundle::storage_uri::location`]).
+#[cfg_attr(feature = "cli", derive(clap::Args))]
+pub struct AlertOptions {
+    /// Write Prometheus text-format metrics to this file (path, `file:` or
+    /// object-store URI; for the node-exporter textfile collector name it
+    /// `*.prom` in the collector's folder).
+    #[cfg_attr(feature = "cli", arg(long, value_name = "FILE"))]
     pub metrics_file: Option<String>,
-    /// Pushgateway base URL (job `bundlegate_audit`).
+    /// Push the metrics to this Pushgateway (job `bundlegate_audit`).
+    #[cfg_attr(
+        feature = "cli",
+        arg(long, value_name = "URL", env = "BUNDLEGATE_PUSHGATEWAY_URL", hide_env_values = true)
+    )]
     pub pushgateway: Option<String>,
+}
+
+/// `run` (the pipeline file is the command's argument).
+#[derive(Debug, Clone)]
+#[cfg_attr(feature = "cli", derive(clap::Args))]
+pub struct RunOptions {
+    /// Bundles to run on. Without it, PR mode finds changed bundles from --base/--head.
+    #[cfg_attr(feature = "cli", arg(long = "bundle"))]
+    pub bundles: Vec<PathBuf>,
+    /// Cluster snapshot for the preflight step.
+    #[cfg_attr(feature = "cli", arg(long))]
+    pub snapshot: Option<PathBuf>,
+    /// Git base revision (PR mode: bundles changed between base and head).
+    #[cfg_attr(feature = "cli", arg(long))]
+    pub base: Option<String>,
+    /// Git head revision (default HEAD).
+    #[cfg_attr(feature = "cli", arg(long))]
+    pub head: Option<String>,
+    /// Git repository (default: current directory).
+    #[cfg_attr(feature = "cli", arg(long, default_value = "."))]
+    pub repo: PathBuf,
+    /// Prometheus URL for the canary step.
+    #[cfg_attr(feature = "cli", arg(long, env = "BUNDLEGATE_PROMETHEUS_URL", hide_env_values = true))]
+    pub prometheus: Option<String>,
+}
+
+impl Default for RunOptions {
+    fn default() -> Self {
+        RunOptions {
+            bundles: Vec::new(),
+            snapshot: None,
+            base: None,
+            head: None,
+            repo: PathBuf::from("."),
+            prometheus: None,
+        }
+    }
+}
+
+/// `verify-files`, in the serving pod.
+#[derive(Debug, Clone)]
+#[cfg_attr(feature = "cli", derive(clap::Args))]
+pub struct VerifyFilesOptions {
+    /// Environment variable holding the rendered artifact list (JSON).
+    #[cfg_attr(feature = "cli", arg(long, default_value = "BUNDLEGATE_ARTIFACTS"))]
+    pub manifest_env: String,
+    /// Folder the model server reads the files from.
+    #[cfg_attr(feature = "cli", arg(long, default_value = "/mnt/models"))]
+    pub root: PathBuf,
+    /// full (sha256 + size) or size (default: the list's mode).
+    #[cfg_attr(feature = "cli", arg(long))]
+    pub mode: Option<String>,
+    #[cfg_attr(feature = "cli", arg(long, default_value = "/dev/termination-log"))]
+    pub termination_log: PathBuf,
+    /// Written with the release digest when every artifact is OK.
+    #[cfg_attr(feature = "cli", arg(long, default_value = "/tmp/bundlegate-verified"))]
+    pub marker: PathBuf,
+    /// Readiness probe: exit 0 only if the marker holds this release's digest.
+    #[cfg_attr(feature = "cli", arg(long))]
+    pub ready: bool,
+    /// Wait this long for files still being downloaded (e.g. 10m; 0s: not at all).
+    #[cfg_attr(feature = "cli", arg(long, default_value = "0s", value_parser = wait_value))]
+    pub wait: Duration,
+    /// After a pass keep running (sidecar mode).
+    #[cfg_attr(feature = "cli", arg(long))]
+    pub stay: bool,
+    /// Hashing threads (0: one per core).
+    #[cfg_attr(feature = "cli", arg(long, default_value_t = 0))]
+    pub threads: usize,
 }
 
 /// The Argo CD config-management plugin's three entry points; `path` is the
 /// application's source path (default: the current directory, as Argo CD
 /// runs the plugin).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum ArgocdAction {
-    Generate { path: Option<PathBuf> },
-    Discover { path: Option<PathBuf> },
-    Parameters { path: Option<PathBuf> },
+#[cfg_attr(feature = "cli", derive(clap::Subcommand))]
+pub enum ArgocdAction {
+    /// Write Kubernetes objects for the app's source path to stdout (CMP generate).
+    Generate {
+        /// Source path (default: the current directory, as Argo CD runs it).
+        #[cfg_attr(feature = "cli", arg(long))]
+        path: Option<PathBuf>,
+    },
+    /// Exit 0 when the source path holds a release bundle (CMP discover).
+    Discover {
+        #[cfg_attr(feature = "cli", arg(long))]
+        path: Option<PathBuf>,
+    },
+    /// Print the plugin's parameter announcement JSON (CMP parameters.dynamic).
+    Parameters {
+        #[cfg_attr(feature = "cli", arg(long))]
+        path: Option<PathBuf>,
+    },
 }
 
 #[cfg(test)]
@@ -253,6 +522,8 @@ mod tests {
         }
         assert_eq!(defaults::JOBS_STR.parse::<usize>().unwrap(), defaults::JOBS);
         check_jobs(defaults::JOBS).unwrap();
+        assert_eq!(jobs_value("256"), Ok(256));
+        assert!(jobs_value("0").is_err() && jobs_value("x").is_err());
         let w = WatchOptions::new("x");
         assert_eq!(w.timeout.value, Duration::from_secs(900));
         assert_eq!(w.probe_interval.value, Duration::from_millis(300));

@@ -45,7 +45,7 @@ pub struct EnvSnapshot {
 }
 
 /// GitHub Actions' variables for the PR comment and job summary, as set
-/// (empty counts as unset); `app::pr::GithubEnv` interprets them.
+/// (empty counts as unset); `app::comment::GithubEnv` interprets them.
 #[derive(Debug, Clone, Default)]
 pub struct ActionsEnv {
     /// GITHUB_EVENT_PATH: the event payload (the pull request).

@@ -210,7 +210,7 @@ fn generate_inner(source: &Path, env: &CmpEnv, ov: &Overrides) -> Result<Generat
 
     if params.lint {
         // Lint sees the overridden values: it checks what will run.
-        let step = crate::app::lint_loaded_with(&l, ov, &rollback);
+        let step = crate::app::lint::lint_with(&l, ov, &rollback);
         for d in step.diagnostics.iter().filter(|d| d.severity == Severity::Warning) {
             tracing::warn!(
                 "{}[{} {}]: {}",

@@ -17,7 +17,7 @@ use crate::app::ctx::Ctx;
 use crate::bundle::{self, Loaded};
 use crate::checks::shard::{self, Item, ShardInfo, ShardSpec};
 use crate::diag::Overrides;
-use crate::options::{AlertOptions, VerifyOptions};
+use crate::options::{AlertOptions, AuditOptions, MergeOptions, VerifyOptions};
 use crate::report::{Diagnostic, Report, StepReport, Verdict};
 
 /// Cache objects and shard reports are small; anything bigger is not ours.
@@ -26,9 +26,46 @@ pub(crate) const REPORT_LIMIT: u64 = 256 << 20;
 
 const CACHE_SCHEMA: &str = "bundlegate.dev/audit-cache/v2";
 
-/// Typed options of one audit run.
+/// `audit` over the tree at `root`: every bundle verified (trusting the
+/// cache unless `deep`), the serving pass when asked, the metrics delivered
+/// where asked. A bad `--shard` or alert destination is refused first.
+pub(crate) fn run(ctx: &Ctx, root: &Path, o: &AuditOptions, ov: &Overrides) -> Result<Report> {
+    let shard = match &o.shard {
+        Some(s) => Some(
+            shard::parse_shard(s, ctx.env.job_completion_index.as_deref())
+                .map_err(|e| anyhow::anyhow!("--shard {e}"))?,
+        ),
+        None => None,
+    };
+    let run = AuditRun {
+        root: root.to_path_buf(),
+        deep: o.deep,
+        cache: o.cache.clone(),
+        shard,
+        write_report: o.write_report.clone(),
+    };
+    check_alerts(&o.alerts)?;
+    let mut r = ctx.try_block_on(audit(ctx, &run, &o.verify, ov))?;
+    if o.serving {
+        for s in ctx.try_block_on(super::serving::serving_audit(ctx, root))? {
+            r.push(s);
+        }
+    }
+    ctx.block_on(emit_metrics(ctx, &mut r, &o.alerts))?;
+    Ok(r)
+}
+
+/// `report merge`: the shard reports joined, the metrics delivered where asked.
+pub(crate) fn merge_reports(ctx: &Ctx, reports: &[String], o: &MergeOptions) -> Result<Report> {
+    check_alerts(&o.alerts)?;
+    let mut r = ctx.try_block_on(merge(ctx, reports, o.max_age.as_ref().map(|d| d.value)))?;
+    ctx.block_on(emit_metrics(ctx, &mut r, &o.alerts))?;
+    Ok(r)
+}
+
+/// One audit run, its shard parsed.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct AuditOptions {
+struct AuditRun {
     pub root: PathBuf,
     pub deep: bool,
     /// Folder, `.json` file (one machine only) or object-store prefix.
@@ -102,7 +139,7 @@ fn git_commit(root: &Path) -> Option<String> {
     crate::adapters::git::head_commit(root)
 }
 
-pub(crate) async fn audit(ctx: &Ctx, o: &AuditOptions, vo: &VerifyOptions, ov: &Overrides) -> Result<Report> {
+async fn audit(ctx: &Ctx, o: &AuditRun, vo: &VerifyOptions, ov: &Overrides) -> Result<Report> {
     let started = Instant::now();
     if let Some(w) = &o.write_report {
         blob::file_location(w).context("--write-report")?;
@@ -294,7 +331,7 @@ async fn audit_one_with_dir(
 
 /// `report merge`: shard reports (files, objects, or a prefix ending in `/`
 /// holding them) → one report. Incomplete coverage is INCONCLUSIVE, never PASS.
-pub(crate) async fn merge(ctx: &Ctx, inputs: &[String], max_age: Option<std::time::Duration>) -> Result<Report> {
+async fn merge(ctx: &Ctx, inputs: &[String], max_age: Option<std::time::Duration>) -> Result<Report> {
     let mut named: Vec<(String, Vec<u8>)> = Vec::new();
     for i in inputs {
         let loc = blob::location(i)?;
@@ -330,7 +367,7 @@ pub(crate) async fn merge(ctx: &Ctx, inputs: &[String], max_age: Option<std::tim
 
 /// Refuse a bad alert destination before the audit runs, not after hours of
 /// hashing.
-pub(crate) fn check_alerts(a: &AlertOptions) -> Result<()> {
+fn check_alerts(a: &AlertOptions) -> Result<()> {
     if let Some(p) = &a.metrics_file {
         blob::file_location(p).context("--metrics-file")?;
     }
@@ -343,7 +380,7 @@ pub(crate) fn check_alerts(a: &AlertOptions) -> Result<()> {
 /// Write/push the audit's Prometheus metrics where the user asked. A
 /// destination that fails never costs the audit its findings: the failure
 /// is one more ERROR step of the report, which is still printed.
-pub(crate) async fn emit_metrics(ctx: &Ctx, r: &mut Report, a: &AlertOptions) {
+async fn emit_metrics(ctx: &Ctx, r: &mut Report, a: &AlertOptions) {
     if a.metrics_file.is_none() && a.pushgateway.is_none() {
         return;
     }

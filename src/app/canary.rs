@@ -4,8 +4,6 @@
 //! golden set against the candidate endpoint, and write up the report with
 //! its exit action.
 
-use std::path::Path;
-
 use anyhow::{anyhow, Context, Result};
 use serde::Serialize;
 
@@ -21,20 +19,16 @@ use crate::checks::canary::query::{self, Arms, SideQueries};
 use crate::checks::canary::statistics;
 use crate::checks::canary::steps::{self as st, StepVerdict, StepWindow};
 use crate::diag::Overrides;
-use crate::options::{CanaryMode as ModeOption, CanaryOptions, HumanDuration, VerifyOptions};
+use crate::options::{CanaryOptions, HumanDuration, VerifyOptions};
 use crate::parse::prom as read;
 use crate::report::{Diagnostic, Severity, StepReport, Table, Verdict};
 
-pub(crate) fn run(ctx: &Ctx, bundle: &Path, args: &CanaryOptions, ov: &Overrides) -> StepReport {
-    let l = match super::load_or_step(bundle, "canary") {
-        Ok(l) => l,
-        Err(s) => return *s,
-    };
-    if args.steps {
-        ctx.block_on_step("canary", &l.display, analyze_steps(ctx, &l, args, ov))
+pub(crate) fn run(ctx: &Ctx, l: &Loaded, args: &CanaryOptions, ov: &Overrides) -> Result<Vec<StepReport>> {
+    Ok(vec![if args.steps {
+        ctx.block_on_step("canary", &l.display, analyze_steps(ctx, l, args, ov))
     } else {
-        ctx.block_on_step("canary", &l.display, analyze(ctx, &l, args, ov))
-    }
+        ctx.block_on_step("canary", &l.display, analyze(ctx, l, args, ov))
+    }])
 }
 
 /// One Prometheus and the window every query of a judgment uses.
@@ -82,7 +76,7 @@ pub(crate) async fn analyze(ctx: &Ctx, l: &Loaded, args: &CanaryOptions, ov: &Ov
 fn is_shadow(plan: &bundle::Canary, args: &CanaryOptions) -> bool {
     match args.mode {
         None => plan.mode == CanaryMode::Shadow,
-        Some(m) => m == ModeOption::Shadow,
+        Some(m) => m == CanaryMode::Shadow,
     }
 }
 

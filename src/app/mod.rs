@@ -1,28 +1,63 @@
-//! Wire each command to loading, adapters and checks; every command returns
-//! one [`crate::report::Report`]. Commands take the typed options of
-//! [`crate::options`]; `crate::dispatch` maps the command line into them and
-//! `crate::pipeline` builds the same options from a pipeline file, so
-//! nothing here depends on either.
+//! Wire each command to loading, adapters and checks. Commands take the
+//! typed options of [`crate::options`]; `crate::dispatch` gets them from the
+//! command line and `crate::pipeline` from a pipeline file, so nothing here
+//! depends on either.
+//!
+//! One shape: a command on a bundle is `<command>::run(ctx, &Loaded,
+//! &Options[, &Overrides]) -> Result<Vec<StepReport>>` (lint, render, digest,
+//! verify, preflight, canary, watch, revert; revert also takes the evidence
+//! so far), and [`on_bundles`] is the one way to load its bundles (or report
+//! the step that could not) into one report. The others take what they work
+//! on instead of a bundle (publish: a folder; audit: a tree; codes; the Argo
+//! CD plugin; verify-files in the pod). `Err` is the tool
+//! failing: the command line prints it (and its ERROR report), the pipeline
+//! makes it that step's ERROR.
 
 pub mod argocd;
 pub mod audit;
 pub mod canary;
+pub mod codes;
+pub mod comment;
 pub mod ctx;
+pub mod digest;
+pub mod lint;
 pub mod pod_verify;
-pub mod pr;
 pub mod preflight;
+pub mod publish;
+pub mod render;
 pub mod revert;
 pub mod serving;
 pub mod verify;
 pub mod watch;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
+
+use anyhow::Result;
 
 use crate::bundle::{self, Loaded};
-use crate::checks::lint;
-use crate::diag::Overrides;
-use crate::options::RenderOptions;
-use crate::report::{Detail, StepReport, Verdict};
+use crate::report::{Report, StepReport, Verdict};
+
+/// A command on each bundle in turn, as one report named `name`: each
+/// bundle loaded, or reported as the step (named `name`) that could not be.
+/// The one way a command on a bundle starts, for the command line and
+/// library callers alike; `Err` is the command's own failure.
+pub fn on_bundles<P: AsRef<Path>>(
+    name: &str,
+    bundles: &[P],
+    run: impl Fn(&Loaded) -> Result<Vec<StepReport>>,
+) -> Result<Report> {
+    let mut r = Report::new(name);
+    for b in bundles {
+        let steps = match load_or_step(b.as_ref(), name) {
+            Ok(l) => run(&l)?,
+            Err(s) => vec![*s],
+        };
+        for s in steps {
+            r.push(s);
+        }
+    }
+    Ok(r)
+}
 
 /// Load a bundle or produce the Error step that says why (file:line:col: field).
 /// The step is boxed: it is the cold path and much larger than a pointer.
@@ -48,79 +83,4 @@ fn load_error(path: &Path, step: &str, e: bundle::LoadError) -> StepReport {
     s.verdict = Verdict::Error;
     s.summary = e.to_string();
     s
-}
-
-pub(crate) fn lint_loaded(l: &Loaded, ov: &Overrides) -> StepReport {
-    lint_loaded_with(l, ov, &crate::adapters::bundle_files::rollback_status(l))
-}
-
-/// [`lint_loaded`] with the rollback target already resolved (the CMP
-/// resolves it inside the repository root Argo CD names).
-pub(crate) fn lint_loaded_with(l: &Loaded, ov: &Overrides, rb: &lint::RollbackStatus) -> StepReport {
-    let mut s = StepReport::new("lint", &l.display);
-    s.diagnostics = ov.apply(lint::lint(l, rb));
-    s.verdict = s.verdict_from_diagnostics();
-    s.summary = format!(
-        "{} error(s), {} warning(s); release {} {}",
-        s.count(crate::report::Severity::Error),
-        s.count(crate::report::Severity::Warning),
-        l.bundle.metadata.version,
-        l.digest
-    );
-    s.data = serde_json::json!({"releaseDigest": l.digest, "name": l.bundle.metadata.name, "version": l.bundle.metadata.version});
-    s
-}
-
-pub(crate) fn lint_step(path: &Path, ov: &Overrides) -> StepReport {
-    match load_or_step(path, "lint") {
-        Ok(l) => lint_loaded(&l, ov),
-        Err(s) => *s,
-    }
-}
-
-pub(crate) fn render_step(path: &Path, ro: &RenderOptions, out: Option<&Path>) -> StepReport {
-    let l = match load_or_step(path, "render") {
-        Ok(l) => l,
-        Err(s) => return *s,
-    };
-    render_loaded(&l, ro, out)
-}
-
-pub(crate) fn render_loaded(l: &Loaded, ro: &RenderOptions, out: Option<&Path>) -> StepReport {
-    let res = ro.renderer().and_then(|r| r.render(l)).and_then(|rendered| {
-        let written: Option<PathBuf> = match out {
-            Some(dir) => Some(crate::manifests::write_out(&rendered, l, dir)?),
-            None => None,
-        };
-        Ok((rendered, written))
-    });
-    match res {
-        Ok((rendered, written)) => {
-            let mut s = StepReport::new("render", &l.display);
-            let kinds: Vec<String> = rendered
-                .objects
-                .iter()
-                .filter_map(|o| o.get("kind").and_then(|k| k.as_str()).map(String::from))
-                .collect();
-            s.summary = match &written {
-                Some(p) => format!("{} → {}", kinds.join(", "), p.display()),
-                None => format!("{} ({})", kinds.join(", "), l.bundle.spec.serving.format.as_str()),
-            };
-            s.data = serde_json::json!({"objects": rendered.objects.len(), "kinds": kinds, "releaseDigest": l.digest, "written": written});
-            s.details.push(Detail {
-                title: format!("manifests for {}", l.display),
-                lang: "yaml".into(),
-                body: rendered.yaml,
-            });
-            if rendered.verifier_missing {
-                s.diagnostics.push(crate::checks::render::verifier_not_rendered(
-                    &l.bundle,
-                    crate::checks::render::VerifierMissing::TemplateOmits(crate::manifests::VERIFIER_CONTAINER),
-                ));
-                s.verdict = s.verdict_from_diagnostics();
-            }
-            s
-        }
-        Err(e) => StepReport::error("render", &l.display, &e),
-    }
 }

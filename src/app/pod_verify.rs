@@ -18,25 +18,13 @@ use crate::adapters::filehash;
 use crate::adapters::local;
 use crate::checks::lint::is_sha256_hex;
 use crate::checks::pod_files::{self, describe_wait, Expected, Outcome, Seen, WaitState, Waiting};
+use crate::options::VerifyFilesOptions;
 use crate::report::{Report, StepReport, Table, Verdict};
 
 pub use crate::bundle::verify_seconds;
 
 /// Cap on the env var's size: the list is small; a huge value is not ours.
 const MAX_MANIFEST_BYTES: usize = 4 << 20;
-
-#[derive(Debug, Clone)]
-pub(crate) struct Opts {
-    pub manifest_env: String,
-    pub root: PathBuf,
-    pub mode: Option<String>,
-    pub termination_log: PathBuf,
-    pub marker: PathBuf,
-    pub ready: bool,
-    pub wait: Duration,
-    pub stay: bool,
-    pub threads: usize,
-}
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -79,7 +67,7 @@ pub(crate) fn parse_manifest(name: &str, text: &str) -> Result<PodManifest> {
     Ok(m)
 }
 
-pub(crate) fn run(o: &Opts) -> Result<Report> {
+pub(crate) fn run(o: &VerifyFilesOptions) -> Result<Report> {
     let text = crate::adapters::env::named(&o.manifest_env)
         .ok_or_else(|| anyhow!("environment variable {} (the artifact list) is not set", o.manifest_env))?;
     let m = parse_manifest(&o.manifest_env, &text)?;

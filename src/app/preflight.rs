@@ -1,32 +1,32 @@
 //! `bundlegate preflight`: gather cluster state (snapshot file or live,
 //! read-only) and run the pure preflight checks for one bundle.
 
-use std::path::Path;
+use anyhow::Result;
 
 use crate::adapters::cluster::{self, LiveScope};
 use crate::app::ctx::Ctx;
+use crate::bundle::Loaded;
 use crate::checks::preflight;
 use crate::diag::Overrides;
+use crate::options::PreflightOptions;
 use crate::report::{Severity, StepReport};
+
+/// Cluster state is needed: refused before anything is loaded.
+pub(crate) fn check(o: &PreflightOptions) -> Result<()> {
+    if o.snapshot.is_none() && !o.live {
+        anyhow::bail!("preflight needs cluster state: --snapshot FILE or --live");
+    }
+    Ok(())
+}
 
 /// Gather cluster state (snapshot file or live, read-only) and run the pure
 /// preflight checks for one bundle.
-pub(crate) fn run(ctx: &Ctx, bundle: &Path, snapshot: Option<&Path>, live: bool, ov: &Overrides) -> StepReport {
-    match crate::app::load_or_step(bundle, "preflight") {
-        Ok(l) => run_loaded(ctx, &l, snapshot, live, ov),
-        Err(s) => *s,
-    }
+pub(crate) fn run(ctx: &Ctx, l: &Loaded, o: &PreflightOptions, ov: &Overrides) -> Result<Vec<StepReport>> {
+    Ok(vec![preflight_step(ctx, l, o, ov)])
 }
 
-/// [`run`] on a bundle already loaded (e.g. as committed at a PR's head).
-pub(crate) fn run_loaded(
-    ctx: &Ctx,
-    l: &crate::bundle::Loaded,
-    snapshot: Option<&Path>,
-    live: bool,
-    ov: &Overrides,
-) -> StepReport {
-    let state = match (snapshot, live) {
+fn preflight_step(ctx: &Ctx, l: &Loaded, o: &PreflightOptions, ov: &Overrides) -> StepReport {
+    let state = match (o.snapshot.as_deref(), o.live) {
         (Some(p), _) => cluster::load_snapshot(p),
         (None, true) => {
             let claims: Vec<String> = l.bundle.spec.serving.volumes.iter().map(|v| v.claim_name.clone()).collect();

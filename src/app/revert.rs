@@ -18,36 +18,22 @@ use crate::report::{Diagnostic, Report, StepReport, Verdict};
 
 pub use crate::checks::revert::REVERT_MARKER;
 
-/// `revert` as a pipeline step; `evidence` is what the run found so far.
-pub fn revert_in(ctx: &Ctx, l: &Loaded, args: &RevertOptions, evidence: &Report) -> Vec<StepReport> {
-    ctx.block_on(revert_steps(ctx, l, args, Some(evidence)))
-        .unwrap_or_else(|e| vec![StepReport::error("revert", &l.display, &e)])
-}
-
-pub fn revert(ctx: &Ctx, bundle: &Path, args: &RevertOptions) -> Result<Report> {
-    let mut r = Report::new("revert");
-    let l = match super::load_or_step(bundle, "revert") {
-        Ok(l) => l,
-        Err(s) => {
-            r.push(*s);
-            return Ok(r);
-        }
-    };
-    let evidence =
-        match &args.evidence {
-            Some(p) => {
+/// `revert` on one loaded bundle; `evidence` is what was found so far (the
+/// pipeline's earlier steps), else the `--evidence` report file. A file that
+/// cannot be read is the tool failing.
+pub fn run(ctx: &Ctx, l: &Loaded, args: &RevertOptions, evidence: Option<&Report>) -> Result<Vec<StepReport>> {
+    let from_file =
+        match (&args.evidence, evidence) {
+            (Some(p), None) => {
                 let text = crate::adapters::bundle_files::read_text(p, crate::adapters::bundle_files::FileKind::Report)
                     .with_context(|| format!("reading evidence {}", p.display()))?;
                 Some(serde_json::from_str::<Report>(&text).with_context(|| {
                     format!("{} is not a bundlegate JSON report (`watch --format json`)", p.display())
                 })?)
             }
-            None => None,
+            _ => None,
         };
-    for s in ctx.block_on(revert_steps(ctx, &l, args, evidence.as_ref()))? {
-        r.push(s);
-    }
-    Ok(r)
+    ctx.block_on(revert_steps(ctx, l, args, evidence.or(from_file.as_ref())))
 }
 
 /// `bundlegate/revert-<name>-<version>`: one name per failed release, so
@@ -77,6 +63,15 @@ pub(crate) async fn revert_steps(
     evidence: Option<&Report>,
 ) -> Vec<StepReport> {
     let target = format!("{} ({} {})", l.display, l.bundle.metadata.version, l.digest);
+    // No base given (a pipeline step without `base`): the remote's HEAD branch, else `main`.
+    let resolved;
+    let args = if args.base.is_none() {
+        let repo = git::checkout_root(&args.repo).unwrap_or_else(|| args.repo.clone());
+        resolved = RevertOptions { base: Some(git::default_base(&repo, &args.remote)), ..args.clone() };
+        &resolved
+    } else {
+        args
+    };
     if let Some(s) = older_than_max_age(ctx, args, &target) {
         return vec![s];
     }
@@ -105,6 +100,11 @@ pub(crate) async fn revert_steps(
     let plan = RevertPlan { repo, rel, prev, rollback: rb.bundle.clone(), verify_summary };
     steps.push(open_revert(ctx, l, args, &plan, evidence, &target).await);
     steps
+}
+
+/// The revert PR's base branch, resolved by [`revert_steps`] before use.
+fn base(args: &RevertOptions) -> &str {
+    args.base.as_deref().unwrap_or(crate::options::defaults::BASE_BRANCH)
 }
 
 /// A revert step that proposes degrading instead (FAIL, no PR).
@@ -159,10 +159,10 @@ fn revert_of_a_revert(repo: &git::Repository, rel: &Path, target: &str) -> Optio
 /// revert would undo that one instead. Refused (NOT RUN), as is a branch
 /// where the bundle cannot be read: a human decides.
 fn moved_on(repo: &git::Repository, rel: &Path, l: &Loaded, args: &RevertOptions, target: &str) -> Option<StepReport> {
-    let why = match git::digest_on_branch(repo, rel, &args.remote, &args.base) {
+    let why = match git::digest_on_branch(repo, rel, &args.remote, base(args)) {
         Ok((_, d)) if d == l.digest => return None,
         Ok((at, d)) => format!("refused: {} on {at} is release {d} now, not {} whose evidence failed; reverting would undo the later release", rel.display(), l.digest),
-        Err(e) => format!("refused: the bundle on {} cannot be read ({e}); a human decides", args.base),
+        Err(e) => format!("refused: the bundle on {} cannot be read ({e}); a human decides", base(args)),
     };
     let mut s = StepReport::not_run("revert", target, why);
     s.data = json!({"refused": "bundle-moved-on", "release": l.digest});
@@ -266,7 +266,7 @@ async fn open_revert(
     };
     let mut s = StepReport::new("revert", target);
     let already = matches!(pushed, git::PushOutcome::AlreadyExists(_));
-    let mut data = json!({"branch": branch, "commit": oid.to_string(), "branchExisted": already, "base": args.base, "rollbackTarget": rollback});
+    let mut data = json!({"branch": branch, "commit": oid.to_string(), "branchExisted": already, "base": base(args), "rollbackTarget": rollback});
 
     let gh = match ctx.github().await {
         Ok(g) => g,
@@ -307,9 +307,9 @@ async fn open_revert(
         l.bundle.metadata.name, l.bundle.metadata.version, prev.bundle.metadata.version
     );
     let body = pr_body(l, prev, rel, &branch, evidence, verify_summary);
-    match gh.create_pull(&owner, &name, &title, &branch, &args.base, &body).await {
+    match gh.create_pull(&owner, &name, &title, &branch, base(args), &body).await {
         Ok(PullOutcome::Created(pr)) => {
-            s.summary = format!("opened PR #{} {} ({branch} → {})", pr.number, pr.html_url, args.base);
+            s.summary = format!("opened PR #{} {} ({branch} → {})", pr.number, pr.html_url, base(args));
             data["pr"] = json!({"number": pr.number, "url": pr.html_url, "created": true});
         }
         Ok(PullOutcome::Exists(pr)) => {
@@ -415,7 +415,11 @@ fn revert_body(f: &RevertFacts, evidence: Option<&Report>) -> String {
         code(f.branch),
         md(f.digest)
     ));
-    super::pr::truncate_markdown(&o, 60_000, &format!("\n\n…evidence truncated.\n\n{REVERT_MARKER} {}\n", md(f.digest)))
+    super::comment::truncate_markdown(
+        &o,
+        60_000,
+        &format!("\n\n…evidence truncated.\n\n{REVERT_MARKER} {}\n", md(f.digest)),
+    )
 }
 
 #[cfg(test)]

@@ -12,7 +12,7 @@
 //! - Canary gates run only when the bundle declares a plan and the rollout
 //!   completed (analysing a rollout that never happened proves nothing).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -29,7 +29,7 @@ use crate::checks::watch::argo::{self, ArgoState, Lineage};
 use crate::checks::watch::rollout::{self as rc, Expected, IdentityExpectation, ProbeSample};
 use crate::checks::watch::stability::{self, RolloutWatch};
 use crate::diag::Overrides;
-use crate::options::{defaults, CanaryOptions, RevertOptions, WatchOptions};
+use crate::options::{CanaryOptions, RevertOptions, WatchOptions};
 use crate::report::{Report, StepReport, Table, Verdict};
 
 /// How often the cluster is read. Polling (plain GETs) rather than watches
@@ -55,26 +55,15 @@ pub(crate) fn expected(l: &Loaded) -> Expected {
     }
 }
 
-pub fn watch(ctx: &Ctx, bundle: &Path, args: &WatchOptions) -> Result<Report> {
-    let mut r = Report::new("watch");
-    let l = match super::load_or_step(bundle, "watch") {
-        Ok(l) => l,
-        Err(s) => {
-            r.push(*s);
-            return Ok(r);
-        }
-    };
-    ctx.try_block_on(watch_loaded(ctx, &l, args))
+/// Watch one loaded bundle's release: Argo CD sync, the rollout, identity,
+/// downtime, the canary gates; a revert PR on a FAIL when asked.
+pub fn run(ctx: &Ctx, l: &Loaded, args: &WatchOptions) -> Result<Vec<StepReport>> {
+    ctx.try_block_on(watch_loaded(ctx, l, args)).map(|r| r.steps)
 }
 
-/// `watch` as a pipeline step: the same checks as the command, on an already
-/// loaded bundle.
-pub(crate) fn watch_steps(ctx: &Ctx, l: &Loaded, args: &WatchOptions) -> Vec<StepReport> {
-    let target = format!("{} ({} {})", l.display, l.bundle.metadata.version, l.digest);
-    match ctx.try_block_on(watch_loaded(ctx, l, args)) {
-        Ok(r) => r.steps,
-        Err(e) => vec![StepReport::error("watch", &target, &e)],
-    }
+/// What the watch's steps name: the bundle with its version and digest.
+pub(crate) fn target(l: &Loaded) -> String {
+    format!("{} ({} {})", l.display, l.bundle.metadata.version, l.digest)
 }
 
 struct Prober {
@@ -324,7 +313,7 @@ async fn watch_loaded(ctx: &Ctx, l: &Loaded, args: &WatchOptions) -> Result<Repo
     let started = Instant::now();
     let deadline = started + timeout;
     let mut r = Report::new("watch");
-    let target = format!("{} ({} {})", l.display, l.bundle.metadata.version, l.digest);
+    let target = target(l);
 
     let (client, server) = match ctx.kube().await {
         Ok(c) => c,
@@ -401,8 +390,8 @@ async fn watch_loaded(ctx: &Ctx, l: &Loaded, args: &WatchOptions) -> Result<Repo
     // ---- 6. revert on failure ----
     if args.revert && r.verdict == Verdict::Fail {
         let repo = git::checkout_root(&l.dir()).unwrap_or_else(|| PathBuf::from("."));
-        let base = git::default_base(&repo, defaults::REMOTE);
-        let rargs = RevertOptions { repo, base, ..Default::default() };
+        // No base: the remote's HEAD branch, else `main`.
+        let rargs = RevertOptions { repo, base: None, ..Default::default() };
         let evidence = r.clone();
         for s in super::revert::revert_steps(ctx, l, &rargs, Some(&evidence)).await {
             r.push(s);

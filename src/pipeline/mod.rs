@@ -12,7 +12,10 @@ use anyhow::{bail, Context, Result};
 use serde::Deserialize;
 
 use crate::bundle;
-use crate::options::{self, defaults, HumanDuration, VerifyOptions};
+use crate::options::{
+    self, defaults, AuditOptions, CanaryOptions, HumanDuration, PreflightOptions, RenderOptions, RevertOptions,
+    VerifyOptions, WatchOptions,
+};
 
 // Running a pipeline takes every adapter; reading one takes none, so the
 // parser is in the core (`--no-default-features`, the fuzz build).
@@ -122,53 +125,31 @@ impl Step {
     }
 }
 
-/// Each step with its own typed options, defaults applied.
+/// Each step with its own typed options (the commands' types of
+/// [`crate::options`]), defaults applied. What only a run knows (the
+/// bundle's name in a watch template, `--prometheus`, the verifier image,
+/// the repository) is filled in when the step runs (`run.rs`).
 #[derive(Debug, Clone)]
 pub enum StepSpec {
     Lint,
     Render {
         /// Show the base→head manifest diff (PR mode).
         diff: bool,
-        templates: Option<PathBuf>,
+        options: RenderOptions,
     },
     Verify(VerifyOptions),
-    Preflight {
-        /// `--snapshot` wins over this.
-        snapshot: Option<PathBuf>,
-    },
-    Canary {
-        window: Option<HumanDuration>,
-    },
+    /// `--snapshot` wins over the step's `snapshot`.
+    Preflight(PreflightOptions),
+    Canary(CanaryOptions),
     /// Posted once per run.
     Comment,
     /// Runs once per run over the whole tree.
-    Audit {
-        verify: VerifyOptions,
-        deep: bool,
-        serving: bool,
-    },
-    Watch(WatchStep),
-    Revert(RevertStep),
-}
-
-/// `watch` in a pipeline: `{name}`/`{namespace}` in `app` and `service_url`
-/// stand for the bundle's metadata.
-#[derive(Debug, Clone)]
-pub struct WatchStep {
-    pub app: String,
-    pub app_namespace: String,
-    pub timeout: HumanDuration,
-    pub service_url: Option<String>,
-    pub probe_interval: HumanDuration,
-    pub stable_for: Option<std::time::Duration>,
-}
-
-#[derive(Debug, Clone)]
-pub struct RevertStep {
-    pub remote: String,
-    /// Default: the remote's HEAD branch, else `main`.
-    pub base: Option<String>,
-    pub max_age: HumanDuration,
+    Audit(AuditOptions),
+    /// `{name}`/`{namespace}` in `app` and `service_url` stand for the
+    /// bundle's metadata.
+    Watch(WatchOptions),
+    /// `base: None`: the remote's HEAD branch, else `main`.
+    Revert(RevertOptions),
 }
 
 #[derive(Debug, Deserialize, Default)]
@@ -321,10 +302,10 @@ impl StepSpec {
             StepSpec::Lint => StepKind::Lint,
             StepSpec::Render { .. } => StepKind::Render,
             StepSpec::Verify(_) => StepKind::Verify,
-            StepSpec::Preflight { .. } => StepKind::Preflight,
-            StepSpec::Canary { .. } => StepKind::Canary,
+            StepSpec::Preflight(_) => StepKind::Preflight,
+            StepSpec::Canary(_) => StepKind::Canary,
             StepSpec::Comment => StepKind::Comment,
-            StepSpec::Audit { .. } => StepKind::Audit,
+            StepSpec::Audit(_) => StepKind::Audit,
             StepSpec::Watch(_) => StepKind::Watch,
             StepSpec::Revert(_) => StepKind::Revert,
         }
@@ -372,17 +353,23 @@ impl StepSpec {
         Ok(match kind {
             StepKind::Lint => StepSpec::Lint,
             StepKind::Comment => StepSpec::Comment,
-            StepKind::Render => StepSpec::Render { diff: w.diff.unwrap_or(true), templates: w.templates.clone() },
+            StepKind::Render => StepSpec::Render {
+                diff: w.diff.unwrap_or(true),
+                options: RenderOptions { templates: w.templates.clone(), ..Default::default() },
+            },
             StepKind::Verify => StepSpec::Verify(verify()?),
-            StepKind::Preflight => StepSpec::Preflight { snapshot: w.snapshot.clone() },
-            StepKind::Canary => StepSpec::Canary { window: duration_option("window", w.window.clone(), None)? },
-            StepKind::Audit => StepSpec::Audit {
+            StepKind::Preflight => StepSpec::Preflight(PreflightOptions { snapshot: w.snapshot.clone(), live: false }),
+            StepKind::Canary => StepSpec::Canary(CanaryOptions {
+                window: duration_option("window", w.window.clone(), None)?,
+                ..Default::default()
+            }),
+            StepKind::Audit => StepSpec::Audit(AuditOptions {
                 verify: verify()?,
                 deep: w.deep.unwrap_or(false),
                 serving: w.serving.unwrap_or(false),
-            },
-            StepKind::Watch => StepSpec::Watch(WatchStep {
-                app: w.app.clone().unwrap_or_else(|| defaults::APP_TEMPLATE.into()),
+                ..Default::default()
+            }),
+            StepKind::Watch => StepSpec::Watch(WatchOptions {
                 app_namespace: w.app_namespace.clone().unwrap_or_else(|| defaults::APP_NAMESPACE.into()),
                 timeout: duration_or("timeout", w.timeout.clone(), defaults::WATCH_TIMEOUT)?,
                 service_url: w.service_url.clone(),
@@ -393,11 +380,13 @@ impl StepSpec {
                     .map(crate::util::try_duration)
                     .transpose()
                     .map_err(|e| ("stableFor", e))?,
+                ..WatchOptions::new(w.app.clone().unwrap_or_else(|| defaults::APP_TEMPLATE.into()))
             }),
-            StepKind::Revert => StepSpec::Revert(RevertStep {
+            StepKind::Revert => StepSpec::Revert(RevertOptions {
                 remote: w.remote.clone().unwrap_or_else(|| defaults::REMOTE.into()),
                 base: w.base.clone(),
                 max_age: duration_or("maxAge", w.max_age.clone(), defaults::REVERT_MAX_AGE)?,
+                ..Default::default()
             }),
         })
     }

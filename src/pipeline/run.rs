@@ -5,21 +5,17 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 
-use super::{load, OnFailure, Pipeline, RevertStep, SelectFrom, Step, StepKind, StepSpec, WatchStep};
+use super::{load, OnFailure, Pipeline, SelectFrom, Step, StepKind, StepSpec};
 use crate::app::ctx::Ctx;
 use crate::bundle::{self, Loaded};
 use crate::diag::Overrides;
-use crate::manifests::TemplateSource;
-use crate::options::{CanaryOptions, RenderOptions, RevertOptions, WatchOptions};
+use crate::options::{CanaryOptions, PreflightOptions, RenderOptions, RevertOptions, RunOptions, WatchOptions};
 use crate::report::{Report, StepReport, Verdict};
 
+/// What a run is given: the `run` command's options, the severities, and
+/// what the context supplies.
 pub struct Inputs {
-    pub bundles: Vec<PathBuf>,
-    pub snapshot: Option<PathBuf>,
-    pub base: Option<String>,
-    pub head: Option<String>,
-    pub repo: PathBuf,
-    pub prometheus: Option<String>,
+    pub options: RunOptions,
     pub overrides: Overrides,
     /// The render step's verifier image (`None`: the default).
     pub verifier_image: Option<String>,
@@ -38,9 +34,10 @@ struct Target {
 }
 
 fn select(p: &Pipeline, inputs: &Inputs) -> Result<(Vec<Target>, Option<StepReport>)> {
-    if !inputs.bundles.is_empty() {
+    if !inputs.options.bundles.is_empty() {
         return Ok((
             inputs
+                .options
                 .bundles
                 .iter()
                 .map(|b| Target { path: b.clone(), base_text: None, head_text: None, head_error: None })
@@ -51,13 +48,15 @@ fn select(p: &Pipeline, inputs: &Inputs) -> Result<(Vec<Target>, Option<StepRepo
     match p.bundles.as_ref().map(|b| b.from) {
         Some(SelectFrom::Changed) => {
             let base = inputs
+                .options
                 .base
                 .clone()
                 .context("this pipeline selects changed bundles: pass --base (and --head) or --bundle")?;
-            let head = inputs.head.clone().unwrap_or_else(|| "HEAD".into());
-            let changed = crate::adapters::git::changed_bundles(&inputs.repo, &base, &head).with_context(|| {
-                format!("finding bundles changed between {base} and {head} in {}", inputs.repo.display())
-            })?;
+            let head = inputs.options.head.clone().unwrap_or_else(|| "HEAD".into());
+            let changed =
+                crate::adapters::git::changed_bundles(&inputs.options.repo, &base, &head).with_context(|| {
+                    format!("finding bundles changed between {base} and {head} in {}", inputs.options.repo.display())
+                })?;
             let mut note = StepReport::new("select", format!("{base}..{head}"));
             let mut out = Vec::new();
             let mut skipped = Vec::new();
@@ -67,7 +66,7 @@ fn select(p: &Pipeline, inputs: &Inputs) -> Result<(Vec<Target>, Option<StepRepo
                     skipped.push(c.path.display().to_string());
                     continue;
                 }
-                let path = inputs.repo.join(&c.path);
+                let path = inputs.options.repo.join(&c.path);
                 // Say so when the checkout is not at head: the check reads
                 // head's committed bundle, not the file on disk.
                 if c.head_error.is_none()
@@ -106,7 +105,7 @@ fn select(p: &Pipeline, inputs: &Inputs) -> Result<(Vec<Target>, Option<StepRepo
             Ok((out, Some(note)))
         }
         Some(SelectFrom::All) => {
-            let root = p.bundles.as_ref().and_then(|b| b.root.clone()).unwrap_or_else(|| inputs.repo.clone());
+            let root = p.bundles.as_ref().and_then(|b| b.root.clone()).unwrap_or_else(|| inputs.options.repo.clone());
             let found = crate::app::verify::find_bundles(&root)?;
             Ok((
                 found
@@ -176,22 +175,15 @@ pub fn run_file(ctx: &Ctx, pipeline_path: &Path, inputs: &Inputs) -> Result<Repo
     }
     for step in &p.steps {
         match &step.spec {
-            StepSpec::Audit { verify, deep, serving } => {
-                let root = inputs.repo.clone();
-                let o = crate::app::audit::AuditOptions { root: root.clone(), deep: *deep, ..Default::default() };
-                let r = ctx.try_block_on(crate::app::audit::audit(ctx, &o, verify, &inputs.overrides))?;
+            StepSpec::Audit(o) => {
+                let r = crate::app::audit::run(ctx, &inputs.options.repo, o, &inputs.overrides)?;
                 for s in r.steps {
                     push_step(&mut report, step, s);
-                }
-                if *serving {
-                    for s in ctx.try_block_on(crate::app::serving::serving_audit(ctx, &root))? {
-                        push_step(&mut report, step, s);
-                    }
                 }
             }
             StepSpec::Comment => {
                 // Posted even when no bundle changed, so the PR says so.
-                let s = crate::app::pr::github_step(ctx, &report);
+                let s = crate::app::comment::github_step(ctx, &report);
                 push_step(&mut report, step, s);
             }
             _ => {}
@@ -224,28 +216,27 @@ fn fill(template: &str, l: &Loaded) -> String {
 /// The merge commit Argo CD must have synced: `--head` (or HEAD) resolved in
 /// the repository, else `GITHUB_SHA`.
 fn revision(ctx: &Ctx, inputs: &Inputs) -> Option<String> {
-    let spec = inputs.head.as_deref().unwrap_or("HEAD");
-    crate::adapters::git::resolve_commit(&inputs.repo, spec).or_else(|| ctx.env.github_sha.clone())
+    let spec = inputs.options.head.as_deref().unwrap_or("HEAD");
+    crate::adapters::git::resolve_commit(&inputs.options.repo, spec).or_else(|| ctx.env.github_sha.clone())
 }
 
-fn watch_options(ctx: &Ctx, w: &WatchStep, l: &Loaded, inputs: &Inputs) -> WatchOptions {
+/// The step's watch options with what only this run knows: the bundle's
+/// metadata in `app` and `service_url`, the revision, `--prometheus`.
+fn watch_options(ctx: &Ctx, w: &WatchOptions, l: &Loaded, inputs: &Inputs) -> WatchOptions {
     WatchOptions {
         app: fill(&w.app, l),
-        app_namespace: w.app_namespace.clone(),
         revision: revision(ctx, inputs),
-        timeout: w.timeout.clone(),
         service_url: w.service_url.as_deref().map(|u| fill(u, l)),
-        probe_interval: w.probe_interval.clone(),
-        stable_for: w.stable_for,
         revert: false, // the pipeline's own revert step decides
-        prometheus: inputs.prometheus.clone(),
+        prometheus: inputs.options.prometheus.clone(),
+        ..w.clone()
     }
 }
 
 /// Revert only on a proven failure of this bundle's gates: an ERROR or an
 /// INCONCLUSIVE step is missing evidence, and reverting on missing evidence
 /// would undo releases whenever a dependency is down.
-fn revert_step(ctx: &Ctx, rs: &RevertStep, l: &Loaded, inputs: &Inputs, done: &Report) -> Vec<StepReport> {
+fn revert_step(ctx: &Ctx, rs: &RevertOptions, l: &Loaded, inputs: &Inputs, done: &Report) -> Vec<StepReport> {
     let failed: Vec<&str> = done.steps.iter().filter(|s| s.verdict == Verdict::Fail).map(|s| s.step.as_str()).collect();
     if failed.is_empty() {
         let unsure: Vec<&str> = done
@@ -264,77 +255,85 @@ fn revert_step(ctx: &Ctx, rs: &RevertStep, l: &Loaded, inputs: &Inputs, done: &R
         };
         return vec![StepReport::not_run("revert", &l.display, why)];
     }
-    let remote = rs.remote.clone();
-    let repo = crate::adapters::git::checkout_root(&inputs.repo).unwrap_or_else(|| inputs.repo.clone());
-    let base = rs.base.clone().unwrap_or_else(|| crate::adapters::git::default_base(&repo, &remote));
-    let args = RevertOptions { repo, remote, base, evidence: None, max_age: rs.max_age.clone(), failed_at: None };
-    crate::app::revert::revert_in(ctx, l, &args, done)
+    let repo = crate::adapters::git::checkout_root(&inputs.options.repo).unwrap_or_else(|| inputs.options.repo.clone());
+    let args = RevertOptions { repo, ..rs.clone() };
+    or_error("revert", &l.display, crate::app::revert::run(ctx, l, &args, Some(done)))
+}
+
+/// A command's steps, or its failure as this step's ERROR.
+fn or_error(step: &str, target: &str, steps: Result<Vec<StepReport>>) -> Vec<StepReport> {
+    steps.unwrap_or_else(|e| vec![StepReport::error(step, target, &e)])
 }
 
 fn run_step(ctx: &Ctx, step: &Step, l: &Loaded, t: &Target, inputs: &Inputs) -> Vec<StepReport> {
-    match &step.spec {
-        StepSpec::Watch(w) => crate::app::watch::watch_steps(ctx, l, &watch_options(ctx, w, l, inputs)),
-        _ => vec![run_one(ctx, step, l, t, inputs)],
-    }
-}
-
-fn run_one(ctx: &Ctx, step: &Step, l: &Loaded, t: &Target, inputs: &Inputs) -> StepReport {
     let ov = &inputs.overrides;
     match &step.spec {
-        StepSpec::Lint => crate::app::lint_loaded(l, ov),
-        StepSpec::Render { diff, templates } => {
-            let ro = RenderOptions {
-                templates: templates.as_ref().map(|d| TemplateSource::Dir(d.clone())).unwrap_or_default(),
-                verifier_image: inputs.verifier_image.clone(),
-            };
-            let mut s = crate::app::render_loaded(l, &ro, None);
-            if s.verdict == Verdict::Pass && *diff {
-                let head_yaml = s.details.first().map(|d| d.body.clone()).unwrap_or_default();
-                let base_yaml = t.base_text.as_ref().map(|text| {
-                    bundle::parse(&format!("{} (base)", l.display), &l.path, text.clone())
-                        .map_err(anyhow::Error::from)
-                        .and_then(|b| ro.renderer()?.render(&b))
-                        .map(|r| r.yaml)
-                        .unwrap_or_else(|e| format!("# base version could not be rendered: {e}\n"))
-                });
-                if t.base_text.is_some() || !inputs.bundles.is_empty() || inputs.base.is_some() {
-                    s.details = vec![crate::app::pr::manifest_diff(
-                        base_yaml.as_deref(),
-                        &head_yaml,
-                        &format!("manifest diff for {}", l.display),
-                    )];
-                }
+        StepSpec::Lint => or_error("lint", &l.display, crate::app::lint::run(ctx, l, ov)),
+        StepSpec::Render { diff, options } => render_step(ctx, *diff, options, l, t, inputs),
+        StepSpec::Verify(opts) => or_error("verify", &l.display, crate::app::verify::run(ctx, l, opts, ov)),
+        StepSpec::Preflight(o) => match inputs.options.snapshot.clone().or_else(|| o.snapshot.clone()) {
+            Some(sn) => {
+                let o = PreflightOptions { snapshot: Some(sn), live: false };
+                or_error("preflight", &l.display, crate::app::preflight::run(ctx, l, &o, ov))
             }
-            s
-        }
-        StepSpec::Verify(opts) => {
-            ctx.block_on_step("verify", &l.display, crate::app::verify::verify_loaded(ctx, l, opts, ov, None))
-        }
-        StepSpec::Preflight { snapshot } => {
-            let snap = inputs.snapshot.clone().or_else(|| snapshot.clone());
-            match snap {
-                Some(sn) => crate::app::preflight::run_loaded(ctx, l, Some(&sn), false, ov),
-                None => StepReport::not_run("preflight", &l.display, "no cluster state: pass --snapshot FILE (kubectl get … -o yaml) to check surge capacity, quotas and volumes"),
-            }
-        }
-        StepSpec::Canary { window } => match &inputs.prometheus {
-            None => StepReport::not_run(
+            None => vec![StepReport::not_run("preflight", &l.display, "no cluster state: pass --snapshot FILE (kubectl get … -o yaml) to check surge capacity, quotas and volumes")],
+        },
+        StepSpec::Canary(o) => match &inputs.options.prometheus {
+            None => vec![StepReport::not_run(
                 "canary",
                 &l.display,
                 "no Prometheus URL (--prometheus / BUNDLEGATE_PROMETHEUS_URL): canary gates not evaluated",
-            ),
+            )],
             Some(url) => {
-                let args =
-                    CanaryOptions { prometheus: Some(url.clone()), window: window.clone(), ..Default::default() };
-                ctx.block_on_step("canary", &l.display, crate::app::canary::analyze(ctx, l, &args, ov))
+                let args = CanaryOptions { prometheus: Some(url.clone()), ..o.clone() };
+                or_error("canary", &l.display, crate::app::canary::run(ctx, l, &args, ov))
             }
         },
-        // run_step and run_file dispatch these; reaching here is a bug, and
-        // a bug is an ERROR step, not a crash that loses the report.
-        StepSpec::Watch(_) | StepSpec::Revert(_) | StepSpec::Comment | StepSpec::Audit { .. } => StepReport::error(
+        StepSpec::Watch(w) => or_error(
+            "watch",
+            &crate::app::watch::target(l),
+            crate::app::watch::run(ctx, l, &watch_options(ctx, w, l, inputs)),
+        ),
+        // run_file runs these; reaching here is a bug, and a bug is an
+        // ERROR step, not a crash that loses the report.
+        StepSpec::Revert(_) | StepSpec::Comment | StepSpec::Audit(_) => vec![StepReport::error(
             step.kind().as_str(),
             &l.display,
             &anyhow::anyhow!("internal: this step is not run per bundle here"),
-        ),
+        )],
     }
+}
+
+/// The render step; in PR mode (or on named bundles) its detail is the
+/// base→head manifest diff instead of the manifests.
+fn render_step(
+    ctx: &Ctx,
+    diff: bool,
+    options: &RenderOptions,
+    l: &Loaded,
+    t: &Target,
+    inputs: &Inputs,
+) -> Vec<StepReport> {
+    let ro = RenderOptions { verifier_image: inputs.verifier_image.clone(), ..options.clone() };
+    let mut steps = or_error("render", &l.display, crate::app::render::run(ctx, l, &ro));
+    for s in &mut steps {
+        if s.verdict == Verdict::Pass && diff {
+            let head_yaml = s.details.first().map(|d| d.body.clone()).unwrap_or_default();
+            let base_yaml = t.base_text.as_ref().map(|text| {
+                bundle::parse(&format!("{} (base)", l.display), &l.path, text.clone())
+                    .map_err(anyhow::Error::from)
+                    .and_then(|b| ro.renderer()?.render(&b))
+                    .map(|r| r.yaml)
+                    .unwrap_or_else(|e| format!("# base version could not be rendered: {e}\n"))
+            });
+            if t.base_text.is_some() || !inputs.options.bundles.is_empty() || inputs.options.base.is_some() {
+                s.details = vec![crate::app::comment::manifest_diff(
+                    base_yaml.as_deref(),
+                    &head_yaml,
+                    &format!("manifest diff for {}", l.display),
+                )];
+            }
+        }
+    }
+    steps
 }

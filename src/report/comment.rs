@@ -2,7 +2,7 @@
 //! Markdown report into bodies within GitHub's limits so that every part
 //! renders on its own (a code fence or `<details>` block cut at a part's end
 //! is closed there and reopened in the next). Pure text; publishing is
-//! `app::pr`.
+//! `app::comment`.
 
 /// GitHub's limit for a comment body, in characters.
 pub const COMMENT_LIMIT: usize = 65_536;

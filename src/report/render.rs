@@ -6,7 +6,8 @@ use std::fmt::Write as _;
 use super::escape::{self, human as human_text, markdown as md, markdown_code as md_code};
 use super::{Report, Severity, StepReport, Verdict};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 pub enum Format {
     Human,
     Json,

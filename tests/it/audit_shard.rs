@@ -419,7 +419,13 @@ fn a_failed_push_still_prints_the_findings_writes_the_metrics_file_and_never_pas
     assert_eq!(verdicts(findings(&merged)), verdicts(f), "the merged findings are printed");
     // A destination that cannot work is refused before any hashing.
     let bad = audit(&ex, &["--cache", c.to_str().unwrap(), "--pushgateway", "ftp://h/"]);
-    assert_eq!((bad.code, bad.stdout.as_str()), (2, ""), "{}", bad.stderr);
+    assert_eq!(bad.code, 2, "{}", bad.stderr);
+    // Its report (in the chosen format, issue #28) is that one ERROR: nothing was audited.
+    let r: serde_json::Value = serde_json::from_str(&bad.stdout).unwrap();
+    let steps = r["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), 1, "{r:#}");
+    assert_eq!((steps[0]["step"].as_str(), steps[0]["verdict"].as_str()), (Some("audit"), Some("error")), "{r:#}");
+    assert!(steps[0]["summary"].as_str().unwrap().contains("--pushgateway"), "{r:#}");
 }
 
 #[test]

@@ -154,3 +154,47 @@ fn a_closed_pipe_ends_every_command_quietly() {
     // The verdict still sets the exit code.
     assert_eq!(closed_stdout(ex.path(), &["codes"]).0, Some(0));
 }
+
+/// Every tool failure is a report in the chosen `--format` (issue #28): each
+/// command, given a bundle or file that is not there, prints a parseable
+/// JSON report and a non-empty Markdown one, ERROR, and exits 2. (The Argo
+/// CD plugin is the exception by contract: its stdout is what Argo CD
+/// parses, so a failure leaves it empty, see `argocd.rs`.)
+#[test]
+fn every_command_reports_a_missing_input_in_every_format() {
+    let ex = Example::new();
+    let gone = "no-such-bundle.yaml";
+    let cmds: Vec<Vec<&str>> = vec![
+        vec!["lint", gone],
+        vec!["render", gone],
+        vec!["digest", gone],
+        vec!["verify", "--progress", "never", gone],
+        vec!["publish", "no-such-folder", "--to", "file:../x/", "--bundle", gone],
+        vec!["audit", "no-such-tree", "--cache", "cache"],
+        vec!["report", "merge", "no-such-report.json"],
+        vec!["preflight", gone, "--snapshot", "no-such-snapshot.yaml"],
+        vec!["canary", gone],
+        vec!["run", "no-such-pipeline.yaml", "--bundle", gone],
+        vec!["watch", gone, "--app", "x", "--revision", "abc"],
+        vec!["revert", gone],
+        vec!["verify-files", "--manifest-env", "BUNDLEGATE_TEST_NO_SUCH_VAR", "--root", "no-such-folder"],
+        vec!["explain", "BG999"],
+        vec!["--config", "no-such-config.yaml", "codes"],
+    ];
+    for cmd in &cmds {
+        let mut json = vec!["--format", "json"];
+        json.extend(cmd);
+        let out = ex.run(&json);
+        assert_eq!(out.code, 2, "{cmd:?}: {}\n{}", out.stdout, out.stderr);
+        assert!(!out.stderr.contains("panicked"), "{cmd:?}:\n{}", out.stderr);
+        let r: serde_json::Value = serde_json::from_str(&out.stdout)
+            .unwrap_or_else(|e| panic!("{cmd:?}: no JSON report ({e}):\n{}", out.stdout));
+        assert_eq!(r["verdict"], "error", "{cmd:?}: {r:#}");
+        assert!(r["steps"].as_array().is_some_and(|s| !s.is_empty()), "{cmd:?}: {r:#}");
+        let mut md = vec!["--format", "markdown"];
+        md.extend(cmd);
+        let out = ex.run(&md);
+        assert_eq!(out.code, 2, "{cmd:?} markdown: {}\n{}", out.stdout, out.stderr);
+        assert!(out.stdout.contains("ERROR"), "{cmd:?}: no Markdown report:\n{}", out.stdout);
+    }
+}

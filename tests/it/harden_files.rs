@@ -437,7 +437,7 @@ fn keys(rt: &tokio::runtime::Runtime, mem: &InMemory) -> BTreeSet<String> {
 fn publish(ex: &Example, store: Arc<dyn ObjectStore>, dir: &Path) -> anyhow::Result<bundlegate::report::StepReport> {
     let ctx = Ctx::new(EnvSnapshot::default()).with_store(store);
     let rt = ctx.runtime()?;
-    rt.block_on(bundlegate::app::verify::publish(&ctx, dir, TO, &ex.v2(), 4))
+    rt.block_on(bundlegate::app::publish::publish(&ctx, dir, TO, &ex.v2(), 4))
 }
 
 /// Files of the given sizes in a fresh folder, named `names`.

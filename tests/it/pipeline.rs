@@ -90,11 +90,11 @@ fn malformed_pipeline_is_an_error_before_anything_runs() {
     ];
     for (body, want) in cases {
         let p = write_pipeline(&ex, body);
-        let out = ex.run(&["run", &p, "--bundle", ex.v2().to_str().unwrap()]);
+        let out = ex.run(&["--format", "json", "run", &p, "--bundle", ex.v2().to_str().unwrap()]);
         assert_eq!(out.code, 2, "{body}");
         assert!(out.stderr.contains(want), "want {want:?} in {}", out.stderr);
         assert!(out.stderr.contains("p.yaml:"), "{}", out.stderr);
-        assert!(out.stdout.is_empty(), "nothing ran, nothing reported: {}", out.stdout);
+        assert_nothing_ran(&out.stdout, want);
     }
 }
 
@@ -172,7 +172,7 @@ fn step_options_are_validated_at_load_with_positions() {
     ];
     for (body, field, line, why) in cases {
         let p = write_pipeline(&ex, body);
-        let out = ex.run(&["run", &p, "--bundle", b.to_str().unwrap()]);
+        let out = ex.run(&["--format", "json", "run", &p, "--bundle", b.to_str().unwrap()]);
         assert_eq!(out.code, 2, "{body}\n{}\n{}", out.stdout, out.stderr);
         let want = format!("{p}:{}:", line + 5); // 5 header lines before `spec:`'s body
         assert!(
@@ -180,8 +180,19 @@ fn step_options_are_validated_at_load_with_positions() {
             "want {want} {field} {why}:\n{}",
             out.stderr
         );
-        assert!(out.stdout.is_empty(), "nothing ran: {}", out.stdout);
+        assert_nothing_ran(&out.stdout, why);
     }
+}
+
+/// A pipeline refused before anything runs: the report (in the chosen
+/// format, issue #28) is that one ERROR and no step of the pipeline.
+fn assert_nothing_ran(stdout: &str, why: &str) {
+    let r: serde_json::Value = serde_json::from_str(stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"));
+    assert_eq!(r["verdict"], "error", "{r:#}");
+    let steps = r["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), 1, "nothing ran: {r:#}");
+    assert_eq!(steps[0]["step"], "run", "{r:#}");
+    assert!(steps[0]["summary"].as_str().unwrap().contains(why), "{r:#}");
 }
 
 /// `required: false` then `required: true` in one step was silently

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use bundlegate::adapters::env::EnvSnapshot;
 use bundlegate::app::ctx::Ctx;
 use bundlegate::diag::Overrides;
+use bundlegate::options::RunOptions;
 use bundlegate::pipeline::{run_file, Inputs};
 use bundlegate::report::Verdict;
 use object_store::memory::InMemory;
@@ -42,12 +43,7 @@ fn run(ex: &Example, mem: Arc<InMemory>) -> Value {
     .unwrap();
     let ctx = Ctx::new(EnvSnapshot::default()).with_store(mem);
     let inputs = Inputs {
-        bundles: vec![ex.v2()],
-        snapshot: None,
-        base: None,
-        head: None,
-        repo: ex.path().to_path_buf(),
-        prometheus: None,
+        options: RunOptions { bundles: vec![ex.v2()], repo: ex.path().to_path_buf(), ..Default::default() },
         overrides: Overrides::default(),
         verifier_image: None,
     };

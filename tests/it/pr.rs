@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 
 use bundlegate::adapters::git::changed_bundles;
 use bundlegate::adapters::github::{GithubClient, GithubError, RetryPolicy};
+use bundlegate::app::comment::{self as pr, publish_comment, sticky_parts, GithubEnv, COMMENT_LIMIT};
 use bundlegate::app::ctx::Ctx;
-use bundlegate::app::pr::{self, publish_comment, sticky_parts, GithubEnv, COMMENT_LIMIT};
 use bundlegate::report::{Diagnostic, Report, Span, StepReport, Verdict};
 use serde_json::Value;
 

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use bundlegate::adapters::env::{EnvSnapshot, Secret};
 use bundlegate::app::ctx::Ctx;
-use bundlegate::app::{revert, watch};
+use bundlegate::app::{self, revert, watch};
 use bundlegate::options::{HumanDuration, RevertOptions, WatchOptions};
 use bundlegate::report::{Report, Verdict};
 use chrono::{TimeZone, Utc};
@@ -55,7 +55,9 @@ fn lib_watch_evicted_old_pod_is_history_and_passes() {
         objects: finished_with(&d, V2_URI, vec![evicted(OLD_POD, OLD, V1_URI)]),
     }];
     let (ctx, standin) = ctx_over(frames, EnvSnapshot::default());
-    let r = watch::watch(&ctx, &ws.path().join("release.yaml"), &options(&ws.sha, "5s")).unwrap();
+    let r =
+        app::on_bundles("watch", &[&ws.path().join("release.yaml")], |l| watch::run(&ctx, l, &options(&ws.sha, "5s")))
+            .unwrap();
     let v = json_of(&r);
     assert_eq!(r.verdict, Verdict::Pass, "{v:#}");
     assert_eq!(step(&v, "rollout")["verdict"], "pass", "{v:#}");
@@ -81,7 +83,9 @@ fn lib_watch_crashloop_of_the_new_release_fails_bg501() {
         objects: objects(&d, green_deployment(), vec![pod(PodSpec::ready(OLD_POD, OLD, V1_URI)), pod(crash)], vec![]),
     }];
     let (ctx, standin) = ctx_over(frames, EnvSnapshot::default());
-    let r = watch::watch(&ctx, &ws.path().join("release.yaml"), &options(&ws.sha, "1s")).unwrap();
+    let r =
+        app::on_bundles("watch", &[&ws.path().join("release.yaml")], |l| watch::run(&ctx, l, &options(&ws.sha, "1s")))
+            .unwrap();
     let v = json_of(&r);
     assert_eq!(r.verdict, Verdict::Fail, "{v:#}");
     assert_eq!(step(&v, "argo")["verdict"], "pass", "{v:#}");
@@ -105,7 +109,10 @@ fn lib_watch_unreachable_cluster_is_an_error_never_a_pass() {
         kube::Client::new(refused, "ai-lab")
     };
     let ctx = ctx.with_kube(client, "unreachable");
-    let r = watch::watch(&ctx, &ws.path().join("release.yaml"), &options(&ws.sha, "300ms")).unwrap();
+    let r = app::on_bundles("watch", &[&ws.path().join("release.yaml")], |l| {
+        watch::run(&ctx, l, &options(&ws.sha, "300ms"))
+    })
+    .unwrap();
     let v = json_of(&r);
     assert_ne!(r.verdict, Verdict::Pass, "{v:#}");
     assert!(matches!(r.verdict, Verdict::Error | Verdict::Inconclusive), "{v:#}");
@@ -127,12 +134,18 @@ fn lib_revert_age_is_judged_by_the_context_clock() {
     let bundle = ws.path().join("release.yaml");
     let at = |now| Ctx::new(EnvSnapshot::default()).with_clock(move || now);
     // Two hours later by the injected clock: history, not an incident.
-    let r = revert::revert(&at(failed_at + chrono::Duration::hours(2)), &bundle, &opts).unwrap();
+    let r = app::on_bundles("revert", &[&bundle], |l| {
+        revert::run(&at(failed_at + chrono::Duration::hours(2)), l, &opts, None)
+    })
+    .unwrap();
     let v = json_of(&r);
     assert_eq!(step(&v, "revert")["verdict"], "not-run", "{v:#}");
     assert_eq!(step(&v, "revert")["data"]["ignored"], "older-than-max-age", "{v:#}");
     // Ten minutes later: acted on (whatever it then finds), not ignored.
-    let r = revert::revert(&at(failed_at + chrono::Duration::minutes(10)), &bundle, &opts).unwrap();
+    let r = app::on_bundles("revert", &[&bundle], |l| {
+        revert::run(&at(failed_at + chrono::Duration::minutes(10)), l, &opts, None)
+    })
+    .unwrap();
     let v = json_of(&r);
     assert!(v["steps"].as_array().unwrap().iter().all(|s| s["data"]["ignored"].is_null()), "{v:#}");
 }
@@ -165,7 +178,8 @@ fn lib_watch_with_revert_opens_one_pr_through_the_injected_clients() {
     };
     let (ctx, standin) = ctx_over(frames, env);
     let opts = WatchOptions { revert: true, ..options(&sha, "1s") };
-    let r = watch::watch(&ctx, &w.join("llm-scratch/v2/release.yaml"), &opts).unwrap();
+    let r =
+        app::on_bundles("watch", &[&w.join("llm-scratch/v2/release.yaml")], |l| watch::run(&ctx, l, &opts)).unwrap();
     let v = json_of(&r);
     assert_eq!(r.verdict, Verdict::Fail, "{v:#}");
     assert_eq!(step(&v, "revert")["verdict"], "pass", "{v:#}");

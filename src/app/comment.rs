@@ -1,6 +1,6 @@
-//! PR mode: the GitHub side of a pipeline run: one sticky PR
-//! comment (split into numbered parts when long), the job summary, workflow
-//! annotations, step outputs, and manifest diffs for the comment.
+//! The pipeline's `comment` step (PR mode), the GitHub side of a run: one
+//! sticky PR comment (split into numbered parts when long), the job summary,
+//! workflow annotations, step outputs, and manifest diffs for the comment.
 //!
 //! Everything here degrades to "not run, because …": without a token or a PR
 //! number, or with a fork PR's read-only token, the job summary is still

@@ -1,0 +1,31 @@
+//! `bundlegate lint`: release hygiene of one loaded bundle (no network).
+
+use anyhow::Result;
+
+use crate::app::ctx::Ctx;
+use crate::bundle::Loaded;
+use crate::checks::lint::{self, RollbackStatus};
+use crate::diag::Overrides;
+use crate::report::{Severity, StepReport};
+
+/// Lint one bundle; its rollback target is resolved beside it.
+pub(crate) fn run(_ctx: &Ctx, l: &Loaded, ov: &Overrides) -> Result<Vec<StepReport>> {
+    Ok(vec![lint_with(l, ov, &crate::adapters::bundle_files::rollback_status(l))])
+}
+
+/// [`run`] with the rollback target already resolved (the CMP resolves it
+/// inside the repository root Argo CD names).
+pub(crate) fn lint_with(l: &Loaded, ov: &Overrides, rb: &RollbackStatus) -> StepReport {
+    let mut s = StepReport::new("lint", &l.display);
+    s.diagnostics = ov.apply(lint::lint(l, rb));
+    s.verdict = s.verdict_from_diagnostics();
+    s.summary = format!(
+        "{} error(s), {} warning(s); release {} {}",
+        s.count(Severity::Error),
+        s.count(Severity::Warning),
+        l.bundle.metadata.version,
+        l.digest
+    );
+    s.data = serde_json::json!({"releaseDigest": l.digest, "name": l.bundle.metadata.name, "version": l.bundle.metadata.version});
+    s
+}

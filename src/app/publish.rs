@@ -1,0 +1,152 @@
+//! `bundlegate publish`: upload a model folder to a new versioned prefix
+//! and record each file's sha256/size in the bundle.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use anyhow::{bail, Context, Result};
+
+use crate::adapters::store;
+use crate::app::ctx::Ctx;
+use crate::bundle::{self, Loaded};
+use crate::options::{PublishOptions, MAX_JOBS};
+use crate::report::StepReport;
+
+/// Infer an artifact's role from its file name (publish of a new folder).
+pub(crate) fn infer_role(path: &str) -> bundle::ArtifactRole {
+    use bundle::ArtifactRole as R;
+    let name = path.rsplit('/').next().unwrap_or(path).to_ascii_lowercase();
+    if name.contains("chat_template") || name.ends_with(".jinja") {
+        R::ChatTemplate
+    } else if name.starts_with("tokenizer") || name == "vocab.json" || name == "merges.txt" || name.ends_with(".model")
+    {
+        R::Tokenizer
+    } else if name == "generation_config.json" {
+        R::GenerationConfig
+    } else if [".safetensors", ".bin", ".pt", ".pth", ".gguf", ".onnx", ".ckpt"].iter().any(|e| name.ends_with(e)) {
+        R::Weights
+    } else if name.contains("corpus") || name.contains("baseline") || name.contains("drift") {
+        R::DriftBaseline
+    } else if name.ends_with(".json") || name.ends_with(".yaml") {
+        R::Config
+    } else {
+        R::Other
+    }
+}
+
+/// Upload `dir` to `o.to` (all or nothing) and record what was written in
+/// `o.bundle`. Any failure is the tool failing (nothing half-published).
+pub fn run(ctx: &Ctx, dir: &Path, o: &PublishOptions) -> Result<StepReport> {
+    ctx.try_block_on(publish(ctx, dir, &o.to, &o.bundle, o.jobs))
+}
+
+pub async fn publish(ctx: &Ctx, dir: &Path, to: &str, bundle_path: &Path, jobs: usize) -> Result<StepReport> {
+    let l = crate::adapters::bundle_files::load(bundle_path)?;
+    let files = crate::adapters::local::regular_files(dir)?;
+    if files.is_empty() {
+        bail!("{} holds no files", dir.display());
+    }
+    let store = Arc::new(ctx.open_store(to, &l.dir(), true)?);
+    // Every name is checked before anything is uploaded: one the store
+    // would hold under another key would leave a half-written prefix.
+    let files = store.publish_keys(files)?;
+    let (existing, refused) = store.list_checked().await.with_context(|| format!("listing {to}"))?;
+    if !existing.is_empty() || !refused.is_empty() {
+        bail!(
+            "refusing to publish into `{to}`: it already holds {} object(s) (one version, one path)",
+            existing.len() + refused.len()
+        );
+    }
+    // All or nothing: a failure deletes what was written, so the retry finds the prefix empty.
+    let published = store.upload_all(files, jobs.clamp(1, MAX_JOBS)).await?;
+    match record_published(&l, bundle_path, to, &published) {
+        Ok(s) => Ok(s),
+        Err(e) => {
+            let keys: Vec<String> = published.keys().cloned().collect();
+            Err(store
+                .undo_publish(&keys, e.context(format!("recording the release in {}", bundle_path.display())))
+                .await)
+        }
+    }
+}
+
+/// Rewrite the bundle after a publish: storageUri and artifacts.
+fn record_published(l: &Loaded, bundle_path: &Path, to: &str, published: &store::Published) -> Result<StepReport> {
+    let is_s3 = matches!(bundle::storage_uri::backend_of(to), Some((_, bundle::storage_uri::Backend::S3)));
+    // Rewrite the bundle: storageUri and artifacts; roles kept by path, else inferred.
+    let text = crate::adapters::bundle_files::read_bundle_text(bundle_path)?;
+    let mut doc: serde_json::Value =
+        crate::yaml_guard::from_str(&bundle_path.display().to_string(), &text, &crate::yaml_guard::Limits::DEFAULT)?;
+    let old_roles: BTreeMap<String, bundle::ArtifactRole> =
+        l.bundle.spec.model.artifacts.iter().map(|a| (a.path.clone(), a.role)).collect();
+    let arts: Vec<bundle::Artifact> = published
+        .iter()
+        .map(|(rel, (sha, size))| bundle::Artifact {
+            path: rel.clone(),
+            sha256: Some(sha.clone()),
+            size: Some(*size),
+            role: old_roles.get(rel).copied().unwrap_or_else(|| infer_role(rel)),
+            store_checksum: if is_s3 && *size <= store::SINGLE_PUT_MAX {
+                Some(format!("x-amz-checksum-sha256:{}", crate::util::b64_of_hex(sha)))
+            } else {
+                None
+            },
+        })
+        .collect();
+    let edits: Vec<bundle::edit::NewArtifact> = arts
+        .iter()
+        .map(|a| bundle::edit::NewArtifact {
+            path: a.path.clone(),
+            sha256: a.sha256.clone().unwrap_or_default(),
+            size: a.size.unwrap_or(0),
+            role: serde_json::to_value(a.role)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_else(|| "other".into()),
+            store_checksum: a.store_checksum.clone(),
+        })
+        .collect();
+    // Splice only the changed values so the reviewed file keeps its comments
+    // and style; a layout the editor cannot splice is re-serialised, and the
+    // summary says so.
+    let mut rewritten = None;
+    let new_text = match bundle::edit::publish_edit(&text, to, &edits) {
+        Ok(t) => t,
+        Err(why) => {
+            let model = doc.get_mut("spec").and_then(|s| s.get_mut("model")).context("bundle has no spec.model")?;
+            model["storageUri"] = serde_json::Value::String(to.to_string());
+            model["artifacts"] = serde_json::to_value(&arts)?;
+            rewritten = Some(why);
+            crate::manifests::to_yaml(&doc)
+        }
+    };
+    // Validate before writing: publish never leaves an unparseable bundle.
+    let reparsed = bundle::parse(&l.display, bundle_path, new_text.clone())?;
+    crate::adapters::local::write_atomic(bundle_path, new_text.as_bytes())?;
+    let mut s = StepReport::new("publish", &l.display);
+    s.summary =
+        format!("published {} file(s) to {to}; bundle updated, release digest {}", published.len(), reparsed.digest);
+    if let Some(why) = rewritten {
+        tracing::warn!("{}: rewritten as a whole ({why}); comments and formatting were not kept", l.display);
+        s.summary
+            .push_str(&format!("; the bundle was rewritten as a whole ({why}): comments and formatting were not kept"));
+    }
+    s.tables.push(crate::report::Table {
+        title: "published".into(),
+        columns: vec!["path".into(), "size".into(), "sha256".into(), "role".into()],
+        rows: arts
+            .iter()
+            .map(|a| {
+                vec![
+                    a.path.clone(),
+                    a.size.unwrap_or(0).to_string(),
+                    a.sha256.clone().unwrap_or_default(),
+                    format!("{:?}", a.role),
+                ]
+            })
+            .collect(),
+    });
+    s.data = serde_json::json!({"storageUri": to, "artifacts": arts, "releaseDigest": reparsed.digest});
+    Ok(s)
+}
