@@ -22,7 +22,7 @@ fn renderer() -> &'static Renderer {
 /// Bundle text → parse → lint → render. Returns whether it parsed.
 pub fn bundle_yaml(path: &Path, text: &str) -> bool {
     let Ok(l) = bundle::parse(&path.display().to_string(), path, text.to_string()) else { return false };
-    let _ = lint::lint(&l, &lint::RollbackStatus::NotDeclared);
+    let _ = lint::lint(&l, &crate::checks::rollback::RollbackStatus::NotDeclared);
     let _ = bundle::release_digest(&l.bundle);
     let _ = bundle::resolve_storage_uri(&l);
     if let Ok(r) = renderer().render(&l) {

@@ -1005,7 +1005,7 @@ mod parse_back_tests {
             name in prop_oneof![Just("STORAGE_URI".to_string()), Just("BUNDLEGATE_ARTIFACTS".to_string()), "BUNDLEGATE_[A-Z]{1,8}", "GENERATION_[A-Z_]{1,12}"],
         ) {
             let l = bundle_with(&[(name.clone(), "s3://elsewhere/".into())], &[]);
-            let lint = crate::checks::lint::lint(&l, &crate::checks::lint::RollbackStatus::NotDeclared);
+            let lint = crate::checks::lint::lint(&l, &crate::checks::rollback::RollbackStatus::NotDeclared);
             prop_assert!(lint.iter().any(|d| d.code == crate::diag::Code::ReservedName), "lint did not refuse {name}");
             match Renderer::new(&TemplateSource::Builtin).unwrap().render(&l) {
                 Ok(r) => prop_assert!(duplicate_names(&r.objects).is_none(), "{name} rendered twice"),
@@ -1207,7 +1207,7 @@ mod parse_back_tests {
             });
             // Refused by the parser's own rules is refused too.
             let Ok(l) = hostile else { return Ok(()) };
-            let lint = crate::checks::lint::lint(&l, &crate::checks::lint::RollbackStatus::NotDeclared);
+            let lint = crate::checks::lint::lint(&l, &crate::checks::rollback::RollbackStatus::NotDeclared);
             prop_assert!(lint.iter().any(|d| d.code == crate::diag::Code::ReservedName), "lint let the bundle set {slot:?} `{name}{sub}` (format {format})");
             if let Ok(r) = Renderer::new(&TemplateSource::Builtin).unwrap().render(&l) {
                 prop_assert!(duplicate_names(&r.objects).is_none() && shadowed_model_folder(&r.objects, l.bundle.spec.serving.format).is_none(), "{slot:?} `{name}` rendered:\n{}", r.yaml);

@@ -21,7 +21,7 @@ use std::path::{Component, Path, PathBuf};
 use anyhow::{bail, Context, Result as AnyResult};
 
 use crate::bundle::{self, detect, LoadError, Loaded};
-use crate::checks::lint::RollbackStatus;
+use crate::checks::rollback::RollbackStatus;
 use crate::yaml_guard::{MAX_BUNDLE_BYTES, MAX_SNAPSHOT_BYTES};
 
 /// What a file is, which sets how much of it is ever read.
@@ -290,11 +290,16 @@ pub(crate) fn rollback_status(l: &Loaded) -> RollbackStatus {
 /// [`rollback_status`] inside an explicit root (see [`confine_within`]).
 pub(crate) fn rollback_status_within(root: &Path, l: &Loaded) -> RollbackStatus {
     let Some(rb) = &l.bundle.spec.rollback else { return RollbackStatus::NotDeclared };
+    status_of(rb, &load_named_bundle_within(root, l, &rb.bundle))
+}
+
+/// The plain-data status of a rollback target the caller already loaded.
+pub(crate) fn status_of(rb: &crate::bundle::Rollback, loaded: &Result<Loaded, NamedFileError>) -> RollbackStatus {
     let path = rb.bundle.clone();
-    match load_named_bundle_within(root, l, &rb.bundle) {
-        Ok(prev) => RollbackStatus::Resolved { path, digest: prev.digest },
-        Err(NamedFileError::Outside { root, .. }) => RollbackStatus::Escapes { path, root },
-        Err(NamedFileError::Unreadable(error)) => RollbackStatus::Unreadable { path, error },
+    match loaded {
+        Ok(prev) => RollbackStatus::Resolved { path, digest: prev.digest.clone() },
+        Err(NamedFileError::Outside { root, .. }) => RollbackStatus::Escapes { path, root: root.clone() },
+        Err(NamedFileError::Unreadable(error)) => RollbackStatus::Unreadable { path, error: error.clone() },
     }
 }
 

@@ -21,7 +21,7 @@ use serde_json::{json, Value};
 use crate::adapters::{bundle_files, local};
 use crate::app::ctx::Ctx;
 use crate::bundle::{self, Loaded};
-use crate::checks::lint::RollbackStatus;
+use crate::checks::rollback::RollbackStatus;
 use crate::diag::Overrides;
 use crate::manifests::{Renderer, TemplateSource};
 use crate::options::ArgocdAction;

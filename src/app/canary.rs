@@ -216,7 +216,7 @@ async fn analyze_plan(
         other => other,
     };
     let rollback = if situation == Situation::VersionRegression && !shadow {
-        check_rollback(ctx, prev).await
+        check_rollback(ctx, l, prev).await
     } else {
         RollbackTarget::NotChecked
     };
@@ -542,24 +542,28 @@ async fn read_traffic(pw: &PromWindow<'_>, provider: MetricProvider, arms: &Arms
     Ok(traffic)
 }
 
+/// The way back for a version regression: `checks::rollback` judges the
+/// target as lint and revert do, then its bytes are verified.
 async fn check_rollback(
     ctx: &Ctx,
+    l: &Loaded,
     prev: Option<(&bundle::Rollback, Result<Loaded, crate::adapters::bundle_files::NamedFileError>)>,
 ) -> RollbackTarget {
-    let Some((rb, loaded)) = prev else {
-        return RollbackTarget::Unusable { path: None, reason: "the bundle declares no spec.rollback".into() };
+    let status = match &prev {
+        None => crate::checks::rollback::RollbackStatus::NotDeclared,
+        Some((rb, loaded)) => crate::adapters::bundle_files::status_of(rb, loaded),
+    };
+    let problem = crate::checks::rollback::judge(l, &status).into_iter().next();
+    let (rb, p) = match (prev, problem) {
+        (Some((rb, Ok(p))), None) => (rb, p),
+        (prev, problem) => {
+            return RollbackTarget::Unusable {
+                path: prev.map(|(rb, _)| rb.bundle.clone()),
+                reason: problem.map_or_else(|| "it does not load".into(), |u| u.reason()),
+            }
+        }
     };
     let path = Some(rb.bundle.clone());
-    let p = match loaded {
-        Ok(p) => p,
-        Err(e) => return RollbackTarget::Unusable { path, reason: format!("it does not load: {e}") },
-    };
-    if p.digest != rb.release_digest {
-        return RollbackTarget::Unusable {
-            path,
-            reason: format!("it hashes to {} but spec.rollback.releaseDigest records {}", p.digest, rb.release_digest),
-        };
-    }
     let opts = VerifyOptions::quiet();
     let v = super::verify::verify_loaded(ctx, &p, &opts, &Overrides::default(), None).await;
     if v.verdict == Verdict::Pass {

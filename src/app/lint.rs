@@ -4,7 +4,8 @@ use anyhow::Result;
 
 use crate::app::ctx::Ctx;
 use crate::bundle::Loaded;
-use crate::checks::lint::{self, RollbackStatus};
+use crate::checks::lint;
+use crate::checks::rollback::RollbackStatus;
 use crate::diag::Overrides;
 use crate::report::{Severity, StepReport};
 

@@ -12,6 +12,7 @@ use crate::adapters::github::PullOutcome;
 use crate::app::ctx::Ctx;
 use crate::bundle::Loaded;
 use crate::checks::revert as rv;
+use crate::checks::rollback::Unusable;
 use crate::diag::Overrides;
 use crate::options::{RevertOptions, VerifyOptions};
 use crate::report::{Diagnostic, Report, StepReport, Verdict};
@@ -179,27 +180,34 @@ async fn verified_rollback_target(
     target: &str,
     steps: &mut Vec<StepReport>,
 ) -> Option<(Loaded, String)> {
-    let prev = match crate::adapters::bundle_files::load_named_bundle(l, &rb.bundle) {
-        Ok(p) => p,
-        Err(e) => {
-            steps.push(degrade(
-                target,
-                rv::rollback_target_unloadable(&rb.bundle, &e.to_string()),
-                "rollback target unusable: degrade proposed, no revert PR",
-                json!({"proposal": "degrade"}),
-            ));
+    // The judgment lint and canary make of the target, then its bytes.
+    let loaded = crate::adapters::bundle_files::load_named_bundle(l, &rb.bundle);
+    let status = crate::adapters::bundle_files::status_of(rb, &loaded);
+    let problem = crate::checks::rollback::judge(l, &status).into_iter().next();
+    let prev = match (loaded, problem) {
+        (Ok(p), None) => p,
+        (_, problem) => {
+            let (d, summary) = match &problem {
+                Some(Unusable::NotRecorded { digest, recorded, .. }) => (
+                    rv::rollback_target_not_recorded(digest, recorded),
+                    "rollback target is not the recorded release: degrade proposed, no revert PR",
+                ),
+                Some(u @ Unusable::IsRelease { .. }) => (
+                    rv::rollback_target_is_release(&rb.bundle, &u.reason()),
+                    "rollback target is this release: degrade proposed, no revert PR",
+                ),
+                other => (
+                    rv::rollback_target_unloadable(
+                        &rb.bundle,
+                        &other.as_ref().and_then(Unusable::load_error).unwrap_or_else(|| "it does not load".into()),
+                    ),
+                    "rollback target unusable: degrade proposed, no revert PR",
+                ),
+            };
+            steps.push(degrade(target, d, summary, json!({"proposal": "degrade"})));
             return None;
         }
     };
-    if prev.digest != rb.release_digest {
-        steps.push(degrade(
-            target,
-            rv::rollback_target_not_recorded(&prev.digest, &rb.release_digest),
-            "rollback target is not the recorded release: degrade proposed, no revert PR",
-            json!({"proposal": "degrade"}),
-        ));
-        return None;
-    }
     let mut verify =
         super::verify::verify_loaded(ctx, &prev, &VerifyOptions::quiet(), &Overrides::default(), None).await;
     verify.step = "verify-rollback-target".into();

@@ -4,28 +4,9 @@
 use std::collections::HashMap;
 
 use crate::bundle::{self, ArtifactRole, Loaded};
+use crate::checks::rollback::{RollbackStatus, Unusable};
 use crate::diag::Code;
 use crate::report::Diagnostic;
-
-/// What the caller found when it tried to load the rollback target.
-#[derive(Debug, Clone)]
-pub enum RollbackStatus {
-    NotDeclared,
-    Resolved {
-        path: String,
-        digest: String,
-    },
-    /// `error` says where the target is broken without quoting it.
-    Unreadable {
-        path: String,
-        error: String,
-    },
-    /// The path leads outside the confinement root (absolute, `..`, or a symlink).
-    Escapes {
-        path: String,
-        root: String,
-    },
-}
 
 pub(crate) fn is_sha256_hex(s: &str) -> bool {
     s.len() == 64 && s.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
@@ -74,7 +55,6 @@ pub fn lint(l: &Loaded, rollback: &RollbackStatus) -> Vec<Diagnostic> {
     quantities_and_rollout(l, &mut out);
     canary_plan(l, &mut out);
     rollback_target(l, rollback, &mut out);
-    rollback_is_release(l, rollback, &mut out);
     reserved_names(l, &mut out);
     out
 }
@@ -395,66 +375,46 @@ fn canary_plan(l: &Loaded, out: &mut Vec<Diagnostic>) {
     }
 }
 
-/// A rollback target that is this release itself (the same file by any
-/// path, a symlink to it, a copy with its release digest), or a declaration
-/// that records this release's own digest: it resolves and matches, and
-/// rolling back would restore the bytes that failed.
-fn rollback_is_release(l: &Loaded, rollback: &RollbackStatus, out: &mut Vec<Diagnostic>) {
-    let Some(rb) = &l.bundle.spec.rollback else { return };
-    let resolved = match rollback {
-        RollbackStatus::Resolved { path, digest } if *digest == l.digest => Some(path),
-        _ => None,
-    };
-    let (field, msg) = match resolved {
-        Some(path) => (
-            "spec.rollback.bundle",
-            format!("rollback target `{path}` is this release itself (release digest {})", l.digest),
-        ),
-        None if rb.release_digest == l.digest => (
-            "spec.rollback.releaseDigest",
-            format!("the rollback target's recorded digest {} is this release's own", l.digest),
-        ),
-        None => return,
-    };
-    out.push(
-        diag(l, Code::RollbackIsRelease, field, msg).evidence(format!("rollback.bundle: {}", rb.bundle)).help(
-            "name the previous release (the one this bundle replaces) and pin its digest with `bundlegate digest`",
-        ),
-    );
-}
-
-/// The previous release, as the caller found it.
+/// The previous release, as the caller found it, judged by
+/// `checks::rollback` (the judgment canary and revert use too).
 fn rollback_target(l: &Loaded, rollback: &RollbackStatus, out: &mut Vec<Diagnostic>) {
-    let b = &l.bundle;
     let d = |code: Code, field: &str, msg: String| diag(l, code, field, msg);
-    // Rollback target.
-    match rollback {
-        RollbackStatus::NotDeclared => out.push(
-            d(Code::RollbackMissing, "spec", "no rollback target: the previous bundle is not named".into())
+    for u in crate::checks::rollback::judge(l, rollback) {
+        out.push(match u {
+            Unusable::NotDeclared => d(Code::RollbackMissing, "spec", "no rollback target: the previous bundle is not named".into())
                 .help("add `rollback: {bundle: ../v1/release.yaml, releaseDigest: sha256:…}`"),
-        ),
-        RollbackStatus::Unreadable { path, error } => out.push(
-            d(Code::RollbackUnresolvable, "spec.rollback.bundle", format!("rollback target `{path}` cannot be loaded"))
-                .evidence(error.clone()),
-        ),
-        RollbackStatus::Escapes { path, root } => out.push(
-            d(
+            Unusable::Unreadable { path, error } => {
+                d(Code::RollbackUnresolvable, "spec.rollback.bundle", format!("rollback target `{path}` cannot be loaded"))
+                    .evidence(error)
+            }
+            Unusable::Escapes { path, root } => d(
                 Code::RollbackPathEscapes,
                 "spec.rollback.bundle",
                 format!("rollback target `{path}` resolves outside {root}; it was not read"),
             )
             .help("name the previous bundle by a relative path inside the repository, e.g. `../v1/release.yaml`"),
-        ),
-        RollbackStatus::Resolved { path, digest } => {
-            // Resolved implies declared; without a declaration there is no digest to compare.
-            let Some(want) = b.spec.rollback.as_ref().map(|r| &r.release_digest) else { return };
-            if want != digest {
-                out.push(
-                    d(Code::RollbackUnresolvable, "spec.rollback.releaseDigest", format!("rollback target `{path}` has release digest {digest}, not {want}"))
-                        .help("the previous bundle changed after this one was written; re-pin its digest with `bundlegate digest`"),
-                );
+            Unusable::NotRecorded { path, digest, recorded } => d(
+                Code::RollbackUnresolvable,
+                "spec.rollback.releaseDigest",
+                format!("rollback target `{path}` has release digest {digest}, not {recorded}"),
+            )
+            .help("the previous bundle changed after this one was written; re-pin its digest with `bundlegate digest`"),
+            Unusable::IsRelease { path, digest } => {
+                let (field, msg) = match path {
+                    Some(path) => {
+                        ("spec.rollback.bundle", format!("rollback target `{path}` is this release itself (release digest {digest})"))
+                    }
+                    None => (
+                        "spec.rollback.releaseDigest",
+                        format!("the rollback target's recorded digest {digest} is this release's own"),
+                    ),
+                };
+                let bundle = l.bundle.spec.rollback.as_ref().map_or("", |r| r.bundle.as_str());
+                d(Code::RollbackIsRelease, field, msg).evidence(format!("rollback.bundle: {bundle}")).help(
+                    "name the previous release (the one this bundle replaces) and pin its digest with `bundlegate digest`",
+                )
             }
-        }
+        });
     }
 }
 

@@ -8,6 +8,7 @@ pub mod pod_files;
 pub mod preflight;
 pub mod render;
 pub mod revert;
+pub mod rollback;
 pub mod shard;
 pub mod verify;
 pub mod watch;

@@ -38,6 +38,12 @@ pub(crate) fn rollback_target_not_recorded(digest: &str, recorded: &str) -> Diag
     )
 }
 
+/// The rollback target is this release itself: a revert to it changes
+/// nothing (`reason` from `checks::rollback`).
+pub(crate) fn rollback_target_is_release(reference: &str, reason: &str) -> Diagnostic {
+    unverified(format!("the rollback target {reference} is no way back: {reason}"), "spec.rollback")
+}
+
 /// Verifying the rollback target's bytes did not pass: a rollback to
 /// incomplete bytes is a second broken release. `findings` are the verify
 /// step's own, carried as evidence (the first 20).
@@ -75,6 +81,7 @@ mod tests {
             no_rollback_target(),
             rollback_target_unloadable("../v1/release.yaml", "missing"),
             rollback_target_not_recorded("sha256:a", "sha256:b"),
+            rollback_target_is_release("../v2/release.yaml", "it is this release"),
             rollback_target_unverified("../v1/release.yaml", "v1", "FAIL", "1 missing", &["BG301 gone".into()]),
         ] {
             assert_eq!(d.code, Code::RollbackTargetUnverified);

@@ -546,7 +546,7 @@ proptest! {
         let text = BUNDLE.replacen("path: tokenizer.json", &format!("path: \"{}\"", evil.replace('\\', "\\\\")), 1);
         prop_assume!(text != BUNDLE);
         if let Ok(l) = bundle::parse("p.yaml", Path::new("p.yaml"), text) {
-            let d = bundlegate::checks::lint::lint(&l, &bundlegate::checks::lint::RollbackStatus::NotDeclared);
+            let d = bundlegate::checks::lint::lint(&l, &bundlegate::checks::rollback::RollbackStatus::NotDeclared);
             prop_assert!(d.iter().any(|d| d.severity == bundlegate::report::Severity::Error), "escaping path {} linted clean", evil);
         }
     }
@@ -1092,7 +1092,7 @@ fn hostile_fuzz_seeds_are_refused() {
             assert!(fuzzing::bundle_yaml(Path::new(&name), &text), "bundle seed {name} does not parse");
         } else if name.starts_with("reserved-") {
             let l = bundle::parse(&name, Path::new(&name), text).unwrap();
-            let lint = bundlegate::checks::lint::lint(&l, &bundlegate::checks::lint::RollbackStatus::NotDeclared);
+            let lint = bundlegate::checks::lint::lint(&l, &bundlegate::checks::rollback::RollbackStatus::NotDeclared);
             assert!(
                 lint.iter().any(|d| d.code == bundlegate::diag::Code::ReservedName),
                 "bundle seed {name} passes lint"
