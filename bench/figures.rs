@@ -123,7 +123,11 @@ fn unmeasured(r: &Value, sections: &[&str]) -> Result<String, String> {
             out.push(format!("`{}` {status} ({})", text(s, "name")?, text(s, "reason")?));
         }
     }
-    Ok(if out.is_empty() { String::new() } else { format!("\nNot measured in this run: {}.\n", out.join(", ")) })
+    Ok(if out.is_empty() {
+        String::new()
+    } else {
+        format!("\nSections left out or not complete in this run: {}.\n", out.join(", "))
+    })
 }
 
 fn row(r: &Value, all: &[Value]) -> Result<String, String> {

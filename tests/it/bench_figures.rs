@@ -126,10 +126,12 @@ fn a_budget_miss_and_a_row_not_measured_say_so() {
     );
     let within = figures::render(DOC, "argocd", &["cmp"], &sample("ok", json!(0.0092), Value::Null)).unwrap();
     assert!(within.contains("| 9.20 ms (within the 10 ms median budget) |"), "{within}");
-    let missing =
-        figures::render(DOC, "argocd", &["cmp"], &sample("not measured", Value::Null, json!("kubectl not installed")))
-            .unwrap();
+    let mut without = sample("not measured", Value::Null, json!("kubectl not installed"));
+    without["sections"][0] = json!({"name": "cmp", "status": "not measured", "reason": "kubectl not installed"});
+    let missing = figures::render(DOC, "argocd", &["cmp"], &without).unwrap();
     assert!(missing.contains("| not measured: kubectl not installed |"), "{missing}");
+    let line = "\nSections left out or not complete in this run: `cmp` not measured (kubectl not installed).\n";
+    assert!(missing.contains(line), "{missing}");
     assert!(!missing.contains("0.21×"), "no ratio without a figure: {missing}");
 }
 
