@@ -4,16 +4,17 @@
 # `file:` store, audited whole and as 4 shards, then merged; and 4 shards run
 # at once against the loopback S3 server (s3s-fs) with a shared
 # `--cache s3://…` prefix, twice (the second run must read 0 bytes).
-# Appends rows to $BENCH_RESULTS (name, seconds, peak RSS KiB, baseline) and
-# the figures that are not times (balance, bytes read) to $BENCH_NOTES.
+# Appends rows to $BENCH_RESULTS (bench/lib.sh's columns; every row here is a
+# single run, the assignment alone the best of 20) and the figures that are
+# not times (balance, bytes read) to $BENCH_NOTES.
 #   bash bench/audit-shards.sh BIN [BUNDLES] [PER]
-# The shard assignment alone is timed by examples/shard_assign_bench.rs
-# (built here with cargo). Timings are printed, never asserted.
+# The shard assignment alone is timed by bench/shard_assign_bench.rs
+# (`cargo bench --bench shard_assign_bench`). Timings are printed, never asserted.
 set -euo pipefail
 BG=$(realpath "$1"); BUNDLES="${2:-1000}"; PER="${3:-100}"
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-RESULTS="${BENCH_RESULTS:-/dev/stdout}"
-NOTES="${BENCH_NOTES:-/dev/stdout}"
+# shellcheck source=bench/lib.sh
+source "$ROOT/bench/lib.sh"
 D=$(mktemp -d)
 # The generated bundles name their store as `file:../../store/…`: outside the
 # bundle's own folder, so the tree's top is the store root (no git work tree here).
@@ -31,7 +32,7 @@ row() {
   /usr/bin/time -f "%e %M" -o "$D/.t" "$@" > "$D/.out" 2> "$D/.err" || rc=$?
   if [ "$rc" -ge 2 ]; then echo "FAILED ($rc): $name"; cat "$D/.err"; exit 1; fi
   read -r secs rss < "$D/.t"
-  printf '%s\t%s\t%s\t%s\n' "$name" "$secs" "$rss" "$base" >> "$RESULTS"
+  bench_row "$name" "$secs" "single run" "$rss" "$base"
   printf '  %-44s %8ss  %8s KiB\n' "$name" "$secs" "$rss"
 }
 
@@ -63,25 +64,19 @@ for k in 0 1 2 3; do
   row "audit --shard $k/4, warm cache" "$WARM" "$BG" audit --format json --progress never models --cache cache/ --shard "$k/4" --write-report "reports/shard-$k.json"
 done
 row "report merge of 4 shard reports" - "$BG" report merge --format json reports/
-python3 - "$NOTES" "$LABEL" reports/shard-*.json <<'PY'
+bench_note "$(python3 - "$LABEL" reports/shard-*.json <<'PY'
 import json, sys
-notes, label, paths = sys.argv[1], sys.argv[2], sys.argv[3:]
+label, paths = sys.argv[1], sys.argv[2:]
 owned = [json.load(open(p))["shard"]["ownedBytes"] for p in paths]
 mean = sum(owned) / len(owned)
-with open(notes, "a") as f:
-    f.write(f"  shard balance, {label}: max/mean declared bytes over 4 shards = {max(owned) / mean:.3f} (ownedBytes {owned})\n")
+print(f"shard balance, {label}: max/mean declared bytes over 4 shards = {max(owned) / mean:.3f} (ownedBytes {owned})")
 PY
-(cd "$ROOT" && cargo build --release -q --example shard_assign_bench)
-ASSIGN=$("${CARGO_TARGET_DIR:-$ROOT/target}/release/examples/shard_assign_bench" items.tsv 4)
-python3 - "$RESULTS" "$NOTES" "$BUNDLES" "$ASSIGN" <<'PY'
-import json, sys
-results, notes, n, a = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4])
-with open(results, "a") as f:
-    f.write(f"shard assignment alone, {n} bundles -> 4\t{a['seconds']:.6f}\t-\t-\n")
-print(f"  {'shard assignment alone, ' + n + ' bundles -> 4':<44} {a['seconds']:.6f}s (best of 20)")
-with open(notes, "a") as f:
-    f.write(f"  shard assignment alone: {a['seconds'] * 1e3:.3f} ms for {a['items']} bundles, max/mean {a['maxOverMean']}\n")
-PY
+)"
+ASSIGN=$(cd "$ROOT" && cargo bench -q --bench shard_assign_bench -- "$D/items.tsv" 4)
+read -r ASSIGN_S ASSIGN_BAL < <(python3 -c 'import json, sys; a = json.loads(sys.argv[1]); print("%.6f" % a["seconds"], a["maxOverMean"])' "$ASSIGN")
+bench_row "shard assignment alone, $BUNDLES bundles -> 4" "$ASSIGN_S" "best of 20" - -
+printf '  %-44s %8ss (best of 20)\n' "shard assignment alone, $BUNDLES bundles -> 4" "$ASSIGN_S"
+bench_note "shard assignment alone, $BUNDLES bundles -> 4 shards: max/mean declared bytes $ASSIGN_BAL"
 
 if [ -n "$BUCKET" ]; then
   echo "== 4 shards at once against s3s-fs, shared --cache s3://audit/cache/"
@@ -110,7 +105,7 @@ EOF
   row "4 shards on s3s-fs at once, shared cache" "$FIRST" bash shards.sh second
   row "report merge of 4 shard reports on s3s-fs" - "$BG" report merge --format json s3://audit/reports/
   first=$(bytes_read s3-first-*.json); second=$(bytes_read s3-second-*.json)
-  printf '  4 shards on s3s-fs, %s: bytes read %s (first run), %s (second run, shared s3:// cache)\n' "$LABEL" "$first" "$second" >> "$NOTES"
+  bench_note "4 shards on s3s-fs, $LABEL: bytes read $first (first run), $second (second run, shared s3:// cache)"
   [ "$second" = 0 ] || echo "  WARNING: the second run read $second bytes"
 else
   echo "(s3s-fs not built: skipping the S3 rows; scripts/install-test-deps builds it)"

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # verify-files (the in-pod check) vs `openssl dgst -sha256` run in parallel
 # (one process per file, one per core) on the same files, mixed sizes.
-# Appends rows to $BENCH_RESULTS (name, seconds, peak RSS KiB, baseline).
+# Appends rows to $BENCH_RESULTS (bench/lib.sh's columns; one run each).
 #   bash bench/pod-verify.sh BIN [BIG_MB]
 set -euo pipefail
+# shellcheck source=bench/lib.sh
+source "$(dirname "$0")/lib.sh"
 BG="$1"; BIG_MB="${2:-1024}"
-RESULTS="${BENCH_RESULTS:-/dev/stdout}"
 D=$(mktemp -d); trap 'rm -rf "$D"' EXIT
 head -c "${BIG_MB}M" /dev/urandom > "$D/big.safetensors"
 head -c "$((BIG_MB / 4))M" /dev/urandom > "$D/mid.safetensors"
@@ -16,5 +17,6 @@ cat "$D"/* > /dev/null   # both runs read from the page cache
 t() { /usr/bin/time -f "%e %M" -o "$D/.t" "$@" > /dev/null; cat "$D/.t"; }
 read -r os orss < <(t sh -c "cd '$D' && ls | grep -v '^\.' | xargs -P $(nproc) -n 1 openssl dgst -sha256")
 read -r bs brss < <(t "$BG" verify-files --root "$D" --marker "$D/.m" --termination-log "$D/.log")
-printf '%s\t%s\t%s\t%s\n' "openssl dgst -sha256, parallel (pod files)" "$os" "$orss" "-" >> "$RESULTS"
-printf '%s\t%s\t%s\t%s\n' "verify-files in the pod" "$bs" "$brss" "openssl dgst -sha256, parallel (pod files)" >> "$RESULTS"
+printf '  %-44s %8ss  %8s KiB\n' "openssl dgst -sha256, parallel (pod files)" "$os" "$orss" "verify-files in the pod" "$bs" "$brss"
+bench_row "openssl dgst -sha256, parallel (pod files)" "$os" "single run" "$orss" -
+bench_row "verify-files in the pod" "$bs" "single run" "$brss" "openssl dgst -sha256, parallel (pod files)"

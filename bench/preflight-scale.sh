@@ -7,6 +7,8 @@
 # item at a time (target: peak RSS <= 150 MiB at 500 nodes / 20,000 pods).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=bench/lib.sh
+source bench/lib.sh
 NODES=${1:-500}
 PODS=${2:-20000}
 OUT=$(mktemp -d)
@@ -63,8 +65,8 @@ except ImportError:
 PY
 
 BUNDLE=examples/llm-scratch/v2/release.yaml
-# row NAME BASELINE CMD…: wall seconds and peak RSS; appended to $BENCH_RESULTS
-# (bench/run's summary) when set. Exit 1 (a gate failed) is a valid answer.
+# row NAME BASELINE CMD…: wall seconds and peak RSS of one run; appended to
+# $BENCH_RESULTS (bench/lib.sh) when set. Exit 1 (a gate failed) is a valid answer.
 row() {
   local name=$1 base=$2; shift 2
   set +e
@@ -75,7 +77,8 @@ row() {
   local secs rss
   read -r secs rss < <(tail -1 "$OUT/t")
   printf '%s (%s nodes, %s pods): exit %s in %s s, peak RSS %s KiB\n' "$name" "$NODES" "$PODS" "$code" "$secs" "$rss"
-  if [ -n "${BENCH_RESULTS:-}" ]; then printf '%s\t%s\t%s\t%s\n' "$name" "$secs" "$rss" "$base" >> "$BENCH_RESULTS"; fi
+  local at=" ($NODES nodes, $PODS pods)"
+  bench_row "$name$at" "$secs" "single run" "$rss" "$([ "$base" = - ] && echo - || echo "$base$at")"
 }
 NAIVE="python json.load + per-node sums"
 row "$NAIVE" - python3 bench/naive-capacity.py "$OUT/snapshot.json"

@@ -6,6 +6,7 @@ mod support;
 mod action;
 mod argocd;
 mod audit_shard;
+mod bench_figures;
 mod canary;
 mod cli_hardening;
 mod corpus;

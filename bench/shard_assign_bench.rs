@@ -1,21 +1,21 @@
 //! Times the shard assignment alone (what every `audit --shard K/N` computes
 //! before it audits anything) on the items of a generated tree, for
-//! `bench/audit-shards.sh`. Usage: shard_assign_bench ITEMS.tsv N, where each
-//! line is `bundle id<TAB>declared bytes`. Prints one JSON object: the best
-//! of 20 runs in seconds and the byte balance (max/mean over the N shards).
+//! `bench/audit-shards.sh`. Usage: `cargo bench --bench shard_assign_bench --
+//! ITEMS.tsv N`, where each line is `bundle id<TAB>declared bytes`. Prints one
+//! JSON object: the best of 20 runs in seconds and the byte balance (max/mean
+//! over the N shards). A bare `cargo bench` (no inputs) says so and times nothing.
 
 use std::time::Instant;
+
+#[path = "args.rs"]
+mod args;
 
 use bundlegate::checks::shard::{assign, Item};
 
 fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    if args.len() != 3 {
-        eprintln!("usage: shard_assign_bench ITEMS.tsv N");
-        std::process::exit(2);
-    }
-    let text = std::fs::read_to_string(&args[1]).unwrap_or_else(|e| panic!("{}: {e}", args[1]));
-    let n: u32 = args[2].parse().expect("N");
+    let Some(args) = args::inputs(2, "shard_assign_bench ITEMS.tsv N") else { return };
+    let text = std::fs::read_to_string(&args[0]).unwrap_or_else(|e| panic!("{}: {e}", args[0]));
+    let n: u32 = args[1].parse().expect("N");
     let items: Vec<Item> = text
         .lines()
         .filter(|l| !l.is_empty())

@@ -1,9 +1,13 @@
 //! Times bundlegate's canary statistics on large inputs so
 //! `bench/canary-stats.py` can compare them with scipy (same data, same
-//! tests). Usage: canary_stats_bench X.f64 Y.f64 BOUNDS.f64 — little-endian
-//! f64 files written by the script. Prints one JSON object.
+//! tests). Usage: `cargo bench --bench canary_stats_bench -- X.f64 Y.f64
+//! BOUNDS.f64` — little-endian f64 files written by the script. Prints one
+//! JSON object. A bare `cargo bench` (no inputs) says so and times nothing.
 
 use std::time::Instant;
+
+#[path = "args.rs"]
+mod args;
 
 use bundlegate::checks::canary::statistics as c;
 
@@ -26,12 +30,8 @@ fn time<T>(reps: usize, mut f: impl FnMut() -> T) -> (f64, T) {
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    if args.len() != 4 {
-        eprintln!("usage: canary_stats_bench X.f64 Y.f64 BOUNDS.f64");
-        std::process::exit(2);
-    }
-    let (x, y, bounds) = (read_f64(&args[1]), read_f64(&args[2]), read_f64(&args[3]));
+    let Some(args) = args::inputs(3, "canary_stats_bench X.f64 Y.f64 BOUNDS.f64") else { return };
+    let (x, y, bounds) = (read_f64(&args[0]), read_f64(&args[1]), read_f64(&args[2]));
 
     let (t_mwu, mwu) = time(3, || c::mann_whitney_u(&x, &y).expect("finite samples"));
 
