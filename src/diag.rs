@@ -44,7 +44,7 @@ codes! {
         "Artifact paths are relative to the versioned prefix. An absolute path or `..` reaches outside the release and could read or overwrite another version."),
     ArtifactDuplicatePath => ("BG005", "artifact-duplicate-path", "lint", Error,
         "Two entries for one path make the expected bytes ambiguous; one of them can never match."),
-    GenerationIncomplete => ("BG006", "generation-config-incomplete", "lint", Error,
+    GenerationConfigIncomplete => ("BG006", "generation-config-incomplete", "lint", Error,
         "EOS token ids, stop strings and a maximum output length are generation stop conditions; a missing one truncates or runs on output (a release once truncated structured output, and the stop strings lived in a separate mutable config)."),
     TokenizerNotPinned => ("BG007", "tokenizer-not-pinned", "lint", Error,
         "The tokenizer and chat template change what the model receives even when the weights do not; they must be artifacts of this release with a digest (after a rollback the old image still read the \"latest\" tokenizer from the same directory, and the errors stayed)."),
@@ -52,9 +52,9 @@ codes! {
         "Without a startup probe, liveness starts counting at container start; when the measured load time exceeds its window the pod is killed while loading, forever (a restart storm: liveness killed pods that were still loading)."),
     ReadinessTcpOnly => ("BG009", "readiness-tcp-only", "lint", Warning,
         "An open port is not a loaded model. Readiness must ask the application whether the model is loaded and verified (an open TCP port routes traffic to a pod whose model is still loading or failed its checks)."),
-    RollbackMissing => ("BG010", "rollback-target-missing", "lint", Warning,
+    RollbackTargetMissing => ("BG010", "rollback-target-missing", "lint", Warning,
         "Without a named previous bundle, a failed release has no verified exit: `rollout undo` restores only the pod template, not the weights (a rollback once made every pod Ready again, but the old image still read the latest tokenizer and the stop strings from mutable config, and the errors stayed)."),
-    RollbackUnresolvable => ("BG011", "rollback-target-unresolvable", "lint", Error,
+    RollbackTargetUnresolvable => ("BG011", "rollback-target-unresolvable", "lint", Error,
         "The rollback target must exist, parse, and hash to the recorded release digest; otherwise the exit path is a guess made during an incident."),
     ArtifactDigestMalformed => ("BG012", "artifact-digest-malformed", "lint", Error,
         "A sha256 is 64 lowercase hex characters; anything else can never be verified."),
@@ -66,18 +66,20 @@ codes! {
         "A canary plan must have increasing traffic steps, a window, a minimum sample size and at least one gate; otherwise its verdict proves nothing (a 5% canary had sent the new version 1 request in 20: that is not evidence)."),
     ModelPrefixVersionMismatch => ("BG016", "model-prefix-version-mismatch", "lint", Warning,
         "The storage prefix should name the release version, so a reader of the manifest sees which version a path holds."),
-    IdentityMissing => ("BG017", "identity-endpoint-missing", "lint", Warning,
+    IdentityEndpointMissing => ("BG017", "identity-endpoint-missing", "lint", Warning,
         "The service's own identity endpoint is the only signal that shows what is really served when pods and Argo look green (after a manual model swap, only the service's `/model` answer showed that the right digest was served but was not in the registry)."),
     ProgressDeadlineShort => ("BG018", "progress-deadline-short", "lint", Warning,
         "A progress deadline shorter than the load time marks a healthy slow rollout ProgressDeadlineExceeded, which does not roll back anything (Kubernetes only sets the condition, and `rollout undo` restores only the pod template, not the weights or config)."),
-    UnsupportedStorageScheme => ("BG019", "storage-scheme-unsupported", "lint", Error,
+    StorageSchemeUnsupported => ("BG019", "storage-scheme-unsupported", "lint", Error,
         "bundlegate verifies s3://, gs://, az://, abfs:// and file: storage URIs (the one table lint and the store share); any other scheme cannot be verified. Hadoop's s3a:// is refused: KServe's storage-initializer cannot download it."),
-    RollbackPathEscapes => ("BG020", "rollback-target-outside-repo", "lint", Error,
+    RollbackTargetOutsideRepo => ("BG020", "rollback-target-outside-repo", "lint", Error,
         "The rollback target is read and reported on; a path that leaves the repository (absolute, `..`, or a symlink) could make lint read any file on the runner, such as a `.env`, so it is refused unread."),
     ReservedName => ("BG021", "reserved-name", "lint", Error,
         "The bundle supplies a name bundlegate sets itself in the pod (env `STORAGE_URI`, `BUNDLEGATE_*`, `GENERATION_*`; the verifier's container or volume; its labels): in a container's env the later of two equal names wins, so the pod would load or check something other than the verified release."),
-    RollbackIsRelease => ("BG022", "rollback-target-is-release", "lint", Error,
+    RollbackTargetIsRelease => ("BG022", "rollback-target-is-release", "lint", Error,
         "The rollback target is this release itself (the same file by any path, a symlink to it, or a copy with the same release digest): rolling back would restore the bytes that failed, so the release has no exit while every check of the target passes."),
+    VerifyOnStartNotRendered => ("BG040", "verify-on-start-not-rendered", "lint", Warning,
+        "`spec.serving.verifyOnStart` (default `full`) asks for the pod to re-check its model files before it is Ready, but the rendered pod cannot carry the verifier: a `deployment` bundle without `spec.serving.modelDir` (where the server reads the files), or a user template that leaves the `verifier` value out. Between the PR's store check and the pod start the bytes can still change (docs/verify-on-start.md). Set `modelDir`, render the verifier, or set `verifyOnStart: off` to accept that explicitly."),
 
     // ---- verify: the store holds exactly the bundle's bytes ---------------------
     ArtifactMissing => ("BG101", "artifact-missing", "verify", Error,
@@ -104,39 +106,39 @@ codes! {
         "The bundle lists no artifacts, so verify read and compared nothing; a PASS would be a verdict on evidence that does not exist (a rollback target with no artifacts would be \"verified\" and rolled back to). An artifact left unread whose finding was allowed (`-A`) or made a warning (`-W`) likewise keeps the step from PASS: the finding may go, the verdict on unread bytes may not."),
 
     // ---- preflight: can this rollout happen on this cluster? --------------------
-    SurgeUnschedulable => ("BG201", "surge-pod-unschedulable", "preflight", Error,
+    SurgePodUnschedulable => ("BG201", "surge-pod-unschedulable", "preflight", Error,
         "A rolling update needs room for its surge pods while the old ones still run. Without it the new pod stays Pending silently while every signal is green (a surge pod once sat Pending on Insufficient cpu, the node's requests at 96%, while `/health` kept answering 200; with one GPU, 1 replica and maxSurge 1 the new pod needs a second GPU)."),
     QuotaExceeded => ("BG202", "quota-exceeded", "preflight", Error,
         "The namespace ResourceQuota must leave headroom for the surge pods, else the ReplicaSet cannot create them and the rollout stalls."),
-    RwopDeadlock => ("BG203", "rwop-rollout-deadlock", "preflight", Error,
+    RwopRolloutDeadlock => ("BG203", "rwop-rollout-deadlock", "preflight", Error,
         "A ReadWriteOncePod claim with maxUnavailable 0 deadlocks: the old pod holds the claim until the new one is ready, the new one cannot schedule until the claim is free (a rollout once hung this way while the Deployment read Available=True and Progressing=True until its 600 s progress deadline)."),
-    RwoMultiAttach => ("BG204", "rwo-multi-attach-risk", "preflight", Warning,
+    RwoMultiAttachRisk => ("BG204", "rwo-multi-attach-risk", "preflight", Warning,
         "A ReadWriteOnce volume is attachable to one node; with more than one schedulable node the surge pod can land elsewhere and fail with Multi-Attach (on a single-node cluster such a rollout finished in 41 s only because old and new pods shared the node)."),
     PdbBlocksDisruption => ("BG205", "pdb-blocks-disruption", "preflight", Warning,
         "A PodDisruptionBudget that allows zero disruptions blocks node drains and evictions for this service."),
     ProbeKillsLoadingPod => ("BG206", "probe-kills-loading-pod", "preflight", Error,
         "The worst-case seconds before liveness kills a loading pod are below the measured load time: predicted restart loop (a restart storm: liveness killed pods that were still loading)."),
-    RolloutNotRunningOnCluster => ("BG207", "cluster-state-incomplete", "preflight", Error,
+    ClusterStateIncomplete => ("BG207", "cluster-state-incomplete", "preflight", Error,
         "The cluster snapshot lacks the objects needed to decide (no nodes, unparseable quantities); an unknown cluster is never PASS."),
-    NoMatchingNodes => ("BG208", "no-eligible-nodes", "preflight", Error,
+    NoEligibleNodes => ("BG208", "no-eligible-nodes", "preflight", Error,
         "No node satisfies the pod's nodeSelector, affinity and tolerations at all, so even the first pod cannot run."),
-    QuantityInvalid => ("BG209", "resource-quantity-invalid", "preflight", Error,
+    ResourceQuantityInvalid => ("BG209", "resource-quantity-invalid", "preflight", Error,
         "A request or limit in the bundle is not a Kubernetes quantity the scheduler can use (negative, NaN/Inf, garbage, above 2^63-1): a negative request would subtract capacity and let an overfull node pass."),
 
     // ---- canary: candidate vs baseline ---------------------------------------------
-    GateFailed => ("BG301", "canary-gate-failed", "canary", Error,
+    CanaryGateFailed => ("BG301", "canary-gate-failed", "canary", Error,
         "The candidate is worse than the baseline beyond the configured limit with statistical support."),
-    GateInconclusive => ("BG302", "canary-gate-inconclusive", "canary", Error,
+    CanaryGateInconclusive => ("BG302", "canary-gate-inconclusive", "canary", Error,
         "Too few samples to detect the configured effect; below the minimum sample size a canary proves nothing (a 5% canary had sent the new version 1 request in 20)."),
-    GateNoData => ("BG303", "canary-no-data", "canary", Error,
+    CanaryNoData => ("BG303", "canary-no-data", "canary", Error,
         "No samples for a gate's metric; no data is never a pass (Flagger counts it as a failed check)."),
-    GoldenFailed => ("BG304", "golden-sample-failed", "canary", Error,
+    GoldenSampleFailed => ("BG304", "golden-sample-failed", "canary", Error,
         "A golden request got an invalid answer (invalid JSON, wrong finish reason, length or latency out of bounds)."),
-    GateUnsupported => ("BG305", "canary-gate-unsupported", "canary", Error,
+    CanaryGateUnsupported => ("BG305", "canary-gate-unsupported", "canary", Error,
         "The gate's metric provider exports nothing that computes this gate (e.g. time to first token under Istio); it would read NO DATA on every run, so it is named at lint time instead of being skipped."),
-    GateDirection => ("BG306", "canary-gate-direction", "canary", Error,
+    CanaryGateDirection => ("BG306", "canary-gate-direction", "canary", Error,
         "A gate's limits point the wrong way: higher-is-better gates (throughput) take minAbsolute / minRelativeDecrease, lower-is-better gates take maxAbsolute / maxRelativeIncrease; a limit on the wrong side would never trigger."),
-    FullStepUnchecked => ("BG307", "canary-full-step-unchecked", "canary", Warning,
+    CanaryFullStepUnchecked => ("BG307", "canary-full-step-unchecked", "canary", Warning,
         "At a 100% traffic step the baseline serves nothing, so no gate can compare the arms there; only absolute limits (maxAbsolute / minAbsolute) hold the candidate at full traffic. A plan ending at 100% with relative limits only leaves that step NOT CHECKED, and a regression that shows only under full load goes unseen."),
 
     // ---- rollout truth (watch, revert, verify-serving) -------------------------------
@@ -160,16 +162,14 @@ codes! {
         "The revisions Argo CD reports are not in the local repository (a shallow clone, a hydration branch), so whether they contain the merge commit cannot be told: INCONCLUSIVE, never FAIL, and never a revert."),
     ReleaseSuperseded => ("BG510", "release-superseded", "watch", Note,
         "Argo CD moved on to a later commit that changed this bundle: the release is no longer the one git asks for. Its rollout is NOT CHECKED (the later commit's watch judges what runs) and it is never failed or reverted; in a repository of many models merges land minutes apart."),
+    PodArtifactMismatch => ("BG530", "pod-artifact-mismatch", "watch", Error,
+        "The files the model server opens are not the bytes git pins: missing, a different size (truncated or resumed download) or a different sha256 (overwritten object, stale node cache). The pod must never become Ready with them (docs/verify-on-start.md)."),
 
     // ---- audit at scale: shards, merged reports, shared cache --------------------
     AuditCacheRebuilt => ("BG601", "audit-cache-rebuilt", "audit", Warning,
         "The audit cache was corrupt, foreign (another schema or another bundle's) or unreadable, so nothing in it was trusted: every object was re-hashed. The audit is still complete; it only cost the bytes."),
     ShardCoverageIncomplete => ("BG602", "shard-coverage-incomplete", "audit", Error,
         "Merged shard reports must cover one tree state exactly once: a missing shard, a shard counted twice, or shards of different trees or commits leave bundles unaudited or audited against another state, so the merged audit is INCONCLUSIVE, never PASS."),
-    VerifyOnStartNotRendered => ("BG040", "verify-on-start-not-rendered", "lint", Warning,
-        "`spec.serving.verifyOnStart` (default `full`) asks for the pod to re-check its model files before it is Ready, but the rendered pod cannot carry the verifier: a `deployment` bundle without `spec.serving.modelDir` (where the server reads the files), or a user template that leaves the `verifier` value out. Between the PR's store check and the pod start the bytes can still change (docs/verify-on-start.md). Set `modelDir`, render the verifier, or set `verifyOnStart: off` to accept that explicitly."),
-    PodArtifactMismatch => ("BG530", "pod-artifact-mismatch", "watch", Error,
-        "The files the model server opens are not the bytes git pins: missing, a different size (truncated or resumed download) or a different sha256 (overwritten object, stale node cache). The pod must never become Ready with them (docs/verify-on-start.md)."),
 }
 
 impl Code {
@@ -375,6 +375,27 @@ mod tests {
             assert!(codes.insert(i.code), "duplicate code {}", i.code);
             assert!(names.insert(i.name), "duplicate name {}", i.name);
             assert!(i.name.chars().all(|ch| ch.is_ascii_lowercase() || ch == '-' || ch.is_ascii_digit()));
+        }
+    }
+
+    /// One name per code: the variant is the kebab name in CamelCase
+    /// (`cluster-state-incomplete` ↔ `ClusterStateIncomplete`), and the
+    /// registry lists each family once, codes ascending, so the generated
+    /// docs/diagnostics.md has each family in one place.
+    #[test]
+    fn variants_are_their_names_and_families_are_contiguous() {
+        let mut families: Vec<&str> = Vec::new();
+        let mut last = "";
+        for c in Code::ALL {
+            let i = c.info();
+            let camel: String = i.name.split('-').map(|w| w[..1].to_ascii_uppercase() + &w[1..]).collect();
+            assert_eq!(format!("{c:?}"), camel, "{}", i.code);
+            assert!(i.code > last, "{} listed after {last}", i.code);
+            last = i.code;
+            if families.last() != Some(&i.family) {
+                assert!(!families.contains(&i.family), "family {} listed twice ({})", i.family, i.code);
+                families.push(i.family);
+            }
         }
     }
 }

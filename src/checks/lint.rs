@@ -87,7 +87,7 @@ fn storage_prefix(l: &Loaded, out: &mut Vec<Diagnostic>) {
     // Storage scheme and versioned prefix.
     let uri = &b.spec.model.storage_uri;
     if let Err(why) = crate::bundle::storage_uri::parse(uri) {
-        out.push(d(Code::UnsupportedStorageScheme, "spec.model.storageUri", why));
+        out.push(d(Code::StorageSchemeUnsupported, "spec.model.storageUri", why));
     }
     match version_segment(uri) {
         Some(seg)
@@ -185,7 +185,7 @@ fn generation(l: &Loaded, out: &mut Vec<Diagnostic>) {
     // Generation stop conditions.
     match &b.spec.generation {
         None => out.push(d(
-            Code::GenerationIncomplete,
+            Code::GenerationConfigIncomplete,
             "spec",
             "no `generation` block: EOS ids, stop strings and max output tokens are undeclared".into(),
         )),
@@ -202,7 +202,7 @@ fn generation(l: &Loaded, out: &mut Vec<Diagnostic>) {
             }
             if !missing.is_empty() {
                 out.push(d(
-                    Code::GenerationIncomplete,
+                    Code::GenerationConfigIncomplete,
                     "spec.generation",
                     format!("generation stop conditions missing: {}", missing.join(", ")),
                 ));
@@ -306,7 +306,7 @@ fn identity(l: &Loaded, out: &mut Vec<Diagnostic>) {
     let s = &b.spec.serving;
     if s.identity.is_none() {
         out.push(d(
-            Code::IdentityMissing,
+            Code::IdentityEndpointMissing,
             "spec.serving",
             "no `identity` endpoint: what is served cannot be checked after rollout".into(),
         ));
@@ -314,7 +314,7 @@ fn identity(l: &Loaded, out: &mut Vec<Diagnostic>) {
         for (i, e) in id.expect.iter().enumerate() {
             if e.digest_of != "release" && !b.spec.model.artifacts.iter().any(|a| a.path == e.digest_of) {
                 out.push(d(
-                    Code::IdentityMissing,
+                    Code::IdentityEndpointMissing,
                     &format!("spec.serving.identity.expect[{i}].digestOf"),
                     format!("`{}` is neither `release` nor an artifact path of this bundle", e.digest_of),
                 ));
@@ -381,20 +381,20 @@ fn rollback_target(l: &Loaded, rollback: &RollbackStatus, out: &mut Vec<Diagnost
     let d = |code: Code, field: &str, msg: String| diag(l, code, field, msg);
     for u in crate::checks::rollback::judge(l, rollback) {
         out.push(match u {
-            Unusable::NotDeclared => d(Code::RollbackMissing, "spec", "no rollback target: the previous bundle is not named".into())
+            Unusable::NotDeclared => d(Code::RollbackTargetMissing, "spec", "no rollback target: the previous bundle is not named".into())
                 .help("add `rollback: {bundle: ../v1/release.yaml, releaseDigest: sha256:…}`"),
             Unusable::Unreadable { path, error } => {
-                d(Code::RollbackUnresolvable, "spec.rollback.bundle", format!("rollback target `{path}` cannot be loaded"))
+                d(Code::RollbackTargetUnresolvable, "spec.rollback.bundle", format!("rollback target `{path}` cannot be loaded"))
                     .evidence(error)
             }
             Unusable::Escapes { path, root } => d(
-                Code::RollbackPathEscapes,
+                Code::RollbackTargetOutsideRepo,
                 "spec.rollback.bundle",
                 format!("rollback target `{path}` resolves outside {root}; it was not read"),
             )
             .help("name the previous bundle by a relative path inside the repository, e.g. `../v1/release.yaml`"),
             Unusable::NotRecorded { path, digest, recorded } => d(
-                Code::RollbackUnresolvable,
+                Code::RollbackTargetUnresolvable,
                 "spec.rollback.releaseDigest",
                 format!("rollback target `{path}` has release digest {digest}, not {recorded}"),
             )
@@ -410,7 +410,7 @@ fn rollback_target(l: &Loaded, rollback: &RollbackStatus, out: &mut Vec<Diagnost
                     ),
                 };
                 let bundle = l.bundle.spec.rollback.as_ref().map_or("", |r| r.bundle.as_str());
-                d(Code::RollbackIsRelease, field, msg).evidence(format!("rollback.bundle: {bundle}")).help(
+                d(Code::RollbackTargetIsRelease, field, msg).evidence(format!("rollback.bundle: {bundle}")).help(
                     "name the previous release (the one this bundle replaces) and pin its digest with `bundlegate digest`",
                 )
             }

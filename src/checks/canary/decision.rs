@@ -280,9 +280,9 @@ pub(crate) fn canary_verdict(
         |codes: &[Code]| diagnostics.iter().any(|d| d.severity == Severity::Error && codes.contains(&d.code));
     if golden_error {
         Verdict::Error
-    } else if blocking(&[Code::GateFailed, Code::GoldenFailed]) {
+    } else if blocking(&[Code::CanaryGateFailed, Code::GoldenSampleFailed]) {
         Verdict::Fail
-    } else if blocking(&[Code::GateInconclusive, Code::GateNoData]) || (outcomes.is_empty() && !alone) {
+    } else if blocking(&[Code::CanaryGateInconclusive, Code::CanaryNoData]) || (outcomes.is_empty() && !alone) {
         Verdict::Inconclusive
     } else if outcomes.is_empty() {
         Verdict::NotRun
@@ -308,9 +308,9 @@ pub(crate) fn fmt_value(kind: MetricKind, metric: &str, v: Option<f64>) -> Strin
 pub(crate) fn gate_diagnostic(i: usize, o: &GateOutcome, window: &str, alone: bool) -> Option<Diagnostic> {
     let code = match o.verdict {
         GateVerdict::Pass => return None,
-        GateVerdict::Fail => Code::GateFailed,
-        GateVerdict::Inconclusive => Code::GateInconclusive,
-        GateVerdict::NoData => Code::GateNoData,
+        GateVerdict::Fail => Code::CanaryGateFailed,
+        GateVerdict::Inconclusive => Code::CanaryGateInconclusive,
+        GateVerdict::NoData => Code::CanaryNoData,
     };
     let field = format!("spec.canary.gates[{i}]");
     let evidence = if alone {
@@ -358,7 +358,7 @@ pub(crate) fn golden_failed(
 ) -> Diagnostic {
     let excerpt: String = shown.chars().take(300).collect();
     let chars = shown.chars().count();
-    let mut d = Diagnostic::new(Code::GoldenFailed, format!("golden sample `{sample}`: {}", problems.join("; ")))
+    let mut d = Diagnostic::new(Code::GoldenSampleFailed, format!("golden sample `{sample}`: {}", problems.join("; ")))
         .field("spec.canary.golden")
         .evidence(format!("output ({chars} chars): {excerpt}{}", if chars > 300 { "…" } else { "" }))
         .evidence(format!("finish reason {finish_reason:?}, HTTP {status}, {latency_ms} ms"));

@@ -398,7 +398,7 @@ pub(crate) fn lint_plan(plan: &crate::bundle::Canary) -> Vec<(crate::diag::Code,
                 None => format!("{reason}; `{}` computes {}", name(p), gate_names(p).join(", ")),
             };
             out.push((
-                Code::GateUnsupported,
+                Code::CanaryGateUnsupported,
                 format!("{field}.metric"),
                 format!("gate `{}`: provider `{}` exports nothing that computes it{hint}", g.metric, name(p)),
             ));
@@ -409,20 +409,20 @@ pub(crate) fn lint_plan(plan: &crate::bundle::Canary) -> Vec<(crate::diag::Code,
             g.min_absolute.is_some() || g.min_relative_decrease.is_some(),
         );
         if t.higher_is_better && (max_set || !min_set) {
-            out.push((Code::GateDirection, field.clone(), format!("gate `{}` is higher-is-better: limit it with minAbsolute / minRelativeDecrease, not maxAbsolute / maxRelativeIncrease", g.metric)));
+            out.push((Code::CanaryGateDirection, field.clone(), format!("gate `{}` is higher-is-better: limit it with minAbsolute / minRelativeDecrease, not maxAbsolute / maxRelativeIncrease", g.metric)));
         } else if !t.higher_is_better && min_set {
-            out.push((Code::GateDirection, field.clone(), format!("gate `{}` is lower-is-better: minAbsolute / minRelativeDecrease never trigger on it; use maxAbsolute / maxRelativeIncrease", g.metric)));
+            out.push((Code::CanaryGateDirection, field.clone(), format!("gate `{}` is lower-is-better: minAbsolute / minRelativeDecrease never trigger on it; use maxAbsolute / maxRelativeIncrease", g.metric)));
         }
         if let Some(r) = g.min_relative_decrease.filter(|r| !(r.is_finite() && *r > 0.0 && *r < 1.0)) {
             out.push((
-                Code::GateDirection,
+                Code::CanaryGateDirection,
                 format!("{field}.minRelativeDecrease"),
                 format!("gate `{}`: minRelativeDecrease {r} must be a fraction in (0, 1)", g.metric),
             ));
         }
         if let Some(a) = g.min_absolute.filter(|a| !a.is_finite()) {
             out.push((
-                Code::GateDirection,
+                Code::CanaryGateDirection,
                 format!("{field}.minAbsolute"),
                 format!("gate `{}`: minAbsolute {a} is not a finite number", g.metric),
             ));
@@ -430,7 +430,7 @@ pub(crate) fn lint_plan(plan: &crate::bundle::Canary) -> Vec<(crate::diag::Code,
     }
     if plan.steps.last() == Some(&100) && !plan.gates.iter().any(has_absolute_limit) {
         out.push((
-            Code::FullStepUnchecked,
+            Code::CanaryFullStepUnchecked,
             "spec.canary.steps".into(),
             "the last traffic step is 100%, where the baseline serves nothing to compare with, and no gate has an absolute limit (maxAbsolute / minAbsolute): that step will be NOT CHECKED".into(),
         ));

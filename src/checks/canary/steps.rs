@@ -239,7 +239,8 @@ pub(crate) fn overall(steps: &[StepVerdict]) -> StepVerdict {
 /// A traffic step that could not be judged (never held while a later one
 /// was, or held too briefly): INCONCLUSIVE, never a pass.
 pub(crate) fn step_inconclusive(percent: u32, note: &str, field: &str) -> crate::diag::Diagnostic {
-    crate::diag::Diagnostic::new(crate::diag::Code::GateInconclusive, format!("step {percent}%: {note}")).field(field)
+    crate::diag::Diagnostic::new(crate::diag::Code::CanaryGateInconclusive, format!("step {percent}%: {note}"))
+        .field(field)
 }
 
 /// A step not judged over a window: its verdict, the note for its row,
@@ -444,7 +445,7 @@ mod tests {
         assert_eq!(skipped.verdict, StepVerdict::Inconclusive);
         assert!(skipped.note.contains("never held in the last 3600 s") && skipped.note.contains("at 5%"));
         let d = skipped.finding.expect("a finding");
-        assert_eq!((d.code, d.message.starts_with("step 5%: ")), (crate::diag::Code::GateInconclusive, true));
+        assert_eq!((d.code, d.message.starts_with("step 5%: ")), (crate::diag::Code::CanaryGateInconclusive, true));
         let brief = why(1, false);
         assert_eq!(brief.verdict, StepVerdict::Inconclusive);
         assert!(brief.note.starts_with("held about 30 s, too briefly") && brief.finding.is_some());

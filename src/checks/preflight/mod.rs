@@ -169,7 +169,7 @@ fn unreadable(st: &ClusterState, incomplete: &[String]) -> Option<Diagnostic> {
         return None;
     }
     let mut dg = Diagnostic::new(
-        Code::RolloutNotRunningOnCluster,
+        Code::ClusterStateIncomplete,
         format!(
             "{} object(s) in the cluster state could not be evaluated; the capacity answer is not trustworthy",
             incomplete.len()
@@ -191,7 +191,7 @@ pub(crate) fn verdict(diagnostics: &[Diagnostic]) -> crate::report::Verdict {
     let errors = || diagnostics.iter().filter(|d| d.severity == Severity::Error);
     if errors().next().is_none() {
         Verdict::Pass
-    } else if errors().all(|d| d.code == Code::RolloutNotRunningOnCluster) {
+    } else if errors().all(|d| d.code == Code::ClusterStateIncomplete) {
         Verdict::Inconclusive
     } else {
         Verdict::Fail

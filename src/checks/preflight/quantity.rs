@@ -243,7 +243,7 @@ pub fn bundle_quantity_diagnostics(l: &Loaded) -> Vec<Diagnostic> {
         for (k, v) in m {
             if let Err(e) = parse_for(k, &v.0) {
                 let field = format!("spec.serving.resources.{kind}.{k}");
-                out.push(Diagnostic::new(Code::QuantityInvalid, format!("{field}: {e}")).at(l.span(&field)).field(&field).help(
+                out.push(Diagnostic::new(Code::ResourceQuantityInvalid, format!("{field}: {e}")).at(l.span(&field)).field(&field).help(
                     "write a non-negative Kubernetes quantity: `500m` or `2` for cpu, `8Gi` for memory, an integer for extended resources like nvidia.com/gpu",
                 ));
             }

@@ -216,7 +216,7 @@ fn no_matching_nodes(cx: &Ctx, usage: &Usage, evals: &[NodeEval]) -> Diagnostic 
     let (name, total) = (cx.name, cx.st.nodes.len());
     let mut dg = cx
         .diag(
-            Code::NoMatchingNodes,
+            Code::NoEligibleNodes,
             "spec.serving.nodeSelector",
             format!("no node can run {name}: 0/{total} nodes match its nodeSelector, tolerations and volumes"),
         )
@@ -234,7 +234,7 @@ fn surge_waits_for_old(cx: &Ctx, usage: &Usage, evals: &[NodeEval], lines: &Line
     let (s, unavailable) = (cx.serving(), cx.unavailable);
     let mut dg = cx
         .diag(
-            Code::SurgeUnschedulable,
+            Code::SurgePodUnschedulable,
             "spec.serving.resources",
             format!(
                 "the surge pod cannot be placed while the old pods run; the rollout advances only as maxUnavailable ({unavailable}) old pod(s) terminate, serving with {} of {} replicas meanwhile",
@@ -263,7 +263,11 @@ fn stays_pending(
 ) -> Diagnostic {
     let headline = pending_headline(cx, eligible, cap.effective);
     let mut dg = cx
-        .diag(Code::SurgeUnschedulable, "spec.serving.resources", format!("the new pod will stay Pending: {headline}"))
+        .diag(
+            Code::SurgePodUnschedulable,
+            "spec.serving.resources",
+            format!("the new pod will stay Pending: {headline}"),
+        )
         .evidence(lines.plan.clone())
         .evidence(lines.request.clone())
         .evidence(scheduler_line(evals));
@@ -340,7 +344,7 @@ fn not_proven_with_unknown_nodes(cx: &Ctx, usage: &Usage, evals: &[NodeEval], di
     if unknown.is_empty() {
         return;
     }
-    let capacity_codes = [Code::SurgeUnschedulable, Code::NoMatchingNodes];
+    let capacity_codes = [Code::SurgePodUnschedulable, Code::NoEligibleNodes];
     for dg in diags.iter_mut().filter(|d| capacity_codes.contains(&d.code)) {
         dg.severity = Severity::Warning;
         dg.evidence.push(format!(

@@ -113,7 +113,7 @@ pub(super) fn check(cx: &Ctx, usage: &Usage, evals: &[NodeEval], lines: &Lines) 
         match mode {
             AccessMode::ReadWriteOncePod if unavailable == 0 && plan.mode != "first-rollout" => diags.push(
                 d(
-                    Code::RwopDeadlock,
+                    Code::RwopRolloutDeadlock,
                     &field,
                     format!("claim {} is ReadWriteOncePod and maxUnavailable resolves to 0: the rollout deadlocks", v.claim_name),
                 )
@@ -128,13 +128,13 @@ pub(super) fn check(cx: &Ctx, usage: &Usage, evals: &[NodeEval], lines: &Lines) 
                 .help("or use a ReadWriteOnce claim on a single node, or ReadWriteMany storage"),
             ),
             AccessMode::ReadWriteOncePod if s.replicas > 1 => diags.push(
-                d(Code::RwopDeadlock, &field, format!("claim {} is ReadWriteOncePod but {} replicas share it: only one pod can ever use it", v.claim_name, s.replicas))
+                d(Code::RwopRolloutDeadlock, &field, format!("claim {} is ReadWriteOncePod but {} replicas share it: only one pod can ever use it", v.claim_name, s.replicas))
                     .evidence(source_line)
                     .help("give each replica its own claim (a StatefulSet) or use ReadWriteMany storage"),
             ),
             AccessMode::ReadWriteOnce if eligible_names.len() > 1 => {
                 let mut dg = d(
-                    Code::RwoMultiAttach,
+                    Code::RwoMultiAttachRisk,
                     &field,
                     format!(
                         "claim {} is ReadWriteOnce and {} nodes can run the new pod: if it lands off the old pod's node it fails with Multi-Attach",
