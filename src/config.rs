@@ -7,8 +7,8 @@ use anyhow::{Context, Result};
 use serde::Deserialize;
 
 use crate::diag::Overrides;
+use crate::diag::Severity;
 use crate::options::SeverityOptions;
-use crate::report::Severity;
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]

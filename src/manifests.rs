@@ -18,7 +18,7 @@ use serde_json::{json, Value};
 
 use crate::bundle::{self, Loaded, ServingFormat};
 
-pub use crate::bundle::{ANNOTATION_DIGEST, ANNOTATION_VERSION};
+use crate::bundle::{ANNOTATION_DIGEST, ANNOTATION_VERSION};
 pub const ANNOTATION_STORAGE: &str = "bundlegate.dev/storage-uri";
 
 const BUILTIN: &[(&str, &str)] = &[
@@ -48,7 +48,7 @@ pub(crate) struct Renderer {
 
 // What the in-pod verifier is (names, paths, requests, which pods can carry
 // it) is a property of the bundle, shared with lint and preflight.
-pub use crate::bundle::pod_verifier::*;
+use crate::bundle::pod_verifier::*;
 
 /// The verifier image by default: this release's own image (the packaging
 /// workflow publishes it), so the verifier and the renderer agree on the

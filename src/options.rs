@@ -154,7 +154,7 @@ impl VerifyOptions {
 
 /// Canary split traffic, or mirrored (shadow) traffic: the bundle's
 /// `spec.canary.mode` type, which `canary --mode` overrides.
-pub use crate::bundle::CanaryMode;
+use crate::bundle::CanaryMode;
 
 /// `canary --mode`: the bundle's own type, so there is one `CanaryMode`.
 /// (Written by hand: the derive would put clap into `bundle`.)

@@ -14,7 +14,7 @@ use futures::StreamExt;
 use object_store::{path::Path as OPath, ObjectStore, ObjectStoreExt, PutPayload};
 
 use super::store::{short_error, Store};
-pub use crate::bundle::storage_uri::Location;
+use crate::bundle::storage_uri::Location;
 use crate::bundle::storage_uri::{self, StorageUri};
 
 /// Where small objects live: the store and the prefix inside it.

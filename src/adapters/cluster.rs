@@ -9,7 +9,7 @@ use anyhow::{anyhow, Context, Result};
 use serde::de::DeserializeOwned;
 
 use crate::checks::preflight::ClusterState;
-pub use crate::parse::snapshot::parse_snapshot;
+use crate::parse::snapshot::parse_snapshot;
 use crate::parse::snapshot::{add_item, require_complete};
 
 /// The largest snapshot read (bytes). A 5,000-node / 200,000-pod cluster

@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{anyhow, bail, Context, Result};
 use chrono::{DateTime, TimeZone, Utc};
 /// The repository `locate` opens; callers hand it back to these functions.
+// The handle commands hold between git calls; git2 itself stays in this adapter.
 pub use git2::Repository;
 use git2::{Delta, DiffFindOptions, DiffOptions, FileMode, ObjectType, Oid, Tree, TreeWalkMode, TreeWalkResult};
 

@@ -196,7 +196,7 @@ pub(crate) fn pod_info(p: &Pod, app: &str) -> PodInfo {
             last_exit_code: last.map(|t| t.exit_code),
             last_finished_at: last.and_then(|t| t.finished_at.as_ref()).map(|t| t.0.to_string()),
         });
-        if cs.name == crate::checks::watch::rollout::VERIFIER_CONTAINER && verifier.is_none() {
+        if cs.name == crate::bundle::pod_verifier::VERIFIER_CONTAINER && verifier.is_none() {
             let term = [cs.state.as_ref(), cs.last_state.as_ref()]
                 .into_iter()
                 .flatten()

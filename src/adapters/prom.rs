@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use crate::checks::canary::golden::{GoldenAnswer, GoldenApi, GoldenSample};
 
-pub use crate::parse::prom::{parse_response, Series};
+use crate::parse::prom::{parse_response, Series};
 
 /// One Prometheus query, answer included.
 const QUERY_TIMEOUT: Duration = Duration::from_secs(30);

@@ -44,7 +44,7 @@ pub struct Store {
 
 // The listing and read outcomes are plain data the verify check judges;
 // they are defined with that check.
-pub use crate::checks::verify::{Listed, ReadFailure, Refused};
+use crate::checks::verify::{Listed, ReadFailure, Refused};
 
 fn classify(e: &object_store::Error) -> ReadFailure {
     use object_store::Error as E;

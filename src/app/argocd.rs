@@ -23,11 +23,12 @@ use crate::app::ctx::Ctx;
 use crate::bundle::{self, Loaded};
 use crate::checks::rollback::RollbackStatus;
 use crate::diag::Overrides;
+use crate::diag::Severity;
 use crate::manifests::{Renderer, TemplateSource};
 use crate::options::ArgocdAction;
 use crate::parse::cmp::PARAMS;
-pub use crate::parse::cmp::{CmpEnv, Params, DEFAULT_BUNDLE};
-use crate::report::{Report, Severity, StepReport};
+use crate::parse::cmp::{CmpEnv, Params, DEFAULT_BUNDLE};
+use crate::report::{Report, StepReport};
 
 /// Annotation with the Git revision Argo rendered from.
 pub(crate) const ANNOTATION_GIT_REVISION: &str = "bundlegate.dev/git-revision";
@@ -266,7 +267,7 @@ fn generate_inner(source: &Path, env: &CmpEnv, ov: &Overrides) -> Result<Generat
         // Argo CD shows the plugin's stderr, not a report: the same finding as text.
         let d = crate::checks::render::verifier_not_rendered(
             &l.bundle,
-            crate::checks::render::VerifierMissing::TemplateOmits(crate::manifests::VERIFIER_CONTAINER),
+            crate::checks::render::VerifierMissing::TemplateOmits(crate::bundle::pod_verifier::VERIFIER_CONTAINER),
         );
         tracing::warn!("{}: {} ({})", l.display, d.message, d.code.info().code);
     }

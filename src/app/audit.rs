@@ -10,15 +10,18 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
-use super::verify::{find_bundles, verify_loaded, AuditCache, AuditCtx, CacheEntry};
+use super::verify::{verify_loaded, AuditCache, AuditCtx, CacheEntry};
 use crate::adapters::blob::{self, BlobDir};
+use crate::adapters::bundle_files::find_bundles;
 use crate::adapters::pushgateway::Gateway;
 use crate::app::ctx::Ctx;
 use crate::bundle::{self, Loaded};
-use crate::checks::shard::{self, Item, ShardInfo, ShardSpec};
+use crate::checks::shard::{self, Item, ShardSpec};
+use crate::diag::Diagnostic;
 use crate::diag::Overrides;
 use crate::options::{AlertOptions, AuditOptions, MergeOptions, VerifyOptions};
-use crate::report::{Diagnostic, Report, StepReport, Verdict};
+use crate::report::ShardInfo;
+use crate::report::{Report, StepReport, Verdict};
 
 /// Cache objects and shard reports are small; anything bigger is not ours.
 pub(crate) const CACHE_OBJECT_LIMIT: u64 = 64 << 20;
@@ -112,7 +115,7 @@ impl CacheStore {
     fn open(location: &str, sharded: bool) -> Result<CacheStore> {
         let loc = blob::location(location).context("--cache")?;
         match &loc {
-            blob::Location::Local(p) if p.extension().is_some_and(|e| e == "json") => {
+            crate::bundle::storage_uri::Location::Local(p) if p.extension().is_some_and(|e| e == "json") => {
                 if sharded {
                     bail!("--cache {location}: a single cache file cannot be shared by shards; give a folder or an object-store prefix (one object per bundle)");
                 }
@@ -335,7 +338,9 @@ async fn merge(ctx: &Ctx, inputs: &[String], max_age: Option<std::time::Duration
     let mut named: Vec<(String, Vec<u8>)> = Vec::new();
     for i in inputs {
         let loc = blob::location(i)?;
-        if i.ends_with('/') || matches!(&loc, blob::Location::Local(p) if crate::adapters::local::is_dir(p)) {
+        if i.ends_with('/')
+            || matches!(&loc, crate::bundle::storage_uri::Location::Local(p) if crate::adapters::local::is_dir(p))
+        {
             let d = BlobDir::at(&loc, i)?;
             let names = d.list(".json").await?;
             if names.is_empty() {

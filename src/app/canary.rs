@@ -18,10 +18,12 @@ use crate::checks::canary::providers::{self, Template};
 use crate::checks::canary::query::{self, Arms, SideQueries};
 use crate::checks::canary::statistics;
 use crate::checks::canary::steps::{self as st, StepVerdict, StepWindow};
+use crate::diag::Diagnostic;
 use crate::diag::Overrides;
+use crate::diag::Severity;
 use crate::options::{CanaryOptions, HumanDuration, VerifyOptions};
 use crate::parse::prom as read;
-use crate::report::{Diagnostic, Severity, StepReport, Table, Verdict};
+use crate::report::{StepReport, Table, Verdict};
 
 pub(crate) fn run(ctx: &Ctx, l: &Loaded, args: &CanaryOptions, ov: &Overrides) -> Result<Vec<StepReport>> {
     Ok(vec![if args.steps {

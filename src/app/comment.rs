@@ -17,15 +17,14 @@ use serde::Serialize;
 use crate::adapters::env::EnvSnapshot;
 use crate::adapters::github::{self, CheckRun, CheckRunOutput, GithubClient, GithubError, RetryPolicy};
 use crate::app::ctx::Ctx;
-use crate::report::{render, Detail, Report, Severity, StepReport, Verdict};
+use crate::diag::Severity;
+use crate::report::{render, Detail, Report, StepReport, Verdict};
 
 /// GitHub's limit for one step's job summary, in bytes.
 pub const SUMMARY_LIMIT: usize = 1 << 20;
 
 use crate::report::comment::marker_key_of;
-pub use crate::report::comment::{
-    marker, parse_marker, sticky_parts, truncate_markdown, COMMENT_LIMIT, DEFAULT_MARKER_KEY,
-};
+use crate::report::comment::{parse_marker, sticky_parts, truncate_markdown, DEFAULT_MARKER_KEY};
 
 // ---------------------------------------------------------------------------
 // Publishing

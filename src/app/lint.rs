@@ -7,7 +7,8 @@ use crate::bundle::Loaded;
 use crate::checks::lint;
 use crate::checks::rollback::RollbackStatus;
 use crate::diag::Overrides;
-use crate::report::{Severity, StepReport};
+use crate::diag::Severity;
+use crate::report::StepReport;
 
 /// Lint one bundle; its rollback target is resolved beside it.
 pub(crate) fn run(_ctx: &Ctx, l: &Loaded, ov: &Overrides) -> Result<Vec<StepReport>> {

@@ -21,8 +21,6 @@ use crate::checks::pod_files::{self, describe_wait, Expected, Outcome, Seen, Wai
 use crate::options::VerifyFilesOptions;
 use crate::report::{Report, StepReport, Table, Verdict};
 
-pub use crate::bundle::verify_seconds;
-
 /// Cap on the env var's size: the list is small; a huge value is not ours.
 const MAX_MANIFEST_BYTES: usize = 4 << 20;
 

@@ -8,8 +8,9 @@ use crate::app::ctx::Ctx;
 use crate::bundle::Loaded;
 use crate::checks::preflight;
 use crate::diag::Overrides;
+use crate::diag::Severity;
 use crate::options::PreflightOptions;
-use crate::report::{Severity, StepReport};
+use crate::report::StepReport;
 
 /// Cluster state is needed: refused before anything is loaded.
 pub(crate) fn check(o: &PreflightOptions) -> Result<()> {

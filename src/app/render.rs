@@ -44,7 +44,9 @@ fn render(l: &Loaded, ro: &RenderOptions) -> StepReport {
             if rendered.verifier_missing {
                 s.diagnostics.push(crate::checks::render::verifier_not_rendered(
                     &l.bundle,
-                    crate::checks::render::VerifierMissing::TemplateOmits(crate::manifests::VERIFIER_CONTAINER),
+                    crate::checks::render::VerifierMissing::TemplateOmits(
+                        crate::bundle::pod_verifier::VERIFIER_CONTAINER,
+                    ),
                 ));
                 s.verdict = s.verdict_from_diagnostics();
             }

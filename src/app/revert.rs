@@ -13,11 +13,12 @@ use crate::app::ctx::Ctx;
 use crate::bundle::Loaded;
 use crate::checks::revert as rv;
 use crate::checks::rollback::Unusable;
+use crate::diag::Diagnostic;
 use crate::diag::Overrides;
 use crate::options::{RevertOptions, VerifyOptions};
-use crate::report::{Diagnostic, Report, StepReport, Verdict};
+use crate::report::{Report, StepReport, Verdict};
 
-pub use crate::checks::revert::REVERT_MARKER;
+use crate::checks::revert::REVERT_MARKER;
 
 /// `revert` on one loaded bundle; `evidence` is what was found so far (the
 /// pipeline's earlier steps), else the `--evidence` report file. A file that
@@ -423,7 +424,7 @@ fn revert_body(f: &RevertFacts, evidence: Option<&Report>) -> String {
         code(f.branch),
         md(f.digest)
     ));
-    super::comment::truncate_markdown(
+    crate::report::comment::truncate_markdown(
         &o,
         60_000,
         &format!("\n\n…evidence truncated.\n\n{REVERT_MARKER} {}\n", md(f.digest)),

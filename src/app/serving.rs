@@ -48,7 +48,7 @@ pub(crate) async fn serving_step(l: &Loaded, client: kube::Client) -> StepReport
 /// INCONCLUSIVE rather than guessed.
 pub(crate) async fn serving_audit(ctx: &Ctx, root: &Path) -> Result<Vec<StepReport>> {
     use std::collections::{BTreeMap, BTreeSet};
-    let paths = super::verify::find_bundles(root)?;
+    let paths = crate::adapters::bundle_files::find_bundles(root)?;
     let canon = |p: &Path| crate::adapters::local::canonical_or_same(p);
     let mut groups: BTreeMap<(String, String), Vec<Loaded>> = BTreeMap::new();
     let mut referenced = BTreeSet::new();

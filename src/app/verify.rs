@@ -10,9 +10,10 @@ use std::sync::Arc;
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
-use crate::adapters::store::{self, Listed, Store};
+use crate::adapters::store::{self, Store};
 use crate::app::ctx::Ctx;
 use crate::bundle::{self, Loaded};
+use crate::checks::verify::Listed;
 use crate::checks::verify::{self as vcheck, HashOutcome};
 use crate::diag::Overrides;
 use crate::options::{Progress, VerifyOptions, MAX_JOBS};
@@ -217,7 +218,7 @@ fn record_hashed(
 
 /// One `artifact_drifted` finding per object whose identity moved since
 /// the audit cache verified it, at the artifact's span when it has one.
-fn drift_diagnostics(l: &Loaded, drift: Vec<Drift>) -> Vec<crate::report::Diagnostic> {
+fn drift_diagnostics(l: &Loaded, drift: Vec<Drift>) -> Vec<crate::diag::Diagnostic> {
     use crate::checks::audit::{artifact_drifted, Identity};
     let mut diags = Vec::new();
     for (key, was, now) in drift {
@@ -258,5 +259,3 @@ fn summary(l: &Loaded, outcome: &vcheck::Outcome, verdict: Verdict, n_read: usiz
     }
     summary
 }
-
-pub use crate::adapters::bundle_files::find_bundles;

@@ -289,7 +289,7 @@ async fn rollout_step(
                 } else {
                     format!("still incomplete at the {} timeout", args.timeout)
                 };
-                if let Some(d) = s.diagnostics.iter_mut().find(|d| d.severity == crate::report::Severity::Error) {
+                if let Some(d) = s.diagnostics.iter_mut().find(|d| d.severity == crate::diag::Severity::Error) {
                     d.evidence.push(format!("{why}, after {:.0}s", started.elapsed().as_secs_f64()));
                 }
             }

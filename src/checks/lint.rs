@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use crate::bundle::{self, ArtifactRole, Loaded};
 use crate::checks::rollback::{RollbackStatus, Unusable};
 use crate::diag::Code;
-use crate::report::Diagnostic;
+use crate::diag::Diagnostic;
 
 pub(crate) fn is_sha256_hex(s: &str) -> bool {
     s.len() == 64 && s.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
@@ -332,7 +332,7 @@ fn quantities_and_rollout(l: &Loaded, out: &mut Vec<Diagnostic>) {
     if let Err(e) = s.rollout.resolve(s.replicas) {
         out.push(
             d(Code::CanaryPlanInvalid, "spec.serving.rollout", format!("rollout strategy: {e}"))
-                .severity(crate::report::Severity::Error),
+                .severity(crate::diag::Severity::Error),
         );
     }
 }

@@ -4,9 +4,11 @@
 
 use chrono::{DateTime, Utc};
 
-use crate::checks::shard::{self, ShardInfo};
+use crate::checks::shard::{self};
 use crate::diag::Code;
-use crate::report::{Diagnostic, Report, StepReport, Verdict};
+use crate::diag::Diagnostic;
+use crate::report::ShardInfo;
+use crate::report::{Report, StepReport, Verdict};
 
 /// How far a shard's clock may run ahead of the merging machine's before
 /// its `finishedAt` is no longer a time it can have finished at.

@@ -136,7 +136,7 @@ pub(crate) fn tree_fingerprint(items: &[Item]) -> String {
 }
 
 // What a shard says about itself is part of the report format.
-pub use crate::report::ShardInfo;
+use crate::report::ShardInfo;
 
 /// Why a set of shard reports does not make one complete audit.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -5,7 +5,9 @@ use std::collections::{BTreeMap, HashMap};
 
 use crate::bundle::{self, Loaded};
 use crate::diag::Code;
-use crate::report::{Diagnostic, Severity, Table, Verdict};
+use crate::diag::Diagnostic;
+use crate::diag::Severity;
+use crate::report::{Table, Verdict};
 
 /// One listed object, relative to the prefix.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]

@@ -5,7 +5,7 @@
 use anyhow::Result;
 use serde_json::Value;
 
-pub use crate::checks::canary::golden::{GoldenAnswer, GoldenApi, GoldenSample};
+use crate::checks::canary::golden::{GoldenAnswer, GoldenApi, GoldenSample};
 use crate::parse::prom::truncate;
 
 /// Parse a golden JSONL file; errors name the line, column and kind of

@@ -106,7 +106,7 @@ fn select(p: &Pipeline, inputs: &Inputs) -> Result<(Vec<Target>, Option<StepRepo
         }
         Some(SelectFrom::All) => {
             let root = p.bundles.as_ref().and_then(|b| b.root.clone()).unwrap_or_else(|| inputs.options.repo.clone());
-            let found = crate::app::verify::find_bundles(&root)?;
+            let found = crate::adapters::bundle_files::find_bundles(&root)?;
             Ok((
                 found
                     .into_iter()

@@ -17,7 +17,7 @@ use std::fmt;
 
 // The diagnostic model lives with the code registry (`diag`), so `bundle`
 // and `checks` can build findings without depending on the report side.
-pub use crate::diag::{Diagnostic, Severity, Span};
+use crate::diag::{Diagnostic, Severity};
 
 /// The outcome of one step. Ordered from best to worst so `max` aggregates.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]

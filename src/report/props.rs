@@ -13,7 +13,8 @@ use pulldown_cmark::{CodeBlockKind, Event, Options, Parser, Tag};
 use super::escape::is_control;
 use super::redact::redact;
 use super::render::{self, Format};
-use super::{Detail, Diagnostic, Report, Span, StepReport, Table};
+use super::{Detail, Diagnostic, Report, StepReport, Table};
+use crate::diag::Span;
 
 /// Pieces that mean something to Markdown, GitHub or a terminal: the
 /// entries of the fuzz dictionary, so the fuzzer and these properties try

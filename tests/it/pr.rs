@@ -9,9 +9,13 @@ use std::time::{Duration, Instant};
 
 use bundlegate::adapters::git::changed_bundles;
 use bundlegate::adapters::github::{GithubClient, GithubError, RetryPolicy};
-use bundlegate::app::comment::{self as pr, publish_comment, sticky_parts, GithubEnv, COMMENT_LIMIT};
+use bundlegate::app::comment::{self as pr, publish_comment, GithubEnv};
 use bundlegate::app::ctx::Ctx;
-use bundlegate::report::{Diagnostic, Report, Span, StepReport, Verdict};
+use bundlegate::diag::Diagnostic;
+use bundlegate::diag::Span;
+use bundlegate::report::comment::sticky_parts;
+use bundlegate::report::comment::COMMENT_LIMIT;
+use bundlegate::report::{Report, StepReport, Verdict};
 use serde_json::Value;
 
 use crate::github_standin::StandIn;
@@ -798,7 +802,7 @@ fn pr_json_spaced_kind_and_symlinked_bundles_are_detected_everywhere() {
     let link = ch.iter().find(|c| c.path.ends_with("current/release.yaml")).unwrap();
     assert_eq!(link.head_text, v2_text, "a symlinked bundle is read through to its target");
 
-    let found = bundlegate::app::verify::find_bundles(ex.path()).unwrap();
+    let found = bundlegate::adapters::bundle_files::find_bundles(ex.path()).unwrap();
     for w in want {
         assert!(found.iter().any(|p| p.ends_with(w)), "audit misses {w}: {found:?}");
     }
@@ -806,7 +810,7 @@ fn pr_json_spaced_kind_and_symlinked_bundles_are_detected_everywhere() {
     let src = ex.path().canonicalize().unwrap();
     for w in want {
         let params = format!(r#"[{{"name":"bundle","string":"{w}"}}]"#);
-        let env = bundlegate::app::argocd::CmpEnv::from_pairs([("ARGOCD_APP_PARAMETERS", params.as_str())]);
+        let env = bundlegate::parse::cmp::CmpEnv::from_pairs([("ARGOCD_APP_PARAMETERS", params.as_str())]);
         assert_eq!(bundlegate::app::argocd::discover(&src, &env).unwrap().as_deref(), Some(w), "discover misses {w}");
     }
     // The whole PR pipeline then checks all four (none reads "touches no release bundle").
@@ -852,7 +856,7 @@ fn pr_oversized_or_non_utf8_bundle_is_a_load_error_not_skipped() {
     let src = ex.path().canonicalize().unwrap();
     for w in ["llm-scratch/v2/release.yaml", "latin1/release.yaml", "nul/release.yaml"] {
         let params = format!(r#"[{{"name":"bundle","string":"{w}"}}]"#);
-        let env = bundlegate::app::argocd::CmpEnv::from_pairs([("ARGOCD_APP_PARAMETERS", params.as_str())]);
+        let env = bundlegate::parse::cmp::CmpEnv::from_pairs([("ARGOCD_APP_PARAMETERS", params.as_str())]);
         assert_eq!(bundlegate::app::argocd::discover(&src, &env).unwrap().as_deref(), Some(w), "discover misses {w}");
     }
     let out = run_pr(ex.path(), &[], &[]);
@@ -964,7 +968,7 @@ fn pr_symlinked_bundle_outside_the_repo_is_refused() {
     commit_all(ex.path(), "link outside");
     let e = format!("{:#}", changed_bundles(ex.path(), "main", "feature").unwrap_err());
     assert!(e.contains("escape/release.yaml") && e.contains("refusing to follow"), "{e}");
-    let e = format!("{:#}", bundlegate::app::verify::find_bundles(ex.path()).unwrap_err());
+    let e = format!("{:#}", bundlegate::adapters::bundle_files::find_bundles(ex.path()).unwrap_err());
     assert!(e.contains("escape/release.yaml") && e.contains("refusing to follow"), "{e}");
     let out = run_pr(ex.path(), &[], &[]);
     assert_eq!(out.code, 2, "{}\n{}", out.stdout, out.stderr);

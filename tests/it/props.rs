@@ -547,7 +547,7 @@ proptest! {
         prop_assume!(text != BUNDLE);
         if let Ok(l) = bundle::parse("p.yaml", Path::new("p.yaml"), text) {
             let d = bundlegate::checks::lint::lint(&l, &bundlegate::checks::rollback::RollbackStatus::NotDeclared);
-            prop_assert!(d.iter().any(|d| d.severity == bundlegate::report::Severity::Error), "escaping path {} linted clean", evil);
+            prop_assert!(d.iter().any(|d| d.severity == bundlegate::diag::Severity::Error), "escaping path {} linted clean", evil);
         }
     }
 

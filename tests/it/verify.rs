@@ -569,7 +569,8 @@ fn s3_sibling_prefixes_are_distinct() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn object_replaced_between_list_and_read_is_reported_not_mixed() {
-    use bundlegate::adapters::store::{ReadFailure, Store};
+    use bundlegate::adapters::store::Store;
+    use bundlegate::checks::verify::ReadFailure;
     use bundlegate::checks::verify::{evaluate, HashOutcome};
     use object_store::{memory::InMemory, ObjectStoreExt, PutPayload};
     use std::sync::Arc;
@@ -588,7 +589,7 @@ async fn object_replaced_between_list_and_read_is_reported_not_mixed() {
     let ex = Example::new();
     let text = std::fs::read_to_string(ex.v2()).unwrap();
     let l = bundlegate::bundle::parse("release.yaml", &ex.v2(), text).unwrap();
-    let listing = vec![bundlegate::adapters::store::Listed {
+    let listing = vec![bundlegate::checks::verify::Listed {
         key: "ckpt.pt".into(),
         size: 6144,
         e_tag: Some("1".into()),

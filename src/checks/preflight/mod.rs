@@ -25,7 +25,8 @@ use std::collections::BTreeMap;
 
 use crate::bundle::{IntOrPercent, Loaded, Serving};
 use crate::diag::Code;
-use crate::report::{Diagnostic, Table};
+use crate::diag::Diagnostic;
+use crate::report::Table;
 
 pub use probes::SCHEDULING_ALLOWANCE_SECONDS;
 pub use quantity::bundle_quantity_diagnostics;
@@ -187,7 +188,8 @@ fn unreadable(st: &ClusterState, incomplete: &[String]) -> Option<Diagnostic> {
 /// cluster showed: when it is the only error, the answer is unknown
 /// (INCONCLUSIVE), not FAIL.
 pub(crate) fn verdict(diagnostics: &[Diagnostic]) -> crate::report::Verdict {
-    use crate::report::{Severity, Verdict};
+    use crate::diag::Severity;
+    use crate::report::Verdict;
     let errors = || diagnostics.iter().filter(|d| d.severity == Severity::Error);
     if errors().next().is_none() {
         Verdict::Pass

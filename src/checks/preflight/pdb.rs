@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 
 use crate::bundle::{Loaded, ServingFormat};
 use crate::diag::Code;
-use crate::report::Diagnostic;
+use crate::diag::Diagnostic;
 
 use super::scheduling::Usage;
 use super::surge::scaled;

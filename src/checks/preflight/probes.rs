@@ -3,7 +3,7 @@
 //! Separate because it needs only the bundle, never the cluster.
 
 use crate::diag::Code;
-use crate::report::Diagnostic;
+use crate::diag::Diagnostic;
 
 use super::Ctx;
 

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use crate::bundle::Loaded;
 use crate::diag::Code;
-use crate::report::Diagnostic;
+use crate::diag::Diagnostic;
 
 use super::state::{ContainerResources, Pod, Quantities};
 

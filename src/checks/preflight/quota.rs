@@ -5,7 +5,7 @@
 use serde_json::{json, Value};
 
 use crate::diag::Code;
-use crate::report::Diagnostic;
+use crate::diag::Diagnostic;
 
 use super::quantity::{self, pod_res, Which};
 use super::state::{ClusterState, Quota};

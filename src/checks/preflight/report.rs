@@ -5,7 +5,8 @@ use std::collections::BTreeMap;
 
 use serde_json::{json, Value};
 
-use crate::report::{Diagnostic, Table};
+use crate::diag::Diagnostic;
+use crate::report::Table;
 
 use super::quantity;
 use super::scheduling::{eligible, NodeEval, Usage};

@@ -7,7 +7,8 @@ use serde::Serialize;
 
 use crate::bundle::IntOrPercent;
 use crate::diag::Code;
-use crate::report::{Diagnostic, Severity};
+use crate::diag::Diagnostic;
+use crate::diag::Severity;
 
 use super::quantity::{self, Res};
 use super::scheduling::{eligible, node_lines, scheduler_line, NodeEval, Usage};

@@ -7,7 +7,7 @@ use serde_json::{json, Value};
 
 use crate::bundle::AccessMode;
 use crate::diag::Code;
-use crate::report::Diagnostic;
+use crate::diag::Diagnostic;
 
 use super::scheduling::{eligible, NodeEval, Usage};
 use super::state::{ClusterState, Pv, Pvc};

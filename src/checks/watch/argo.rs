@@ -16,7 +16,7 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use crate::diag::Code;
-use crate::report::Diagnostic;
+use crate::diag::Diagnostic;
 
 /// The fields of an Argo CD Application's status that the gate reads.
 #[derive(Debug, Clone, Default, Serialize, PartialEq)]

@@ -13,7 +13,7 @@ use serde::Serialize;
 use serde_json::{json, Value};
 
 use crate::diag::Code;
-use crate::report::Diagnostic;
+use crate::diag::Diagnostic;
 
 /// Label KServe puts on every pod/Deployment of an InferenceService.
 pub(crate) const KSERVE_LABEL: &str = "serving.kserve.io/inferenceservice";
@@ -127,7 +127,7 @@ pub(crate) struct PodInfo {
 }
 
 /// Container name of the in-pod verifier (`bundlegate verify-files`).
-pub use crate::bundle::pod_verifier::VERIFIER_CONTAINER;
+use crate::bundle::pod_verifier::VERIFIER_CONTAINER;
 
 /// A new pod held back by its verifier: proven, final (the files will not
 /// fix themselves), named per artifact from the termination message.
@@ -396,7 +396,8 @@ pub(crate) fn compare_serving(exp: &Expected, pods: &[PodInfo], replica_sets: &[
 /// A step's verdict from rollout diagnostics: FAIL on any failing error,
 /// INCONCLUSIVE when the only errors are BG506 (could not tell), else PASS.
 pub(crate) fn verdict_of(diags: &[Diagnostic]) -> crate::report::Verdict {
-    use crate::report::{Severity, Verdict};
+    use crate::diag::Severity;
+    use crate::report::Verdict;
     let errors: Vec<&Diagnostic> = diags.iter().filter(|d| d.severity == Severity::Error).collect();
     let unsure = Code::RolloutEvidenceIncomplete;
     if errors.is_empty() {
@@ -509,7 +510,7 @@ pub(crate) fn evaluate_rollout(exp: &Expected, st: &ServiceState) -> RolloutOutc
 }
 
 fn is_error(d: &Diagnostic) -> bool {
-    d.severity == crate::report::Severity::Error
+    d.severity == crate::diag::Severity::Error
 }
 
 /// Pods the release's own Service routes to that the release does not own:
@@ -955,7 +956,7 @@ pub(crate) fn serving_diagnostics(exp: &Expected, service: &str, st: &ServiceSta
     }
     let this = |p: &&PodInfo| p.digest.as_deref() == Some(exp.digest.as_str());
     let matching = st.pods.iter().filter(this).filter(|p| standing(p) == PodStanding::Serving).count();
-    if matching == 0 && !diags.iter().any(|d| d.severity == crate::report::Severity::Error) {
+    if matching == 0 && !diags.iter().any(|d| d.severity == crate::diag::Severity::Error) {
         let unknown = st.pods.iter().filter(this).any(|p| standing(p) == PodStanding::Unknown);
         let code = if unknown { Code::RolloutEvidenceIncomplete } else { Code::RolloutIncomplete };
         diags.push(Diagnostic::new(code, format!("no ready pod of {service} runs this release")));

@@ -13,7 +13,7 @@ use serde_json::json;
 
 use super::rollout::{evaluate_rollout, Expected, PodStanding, RolloutOutcome, ServiceState};
 use crate::diag::Code;
-use crate::report::Diagnostic;
+use crate::diag::Diagnostic;
 
 /// The stability window when none is configured: two readiness failure
 /// windows (period × failureThreshold, what it takes the kubelet to notice a
@@ -138,7 +138,7 @@ impl RolloutWatch {
             if !outcome.complete && !storm {
                 // Complete once, not any more: the last read's own findings
                 // say why; add when it had been complete.
-                if let Some(d) = outcome.diagnostics.iter_mut().find(|d| d.severity == crate::report::Severity::Error) {
+                if let Some(d) = outcome.diagnostics.iter_mut().find(|d| d.severity == crate::diag::Severity::Error) {
                     d.evidence.push(format!("the rollout had read complete at {t0:.1}s ({} ready pod(s) of the release); this is the read at {at_s:.1}s", ready_of(&self.exp, base)));
                 }
             }
