@@ -300,3 +300,32 @@ fn contributing_layout_matches_the_tree() {
         assert!(named.contains(&name), "CONTRIBUTING.md layout does not mention {name}");
     }
 }
+
+/// One concept, one home: an item is named by the module that defines it.
+/// A `pub use` may only lift a module's own submodule into its face (e.g.
+/// `bundle`'s model); re-exporting another module's items hid where they
+/// live (16 such shims were removed). The one exception is the git
+/// adapter's handle type, which commands hold without seeing git2.
+#[test]
+fn re_exports_only_lift_a_modules_own_submodules() {
+    let allowed = ["adapters/git.rs: pub use git2::Repository;"];
+    let mut found = Vec::new();
+    for s in syntax::sources() {
+        let own: Vec<String> = s
+            .code
+            .lines()
+            .filter_map(|l| l.trim().strip_prefix("mod ").or_else(|| l.trim().strip_prefix("pub mod ")))
+            .map(|m| m.trim_end_matches(';').to_string())
+            .collect();
+        for (i, line) in s.code.lines().enumerate() {
+            let t = line.trim();
+            let Some(path) = t.strip_prefix("pub use ").or_else(|| t.strip_prefix("pub(crate) use ")) else { continue };
+            let first = path.split("::").next().unwrap_or("");
+            if own.iter().any(|m| m == first) || allowed.contains(&format!("{}: {t}", s.rel).as_str()) {
+                continue;
+            }
+            found.push(format!("src/{}:{}: {t}", s.rel, i + 1));
+        }
+    }
+    assert!(found.is_empty(), "import these from where they are defined instead:\n{}", found.join("\n"));
+}
