@@ -10,7 +10,7 @@ use std::time::Instant;
 #[path = "args.rs"]
 mod args;
 
-use bundlegate::checks::shard::{assign, Item};
+use bundlegate::checks::audit::shard::{assign, Item};
 
 fn main() {
     let Some(args) = args::inputs(2, "shard_assign_bench ITEMS.tsv N") else { return };

@@ -10,7 +10,7 @@ use crate::options::{
     ArgocdAction, AuditOptions, CanaryOptions, MergeOptions, PreflightOptions, PublishOptions, RenderOptions,
     RevertOptions, RunOptions, SeverityOptions, VerifyFilesOptions, VerifyOptions, WatchOptions,
 };
-use crate::report::render::Format;
+use crate::report::format::Format;
 
 #[derive(Debug, Parser)]
 #[command(name = "bundlegate", version, about = "Make ML model releases on Kubernetes truthful.", long_about = None)]

@@ -13,7 +13,7 @@ use std::path::Path;
 use anyhow::Result;
 
 use crate::app::ctx::Ctx;
-use crate::app::{argocd, audit, canary, codes, digest, lint, pod_verify, preflight, publish, render, revert};
+use crate::app::{argocd, audit, canary, codes, digest, lint, preflight, publish, render, revert, verify_files};
 use crate::app::{on_bundles, verify, watch};
 use crate::cli::{Cli, Command, ReportCmd};
 use crate::config::Config;
@@ -106,7 +106,7 @@ fn command(cli: Cli) -> Result<Report> {
         Command::Argocd { cmd } => argocd::run(&ctx, cmd, &cfg.overrides(&no_flags)?),
         Command::Watch { bundle, opts } => on_bundles("watch", &[bundle], |l| watch::run(&ctx, l, &opts)),
         Command::Revert { bundle, opts } => on_bundles("revert", &[bundle], |l| revert::run(&ctx, l, &opts, None)),
-        Command::VerifyFiles { opts } => pod_verify::run(&opts),
+        Command::VerifyFiles { opts } => verify_files::run(&opts),
         Command::Codes => Ok(one("codes", codes::run())),
         Command::Explain { code } => Ok(one("explain", codes::explain(&code)?)),
     }

@@ -50,7 +50,7 @@ pub fn cluster_snapshot(text: &str) -> bool {
 /// samples, the arms' request split and the traffic steps it places.
 /// Returns whether the answer parsed.
 pub fn prom_response(status: u16, body: &str) -> bool {
-    use crate::checks::canary::{histogram::Histogram, steps};
+    use crate::checks::canary::{histogram::Histogram, ramp};
     use crate::parse::prom;
     let Ok(series) = prom::parse_response(status, body, "fuzz_query") else { return false };
     let _ = prom::scalar(&series);
@@ -60,8 +60,8 @@ pub fn prom_response(status: u16, body: &str) -> bool {
     }
     let _ = prom::gauge_samples(&series, 1.0);
     let points = prom::split_points(&series, &series[series.len() / 2..]);
-    let segments = steps::segments(&points, &[5, 25, 50, 100]);
-    let _ = steps::place(&segments, &[5, 25, 50, 100], 15.0, 60.0);
+    let segments = ramp::segments(&points, &[5, 25, 50, 100]);
+    let _ = ramp::place(&segments, &[5, 25, 50, 100], 15.0, 60.0);
     true
 }
 

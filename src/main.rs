@@ -7,8 +7,8 @@ use std::io::{IsTerminal, Write};
 use clap::Parser;
 
 use bundlegate::cli::Cli;
+use bundlegate::report::format::format_report;
 use bundlegate::report::redact::redact;
-use bundlegate::report::render::render;
 
 fn main() {
     let cli = Cli::parse();
@@ -20,7 +20,7 @@ fn main() {
     let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
     let code = match bundlegate::dispatch::run(cli) {
         Ok(report) => {
-            emit(&mut std::io::stdout().lock(), &render(&report, format, color));
+            emit(&mut std::io::stdout().lock(), &format_report(&report, format, color));
             report.exit_code()
         }
         Err(f) => {
@@ -29,7 +29,7 @@ fn main() {
             // failure as an ERROR report in the chosen format to stdout.
             emit(&mut std::io::stderr().lock(), &format!("error: {:#}\n", f.error));
             if let Some(report) = f.report {
-                emit(&mut std::io::stdout().lock(), &render(&report, format, color));
+                emit(&mut std::io::stdout().lock(), &format_report(&report, format, color));
             }
             2
         }

@@ -10,13 +10,13 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
-use super::verify::{verify_loaded, AuditCache, AuditCtx, CacheEntry};
+use super::verify::{verify_loaded, AuditCache, AuditPass, CacheEntry};
 use crate::adapters::blob::{self, BlobDir};
 use crate::adapters::bundle_files::find_bundles;
 use crate::adapters::pushgateway::Gateway;
 use crate::app::ctx::Ctx;
 use crate::bundle::{self, Loaded};
-use crate::checks::shard::{self, Item, ShardSpec};
+use crate::checks::audit::shard::{self, Item, ShardSpec};
 use crate::diag::Diagnostic;
 use crate::diag::Overrides;
 use crate::options::{AlertOptions, AuditOptions, MergeOptions, VerifyOptions};
@@ -208,7 +208,7 @@ async fn audit(ctx: &Ctx, o: &AuditRun, vo: &VerifyOptions, ov: &Overrides) -> R
         };
         let mut step = match &mut cache {
             Cache::File(_, (cache, note)) => {
-                let mut s = verify_loaded(ctx, &l, vo, ov, Some(AuditCtx { cache, deep: o.deep })).await;
+                let mut s = verify_loaded(ctx, &l, vo, ov, Some(AuditPass { cache, deep: o.deep })).await;
                 if let Some(n) = note.take() {
                     s.diagnostics.push(n);
                 }
@@ -267,7 +267,7 @@ fn read_bounded(p: &Path, limit: u64) -> Result<Option<Vec<u8>>> {
 }
 
 fn rebuilt_note(what: &str, why: &str) -> Diagnostic {
-    crate::checks::audit::cache_rebuilt(what, why)
+    crate::checks::verify::drift::cache_rebuilt(what, why)
 }
 
 /// The legacy file cache. Corrupt or foreign: start empty (re-hash), say so.
@@ -318,7 +318,7 @@ async fn audit_one_with_dir(
         // An unreadable shared cache costs time, never correctness: re-hash.
         Err(e) => (AuditCache { version: 1, ..Default::default() }, Some(rebuilt_note(&shown, &format!("{e:#}")))),
     };
-    let mut s = verify_loaded(ctx, l, vo, ov, Some(AuditCtx { cache: &mut cache, deep })).await;
+    let mut s = verify_loaded(ctx, l, vo, ov, Some(AuditPass { cache: &mut cache, deep })).await;
     if let Some(n) = note {
         s.diagnostics.push(n);
     }
@@ -367,7 +367,7 @@ async fn merge(ctx: &Ctx, inputs: &[String], max_age: Option<std::time::Duration
         reports.push((name, r));
     }
     let max_age = max_age.map(|d| chrono::Duration::from_std(d).unwrap_or(chrono::Duration::MAX));
-    Ok(crate::checks::merge::merge_shards(reports, ctx.now(), max_age))
+    Ok(crate::checks::audit::merge::merge_shards(reports, ctx.now(), max_age))
 }
 
 /// Refuse a bad alert destination before the audit runs, not after hours of

@@ -16,8 +16,8 @@ use crate::checks::canary::golden::{self, GoldenResult, GoldenRun};
 use crate::checks::canary::histogram::Histogram;
 use crate::checks::canary::providers::{self, Template};
 use crate::checks::canary::query::{self, Arms, SideQueries};
+use crate::checks::canary::ramp::{self as st, StepVerdict, StepWindow};
 use crate::checks::canary::statistics;
-use crate::checks::canary::steps::{self as st, StepVerdict, StepWindow};
 use crate::diag::Diagnostic;
 use crate::diag::Overrides;
 use crate::diag::Severity;
@@ -629,7 +629,7 @@ async fn run_golden(ctx: &Ctx, l: &Loaded, args: &CanaryOptions) -> GoldenRun {
 // Traffic steps (`watch`, `canary --steps`)
 
 /// Judge every traffic step of `spec.canary.steps` where the arms really
-/// held it (`checks::canary::steps`): the candidate's share of the requests
+/// held it (`checks::canary::ramp`): the candidate's share of the requests
 /// over the look-back horizon places each step; a step below 100% is judged
 /// candidate vs baseline over the last window of its latest stretch, the
 /// 100% step on the candidate alone against absolute limits. The walk stops

@@ -18,7 +18,7 @@ use crate::adapters::env::EnvSnapshot;
 use crate::adapters::github::{self, CheckRun, CheckRunOutput, GithubClient, GithubError, RetryPolicy};
 use crate::app::ctx::Ctx;
 use crate::diag::Severity;
-use crate::report::{render, Detail, Report, StepReport, Verdict};
+use crate::report::{format, Detail, Report, StepReport, Verdict};
 
 /// GitHub's limit for one step's job summary, in bytes.
 pub const SUMMARY_LIMIT: usize = 1 << 20;
@@ -225,7 +225,7 @@ pub fn github_step_with(ctx: &Ctx, report: &Report, env: &GithubEnv, annotations
         (Some(r), Some(n)) => format!("{r}#{n}"),
         _ => "job summary".to_string(),
     };
-    let md = env.scrub(&render::markdown(report));
+    let md = env.scrub(&format::markdown(report));
     let mut problems: Vec<String> = Vec::new();
 
     let n_annotations = match write_annotations(report, env, annotations) {

@@ -21,13 +21,13 @@ pub mod comment;
 pub mod ctx;
 pub mod digest;
 pub mod lint;
-pub mod pod_verify;
 pub mod preflight;
 pub mod publish;
 pub mod render;
 pub mod revert;
 pub mod serving;
 pub mod verify;
+pub mod verify_files;
 pub mod watch;
 
 use std::path::Path;

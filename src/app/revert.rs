@@ -412,7 +412,7 @@ fn revert_body(f: &RevertFacts, evidence: Option<&Report>) -> String {
                 ));
             }
             for s in failed {
-                o.push_str(&crate::report::render::markdown_step(s));
+                o.push_str(&crate::report::format::markdown_step(s));
             }
         }
         None => o.push_str(

@@ -52,7 +52,8 @@ impl AuditCache {
     }
 }
 
-pub(crate) struct AuditCtx<'a> {
+/// The audit's cache and depth, when verify runs as part of an audit.
+pub(crate) struct AuditPass<'a> {
     pub cache: &'a mut AuditCache,
     pub deep: bool,
 }
@@ -67,7 +68,7 @@ pub(crate) async fn verify_loaded(
     l: &Loaded,
     opts: &VerifyOptions,
     ov: &Overrides,
-    audit: Option<AuditCtx<'_>>,
+    audit: Option<AuditPass<'_>>,
 ) -> StepReport {
     let uri = bundle::resolve_storage_uri(l);
     let started = std::time::Instant::now();
@@ -219,7 +220,7 @@ fn record_hashed(
 /// One `artifact_drifted` finding per object whose identity moved since
 /// the audit cache verified it, at the artifact's span when it has one.
 fn drift_diagnostics(l: &Loaded, drift: Vec<Drift>) -> Vec<crate::diag::Diagnostic> {
-    use crate::checks::audit::{artifact_drifted, Identity};
+    use crate::checks::verify::drift::{artifact_drifted, Identity};
     let mut diags = Vec::new();
     for (key, was, now) in drift {
         let field = l

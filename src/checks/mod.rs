@@ -3,12 +3,10 @@
 pub mod audit;
 pub mod canary;
 pub mod lint;
-pub mod merge;
 pub mod pod_files;
 pub mod preflight;
 pub mod render;
 pub mod revert;
 pub mod rollback;
-pub mod shard;
 pub mod verify;
 pub mod watch;

@@ -11,7 +11,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::checks::canary::providers::LE_SCALE_LABEL;
-use crate::checks::canary::steps::SplitPoint;
+use crate::checks::canary::ramp::SplitPoint;
 
 /// One series of an instant-query result.
 #[derive(Debug, Clone, PartialEq)]

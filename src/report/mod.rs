@@ -6,11 +6,11 @@
 
 pub mod comment;
 pub mod escape;
+pub mod format;
 pub mod metrics;
 #[cfg(test)]
 pub(crate) mod props;
 pub mod redact;
-pub mod render;
 
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -225,7 +225,7 @@ mod tests {
 pub struct ShardInfo {
     pub index: u32,
     pub count: u32,
-    /// `checks::shard::tree_fingerprint` of the whole tree the shard saw.
+    /// `checks::audit::shard::tree_fingerprint` of the whole tree the shard saw.
     pub tree: String,
     /// Git commit of the tree, when it is a git work tree.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -11,8 +11,8 @@ use proptest::prelude::*;
 use pulldown_cmark::{CodeBlockKind, Event, Options, Parser, Tag};
 
 use super::escape::is_control;
+use super::format::{self, Format};
 use super::redact::redact;
-use super::render::{self, Format};
 use super::{Detail, Diagnostic, Report, StepReport, Table};
 use crate::diag::Span;
 
@@ -296,7 +296,7 @@ fn markdown_shows_every_field(r: &Report, read: &MdRead, all: &str) -> Result<()
 }
 
 fn check_markdown(r: &Report) -> Result<(), String> {
-    check_markdown_doc(&render::render(r, Format::Markdown, false), &[], r, &Extra::default())
+    check_markdown_doc(&format::format_report(r, Format::Markdown, false), &[], r, &Extra::default())
 }
 
 /// What a Markdown document holds besides a report's steps.
@@ -351,7 +351,7 @@ fn human_visible(text: &str) -> String {
 }
 
 fn check_human(r: &Report, color: bool) -> Result<(), String> {
-    let out = render::render(r, Format::Human, color);
+    let out = format::format_report(r, Format::Human, color);
     if out.contains("SECRET") {
         return Err(format!("a credential is shown:\n{out}"));
     }
@@ -435,7 +435,7 @@ proptest! {
     /// JSON carries every string as it was (a consumer decodes it).
     #[test]
     fn json_round_trips_any_text(r in report()) {
-        let out = render::render(&r, Format::Json, false);
+        let out = format::format_report(&r, Format::Json, false);
         let back: serde_json::Value = serde_json::from_str(&out).map_err(|e| TestCaseError::fail(e.to_string()))?;
         prop_assert_eq!(back, serde_json::to_value(&r).unwrap());
     }

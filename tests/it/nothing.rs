@@ -4,7 +4,7 @@
 //! store listing drops, a node listed twice, nested Lists, a rollback target
 //! that is the release itself) and checks the verdict is never PASS, or that
 //! nothing vanished. The shard report stamped in the future is a unit
-//! property in `src/checks/merge.rs`.
+//! property in `src/checks/audit/merge.rs`.
 
 use std::path::Path;
 

@@ -20,8 +20,8 @@ pub mod golden;
 pub(crate) mod histogram;
 pub mod providers;
 pub(crate) mod query;
+pub mod ramp;
 pub mod statistics;
-pub mod steps;
 
 #[cfg(test)]
 mod tests;

@@ -15,10 +15,10 @@ mod pdb;
 mod probes;
 pub mod quantity;
 mod quota;
-mod report;
 mod scheduling;
 mod state;
 mod surge;
+mod table;
 mod volumes;
 
 use std::collections::BTreeMap;
@@ -51,7 +51,8 @@ pub(crate) struct Outcome {
 
 /// What every pass reads, computed once: the bundle, the cluster state, the
 /// new pod's requests and limits, and the rollout plan.
-struct Ctx<'a> {
+/// (Named for what it holds; `app::ctx::Ctx` is the one run context.)
+struct Rollout<'a> {
     l: &'a Loaded,
     st: &'a ClusterState,
     ns: &'a str,
@@ -63,7 +64,7 @@ struct Ctx<'a> {
     plan: SurgePlan,
 }
 
-impl<'a> Ctx<'a> {
+impl<'a> Rollout<'a> {
     fn serving(&self) -> &'a Serving {
         &self.l.bundle.spec.serving
     }
@@ -105,7 +106,7 @@ pub(crate) fn preflight(l: &Loaded, st: &ClusterState) -> Result<Outcome, String
     let mut incomplete: Vec<String> = Vec::new();
     let usage = scheduling::tally(st, &b.metadata.name, &b.metadata.namespace, &mut incomplete);
     let plan = surge_plan(s.replicas, surge, unavailable, usage.running_current());
-    let cx = Ctx { l, st, ns: &b.metadata.namespace, name: &b.metadata.name, req, lim, surge, unavailable, plan };
+    let cx = Rollout { l, st, ns: &b.metadata.namespace, name: &b.metadata.name, req, lim, surge, unavailable, plan };
 
     let evals = scheduling::evaluate_nodes(&cx, &usage, &volumes::bound_pvs(&cx));
     let cap = surge::capacity(&cx, &usage, &evals);
@@ -119,7 +120,7 @@ pub(crate) fn preflight(l: &Loaded, st: &ClusterState) -> Result<Outcome, String
     diags.extend(pdb_diags);
     diags.extend(probes::check(&cx));
     diags.extend(unreadable(st, &incomplete));
-    Ok(report::outcome(&cx, &usage, &evals, &cap, diags, report::Rows { quotas, volumes, pdbs, incomplete }))
+    Ok(table::outcome(&cx, &usage, &evals, &cap, diags, table::Rows { quotas, volumes, pdbs, incomplete }))
 }
 
 /// The new pod's effective requests and limits, as the API server will
@@ -184,7 +185,7 @@ fn unreadable(st: &ClusterState, incomplete: &[String]) -> Option<Diagnostic> {
 }
 
 /// The preflight step's verdict from its (overridden) diagnostics. Evidence
-/// that could not be read (RolloutNotRunningOnCluster) is not a failure the
+/// that could not be read (ClusterStateIncomplete) is not a failure the
 /// cluster showed: when it is the only error, the answer is unknown
 /// (INCONCLUSIVE), not FAIL.
 pub(crate) fn verdict(diagnostics: &[Diagnostic]) -> crate::report::Verdict {

@@ -12,7 +12,7 @@ use crate::diag::Diagnostic;
 
 use super::scheduling::Usage;
 use super::surge::scaled;
-use super::{pct, Ctx};
+use super::{pct, Rollout};
 
 /// Labels the renderer (and KServe) put on this service's pods.
 fn service_labels(l: &Loaded) -> BTreeMap<String, String> {
@@ -31,7 +31,7 @@ fn service_labels(l: &Loaded) -> BTreeMap<String, String> {
 
 /// One diagnostic per budget that allows no disruption, and the rows for the
 /// JSON data. A budget whose numbers cannot be read goes to `incomplete`.
-pub(super) fn check(cx: &Ctx, usage: &Usage, incomplete: &mut Vec<String>) -> (Vec<Diagnostic>, Vec<Value>) {
+pub(super) fn check(cx: &Rollout, usage: &Usage, incomplete: &mut Vec<String>) -> (Vec<Diagnostic>, Vec<Value>) {
     let (l, st, s, ns, name, current) = (cx.l, cx.st, cx.serving(), cx.ns, cx.name, &usage.current);
     let d = |code: Code, field: &str, msg: String| cx.diag(code, field, msg);
     let mut diags = Vec::new();

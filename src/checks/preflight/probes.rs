@@ -5,13 +5,13 @@
 use crate::diag::Code;
 use crate::diag::Diagnostic;
 
-use super::Ctx;
+use super::Rollout;
 
 /// Seconds a new pod needs beyond loading (scheduling, sandbox, cached image):
 /// a floor, not a measurement.
 pub const SCHEDULING_ALLOWANCE_SECONDS: u32 = 30;
 
-pub(super) fn check(cx: &Ctx) -> Vec<Diagnostic> {
+pub(super) fn check(cx: &Rollout) -> Vec<Diagnostic> {
     let s = cx.serving();
     let d = |code: Code, field: &str, msg: String| cx.diag(code, field, msg);
     let mut diags = Vec::new();

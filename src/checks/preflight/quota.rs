@@ -10,11 +10,11 @@ use crate::diag::Diagnostic;
 use super::quantity::{self, pod_res, Which};
 use super::state::{ClusterState, Quota};
 use super::surge::Lines;
-use super::Ctx;
+use super::Rollout;
 
 /// One diagnostic per quota without room, and the rows for the JSON data.
 /// Quota values that cannot be read go to `incomplete`.
-pub(super) fn check(cx: &Ctx, lines: &Lines, incomplete: &mut Vec<String>) -> (Vec<Diagnostic>, Vec<Value>) {
+pub(super) fn check(cx: &Rollout, lines: &Lines, incomplete: &mut Vec<String>) -> (Vec<Diagnostic>, Vec<Value>) {
     let (st, ns, plan, req, lim) = (cx.st, cx.ns, &cx.plan, &cx.req, &cx.lim);
     let plan_line = &lines.plan;
     let d = |code: Code, field: &str, msg: String| cx.diag(code, field, msg);

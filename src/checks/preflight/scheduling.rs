@@ -9,7 +9,7 @@ use crate::bundle::Toleration;
 
 use super::quantity::{self, add_into, pod_res, Res, Which};
 use super::state::{ClusterState, Pod, Pv, Taint};
-use super::Ctx;
+use super::Rollout;
 
 /// `v1.Toleration.ToleratesTaint`.
 pub fn tolerates(t: &Toleration, taint: &Taint) -> bool {
@@ -202,7 +202,7 @@ pub(super) fn eligible(evals: &[NodeEval]) -> Vec<&NodeEval> {
 
 /// Evaluate every node once: the filters that exclude it, then how many new
 /// pods fit on it. `pv_terms` are the bound PVs that restrict nodes.
-pub(super) fn evaluate_nodes(cx: &Ctx, usage: &Usage, pv_terms: &[(&str, &Pv)]) -> Vec<NodeEval> {
+pub(super) fn evaluate_nodes(cx: &Rollout, usage: &Usage, pv_terms: &[(&str, &Pv)]) -> Vec<NodeEval> {
     let (st, s) = (cx.st, cx.serving());
     let alloc = &usage.alloc;
     let mut tolerations = s.tolerations.clone();

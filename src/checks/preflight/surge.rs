@@ -12,7 +12,7 @@ use crate::diag::Severity;
 
 use super::quantity::{self, Res};
 use super::scheduling::{eligible, node_lines, scheduler_line, NodeEval, Usage};
-use super::{capped, pct, Ctx};
+use super::{capped, pct, Rollout};
 
 /// How many new pods must be placed at once, and what the rollout frees first.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -125,7 +125,7 @@ fn capacity_after_freeing(req: &Res, usage: &Usage, evals: &[NodeEval], n: u32) 
 }
 
 /// What the eligible nodes hold now and once the plan's old pods are gone.
-pub(super) fn capacity(cx: &Ctx, usage: &Usage, evals: &[NodeEval]) -> Capacity {
+pub(super) fn capacity(cx: &Rollout, usage: &Usage, evals: &[NodeEval]) -> Capacity {
     let (plan, unavailable) = (&cx.plan, cx.unavailable);
     let now: u64 = eligible(evals).iter().map(|e| e.fits).fold(0u64, |a, b| a.saturating_add(b));
     // With surge 0 the old pods go first; so does a surge rollout with
@@ -150,7 +150,7 @@ pub(super) struct Lines {
 }
 
 impl Lines {
-    pub(super) fn new(cx: &Ctx, usage: &Usage) -> Lines {
+    pub(super) fn new(cx: &Rollout, usage: &Usage) -> Lines {
         let (st, s, plan, current, req) = (cx.st, cx.serving(), &cx.plan, &usage.current, &cx.req);
         let (name, ns, surge, unavailable) = (cx.name, cx.ns, cx.surge, cx.unavailable);
         let current_line = if current.is_empty() {
@@ -193,7 +193,7 @@ impl Lines {
 /// old pods to go, or a new pod that stays Pending; a warning only when
 /// nodes of unknown allocatable could have room.
 pub(super) fn capacity_diagnostics(
-    cx: &Ctx,
+    cx: &Rollout,
     usage: &Usage,
     evals: &[NodeEval],
     cap: &Capacity,
@@ -213,7 +213,7 @@ pub(super) fn capacity_diagnostics(
 }
 
 /// No node matches the nodeSelector, tolerations and volumes.
-fn no_matching_nodes(cx: &Ctx, usage: &Usage, evals: &[NodeEval]) -> Diagnostic {
+fn no_matching_nodes(cx: &Rollout, usage: &Usage, evals: &[NodeEval]) -> Diagnostic {
     let (name, total) = (cx.name, cx.st.nodes.len());
     let mut dg = cx
         .diag(
@@ -231,7 +231,7 @@ fn no_matching_nodes(cx: &Ctx, usage: &Usage, evals: &[NodeEval]) -> Diagnostic 
 
 /// The surge pod fits only once old pods terminate: the rollout moves, with
 /// less capacity meanwhile (a warning).
-fn surge_waits_for_old(cx: &Ctx, usage: &Usage, evals: &[NodeEval], lines: &Lines) -> Diagnostic {
+fn surge_waits_for_old(cx: &Rollout, usage: &Usage, evals: &[NodeEval], lines: &Lines) -> Diagnostic {
     let (s, unavailable) = (cx.serving(), cx.unavailable);
     let mut dg = cx
         .diag(
@@ -255,7 +255,7 @@ fn surge_waits_for_old(cx: &Ctx, usage: &Usage, evals: &[NodeEval], lines: &Line
 
 /// The new pod stays Pending: too little room on the eligible nodes.
 fn stays_pending(
-    cx: &Ctx,
+    cx: &Rollout,
     usage: &Usage,
     evals: &[NodeEval],
     eligible: &[&NodeEval],
@@ -283,7 +283,7 @@ fn stays_pending(
 }
 
 /// Why the new pod stays Pending, worded the way an operator reads it.
-fn pending_headline(cx: &Ctx, eligible: &[&NodeEval], effective_capacity: u64) -> String {
+fn pending_headline(cx: &Rollout, eligible: &[&NodeEval], effective_capacity: u64) -> String {
     let short_res: Vec<&str> = {
         let mut v: Vec<&str> =
             eligible.iter().filter(|e| e.fits == 0).flat_map(|e| e.short.iter().map(|s| s.0.as_str())).collect();
@@ -319,7 +319,7 @@ fn pending_headline(cx: &Ctx, eligible: &[&NodeEval], effective_capacity: u64) -
 }
 
 /// The three ways out of a capacity shortage, as help lines.
-fn ways_out(cx: &Ctx, d: Diagnostic) -> Diagnostic {
+fn ways_out(cx: &Rollout, d: Diagnostic) -> Diagnostic {
     d.help(format!(
         "add capacity: a node matching the nodeSelector/tolerations with {} free",
         cx.req
@@ -336,7 +336,7 @@ fn ways_out(cx: &Ctx, d: Diagnostic) -> Diagnostic {
 /// A node whose allocatable is unknown but which the pod could otherwise
 /// use may have room: a shortage elsewhere then proves nothing (BG207 says
 /// why), so it is reported as a warning, never as the failure.
-fn not_proven_with_unknown_nodes(cx: &Ctx, usage: &Usage, evals: &[NodeEval], diags: &mut [Diagnostic]) {
+fn not_proven_with_unknown_nodes(cx: &Rollout, usage: &Usage, evals: &[NodeEval], diags: &mut [Diagnostic]) {
     let unknown: Vec<&str> = evals
         .iter()
         .filter(|e| usage.alloc[e.idx].is_none() && e.excluded.len() == 1)

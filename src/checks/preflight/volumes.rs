@@ -12,7 +12,7 @@ use crate::diag::Diagnostic;
 use super::scheduling::{eligible, NodeEval, Usage};
 use super::state::{ClusterState, Pv, Pvc};
 use super::surge::Lines;
-use super::{capped, Ctx};
+use super::{capped, Rollout};
 
 /// The claim `claim` in namespace `ns`, if the cluster state has it.
 fn pvc<'a>(st: &'a ClusterState, ns: &str, claim: &str) -> Option<&'a Pvc> {
@@ -20,7 +20,7 @@ fn pvc<'a>(st: &'a ClusterState, ns: &str, claim: &str) -> Option<&'a Pvc> {
 }
 
 /// PVs the bundle's claims are bound to restrict nodes (VolumeBinding).
-pub(super) fn bound_pvs<'a>(cx: &Ctx<'a>) -> Vec<(&'a str, &'a Pv)> {
+pub(super) fn bound_pvs<'a>(cx: &Rollout<'a>) -> Vec<(&'a str, &'a Pv)> {
     let (st, s, ns) = (cx.st, cx.serving(), cx.ns);
     let pvc_of = |claim: &str| pvc(st, ns, claim);
     let mut pv_terms: Vec<(&str, &Pv)> = Vec::new();
@@ -63,7 +63,7 @@ fn mode_name(m: AccessMode) -> &'static str {
 
 /// One diagnostic per claim whose access mode blocks the rollout, and the rows
 /// for the JSON data.
-pub(super) fn check(cx: &Ctx, usage: &Usage, evals: &[NodeEval], lines: &Lines) -> (Vec<Diagnostic>, Vec<Value>) {
+pub(super) fn check(cx: &Rollout, usage: &Usage, evals: &[NodeEval], lines: &Lines) -> (Vec<Diagnostic>, Vec<Value>) {
     let (st, s, ns, plan, unavailable, current) =
         (cx.st, cx.serving(), cx.ns, &cx.plan, cx.unavailable, &usage.current);
     let (plan_line, current_line) = (&lines.plan, &lines.current);

@@ -11,7 +11,7 @@ use crate::report::Table;
 use super::quantity;
 use super::scheduling::{eligible, NodeEval, Usage};
 use super::surge::Capacity;
-use super::{Ctx, Outcome};
+use super::{Outcome, Rollout};
 
 /// What the quota, volume and PDB passes found, for the JSON data.
 pub(super) struct Rows {
@@ -24,7 +24,7 @@ pub(super) struct Rows {
 
 /// The nodes table: eligible nodes with the most room first, a few excluded
 /// ones for context.
-fn table(cx: &Ctx, usage: &Usage, evals: &[NodeEval]) -> Table {
+fn table(cx: &Rollout, usage: &Usage, evals: &[NodeEval]) -> Table {
     let (st, req, alloc, used) = (cx.st, &cx.req, &usage.alloc, &usage.used);
     let node = |e: &NodeEval| &st.nodes[e.idx];
     let eligible = eligible(evals);
@@ -69,7 +69,7 @@ fn table(cx: &Ctx, usage: &Usage, evals: &[NodeEval]) -> Table {
 }
 
 pub(super) fn outcome(
-    cx: &Ctx,
+    cx: &Rollout,
     usage: &Usage,
     evals: &[NodeEval],
     cap: &Capacity,

@@ -4,7 +4,7 @@
 
 use chrono::{DateTime, Utc};
 
-use crate::checks::shard::{self};
+use crate::checks::audit::shard::{self};
 use crate::diag::Code;
 use crate::diag::Diagnostic;
 use crate::report::ShardInfo;

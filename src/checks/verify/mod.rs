@@ -1,6 +1,8 @@
 //! Verify: compare the bundle's artifacts with what the store listed and what
 //! hashing found. Pure: the adapter gathered the listing and the hashes.
 
+pub mod drift;
+
 use std::collections::{BTreeMap, HashMap};
 
 use crate::bundle::{self, Loaded};

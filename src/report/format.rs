@@ -14,7 +14,7 @@ pub enum Format {
     Markdown,
 }
 
-pub fn render(r: &Report, fmt: Format, color: bool) -> String {
+pub fn format_report(r: &Report, fmt: Format, color: bool) -> String {
     match fmt {
         Format::Json => serde_json::to_string_pretty(r).expect("report serializes") + "\n",
         Format::Markdown => markdown(r),
