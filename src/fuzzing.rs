@@ -26,8 +26,12 @@ pub fn bundle_yaml(path: &Path, text: &str) -> bool {
     let _ = bundle::release_digest(&l.bundle);
     let _ = bundle::resolve_storage_uri(&l);
     if let Ok(r) = renderer().render(&l) {
-        // Rendered output is re-read by `render --check` and Argo: it must parse.
-        let _ = crate::manifests::parse_stream(&r.yaml);
+        // Rendered output is read again by Argo CD and kubectl: it must parse
+        // back to exactly the objects rendered. A panic is what cargo-fuzz
+        // and proptest report, so the result is asserted, not dropped.
+        let back = crate::manifests::parse_stream(&r.yaml)
+            .unwrap_or_else(|e| panic!("rendered YAML does not parse back: {e:#}\n{}", r.yaml));
+        assert_eq!(back, r.objects, "rendered YAML reads back as other objects:\n{}", r.yaml);
     }
     true
 }
@@ -79,7 +83,9 @@ pub fn golden(text: &str) -> bool {
     let Ok(samples) = crate::parse::golden::parse_golden(file) else { return false };
     for s in &samples {
         let a = crate::parse::golden::answer(s.api, 200, 1, answer);
-        let _ = crate::checks::canary::golden::golden_problems(s, &a);
+        let problems = crate::checks::canary::golden::golden_problems(s, &a);
+        // An answer with no generated text is never a passing sample.
+        assert!(a.content.is_some() || !problems.is_empty(), "an answer without text passed: {answer:?}");
     }
     true
 }
