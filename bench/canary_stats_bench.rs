@@ -1,3 +1,5 @@
+#![allow(clippy::disallowed_methods)] // a benchmark program reads its inputs itself
+
 //! Times bundlegate's canary statistics on large inputs so
 //! `bench/canary-stats.py` can compare them with scipy (same data, same
 //! tests). Usage: `cargo bench --bench canary_stats_bench -- X.f64 Y.f64

@@ -1,3 +1,5 @@
+#![allow(clippy::disallowed_methods)] // a benchmark program reads its inputs itself
+
 //! SHA-256 implementations on this machine: sha2 (what bundlegate uses),
 //! ring and aws-lc-rs, hashing the same 1 GiB in 1 MiB updates (verify's read
 //! size), one run each. Run by bench/run: `cargo bench --bench sha_bench`.

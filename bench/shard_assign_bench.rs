@@ -1,3 +1,5 @@
+#![allow(clippy::disallowed_methods)] // a benchmark program reads its inputs itself
+
 //! Times the shard assignment alone (what every `audit --shard K/N` computes
 //! before it audits anything) on the items of a generated tree, for
 //! `bench/audit-shards.sh`. Usage: `cargo bench --bench shard_assign_bench --

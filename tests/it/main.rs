@@ -1,3 +1,5 @@
+#![allow(clippy::disallowed_methods)] // tests read fixtures and run the binary
+
 //! One integration-test binary that drives the real `bundlegate` executable
 //! through temporary directories (like ripgrep's).
 
