@@ -159,6 +159,10 @@ mod tests {
         assert!(copy_unrecorded.iter().any(|u| matches!(u, Unusable::IsRelease { path: Some(_), .. })));
         let unreadable = RollbackStatus::Unreadable { path: "x".into(), error: "gone".into() };
         assert_eq!(judge(&loaded(Some("sha256:prev")), &unreadable)[0].reason(), "it does not load: gone");
+        let outside = RollbackStatus::Escapes { path: "/etc/x".into(), root: "/repo".into() };
+        let why = judge(&loaded(Some("sha256:prev")), &outside)[0].reason();
+        assert!(why.contains("`/etc/x` resolves outside /repo") && why.ends_with("refused, not read"), "{why}");
+        assert_eq!(Unusable::NotDeclared.load_error(), None);
         for u in copy.iter().chain(&recorded_own) {
             assert!(u.reason().contains("changes nothing") || u.reason().contains("hashes to"), "{}", u.reason());
         }
