@@ -1322,6 +1322,30 @@ fn revert_with_rollback_target_outside_the_repository_is_refused_unread() {
     assert!(gh.requests().is_empty(), "no PR call at all");
 }
 
+/// The rollback target is the release itself (its own file, its own
+/// digest recorded): lint says BG022, and revert judges it the same way
+/// (`checks::rollback`) instead of opening a PR that changes nothing.
+#[test]
+fn revert_to_the_release_itself_proposes_degrading_and_opens_nothing() {
+    let g = GitRemote::new();
+    let gh = pulls::Pulls::start(TOKEN);
+    let w = g.work();
+    let b = w.join("llm-scratch/v2/release.yaml");
+    let printed = run_in(&w, &["digest", b.to_str().unwrap()], &[]).stdout;
+    let digest = printed.split_whitespace().find(|s| s.starts_with("sha256:")).expect("a digest").to_string();
+    crate::support::edit_yaml(&b, |v| {
+        v["spec"]["rollback"]["bundle"] = "./release.yaml".into();
+        v["spec"]["rollback"]["releaseDigest"] = digest.clone().into();
+    });
+    git(&w, &["commit", "-q", "-am", "roll back to itself"]);
+    let out = run_revert(&w, &gh, &[]);
+    assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
+    let f = findings(&out.json(), "revert", "BG505");
+    assert!(f.contains("is no way back") && f.contains("changes nothing"), "{f}");
+    assert!(g.remote_branch(BRANCH).is_none(), "no branch pushed");
+    assert!(gh.requests().is_empty(), "no PR call at all");
+}
+
 #[test]
 fn revert_of_a_revert_is_refused() {
     let g = GitRemote::new();
