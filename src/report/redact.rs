@@ -19,8 +19,10 @@ pub(crate) const MASK: &str = "***";
 
 /// `scheme://userinfo@`: the userinfo ends at the last `@` before the host's
 /// end (a password may itself contain `@`), never crossing `/ ? #` or space.
+/// No word boundary before the scheme: `_http://u:p@` or `x=ahttp://u:p@`
+/// glued to other text is a URL to the client that reads it all the same.
 static USERINFO: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"(?i)\b([a-z][a-z0-9+.\-]*://)([^/?#\s@'\x22<>]*@)+").expect("static regex"));
+    LazyLock::new(|| Regex::new(r"(?i)([a-z][a-z0-9+.\-]*://)([^/?#\s@'\x22<>]*@)+").expect("static regex"));
 
 /// `user:password@host` without a scheme (HTTP clients' debug logs print
 /// connection-pool keys this way).
@@ -69,6 +71,8 @@ mod tests {
         assert_eq!(redact("GET http://user:secret@host:9000/b?x=1 failed"), "GET http://***@host:9000/b?x=1 failed");
         assert_eq!(redact("endpoint `https://AKIA:p@ss@s3.local` refused"), "endpoint `https://***@s3.local` refused");
         assert_eq!(redact("s3://bucket/key@v2"), "s3://bucket/key@v2", "an `@` in the path is not userinfo");
+        assert_eq!(redact("url=_http://u:pw@h/x"), "url=_http://***@h/x", "glued to a word character");
+        assert_eq!(redact("9https://u:pw@h"), "9https://***@h");
         assert_eq!(redact("mailto-free text a@b"), "mailto-free text a@b");
         assert_eq!(
             redact(r#"checkout for ("http", robot:pw@127.0.0.1:9)"#),
