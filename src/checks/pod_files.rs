@@ -208,6 +208,38 @@ pub(crate) fn describe_wait(items: &[Expected], waiting: &[(usize, Waiting)], ma
 mod tests {
     use super::*;
 
+    /// The wait line fits its bound exactly: every item shown fits with room
+    /// for the "…and N more" tail, shown + N is every awaited file, and a
+    /// line that is exactly the bound keeps the item (cargo-mutants found
+    /// the bound and the tail's arithmetic unheld).
+    #[test]
+    fn the_wait_line_holds_its_bound_exactly() {
+        let items: Vec<Expected> =
+            (0..5).map(|i| Expected { path: format!("file-{i}.bin"), sha256: "ab".into(), size: 3 }).collect();
+        let waiting: Vec<(usize, Waiting)> = (0..5).map(|i| (i, Waiting::Absent)).collect();
+        let head = "waiting for 5 of 5 artifact(s): ";
+        let all = describe_wait(&items, &waiting, 10_000);
+        assert_eq!(
+            all,
+            format!("{head}{}", (0..5).map(|i| format!("file-{i}.bin (absent)")).collect::<Vec<_>>().join(", "))
+        );
+        let first = "file-0.bin (absent)";
+        // Exactly the bound: the first item and the tail for the other four.
+        let exact = head.len() + first.len() + ", …and 5 more".len();
+        assert_eq!(describe_wait(&items, &waiting, exact), format!("{head}{first}, …and 4 more"));
+        assert_eq!(describe_wait(&items, &waiting, exact - 1), format!("{head}…and 5 more"), "k = 0: no leading comma");
+        for max in head.len() + 20..all.len() + 40 {
+            let line = describe_wait(&items, &waiting, max);
+            let shown = (0..5).filter(|i| line.contains(&format!("file-{i}.bin"))).count();
+            let more =
+                line.rsplit_once("…and ").map_or(0, |(_, n)| n.trim_end_matches(" more").parse::<usize>().unwrap());
+            assert_eq!(shown + more, 5, "{max}: {line}");
+            if more > 0 && shown > 0 {
+                assert!(line.len() <= max, "{max}: {} bytes: {line}", line.len());
+            }
+        }
+    }
+
     #[test]
     fn only_exact_bytes_pass_and_unchecked_files_fail() {
         let e = |p: &str| Expected { path: p.into(), sha256: "ab".into(), size: 3 };

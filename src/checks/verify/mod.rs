@@ -423,3 +423,31 @@ pub(crate) fn table(rows: &[Row]) -> Table {
 pub(crate) fn storage_outside_root(why: &str) -> Diagnostic {
     Diagnostic::new(Code::StorageUriOutsideRoot, why.to_string()).field("spec.model.storageUri")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The words a report shows for a status and a read failure are the
+    /// table's and the findings' evidence: each is its own, never empty
+    /// (cargo-mutants found both unheld by unit tests).
+    #[test]
+    fn statuses_and_read_failures_have_their_own_words() {
+        let all = [
+            Status::Ok,
+            Status::Missing,
+            Status::SizeMismatch,
+            Status::DigestMismatch,
+            Status::Changed,
+            Status::Unreadable,
+            Status::Unpinned,
+            Status::Refused,
+            Status::Extra,
+        ];
+        let words: std::collections::HashSet<&str> = all.iter().map(|s| s.as_str()).collect();
+        assert_eq!(words.len(), all.len());
+        assert!(words.iter().all(|w| !w.is_empty() && w.chars().all(|c| c.is_ascii_uppercase() || c == '-')));
+        assert_eq!(ReadFailure::Denied("403".into()).to_string(), "access denied: 403");
+        assert!(ReadFailure::NotFound.to_string().contains("not found"));
+    }
+}
