@@ -449,5 +449,34 @@ mod tests {
         assert!(words.iter().all(|w| !w.is_empty() && w.chars().all(|c| c.is_ascii_uppercase() || c == '-')));
         assert_eq!(ReadFailure::Denied("403".into()).to_string(), "access denied: 403");
         assert!(ReadFailure::NotFound.to_string().contains("not found"));
+        assert_eq!(Status::DigestMismatch.as_str(), "DIGEST-MISMATCH");
+    }
+
+    /// Only what can pass is hashed: listed, at the recorded size, pinned
+    /// by a sha256, and a path inside the prefix.
+    #[test]
+    fn only_listed_pinned_same_size_safe_artifacts_are_hashed() {
+        let text = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/llm-scratch/v2/release.yaml"));
+        let mut l = crate::bundle::parse("v2", std::path::Path::new("v2/release.yaml"), text.into()).unwrap();
+        let listed = |key: &str, size: u64| Listed {
+            key: key.into(),
+            size,
+            e_tag: None,
+            version: None,
+            last_modified: String::new(),
+        };
+        let arts = &mut l.bundle.spec.model.artifacts;
+        let size = |i: usize| arts[i].size.unwrap();
+        let listing = vec![
+            listed(&arts[0].path, size(0)),
+            listed(&arts[1].path, size(1) + 1),
+            listed(&arts[2].path, size(2)),
+            listed(&arts[3].path, size(3)),
+            listed("unrelated.bin", 1),
+        ];
+        arts[2].sha256 = None;
+        arts[3].path = format!("../{}", arts[3].path);
+        let keys: Vec<&str> = to_hash(&l, &listing).iter().map(|o| o.key.as_str()).collect();
+        assert_eq!(keys, [l.bundle.spec.model.artifacts[0].path.as_str()]);
     }
 }
