@@ -78,3 +78,44 @@ pub(super) fn check(cx: &Rollout, usage: &Usage, incomplete: &mut Vec<String>) -
     }
     (diags, pdb_rows)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::manifests::{Renderer, TemplateSource};
+
+    /// A budget is matched against the labels the pods will carry, so those
+    /// must be the labels render writes: the Deployment's pod template in the
+    /// `deployment` format, the InferenceService's (KServe copies them to its
+    /// pods and adds its own two) otherwise.
+    #[test]
+    fn budgets_are_matched_against_the_labels_render_writes() {
+        let text = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/llm-scratch/v2/release.yaml"));
+        for format in [ServingFormat::KserveCustom, ServingFormat::KserveModelspec, ServingFormat::Deployment] {
+            let mut l = crate::bundle::parse("v2", std::path::Path::new("v2/release.yaml"), text.into()).unwrap();
+            l.bundle.spec.serving.format = format;
+            let want = service_labels(&l);
+            assert!(want.len() >= 3 && want["app.kubernetes.io/name"] == l.bundle.metadata.name, "{want:?}");
+            let objects = Renderer::new(&TemplateSource::Builtin).unwrap().render(&l).unwrap().objects;
+            let pod_labels = objects.iter().find_map(|o| match o["kind"].as_str() {
+                Some("Deployment") => o["spec"]["template"]["metadata"]["labels"].as_object().cloned(),
+                Some("InferenceService") => o["metadata"]["labels"].as_object().cloned(),
+                _ => None,
+            });
+            let pod_labels = pod_labels.expect("a workload with labels");
+            for (k, v) in &want {
+                let kserve_own = k == "serving.kserve.io/inferenceservice" || k == "component";
+                if format == ServingFormat::Deployment {
+                    assert!(!kserve_own, "{k} on a plain Deployment");
+                }
+                if !kserve_own {
+                    assert_eq!(pod_labels.get(k).and_then(Value::as_str), Some(v.as_str()), "{format:?}: {k}");
+                }
+            }
+            if format != ServingFormat::Deployment {
+                assert_eq!(want["serving.kserve.io/inferenceservice"], l.bundle.metadata.name);
+                assert_eq!(want["component"], "predictor");
+            }
+        }
+    }
+}

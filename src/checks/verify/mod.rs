@@ -479,4 +479,56 @@ mod tests {
         let keys: Vec<&str> = to_hash(&l, &listing).iter().map(|o| o.key.as_str()).collect();
         assert_eq!(keys, [l.bundle.spec.model.artifacts[0].path.as_str()]);
     }
+
+    /// The judgment over one listing, case by case: exact bytes PASS; a
+    /// wrong digest, a missing or wrong-size object FAIL with their code; an
+    /// unreadable object is an ERROR; an artifact not read whose finding was
+    /// allowed away is INCONCLUSIVE, never PASS; an extra object warns.
+    #[test]
+    fn each_listing_gets_its_verdict_and_code() {
+        let text = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/llm-scratch/v2/release.yaml"));
+        let l = crate::bundle::parse("v2", std::path::Path::new("v2/release.yaml"), text.into()).unwrap();
+        let arts = &l.bundle.spec.model.artifacts;
+        let listing: Vec<Listed> = arts
+            .iter()
+            .map(|a| Listed {
+                key: a.path.clone(),
+                size: a.size.unwrap(),
+                e_tag: None,
+                version: None,
+                last_modified: String::new(),
+            })
+            .collect();
+        let hashes: BTreeMap<String, HashOutcome> = arts
+            .iter()
+            .map(|a| (a.path.clone(), HashOutcome::Hashed { sha256: a.sha256.clone().unwrap(), retries: vec![] }))
+            .collect();
+        let judge = |listing: &[Listed], hashes: &BTreeMap<String, HashOutcome>, keep: bool| {
+            let out = evaluate(&l, listing, hashes, false);
+            let codes: Vec<&str> = out.diagnostics.iter().map(|d| d.code.as_str()).collect::<Vec<_>>();
+            let kept: Vec<Diagnostic> = if keep { out.diagnostics.clone() } else { Vec::new() };
+            (verdict(&l, &out, &kept), codes.join(","), out.unverified(&l))
+        };
+        assert_eq!(judge(&listing, &hashes, true), (Verdict::Pass, String::new(), 0));
+        let mut wrong = hashes.clone();
+        wrong.insert(arts[1].path.clone(), HashOutcome::Hashed { sha256: "0".repeat(64), retries: vec![] });
+        assert_eq!(judge(&listing, &wrong, true), (Verdict::Fail, "BG103".into(), 0), "a digest mismatch was read");
+        let missing: Vec<Listed> = listing[1..].to_vec();
+        assert_eq!(judge(&missing, &hashes, true), (Verdict::Fail, "BG101".into(), 1));
+        assert_eq!(
+            judge(&missing, &hashes, false),
+            (Verdict::Inconclusive, "BG101".into(), 1),
+            "allowed away: never PASS"
+        );
+        let mut short = listing.clone();
+        short[2].size -= 1;
+        assert_eq!(judge(&short, &hashes, true).1, "BG102");
+        let mut extra = listing.clone();
+        extra.push(Listed { key: "stray.bin".into(), ..listing[0].clone() });
+        let (v, codes, _) = judge(&extra, &hashes, true);
+        assert_eq!((v, codes.as_str()), (Verdict::Pass, "BG104"), "an extra object warns");
+        let mut failed = hashes.clone();
+        failed.insert(arts[0].path.clone(), HashOutcome::Failed { failure: ReadFailure::NotFound, retries: vec![] });
+        assert_eq!(judge(&listing, &failed, true).0, Verdict::Error);
+    }
 }
