@@ -719,18 +719,29 @@ pub(crate) fn parse_back(yaml: &str, docs: &[Value]) -> Result<()> {
         let i = back.iter().zip(docs).position(|(a, b)| a != b).unwrap_or(back.len().min(docs.len()));
         bail!("document {} reads back differently under YAML 1.2", i + 1);
     }
+    if let Some((line, v)) = yaml11_misreads(yaml)?.into_iter().next() {
+        bail!("line {line}: the string `{v}` is written unquoted, and a YAML 1.1 reader (a Kubernetes client) would read it as a boolean, null, number or timestamp");
+    }
+    Ok(())
+}
+
+/// The plain scalars of `yaml`, with their lines, that YAML 1.2 reads as
+/// strings but a YAML 1.1 reader (a Kubernetes client, Argo CD) would read
+/// as a boolean, null, number or timestamp. The one scan: `parse_back` and
+/// the tests of the writer use it.
+pub fn yaml11_misreads(yaml: &str) -> Result<Vec<(usize, String)>> {
     use yaml_rust2::parser::{Event, Parser};
     use yaml_rust2::scanner::TScalarStyle;
     let mut p = Parser::new_from_str(yaml);
+    let mut out = Vec::new();
     loop {
         let (ev, mark) = p.next_token().map_err(|e| anyhow!("rendered YAML does not parse: {e}"))?;
         match ev {
-            Event::StreamEnd => return Ok(()),
-            // A plain scalar YAML 1.2 reads as a string but 1.1 does not.
+            Event::StreamEnd => return Ok(out),
             Event::Scalar(v, TScalarStyle::Plain, _, _)
                 if matches!(yaml_rust2::Yaml::from_str(&v), yaml_rust2::Yaml::String(_)) && yaml11_non_string(&v) =>
             {
-                bail!("line {}: the string `{v}` is written unquoted, and a YAML 1.1 reader (a Kubernetes client) would read it as a boolean, null, number or timestamp", mark.line());
+                out.push((mark.line(), v))
             }
             _ => {}
         }
@@ -1030,26 +1041,10 @@ mod parse_back_tests {
         ]
     }
 
-    /// The plain scalars of `yaml` that a YAML 1.1 or 1.2 reader would not
-    /// read as the text written.
+    /// The plain scalars of `yaml` that a YAML 1.1 reader would not read
+    /// as the text written.
     fn misread_plain(yaml: &str) -> Vec<String> {
-        use yaml_rust2::parser::{Event, Parser};
-        use yaml_rust2::scanner::TScalarStyle;
-        let mut p = Parser::new_from_str(yaml);
-        let mut out = Vec::new();
-        while let Ok((ev, _)) = p.next_token() {
-            match ev {
-                Event::StreamEnd => break,
-                Event::Scalar(v, TScalarStyle::Plain, _, _)
-                    if matches!(yaml_rust2::Yaml::from_str(&v), yaml_rust2::Yaml::String(_))
-                        && yaml11_non_string(&v) =>
-                {
-                    out.push(v)
-                }
-                _ => {}
-            }
-        }
-        out
+        yaml11_misreads(yaml).expect("written YAML parses").into_iter().map(|(_, v)| v).collect()
     }
 
     proptest! {

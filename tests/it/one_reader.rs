@@ -36,24 +36,7 @@ const LOOKALIKE_NAMESPACES: &[&str] = &[
 /// The plain scalars of `yaml` a YAML 1.1 reader (a Kubernetes client, Argo
 /// CD) would read as other than the text written.
 fn misread_plain(yaml: &str) -> Vec<String> {
-    use yaml_rust2::parser::{Event, Parser};
-    use yaml_rust2::scanner::TScalarStyle;
-    let mut p = Parser::new_from_str(yaml);
-    let mut out = Vec::new();
-    while let Ok((ev, _)) = p.next_token() {
-        match ev {
-            Event::StreamEnd => break,
-            // A string to YAML 1.2 (yaml-rust2), another type to YAML 1.1.
-            Event::Scalar(v, TScalarStyle::Plain, _, _)
-                if matches!(yaml_rust2::Yaml::from_str(&v), yaml_rust2::Yaml::String(_))
-                    && bundlegate::manifests::yaml11_non_string(&v) =>
-            {
-                out.push(v)
-            }
-            _ => {}
-        }
-    }
-    out
+    bundlegate::manifests::yaml11_misreads(yaml).expect("written YAML parses").into_iter().map(|(_, v)| v).collect()
 }
 
 proptest! {
