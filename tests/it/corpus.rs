@@ -10,6 +10,9 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::LazyLock;
+
+use regex::Regex;
 
 use serde_json::{json, Value};
 
@@ -92,13 +95,15 @@ fn cases(tmp: &Path) -> Vec<(String, Vec<String>)> {
 /// clock (RFC 3339 times, as the audit and its cache stamp them; how long
 /// hashing took, in a summary and as `durationSeconds`).
 fn normalize(text: &str, tmp: &Path) -> String {
+    // Compiled once for the ~180 texts a run normalizes.
+    static TIME: LazyLock<Regex> =
+        LazyLock::new(|| Regex::new(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)").unwrap());
+    static TOOK: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(hashed [^;]* in )\d+\.\d+s").unwrap());
+    static SECS: LazyLock<Regex> = LazyLock::new(|| Regex::new(r#""durationSeconds": ?[0-9.e-]+"#).unwrap());
     let text = text.replace(tmp.to_str().unwrap(), "<tmp>").replace(repo().to_str().unwrap(), "<repo>");
-    let time = regex::Regex::new(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)").unwrap();
-    let text = time.replace_all(&text, "<time>");
-    let took = regex::Regex::new(r"(hashed [^;]* in )\d+\.\d+s").unwrap();
-    let text = took.replace_all(&text, "${1}<secs>s");
-    let secs = regex::Regex::new(r#""durationSeconds": ?[0-9.e-]+"#).unwrap();
-    secs.replace_all(&text, r#""durationSeconds": 0"#).into_owned()
+    let text = TIME.replace_all(&text, "<time>");
+    let text = TOOK.replace_all(&text, "${1}<secs>s");
+    SECS.replace_all(&text, r#""durationSeconds": 0"#).into_owned()
 }
 
 fn observe(tmp: &Path) -> BTreeMap<String, Value> {
