@@ -371,6 +371,14 @@ pub fn path_escapes(p: &str) -> bool {
         || p.contains(':')
 }
 
+/// The shipped v2 example, parsed: the bundle unit tests of other modules
+/// start from (one copy of the text, built into the test binary).
+#[cfg(test)]
+pub(crate) fn example() -> Loaded {
+    let text = include_str!("../../examples/llm-scratch/v2/release.yaml");
+    parse("v2/release.yaml", Path::new("v2/release.yaml"), text.to_string()).expect("the example parses")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -123,9 +123,7 @@ mod tests {
     use super::*;
 
     fn loaded(rollback: Option<&str>) -> Loaded {
-        let text = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/llm-scratch/v2/release.yaml"));
-        let mut l = crate::bundle::parse("v2", std::path::Path::new("v2/release.yaml"), text.into())
-            .expect("the example loads");
+        let mut l = crate::bundle::example();
         match rollback {
             Some(d) => l.bundle.spec.rollback.as_mut().unwrap().release_digest = d.into(),
             None => l.bundle.spec.rollback = None,

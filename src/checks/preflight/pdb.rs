@@ -90,9 +90,8 @@ mod tests {
     /// pods and adds its own two) otherwise.
     #[test]
     fn budgets_are_matched_against_the_labels_render_writes() {
-        let text = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/llm-scratch/v2/release.yaml"));
         for format in [ServingFormat::KserveCustom, ServingFormat::KserveModelspec, ServingFormat::Deployment] {
-            let mut l = crate::bundle::parse("v2", std::path::Path::new("v2/release.yaml"), text.into()).unwrap();
+            let mut l = crate::bundle::example();
             l.bundle.spec.serving.format = format;
             let want = service_labels(&l);
             assert!(want.len() >= 3 && want["app.kubernetes.io/name"] == l.bundle.metadata.name, "{want:?}");

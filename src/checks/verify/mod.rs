@@ -456,8 +456,7 @@ mod tests {
     /// by a sha256, and a path inside the prefix.
     #[test]
     fn only_listed_pinned_same_size_safe_artifacts_are_hashed() {
-        let text = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/llm-scratch/v2/release.yaml"));
-        let mut l = crate::bundle::parse("v2", std::path::Path::new("v2/release.yaml"), text.into()).unwrap();
+        let mut l = crate::bundle::example();
         let listed = |key: &str, size: u64| Listed {
             key: key.into(),
             size,
@@ -486,8 +485,7 @@ mod tests {
     /// allowed away is INCONCLUSIVE, never PASS; an extra object warns.
     #[test]
     fn each_listing_gets_its_verdict_and_code() {
-        let text = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/llm-scratch/v2/release.yaml"));
-        let l = crate::bundle::parse("v2", std::path::Path::new("v2/release.yaml"), text.into()).unwrap();
+        let l = crate::bundle::example();
         let arts = &l.bundle.spec.model.artifacts;
         let listing: Vec<Listed> = arts
             .iter()
