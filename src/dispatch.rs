@@ -29,6 +29,36 @@ pub struct Failure {
     pub report: Option<Box<Report>>,
 }
 
+/// What one command line gives: the exit code (0/1/2) and the two texts,
+/// already redacted. The binary writes them; the corpus test compares them
+/// in-process, so the same reports are held without a process per case.
+pub struct Outcome {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// Run one command line to its [`Outcome`]: a report's verdict sets the exit
+/// code; a tool failure is exit 2 with the message for stderr and the same
+/// failure as an ERROR report for stdout (none for the Argo CD plugin).
+pub fn execute(cli: Cli, color: bool) -> Outcome {
+    use crate::report::format::format_report;
+    use crate::report::redact::redact;
+    let format = cli.format;
+    match run(cli) {
+        Ok(report) => Outcome {
+            code: report.exit_code(),
+            stdout: redact(&format_report(&report, format, color)).into_owned(),
+            stderr: String::new(),
+        },
+        Err(f) => Outcome {
+            code: 2,
+            stdout: f.report.map(|r| redact(&format_report(&r, format, color)).into_owned()).unwrap_or_default(),
+            stderr: redact(&format!("error: {:#}\n", f.error)).into_owned(),
+        },
+    }
+}
+
 /// Run one command line.
 pub fn run(cli: Cli) -> Result<Report, Failure> {
     let (name, target) = label(&cli.command);

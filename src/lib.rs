@@ -45,3 +45,8 @@ pub mod cli;
 pub mod config;
 #[cfg(feature = "cli")]
 pub mod dispatch;
+// Every command's report on a corpus, run in-process: a unit test, so the
+// mutation runs (`scripts/mutants`, unit tests only) see the judgments that
+// only the commands reach (lint, render, preflight, audit).
+#[cfg(all(test, feature = "cli"))]
+mod corpus;

@@ -9,7 +9,6 @@ use std::io::{IsTerminal, Write};
 use clap::Parser;
 
 use bundlegate::cli::Cli;
-use bundlegate::report::format::format_report;
 use bundlegate::report::redact::redact;
 
 fn main() {
@@ -18,28 +17,16 @@ fn main() {
     // process-wide crypto provider so none of them has to guess.
     let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
     init_logging(cli.verbose);
-    let format = cli.format;
     let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
-    let code = match bundlegate::dispatch::run(cli) {
-        Ok(report) => {
-            emit(&mut std::io::stdout().lock(), &format_report(&report, format, color));
-            report.exit_code()
-        }
-        Err(f) => {
-            // The tool could not finish (bad input, I/O); policy findings
-            // never come here. The message goes to stderr, and the same
-            // failure as an ERROR report in the chosen format to stdout.
-            emit(&mut std::io::stderr().lock(), &format!("error: {:#}\n", f.error));
-            if let Some(report) = f.report {
-                emit(&mut std::io::stdout().lock(), &format_report(&report, format, color));
-            }
-            2
-        }
-    };
-    std::process::exit(code);
+    let out = bundlegate::dispatch::execute(cli, color);
+    // stderr first: a failure's message, then its ERROR report on stdout.
+    emit(&mut std::io::stderr().lock(), &out.stderr);
+    emit(&mut std::io::stdout().lock(), &out.stdout);
+    std::process::exit(out.code);
 }
 
-/// Every byte for stdout or stderr passes here: credentials are cut out, and
+/// Every byte for stdout or stderr passes here (already redacted by
+/// `execute`; the redaction is idempotent and kept as the last guard), and
 /// a reader that went away (`| head`) ends the write quietly, as for cat or
 /// grep; the exit code still says what the report found. `print!` would
 /// panic on EPIPE (Rust ignores SIGPIPE).

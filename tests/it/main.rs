@@ -11,7 +11,6 @@ mod audit_shard;
 mod bench_figures;
 mod canary;
 mod cli_hardening;
-mod corpus;
 mod docs;
 mod github_standin;
 mod golden_set;

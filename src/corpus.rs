@@ -5,8 +5,12 @@
 //! keep; each case records its exit code and its JSON report (or stdout and
 //! the first stderr line where the command prints no report).
 //!
+//! The commands run in this process (`dispatch::execute`, what the binary
+//! calls), so the test is a unit test: it takes about a second, and the
+//! mutation runs, which run the unit tests only, count it.
+//!
 //! After an intended change of behaviour, write the new reports with
-//! `BUNDLEGATE_BLESS=1 cargo nextest run --test it corpus` and review the diff.
+//! `BUNDLEGATE_BLESS=1 cargo nextest run --lib corpus` and review the diff.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -16,7 +20,23 @@ use regex::Regex;
 
 use serde_json::{json, Value};
 
-use crate::support::{repo, run_in};
+use clap::Parser;
+
+use crate::cli::Cli;
+use crate::dispatch::{execute, Outcome};
+
+/// The repository root: the package root, where cargo runs unit tests.
+fn repo() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).to_path_buf()
+}
+
+/// One command line, as the binary runs it (no color: the binary's tests
+/// set NO_COLOR).
+fn run_in(argv: &[&str]) -> Outcome {
+    let cli = Cli::try_parse_from(std::iter::once("bundlegate").chain(argv.iter().copied()))
+        .unwrap_or_else(|e| panic!("{argv:?}: {e}"));
+    execute(cli, false)
+}
 
 const GOLDEN: &str = "tests/fixtures/corpus/reports.json";
 
@@ -110,7 +130,7 @@ fn observe(tmp: &Path) -> BTreeMap<String, Value> {
     let mut out = BTreeMap::new();
     for (name, args) in cases(tmp) {
         let argv: Vec<&str> = args.iter().map(String::as_str).collect();
-        let o = run_in(&repo(), &argv, &[]);
+        let o = run_in(&argv);
         let stdout = normalize(&o.stdout, tmp);
         let report = match serde_json::from_str::<Value>(&stdout) {
             Ok(v) => json!({ "exit": o.code, "report": v }),
