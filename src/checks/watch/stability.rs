@@ -173,7 +173,140 @@ fn ready_of(exp: &Expected, st: &ServiceState) -> usize {
 
 #[cfg(test)]
 mod tests {
+    use super::super::rollout::{ContainerRestarts, ModelSource, PodInfo};
     use super::*;
+
+    fn exp() -> Expected {
+        Expected { digest: "sha256:new".into(), storage_uri: "s3://m/v2/".into(), kserve: true, replicas: 1 }
+    }
+
+    /// The release's one pod: `uid` tells a replacement of the same name.
+    fn new_pod(uid: &str, ready: bool, restarts: u32) -> ServiceState {
+        let pod = PodInfo {
+            name: "new".into(),
+            uid: Some(uid.into()),
+            digest: Some("sha256:new".into()),
+            phase: "Running".into(),
+            ready,
+            restarts,
+            containers: vec![ContainerRestarts {
+                name: "kserve-container".into(),
+                restarts,
+                last_reason: (restarts > 0).then(|| "OOMKilled".into()),
+                last_exit_code: (restarts > 0).then_some(137),
+                last_finished_at: (restarts > 0).then(|| "2026-01-01T10:00:05Z".into()),
+            }],
+            source: Some(ModelSource::StorageInitializer { uri: "s3://m/v2/".into() }),
+            ..Default::default()
+        };
+        ServiceState { pods: vec![pod], ..Default::default() }
+    }
+
+    /// Reads at the given seconds until the watch says done; returns how
+    /// many reads it took and the verdict.
+    fn run(window_s: f64, reads: &[(f64, ServiceState)]) -> (usize, RolloutVerdict, Option<f64>) {
+        let mut w = RolloutWatch::new(exp(), window_s);
+        let mut n = 0;
+        for (t, st) in reads {
+            n += 1;
+            if w.observe(*t, st.clone()) {
+                break;
+            }
+        }
+        let end = w.window_end();
+        (n, w.finish().expect("read at least once"), end)
+    }
+
+    fn codes(v: &RolloutVerdict) -> Vec<Code> {
+        v.outcome.diagnostics.iter().map(|d| d.code).collect()
+    }
+
+    fn stability(v: &RolloutVerdict) -> serde_json::Value {
+        v.outcome.data["stability"].clone()
+    }
+
+    #[test]
+    fn held_for_the_whole_window_is_complete_and_stops_reading_at_its_end() {
+        let reads: Vec<_> = (0..10).map(|i| (f64::from(i) * 2.0, new_pod("a", true, 0))).collect();
+        let (n, v, end) = run(10.0, &reads);
+        assert_eq!(n, 6, "reads at 0,2,..,10: the window is held at 10 s, not before");
+        assert_eq!(end, Some(10.0));
+        assert!(v.complete && !v.gave_up, "{:?}", codes(&v));
+        assert_eq!(v.held_s, Some(10.0));
+        assert_eq!(stability(&v)["readinessDips"], 0);
+        assert_eq!(stability(&v)["restartsDuringWindow"], false);
+        assert!(!codes(&v).contains(&Code::RolloutEvidenceIncomplete));
+    }
+
+    #[test]
+    fn never_complete_has_no_window() {
+        let reads: Vec<_> = (0..3).map(|i| (f64::from(i), new_pod("a", false, 0))).collect();
+        let (n, v, end) = run(10.0, &reads);
+        assert_eq!((n, end, v.held_s), (3, None, None));
+        assert!(!v.complete);
+    }
+
+    #[test]
+    fn a_deadline_inside_the_window_is_incomplete_evidence_not_a_failure() {
+        let (_, v, end) = run(10.0, &[(3.0, new_pod("a", true, 0)), (7.0, new_pod("a", true, 0))]);
+        assert_eq!(end, Some(13.0), "the window starts at the first complete read");
+        assert!(!v.complete && !v.gave_up);
+        assert_eq!(v.held_s, Some(4.0));
+        assert!(codes(&v).contains(&Code::RolloutEvidenceIncomplete), "{:?}", codes(&v));
+        assert!(!codes(&v).contains(&Code::RestartStorm));
+    }
+
+    #[test]
+    fn a_restart_inside_the_window_stops_reading_and_fails() {
+        let reads = [(0.0, new_pod("a", true, 0)), (2.0, new_pod("a", true, 1)), (4.0, new_pod("a", true, 1))];
+        let (n, v, _) = run(10.0, &reads);
+        assert_eq!(n, 2, "a restart decides at once");
+        assert!(!v.complete && v.gave_up);
+        let d = v.outcome.diagnostics.iter().find(|d| d.code == Code::RestartStorm).expect("BG508");
+        assert!(d.message.contains("0 → 1 restarts (last: OOMKilled, exit 137)"), "{}", d.message);
+        assert!(d.evidence.iter().any(|e| e.contains("2026-01-01T10:00:05Z")), "{:?}", d.evidence);
+        assert_eq!(stability(&v)["restartsDuringWindow"], true);
+    }
+
+    #[test]
+    fn a_replacement_of_the_same_name_starts_its_own_count() {
+        // The old `new` pod (uid a) was replaced by uid b that restarted
+        // once while loading: judged as a new pod, not as restarts in the
+        // window.
+        let reads: Vec<_> = std::iter::once((0.0, new_pod("a", true, 0)))
+            .chain((1..=5).map(|i| (f64::from(i) * 2.0, new_pod("b", true, 1))))
+            .collect();
+        let (_, v, _) = run(10.0, &reads);
+        assert!(!codes(&v).contains(&Code::RestartStorm), "{:?}", codes(&v));
+        assert!(v.complete);
+    }
+
+    #[test]
+    fn a_readiness_dip_without_a_restart_is_counted_and_the_end_decides() {
+        let mut reads: Vec<_> = (0..=5).map(|i| (f64::from(i) * 2.0, new_pod("a", true, 0))).collect();
+        reads[1].1 = new_pod("a", false, 0);
+        reads[2].1 = new_pod("a", false, 0);
+        let (_, v, _) = run(10.0, &reads);
+        assert!(v.complete);
+        assert_eq!(stability(&v)["readinessDips"], 2);
+        // Complete once, not at the end: the finding says when it had been.
+        let (_, v, _) = run(10.0, &[(0.0, new_pod("a", true, 0)), (4.0, new_pod("a", false, 0))]);
+        assert!(!v.complete && !v.gave_up);
+        assert!(
+            v.outcome.diagnostics.iter().any(|d| d.evidence.iter().any(|e| e.contains(
+                "the rollout had read complete at 0.0s (1 ready pod(s) of the release); this is the read at 4.0s"
+            ))),
+            "{:?}",
+            v.outcome.diagnostics
+        );
+    }
+
+    #[test]
+    fn a_window_of_zero_decides_on_the_first_complete_read() {
+        let (n, v, end) = run(0.0, &[(5.0, new_pod("a", true, 0)), (6.0, new_pod("a", true, 3))]);
+        assert_eq!((n, end), (1, Some(5.0)));
+        assert!(v.complete && !codes(&v).contains(&Code::RolloutEvidenceIncomplete));
+    }
 
     #[test]
     fn default_window_follows_the_readiness_probe_within_bounds() {
