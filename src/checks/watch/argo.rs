@@ -364,6 +364,30 @@ mod tests {
         }
     }
 
+    /// Where Argo CD is instead says how that revision relates to the merge
+    /// commit, and a Healthy Application is called out as no evidence.
+    #[test]
+    fn waiting_says_where_argo_is_and_that_health_is_not_evidence() {
+        let merged = parse_time("2026-01-01T10:00:00Z");
+        let old = "ffffffffffffffffffffffffffffffffffffffff";
+        for (rel, words) in [
+            (Relation::Older, "an ancestor of the merge commit: Argo CD is behind"),
+            (Relation::Unrelated, "not on the merge commit's history"),
+        ] {
+            let lineage: Lineage = [(old.to_string(), rel)].into();
+            match argo_state(Some(&app(old, "Succeeded", "2026-01-01T10:01:00Z")), Some(M), &lineage, merged) {
+                ArgoState::Waiting { why, .. } => assert!(why.contains(&format!("{old} ({words})")), "{why}"),
+                other => panic!("{other:?}"),
+            }
+        }
+        let healthy = app(old, "Running", "");
+        let d = argo_not_synced(Some(M), "5m", "syncing", "a", Some(&healthy), None);
+        assert!(d.help.iter().any(|h| h.contains("Healthy is not evidence")), "{:?}", d.help);
+        let degraded = AppStatus { health: Some("Degraded".into()), ..healthy };
+        let d = argo_not_synced(Some(M), "5m", "syncing", "a", Some(&degraded), None);
+        assert!(d.help.is_empty(), "{:?}", d.help);
+    }
+
     #[test]
     fn argo_gate_needs_revision_phase_and_time_not_health() {
         let merged = parse_time("2026-01-01T10:00:00Z");

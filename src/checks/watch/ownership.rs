@@ -364,6 +364,65 @@ mod tests {
         assert!(st.routing.contains("EndpointSlices"));
     }
 
+    /// The release's controllers and events are chosen by ownership: a
+    /// copy's Deployment and ReplicaSet with look-alike names stay out, a
+    /// new ReplicaSet with no pod yet is in, and a ReplicaSet of an earlier
+    /// Deployment of the same name (another uid) is not this release's.
+    #[test]
+    fn controllers_and_events_are_the_releases_by_ownership() {
+        let with_uid = |mut o: ObjectRef, uid: &str| {
+            o.uid = Some(uid.into());
+            o
+        };
+        let owned_by_m = |name: &str, uid: &str| ObjectRef {
+            owners: vec![OwnerRef { uid: Some(uid.into()), ..owner("Deployment", "m") }],
+            ..obj("ReplicaSet", name, None)
+        };
+        let mut view = ClusterView {
+            objects: vec![
+                with_uid(obj("Deployment", "copy", None), "u-copy"),
+                with_uid(obj("Deployment", "m", None), "u-m"),
+                owned_by_m("m-1", "u-m"),
+                owned_by_m("m-2", "u-m"),
+                owned_by_m("m-old", "u-gone"),
+                obj("ReplicaSet", "copy-1", Some(("Deployment", "copy"))),
+            ],
+            ..Default::default()
+        };
+        view.deployments = ["copy", "m"].map(|n| DeploymentInfo { name: n.into(), ..Default::default() }).to_vec();
+        view.replica_sets =
+            ["copy-1", "m-1", "m-2", "m-old"].map(|n| ReplicaSetInfo { name: n.into(), ..Default::default() }).to_vec();
+        view.pods = vec![
+            PodInfo { name: "p1".into(), owners: vec![owner("ReplicaSet", "m-1")], ..Default::default() },
+            PodInfo {
+                name: "c1".into(),
+                owners: vec![owner("ReplicaSet", "copy-1")],
+                labelled: true,
+                ..Default::default()
+            },
+        ];
+        let ev =
+            |kind: &str, object: &str| EventInfo { kind: kind.into(), object: object.into(), ..Default::default() };
+        view.events = vec![
+            ev("Deployment", "m"),
+            ev("Deployment", "copy"),
+            ev("ReplicaSet", "m-2"),
+            ev("ReplicaSet", "copy-1"),
+            ev("Pod", "p1"),
+            ev("Pod", "c1"),
+        ];
+        let st = release_state(&view, &Root::for_bundle("m", false));
+        let names = |v: Vec<&String>| v.into_iter().cloned().collect::<Vec<_>>();
+        assert_eq!(names(st.pods.iter().map(|p| &p.name).collect()), ["p1"]);
+        assert_eq!(names(st.deployments.iter().map(|d| &d.name).collect()), ["m"]);
+        assert_eq!(names(st.replica_sets.iter().map(|r| &r.name).collect()), ["m-1", "m-2"]);
+        assert_eq!(
+            st.events.iter().map(|e| format!("{}/{}", e.kind, e.object)).collect::<Vec<_>>(),
+            ["Deployment/m", "ReplicaSet/m-2", "Pod/p1"]
+        );
+        assert_eq!(st.outside.iter().map(|o| (o.name.as_str(), o.routed)).collect::<Vec<_>>(), [("c1", false)]);
+    }
+
     #[test]
     fn a_recreated_workload_of_the_same_name_is_another_one() {
         let mut rs = obj("ReplicaSet", "m-1", None);

@@ -236,6 +236,10 @@ mod tests {
         assert_eq!(stability(&v)["readinessDips"], 0);
         assert_eq!(stability(&v)["restartsDuringWindow"], false);
         assert!(!codes(&v).contains(&Code::RolloutEvidenceIncomplete));
+        // The window is counted from the first complete read, not from zero.
+        let late: Vec<_> = (0..10).map(|i| (5.0 + f64::from(i) * 2.0, new_pod("a", true, 0))).collect();
+        let (n, v, end) = run(10.0, &late);
+        assert_eq!((n, end, v.held_s), (6, Some(15.0), Some(10.0)));
     }
 
     #[test]
@@ -266,6 +270,17 @@ mod tests {
         assert!(d.message.contains("0 → 1 restarts (last: OOMKilled, exit 137)"), "{}", d.message);
         assert!(d.evidence.iter().any(|e| e.contains("2026-01-01T10:00:05Z")), "{:?}", d.evidence);
         assert_eq!(stability(&v)["restartsDuringWindow"], true);
+        // A read without uids (a snapshot that left them out) is the same pod
+        // by name.
+        let no_uid = |restarts| {
+            let mut st = new_pod("a", true, restarts);
+            st.pods[0].uid = None;
+            st
+        };
+        let (_, v, _) = run(10.0, &[(0.0, no_uid(0)), (2.0, new_pod("a", true, 2))]);
+        assert!(codes(&v).contains(&Code::RestartStorm), "{:?}", codes(&v));
+        let (_, v, _) = run(10.0, &[(0.0, new_pod("a", true, 0)), (2.0, no_uid(2))]);
+        assert!(codes(&v).contains(&Code::RestartStorm), "{:?}", codes(&v));
     }
 
     #[test]
