@@ -902,11 +902,8 @@ pub(crate) fn downtime(samples: &[ProbeSample], end_s: f64) -> DowntimeStats {
     for s in samples {
         if s.ok {
             if let Some(start) = run_start.take() {
-                let gap = s.at_s - last_ok.unwrap_or(start);
-                if gap > longest {
-                    longest = gap;
-                    open = false;
-                }
+                // A closed gap; only the one still open at the end sets `open`.
+                longest = longest.max(s.at_s - last_ok.unwrap_or(start));
             }
             last_ok = Some(s.at_s);
         } else if run_start.is_none() {
@@ -980,6 +977,55 @@ mod tests {
         let st = downtime(&[s(0.0, true), s(0.3, true)], 0.4);
         assert_eq!((st.fail, st.longest_gap_s), (0, 0.0));
         assert!(downtime_diagnostic(&st, "u").is_none());
+    }
+
+    /// A gap still open when probing stopped runs to the end; of two equal
+    /// gaps the earlier, closed one is the one reported; no failed probe is
+    /// no finding.
+    #[test]
+    fn downtime_open_and_equal_gaps_and_no_failure() {
+        let s = |at_s, ok| ProbeSample { at_s, ok };
+        let st = downtime(&[s(2.0, true), s(3.0, false), s(4.0, false)], 9.0);
+        assert_eq!((st.longest_gap_s, st.gap_open, st.fail_runs), (7.0, true, 1));
+        let d = downtime_diagnostic(&st, "http://svc/health").expect("failed probes are a finding");
+        assert!(
+            d.message.contains("2 of 3 health probes failed") && d.message.contains("7.0s (still failing"),
+            "{}",
+            d.message
+        );
+        let st = downtime(&[s(0.0, true), s(1.0, false), s(2.0, true), s(3.0, false)], 4.0);
+        assert_eq!((st.longest_gap_s, st.gap_open, st.fail_runs), (2.0, false, 2));
+        let st = downtime(&[s(0.0, true), s(1.0, true)], 2.0);
+        assert_eq!((st.ok, st.fail, st.longest_gap_s), (2, 0, 0.0));
+        assert!(downtime_diagnostic(&st, "u").is_none());
+    }
+
+    /// The drift audit's serving judgment on the cases it adds to
+    /// `compare_serving`: nothing running, the release ready, and a pod of
+    /// the release on a node that stopped reporting (INCONCLUSIVE, not FAIL).
+    #[test]
+    fn serving_judgment_of_the_audit() {
+        let exp = exp1();
+        let st = |pods: Vec<PodInfo>| ServiceState { pods, ..Default::default() };
+        let codes = |d: &[Diagnostic]| d.iter().map(|d| d.code).collect::<Vec<_>>();
+        let (d, n) = serving_diagnostics(&exp, "ns/m", &st(vec![pod("a", "sha256:new", "Failed", false, false)]));
+        assert_eq!(n, 0);
+        assert!(
+            d.iter().any(|d| d.code == Code::RolloutIncomplete && d.message == "no pod of ns/m is running"),
+            "{d:?}"
+        );
+        let (d, n) = serving_diagnostics(&exp, "ns/m", &st(vec![pod("a", "sha256:new", "Running", true, false)]));
+        assert_eq!((codes(&d), n), (vec![], 1));
+        let (d, n) = serving_diagnostics(&exp, "ns/m", &st(vec![pod("a", "sha256:new", "Unknown", true, false)]));
+        assert_eq!(n, 0);
+        assert!(
+            d.iter().any(|d| d.code == Code::RolloutEvidenceIncomplete && d.message.contains("no ready pod of ns/m")),
+            "{d:?}"
+        );
+        assert!(!d.iter().any(|d| d.code == Code::RolloutIncomplete), "{d:?}");
+        let (d, n) = serving_diagnostics(&exp, "ns/m", &st(vec![pod("a", "sha256:new", "Pending", false, false)]));
+        assert_eq!(n, 0);
+        assert!(d.iter().any(|d| d.code == Code::RolloutIncomplete), "{d:?}");
     }
 
     #[test]

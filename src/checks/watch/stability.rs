@@ -269,6 +269,8 @@ mod tests {
         let d = v.outcome.diagnostics.iter().find(|d| d.code == Code::RestartStorm).expect("BG508");
         assert!(d.message.contains("0 → 1 restarts (last: OOMKilled, exit 137)"), "{}", d.message);
         assert!(d.evidence.iter().any(|e| e.contains("2026-01-01T10:00:05Z")), "{:?}", d.evidence);
+        // The storm is its own reason: no "had read complete" line is added.
+        assert!(!d.evidence.iter().any(|e| e.contains("had read complete")), "{:?}", d.evidence);
         assert_eq!(stability(&v)["restartsDuringWindow"], true);
         // A read without uids (a snapshot that left them out) is the same pod
         // by name.
