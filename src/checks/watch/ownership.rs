@@ -429,6 +429,15 @@ mod tests {
         rs.owners = vec![OwnerRef { uid: Some("old".into()), ..owner("Deployment", "m") }];
         let root = Root::for_bundle("m", false);
         assert!(matches!(chain(&[rs.clone()], &[owner("ReplicaSet", "m-1")], &root, Some("new")), Chain::Outside(_)));
-        assert!(matches!(chain(&[rs], &[owner("ReplicaSet", "m-1")], &root, Some("old")), Chain::Member(_)));
+        assert!(matches!(chain(&[rs.clone()], &[owner("ReplicaSet", "m-1")], &root, Some("old")), Chain::Member(_)));
+        // A uid known on one side only does not break the chain (a listing
+        // that left it out): kind and name decide there.
+        let by_uid = OwnerRef { uid: Some("rs-uid".into()), ..owner("ReplicaSet", "m-1") };
+        assert!(matches!(chain(&[rs.clone()], &[by_uid.clone()], &root, Some("old")), Chain::Member(_)));
+        let listed = ObjectRef { uid: Some("rs-uid".into()), ..rs.clone() };
+        assert!(matches!(chain(&[listed], &[by_uid], &root, Some("old")), Chain::Member(_)));
+        let other = ObjectRef { uid: Some("another".into()), ..rs };
+        let by_uid = OwnerRef { uid: Some("rs-uid".into()), ..owner("ReplicaSet", "m-1") };
+        assert!(matches!(chain(&[other], &[by_uid], &root, Some("old")), Chain::Outside(_)));
     }
 }

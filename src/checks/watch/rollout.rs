@@ -1284,6 +1284,23 @@ mod tests {
         );
     }
 
+    /// A new pod whose verifier refused its files: its own finding
+    /// (pod-artifact-mismatch), named per line of the verifier's termination message.
+    #[test]
+    fn a_verifier_refusal_is_its_own_finding_per_artifact() {
+        let mut p = pod("new", "sha256:new", "Pending", false, false);
+        p.verifier = Some("tokenizer.json: sha256 differs\nconfig.json: size 10, bundle says 12".into());
+        let o = evaluate_rollout(&exp1(), &ServiceState { pods: vec![p], ..Default::default() });
+        let d = o.diagnostics.iter().find(|d| d.code == Code::PodArtifactMismatch).expect("the refusal is reported");
+        assert!(
+            d.message.contains("new pod new refused its model files: tokenizer.json: sha256 differs"),
+            "{}",
+            d.message
+        );
+        assert_eq!(d.evidence.iter().filter(|e| e.starts_with(VERIFIER_CONTAINER)).count(), 2, "{:?}", d.evidence);
+        assert_eq!(verdict_of(&o.diagnostics), Verdict::Fail);
+    }
+
     /// The adapter's reading of a pod (`adapters::kube::pod_info`), not a
     /// hand-made `PodInfo`: a new pod whose only trouble is its
     /// storage-initializer crash-looping (the main container just waits in
