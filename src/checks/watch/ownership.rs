@@ -433,7 +433,7 @@ mod tests {
         // A uid known on one side only does not break the chain (a listing
         // that left it out): kind and name decide there.
         let by_uid = OwnerRef { uid: Some("rs-uid".into()), ..owner("ReplicaSet", "m-1") };
-        assert!(matches!(chain(&[rs.clone()], &[by_uid.clone()], &root, Some("old")), Chain::Member(_)));
+        assert!(matches!(chain(&[rs.clone()], std::slice::from_ref(&by_uid), &root, Some("old")), Chain::Member(_)));
         let listed = ObjectRef { uid: Some("rs-uid".into()), ..rs.clone() };
         assert!(matches!(chain(&[listed], &[by_uid], &root, Some("old")), Chain::Member(_)));
         let other = ObjectRef { uid: Some("another".into()), ..rs };
