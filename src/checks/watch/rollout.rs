@@ -223,9 +223,12 @@ pub(crate) struct Expected {
     pub replicas: u32,
 }
 
+/// A digest for a message: its first 12 characters. By characters, not
+/// bytes: the digest a pod reports is the cluster's text, not checked hex,
+/// and a byte cut inside a multi-byte character would panic.
 fn short(d: &str) -> String {
     let hex = d.strip_prefix("sha256:").unwrap_or(d);
-    format!("sha256:{}", &hex[..hex.len().min(12)])
+    format!("sha256:{}", hex.chars().take(12).collect::<String>())
 }
 
 fn same_uri(a: &str, b: &str) -> bool {
@@ -1282,6 +1285,31 @@ mod tests {
             "{:#?}",
             o.diagnostics
         );
+    }
+
+    #[test]
+    fn a_digest_is_shortened_by_characters() {
+        assert_eq!(short("sha256:0123456789abcdef"), "sha256:0123456789ab");
+        assert_eq!(short("0123"), "sha256:0123");
+        // Eleven ASCII bytes, then a two-byte character across byte 12.
+        assert_eq!(short("sha256:0123456789aé12"), "sha256:0123456789aé");
+        let mut p = pod("x", "sha256:0123456789aé12", "Running", true, false);
+        p.source = None;
+        let o = evaluate_rollout(&exp1(), &ServiceState { pods: vec![p], ..Default::default() });
+        // (The pod's row used to panic here.)
+        assert!(o.rows.iter().flatten().any(|c| c == "old sha256:0123456789aé"), "{:?}", o.rows);
+    }
+
+    proptest::proptest! {
+        /// Any text a pod reports as its digest is shortened without a
+        /// panic, to a prefix of at most 12 characters.
+        #[test]
+        fn any_reported_digest_is_shortened_to_a_prefix(d in "(sha256:)?\\PC{0,20}") {
+            let s = short(&d);
+            let hex = d.strip_prefix("sha256:").unwrap_or(&d);
+            let kept = s.strip_prefix("sha256:").unwrap();
+            proptest::prop_assert!(hex.starts_with(kept) && kept.chars().count() == hex.chars().count().min(12));
+        }
     }
 
     /// A new pod whose verifier refused its files: its own finding
