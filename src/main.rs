@@ -25,13 +25,12 @@ fn main() {
     std::process::exit(out.code);
 }
 
-/// Every byte for stdout or stderr passes here (already redacted by
-/// `execute`; the redaction is idempotent and kept as the last guard), and
-/// a reader that went away (`| head`) ends the write quietly, as for cat or
+/// The report texts come redacted from `execute` (one redaction each); a
+/// reader that went away (`| head`) ends the write quietly, as for cat or
 /// grep; the exit code still says what the report found. `print!` would
 /// panic on EPIPE (Rust ignores SIGPIPE).
 fn emit(out: &mut dyn Write, text: &str) {
-    let _ = out.write_all(redact(text).as_bytes()).and_then(|()| out.flush());
+    let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
 }
 
 /// Log lines go through the same redaction as the report.
