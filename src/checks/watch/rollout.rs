@@ -1404,4 +1404,159 @@ mod tests {
             "{wrong:#?}"
         );
     }
+
+    /// Only the events about the pod itself (kind and name both) are quoted
+    /// as its evidence, each as one line with its repeat count when above 1.
+    #[test]
+    fn a_pods_evidence_quotes_its_own_events() {
+        let ev = |kind: &str, object: &str, reason: &str, message: &str, count: i32| EventInfo {
+            kind: kind.into(),
+            object: object.into(),
+            type_: "Warning".into(),
+            reason: reason.into(),
+            message: message.into(),
+            count,
+        };
+        let st = ServiceState {
+            pods: vec![pod("new", "sha256:new", "Pending", false, false)],
+            events: vec![
+                ev("Pod", "new", "FailedScheduling", "0/3 nodes are available: 3 Insufficient nvidia.com/gpu.", 3),
+                ev("Pod", "new", "FailedMount", "once", 1),
+                // Same name, another kind; same kind, another name: not this pod's.
+                ev("ReplicaSet", "new", "FailedCreate", "quota", 1),
+                ev("Pod", "other", "FailedScheduling", "someone else's", 1),
+            ],
+            ..Default::default()
+        };
+        let o = evaluate_rollout(&exp1(), &st);
+        let d = o.diagnostics.iter().find(|d| d.message.contains("cannot be scheduled")).expect("pending finding");
+        assert_eq!(
+            d.message,
+            "new pod new is Pending and cannot be scheduled: 0/3 nodes are available: 3 Insufficient nvidia.com/gpu."
+        );
+        assert_eq!(
+            &d.evidence[..2],
+            [
+                "Warning FailedScheduling new: 0/3 nodes are available: 3 Insufficient nvidia.com/gpu. (×3)",
+                "Warning FailedMount new: once",
+            ]
+        );
+        assert!(!d.evidence.iter().any(|e| e.contains("quota") || e.contains("someone else")), "{d:#?}");
+        assert!(d.help.iter().any(|h| h.contains("lower maxSurge")), "{d:#?}");
+        // A ReplicaSet's FailedCreate is its own finding, only while no new pod exists.
+        let st = ServiceState {
+            replica_sets: vec![ReplicaSetInfo {
+                name: "new".into(),
+                digest: Some("sha256:new".into()),
+                replicas: 1,
+                ready: 0,
+            }],
+            ..st
+        };
+        let lines = |st: &ServiceState| -> Vec<String> {
+            evaluate_rollout(&exp1(), st)
+                .diagnostics
+                .iter()
+                .filter(|d| d.message.contains("could not create its pods"))
+                .flat_map(|d| d.evidence.clone())
+                .collect()
+        };
+        assert!(lines(&st).is_empty());
+        let empty = ServiceState { pods: vec![], ..st };
+        assert_eq!(lines(&empty), ["Warning FailedCreate new: quota"]);
+        // ...and then "no pod runs the release" is not said a second time.
+        let o = evaluate_rollout(&exp1(), &empty);
+        assert!(!o.diagnostics.iter().any(|d| d.message.starts_with("no pod runs")), "{:#?}", o.diagnostics);
+    }
+
+    /// A new-release pod whose model source this tool cannot read: undecided
+    /// for a KServe format (where the initializer must name the URI), nothing
+    /// to say for a plain Deployment. A terminal one is not read at all.
+    #[test]
+    fn an_unreadable_model_source_is_undecided_only_where_kserve_wires_it() {
+        let mut p = pod("new", "sha256:new", "Running", true, false);
+        p.source = None;
+        let kserve = compare_serving(&exp1(), std::slice::from_ref(&p), &[]);
+        assert_eq!(verdict_of(&kserve), Verdict::Inconclusive, "{kserve:#?}");
+        assert!(kserve[0].message.contains("pod new: its model source cannot be read"), "{kserve:#?}");
+        let plain = Expected { kserve: false, ..exp1() };
+        assert!(compare_serving(&plain, std::slice::from_ref(&p), &[]).is_empty());
+        // A wrong source on a terminal pod is history, not a finding.
+        let mut gone = pod("gone", "sha256:new", "Failed", false, false);
+        gone.source = Some(ModelSource::StorageInitializer { uri: "s3://m/v1/".into() });
+        let out = compare_serving(&exp1(), &[gone.clone()], &[]);
+        assert!(!out.iter().any(|d| d.message.contains("reads its model from")), "{out:#?}");
+        // ...but on a live one it fails; a trailing slash is the same URI.
+        gone.phase = "Running".into();
+        gone.ready = true;
+        assert_eq!(verdict_of(&compare_serving(&exp1(), &[gone.clone()], &[])), Verdict::Fail);
+        gone.source = Some(ModelSource::StorageInitializer { uri: " s3://m/v2".into() });
+        assert!(compare_serving(&exp1(), &[gone], &[]).is_empty());
+    }
+
+    /// An old pod that routing shows takes no traffic is history, even when
+    /// its ReplicaSet still wants pods (it is not "not ready"); the same pod
+    /// with routing unknown is still waited for.
+    #[test]
+    fn an_unrouted_old_pod_is_history_whatever_its_replicaset_wants() {
+        let rs = ReplicaSetInfo { name: "svc-old".into(), digest: Some("sha256:old".into()), replicas: 1, ready: 1 };
+        for (ready, routed, want) in [
+            (true, Some(false), Verdict::Pass),
+            (false, Some(false), Verdict::Pass),
+            (false, None, Verdict::Inconclusive),
+            (true, None, Verdict::Fail),
+            (true, Some(true), Verdict::Fail),
+        ] {
+            let old =
+                PodInfo { owner: Some("svc-old".into()), routed, ..pod("old", "sha256:old", "Running", ready, false) };
+            let st = ServiceState {
+                pods: vec![pod("new", "sha256:new", "Running", true, false), old],
+                replica_sets: vec![rs.clone()],
+                ..Default::default()
+            };
+            let o = evaluate_rollout(&exp1(), &st);
+            assert_eq!(verdict_of(&o.diagnostics), want, "ready={ready} routed={routed:?}: {:#?}", o.diagnostics);
+            if routed == Some(false) {
+                assert!(
+                    o.diagnostics
+                        .iter()
+                        .any(|d| d.code == "BG507" && d.evidence.iter().any(|e| e.contains("not routed"))),
+                    "{:#?}",
+                    o.diagnostics
+                );
+                // Not routed and not being deleted: nothing is left to drain.
+                assert!(o.settled);
+            }
+        }
+    }
+
+    /// New-release pods that cannot be counted: an evicted one is replaced,
+    /// never counted; an Unknown or a ready-but-terminating one may serve
+    /// (INCONCLUSIVE) only if it would make up the replicas.
+    #[test]
+    fn new_pods_that_cannot_be_counted() {
+        let exp2 = Expected { replicas: 2, ..exp1() };
+        let ready = || pod("a", "sha256:new", "Running", true, false);
+        let judge = |second: PodInfo| {
+            let o = evaluate_rollout(&exp2, &ServiceState { pods: vec![ready(), second], ..Default::default() });
+            (verdict_of(&o.diagnostics), o.summary)
+        };
+        let (v, summary) = judge(pod("b", "sha256:new", "Failed", true, false));
+        assert_eq!(v, Verdict::Fail);
+        assert!(summary.starts_with("1/2 new-release pod(s) ready"), "{summary}");
+        assert_eq!(judge(pod("b", "sha256:new", "Unknown", true, false)).0, Verdict::Inconclusive);
+        assert_eq!(judge(pod("b", "sha256:new", "Running", true, true)).0, Verdict::Inconclusive);
+        assert_eq!(judge(pod("b", "sha256:new", "Running", false, true)).0, Verdict::Fail);
+        assert_eq!(judge(pod("b", "sha256:new", "Running", true, false)).0, Verdict::Pass);
+        // An evicted new pod alone: the release runs nowhere.
+        let o = evaluate_rollout(
+            &exp1(),
+            &ServiceState { pods: vec![pod("b", "sha256:new", "Failed", false, false)], ..Default::default() },
+        );
+        assert!(
+            o.diagnostics.iter().any(|d| d.message == "no pod runs the bundle's release sha256:new"),
+            "{:#?}",
+            o.diagnostics
+        );
+    }
 }
