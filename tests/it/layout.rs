@@ -329,3 +329,25 @@ fn re_exports_only_lift_a_modules_own_submodules() {
     }
     assert!(found.is_empty(), "import these from where they are defined instead:\n{}", found.join("\n"));
 }
+
+/// A failing property writes its seed into `proptest-regressions/` next to
+/// the source by default: a mutation run or a red test would leave files in
+/// the tree (the suite cleans up after itself). Every `proptest!` block sets
+/// `failure_persistence: None` (the failing case is printed instead), directly
+/// or through the one shared config helper.
+#[test]
+fn property_tests_write_nothing_into_the_source_tree() {
+    let mut bad = Vec::new();
+    let mut seen = 0;
+    for (path, file) in syntax::all_files(&["src", "tests"]) {
+        for (line, tokens) in syntax::proptest_blocks(&file) {
+            seen += 1;
+            let quiet = tokens.contains("failure_persistence : None") || tokens.contains("proptest_config (few ())");
+            if !quiet {
+                bad.push(format!("{}:{line}", path.strip_prefix(env!("CARGO_MANIFEST_DIR")).unwrap().display()));
+            }
+        }
+    }
+    assert!(seen >= 20, "the scan found only {seen} proptest! blocks");
+    assert!(bad.is_empty(), "proptest! blocks that persist failures into the source tree: {bad:#?}");
+}

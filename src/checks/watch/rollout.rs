@@ -1301,6 +1301,7 @@ mod tests {
     }
 
     proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { failure_persistence: None, ..Default::default() })]
         /// Any text a pod reports as its digest is shortened without a
         /// panic, to a prefix of at most 12 characters.
         #[test]

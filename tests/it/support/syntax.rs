@@ -224,3 +224,42 @@ fn quote_tokens(b: &syn::Block) -> String {
     use quote::ToTokens;
     b.to_token_stream().to_string()
 }
+
+/// Every `.rs` file under `dirs` (relative to the crate root), parsed whole.
+pub fn all_files(dirs: &[&str]) -> Vec<(PathBuf, syn::File)> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut stack: Vec<PathBuf> = dirs.iter().map(|d| root.join(d)).collect();
+    let mut out = Vec::new();
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                let text = std::fs::read_to_string(&p).unwrap();
+                let file = syn::parse_file(&text).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+                out.push((p, file));
+            }
+        }
+    }
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    out
+}
+
+/// Each `proptest!` invocation in a file: its line and its tokens as text.
+pub fn proptest_blocks(file: &syn::File) -> Vec<(usize, String)> {
+    struct V {
+        out: Vec<(usize, String)>,
+    }
+    impl<'ast> Visit<'ast> for V {
+        fn visit_macro(&mut self, m: &'ast syn::Macro) {
+            if m.path.segments.last().is_some_and(|s| s.ident == "proptest") {
+                self.out.push((m.path.span().start().line, m.tokens.to_string()));
+            }
+            syn::visit::visit_macro(self, m);
+        }
+    }
+    let mut v = V { out: Vec::new() };
+    v.visit_file(file);
+    v.out
+}
