@@ -95,19 +95,7 @@ pub struct Source {
 /// Every `.rs` file under `src/` that is production code, each with its test
 /// items blanked. Files declared `#[cfg(test)] mod x;` are left out whole.
 pub fn sources() -> Vec<Source> {
-    let mut files = Vec::new();
-    let mut stack = vec![src()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                stack.push(p);
-            } else if p.extension().is_some_and(|x| x == "rs") {
-                files.push(p);
-            }
-        }
-    }
-    files.sort();
+    let files = rs_files(vec![src()]);
     let mut test_files = BTreeSet::new();
     let mut out = Vec::new();
     for p in &files {
@@ -225,25 +213,34 @@ fn quote_tokens(b: &syn::Block) -> String {
     b.to_token_stream().to_string()
 }
 
-/// Every `.rs` file under `dirs` (relative to the crate root), parsed whole.
-pub fn all_files(dirs: &[&str]) -> Vec<(PathBuf, syn::File)> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut stack: Vec<PathBuf> = dirs.iter().map(|d| root.join(d)).collect();
-    let mut out = Vec::new();
+/// Every `.rs` file under the directories, sorted.
+fn rs_files(mut stack: Vec<PathBuf>) -> Vec<PathBuf> {
+    let mut files = Vec::new();
     while let Some(d) = stack.pop() {
         for e in std::fs::read_dir(&d).unwrap() {
             let p = e.unwrap().path();
             if p.is_dir() {
                 stack.push(p);
             } else if p.extension().is_some_and(|x| x == "rs") {
-                let text = std::fs::read_to_string(&p).unwrap();
-                let file = syn::parse_file(&text).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
-                out.push((p, file));
+                files.push(p);
             }
         }
     }
-    out.sort_by(|a, b| a.0.cmp(&b.0));
-    out
+    files.sort();
+    files
+}
+
+/// Every `.rs` file under `dirs` (relative to the crate root), parsed whole.
+pub fn all_files(dirs: &[&str]) -> Vec<(PathBuf, syn::File)> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    rs_files(dirs.iter().map(|d| root.join(d)).collect())
+        .into_iter()
+        .map(|p| {
+            let text = std::fs::read_to_string(&p).unwrap();
+            let file = syn::parse_file(&text).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+            (p, file)
+        })
+        .collect()
 }
 
 /// Each `proptest!` invocation in a file: its line and its tokens as text.
