@@ -1560,4 +1560,175 @@ mod tests {
             o.diagnostics
         );
     }
+
+    /// The report's own parts: the Deployment's green signals quoted (as
+    /// not evidence) on the first failure only, the pods grouped by release
+    /// for the JSON data, and one row per pod.
+    #[test]
+    fn report_rows_groups_and_green_signals() {
+        let dep = DeploymentInfo {
+            name: "svc".into(),
+            replicas: Some(2),
+            updated: 2,
+            ready: 2,
+            available: 2,
+            conditions: vec![
+                ConditionInfo {
+                    type_: "Available".into(),
+                    status: "True".into(),
+                    reason: Some("MinimumReplicasAvailable".into()),
+                    message: None,
+                },
+                ConditionInfo { type_: "Progressing".into(), status: "True".into(), reason: None, message: None },
+            ],
+        };
+        let mut old = pod("old", "sha256:old", "Running", true, false);
+        old.restarts = 2;
+        old.waiting = vec!["w".into()];
+        let mut anon = pod("anon", "x", "Pending", false, true);
+        anon.digest = None;
+        anon.source = None;
+        let st = ServiceState {
+            deployments: vec![dep],
+            pods: vec![pod("new", "sha256:new", "Running", true, false), old, anon],
+            ..Default::default()
+        };
+        let o = evaluate_rollout(&exp1(), &st);
+        let green = "what the Deployment says (not evidence): Deployment svc: replicas 2 updated 2 ready 2 available 2; Available=True (MinimumReplicasAvailable), Progressing=True";
+        let first = o.diagnostics.iter().position(is_error).expect("the old ready pod fails");
+        assert!(o.diagnostics[first].evidence.iter().any(|e| e == green), "{:#?}", o.diagnostics[first]);
+        assert_eq!(o.diagnostics.iter().flat_map(|d| &d.evidence).filter(|e| e.contains("not evidence")).count(), 1);
+        assert_eq!(
+            o.data["groups"],
+            json!([
+                {"releaseDigest": "(none)", "isBundleRelease": false, "pods": ["anon"], "ready": 0, "serving": 0},
+                {"releaseDigest": "sha256:new", "isBundleRelease": true, "pods": ["new"], "ready": 1, "serving": 1},
+                {"releaseDigest": "sha256:old", "isBundleRelease": false, "pods": ["old"], "ready": 1, "serving": 1},
+            ])
+        );
+        assert_eq!(
+            o.rows,
+            [
+                ["new", "new sha256:new", "Running", "true", "0", "", "s3://m/v2/"],
+                ["old", "old sha256:old", "Running", "true", "2", "w", "s3://m/v1/"],
+                ["anon", "unknown", "Pending (terminating)", "false", "0", "", "-"],
+            ]
+        );
+        // A release with no failure quotes no green signal at all.
+        let ok = ServiceState { pods: vec![pod("new", "sha256:new", "Running", true, false)], ..st };
+        let o = evaluate_rollout(&exp1(), &ok);
+        assert!(
+            !o.diagnostics.iter().flat_map(|d| &d.evidence).any(|e| e.contains("not evidence")),
+            "{:#?}",
+            o.diagnostics
+        );
+    }
+
+    /// The identity field's dotted path walks objects by key and arrays by
+    /// index; anything else (a bad index, a scalar on the way) is absent.
+    #[test]
+    fn identity_paths_walk_objects_and_arrays() {
+        let v = json!({"data": [{"id": "a"}, {"id": "b"}], "n": 3});
+        assert_eq!(json_path(&v, "data.1.id"), Some(&json!("b")));
+        assert_eq!(json_path(&v, "data.0"), Some(&json!({"id": "a"})));
+        for absent in ["data.2.id", "data.x", "data.-1", "n.0", "missing", "data.0.id.more"] {
+            assert_eq!(json_path(&v, absent), None, "{absent}");
+        }
+    }
+
+    /// What `watch` does next rests on three flags: given up (the controller's
+    /// progress deadline, or the verifier's refusal: waiting cannot help),
+    /// complete, and settled (nothing of another release left but history).
+    #[test]
+    fn given_up_complete_and_settled() {
+        let new = || pod("new", "sha256:new", "Running", true, false);
+        let deadline = DeploymentInfo {
+            name: "svc".into(),
+            conditions: vec![ConditionInfo {
+                type_: "Progressing".into(),
+                status: "False".into(),
+                reason: Some("ProgressDeadlineExceeded".into()),
+                message: Some("ReplicaSet \"svc-2\" has timed out progressing.".into()),
+            }],
+            ..Default::default()
+        };
+        let o = evaluate_rollout(&exp1(), &ServiceState { deployments: vec![deadline], ..Default::default() });
+        assert!(o.gave_up && !o.complete && !o.settled);
+        assert!(o.diagnostics.iter().any(|d| d.message == "Deployment svc exceeded its progress deadline"));
+        let flags = |pods: Vec<PodInfo>| {
+            let o = evaluate_rollout(&exp1(), &ServiceState { pods, ..Default::default() });
+            (o.gave_up, o.complete, o.settled, o.summary)
+        };
+        assert_eq!(
+            flags(vec![new()]),
+            (
+                false,
+                true,
+                true,
+                "1/1 new-release pod(s) ready, 0 pod(s) of another release serving, 1 pod(s) total".into()
+            )
+        );
+        // A Failed (evicted) old pod is history: settled.
+        assert!(flags(vec![new(), pod("old", "sha256:old", "Failed", true, false)]).2);
+        // An old pod that is not ready and whose routing is unknown is waited for.
+        let (_, complete, settled, _) = flags(vec![new(), pod("old", "sha256:old", "Running", false, false)]);
+        assert!(complete && !settled);
+        // So is one still terminating, routed or not.
+        let draining = PodInfo { routed: Some(false), ..pod("old", "sha256:old", "Running", false, true) };
+        let (_, complete, settled, _) = flags(vec![new(), draining]);
+        assert!(complete && !settled);
+        // Not complete is never settled, even with only the new release's pods.
+        let (_, complete, settled, summary) = flags(vec![pod("new", "sha256:new", "Running", false, false)]);
+        assert!(!complete && !settled);
+        assert!(summary.ends_with("— rollout incomplete"), "{summary}");
+        let (_, _, _, summary) = flags(vec![new(), pod("old", "sha256:old", "Running", true, false)]);
+        assert!(
+            summary.starts_with("1/1 new-release pod(s) ready, 1 pod(s) of another release serving, 2 pod(s) total")
+        );
+    }
+
+    /// Pods the release does not own: routed ones answer its traffic and
+    /// cannot be judged (INCONCLUSIVE); the rest are listed as notes.
+    #[test]
+    fn pods_outside_the_release() {
+        use super::super::ownership::OutsidePod;
+        let st = ServiceState {
+            pods: vec![pod("new", "sha256:new", "Running", true, false)],
+            outside: vec![
+                OutsidePod { name: "copy".into(), why: "no owner".into(), routed: true },
+                OutsidePod { name: "other".into(), why: "owned by Deployment x".into(), routed: false },
+            ],
+            ..Default::default()
+        };
+        let o = evaluate_rollout(&exp1(), &st);
+        assert_eq!(verdict_of(&o.diagnostics), Verdict::Inconclusive, "{:#?}", o.diagnostics);
+        let routed = o.diagnostics.iter().find(|d| d.code == Code::RolloutEvidenceIncomplete).unwrap();
+        assert_eq!(routed.message, "1 pod(s) outside this release receive the release's Service traffic");
+        assert_eq!(routed.evidence, ["pod copy: no owner"]);
+        let note = o.diagnostics.iter().find(|d| d.code == Code::PodsNotServing).unwrap();
+        assert_eq!(note.evidence, ["pod other: owned by Deployment x"]);
+        let unrouted = ServiceState { outside: vec![st.outside[1].clone()], ..st };
+        assert_eq!(verdict_of(&evaluate_rollout(&exp1(), &unrouted).diagnostics), Verdict::Pass);
+    }
+
+    /// The audit's serving judgment says "no ready pod runs this release"
+    /// whenever none does and nothing else failed, a note elsewhere
+    /// notwithstanding; and says nothing twice.
+    #[test]
+    fn the_audits_no_ready_pod_finding() {
+        let exp = exp1();
+        let st = |pods: Vec<PodInfo>| ServiceState { pods, ..Default::default() };
+        let (d, n) = serving_diagnostics(&exp, "ns/m", &st(vec![pod("a", "sha256:new", "Failed", false, false)]));
+        let codes: Vec<Code> = d.iter().map(|d| d.code).collect();
+        assert_eq!((codes, n), (vec![Code::PodsNotServing, Code::RolloutIncomplete], 0), "{d:#?}");
+        let pending_and_draining =
+            st(vec![pod("a", "sha256:new", "Pending", false, false), pod("b", "sha256:old", "Running", false, true)]);
+        let (d, n) = serving_diagnostics(&exp, "ns/m", &pending_and_draining);
+        assert_eq!(n, 0);
+        assert_eq!(verdict_of(&d), Verdict::Fail, "{d:#?}");
+        assert!(d.iter().any(|d| d.message == "no ready pod of ns/m runs this release"), "{d:#?}");
+        let two =
+            st(vec![pod("a", "sha256:new", "Running", true, false), pod("b", "sha256:new", "Pending", false, false)]);
+        assert_eq!(serving_diagnostics(&exp, "ns/m", &two).1, 1);
+    }
 }
