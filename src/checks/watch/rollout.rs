@@ -1652,9 +1652,29 @@ mod tests {
             }],
             ..Default::default()
         };
-        let o = evaluate_rollout(&exp1(), &ServiceState { deployments: vec![deadline], ..Default::default() });
+        let o = evaluate_rollout(&exp1(), &ServiceState { deployments: vec![deadline.clone()], ..Default::default() });
         assert!(o.gave_up && !o.complete && !o.settled);
         assert!(o.diagnostics.iter().any(|d| d.message == "Deployment svc exceeded its progress deadline"));
+        // Only Progressing with that reason is the controller giving up.
+        let cond = |t: &str, r: &str| ConditionInfo {
+            type_: t.into(),
+            status: "True".into(),
+            reason: Some(r.into()),
+            message: None,
+        };
+        let fine = DeploymentInfo {
+            conditions: vec![
+                cond("Progressing", "NewReplicaSetAvailable"),
+                cond("Available", "ProgressDeadlineExceeded"),
+                cond("ReplicaFailure", "FailedCreate"),
+            ],
+            ..deadline
+        };
+        let o = evaluate_rollout(
+            &exp1(),
+            &ServiceState { deployments: vec![fine], pods: vec![new()], ..Default::default() },
+        );
+        assert!(!o.gave_up && o.complete, "{:#?}", o.diagnostics);
         let flags = |pods: Vec<PodInfo>| {
             let o = evaluate_rollout(&exp1(), &ServiceState { pods, ..Default::default() });
             (o.gave_up, o.complete, o.settled, o.summary)
@@ -1730,5 +1750,60 @@ mod tests {
         let two =
             st(vec![pod("a", "sha256:new", "Running", true, false), pod("b", "sha256:new", "Pending", false, false)]);
         assert_eq!(serving_diagnostics(&exp, "ns/m", &two).1, 1);
+    }
+
+    /// New pods beyond the replicas once enough are ready: a Pending or
+    /// restarting one that is not crash-looping is a note quoting only its
+    /// warnings; one being deleted or starting without restarts says
+    /// nothing. Before enough are ready, a pod that restarted and is not
+    /// ready fails with the count.
+    #[test]
+    fn extra_and_restarting_new_pods() {
+        let warn = |reason: &str, type_: &str| EventInfo {
+            kind: "Pod".into(),
+            object: "b".into(),
+            type_: type_.into(),
+            reason: reason.into(),
+            message: reason.to_lowercase(),
+            count: 1,
+        };
+        let events = vec![warn("BackOff", "Warning"), warn("Pulled", "Normal")];
+        let about_b = |b: PodInfo| {
+            let st = ServiceState {
+                pods: vec![pod("a", "sha256:new", "Running", true, false), b],
+                events: events.clone(),
+                ..Default::default()
+            };
+            evaluate_rollout(&exp1(), &st)
+                .diagnostics
+                .into_iter()
+                .filter(|d| d.message.contains(" b "))
+                .collect::<Vec<_>>()
+        };
+        let restarting = PodInfo { restarts: 2, ..pod("b", "sha256:new", "Running", false, false) };
+        let d = about_b(restarting.clone());
+        assert_eq!(d.len(), 1, "{d:#?}");
+        assert_eq!(d[0].code, Code::PodsNotServing);
+        assert_eq!(d[0].message, "extra pod b of the new release is not ready while the replicas are already ready");
+        assert_eq!(d[0].evidence, ["Warning BackOff b: backoff"]);
+        let d = about_b(pod("b", "sha256:new", "Pending", false, false));
+        assert_eq!(d[0].message, "extra pod b of the new release is Pending while the replicas are already ready");
+        assert!(about_b(pod("b", "sha256:new", "Running", false, false)).is_empty());
+        assert!(about_b(pod("b", "sha256:new", "Pending", false, true)).is_empty());
+        // A crash loop is the release's own container dying: always a failure.
+        let d = about_b(PodInfo { crash_loop: true, ..restarting.clone() });
+        assert_eq!(
+            (d[0].code, d[0].message.as_str()),
+            (Code::RolloutIncomplete, "new pod b is not ready: 2 restart(s), CrashLoopBackOff")
+        );
+        // Not enough ready: the restarting pod fails, quoting its warnings.
+        let st = ServiceState { pods: vec![restarting], events, ..Default::default() };
+        let o = evaluate_rollout(&exp1(), &st);
+        let d = o.diagnostics.iter().find(|d| d.message.starts_with("new pod b")).expect("a finding for b");
+        assert_eq!((d.code, d.message.as_str()), (Code::RolloutIncomplete, "new pod b is not ready: 2 restart(s)"));
+        assert_eq!(
+            d.evidence.iter().filter(|e| e.contains("Warning") || e.contains("Normal")).collect::<Vec<_>>(),
+            ["Warning BackOff b: backoff"]
+        );
     }
 }

@@ -143,8 +143,10 @@ impl RolloutWatch {
                 }
             }
         }
-        let complete = outcome.complete && !storm && (held_window || self.window_s == 0.0);
-        if outcome.complete && !storm && !held_window && self.window_s > 0.0 {
+        // A complete last read means a baseline exists (the first complete
+        // read), so a window of zero is always held.
+        let complete = outcome.complete && !storm && held_window;
+        if outcome.complete && !storm && !held_window {
             // Ready, but the window did not run to its end before the
             // deadline: not shown stable, not shown failing either.
             outcome.diagnostics.push(
@@ -283,6 +285,12 @@ mod tests {
         assert!(codes(&v).contains(&Code::RestartStorm), "{:?}", codes(&v));
         let (_, v, _) = run(10.0, &[(0.0, new_pod("a", true, 0)), (2.0, no_uid(2))]);
         assert!(codes(&v).contains(&Code::RestartStorm), "{:?}", codes(&v));
+        // A storm whose last read is not ready: still no "had read complete"
+        // line on any finding (the restart is the reason).
+        let (_, v, _) = run(10.0, &[(0.0, new_pod("a", true, 0)), (2.0, new_pod("a", false, 1))]);
+        assert!(codes(&v).contains(&Code::RestartStorm) && !v.complete);
+        let all: Vec<&String> = v.outcome.diagnostics.iter().flat_map(|d| &d.evidence).collect();
+        assert!(!all.iter().any(|e| e.contains("had read complete")), "{all:?}");
     }
 
     #[test]
@@ -315,6 +323,40 @@ mod tests {
             ))),
             "{:?}",
             v.outcome.diagnostics
+        );
+    }
+
+    /// The "had read complete" line counts the release's ready pods at that
+    /// read: neither another release's pods nor its own not-ready ones.
+    #[test]
+    fn had_read_complete_counts_the_releases_ready_pods() {
+        let exp2 = Expected { replicas: 2, ..exp() };
+        let pod = |name: &str, digest: &str, ready: bool| PodInfo {
+            name: name.into(),
+            uid: Some(name.into()),
+            digest: Some(digest.into()),
+            phase: "Running".into(),
+            ready,
+            source: Some(ModelSource::StorageInitializer { uri: "s3://m/v2/".into() }),
+            ..Default::default()
+        };
+        let base = ServiceState {
+            pods: vec![pod("a", "sha256:new", true), pod("b", "sha256:new", true), pod("c", "sha256:new", false)],
+            ..Default::default()
+        };
+        let mut w = RolloutWatch::new(exp2, 10.0);
+        assert!(!w.observe(0.0, base));
+        let later = ServiceState {
+            pods: vec![pod("a", "sha256:new", true), pod("b", "sha256:new", false), pod("o", "sha256:old", true)],
+            ..Default::default()
+        };
+        w.observe(3.0, later);
+        let v = w.finish().unwrap();
+        let all: Vec<&String> = v.outcome.diagnostics.iter().flat_map(|d| &d.evidence).collect();
+        assert!(
+            all.iter().any(|e| e.as_str()
+                == "the rollout had read complete at 0.0s (2 ready pod(s) of the release); this is the read at 3.0s"),
+            "{all:?}"
         );
     }
 
