@@ -491,37 +491,36 @@ fn more_samples_hint(a: &Arms, out: &mut GateOutcome, below_min: bool) {
     let Arms { g, nc, nb, alone, .. } = *a;
     let (requests, floor) = (g.request_counts, a.floor());
     // Short of requests (throughput gates): the hint counts requests.
-    let (target, hc, hb) = match requests {
-        Some((rc, rb)) if below_min => (Some(g.min_samples), rc, rb),
-        _ => (out.needed.or((floor > 0).then_some(floor)), nc, nb),
+    // Else the sample size, or the floor when none is known (a gauge's is 0:
+    // no hint then).
+    let (n, nc, nb) = match requests {
+        Some((rc, rb)) if below_min => (g.min_samples, rc, rb),
+        _ => (out.needed.unwrap_or(floor), nc, nb),
     };
-    if let Some(n) = target {
-        let (nc, nb) = (hc, hb);
-        let more_c = n.saturating_sub(nc);
-        let more_b = if alone { 0 } else { n.saturating_sub(nb) };
-        let more = more_c.max(more_b);
-        if more > 0 {
-            out.more_samples = Some(more);
-            // Minutes at each arm's observed rate; the slower arm decides.
-            let mins = |more: u64, have: u64| {
-                if more == 0 {
-                    0.0
-                } else if have == 0 {
-                    f64::INFINITY
-                } else {
-                    more as f64 / (have as f64 / g.window_secs * 60.0)
-                }
-            };
-            let m = mins(more_c, nc).max(mins(more_b, nb));
-            out.more_minutes = Some(m);
-            let minutes = if m.is_finite() { format!("{:.1}", m) } else { "∞".into() };
-            let rate = |n: u64| n as f64 / g.window_secs * 60.0;
-            out.message.push_str(&if alone {
-                format!("; needs {more} more candidate samples (≈ {minutes} more minutes at the observed {:.1} per minute)", rate(nc))
+    let more_c = n.saturating_sub(nc);
+    let more_b = if alone { 0 } else { n.saturating_sub(nb) };
+    let more = more_c.max(more_b);
+    if more > 0 {
+        out.more_samples = Some(more);
+        // Minutes at each arm's observed rate; the slower arm decides.
+        let mins = |more: u64, have: u64| {
+            if more == 0 {
+                0.0
+            } else if have == 0 {
+                f64::INFINITY
             } else {
-                format!("; needs {more} more samples per side (≈ {minutes} more minutes at the observed {:.1}/{:.1} per minute)", rate(nc), rate(nb))
-            });
-        }
+                more as f64 / (have as f64 / g.window_secs * 60.0)
+            }
+        };
+        let m = mins(more_c, nc).max(mins(more_b, nb));
+        out.more_minutes = Some(m);
+        let minutes = if m.is_finite() { format!("{:.1}", m) } else { "∞".into() };
+        let rate = |n: u64| n as f64 / g.window_secs * 60.0;
+        out.message.push_str(&if alone {
+            format!("; needs {more} more candidate samples (≈ {minutes} more minutes at the observed {:.1} per minute)", rate(nc))
+        } else {
+            format!("; needs {more} more samples per side (≈ {minutes} more minutes at the observed {:.1}/{:.1} per minute)", rate(nc), rate(nb))
+        });
     }
 }
 

@@ -467,3 +467,127 @@ fn hold_at_a_full_traffic_step_names_the_candidate() {
     let a = decide(Situation::Undecided, false, false, &steady, &none, Some((40, f64::INFINITY)));
     assert!(a.precondition.contains("40 more samples per side are needed and one side receives no traffic"));
 }
+
+// ---- the decision card's parts, one by one --------------------------------
+
+/// Each arm against its own previous window: a ratio only from a positive
+/// earlier value and a finite current one.
+#[test]
+fn the_trend_is_each_arms_ratio_to_its_previous_window() {
+    let t = Traffic {
+        candidate_requests: Some(300.0),
+        candidate_requests_before: Some(200.0),
+        baseline_requests: Some(90.0),
+        baseline_requests_before: Some(0.0),
+        candidate_p95: Some(f64::INFINITY),
+        candidate_p95_before: Some(1.0),
+        baseline_p95: Some(0.5),
+        baseline_p95_before: None,
+        window_seconds: 600.0,
+    };
+    assert_eq!(
+        t.trend(),
+        Trend { candidate_rate: Some(1.5), baseline_rate: None, candidate_latency: None, baseline_latency: None }
+    );
+    let t = Traffic { candidate_p95: Some(0.6), candidate_p95_before: Some(0.4), ..t };
+    assert_eq!(t.trend().candidate_latency, Some(0.6 / 0.4));
+    assert_eq!(
+        t.trend().describe(),
+        "vs the previous window: request rate candidate ×1.50 / baseline unknown, P95 candidate ×1.50 / baseline unknown"
+    );
+    let table = t.table("version=\"v2\"", "version=\"v1\"");
+    assert_eq!(
+        table.rows,
+        [
+            ["candidate", "{version=\"v2\"}", "300", "30.0/min", "20.0/min", "0.600 s", "0.400 s"],
+            ["baseline", "{version=\"v1\"}", "90", "9.0/min", "0.0/min", "0.500 s", "no data"],
+        ]
+    );
+    assert_eq!(table.columns.len(), table.rows[0].len());
+}
+
+/// Load-driven needs both arms past the same threshold: rates up by half,
+/// or both P95s up by a fifth; one arm, or an unknown one, is not load.
+#[test]
+fn load_is_both_arms_past_the_threshold() {
+    let t =
+        |cr, br, cl, bl| Trend { candidate_rate: cr, baseline_rate: br, candidate_latency: cl, baseline_latency: bl };
+    assert!(t(Some(1.5), Some(1.5), None, None).load_driven());
+    assert!(t(None, None, Some(1.2), Some(1.2)).load_driven());
+    assert!(t(Some(1.0), Some(1.0), Some(1.3), Some(1.25)).load_driven());
+    assert!(!t(Some(1.5), Some(1.49), Some(1.2), Some(1.19)).load_driven());
+    assert!(!t(Some(3.0), None, None, Some(3.0)).load_driven());
+    assert!(!Trend::default().load_driven());
+}
+
+/// Healthy only when there are gates and every one passed; a pass beside
+/// an undecided gate is undecided.
+#[test]
+fn healthy_needs_every_gate_passed() {
+    let pass = evaluate_gate(&error_gate(prop(0.01, 200_000.0), prop(0.01, 200_000.0)));
+    let undecided = evaluate_gate(&error_gate(prop(0.01, 5000.0), prop(0.01, 5000.0)));
+    assert_eq!((pass.verdict, undecided.verdict), (GateVerdict::Pass, GateVerdict::Inconclusive));
+    let steady = Trend::default();
+    assert_eq!(classify(&[pass.clone(), pass.clone()], 0, &steady), Situation::Healthy);
+    assert_eq!(classify(&[pass, undecided], 0, &steady), Situation::Undecided);
+}
+
+/// The step's verdict reads only blocking (ERROR-severity) findings of the
+/// gate and golden codes: a gate failure lowered to a warning by an
+/// override, or an error of another code, does not fail the canary; no gate
+/// at all is INCONCLUSIVE below 100 % and NOT RUN at 100 %.
+#[test]
+fn the_canary_verdict_reads_blocking_findings_only() {
+    use crate::diag::{Code, Diagnostic, Severity};
+    use crate::report::Verdict;
+    let pass = evaluate_gate(&error_gate(prop(0.01, 200_000.0), prop(0.01, 200_000.0)));
+    let outcomes = std::slice::from_ref(&pass);
+    let mut lowered = Diagnostic::new(Code::CanaryGateFailed, "gate `error_rate`: over the limit");
+    lowered.severity = Severity::Warning;
+    let other = Diagnostic::new(Code::RolloutIncomplete, "not a canary finding");
+    assert_eq!(other.severity, Severity::Error);
+    assert_eq!(canary_verdict(&[lowered.clone(), other], outcomes, false, false), Verdict::Pass);
+    let mut unsure = Diagnostic::new(Code::CanaryNoData, "no data");
+    unsure.severity = Severity::Warning;
+    assert_eq!(canary_verdict(&[unsure.clone()], outcomes, false, false), Verdict::Pass);
+    unsure.severity = Severity::Error;
+    assert_eq!(canary_verdict(&[unsure], outcomes, false, false), Verdict::Inconclusive);
+    lowered.severity = Severity::Error;
+    assert_eq!(canary_verdict(&[lowered], outcomes, false, false), Verdict::Fail);
+    assert_eq!(canary_verdict(&[], &[], false, false), Verdict::Inconclusive);
+    assert_eq!(canary_verdict(&[], &[], false, true), Verdict::NotRun);
+    assert_eq!(canary_verdict(&[], outcomes, true, false), Verdict::Error);
+}
+
+/// The hint for an undecided gate: more samples per side and the minutes at
+/// each arm's observed rate; none when the floor is already met.
+#[test]
+fn the_more_samples_hint_counts_and_times_what_is_short() {
+    let o = evaluate_gate(&error_gate(prop(0.0, 1.0), prop(0.0, 19.0)));
+    assert!(
+        o.message
+            .ends_with("; needs 304 more samples per side (≈ 3040.0 more minutes at the observed 0.1/1.9 per minute)"),
+        "{}",
+        o.message
+    );
+    // No sample size can be computed and the floor is met: no hint at all.
+    let mut g = error_gate(prop(0.0, 50_000.0), prop(0.0, 50_000.0));
+    g.max_absolute = None;
+    let o = evaluate_gate(&g);
+    assert_eq!((o.verdict, o.more_samples, o.more_minutes), (GateVerdict::Inconclusive, None, None));
+    assert!(!o.message.contains("needs"), "{}", o.message);
+    // ...and below the floor the floor is the target.
+    let mut g = error_gate(prop(0.0, 150.0), prop(0.0, 120.0));
+    g.max_absolute = None;
+    let o = evaluate_gate(&g);
+    assert_eq!((o.needed, o.more_samples), (None, Some(80)), "{o:?}");
+    close(o.more_minutes.unwrap(), 80.0 / (120.0 / 10.0), 1e-9);
+}
+
+#[test]
+fn p_values_are_printed_by_size() {
+    assert_eq!(fmt_p(0.0), "< 1e-300");
+    assert_eq!(fmt_p(2e-5), "2.0e-5");
+    assert_eq!(fmt_p(1e-4), "0.0001");
+    assert_eq!(fmt_p(0.5), "0.5000");
+}
