@@ -259,6 +259,72 @@ mod tests {
         assert!(p[0].contains("not valid JSON") && p[1].contains("`length`") && p[2].contains("150 ms"));
     }
 
+    /// The expectations' bounds are inclusive: exactly the minimum or the
+    /// maximum characters, exactly the latency limit, pass.
+    #[test]
+    fn bounds_are_inclusive() {
+        let s = GoldenSample {
+            name: "b".into(),
+            api: GoldenApi::OpenAiChat,
+            request: Value::Null,
+            expect: GoldenExpect {
+                min_chars: Some(3),
+                max_chars: Some(3),
+                max_latency_ms: Some(100),
+                ..Default::default()
+            },
+        };
+        let a =
+            GoldenAnswer { status: 200, latency_ms: 100, content: Some("abc".into()), finish_reason: None, raw: None };
+        assert!(golden_problems(&s, &a).is_empty());
+        let slow = GoldenAnswer { latency_ms: 101, ..a.clone() };
+        assert_eq!(golden_problems(&s, &slow), ["took 101 ms, more than 100 ms"]);
+        let long = GoldenAnswer { content: Some("abcd".into()), ..a.clone() };
+        assert_eq!(golden_problems(&s, &long), ["output has 4 characters, more than 3"]);
+    }
+
+    /// The run's count, data and report: a failing sample is counted, shown
+    /// in the table, given a finding and kept whole to replay.
+    #[test]
+    fn a_run_counts_reports_and_keeps_its_failures() {
+        let sample = |name: &str| GoldenSample {
+            name: name.into(),
+            api: GoldenApi::OpenAiChat,
+            request: serde_json::json!({"messages": []}),
+            expect: GoldenExpect::default(),
+        };
+        let ok = GoldenAnswer {
+            status: 200,
+            latency_ms: 7,
+            content: Some("hi".into()),
+            finish_reason: Some("stop".into()),
+            raw: None,
+        };
+        let bad =
+            GoldenAnswer { status: 502, content: None, raw: Some("<html>".into()), finish_reason: None, ..ok.clone() };
+        let run = GoldenRun::Ran(vec![
+            GoldenResult { sample: sample("good"), answer: ok, problems: vec![] },
+            GoldenResult { sample: sample("broken"), answer: bad, problems: vec!["HTTP 502".into()] },
+        ]);
+        assert_eq!(run.failed(), 1);
+        assert_eq!((GoldenRun::NotDeclared.failed(), GoldenRun::Error("x".into()).failed()), (0, 0));
+        let data = serde_json::to_value(run.data()).unwrap();
+        assert_eq!(
+            (data["status"].as_str(), data["passed"].as_u64(), data["failed"].as_u64()),
+            (Some("ran"), Some(1), Some(1))
+        );
+        let mut step = crate::report::StepReport::new("canary", "b");
+        let mut diags = Vec::new();
+        assert_eq!(run.write_into(&mut step, &mut diags), "1/2 passed");
+        assert_eq!(diags.len(), 1);
+        assert_eq!(diags[0].evidence[0], "output (6 chars): <html>");
+        assert_eq!(step.tables[0].rows[0], ["good", "openai-chat", "200", "7 ms", "stop", "2", "ok"]);
+        assert_eq!(step.tables[0].rows[1], ["broken", "openai-chat", "502", "7 ms", "—", "—", "HTTP 502"]);
+        assert_eq!(step.details.len(), 1);
+        assert_eq!(step.details[0].title, "failing golden sample `broken`");
+        assert_eq!(GoldenRun::Error("timeout".into()).write_into(&mut step, &mut diags), "could not run (timeout)");
+    }
+
     use proptest::prelude::*;
 
     proptest! {

@@ -591,3 +591,90 @@ fn p_values_are_printed_by_size() {
     assert_eq!(fmt_p(1e-4), "0.0001");
     assert_eq!(fmt_p(0.5), "0.5000");
 }
+
+/// Gate values in their unit: a proportion in percent, `_seconds` in
+/// seconds, a gauge's `_bytes` in bytes, anything else as a number.
+#[test]
+fn gate_values_are_printed_in_their_unit() {
+    assert_eq!(fmt_value(MetricKind::Proportion, "error_rate", Some(0.0123)), "1.230%");
+    assert_eq!(fmt_value(MetricKind::Histogram, "latency_seconds", Some(0.5)), "0.500 s");
+    assert_eq!(fmt_value(MetricKind::Histogram, "output_tokens", Some(0.5)), "0.5");
+    assert_eq!(fmt_value(MetricKind::Gauge, "gpu_memory_bytes", Some(2048.0)), crate::util::human_bytes(2048));
+    assert_ne!(crate::util::human_bytes(2048), "2048");
+    assert_eq!(fmt_value(MetricKind::Gauge, "queue_seconds", Some(2048.0)), "2048");
+    assert_eq!(fmt_value(MetricKind::Proportion, "error_rate", None), "no data");
+}
+
+/// A gate that did not pass becomes one finding at its field, with both
+/// arms (or the candidate alone at 100 %), the comparison's p-value, and
+/// what would settle it.
+#[test]
+fn a_gate_finding_quotes_both_arms_and_what_would_settle_it() {
+    let pass = evaluate_gate(&error_gate(prop(0.01, 200_000.0), prop(0.01, 200_000.0)));
+    assert!(gate_diagnostic(0, &pass, "10m", false).is_none());
+    let fail = evaluate_gate(&error_gate(prop(0.08, 5000.0), prop(0.01, 5000.0)));
+    let d = gate_diagnostic(3, &fail, "10m", false).unwrap();
+    assert_eq!(d.code, crate::diag::Code::CanaryGateFailed);
+    assert_eq!(d.field.as_deref(), Some("spec.canary.gates[3]"));
+    assert_eq!(d.message, format!("gate `error_rate`: {}", fail.message));
+    assert_eq!(d.evidence[0], "candidate 8.000% (5000 samples), baseline 1.000% (5000 samples) over 10m");
+    let t = fail.comparison.unwrap();
+    assert_eq!(d.evidence[1], format!("candidate vs baseline: {} p={}", t.method, fmt_p(t.p_value)));
+    assert!(d.help.is_empty(), "{d:?}");
+    let d = gate_diagnostic(0, &fail, "10m", true).unwrap();
+    assert_eq!(d.evidence[0], "candidate 8.000% (5000 samples) over 10m at 100% traffic; no concurrent baseline");
+    let thin = evaluate_gate(&error_gate(prop(0.0, 1.0), prop(0.0, 19.0)));
+    let d = gate_diagnostic(0, &thin, "10m", false).unwrap();
+    assert_eq!(d.code, crate::diag::Code::CanaryGateInconclusive);
+    assert_eq!(
+        d.help,
+        ["keep the current traffic step for ≈ 3040.0 more minutes (304 more samples per side), or raise the canary weight"]
+    );
+    let none = evaluate_gate(&error_gate(Side::Proportion { value: None, total: 0.0 }, prop(0.01, 5000.0)));
+    let d = gate_diagnostic(0, &none, "10m", false).unwrap();
+    assert_eq!(d.code, crate::diag::Code::CanaryNoData);
+    assert!(d.help[0].starts_with("check the selector"), "{d:?}");
+}
+
+/// One row per limit checked, saying whether the candidate is over it with
+/// support, over it without, or within; a gate with no limit checked has
+/// one row with its verdict.
+#[test]
+fn the_gate_table_has_a_row_per_limit() {
+    let fail = evaluate_gate(&error_gate(prop(0.08, 5000.0), prop(0.01, 5000.0)));
+    let t = gate_table(&fail);
+    assert_eq!(t.rows.len(), 2);
+    assert_eq!(t.rows[0][..4], ["error_rate (absolute)", "1.000%", "8.000%", "2.000%"]);
+    assert_eq!(t.rows[1][..4], ["error_rate (relative)", "1.000%", "8.000%", "1.100%"]);
+    for r in &t.rows {
+        assert_eq!((r[5].as_str(), r[7].as_str()), ("5000 / 5000", "FAIL"), "{r:?}");
+        assert!(r[4].ends_with(')'), "{r:?}");
+    }
+    assert_eq!(t.columns.len(), t.rows[0].len());
+    let above = evaluate_gate(&error_gate(prop(0.03, 300.0), prop(0.02, 300.0)));
+    assert!(gate_table(&above).rows.iter().any(|r| r[7] == "above, not significant"));
+    let pass = evaluate_gate(&error_gate(prop(0.01, 200_000.0), prop(0.01, 200_000.0)));
+    assert!(gate_table(&pass).rows.iter().all(|r| r[7] == "within"));
+    let none = evaluate_gate(&error_gate(Side::Proportion { value: None, total: 0.0 }, prop(0.01, 5000.0)));
+    let t = gate_table(&none);
+    assert_eq!(t.rows.len(), 1);
+    assert_eq!(t.rows[0][0], "error_rate");
+    assert_eq!(t.rows[0][3], "—");
+    assert_eq!(t.rows[0][7], none.verdict.to_string());
+}
+
+/// A golden failure quotes the first 300 characters of the output (by
+/// characters), marks a cut, and points at the generation config when the
+/// output hit max_tokens.
+#[test]
+fn a_golden_failure_quotes_the_output_and_how_it_stopped() {
+    let long = "é".repeat(301);
+    let d = golden_failed("s1", &["a".into(), "b".into()], &long, Some("length"), 200, 12);
+    assert_eq!(d.message, "golden sample `s1`: a; b");
+    assert_eq!(d.evidence[0], format!("output (301 chars): {}…", "é".repeat(300)));
+    assert_eq!(d.evidence[1], "finish reason Some(\"length\"), HTTP 200, 12 ms");
+    assert!(d.help[0].contains("max_tokens"), "{d:?}");
+    let d = golden_failed("s1", &["a".into()], &"x".repeat(300), Some("stop"), 502, 3);
+    assert_eq!(d.evidence[0], format!("output (300 chars): {}", "x".repeat(300)));
+    assert!(d.help.is_empty());
+}
