@@ -630,6 +630,9 @@ fn a_gate_finding_quotes_both_arms_and_what_would_settle_it() {
         d.help,
         ["keep the current traffic step for ≈ 3040.0 more minutes (304 more samples per side), or raise the canary weight"]
     );
+    // Minutes that cannot be told (an arm with no traffic) give no "≈ inf".
+    let stalled = GateOutcome { more_minutes: Some(f64::INFINITY), ..thin };
+    assert!(gate_diagnostic(0, &stalled, "10m", false).unwrap().help.is_empty());
     let none = evaluate_gate(&error_gate(Side::Proportion { value: None, total: 0.0 }, prop(0.01, 5000.0)));
     let d = gate_diagnostic(0, &none, "10m", false).unwrap();
     assert_eq!(d.code, crate::diag::Code::CanaryNoData);
