@@ -50,7 +50,8 @@ impl Side {
             Side::Histogram { hist, .. } => hist.total(),
             Side::Gauge { samples, .. } => samples.len() as f64,
         };
-        if n.is_finite() && n > 0.0 {
+        // A float-to-int cast saturates: a negative count is 0.
+        if n.is_finite() {
             n.round() as u64
         } else {
             0

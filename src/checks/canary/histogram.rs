@@ -88,20 +88,26 @@ impl Histogram {
             return 0.0;
         }
         let mut below = 0.0;
-        let mut lo = 0.0f64;
+        // The first bucket starts at 0, or at its bound when that is not
+        // above 0 (as in `quantile`).
+        let mut lo = self.bounds.first().map_or(0.0, |b| b.min(0.0));
         for (le, c) in self.bounds.iter().zip(&self.cumulative) {
             if le.is_infinite() {
                 // Mass in +Inf sits above every finite bound.
                 return below / total;
             }
             if x < *le {
-                let frac = if *le > lo { ((x - lo) / (le - lo)).clamp(0.0, 1.0) } else { 1.0 };
+                // Linear inside the bucket. A bucket of zero width holds its
+                // mass at its bound, none of it below x: (x - lo) < 0 over a
+                // zero width is -inf, clamped to 0.
+                let frac = ((x - lo) / (le - lo)).clamp(0.0, 1.0);
                 return (below + (c - below) * frac) / total;
             }
             below = *c;
             lo = *le;
         }
-        below / total
+        // Not reached: a histogram with samples (total > 0) ends at +Inf.
+        1.0
     }
 
     /// Approximate P(s·X > Y) for X, Y independent draws from this

@@ -681,3 +681,94 @@ fn a_golden_failure_quotes_the_output_and_how_it_stopped() {
     assert_eq!(d.evidence[0], format!("output (300 chars): {}", "x".repeat(300)));
     assert!(d.help.is_empty());
 }
+
+// ---- the gate's arithmetic at its edges --------------------------------------
+
+#[test]
+fn histogram_counts_total_and_cdf_at_the_edges() {
+    let h = hist(&[(0.1, 2.0), (0.5, 5.0), (f64::INFINITY, 6.0)]);
+    assert_eq!(h.bin_counts(), [2.0, 3.0, 1.0]);
+    assert_eq!(h.total(), 6.0);
+    // Without +Inf the counts are not a whole window: no total.
+    assert_eq!(hist(&[(0.1, 2.0), (0.5, 5.0)]).total(), 0.0);
+    // A zero count is a count; a negative one spoils the histogram.
+    assert_eq!(hist(&[(0.1, 0.0), (f64::INFINITY, 5.0)]).bounds.len(), 2);
+    assert_eq!(hist(&[(0.1, -1.0), (f64::INFINITY, 5.0)]), Histogram::default());
+    // CDF: linear inside a bucket, continuous at its bounds, +Inf mass above all.
+    close(h.cdf(0.05), 1.0 / 6.0, 1e-12);
+    close(h.cdf(0.1), 2.0 / 6.0, 1e-12);
+    close(h.cdf(0.3), 3.5 / 6.0, 1e-12);
+    close(h.cdf(100.0), 5.0 / 6.0, 1e-12);
+    // A first bucket at 0 holds its mass at 0: none of it is below -0.5.
+    let z = hist(&[(0.0, 2.0), (1.0, 4.0), (f64::INFINITY, 4.0)]);
+    assert_eq!(z.cdf(-0.5), 0.0);
+    close(z.cdf(0.0), 0.5, 1e-12);
+    close(z.cdf(0.5), 0.75, 1e-12);
+}
+
+#[test]
+fn sample_counts_are_whole_and_never_negative_or_infinite() {
+    assert_eq!(prop(0.1, 199.6).samples(), 200);
+    assert_eq!(prop(0.1, f64::INFINITY).samples(), 0);
+    assert_eq!(prop(0.1, f64::NAN).samples(), 0);
+    assert_eq!(prop(0.1, -5.0).samples(), 0);
+    // Samples without a value, or a value without samples: no data.
+    let o = evaluate_gate(&error_gate(Side::Proportion { value: None, total: 5000.0 }, prop(0.01, 5000.0)));
+    assert_eq!(o.verdict, GateVerdict::NoData);
+    let o = evaluate_gate(&error_gate(prop(0.01, 0.0), prop(0.01, 5000.0)));
+    assert_eq!((o.verdict, o.message.as_str()), (GateVerdict::NoData, "no samples for candidate over the window"));
+}
+
+#[test]
+fn verdict_words_and_numbers_as_printed() {
+    let words: Vec<String> = [GateVerdict::Pass, GateVerdict::Inconclusive, GateVerdict::NoData, GateVerdict::Fail]
+        .map(|v| v.to_string())
+        .to_vec();
+    assert_eq!(words, ["PASS", "INCONCLUSIVE", "NO DATA", "FAIL"]);
+    for (v, s) in [
+        (0.0, "0"),
+        (1e6, "1.000e6"),
+        (-2e6, "-2.000e6"),
+        (999_999.0, "999999"),
+        (100.0, "100"),
+        (99.5, "99.5"),
+        (12.345_67, "12.3457"),
+        (1e-3, "0.001"),
+        (9.99e-4, "9.990e-4"),
+        (-0.25, "-0.25"),
+    ] {
+        assert_eq!(fmt_num(v), s, "{v}");
+    }
+}
+
+/// A limit is crossed only beyond it: a candidate exactly at its limit has
+/// not exceeded it, in either direction; a failure is the version's only
+/// with p strictly below ALPHA.
+#[test]
+fn limits_are_crossed_strictly() {
+    let o = evaluate_gate(&error_gate(prop(0.02, 100_000.0), prop(0.02, 100_000.0)));
+    assert!(o.checks.iter().all(|c| !c.exceeded), "{o:?}");
+    let g = throughput(vec![50.0; 30], vec![50.0; 30], (5000, 5000));
+    let o = evaluate_gate(&g);
+    assert!(o.checks.iter().any(|c| c.kind == "absolute" && !c.exceeded), "{o:?}");
+    let mut tied = evaluate_gate(&error_gate(prop(0.08, 5000.0), prop(0.01, 5000.0)));
+    assert!(tied.version_tied());
+    tied.comparison = tied.comparison.map(|t| TestResult { p_value: ALPHA, ..t });
+    assert!(!tied.version_tied());
+}
+
+/// The samples needed are never below canary.minSamples for a request
+/// gate; a gauge's scrapes have no such floor.
+#[test]
+fn needed_samples_are_floored_at_min_samples_for_request_gates() {
+    let mut g = error_gate(prop(0.0, 50_000.0), prop(0.0, 50_000.0));
+    g.max_absolute = Some(0.5);
+    g.max_relative_increase = None;
+    let o = evaluate_gate(&g);
+    assert_eq!(o.needed, Some(200), "{o:?}");
+    let mut g = throughput(vec![100.0; 30], vec![100.0; 30], (5000, 5000));
+    g.min_samples = 10_000;
+    g.request_counts = None;
+    let o = evaluate_gate(&g);
+    assert!(o.needed.is_some_and(|n| n < 10_000), "{o:?}");
+}
