@@ -129,14 +129,12 @@ impl Histogram {
                 acc += w * self.cdf(lo * s);
                 break;
             }
-            if w > 0.0 {
-                let mut m = 0.0;
-                for k in 0..STEPS {
-                    let x = lo + (le - lo) * (k as f64 + 0.5) / STEPS as f64;
-                    m += self.cdf(s * x);
-                }
-                acc += w * m / STEPS as f64;
+            let mut m = 0.0;
+            for k in 0..STEPS {
+                let x = lo + (le - lo) * (k as f64 + 0.5) / STEPS as f64;
+                m += self.cdf(s * x);
             }
+            acc += w * m / STEPS as f64;
             below = *c;
             lo = *le;
         }

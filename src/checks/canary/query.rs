@@ -154,4 +154,36 @@ mod tests {
         assert_eq!((own.samples, own.requests), (tpl.samples, tpl.requests));
         assert!(!tpl.value.contains("{{"), "{}", tpl.value);
     }
+
+    /// A gate's provider is its own, else the plan's, else bundlegate's; a
+    /// gate the provider cannot compute says why and names the one that can.
+    #[test]
+    fn which_provider_a_gate_reads_and_why_one_cannot() {
+        let gate: bundle::Gate =
+            serde_json::from_value(serde_json::json!({"metric": "gpu_memory_bytes", "provider": "dcgm"})).unwrap();
+        let plain: bundle::Gate = serde_json::from_value(serde_json::json!({"metric": "error_rate"})).unwrap();
+        let plan = |provider: Option<&str>| -> bundle::Canary {
+            serde_json::from_value(
+                serde_json::json!({"steps": [10], "window": "5m", "minSamples": 1, "gates": [], "provider": provider}),
+            )
+            .unwrap()
+        };
+        assert_eq!(gate_provider(&plan(Some("vllm")), &gate), MetricProvider::Dcgm);
+        assert_eq!(gate_provider(&plan(Some("vllm")), &plain), MetricProvider::Vllm);
+        assert_eq!(gate_provider(&plan(None), &plain), MetricProvider::Bundlegate);
+        let note = unsupported_note(MetricProvider::Bundlegate, "ttft_p95_seconds");
+        assert_eq!(
+            note,
+            "provider `bundlegate` exports nothing that computes `ttft_p95_seconds`; it is a `vllm` gate: set `provider: vllm` on the gate or the plan"
+        );
+        let note = unsupported_note(MetricProvider::Vllm, "abort_rate");
+        assert!(
+            note.starts_with("provider `vllm` exports nothing that computes `abort_rate`: vLLM V1 declares"),
+            "{note}"
+        );
+        assert_eq!(
+            unsupported_note(MetricProvider::Vllm, "no_such_metric"),
+            "provider `vllm` exports nothing that computes `no_such_metric`"
+        );
+    }
 }

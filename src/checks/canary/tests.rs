@@ -772,3 +772,54 @@ fn needed_samples_are_floored_at_min_samples_for_request_gates() {
     let o = evaluate_gate(&g);
     assert!(o.needed.is_some_and(|n| n < 10_000), "{o:?}");
 }
+
+/// P(s·X > Y) against closed forms: X, Y uniform on [0, 1] gives
+/// 1 − 1/(2s) for s ≥ 1. With half the mass in +Inf, X's share is read at
+/// the highest finite bound and beats Y's finite half but not Y's own +Inf
+/// share: s = 1 gives 1/8 (both finite) + 1/4.
+#[test]
+fn superiority_matches_closed_forms() {
+    let u = hist(&[(1.0, 10.0), (f64::INFINITY, 10.0)]);
+    close(u.superiority_scaled(1.0), 0.5, 1e-3);
+    close(u.superiority_scaled(2.0), 0.75, 1e-3);
+    close(u.superiority_scaled(4.0), 0.875, 1e-3);
+    let tail = hist(&[(1.0, 5.0), (f64::INFINITY, 10.0)]);
+    close(tail.superiority_scaled(1.0), 0.375, 1e-3);
+    // Mass in an empty middle bucket changes nothing.
+    let gap = hist(&[(0.5, 5.0), (0.75, 5.0), (1.0, 10.0), (f64::INFINITY, 10.0)]);
+    let same = hist(&[(0.5, 5.0), (1.0, 10.0), (f64::INFINITY, 10.0)]);
+    close(gap.superiority_scaled(1.5), same.superiority_scaled(1.5), 1e-3);
+    assert_eq!(hist(&[]).superiority_scaled(2.0), 0.5);
+}
+
+/// The candidate-vs-baseline test looks for "candidate worse" in the gate's
+/// direction, for proportions and gauges alike; at 100 % traffic there is
+/// no baseline to compare with.
+#[test]
+fn the_comparison_faces_the_gates_direction() {
+    let p = |o: &GateOutcome| o.comparison.map(|t| t.p_value).unwrap_or(f64::NAN);
+    // Proportions, higher is better (a success rate).
+    let success = |c: f64, b: f64| {
+        let mut g = error_gate(prop(c, 5000.0), prop(b, 5000.0));
+        (g.higher_is_better, g.max_absolute, g.max_relative_increase, g.min_absolute) = (true, None, None, Some(0.5));
+        evaluate_gate(&g)
+    };
+    assert!(p(&success(0.90, 0.99)) < 1e-6, "{:?}", success(0.90, 0.99));
+    assert!(p(&success(0.99, 0.90)) > 0.5, "{:?}", success(0.99, 0.90));
+    // Gauges, lower is better (a memory peak): larger candidate is worse.
+    let peak = |c: Vec<f64>, b: Vec<f64>| {
+        let mut g = throughput(c, b, (5000, 5000));
+        (g.higher_is_better, g.min_absolute, g.min_relative_decrease, g.max_absolute) = (false, None, None, Some(1e9));
+        g.request_counts = None;
+        evaluate_gate(&g)
+    };
+    let more = peak((0..30).map(|i| 200.0 + f64::from(i)).collect(), (0..30).map(|i| 100.0 + f64::from(i)).collect());
+    assert!(more.comparison.is_some(), "{more:?}");
+    assert!(p(&more) < 1e-6, "{more:?}");
+    let less = peak((0..30).map(|i| 100.0 + f64::from(i)).collect(), (0..30).map(|i| 200.0 + f64::from(i)).collect());
+    assert!(p(&less) > 0.5, "{less:?}");
+    // Alone: no comparison at all.
+    let mut g = error_gate(prop(0.08, 5000.0), prop(0.01, 5000.0));
+    g.candidate_only = true;
+    assert!(evaluate_gate(&g).comparison.is_none());
+}
