@@ -181,9 +181,33 @@ mod tests {
             note.starts_with("provider `vllm` exports nothing that computes `abort_rate`: vLLM V1 declares"),
             "{note}"
         );
+        // No hint that names the provider already in use.
+        assert_eq!(
+            unsupported_note(MetricProvider::Vllm, "ttft_p95_seconds"),
+            "provider `vllm` exports nothing that computes `ttft_p95_seconds`"
+        );
         assert_eq!(
             unsupported_note(MetricProvider::Vllm, "no_such_metric"),
             "provider `vllm` exports nothing that computes `no_such_metric`"
         );
+    }
+
+    /// The traffic queries fill the provider's request and P95 templates for
+    /// this window and the one before; the step query the requests per
+    /// resolution. A provider with no request count has neither.
+    #[test]
+    fn traffic_queries_per_arm_and_window() {
+        let p = MetricProvider::Bundlegate;
+        let (requests, p95) = providers::traffic(p).expect("bundlegate exports requests");
+        let t = traffic_queries(p, "version=\"v2\"", "300s").unwrap();
+        assert_eq!(t.requests, fill(&requests, "version=\"v2\"", "300s"));
+        assert_eq!(t.requests_before, fill(&earlier(&requests), "version=\"v2\"", "300s"));
+        assert_eq!(t.p95, fill(&p95, "version=\"v2\"", "300s"));
+        assert_eq!(t.p95_before, fill(&earlier(&p95), "version=\"v2\"", "300s"));
+        assert!(t.requests_before.contains("offset 300s") && !t.requests.contains("offset"), "{t:?}");
+        assert_eq!(requests_per_step(p, "version=\"v2\"", 60), Some(fill(&requests, "version=\"v2\"", "60s")));
+        // DCGM exports GPU series only.
+        let dcgm = MetricProvider::Dcgm;
+        assert!(traffic_queries(dcgm, "a", "1s").is_none() && requests_per_step(dcgm, "a", 1).is_none());
     }
 }
