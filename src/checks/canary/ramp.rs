@@ -339,6 +339,13 @@ mod tests {
     }
 
     #[test]
+    fn step_verdict_words() {
+        use StepVerdict::*;
+        let words = [Pass, Fail, Inconclusive, NotChecked, NotJudged, Pending].map(|v| v.to_string());
+        assert_eq!(words, ["PASS", "FAIL", "INCONCLUSIVE", "NOT CHECKED", "NOT JUDGED", "PENDING"]);
+    }
+
+    #[test]
     fn shares_belong_to_a_split_or_to_none() {
         assert_eq!(classify(0.0, &STEPS), Some(0));
         assert_eq!(classify(0.1, &STEPS), Some(10));
