@@ -147,7 +147,7 @@ impl GateOutcome {
     /// A failure the baseline does not share: the candidate is worse than the
     /// baseline with statistical support.
     pub(crate) fn version_tied(&self) -> bool {
-        self.verdict == GateVerdict::Fail && self.comparison.is_some_and(|t| t.p_value < ALPHA)
+        self.verdict == GateVerdict::Fail && self.comparison.as_ref().is_some_and(TestResult::significant)
     }
 }
 
@@ -374,7 +374,7 @@ fn limit_check(a: &Arms, kind: &'static str, limit: f64, comparison: Option<Test
         (_, Side::Gauge { .. }) => None,
     };
     let measured = matches!(g.candidate, Side::Gauge { .. }) && !hib && kind == "absolute";
-    let supported = exceeded && if measured { true } else { test.is_some_and(|t| t.p_value < ALPHA) };
+    let supported = exceeded && if measured { true } else { test.as_ref().is_some_and(TestResult::significant) };
     LimitCheck { kind, limit, exceeded, test, supported }
 }
 

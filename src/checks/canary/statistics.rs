@@ -39,6 +39,13 @@ pub struct TestResult {
     pub p_value: f64,
 }
 
+impl TestResult {
+    /// Support at the gates' level: p strictly below ALPHA.
+    pub(crate) fn significant(&self) -> bool {
+        self.p_value < ALPHA
+    }
+}
+
 /// Every statistics entry point is total: NaN, ±Inf, negative counts, more
 /// events than trials or an empty arm give None (no test), never a loop, a
 /// panic or a p-value computed from garbage.

@@ -823,3 +823,100 @@ fn the_comparison_faces_the_gates_direction() {
     g.candidate_only = true;
     assert!(evaluate_gate(&g).comparison.is_none());
 }
+
+#[test]
+fn significant_is_strictly_below_alpha() {
+    let t = |p_value| TestResult { method: "m", statistic: 0.0, p_value };
+    assert!(t(ALPHA - 1e-12).significant());
+    assert!(!t(ALPHA).significant());
+    assert!(!t(f64::NAN).significant());
+}
+
+/// Each limit's own test, wired to the gate's direction and kind: a
+/// success rate's failures against 1 − floor; a latency quantile's share
+/// above the limit against 1 − q; throughput's samples strictly below the
+/// floor; a gauge peak over its absolute limit is a measurement (no test),
+/// anything else needs its test's support.
+#[test]
+fn each_limit_check_uses_its_own_test() {
+    let check = |o: &GateOutcome, kind: &str| o.checks.iter().find(|c| c.kind == kind).cloned().unwrap();
+    // A success rate 0.90 against a floor of 0.95: 500 failures in 5000
+    // where 5 % (250) are allowed.
+    let success = |c: f64| {
+        let mut g = error_gate(prop(c, 5000.0), prop(0.99, 5000.0));
+        (g.higher_is_better, g.max_absolute, g.max_relative_increase, g.min_absolute) = (true, None, None, Some(0.95));
+        evaluate_gate(&g)
+    };
+    let o = success(0.90);
+    let c = check(&o, "absolute");
+    assert!(c.exceeded && c.supported, "{o:?}");
+    let want = binom_test_greater(500, 5000, 0.05).unwrap().p_value;
+    close(c.test.unwrap().p_value, want, want * 1e-9);
+    // Sample size to tell 1 % failures from 5 %, mirrored.
+    assert_eq!(o.needed, n_two_proportions(0.01, 0.05, ALPHA, POWER).map(|n| n.max(200)));
+    assert!(o.needed.is_some());
+    assert!(!check(&success(0.97), "absolute").exceeded);
+    // Latency: 20 % of 1000 samples above 0.5 s, limit on the P95.
+    let lat = |c: Histogram| {
+        let b = hist(&[(0.25, 990.0), (0.5, 1000.0), (f64::INFINITY, 1000.0)]);
+        let g = GateInput {
+            metric: "p95_latency_seconds".into(),
+            kind: MetricKind::Histogram,
+            quantile: 0.95,
+            max_absolute: Some(0.5),
+            max_relative_increase: None,
+            min_samples: 200,
+            window_secs: 600.0,
+            candidate: Side::Histogram { value: Some(0.9), hist: c },
+            baseline: Side::Histogram { value: Some(0.25), hist: b },
+            higher_is_better: false,
+            min_absolute: None,
+            min_relative_decrease: None,
+            request_counts: None,
+            candidate_only: false,
+        };
+        evaluate_gate(&g)
+    };
+    let o = lat(hist(&[(0.25, 500.0), (0.5, 800.0), (1.0, 1000.0), (f64::INFINITY, 1000.0)]));
+    let c = check(&o, "absolute");
+    let want = binom_test_greater(200, 1000, 0.05).unwrap().p_value;
+    close(c.test.unwrap().p_value, want, want * 1e-9);
+    assert!(c.supported && o.verdict == GateVerdict::Fail, "{o:?}");
+    // Throughput exactly at its floor: no sample is below it.
+    let g = throughput(vec![50.0; 30], vec![100.0; 30], (5000, 5000));
+    let c = check(&evaluate_gate(&g), "absolute");
+    assert_eq!(c.test.unwrap().p_value, 1.0);
+    // Throughput below its floor on a few mixed samples: the sign test does
+    // not support it, so the gate cannot fail on it.
+    let g = throughput(vec![40.0, 60.0, 45.0, 55.0, 48.0], vec![100.0; 5], (5000, 5000));
+    let o = evaluate_gate(&g);
+    let c = check(&o, "absolute");
+    assert!(c.exceeded && !c.supported, "{o:?}");
+    // A hib gauge's needed sample size exists (mirrored superiority).
+    assert!(evaluate_gate(&throughput(vec![100.0; 30], vec![100.0; 30], (5000, 5000))).needed.is_some());
+    // A memory peak over its absolute limit is measured, not tested.
+    let peak = |c: Vec<f64>, b: Vec<f64>, abs: Option<f64>, rel: Option<f64>| {
+        let mut g = throughput(c, b, (5000, 5000));
+        (g.higher_is_better, g.min_absolute, g.min_relative_decrease, g.max_absolute, g.max_relative_increase) =
+            (false, None, None, abs, rel);
+        g.request_counts = None;
+        evaluate_gate(&g)
+    };
+    let o = peak(vec![120.0; 5], vec![100.0; 5], Some(110.0), None);
+    let c = check(&o, "absolute");
+    assert!(c.test.is_none() && c.supported && o.verdict == GateVerdict::Fail, "{o:?}");
+    // ...but over its relative limit it needs the comparison's support.
+    let o = peak(vec![112.0, 95.0, 118.0], vec![100.0, 104.0, 98.0], None, Some(0.05));
+    let c = check(&o, "relative");
+    assert!(c.exceeded && !c.supported && o.verdict != GateVerdict::Fail, "{o:?}");
+}
+
+/// canary.minSamples counts requests for a gate that knows them: exactly
+/// the minimum is enough.
+#[test]
+fn exactly_min_samples_requests_is_not_below_it() {
+    let o = evaluate_gate(&throughput(vec![100.0; 30], vec![100.0; 30], (200, 200)));
+    assert!(!o.message.contains("below canary.minSamples"), "{}", o.message);
+    let o = evaluate_gate(&throughput(vec![100.0; 30], vec![100.0; 30], (199, 200)));
+    assert!(o.message.contains("below canary.minSamples 200 (199 candidate / 200 baseline requests)"), "{}", o.message);
+}
