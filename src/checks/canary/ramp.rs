@@ -446,6 +446,8 @@ mod tests {
             *judged_window(&placed, i, [5, 25, 50, 100][i], after_fail, 3600, "spec.canary.steps").unwrap_err()
         };
         assert_eq!(judged_window(&placed, 2, 50, false, 3600, "f").unwrap(), w(60.0).unwrap());
+        // Exactly a second is enough.
+        assert_eq!(judged_window(&[w(1.0)], 0, 50, false, 3600, "f").unwrap(), w(1.0).unwrap());
         let after = why(2, true);
         assert_eq!((after.verdict, after.finding.is_none()), (StepVerdict::NotJudged, true));
         let skipped = why(0, false);

@@ -920,3 +920,63 @@ fn exactly_min_samples_requests_is_not_below_it() {
     let o = evaluate_gate(&throughput(vec![100.0; 30], vec![100.0; 30], (199, 200)));
     assert!(o.message.contains("below canary.minSamples 200 (199 candidate / 200 baseline requests)"), "{}", o.message);
 }
+
+/// The gate's message says what decided it: the limits exceeded with
+/// support, the samples it passed with, or each reason it could not decide
+/// (below minSamples per arm, above a limit without support, fewer samples
+/// than the effect needs), never a reason that does not hold.
+#[test]
+fn the_gate_message_gives_the_reasons_that_hold() {
+    let fail = evaluate_gate(&error_gate(prop(0.08, 5000.0), prop(0.01, 5000.0)));
+    assert!(
+        fail.message.starts_with("candidate exceeds the absolute limit 0.02: candidate 0.08 (p="),
+        "{}",
+        fail.message
+    );
+    assert!(fail.message.contains("; relative limit 0.011: candidate 0.08 (p="), "{}", fail.message);
+    let pass = evaluate_gate(&error_gate(prop(0.01, 200_000.0), prop(0.01, 200_000.0)));
+    assert_eq!(
+        pass.message,
+        format!("candidate 0.01 within limits with 200000/200000 samples (needed {})", pass.needed.unwrap())
+    );
+    let mut g = error_gate(prop(0.01, 200_000.0), prop(0.0, 0.0));
+    g.candidate_only = true;
+    let alone = evaluate_gate(&g);
+    assert_eq!(alone.verdict, GateVerdict::Pass, "{alone:?}");
+    assert_eq!(
+        alone.message,
+        format!(
+            "candidate 0.01 within its absolute limit with 200000 samples (needed {}); no concurrent baseline at a 100% step",
+            alone.needed.unwrap()
+        )
+    );
+    // Alone, the baseline's requests do not count towards minSamples.
+    let mut g = throughput(vec![100.0; 30], vec![], (5000, 0));
+    g.candidate_only = true;
+    assert!(!evaluate_gate(&g).message.contains("minSamples"));
+    // Each arm is held to minSamples, requests or samples.
+    let o = evaluate_gate(&throughput(vec![100.0; 30], vec![100.0; 30], (200, 199)));
+    assert!(o.message.contains("below canary.minSamples 200 (200 candidate / 199 baseline requests)"), "{}", o.message);
+    let o = evaluate_gate(&error_gate(prop(0.0, 200.0), prop(0.0, 199.0)));
+    assert!(
+        o.message.starts_with("below canary.minSamples 200 (200 candidate / 199 baseline samples)"),
+        "{}",
+        o.message
+    );
+    let o = evaluate_gate(&error_gate(prop(0.0, 200.0), prop(0.0, 5000.0)));
+    assert!(!o.message.contains("minSamples"), "{}", o.message);
+    // Enough on one arm only is not enough: the shortfall is per side.
+    let o = evaluate_gate(&error_gate(prop(0.01, 200_000.0), prop(0.01, 5000.0)));
+    assert_eq!(o.verdict, GateVerdict::Inconclusive);
+    assert!(o.message.contains("200000/5000 samples are fewer than the"), "{}", o.message);
+    // Below minSamples, the power shortfall is not said a second time.
+    let o = evaluate_gate(&error_gate(prop(0.0, 1.0), prop(0.0, 19.0)));
+    assert!(!o.message.contains("are fewer than"), "{}", o.message);
+    // With no sample size there is no shortfall to state.
+    let mut g = error_gate(prop(0.0, 50_000.0), prop(0.0, 50_000.0));
+    g.max_absolute = None;
+    assert!(!evaluate_gate(&g).message.contains("are fewer than"));
+    // Above a limit without support: said, with the level.
+    let above = evaluate_gate(&error_gate(prop(0.03, 300.0), prop(0.02, 300.0)));
+    assert!(above.message.contains("but not significantly (p ≥ 0.05)"), "{}", above.message);
+}
