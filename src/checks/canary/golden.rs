@@ -302,20 +302,22 @@ mod tests {
         };
         let bad =
             GoldenAnswer { status: 502, content: None, raw: Some("<html>".into()), finish_reason: None, ..ok.clone() };
+        // Two passing and one failing: a count of the wrong kind shows.
         let run = GoldenRun::Ran(vec![
-            GoldenResult { sample: sample("good"), answer: ok, problems: vec![] },
+            GoldenResult { sample: sample("good"), answer: ok.clone(), problems: vec![] },
             GoldenResult { sample: sample("broken"), answer: bad, problems: vec!["HTTP 502".into()] },
+            GoldenResult { sample: sample("also-good"), answer: ok, problems: vec![] },
         ]);
         assert_eq!(run.failed(), 1);
         assert_eq!((GoldenRun::NotDeclared.failed(), GoldenRun::Error("x".into()).failed()), (0, 0));
         let data = serde_json::to_value(run.data()).unwrap();
         assert_eq!(
             (data["status"].as_str(), data["passed"].as_u64(), data["failed"].as_u64()),
-            (Some("ran"), Some(1), Some(1))
+            (Some("ran"), Some(2), Some(1))
         );
         let mut step = crate::report::StepReport::new("canary", "b");
         let mut diags = Vec::new();
-        assert_eq!(run.write_into(&mut step, &mut diags), "1/2 passed");
+        assert_eq!(run.write_into(&mut step, &mut diags), "2/3 passed");
         assert_eq!(diags.len(), 1);
         assert_eq!(diags[0].evidence[0], "output (6 chars): <html>");
         assert_eq!(step.tables[0].rows[0], ["good", "openai-chat", "200", "7 ms", "stop", "2", "ok"]);
