@@ -717,6 +717,11 @@ fn sample_counts_are_whole_and_never_negative_or_infinite() {
     assert_eq!(o.verdict, GateVerdict::NoData);
     let o = evaluate_gate(&error_gate(prop(0.01, 0.0), prop(0.01, 5000.0)));
     assert_eq!((o.verdict, o.message.as_str()), (GateVerdict::NoData, "no samples for candidate over the window"));
+    // The same for the baseline, each half alone.
+    let o = evaluate_gate(&error_gate(prop(0.01, 5000.0), Side::Proportion { value: None, total: 5000.0 }));
+    assert_eq!((o.verdict, o.message.as_str()), (GateVerdict::NoData, "no samples for baseline over the window"));
+    let o = evaluate_gate(&error_gate(prop(0.01, 5000.0), prop(0.01, 0.0)));
+    assert_eq!(o.verdict, GateVerdict::NoData);
 }
 
 #[test]
@@ -785,6 +790,9 @@ fn superiority_matches_closed_forms() {
     close(u.superiority_scaled(4.0), 0.875, 1e-3);
     let tail = hist(&[(1.0, 5.0), (f64::INFINITY, 10.0)]);
     close(tail.superiority_scaled(1.0), 0.375, 1e-3);
+    // s = 0.5: X's +Inf share sits at 1.0, scaled to 0.5, beating a quarter
+    // of Y; the finite halves give 1/16.
+    close(tail.superiority_scaled(0.5), 0.0625 + 0.125, 1e-3);
     // Mass in an empty middle bucket changes nothing.
     let gap = hist(&[(0.5, 5.0), (0.75, 5.0), (1.0, 10.0), (f64::INFINITY, 10.0)]);
     let same = hist(&[(0.5, 5.0), (1.0, 10.0), (f64::INFINITY, 10.0)]);
