@@ -900,8 +900,16 @@ fn each_limit_check_uses_its_own_test() {
     let o = evaluate_gate(&g);
     let c = check(&o, "absolute");
     assert!(c.exceeded && !c.supported, "{o:?}");
-    // A hib gauge's needed sample size exists (mirrored superiority).
-    assert!(evaluate_gate(&throughput(vec![100.0; 30], vec![100.0; 30], (5000, 5000))).needed.is_some());
+    // A hib gauge's needed sample size: from the mirrored superiority at the
+    // tighter floor (here 0.8 × the baseline's mean, above min_absolute); a
+    // gauge's scrapes have no minSamples floor.
+    let spread: Vec<f64> = (0..30).map(|i| 60.0 + 3.0 * f64::from(i)).collect();
+    let mean = spread.iter().sum::<f64>() / 30.0;
+    let o = evaluate_gate(&throughput(spread.clone(), spread.clone(), (5000, 5000)));
+    let sup = superiority_scaled_samples(&spread, 0.8);
+    assert!(sup > 0.0 && sup < 0.5, "{sup}");
+    assert_eq!(o.needed, n_mann_whitney(1.0 - sup, ALPHA, POWER), "{o:?} (mean {mean})");
+    assert!(o.needed.is_some());
     // A memory peak over its absolute limit is measured, not tested.
     let peak = |c: Vec<f64>, b: Vec<f64>, abs: Option<f64>, rel: Option<f64>| {
         let mut g = throughput(c, b, (5000, 5000));
