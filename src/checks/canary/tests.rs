@@ -996,3 +996,16 @@ fn the_gate_message_gives_the_reasons_that_hold() {
     let above = evaluate_gate(&error_gate(prop(0.03, 300.0), prop(0.02, 300.0)));
     assert!(above.message.contains("but not significantly (p ≥ 0.05)"), "{}", above.message);
 }
+
+/// A throughput gate with its requests in hand but too few scrapes for the
+/// effect counts its shortfall in samples, not requests.
+#[test]
+fn enough_requests_but_few_samples_asks_for_samples() {
+    let spread: Vec<f64> = (0..5).map(|i| 60.0 + 20.0 * f64::from(i)).collect();
+    let o = evaluate_gate(&throughput(spread.clone(), spread, (5000, 5000)));
+    assert_eq!(o.verdict, GateVerdict::Inconclusive, "{o:?}");
+    let needed = o.needed.expect("a sample size");
+    assert!(needed > 5, "{o:?}");
+    assert_eq!(o.more_samples, Some(needed - 5), "{o:?}");
+    assert!(o.message.contains(&format!("needs {} more samples per side", needed - 5)), "{}", o.message);
+}
