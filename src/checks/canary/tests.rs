@@ -981,6 +981,8 @@ fn the_gate_message_gives_the_reasons_that_hold() {
     );
     let o = evaluate_gate(&error_gate(prop(0.0, 200.0), prop(0.0, 5000.0)));
     assert!(!o.message.contains("minSamples"), "{}", o.message);
+    let o = evaluate_gate(&error_gate(prop(0.0, 5000.0), prop(0.0, 200.0)));
+    assert!(!o.message.contains("minSamples"), "{}", o.message);
     // Enough on one arm only is not enough: the shortfall is per side.
     let o = evaluate_gate(&error_gate(prop(0.01, 200_000.0), prop(0.01, 5000.0)));
     assert_eq!(o.verdict, GateVerdict::Inconclusive);
