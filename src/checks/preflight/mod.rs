@@ -128,10 +128,8 @@ pub(crate) fn preflight(l: &Loaded, st: &ClusterState) -> Result<Outcome, String
 fn new_pod_requests(l: &Loaded) -> Result<(Res, Res), String> {
     let b = &l.bundle;
     let s = &b.spec.serving;
-    let (ns, name) = (b.metadata.namespace.as_str(), b.metadata.name.as_str());
+    // Only its containers count: pod_res reads no name.
     let new_pod = Pod {
-        namespace: ns.into(),
-        name: format!("{name} (new {})", b.metadata.version),
         containers: vec![ContainerResources {
             requests: s.resources.requests.iter().map(|(k, v)| (k.clone(), v.0.clone())).collect(),
             limits: s.resources.limits.iter().map(|(k, v)| (k.clone(), v.0.clone())).collect(),
@@ -198,5 +196,20 @@ pub(crate) fn verdict(diagnostics: &[Diagnostic]) -> crate::report::Verdict {
         Verdict::Inconclusive
     } else {
         Verdict::Fail
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// Evidence lists are cut at MAX_EVIDENCE lines with a count of the rest;
+    /// exactly that many are shown whole.
+    #[test]
+    fn evidence_is_capped_with_a_count_of_the_rest() {
+        let lines = |n: usize| (0..n).map(|i| format!("line {i}")).collect::<Vec<_>>();
+        assert_eq!(super::capped(lines(super::MAX_EVIDENCE), "pods"), lines(super::MAX_EVIDENCE));
+        let cut = super::capped(lines(super::MAX_EVIDENCE + 3), "pods");
+        assert_eq!(cut.len(), super::MAX_EVIDENCE + 1);
+        assert_eq!(cut.last().unwrap(), "… and 3 more pods");
+        assert_eq!(cut[..super::MAX_EVIDENCE], lines(super::MAX_EVIDENCE)[..]);
     }
 }

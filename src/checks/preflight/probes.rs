@@ -56,3 +56,66 @@ pub(super) fn check(cx: &Rollout) -> Vec<Diagnostic> {
     }
     diags
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::bundle::LoadTime;
+    use crate::checks::preflight::{preflight, ClusterState};
+    use crate::diag::Code;
+
+    /// The probe window that kills a loading pod (startup first, else
+    /// liveness), and a progress deadline under load time plus scheduling;
+    /// each strictly below its bound, never at it.
+    #[test]
+    fn probes_and_the_progress_deadline_against_the_load_time() {
+        let judge = |load: f64, startup: bool, deadline: u32| {
+            let mut l = crate::bundle::example();
+            let s = &mut l.bundle.spec.serving;
+            s.load_time_seconds = Some(LoadTime { p95: load, p50: None });
+            let probe = s.probes.startup.clone().or(s.probes.liveness.clone()).expect("the example has a probe");
+            let window = |initial, period, failures| crate::bundle::Probe {
+                initial_delay_seconds: initial,
+                period_seconds: period,
+                failure_threshold: failures,
+                ..probe.clone()
+            };
+            s.probes.startup = startup.then(|| window(0, 10, 6));
+            s.probes.liveness = Some(window(5, 10, 3));
+            s.rollout.progress_deadline_seconds = deadline;
+            preflight(&l, &ClusterState::default()).unwrap().diagnostics
+        };
+        let find = |d: &[crate::diag::Diagnostic], c: Code| d.iter().find(|x| x.code == c).cloned();
+        // Startup window 60 s against a 95 s load.
+        let d = judge(95.0, true, 600);
+        let kill = find(&d, Code::ProbeKillsLoadingPod).expect("BG206");
+        assert_eq!(
+            kill.message,
+            "the kubelet kills a loading pod after 60s but the measured p95 load time is 95s: predicted restart loop"
+        );
+        assert_eq!(kill.field.as_deref(), Some("spec.serving.probes.startup"));
+        assert!(kill.evidence[0].contains("= 60s (liveness waits for it)"), "{kill:?}");
+        assert_eq!(
+            kill.help,
+            ["give the startup probe a window above 95s with margin, e.g. periodSeconds 10 × failureThreshold 15"]
+        );
+        // No startup probe: liveness decides (5 + 10 × 3 = 35 s).
+        let kill = find(&judge(95.0, false, 600), Code::ProbeKillsLoadingPod).expect("BG206");
+        assert_eq!(kill.field.as_deref(), Some("spec.serving.probes.liveness"));
+        assert!(kill.message.contains("after 35s"), "{kill:?}");
+        // A window exactly the load time does not kill it.
+        assert!(find(&judge(60.0, true, 600), Code::ProbeKillsLoadingPod).is_none());
+        // Deadline: load + 30 s of scheduling; 125 s is enough for 95 s, 124 s is not.
+        assert!(find(&judge(95.0, true, 125), Code::ProgressDeadlineShort).is_none());
+        let short = find(&judge(95.0, true, 124), Code::ProgressDeadlineShort).expect("BG018");
+        assert!(
+            short.message.starts_with("progressDeadlineSeconds 124 is shorter than load time + scheduling (95s + 30s)"),
+            "{short:?}"
+        );
+        assert_eq!(short.help, ["set progressDeadlineSeconds ≥ 188"]);
+        // No measured load time: nothing to hold the probes to.
+        let mut l = crate::bundle::example();
+        l.bundle.spec.serving.load_time_seconds = None;
+        let d = preflight(&l, &ClusterState::default()).unwrap().diagnostics;
+        assert!(find(&d, Code::ProbeKillsLoadingPod).is_none() && find(&d, Code::ProgressDeadlineShort).is_none());
+    }
+}
