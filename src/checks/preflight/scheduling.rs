@@ -328,4 +328,47 @@ mod tests {
         assert!(!tolerates(&t(Some("nvidia.com/gpu"), "Equal", Some("absent"), None), &taint));
         assert!(!tolerates(&t(Some("nvidia.com/gpu"), "Exists", None, Some("NoExecute")), &taint));
     }
+
+    /// How many new pods fit on a node: per requested resource (a zero
+    /// request is no constraint), what is left after the pods there, and
+    /// the node's pod slots; each resource that is short is named.
+    #[test]
+    fn new_pods_that_fit_on_a_node() {
+        let res = |kv: &[(&str, i128)]| kv.iter().map(|(k, v)| (k.to_string(), *v)).collect::<Res>();
+        let usage = Usage {
+            alloc: vec![Some(res(&[("cpu", 8000), ("nvidia.com/gpu", 2000), ("pods", 110_000)]))],
+            used: vec![Res::new()],
+            pod_count: vec![0],
+            notable: vec![vec![]],
+            current: vec![],
+            unbound_current: 0,
+        };
+        let req = res(&[("cpu", 2000), ("nvidia.com/gpu", 1000), ("memory", 0)]);
+        assert_eq!(usage.free_on(0, &req, &res(&[("cpu", 3000), ("nvidia.com/gpu", 1000)]), 5), (1, vec![]));
+        assert_eq!(usage.free_on(0, &req, &res(&[("cpu", 1000)]), 5), (2, vec![]));
+        let (n, short) = usage.free_on(0, &req, &res(&[("nvidia.com/gpu", 3000)]), 5);
+        assert_eq!((n, short), (0, vec![("nvidia.com/gpu".to_string(), 2000, 3000, 1000)]));
+        let (n, short) = usage.free_on(0, &res(&[("cpu", 1000)]), &Res::new(), 110);
+        assert_eq!((n, short), (0, vec![("pods".to_string(), 110_000, 110_000, 1000)]));
+        assert_eq!(usage.free_on(0, &res(&[("cpu", 1000)]), &Res::new(), 108).0, 2);
+        // A resource the node does not list is short.
+        let (n, short) = usage.free_on(0, &res(&[("example.com/fpga", 1000)]), &Res::new(), 0);
+        assert_eq!((n, short.len()), (0, 1));
+    }
+
+    /// The service's pods: in its namespace, named by either label.
+    #[test]
+    fn the_services_pods_by_namespace_and_either_label() {
+        let pod = |ns: &str, label: &str, value: &str| Pod {
+            namespace: ns.into(),
+            labels: [(label.to_string(), value.to_string())].into(),
+            ..Pod::default()
+        };
+        assert!(is_service_pod(&pod("ml", "app.kubernetes.io/name", "chat"), "chat", "ml"));
+        assert!(is_service_pod(&pod("ml", "serving.kserve.io/inferenceservice", "chat"), "chat", "ml"));
+        assert!(!is_service_pod(&pod("other", "app.kubernetes.io/name", "chat"), "chat", "ml"));
+        assert!(!is_service_pod(&pod("ml", "app.kubernetes.io/name", "chat-2"), "chat", "ml"));
+        assert!(!is_service_pod(&pod("ml", "serving.kserve.io/inferenceservice", "chat-2"), "chat", "ml"));
+        assert!(!is_service_pod(&pod("ml", "app", "chat"), "chat", "ml"));
+    }
 }
