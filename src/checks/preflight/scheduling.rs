@@ -371,4 +371,33 @@ mod tests {
         assert!(!is_service_pod(&pod("ml", "serving.kserve.io/inferenceservice", "chat-2"), "chat", "ml"));
         assert!(!is_service_pod(&pod("ml", "app", "chat"), "chat", "ml"));
     }
+
+    /// The current release's pods on no known node (Pending, or on a node
+    /// the snapshot does not list) still count as running ones to replace;
+    /// a terminating one, or another service's, does not.
+    #[test]
+    fn unbound_pods_of_the_service_count_as_current() {
+        let pod = |name: &str, app: &str, node: Option<&str>, terminating: bool| Pod {
+            namespace: "ml".into(),
+            name: name.into(),
+            node_name: node.map(String::from),
+            terminating,
+            labels: [("app.kubernetes.io/name".to_string(), app.to_string())].into(),
+            containers: vec![crate::checks::preflight::ContainerResources::default()],
+            ..Pod::default()
+        };
+        let st = ClusterState {
+            pods: vec![
+                pod("a", "chat", None, false),
+                pod("b", "chat", Some("ghost"), false),
+                pod("c", "chat", None, true),
+                pod("d", "other", None, false),
+            ],
+            ..ClusterState::default()
+        };
+        let mut incomplete = Vec::new();
+        let usage = tally(&st, "chat", "ml", &mut incomplete);
+        assert!(incomplete.is_empty(), "{incomplete:?}");
+        assert_eq!((usage.unbound_current, usage.running_current()), (2, 2));
+    }
 }
