@@ -117,4 +117,47 @@ mod tests {
             }
         }
     }
+
+    /// A budget that selects the running pods by a label the new pods will
+    /// not carry still blocks their eviction during the rollout: it is
+    /// matched against the current pods' labels too, not only the new ones.
+    #[test]
+    fn a_budget_on_the_current_pods_labels_alone_is_judged() {
+        use crate::checks::preflight::{preflight, ClusterState, ContainerResources, LabelSelector, Node, Pdb, Pod};
+        let l = crate::bundle::example();
+        let (name, ns) = (l.bundle.metadata.name.clone(), l.bundle.metadata.namespace.clone());
+        let replicas = l.bundle.spec.serving.replicas;
+        let st = |pdb_label: (&str, &str)| ClusterState {
+            nodes: vec![Node { name: "n1".into(), ..Node::default() }],
+            pods: vec![Pod {
+                namespace: ns.clone(),
+                name: "current-0".into(),
+                node_name: Some("n1".into()),
+                phase: Some("Running".into()),
+                labels: [
+                    ("app.kubernetes.io/name".to_string(), name.clone()),
+                    ("track".to_string(), "stable".to_string()),
+                ]
+                .into(),
+                containers: vec![ContainerResources::default()],
+                ..Pod::default()
+            }],
+            pdbs: vec![Pdb {
+                namespace: ns.clone(),
+                name: "keep".into(),
+                selector: Some(LabelSelector {
+                    match_labels: [(pdb_label.0.to_string(), pdb_label.1.to_string())].into(),
+                    ..LabelSelector::default()
+                }),
+                min_available: Some(crate::bundle::IntOrPercent::Int(replicas)),
+                ..Pdb::default()
+            }],
+            ..ClusterState::default()
+        };
+        let blocks = |s: &ClusterState| {
+            preflight(&l, s).unwrap().diagnostics.iter().any(|d| d.code == Code::PdbBlocksDisruption)
+        };
+        assert!(blocks(&st(("track", "stable"))), "a budget on the current pods' own label");
+        assert!(!blocks(&st(("track", "canary"))), "a budget that selects neither");
+    }
 }
