@@ -57,6 +57,12 @@ impl Histogram {
             .collect()
     }
 
+    /// Where the first bucket starts, as `histogram_quantile` has it: at 0,
+    /// or at its own bound when that is not above 0 (a bucket of zero width).
+    fn first_lower(&self) -> f64 {
+        self.bounds.first().map_or(0.0, |b| b.min(0.0))
+    }
+
     /// The same interpolation as PromQL's `histogram_quantile`: linear inside
     /// the bucket, the first bucket starts at 0, a rank in +Inf returns the
     /// highest finite bound. The gates ask Prometheus for quantiles; this
@@ -72,8 +78,7 @@ impl Histogram {
         if self.bounds[i].is_infinite() {
             return Some(self.bounds[self.bounds.len() - 2]);
         }
-        let (lo, below) =
-            if i == 0 { (0.0f64.min(self.bounds[0]), 0.0) } else { (self.bounds[i - 1], self.cumulative[i - 1]) };
+        let (lo, below) = if i == 0 { (self.first_lower(), 0.0) } else { (self.bounds[i - 1], self.cumulative[i - 1]) };
         let in_bucket = self.cumulative[i] - below;
         if in_bucket <= 0.0 {
             return Some(self.bounds[i]);
@@ -88,9 +93,7 @@ impl Histogram {
             return 0.0;
         }
         let mut below = 0.0;
-        // The first bucket starts at 0, or at its bound when that is not
-        // above 0 (as in `quantile`).
-        let mut lo = self.bounds.first().map_or(0.0, |b| b.min(0.0));
+        let mut lo = self.first_lower();
         for (le, c) in self.bounds.iter().zip(&self.cumulative) {
             if le.is_infinite() {
                 // Mass in +Inf sits above every finite bound.
