@@ -800,6 +800,22 @@ fn superiority_matches_closed_forms() {
     assert_eq!(hist(&[]).superiority_scaled(2.0), 0.5);
 }
 
+/// A success-rate gate (a proportion, higher is better) on 5000 requests per
+/// arm, with only an absolute floor.
+fn success_rate(candidate: f64, baseline: f64, floor: f64) -> GateInput {
+    let mut g = error_gate(prop(candidate, 5000.0), prop(baseline, 5000.0));
+    (g.higher_is_better, g.max_absolute, g.max_relative_increase, g.min_absolute) = (true, None, None, Some(floor));
+    g
+}
+
+/// A memory-peak gate (a gauge, lower is better), scrapes only.
+fn memory_peak(c: Vec<f64>, b: Vec<f64>, max_absolute: Option<f64>, max_relative_increase: Option<f64>) -> GateInput {
+    let mut g = throughput(c, b, (5000, 5000));
+    (g.higher_is_better, g.min_absolute, g.min_relative_decrease) = (false, None, None);
+    (g.max_absolute, g.max_relative_increase, g.request_counts) = (max_absolute, max_relative_increase, None);
+    g
+}
+
 /// The candidate-vs-baseline test looks for "candidate worse" in the gate's
 /// direction, for proportions and gauges alike; at 100 % traffic there is
 /// no baseline to compare with.
@@ -807,20 +823,11 @@ fn superiority_matches_closed_forms() {
 fn the_comparison_faces_the_gates_direction() {
     let p = |o: &GateOutcome| o.comparison.map(|t| t.p_value).unwrap_or(f64::NAN);
     // Proportions, higher is better (a success rate).
-    let success = |c: f64, b: f64| {
-        let mut g = error_gate(prop(c, 5000.0), prop(b, 5000.0));
-        (g.higher_is_better, g.max_absolute, g.max_relative_increase, g.min_absolute) = (true, None, None, Some(0.5));
-        evaluate_gate(&g)
-    };
+    let success = |c: f64, b: f64| evaluate_gate(&success_rate(c, b, 0.5));
     assert!(p(&success(0.90, 0.99)) < 1e-6, "{:?}", success(0.90, 0.99));
     assert!(p(&success(0.99, 0.90)) > 0.5, "{:?}", success(0.99, 0.90));
     // Gauges, lower is better (a memory peak): larger candidate is worse.
-    let peak = |c: Vec<f64>, b: Vec<f64>| {
-        let mut g = throughput(c, b, (5000, 5000));
-        (g.higher_is_better, g.min_absolute, g.min_relative_decrease, g.max_absolute) = (false, None, None, Some(1e9));
-        g.request_counts = None;
-        evaluate_gate(&g)
-    };
+    let peak = |c: Vec<f64>, b: Vec<f64>| evaluate_gate(&memory_peak(c, b, Some(1e9), None));
     let more = peak((0..30).map(|i| 200.0 + f64::from(i)).collect(), (0..30).map(|i| 100.0 + f64::from(i)).collect());
     assert!(more.comparison.is_some(), "{more:?}");
     assert!(p(&more) < 1e-6, "{more:?}");
@@ -850,11 +857,7 @@ fn each_limit_check_uses_its_own_test() {
     let check = |o: &GateOutcome, kind: &str| o.checks.iter().find(|c| c.kind == kind).cloned().unwrap();
     // A success rate 0.90 against a floor of 0.95: 500 failures in 5000
     // where 5 % (250) are allowed.
-    let success = |c: f64| {
-        let mut g = error_gate(prop(c, 5000.0), prop(0.99, 5000.0));
-        (g.higher_is_better, g.max_absolute, g.max_relative_increase, g.min_absolute) = (true, None, None, Some(0.95));
-        evaluate_gate(&g)
-    };
+    let success = |c: f64| evaluate_gate(&success_rate(c, 0.99, 0.95));
     let o = success(0.90);
     let c = check(&o, "absolute");
     assert!(c.exceeded && c.supported, "{o:?}");
@@ -911,13 +914,8 @@ fn each_limit_check_uses_its_own_test() {
     assert_eq!(o.needed, n_mann_whitney(1.0 - sup, ALPHA, POWER), "{o:?} (mean {mean})");
     assert!(o.needed.is_some());
     // A memory peak over its absolute limit is measured, not tested.
-    let peak = |c: Vec<f64>, b: Vec<f64>, abs: Option<f64>, rel: Option<f64>| {
-        let mut g = throughput(c, b, (5000, 5000));
-        (g.higher_is_better, g.min_absolute, g.min_relative_decrease, g.max_absolute, g.max_relative_increase) =
-            (false, None, None, abs, rel);
-        g.request_counts = None;
-        evaluate_gate(&g)
-    };
+    let peak =
+        |c: Vec<f64>, b: Vec<f64>, abs: Option<f64>, rel: Option<f64>| evaluate_gate(&memory_peak(c, b, abs, rel));
     let o = peak(vec![120.0; 5], vec![100.0; 5], Some(110.0), None);
     let c = check(&o, "absolute");
     assert!(c.test.is_none() && c.supported && o.verdict == GateVerdict::Fail, "{o:?}");
