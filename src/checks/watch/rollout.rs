@@ -1106,6 +1106,17 @@ mod tests {
         }
     }
 
+    fn event(kind: &str, object: &str, type_: &str, reason: &str, message: &str, count: i32) -> EventInfo {
+        EventInfo {
+            kind: kind.into(),
+            object: object.into(),
+            type_: type_.into(),
+            reason: reason.into(),
+            message: message.into(),
+            count,
+        }
+    }
+
     fn exp1() -> Expected {
         Expected { digest: "sha256:new".into(), storage_uri: "s3://m/v2/".into(), kserve: true, replicas: 1 }
     }
@@ -1410,13 +1421,8 @@ mod tests {
     /// as its evidence, each as one line with its repeat count when above 1.
     #[test]
     fn a_pods_evidence_quotes_its_own_events() {
-        let ev = |kind: &str, object: &str, reason: &str, message: &str, count: i32| EventInfo {
-            kind: kind.into(),
-            object: object.into(),
-            type_: "Warning".into(),
-            reason: reason.into(),
-            message: message.into(),
-            count,
+        let ev = |kind: &str, object: &str, reason: &str, message: &str, count: i32| {
+            event(kind, object, "Warning", reason, message, count)
         };
         let st = ServiceState {
             pods: vec![pod("new", "sha256:new", "Pending", false, false)],
@@ -1759,14 +1765,7 @@ mod tests {
     /// ready fails with the count.
     #[test]
     fn extra_and_restarting_new_pods() {
-        let warn = |reason: &str, type_: &str| EventInfo {
-            kind: "Pod".into(),
-            object: "b".into(),
-            type_: type_.into(),
-            reason: reason.into(),
-            message: reason.to_lowercase(),
-            count: 1,
-        };
+        let warn = |reason: &str, type_: &str| event("Pod", "b", type_, reason, &reason.to_lowercase(), 1);
         let events = vec![warn("BackOff", "Warning"), warn("Pulled", "Normal")];
         let about_b = |b: PodInfo| {
             let st = ServiceState {
