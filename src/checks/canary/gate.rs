@@ -202,6 +202,12 @@ impl Arms<'_> {
             self.g.min_samples
         }
     }
+
+    /// Samples per arm the gate asks for: the sample size when one is known,
+    /// else the floor.
+    fn need(&self, needed: Option<u64>) -> u64 {
+        needed.unwrap_or(self.floor())
+    }
 }
 
 fn proportion_ok(v: f64) -> bool {
@@ -423,7 +429,7 @@ fn judge(a: &Arms, out: &mut GateOutcome, detect: Option<u64>, notes: &[String])
     let Arms { g, vc, nc, nb, alone, .. } = *a;
     let (requests, floor) = (g.request_counts, a.floor());
     out.needed = detect.map(|n| n.max(floor));
-    let need_floor = out.needed.unwrap_or(floor);
+    let need_floor = a.need(out.needed);
 
     let below_min = match requests {
         Some((rc, rb)) => rc < g.min_samples || (!alone && rb < g.min_samples),
@@ -490,13 +496,13 @@ fn judge(a: &Arms, out: &mut GateOutcome, detect: Option<u64>, notes: &[String])
 /// what is short) and about how many more minutes at the observed rate.
 fn more_samples_hint(a: &Arms, out: &mut GateOutcome, below_min: bool) {
     let Arms { g, nc, nb, alone, .. } = *a;
-    let (requests, floor) = (g.request_counts, a.floor());
+    let requests = g.request_counts;
     // Short of requests (throughput gates): the hint counts requests.
     // Else the sample size, or the floor when none is known (a gauge's is 0:
     // no hint then).
     let (n, nc, nb) = match requests {
         Some((rc, rb)) if below_min => (g.min_samples, rc, rb),
-        _ => (out.needed.unwrap_or(floor), nc, nb),
+        _ => (a.need(out.needed), nc, nb),
     };
     let more_c = n.saturating_sub(nc);
     let more_b = if alone { 0 } else { n.saturating_sub(nb) };

@@ -121,7 +121,9 @@ impl Histogram {
             return 0.5;
         }
         let mut acc = 0.0;
-        let mut lo = 0.0f64;
+        // The bucket model `cdf` integrates against: a first bucket bounded at
+        // or below 0 holds its mass at its bound.
+        let mut lo = self.first_lower();
         let mut below = 0.0;
         const STEPS: usize = 64;
         for (le, c) in self.bounds.iter().zip(&self.cumulative) {

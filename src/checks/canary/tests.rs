@@ -798,6 +798,12 @@ fn superiority_matches_closed_forms() {
     let same = hist(&[(0.5, 5.0), (1.0, 10.0), (f64::INFINITY, 10.0)]);
     close(gap.superiority_scaled(1.5), same.superiority_scaled(1.5), 1e-3);
     assert_eq!(hist(&[]).superiority_scaled(2.0), 0.5);
+    // Every sample at -1 (a first bucket of zero width below 0): 2·(-1) is
+    // never above -1, 0.5·(-1) always is. Integrating from 0 instead of the
+    // bucket's own start put half the mass above -1.
+    let at_minus_one = hist(&[(-1.0, 10.0), (f64::INFINITY, 10.0)]);
+    close(at_minus_one.superiority_scaled(2.0), 0.0, 1e-9);
+    close(at_minus_one.superiority_scaled(0.5), 1.0, 1e-9);
 }
 
 /// A success-rate gate (a proportion, higher is better) on 5000 requests per
