@@ -1189,6 +1189,17 @@ mod tests {
         let e = check(&list(100_000), &Limits::DEFAULT).unwrap_err();
         assert!(e.message.contains("more than 100000 nodes"), "{}", e.message);
         assert!(check(&list(100_000), &Limits::SNAPSHOT).is_ok());
+        // Bytes: a bundle of exactly 4 MiB is read, one byte more is not (the
+        // readers and their messages say "4 MiB"). A snapshot is allowed far
+        // more: 5 MiB is read, 512 MiB and one byte is not.
+        let comment = |n: usize| format!("#{}", "x".repeat(n - 1));
+        assert_eq!(MAX_BUNDLE_BYTES, 4 << 20);
+        assert!(check(&comment(MAX_BUNDLE_BYTES), &Limits::DEFAULT).is_ok());
+        let e = check(&comment(MAX_BUNDLE_BYTES + 1), &Limits::DEFAULT).unwrap_err();
+        assert!(e.message.contains("4194305 bytes, over the limit of 4194304 bytes"), "{}", e.message);
+        assert!(check(&comment(5 << 20), &Limits::SNAPSHOT).is_ok());
+        let e = check(&comment((512 << 20) + 1), &Limits::SNAPSHOT).unwrap_err();
+        assert!(e.message.contains("over the limit of 536870912 bytes"), "{}", e.message);
     }
 
     #[test]

@@ -246,6 +246,68 @@ mod tests {
         assert!(gauge_samples(&stale, 2.0).is_empty());
     }
 
+    /// Each result type Prometheus answers with, as series: the sample's
+    /// time and its value (the API's strings, non-finite words included),
+    /// the labels; what is not the API's success shape is an error that says
+    /// which query and what came back.
+    #[test]
+    fn responses_read_as_series_and_refusals_name_the_query() {
+        let vector = r#"{"status":"success","data":{"resultType":"vector","result":[
+            {"metric":{"le":"0.5","pod":"a"},"value":[1700000000.5,"3.25"]},
+            {"metric":{},"value":[7,"NaN"]},{"value":[8,"+Inf"]},{"value":[9,"-Inf"]},{"value":[10,"Inf"]}]}}"#;
+        let got = parse_response(200, vector, "q").unwrap();
+        assert_eq!(got[0], s(&[("le", "0.5"), ("pod", "a")], &[3.25], &[1700000000.5]));
+        assert!(got[1].values[0].is_nan() && got[1].times == [7.0] && got[1].labels.is_empty());
+        assert_eq!(
+            (got[2].values[0], got[3].values[0], got[4].values[0]),
+            (f64::INFINITY, f64::NEG_INFINITY, f64::INFINITY)
+        );
+        assert_eq!(got[4].times, [10.0]);
+        // A time that is not a number is kept as NaN (the split drops it).
+        assert!(parse_response(
+            200,
+            r#"{"status":"success","data":{"resultType":"vector","result":[{"value":["x","1"]}]}}"#,
+            "q"
+        )
+        .unwrap()[0]
+            .times[0]
+            .is_nan());
+
+        let matrix = r#"{"status":"success","data":{"resultType":"matrix","result":[
+            {"metric":{"a":"1"},"values":[[1,"1"],[2,"2.5"]]},{"metric":{"a":"2"}}]}}"#;
+        let got = parse_response(200, matrix, "q").unwrap();
+        assert_eq!(got, vec![s(&[("a", "1")], &[1.0, 2.5], &[1.0, 2.0]), s(&[("a", "2")], &[], &[])]);
+        let scalar = r#"{"status":"success","data":{"resultType":"scalar","result":[5,"42"]}}"#;
+        assert_eq!(parse_response(200, scalar, "q").unwrap(), vec![s(&[], &[42.0], &[5.0])]);
+
+        let err = |status, body: &str| parse_response(status, body, "rate(x[5m])").unwrap_err().to_string();
+        let e = err(502, "<html>bad gateway</html>");
+        assert!(e.contains("HTTP 502") && e.contains("<html>bad gateway</html>"), "{e}");
+        let e = err(400, r#"{"status":"error","errorType":"bad_data","error":"parse error at char 3"}"#);
+        assert!(e.contains("rate(x[5m])") && e.contains("bad_data") && e.contains("parse error at char 3"), "{e}");
+        let e = err(503, r#"{"status":"error"}"#);
+        assert!(e.contains("rate(x[5m])") && e.contains("HTTP 503"), "{e}");
+        let e = err(200, r#"{"status":"success"}"#);
+        assert!(e.contains("no data") && e.contains("rate(x[5m])"), "{e}");
+        let e = err(200, r#"{"status":"success","data":{"resultType":"streams","result":[]}}"#);
+        assert!(e.contains("streams") && e.contains("rate(x[5m])"), "{e}");
+        for body in [
+            r#"{"status":"success","data":{"resultType":"vector","result":{}}}"#,
+            r#"{"status":"success","data":{"resultType":"matrix","result":{}}}"#,
+            r#"{"status":"success","data":{"resultType":"vector","result":[{"value":[1,2]}]}}"#,
+            r#"{"status":"success","data":{"resultType":"vector","result":[{}]}}"#,
+            r#"{"status":"success","data":{"resultType":"matrix","result":[{"values":[[1,"one"]]}]}}"#,
+            r#"{"status":"success","data":{"resultType":"scalar","result":[1]}}"#,
+        ] {
+            assert!(parse_response(200, body, "q").is_err(), "{body}");
+        }
+        assert!(err(200, r#"{"status":"success","data":{"resultType":"matrix","result":[{"values":[[1,"one"]]}]}}"#)
+            .contains("`one`"));
+        // The quoted body is cut at 200 characters.
+        let e = err(500, &"y".repeat(300));
+        assert!(e.contains(&format!("{}…", "y".repeat(200))) && !e.contains(&"y".repeat(201)), "{e}");
+    }
+
     /// None without a series, the one value, or the sum of several.
     #[test]
     fn scalar_reads_one_number() {
