@@ -41,17 +41,13 @@ struct ApiData {
     result: Value,
 }
 
-/// Prometheus encodes sample values as strings ("NaN", "+Inf" included);
-/// returns (unix time, value).
+/// Prometheus encodes sample values as strings ("NaN", "+Inf" included:
+/// Rust's float parser reads those words as they are); returns (unix time,
+/// value).
 fn parse_value(v: &Value) -> Result<(f64, f64)> {
     let s = v.get(1).and_then(Value::as_str).ok_or_else(|| anyhow!("sample is not [time, \"value\"]: {v}"))?;
     let t = v.get(0).and_then(Value::as_f64).unwrap_or(f64::NAN);
-    let x = match s {
-        "NaN" => f64::NAN,
-        "+Inf" | "Inf" => f64::INFINITY,
-        "-Inf" => f64::NEG_INFINITY,
-        _ => s.parse::<f64>().with_context(|| format!("sample value `{s}`"))?,
-    };
+    let x = s.parse::<f64>().with_context(|| format!("sample value `{s}`"))?;
     Ok((t, x))
 }
 
