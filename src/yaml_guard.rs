@@ -172,11 +172,10 @@ pub(crate) fn is_non_finite_scalar(s: &str) -> bool {
 }
 
 /// `!!float` however it is written (`!!float`, `!<tag:yaml.org,2002:float>`,
-/// a `%TAG` handle for the core schema).
+/// a `%TAG` handle for the core schema): the parser resolves every handle,
+/// `!!` included, to its prefix, so the full tag is what is compared.
 fn is_float_tag(tag: &Option<Tag>) -> bool {
-    tag.as_ref().is_some_and(|t| {
-        format!("{}{}", t.handle, t.suffix) == "tag:yaml.org,2002:float" || (t.handle == "!!" && t.suffix == "float")
-    })
+    tag.as_ref().is_some_and(|t| format!("{}{}", t.handle, t.suffix) == "tag:yaml.org,2002:float")
 }
 
 /// What an anchor names: its expanded size, and its text when it is a scalar
@@ -1109,7 +1108,19 @@ mod tests {
         // Plain (any tag or none), and `!!float` of any style, which
         // serde_yaml_ng reads as a number too; a block scalar is reported
         // where its text is.
-        let plain = [".nan", ".NaN", ".inf", "-.inf", "+.INF", "1e999", "-1e400", "!!str .nan", "!custom .NaN"];
+        let plain = [
+            ".nan",
+            ".NaN",
+            ".inf",
+            "-.inf",
+            "+.INF",
+            "1e999",
+            "-1e400",
+            "-.5e999",
+            "+.1e400",
+            "!!str .nan",
+            "!custom .NaN",
+        ];
         let tagged = [
             "!!float |-\n    .nan",
             "!!float '.inf'",
@@ -1127,6 +1138,10 @@ mod tests {
         assert_eq!(e.path, "g.max");
         // Quoted text without the float tag stays text.
         assert!(chk("g: {max: '.nan', n: nan, i: inf, v: 1e300}\n").is_ok());
+        // Words Rust's float parser reads but YAML does not: text, signed or not.
+        assert!(chk("g: {a: +inf, b: -infinity, c: -nan, d: +NaN, e: .infinity}\n").is_ok());
+        // A `!!` handle redefined away from the core schema is not a float.
+        assert!(chk("%TAG !! tag:example.com,2000:\n---\ng: {max: !!float '.nan'}\n").is_ok());
         assert!(chk("g: {a: '.nan', b: \".inf\", c: !!str '.nan', d: |-\n    .nan\n}\n").is_ok());
         assert!(chk("g: {max: !!float '0.5'}\n").is_ok());
     }
