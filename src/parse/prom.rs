@@ -154,11 +154,7 @@ pub(crate) fn gauge_samples(series: &[Series], scale: f64) -> Vec<f64> {
 /// the sum when an aggregation was left out and several series came back.
 pub(crate) fn scalar(series: &[Series]) -> Option<f64> {
     let vals: Vec<f64> = series.iter().filter_map(|s| s.values.first().copied()).collect();
-    match vals.len() {
-        0 => None,
-        1 => Some(vals[0]),
-        _ => Some(vals.iter().sum()),
-    }
+    (!vals.is_empty()).then(|| vals.iter().sum())
 }
 
 /// Requests per arm at each point of the two range queries that place the
