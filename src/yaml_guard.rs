@@ -229,10 +229,6 @@ impl Guard {
         let in_key = self.stack.last().is_some_and(|f| f.is_map && f.at_key);
         // Expanded size and anchor of a node that completes with this event.
         let (size, anchor, text): (u64, usize, Option<&String>) = match ev {
-            Event::DocumentStart => {
-                self.stack.clear();
-                return Ok(());
-            }
             Event::Scalar(s, style, anchor, tag) => {
                 if in_key {
                     self.key(s, mark)?;

@@ -317,5 +317,11 @@ mod tests {
         let p = split_points(&c, &b);
         let got: Vec<(f64, f64, f64)> = p.iter().map(|p| (p.t, p.candidate, p.baseline)).collect();
         assert_eq!(got, vec![(100.0, 10.0, 30.0), (130.0, 0.0, 0.0), (145.0, 0.0, 5.0)]);
+        // Times meet to the millisecond: 0.4 ms apart is one point, 0.4 s
+        // apart two.
+        let c = vec![s(&[], &[1.0, 2.0], &[200.0, 200.4])];
+        let b = vec![s(&[], &[3.0], &[200.0004])];
+        let got: Vec<(f64, f64, f64)> = split_points(&c, &b).iter().map(|p| (p.t, p.candidate, p.baseline)).collect();
+        assert_eq!(got, vec![(200.0, 1.0, 3.0), (200.4, 2.0, 0.0)]);
     }
 }
