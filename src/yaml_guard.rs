@@ -1200,6 +1200,19 @@ mod tests {
         let e = check(&list(100_000), &Limits::DEFAULT).unwrap_err();
         assert!(e.message.contains("more than 100000 nodes"), "{}", e.message);
         assert!(check(&list(100_000), &Limits::SNAPSHOT).is_ok());
+        // Collections count when they start: a list of n empty lists is n + 1.
+        let lists = |n: usize| "- []\n".repeat(n);
+        assert!(check(&lists(99_999), &Limits::DEFAULT).is_ok());
+        let e = check(&lists(100_000), &Limits::DEFAULT).unwrap_err();
+        assert_eq!(e.message, "more than 100000 nodes");
+        // What aliases add: a list of 999 scalars is 1,000 nodes per alias.
+        let expand = |n: usize| format!("a: &a [{}]\nb: [{}]\n", vec!["1"; 999].join(", "), vec!["*a"; n].join(", "));
+        assert!(check(&expand(200), &Limits::SNAPSHOT).is_ok());
+        let e = check(&expand(201), &Limits::SNAPSHOT).unwrap_err();
+        assert!(e.message.contains("aliases expand to more than 200000 nodes"), "{}", e.message);
+        assert!(check(&expand(100), &Limits { max_nodes: u64::MAX, ..Limits::DEFAULT }).is_ok());
+        let e = check(&expand(101), &Limits { max_nodes: u64::MAX, ..Limits::DEFAULT }).unwrap_err();
+        assert!(e.message.contains("aliases expand to more than 100000 nodes"), "{}", e.message);
         // Bytes: a bundle of exactly 4 MiB is read, one byte more is not (the
         // readers and their messages say "4 MiB"). A snapshot is allowed far
         // more: 5 MiB is read, 512 MiB and one byte is not.

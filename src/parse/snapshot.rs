@@ -222,15 +222,10 @@ struct RawList {
 
 // ---- items → plain data ----------------------------------------------------------------
 
+/// An item (always an object, so an error is always at a field) into `T`,
+/// the error naming the field's path.
 fn typed<T: DeserializeOwned>(v: Value) -> Result<T, String> {
-    serde_path_to_error::deserialize::<_, T>(v).map_err(|e| {
-        let path = e.path().to_string();
-        if path == "." {
-            e.inner().to_string()
-        } else {
-            format!("{path}: {}", e.inner())
-        }
-    })
+    serde_path_to_error::deserialize::<_, T>(v).map_err(|e| format!("{}: {}", e.path(), e.inner()))
 }
 
 fn res(r: RawResources) -> ContainerResources {
@@ -852,4 +847,95 @@ mod tests {
         .to_string();
         assert!(e.contains("s.yaml: items[1] (Pod p) spec.containers[0].resources.requests"), "{e}");
     }
+}
+
+#[cfg(test)]
+mod every_field {
+    use super::*;
+
+    const ITEMS: &str = r#"[
+ {"apiVersion":"v1","kind":"Node","metadata":{"name":"n1","labels":{"zone":"a"}},
+  "spec":{"taints":[{"key":"gpu","value":"true","effect":"NoSchedule"}],"unschedulable":true},
+  "status":{"allocatable":{"cpu":4,"memory":1.5,"ephemeral":-2,"nvidia.com/gpu":"1"}}},
+ {"apiVersion":"v1","kind":"Node","metadata":{"name":"n2"},"status":{}},
+ {"apiVersion":"v1","kind":"Pod","metadata":{"name":"p1","namespace":"ml","labels":{"app":"x"},"deletionTimestamp":"2026-01-01T00:00:00Z"},
+  "spec":{"nodeName":"n1","containers":[{"resources":{"requests":{"cpu":"500m"},"limits":{"memory":"1Gi"}}}],
+   "initContainers":[{"restartPolicy":"Always","resources":{"requests":{"cpu":1}}},{"resources":{}}],"overhead":{"cpu":"100m"}},
+  "status":{"phase":"Running"}},
+ {"apiVersion":"v1","kind":"Pod","metadata":{"name":"p2"},"spec":{"nodeName":"","containers":[{}]}},
+ {"apiVersion":"v1","kind":"PersistentVolumeClaim","metadata":{"name":"c","namespace":"ml"},
+  "spec":{"accessModes":["ReadWriteOncePod"],"volumeName":"pv1"},"status":{"phase":"Bound"}},
+ {"apiVersion":"v1","kind":"PersistentVolumeClaim","metadata":{"name":"c2"},"spec":{"volumeName":""}},
+ {"apiVersion":"v1","kind":"PersistentVolume","metadata":{"name":"pv1"},
+  "spec":{"nodeAffinity":{"required":{"nodeSelectorTerms":[{"matchExpressions":[{"key":"zone","operator":"In","values":["a"]}],
+   "matchFields":[{"key":"metadata.name","operator":"NotIn","values":["n2"]}]}]}}}},
+ {"apiVersion":"v1","kind":"ResourceQuota","metadata":{"name":"q","namespace":"ml"},
+  "spec":{"hard":{"requests.nvidia.com/gpu":2},"scopes":["NotTerminating"],
+   "scopeSelector":{"matchExpressions":[{"scopeName":"PriorityClass","operator":"In","values":["high"]}]}},
+  "status":{"used":{"requests.nvidia.com/gpu":"1"}}},
+ {"apiVersion":"v1","kind":"ResourceQuota","metadata":{"name":"q2","namespace":"ml"},"spec":{"hard":{"pods":"10"}}},
+ {"apiVersion":"policy/v1","kind":"PodDisruptionBudget","metadata":{"name":"b","namespace":"ml"},
+  "spec":{"selector":{"matchLabels":{"app":"x"},"matchExpressions":[{"key":"tier","operator":"Exists"}]},"minAvailable":"50%","maxUnavailable":1},
+  "status":{"disruptionsAllowed":0}},
+ {"apiVersion":"policy/v1","kind":"PodDisruptionBudget","metadata":{"name":"b2","namespace":"ml"},"spec":{"minAvailable":"2"}},
+ {"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"d"}},
+ {"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"d2"}}
+]"#;
+
+    /// Every field preflight reads, of every kind, as the plain data the
+    /// checks judge: quantities written as text, integers (negative too) and
+    /// decimals; a `scopeName` read as the requirement's key; `matchFields`
+    /// as `metadata.name`; empty node and volume names as none; a missing
+    /// namespace as `default`; a PDB's "2" as a count and "50%" as a share.
+    /// The same from a JSON List (read whole), a YAML List (read item by
+    /// item) and item by item through `add_item`.
+    #[test]
+    fn every_field_reads_the_same_on_every_path() {
+        let expected: Value = serde_json::from_str(EXPECTED).unwrap();
+        let j = |st: &ClusterState| serde_json::json!({"nodes": st.nodes, "pods": st.pods, "pvcs": st.pvcs, "pvs": st.pvs, "quotas": st.quotas, "pdbs": st.pdbs, "ignored": st.ignored});
+        let json = format!(r#"{{"apiVersion":"v1","kind":"List","items":{ITEMS}}}"#);
+        assert_eq!(j(&parse_snapshot("s.json", &json).unwrap()), expected);
+        let yaml = serde_yaml_ng::to_string(&serde_json::from_str::<Value>(&json).unwrap()).unwrap();
+        assert!(scan_yaml(&yaml).ok().flatten().is_some(), "block YAML is read item by item");
+        assert_eq!(j(&parse_snapshot("s.yaml", &yaml).unwrap()), expected);
+        let mut one_by_one = ClusterState::default();
+        for it in serde_json::from_str::<Vec<Value>>(ITEMS).unwrap() {
+            add_item(&mut one_by_one, it, None).unwrap();
+        }
+        assert_eq!(j(&one_by_one), expected);
+        // A quantity that is neither text nor a number names what it wanted.
+        let bad = ITEMS.replacen(r#""cpu":4"#, r#""cpu":true"#, 1);
+        let e = parse_snapshot("b.json", &format!(r#"{{"kind":"List","items":{bad}}}"#)).unwrap_err().to_string();
+        assert!(e.contains("status.allocatable.cpu") && e.contains("a quantity (string or number)"), "{e}");
+    }
+
+    const EXPECTED: &str = r#"{
+ "nodes": [
+  {"name": "n1", "labels": {"zone": "a"}, "taints": [{"key": "gpu", "value": "true", "effect": "NoSchedule"}], "unschedulable": true,
+   "allocatable": {"cpu": "4", "ephemeral": "-2", "memory": "1.5", "nvidia.com/gpu": "1"}},
+  {"name": "n2", "labels": {}, "taints": [], "unschedulable": false, "allocatable": {}}],
+ "pods": [
+  {"namespace": "ml", "name": "p1", "node_name": "n1", "phase": "Running", "terminating": true, "labels": {"app": "x"},
+   "containers": [{"requests": {"cpu": "500m"}, "limits": {"memory": "1Gi"}}],
+   "init_containers": [[{"requests": {"cpu": "1"}, "limits": {}}, true], [{"requests": {}, "limits": {}}, false]],
+   "overhead": {"cpu": "100m"}},
+  {"namespace": "default", "name": "p2", "node_name": null, "phase": null, "terminating": false, "labels": {},
+   "containers": [{"requests": {}, "limits": {}}], "init_containers": [], "overhead": {}}],
+ "pvcs": [
+  {"namespace": "ml", "name": "c", "access_modes": ["ReadWriteOncePod"], "volume_name": "pv1", "phase": "Bound"},
+  {"namespace": "default", "name": "c2", "access_modes": [], "volume_name": null, "phase": null}],
+ "pvs": [
+  {"name": "pv1", "node_affinity": [{"requirements": [
+    {"key": "zone", "operator": "In", "values": ["a"]},
+    {"key": "metadata.name", "operator": "NotIn", "values": ["n2"]}]}]}],
+ "quotas": [
+  {"namespace": "ml", "name": "q", "hard": {"requests.nvidia.com/gpu": "2"}, "used": {"requests.nvidia.com/gpu": "1"},
+   "scopes": ["NotTerminating"], "scope_selector": [{"key": "PriorityClass", "operator": "In", "values": ["high"]}]},
+  {"namespace": "ml", "name": "q2", "hard": {"pods": "10"}, "used": null, "scopes": [], "scope_selector": []}],
+ "pdbs": [
+  {"namespace": "ml", "name": "b", "selector": {"match_labels": {"app": "x"}, "match_expressions": [{"key": "tier", "operator": "Exists", "values": []}]},
+   "min_available": "50%", "max_unavailable": 1, "disruptions_allowed": 0},
+  {"namespace": "ml", "name": "b2", "selector": null, "min_available": 2, "max_unavailable": null, "disruptions_allowed": null}],
+ "ignored": {"Deployment": 2}
+}"#;
 }
