@@ -116,6 +116,7 @@ struct Frame {
     /// Mapping: position of the current key (its text is in `keys`).
     cur_key: Option<(usize, usize)>,
     keys: HashMap<String, (usize, usize)>,
+    /// Sequence: position of the next item.
     idx: usize,
 }
 
@@ -319,10 +320,9 @@ impl Guard {
         }
         if let Some(f) = self.stack.last_mut() {
             f.size = f.size.saturating_add(size);
+            // A mapping alternates key and value; a sequence counts its items
+            // (the `[i]` of a path).
             if f.is_map {
-                if !f.at_key {
-                    f.idx += 1;
-                }
                 f.at_key = !f.at_key;
             } else {
                 f.idx += 1;
@@ -1086,6 +1086,37 @@ mod tests {
 
     fn chk(t: &str) -> Result<(), GuardError> {
         check(t, &Limits::DEFAULT)
+    }
+
+    /// Each character readers disagree on is refused where it is (line and
+    /// column of the character, counted in characters), and named: the
+    /// line-breaking ones as what they are, a BOM only after the start, the
+    /// rest of the controls as controls. Tab, CR and LF are YAML's own.
+    #[test]
+    fn characters_readers_disagree_on_are_refused_where_they_are() {
+        let named = [
+            ('\u{85}', "NEXT LINE (U+0085)"),
+            ('\u{2028}', "LINE SEPARATOR (U+2028)"),
+            ('\u{2029}', "PARAGRAPH SEPARATOR (U+2029)"),
+            ('\u{feff}', "a byte-order mark (U+FEFF) after the start"),
+            ('\u{1}', "a control character (U+0001)"),
+            ('\u{7f}', "a control character (U+007F)"),
+            ('\u{9b}', "a control character (U+009B)"),
+            ('\u{fffe}', "a control character (U+FFFE)"),
+            ('\u{ffff}', "a control character (U+FFFF)"),
+        ];
+        for (c, what) in named {
+            let e = check_chars(&format!("a: é\nb: x{c}y\n")).unwrap_err();
+            assert_eq!((e.line, e.column), (2, 5), "{what}");
+            assert!(e.message.starts_with(what), "{what}: {}", e.message);
+            assert!(e.message.contains(&format!("\"\\u{:04X}\"", c as u32)), "{}", e.message);
+        }
+        assert!(check_chars("\u{feff}a: 1\r\n\tb: 2\n").is_ok());
+        // Bidi controls: the line and column of the first, inside the node's path.
+        let e = chk("a:\n  b: x\u{202e}y\n").unwrap_err();
+        assert_eq!((e.line, e.column, e.path.as_str()), (2, 7, "a.b"), "{e:?}");
+        assert!(e.message.contains("U+202E") && e.message.contains("another order"), "{}", e.message);
+        assert!(chk("a: \"x\\u202Ey\"\n").is_ok(), "an escape is not the character");
     }
 
     #[test]

@@ -234,7 +234,7 @@ fn res(r: RawResources) -> ContainerResources {
 
 /// `List`, or a typed list such as `PodList`: its `items` are objects.
 fn is_list_kind(kind: &str) -> bool {
-    kind.ends_with("List") && (kind == "List" || kind.len() > 4)
+    kind.ends_with("List")
 }
 
 const KINDS: &[&str] =
@@ -250,7 +250,7 @@ pub(crate) fn add_item(st: &mut ClusterState, mut item: Value, kind_hint: Option
     };
     let kind = match map.get("kind") {
         Some(Value::String(k)) if !k.is_empty() => k.clone(),
-        Some(_) => return Err("`kind` is not a string".into()),
+        Some(_) => return Err("`kind` is empty or not a string".into()),
         None => kind_hint.map(String::from).ok_or("has no `kind`")?,
     };
     if kind_hint.is_none() && !matches!(map.get("apiVersion"), Some(Value::String(a)) if !a.is_empty()) {
@@ -903,6 +903,20 @@ mod every_field {
             add_item(&mut one_by_one, it, None).unwrap();
         }
         assert_eq!(j(&one_by_one), expected);
+        // A List inside the List (kubectl flattens it), its typed items
+        // without `kind`: read as if they were at the top; an empty kind is
+        // refused, not counted as a kind preflight ignores.
+        let nested = format!(
+            r#"{{"apiVersion":"v1","kind":"List","items":[{{"apiVersion":"v1","kind":"List","items":{ITEMS}}},
+               {{"apiVersion":"v1","kind":"PodList","items":[{{"metadata":{{"name":"p3"}}}}]}}]}}"#
+        );
+        let st = parse_snapshot("n.json", &nested).unwrap();
+        let mut want = expected.clone();
+        want["pods"].as_array_mut().unwrap().push(serde_json::json!({"namespace": "default", "name": "p3", "node_name": null, "phase": null, "terminating": false, "labels": {}, "containers": [], "init_containers": [], "overhead": {}}));
+        assert_eq!(j(&st), want);
+        let e = add_item(&mut ClusterState::default(), serde_json::json!({"apiVersion": "v1", "kind": ""}), None)
+            .unwrap_err();
+        assert!(e.contains("`kind` is empty"), "{e}");
         // A quantity that is neither text nor a number names what it wanted.
         let bad = ITEMS.replacen(r#""cpu":4"#, r#""cpu":true"#, 1);
         let e = parse_snapshot("b.json", &format!(r#"{{"kind":"List","items":{bad}}}"#)).unwrap_err().to_string();
