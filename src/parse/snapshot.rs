@@ -323,15 +323,13 @@ fn add_raw(st: &mut ClusterState, kind: &str, r: RawItem) -> Result<(), String> 
                 node_affinity: terms
                     .into_iter()
                     .map(|t| SelectorTerm {
+                        // `matchFields` has one valid key, `metadata.name`
+                        // (the API server refuses others): kept as written.
                         requirements: t
                             .match_expressions
                             .into_iter()
+                            .chain(t.match_fields)
                             .map(RawReq::plain)
-                            .chain(
-                                t.match_fields
-                                    .into_iter()
-                                    .map(|f| Requirement { key: "metadata.name".into(), ..f.plain() }),
-                            )
                             .collect(),
                     })
                     .collect(),
