@@ -86,6 +86,56 @@ mod tests {
         assert!(parse_golden("{\"name\": 1}").unwrap_err().to_string().contains("line 1"));
     }
 
+    /// Blank and `//` lines are skipped but counted; each refusal names the
+    /// line, the column and the kind of problem, and never quotes the text
+    /// (the bundle may name any file of the repository).
+    #[test]
+    fn golden_lines_are_refused_by_line_column_and_kind_without_their_text() {
+        let ok = r#"{"name": "a", "api": "openai-chat", "request": {}, "expect": {}}"#;
+        let file = format!("\n   \n// a comment\n  // another\n{ok}\n\n{ok}\n");
+        assert_eq!(parse_golden(&file).unwrap().len(), 2);
+        let err = |line: &str| parse_golden(&format!("// c\n\n{line}\n")).unwrap_err().to_string();
+        let e = err(r#"{"name": "SECRET", "name": "b"}"#);
+        assert_eq!(e, "line 3 column 25: not a golden request (duplicate key; its text is not quoted)");
+        let e = err(r#"{"name": "SECRET""#);
+        assert_eq!(e, "line 3 column 17: not a golden request (not JSON; its text is not quoted)");
+        let e = err(r#"{"name": "SECRET", "api": "openai-chat", "request": {}, "expect": {}, "extra": 1}"#);
+        assert!(e.starts_with("line 3 column ") && e.ends_with("(unknown field; its text is not quoted)"), "{e}");
+        let e = err(r#"{"name": 7, "api": "openai-chat", "request": {}, "expect": {}}"#);
+        assert!(e.ends_with("(wrong type; its text is not quoted)") && !e.contains("SECRET"), "{e}");
+    }
+
+    /// What each API's answer yields: the text and the finish reason, and
+    /// the body kept (cut at 2,000 characters) only when there is no text;
+    /// the status and the latency as given.
+    #[test]
+    fn answers_keep_status_latency_and_the_body_only_without_text() {
+        let c = answer(GoldenApi::OpenAiCompletions, 201, 17, r#"{"choices":[{"text":"t","finish_reason":"length"}]}"#);
+        assert_eq!(
+            (c.status, c.latency_ms, c.content.as_deref(), c.finish_reason.as_deref(), c.raw),
+            (201, 17, Some("t"), Some("length"), None)
+        );
+        // A chat answer read as completions has no `text`: no answer.
+        let chat = r#"{"choices":[{"message":{"content":"hi"},"finish_reason":"stop"}]}"#;
+        let c = answer(GoldenApi::OpenAiCompletions, 200, 1, chat);
+        assert_eq!((c.content, c.finish_reason.as_deref(), c.raw.as_deref()), (None, Some("stop"), Some(chat)));
+        // KServe v2: the first output not named finish_reason is the text,
+        // whatever the order; a number is its JSON text; null is no text.
+        let v2 = answer(
+            GoldenApi::KserveV2,
+            200,
+            1,
+            r#"{"outputs":[{"name":"finish_reason","data":["stop"]},{"name":"n","data":[42]},{"name":"t","data":["x"]}]}"#,
+        );
+        assert_eq!((v2.content.as_deref(), v2.finish_reason.as_deref()), (Some("42"), Some("stop")));
+        let none = r#"{"outputs":[{"name":"t","data":[null]}]}"#;
+        let v2 = answer(GoldenApi::KserveV2, 200, 1, none);
+        assert_eq!((v2.content, v2.finish_reason, v2.raw.as_deref()), (None, None, Some(none)));
+        let long = "é".repeat(2500);
+        let cut = answer(GoldenApi::OpenAiChat, 500, 1, &long).raw.unwrap();
+        assert_eq!(cut, format!("{}…", "é".repeat(2000)));
+    }
+
     #[test]
     fn answers_are_read_by_api() {
         let chat = answer(
