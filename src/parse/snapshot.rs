@@ -370,6 +370,11 @@ fn add_raw(st: &mut ClusterState, kind: &str, r: RawItem) -> Result<(), String> 
     Ok(())
 }
 
+/// The state a snapshot file's items are added to, named for the report.
+fn empty_state(display: &str) -> ClusterState {
+    ClusterState { source: format!("snapshot {display}"), ..Default::default() }
+}
+
 /// The fast path: the whole List straight into [`RawItem`]s. `None` when
 /// anything is off (a field of an unread kind that clashes, a missing kind…);
 /// the caller then takes the precise path, which reports what and where.
@@ -382,7 +387,7 @@ fn parse_fast(display: &str, text: &str, yaml: Option<&crate::yaml_guard::Node>)
     if kind != "List" {
         return None;
     }
-    let mut st = ClusterState { source: format!("snapshot {display}"), ..Default::default() };
+    let mut st = empty_state(display);
     for item in list.items? {
         let kind = item.kind.clone().filter(|k| !k.is_empty() && !is_list_kind(k))?;
         item.api_version.as_ref().filter(|a| !a.is_empty())?;
@@ -642,7 +647,7 @@ fn parse_yaml_items(display: &str, text: &str) -> Result<Option<ClusterState>> {
     };
     let hint = kind.strip_suffix("List").filter(|k| !k.is_empty());
     let starts = line_starts(text);
-    let mut st = ClusterState { source: format!("snapshot {display}"), ..Default::default() };
+    let mut st = empty_state(display);
     for (i, head) in scan.items.iter().enumerate() {
         let end_line = scan.items.get(i + 1).map(|n| n.line).unwrap_or(scan.end_line);
         let item_kind = match head.kind.as_deref() {
@@ -749,7 +754,7 @@ pub fn parse_snapshot(display: &str, text: &str) -> Result<ClusterState> {
         Some(Value::Null) | None => bail!("{display}: the List has no `items`"),
         Some(_) => bail!("{display}: `items` is not a list"),
     };
-    let mut st = ClusterState { source: format!("snapshot {display}"), ..Default::default() };
+    let mut st = empty_state(display);
     for (i, item) in items.into_iter().enumerate() {
         add_item(&mut st, item, hint.as_deref()).map_err(|e| anyhow!("{display}: items[{i}] {e}"))?;
     }
@@ -892,10 +897,12 @@ mod every_field {
         let expected: Value = serde_json::from_str(EXPECTED).unwrap();
         let j = |st: &ClusterState| serde_json::json!({"nodes": st.nodes, "pods": st.pods, "pvcs": st.pvcs, "pvs": st.pvs, "quotas": st.quotas, "pdbs": st.pdbs, "ignored": st.ignored});
         let json = format!(r#"{{"apiVersion":"v1","kind":"List","items":{ITEMS}}}"#);
-        assert_eq!(j(&parse_snapshot("s.json", &json).unwrap()), expected);
+        let st = parse_snapshot("s.json", &json).unwrap();
+        assert_eq!((j(&st), st.source.as_str()), (expected.clone(), "snapshot s.json"));
         let yaml = serde_yaml_ng::to_string(&serde_json::from_str::<Value>(&json).unwrap()).unwrap();
         assert!(scan_yaml(&yaml).ok().flatten().is_some(), "block YAML is read item by item");
-        assert_eq!(j(&parse_snapshot("s.yaml", &yaml).unwrap()), expected);
+        let st = parse_snapshot("s.yaml", &yaml).unwrap();
+        assert_eq!((j(&st), st.source.as_str()), (expected.clone(), "snapshot s.yaml"));
         let mut one_by_one = ClusterState::default();
         for it in serde_json::from_str::<Vec<Value>>(ITEMS).unwrap() {
             add_item(&mut one_by_one, it, None).unwrap();
@@ -909,6 +916,7 @@ mod every_field {
                {{"apiVersion":"v1","kind":"PodList","items":[{{"metadata":{{"name":"p3"}}}}]}}]}}"#
         );
         let st = parse_snapshot("n.json", &nested).unwrap();
+        assert_eq!(st.source, "snapshot n.json");
         let mut want = expected.clone();
         want["pods"].as_array_mut().unwrap().push(serde_json::json!({"namespace": "default", "name": "p3", "node_name": null, "phase": null, "terminating": false, "labels": {}, "containers": [], "init_containers": [], "overhead": {}}));
         assert_eq!(j(&st), want);
