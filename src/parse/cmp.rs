@@ -241,6 +241,92 @@ mod tests {
         );
     }
 
+    /// The variables read are the application's context, each parameter in
+    /// both spellings and the verifier image; nothing else is looked up, and
+    /// an empty value counts as unset.
+    #[test]
+    fn the_environment_read_is_named_and_empty_is_unset() {
+        let names = CmpEnv::names();
+        for n in [
+            "ARGOCD_APP_PARAMETERS",
+            "BUNDLEGATE_VERIFIER_IMAGE",
+            "ARGOCD_ENV_LINT",
+            "PARAM_LINT",
+            "PARAM_BUNDLE",
+            "ARGOCD_ENV_TEMPLATES",
+        ] {
+            assert!(names.iter().any(|x| x == n), "{n}");
+        }
+        assert_eq!(names.len(), APP_VARS.len() + 2 * PARAMS.len());
+        let asked = std::cell::RefCell::new(Vec::new());
+        let env = CmpEnv::from_lookup(|k| {
+            asked.borrow_mut().push(k.to_string());
+            match k {
+                "PARAM_TEMPLATES" => Some("tpl".into()),
+                "PARAM_BUNDLE" => Some(String::new()),
+                _ => None,
+            }
+        });
+        assert_eq!(*asked.borrow(), names);
+        assert_eq!((env.get("PARAM_TEMPLATES"), env.get("PARAM_BUNDLE"), env.get("HOME")), (Some("tpl"), None, None));
+        let p = Params::from_env(&env).unwrap();
+        assert_eq!((p.templates.as_deref(), p.bundle.as_str()), (Some("tpl"), "release.yaml"));
+    }
+
+    /// In the structured list an empty or null string clears what the
+    /// environment gave (the UI sends "" for a cleared field); each spelling
+    /// of the lint switch; each refusal names the parameter and its source.
+    #[test]
+    fn structured_parameters_clear_set_and_refuse_by_name() {
+        let with = |json: &str| {
+            Params::from_env(&CmpEnv::from_pairs([
+                ("PARAM_REPLICAS", "2"),
+                ("PARAM_BUNDLE", "a.yaml"),
+                ("ARGOCD_APP_PARAMETERS", json),
+            ]))
+        };
+        let p = with(
+            r#"[{"name":"replicas","string":""},{"name":"bundle","string":null},{"name":"templates","string":"t"}]"#,
+        )
+        .unwrap();
+        assert_eq!((p.replicas, p.bundle.as_str(), p.templates.as_deref()), (None, "release.yaml", Some("t")));
+        let p = with(r#"[{"name":"namespace"}]"#).unwrap();
+        assert_eq!((p.replicas, p.bundle.as_str(), p.namespace), (Some(2), "a.yaml", None));
+        for (v, lint) in [("true", true), (" YES ", true), ("1", true), ("False", false), ("no", false), ("0", false)] {
+            let p = Params::from_env(&CmpEnv::from_pairs([("ARGOCD_ENV_LINT", v)])).unwrap();
+            assert_eq!(p.lint, lint, "{v}");
+        }
+        let err = |json: &str| with(json).unwrap_err().to_string();
+        assert_eq!(
+            err(r#"[{"name":"lint"},{"name":"lint"}]"#),
+            "ARGOCD_APP_PARAMETERS: parameter `lint` is given twice"
+        );
+        assert!(err(r#"[{"string":"x"}]"#).contains("an entry has no `name`"));
+        assert!(err(r#"[{"name":"lint","map":{}}]"#).contains("`lint` must be a string, not an array or map"));
+        assert!(err(r#"[{"name":"lint","string":5}]"#).contains("`lint` must be a string, found 5"));
+        let e = err(r#"[{"name":"lint","name":"bundle"}]"#);
+        assert!(e.starts_with("ARGOCD_APP_PARAMETERS: column ") && e.contains("duplicate key"), "{e}");
+        let e = err(r#"[{"name":"replica"}]"#);
+        assert!(
+            e.contains("unknown plugin parameter `replica`")
+                && e.contains("bundle, namespace, replicas, templates, lint"),
+            "{e}"
+        );
+        assert!(err(r#"{"name":"lint"}"#).contains("not a JSON array"));
+        let e = err(r#"[{"name":"replicas","string":"x"}]"#);
+        assert!(e.contains("`replicas` (ARGOCD_APP_PARAMETERS) = `x` is not a whole number"), "{e}");
+        let e = Params::from_env(&CmpEnv::from_pairs([("PARAM_NAMESPACE", "Bad_NS")])).unwrap_err().to_string();
+        assert!(e.starts_with("parameter `namespace` (PARAM_NAMESPACE): "), "{e}");
+        let e = Params::from_env(&CmpEnv::from_pairs([("ARGOCD_ENV_REPLICAS", "100000")])).unwrap_err().to_string();
+        assert!(
+            e.starts_with("parameter `replicas` (ARGOCD_ENV_REPLICAS): ")
+                && e.ends_with("as for spec.serving.replicas"),
+            "{e}"
+        );
+        let e = Params::from_env(&CmpEnv::from_pairs([("PARAM_LINT", "maybe")])).unwrap_err().to_string();
+        assert_eq!(e, "parameter `lint` (PARAM_LINT) = `maybe` must be \"true\" or \"false\"");
+    }
+
     #[test]
     fn bad_parameters_are_refused() {
         for (k, v) in [
