@@ -152,7 +152,8 @@ fn path_of(stack: &[Frame]) -> String {
     out
 }
 
-fn pos(m: &Marker) -> (usize, usize) {
+/// A parser position as people count it: line and column from 1.
+pub(crate) fn pos(m: &Marker) -> (usize, usize) {
     (m.line().max(1), m.col() + 1)
 }
 

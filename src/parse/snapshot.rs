@@ -458,9 +458,10 @@ fn scan_yaml(text: &str) -> Result<Option<YamlScan>, ScanFail> {
     // Anchor id → the item that defines it (`None`: outside `items`).
     let mut anchored_in: std::collections::HashMap<usize, Option<usize>> = std::collections::HashMap::new();
     loop {
-        let (ev, mark) = parser
-            .next_token()
-            .map_err(|e| ScanFail::Syntax(e.info().to_string(), e.marker().line().max(1), e.marker().col() + 1))?;
+        let (ev, mark) = parser.next_token().map_err(|e| {
+            let (line, col) = crate::yaml_guard::pos(e.marker());
+            ScanFail::Syntax(e.info().to_string(), line, col)
+        })?;
         guard.event(&ev, &mark).map_err(ScanFail::Guard)?;
         // An anchor (`&a`, as PyYAML writes for shared values) and its
         // aliases inside one item travel with that item's text; an alias to
@@ -923,6 +924,12 @@ mod every_field {
         let e = add_item(&mut ClusterState::default(), serde_json::json!({"apiVersion": "v1", "kind": ""}), None)
             .unwrap_err();
         assert!(e.contains("`kind` is empty"), "{e}");
+        // Not YAML: where (the quote that never closes), as people count lines and columns.
+        let e = parse_snapshot("y.yaml", "kind: List\nitems:\n- kind: Node\n  name: \"a\n").unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "y.yaml: not valid YAML: while scanning a quoted scalar, found unexpected end of stream at line 4 column 9"
+        );
         // A quantity that is neither text nor a number names what it wanted.
         let bad = ITEMS.replacen(r#""cpu":4"#, r#""cpu":true"#, 1);
         let e = parse_snapshot("b.json", &format!(r#"{{"kind":"List","items":{bad}}}"#)).unwrap_err().to_string();
