@@ -177,7 +177,7 @@ pub(crate) fn is_non_finite_scalar(s: &str) -> bool {
 /// a `%TAG` handle for the core schema): the parser resolves every handle,
 /// `!!` included, to its prefix, so the full tag is what is compared.
 fn is_float_tag(tag: &Option<Tag>) -> bool {
-    tag.as_ref().is_some_and(|t| format!("{}{}", t.handle, t.suffix) == "tag:yaml.org,2002:float")
+    tag_name(tag).as_deref() == Some("float")
 }
 
 /// What an anchor names: its expanded size, and its text when it is a scalar
@@ -472,12 +472,12 @@ pub(crate) enum NodeKind {
 }
 
 /// The core schema's name for a tag (`!!int`, `!<tag:yaml.org,2002:int>`,
-/// a `%TAG` handle), or the tag as written.
+/// a `%TAG` handle), or the tag as written. The parser resolves every
+/// handle, `!!` included, to its prefix.
 fn tag_name(tag: &Option<Tag>) -> Option<String> {
     let t = tag.as_ref()?;
     let full = format!("{}{}", t.handle, t.suffix);
-    let core = full.strip_prefix("tag:yaml.org,2002:").or_else(|| (t.handle == "!!").then_some(t.suffix.as_str()));
-    Some(core.map(str::to_string).unwrap_or(full))
+    Some(full.strip_prefix("tag:yaml.org,2002:").map(str::to_string).unwrap_or(full))
 }
 
 /// Builds the documents from the events the guard has just judged.

@@ -924,6 +924,11 @@ mod every_field {
         let e = add_item(&mut ClusterState::default(), serde_json::json!({"apiVersion": "v1", "kind": ""}), None)
             .unwrap_err();
         assert!(e.contains("`kind` is empty"), "{e}");
+        // Two documents are not one List: refused, not read as the first.
+        let one = "apiVersion: v1\nkind: List\nitems:\n- {apiVersion: v1, kind: Pod, metadata: {name: p}}\n";
+        let e = parse_snapshot("two.yaml", &format!("{one}---\n{one}")).unwrap_err().to_string();
+        assert_eq!(e, "two.yaml: expected one YAML document, found 2");
+        assert_eq!(j(&parse_snapshot("one.yaml", &format!("---\n{yaml}")).unwrap()), expected);
         // Not YAML: where (the quote that never closes), as people count lines and columns.
         let e = parse_snapshot("y.yaml", "kind: List\nitems:\n- kind: Node\n  name: \"a\n").unwrap_err().to_string();
         assert_eq!(
