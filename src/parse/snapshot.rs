@@ -434,6 +434,13 @@ enum ScanFail {
     Guard(crate::yaml_guard::GuardError),
 }
 
+impl ScanFail {
+    fn syntax(e: &yaml_rust2::ScanError) -> ScanFail {
+        let (line, col) = crate::yaml_guard::pos(e.marker());
+        ScanFail::Syntax(e.info().to_string(), line, col)
+    }
+}
+
 struct Frame {
     map: bool,
     /// Keys seen so far (the guard checks they are unique).
@@ -458,10 +465,7 @@ fn scan_yaml(text: &str) -> Result<Option<YamlScan>, ScanFail> {
     // Anchor id → the item that defines it (`None`: outside `items`).
     let mut anchored_in: std::collections::HashMap<usize, Option<usize>> = std::collections::HashMap::new();
     loop {
-        let (ev, mark) = parser.next_token().map_err(|e| {
-            let (line, col) = crate::yaml_guard::pos(e.marker());
-            ScanFail::Syntax(e.info().to_string(), line, col)
-        })?;
+        let (ev, mark) = parser.next_token().map_err(|e| ScanFail::syntax(&e))?;
         guard.event(&ev, &mark).map_err(ScanFail::Guard)?;
         // An anchor (`&a`, as PyYAML writes for shared values) and its
         // aliases inside one item travel with that item's text; an alias to
