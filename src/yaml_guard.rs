@@ -1089,6 +1089,36 @@ mod tests {
         check(t, &Limits::DEFAULT)
     }
 
+    /// Reading into a type: an error names the file, the line and column of
+    /// the node it is about and the field's path (none at the root, where
+    /// the message follows the position directly); a collection's tag is
+    /// read only when it is the core schema's own for that collection.
+    #[test]
+    fn typed_reads_name_file_position_and_field() {
+        #[derive(Debug, serde::Deserialize)]
+        #[allow(dead_code)]
+        struct S {
+            a: std::collections::BTreeMap<String, u8>,
+        }
+        let e = from_str::<S>("f.yaml", "a:\n  x: 1\n  y: [2]\n", &Limits::DEFAULT).unwrap_err().to_string();
+        assert!(e.starts_with("f.yaml:3:6: a.y: invalid type: sequence"), "{e}");
+        let e = from_str::<u8>("f.yaml", "\n  {b: 1}\n", &Limits::DEFAULT).unwrap_err().to_string();
+        assert!(e.starts_with("f.yaml:2:3: invalid type: map"), "{e}");
+        let e = from_str::<u8>("f.yaml", "1\n---\n2\n", &Limits::DEFAULT).unwrap_err().to_string();
+        assert_eq!(e, "f.yaml: expected exactly one YAML document, found 2");
+        // The error as a value displays as its message alone.
+        let (path, de) = from_node::<S>(&read("a: {x: -1}\n", &Limits::DEFAULT).unwrap()[0]).unwrap_err();
+        assert_eq!((path.as_str(), de.at), ("a.x", Some((1, 8))));
+        assert_eq!(de.to_string(), de.msg);
+        assert!(de.msg.contains("invalid value: integer `-1`"), "{}", de.msg);
+        let v = |t: &str| from_str::<serde_json::Value>("t.yaml", t, &Limits::DEFAULT);
+        assert_eq!(v("a: !!map {x: 1}\nb: !!seq [1]\n").unwrap(), serde_json::json!({"a": {"x": 1}, "b": [1]}));
+        for (t, tag) in [("a: !!seq {x: 1}\n", "seq"), ("a: !!map [1]\n", "map"), ("a: !local [1]\n", "!local")] {
+            let e = v(t).unwrap_err().to_string();
+            assert!(e.contains(&format!("the tag `{tag}` on a collection")), "{t}: {e}");
+        }
+    }
+
     /// Each character readers disagree on is refused where it is (line and
     /// column of the character, counted in characters), and named: the
     /// line-breaking ones as what they are, a BOM only after the start, the

@@ -443,8 +443,6 @@ impl ScanFail {
 
 struct Frame {
     map: bool,
-    /// Keys seen so far (the guard checks they are unique).
-    keys: usize,
     awaiting_value: bool,
     key: Option<String>,
     items: bool,
@@ -488,8 +486,9 @@ fn scan_yaml(text: &str) -> Result<Option<YamlScan>, ScanFail> {
             if let Some(top) = stack.last_mut() {
                 if top.map && !top.awaiting_value {
                     // A block mapping's own mark lies after its first key, so
-                    // an item starts where its first key does.
-                    if depth == 3 && top.keys == 0 && stack[1].items {
+                    // an item starts where its first key does (its line is 0
+                    // until then).
+                    if depth == 3 && stack[1].items {
                         if let Some(h) = out.items.last_mut().filter(|h| h.line == 0) {
                             (h.line, h.col) = (mark.line().max(1), mark.col());
                         }
@@ -500,8 +499,6 @@ fn scan_yaml(text: &str) -> Result<Option<YamlScan>, ScanFail> {
                     let top = stack.last_mut().expect("checked");
                     top.awaiting_value = true;
                     top.key = None;
-                    // Duplicates are the guard's (above); this only counts keys.
-                    top.keys += 1;
                     if let Event::Scalar(k, ..) = &ev {
                         top.key = Some(k.clone());
                     }
@@ -509,7 +506,6 @@ fn scan_yaml(text: &str) -> Result<Option<YamlScan>, ScanFail> {
                     if let Event::MappingStart(..) | Event::SequenceStart(..) = ev {
                         stack.push(Frame {
                             map: matches!(ev, Event::MappingStart(..)),
-                            keys: Default::default(),
                             awaiting_value: false,
                             key: None,
                             items: false,
@@ -560,7 +556,6 @@ fn scan_yaml(text: &str) -> Result<Option<YamlScan>, ScanFail> {
                         depth == 1 && value_of.as_deref() == Some("items") && matches!(ev, Event::SequenceStart(..));
                     stack.push(Frame {
                         map: matches!(ev, Event::MappingStart(..)),
-                        keys: Default::default(),
                         awaiting_value: false,
                         key: None,
                         items,
@@ -832,6 +827,34 @@ mod tests {
         let anchored = "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Node\n  metadata: {name: a}\n  status: {allocatable: &al {cpu: 1, memory: 1Gi}}\n- apiVersion: v1\n  kind: Pod\n  metadata: {name: p}\n  spec: {nodeName: a, containers: [{resources: {requests: *al}}]}\n";
         assert!(scan_yaml(anchored).ok().flatten().is_none());
         assert_eq!(parse_snapshot("a.yaml", anchored).unwrap().pods[0].containers[0].requests["cpu"], "1");
+    }
+
+    /// What the item-at-a-time scan finds: where each item starts (its
+    /// first key: line from 1, column from 0), its kind, apiVersion and
+    /// metadata.name, and the line that closes `items`, ignoring a look-alike
+    /// list outside `items`. An anchored or alias key sends the file to the
+    /// whole-document reading.
+    #[test]
+    fn the_scan_finds_each_item_head_and_nothing_outside_items() {
+        let t = "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Pod\n  metadata:\n    name: p\n-   kind: Node\n    apiVersion: v1\n    metadata: {name: n}\nextra:\n- metadata:\n    name: wrong\n";
+        let s = scan_yaml(t).ok().flatten().expect("block style");
+        let heads: Vec<_> = s
+            .items
+            .iter()
+            .map(|h| (h.line, h.col, h.kind.as_deref(), h.api_version.as_deref(), h.name.as_deref()))
+            .collect();
+        assert_eq!(
+            (s.kind.as_deref(), heads, s.end_line),
+            (
+                Some("List"),
+                vec![(4, 2, Some("Pod"), Some("v1"), Some("p")), (8, 4, Some("Node"), Some("v1"), Some("n"))],
+                11
+            )
+        );
+        let head = "apiVersion: v1\nkind: List\nitems:\n- apiVersion: &v v1\n  kind: Pod\n";
+        assert!(scan_yaml(&format!("{head}  &m metadata: {{name: p}}\n")).ok().flatten().is_none(), "anchored key");
+        assert!(scan_yaml(&format!("{head}  *v : x\n")).ok().flatten().is_none(), "alias key");
+        assert!(scan_yaml(&format!("{head}  v2: x\n")).ok().flatten().is_some());
     }
 
     #[test]
