@@ -1089,6 +1089,57 @@ mod tests {
         check(t, &Limits::DEFAULT)
     }
 
+    /// Plain numbers resolve as the core schema writes them: signs, the
+    /// three prefixed bases (a zero after the prefix included), and a leading
+    /// zero before decimal digits as text; floats in their spellings.
+    #[test]
+    fn core_schema_numbers_resolve_like_yaml_1_2() {
+        let ints = [
+            ("-12", Some(-12)),
+            ("+7", Some(7)),
+            ("0", Some(0)),
+            ("-0", Some(0)),
+            ("0x1F", Some(31)),
+            ("0x0F", Some(15)),
+            ("-0x10", Some(-16)),
+            ("+0o17", Some(15)),
+            ("0b101", Some(5)),
+            ("0777", None),
+            ("", None),
+            ("+", None),
+            ("-", None),
+            ("0x", None),
+            ("1_000", None),
+            ("12a", None),
+            ("0b102", None),
+            ("--1", None),
+        ];
+        for (t, want) in ints {
+            assert_eq!(parse_int(t), want, "{t}");
+        }
+        let floats = [
+            ("1.5", Some(1.5)),
+            ("-2e3", Some(-2000.0)),
+            ("+.5", Some(0.5)),
+            (".5", Some(0.5)),
+            ("0.5", Some(0.5)),
+            ("0123", None),
+            ("inf", None),
+            ("nan", None),
+            ("+-1", None),
+            ("1e999", None),
+            ("x", None),
+        ];
+        for (t, want) in floats {
+            assert_eq!(parse_float(t), want, "{t}");
+        }
+        assert_eq!(
+            (parse_float(".inf"), parse_float("-.Inf"), parse_float("+.INF")),
+            (Some(f64::INFINITY), Some(f64::NEG_INFINITY), Some(f64::INFINITY))
+        );
+        assert!(parse_float(".NaN").unwrap().is_nan() && parse_float("-.nan").is_none());
+    }
+
     /// Reading into a type: an error names the file, the line and column of
     /// the node it is about and the field's path (none at the root, where
     /// the message follows the position directly); a collection's tag is

@@ -836,7 +836,7 @@ mod tests {
     /// whole-document reading.
     #[test]
     fn the_scan_finds_each_item_head_and_nothing_outside_items() {
-        let t = "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Pod\n  metadata:\n    name: p\n-   kind: Node\n    apiVersion: v1\n    metadata: {name: n}\nextra:\n- metadata:\n    name: wrong\n";
+        let t = "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Pod\n  metadata:\n    name: p\n-   kind: Node\n    apiVersion: v1\n    metadata: {name: n}\nextra:\n- apiVersion: wrong\n  kind: Wrong\n  metadata:\n    name: wrong\n";
         let s = scan_yaml(t).ok().flatten().expect("block style");
         let heads: Vec<_> = s
             .items
@@ -855,6 +855,9 @@ mod tests {
         assert!(scan_yaml(&format!("{head}  &m metadata: {{name: p}}\n")).ok().flatten().is_none(), "anchored key");
         assert!(scan_yaml(&format!("{head}  *v : x\n")).ok().flatten().is_none(), "alias key");
         assert!(scan_yaml(&format!("{head}  v2: x\n")).ok().flatten().is_some());
+        // A kind that is not text: the whole-document reading says so.
+        let t = "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: [Pod]\n";
+        assert!(scan_yaml(t).ok().flatten().is_none());
     }
 
     #[test]
