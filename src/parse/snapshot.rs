@@ -855,6 +855,17 @@ mod tests {
         assert!(scan_yaml(&format!("{head}  &m metadata: {{name: p}}\n")).ok().flatten().is_none(), "anchored key");
         assert!(scan_yaml(&format!("{head}  *v : x\n")).ok().flatten().is_none(), "alias key");
         assert!(scan_yaml(&format!("{head}  v2: x\n")).ok().flatten().is_some());
+        // Items that do not each start on a line of their own, before the
+        // line that closes the list, are read whole (a text per item needs
+        // its lines); an empty item has no first key to start at.
+        let p = "{apiVersion: v1, kind: Pod, metadata: {name: p}}";
+        let n = "{apiVersion: v1, kind: Node, metadata: {name: n}}";
+        for items in [format!("[{p}, {n}]"), format!("[\n  {p},\n  {n}]"), format!("\n- {p}\n- {{}}\n")] {
+            let t = format!("apiVersion: v1\nkind: List\nitems: {items}\n");
+            assert!(scan_yaml(&t).ok().flatten().is_none(), "{t}");
+        }
+        let t = format!("apiVersion: v1\nkind: List\nitems: [\n  {p},\n  {n}\n]\n");
+        assert_eq!(scan_yaml(&t).ok().flatten().expect("one item per line, then the close").items.len(), 2);
         // A kind that is not text: the whole-document reading says so.
         let t = "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: [Pod]\n";
         assert!(scan_yaml(t).ok().flatten().is_none());
