@@ -642,7 +642,7 @@ fn parse_yaml_items(display: &str, text: &str) -> Result<Option<ClusterState>> {
         Err(ScanFail::Syntax(msg, line, col)) => bail!("{display}: not valid YAML: {msg} at line {line} column {col}"),
         Err(ScanFail::Guard(g)) => bail!("{display}:{}:{}: {}", g.line, g.column, g.at_path()),
     };
-    let Some(kind) = scan.kind.as_deref().filter(|k| *k == "List" || (k.ends_with("List") && k.len() > 4)) else {
+    let Some(kind) = scan.kind.as_deref().filter(|k| is_list_kind(k)) else {
         return Ok(None);
     };
     let hint = kind.strip_suffix("List").filter(|k| !k.is_empty());
@@ -744,7 +744,7 @@ pub fn parse_snapshot(display: &str, text: &str) -> Result<ClusterState> {
     if kind.is_empty() {
         bail!("{display}: not a Kubernetes List (no `kind`); expected the output of `kubectl get … -o yaml`");
     }
-    if kind != "List" && !kind.ends_with("List") {
+    if !is_list_kind(&kind) {
         bail!("{display}: not a Kubernetes List (kind: {kind}); expected `kind: List` as printed by `kubectl get nodes,pods,… -A -o yaml`");
     }
     // A typed list (`PodList`) omits each item's kind.
@@ -869,6 +869,41 @@ mod tests {
         // A kind that is not text: the whole-document reading says so.
         let t = "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: [Pod]\n";
         assert!(scan_yaml(t).ok().flatten().is_none());
+    }
+
+    /// Each way a file is not a complete cluster List is refused naming the
+    /// file and what is wrong; never an empty state that could pass.
+    #[test]
+    fn what_is_not_a_complete_list_is_refused_by_name() {
+        let node = "{apiVersion: v1, kind: Node, metadata: {name: n}}";
+        let pod = "{apiVersion: v1, kind: Pod, metadata: {name: p}}";
+        let err = |t: &str| parse_snapshot("c.yaml", t).unwrap_err().to_string();
+        for (t, want) in [
+            (" \n\t\n".to_string(), "c.yaml: the snapshot is empty".to_string()),
+            ("- a\n- b\n".into(), "c.yaml: not a Kubernetes List (the document is not a mapping)".into()),
+            ("items: []\n".into(), "c.yaml: not a Kubernetes List (no `kind`); expected the output of `kubectl get … -o yaml`".into()),
+            ("kind: Pod\nitems: []\n".into(), "c.yaml: not a Kubernetes List (kind: Pod); expected `kind: List` as printed by `kubectl get nodes,pods,… -A -o yaml`".into()),
+            ("kind: List\n".into(), "c.yaml: the List has no `items`".into()),
+            ("kind: List\nitems: {}\n".into(), "c.yaml: `items` is not a list".into()),
+            (format!("kind: List\nitems:\n- {pod}\n"), "c.yaml: no Node objects; preflight needs every node (take it with `kubectl get nodes,pods,pvc,pv,resourcequotas,poddisruptionbudgets -A -o yaml`)".into()),
+            (format!("kind: List\nitems:\n- {node}\n"), "c.yaml: no Pod objects, yet every cluster runs system pods; was the snapshot taken without `pods` or without `-A`?".into()),
+            (format!("kind: List\nitems:\n- {node}\n- {pod}\n- {node}\n"), "c.yaml: Node `n` is listed twice; a snapshot holds each node once (was it joined from two `kubectl get` runs?), and a second copy would count its capacity twice".into()),
+            ("kind: List\nitems:\n- apiVersion: v1\n  kind: \"\"\n".into(), "c.yaml: items[0] `kind` is empty (line 3)".into()),
+            ("kind: List\nitems:\n- apiVersion: v1\n  metadata: {name: x}\n".into(), "c.yaml: items[0] has no `kind` (line 3)".into()),
+            ("kind: List\nitems:\n- apiVersion: v1\n  kind: Node\n  metadata: {name: n}\n- kind: Pod\n  metadata: {name: p}\n".into(), "c.yaml: items[1] (Pod) has no `apiVersion` (line 6)".into()),
+            (format!("kind: List\nitems: [{node}, {{kind: Pod, metadata: {{name: p}}}}]\n"), "c.yaml: items[1] (Pod) has no `apiVersion`".into()),
+        ] {
+            assert_eq!(err(&t), want, "{t}");
+        }
+        // A typed list's items need neither kind nor apiVersion, as the API server returns them.
+        let nodes = "apiVersion: v1\nkind: NodeList\nitems:\n- metadata:\n    name: n\n";
+        assert!(scan_yaml(nodes).ok().flatten().is_some());
+        assert_eq!(err(nodes), "c.yaml: no Pod objects, yet every cluster runs system pods; was the snapshot taken without `pods` or without `-A`?");
+        // JSON: two equal keys are refused where the second is; not JSON says so.
+        let e = parse_snapshot("c.json", r#"{"kind":"List","kind":"List","items":[]}"#).unwrap_err().to_string();
+        assert!(e.starts_with("c.json:1:") && e.contains("duplicate key `kind`"), "{e}");
+        let e = parse_snapshot("c.json", r#"{"kind":"List","items":["#).unwrap_err().to_string();
+        assert!(e.starts_with("c.json: not valid JSON: "), "{e}");
     }
 
     #[test]
