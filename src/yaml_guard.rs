@@ -658,7 +658,7 @@ fn visit_scalar<'de, V: serde::de::Visitor<'de>>(
     v: V,
 ) -> Result<V::Value, DeError> {
     use serde::de::Error;
-    let is_null = text.is_empty() || matches!(text, "~" | "null" | "Null" | "NULL");
+    let is_null = is_null_text(text);
     let boolean = match text {
         "true" | "True" | "TRUE" => Some(true),
         "false" | "False" | "FALSE" => Some(false),
@@ -685,6 +685,11 @@ fn visit_scalar<'de, V: serde::de::Visitor<'de>>(
             _ => v.visit_str(text),
         },
     }
+}
+
+/// The core schema's null as plain text.
+fn is_null_text(text: &str) -> bool {
+    text.is_empty() || matches!(text, "~" | "null" | "Null" | "NULL")
 }
 
 /// serde's view of a [`Node`]. A field that wants text takes any scalar's
@@ -726,11 +731,7 @@ impl<'de> serde::Deserializer<'de> for NodeDe<'_> {
 
     fn deserialize_option<V: serde::de::Visitor<'de>>(self, v: V) -> Result<V::Value, DeError> {
         match &self.0.kind {
-            NodeKind::Scalar { text, plain: true, tag: None }
-                if text.is_empty() || matches!(text.as_str(), "~" | "null" | "Null" | "NULL") =>
-            {
-                v.visit_none()
-            }
+            NodeKind::Scalar { text, plain: true, tag: None } if is_null_text(text) => v.visit_none(),
             NodeKind::Scalar { tag: Some(t), .. } if t == "null" => v.visit_none(),
             _ => v.visit_some(self),
         }
@@ -1087,6 +1088,85 @@ mod tests {
 
     fn chk(t: &str) -> Result<(), GuardError> {
         check(t, &Limits::DEFAULT)
+    }
+
+    /// A scalar as data: plain text resolves as the core schema says, quoted
+    /// text stays text, a core tag forces its type (and refuses text that is
+    /// not of it), any other tag is refused; a field that wants text takes
+    /// the text as written; null words are none only when plain or tagged.
+    #[test]
+    fn scalars_resolve_by_schema_style_tag_and_the_field_asked() {
+        let v = |t: &str| {
+            from_str::<serde_json::Value>("t.yaml", &format!("v: {t}\n"), &Limits::DEFAULT).map(|v| v["v"].clone())
+        };
+        for (t, want) in [
+            ("", serde_json::json!(null)),
+            ("~", serde_json::json!(null)),
+            ("null", serde_json::json!(null)),
+            ("Null", serde_json::json!(null)),
+            ("NULL", serde_json::json!(null)),
+            ("nULL", serde_json::json!("nULL")),
+            ("True", serde_json::json!(true)),
+            ("FALSE", serde_json::json!(false)),
+            ("tRUE", serde_json::json!("tRUE")),
+            ("yes", serde_json::json!("yes")),
+            ("-3", serde_json::json!(-3)),
+            ("2.5", serde_json::json!(2.5)),
+            ("'1'", serde_json::json!("1")),
+            ("\"true\"", serde_json::json!("true")),
+            ("'~'", serde_json::json!("~")),
+            ("!!str 1", serde_json::json!("1")),
+            ("!!null ~", serde_json::json!(null)),
+            ("!!bool false", serde_json::json!(false)),
+            ("!!int '0x10'", serde_json::json!(16)),
+            ("!!float 3", serde_json::json!(3.0)),
+            ("!!float '2.5'", serde_json::json!(2.5)),
+            ("|-\n  null", serde_json::json!("null")),
+            ("18446744073709551615", serde_json::json!(u64::MAX)),
+            ("-9223372036854775808", serde_json::json!(i64::MIN)),
+        ] {
+            assert_eq!(v(t).unwrap(), want, "{t}");
+        }
+        for (t, why) in [
+            ("!!bool yes", "`yes` is not a valid `!!bool`"),
+            ("!!int 1.5", "`1.5` is not a valid `!!int`"),
+            ("!!float x", "`x` is not a valid `!!float`"),
+            ("!!null x", "the tag `null`"),
+            ("!local x", "the tag `!local`"),
+        ] {
+            let e = v(t).unwrap_err().to_string();
+            assert!(
+                e.contains(why) && e.starts_with(&format!("t.yaml:1:{}: v: ", 4 + t.find(' ').map_or(0, |i| i + 1))),
+                "{t}: {e}"
+            );
+        }
+        // Beyond 64 bits the integer is offered as such, which JSON refuses.
+        assert!(v("18446744073709551616").unwrap_err().to_string().contains("out of range"));
+        #[derive(Debug, PartialEq, serde::Deserialize)]
+        enum E {
+            A,
+            B(u8),
+        }
+        #[derive(Debug, PartialEq, serde::Deserialize)]
+        struct S {
+            s: String,
+            o: Option<String>,
+            e: Vec<E>,
+        }
+        let s = |t: &str| from_str::<S>("s.yaml", t, &Limits::DEFAULT);
+        assert_eq!(
+            s("s: 1.10\no: ~\ne: [A, {B: 2}]\n").unwrap(),
+            S { s: "1.10".into(), o: None, e: vec![E::A, E::B(2)] }
+        );
+        assert_eq!(s("s: !!str true\no: '~'\ne: []\n").unwrap().o.as_deref(), Some("~"));
+        assert_eq!(s("s: x\no: !!null null\ne: []\n").unwrap().o, None);
+        assert_eq!(s("s: x\no: null\ne: []\n").unwrap().o, None);
+        let e = s("s: !local x\no: x\ne: []\n").unwrap_err().to_string();
+        assert!(e.contains("the tag `!local`"), "{e}");
+        let e = s("s: x\no: x\ne: [{A: 1, B: 2}]\n").unwrap_err().to_string();
+        assert!(e.contains("expected a variant name, or a mapping of one variant name to its value"), "{e}");
+        let e = s("[x, y, []]\n").unwrap_err().to_string();
+        assert!(e.contains("invalid type: sequence"), "{e}");
     }
 
     /// Plain numbers resolve as the core schema writes them: signs, the
