@@ -1358,6 +1358,12 @@ mod tests {
         let e = check_json("{\n \"a\": 1,\n \"a\": 2\n}").unwrap_err();
         assert_eq!(e.line, 3);
         assert!(check_json(r#"{"a": {"x": 1}, "b": {"x": [1, {"x": 2}]}}"#).is_ok());
+        // Every kind of value passes through; paths through nested lists.
+        assert!(check_json(r#"[true, -1, 2, 1.5, null, "s", [], {}]"#).is_ok());
+        let e = check_json(r#"[{"a": 1}, {"b": [[0, {"x": 1, "x": 2}]]}]"#).unwrap_err();
+        assert_eq!((e.path.as_str(), e.line, e.column), ("[1].b[0][1].x", 1, 34), "{e:?}");
+        let e = check_json(r#"[[{"k": 1, "k": 1}]]"#).unwrap_err();
+        assert_eq!(e.path, "[0][0].k");
         // Syntax errors are the caller's parser's to report.
         assert!(check_json("{\"a\": ").is_ok());
     }
