@@ -1160,6 +1160,7 @@ mod tests {
         );
         assert_eq!(s("s: !!str true\no: '~'\ne: []\n").unwrap().o.as_deref(), Some("~"));
         assert_eq!(s("s: x\no: !!null null\ne: []\n").unwrap().o, None);
+        assert_eq!(s("s: x\no: !!str null\ne: []\n").unwrap().o.as_deref(), Some("null"));
         assert_eq!(s("s: x\no: null\ne: []\n").unwrap().o, None);
         let e = s("s: !local x\no: x\ne: []\n").unwrap_err().to_string();
         assert!(e.contains("the tag `!local`"), "{e}");

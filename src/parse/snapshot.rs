@@ -597,7 +597,9 @@ fn item_text(text: &str, starts: &[usize], head: &ItemHead, end_line: usize) -> 
     if !prefix.chars().all(|c| c == ' ' || c == '-') {
         return None;
     }
-    let mut body = &text[line_start + off..end.max(line_start + off)];
+    // The scan puts every item before the next one's line (`lines_ok`); were
+    // it not so, the file is read whole rather than sliced backwards.
+    let mut body = text.get(line_start + off..end)?;
     // Drop what belongs between items: blank lines, comments, a lone `-`.
     loop {
         let trimmed = body.trim_end_matches(['\n', '\r', ' ', '\t']);
