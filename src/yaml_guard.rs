@@ -1161,6 +1161,10 @@ mod tests {
         assert_eq!(s("s: !!str true\no: '~'\ne: []\n").unwrap().o.as_deref(), Some("~"));
         assert_eq!(s("s: x\no: !!null null\ne: []\n").unwrap().o, None);
         assert_eq!(s("s: x\no: !!str null\ne: []\n").unwrap().o.as_deref(), Some("null"));
+        assert_eq!(
+            s("s: !!float 1.10\no: !!int 7\ne: []\n").unwrap(),
+            S { s: "1.10".into(), o: Some("7".into()), e: vec![] }
+        );
         assert_eq!(s("s: x\no: null\ne: []\n").unwrap().o, None);
         let e = s("s: !local x\no: x\ne: []\n").unwrap_err().to_string();
         assert!(e.contains("the tag `!local`"), "{e}");

@@ -600,16 +600,18 @@ fn item_text(text: &str, starts: &[usize], head: &ItemHead, end_line: usize) -> 
     // The scan puts every item before the next one's line (`lines_ok`); were
     // it not so, the file is read whole rather than sliced backwards.
     let mut body = text.get(line_start + off..end)?;
-    // Drop what belongs between items: blank lines, comments, a lone `-`.
+    // Drop what belongs between items: blank lines, comments, a lone `-`
+    // (left in, the next item's dash would open a list inside this item).
+    // A document marker cannot be here: `---` makes a second document (not
+    // read item by item) and `...` ends the list's own last line.
     loop {
         let trimmed = body.trim_end_matches(['\n', '\r', ' ', '\t']);
-        let last = trimmed.rsplit('\n').next().unwrap_or("");
-        let t = last.trim();
-        if trimmed.len() > last.len() && (t == "-" || t.starts_with('#') || t == "..." || t == "---") {
-            body = &trimmed[..trimmed.len() - last.len()];
-        } else {
-            body = trimmed;
-            break;
+        match trimmed.rsplit_once('\n') {
+            Some((before, last)) if last.trim() == "-" || last.trim().starts_with('#') => body = before,
+            _ => {
+                body = trimmed;
+                break;
+            }
         }
     }
     Some(format!("{}{body}\n", " ".repeat(prefix.chars().count())))
@@ -906,6 +908,24 @@ mod tests {
         assert!(e.starts_with("c.json:1:") && e.contains("duplicate key `kind`"), "{e}");
         let e = parse_snapshot("c.json", r#"{"kind":"List","items":["#).unwrap_err().to_string();
         assert!(e.starts_with("c.json: not valid JSON: "), "{e}");
+    }
+
+    /// What sits between two items (a next item's lone dash, comments in
+    /// either order, a closing `...`) is not part of the item before: the
+    /// file is still read item by item, and read right.
+    #[test]
+    fn dashes_and_comments_between_items_belong_to_neither() {
+        let node = "- apiVersion: v1\n  kind: Node\n  metadata: {name: n}\n";
+        for tail in [
+            "-\n  # the pod\n  apiVersion: v1\n  kind: Pod\n  metadata: {name: p}\n",
+            "# the pod\n-\n  apiVersion: v1\n  kind: Pod\n  metadata: {name: p}\n",
+            "- apiVersion: v1\n  kind: Pod\n  metadata: {name: p}\n...\n",
+        ] {
+            let t = format!("apiVersion: v1\nkind: List\nitems:\n{node}{tail}");
+            assert!(scan_yaml(&t).ok().flatten().is_some(), "{t}");
+            let st = parse_snapshot("b.yaml", &t).unwrap();
+            assert_eq!((st.nodes[0].name.as_str(), st.pods[0].name.as_str()), ("n", "p"), "{t}");
+        }
     }
 
     #[test]
