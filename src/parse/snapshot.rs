@@ -1011,7 +1011,7 @@ mod every_field {
         // without `kind`: read as if they were at the top; an empty kind is
         // refused, not counted as a kind preflight ignores.
         let nested = format!(
-            r#"{{"apiVersion":"v1","kind":"List","items":[{{"apiVersion":"v1","kind":"List","items":{ITEMS}}},
+            r#"{{"apiVersion":"v1","kind":"List","items":[{{"apiVersion":"v1","kind":"List","metadata":{{"name":"inner"}},"items":{ITEMS}}},
                {{"apiVersion":"v1","kind":"PodList","items":[{{"metadata":{{"name":"p3"}}}}]}}]}}"#
         );
         let st = parse_snapshot("n.json", &nested).unwrap();
@@ -1022,9 +1022,16 @@ mod every_field {
         let e = add_item(&mut ClusterState::default(), serde_json::json!({"apiVersion": "v1", "kind": ""}), None)
             .unwrap_err();
         assert!(e.contains("`kind` is empty"), "{e}");
+        // Also when the item would otherwise take the fast path (it has a name).
+        let empty = r#"{"kind":"List","items":[{"apiVersion":"v1","kind":"","metadata":{"name":"x"}}]}"#;
+        let e = parse_snapshot("e.json", empty).unwrap_err().to_string();
+        assert_eq!(e, "e.json: items[0] `kind` is empty or not a string");
         // Two documents are not one List: refused, not read as the first.
         let one = "apiVersion: v1\nkind: List\nitems:\n- {apiVersion: v1, kind: Pod, metadata: {name: p}}\n";
         let e = parse_snapshot("two.yaml", &format!("{one}---\n{one}")).unwrap_err().to_string();
+        assert_eq!(e, "two.yaml: expected one YAML document, found 2");
+        // A second document after a complete List is not dropped unread.
+        let e = parse_snapshot("two.yaml", &format!("{yaml}---\nkind: List\n")).unwrap_err().to_string();
         assert_eq!(e, "two.yaml: expected one YAML document, found 2");
         assert_eq!(j(&parse_snapshot("one.yaml", &format!("---\n{yaml}")).unwrap()), expected);
         // Not YAML: where (the quote that never closes), as people count lines and columns.
