@@ -632,10 +632,12 @@ fn parse_float(s: &str) -> Option<f64> {
     if matches!(s, ".nan" | ".NaN" | ".NAN") {
         return Some(f64::NAN);
     }
-    let numeric = unsigned.starts_with(|c: char| c.is_ascii_digit() || c == '.') && !unsigned.starts_with(['+', '-']);
+    // Rust's parser takes one sign, then digits or a point, or the words
+    // inf/infinity/nan (not finite, so not taken here): a finite result is a
+    // YAML number but for a leading zero, which the core schema leaves text.
     let leading_zero =
         unsigned.len() > 1 && unsigned.starts_with('0') && unsigned[1..].bytes().all(|b| b.is_ascii_digit());
-    s.parse::<f64>().ok().filter(|f| numeric && !leading_zero && f.is_finite())
+    s.parse::<f64>().ok().filter(|f| !leading_zero && f.is_finite())
 }
 
 fn visit_int<'de, V: serde::de::Visitor<'de>>(v: V, i: i128) -> Result<V::Value, DeError> {
