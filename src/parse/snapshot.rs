@@ -864,7 +864,13 @@ mod tests {
         // its lines); an empty item has no first key to start at.
         let p = "{apiVersion: v1, kind: Pod, metadata: {name: p}}";
         let n = "{apiVersion: v1, kind: Node, metadata: {name: n}}";
-        for items in [format!("[{p}, {n}]"), format!("[\n  {p},\n  {n}]"), format!("\n- {p}\n- {{}}\n")] {
+        for items in [
+            format!("[{p}, {n}]"),
+            format!("[\n  {p}, {n}\n]"),
+            format!("[\n  {p},\n  {n}]"),
+            format!("\n- {p}\n- {{}}\n"),
+            format!("\n- {{}}\n- {p}\n"),
+        ] {
             let t = format!("apiVersion: v1\nkind: List\nitems: {items}\n");
             assert!(scan_yaml(&t).ok().flatten().is_none(), "{t}");
         }
