@@ -323,13 +323,18 @@ fn add_raw(st: &mut ClusterState, kind: &str, r: RawItem) -> Result<(), String> 
                 node_affinity: terms
                     .into_iter()
                     .map(|t| SelectorTerm {
-                        // `matchFields` has one valid key, `metadata.name`
-                        // (the API server refuses others): kept as written.
+                        // `matchFields` selects on the node's own fields, of
+                        // which the API server accepts `metadata.name` only:
+                        // read as that, whatever key a file writes.
                         requirements: t
                             .match_expressions
                             .into_iter()
-                            .chain(t.match_fields)
                             .map(RawReq::plain)
+                            .chain(
+                                t.match_fields
+                                    .into_iter()
+                                    .map(|f| Requirement { key: "metadata.name".into(), ..f.plain() }),
+                            )
                             .collect(),
                     })
                     .collect(),
@@ -976,7 +981,7 @@ mod every_field {
  {"apiVersion":"v1","kind":"PersistentVolumeClaim","metadata":{"name":"c2"},"spec":{"volumeName":""}},
  {"apiVersion":"v1","kind":"PersistentVolume","metadata":{"name":"pv1"},
   "spec":{"nodeAffinity":{"required":{"nodeSelectorTerms":[{"matchExpressions":[{"key":"zone","operator":"In","values":["a"]}],
-   "matchFields":[{"key":"metadata.name","operator":"NotIn","values":["n2"]}]}]}}}},
+   "matchFields":[{"key":"spec.nodeName","operator":"NotIn","values":["n2"]}]}]}}}},
  {"apiVersion":"v1","kind":"ResourceQuota","metadata":{"name":"q","namespace":"ml"},
   "spec":{"hard":{"requests.nvidia.com/gpu":2},"scopes":["NotTerminating"],
    "scopeSelector":{"matchExpressions":[{"scopeName":"PriorityClass","operator":"In","values":["high"]}]}},
