@@ -529,4 +529,45 @@ mod tests {
         failed.insert(arts[0].path.clone(), HashOutcome::Failed { failure: ReadFailure::NotFound, retries: vec![] });
         assert_eq!(judge(&listing, &failed, true).0, Verdict::Error);
     }
+
+    /// Entries under the prefix the adapter refused to read (a symlink, a
+    /// directory marker): one the bundle names is its artifact's row,
+    /// REFUSED and never hashed; one it does not name gets its own row;
+    /// each is a BG108 finding naming it and what it is, and the step is
+    /// never PASS.
+    #[test]
+    fn refused_entries_are_rows_and_findings_whether_named_or_not() {
+        let l = crate::bundle::example();
+        let arts = &l.bundle.spec.model.artifacts;
+        let listing: Vec<Listed> = arts[1..]
+            .iter()
+            .map(|a| Listed {
+                key: a.path.clone(),
+                size: a.size.unwrap(),
+                e_tag: None,
+                version: None,
+                last_modified: String::new(),
+            })
+            .collect();
+        let hashes: BTreeMap<String, HashOutcome> = arts
+            .iter()
+            .map(|a| (a.path.clone(), HashOutcome::Hashed { sha256: a.sha256.clone().unwrap(), retries: vec![] }))
+            .collect();
+        let refused = [
+            Refused { key: arts[0].path.clone(), why: "a symbolic link".into() },
+            Refused { key: "stray-link".into(), why: "a directory marker".into() },
+        ];
+        let out = evaluate_with_refused(&l, &listing, &refused, &hashes, false);
+        let row = |p: &str| out.rows.iter().find(|r| r.path == p).map(|r| (r.status, r.note.clone()));
+        assert_eq!(row(&arts[0].path), Some((Status::Refused, "a symbolic link; not read".into())));
+        assert_eq!(row("stray-link").map(|r| r.0), Some(Status::Refused));
+        assert_eq!(row(&arts[1].path).map(|r| r.0), Some(Status::Ok));
+        assert_eq!(out.rows.len(), arts.len() + 1, "the named entry is its artifact's row, not a second one");
+        let found: Vec<(&str, &str)> = out.diagnostics.iter().map(|d| (d.code.as_str(), d.message.as_str())).collect();
+        assert_eq!(found.len(), 2, "{found:?}");
+        assert!(found.iter().all(|(c, _)| *c == "BG108"), "{found:?}");
+        assert!(found[0].1.contains(&arts[0].path) && found[0].1.contains("a symbolic link"), "{found:?}");
+        assert!(found[1].1.contains("stray-link") && found[1].1.contains("a directory marker"), "{found:?}");
+        assert_ne!(verdict(&l, &out, &out.diagnostics), Verdict::Pass);
+    }
 }
