@@ -428,6 +428,21 @@ pub(crate) fn storage_outside_root(why: &str) -> Diagnostic {
 mod tests {
     use super::*;
 
+    fn listed(key: &str, size: u64) -> Listed {
+        Listed { key: key.into(), size, e_tag: None, version: None, last_modified: String::new() }
+    }
+
+    /// The store as published: every artifact at its recorded size, each
+    /// hashing to its recorded digest.
+    fn as_published(arts: &[crate::bundle::Artifact]) -> (Vec<Listed>, BTreeMap<String, HashOutcome>) {
+        let listing = arts.iter().map(|a| listed(&a.path, a.size.unwrap())).collect();
+        let hashes = arts
+            .iter()
+            .map(|a| (a.path.clone(), HashOutcome::Hashed { sha256: a.sha256.clone().unwrap(), retries: vec![] }))
+            .collect();
+        (listing, hashes)
+    }
+
     /// The words a report shows for a status and a read failure are the
     /// table's and the findings' evidence: each is its own, never empty
     /// (cargo-mutants found both unheld by unit tests).
@@ -457,13 +472,6 @@ mod tests {
     #[test]
     fn only_listed_pinned_same_size_safe_artifacts_are_hashed() {
         let mut l = crate::bundle::example();
-        let listed = |key: &str, size: u64| Listed {
-            key: key.into(),
-            size,
-            e_tag: None,
-            version: None,
-            last_modified: String::new(),
-        };
         let arts = &mut l.bundle.spec.model.artifacts;
         let size = |i: usize| arts[i].size.unwrap();
         let listing = vec![
@@ -487,20 +495,7 @@ mod tests {
     fn each_listing_gets_its_verdict_and_code() {
         let l = crate::bundle::example();
         let arts = &l.bundle.spec.model.artifacts;
-        let listing: Vec<Listed> = arts
-            .iter()
-            .map(|a| Listed {
-                key: a.path.clone(),
-                size: a.size.unwrap(),
-                e_tag: None,
-                version: None,
-                last_modified: String::new(),
-            })
-            .collect();
-        let hashes: BTreeMap<String, HashOutcome> = arts
-            .iter()
-            .map(|a| (a.path.clone(), HashOutcome::Hashed { sha256: a.sha256.clone().unwrap(), retries: vec![] }))
-            .collect();
+        let (listing, hashes) = as_published(arts);
         let judge = |listing: &[Listed], hashes: &BTreeMap<String, HashOutcome>, keep: bool| {
             let out = evaluate(&l, listing, hashes, false);
             let codes: Vec<&str> = out.diagnostics.iter().map(|d| d.code.as_str()).collect::<Vec<_>>();
@@ -539,20 +534,9 @@ mod tests {
     fn refused_entries_are_rows_and_findings_whether_named_or_not() {
         let l = crate::bundle::example();
         let arts = &l.bundle.spec.model.artifacts;
-        let listing: Vec<Listed> = arts[1..]
-            .iter()
-            .map(|a| Listed {
-                key: a.path.clone(),
-                size: a.size.unwrap(),
-                e_tag: None,
-                version: None,
-                last_modified: String::new(),
-            })
-            .collect();
-        let hashes: BTreeMap<String, HashOutcome> = arts
-            .iter()
-            .map(|a| (a.path.clone(), HashOutcome::Hashed { sha256: a.sha256.clone().unwrap(), retries: vec![] }))
-            .collect();
+        // The first artifact's entry is one the adapter refused: not listed.
+        let (mut listing, hashes) = as_published(arts);
+        listing.remove(0);
         let refused = [
             Refused { key: arts[0].path.clone(), why: "a symbolic link".into() },
             Refused { key: "stray-link".into(), why: "a directory marker".into() },
