@@ -237,6 +237,11 @@ fn is_list_kind(kind: &str) -> bool {
     kind.ends_with("List")
 }
 
+/// The kind a typed list's items have (`PodList` → `Pod`); none for `List`.
+fn item_kind_of(list_kind: &str) -> Option<&str> {
+    list_kind.strip_suffix("List").filter(|k| !k.is_empty())
+}
+
 const KINDS: &[&str] =
     &["Node", "Pod", "PersistentVolumeClaim", "PersistentVolume", "ResourceQuota", "PodDisruptionBudget"];
 
@@ -260,7 +265,7 @@ pub(crate) fn add_item(st: &mut ClusterState, mut item: Value, kind_hint: Option
         if let Some(Value::Array(items)) = map.remove("items") {
             // kubectl flattens a List inside a List; so does this reader, or
             // the pods inside would vanish from the cluster preflight sees.
-            let hint = kind.strip_suffix("List").filter(|k| !k.is_empty());
+            let hint = item_kind_of(&kind);
             for (i, it) in items.into_iter().enumerate() {
                 add_item(st, it, hint).map_err(|e| format!("({kind}) items[{i}] {e}"))?;
             }
@@ -654,7 +659,7 @@ fn parse_yaml_items(display: &str, text: &str) -> Result<Option<ClusterState>> {
     let Some(kind) = scan.kind.as_deref().filter(|k| is_list_kind(k)) else {
         return Ok(None);
     };
-    let hint = kind.strip_suffix("List").filter(|k| !k.is_empty());
+    let hint = item_kind_of(kind);
     let starts = line_starts(text);
     let mut st = empty_state(display);
     for (i, head) in scan.items.iter().enumerate() {
@@ -757,7 +762,7 @@ pub fn parse_snapshot(display: &str, text: &str) -> Result<ClusterState> {
         bail!("{display}: not a Kubernetes List (kind: {kind}); expected `kind: List` as printed by `kubectl get nodes,pods,… -A -o yaml`");
     }
     // A typed list (`PodList`) omits each item's kind.
-    let hint = kind.strip_suffix("List").filter(|k| !k.is_empty()).map(String::from);
+    let hint = item_kind_of(&kind).map(String::from);
     let items = match top.remove("items") {
         Some(Value::Array(a)) => a,
         Some(Value::Null) | None => bail!("{display}: the List has no `items`"),
