@@ -987,7 +987,7 @@ mod parse_back_tests {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig { cases: 300, failure_persistence: None, ..ProptestConfig::default() })]
+        #![proptest_config(crate::util::prop_config(300))]
 
         /// Any env value and arg, however YAML 1.1 would misread it bare,
         /// renders to text that reads back as exactly the bundle's strings
@@ -1048,7 +1048,7 @@ mod parse_back_tests {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig { cases: 5_000, failure_persistence: None, ..ProptestConfig::default() })]
+        #![proptest_config(crate::util::prop_config(5_000))]
 
         /// The one writer never leaves a string plain that a YAML 1.1 reader
         /// (go-yaml v2 under Kubernetes clients, PyYAML) or a 1.2 reader
@@ -1073,7 +1073,7 @@ mod parse_back_tests {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig { cases: 200, failure_persistence: None, ..ProptestConfig::default() })]
+        #![proptest_config(crate::util::prop_config(200))]
 
         #[test]
         fn rendered_objects_carry_exactly_the_bundles_values(v in lookalike()) {
@@ -1170,7 +1170,7 @@ mod parse_back_tests {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig { cases: 300, failure_persistence: None, ..ProptestConfig::default() })]
+        #![proptest_config(crate::util::prop_config(300))]
 
         /// Whatever name render sets in the pod, in whichever format, the
         /// bundle supplying it in the matching place is BG021 at lint, and

@@ -93,6 +93,16 @@ pub(crate) fn b64_of_hex(h: &str) -> String {
     base64::engine::general_purpose::STANDARD.encode(hex::decode(h).unwrap_or_default())
 }
 
+/// A property test's settings: its own number of cases, lowered (never
+/// raised) by `BUNDLEGATE_PROP_CASES`, which mutation runs set since every
+/// mutant re-runs every property; no regression files, since a failure
+/// prints its input.
+#[cfg(test)]
+pub(crate) fn prop_config(cases: u32) -> proptest::test_runner::Config {
+    let cap = std::env::var("BUNDLEGATE_PROP_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(u32::MAX);
+    proptest::test_runner::Config { cases: cases.min(cap), failure_persistence: None, ..Default::default() }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

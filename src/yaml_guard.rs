@@ -1011,7 +1011,7 @@ mod tests {
     }
 
     proptest::proptest! {
-        #![proptest_config(proptest::prelude::ProptestConfig { cases: 30_000, failure_persistence: None, ..Default::default() })]
+        #![proptest_config(crate::util::prop_config(30_000))]
 
         /// One document, one meaning: whatever the guard passes, the model
         /// holds exactly what an independent loader over the guard's parser
@@ -1064,7 +1064,7 @@ mod tests {
     const BODY: &[&str] = &["", " ", "  x", "   y", "    z", "\t", "  #c", "  - q", " \"b\"]", "  ]", "  c]", "'"];
 
     proptest::proptest! {
-        #![proptest_config(proptest::prelude::ProptestConfig { cases: 20_000, failure_persistence: None, ..Default::default() })]
+        #![proptest_config(crate::util::prop_config(20_000))]
 
         /// The same property over whole values built from [`FORMS`] and
         /// [`BODY`] lines (libyaml read `k: |2` with nothing after it as ""

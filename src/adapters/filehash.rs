@@ -307,7 +307,7 @@ mod tests {
     }
 
     proptest::proptest! {
-        #![proptest_config(proptest::prelude::ProptestConfig { cases: 48, failure_persistence: None, ..Default::default() })]
+        #![proptest_config(crate::util::prop_config(48))]
 
         /// Any mix of regular files, FIFOs, sockets, folders, symlinks to a
         /// FIFO and absent paths: the check and the wait's look both return

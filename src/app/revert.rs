@@ -438,7 +438,7 @@ mod tests {
     use proptest::prelude::*;
 
     proptest! {
-        #![proptest_config(ProptestConfig { cases: 256, failure_persistence: None, ..ProptestConfig::default() })]
+        #![proptest_config(crate::util::prop_config(256))]
 
         /// The revert PR body shows the bundle's names, the paths, the
         /// verify summary and the evidence as themselves: no mention, link,

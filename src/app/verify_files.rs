@@ -367,7 +367,7 @@ mod tests {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig { cases: 200, failure_persistence: None, ..ProptestConfig::default() })]
+        #![proptest_config(crate::util::prop_config(200))]
 
         /// Any set of downloads (absent, growing, rewritten in place, never
         /// arriving) under a 90 s wait: a log line at the first look and at

@@ -447,7 +447,7 @@ mod tests {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig { cases: 400, failure_persistence: None, ..ProptestConfig::default() })]
+        #![proptest_config(crate::util::prop_config(400))]
 
         // Outside input must never panic the parser: any text is Ok or a located error.
         #[test]

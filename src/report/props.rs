@@ -414,7 +414,7 @@ fn each_field(r: &Report, mut f: impl FnMut(&str, &str) -> Result<(), String>) -
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 512, failure_persistence: None, ..ProptestConfig::default() })]
+    #![proptest_config(crate::util::prop_config(512))]
 
     /// Markdown (PR comment, job summary): no text leaves its cell, code span
     /// or paragraph, nothing links, mentions or becomes HTML, and every field

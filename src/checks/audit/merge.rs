@@ -153,7 +153,7 @@ mod tests {
     }
 
     proptest::proptest! {
-        #![proptest_config(proptest::prelude::ProptestConfig { failure_persistence: None, ..Default::default() })]
+        #![proptest_config(crate::util::prop_config(proptest::test_runner::Config::default().cases))]
         /// A shard report stamped later than now (beyond the clock skew) is
         /// never fresh, however small the declared age looks.
         #[test]

@@ -330,7 +330,7 @@ mod tests {
     use proptest::prelude::*;
 
     proptest! {
-        #![proptest_config(ProptestConfig { cases: 2_000, failure_persistence: None, ..ProptestConfig::default() })]
+        #![proptest_config(crate::util::prop_config(2_000))]
 
         /// The judgment's result, not only its absence of panics: an answer
         /// passes exactly when every expectation holds (an oracle written

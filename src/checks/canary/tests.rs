@@ -1074,7 +1074,7 @@ fn bucket_layouts() -> impl proptest::strategy::Strategy<Value = Vec<(f64, f64)>
 }
 
 proptest::proptest! {
-    #![proptest_config(proptest::prelude::ProptestConfig { cases: std::env::var("BUNDLEGATE_PROP_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(2_000), failure_persistence: None, ..Default::default() })]
+    #![proptest_config(crate::util::prop_config(2_000))]
 
     /// `superiority_scaled` against the model's exact integral, within the
     /// midpoint rule's own bound, on every layout: a first bucket at or below

@@ -370,7 +370,7 @@ mod tests {
     }
 
     proptest::proptest! {
-        #![proptest_config(proptest::prelude::ProptestConfig { cases: 500, failure_persistence: None, ..Default::default() })]
+        #![proptest_config(crate::util::prop_config(500))]
 
         /// Any string: never a panic, never a negative or out-of-range value.
         #[test]

@@ -361,7 +361,7 @@ mod tests {
     use super::*;
 
     proptest::proptest! {
-        #![proptest_config(proptest::prelude::ProptestConfig { cases: 500, failure_persistence: None, ..Default::default() })]
+        #![proptest_config(crate::util::prop_config(500))]
 
         /// Surge never truncates: a percentage resolves to ceil(p·r/100) in u64,
         /// unavailable to floor(p·r/100), exactly.

@@ -470,7 +470,7 @@ fn explain(r: &Report) -> String {
 
 proptest! {
     // 10,000 states each; BUNDLEGATE_PROP_CASES lowers it for mutation runs only.
-    #![proptest_config(ProptestConfig { cases: std::env::var("BUNDLEGATE_PROP_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(10_000), failure_persistence: None, ..ProptestConfig::default() })]
+    #![proptest_config(crate::util::prop_config(10_000))]
 
     #[test]
     fn a_good_release_among_any_neighbours_passes_and_is_never_reverted(w in world()) {

@@ -1312,7 +1312,7 @@ mod tests {
     }
 
     proptest::proptest! {
-        #![proptest_config(proptest::prelude::ProptestConfig { failure_persistence: None, ..Default::default() })]
+        #![proptest_config(crate::util::prop_config(proptest::test_runner::Config::default().cases))]
         /// Any text a pod reports as its digest is shortened without a
         /// panic, to a prefix of at most 12 characters.
         #[test]
