@@ -301,7 +301,7 @@ fn check_bounded(templates: &std::collections::HashMap<String, Template>) -> Res
     for (n, c) in inline {
         graph.entry(n).or_default().extend(c);
     }
-    let mut done: BTreeMap<String, u64> = BTreeMap::new();
+    let mut done: BTreeMap<String, (u64, usize)> = BTreeMap::new();
     let names: Vec<String> = templates.keys().cloned().collect();
     for n in names {
         let mut stack = Vec::new();
@@ -310,16 +310,30 @@ fn check_bounded(templates: &std::collections::HashMap<String, Template>) -> Res
     Ok(())
 }
 
+/// Renders (with multiplicity) and the longest chain of partials from
+/// `name` down, itself included; memoized in `done`, so a partial reached
+/// again is not walked again. The chain's length is memoized with the count:
+/// a partial first walked from a shallow root must still count its depth
+/// when reached from a deeper one (the visiting order is a hash map's).
 fn expansions(
     graph: &BTreeMap<String, Vec<String>>,
     name: &str,
     stack: &mut Vec<String>,
-    done: &mut BTreeMap<String, u64>,
-) -> Result<u64> {
+    done: &mut BTreeMap<String, (u64, usize)>,
+) -> Result<(u64, usize)> {
+    let root = stack.first().cloned().unwrap_or_else(|| name.to_string());
+    let too_deep = |stack: &[String]| {
+        anyhow!(
+            "template `{root}`: partials nest more than {MAX_PARTIAL_DEPTH} deep ({} → …); refused",
+            stack.join(" → ")
+        )
+    };
     if let Some(c) = done.get(name) {
+        if stack.len() + c.1 > MAX_PARTIAL_DEPTH {
+            return Err(too_deep(stack));
+        }
         return Ok(*c);
     }
-    let root = stack.first().cloned().unwrap_or_else(|| name.to_string());
     if stack.iter().any(|s| s == name) {
         stack.push(name.to_string());
         bail!(
@@ -328,25 +342,23 @@ fn expansions(
         );
     }
     if stack.len() >= MAX_PARTIAL_DEPTH {
-        bail!(
-            "template `{root}`: partials nest more than {MAX_PARTIAL_DEPTH} deep ({} → …); refused",
-            stack.join(" → ")
-        );
+        return Err(too_deep(stack));
     }
     stack.push(name.to_string());
-    let mut total: u64 = 1;
+    let (mut total, mut height) = (1u64, 1usize);
     let callees: BTreeSet<&String> = graph.get(name).map(|v| v.iter().collect()).unwrap_or_default();
     for callee in callees {
         let times = graph.get(name).map(|v| v.iter().filter(|c| *c == callee).count() as u64).unwrap_or(0);
-        let each = expansions(graph, callee, stack, done)?;
+        let (each, below) = expansions(graph, callee, stack, done)?;
         total = total.saturating_add(each.saturating_mul(times));
+        height = height.max(below + 1);
         if total > MAX_PARTIAL_EXPANSIONS {
             bail!("template `{root}`: partial `{name}` expands to more than {MAX_PARTIAL_EXPANSIONS} partial renders; refused");
         }
     }
     stack.pop();
-    done.insert(name.to_string(), total);
-    Ok(total)
+    done.insert(name.to_string(), (total, height));
+    Ok((total, height))
 }
 
 pub(crate) struct Rendered {
@@ -1218,5 +1230,220 @@ mod parse_back_tests {
         for s in ["llm", "v2", "s3://m/v2/", "1.2.3", "sha256:ab", "--port"] {
             assert!(!yaml11_non_string(s), "{s}");
         }
+    }
+}
+
+/// The template bounds at their limits, on the parsed templates directly:
+/// where a partial call can hide (every kind of block), names that cannot
+/// be bounded, and each limit one under and one over.
+#[cfg(test)]
+mod bound_tests {
+    use super::*;
+
+    fn bounded(templates: &[(&str, String)]) -> Result<(), String> {
+        let mut hb = Handlebars::new();
+        for (name, text) in templates {
+            hb.register_template_string(name, text).unwrap();
+        }
+        check_bounded(hb.get_templates()).map_err(|e| format!("{e:#}"))
+    }
+
+    fn one(text: &str) -> Result<(), String> {
+        bounded(&[("a", text.to_string()), ("b", "{{> @partial-block}}".to_string())])
+    }
+
+    fn nested(depth: usize, inner: &str) -> String {
+        format!("{}{inner}{}", "{{#if name}}".repeat(depth), "{{/if}}".repeat(depth))
+    }
+
+    #[test]
+    fn a_self_call_is_found_in_every_kind_of_block() {
+        for body in [
+            "{{> a}}",
+            "{{#if x}}{{> a}}{{/if}}",
+            "{{#if x}}y{{else}}{{> a}}{{/if}}",
+            "{{#*deco}}{{> a}}{{/deco}}",
+            "{{#> b}}{{> a}}{{/b}}",
+            "{{#*inline \"i\"}}{{> a}}{{/inline}}{{> i}}",
+            "{{#*inline \"i\"}}{{#if x}}{{> a}}{{/if}}{{/inline}}{{> i}}",
+        ] {
+            let e = one(body).expect_err(body);
+            assert!(e.contains("includes itself") && e.contains("a →"), "{body}: {e}");
+        }
+        // The caller's block body is counted at the caller, not as a call.
+        assert_eq!(one("{{#> b}}x{{/b}}"), Ok(()));
+        assert_eq!(one("{{#*deco}}x{{/deco}}{{#*inline \"i\"}}x{{/inline}}{{> i}}{{> b}}"), Ok(()));
+    }
+
+    #[test]
+    fn names_that_cannot_be_bounded_are_refused() {
+        let e = one("{{> (lookup this \"p\")}}").unwrap_err();
+        assert!(e.contains("includes a partial with a computed name"), "{e}");
+        let e = one("{{#*inline (lookup this \"p\")}}x{{/inline}}").unwrap_err();
+        assert!(e.contains("an inline partial has a computed name"), "{e}");
+        // A partial named by a path is its literal name.
+        assert!(one("{{> a/b}}").is_ok());
+    }
+
+    #[test]
+    fn block_nesting_at_its_limit() {
+        assert_eq!(one(&nested(MAX_BLOCK_DEPTH, "x")), Ok(()));
+        let e = one(&nested(MAX_BLOCK_DEPTH + 1, "x")).unwrap_err();
+        assert!(e.contains(&format!("template `a` nests blocks more than {MAX_BLOCK_DEPTH} deep")), "{e}");
+    }
+
+    /// A chain p0 → p1 → … of `n` partials.
+    fn chain(n: usize) -> Vec<(String, String)> {
+        (0..n)
+            .map(|i| (format!("p{i}"), if i + 1 < n { format!("{{{{> p{}}}}}", i + 1) } else { "x".into() }))
+            .collect()
+    }
+
+    #[test]
+    fn partial_nesting_at_its_limit() {
+        let as_refs = |v: &[(String, String)]| -> Result<(), String> {
+            bounded(&v.iter().map(|(n, t)| (n.as_str(), t.clone())).collect::<Vec<_>>())
+        };
+        assert_eq!(as_refs(&chain(MAX_PARTIAL_DEPTH)), Ok(()));
+        let e = as_refs(&chain(MAX_PARTIAL_DEPTH + 1)).unwrap_err();
+        assert!(e.contains(&format!("template `p0`: partials nest more than {MAX_PARTIAL_DEPTH} deep (p0")), "{e}");
+    }
+
+    /// Expansions count each call with its multiplicity: `a` rendering `c`
+    /// n times is n + 1 renders.
+    #[test]
+    fn expansions_at_their_limit() {
+        let calls = |n: u64| vec![("a", "{{> c}}".repeat(n as usize)), ("c", "x".to_string())];
+        assert_eq!(bounded(&calls(MAX_PARTIAL_EXPANSIONS - 1)), Ok(()));
+        let e = bounded(&calls(MAX_PARTIAL_EXPANSIONS)).unwrap_err();
+        assert!(
+            e.contains(&format!("partial `a` expands to more than {MAX_PARTIAL_EXPANSIONS} partial renders")),
+            "{e}"
+        );
+        // Through a level: a → b twice, b → c 4,999 times: 1 + 2·5,000.
+        let two =
+            |n: usize| vec![("a", "{{> b}}{{> b}}".to_string()), ("b", "{{> c}}".repeat(n)), ("c", "x".to_string())];
+        assert_eq!(bounded(&two(4_998)), Ok(()));
+        assert!(bounded(&two(4_999)).is_err());
+    }
+
+    /// What the bounds mean, computed plainly from a call graph (node `i`
+    /// calls `j` `times` times): refused exactly when a call chain loops, is
+    /// longer than the depth limit, or some partial renders more than the
+    /// expansion limit; whatever order the templates are visited in.
+    fn oracle(calls: &[Vec<(usize, u64)>]) -> bool {
+        fn visit(i: usize, calls: &[Vec<(usize, u64)>], state: &mut [u8], memo: &mut [(u64, usize)]) -> bool {
+            match state[i] {
+                1 => return false,
+                2 => return true,
+                _ => {}
+            }
+            state[i] = 1;
+            let (mut total, mut height) = (1u64, 1usize);
+            for (j, times) in &calls[i] {
+                if !visit(*j, calls, state, memo) {
+                    return false;
+                }
+                total = total.saturating_add(memo[*j].0.saturating_mul(*times));
+                height = height.max(memo[*j].1 + 1);
+            }
+            state[i] = 2;
+            memo[i] = (total, height);
+            true
+        }
+        let (mut state, mut memo) = (vec![0u8; calls.len()], vec![(0u64, 0usize); calls.len()]);
+        (0..calls.len()).all(|i| visit(i, calls, &mut state, &mut memo))
+            && memo.iter().all(|(t, h)| *t <= MAX_PARTIAL_EXPANSIONS && *h <= MAX_PARTIAL_DEPTH)
+    }
+
+    /// Call graphs of up to 24 partials: mostly forward calls, mostly once
+    /// (chains deeper than the limit with few renders), some many times (past
+    /// the expansion limit), a few loops back.
+    fn call_graphs() -> impl proptest::strategy::Strategy<Value = Vec<Vec<(usize, u64)>>> {
+        use proptest::prelude::*;
+        (1usize..25).prop_flat_map(|n| {
+            prop::collection::vec(
+                (
+                    prop::collection::vec(
+                        (prop_oneof![4 => Just(1usize), 1 => 2usize..4], prop_oneof![6 => Just(1u64), 1 => 2u64..5]),
+                        1..3,
+                    ),
+                    prop::option::weighted(0.05, 0usize..25),
+                ),
+                n,
+            )
+            .prop_map(move |nodes| {
+                nodes
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, (fwd, back))| {
+                        let mut c: Vec<(usize, u64)> =
+                            fwd.into_iter().filter(|(o, _)| i + o < n).map(|(o, t)| (i + o, t)).collect();
+                        c.extend(back.map(|b| (b % (i + 1), 1)));
+                        c
+                    })
+                    .collect()
+            })
+        })
+    }
+
+    proptest::proptest! {
+        #![proptest_config(crate::util::prop_config(2_000))]
+
+        #[test]
+        fn partial_bounds_are_exactly_the_call_graphs(calls in call_graphs()) {
+            let templates: Vec<(String, String)> = calls
+                .iter()
+                .enumerate()
+                .map(|(i, c)| (format!("p{i}"), c.iter().map(|(j, t)| format!("{{{{> p{j}}}}}").repeat(*t as usize)).collect()))
+                .collect();
+            let got = bounded(&templates.iter().map(|(n, t)| (n.as_str(), t.clone())).collect::<Vec<_>>());
+            proptest::prop_assert_eq!(got.is_ok(), oracle(&calls), "{:?}: {:?}", calls, got);
+        }
+    }
+
+    #[test]
+    fn output_at_its_cap() {
+        use std::io::Write;
+        let mut w = CappedWriter { buf: Vec::new(), cap: 4, over: false };
+        assert_eq!(w.write(b"abcd").unwrap(), 4);
+        assert!(!w.over);
+        assert!(w.write(b"").is_ok());
+        assert!(w.write(b"e").is_err());
+        assert!(w.over);
+        assert_eq!(w.buf, b"abcd");
+        let mut w = CappedWriter { buf: Vec::new(), cap: 4, over: false };
+        assert!(w.write(b"abcde").is_err());
+        assert!(w.buf.is_empty() && w.over);
+    }
+
+    /// A user template at the block and partial limits renders on the
+    /// render thread's stack (a smaller stack overflowed: the limits are
+    /// only safe with the stack they were measured on).
+    #[test]
+    fn a_template_at_every_limit_renders() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut partials = String::new();
+        for i in 0..MAX_PARTIAL_DEPTH - 1 {
+            let next = if i + 2 < MAX_PARTIAL_DEPTH {
+                format!("{{{{> q{}}}}}", i + 1)
+            } else {
+                nested(MAX_BLOCK_DEPTH - 2, "deep")
+            };
+            partials.push_str(&format!("{{{{#*inline \"q{i}\"}}}}{next}{{{{/inline}}}}"));
+        }
+        let t = include_str!("../templates/kserve-custom.yaml.hbs");
+        std::fs::write(dir.path().join("kserve-custom.yaml.hbs"), format!("{partials}# {{{{> q0}}}}\n{t}")).unwrap();
+        let l = crate::bundle::parse(
+            "t/release.yaml",
+            Path::new("t/release.yaml"),
+            include_str!("../examples/llm-scratch/v2/release.yaml").to_string(),
+        )
+        .unwrap();
+        let r = Renderer::new(&TemplateSource::Dir(dir.path().to_path_buf())).unwrap();
+        assert_eq!(
+            r.render(&l).unwrap().objects.len(),
+            Renderer::new(&TemplateSource::Builtin).unwrap().render(&l).unwrap().objects.len()
+        );
     }
 }
