@@ -308,6 +308,24 @@ mod tests {
         assert_eq!(all.matches("+  line ").count(), 8000);
     }
 
+    /// Small inputs, whole chunks compared: a line cut with nothing open
+    /// gets no closing text, a chunk ending inside `<details>` or a fence
+    /// closes it with no blank line added, the next reopens it, and the
+    /// note goes on every chunk but the last, within the budget.
+    #[test]
+    fn chunks_are_exactly_the_text_cut_closed_and_reopened() {
+        let one = |_: char| 1;
+        assert_eq!(split_body("abcdefghij", 4, one, ""), ["abcd", "efgh", "ij"]);
+        assert_eq!(split_body("abcdefghij", 5, one, "+"), ["abcd+", "efgh+", "ij"]);
+        assert_eq!(
+            split_body("<details>\nx\ny\nz\n</details>\n", 25, one, ""),
+            ["<details>\nx\ny\n</details>\n", "<details>\n\nz\n</details>\n"]
+        );
+        assert_eq!(split_body("```\na\nb\n```\n", 10, one, ""), ["```\na\n```\n", "```\nb\n```\n"]);
+        assert_eq!(split_body("```\na\nb\n```\n", 12, one, ""), ["```\na\nb\n```\n"]);
+        assert_eq!(split_body("", 12, one, "+"), [""]);
+    }
+
     #[test]
     fn tilde_fences_and_longer_fences() {
         let mut b = Blocks::default();
