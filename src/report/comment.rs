@@ -42,8 +42,9 @@ pub fn sticky_parts(markdown: &str, marker_key: &str) -> Vec<String> {
     if single.chars().count() <= COMMENT_LIMIT {
         return vec![single];
     }
-    // Reserve room for the widest header we could need and the note.
-    let reserve = marker(marker_key, 99_999, 99_999).chars().count() + 1 + CONTINUED.chars().count();
+    // Reserve room for the widest header we could need and its newline;
+    // `split_body` reserves the note's own room.
+    let reserve = marker(marker_key, 99_999, 99_999).chars().count() + 1;
     let budget = COMMENT_LIMIT.saturating_sub(reserve).max(1024);
     let chunks = split_body(markdown, budget, |_| 1, CONTINUED);
     let n = chunks.len();
@@ -66,7 +67,8 @@ impl Blocks {
         if let Some((_, fence)) = &b.fence {
             let ch = fence.chars().next().unwrap_or('`');
             let run = t.chars().take_while(|&c| c == ch).count();
-            if run >= fence.chars().count() && t[run * ch.len_utf8()..].trim().is_empty() {
+            // Fence characters are ASCII: `run` characters are `run` bytes.
+            if run >= fence.len() && t[run..].trim().is_empty() {
                 b.fence = None;
             }
             return b;
@@ -324,6 +326,19 @@ mod tests {
         assert_eq!(split_body("```\na\nb\n```\n", 10, one, ""), ["```\na\n```\n", "```\nb\n```\n"]);
         assert_eq!(split_body("```\na\nb\n```\n", 12, one, ""), ["```\na\nb\n```\n"]);
         assert_eq!(split_body("", 12, one, "+"), [""]);
+    }
+
+    /// Parts are as full as the widest header allows: one giant line fills
+    /// every part but the last to the limit less the header's unused width.
+    #[test]
+    fn parts_are_full_to_the_limit() {
+        let parts = sticky_parts(&"a".repeat(COMMENT_LIMIT * 3), "k");
+        let widest = marker("k", 99_999, 99_999).chars().count();
+        for (i, p) in parts.iter().enumerate().take(parts.len() - 1) {
+            let head = marker("k", i + 1, parts.len()).chars().count();
+            assert_eq!(p.chars().count(), COMMENT_LIMIT - (widest - head), "part {}", i + 1);
+            assert!(p.ends_with(CONTINUED));
+        }
     }
 
     #[test]

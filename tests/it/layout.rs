@@ -354,6 +354,9 @@ fn property_tests_write_nothing_into_the_source_tree() {
     // The library's one helper is quiet itself.
     let util = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/src/util.rs")).unwrap();
     let helper = &util[util.find("fn prop_config").expect("src/util.rs has prop_config")..];
-    assert!(helper[..helper.find("\n}").unwrap()].contains("failure_persistence: None"), "prop_config persists failures");
+    assert!(
+        helper[..helper.find("\n}").unwrap()].contains("failure_persistence: None"),
+        "prop_config persists failures"
+    );
     assert!(bad.is_empty(), "proptest! blocks that persist failures into the source tree: {bad:#?}");
 }
