@@ -265,9 +265,11 @@ fn partial_calls(
                 }
             }
             TemplateElement::PartialExpression(d) | TemplateElement::PartialBlock(d) => {
+                // Handlebars' grammar names a partial by a name, a path or a
+                // subexpression, never a literal; what it cannot name
+                // statically is refused.
                 let pname = match &d.name {
                     Parameter::Name(_) | Parameter::Path(_) => d.name.as_name().unwrap_or_default().to_string(),
-                    Parameter::Literal(Value::String(n)) => n.clone(),
                     _ => bail!(
                         "template `{tname}` includes a partial with a computed name; refused (name partials literally)"
                     ),
@@ -1285,11 +1287,25 @@ mod bound_tests {
         assert!(one("{{> a/b}}").is_ok());
     }
 
+    /// Every kind of block counts one level: helper blocks, decorator
+    /// blocks, inline partials and partial blocks.
     #[test]
     fn block_nesting_at_its_limit() {
-        assert_eq!(one(&nested(MAX_BLOCK_DEPTH, "x")), Ok(()));
-        let e = one(&nested(MAX_BLOCK_DEPTH + 1, "x")).unwrap_err();
-        assert!(e.contains(&format!("template `a` nests blocks more than {MAX_BLOCK_DEPTH} deep")), "{e}");
+        let kinds: [(&str, fn(usize) -> String, &str); 4] = [
+            ("{{#if name}}", |_| String::new(), "{{/if}}"),
+            ("{{#*deco}}", |_| String::new(), "{{/deco}}"),
+            ("{{#*inline \"i", |i| format!("{i}\"}}}}"), "{{/inline}}"),
+            ("{{#> b}}", |_| String::new(), "{{/b}}"),
+        ];
+        for (open, name, close) in kinds {
+            let nest = |depth: usize| {
+                let opens: String = (0..depth).map(|i| format!("{open}{}", name(i))).collect();
+                format!("{opens}x{}", close.repeat(depth))
+            };
+            assert_eq!(one(&nest(MAX_BLOCK_DEPTH)), Ok(()), "{open}");
+            let e = one(&nest(MAX_BLOCK_DEPTH + 1)).unwrap_err();
+            assert!(e.contains(&format!("template `a` nests blocks more than {MAX_BLOCK_DEPTH} deep")), "{open}: {e}");
+        }
     }
 
     /// A chain p0 → p1 → … of `n` partials.
