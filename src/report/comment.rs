@@ -341,6 +341,69 @@ mod tests {
         }
     }
 
+    /// Markdown of plain lines (multi-byte characters included, some longer
+    /// than a chunk), fences of both kinds and `<details>` blocks, opened and
+    /// closed in any order.
+    fn markdown() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        let line = prop_oneof![
+            6 => "[a-zé€😀 ]{0,60}",
+            1 => Just("```".to_string()),
+            1 => Just("~~~~yaml".to_string()),
+            1 => Just("~~~~".to_string()),
+            1 => Just(DETAILS.to_string()),
+            1 => Just("</details>".to_string()),
+        ];
+        (prop::collection::vec(line, 0..40), any::<bool>()).prop_map(|(lines, end)| {
+            let mut t = lines.join("\n");
+            if end {
+                t.push('\n');
+            }
+            t
+        })
+    }
+
+    const DETAILS: &str = "<details><summary>s</summary>";
+    const NOTE: &str = "\n<!--c-->\n";
+
+    /// The text's own characters, without the lines splitting adds (fences,
+    /// details, the note) and without line breaks.
+    fn content(s: &str) -> String {
+        s.split('\n').filter(|l| !["```", "~~~~yaml", "~~~~", DETAILS, "</details>", "<!--c-->"].contains(l)).collect()
+    }
+
+    proptest::proptest! {
+        #![proptest_config(crate::util::prop_config(1_000))]
+
+        /// Every chunk fits the budget (note included) and leaves nothing
+        /// open; together they hold the text's characters in order, each once.
+        #[test]
+        fn chunks_fit_close_and_keep_the_text(md in markdown(), room in 0usize..300, bytes in proptest::prelude::any::<bool>()) {
+            let unit: fn(char) -> usize = if bytes { char::len_utf8 } else { |_| 1 };
+            // A chunk must hold its blocks' reopening, a block line (so that
+            // only plain lines are ever cut), their closing (twice when a line
+            // is cut inside a block) and the note: the budget starts there
+            // (the report's own blocks take a few hundred characters of a
+            // 65,536 limit).
+            let size = |t: &str| t.chars().map(unit).sum::<usize>();
+            let mut b = Blocks::default();
+            let mut overhead = size(&b.reopening()) + 2 * size(&b.closing(false));
+            for l in md.split_inclusive('\n') {
+                b = b.after(l);
+                overhead = overhead.max(size(&b.reopening()) + 2 * size(&b.closing(false)));
+            }
+            let budget = overhead + size(NOTE) + size(DETAILS) + 1 + room;
+            let chunks = split_body(&md, budget, unit, NOTE);
+            for (i, c) in chunks.iter().enumerate() {
+                let size: usize = c.chars().map(unit).sum();
+                proptest::prop_assert!(size <= budget, "chunk {i} has {size} > {budget}: {c:?}");
+                proptest::prop_assert!(fence_balanced(c), "chunk {i} leaves a block open: {c:?}");
+                proptest::prop_assert_eq!(c.ends_with(NOTE), i + 1 < chunks.len(), "note on chunk {}", i);
+            }
+            proptest::prop_assert_eq!(content(&chunks.concat()), content(&md));
+        }
+    }
+
     #[test]
     fn tilde_fences_and_longer_fences() {
         let mut b = Blocks::default();
