@@ -1435,6 +1435,30 @@ mod bound_tests {
         assert!(w.buf.is_empty() && w.over);
     }
 
+    /// A template that leaves the verifier out, or runs another init
+    /// container in its place, is said to (the built-in one carries it).
+    #[test]
+    fn a_template_without_the_verifier_is_said_to_lack_it() {
+        let l = crate::bundle::parse(
+            "t/release.yaml",
+            Path::new("t/release.yaml"),
+            include_str!("../examples/llm-scratch/v2/release.yaml").to_string(),
+        )
+        .unwrap();
+        let builtin = Renderer::new(&TemplateSource::Builtin).unwrap().render(&l).unwrap();
+        assert!(builtin.yaml.contains(VERIFIER_CONTAINER) && !builtin.verifier_missing);
+        let t = include_str!("../templates/kserve-custom.yaml.hbs");
+        let with = "{{#if verifier}}\n    initContainers: [{{{json verifier}}}]\n{{/if}}\n";
+        assert!(t.contains(with));
+        for instead in ["", "    initContainers: [{\"name\": \"warm-cache\", \"image\": {{{json image}}}}]\n"] {
+            let dir = tempfile::tempdir().unwrap();
+            std::fs::write(dir.path().join("kserve-custom.yaml.hbs"), t.replace(with, instead)).unwrap();
+            let r = Renderer::new(&TemplateSource::Dir(dir.path().to_path_buf())).unwrap().render(&l);
+            let r = r.unwrap_or_else(|e| panic!("{instead:?}: {e:#}"));
+            assert!(r.verifier_missing, "{instead:?}:\n{}", r.yaml);
+        }
+    }
+
     /// A user template at the block and partial limits renders on the
     /// render thread's stack (a smaller stack overflowed: the limits are
     /// only safe with the stack they were measured on).
