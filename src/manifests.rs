@@ -1235,11 +1235,12 @@ mod parse_back_tests {
     }
 }
 
-/// The template bounds at their limits, on the parsed templates directly:
-/// where a partial call can hide (every kind of block), names that cannot
-/// be bounded, and each limit one under and one over.
+/// Render's own checks, each on its inputs directly: the template bounds
+/// (where a partial call can hide, names that cannot be bounded, each limit
+/// one under and one over), the verifier's presence, the read-back against
+/// the bundle and the merged lists' keys.
 #[cfg(test)]
-mod bound_tests {
+mod check_tests {
     use super::*;
 
     fn bounded(templates: &[(&str, String)]) -> Result<(), String> {
@@ -1457,6 +1458,94 @@ mod bound_tests {
             let r = r.unwrap_or_else(|e| panic!("{instead:?}: {e:#}"));
             assert!(r.verifier_missing, "{instead:?}:\n{}", r.yaml);
         }
+    }
+
+    /// Each place the rendered objects carry a bundle value is compared, and
+    /// only those: labels and annotations key by key, every replica count,
+    /// a KServe model spec as a container (a `model` without a
+    /// `modelFormat` is not one), resources per part, env by name.
+    #[test]
+    fn the_read_back_compares_every_carried_value_and_nothing_else() {
+        let ctx = json!({
+            "name": "llm", "namespace": "ml", "replicas": 2, "labels": {"team": "a"}, "annotations": {"note": "x"},
+            "image": "img@sha256:1", "args": ["--a"], "storageUri": "s3://m/v1/", "env": [{"name": "E", "value": "1"}],
+            "resources": {"requests": {"cpu": "1"}, "limits": {"memory": "1Gi"}},
+        });
+        let ok = json!({"kind": "Deployment", "metadata": {"name": "llm", "namespace": "ml", "labels": {"team": "a", "extra": "y"}, "annotations": {"note": "x"}},
+            "spec": {"replicas": 2, "model": {"modelFormat": {"name": "x"}, "storageUri": "s3://m/v1/"},
+                "template": {"spec": {"containers": [{"name": "c", "image": "img@sha256:1", "args": ["--a"], "env": [{"name": "E", "value": "1"}, {"name": "OTHER", "value": "z"}],
+                    "resources": {"requests": {"cpu": "1", "gpu": "9"}, "limits": {"memory": "1Gi"}}}]}}}});
+        assert!(check_against_bundle(std::slice::from_ref(&ok), &ctx).is_ok());
+        let wrong = |pointer: &str, v: Value| {
+            let mut d = ok.clone();
+            *d.pointer_mut(pointer).unwrap_or_else(|| panic!("{pointer}")) = v;
+            check_against_bundle(&[d], &ctx).map_err(|e| format!("{e:#}"))
+        };
+        for (pointer, v, field) in [
+            ("/metadata/labels/team", json!("b"), "document 1.metadata.labels.team"),
+            ("/metadata/annotations/note", json!(1), "document 1.metadata.annotations.note"),
+            ("/spec/replicas", json!("2"), "document 1.spec.replicas"),
+            ("/spec/model/storageUri", json!("s3://m/v2/"), "document 1.spec.model.storageUri"),
+            (
+                "/spec/template/spec/containers/0/env/0/value",
+                json!(1),
+                "document 1.spec.template.spec.containers[0].env[E]",
+            ),
+            (
+                "/spec/template/spec/containers/0/resources/limits/memory",
+                json!("2Gi"),
+                "containers[0].resources.limits.memory",
+            ),
+            ("/metadata/namespace", json!("other"), "document 1.metadata.namespace"),
+            ("/metadata/name", json!("other"), "document 1.metadata.name"),
+        ] {
+            let e = wrong(pointer, v).expect_err(pointer);
+            assert!(e.contains(field), "{pointer}: {e}");
+        }
+        for key in ["minReplicas", "maxReplicas"] {
+            let mut d = ok.clone();
+            d["spec"][key] = json!(3);
+            assert!(
+                check_against_bundle(&[d], &ctx).unwrap_err().to_string().contains(&format!("spec.{key}")),
+                "{key}"
+            );
+        }
+        // Not a bundle value: a `model` without `modelFormat`, labels the
+        // bundle does not give, env and resources it does not name.
+        let mut d = ok.clone();
+        d["spec"]["model"] = json!({"storageUri": "elsewhere"});
+        assert!(check_against_bundle(&[d], &ctx).is_ok());
+        assert!(wrong("/metadata/labels/extra", json!(5)).is_ok());
+        assert!(wrong("/spec/template/spec/containers/0/env/1/value", json!(5)).is_ok());
+        assert!(wrong("/spec/template/spec/containers/0/resources/requests/gpu", json!(5)).is_ok());
+    }
+
+    /// Every list Kubernetes merges by a key refuses that key twice; a list
+    /// it does not merge may repeat it.
+    #[test]
+    fn duplicate_keys_in_every_merged_list() {
+        for (list, key) in [
+            ("containers", "name"),
+            ("initContainers", "name"),
+            ("ephemeralContainers", "name"),
+            ("env", "name"),
+            ("volumes", "name"),
+            ("imagePullSecrets", "name"),
+            ("volumeMounts", "mountPath"),
+            ("volumeDevices", "devicePath"),
+            ("ports", "containerPort"),
+        ] {
+            let doc = json!({"spec": {list: [{key: "a"}, {key: "b"}, {key: "a"}]}});
+            let got = duplicate_names(&[doc]).unwrap_or_else(|| panic!("{list}"));
+            assert_eq!(got, format!("`a` appears twice in document 1.spec.{list} (its `{key}`)"));
+            assert_eq!(duplicate_names(&[json!({"spec": {list: [{key: "a"}, {key: "b"}]}})]), None, "{list}");
+        }
+        assert_eq!(duplicate_names(&[json!({"spec": {"args": [{"name": "a"}, {"name": "a"}]}})]), None);
+        let ports = json!({"ports": [{"containerPort": 8080}, {"containerPort": 8080}]});
+        assert_eq!(
+            duplicate_names(&[ports]).unwrap(),
+            "`8080` appears twice in document 1.ports (its `containerPort`)"
+        );
     }
 
     /// A user template at the block and partial limits renders on the
