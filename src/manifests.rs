@@ -1548,6 +1548,38 @@ mod check_tests {
         );
     }
 
+    /// The writer's output is read back by both readers: a document that
+    /// reads differently (or one too few), or a plain scalar a YAML 1.1
+    /// reader misreads, is refused naming where.
+    #[test]
+    fn parse_back_refuses_what_reads_differently() {
+        let docs = [json!({"a": "1"}), json!({"b": true})];
+        assert!(parse_back("a: \"1\"\n---\nb: true\n", &docs).is_ok());
+        let e = parse_back("a: \"1\"\n---\nb: \"true\"\n", &docs).unwrap_err().to_string();
+        assert_eq!(e, "document 2 reads back differently under YAML 1.2");
+        let e = parse_back("a: 1\n---\nb: true\n", &docs).unwrap_err().to_string();
+        assert_eq!(e, "document 1 reads back differently under YAML 1.2");
+        let e = parse_back("a: \"1\"\n", &docs).unwrap_err().to_string();
+        assert_eq!(e, "document 2 reads back differently under YAML 1.2");
+        let e = parse_back("a: \"1\"\n---\nb: true\nc: yes\n", &[docs[0].clone(), json!({"b": true, "c": "yes"})]);
+        assert!(e.unwrap_err().to_string().starts_with("line 4: the string `yes` is written unquoted"));
+    }
+
+    /// What the writer leaves plain and what it quotes.
+    #[test]
+    fn the_writer_quotes_exactly_what_needs_it() {
+        for plain in ["llm", "/mnt/models", "a.b-c_d@e+f=g", "v2"] {
+            assert_eq!(quote(plain), plain);
+        }
+        for quoted in ["yes", "Off", "1.10", "a b", "-x", ".5", "2001-12-14", "", "a:b", "0o17", "x#"] {
+            assert_eq!(quote(quoted), serde_json::to_string(quoted).unwrap(), "{quoted}");
+        }
+        assert_eq!(
+            to_yaml(&json!({"a": null, "b": [], "c": {}, "d": 1.5, "e": false})),
+            "a: null\nb: []\nc: {}\nd: 1.5\ne: false\n"
+        );
+    }
+
     /// A user template at the block and partial limits renders on the
     /// render thread's stack (a smaller stack overflowed: the limits are
     /// only safe with the stack they were measured on).

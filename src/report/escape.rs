@@ -200,6 +200,9 @@ mod tests {
             markdown("@org/team https://e www.e #12 a:b"),
             "@\u{200b}org/team https:\u{200b}//e www\u{200b}.e \\#\u{200b}12 a:b"
         );
+        // Only `www.` starts a link: one `w` before a dot, or `www` before
+        // anything else, is left as it is.
+        assert_eq!(markdown("w.e wwwx aw.b WwW.e"), "w.e wwwx aw.b WwW\u{200b}.e");
         assert_eq!(markdown("  - item\n# h"), "\\- item \\# h");
         assert_eq!(markdown("12. x 3) y"), "12\\. x 3) y");
         assert_eq!(markdown("\x1b[31m"), "\\\\u{1b}\\[31m");
