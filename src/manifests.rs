@@ -1580,6 +1580,53 @@ mod check_tests {
         );
     }
 
+    /// Output file names take only what cannot steer the write.
+    #[test]
+    fn output_file_names_are_plain_components() {
+        let longest = "a".repeat(128);
+        for ok in ["llm", "v2.1_rc-3", longest.as_str(), "a.."] {
+            assert!(file_component("f", ok).is_ok(), "{ok}");
+        }
+        let too_long = "a".repeat(129);
+        for bad in ["", ".hidden", "..", "a/b", "a\\b", "a b", "é", "a\n", too_long.as_str()] {
+            let e = file_component("metadata.name", bad).unwrap_err().to_string();
+            assert!(e.starts_with("metadata.name `"), "{bad:?}: {e}");
+        }
+    }
+
+    /// The file is `<name>-<version>.yaml` directly under the folder, and
+    /// holds the rendered stream.
+    #[test]
+    fn write_out_names_the_file_by_name_and_version() {
+        let l = crate::bundle::parse(
+            "t/release.yaml",
+            Path::new("t/release.yaml"),
+            include_str!("../examples/llm-scratch/v2/release.yaml").to_string(),
+        )
+        .unwrap();
+        let r = Renderer::new(&TemplateSource::Builtin).unwrap().render(&l).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let p = write_out(&r, &l, dir.path()).unwrap();
+        let want = format!("{}-{}.yaml", l.bundle.metadata.name, l.bundle.metadata.version);
+        assert_eq!(p.file_name().unwrap().to_str(), Some(want.as_str()));
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), r.yaml);
+    }
+
+    /// What a user template writes is read by the one reader with the
+    /// rendered-output bound (above a bundle's) and without the review rule
+    /// (a bidi control in a value is data here; the writer escapes it).
+    #[test]
+    fn rendered_text_is_read_with_the_output_limits() {
+        let doc =
+            |extra: &str| format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\ndata:\n  a: \"{extra}\"\n");
+        assert_eq!(parse_stream(&doc("\u{202e}")).unwrap()[0]["data"]["a"], "\u{202e}");
+        let big = doc(&"x".repeat(crate::yaml_guard::Limits::DEFAULT.max_bytes + 1));
+        assert!(big.len() < MAX_OUTPUT_BYTES);
+        assert!(parse_stream(&big).is_ok());
+        let e = parse_stream(&doc(&"x".repeat(MAX_OUTPUT_BYTES))).unwrap_err().to_string();
+        assert!(e.starts_with("rendered manifests, line "), "{e}");
+    }
+
     /// A user template at the block and partial limits renders on the
     /// render thread's stack (a smaller stack overflowed: the limits are
     /// only safe with the stack they were measured on).

@@ -229,6 +229,13 @@ mod tests {
     }
 
     #[test]
+    fn a_parts_key_is_read_from_its_marker() {
+        assert_eq!(marker_key_of(&format!("  {}\nbody", marker("audit-a", 2, 3))), Some("audit-a"));
+        assert_eq!(marker_key_of("<!-- other:audit part 1/1 -->"), None);
+        assert_eq!(marker_key_of("<!-- bundlegate:audit -->"), None);
+    }
+
+    #[test]
     fn small_report_is_one_part_with_marker() {
         let p = sticky_parts("### hi\n", "report");
         assert_eq!(p, vec!["<!-- bundlegate:report part 1/1 -->\n### hi\n".to_string()]);

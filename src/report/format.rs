@@ -182,3 +182,74 @@ pub(crate) fn markdown(r: &Report) -> String {
     }
     o
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::diag::{Code, Diagnostic};
+    use crate::report::{Report, StepReport, Table};
+
+    fn with_finding(verdict: Verdict, sev: Severity) -> Report {
+        let mut r = Report::new("lint");
+        let mut s = StepReport::new("lint", "b.yaml");
+        s.verdict = verdict;
+        s.diagnostics.push(Diagnostic::new(Code::ImageNotPinned, "m").severity(sev));
+        r.push(s);
+        r
+    }
+
+    /// Colour on a terminal: each verdict and severity its own code, and
+    /// nothing but the text without colour.
+    #[test]
+    fn human_colours_by_verdict_and_severity() {
+        let codes = [
+            (Verdict::Pass, "1;32"),
+            (Verdict::NotRun, "2"),
+            (Verdict::Inconclusive, "1;33"),
+            (Verdict::Fail, "1;31"),
+            (Verdict::Error, "1;31"),
+        ];
+        let code_of = |v: Verdict| codes.iter().find(|(w, _)| *w == v).unwrap().1;
+        for (v, code) in codes {
+            let r = with_finding(v, Severity::Note);
+            let t = human(&r, true);
+            assert!(t.starts_with(&format!("\x1b[{code}m{:<12}\x1b[0m", v.to_string())), "{v}: {t:?}");
+            // The run's verdict (a run of steps not run is inconclusive).
+            let (rv, rcode) = (r.verdict, code_of(r.verdict));
+            assert!(t.ends_with(&format!("lint: \x1b[{rcode}m{rv}\x1b[0m\n")), "{v}: {t:?}");
+        }
+        for (sev, code) in [(Severity::Error, "1;31"), (Severity::Warning, "1;33"), (Severity::Note, "1;36")] {
+            let t = human(&with_finding(Verdict::Fail, sev), true);
+            assert!(t.contains(&format!("\x1b[{code}m{sev}\x1b[0m[BG001")), "{sev}: {t:?}");
+        }
+        assert!(!human(&with_finding(Verdict::Fail, Severity::Error), false).contains('\x1b'));
+    }
+
+    /// A command's own human text is shown as it is, unless the command
+    /// failed to run: then the report says why.
+    #[test]
+    fn raw_human_text_stands_unless_the_run_errored() {
+        let mut r = with_finding(Verdict::Pass, Severity::Note);
+        r.raw_human = Some("raw\n".into());
+        assert_eq!(format_report(&r, Format::Human, false), "raw\n");
+        r.push({
+            let mut e = StepReport::new("render", "b.yaml");
+            e.verdict = Verdict::Error;
+            e
+        });
+        assert_eq!(r.verdict, Verdict::Error);
+        assert_eq!(format_report(&r, Format::Human, false), human(&r, false));
+    }
+
+    /// Columns are as wide as their widest printed cell; cells past the
+    /// header's columns are printed unpadded.
+    #[test]
+    fn text_tables_align_on_the_widest_cell() {
+        let t = Table {
+            title: "t".into(),
+            columns: vec!["a".into(), "bb".into()],
+            rows: vec![vec!["xyz".into(), "1".into(), "extra".into()], vec!["p".into(), "22222".into()]],
+        };
+        assert_eq!(text_table(&t), "  t\n    a   bb\n    xyz 1     extra\n    p   22222\n");
+    }
+}

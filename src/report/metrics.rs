@@ -120,5 +120,13 @@ mod tests {
             !t.contains("last_verified_timestamp_seconds{bundle=\"models/\\\"b"),
             "a drifted bundle was not verified"
         );
+        // Every series' family is declared (HELP, then TYPE gauge) before
+        // its first sample, as the exposition format asks.
+        let lines: Vec<&str> = t.lines().collect();
+        for (i, l) in lines.iter().enumerate().filter(|(_, l)| !l.starts_with('#')) {
+            let name = l.split(['{', ' ']).next().unwrap();
+            let declared = lines[..i].iter().position(|d| *d == format!("# TYPE {name} gauge")).expect(name);
+            assert!(declared > 0 && lines[declared - 1].starts_with(&format!("# HELP {name} ")), "{name}");
+        }
     }
 }
