@@ -474,3 +474,62 @@ fn reserved_names(l: &Loaded, out: &mut Vec<Diagnostic>) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bundle::pod_verifier::{KSERVE_MODEL_VOLUME, VERIFIER_CONTAINER};
+
+    #[test]
+    fn digests_are_64_lowercase_hex_and_images_pin_one() {
+        let hex = "0123456789abcdef".repeat(4);
+        assert!(is_sha256_hex(&hex));
+        for bad in [&hex[1..], &hex.to_uppercase(), &"g".repeat(64), &format!("{hex}0")] {
+            assert!(!is_sha256_hex(bad), "{bad}");
+        }
+        assert!(image_pinned(&format!("r.io/a/b@sha256:{hex}")));
+        for bad in
+            [format!("@sha256:{hex}"), "r.io/a/b@sha256:abc".into(), "r.io/a/b:v1".into(), format!("r.io/a/b:{hex}")]
+        {
+            assert!(!image_pinned(&bad), "{bad}");
+        }
+    }
+
+    fn with_volumes(names: &[&str]) -> Loaded {
+        let mut v: serde_yaml_ng::Value =
+            serde_yaml_ng::from_str(include_str!("../../examples/llm-scratch/v2/release.yaml")).unwrap();
+        v["spec"]["serving"]["volumes"] = serde_yaml_ng::Value::Sequence(
+            names
+                .iter()
+                .enumerate()
+                .map(|(i, n)| {
+                    serde_yaml_ng::from_str(&format!(
+                        "{{name: {n}, claimName: c{i}, accessMode: ReadWriteOnce, mountPath: /data{i}}}"
+                    ))
+                    .unwrap()
+                })
+                .collect(),
+        );
+        let text = crate::manifests::to_yaml(&serde_json::to_value(&v).unwrap());
+        crate::bundle::parse("t/release.yaml", std::path::Path::new("t/release.yaml"), text).unwrap()
+    }
+
+    /// A volume may take neither the verifier's volume nor its container's
+    /// name, nor a name another volume has.
+    #[test]
+    fn volume_names_the_tool_owns_or_repeats_are_refused() {
+        let reserved = |names: &[&str]| -> Vec<String> {
+            let mut d = Vec::new();
+            reserved_names(&with_volumes(names), &mut d);
+            d.into_iter().filter(|d| d.code == Code::ReservedName).map(|d| d.message).collect()
+        };
+        assert!(reserved(&["cache", "scratch"]).is_empty());
+        for owned in [KSERVE_MODEL_VOLUME, VERIFIER_CONTAINER] {
+            let got = reserved(&["cache", owned]);
+            assert_eq!(got, [format!("volume `{owned}` is the one bundlegate's verifier mounts; choose another name")]);
+        }
+        let got = reserved(&["cache", "cache"]);
+        assert_eq!(got.len(), 1);
+        assert!(got[0].starts_with("volume `cache` is named twice"), "{got:?}");
+    }
+}
