@@ -495,23 +495,69 @@ mod tests {
         }
     }
 
-    fn with_volumes(names: &[&str]) -> Loaded {
+    fn edited(f: impl FnOnce(&mut serde_yaml_ng::Value)) -> Loaded {
         let mut v: serde_yaml_ng::Value =
             serde_yaml_ng::from_str(include_str!("../../examples/llm-scratch/v2/release.yaml")).unwrap();
-        v["spec"]["serving"]["volumes"] = serde_yaml_ng::Value::Sequence(
-            names
-                .iter()
-                .enumerate()
-                .map(|(i, n)| {
-                    serde_yaml_ng::from_str(&format!(
-                        "{{name: {n}, claimName: c{i}, accessMode: ReadWriteOnce, mountPath: /data{i}}}"
-                    ))
-                    .unwrap()
-                })
-                .collect(),
-        );
+        f(&mut v);
         let text = crate::manifests::to_yaml(&serde_json::to_value(&v).unwrap());
         crate::bundle::parse("t/release.yaml", std::path::Path::new("t/release.yaml"), text).unwrap()
+    }
+
+    /// The seconds verification adds: the declared bytes at the hashing
+    /// rate, rounded up, at least one; one for a size check; none when off.
+    #[test]
+    fn the_verify_budget_follows_the_declared_bytes() {
+        let rate = crate::bundle::VERIFY_HASH_BYTES_PER_SECOND;
+        let sized = |mode: &str, sizes: &[u64]| {
+            let l = edited(|v| {
+                v["spec"]["serving"]["verifyOnStart"] = mode.into();
+                let arts = v["spec"]["model"]["artifacts"].as_sequence_mut().unwrap();
+                // The artifacts not given a size here weigh nothing.
+                for (a, s) in arts.iter_mut().zip(sizes.iter().chain(std::iter::repeat(&0))) {
+                    a["size"] = (*s).into();
+                }
+            });
+            verify_budget(&l.bundle)
+        };
+        assert_eq!(sized("full", &[1, 1]), 1.0);
+        assert_eq!(sized("full", &[rate, rate, 1]), 3.0);
+        assert_eq!(sized("full", &[rate, rate]), 2.0);
+        assert_eq!(sized("size", &[rate, rate, 1]), 1.0);
+        assert_eq!(sized("off", &[rate, rate, 1]), 0.0);
+    }
+
+    /// `verifyOnStart` on a Deployment that does not say where the model
+    /// is cannot be rendered: lint says so rather than look protected.
+    #[test]
+    fn verify_on_start_that_cannot_render_is_a_finding() {
+        let rollback = RollbackStatus::NotDeclared;
+        let unsupported = |l: &Loaded| lint(l, &rollback).into_iter().any(|d| d.code == Code::VerifyOnStartNotRendered);
+        assert!(!unsupported(&edited(|_| {})));
+        let deployment = |verify: &str| {
+            edited(|v| {
+                v["spec"]["serving"]["format"] = "deployment".into();
+                v["spec"]["serving"]["verifyOnStart"] = verify.into();
+            })
+        };
+        assert!(unsupported(&deployment("full")));
+        assert!(!unsupported(&deployment("off")));
+    }
+
+    fn with_volumes(names: &[&str]) -> Loaded {
+        edited(|v| {
+            v["spec"]["serving"]["volumes"] = serde_yaml_ng::Value::Sequence(
+                names
+                    .iter()
+                    .enumerate()
+                    .map(|(i, n)| {
+                        serde_yaml_ng::from_str(&format!(
+                            "{{name: {n}, claimName: c{i}, accessMode: ReadWriteOnce, mountPath: /data{i}}}"
+                        ))
+                        .unwrap()
+                    })
+                    .collect(),
+            )
+        })
     }
 
     /// A volume may take neither the verifier's volume nor its container's

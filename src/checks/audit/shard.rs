@@ -292,6 +292,10 @@ mod tests {
         }
         assert!(parse_shard("auto/4", None).unwrap_err().contains("JOB_COMPLETION_INDEX"));
         assert!(parse_shard("auto/4", Some("4")).unwrap_err().contains("out of range"));
+        // The count's bound is inclusive; a spec prints as it parses.
+        assert_eq!(parse_shard(&format!("9999/{MAX_SHARDS}"), None), Ok(ShardSpec { index: 9999, count: MAX_SHARDS }));
+        assert!(parse_shard(&format!("0/{}", MAX_SHARDS + 1), None).unwrap_err().contains("shard count must be"));
+        assert_eq!(ShardSpec { index: 3, count: 4 }.to_string(), "3/4");
     }
 
     #[test]
@@ -341,6 +345,14 @@ mod tests {
         let b = assign(&more, 8);
         let moved = (0..it.len()).filter(|&i| a[i] != b[i]).count();
         assert!(moved <= it.len() / 10, "{moved} of {} bundles moved after adding one small bundle", it.len());
+        // Removing the largest: the rest keep their own ranking's shard (2
+        // of 1,000 move; filling shards in one fixed order moves 20).
+        let largest = (0..it.len()).max_by_key(|&i| it[i].bytes).unwrap();
+        let fewer: Vec<Item> = it.iter().enumerate().filter(|(i, _)| *i != largest).map(|(_, x)| x.clone()).collect();
+        let c = assign(&fewer, 8);
+        let kept: Vec<u32> = (0..it.len()).filter(|&i| i != largest).map(|i| a[i]).collect();
+        let moved = kept.iter().zip(&c).filter(|(x, y)| x != y).count();
+        assert!(moved <= it.len() / 100, "{moved} of {} bundles moved after removing the largest", it.len());
     }
 
     #[test]
