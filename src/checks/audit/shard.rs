@@ -355,6 +355,61 @@ mod tests {
         assert!(moved <= it.len() / 100, "{moved} of {} bundles moved after removing the largest", it.len());
     }
 
+    /// The module's placement rule, replayed step by step on any tree:
+    /// giants (largest first, each above 1.1 × a fair share of what remains)
+    /// sit alone; every other item goes to the first shard of its own
+    /// ranking with room under 1.1 × the fair share of the rest, or, when
+    /// none has room, to the least-loaded shard.
+    fn placement_holds(it: &[Item], n: u32) -> Result<(), String> {
+        let a = assign(it, n);
+        let mut order: Vec<usize> = (0..it.len()).collect();
+        order.sort_by(|&x, &y| it[y].bytes.cmp(&it[x].bytes).then_with(|| it[x].id.cmp(&it[y].id)));
+        let total: u128 = it.iter().map(|i| u128::from(i.bytes)).sum();
+        let (mut rest, mut free, mut giants) = (total, n as usize, Vec::new());
+        for &i in &order {
+            let b = u128::from(it[i].bytes);
+            if free > 1 && b as f64 > rest as f64 / free as f64 * 1.1 {
+                giants.push(i);
+                rest -= b;
+                free -= 1;
+            } else {
+                break;
+            }
+        }
+        let bound = (rest as f64 / free as f64 * 1.1).ceil() as u128;
+        let mut load = vec![0u128; n as usize];
+        for &i in &order {
+            let b = u128::from(it[i].bytes);
+            let mut ranking: Vec<u32> = (0..n).collect();
+            ranking.sort_by_key(|&s| std::cmp::Reverse((score(&it[i].id, s), s)));
+            let want = match ranking.iter().find(|&&s| load[s as usize] + b <= bound) {
+                Some(&s) => s,
+                None => *ranking.iter().min_by_key(|&&s| load[s as usize]).unwrap(),
+            };
+            if a[i] != want {
+                return Err(format!("{} went to shard {} where its ranking says {want}", it[i].id, a[i]));
+            }
+            if giants.contains(&i) && load[want as usize] != 0 {
+                return Err(format!("giant {} shares shard {want}", it[i].id));
+            }
+            load[want as usize] += b;
+        }
+        Ok(())
+    }
+
+    proptest::proptest! {
+        #![proptest_config(crate::util::prop_config(500))]
+
+        #[test]
+        fn placement_is_the_documented_one(
+            sizes in proptest::collection::vec(proptest::prop_oneof![6 => 1u64..1_000, 1 => 1_000u64..100_000, 1 => proptest::strategy::Just(0u64)], 0..60),
+            n in 1u32..9,
+        ) {
+            let it: Vec<Item> = sizes.iter().enumerate().map(|(i, b)| Item { id: format!("m{i}"), bytes: *b }).collect();
+            proptest::prop_assert_eq!(placement_holds(&it, n), Ok(()));
+        }
+    }
+
     #[test]
     fn zero_and_enormous_sizes_do_not_overflow() {
         let it = items(&[("a", u64::MAX), ("b", u64::MAX), ("c", 0), ("d", u64::MAX)]);
