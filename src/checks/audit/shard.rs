@@ -89,11 +89,13 @@ pub fn assign(items: &[Item], count: u32) -> Vec<u32> {
     order.sort_by(|&a, &b| items[b].bytes.cmp(&items[a].bytes).then_with(|| items[a].id.cmp(&items[b].id)));
     // Giants (bigger than a fair share of what remains) get a shard each; the
     // bound for everything else is computed without them, so the small
-    // bundles spread over the other shards instead of piling up.
+    // bundles spread over the other shards instead of piling up. The last
+    // free shard is never taken: a bundle cannot exceed (1 + SLACK) × the
+    // remaining bytes, which include its own.
     let (mut rest, mut free) = (total, n);
     for &i in &order {
         let b = items[i].bytes as u128;
-        if free > 1 && (b as f64) > (rest as f64 / free as f64) * (1.0 + SLACK) {
+        if (b as f64) > (rest as f64 / free as f64) * (1.0 + SLACK) {
             rest -= b;
             free -= 1;
         } else {
