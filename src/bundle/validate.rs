@@ -25,8 +25,9 @@
 //! | every float field (`ReleaseBundle::float_fields`) | finite, checked first, so no field is missed |
 //!
 //! Not range-checked here: artifact `size` (any u64), token ids and
-//! `maxOutputTokens` (any u32; 0 is lint's BG006), canary `steps` (lint's
-//! BG015), resource quantities (preflight parses them).
+//! `maxOutputTokens` (any u32; 0 is lint's BG006), resource quantities
+//! (preflight parses them). Canary `steps` are refused while parsing
+//! (`traffic_steps`).
 
 use super::model::*;
 

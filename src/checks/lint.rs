@@ -344,10 +344,8 @@ fn canary_plan(l: &Loaded, out: &mut Vec<Diagnostic>) {
     // Canary plan.
     if let Some(c) = &b.spec.canary {
         let mut problems = Vec::new();
-        if c.steps.is_empty() || c.steps.windows(2).any(|w| w[0] >= w[1]) || c.steps.iter().any(|s| *s == 0 || *s > 100)
-        {
-            problems.push(format!("steps {:?} must be increasing percentages in 1..=100", c.steps));
-        }
+        // Steps are refused by the parser itself (`traffic_steps`): every
+        // command sees a valid plan, so lint has nothing left to say.
         if crate::util::parse_duration(&c.window).is_none() {
             problems.push(format!("window `{}` is not a duration like `30m`", c.window));
         }
@@ -541,6 +539,112 @@ mod tests {
         };
         assert!(unsupported(&deployment("full")));
         assert!(!unsupported(&deployment("off")));
+    }
+
+    fn codes(l: &Loaded) -> Vec<Code> {
+        lint(l, &RollbackStatus::NotDeclared).into_iter().map(|d| d.code).collect()
+    }
+
+    /// Windows against the load time (p95 plus the verify budget) at their
+    /// bounds: a window equal to it is enough, one second less is not.
+    #[test]
+    fn probe_windows_and_deadline_at_the_load_time() {
+        let rate = crate::bundle::VERIFY_HASH_BYTES_PER_SECOND;
+        // p95 100 s + 2 s of hashing: load 102 s.
+        let at = |f: &dyn Fn(&mut serde_yaml_ng::Value)| {
+            codes(&edited(|v| {
+                v["spec"]["serving"]["verifyOnStart"] = "full".into();
+                for (i, a) in v["spec"]["model"]["artifacts"].as_sequence_mut().unwrap().iter_mut().enumerate() {
+                    a["size"] = (if i == 0 { 2 * rate } else { 0 }).into();
+                }
+                v["spec"]["serving"]["loadTimeSeconds"]["p95"] = 100.into();
+                v["spec"]["serving"]["rollout"]["progressDeadlineSeconds"] = 600.into();
+                f(v)
+            }))
+        };
+        let startup = |n: u64| {
+            at(&move |v| {
+                v["spec"]["serving"]["probes"]["startup"] = serde_yaml_ng::from_str(&format!(
+                    "{{httpGet: {{path: /r}}, periodSeconds: 1, failureThreshold: {n}}}"
+                ))
+                .unwrap()
+            })
+        };
+        assert!(!startup(102).contains(&Code::StartupWindowTooShort));
+        assert!(startup(101).contains(&Code::StartupWindowTooShort));
+        let liveness_only = |n: u64| {
+            at(&move |v| {
+                let p = &mut v["spec"]["serving"]["probes"];
+                p.as_mapping_mut().unwrap().remove("startup");
+                p["liveness"] = serde_yaml_ng::from_str(&format!(
+                    "{{httpGet: {{path: /l}}, periodSeconds: 1, failureThreshold: {n}}}"
+                ))
+                .unwrap();
+            })
+        };
+        assert!(!liveness_only(102).contains(&Code::StartupProbeMissing));
+        assert!(liveness_only(101).contains(&Code::StartupProbeMissing));
+        let deadline = |n: u64| at(&move |v| v["spec"]["serving"]["rollout"]["progressDeadlineSeconds"] = n.into());
+        assert!(!deadline(102).contains(&Code::ProgressDeadlineShort));
+        assert!(deadline(101).contains(&Code::ProgressDeadlineShort));
+    }
+
+    /// Readiness must check more than an open port; no readiness at all is
+    /// the same finding.
+    #[test]
+    fn readiness_that_only_checks_a_port() {
+        let with = |probe: Option<&str>| {
+            codes(&edited(|v| {
+                let p = v["spec"]["serving"]["probes"].as_mapping_mut().unwrap();
+                match probe {
+                    Some(t) => {
+                        p.insert("readiness".into(), serde_yaml_ng::from_str(t).unwrap());
+                    }
+                    None => {
+                        p.remove("readiness");
+                    }
+                }
+            }))
+            .contains(&Code::ReadinessTcpOnly)
+        };
+        assert!(with(Some("{tcpSocket: {port: 8080}}")));
+        assert!(with(None));
+        assert!(!with(Some("{tcpSocket: {port: 8080}, httpGet: {path: /r}}")));
+        assert!(!with(Some("{httpGet: {path: /r}}")));
+    }
+
+    /// A bundle needs an artifact with role `weights`.
+    #[test]
+    fn weights_are_required() {
+        let no_weights = |role: &str| {
+            lint(
+                &edited(|v| {
+                    for a in v["spec"]["model"]["artifacts"].as_sequence_mut().unwrap() {
+                        if a["role"] == "weights" {
+                            a["role"] = role.into();
+                        }
+                    }
+                }),
+                &RollbackStatus::NotDeclared,
+            )
+            .into_iter()
+            .any(|d| d.message == "no artifact has role `weights`")
+        };
+        assert!(!no_weights("weights"));
+        assert!(no_weights("other"));
+    }
+
+    /// A rollout strategy that cannot resolve is an error-level finding.
+    #[test]
+    fn an_unresolvable_rollout_is_a_finding() {
+        let l = edited(|v| {
+            v["spec"]["serving"]["rollout"]["maxSurge"] = "a quarter".into();
+        });
+        let d = lint(&l, &RollbackStatus::NotDeclared);
+        assert!(
+            d.iter().any(|d| d.code == Code::CanaryPlanInvalid && d.message.starts_with("rollout strategy: ")),
+            "{d:?}"
+        );
     }
 
     fn with_volumes(names: &[&str]) -> Loaded {
