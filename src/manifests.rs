@@ -627,11 +627,16 @@ fn quote(s: &str) -> String {
     let plain_char = |c: char| c.is_ascii_alphanumeric() || "_./@+=-".contains(c);
     let first_ok = s.starts_with(|c: char| c.is_ascii_alphabetic() || c == '/');
     let word = WORDS.iter().any(|w| w.eq_ignore_ascii_case(s));
-    let reads_back = matches!(yaml_rust2::Yaml::from_str(s), yaml_rust2::Yaml::String(_)) && !yaml11_non_string(s);
-    if first_ok && !word && s.chars().all(plain_char) && reads_back {
+    if first_ok && !word && s.chars().all(plain_char) && plain_reads_as_string(s) {
         return s.to_string();
     }
     escape_unsafe(serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into()))
+}
+
+/// Whether `s` written plain reads back as this string under YAML 1.2 and
+/// YAML 1.1 alike.
+fn plain_reads_as_string(s: &str) -> bool {
+    matches!(yaml_rust2::Yaml::from_str(s), yaml_rust2::Yaml::String(_)) && !yaml11_non_string(s)
 }
 
 /// A node written on one line, or None for a non-empty mapping or sequence.
@@ -1578,6 +1583,13 @@ mod check_tests {
             to_yaml(&json!({"a": null, "b": [], "c": {}, "d": 1.5, "e": false})),
             "a: null\nb: []\nc: {}\nd: 1.5\ne: false\n"
         );
+        // Plain text must read as itself under both YAML versions: `yes` is
+        // a string to YAML 1.2 but a boolean to 1.1; `1` is a number to both.
+        for (text, plain) in
+            [("llm", true), ("yEs", true), ("yes", false), ("1", false), ("2001-12-14", false), ("true", false)]
+        {
+            assert_eq!(plain_reads_as_string(text), plain, "{text}");
+        }
     }
 
     /// Output file names take only what cannot steer the write.

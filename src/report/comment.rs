@@ -180,11 +180,9 @@ fn split_body(text: &str, budget: usize, unit: fn(char) -> usize, note: &str) ->
                 end = i + c.len_utf8();
             }
             if end == 0 {
-                // Not even one char fits after the prefix: start a fresh chunk.
-                if cur_size > prefix_size {
-                    flush(&mut cur, &mut cur_size, &mut prefix_size, &state, &mut out);
-                    continue;
-                }
+                // Not even one char fits after the reopening prefix (the chunk
+                // holds nothing else here: content was flushed before the cut
+                // and after each piece): take one anyway, to make progress.
                 end = rest.chars().next().map(char::len_utf8).unwrap_or(rest.len());
                 taken = size(&rest[..end]);
             }
@@ -333,6 +331,11 @@ mod tests {
         assert_eq!(split_body("```\na\nb\n```\n", 10, one, ""), ["```\na\n```\n", "```\nb\n```\n"]);
         assert_eq!(split_body("```\na\nb\n```\n", 12, one, ""), ["```\na\nb\n```\n"]);
         assert_eq!(split_body("", 12, one, "+"), [""]);
+        // A line cut inside a block: each piece as long as the budget leaves
+        // after the reopening and both closings (11 + 12 + 12 of 40).
+        let mut want = vec!["<details>\n</details>\n".to_string()];
+        want.extend(std::iter::repeat_n("<details>\n\naaaaa\n</details>\n".to_string(), 4));
+        assert_eq!(split_body(&format!("<details>\n{}", "a".repeat(20)), 40, one, ""), want);
     }
 
     /// Parts are as full as the widest header allows: one giant line fills
