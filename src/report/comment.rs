@@ -336,6 +336,13 @@ mod tests {
         let mut want = vec!["<details>\n</details>\n".to_string()];
         want.extend(std::iter::repeat_n("<details>\n\naaaaa\n</details>\n".to_string(), 4));
         assert_eq!(split_body(&format!("<details>\n{}", "a".repeat(20)), 40, one, ""), want);
+        // Counted in bytes, with no room left after the block's own text: one
+        // character per chunk anyway (over the budget, never stuck).
+        let bytes = split_body("<details>\n😀😀", 25, char::len_utf8, "");
+        assert_eq!(
+            bytes,
+            ["<details>\n</details>\n", "<details>\n\n😀\n</details>\n", "<details>\n\n😀\n</details>\n"]
+        );
     }
 
     /// Parts are as full as the widest header allows: one giant line fills
