@@ -195,10 +195,10 @@ fn split_body(text: &str, budget: usize, unit: fn(char) -> usize, note: &str) ->
         }
         state = after;
     }
-    if cur_size > prefix_size || out.is_empty() {
-        cur.push_str(&state.closing(cur.is_empty() || cur.ends_with('\n')));
-        out.push(cur);
-    }
+    // The last chunk always holds something: every flush above is followed
+    // by a line or a piece of one (or the text was empty: one empty chunk).
+    cur.push_str(&state.closing(cur.is_empty() || cur.ends_with('\n')));
+    out.push(cur);
     out
 }
 
@@ -331,6 +331,10 @@ mod tests {
         assert_eq!(split_body("```\na\nb\n```\n", 10, one, ""), ["```\na\n```\n", "```\nb\n```\n"]);
         assert_eq!(split_body("```\na\nb\n```\n", 12, one, ""), ["```\na\nb\n```\n"]);
         assert_eq!(split_body("", 12, one, "+"), [""]);
+        // Text that ends inside a block is closed in the last chunk, with no
+        // blank line added after a line break and one added without it.
+        assert_eq!(split_body("<details>\nx\n", 100, one, ""), ["<details>\nx\n</details>\n"]);
+        assert_eq!(split_body("<details>\nx", 100, one, ""), ["<details>\nx\n</details>\n"]);
         // A line cut inside a block: each piece as long as the budget leaves
         // after the reopening and both closings (11 + 12 + 12 of 40).
         let mut want = vec!["<details>\n</details>\n".to_string()];
