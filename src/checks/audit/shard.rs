@@ -456,5 +456,9 @@ mod tests {
         let mut c2 = b.clone();
         c2.commit = Some("bbb".into());
         assert!(coverage(&[Some(&c1), Some(&c2)]).iter().any(|p| matches!(p, CoverageProblem::CommitsDiffer { .. })));
+        // Shards that all name the same commit (or one names none) agree.
+        c2.commit = Some("aaa".into());
+        assert!(coverage(&[Some(&c1), Some(&c2)]).is_empty());
+        assert!(coverage(&[Some(&c1), Some(&b)]).is_empty());
     }
 }
