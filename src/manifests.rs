@@ -931,12 +931,21 @@ pub(crate) fn write_out(r: &Rendered, l: &Loaded, out: &Path) -> Result<PathBuf>
     crate::adapters::local::write_into(out, &fname, r.yaml.as_bytes())
 }
 
+/// The shipped example edited as YAML and written back by the one writer
+/// (which escapes what a bundle may hold only escaped): how unit tests get a
+/// bundle with a field changed.
+#[cfg(test)]
+pub(crate) fn bundle_edit(f: impl FnOnce(&mut serde_yaml_ng::Value)) -> Result<Loaded, bundle::LoadError> {
+    let mut v: serde_yaml_ng::Value =
+        serde_yaml_ng::from_str(include_str!("../examples/llm-scratch/v2/release.yaml")).unwrap();
+    f(&mut v);
+    bundle::parse("t/release.yaml", Path::new("t/release.yaml"), to_yaml(&serde_json::to_value(&v).unwrap()))
+}
+
 #[cfg(test)]
 mod parse_back_tests {
     use super::*;
     use proptest::prelude::*;
-
-    const EXAMPLE: &str = include_str!("../examples/llm-scratch/v2/release.yaml");
 
     /// Strings a YAML 1.1 reader (a Kubernetes client) turns into booleans,
     /// null, numbers or timestamps when they are written unquoted.
@@ -992,17 +1001,16 @@ mod parse_back_tests {
     ];
 
     fn bundle_with(env: &[(String, String)], args: &[String]) -> Loaded {
-        let mut v: serde_yaml_ng::Value = serde_yaml_ng::from_str(EXAMPLE).unwrap();
-        let rt = &mut v["spec"]["runtime"];
-        let mut m = serde_yaml_ng::Mapping::new();
-        for (k, x) in env {
-            m.insert(k.clone().into(), x.clone().into());
-        }
-        rt["env"] = serde_yaml_ng::Value::Mapping(m);
-        rt["args"] = serde_yaml_ng::Value::Sequence(args.iter().map(|a| a.clone().into()).collect());
-        // The one writer: it escapes what a bundle may hold only escaped.
-        let text = to_yaml(&serde_json::to_value(&v).unwrap());
-        bundle::parse("t/release.yaml", Path::new("t/release.yaml"), text).unwrap()
+        bundle_edit(|v| {
+            let rt = &mut v["spec"]["runtime"];
+            let mut m = serde_yaml_ng::Mapping::new();
+            for (k, x) in env {
+                m.insert(k.clone().into(), x.clone().into());
+            }
+            rt["env"] = serde_yaml_ng::Value::Mapping(m);
+            rt["args"] = serde_yaml_ng::Value::Sequence(args.iter().map(|a| a.clone().into()).collect());
+        })
+        .unwrap()
     }
 
     proptest! {
@@ -1109,12 +1117,6 @@ mod parse_back_tests {
                 Err(e) => prop_assert!(format!("{e:#}").contains("env[HF_X]") || format!("{e:#}").contains("invalid YAML"), "{e:#}"),
             }
         }
-    }
-
-    fn bundle_edit(f: impl FnOnce(&mut serde_yaml_ng::Value)) -> Result<Loaded, bundle::LoadError> {
-        let mut v: serde_yaml_ng::Value = serde_yaml_ng::from_str(EXAMPLE).unwrap();
-        f(&mut v);
-        bundle::parse("t/release.yaml", Path::new("t/release.yaml"), to_yaml(&serde_json::to_value(&v).unwrap()))
     }
 
     fn volume(name: &str, mount: &str) -> serde_yaml_ng::Value {
@@ -1445,12 +1447,7 @@ mod check_tests {
     /// container in its place, is said to (the built-in one carries it).
     #[test]
     fn a_template_without_the_verifier_is_said_to_lack_it() {
-        let l = crate::bundle::parse(
-            "t/release.yaml",
-            Path::new("t/release.yaml"),
-            include_str!("../examples/llm-scratch/v2/release.yaml").to_string(),
-        )
-        .unwrap();
+        let l = crate::bundle::example();
         let builtin = Renderer::new(&TemplateSource::Builtin).unwrap().render(&l).unwrap();
         assert!(builtin.yaml.contains(VERIFIER_CONTAINER) && !builtin.verifier_missing);
         let t = include_str!("../templates/kserve-custom.yaml.hbs");
@@ -1610,12 +1607,7 @@ mod check_tests {
     /// holds the rendered stream.
     #[test]
     fn write_out_names_the_file_by_name_and_version() {
-        let l = crate::bundle::parse(
-            "t/release.yaml",
-            Path::new("t/release.yaml"),
-            include_str!("../examples/llm-scratch/v2/release.yaml").to_string(),
-        )
-        .unwrap();
+        let l = crate::bundle::example();
         let r = Renderer::new(&TemplateSource::Builtin).unwrap().render(&l).unwrap();
         let dir = tempfile::tempdir().unwrap();
         let p = write_out(&r, &l, dir.path()).unwrap();
@@ -1656,12 +1648,7 @@ mod check_tests {
         }
         let t = include_str!("../templates/kserve-custom.yaml.hbs");
         std::fs::write(dir.path().join("kserve-custom.yaml.hbs"), format!("{partials}# {{{{> q0}}}}\n{t}")).unwrap();
-        let l = crate::bundle::parse(
-            "t/release.yaml",
-            Path::new("t/release.yaml"),
-            include_str!("../examples/llm-scratch/v2/release.yaml").to_string(),
-        )
-        .unwrap();
+        let l = crate::bundle::example();
         let r = Renderer::new(&TemplateSource::Dir(dir.path().to_path_buf())).unwrap();
         assert_eq!(
             r.render(&l).unwrap().objects.len(),

@@ -494,11 +494,7 @@ mod tests {
     }
 
     fn edited(f: impl FnOnce(&mut serde_yaml_ng::Value)) -> Loaded {
-        let mut v: serde_yaml_ng::Value =
-            serde_yaml_ng::from_str(include_str!("../../examples/llm-scratch/v2/release.yaml")).unwrap();
-        f(&mut v);
-        let text = crate::manifests::to_yaml(&serde_json::to_value(&v).unwrap());
-        crate::bundle::parse("t/release.yaml", std::path::Path::new("t/release.yaml"), text).unwrap()
+        crate::manifests::bundle_edit(f).unwrap()
     }
 
     /// The seconds verification adds: the declared bytes at the hashing
