@@ -99,7 +99,6 @@ fn knative_latency(q: f64) -> Template {
             quantile_of(KNATIVE_LATENCY, "", q)
         ),
         samples: format!("{new_buckets} or ({old_buckets} unless on() {new_buckets})"),
-        bound_scale: 1.0,
         ..histogram(KNATIVE_OTEL_LATENCY, "", q, false)
     }
 }
@@ -515,6 +514,101 @@ mod tests {
             traffic(MetricProvider::Vllm).unwrap().0,
             template(MetricProvider::Vllm, "error_rate").unwrap().samples
         );
+    }
+
+    /// docs/canary.md's provider table is the specification of every
+    /// query: each row whose cell spells a query out in one code span must
+    /// be exactly what `template` builds (`S`, `W` and `NN` filled in), and
+    /// every row's unit and arm label must be the provider's. A gate dropped
+    /// from a provider, a field left at its default or a query changed on
+    /// one side fails here.
+    #[test]
+    fn the_documented_provider_table_is_what_the_templates_build() {
+        let doc = include_str!("../../../docs/canary.md");
+        // `S` is the selector, `W` the window (always right after a `}`).
+        let expand =
+            |q: &str, nn: &str| q.replace("{S", "{{{selector}}").replace("}W", "}[{{window}}]").replace("0.NN", nn);
+        let provider = |n: &str| PROVIDERS.into_iter().find(|p| name(*p) == n);
+        // A cell that is one code span (after an optional "requests: "),
+        // followed by nothing or by prose: " (…)" or " — …".
+        let code = |cell: &str| {
+            let c = cell.strip_prefix("requests: ").unwrap_or(cell).strip_prefix('`')?;
+            let (q, rest) = c.split_once('`')?;
+            (rest.is_empty() || rest.starts_with(" (") || rest.starts_with(" — ")).then(|| q.to_string())
+        };
+        let (mut rows, mut exact) = (0, 0);
+        for line in doc.lines().filter(|l| l.starts_with("| `")) {
+            let cells: Vec<&str> = line.trim_matches('|').split(" | ").map(str::trim).collect();
+            let Some(p) = cells.first().and_then(|c| provider(c.trim_matches('`'))) else { continue };
+            assert_eq!(cells.len(), 6, "{line}");
+            rows += 1;
+            let label = cells[5];
+            if label != "″" && label != "—" {
+                assert_eq!(label, format!("`{}`", arm_label(p)), "{line}");
+            }
+            // Gate names: `NN` stands for every percentile; try three.
+            let mut gates: Vec<(String, String)> = Vec::new();
+            for g in cells[1].split(", ").filter_map(|g| g.split('`').nth(1)) {
+                if g.contains("NN") {
+                    // `0.NN` as PromQL reads it: p50 is 0.5.
+                    gates.extend(
+                        [50u32, 95, 99].map(|n| (g.replace("NN", &n.to_string()), (f64::from(n) / 100.0).to_string())),
+                    );
+                } else {
+                    gates.push((g.to_string(), String::new()));
+                }
+            }
+            if cells[2].starts_with("**none**") {
+                for (g, _) in &gates {
+                    assert!(template(p, g).is_none() && unsupported_reason(p, g).is_some(), "{line}");
+                }
+                continue;
+            }
+            if gates.is_empty() {
+                // "any other name": a quality failure rate under the default provider.
+                let t = template(p, "json_incomplete_rate").expect(line);
+                assert!(t.value.contains("check=\"json_incomplete_rate\"") && t.unit == cells[4], "{line}");
+                continue;
+            }
+            for (g, nn) in &gates {
+                let t = template(p, g).unwrap_or_else(|| panic!("documented gate {g} has no template: {line}"));
+                assert!(cells[4].starts_with(t.unit), "unit {} for {line}", t.unit);
+                assert_eq!(t.higher_is_better, cells[1].contains('↑'), "{line}");
+                // Gates whose samples are not one per request count the requests apart.
+                let requests = cells[3].contains("`minSamples` applies to the request count");
+                assert_eq!(t.requests.is_some(), requests, "{line}");
+                if let (Some(r), Some(q)) = (&t.requests, cells[3].rsplit_once("request count, `")) {
+                    assert_eq!(*r, expand(q.1.trim_end_matches('`'), nn), "{line}");
+                }
+                if let Some(q) = code(cells[2]) {
+                    assert_eq!(t.value, expand(&q, nn), "value of {g}: {line}");
+                    exact += 1;
+                } else if let Some(other) =
+                    cells[2].strip_prefix("as `").and_then(|r| provider(r.trim_end_matches('`')))
+                {
+                    assert_eq!(Some(&t), template(other, g).as_ref(), "{line}");
+                    exact += 1;
+                } else {
+                    // "the same over `a_bucket` `or` `b_bucket`": the quantile over each.
+                    assert!(t.value.starts_with(&format!("histogram_quantile({nn}, ")), "{g}: {}", t.value);
+                    for m in cells[2].split('`').skip(1).step_by(2).filter(|m| m.ends_with("_bucket")) {
+                        let want = format!("sum by (le) (rate({m}{{{{{{selector}}}}}}[{{{{window}}}}]))");
+                        assert!(t.value.contains(&want), "value of {g}: {} lacks {want}", t.value);
+                        exact += 1;
+                    }
+                }
+                if let Some(q) = code(cells[3]) {
+                    assert_eq!(t.samples, expand(&q, nn), "samples of {g}: {line}");
+                    exact += 1;
+                } else if let Some(m) = cells[3].strip_prefix("buckets of `").and_then(|r| r.split('`').next()) {
+                    let want = expand(&format!("sum by (le) (increase({m}_bucket{{S"), nn);
+                    assert!(t.samples.starts_with(&want), "samples of {g}: {} vs {want}", t.samples);
+                    exact += 1;
+                }
+            }
+        }
+        // The table is there and most of its queries are spelled out.
+        assert_eq!((rows, exact), (19, 65), "rows and queries checked");
     }
 
     #[test]

@@ -140,14 +140,24 @@ pub(crate) fn binom_test_greater(k: u64, n: u64, p: f64) -> Option<TestResult> {
     Some(TestResult { method: "exact binomial", statistic: k as f64, p_value: pv })
 }
 
+/// One tie group's share of the tie correction, (t³ − t) / (n (n − 1)),
+/// computed as a product of ratios: the plain form subtracts two numbers
+/// near n³ and, with 10⁶ samples or Prometheus' fractional counts, leaves a
+/// variance of rounding noise where every sample is tied (a p-value of 0.56
+/// on no evidence). As ratios, one group holding all n gives exactly n + 1.
+fn tie_share(t: f64, n: f64) -> f64 {
+    (t / n) * ((t - 1.0) / (n - 1.0)) * (t + 1.0)
+}
+
 /// Normal approximation of Mann-Whitney U with tie correction and continuity
 /// correction, H1: x tends to be larger than y (scipy `mannwhitneyu(x, y,
-/// alternative='greater', method='asymptotic')`).
-fn mwu_from_rank_sum(r1: f64, n1: f64, n2: f64, tie_term: f64) -> TestResult {
+/// alternative='greater', method='asymptotic')`). `ties` is the sum of
+/// [`tie_share`] over the tie groups.
+fn mwu_from_rank_sum(r1: f64, n1: f64, n2: f64, ties: f64) -> TestResult {
     let u1 = r1 - n1 * (n1 + 1.0) / 2.0;
     let n = n1 + n2;
     let mu = n1 * n2 / 2.0;
-    let s = (n1 * n2 / 12.0 * ((n + 1.0) - tie_term / (n * (n - 1.0)))).sqrt();
+    let s = (n1 * n2 / 12.0 * ((n + 1.0) - ties)).sqrt();
     if s == 0.0 || !s.is_finite() {
         // Every value tied: no evidence of a shift.
         return TestResult { method: "Mann-Whitney U", statistic: u1, p_value: 1.0 };
@@ -170,10 +180,11 @@ pub fn mann_whitney_u(x: &[f64], y: &[f64]) -> Option<TestResult> {
     // Merge the two sorted arms tie group by tie group: each group's members
     // share the average rank.
     let (mut i, mut j) = (0usize, 0usize);
+    let n = (xs.len() + ys.len()) as f64;
     let mut rank_before = 0f64;
     let mut r1 = 0f64;
-    let mut tie_term = 0f64;
-    while i < xs.len() || j < ys.len() {
+    let mut ties = 0f64;
+    loop {
         let v = match (xs.get(i), ys.get(j)) {
             (Some(&a), Some(&b)) => a.min(b),
             (Some(&a), None) => a,
@@ -191,14 +202,14 @@ pub fn mann_whitney_u(x: &[f64], y: &[f64]) -> Option<TestResult> {
         let cx = (i - i0) as f64;
         let t = cx + (j - j0) as f64;
         r1 += cx * (rank_before + (t + 1.0) / 2.0);
-        tie_term += t * t * t - t;
+        ties += tie_share(t, n);
         rank_before += t;
         if t == 0.0 {
             // Cannot happen with finite values; guards the loop regardless.
             return None;
         }
     }
-    Some(mwu_from_rank_sum(r1, xs.len() as f64, ys.len() as f64, tie_term))
+    Some(mwu_from_rank_sum(r1, xs.len() as f64, ys.len() as f64, ties))
 }
 
 /// Mann-Whitney U, H1: x tends to be *smaller* than y (scipy `mannwhitneyu(x,
@@ -225,14 +236,14 @@ pub fn mann_whitney_binned(cx: &[f64], cy: &[f64]) -> Option<TestResult> {
     }
     let mut rank_before = 0f64;
     let mut r1 = 0f64;
-    let mut tie_term = 0f64;
+    let mut ties = 0f64;
     for (a, b) in cx.iter().zip(cy) {
         let t = a + b;
         r1 += a * (rank_before + (t + 1.0) / 2.0);
-        tie_term += t * t * t - t;
+        ties += tie_share(t, n1 + n2);
         rank_before += t;
     }
-    Some(mwu_from_rank_sum(r1, n1, n2, tie_term))
+    Some(mwu_from_rank_sum(r1, n1, n2, ties))
 }
 
 /// Samples per arm for a one-sided two-proportion test to detect p0 → p1

@@ -270,6 +270,10 @@ fn statistics_are_total_over_nan_inf_and_empty() {
     assert!(mann_whitney_binned(&[1.0, -1.0], &[1.0, 1.0]).is_none());
     assert!(mann_whitney_binned(&[0.0, 0.0], &[1.0, 1.0]).is_none());
     assert!(mann_whitney_binned(&[1.0], &[1.0, 1.0]).is_none());
+    // One sample between the arms (extrapolated halves): the variance is
+    // 0/0, which is no evidence, not a NaN p-value.
+    assert_eq!(mann_whitney_binned(&[0.5, 0.0], &[0.5, 0.0]).map(|t| t.p_value), Some(1.0));
+    assert_eq!(mann_whitney_binned(&[0.25], &[0.75]).map(|t| t.p_value), Some(1.0));
     assert!(two_proportion_z(f64::NAN, 10.0, 1.0, 10.0).is_none());
     assert!(two_proportion_z(1.0, f64::INFINITY, 1.0, 10.0).is_none());
     assert!(two_proportion_z(11.0, 10.0, 1.0, 10.0).is_none());
@@ -1087,5 +1091,181 @@ proptest::proptest! {
         let got = h.superiority_scaled(s);
         proptest::prop_assert!((got - exact).abs() <= err + 1e-9, "{got} vs {exact} (bound {err:e}) for {pairs:?} at s = {s}");
         proptest::prop_assert!((0.0..=1.0).contains(&got));
+    }
+}
+
+// Generators for the statistics, each held to an oracle computed another
+// way: pairs counted one by one instead of ranks merged, exact integer
+// binomial sums instead of the pmf recurrence, bins expanded into raw
+// samples. The class they cover: a p-value or statistic that is wrong on
+// inputs no hard-coded scipy value happens to sit on (ties, a single bin,
+// fractional counts from Prometheus' extrapolating `increase`).
+
+/// U of x over y counted pair by pair (ties count half), and the tie term
+/// from each distinct value's multiplicity in both arms together.
+fn brute_u(x: &[f64], y: &[f64]) -> (f64, f64) {
+    let mut u = 0.0;
+    for a in x {
+        for b in y {
+            u += if a > b {
+                1.0
+            } else if a == b {
+                0.5
+            } else {
+                0.0
+            };
+        }
+    }
+    let mut all: Vec<f64> = x.iter().chain(y).copied().collect();
+    all.sort_by(f64::total_cmp);
+    let mut tie = 0.0;
+    for group in all.chunk_by(|a, b| a == b) {
+        let t = group.len() as f64;
+        tie += t * t * t - t;
+    }
+    (u, tie)
+}
+
+/// scipy's asymptotic one-sided p for U (continuity-corrected, tie-corrected).
+fn asymptotic_p(u: f64, n1: f64, n2: f64, tie: f64) -> f64 {
+    let n = n1 + n2;
+    let var = n1 * n2 / 12.0 * ((n + 1.0) - tie / (n * (n - 1.0)));
+    if var.is_nan() || var <= 0.0 {
+        return 1.0;
+    }
+    norm_sf((u - n1 * n2 / 2.0 - 0.5) / var.sqrt())
+}
+
+fn choose(n: u64, k: u64) -> u128 {
+    (0..k.min(n - k)).fold(1u128, |acc, i| acc * u128::from(n - i) / u128::from(i + 1))
+}
+
+/// P(X >= x1) for X ~ Hypergeom(n1 + n2, x1 + x2, n1), every term summed exactly.
+fn brute_fisher(x1: u64, n1: u64, x2: u64, n2: u64) -> f64 {
+    let (k, total) = (x1 + x2, n1 + n2);
+    let num: u128 = (x1..=k.min(n1)).filter(|a| k - a <= n2).map(|a| choose(k, a) * choose(total - k, n1 - a)).sum();
+    num as f64 / choose(total, n1) as f64
+}
+
+fn brute_binomial(k: u64, n: u64, p: f64) -> f64 {
+    (k..=n).map(|i| choose(n, i) as f64 * p.powi(i as i32) * (1.0 - p).powi((n - i) as i32)).sum()
+}
+
+fn small_samples() -> impl proptest::strategy::Strategy<Value = Vec<f64>> {
+    // Few distinct values, so ties are the rule rather than the exception.
+    proptest::collection::vec((0u8..8).prop_map(|v| f64::from(v) * 0.5), 1..25)
+}
+
+use proptest::prelude::Strategy as _;
+
+proptest::proptest! {
+    #![proptest_config(crate::util::prop_config(1_000))]
+
+    #[test]
+    fn mann_whitney_is_pairs_counted_one_by_one(x in small_samples(), y in small_samples()) {
+        let (u, tie) = brute_u(&x, &y);
+        let (n1, n2) = (x.len() as f64, y.len() as f64);
+        let t = mann_whitney_u(&x, &y).expect("finite, non-empty arms");
+        proptest::prop_assert_eq!(t.statistic, u);
+        let want = asymptotic_p(u, n1, n2, tie);
+        proptest::prop_assert!((t.p_value - want).abs() <= 1e-12, "{} vs {want}", t.p_value);
+        // The other direction is the same test with the arms swapped.
+        let less = mann_whitney_u_less(&x, &y).expect("finite, non-empty arms");
+        proptest::prop_assert_eq!(less.statistic, u);
+        let swapped = mann_whitney_u(&y, &x).expect("finite, non-empty arms");
+        proptest::prop_assert!((less.p_value - swapped.p_value).abs() <= 1e-12, "{} vs {}", less.p_value, swapped.p_value);
+    }
+
+    /// Binned counts are the raw test on bin-rounded values.
+    #[test]
+    fn binned_mann_whitney_is_the_raw_test_on_its_bins(
+        bins in proptest::collection::vec((0u8..6, 0u8..6), 1..9)
+    ) {
+        let (cx, cy): (Vec<f64>, Vec<f64>) = bins.iter().map(|(a, b)| (f64::from(*a), f64::from(*b))).unzip();
+        let expand = |c: &[f64]| -> Vec<f64> {
+            c.iter().enumerate().flat_map(|(i, n)| std::iter::repeat_n(i as f64, *n as usize)).collect()
+        };
+        let (x, y) = (expand(&cx), expand(&cy));
+        let binned = mann_whitney_binned(&cx, &cy);
+        proptest::prop_assert_eq!(binned.is_some(), !x.is_empty() && !y.is_empty());
+        if let (Some(b), Some(raw)) = (binned, mann_whitney_u(&x, &y)) {
+            proptest::prop_assert!((b.statistic - raw.statistic).abs() <= 1e-9, "{} vs {}", b.statistic, raw.statistic);
+            proptest::prop_assert!((b.p_value - raw.p_value).abs() <= 1e-12, "{} vs {}", b.p_value, raw.p_value);
+        }
+    }
+
+    /// Prometheus' `increase` extrapolates, so bin counts are fractional;
+    /// everything in one bin is no evidence of a shift however the
+    /// variance rounds (it can round below zero, or divide 0 by 0 when the
+    /// arms hold one sample between them).
+    #[test]
+    fn one_bin_of_fractional_counts_is_no_evidence(a in 0.01f64..1e6, b in 0.01f64..1e6, bins in 1usize..5, at in 0usize..5) {
+        let at = at % bins;
+        let (mut cx, mut cy) = (vec![0.0; bins], vec![0.0; bins]);
+        cx[at] = a;
+        cy[at] = b;
+        let t = mann_whitney_binned(&cx, &cy).expect("both arms hold samples");
+        proptest::prop_assert_eq!(t.p_value, 1.0, "{:?} {:?}", cx, cy);
+    }
+
+    #[test]
+    fn fisher_is_the_exact_hypergeometric_tail(n1 in 1u64..40, n2 in 1u64..40, f1 in 0.0f64..=1.0, f2 in 0.0f64..=1.0) {
+        let (x1, x2) = ((n1 as f64 * f1) as u64, (n2 as f64 * f2) as u64);
+        let t = fisher_exact_greater(x1, n1, x2, n2).expect("valid table");
+        let want = brute_fisher(x1, n1, x2, n2);
+        proptest::prop_assert!((t.p_value - want).abs() <= 1e-9 * want.max(1e-300) + 1e-15, "{} vs {want} for {x1}/{n1} vs {x2}/{n2}", t.p_value);
+        // Cochran's rule decided in integers: an expected cell below 5 is
+        // n_row * n_col < 5 * n.
+        let (n, events) = (n1 + n2, x1 + x2);
+        let small = [n1 * events, n1 * (n - events), n2 * events, n2 * (n - events)].iter().any(|c| *c < 5 * n);
+        let chosen = proportion_test(x1, n1, x2, n2).expect("valid table");
+        let other = two_proportion_z(x1 as f64, n1 as f64, x2 as f64, n2 as f64).expect("valid counts");
+        let want = if small { t } else { other };
+        // Compared field by field: the odds ratio is NaN on a 0/0 table.
+        proptest::prop_assert_eq!((chosen.method, chosen.p_value), (want.method, want.p_value));
+        proptest::prop_assert_eq!(chosen.statistic.to_bits(), want.statistic.to_bits());
+    }
+
+    #[test]
+    fn binomial_is_the_exact_upper_tail(n in 1u64..60, f in 0.0f64..=1.2, p in 0.0f64..=1.0) {
+        let k = (n as f64 * f) as u64;
+        let t = binom_test_greater(k, n, p).expect("p in [0, 1], n > 0");
+        let want = if k > n { 0.0 } else { brute_binomial(k, n, p) };
+        proptest::prop_assert!((t.p_value - want).abs() <= 1e-9, "{} vs {want} for {k}/{n} at {p}", t.p_value);
+        proptest::prop_assert_eq!(t.statistic, k as f64);
+    }
+
+    /// The sample sizes are the smallest that reach the power: one fewer
+    /// falls short.
+    #[test]
+    fn sample_sizes_are_the_smallest_with_the_power(p0 in 0.001f64..0.5, lift in 0.001f64..0.4, p_sup in 0.51f64..1.0) {
+        let p1 = (p0 + lift).min(0.999);
+        let (za, zb) = (norm_ppf(1.0 - ALPHA), norm_ppf(POWER));
+        let n = n_two_proportions(p0, p1, ALPHA, POWER).expect("an effect to detect") as f64;
+        let pbar = (p0 + p1) / 2.0;
+        // Power of the one-sided test with m per arm (Fleiss, as documented).
+        let power = |m: f64| {
+            norm_sf(-(((p1 - p0) * m.sqrt() - za * (2.0 * pbar * (1.0 - pbar)).sqrt()) / (p0 * (1.0 - p0) + p1 * (1.0 - p1)).sqrt()))
+        };
+        proptest::prop_assert!(power(n) >= POWER - 1e-9, "power {} at {n}", power(n));
+        proptest::prop_assert!(n <= 1.0 || power(n - 1.0) < POWER + 1e-9, "power {} at {}", power(n - 1.0), n - 1.0);
+        let m = n_mann_whitney(p_sup, ALPHA, POWER).expect("an effect to detect") as f64;
+        let d = p_sup - 0.5;
+        proptest::prop_assert!(6.0 * d * d * m >= (za + zb).powi(2) * (1.0 - 1e-12));
+        proptest::prop_assert!(m <= 1.0 || 6.0 * d * d * (m - 1.0) < (za + zb).powi(2) * (1.0 + 1e-12));
+    }
+
+    #[test]
+    fn superiority_of_samples_is_pairs_counted_one_by_one(x in small_samples(), s in 0.2f64..3.0) {
+        let n = x.len() as f64;
+        let mut want = 0.0;
+        for a in &x {
+            for b in &x {
+                let v = s * a;
+                want += if v > *b { 1.0 } else if v == *b { 0.5 } else { 0.0 };
+            }
+        }
+        let got = superiority_scaled_samples(&x, s);
+        proptest::prop_assert!((got - want / (n * n)).abs() <= 1e-12, "{got} vs {}", want / (n * n));
     }
 }
