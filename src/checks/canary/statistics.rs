@@ -13,20 +13,16 @@ pub(crate) const ALPHA: f64 = 0.05;
 /// Power used for the minimum sample size.
 pub(crate) const POWER: f64 = 0.80;
 
-fn std_normal() -> Normal {
-    Normal::new(0.0, 1.0).expect("standard normal")
-}
-
 /// Upper tail of the standard normal (accurate far into the tail via erfc).
 pub(crate) fn norm_sf(z: f64) -> f64 {
     if z.is_nan() {
         return f64::NAN;
     }
-    std_normal().sf(z)
+    Normal::standard().sf(z)
 }
 
 pub(crate) fn norm_ppf(p: f64) -> f64 {
-    std_normal().inverse_cdf(p)
+    Normal::standard().inverse_cdf(p)
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -246,19 +242,17 @@ pub fn mann_whitney_binned(cx: &[f64], cy: &[f64]) -> Option<TestResult> {
     Some(mwu_from_rank_sum(r1, n1, n2, ties))
 }
 
+/// Strictly between 0 and 1 (false for NaN): a level or a power.
+fn open_unit(v: f64) -> bool {
+    v > 0.0 && v < 1.0
+}
+
 /// Samples per arm for a one-sided two-proportion test to detect p0 → p1
 /// (Fleiss, without continuity correction). None when there is no effect to
 /// detect (p1 <= p0) or the rates are outside (0, 1).
 pub(crate) fn n_two_proportions(p0: f64, p1: f64, alpha: f64, power: f64) -> Option<u64> {
-    // NaN rates fail every comparison, so they land here too.
-    if p1.is_nan()
-        || p0.is_nan()
-        || p1 <= p0
-        || p0 < 0.0
-        || p1 >= 1.0
-        || !(alpha > 0.0 && alpha < 1.0)
-        || !(power > 0.0 && power < 1.0)
-    {
+    // Written as what must hold, so a NaN (false in every comparison) fails it.
+    if !((0.0..1.0).contains(&p0) && p1 > p0 && p1 < 1.0 && open_unit(alpha) && open_unit(power)) {
         return None;
     }
     let za = norm_ppf(1.0 - alpha);
@@ -272,7 +266,7 @@ pub(crate) fn n_two_proportions(p0: f64, p1: f64, alpha: f64, power: f64) -> Opt
 /// with probability of superiority `p_sup` = P(candidate > baseline), by
 /// Noether's formula with equal arms: n = (z_a + z_b)^2 / (6 (p_sup - 1/2)^2).
 pub(crate) fn n_mann_whitney(p_sup: f64, alpha: f64, power: f64) -> Option<u64> {
-    if p_sup.is_nan() || p_sup <= 0.5 || p_sup > 1.0 || !(alpha > 0.0 && alpha < 1.0) || !(power > 0.0 && power < 1.0) {
+    if !(p_sup > 0.5 && p_sup <= 1.0 && open_unit(alpha) && open_unit(power)) {
         return None;
     }
     let z = norm_ppf(1.0 - alpha) + norm_ppf(power);

@@ -278,12 +278,46 @@ fn statistics_are_total_over_nan_inf_and_empty() {
     assert!(two_proportion_z(1.0, f64::INFINITY, 1.0, 10.0).is_none());
     assert!(two_proportion_z(11.0, 10.0, 1.0, 10.0).is_none());
     assert!(two_proportion_z(1.0, 0.0, 1.0, 10.0).is_none());
+    // An arm with no trials is no test, even with no events either.
+    assert!(two_proportion_z(0.0, 0.0, 1.0, 10.0).is_none());
+    assert!(two_proportion_z(1.0, 10.0, 0.0, 0.0).is_none());
     assert!(fisher_exact_greater(11, 10, 1, 10).is_none());
     assert!(proportion_test(1, 0, 0, 10).is_none());
     assert!(binom_test_greater(1, 10, f64::NAN).is_none());
     assert!(binom_test_greater(1, 0, 0.5).is_none());
     assert!(n_two_proportions(0.01, 0.02, f64::NAN, POWER).is_none());
     assert!(n_mann_whitney(f64::INFINITY, ALPHA, POWER).is_none());
+    // What is not a rate, a level or a power gives no sample size, one
+    // argument at a time (each beside valid others).
+    let nan = f64::NAN;
+    for (p0, p1, a, pw) in [
+        (nan, 0.02, ALPHA, POWER),
+        (0.01, nan, ALPHA, POWER),
+        (-0.1, 0.5, ALPHA, POWER),
+        (0.01, 1.0, ALPHA, POWER),
+        (0.02, 0.02, ALPHA, POWER),
+        (0.01, 0.02, 0.0, POWER),
+        (0.01, 0.02, 1.0, POWER),
+        (0.01, 0.02, 1.5, POWER),
+        (0.01, 0.02, ALPHA, 0.0),
+        (0.01, 0.02, ALPHA, 1.0),
+        (0.01, 0.02, ALPHA, -0.5),
+    ] {
+        assert_eq!(n_two_proportions(p0, p1, a, pw), None, "{p0} {p1} {a} {pw}");
+    }
+    assert!(n_two_proportions(0.0, 0.02, ALPHA, POWER).is_some());
+    for (p, a, pw) in [
+        (nan, ALPHA, POWER),
+        (0.5, ALPHA, POWER),
+        (1.01, ALPHA, POWER),
+        (0.7, 0.0, POWER),
+        (0.7, 1.0, POWER),
+        (0.7, ALPHA, 0.0),
+        (0.7, ALPHA, 1.0),
+    ] {
+        assert_eq!(n_mann_whitney(p, a, pw), None, "{p} {a} {pw}");
+    }
+    assert!(n_mann_whitney(1.0, ALPHA, POWER).is_some());
     close(superiority_scaled_samples(&[1.0, f64::NAN], 1.2), 0.5, 0.0);
     // Prometheus' "NaN"/"+Inf" counts empty the histogram: NO DATA.
     assert_eq!(hist(&[(0.1, f64::NAN), (f64::INFINITY, 10.0)]).total(), 0.0);
