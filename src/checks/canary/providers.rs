@@ -611,6 +611,119 @@ mod tests {
         assert_eq!((rows, exact), (19, 65), "rows and queries checked");
     }
 
+    fn gate(metric: &str) -> crate::bundle::Gate {
+        crate::bundle::Gate {
+            metric: metric.into(),
+            max_absolute: None,
+            max_relative_increase: None,
+            query: None,
+            min_absolute: None,
+            min_relative_decrease: None,
+            provider: None,
+        }
+    }
+
+    fn plan(provider: Option<MetricProvider>, steps: &[u32], gates: Vec<crate::bundle::Gate>) -> crate::bundle::Canary {
+        crate::bundle::Canary {
+            mode: Default::default(),
+            steps: steps.to_vec(),
+            window: "10m".into(),
+            min_samples: 100,
+            gates,
+            golden: None,
+            provider,
+        }
+    }
+
+    /// (code, field) of each finding, and the messages joined.
+    fn lint(p: &crate::bundle::Canary) -> (Vec<(&'static str, String)>, String) {
+        let out = lint_plan(p);
+        let text = out.iter().map(|(_, _, m)| m.as_str()).collect::<Vec<_>>().join("\n");
+        (out.into_iter().map(|(c, f, _)| (c.as_str(), f)).collect(), text)
+    }
+
+    #[test]
+    fn lint_names_the_provider_that_has_an_unsupported_gate() {
+        let one = |provider, g| lint(&plan(provider, &[10, 50], vec![g]));
+        // A vLLM gate under the default provider: which provider has it.
+        let (f, m) = one(None, gate("ttft_p95_seconds"));
+        assert_eq!(f, [("BG305", "spec.canary.gates[0].metric".to_string())]);
+        assert!(
+            m.contains("provider `bundlegate` exports nothing") && m.contains("`vllm` has it: set `provider: vllm`"),
+            "{m}"
+        );
+        // A name no provider has: what this one computes instead.
+        let (f, m) = one(Some(MetricProvider::Vllm), gate("made_up_seconds"));
+        assert_eq!(f.len(), 1);
+        assert!(m.contains(&format!("`vllm` computes {}", gate_names(MetricProvider::Vllm).join(", "))), "{m}");
+        assert!(m.contains("ttft_pNN_seconds") && m.contains("requests_waiting"), "{m}");
+        // A series that exists but does not count what the gate promises.
+        let (f, m) = one(Some(MetricProvider::Vllm), gate("abort_rate"));
+        assert_eq!(f.len(), 1);
+        assert!(m.contains("vllm-project/vllm#31503"), "{m}");
+        // The gate's own provider wins over the plan's, both ways.
+        let dcgm = crate::bundle::Gate { provider: Some(MetricProvider::Dcgm), ..gate("gpu_memory_bytes") };
+        assert_eq!(one(Some(MetricProvider::Vllm), dcgm).0, []);
+        assert_eq!(one(Some(MetricProvider::Vllm), gate("gpu_memory_bytes")).0.len(), 1);
+        let vllm = crate::bundle::Gate { provider: Some(MetricProvider::Vllm), ..gate("error_rate") };
+        assert_eq!(one(Some(MetricProvider::Dcgm), vllm).0, []);
+        // Every documented name of every provider computes (NN a percentile).
+        for p in PROVIDERS {
+            for g in gate_names(p).iter().flat_map(|g| g.split('/')) {
+                let g = g.replace("NN", "95");
+                // "p50/p90/p95/p99_latency_seconds": the suffix is written once.
+                let g = if g.contains('_') || g.contains(' ') { g } else { format!("{g}_latency_seconds") };
+                let g = if g == "any quality failure rate" { "json_incomplete_rate".into() } else { g };
+                assert!(template(p, &g).is_some(), "{} documents {g}", name(p));
+            }
+        }
+    }
+
+    #[test]
+    fn lint_holds_each_limit_to_the_gates_direction() {
+        use crate::bundle::Gate;
+        let codes = |g: Gate| lint(&plan(Some(MetricProvider::Vllm), &[10, 50], vec![g])).0;
+        let dir = |field: &str| vec![("BG306", format!("spec.canary.gates[0]{field}"))];
+        let up = || gate("output_tokens_per_second");
+        // Higher is better: limited from below only, and limited at all.
+        assert_eq!(codes(up()), dir(""));
+        assert_eq!(codes(Gate { max_absolute: Some(1.0), min_absolute: Some(1.0), ..up() }), dir(""));
+        assert_eq!(codes(Gate { max_relative_increase: Some(0.1), min_absolute: Some(1.0), ..up() }), dir(""));
+        assert_eq!(codes(Gate { min_absolute: Some(1.0), ..up() }), []);
+        assert_eq!(codes(Gate { min_relative_decrease: Some(0.1), ..up() }), []);
+        // Lower is better: a lower limit never triggers.
+        let down = || gate("e2e_p95_seconds");
+        assert_eq!(codes(Gate { max_absolute: Some(1.0), ..down() }), []);
+        assert_eq!(codes(Gate { max_absolute: Some(1.0), min_absolute: Some(1.0), ..down() }), dir(""));
+        assert_eq!(codes(Gate { max_absolute: Some(1.0), min_relative_decrease: Some(0.5), ..down() }), dir(""));
+        // minRelativeDecrease is a fraction strictly inside (0, 1).
+        for r in [0.0, 1.0, 1.5, -0.1, f64::NAN, f64::INFINITY] {
+            assert_eq!(codes(Gate { min_relative_decrease: Some(r), ..up() }), dir(".minRelativeDecrease"), "{r}");
+        }
+        for r in [0.01, 0.5, 0.99] {
+            assert_eq!(codes(Gate { min_relative_decrease: Some(r), ..up() }), [], "{r}");
+        }
+        for a in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY] {
+            assert_eq!(codes(Gate { min_absolute: Some(a), ..up() }), dir(".minAbsolute"), "{a}");
+        }
+        assert_eq!(codes(Gate { min_absolute: Some(-5.0), ..up() }), []);
+    }
+
+    #[test]
+    fn a_last_step_at_full_traffic_needs_an_absolute_limit() {
+        use crate::bundle::Gate;
+        let relative = || Gate { max_relative_increase: Some(0.1), ..gate("error_rate") };
+        let full = |gates| lint(&plan(None, &[10, 100], gates)).0;
+        assert_eq!(full(vec![relative()]), [("BG307", "spec.canary.steps".to_string())]);
+        assert_eq!(full(vec![relative(), Gate { max_absolute: Some(0.01), ..gate("error_rate") }]), []);
+        let up =
+            Gate { min_absolute: Some(10.0), provider: Some(MetricProvider::Vllm), ..gate("output_tokens_per_second") };
+        assert_eq!(full(vec![relative(), up]), []);
+        // Not at 100%: a baseline still serves, relative limits judge.
+        assert_eq!(lint(&plan(None, &[10, 50], vec![relative()])).0, []);
+        assert_eq!(lint(&plan(None, &[100], vec![relative()])).0.len(), 1);
+    }
+
     #[test]
     fn knative_reads_both_naming_generations_in_their_own_units() {
         let e = template(MetricProvider::Kserve, "error_rate").unwrap();

@@ -52,21 +52,22 @@ fn counts_ok(x: f64, n: f64) -> bool {
 /// Pooled two-proportion z-test, H1: candidate rate (x1/n1) > baseline rate
 /// (x2/n2). Same z as statsmodels' `proportions_ztest(alternative='larger')`.
 pub fn two_proportion_z(x1: f64, n1: f64, x2: f64, n2: f64) -> Option<TestResult> {
-    if !counts_ok(x1, n1) || !counts_ok(x2, n2) {
+    if !counts_ok(x1, n1) || !counts_ok(x2, n2) || !(n1 + n2).is_finite() {
         return None;
     }
     let p = (x1 + x2) / (n1 + n2);
     let se = (p * (1.0 - p) * (1.0 / n1 + 1.0 / n2)).sqrt();
-    let diff = x1 / n1 - x2 / n2;
-    // Identical all-zero or all-one arms carry no evidence either way.
-    if se == 0.0 || !se.is_finite() {
-        return Some(TestResult {
-            method: "two-proportion z",
-            statistic: 0.0,
-            p_value: if diff > 0.0 { 0.0 } else { 1.0 },
-        });
+    // Trials so few (subnormal) that 1/n leaves f64's range: no test,
+    // rather than a p-value of rounding.
+    if !se.is_finite() {
+        return None;
     }
-    let z = diff / se;
+    // A pooled rate of 0 or 1: both arms all-zero or all-one, no evidence
+    // either way.
+    if se == 0.0 {
+        return Some(TestResult { method: "two-proportion z", statistic: 0.0, p_value: 1.0 });
+    }
+    let z = (x1 / n1 - x2 / n2) / se;
     Some(TestResult { method: "two-proportion z", statistic: z, p_value: norm_sf(z) })
 }
 
@@ -83,8 +84,7 @@ pub fn fisher_exact_greater(x1: u64, n1: u64, x2: u64, n2: u64) -> Option<TestRe
     let ln_pmf = |a: u64| ln_binomial(k, a) + ln_binomial(total - k, n1 - a) - ln_binomial(total, n1);
     let mut term = ln_pmf(x1).exp();
     let mut sum = term;
-    let mut a = x1;
-    while a < hi {
+    for a in x1..hi {
         // pmf(a+1)/pmf(a) for the hypergeometric distribution.
         // In f64: `total - k - n1` alone is negative whenever there are more
         // events than baseline trials (u64 would underflow); the sum is ≥ 1.
@@ -92,7 +92,6 @@ pub fn fisher_exact_greater(x1: u64, n1: u64, x2: u64, n2: u64) -> Option<TestRe
             / ((a + 1) as f64 * (total as f64 - k as f64 - n1 as f64 + a as f64 + 1.0));
         term *= r;
         sum += term;
-        a += 1;
         if term < sum * 1e-17 {
             break;
         }

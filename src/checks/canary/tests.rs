@@ -281,8 +281,22 @@ fn statistics_are_total_over_nan_inf_and_empty() {
     // An arm with no trials is no test, even with no events either.
     assert!(two_proportion_z(0.0, 0.0, 1.0, 10.0).is_none());
     assert!(two_proportion_z(1.0, 10.0, 0.0, 0.0).is_none());
-    assert!(fisher_exact_greater(11, 10, 1, 10).is_none());
-    assert!(proportion_test(1, 0, 0, 10).is_none());
+    // Each way a table is not one, alone: more events than trials in
+    // either arm, an arm with no trials.
+    for (x1, n1, x2, n2) in [(11, 10, 1, 10), (1, 10, 11, 10), (0, 0, 1, 10), (1, 10, 0, 0)] {
+        assert!(fisher_exact_greater(x1, n1, x2, n2).is_none(), "{x1}/{n1} vs {x2}/{n2}");
+        assert!(proportion_test(x1, n1, x2, n2).is_none(), "{x1}/{n1} vs {x2}/{n2}");
+    }
+    // All-zero or all-one arms carry no evidence either way; sums past
+    // f64's range are no test.
+    for (x1, n1, x2, n2) in [(0.0, 10.0, 0.0, 20.0), (10.0, 10.0, 20.0, 20.0)] {
+        let t = two_proportion_z(x1, n1, x2, n2).expect("a valid table");
+        assert_eq!((t.statistic, t.p_value), (0.0, 1.0), "{x1}/{n1} vs {x2}/{n2}");
+    }
+    // (Before, 1e308 + 1e308 trials pooled to a rate of 0 and the
+    // candidate's 100% read as proof: p = 0.)
+    assert!(two_proportion_z(1e308, 1e308, 0.0, 1e308).is_none());
+    assert!(two_proportion_z(1e-320, 1e-320, 0.0, 1e-320).is_none());
     assert!(binom_test_greater(1, 10, f64::NAN).is_none());
     assert!(binom_test_greater(1, 0, 0.5).is_none());
     assert!(n_two_proportions(0.01, 0.02, f64::NAN, POWER).is_none());
@@ -1247,6 +1261,10 @@ proptest::proptest! {
         let (x1, x2) = ((n1 as f64 * f1) as u64, (n2 as f64 * f2) as u64);
         let t = fisher_exact_greater(x1, n1, x2, n2).expect("valid table");
         let want = brute_fisher(x1, n1, x2, n2);
+        // scipy's statistic: the sample odds ratio (a/b)/(c/d), inf or NaN on a zero cell.
+        let (a, b, c, d) = (x1 as f64, (n1 - x1) as f64, x2 as f64, (n2 - x2) as f64);
+        let odds = (a / b) / (c / d);
+        proptest::prop_assert!(t.statistic == odds || (t.statistic.is_nan() && odds.is_nan()) || ((t.statistic - odds) / odds).abs() < 1e-12, "odds {} vs {odds}", t.statistic);
         proptest::prop_assert!((t.p_value - want).abs() <= 1e-9 * want.max(1e-300) + 1e-15, "{} vs {want} for {x1}/{n1} vs {x2}/{n2}", t.p_value);
         // Cochran's rule decided in integers: an expected cell below 5 is
         // n_row * n_col < 5 * n.
