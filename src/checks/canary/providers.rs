@@ -609,6 +609,28 @@ mod tests {
         }
         // The table is there and most of its queries are spelled out.
         assert_eq!((rows, exact), (19, 65), "rows and queries checked");
+        // The default provider's own table, written with the placeholders.
+        let table =
+            doc.split("| metric | kind | value query (default) | samples for the test |").nth(1).expect("the table");
+        let mut default_rows = 0;
+        for line in table.lines().skip(2).take_while(|l| l.starts_with('|')) {
+            let cells: Vec<&str> = line.trim_matches('|').split(" | ").map(str::trim).collect();
+            let named = cells[0].split('`').nth(1).expect(line);
+            let (g, check) = match cells[0].strip_prefix("any other name, e.g. ") {
+                Some(_) => (named.to_string(), named),
+                None if named.contains('/') => ("p95_latency_seconds".to_string(), ""),
+                None => (named.to_string(), ""),
+            };
+            let t = template(MetricProvider::Bundlegate, &g).unwrap_or_else(|| panic!("documented {g}"));
+            assert!(cells[1].starts_with(&format!("{:?}", t.kind).to_lowercase()), "{line}");
+            let span = |c: &str| c.split('`').nth(1).map(|q| q.replace("NAME", check));
+            assert_eq!(span(cells[2]).as_deref(), Some(t.value.as_str()), "{line}");
+            if !cells[3].contains('×') {
+                assert_eq!(span(cells[3]).as_deref(), Some(t.samples.as_str()), "{line}");
+            }
+            default_rows += 1;
+        }
+        assert_eq!(default_rows, 4);
     }
 
     fn gate(metric: &str) -> crate::bundle::Gate {

@@ -333,6 +333,9 @@ fn statistics_are_total_over_nan_inf_and_empty() {
     }
     assert!(n_mann_whitney(1.0, ALPHA, POWER).is_some());
     close(superiority_scaled_samples(&[1.0, f64::NAN], 1.2), 0.5, 0.0);
+    close(superiority_scaled_samples(&[1.0, 2.0], f64::INFINITY), 0.5, 0.0);
+    close(superiority_scaled_samples(&[1.0, 2.0], f64::NAN), 0.5, 0.0);
+    close(superiority_scaled_samples(&[], 1.2), 0.5, 0.0);
     // Prometheus' "NaN"/"+Inf" counts empty the histogram: NO DATA.
     assert_eq!(hist(&[(0.1, f64::NAN), (f64::INFINITY, 10.0)]).total(), 0.0);
     assert_eq!(hist(&[(f64::NAN, 1.0), (f64::INFINITY, 10.0)]).total(), 0.0);
@@ -1320,4 +1323,15 @@ proptest::proptest! {
         let got = superiority_scaled_samples(&x, s);
         proptest::prop_assert!((got - want / (n * n)).abs() <= 1e-12, "{got} vs {}", want / (n * n));
     }
+}
+
+#[test]
+fn cochrans_rule_and_the_binomial_tail_at_their_bounds() {
+    // 10/20 events: every expected cell is exactly 5, not below it: z.
+    assert_eq!(proportion_test(5, 10, 5, 10).map(|t| t.method), Some("two-proportion z"));
+    assert_eq!(proportion_test(4, 10, 5, 10).map(|t| t.method), Some("Fisher exact"));
+    // P(X >= n) is p^n, not 0: k = n is still inside the support.
+    let t = binom_test_greater(8, 8, 0.5).expect("a valid test");
+    close(t.p_value, 0.5f64.powi(8), 1e-15);
+    assert_eq!(binom_test_greater(9, 8, 0.5).map(|t| t.p_value), Some(0.0));
 }
