@@ -109,7 +109,7 @@ codes! {
     SurgePodUnschedulable => ("BG201", "surge-pod-unschedulable", "preflight", Error,
         "A rolling update needs room for its surge pods while the old ones still run. Without it the new pod stays Pending silently while every signal is green (a surge pod once sat Pending on Insufficient cpu, the node's requests at 96%, while `/health` kept answering 200; with one GPU, 1 replica and maxSurge 1 the new pod needs a second GPU)."),
     QuotaExceeded => ("BG202", "quota-exceeded", "preflight", Error,
-        "The namespace ResourceQuota must leave headroom for the surge pods, else the ReplicaSet cannot create them and the rollout stalls."),
+        "The namespace ResourceQuota must leave headroom for the surge pods, and each container of the new pod (the file verifier sidecar too) must set the cpu and memory the quota constrains, else the ReplicaSet cannot create them and the rollout stalls."),
     RwopRolloutDeadlock => ("BG203", "rwop-rollout-deadlock", "preflight", Error,
         "A ReadWriteOncePod claim with maxUnavailable 0 deadlocks: the old pod holds the claim until the new one is ready, the new one cannot schedule until the claim is free (a rollout once hung this way while the Deployment read Available=True and Progressing=True until its 600 s progress deadline)."),
     RwoMultiAttachRisk => ("BG204", "rwo-multi-attach-risk", "preflight", Warning,

@@ -57,6 +57,9 @@ struct Rollout<'a> {
     st: &'a ClusterState,
     ns: &'a str,
     name: &'a str,
+    /// The new pod as the API server will see it: its containers one by
+    /// one (quota admission judges each), and their requests and limits.
+    new_pod: Pod,
     req: Res,
     lim: Res,
     surge: u64,
@@ -100,13 +103,24 @@ pub(crate) fn preflight(l: &Loaded, st: &ClusterState) -> Result<Outcome, String
     let s = &b.spec.serving;
     let (surge, unavailable) =
         resolve_rollout(&s.rollout, s.replicas).map_err(|e| format!("spec.serving.rollout.{e}"))?;
-    let (req, lim) = new_pod_requests(l)?;
+    let (new_pod, req, lim) = new_pod_requests(l)?;
 
     // Cluster state that cannot be read makes the answer unknown: BG207.
     let mut incomplete: Vec<String> = Vec::new();
     let usage = scheduling::tally(st, &b.metadata.name, &b.metadata.namespace, &mut incomplete);
     let plan = surge_plan(s.replicas, surge, unavailable, usage.running_current());
-    let cx = Rollout { l, st, ns: &b.metadata.namespace, name: &b.metadata.name, req, lim, surge, unavailable, plan };
+    let cx = Rollout {
+        l,
+        st,
+        ns: &b.metadata.namespace,
+        name: &b.metadata.name,
+        new_pod,
+        req,
+        lim,
+        surge,
+        unavailable,
+        plan,
+    };
 
     let evals = scheduling::evaluate_nodes(&cx, &usage, &volumes::bound_pvs(&cx));
     let cap = surge::capacity(&cx, &usage, &evals);
@@ -123,9 +137,10 @@ pub(crate) fn preflight(l: &Loaded, st: &ClusterState) -> Result<Outcome, String
     Ok(table::outcome(&cx, &usage, &evals, &cap, diags, table::Rows { quotas, volumes, pdbs, incomplete }))
 }
 
-/// The new pod's effective requests and limits, as the API server will
-/// default it.
-fn new_pod_requests(l: &Loaded) -> Result<(Res, Res), String> {
+/// The new pod (its serving container, then the file verifier sidecar
+/// when one is rendered) and its effective requests and limits, as the API
+/// server will default it.
+fn new_pod_requests(l: &Loaded) -> Result<(Pod, Res, Res), String> {
     let b = &l.bundle;
     let s = &b.spec.serving;
     // Only its containers count: pod_res reads no name.
@@ -160,7 +175,7 @@ fn new_pod_requests(l: &Loaded) -> Result<(Res, Res), String> {
     };
     let req = pod_res(&new_pod, Which::Requests).map_err(|e| format!("spec.serving.resources: {e}"))?;
     let lim = pod_res(&new_pod, Which::Limits).map_err(|e| format!("spec.serving.resources: {e}"))?;
-    Ok((req, lim))
+    Ok((new_pod, req, lim))
 }
 
 /// Never PASS on what could not be read (BG207).
@@ -200,16 +215,4 @@ pub(crate) fn verdict(diagnostics: &[Diagnostic]) -> crate::report::Verdict {
 }
 
 #[cfg(test)]
-mod tests {
-    /// Evidence lists are cut at MAX_EVIDENCE lines with a count of the rest;
-    /// exactly that many are shown whole.
-    #[test]
-    fn evidence_is_capped_with_a_count_of_the_rest() {
-        let lines = |n: usize| (0..n).map(|i| format!("line {i}")).collect::<Vec<_>>();
-        assert_eq!(super::capped(lines(super::MAX_EVIDENCE), "pods"), lines(super::MAX_EVIDENCE));
-        let cut = super::capped(lines(super::MAX_EVIDENCE + 3), "pods");
-        assert_eq!(cut.len(), super::MAX_EVIDENCE + 1);
-        assert_eq!(cut.last().unwrap(), "… and 3 more pods");
-        assert_eq!(cut[..super::MAX_EVIDENCE], lines(super::MAX_EVIDENCE)[..]);
-    }
-}
+mod tests;

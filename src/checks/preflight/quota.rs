@@ -8,7 +8,7 @@ use crate::diag::Code;
 use crate::diag::Diagnostic;
 
 use super::quantity::{self, pod_res, Which};
-use super::state::{ClusterState, Quota};
+use super::state::{ClusterState, ContainerResources, Pod, Quota};
 use super::surge::Lines;
 use super::Rollout;
 
@@ -22,7 +22,7 @@ pub(super) fn check(cx: &Rollout, lines: &Lines, incomplete: &mut Vec<String>) -
     let quota_pods = if plan.mode == "replace" { 0 } else { plan.new_pods as i128 };
     let mut quota_rows = Vec::new();
     for q in st.quotas.iter().filter(|q| q.namespace == ns) {
-        if !quota_applies(q) {
+        if !quota_applies(q, &cx.new_pod) {
             continue;
         }
         let mut short = Vec::new();
@@ -33,15 +33,22 @@ pub(super) fn check(cx: &Rollout, lines: &Lines, incomplete: &mut Vec<String>) -
                 Some(Which::Requests) => req.get(res).copied().unwrap_or(0),
                 Some(Which::Limits) => lim.get(res).copied().unwrap_or(0),
             };
-            // Quota admission rejects a pod that omits a resource the quota constrains.
-            if per_pod == 0 && which.is_some() && (res == "cpu" || res == "memory") {
-                short.push(format!(
-                    "quota {}/{} constrains {key} but the pod sets no {} {res}: the API server rejects it (must specify {key}) unless a LimitRange in the namespace supplies a default",
-                    q.namespace,
-                    q.name,
-                    if which == Some(Which::Limits) { "limit for" } else { "request for" }
-                ));
-                continue;
+            // Quota admission rejects a pod one of whose containers omits
+            // cpu or memory when the quota constrains it (each container,
+            // not the pod's sum: the API server's "must specify").
+            if let Some(w) = which.filter(|_| res == "cpu" || res == "memory") {
+                let missing = containers_without(&cx.new_pod, res, w);
+                if !missing.is_empty() {
+                    short.push(format!(
+                        "quota {}/{} constrains {key} but {} {} no {} {res}: the API server rejects the pod (must specify {key}) unless a LimitRange in the namespace supplies a default",
+                        q.namespace,
+                        q.name,
+                        missing.join(" and "),
+                        if missing.len() == 1 { "sets" } else { "set" },
+                        if w == Which::Limits { "limit for" } else { "request for" }
+                    ));
+                    continue;
+                }
             }
             if per_pod == 0 || quota_pods == 0 {
                 continue;
@@ -116,33 +123,40 @@ pub(super) fn check(cx: &Rollout, lines: &Lines, incomplete: &mut Vec<String>) -
     (diags, quota_rows)
 }
 
-/// Whether a quota's scopes select the new pod: no priority class, no
-/// activeDeadlineSeconds, has requests (NotBestEffort), no cross-namespace affinity.
-fn quota_applies(q: &Quota) -> bool {
-    let scope_matches = |scope: &str, op: &str, values: &[String]| -> bool {
-        let yes = match scope {
-            "NotTerminating" | "NotBestEffort" => true,
-            "Terminating" | "BestEffort" | "CrossNamespacePodAffinity" => false,
-            "PriorityClass" => {
-                // The pod has no priorityClassName.
-                return match op {
-                    "In" => false,
-                    "NotIn" | "DoesNotExist" => true,
-                    "Exists" => false,
-                    _ => false,
-                };
-            }
-            _ => false,
-        };
-        let _ = values;
-        match op {
-            "Exists" | "" => yes,
-            "DoesNotExist" => !yes,
-            _ => yes,
-        }
+/// The new pod's containers that set no `res` of kind `which`, named. A
+/// request left out defaults to the limit, so a limit counts for both.
+fn containers_without(pod: &Pod, res: &str, which: Which) -> Vec<&'static str> {
+    let sets = |c: &ContainerResources| match which {
+        Which::Requests => c.requests.contains_key(res) || c.limits.contains_key(res),
+        Which::Limits => c.limits.contains_key(res),
     };
-    q.scopes.iter().all(|s| scope_matches(s, "Exists", &[]))
-        && q.scope_selector.iter().all(|r| scope_matches(&r.key, &r.operator, &r.values))
+    let serving = pod.containers.iter().filter(|c| !sets(c)).map(|_| "the serving container");
+    let init = pod.init_containers.iter().filter(|(c, _)| !sets(c)).map(|_| "the file verifier sidecar");
+    serving.chain(init).collect()
+}
+
+/// Whether a quota's scopes select the new pod, as kube's quota admission
+/// matches them: the pod has no activeDeadlineSeconds (NotTerminating), no
+/// priorityClassName and no cross-namespace affinity, and is BestEffort
+/// only when none of its containers requests or limits anything. Scopes
+/// other than PriorityClass only allow `Exists`, so their operator is moot.
+fn quota_applies(q: &Quota, pod: &Pod) -> bool {
+    let best_effort = pod
+        .containers
+        .iter()
+        .chain(pod.init_containers.iter().map(|(c, _)| c))
+        .all(|c| c.requests.is_empty() && c.limits.is_empty());
+    let selects = |scope: &str, op: &str| match scope {
+        "NotTerminating" => true,
+        "Terminating" | "CrossNamespacePodAffinity" => false,
+        "BestEffort" => best_effort,
+        "NotBestEffort" => !best_effort,
+        // No priority class: only "not one of these" and "none" select it.
+        "PriorityClass" => matches!(op, "NotIn" | "DoesNotExist"),
+        // A scope that selects no pods (VolumeAttributesClass, or unknown).
+        _ => false,
+    };
+    q.scopes.iter().all(|s| selects(s, "Exists")) && q.scope_selector.iter().all(|r| selects(&r.key, &r.operator))
 }
 
 /// Quota key → (resource, requests/limits or None for the pod count).

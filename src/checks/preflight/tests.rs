@@ -1,0 +1,269 @@
+//! Preflight's passes judged end to end (`preflight` on the shipped
+//! example) over small cluster states built in code: one Kubernetes rule
+//! per test, each state the smallest that shows it.
+
+use super::*;
+
+fn quantities(kv: &[(&str, &str)]) -> Quantities {
+    kv.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+}
+
+/// A GPU node the example's pod may go to (its nodeSelector label set).
+fn gpu_node(name: &str, alloc: &[(&str, &str)]) -> Node {
+    Node {
+        name: name.into(),
+        labels: [("nvidia.com/gpu.present".to_string(), "true".to_string())].into(),
+        allocatable: quantities(alloc),
+        ..Node::default()
+    }
+}
+
+const ROOMY: &[(&str, &str)] = &[("cpu", "16"), ("memory", "64Gi"), ("nvidia.com/gpu", "4"), ("pods", "110")];
+
+/// A running pod in the example's namespace.
+fn pod(name: &str, app: &str, node: &str, requests: &[(&str, &str)]) -> Pod {
+    Pod {
+        namespace: "ai-lab".into(),
+        name: name.into(),
+        node_name: Some(node.into()),
+        phase: Some("Running".into()),
+        labels: [("app.kubernetes.io/name".to_string(), app.to_string())].into(),
+        containers: vec![ContainerResources { requests: quantities(requests), limits: Quantities::new() }],
+        ..Pod::default()
+    }
+}
+
+fn quota(hard: &[(&str, &str)], used: &[(&str, &str)]) -> Quota {
+    Quota {
+        namespace: "ai-lab".into(),
+        name: "q".into(),
+        hard: quantities(hard),
+        used: Some(quantities(used)),
+        ..Quota::default()
+    }
+}
+
+fn run(l: &Loaded, st: &ClusterState) -> Outcome {
+    preflight(l, st).expect("the example evaluates")
+}
+
+fn codes(o: &Outcome) -> Vec<&'static str> {
+    o.diagnostics.iter().map(|d| d.code.as_str()).collect()
+}
+
+/// Every diagnostic's message and evidence, one per line.
+fn text(o: &Outcome) -> String {
+    o.diagnostics
+        .iter()
+        .flat_map(|d| std::iter::once(d.message.clone()).chain(d.evidence.clone()))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn with_quota(q: Quota) -> ClusterState {
+    ClusterState { nodes: vec![gpu_node("gpu-a", ROOMY)], quotas: vec![q], ..ClusterState::default() }
+}
+
+/// Evidence lists are cut at MAX_EVIDENCE lines with a count of the rest;
+/// exactly that many are shown whole.
+#[test]
+fn evidence_is_capped_with_a_count_of_the_rest() {
+    let lines = |n: usize| (0..n).map(|i| format!("line {i}")).collect::<Vec<_>>();
+    assert_eq!(capped(lines(MAX_EVIDENCE), "pods"), lines(MAX_EVIDENCE));
+    let cut = capped(lines(MAX_EVIDENCE + 3), "pods");
+    assert_eq!(cut.len(), MAX_EVIDENCE + 1);
+    assert_eq!(cut.last().unwrap(), "… and 3 more pods");
+    assert_eq!(cut[..MAX_EVIDENCE], lines(MAX_EVIDENCE)[..]);
+}
+
+/// The roomy baseline every test below changes one thing of.
+#[test]
+fn a_roomy_node_passes() {
+    let st = ClusterState { nodes: vec![gpu_node("gpu-a", ROOMY)], ..ClusterState::default() };
+    let o = run(&crate::bundle::example(), &st);
+    assert_eq!(codes(&o), Vec::<&str>::new(), "{}", text(&o));
+}
+
+/// ResourceQuota admission refuses a pod that omits a compute resource
+/// (cpu, memory) the quota constrains; an extended resource the pod does
+/// not request is no such refusal.
+#[test]
+fn a_quota_on_cpu_or_memory_requires_the_pod_to_set_it() {
+    let l = crate::bundle::example();
+    // Neither the example's serving container nor the file verifier
+    // sidecar bundlegate renders sets a cpu limit.
+    let cpu_quota = || with_quota(quota(&[("limits.cpu", "64")], &[("limits.cpu", "0")]));
+    let o = run(&l, &cpu_quota());
+    assert_eq!(codes(&o), ["BG202"], "{}", text(&o));
+    let both = "constrains limits.cpu but the serving container and the file verifier sidecar set no limit for cpu";
+    assert!(text(&o).contains(both), "{}", text(&o));
+    // Each container is judged, not the pod's sum: the serving container's
+    // limit does not cover the sidecar.
+    let cpu_limit = crate::manifests::bundle_edit(|v| {
+        v["spec"]["serving"]["resources"]["limits"]["cpu"] = "4".into();
+    })
+    .unwrap();
+    let o = run(&cpu_limit, &cpu_quota());
+    assert!(text(&o).contains("but the file verifier sidecar sets no limit for cpu"), "{}", text(&o));
+    // A request left out defaults to the limit: a requests.cpu quota is met.
+    let o = run(&l, &with_quota(quota(&[("requests.cpu", "64")], &[("requests.cpu", "0")])));
+    assert_eq!(codes(&o), Vec::<&str>::new(), "{}", text(&o));
+    // It sets a memory limit: room is the only question, and there is room.
+    let o = run(&l, &with_quota(quota(&[("limits.memory", "640Gi")], &[("limits.memory", "0")])));
+    assert_eq!(codes(&o), Vec::<&str>::new(), "{}", text(&o));
+    let no_memory_limit = crate::manifests::bundle_edit(|v| {
+        v["spec"]["serving"]["resources"]["limits"].as_mapping_mut().unwrap().remove("memory");
+    })
+    .unwrap();
+    let o = run(&no_memory_limit, &with_quota(quota(&[("limits.memory", "640Gi")], &[("limits.memory", "0")])));
+    assert!(
+        text(&o).contains("constrains limits.memory but the serving container sets no limit for memory"),
+        "{}",
+        text(&o)
+    );
+    // An extended resource it does not request: admitted.
+    // (Even one already over its hard limit: the pod adds nothing to it.)
+    let o = run(&l, &with_quota(quota(&[("requests.example.com/fpga", "4")], &[("requests.example.com/fpga", "5")])));
+    assert_eq!(codes(&o), Vec::<&str>::new(), "{}", text(&o));
+}
+
+/// A node's pod slots count the pods already on it.
+#[test]
+fn a_node_full_of_pods_takes_no_new_one() {
+    let mut alloc = ROOMY.to_vec();
+    alloc.retain(|(k, _)| *k != "pods");
+    alloc.push(("pods", "2"));
+    let st = ClusterState {
+        nodes: vec![gpu_node("gpu-a", &alloc)],
+        pods: vec![pod("a", "other", "gpu-a", &[("cpu", "100m")]), pod("b", "other", "gpu-a", &[("cpu", "100m")])],
+        ..ClusterState::default()
+    };
+    let o = run(&crate::bundle::example(), &st);
+    assert!(text(&o).contains("Insufficient pods"), "{}", text(&o));
+    // One slot left: it fits.
+    let mut st = st;
+    st.pods.pop();
+    let o = run(&crate::bundle::example(), &st);
+    assert_eq!(codes(&o), Vec::<&str>::new(), "{}", text(&o));
+}
+
+/// A terminating pod still holds its node's resources; the evidence names
+/// what it holds, not what it requests at zero.
+#[test]
+fn a_terminating_pod_is_named_with_what_it_still_holds() {
+    let mut old = pod("old", "other", "gpu-a", &[("cpu", "0"), ("nvidia.com/gpu", "1")]);
+    old.terminating = true;
+    let st = ClusterState {
+        nodes: vec![gpu_node("gpu-a", &[("cpu", "16"), ("memory", "64Gi"), ("nvidia.com/gpu", "1"), ("pods", "110")])],
+        pods: vec![old],
+        ..ClusterState::default()
+    };
+    let o = run(&crate::bundle::example(), &st);
+    let t = text(&o);
+    assert!(t.contains("ai-lab/old (terminating: deletionTimestamp set, still holds 1 nvidia.com/gpu)"), "{t}");
+}
+
+/// Room is "used + new ≤ hard": exactly full is admitted.
+#[test]
+fn a_quota_filled_exactly_admits_the_pod() {
+    let l = crate::bundle::example();
+    let o = run(&l, &with_quota(quota(&[("pods", "2")], &[("pods", "1")])));
+    assert_eq!(codes(&o), Vec::<&str>::new(), "{}", text(&o));
+    let o = run(&l, &with_quota(quota(&[("pods", "1")], &[("pods", "1")])));
+    assert_eq!(codes(&o), ["BG202"], "{}", text(&o));
+    assert!(
+        text(&o).contains("quota ai-lab/q: pods hard 1, used 1, the 1 new pod(s) need 1 more (headroom 0)"),
+        "{}",
+        text(&o)
+    );
+}
+
+/// Which quotas select the new pod (no deadline, no priority class, no
+/// cross-namespace affinity, not BestEffort while it requests anything):
+/// a full quota blocks it exactly when its scopes select it.
+#[test]
+fn a_quota_counts_only_where_its_scopes_select_the_pod() {
+    let l = crate::bundle::example();
+    let full = |scopes: &[&str], selector: &[(&str, &str)]| {
+        let mut q = quota(&[("pods", "1")], &[("pods", "1")]);
+        q.scopes = scopes.iter().map(|s| s.to_string()).collect();
+        q.scope_selector = selector
+            .iter()
+            .map(|(k, op)| Requirement { key: k.to_string(), operator: op.to_string(), values: vec!["high".into()] })
+            .collect();
+        codes(&run(&l, &with_quota(q))) == ["BG202"]
+    };
+    assert!(full(&[], &[]));
+    assert!(full(&["NotTerminating"], &[]));
+    assert!(full(&["NotBestEffort"], &[]));
+    assert!(full(&["NotTerminating", "NotBestEffort"], &[]));
+    assert!(!full(&["Terminating"], &[]));
+    assert!(!full(&["BestEffort"], &[]));
+    assert!(!full(&["CrossNamespacePodAffinity"], &[]));
+    assert!(!full(&["PriorityClass"], &[]));
+    assert!(!full(&["NotTerminating", "BestEffort"], &[]));
+    assert!(!full(&["VolumeAttributesClass"], &[]));
+    assert!(full(&[], &[("PriorityClass", "NotIn")]));
+    assert!(full(&[], &[("PriorityClass", "DoesNotExist")]));
+    assert!(!full(&[], &[("PriorityClass", "In")]));
+    assert!(!full(&[], &[("PriorityClass", "Exists")]));
+    assert!(full(&[], &[("NotTerminating", "Exists")]));
+    assert!(!full(&[], &[("Terminating", "Exists")]));
+    assert!(!full(&["NotTerminating"], &[("PriorityClass", "In")]));
+}
+
+fn node_with(name: &str, f: impl FnOnce(&mut Node)) -> Node {
+    let mut n = gpu_node(name, ROOMY);
+    f(&mut n);
+    n
+}
+
+fn eligible_nodes(nodes: Vec<Node>) -> (Vec<String>, String) {
+    let st = ClusterState { nodes, ..ClusterState::default() };
+    let o = run(&crate::bundle::example(), &st);
+    let names = o.table.rows.iter().filter(|r| r[1] == "yes").map(|r| r[0].clone()).collect();
+    (names, text(&o))
+}
+
+/// kube-scheduler's node filters: a cordoned node only for a pod that
+/// tolerates `unschedulable`; NoSchedule and NoExecute taints exclude, a
+/// PreferNoSchedule one does not.
+#[test]
+fn cordons_and_taints_exclude_as_the_scheduler_does() {
+    let taint = |effect: &str| Taint { key: "team".into(), value: Some("infra".into()), effect: effect.into() };
+    let (names, t) = eligible_nodes(vec![
+        node_with("cordoned", |n| n.unschedulable = true),
+        node_with("no-schedule", |n| n.taints.push(taint("NoSchedule"))),
+        node_with("no-execute", |n| n.taints.push(taint("NoExecute"))),
+        node_with("prefer", |n| n.taints.push(taint("PreferNoSchedule"))),
+    ]);
+    assert_eq!(names, ["prefer"], "{t}");
+    let tolerant = crate::manifests::bundle_edit(|v| {
+        let t =
+            serde_yaml_ng::from_str("{key: node.kubernetes.io/unschedulable, operator: Exists, effect: NoSchedule}")
+                .unwrap();
+        v["spec"]["serving"]["tolerations"].as_sequence_mut().unwrap().push(t);
+    })
+    .unwrap();
+    let st = ClusterState { nodes: vec![node_with("cordoned", |n| n.unschedulable = true)], ..ClusterState::default() };
+    let o = run(&tolerant, &st);
+    assert_eq!(codes(&o), Vec::<&str>::new(), "{}", text(&o));
+}
+
+/// The scheduler's summary counts the nodes a new pod fits on.
+#[test]
+fn the_scheduler_line_counts_the_nodes_with_room() {
+    use super::scheduling::{scheduler_line, NodeEval};
+    let eval = |idx, fits, short: &[&str]| NodeEval {
+        idx,
+        excluded: vec![],
+        fits,
+        short: short.iter().map(|k| (k.to_string(), 1000, 1000, 1000)).collect(),
+    };
+    let tainted = NodeEval { excluded: vec!["untolerated taint a=b:NoSchedule".into()], ..eval(2, 0, &[]) };
+    let selector = NodeEval { excluded: vec!["nodeSelector x=y (label absent)".into()], ..eval(3, 0, &[]) };
+    assert_eq!(
+        scheduler_line(&[eval(0, 2, &[]), eval(1, 0, &["nvidia.com/gpu", "cpu"]), tainted, selector]),
+        "1/4 nodes are available: 1 Insufficient cpu, 1 Insufficient nvidia.com/gpu, 1 didn't match Pod's node selector, 1 untolerated taint a=b:NoSchedule"
+    );
+}
