@@ -206,4 +206,61 @@ mod tests {
         let other = LabelSelector { match_labels: BTreeMap::from([("app".into(), "x".into())]), ..Default::default() };
         assert!(!other.matches(&labels));
     }
+
+    /// Each operator as Kubernetes defines it (labels.Selector and node
+    /// affinity's Gt/Lt), against a label that is set, absent, or not a number.
+    #[test]
+    fn each_requirement_operator() {
+        let r = |op: &str, values: &[&str]| Requirement {
+            key: "k".into(),
+            operator: op.into(),
+            values: values.iter().map(|v| v.to_string()).collect(),
+        };
+        let cases: &[(Requirement, Option<&str>, bool)] = &[
+            (r("In", &["a", "b"]), Some("b"), true),
+            (r("In", &["a", "b"]), Some("c"), false),
+            (r("In", &["a"]), None, false),
+            (r("NotIn", &["a"]), Some("a"), false),
+            (r("NotIn", &["a"]), Some("c"), true),
+            (r("NotIn", &["a"]), None, true),
+            (r("Exists", &[]), Some(""), true),
+            (r("Exists", &[]), None, false),
+            (r("DoesNotExist", &[]), Some("x"), false),
+            (r("DoesNotExist", &[]), None, true),
+            (r("Gt", &["3"]), Some("4"), true),
+            (r("Gt", &["3"]), Some("3"), false),
+            (r("Gt", &["3"]), Some("x"), false),
+            (r("Gt", &["x"]), Some("4"), false),
+            (r("Gt", &["3"]), None, false),
+            (r("Lt", &["3"]), Some("2"), true),
+            (r("Lt", &["3"]), Some("3"), false),
+            (r("Lt", &["3"]), Some("4"), false),
+            // Operators are case-sensitive; an unknown one matches nothing.
+            (r("in", &["a"]), Some("a"), false),
+            (r("", &[]), Some("a"), false),
+        ];
+        for (req, value, want) in cases {
+            assert_eq!(requirement_matches(req, *value), *want, "{} {:?} on {value:?}", req.operator, req.values);
+        }
+        // A node term reads `metadata.name` from the node's name.
+        let node =
+            Node { name: "gpu-a".into(), labels: BTreeMap::from([("zone".into(), "b".into())]), ..Node::default() };
+        let term = |key: &str, v: &str| SelectorTerm {
+            requirements: vec![Requirement { key: key.into(), operator: "In".into(), values: vec![v.into()] }],
+        };
+        assert!(term("metadata.name", "gpu-a").matches(&node));
+        assert!(!term("metadata.name", "b").matches(&node));
+        assert!(term("zone", "b").matches(&node));
+    }
+
+    /// A taint with an empty value prints as kubectl prints it: no `=`.
+    #[test]
+    fn taints_print_as_kubectl_does() {
+        let t = |v: Option<&str>| {
+            Taint { key: "k".into(), value: v.map(String::from), effect: "NoSchedule".into() }.to_string()
+        };
+        assert_eq!(t(Some("v")), "k=v:NoSchedule");
+        assert_eq!(t(Some("")), "k:NoSchedule");
+        assert_eq!(t(None), "k:NoSchedule");
+    }
 }

@@ -267,3 +267,19 @@ fn the_scheduler_line_counts_the_nodes_with_room() {
         "1/4 nodes are available: 1 Insufficient cpu, 1 Insufficient nvidia.com/gpu, 1 didn't match Pod's node selector, 1 untolerated taint a=b:NoSchedule"
     );
 }
+
+/// A resource the node does not list is short with no percentage (there is
+/// nothing to divide by), and the line says what the pod needs.
+#[test]
+fn a_resource_the_node_lacks_is_named_without_a_percentage() {
+    let no_gpu = gpu_node("gpu-a", &[("cpu", "16"), ("memory", "64Gi"), ("pods", "110")]);
+    let full_cpu = gpu_node("gpu-b", &[("cpu", "2"), ("memory", "64Gi"), ("nvidia.com/gpu", "1"), ("pods", "110")]);
+    let st = ClusterState {
+        nodes: vec![no_gpu, full_cpu],
+        pods: vec![pod("x", "other", "gpu-b", &[("cpu", "1")])],
+        ..ClusterState::default()
+    };
+    let t = text(&run(&crate::bundle::example(), &st));
+    assert!(t.contains("gpu-a: nvidia.com/gpu requested 0/0, needs 1 more"), "{t}");
+    assert!(t.contains("gpu-b: cpu requested 1/2 (50%), needs 2.1 more"), "{t}");
+}
