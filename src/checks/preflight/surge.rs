@@ -379,6 +379,19 @@ mod tests {
         }
     }
 
+    /// API validation accepts `digits%` only: no sign, no empty number, no
+    /// other characters; each refusal says what the value is not.
+    #[test]
+    fn only_digits_then_percent_is_a_percentage() {
+        let e = |s: &str| scaled(&IntOrPercent::Str(s.into()), 10, true).unwrap_err();
+        for bad in ["%", "2a%", "+5%", "-5%", " 5%", "5", "5 %", "５%"] {
+            assert_eq!(e(bad), format!("`{bad}` is neither an integer nor a percentage like `25%`"), "{bad}");
+        }
+        assert_eq!(e("99999999999999999999%"), "`99999999999999999999%` is out of range");
+        assert_eq!(scaled(&IntOrPercent::Str("0%".into()), 10, true), Ok(0));
+        assert_eq!(scaled(&IntOrPercent::Int(7), 10, true), Ok(7));
+    }
+
     #[test]
     fn surge_above_u32_is_not_truncated() {
         // 2^32 % of 100 replicas used to wrap to a surge of 0.

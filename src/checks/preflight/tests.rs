@@ -238,6 +238,16 @@ fn cordons_and_taints_exclude_as_the_scheduler_does() {
         node_with("prefer", |n| n.taints.push(taint("PreferNoSchedule"))),
     ]);
     assert_eq!(names, ["prefer"], "{t}");
+    // Every pod tolerates not-ready and unreachable NoExecute taints (the
+    // DefaultTolerationSeconds admission plugin adds them); their
+    // NoSchedule twins still exclude.
+    let lifecycle = |key: &str, effect: &str| Taint { key: key.into(), value: None, effect: effect.into() };
+    let (names, t) = eligible_nodes(vec![
+        node_with("not-ready", |n| n.taints.push(lifecycle("node.kubernetes.io/not-ready", "NoExecute"))),
+        node_with("unreachable", |n| n.taints.push(lifecycle("node.kubernetes.io/unreachable", "NoExecute"))),
+        node_with("not-ready-new", |n| n.taints.push(lifecycle("node.kubernetes.io/not-ready", "NoSchedule"))),
+    ]);
+    assert_eq!(names, ["not-ready", "unreachable"], "{t}");
     let tolerant = crate::manifests::bundle_edit(|v| {
         let t =
             serde_yaml_ng::from_str("{key: node.kubernetes.io/unschedulable, operator: Exists, effect: NoSchedule}")
