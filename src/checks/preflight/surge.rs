@@ -131,7 +131,7 @@ pub(super) fn capacity(cx: &Rollout, usage: &Usage, evals: &[NodeEval]) -> Capac
     // With surge 0 the old pods go first; so does a surge rollout with
     // maxUnavailable ≥ 1 when the surge pod cannot fit (slower, with less capacity).
     let after_freeing = |n: u32| capacity_after_freeing(&cx.req, usage, evals, n);
-    let effective = if plan.freed_old_pods > 0 { after_freeing(plan.freed_old_pods) } else { now };
+    let effective = after_freeing(plan.freed_old_pods);
     // maxUnavailable ≥ 1 lets the controller remove old pods while the surge pod
     // waits: not stuck, but serving below the replica count meanwhile.
     let surge_waits_for_old =

@@ -293,3 +293,71 @@ fn a_resource_the_node_lacks_is_named_without_a_percentage() {
     assert!(t.contains("gpu-a: nvidia.com/gpu requested 0/0, needs 1 more"), "{t}");
     assert!(t.contains("gpu-b: cpu requested 1/2 (50%), needs 2.1 more"), "{t}");
 }
+
+/// The example with `maxSurge: 0, maxUnavailable: 1`: an old pod goes
+/// before its replacement is created.
+fn replacing() -> Loaded {
+    crate::manifests::bundle_edit(|v| {
+        v["spec"]["serving"]["rollout"] = serde_yaml_ng::from_str("{maxSurge: 0, maxUnavailable: 1}").unwrap();
+    })
+    .unwrap()
+}
+
+fn capacity_after_freeing(o: &Outcome) -> u64 {
+    o.data["newPodCapacityAfterFreeing"].as_u64().expect("a count")
+}
+
+/// A replacement counts the room the removed old pod leaves, and removes
+/// first the old pod that sits where the new one can go: the one on a node
+/// the new pod cannot use frees nothing it can use.
+#[test]
+fn a_replacement_frees_the_old_pod_on_an_eligible_node_first() {
+    let one_gpu = [("cpu", "16"), ("memory", "64Gi"), ("nvidia.com/gpu", "1"), ("pods", "110")];
+    let cpu_node = Node { name: "cpu-a".into(), allocatable: quantities(ROOMY), ..Node::default() };
+    let gpu = [("cpu", "2"), ("nvidia.com/gpu", "1")];
+    // Two pods of the release (one left over), the one on the CPU node listed first.
+    let st = ClusterState {
+        nodes: vec![cpu_node.clone(), gpu_node("gpu-a", &one_gpu)],
+        pods: vec![pod("old-cpu", "llm-scratch", "cpu-a", &gpu), pod("old-gpu", "llm-scratch", "gpu-a", &gpu)],
+        ..ClusterState::default()
+    };
+    let o = run(&replacing(), &st);
+    assert_eq!((codes(&o), capacity_after_freeing(&o)), (vec![], 1), "{}", text(&o));
+    // The GPU held by another service: removing the old pod frees none of it.
+    let st = ClusterState {
+        nodes: vec![cpu_node, gpu_node("gpu-a", &one_gpu)],
+        pods: vec![pod("old-cpu", "llm-scratch", "cpu-a", &gpu), pod("other", "other", "gpu-a", &gpu)],
+        ..ClusterState::default()
+    };
+    let o = run(&replacing(), &st);
+    assert_eq!((codes(&o), capacity_after_freeing(&o)), (vec!["BG201"], 0), "{}", text(&o));
+}
+
+/// The removed old pod gives back its pod slot too.
+#[test]
+fn a_replacement_frees_the_old_pods_slot() {
+    let one_slot = [("cpu", "16"), ("memory", "64Gi"), ("nvidia.com/gpu", "4"), ("pods", "1")];
+    let st = ClusterState {
+        nodes: vec![gpu_node("gpu-a", &one_slot)],
+        pods: vec![pod("old", "llm-scratch", "gpu-a", &[("cpu", "2")])],
+        ..ClusterState::default()
+    };
+    let o = run(&replacing(), &st);
+    assert_eq!((codes(&o), capacity_after_freeing(&o)), (vec![], 1), "{}", text(&o));
+    // Two replicas, two old pods on two nodes, both replaced at once: room for two.
+    let two = crate::manifests::bundle_edit(|v| {
+        v["spec"]["serving"]["replicas"] = 2.into();
+        v["spec"]["serving"]["rollout"] = serde_yaml_ng::from_str("{maxSurge: 0, maxUnavailable: 2}").unwrap();
+    })
+    .unwrap();
+    let st = ClusterState {
+        nodes: vec![gpu_node("gpu-a", &one_slot), gpu_node("gpu-b", &one_slot)],
+        pods: vec![
+            pod("old-a", "llm-scratch", "gpu-a", &[("cpu", "2")]),
+            pod("old-b", "llm-scratch", "gpu-b", &[("cpu", "2")]),
+        ],
+        ..ClusterState::default()
+    };
+    let o = run(&two, &st);
+    assert_eq!((codes(&o), capacity_after_freeing(&o)), (vec![], 2), "{}", text(&o));
+}
