@@ -331,6 +331,67 @@ fn a_replacement_frees_the_old_pod_on_an_eligible_node_first() {
     };
     let o = run(&replacing(), &st);
     assert_eq!((codes(&o), capacity_after_freeing(&o)), (vec!["BG201"], 0), "{}", text(&o));
+    // A replacement is not the surge deadlock: no "never resolves itself".
+    assert!(!text(&o).contains("maxUnavailable resolves to 0"), "{}", text(&o));
+}
+
+fn rollout(replicas: u32, surge_unavailable: &str) -> Loaded {
+    let r: serde_yaml_ng::Value = serde_yaml_ng::from_str(surge_unavailable).unwrap();
+    crate::manifests::bundle_edit(|v| {
+        v["spec"]["serving"]["replicas"] = replicas.into();
+        v["spec"]["serving"]["rollout"] = r;
+    })
+    .unwrap()
+}
+
+/// (code, severity) of each finding.
+fn findings(o: &Outcome) -> Vec<(&'static str, String)> {
+    o.diagnostics.iter().map(|d| (d.code.as_str(), format!("{:?}", d.severity))).collect()
+}
+
+/// A surge pod that does not fit is a stall (error) unless maxUnavailable
+/// lets old pods go first and that frees room (a warning: it moves, with
+/// fewer replicas meanwhile); a surge that fits is no finding.
+#[test]
+fn a_surge_waits_for_old_pods_only_when_they_may_go_and_that_frees_room() {
+    let gpus = |n: &'static str| [("cpu", "16"), ("memory", "64Gi"), ("nvidia.com/gpu", n), ("pods", "110")];
+    let gpu = [("cpu", "2"), ("nvidia.com/gpu", "1")];
+    let error = || vec![("BG201", "Error".to_string())];
+    // One GPU, held by the old pod; maxUnavailable 1: it goes, the new one fits.
+    let held = ClusterState {
+        nodes: vec![gpu_node("gpu-a", &gpus("1"))],
+        pods: vec![pod("old", "llm-scratch", "gpu-a", &gpu)],
+        ..ClusterState::default()
+    };
+    let o = run(&rollout(1, "{maxSurge: 1, maxUnavailable: 1}"), &held);
+    assert_eq!(findings(&o), [("BG201", "Warning".to_string())], "{}", text(&o));
+    // maxUnavailable 0: the old pod never goes first, the rollout stalls for good.
+    let o = run(&rollout(1, "{maxSurge: 1, maxUnavailable: 0}"), &held);
+    assert_eq!(findings(&o), error(), "{}", text(&o));
+    assert!(text(&o).contains("maxUnavailable resolves to 0"), "{}", text(&o));
+    // The GPU held by another service: the old pod going frees nothing.
+    let other = ClusterState {
+        nodes: vec![
+            gpu_node("gpu-a", &gpus("1")),
+            Node { name: "cpu-a".into(), allocatable: quantities(ROOMY), ..Node::default() },
+        ],
+        pods: vec![pod("old", "llm-scratch", "cpu-a", &gpu), pod("x", "other", "gpu-a", &gpu)],
+        ..ClusterState::default()
+    };
+    let o = run(&rollout(1, "{maxSurge: 1, maxUnavailable: 1}"), &other);
+    assert_eq!(findings(&o), error(), "{}", text(&o));
+    // Two GPUs, one held by the old pod: the surge pod fits beside it.
+    let fits = ClusterState {
+        nodes: vec![gpu_node("gpu-a", &gpus("2"))],
+        pods: vec![pod("old", "llm-scratch", "gpu-a", &gpu)],
+        ..ClusterState::default()
+    };
+    let o = run(&rollout(1, "{maxSurge: 1, maxUnavailable: 1}"), &fits);
+    assert_eq!(findings(&o), [], "{}", text(&o));
+    // Two replicas surging two at once with room for one, maxUnavailable 0:
+    // half the surge fits, the rest stalls.
+    let o = run(&rollout(2, "{maxSurge: 2, maxUnavailable: 0}"), &fits);
+    assert_eq!(findings(&o), error(), "{}", text(&o));
 }
 
 /// The removed old pod gives back its pod slot too.
