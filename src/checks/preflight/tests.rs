@@ -139,7 +139,9 @@ fn a_node_full_of_pods_takes_no_new_one() {
         ..ClusterState::default()
     };
     let o = run(&crate::bundle::example(), &st);
-    assert!(text(&o).contains("Insufficient pods"), "{}", text(&o));
+    // Pod slots are not a resource with a free amount: the general headline.
+    let headline = "the new pod will stay Pending: only room for 0 of 1 new pod(s) (Insufficient pods)";
+    assert_eq!(o.diagnostics[0].message, headline, "{}", text(&o));
     // One slot left: it fits.
     let mut st = st;
     st.pods.pop();
@@ -289,8 +291,12 @@ fn a_resource_the_node_lacks_is_named_without_a_percentage() {
         pods: vec![pod("x", "other", "gpu-b", &[("cpu", "1")])],
         ..ClusterState::default()
     };
-    let t = text(&run(&crate::bundle::example(), &st));
+    let o = run(&crate::bundle::example(), &st);
+    let t = text(&o);
     assert!(t.contains("gpu-a: nvidia.com/gpu requested 0/0, needs 1 more"), "{t}");
+    // Two nodes, two different shortages: the general headline names both.
+    let headline = "the new pod will stay Pending: only room for 0 of 1 new pod(s) (Insufficient cpu, Insufficient nvidia.com/gpu)";
+    assert_eq!(o.diagnostics[0].message, headline, "{t}");
     assert!(t.contains("gpu-b: cpu requested 1/2 (50%), needs 2.1 more"), "{t}");
 }
 
@@ -331,6 +337,7 @@ fn a_replacement_frees_the_old_pod_on_an_eligible_node_first() {
     };
     let o = run(&replacing(), &st);
     assert_eq!((codes(&o), capacity_after_freeing(&o)), (vec!["BG201"], 0), "{}", text(&o));
+    assert_eq!(o.diagnostics[0].message, "the new pod will stay Pending: 0/1 nodes have a free nvidia.com/gpu");
     // A replacement is not the surge deadlock: no "never resolves itself".
     assert!(!text(&o).contains("maxUnavailable resolves to 0"), "{}", text(&o));
 }
@@ -421,4 +428,20 @@ fn a_replacement_frees_the_old_pods_slot() {
     };
     let o = run(&two, &st);
     assert_eq!((codes(&o), capacity_after_freeing(&o)), (vec![], 2), "{}", text(&o));
+}
+
+/// One eligible node short of cpu alone: the headline reads like
+/// kube-scheduler's event, with the node's request level.
+#[test]
+fn one_node_short_of_cpu_is_named_with_its_request_level() {
+    let st = ClusterState {
+        nodes: vec![gpu_node("gpu-a", &[("cpu", "4"), ("memory", "64Gi"), ("nvidia.com/gpu", "2"), ("pods", "110")])],
+        pods: vec![pod("x", "other", "gpu-a", &[("cpu", "3")])],
+        ..ClusterState::default()
+    };
+    let o = run(&crate::bundle::example(), &st);
+    assert_eq!(
+        o.diagnostics[0].message,
+        "the new pod will stay Pending: Insufficient cpu: gpu-a requests at 75% (3/4 cores)"
+    );
 }
