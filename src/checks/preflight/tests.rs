@@ -445,3 +445,45 @@ fn one_node_short_of_cpu_is_named_with_its_request_level() {
         "the new pod will stay Pending: Insufficient cpu: gpu-a requests at 75% (3/4 cores)"
     );
 }
+
+/// The nodes table: a column per resource the pod requests (none for a
+/// zero request), the 25 eligible nodes with most room first, 10 excluded
+/// ones, and a row counting the rest, as wide as the others.
+#[test]
+fn the_nodes_table_shows_the_roomiest_and_counts_the_rest() {
+    let zero_fpga = crate::manifests::bundle_edit(|v| {
+        v["spec"]["serving"]["resources"]["requests"]["example.com/fpga"] = "0".into();
+    })
+    .unwrap();
+    let mut nodes: Vec<Node> = (0..30)
+        .map(|i| {
+            let gpus = if i == 7 { "4" } else { "1" };
+            gpu_node(
+                &format!("gpu-{i:02}"),
+                &[("cpu", "16"), ("memory", "64Gi"), ("nvidia.com/gpu", gpus), ("pods", "110")],
+            )
+        })
+        .collect();
+    nodes.extend((0..12).map(|i| Node {
+        name: format!("cpu-{i:02}"),
+        allocatable: quantities(ROOMY),
+        ..Node::default()
+    }));
+    let st = ClusterState { nodes, ..ClusterState::default() };
+    let o = run(&zero_fpga, &st);
+    assert_eq!(
+        o.table.columns,
+        ["node", "eligible", "free cpu", "free memory", "free nvidia.com/gpu", "new pods that fit"],
+        "no column for a zero request"
+    );
+    let rows = &o.table.rows;
+    assert_eq!(rows.len(), 25 + 10 + 1);
+    assert_eq!(rows[0][0], "gpu-07", "the most room first");
+    assert_eq!(rows[0][5], "4");
+    assert_eq!(rows[1][0], "gpu-00", "then by name");
+    assert!(rows[25][1].starts_with("no: nodeSelector"), "{:?}", rows[25]);
+    assert_eq!(rows[35], ["… 7 more", "", "", "", "", ""]);
+    // Exactly as many nodes as shown: no count row.
+    let st = ClusterState { nodes: st.nodes[..3].to_vec(), ..ClusterState::default() };
+    assert_eq!(run(&zero_fpga, &st).table.rows.len(), 3);
+}
