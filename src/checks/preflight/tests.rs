@@ -487,3 +487,57 @@ fn the_nodes_table_shows_the_roomiest_and_counts_the_rest() {
     let st = ClusterState { nodes: st.nodes[..3].to_vec(), ..ClusterState::default() };
     assert_eq!(run(&zero_fpga, &st).table.rows.len(), 3);
 }
+
+/// The claim's bound PV restricts nodes (VolumeBinding): the PV the claim
+/// in the bundle's namespace names, and only when it has node affinity.
+#[test]
+fn a_bound_volumes_node_affinity_restricts_the_nodes() {
+    let with_volume = crate::manifests::bundle_edit(|v| {
+        v["spec"]["serving"]["volumes"] = serde_yaml_ng::from_str(
+            "[{name: model-cache, claimName: model-cache, accessMode: ReadWriteMany, mountPath: /cache}]",
+        )
+        .unwrap();
+    })
+    .unwrap();
+    let claim = |ns: &str, pv: &str| Pvc {
+        namespace: ns.into(),
+        name: "model-cache".into(),
+        access_modes: vec!["ReadWriteMany".into()],
+        volume_name: Some(pv.into()),
+        phase: Some("Bound".into()),
+    };
+    let on_b = Pv {
+        name: "pv-b".into(),
+        node_affinity: vec![SelectorTerm {
+            requirements: vec![Requirement {
+                key: "metadata.name".into(),
+                operator: "In".into(),
+                values: vec!["gpu-b".into()],
+            }],
+        }],
+    };
+    let anywhere = Pv { name: "pv-any".into(), node_affinity: vec![] };
+    let eligible = |pvcs: Vec<Pvc>| {
+        let st = ClusterState {
+            nodes: vec![gpu_node("gpu-a", ROOMY), gpu_node("gpu-b", ROOMY)],
+            pvcs,
+            pvs: vec![on_b.clone(), anywhere.clone()],
+            ..ClusterState::default()
+        };
+        let o = run(&with_volume, &st);
+        let rows: Vec<(String, String)> = o.table.rows.iter().map(|r| (r[0].clone(), r[1].clone())).collect();
+        rows
+    };
+    let yes = |n: &str| (n.to_string(), "yes".to_string());
+    assert_eq!(
+        eligible(vec![claim("ai-lab", "pv-b")]),
+        [
+            yes("gpu-b"),
+            ("gpu-a".into(), "no: volume pv-b of claim model-cache cannot attach here (PV node affinity)".into())
+        ]
+    );
+    // No node affinity: any node.
+    assert_eq!(eligible(vec![claim("ai-lab", "pv-any")]), [yes("gpu-a"), yes("gpu-b")]);
+    // The same claim name in another namespace is not the bundle's claim.
+    assert_eq!(eligible(vec![claim("other", "pv-b")]), [yes("gpu-a"), yes("gpu-b")]);
+}
