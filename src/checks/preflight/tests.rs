@@ -541,3 +541,43 @@ fn a_bound_volumes_node_affinity_restricts_the_nodes() {
     // The same claim name in another namespace is not the bundle's claim.
     assert_eq!(eligible(vec![claim("other", "pv-b")]), [yes("gpu-a"), yes("gpu-b")]);
 }
+
+/// A ReadWriteOncePod claim deadlocks a surge whose old pod holds it
+/// (maxUnavailable 0), never a first rollout (nothing holds it); shared by
+/// more than one replica it can never serve them all.
+#[test]
+fn a_read_write_once_pod_claim_deadlocks_only_a_surge_past_a_holder() {
+    let rwop = |replicas: u32, rollout: &str| {
+        let r: serde_yaml_ng::Value = serde_yaml_ng::from_str(rollout).unwrap();
+        crate::manifests::bundle_edit(|v| {
+            v["spec"]["serving"]["replicas"] = replicas.into();
+            v["spec"]["serving"]["rollout"] = r;
+            v["spec"]["serving"]["volumes"] = serde_yaml_ng::from_str(
+                "[{name: model-cache, claimName: model-cache, accessMode: ReadWriteOncePod, mountPath: /cache}]",
+            )
+            .unwrap();
+        })
+        .unwrap()
+    };
+    let claim = Pvc {
+        namespace: "ai-lab".into(),
+        name: "model-cache".into(),
+        access_modes: vec!["ReadWriteOncePod".into()],
+        volume_name: None,
+        phase: Some("Bound".into()),
+    };
+    let state = |old: usize| ClusterState {
+        nodes: vec![gpu_node("gpu-a", ROOMY)],
+        pods: (0..old).map(|i| pod(&format!("old-{i}"), "llm-scratch", "gpu-a", &[("cpu", "1")])).collect(),
+        pvcs: vec![claim.clone()],
+        ..ClusterState::default()
+    };
+    let surge = "{maxSurge: 1, maxUnavailable: 0}";
+    assert_eq!(codes(&run(&rwop(1, surge), &state(1))), ["BG203"]);
+    assert_eq!(codes(&run(&rwop(1, surge), &state(0))), Vec::<&str>::new(), "a first rollout holds nothing");
+    let replace = "{maxSurge: 0, maxUnavailable: 1}";
+    assert_eq!(codes(&run(&rwop(1, replace), &state(1))), Vec::<&str>::new());
+    let o = run(&rwop(2, replace), &state(2));
+    assert_eq!(codes(&o), ["BG203"], "{}", text(&o));
+    assert!(o.diagnostics[0].message.contains("but 2 replicas share it"), "{}", text(&o));
+}
