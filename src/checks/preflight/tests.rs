@@ -581,3 +581,27 @@ fn a_read_write_once_pod_claim_deadlocks_only_a_surge_past_a_holder() {
     assert_eq!(codes(&o), ["BG203"], "{}", text(&o));
     assert!(o.diagnostics[0].message.contains("but 2 replicas share it"), "{}", text(&o));
 }
+
+/// A ReadWriteOnce claim with two nodes the new pod may use: Multi-Attach
+/// risk, naming where the old pod holds the attachment when there is one.
+#[test]
+fn a_read_write_once_claim_on_two_nodes_names_the_old_pods_node() {
+    let rwo = crate::manifests::bundle_edit(|v| {
+        v["spec"]["serving"]["volumes"] = serde_yaml_ng::from_str(
+            "[{name: model-cache, claimName: model-cache, accessMode: ReadWriteOnce, mountPath: /cache}]",
+        )
+        .unwrap();
+    })
+    .unwrap();
+    let state = |old: bool| ClusterState {
+        nodes: vec![gpu_node("gpu-a", ROOMY), gpu_node("gpu-b", ROOMY)],
+        pods: old.then(|| pod("old", "llm-scratch", "gpu-a", &[("cpu", "1")])).into_iter().collect(),
+        ..ClusterState::default()
+    };
+    let o = run(&rwo, &state(true));
+    assert_eq!(codes(&o), ["BG204"], "{}", text(&o));
+    assert!(o.diagnostics[0].evidence.iter().any(|e| e.contains("ai-lab/old on gpu-a")), "{}", text(&o));
+    let o = run(&rwo, &state(false));
+    assert_eq!(codes(&o), ["BG204"], "{}", text(&o));
+    assert!(!o.diagnostics[0].evidence.iter().any(|e| e.contains("first rollout")), "{}", text(&o));
+}
