@@ -60,6 +60,11 @@ fn text(o: &Outcome) -> String {
         .join("\n")
 }
 
+/// The findings say `line` (in a message or an evidence line).
+fn assert_says(o: &Outcome, line: &str) {
+    assert!(text(o).contains(line), "{line:?} not in:\n{}", text(o));
+}
+
 fn with_quota(q: Quota) -> ClusterState {
     ClusterState { nodes: vec![gpu_node("gpu-a", ROOMY)], quotas: vec![q], ..ClusterState::default() }
 }
@@ -116,11 +121,7 @@ fn a_quota_on_cpu_or_memory_requires_the_pod_to_set_it() {
     })
     .unwrap();
     let o = run(&no_memory_limit, &with_quota(quota(&[("limits.memory", "640Gi")], &[("limits.memory", "0")])));
-    assert!(
-        text(&o).contains("constrains limits.memory but the serving container sets no limit for memory"),
-        "{}",
-        text(&o)
-    );
+    assert_says(&o, "constrains limits.memory but the serving container sets no limit for memory");
     // An extended resource it does not request: admitted.
     // (Even one already over its hard limit: the pod adds nothing to it.)
     let o = run(&l, &with_quota(quota(&[("requests.example.com/fpga", "4")], &[("requests.example.com/fpga", "5")])));
@@ -173,11 +174,7 @@ fn a_quota_filled_exactly_admits_the_pod() {
     assert_eq!(codes(&o), Vec::<&str>::new(), "{}", text(&o));
     let o = run(&l, &with_quota(quota(&[("pods", "1")], &[("pods", "1")])));
     assert_eq!(codes(&o), ["BG202"], "{}", text(&o));
-    assert!(
-        text(&o).contains("quota ai-lab/q: pods hard 1, used 1, the 1 new pod(s) need 1 more (headroom 0)"),
-        "{}",
-        text(&o)
-    );
+    assert_says(&o, "quota ai-lab/q: pods hard 1, used 1, the 1 new pod(s) need 1 more (headroom 0)");
 }
 
 /// Which quotas select the new pod (no deadline, no priority class, no
@@ -604,4 +601,24 @@ fn a_read_write_once_claim_on_two_nodes_names_the_old_pods_node() {
     let o = run(&rwo, &state(false));
     assert_eq!(codes(&o), ["BG204"], "{}", text(&o));
     assert!(!o.diagnostics[0].evidence.iter().any(|e| e.contains("first rollout")), "{}", text(&o));
+}
+
+/// Bare `cpu`/`memory` keys are requests; with no `status.used` yet, the
+/// namespace's own pods are counted (running ones, not finished ones or
+/// another namespace's).
+#[test]
+fn a_quota_without_status_counts_the_namespaces_running_pods() {
+    let l = crate::bundle::example();
+    let o = run(&l, &with_quota(quota(&[("cpu", "3")], &[("cpu", "2")])));
+    assert_eq!(codes(&o), ["BG202"], "{}", text(&o));
+    assert_says(&o, "quota ai-lab/q: cpu hard 3, used 2, the 1 new pod(s) need 2.1 more (headroom 1)");
+    let mut finished = pod("done", "other", "gpu-a", &[("cpu", "10")]);
+    finished.phase = Some("Succeeded".into());
+    let mut elsewhere = pod("far", "other", "gpu-a", &[("cpu", "10")]);
+    elsewhere.namespace = "other".into();
+    let mut st = with_quota(Quota { used: None, ..quota(&[("requests.cpu", "4")], &[]) });
+    st.pods = vec![pod("a", "other", "gpu-a", &[("cpu", "2")]), finished, elsewhere];
+    let o = run(&l, &st);
+    assert_eq!(codes(&o), ["BG202"], "{}", text(&o));
+    assert_says(&o, "quota ai-lab/q: requests.cpu hard 4, used 2, the 1 new pod(s) need 2.1 more (headroom 2)");
 }
