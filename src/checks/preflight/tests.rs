@@ -297,13 +297,34 @@ fn a_resource_the_node_lacks_is_named_without_a_percentage() {
     assert!(t.contains("gpu-b: cpu requested 1/2 (50%), needs 2.1 more"), "{t}");
 }
 
+/// The example with `spec.serving.<field>` set to each YAML value given.
+fn serving(fields: &[(&str, &str)]) -> Loaded {
+    crate::manifests::bundle_edit(|v| {
+        for (field, yaml) in fields {
+            v["spec"]["serving"][*field] = serde_yaml_ng::from_str(yaml).unwrap();
+        }
+    })
+    .unwrap()
+}
+
 /// The example with `maxSurge: 0, maxUnavailable: 1`: an old pod goes
 /// before its replacement is created.
 fn replacing() -> Loaded {
-    crate::manifests::bundle_edit(|v| {
-        v["spec"]["serving"]["rollout"] = serde_yaml_ng::from_str("{maxSurge: 0, maxUnavailable: 1}").unwrap();
-    })
-    .unwrap()
+    serving(&[("rollout", "{maxSurge: 0, maxUnavailable: 1}")])
+}
+
+/// A `model-cache` volume; `MODE` is its access mode.
+const CACHE: &str = "[{name: model-cache, claimName: model-cache, accessMode: MODE, mountPath: /cache}]";
+
+/// That volume's claim in the cluster: in namespace `ns`, bound to `pv`.
+fn cache_claim(ns: &str, mode: &str, pv: Option<&str>) -> Pvc {
+    Pvc {
+        namespace: ns.into(),
+        name: "model-cache".into(),
+        access_modes: vec![mode.into()],
+        volume_name: pv.map(String::from),
+        phase: Some("Bound".into()),
+    }
 }
 
 fn capacity_after_freeing(o: &Outcome) -> u64 {
@@ -340,12 +361,7 @@ fn a_replacement_frees_the_old_pod_on_an_eligible_node_first() {
 }
 
 fn rollout(replicas: u32, surge_unavailable: &str) -> Loaded {
-    let r: serde_yaml_ng::Value = serde_yaml_ng::from_str(surge_unavailable).unwrap();
-    crate::manifests::bundle_edit(|v| {
-        v["spec"]["serving"]["replicas"] = replicas.into();
-        v["spec"]["serving"]["rollout"] = r;
-    })
-    .unwrap()
+    serving(&[("replicas", &replicas.to_string()), ("rollout", surge_unavailable)])
 }
 
 /// (code, severity) of each finding.
@@ -410,11 +426,7 @@ fn a_replacement_frees_the_old_pods_slot() {
     let o = run(&replacing(), &st);
     assert_eq!((codes(&o), capacity_after_freeing(&o)), (vec![], 1), "{}", text(&o));
     // Two replicas, two old pods on two nodes, both replaced at once: room for two.
-    let two = crate::manifests::bundle_edit(|v| {
-        v["spec"]["serving"]["replicas"] = 2.into();
-        v["spec"]["serving"]["rollout"] = serde_yaml_ng::from_str("{maxSurge: 0, maxUnavailable: 2}").unwrap();
-    })
-    .unwrap();
+    let two = rollout(2, "{maxSurge: 0, maxUnavailable: 2}");
     let st = ClusterState {
         nodes: vec![gpu_node("gpu-a", &one_slot), gpu_node("gpu-b", &one_slot)],
         pods: vec![
@@ -489,20 +501,8 @@ fn the_nodes_table_shows_the_roomiest_and_counts_the_rest() {
 /// in the bundle's namespace names, and only when it has node affinity.
 #[test]
 fn a_bound_volumes_node_affinity_restricts_the_nodes() {
-    let with_volume = crate::manifests::bundle_edit(|v| {
-        v["spec"]["serving"]["volumes"] = serde_yaml_ng::from_str(
-            "[{name: model-cache, claimName: model-cache, accessMode: ReadWriteMany, mountPath: /cache}]",
-        )
-        .unwrap();
-    })
-    .unwrap();
-    let claim = |ns: &str, pv: &str| Pvc {
-        namespace: ns.into(),
-        name: "model-cache".into(),
-        access_modes: vec!["ReadWriteMany".into()],
-        volume_name: Some(pv.into()),
-        phase: Some("Bound".into()),
-    };
+    let with_volume = serving(&[("volumes", &CACHE.replace("MODE", "ReadWriteMany"))]);
+    let claim = |ns: &str, pv: &str| cache_claim(ns, "ReadWriteMany", Some(pv));
     let on_b = Pv {
         name: "pv-b".into(),
         node_affinity: vec![SelectorTerm {
@@ -545,24 +545,10 @@ fn a_bound_volumes_node_affinity_restricts_the_nodes() {
 #[test]
 fn a_read_write_once_pod_claim_deadlocks_only_a_surge_past_a_holder() {
     let rwop = |replicas: u32, rollout: &str| {
-        let r: serde_yaml_ng::Value = serde_yaml_ng::from_str(rollout).unwrap();
-        crate::manifests::bundle_edit(|v| {
-            v["spec"]["serving"]["replicas"] = replicas.into();
-            v["spec"]["serving"]["rollout"] = r;
-            v["spec"]["serving"]["volumes"] = serde_yaml_ng::from_str(
-                "[{name: model-cache, claimName: model-cache, accessMode: ReadWriteOncePod, mountPath: /cache}]",
-            )
-            .unwrap();
-        })
-        .unwrap()
+        let volumes = CACHE.replace("MODE", "ReadWriteOncePod");
+        serving(&[("replicas", &replicas.to_string()), ("rollout", rollout), ("volumes", &volumes)])
     };
-    let claim = Pvc {
-        namespace: "ai-lab".into(),
-        name: "model-cache".into(),
-        access_modes: vec!["ReadWriteOncePod".into()],
-        volume_name: None,
-        phase: Some("Bound".into()),
-    };
+    let claim = cache_claim("ai-lab", "ReadWriteOncePod", None);
     let state = |old: usize| ClusterState {
         nodes: vec![gpu_node("gpu-a", ROOMY)],
         pods: (0..old).map(|i| pod(&format!("old-{i}"), "llm-scratch", "gpu-a", &[("cpu", "1")])).collect(),
@@ -583,13 +569,7 @@ fn a_read_write_once_pod_claim_deadlocks_only_a_surge_past_a_holder() {
 /// risk, naming where the old pod holds the attachment when there is one.
 #[test]
 fn a_read_write_once_claim_on_two_nodes_names_the_old_pods_node() {
-    let rwo = crate::manifests::bundle_edit(|v| {
-        v["spec"]["serving"]["volumes"] = serde_yaml_ng::from_str(
-            "[{name: model-cache, claimName: model-cache, accessMode: ReadWriteOnce, mountPath: /cache}]",
-        )
-        .unwrap();
-    })
-    .unwrap();
+    let rwo = serving(&[("volumes", &CACHE.replace("MODE", "ReadWriteOnce"))]);
     let state = |old: bool| ClusterState {
         nodes: vec![gpu_node("gpu-a", ROOMY), gpu_node("gpu-b", ROOMY)],
         pods: old.then(|| pod("old", "llm-scratch", "gpu-a", &[("cpu", "1")])).into_iter().collect(),
