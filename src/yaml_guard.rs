@@ -429,7 +429,7 @@ pub(crate) fn read(text: &str, limits: &Limits) -> Result<Vec<Node>, GuardError>
 /// Escapes in a double-quoted string (`"\u202E"`) still work.
 fn check_bidi(text: &str) -> Result<(), GuardError> {
     for (n, l) in text.split('\n').enumerate() {
-        if let Some((col, c)) = l.chars().enumerate().find(|(_, c)| matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{200e}' | '\u{200f}' | '\u{61c}')) {
+        if let Some((col, c)) = l.chars().enumerate().find(|(_, c)| is_bidi_control(*c)) {
             return Err(GuardError {
                 line: n + 1,
                 column: col + 1,
@@ -439,6 +439,19 @@ fn check_bidi(text: &str) -> Result<(), GuardError> {
         }
     }
     Ok(())
+}
+
+/// The characters [`check_bidi`] refuses as written.
+pub(crate) fn is_bidi_control(c: char) -> bool {
+    matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{200e}' | '\u{200f}' | '\u{61c}')
+}
+
+/// Characters a writer must escape in a double-quoted scalar: controls (C0,
+/// DEL, C1), Unicode line and paragraph separators, the byte-order mark and
+/// non-characters, which YAML does not allow as written or reads as a line
+/// break, and the bidi controls a reviewed file refuses.
+pub(crate) fn needs_escape(c: char) -> bool {
+    c.is_control() || matches!(c, '\u{2028}' | '\u{2029}' | '\u{feff}' | '\u{fffe}' | '\u{ffff}') || is_bidi_control(c)
 }
 
 /// [`read`] for callers that only need the verdict.
@@ -661,11 +674,7 @@ fn visit_scalar<'de, V: serde::de::Visitor<'de>>(
 ) -> Result<V::Value, DeError> {
     use serde::de::Error;
     let is_null = is_null_text(text);
-    let boolean = match text {
-        "true" | "True" | "TRUE" => Some(true),
-        "false" | "False" | "FALSE" => Some(false),
-        _ => None,
-    };
+    let boolean = core_bool(text);
     let wrong = |t: &str| DeError::custom(format!("`{text}` is not a valid `!!{t}`"));
     match tag {
         Some("str") => v.visit_str(text),
@@ -692,6 +701,32 @@ fn visit_scalar<'de, V: serde::de::Visitor<'de>>(
 /// The core schema's null as plain text.
 fn is_null_text(text: &str) -> bool {
     text.is_empty() || matches!(text, "~" | "null" | "Null" | "NULL")
+}
+
+/// The core schema's booleans as plain text.
+fn core_bool(text: &str) -> Option<bool> {
+    match text {
+        "true" | "True" | "TRUE" => Some(true),
+        "false" | "False" | "FALSE" => Some(false),
+        _ => None,
+    }
+}
+
+/// Whether `text`, written as a plain scalar, reads back as this same text:
+/// not a null, boolean or number here, nor for a YAML 1.1 reader such as
+/// Kubernetes' (`yes`, `off`, `1_000`, `1:20`). Writers quote it otherwise.
+pub(crate) fn plain_reads_as_text(text: &str) -> bool {
+    const YAML11_BOOLS: &[&str] = &["y", "yes", "n", "no", "on", "off"];
+    let yaml11_number = text.contains(['_', ':'])
+        && text.chars().all(|c| c.is_ascii_digit() || "_:.eE+-".contains(c))
+        && text.trim_start_matches(['+', '-', '.']).starts_with(|c: char| c.is_ascii_digit());
+    !is_null_text(text)
+        && core_bool(text).is_none()
+        && parse_int(text).is_none()
+        && parse_float(text).is_none()
+        && !is_non_finite_scalar(text)
+        && !YAML11_BOOLS.contains(&text.to_ascii_lowercase().as_str())
+        && !yaml11_number
 }
 
 /// serde's view of a [`Node`]. A field that wants text takes any scalar's

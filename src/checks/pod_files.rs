@@ -240,6 +240,110 @@ mod tests {
         }
     }
 
+    fn pinned(sizes: &[u64]) -> Vec<Expected> {
+        sizes
+            .iter()
+            .enumerate()
+            .map(|(i, &size)| Expected { path: format!("f{i}"), sha256: "ab".into(), size })
+            .collect()
+    }
+
+    fn file(len: u64) -> Seen {
+        Seen::File { len, modified: None }
+    }
+
+    const MS: Duration = Duration::from_millis(1);
+
+    /// The wait follows each path as the downloader would write it: absent,
+    /// then partial, then at its size; a file counts as complete only after
+    /// SETTLE untouched (exactly SETTLE is enough, one tick less is not), a
+    /// file larger than its pin is complete (the hash judges it), and a
+    /// refused path is never waited for.
+    #[test]
+    fn the_wait_ends_when_every_file_has_its_size_and_settled() {
+        let items = pinned(&[10, 10, 10, 10, 0]);
+        let mut w = WaitState::new(vec![Seen::Absent, file(5), file(10), file(11), Seen::Refused]);
+        let t0 = Duration::ZERO;
+        assert_eq!(w.waiting(&items, t0), vec![(0, Waiting::Absent), (1, Waiting::Partial { have: 5, want: 10 })]);
+        assert!(!w.done(&items, t0));
+        // Nothing changes: the files already at (or past) their size settle
+        // from the first look, the others are still awaited.
+        let t1 = Duration::from_secs(1);
+        w.observe(t1, vec![Seen::Absent, file(5), file(10), file(11), Seen::Refused]);
+        assert_eq!(w.waiting(&items, SETTLE), vec![(0, Waiting::Absent), (1, Waiting::Partial { have: 5, want: 10 })]);
+        // Both arrive: still changing until SETTLE after the change.
+        w.observe(t1, vec![file(10), file(9), file(10), file(11), Seen::Refused]);
+        w.observe(t1 + MS, vec![file(10), file(10), file(10), file(11), Seen::Refused]);
+        assert_eq!(w.waiting(&items, t1 + MS), vec![(0, Waiting::Changing), (1, Waiting::Changing)]);
+        assert_eq!(w.waiting(&items, t1 + SETTLE), vec![(1, Waiting::Changing)], "f0 settles at exactly SETTLE");
+        assert!(!w.done(&items, t1 + MS + SETTLE - MS));
+        assert!(w.done(&items, t1 + MS + SETTLE));
+        assert_eq!(w.waiting(&items, t1 + MS + SETTLE), vec![]);
+        // A later write (same size, new mtime) starts the settling again.
+        let touched = Seen::File { len: 10, modified: Some(std::time::UNIX_EPOCH + t1) };
+        let t2 = Duration::from_secs(10);
+        w.observe(t2, vec![touched, file(10), file(10), file(11), Seen::Refused]);
+        assert!(!w.done(&items, t2 + SETTLE - MS));
+        assert_eq!(w.waiting(&items, t2), vec![(0, Waiting::Changing)]);
+        assert!(w.done(&items, t2 + SETTLE));
+        // A file that shrinks back below its size is partial again.
+        w.observe(t2 + MS, vec![file(3), file(10), file(10), file(11), Seen::Refused]);
+        assert_eq!(w.waiting(&items, t2 + SETTLE * 9), vec![(0, Waiting::Partial { have: 3, want: 10 })]);
+        assert!(!w.done(&items, t2 + SETTLE * 9));
+    }
+
+    /// A file at its size from the first look is complete once SETTLE has
+    /// passed since then; before, the wait is not done but lists nothing
+    /// (nothing says it is being written), and says so.
+    #[test]
+    fn a_file_present_from_the_start_settles_quietly() {
+        let items = pinned(&[4]);
+        let w = WaitState::new(vec![file(4)]);
+        assert!(!w.done(&items, SETTLE - MS));
+        assert_eq!(w.waiting(&items, Duration::ZERO), vec![]);
+        assert!(w.done(&items, SETTLE));
+        assert_eq!(
+            describe_wait(&items, &[], 200),
+            "waiting for 0 of 1 artifact(s): all present, making sure nothing still writes them (2 s unchanged)"
+        );
+        let two = pinned(&[4, 4]);
+        let waiting = [(0, Waiting::Partial { have: 1, want: 4 }), (1, Waiting::Changing)];
+        assert_eq!(
+            describe_wait(&two, &waiting, 200),
+            "waiting for 2 of 2 artifact(s): f0 (1 of 4 bytes), f1 (still changing)"
+        );
+    }
+
+    /// Each outcome's line names the file, the pin and what was found, and
+    /// the finding's field is the file's path.
+    #[test]
+    fn each_outcome_says_what_was_found() {
+        let items = pinned(&[3, 3, 3, 3, 3]);
+        let (d, st) = judge(
+            &items,
+            &[
+                Outcome::Missing,
+                Outcome::DigestMismatch { actual: "cd".into() },
+                Outcome::Unreadable("a FIFO".into()),
+                Outcome::SizeMismatch { actual: 7 },
+                Outcome::Ok,
+            ],
+        );
+        assert_eq!(st, vec!["MISSING", "DIGEST-MISMATCH", "UNREADABLE", "SIZE-MISMATCH", "OK"]);
+        let lines: Vec<&str> = d.iter().map(|d| d.message.as_str()).collect();
+        assert_eq!(
+            lines,
+            vec![
+                "MISSING f0: expected sha256:ab size 3, no such file",
+                "DIGEST-MISMATCH f1: expected sha256:ab, found sha256:cd",
+                "UNREADABLE f2: expected sha256:ab: a FIFO",
+                "SIZE-MISMATCH f3: expected size 3 (sha256:ab), found 7 bytes",
+            ]
+        );
+        let fields: Vec<_> = d.iter().map(|d| d.field.clone().unwrap_or_default()).collect();
+        assert_eq!(fields, vec!["f0", "f1", "f2", "f3"]);
+    }
+
     #[test]
     fn only_exact_bytes_pass_and_unchecked_files_fail() {
         let e = |p: &str| Expected { path: p.into(), sha256: "ab".into(), size: 3 };

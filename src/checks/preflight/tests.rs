@@ -211,6 +211,22 @@ fn a_quota_counts_only_where_its_scopes_select_the_pod() {
     assert!(!full(&["NotTerminating"], &[("PriorityClass", "In")]));
 }
 
+/// BestEffort is a pod whose containers request and limit nothing: one that
+/// sets requests alone (or limits alone) is NotBestEffort.
+#[test]
+fn requests_alone_make_a_pod_not_best_effort() {
+    let full = |l: &Loaded, scope: &str| {
+        let mut q = quota(&[("pods", "1")], &[("pods", "1")]);
+        q.scopes = vec![scope.into()];
+        codes(&run(l, &with_quota(q))) == ["BG202"]
+    };
+    for resources in ["{requests: {cpu: '2', memory: 8Gi}}", "{limits: {cpu: '2', memory: 8Gi}}"] {
+        let l = serving(&[("verifyOnStart", "off"), ("resources", resources)]);
+        assert!(full(&l, "NotBestEffort"), "{resources}");
+        assert!(!full(&l, "BestEffort"), "{resources}");
+    }
+}
+
 fn node_with(name: &str, f: impl FnOnce(&mut Node)) -> Node {
     let mut n = gpu_node(name, ROOMY);
     f(&mut n);
