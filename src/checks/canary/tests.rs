@@ -287,6 +287,10 @@ fn statistics_are_total_over_nan_inf_and_empty() {
         assert!(fisher_exact_greater(x1, n1, x2, n2).is_none(), "{x1}/{n1} vs {x2}/{n2}");
         assert!(proportion_test(x1, n1, x2, n2).is_none(), "{x1}/{n1} vs {x2}/{n2}");
     }
+    // Counts whose sums leave u64 choose a test without overflowing: the
+    // cells are large, so the z-test, on the same rates.
+    let huge = proportion_test(u64::MAX / 2, u64::MAX, u64::MAX / 2, u64::MAX).expect("a valid table");
+    assert_eq!((huge.method, huge.p_value), ("two-proportion z", 0.5));
     // All-zero or all-one arms carry no evidence either way; sums past
     // f64's range are no test.
     for (x1, n1, x2, n2) in [(0.0, 10.0, 0.0, 20.0), (10.0, 10.0, 20.0, 20.0)] {

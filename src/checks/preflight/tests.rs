@@ -416,6 +416,8 @@ fn a_surge_waits_for_old_pods_only_when_they_may_go_and_that_frees_room() {
     };
     let o = run(&rollout(1, "{maxSurge: 1, maxUnavailable: 1}"), &other);
     assert_eq!(findings(&o), error(), "{}", text(&o));
+    // Stuck, but not for want of maxUnavailable: that line is not said.
+    assert!(!text(&o).contains("maxUnavailable resolves to 0"), "{}", text(&o));
     // Two GPUs, one held by the old pod: the surge pod fits beside it.
     let fits = ClusterState {
         nodes: vec![gpu_node("gpu-a", &gpus("2"))],
@@ -597,6 +599,10 @@ fn a_read_write_once_claim_on_two_nodes_names_the_old_pods_node() {
     let o = run(&rwo, &state(false));
     assert_eq!(codes(&o), ["BG204"], "{}", text(&o));
     assert!(!o.diagnostics[0].evidence.iter().any(|e| e.contains("first rollout")), "{}", text(&o));
+    // One node the new pod may use: it lands where the attachment is.
+    let one = ClusterState { nodes: vec![gpu_node("gpu-a", ROOMY)], ..state(true) };
+    let o = run(&rwo, &one);
+    assert_eq!(codes(&o), Vec::<&str>::new(), "{}", text(&o));
 }
 
 /// Bare `cpu`/`memory` keys are requests; with no `status.used` yet, the
