@@ -575,15 +575,28 @@ pub(crate) fn from_node<T: serde::de::DeserializeOwned>(n: &Node) -> Result<T, (
 /// [`read`] then [`from_node`] for a text that must hold exactly one
 /// document: `file:line:column: field: message` on any failure.
 pub(crate) fn from_str<T: serde::de::DeserializeOwned>(file: &str, text: &str, limits: &Limits) -> anyhow::Result<T> {
-    let docs = read(text, limits).map_err(|g| anyhow::anyhow!("{file}:{}:{}: {}", g.line, g.column, g.at_path()))?;
-    match docs.as_slice() {
-        [doc] => from_node(doc).map_err(|(path, e)| {
-            let (line, column) = e.at.unwrap_or((doc.line, doc.column));
-            let field = if path.is_empty() { String::new() } else { format!("{path}: ") };
-            anyhow::anyhow!("{file}:{line}:{column}: {field}{}", e.msg)
-        }),
-        _ => anyhow::bail!("{file}: expected exactly one YAML document, found {}", docs.len()),
+    from_str_with_tree(file, text, limits).map(|(t, _)| t)
+}
+
+/// [`from_str`], keeping the document's tree (its positions) for messages
+/// about fields the model accepted but a later check refuses.
+pub(crate) fn from_str_with_tree<T: serde::de::DeserializeOwned>(
+    file: &str,
+    text: &str,
+    limits: &Limits,
+) -> anyhow::Result<(T, Node)> {
+    let mut docs =
+        read(text, limits).map_err(|g| anyhow::anyhow!("{file}:{}:{}: {}", g.line, g.column, g.at_path()))?;
+    if docs.len() != 1 {
+        anyhow::bail!("{file}: expected exactly one YAML document, found {}", docs.len());
     }
+    let doc = docs.remove(0);
+    let t = from_node(&doc).map_err(|(path, e)| {
+        let (line, column) = e.at.unwrap_or((doc.line, doc.column));
+        let field = if path.is_empty() { String::new() } else { format!("{path}: ") };
+        anyhow::anyhow!("{file}:{line}:{column}: {field}{}", e.msg)
+    })?;
+    Ok((t, doc))
 }
 
 /// A deserialization error and where (line, column), when known.

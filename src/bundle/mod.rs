@@ -231,7 +231,7 @@ pub fn parse(display: &str, path: &Path, text: String) -> Result<Loaded, LoadErr
             });
         }
     };
-    let spans = SpanIndex::build(&text);
+    let spans = docs.first().map(SpanIndex::of).unwrap_or_default();
     let invalid = |field: String, message: String, loc: Option<(usize, usize)>| {
         let (line, column) = loc.or_else(|| spans.lookup(&field)).unwrap_or((1, 1));
         LoadError::Invalid {

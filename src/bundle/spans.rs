@@ -1,44 +1,26 @@
 //! A map from field paths (`spec.model.artifacts[2].sha256`) to positions in
 //! the YAML source, so diagnostics can point at the user's line. serde drops
-//! positions, so we read the same text once more with yaml-rust2's event
-//! parser, which keeps a mark per event.
+//! positions; the tree the guard's one reader built keeps each node's, so
+//! the index is that tree walked once more (the text is not parsed again).
 
 use std::collections::HashMap;
 
-use yaml_rust2::parser::{Event, MarkedEventReceiver, Parser};
-use yaml_rust2::scanner::Marker;
+use crate::yaml_guard::{Node, NodeKind};
 
 #[derive(Debug, Default, Clone)]
 pub struct SpanIndex {
-    /// Number of YAML documents in the stream.
-    pub documents: usize,
-    /// The YAML syntax error, if the text is not well-formed: (message, line, column).
-    pub syntax_error: Option<(String, usize, usize)>,
     /// path → (line 1-based, column 1-based). For a mapping entry the position
     /// is that of its key, which is where a reader looks.
     map: HashMap<String, (usize, usize)>,
 }
 
 impl SpanIndex {
-    pub(crate) fn build(text: &str) -> SpanIndex {
-        let mut rec = Recorder { events: Vec::new() };
-        let mut parser = Parser::new_from_str(text);
-        // A syntax error is reported by the serde pass with its own location;
-        // the index keeps whatever was read before it.
+    /// The positions of one document as [`crate::yaml_guard::read`] built
+    /// it. An alias is the copy of what it names, so the fields under it
+    /// point at the anchored text, where they are written.
+    pub(crate) fn of(doc: &Node) -> SpanIndex {
         let mut idx = SpanIndex::default();
-        if let Err(e) = parser.load(&mut rec, true) {
-            let m = e.marker();
-            idx.syntax_error = Some((e.info().to_string(), m.line().max(1), m.col() + 1));
-        }
-        idx.documents = rec.events.iter().filter(|(e, _)| matches!(e, Event::DocumentStart)).count();
-        let mut pos = 0;
-        // Skip to the first node of the first document.
-        while pos < rec.events.len() && !is_node_start(&rec.events[pos].0) {
-            pos += 1;
-        }
-        if pos < rec.events.len() {
-            walk(&rec.events, &mut pos, String::new(), &mut idx.map);
-        }
+        walk(doc, String::new(), &mut idx.map);
         idx
     }
 
@@ -55,85 +37,61 @@ impl SpanIndex {
     }
 }
 
-struct Recorder {
-    events: Vec<(Event, Marker)>,
-}
-
-impl MarkedEventReceiver for Recorder {
-    fn on_event(&mut self, ev: Event, mark: Marker) {
-        self.events.push((ev, mark));
-    }
-}
-
-fn is_node_start(e: &Event) -> bool {
-    matches!(e, Event::Scalar(..) | Event::MappingStart(..) | Event::SequenceStart(..) | Event::Alias(..))
-}
-
-fn pos_of(m: &Marker) -> (usize, usize) {
-    // yaml-rust2 marks are 1-based lines and 0-based columns.
-    (m.line().max(1), m.col() + 1)
-}
-
-/// Walk one node starting at `events[*pos]`, recording child positions.
-fn walk(events: &[(Event, Marker)], pos: &mut usize, path: String, out: &mut HashMap<String, (usize, usize)>) {
-    let Some((ev, mark)) = events.get(*pos) else { return };
-    out.entry(path.clone()).or_insert_with(|| pos_of(mark));
-    *pos += 1;
-    match ev {
-        Event::MappingStart(..) => loop {
-            match events.get(*pos) {
-                None => return,
-                Some((Event::MappingEnd, _)) => {
-                    *pos += 1;
-                    return;
-                }
-                Some((Event::Scalar(key, ..), kmark)) => {
-                    let child = if path.is_empty() { key.clone() } else { format!("{path}.{key}") };
-                    out.insert(child.clone(), pos_of(kmark));
-                    *pos += 1;
-                    walk(events, pos, child, out);
-                }
-                Some(_) => {
-                    // Complex key: skip the key node and its value without recording.
-                    let mut sink = HashMap::new();
-                    walk(events, pos, String::new(), &mut sink);
-                    walk(events, pos, String::new(), &mut sink);
-                }
-            }
-        },
-        Event::SequenceStart(..) => {
-            let mut i = 0;
-            loop {
-                match events.get(*pos) {
-                    None => return,
-                    Some((Event::SequenceEnd, _)) => {
-                        *pos += 1;
-                        return;
-                    }
-                    Some(_) => {
-                        walk(events, pos, format!("{path}[{i}]"), out);
-                        i += 1;
-                    }
-                }
+/// Record `node` at `path` (unless its key was recorded there) and its children.
+fn walk(node: &Node, path: String, out: &mut HashMap<String, (usize, usize)>) {
+    out.entry(path.clone()).or_insert((node.line, node.column));
+    match &node.kind {
+        NodeKind::Map(entries) => {
+            for (k, v) in entries {
+                // The guard refuses a mapping or list as a key: every key is text.
+                let NodeKind::Scalar { text: key, .. } = &k.kind else { continue };
+                let child = if path.is_empty() { key.clone() } else { format!("{path}.{key}") };
+                out.insert(child.clone(), (k.line, k.column));
+                walk(v, child, out);
             }
         }
-        _ => {}
+        NodeKind::Seq(items) => {
+            for (i, item) in items.iter().enumerate() {
+                walk(item, format!("{path}[{i}]"), out);
+            }
+        }
+        NodeKind::Scalar { .. } => {}
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::yaml_guard::{read, Limits};
+
+    fn index(text: &str) -> SpanIndex {
+        SpanIndex::of(&read(text, &Limits::DEFAULT).unwrap()[0])
+    }
 
     #[test]
     fn paths_map_to_key_positions() {
         let text = "a: 1\nb:\n  c:\n    - x: 1\n      y: 2\n    - x: 3\n";
-        let idx = SpanIndex::build(text);
+        let idx = index(text);
         assert_eq!(idx.lookup("a"), Some((1, 1)));
+        assert_eq!(idx.lookup("b"), Some((2, 1)));
         assert_eq!(idx.lookup("b.c"), Some((3, 3)));
+        assert_eq!(idx.lookup("b.c[0]").map(|p| p.0), Some(4));
         assert_eq!(idx.lookup("b.c[0].y"), Some((5, 7)));
-        assert_eq!(idx.lookup("b.c[1].x").map(|p| p.0), Some(6));
-        // Unknown leaf falls back to the nearest ancestor.
-        assert_eq!(idx.lookup("b.c[1].zzz").map(|p| p.0), Some(6));
+        assert_eq!(idx.lookup("b.c[1].x"), Some((6, 7)));
+        // Unknown leaf falls back to the nearest ancestor, through an index.
+        assert_eq!(idx.lookup("b.c[1].zzz"), Some((6, 8)), "the item, at its mapping");
+        assert_eq!(idx.lookup("b.c[7].x"), Some((3, 3)));
+        assert_eq!(idx.lookup("zzz"), None, "a top-level field not written has no position");
+    }
+
+    /// Flow collections, and an alias: its fields at the anchored text.
+    #[test]
+    fn flow_collections_and_aliases() {
+        let text = "base: &b {x: 1, y: [a, b]}\nafter: *b\n";
+        let idx = index(text);
+        assert_eq!(idx.lookup("base.y[1]"), Some((1, 24)));
+        assert_eq!(idx.lookup("after"), Some((2, 1)));
+        assert_eq!(idx.lookup("after.x"), Some((1, 11)));
+        assert_eq!(idx.map.len(), 11, "{:?}", idx.map);
     }
 }

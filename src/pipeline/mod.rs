@@ -221,9 +221,9 @@ pub fn parse(path: &Path, text: &str) -> Result<Pipeline> {
     // The one reader every YAML input goes through (duplicate keys,
     // `required: false` then `required: true`, must not be last-wins;
     // aliases and depth bounded): the guard and the model read one stream.
-    let p: PipelineFile =
-        crate::yaml_guard::from_str(&path.display().to_string(), text, &crate::yaml_guard::Limits::DEFAULT)?;
-    let spans = bundle::SpanIndex::build(text);
+    let (p, tree): (PipelineFile, _) =
+        crate::yaml_guard::from_str_with_tree(&path.display().to_string(), text, &crate::yaml_guard::Limits::DEFAULT)?;
+    let spans = bundle::SpanIndex::of(&tree);
     if p.api_version != "bundlegate.dev/v1" || p.kind != "Pipeline" {
         bail!("{}: expected apiVersion bundlegate.dev/v1, kind Pipeline", path.display());
     }
