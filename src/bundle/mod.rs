@@ -446,6 +446,105 @@ mod tests {
         assert_eq!(l.bundle.float_fields().len(), declared, "{:?}", l.bundle.float_fields());
     }
 
+    /// A redacted error keeps the schema's field names and list indexes
+    /// only: any other segment (a key from the file) is `…`, wherever it
+    /// stands, and so is a segment whose index is not a number.
+    #[test]
+    fn redacted_paths_keep_schema_names_and_numeric_indexes_only() {
+        for (field, want) in [
+            ("spec.model.artifacts[2].sha256", "spec.model.artifacts[2].sha256"),
+            ("spec.model.artifacts[1][0]", "spec.model.artifacts[1][0]"),
+            ("AWS_SECRET=abc.spec", "….spec"),
+            ("spec.AWS_SECRET=abc", "spec.…"),
+            ("spec.model.artifacts[x]", "spec.model.…"),
+            ("spec.model.artifacts[1][k]", "spec.model.…"),
+            ("spec.token[0]", "spec.…"),
+            ("(document)", "(document)"),
+        ] {
+            assert_eq!(redact_path(field), want, "{field}");
+        }
+    }
+
+    /// The serving port defaults to 8080, the runtimes' own default.
+    #[test]
+    fn the_port_defaults_to_8080() {
+        let l = crate::manifests::bundle_edit(|v| {
+            v["spec"]["serving"].as_mapping_mut().unwrap().remove("port");
+        })
+        .unwrap();
+        assert_eq!(l.bundle.spec.serving.port, 8080);
+    }
+
+    /// Each way out of the artifact prefix, alone, and names that stay in.
+    #[test]
+    fn artifact_paths_that_leave_the_prefix_escape() {
+        for p in ["", "/etc/passwd", "\\share", "a\\b", "../x", "a/../b", "./a", "a/./b", "a//b", "a/", "c:x", "s3:k"] {
+            assert!(path_escapes(p), "{p:?} escapes");
+        }
+        for p in ["a", "a/b.bin", "..a", "a..", ".hidden", "dir/.cfg", "a b/ü.json"] {
+            assert!(!path_escapes(p), "{p:?} stays inside");
+        }
+    }
+
+    /// A relative `file:` store is the bundle's folder joined and made
+    /// absolute; an absolute one and any other scheme are as written.
+    #[test]
+    fn a_relative_file_store_resolves_against_the_bundle_folder() {
+        let mut l = example();
+        l.bundle.spec.model.storage_uri = "file:../store/v2/".into();
+        let dir = std::path::absolute(Path::new("v2")).unwrap();
+        assert_eq!(resolve_storage_uri(&l), format!("file://{}", dir.join("../store/v2/").display()));
+        for uri in ["file:/srv/store/v2/", "s3://bucket/m/v2/", "oci://registry/m@sha256:ab"] {
+            l.bundle.spec.model.storage_uri = uri.into();
+            assert_eq!(resolve_storage_uri(&l), uri);
+        }
+    }
+
+    /// Traffic steps: strictly increasing percentages in 1..=100, each rule alone.
+    #[test]
+    fn traffic_steps_are_strictly_increasing_percentages() {
+        let steps = |yaml: &str| {
+            crate::manifests::bundle_edit(|v| {
+                v["spec"]["canary"]["steps"] = serde_yaml_ng::from_str(yaml).unwrap();
+            })
+        };
+        assert!(steps("[10, 50, 100]").is_ok());
+        for bad in ["[]", "[0, 50]", "[10, 101]", "[50, 10]", "[10, 10]"] {
+            let e = steps(bad).unwrap_err().to_string();
+            assert!(e.contains("must be strictly increasing traffic percentages"), "{bad}: {e}");
+        }
+    }
+
+    /// Surge and unavailable as the Deployment controller resolves them:
+    /// both zero becomes unavailable 1, and unavailable never exceeds replicas.
+    #[test]
+    fn rollout_surge_and_unavailable_resolve_as_the_controller_does() {
+        let r = |surge: u32, unavailable: u32| RolloutStrategy {
+            max_surge: IntOrPercent::Int(surge),
+            max_unavailable: IntOrPercent::Int(unavailable),
+            ..RolloutStrategy::default()
+        };
+        assert_eq!(r(0, 0).resolve(3), Ok((0, 1)));
+        assert_eq!(r(1, 0).resolve(3), Ok((1, 0)));
+        assert_eq!(r(0, 2).resolve(3), Ok((0, 2)));
+        assert_eq!(r(0, 5).resolve(2), Ok((0, 2)));
+        assert_eq!(r(2, 1).resolve(3), Ok((2, 1)));
+    }
+
+    /// Percentages resolve as Kubernetes resolves them: maxSurge rounds up,
+    /// maxUnavailable down; integers are taken as they are.
+    #[test]
+    fn percentages_round_as_kubernetes_rounds_them() {
+        let pct = |s: &str| IntOrPercent::Str(s.into());
+        assert_eq!(pct("25%").resolve(10, true), Ok(3));
+        assert_eq!(pct("25%").resolve(10, false), Ok(2));
+        assert_eq!(pct("30%").resolve(7, false), Ok(2));
+        assert_eq!(pct("100%").resolve(4, false), Ok(4));
+        assert_eq!(pct("0%").resolve(4, true), Ok(0));
+        assert_eq!(IntOrPercent::Int(3).resolve(10, false), Ok(3));
+        assert!(pct("25").resolve(10, true).is_err());
+    }
+
     proptest! {
         #![proptest_config(crate::util::prop_config(400))]
 

@@ -284,8 +284,8 @@ fn string_or_number<'de, D: serde::Deserializer<'de>>(d: D) -> Result<String, D:
     Ok(match SN::deserialize(d)? {
         SN::S(s) => s,
         SN::U(u) => u.to_string(),
-        // `NaN`/`inf` would reach the manifest as text Kubernetes refuses.
-        SN::F(f) if !f.is_finite() => return Err(serde::de::Error::custom(format!("{f} is not a finite number"))),
+        // Always finite: the one YAML reader refuses `.nan`/`.inf` (and
+        // numbers past f64) before serde, and JSON has neither.
         SN::F(f) => f.to_string(),
     })
 }

@@ -55,3 +55,63 @@ pub(crate) fn model_volume<'a>(s: &'a Serving, dir: &str) -> Option<&'a Volume> 
     }
     s.volumes.iter().filter(|v| p.starts_with(&v.mount_path)).max_by_key(|v| v.mount_path.len())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bundle::AccessMode;
+
+    fn volume(name: &str, mount_path: &str) -> Volume {
+        Volume {
+            name: name.into(),
+            claim_name: name.into(),
+            access_mode: AccessMode::ReadWriteMany,
+            mount_path: mount_path.into(),
+            read_only: false,
+        }
+    }
+
+    /// The folder's volume is the deepest mount holding it; a relative
+    /// folder, one with `..`, or one under no mount has none.
+    #[test]
+    fn the_model_folder_belongs_to_the_deepest_mount_holding_it() {
+        let mut b = crate::bundle::example().bundle;
+        b.spec.serving.volumes =
+            vec![volume("outer", "/models"), volume("inner", "/models/llm"), volume("x", "/cache")];
+        let s = &b.spec.serving;
+        let name = |dir: &str| model_volume(s, dir).map(|v| v.name.as_str());
+        assert_eq!(name("/models/llm/v2"), Some("inner"));
+        assert_eq!(name("/models/other"), Some("outer"));
+        assert_eq!(name("/cache"), Some("x"));
+        assert_eq!(name("/models/llmx"), Some("outer"), "a path prefix is not a folder prefix");
+        for none in ["models/llm", "/models/../etc", "/srv", "/"] {
+            assert_eq!(name(none), None, "{none}");
+        }
+    }
+
+    /// The pod carries the verifier when asked and its format can: KServe
+    /// always, a Deployment only with a modelDir under one of its volumes.
+    #[test]
+    fn the_verifier_is_rendered_when_asked_and_the_format_can() {
+        let mut b = crate::bundle::example().bundle;
+        assert_eq!(b.spec.serving.format, ServingFormat::KserveCustom);
+        assert!(renders_verifier(&b) && verifier_unsupported(&b).is_none());
+        b.spec.serving.verify_on_start = VerifyOnStart::Size;
+        assert!(renders_verifier(&b));
+        b.spec.serving.verify_on_start = VerifyOnStart::Off;
+        assert!(!renders_verifier(&b) && verifier_unsupported(&b).is_none());
+        b.spec.serving.verify_on_start = VerifyOnStart::Full;
+        b.spec.serving.format = ServingFormat::Deployment;
+        b.spec.serving.volumes = vec![volume("weights", "/weights")];
+        b.spec.serving.model_dir = None;
+        assert!(!renders_verifier(&b));
+        assert!(verifier_unsupported(&b).unwrap().contains("does not say where the server reads"));
+        b.spec.serving.model_dir = Some("/elsewhere".into());
+        assert!(!renders_verifier(&b));
+        assert!(verifier_unsupported(&b).unwrap().contains("`/elsewhere` is not an absolute folder under"));
+        b.spec.serving.model_dir = Some("/weights/llm".into());
+        assert!(renders_verifier(&b) && verifier_unsupported(&b).is_none());
+        b.spec.serving.verify_on_start = VerifyOnStart::Off;
+        assert!(!renders_verifier(&b));
+    }
+}
