@@ -153,6 +153,9 @@ mod tests {
             "a broken bundle still counts"
         );
         assert!(b("a/model.yaml", "---\napiVersion: bundlegate.dev/v1\nkind: ReleaseBundle\n---\nkind: Other\n"));
+        // Broken, with the header's values quoted either way.
+        assert!(b("a/model.yaml", "apiVersion: 'bundlegate.dev/v1'\nkind: \"ReleaseBundle\"\nmetadata: [\n"));
+        assert!(b("a/model.yaml", "\"apiVersion\": \"bundlegate.dev/v1\",\n\"kind\": 'ReleaseBundle',\n{\n"));
         // Nested `kind:` (a Kubernetes object inside) does not count.
         assert!(!b("a/model.yaml", "spec:\n  kind: ReleaseBundle\n"));
         assert!(!b("a/notes.md", "apiVersion: bundlegate.dev/v1\nkind: ReleaseBundle\n"));

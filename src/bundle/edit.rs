@@ -795,6 +795,14 @@ mod tests {
         }
     }
 
+    /// A text with no node to edit is refused, never indexed past its end.
+    #[test]
+    fn a_text_without_a_document_is_refused() {
+        for text in ["", "# only a comment\n", "---\n...\n"] {
+            assert!(publish_edit(text, "file:x/", &[]).is_err(), "{text:?}");
+        }
+    }
+
     #[test]
     fn values_needing_quotes_are_quoted() {
         assert_eq!(render("a: b", TScalarStyle::Plain), "\"a: b\"");

@@ -187,6 +187,10 @@ mod tests {
         assert!(parse("file:/etc/").unwrap().absolute);
         assert!(parse("file:///etc/").unwrap().absolute);
         assert!(parse("file://host/etc/").is_err());
+        assert_eq!(
+            parse("http://x/m/v2").unwrap_err(),
+            "storage URI `http://x/m/v2` has no supported scheme (supported: s3://, gs://, az://, abfs://, file:)"
+        );
     }
 
     #[test]

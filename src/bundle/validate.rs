@@ -284,6 +284,18 @@ mod tests {
         assert!(label_key("app.kubernetes.io/name") && label_key("team") && !label_key("/x") && !label_key("a/b/c"));
     }
 
+    /// Seconds fields hold up to exactly seven days, as the message says.
+    #[test]
+    fn seconds_hold_up_to_seven_days_exactly() {
+        let week = 7.0 * 24.0 * 3600.0;
+        assert_eq!(seconds("f".into(), week, 0.0), Ok(()));
+        let (field, message) = seconds("f".into(), week + 1.0, 0.0).unwrap_err();
+        assert_eq!(
+            (field.as_str(), message.as_str()),
+            ("f", "604801 is out of range: seconds must be in 0..=604800 (7 days)")
+        );
+    }
+
     #[test]
     fn durations_are_computed_without_panicking() {
         assert_eq!(duration_seconds("1h30m"), Some(5400.0));
