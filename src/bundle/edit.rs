@@ -155,28 +155,23 @@ fn scalar_end(text: &str, start: usize, value: &str, style: TScalarStyle) -> Res
             }
         }
         TScalarStyle::SingleQuoted => {
-            let b = src.as_bytes();
-            let mut i = 1;
-            while i < b.len() {
-                if b[i] == b'\'' {
-                    if b.get(i + 1) == Some(&b'\'') {
-                        i += 2;
-                        continue;
-                    }
+            // `''` is a quote inside; the first lone `'` after the opening one closes.
+            let mut it = src.char_indices().skip(1).peekable();
+            while let Some((i, c)) = it.next() {
+                if c == '\'' && it.next_if(|&(_, n)| n == '\'').is_none() {
                     return Ok(start + i + 1);
                 }
-                i += 1;
             }
             Err("unterminated single-quoted scalar".into())
         }
         TScalarStyle::DoubleQuoted => {
-            let b = src.as_bytes();
-            let mut i = 1;
-            while i < b.len() {
-                match b[i] {
-                    b'\\' => i += 2,
-                    b'"' => return Ok(start + i + 1),
-                    _ => i += 1,
+            // A backslash escapes the character after it.
+            let mut it = src.char_indices().skip(1);
+            while let Some((i, c)) = it.next() {
+                match c {
+                    '\\' => drop(it.next()),
+                    '"' => return Ok(start + i + 1),
+                    _ => {}
                 }
             }
             Err("unterminated double-quoted scalar".into())
@@ -792,6 +787,20 @@ mod tests {
                 }
                 prop_assert_eq!(edited.contains('\n') && !edited.replace("\r\n", "").contains('\n'), c.crlf, "line ends: {:?}", edited);
             }
+        }
+    }
+
+    /// Quoted scalars end where their closing quote is, past `''` and `\"`
+    /// inside them, whatever comes after on the line.
+    #[test]
+    fn quoted_values_are_replaced_whole() {
+        let text = |sha: &str| {
+            format!("spec:\n  model:\n    storageUri: s3://b/v1/\n    artifacts:\n    - path: a\n      sha256: {sha}  # 'c' \"d\"\n      size: 1\n      role: w\n")
+        };
+        for old in [r#"'it''s'"#, r#"''''"#, r#"'a''''b'"#, r#"'é''x'"#, r#""q\"t""#, r#""\\""#, r#""é\"""#] {
+            let got = publish_edit(&text(old), "s3://b/v1/", &[art("a", "new", 1)]).unwrap();
+            let quote = &old[..1];
+            assert_eq!(got, text(&format!("{quote}new{quote}")), "{old}");
         }
     }
 

@@ -301,6 +301,14 @@ mod tests {
         assert_eq!(duration_seconds("1h30m"), Some(5400.0));
         assert_eq!(duration_seconds("45"), Some(45.0));
         assert_eq!(duration_seconds("soon"), None);
+        for (text, secs) in
+            [("90s", 90.0), ("2d", 172_800.0), ("250ms", 0.25), ("1m30s", 90.0), ("1.5h", 5400.0), (" 7 ", 7.0)]
+        {
+            assert_eq!(duration_seconds(text), Some(secs), "{text}");
+        }
+        for text in ["1h30", "", "h", "5w", "1.2.3s"] {
+            assert_eq!(duration_seconds(text), None, "{text}");
+        }
         assert!(duration_seconds(&format!("{}h", "9".repeat(400))).unwrap().is_infinite());
     }
 }
