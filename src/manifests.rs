@@ -78,16 +78,18 @@ fn json_helper(h: &Helper, _: &Handlebars, _: &Context, _: &mut RenderContext, o
     Ok(())
 }
 
-fn yaml_string_escape(s: &str) -> String {
+/// `s` as a double-quoted scalar, which YAML and JSON read back alike.
+pub(crate) fn yaml_string_escape(s: &str) -> String {
     escape_unsafe(serde_json::to_string(s).expect("string serializes"))
 }
 
 /// JSON text with the characters serde_json leaves raw but YAML readers or
-/// a reviewer's screen take otherwise (line breaks YAML 1.1 readers break
-/// at, a BOM, bidirectional controls) written as `\uXXXX`, which JSON and
-/// YAML double-quoted strings both read back as the same character.
+/// a reviewer's screen take otherwise (DEL and C1 controls, line breaks YAML
+/// 1.1 readers break at, a BOM, non-characters, bidirectional controls)
+/// written as `\uXXXX`, which JSON and YAML double-quoted strings both read
+/// back as the same character.
 fn escape_unsafe(json: String) -> String {
-    let unsafe_char = |c: char| matches!(c, '\u{85}' | '\u{2028}' | '\u{2029}' | '\u{feff}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{200e}' | '\u{200f}' | '\u{61c}');
+    let unsafe_char = crate::yaml_guard::needs_escape;
     if !json.contains(unsafe_char) {
         return json;
     }
@@ -635,7 +637,7 @@ fn quote(s: &str) -> String {
 
 /// Whether `s` written plain reads back as this string under YAML 1.2 and
 /// YAML 1.1 alike.
-fn plain_reads_as_string(s: &str) -> bool {
+pub(crate) fn plain_reads_as_string(s: &str) -> bool {
     matches!(yaml_rust2::Yaml::from_str(s), yaml_rust2::Yaml::String(_)) && !yaml11_non_string(s)
 }
 

@@ -725,23 +725,6 @@ fn core_bool(text: &str) -> Option<bool> {
     }
 }
 
-/// Whether `text`, written as a plain scalar, reads back as this same text:
-/// not a null, boolean or number here, nor for a YAML 1.1 reader such as
-/// Kubernetes' (`yes`, `off`, `1_000`, `1:20`). Writers quote it otherwise.
-pub(crate) fn plain_reads_as_text(text: &str) -> bool {
-    const YAML11_BOOLS: &[&str] = &["y", "yes", "n", "no", "on", "off"];
-    let yaml11_number = text.contains(['_', ':'])
-        && text.chars().all(|c| c.is_ascii_digit() || "_:.eE+-".contains(c))
-        && text.trim_start_matches(['+', '-', '.']).starts_with(|c: char| c.is_ascii_digit());
-    !is_null_text(text)
-        && core_bool(text).is_none()
-        && parse_int(text).is_none()
-        && parse_float(text).is_none()
-        && !is_non_finite_scalar(text)
-        && !YAML11_BOOLS.contains(&text.to_ascii_lowercase().as_str())
-        && !yaml11_number
-}
-
 /// serde's view of a [`Node`]. A field that wants text takes any scalar's
 /// text as written (`version: 1.10` is `"1.10"`, as with the YAML readers
 /// bundlegate used before); anything else gets the resolved value.

@@ -180,13 +180,14 @@ fn scalar_end(text: &str, start: usize, value: &str, style: TScalarStyle) -> Res
     }
 }
 
-/// `value` written in `style`; plain only when YAML would read it back as
-/// the same string, and double-quoted (with escapes) whenever a character
-/// cannot be written as it is.
+/// `value` written in `style`: plain only when every YAML reader reads it
+/// back as this string (the one writer's rule) and nothing in it means
+/// something in a block or flow mapping; else double-quoted with the one
+/// writer's escapes.
 fn render(value: &str, style: TScalarStyle) -> String {
     let escapes = value.chars().any(crate::yaml_guard::needs_escape);
     let plain_safe = !escapes
-        && crate::yaml_guard::plain_reads_as_text(value)
+        && crate::manifests::plain_reads_as_string(value)
         && !value.contains(": ")
         && !value.contains(" #")
         && !value.ends_with(':')
@@ -196,23 +197,7 @@ fn render(value: &str, style: TScalarStyle) -> String {
     match style {
         TScalarStyle::SingleQuoted if !escapes => format!("'{}'", value.replace('\'', "''")),
         TScalarStyle::Plain if plain_safe => value.to_string(),
-        _ => {
-            let mut s = String::with_capacity(value.len() + 2);
-            s.push('"');
-            for c in value.chars() {
-                match c {
-                    '\\' => s.push_str("\\\\"),
-                    '"' => s.push_str("\\\""),
-                    c if crate::yaml_guard::needs_escape(c) && u32::from(c) <= 0xff => {
-                        s.push_str(&format!("\\x{:02X}", u32::from(c)))
-                    }
-                    c if crate::yaml_guard::needs_escape(c) => s.push_str(&format!("\\u{:04X}", u32::from(c))),
-                    c => s.push(c),
-                }
-            }
-            s.push('"');
-            s
-        }
+        _ => crate::manifests::yaml_string_escape(value),
     }
 }
 
