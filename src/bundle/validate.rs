@@ -284,6 +284,72 @@ mod tests {
         assert!(label_key("app.kubernetes.io/name") && label_key("team") && !label_key("/x") && !label_key("a/b/c"));
     }
 
+    /// The example with the YAML at `path` (dots and `[i]`) set to `yaml`:
+    /// Ok, or the refused field and why.
+    fn with(path: &str, yaml: &str) -> Result<(), (String, String)> {
+        let edited = crate::manifests::bundle_edit(|v| {
+            let mut cur = v;
+            for seg in path.split('.') {
+                let (name, index) = seg
+                    .split_once('[')
+                    .map_or((seg, None), |(n, i)| (n, i.trim_end_matches(']').parse::<usize>().ok()));
+                cur = &mut cur[name];
+                if let Some(i) = index {
+                    cur = &mut cur[i];
+                }
+            }
+            *cur = serde_yaml_ng::from_str(yaml).unwrap();
+        });
+        match edited {
+            Ok(_) => Ok(()),
+            Err(crate::bundle::LoadError::Invalid { field, message, .. }) => Err((field, message)),
+            Err(e) => panic!("{path}: {e}"),
+        }
+    }
+
+    /// Every bound of the module's table, one field at a time: the value at
+    /// the bound passes, the one just past it is refused naming that field.
+    #[test]
+    fn each_range_holds_at_its_bound_and_refuses_one_past_it() {
+        let cases = [
+            ("spec.serving.replicas", "10000", "10001"),
+            ("spec.serving.replicas", "1", "0"),
+            ("spec.serving.port", "65535", "0"),
+            ("spec.serving.rollout.progressDeadlineSeconds", "604800", "604801"),
+            ("spec.serving.rollout.progressDeadlineSeconds", "1", "0"),
+            ("spec.serving.rollout.maxSurge", "'1000%'", "'1001%'"),
+            ("spec.serving.rollout.maxSurge", "10000", "10001"),
+            ("spec.serving.rollout.maxUnavailable", "'100%'", "'101%'"),
+            ("spec.serving.rollout.maxUnavailable", "0", "10001"),
+            ("spec.serving.probes.startup.initialDelaySeconds", "0", "604801"),
+            ("spec.serving.probes.startup.periodSeconds", "1", "0"),
+            ("spec.serving.probes.startup.timeoutSeconds", "604800", "604801"),
+            ("spec.serving.probes.readiness.failureThreshold", "10000", "10001"),
+            ("spec.serving.probes.readiness.failureThreshold", "1", "0"),
+            ("spec.serving.probes.liveness.successThreshold", "1", "0"),
+            ("spec.serving.probes.liveness.successThreshold", "10000", "10001"),
+            ("spec.serving.probes.startup.httpGet.port", "65535", "0"),
+            ("spec.serving.probes.readiness.tcpSocket.port", "1", "0"),
+            ("spec.serving.loadTimeSeconds.p95", "604800", "604801"),
+            ("spec.serving.loadTimeSeconds.p50", "95", "96"),
+            ("spec.canary.window", "7d", "7d1s"),
+            ("spec.canary.window", "1s", "0s"),
+            ("spec.canary.minSamples", "1000000000000", "1000000000001"),
+            ("spec.canary.gates[0].maxAbsolute", "1", "1.5"),
+            ("spec.canary.gates[0].minAbsolute", "0", "-0.1"),
+            ("spec.canary.gates[0].maxRelativeIncrease", "100", "100.5"),
+            ("spec.canary.gates[0].minRelativeDecrease", "1", "1.01"),
+            ("spec.canary.gates[1].maxAbsolute", "604800", "604801"),
+            ("spec.canary.gates[2].maxAbsolute", "1e300", "-1"),
+        ];
+        for (path, ok, past) in cases {
+            assert_eq!(with(path, ok), Ok(()), "{path}: {ok}");
+            let (field, why) = with(path, past).expect_err(path);
+            assert_eq!(field, path, "{past}: {why}");
+            assert!(why.contains("out of range") || why.contains("is above p95"), "{path}: {why}");
+        }
+    }
+
     /// Seconds fields hold up to exactly seven days, as the message says.
     #[test]
     fn seconds_hold_up_to_seven_days_exactly() {
