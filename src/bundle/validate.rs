@@ -350,6 +350,22 @@ mod tests {
         }
     }
 
+    /// Each name rule refuses alone, naming its field; a valid name passes.
+    #[test]
+    fn each_name_rule_refuses_naming_its_field() {
+        let refused = |path: &str, yaml: &str| with(path, yaml).expect_err(yaml).0;
+        assert_eq!(with("metadata.name", "llm-2"), Ok(()));
+        assert_eq!(refused("metadata.name", "2llm"), "metadata.name");
+        assert_eq!(refused("metadata.namespace", "AI"), "metadata.namespace");
+        assert_eq!(with("metadata.version", "v2.1_rc-1"), Ok(()));
+        for bad in ["''", "v1..2", "v/1", "-v1"] {
+            assert_eq!(refused("metadata.version", bad), "metadata.version", "{bad}");
+        }
+        assert_eq!(with("metadata.labels", "{team: ml, app.kubernetes.io/part-of: llm}"), Ok(()));
+        assert_eq!(refused("metadata.labels", "{'bad key': x}"), "metadata.labels.bad key");
+        assert_eq!(refused("metadata.labels", "{team: 'bad value!'}"), "metadata.labels.team");
+    }
+
     /// Seconds fields hold up to exactly seven days, as the message says.
     #[test]
     fn seconds_hold_up_to_seven_days_exactly() {
