@@ -268,10 +268,13 @@ impl Val<'_> {
             Val::Int(n) => n.to_string(),
         }
     }
-    fn is(self, old: &str, old_style: TScalarStyle) -> bool {
+    /// Whether the value already written (`old`) is this one. A quoted
+    /// number never reaches here: the bundle's reader refuses text where a
+    /// number belongs.
+    fn is(self, old: &str) -> bool {
         match self {
             Val::Text(v) => v == old,
-            Val::Int(n) => old_style == TScalarStyle::Plain && old == n.to_string(),
+            Val::Int(n) => old == n.to_string(),
         }
     }
 }
@@ -291,7 +294,7 @@ fn set_key(
     match (found, value) {
         (Some(i), Some(v)) => match &entries[i].2 {
             Node::Scalar { value: old, style, start, end } => {
-                if !v.is(old, *style) {
+                if !v.is(old) {
                     out.push(Splice { start: *start, end: *end, text: v.written(*style) });
                 }
             }
