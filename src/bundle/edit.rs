@@ -339,11 +339,10 @@ fn set_key(
                 let indent = first_key - line_start(text, *first_key);
                 let last_end = map.end();
                 let at = next_line(text, last_end);
-                let prefix = if at == text.len() && !text.ends_with('\n') { nl } else { "" };
                 out.push(Splice {
                     start: at,
                     end: at,
-                    text: format!("{prefix}{}{key}: {}{nl}", " ".repeat(indent), v.written(style)),
+                    text: format!("{}{key}: {}{nl}", " ".repeat(indent), v.written(style)),
                 });
             }
         }
@@ -356,6 +355,12 @@ fn set_key(
 /// holds exactly `arts` (existing items updated in place and in their order,
 /// items no longer published removed, new ones appended in the list's style).
 pub(crate) fn publish_edit(text: &str, uri: &str, arts: &[NewArtifact]) -> Result<String, String> {
+    // A file without a final line break is edited as if it had one, so a
+    // line added at the end starts on its own line; the break is dropped
+    // again when the edit left the end as it was.
+    let unterminated = !text.is_empty() && !text.ends_with('\n');
+    let terminated = format!("{text}{}", eol(text));
+    let text = if unterminated { terminated.as_str() } else { text };
     let root = parse(text)?;
     let model = root.get("spec").and_then(|s| s.get("model")).ok_or("bundle has no spec.model")?;
     let mut out = Vec::new();
@@ -404,15 +409,14 @@ pub(crate) fn publish_edit(text: &str, uri: &str, arts: &[NewArtifact]) -> Resul
         } else {
             // The item's lines, and the comment lines just above it: they
             // head this item, so they go with it and the next item keeps its own.
-            let mut s = line_start(text, item.start());
-            while s > 0 {
-                let above = line_start(text, s - 1);
-                if !text[above..s].trim_start().starts_with('#') {
-                    break;
-                }
-                s = above;
-            }
-            out.push(Splice { start: s, end: next_line(text, item.end()), text: String::new() });
+            let s = line_start(text, item.start());
+            let heading: usize = text[..s]
+                .split_inclusive('\n')
+                .rev()
+                .take_while(|l| l.trim_start().starts_with('#'))
+                .map(str::len)
+                .sum();
+            out.push(Splice { start: s - heading, end: next_line(text, item.end()), text: String::new() });
         }
     }
     let new: Vec<&NewArtifact> = arts.iter().filter(|a| !kept.contains(&a.path)).collect();
@@ -457,9 +461,6 @@ pub(crate) fn publish_edit(text: &str, uri: &str, arts: &[NewArtifact]) -> Resul
             let last = items.last().map(Node::end).unwrap_or(*seq_start);
             let at = next_line(text, last);
             let mut add = String::new();
-            if at == text.len() && !text.ends_with('\n') {
-                add.push_str(nl);
-            }
             for a in new {
                 for (j, (k, v)) in fields(a).iter().enumerate() {
                     add.push_str(if j == 0 { lead } else { &cont });
@@ -469,7 +470,12 @@ pub(crate) fn publish_edit(text: &str, uri: &str, arts: &[NewArtifact]) -> Resul
             out.push(Splice { start: at, end: at, text: add });
         }
     }
-    apply(text, out)
+    let touches_end = out.iter().any(|e| e.end == text.len());
+    let mut edited = apply(text, out)?;
+    if unterminated && !touches_end {
+        edited.truncate(edited.len() - eol(text).len());
+    }
+    Ok(edited)
 }
 
 #[cfg(test)]
@@ -583,6 +589,8 @@ mod tests {
         struct Case {
             flow: bool,
             crlf: bool,
+            /// The artifact list ends the file, which has no final line break.
+            at_end: bool,
             /// Block lists: the dash at the key's indent or two further.
             deeper: bool,
             /// Quoting per key: path, sha256, role, storeChecksum, storageUri.
@@ -615,15 +623,26 @@ mod tests {
                         Just(flow),
                         any::<bool>(),
                         any::<bool>(),
+                        any::<bool>(),
                         prop::array::uniform5(0u8..3),
                         items,
                         republish,
                         new,
                         value(),
                     )
-                        .prop_map(|(flow, crlf, deeper, styles, items, republished, new, uri)| {
-                            Case { flow, crlf, deeper, styles, items, republished, new, uri }
-                        })
+                        .prop_map(
+                            |(flow, crlf, at_end, deeper, styles, items, republished, new, uri)| Case {
+                                flow,
+                                crlf,
+                                at_end,
+                                deeper,
+                                styles,
+                                items,
+                                republished,
+                                new,
+                                uri,
+                            },
+                        )
                 },
             )
         }
@@ -666,10 +685,15 @@ mod tests {
                 }
                 s
             };
-            let t = format!(
-                "# modèle: ünïcode before every offset\napiVersion: x\nspec:\n  model:\n    storageUri: {}  # where\n    artifacts:{list}  other: keep  # tail\n",
+            let (before, after) =
+                if c.at_end { ("  other: keep  # tail\n", "") } else { ("", "  other: keep  # tail\n") };
+            let mut t = format!(
+                "# modèle: ünïcode before every offset\napiVersion: x\nspec:\n{before}  model:\n    storageUri: {}  # where\n    artifacts:{list}{after}",
                 write("file:../old/v1/", c.styles[4])
             );
+            if c.at_end {
+                t.pop();
+            }
             if c.crlf {
                 t.replace('\n', "\r\n")
             } else {
@@ -765,6 +789,9 @@ mod tests {
                     want["spec"]["model"]["artifacts"] = Value::Null;
                 }
                 prop_assert_eq!(read(&edited), want, "{}\n=>\n{}", original, edited);
+                // No blank line appears, and a file without a final line
+                // break gets one only where the edit itself ends it.
+                prop_assert!(!edited.replace("\r\n", "\n").contains("\n\n"), "a blank line in {:?}", edited);
                 for line in ["# modèle: ünïcode before every offset", "  # where", "  other: keep  # tail"] {
                     prop_assert!(edited.contains(line), "{} lost from {}", line, edited);
                 }
@@ -789,6 +816,21 @@ mod tests {
             let got = publish_edit(&text(old), "s3://b/v1/", &[art("a", "new", 1)]).unwrap();
             let quote = &old[..1];
             assert_eq!(got, text(&format!("{quote}new{quote}")), "{old}");
+        }
+    }
+
+    /// New items copy the first item's dash line; a layout without one
+    /// (the dash alone on its line, or something before it) is refused, and
+    /// publish then writes the bundle whole.
+    #[test]
+    fn a_list_without_a_dash_line_to_copy_is_refused() {
+        for list in [
+            "    -\n      path: a\n      sha256: x\n      size: 1\n",
+            "    - - path: a\n        sha256: x\n        size: 1\n",
+        ] {
+            let text = format!("spec:\n  model:\n    storageUri: s3://b/v1/\n    artifacts:\n{list}");
+            let got = publish_edit(&text, "s3://b/v1/", &[art("a", "x", 1), art("n", "y", 2)]);
+            assert!(got.is_err(), "{list:?}: {got:?}");
         }
     }
 
