@@ -467,7 +467,7 @@ async fn read_gate(
     let p = query::gate_provider(plan, g);
     let (t, unsupported) = match providers::template(p, &g.metric) {
         Some(t) => (Some(t), None),
-        None => (None, Some(query::unsupported_note(p, &g.metric))),
+        None => (None, Some(providers::unsupported(p, &g.metric))),
     };
     let (candidate, baseline, requests) = match &t {
         Some(t) => read_sides(pw, t, g, (&arms.candidate(p), &arms.baseline(p)), alone).await?,

@@ -379,6 +379,18 @@ pub(crate) fn traffic(p: MetricProvider) -> Option<(String, String)> {
     Some((template(p, t.0)?.samples, template(p, t.1)?.value))
 }
 
+/// Why provider `p` cannot compute gate `metric`, and what to do instead
+/// (the provider that has it, or what `p` computes): one sentence, the
+/// same in lint's BG305 and the canary report's NO DATA.
+pub(crate) fn unsupported(p: MetricProvider, metric: &str) -> String {
+    let reason = unsupported_reason(p, metric).map(|r| format!(": {r}")).unwrap_or_default();
+    let hint = match other_provider(metric) {
+        Some(o) if o != p => format!("; `{}` has it: set `provider: {}` on the gate or the plan", name(o), name(o)),
+        _ => format!("; `{}` computes {}", name(p), gate_names(p).join(", ")),
+    };
+    format!("provider `{}` exports nothing that computes `{metric}`{reason}{hint}", name(p))
+}
+
 /// Lint findings for a canary plan: gates the provider cannot compute
 /// (BG305) and limits on the wrong side of the gate's direction (BG306), as
 /// (code, field, message).
@@ -389,18 +401,7 @@ pub(crate) fn lint_plan(plan: &crate::bundle::Canary) -> Vec<(crate::diag::Code,
         let p = g.provider.or(plan.provider).unwrap_or_default();
         let field = format!("spec.canary.gates[{i}]");
         let Some(t) = template(p, &g.metric) else {
-            let reason = unsupported_reason(p, &g.metric).map(|r| format!(": {r}")).unwrap_or_default();
-            let hint = match other_provider(&g.metric) {
-                Some(o) => {
-                    format!("{reason}; `{}` has it: set `provider: {}` on the gate or the plan", name(o), name(o))
-                }
-                None => format!("{reason}; `{}` computes {}", name(p), gate_names(p).join(", ")),
-            };
-            out.push((
-                Code::CanaryGateUnsupported,
-                format!("{field}.metric"),
-                format!("gate `{}`: provider `{}` exports nothing that computes it{hint}", g.metric, name(p)),
-            ));
+            out.push((Code::CanaryGateUnsupported, format!("{field}.metric"), unsupported(p, &g.metric)));
             continue;
         };
         let (max_set, min_set) = (

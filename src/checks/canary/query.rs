@@ -46,21 +46,6 @@ impl Arms {
     }
 }
 
-/// Why a gate could not be queried under its provider (lint reports it
-/// too); its outcome is NO DATA with this note, never skipped.
-pub(crate) fn unsupported_note(p: MetricProvider, metric: &str) -> String {
-    let reason = providers::unsupported_reason(p, metric).map(|r| format!(": {r}")).unwrap_or_default();
-    let hint = match providers::other_provider(metric) {
-        Some(o) if o != p => format!(
-            "; it is a `{}` gate: set `provider: {}` on the gate or the plan",
-            providers::name(o),
-            providers::name(o)
-        ),
-        _ => String::new(),
-    };
-    format!("provider `{}` exports nothing that computes `{metric}`{reason}{hint}", providers::name(p))
-}
-
 /// One arm's queries for one gate, filled: its value, the samples its test
 /// needs, and (gauge gates that need traffic) its request count.
 #[derive(Debug, Clone, PartialEq)]
@@ -171,24 +156,23 @@ mod tests {
         assert_eq!(gate_provider(&plan(Some("vllm")), &gate), MetricProvider::Dcgm);
         assert_eq!(gate_provider(&plan(Some("vllm")), &plain), MetricProvider::Vllm);
         assert_eq!(gate_provider(&plan(None), &plain), MetricProvider::Bundlegate);
-        let note = unsupported_note(MetricProvider::Bundlegate, "ttft_p95_seconds");
+        let note = providers::unsupported(MetricProvider::Bundlegate, "ttft_p95_seconds");
         assert_eq!(
             note,
-            "provider `bundlegate` exports nothing that computes `ttft_p95_seconds`; it is a `vllm` gate: set `provider: vllm` on the gate or the plan"
+            "provider `bundlegate` exports nothing that computes `ttft_p95_seconds`; `vllm` has it: set `provider: vllm` on the gate or the plan"
         );
-        let note = unsupported_note(MetricProvider::Vllm, "abort_rate");
+        let note = providers::unsupported(MetricProvider::Vllm, "abort_rate");
         assert!(
             note.starts_with("provider `vllm` exports nothing that computes `abort_rate`: vLLM V1 declares"),
             "{note}"
         );
-        // No hint that names the provider already in use.
+        // A name no provider has: what this one computes instead.
         assert_eq!(
-            unsupported_note(MetricProvider::Vllm, "ttft_p95_seconds"),
-            "provider `vllm` exports nothing that computes `ttft_p95_seconds`"
-        );
-        assert_eq!(
-            unsupported_note(MetricProvider::Vllm, "no_such_metric"),
-            "provider `vllm` exports nothing that computes `no_such_metric`"
+            providers::unsupported(MetricProvider::Vllm, "no_such_metric"),
+            format!(
+                "provider `vllm` exports nothing that computes `no_such_metric`; `vllm` computes {}",
+                providers::gate_names(MetricProvider::Vllm).join(", ")
+            )
         );
     }
 
