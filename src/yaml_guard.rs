@@ -921,6 +921,68 @@ impl<'de> serde::de::Visitor<'de> for UniqueKeys<'_> {
     }
 }
 
+// ---- Writing text every reader reads back (the one writer in `manifests`, publish's editor) ----
+
+/// `s` as a double-quoted scalar, which YAML and JSON read back alike
+/// (the one writer's, and publish's editor's, quoting).
+pub(crate) fn double_quoted(s: &str) -> String {
+    escape_unsafe(serde_json::to_string(s).expect("string serializes"))
+}
+
+/// JSON text with the characters serde_json leaves raw but YAML readers or
+/// a reviewer's screen take otherwise (DEL and C1 controls, line breaks YAML
+/// 1.1 readers break at, a BOM, non-characters, bidirectional controls)
+/// written as `\uXXXX`, which JSON and YAML double-quoted strings both read
+/// back as the same character.
+pub(crate) fn escape_unsafe(json: String) -> String {
+    let unsafe_char = needs_escape;
+    if !json.contains(unsafe_char) {
+        return json;
+    }
+    json.chars().map(|c| if unsafe_char(c) { format!("\\u{:04X}", c as u32) } else { c.to_string() }).collect()
+}
+
+/// Whether `s` written plain reads back as this string under YAML 1.2 and
+/// YAML 1.1 alike.
+pub(crate) fn plain_reads_as_string(s: &str) -> bool {
+    matches!(yaml_rust2::Yaml::from_str(s), yaml_rust2::Yaml::String(_)) && !yaml11_non_string(s)
+}
+
+/// Plain scalars a YAML 1.1 reader resolves to something other than a
+/// string: the YAML 1.1 type repository's expressions for bool, null, int
+/// (binary, octal, hex, sexagesimal), float, timestamp, merge and value as
+/// PyYAML applies them, and go-yaml v2's own rules (under sigs.k8s.io/yaml:
+/// Kubernetes clients): Go's base-0 integers (`0X1F`, `0O17`, `0B1`) after
+/// dropping `_`, its float syntax, and dates with one-digit months and days
+/// (`2001-1-2`). Over-matching only quotes more.
+pub(crate) fn yaml11_non_string(s: &str) -> bool {
+    static RES: std::sync::LazyLock<Vec<regex::Regex>> = std::sync::LazyLock::new(|| {
+        [
+            // YAML 1.1 (yaml.org/type), as PyYAML resolves them.
+            r"^(y|Y|yes|Yes|YES|n|N|no|No|NO|true|True|TRUE|false|False|FALSE|on|On|ON|off|Off|OFF)$",
+            r"^(~|null|Null|NULL|)$",
+            r"^[-+]?(0b[0-1_]+|0[0-7_]+|(0|[1-9][0-9_]*)|0x[0-9a-fA-F_]+|[1-9][0-9_]*(:[0-5]?[0-9])+)$",
+            r"^([-+]?([0-9][0-9_]*)?\.[0-9_]*([eE][-+]?[0-9]+)?|[-+]?[0-9][0-9_]*([eE][-+]?[0-9]+)|[-+]?[0-9][0-9_]*(:[0-5]?[0-9])+\.[0-9_]*|[-+]?\.(inf|Inf|INF)|\.(nan|NaN|NAN))$",
+            r"^[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}(([Tt]|[ \t]+)[0-9]{1,2}:[0-9]{2}:[0-9]{2}(\.[0-9]*)?([ \t]*(Z|[-+][0-9]{1,2}(:[0-9]{2})?))?)?$",
+            r"^(<<|=)$",
+        ]
+        .iter()
+        .map(|r| regex::Regex::new(r).expect("valid"))
+        .collect()
+    });
+    static GO: std::sync::LazyLock<[regex::Regex; 2]> = std::sync::LazyLock::new(|| {
+        [
+            // strconv.ParseInt(s, 0, 64) and ParseUint, after go-yaml drops `_`.
+            regex::Regex::new(r"^[-+]?(0[xX][0-9a-fA-F]+|0[oO][0-7]+|0[bB][01]+|0[0-7]*|[1-9][0-9]*)$").expect("valid"),
+            // go-yaml's yamlStyleFloat, and ParseFloat on a leading `.`.
+            regex::Regex::new(r"^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$").expect("valid"),
+        ]
+    });
+    let go = s.replace('_', "");
+    RES.iter().any(|r| r.is_match(s))
+        || (s.starts_with(|c: char| c.is_ascii_digit() || "+-.".contains(c)) && GO.iter().any(|r| r.is_match(&go)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

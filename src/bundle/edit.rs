@@ -187,7 +187,7 @@ fn scalar_end(text: &str, start: usize, value: &str, style: TScalarStyle) -> Res
 fn render(value: &str, style: TScalarStyle) -> String {
     let escapes = value.chars().any(crate::yaml_guard::needs_escape);
     let plain_safe = !escapes
-        && crate::manifests::plain_reads_as_string(value)
+        && crate::yaml_guard::plain_reads_as_string(value)
         && !value.contains(": ")
         && !value.contains(" #")
         && !value.ends_with(':')
@@ -197,7 +197,7 @@ fn render(value: &str, style: TScalarStyle) -> String {
     match style {
         TScalarStyle::SingleQuoted if !escapes => format!("'{}'", value.replace('\'', "''")),
         TScalarStyle::Plain if plain_safe => value.to_string(),
-        _ => crate::manifests::yaml_string_escape(value),
+        _ => crate::yaml_guard::double_quoted(value),
     }
 }
 
