@@ -358,7 +358,7 @@ pub(crate) fn publish_edit(text: &str, uri: &str, arts: &[NewArtifact]) -> Resul
     // A file without a final line break is edited as if it had one, so a
     // line added at the end starts on its own line; the break is dropped
     // again when the edit left the end as it was.
-    let unterminated = !text.is_empty() && !text.ends_with('\n');
+    let unterminated = !text.ends_with('\n');
     let terminated = format!("{text}{}", eol(text));
     let text = if unterminated { terminated.as_str() } else { text };
     let root = parse(text)?;
@@ -589,8 +589,9 @@ mod tests {
         struct Case {
             flow: bool,
             crlf: bool,
-            /// The artifact list ends the file, which has no final line break.
+            /// The artifact list ends the file, which has a final line break or not.
             at_end: bool,
+            final_break: bool,
             /// Block lists: the dash at the key's indent or two further.
             deeper: bool,
             /// Quoting per key: path, sha256, role, storeChecksum, storageUri.
@@ -622,7 +623,7 @@ mod tests {
                     (
                         Just(flow),
                         any::<bool>(),
-                        any::<bool>(),
+                        (any::<bool>(), any::<bool>()),
                         any::<bool>(),
                         prop::array::uniform5(0u8..3),
                         items,
@@ -631,10 +632,11 @@ mod tests {
                         value(),
                     )
                         .prop_map(
-                            |(flow, crlf, at_end, deeper, styles, items, republished, new, uri)| Case {
+                            |(flow, crlf, (at_end, final_break), deeper, styles, items, republished, new, uri)| Case {
                                 flow,
                                 crlf,
                                 at_end,
+                                final_break,
                                 deeper,
                                 styles,
                                 items,
@@ -691,7 +693,7 @@ mod tests {
                 "# modèle: ünïcode before every offset\napiVersion: x\nspec:\n{before}  model:\n    storageUri: {}  # where\n    artifacts:{list}{after}",
                 write("file:../old/v1/", c.styles[4])
             );
-            if c.at_end {
+            if c.at_end && !c.final_break {
                 t.pop();
             }
             if c.crlf {

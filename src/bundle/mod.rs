@@ -361,14 +361,11 @@ fn absolute(p: &Path) -> PathBuf {
     std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf())
 }
 
-/// An artifact path is safe when it is relative, normal, and stays inside the prefix.
+/// An artifact path is safe when it is relative, normal, and stays inside
+/// the prefix: no empty segment (which is also what an empty path, a leading
+/// `/` and `//` are), no `.` or `..`, no backslash, no drive or scheme colon.
 pub fn path_escapes(p: &str) -> bool {
-    p.is_empty()
-        || p.starts_with('/')
-        || p.starts_with('\\')
-        || p.contains('\\')
-        || p.split('/').any(|seg| seg == ".." || seg == "." || seg.is_empty())
-        || p.contains(':')
+    p.contains(['\\', ':']) || p.split('/').any(|seg| seg.is_empty() || seg == "." || seg == "..")
 }
 
 /// The shipped v2 example, parsed: the bundle unit tests of other modules
