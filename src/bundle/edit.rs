@@ -836,6 +836,21 @@ mod tests {
         }
     }
 
+    /// A file without a final line break keeps it that way where the edit
+    /// leaves the end alone; lines the edit adds at the end are whole lines.
+    #[test]
+    fn the_final_line_break_follows_the_edit() {
+        let flow =
+            "spec:\n  model:\n    storageUri: s3://b/v1/\n    artifacts: [{path: a, sha256: x, size: 1, role: w}]";
+        let got = publish_edit(flow, "s3://b/v1/", &[art("a", "yz", 1), art("b", "z", 2)]).unwrap();
+        assert!(got.ends_with("{path: b, sha256: z, size: 2, role: weights}]"), "{got:?}");
+        let block = "spec:\n  model:\n    storageUri: s3://b/v1/\n    artifacts:\n    - path: a\n      sha256: x\n      size: 1";
+        let got = publish_edit(block, "s3://b/v1/", &[art("a", "yz", 1)]).unwrap();
+        assert_eq!(got, block.replace("sha256: x", "sha256: yz"));
+        let got = publish_edit(block, "s3://b/v1/", &[art("a", "x", 1), art("b", "z", 2)]).unwrap();
+        assert_eq!(got, format!("{block}\n    - path: b\n      sha256: z\n      size: 2\n      role: weights\n"));
+    }
+
     /// A text with no node to edit is refused, never indexed past its end.
     #[test]
     fn a_text_without_a_document_is_refused() {

@@ -462,6 +462,16 @@ mod tests {
         }
     }
 
+    /// A bundle that names no namespace is in `default`, as kubectl would put it.
+    #[test]
+    fn the_namespace_defaults_to_default() {
+        let l = crate::manifests::bundle_edit(|v| {
+            v["metadata"].as_mapping_mut().unwrap().remove("namespace");
+        })
+        .unwrap();
+        assert_eq!(l.bundle.metadata.namespace, "default");
+    }
+
     /// The serving port defaults to 8080, the runtimes' own default.
     #[test]
     fn the_port_defaults_to_8080() {
