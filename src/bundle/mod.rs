@@ -462,6 +462,23 @@ mod tests {
         }
     }
 
+    /// verifyOnStart is part of the release: each mode hashes differently.
+    /// `full`, the default, is left out of the canonical form, so bundles
+    /// written before the field existed keep their digest.
+    #[test]
+    fn each_verify_mode_is_its_own_release() {
+        let mut b = example().bundle;
+        b.spec.serving.verify_on_start = VerifyOnStart::Full;
+        assert!(!canonical_form(&b).contains("verifyOnStart"), "{}", canonical_form(&b));
+        let full = release_digest(&b);
+        b.spec.serving.verify_on_start = VerifyOnStart::Size;
+        assert!(canonical_form(&b).contains(r#""verifyOnStart":"size""#));
+        let size = release_digest(&b);
+        b.spec.serving.verify_on_start = VerifyOnStart::Off;
+        let off = release_digest(&b);
+        assert!(full != size && size != off && off != full);
+    }
+
     /// A bundle that names no namespace is in `default`, as kubectl would put it.
     #[test]
     fn the_namespace_defaults_to_default() {
