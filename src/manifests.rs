@@ -615,7 +615,7 @@ fn quote(s: &str) -> String {
     if first_ok && !word && s.chars().all(plain_char) && plain_reads_as_string(s) {
         return s.to_string();
     }
-    escape_unsafe(serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into()))
+    double_quoted(s)
 }
 
 /// A node written on one line, or None for a non-empty mapping or sequence.

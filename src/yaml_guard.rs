@@ -687,7 +687,11 @@ fn visit_scalar<'de, V: serde::de::Visitor<'de>>(
 ) -> Result<V::Value, DeError> {
     use serde::de::Error;
     let is_null = is_null_text(text);
-    let boolean = core_bool(text);
+    let boolean = match text {
+        "true" | "True" | "TRUE" => Some(true),
+        "false" | "False" | "FALSE" => Some(false),
+        _ => None,
+    };
     let wrong = |t: &str| DeError::custom(format!("`{text}` is not a valid `!!{t}`"));
     match tag {
         Some("str") => v.visit_str(text),
@@ -714,15 +718,6 @@ fn visit_scalar<'de, V: serde::de::Visitor<'de>>(
 /// The core schema's null as plain text.
 fn is_null_text(text: &str) -> bool {
     text.is_empty() || matches!(text, "~" | "null" | "Null" | "NULL")
-}
-
-/// The core schema's booleans as plain text.
-fn core_bool(text: &str) -> Option<bool> {
-    match text {
-        "true" | "True" | "TRUE" => Some(true),
-        "false" | "False" | "FALSE" => Some(false),
-        _ => None,
-    }
 }
 
 /// serde's view of a [`Node`]. A field that wants text takes any scalar's

@@ -318,12 +318,9 @@ fn set_key(
                         end: next_line(text, v.end()),
                         text: String::new(),
                     });
-                } else if let (Some("-"), Some((_, next, _))) = (lead.split_whitespace().next(), entries.get(i + 1)) {
+                } else if let (true, Some((_, next, _))) = (lead == "-", entries.get(i + 1)) {
                     // First key on the item's dash line: the next key moves up
                     // after the dash.
-                    if lead != "-" {
-                        return Err(format!("`{key}` shares its line with another entry"));
-                    }
                     out.push(Splice { start: *ks, end: *next, text: String::new() });
                 } else {
                     return Err(format!("`{key}` shares its line with another entry"));
@@ -399,8 +396,7 @@ pub(crate) fn publish_edit(text: &str, uri: &str, arts: &[NewArtifact]) -> Resul
             // After a kept item, the separator before this one goes with it;
             // in the run of removed items at the front, the one after it.
             // Either way no two removals overlap.
-            let leading = items[..i].iter().all(|it| !path_of(it).is_some_and(|p| arts.iter().any(|a| a.path == p)));
-            let (s, e) = if leading {
+            let (s, e) = if kept.is_empty() {
                 (item.start(), items.get(i + 1).map(Node::start).unwrap_or(item.end()))
             } else {
                 (items[i - 1].end(), item.end())
