@@ -20,6 +20,7 @@ mod health_lua;
 mod layout;
 mod leftovers;
 mod lint;
+mod mutants_summary;
 mod nothing;
 mod one_reader;
 mod pipeline;
