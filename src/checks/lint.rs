@@ -643,15 +643,11 @@ mod tests {
         );
     }
 
-    /// Each rule over the bundle's own fields, one case per way it fails:
-    /// the code, the field it points at and words of its message, with the
-    /// shipped example (which passes every one of them) as the contrast.
-    /// Held here so a unit-test run (the weekly mutation run's) sees each
-    /// rule fail, not only the binary's tests.
-    #[test]
-    fn each_field_rule_finds_its_case_at_its_field() {
-        type Edit = fn(&mut serde_yaml_ng::Value);
-        let cases: Vec<(&str, Edit, Code, &str, &str)> = vec![
+    type Edit = fn(&mut serde_yaml_ng::Value);
+
+    /// (what, the edit, the code, its field, words of its message).
+    fn field_rule_cases() -> Vec<(&'static str, Edit, Code, &'static str, &'static str)> {
+        vec![
             (
                 "a tag",
                 |v| v["spec"]["runtime"]["image"] = "r.io/a/b:v2".into(),
@@ -756,6 +752,11 @@ mod tests {
                 "spec.model.artifacts",
                 "no `chat-template` artifact",
             ),
+        ]
+    }
+
+    fn more_field_rule_cases() -> Vec<(&'static str, Edit, Code, &'static str, &'static str)> {
+        vec![
             (
                 "no generation block",
                 |v| {
@@ -819,9 +820,18 @@ mod tests {
                 "spec.canary",
                 "gate `p95_latency_seconds` has neither",
             ),
-        ];
+        ]
+    }
+
+    /// Each rule over the bundle's own fields, one case per way it fails:
+    /// the code, the field it points at and words of its message, with the
+    /// shipped example (which passes every one of them) as the contrast.
+    /// Held here so a unit-test run (the weekly mutation run's) sees each
+    /// rule fail, not only the binary's tests.
+    #[test]
+    fn each_field_rule_finds_its_case_at_its_field() {
         let example = lint(&edited(|_| {}), &RollbackStatus::NotDeclared);
-        for (what, edit, code, field, words) in cases {
+        for (what, edit, code, field, words) in field_rule_cases().into_iter().chain(more_field_rule_cases()) {
             assert!(!example.iter().any(|d| d.code == code), "the example already has {code:?}: {example:?}");
             let l = match crate::manifests::bundle_edit(edit) {
                 Ok(l) => l,
