@@ -461,4 +461,42 @@ mod tests {
         assert!(coverage(&[Some(&c1), Some(&c2)]).is_empty());
         assert!(coverage(&[Some(&c1), Some(&b)]).is_empty());
     }
+
+    /// The tree's identity is its (id, bytes) list whatever the order: a
+    /// bundle added, renamed or resized is another tree; the same list in
+    /// another order is the same one.
+    #[test]
+    fn the_tree_fingerprint_is_the_sorted_id_and_bytes_list() {
+        let t = tree_fingerprint(&items(&[("a", 1), ("b", 2)]));
+        assert!(t.starts_with("sha256:") && t.len() == 7 + 64, "{t}");
+        assert_eq!(t, tree_fingerprint(&items(&[("b", 2), ("a", 1)])));
+        for other in [&[("a", 1), ("b", 3)][..], &[("a", 1), ("c", 2)], &[("a", 1)], &[("a", 1), ("b", 2), ("c", 0)]] {
+            assert_ne!(t, tree_fingerprint(&items(other)), "{other:?}");
+        }
+        // The separator keeps `ab` + `c` apart from `a` + `bc`.
+        assert_ne!(tree_fingerprint(&items(&[("ab", 0)])), tree_fingerprint(&items(&[("a", 0), ("b", 0)])));
+    }
+
+    /// What `report merge` prints for each reason the shards are not one
+    /// audit: the reason in words, with the numbers behind it.
+    #[test]
+    fn each_coverage_problem_says_what_is_wrong() {
+        let cases = [
+            (CoverageProblem::NotSharded { report: 2 }, "report #2 is not a sharded audit report"),
+            (CoverageProblem::CountsDiffer { counts: vec![2, 3] }, "disagree on the number of shards: [2, 3]"),
+            (CoverageProblem::TreesDiffer { trees: vec!["t".into(), "u".into()] }, "different trees: t, u"),
+            (CoverageProblem::CommitsDiffer { commits: vec!["a".into(), "b".into()] }, "different commits: a, b"),
+            (CoverageProblem::Duplicate { index: 1, reports: vec![0, 2] }, "shard 1 appears 2 times (reports [0, 2])"),
+            (CoverageProblem::Missing { indices: vec![3] }, "missing shard(s) [3]: their bundles were not audited"),
+            (
+                CoverageProblem::OwnershipOverlap { bundle: "x/v1".into() },
+                "bundle `x/v1` is owned by more than one shard",
+            ),
+        ];
+        for (p, words) in cases {
+            assert!(p.to_string().contains(words), "{p:?}: {}", p);
+        }
+        let inc = CoverageProblem::OwnershipIncomplete { owned: 3, total: 5 }.to_string();
+        assert_eq!(inc, "the shards own 3 of the tree's 5 bundles");
+    }
 }

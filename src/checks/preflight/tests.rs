@@ -275,6 +275,29 @@ fn cordons_and_taints_exclude_as_the_scheduler_does() {
     assert_eq!(codes(&o), Vec::<&str>::new(), "{}", text(&o));
 }
 
+/// The nodeSelector as the scheduler reads it: the label with exactly that
+/// value; another value or no label excludes the node, each said so.
+#[test]
+fn the_node_selector_needs_the_label_with_its_value() {
+    let nodes = vec![
+        node_with("matching", |_| {}),
+        node_with("other-value", |n| {
+            n.labels.insert("nvidia.com/gpu.present".into(), "false".into());
+        }),
+        node_with("unlabelled", |n| n.labels.clear()),
+    ];
+    let o = run(&crate::bundle::example(), &ClusterState { nodes, ..ClusterState::default() });
+    let rows: Vec<(&str, &str)> = o.table.rows.iter().map(|r| (r[0].as_str(), r[1].as_str())).collect();
+    assert_eq!(
+        rows,
+        [
+            ("matching", "yes"),
+            ("other-value", "no: nodeSelector nvidia.com/gpu.present=true (node has nvidia.com/gpu.present=false)"),
+            ("unlabelled", "no: nodeSelector nvidia.com/gpu.present=true (label absent)"),
+        ]
+    );
+}
+
 /// The scheduler's summary counts the nodes a new pod fits on.
 #[test]
 fn the_scheduler_line_counts_the_nodes_with_room() {
