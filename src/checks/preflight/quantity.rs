@@ -302,6 +302,10 @@ mod tests {
             ("9223372036854775807", MAX * 1000),
             ("1e-40", 1),
             ("0.0000000000000000000000000000000000001e-40", 1),
+            ("1T", 1_000_000_000_000_000),
+            ("2P", 2_000_000_000_000_000_000),
+            // 36 significant digits, the most read: 100.000…1 rounds up.
+            ("0.100000000000000000000000000000000001", 101),
         ];
         for (q, want) in ok {
             assert_eq!(parse_milli(q), Ok(*want), "{q}");
@@ -323,6 +327,9 @@ mod tests {
             ("1 ", "unknown suffix"),
             ("0x10", "unknown suffix"),
             ("1e3.5", "bad exponent"),
+            // A lone `e` is no exponent (nor a suffix).
+            ("1e", "unknown suffix"),
+            ("0.1000000000000000000000000000000000001", "too many digits"),
         ];
         for (q, why) in bad {
             let e = parse_milli(q).expect_err(q);
