@@ -306,6 +306,9 @@ mod tests {
             ("2P", 2_000_000_000_000_000_000),
             // 36 significant digits, the most read: 100.000…1 rounds up.
             ("0.100000000000000000000000000000000001", 101),
+            // Exactly whole millis below the point: no rounding up.
+            ("1000000n", 1),
+            ("2000u", 2),
         ];
         for (q, want) in ok {
             assert_eq!(parse_milli(q), Ok(*want), "{q}");
@@ -429,6 +432,12 @@ mod tests {
         assert_eq!(format("memory", 8 * (1i128 << 30) * 1000), "8Gi");
         assert_eq!(format("memory", 7_516_192_768_000), "7Gi");
         assert_eq!(format("nvidia.com/gpu", 2000), "2");
+        // Every byte-counted resource in binary units; any other as a number.
+        let gib = (1i128 << 30) * 1000;
+        for bytes in ["ephemeral-storage", "hugepages-2Mi", "example.com/vram.memory"] {
+            assert_eq!(format(bytes, 2 * gib), "2Gi", "{bytes}");
+        }
+        assert_eq!(format("example.com/memory-bandwidth", 2 * gib), "2147483648");
     }
 
     #[test]
