@@ -437,6 +437,13 @@ mod tests {
         for bytes in ["ephemeral-storage", "hugepages-2Mi", "example.com/vram.memory"] {
             assert_eq!(format(bytes, 2 * gib), "2Gi", "{bytes}");
         }
+        // Each binary unit at its size, a fraction to one decimal.
+        let kib = 1024 * 1000;
+        assert_eq!(format("memory", 3 * (1i128 << 40) * 1000), "3Ti");
+        assert_eq!(format("memory", 1536 * (1i128 << 20) * 1000), "1.5Gi");
+        assert_eq!(format("memory", 5 * (1i128 << 20) * 1000), "5Mi");
+        assert_eq!(format("memory", 2 * kib), "2Ki");
+        assert_eq!(format("memory", 1023 * 1000), "1023");
         assert_eq!(format("example.com/memory-bandwidth", 2 * gib), "2147483648");
     }
 

@@ -606,6 +606,57 @@ fn a_read_write_once_pod_claim_deadlocks_only_a_surge_past_a_holder() {
     assert!(o.diagnostics[0].message.contains("but 2 replicas share it"), "{}", text(&o));
 }
 
+/// The claim in the cluster decides the access mode, whatever the bundle
+/// declares: the most restrictive it lists (ReadWriteOncePod first, then
+/// ReadWriteMany, ReadWriteOnce, ReadOnlyMany); a claim that lists none
+/// leaves the bundle's, and says so.
+#[test]
+fn the_clusters_claim_decides_the_access_mode() {
+    let declared = |mode: &str| {
+        serving(&[("rollout", "{maxSurge: 1, maxUnavailable: 0}"), ("volumes", &CACHE.replace("MODE", mode))])
+    };
+    let state = |modes: &[&str]| ClusterState {
+        nodes: vec![gpu_node("gpu-a", ROOMY)],
+        pods: vec![pod("old-0", "llm-scratch", "gpu-a", &[("cpu", "1")])],
+        pvcs: vec![Pvc {
+            access_modes: modes.iter().map(|m| m.to_string()).collect(),
+            ..cache_claim("ai-lab", "ReadWriteOnce", None)
+        }],
+        ..ClusterState::default()
+    };
+    let row = |o: &Outcome| {
+        let v = &o.data["volumes"][0];
+        (v["accessMode"].as_str().unwrap().to_string(), v["source"].as_str().unwrap().to_string())
+    };
+    let o = run(&declared("ReadWriteMany"), &state(&["ReadWriteOncePod"]));
+    assert_eq!(codes(&o), ["BG203"], "{}", text(&o));
+    assert_eq!(
+        row(&o),
+        (
+            "ReadWriteOncePod".into(),
+            "PVC ai-lab/model-cache in the cluster has accessModes [ReadWriteOncePod]; it wins over the bundle's declared ReadWriteMany".into()
+        )
+    );
+    for (modes, effective) in [
+        (&["ReadWriteMany", "ReadWriteOncePod"][..], "ReadWriteOncePod"),
+        (&["ReadWriteOnce", "ReadWriteMany"], "ReadWriteMany"),
+        (&["ReadOnlyMany", "ReadWriteOnce"], "ReadWriteOnce"),
+        (&["ReadOnlyMany"], "ReadOnlyMany"),
+    ] {
+        assert_eq!(row(&run(&declared("ReadWriteMany"), &state(modes))).0, effective, "{modes:?}");
+    }
+    let o = run(&declared("ReadWriteOncePod"), &state(&[]));
+    assert_eq!(codes(&o), ["BG203"], "{}", text(&o));
+    assert_eq!(
+        row(&o),
+        (
+            "ReadWriteOncePod".into(),
+            "PVC ai-lab/model-cache lists no access modes; using the bundle's declared ReadWriteOncePod".into()
+        )
+    );
+    assert_eq!(codes(&run(&declared("ReadWriteMany"), &state(&[]))), Vec::<&str>::new());
+}
+
 /// A ReadWriteOnce claim with two nodes the new pod may use: Multi-Attach
 /// risk, naming where the old pod holds the attachment when there is one.
 #[test]
