@@ -148,12 +148,13 @@ fn quota_applies(q: &Quota, pod: &Pod) -> bool {
         .all(|c| c.requests.is_empty() && c.limits.is_empty());
     let selects = |scope: &str, op: &str| match scope {
         "NotTerminating" => true,
-        "Terminating" | "CrossNamespacePodAffinity" => false,
         "BestEffort" => best_effort,
         "NotBestEffort" => !best_effort,
         // No priority class: only "not one of these" and "none" select it.
         "PriorityClass" => matches!(op, "NotIn" | "DoesNotExist"),
-        // A scope that selects no pods (VolumeAttributesClass, or unknown).
+        // Scopes that select no such pod: Terminating (it has no
+        // activeDeadlineSeconds), CrossNamespacePodAffinity (it has no such
+        // term), VolumeAttributesClass (pods have none), or unknown.
         _ => false,
     };
     q.scopes.iter().all(|s| selects(s, "Exists")) && q.scope_selector.iter().all(|r| selects(&r.key, &r.operator))

@@ -225,6 +225,10 @@ fn requests_alone_make_a_pod_not_best_effort() {
         assert!(full(&l, "NotBestEffort"), "{resources}");
         assert!(!full(&l, "BestEffort"), "{resources}");
     }
+    // Neither: BestEffort, which only a BestEffort quota selects.
+    let l = serving(&[("verifyOnStart", "off"), ("resources", "{}")]);
+    assert!(full(&l, "BestEffort"));
+    assert!(!full(&l, "NotBestEffort"));
 }
 
 fn node_with(name: &str, f: impl FnOnce(&mut Node)) -> Node {
