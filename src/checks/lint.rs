@@ -758,6 +758,20 @@ mod tests {
     fn more_field_rule_cases() -> Vec<(&'static str, Edit, Code, &'static str, &'static str)> {
         vec![
             (
+                "a negative request",
+                |v| v["spec"]["serving"]["resources"]["requests"]["cpu"] = "-1".into(),
+                Code::ResourceQuantityInvalid,
+                "spec.serving.resources.requests.cpu",
+                "negative",
+            ),
+            (
+                "a limit with a suffix Kubernetes does not read",
+                |v| v["spec"]["serving"]["resources"]["limits"]["memory"] = "8GB".into(),
+                Code::ResourceQuantityInvalid,
+                "spec.serving.resources.limits.memory",
+                "unknown suffix",
+            ),
+            (
                 "no generation block",
                 |v| {
                     v["spec"].as_mapping_mut().unwrap().remove("generation");
