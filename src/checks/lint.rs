@@ -646,196 +646,189 @@ mod tests {
     type Edit = fn(&mut serde_yaml_ng::Value);
 
     /// (what, the edit, the code, its field, words of its message).
-    fn field_rule_cases() -> Vec<(&'static str, Edit, Code, &'static str, &'static str)> {
-        vec![
-            (
-                "a tag",
-                |v| v["spec"]["runtime"]["image"] = "r.io/a/b:v2".into(),
-                Code::ImageNotPinned,
-                "spec.runtime.image",
-                "`r.io/a/b:v2` is not pinned",
-            ),
-            (
-                "a floating word",
-                |v| v["spec"]["model"]["storageUri"] = "file:../../store/llm-scratch/latest/".into(),
-                Code::ModelPrefixUnversioned,
-                "spec.model.storageUri",
-                "ends in `latest`",
-            ),
-            (
-                "a floating word in capitals",
-                |v| v["spec"]["model"]["storageUri"] = "file:../../store/Stable".into(),
-                Code::ModelPrefixUnversioned,
-                "spec.model.storageUri",
-                "ends in `Stable`",
-            ),
-            (
-                "a word with no digit",
-                |v| v["spec"]["model"]["storageUri"] = "file:../../store/release/".into(),
-                Code::ModelPrefixUnversioned,
-                "spec.model.storageUri",
-                "ends in `release`",
-            ),
-            (
-                "no path",
-                |v| v["spec"]["model"]["storageUri"] = "s3://".into(),
-                Code::ModelPrefixUnversioned,
-                "spec.model.storageUri",
-                "has no path",
-            ),
-            (
-                "another version",
-                |v| v["spec"]["model"]["storageUri"] = "file:../../store/llm-scratch/v3/".into(),
-                Code::ModelPrefixVersionMismatch,
-                "spec.model.storageUri",
-                "`v3` differs from metadata.version `v2`",
-            ),
-            (
-                "no sha256",
-                |v| {
-                    v["spec"]["model"]["artifacts"][1].as_mapping_mut().unwrap().remove("sha256");
-                },
-                Code::ArtifactUnhashed,
-                "spec.model.artifacts[1]",
-                "`tokenizer.json` has no sha256",
-            ),
-            (
-                "a short sha256",
-                |v| v["spec"]["model"]["artifacts"][2]["sha256"] = "abc".into(),
-                Code::ArtifactDigestMalformed,
-                "spec.model.artifacts[2].sha256",
-                "`abc` is not 64 lowercase hex",
-            ),
-            (
-                "no size",
-                |v| {
-                    v["spec"]["model"]["artifacts"][3].as_mapping_mut().unwrap().remove("size");
-                },
-                Code::ArtifactUnhashed,
-                "spec.model.artifacts[3]",
-                "`generation_config.json` has no size",
-            ),
-            (
-                "a path out of the prefix",
-                |v| v["spec"]["model"]["artifacts"][4]["path"] = "../v1/clean_corpus.txt".into(),
-                Code::ArtifactPathEscapes,
-                "spec.model.artifacts[4].path",
-                "escapes the versioned prefix",
-            ),
-            (
-                "a path twice",
-                |v| v["spec"]["model"]["artifacts"][4]["path"] = "tokenizer.json".into(),
-                Code::ArtifactDuplicatePath,
-                "spec.model.artifacts[4].path",
-                "`tokenizer.json` is listed twice",
-            ),
-            (
-                "no artifacts",
-                |v| v["spec"]["model"]["artifacts"] = serde_yaml_ng::Value::Sequence(vec![]),
-                Code::ArtifactUnhashed,
-                "spec.model.artifacts",
-                "lists no artifacts",
-            ),
-            (
-                "a tokenizer without a sha256",
-                |v| {
-                    v["spec"]["model"]["artifacts"][1].as_mapping_mut().unwrap().remove("sha256");
-                },
-                Code::TokenizerNotPinned,
-                "spec.model.artifacts",
-                "no `tokenizer` artifact",
-            ),
-            (
-                "no chat template",
-                |v| v["spec"]["model"]["artifacts"][2]["role"] = "other".into(),
-                Code::TokenizerNotPinned,
-                "spec.model.artifacts",
-                "no `chat-template` artifact",
-            ),
-        ]
-    }
-
-    fn more_field_rule_cases() -> Vec<(&'static str, Edit, Code, &'static str, &'static str)> {
-        vec![
-            (
-                "a negative request",
-                |v| v["spec"]["serving"]["resources"]["requests"]["cpu"] = "-1".into(),
-                Code::ResourceQuantityInvalid,
-                "spec.serving.resources.requests.cpu",
-                "negative",
-            ),
-            (
-                "a limit with a suffix Kubernetes does not read",
-                |v| v["spec"]["serving"]["resources"]["limits"]["memory"] = "8GB".into(),
-                Code::ResourceQuantityInvalid,
-                "spec.serving.resources.limits.memory",
-                "unknown suffix",
-            ),
-            (
-                "no generation block",
-                |v| {
-                    v["spec"].as_mapping_mut().unwrap().remove("generation");
-                },
-                Code::GenerationConfigIncomplete,
-                "spec",
-                "no `generation` block",
-            ),
-            (
-                "no stop conditions",
-                |v| {
-                    v["spec"]["generation"] =
-                        serde_yaml_ng::from_str("{eosTokenIds: [], stopStrings: [], maxOutputTokens: 0}").unwrap()
-                },
-                Code::GenerationConfigIncomplete,
-                "spec.generation",
-                "missing: eosTokenIds, stopStrings, maxOutputTokens",
-            ),
-            (
-                "no identity",
-                |v| {
-                    v["spec"]["serving"].as_mapping_mut().unwrap().remove("identity");
-                },
-                Code::IdentityEndpointMissing,
-                "spec.serving",
-                "no `identity` endpoint",
-            ),
-            (
-                "an identity digest of no artifact",
-                |v| v["spec"]["serving"]["identity"]["expect"][1]["digestOf"] = "weights.bin".into(),
-                Code::IdentityEndpointMissing,
-                "spec.serving.identity.expect[1].digestOf",
-                "`weights.bin` is neither `release` nor an artifact path",
-            ),
-            (
-                "a canary window that is no duration",
-                |v| v["spec"]["canary"]["window"] = "half an hour".into(),
-                Code::CanaryPlanInvalid,
-                "spec.canary",
-                "window `half an hour` is not a duration",
-            ),
-            (
-                "minSamples 0",
-                |v| v["spec"]["canary"]["minSamples"] = 0.into(),
-                Code::CanaryPlanInvalid,
-                "spec.canary",
-                "minSamples is 0",
-            ),
-            (
-                "no gates",
-                |v| v["spec"]["canary"]["gates"] = serde_yaml_ng::Value::Sequence(vec![]),
-                Code::CanaryPlanInvalid,
-                "spec.canary",
-                "no gates",
-            ),
-            (
-                "a gate with no limit",
-                |v| v["spec"]["canary"]["gates"][1] = serde_yaml_ng::from_str("{metric: p95_latency_seconds}").unwrap(),
-                Code::CanaryPlanInvalid,
-                "spec.canary",
-                "gate `p95_latency_seconds` has neither",
-            ),
-        ]
-    }
+    const FIELD_RULE_CASES: &[(&str, Edit, Code, &str, &str)] = &[
+        (
+            "a tag",
+            |v| v["spec"]["runtime"]["image"] = "r.io/a/b:v2".into(),
+            Code::ImageNotPinned,
+            "spec.runtime.image",
+            "`r.io/a/b:v2` is not pinned",
+        ),
+        (
+            "a floating word",
+            |v| v["spec"]["model"]["storageUri"] = "file:../../store/llm-scratch/latest/".into(),
+            Code::ModelPrefixUnversioned,
+            "spec.model.storageUri",
+            "ends in `latest`",
+        ),
+        (
+            "a floating word in capitals",
+            |v| v["spec"]["model"]["storageUri"] = "file:../../store/Stable".into(),
+            Code::ModelPrefixUnversioned,
+            "spec.model.storageUri",
+            "ends in `Stable`",
+        ),
+        (
+            "a word with no digit",
+            |v| v["spec"]["model"]["storageUri"] = "file:../../store/release/".into(),
+            Code::ModelPrefixUnversioned,
+            "spec.model.storageUri",
+            "ends in `release`",
+        ),
+        (
+            "no path",
+            |v| v["spec"]["model"]["storageUri"] = "s3://".into(),
+            Code::ModelPrefixUnversioned,
+            "spec.model.storageUri",
+            "has no path",
+        ),
+        (
+            "another version",
+            |v| v["spec"]["model"]["storageUri"] = "file:../../store/llm-scratch/v3/".into(),
+            Code::ModelPrefixVersionMismatch,
+            "spec.model.storageUri",
+            "`v3` differs from metadata.version `v2`",
+        ),
+        (
+            "no sha256",
+            |v| {
+                v["spec"]["model"]["artifacts"][1].as_mapping_mut().unwrap().remove("sha256");
+            },
+            Code::ArtifactUnhashed,
+            "spec.model.artifacts[1]",
+            "`tokenizer.json` has no sha256",
+        ),
+        (
+            "a short sha256",
+            |v| v["spec"]["model"]["artifacts"][2]["sha256"] = "abc".into(),
+            Code::ArtifactDigestMalformed,
+            "spec.model.artifacts[2].sha256",
+            "`abc` is not 64 lowercase hex",
+        ),
+        (
+            "no size",
+            |v| {
+                v["spec"]["model"]["artifacts"][3].as_mapping_mut().unwrap().remove("size");
+            },
+            Code::ArtifactUnhashed,
+            "spec.model.artifacts[3]",
+            "`generation_config.json` has no size",
+        ),
+        (
+            "a path out of the prefix",
+            |v| v["spec"]["model"]["artifacts"][4]["path"] = "../v1/clean_corpus.txt".into(),
+            Code::ArtifactPathEscapes,
+            "spec.model.artifacts[4].path",
+            "escapes the versioned prefix",
+        ),
+        (
+            "a path twice",
+            |v| v["spec"]["model"]["artifacts"][4]["path"] = "tokenizer.json".into(),
+            Code::ArtifactDuplicatePath,
+            "spec.model.artifacts[4].path",
+            "`tokenizer.json` is listed twice",
+        ),
+        (
+            "no artifacts",
+            |v| v["spec"]["model"]["artifacts"] = serde_yaml_ng::Value::Sequence(vec![]),
+            Code::ArtifactUnhashed,
+            "spec.model.artifacts",
+            "lists no artifacts",
+        ),
+        (
+            "a tokenizer without a sha256",
+            |v| {
+                v["spec"]["model"]["artifacts"][1].as_mapping_mut().unwrap().remove("sha256");
+            },
+            Code::TokenizerNotPinned,
+            "spec.model.artifacts",
+            "no `tokenizer` artifact",
+        ),
+        (
+            "no chat template",
+            |v| v["spec"]["model"]["artifacts"][2]["role"] = "other".into(),
+            Code::TokenizerNotPinned,
+            "spec.model.artifacts",
+            "no `chat-template` artifact",
+        ),
+        (
+            "a negative request",
+            |v| v["spec"]["serving"]["resources"]["requests"]["cpu"] = "-1".into(),
+            Code::ResourceQuantityInvalid,
+            "spec.serving.resources.requests.cpu",
+            "negative",
+        ),
+        (
+            "a limit with a suffix Kubernetes does not read",
+            |v| v["spec"]["serving"]["resources"]["limits"]["memory"] = "8GB".into(),
+            Code::ResourceQuantityInvalid,
+            "spec.serving.resources.limits.memory",
+            "unknown suffix",
+        ),
+        (
+            "no generation block",
+            |v| {
+                v["spec"].as_mapping_mut().unwrap().remove("generation");
+            },
+            Code::GenerationConfigIncomplete,
+            "spec",
+            "no `generation` block",
+        ),
+        (
+            "no stop conditions",
+            |v| {
+                v["spec"]["generation"] =
+                    serde_yaml_ng::from_str("{eosTokenIds: [], stopStrings: [], maxOutputTokens: 0}").unwrap()
+            },
+            Code::GenerationConfigIncomplete,
+            "spec.generation",
+            "missing: eosTokenIds, stopStrings, maxOutputTokens",
+        ),
+        (
+            "no identity",
+            |v| {
+                v["spec"]["serving"].as_mapping_mut().unwrap().remove("identity");
+            },
+            Code::IdentityEndpointMissing,
+            "spec.serving",
+            "no `identity` endpoint",
+        ),
+        (
+            "an identity digest of no artifact",
+            |v| v["spec"]["serving"]["identity"]["expect"][1]["digestOf"] = "weights.bin".into(),
+            Code::IdentityEndpointMissing,
+            "spec.serving.identity.expect[1].digestOf",
+            "`weights.bin` is neither `release` nor an artifact path",
+        ),
+        (
+            "a canary window that is no duration",
+            |v| v["spec"]["canary"]["window"] = "half an hour".into(),
+            Code::CanaryPlanInvalid,
+            "spec.canary",
+            "window `half an hour` is not a duration",
+        ),
+        (
+            "minSamples 0",
+            |v| v["spec"]["canary"]["minSamples"] = 0.into(),
+            Code::CanaryPlanInvalid,
+            "spec.canary",
+            "minSamples is 0",
+        ),
+        (
+            "no gates",
+            |v| v["spec"]["canary"]["gates"] = serde_yaml_ng::Value::Sequence(vec![]),
+            Code::CanaryPlanInvalid,
+            "spec.canary",
+            "no gates",
+        ),
+        (
+            "a gate with no limit",
+            |v| v["spec"]["canary"]["gates"][1] = serde_yaml_ng::from_str("{metric: p95_latency_seconds}").unwrap(),
+            Code::CanaryPlanInvalid,
+            "spec.canary",
+            "gate `p95_latency_seconds` has neither",
+        ),
+    ];
 
     /// Each rule over the bundle's own fields, one case per way it fails:
     /// the code, the field it points at and words of its message, with the
@@ -845,7 +838,7 @@ mod tests {
     #[test]
     fn each_field_rule_finds_its_case_at_its_field() {
         let example = lint(&edited(|_| {}), &RollbackStatus::NotDeclared);
-        for (what, edit, code, field, words) in field_rule_cases().into_iter().chain(more_field_rule_cases()) {
+        for &(what, edit, code, field, words) in FIELD_RULE_CASES {
             assert!(!example.iter().any(|d| d.code == code), "the example already has {code:?}: {example:?}");
             let l = match crate::manifests::bundle_edit(edit) {
                 Ok(l) => l,
