@@ -17,6 +17,7 @@ pub use git2::Repository;
 use git2::{Delta, DiffFindOptions, DiffOptions, FileMode, ObjectType, Oid, Tree, TreeWalkMode, TreeWalkResult};
 
 use crate::bundle::detect;
+use crate::checks::watch::argo::{Ancestry, AppSource, History, Rendered, RevisionFacts};
 
 /// One bundle file the PR touches.
 ///
@@ -624,18 +625,75 @@ pub(crate) fn github_repo(r: &git2::Repository, remote: &str, configured: Option
 
 // ---- where Argo CD's revisions stand relative to the merge ------------------------------------
 
-/// The bundle's release digest in `commit`'s tree at `rel` (Err: why it
-/// cannot be read there: no such file, not a bundle).
+/// The blob `path` names in `tree`, each component's symlink followed
+/// inside the repository (a `current -> v2` folder link, a linked bundle
+/// file), as Argo CD's checkout resolves it: its repository-relative path
+/// after links and its id. Err: why it cannot be read there.
+fn resolve_blob(r: &Repository, tree: &Tree<'_>, path: &Path) -> std::result::Result<(PathBuf, Oid), String> {
+    use std::collections::VecDeque;
+    let parts = |p: &Path| -> VecDeque<PathBuf> { p.components().map(|c| PathBuf::from(c.as_os_str())).collect() };
+    let mut todo = parts(path);
+    let mut done = PathBuf::new();
+    let mut hops = 0usize;
+    while let Some(part) = todo.pop_front() {
+        match part.to_str() {
+            Some("" | ".") => continue,
+            Some("..") => {
+                if !done.pop() {
+                    return Err(format!("{} leaves the repository", path.display()));
+                }
+                continue;
+            }
+            _ => {}
+        }
+        let at = done.join(&part);
+        let entry = tree.get_path(&at).map_err(|_| format!("{} is not there", at.display()))?;
+        if entry.filemode() != 0o120000 {
+            done = at;
+            continue;
+        }
+        hops += 1;
+        if hops > detect::MAX_LINK_HOPS {
+            return Err(format!("{} goes through more than {} symlinks", path.display(), detect::MAX_LINK_HOPS));
+        }
+        let blob = r.find_blob(entry.id()).map_err(|e| e.to_string())?;
+        let target = PathBuf::from(String::from_utf8_lossy(blob.content()).into_owned());
+        // The link's target, from the repository root, replaces what was
+        // resolved so far.
+        let mut rest = parts(&detect::link_target_in_repo(&at, &target)?);
+        rest.extend(todo);
+        todo = rest;
+        done = PathBuf::new();
+    }
+    let entry = tree.get_path(&done).map_err(|_| format!("{} is not there", done.display()))?;
+    if entry.kind() != Some(ObjectType::Blob) {
+        return Err(format!("{} is not a file", done.display()));
+    }
+    Ok((done, entry.id()))
+}
+
+/// The bundle's release digest in `commit`'s tree at `rel`, links followed
+/// (Err: why it cannot be read there: no such file, not a bundle).
 fn digest_at(r: &Repository, commit: &git2::Commit<'_>, rel: &Path) -> std::result::Result<String, String> {
+    digest_and_path_at(r, commit, rel).map(|(_, d)| d)
+}
+
+fn digest_and_path_at(
+    r: &Repository,
+    commit: &git2::Commit<'_>,
+    rel: &Path,
+) -> std::result::Result<(PathBuf, String), String> {
     let tree = commit.tree().map_err(|e| e.to_string())?;
-    let Some(id) = blob_at(&tree, rel) else {
-        return Err(format!("{} is not in {} (removed or moved)", rel.display(), short_id(commit.id())));
-    };
+    let (real, id) = resolve_blob(r, &tree, rel)
+        .map_err(|why| format!("{} in {}: {why} (removed or moved)", rel.display(), short_id(commit.id())))?;
     let blob = r.find_blob(id).map_err(|e| e.to_string())?;
+    if blob.size() as u64 > crate::adapters::bundle_files::FileKind::Bundle.max_bytes() {
+        return Err(format!("{} in {} is larger than a bundle may be", rel.display(), short_id(commit.id())));
+    }
     let text = std::str::from_utf8(blob.content())
         .map_err(|_| format!("{} is not UTF-8 in {}", rel.display(), short_id(commit.id())))?;
-    crate::bundle::parse(&rel.display().to_string(), rel, text.to_string())
-        .map(|l| l.digest)
+    crate::bundle::parse(&real.display().to_string(), &real, text.to_string())
+        .map(|l| (real.clone(), l.digest))
         .map_err(|e| format!("{} does not load in {}: {e}", rel.display(), short_id(commit.id())))
 }
 
@@ -643,21 +701,58 @@ fn short_id(id: Oid) -> String {
     id.to_string()[..12].to_string()
 }
 
-/// How each revision Argo CD reports relates to the merge commit, read from
-/// the repository around `bundle` (the checked-out bundle file): git ancestry
-/// first, then the bundle's release digest at both commits. Equal digests
-/// mean equal rendered manifests with the same templates (the digest covers
-/// everything the templates read but the rollback target); a custom
-/// template folder is not compared.
-pub(crate) fn lineage(bundle: &Path, merge: &str, revisions: &[String]) -> crate::checks::watch::argo::Lineage {
-    use crate::checks::watch::argo::Relation;
-    let mut out = crate::checks::watch::argo::Lineage::new();
+/// The dry (authored) commit a hydrated commit was rendered from, from the
+/// hydrator's own metadata: the `hydrator.metadata` file Argo CD's commit
+/// server writes at the root of each hydrated commit (`{"drySha": …}`), else
+/// the `refs/notes/hydrator.metadata` note on it (a no-op hydration moves
+/// the note, not the branch). Bounded: the file is a few hundred bytes.
+fn hydrated_from(r: &Repository, c: &git2::Commit<'_>) -> Option<String> {
+    const MAX: usize = 64 << 10;
+    let parse = |bytes: &[u8]| -> Option<String> {
+        if bytes.len() > MAX {
+            return None;
+        }
+        let v: serde_json::Value = serde_json::from_slice(bytes).ok()?;
+        let sha = v.get("drySha").or_else(|| v.get("drySHA"))?.as_str()?.trim().to_ascii_lowercase();
+        (sha.len() >= 7 && sha.bytes().all(|b| b.is_ascii_hexdigit())).then_some(sha)
+    };
+    let tree = c.tree().ok()?;
+    let file = tree.get_path(Path::new("hydrator.metadata")).ok().and_then(|e| r.find_blob(e.id()).ok());
+    if let Some(sha) = file.and_then(|b| parse(b.content())) {
+        return Some(sha);
+    }
+    let note = r.find_note(Some("refs/notes/hydrator.metadata"), c.id()).ok()?;
+    note.message().ok().and_then(|m| parse(m.as_bytes()))
+}
+
+/// The bundle files Argo CD renders: the sources the bundlegate plugin
+/// renders; with no source known (an Application that names none), the
+/// watched file stands in.
+fn rendered_paths(watched: &Path, sources: &[AppSource]) -> Vec<PathBuf> {
+    if sources.is_empty() {
+        return vec![watched.to_path_buf()];
+    }
+    sources.iter().filter(|s| s.other_tool.is_none()).map(|s| PathBuf::from(s.bundle_path())).collect()
+}
+
+/// What Argo CD renders and where every revision it reports stands, read
+/// from the repository around `bundle` (the checked-out bundle file): git
+/// ancestry relative to the merge commit, the hydrator's dry SHA for a
+/// hydrated commit (present locally or not), and at each commit the
+/// release digest of every bundle the Application's sources render (their
+/// `path` and plugin `bundle` parameter, links followed).
+pub(crate) fn history(bundle: &Path, merge: &str, revisions: &[String], sources: &[AppSource]) -> History {
+    let unknown_facts =
+        |why: &str| RevisionFacts { ancestry: Ancestry::Unknown(why.to_string()), rendered: Vec::new(), hydrated_from: None };
+    let unknown = |why: String| History {
+        merge: unknown_facts(&why),
+        revisions: revisions.iter().map(|r| (r.clone(), unknown_facts(&why))).collect(),
+    };
     let dir = bundle.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let unknown = |why: String| revisions.iter().map(|r| (r.clone(), Relation::Unknown(why.clone()))).collect();
     let Ok(r) = Repository::discover(dir) else {
         return unknown(format!("no git repository around {}", bundle.display()));
     };
-    let rel = match (r.workdir(), std::fs::canonicalize(bundle)) {
+    let watched = match (r.workdir(), std::fs::canonicalize(bundle)) {
         (Some(wd), Ok(f)) => {
             match std::fs::canonicalize(wd).ok().and_then(|wd| f.strip_prefix(wd).ok().map(Path::to_path_buf)) {
                 Some(rel) => rel,
@@ -666,48 +761,72 @@ pub(crate) fn lineage(bundle: &Path, merge: &str, revisions: &[String]) -> crate
         }
         _ => return unknown(format!("{} cannot be placed in a work tree", bundle.display())),
     };
+    let paths = rendered_paths(&watched, sources);
     let commit = |rev: &str| r.revparse_single(rev).ok().and_then(|o| o.peel_to_commit().ok());
     let Some(m) = commit(merge) else {
         return unknown(format!("the merge commit {merge} is not in the local repository (fetch-depth: 0?)"));
     };
-    let merge_digest = digest_at(&r, &m, &rel);
-    for rev in revisions {
-        let rel_of = match commit(rev) {
-            None => Relation::Unknown(format!(
-                "{rev} is not in the local repository (a shallow clone, or a hydration branch not fetched)"
-            )),
-            Some(c) if c.id() == m.id() => Relation::Same,
-            Some(c) => match (r.graph_descendant_of(c.id(), m.id()), r.graph_descendant_of(m.id(), c.id())) {
-                (Ok(true), _) => match (&merge_digest, digest_at(&r, &c, &rel)) {
-                    (Ok(a), Ok(b)) if *a == b => Relation::UnchangedDescendant,
-                    (Ok(a), Ok(b)) => {
-                        Relation::ChangedDescendant(format!("{} changed the release: {a} → {b}", short_id(c.id())))
-                    }
-                    (_, Err(why)) => Relation::ChangedDescendant(why),
-                    (Err(why), Ok(_)) => Relation::Unknown(format!("the bundle at the merge commit: {why}")),
-                },
-                (Ok(false), Ok(true)) => Relation::Older,
-                (Ok(false), Ok(false)) => Relation::Unrelated,
-                (Err(e), _) | (_, Err(e)) => Relation::Unknown(format!("ancestry of {rev}: {e}")),
-            },
+    let plain = |c: &git2::Commit<'_>, rev: &str| -> RevisionFacts {
+        let ancestry = if c.id() == m.id() {
+            Ancestry::Same
+        } else {
+            match (r.graph_descendant_of(c.id(), m.id()), r.graph_descendant_of(m.id(), c.id())) {
+                (Ok(true), _) => Ancestry::Descendant,
+                (Ok(false), Ok(true)) => Ancestry::Older,
+                (Ok(false), Ok(false)) => Ancestry::Unrelated,
+                (Err(e), _) | (_, Err(e)) => Ancestry::Unknown(format!("ancestry of {rev}: {e}")),
+            }
         };
-        out.insert(rev.clone(), rel_of);
-    }
-    out
+        let rendered = match ancestry {
+            Ancestry::Same | Ancestry::Descendant => paths
+                .iter()
+                .map(|p| match digest_and_path_at(&r, c, p) {
+                    Ok((real, d)) => Rendered { path: real.display().to_string(), digest: Ok(d) },
+                    Err(why) => Rendered { path: p.display().to_string(), digest: Err(why) },
+                })
+                .collect(),
+            _ => Vec::new(),
+        };
+        RevisionFacts { ancestry, rendered, hydrated_from: None }
+    };
+    let missing = |rev: &str| {
+        unknown_facts(&format!(
+            "{rev} is not in the local repository (a shallow clone, or a hydration branch not fetched)"
+        ))
+    };
+    let facts_of = |rev: &str| -> RevisionFacts {
+        let Some(c) = commit(rev) else { return missing(rev) };
+        match hydrated_from(&r, &c).filter(|dry| !c.id().to_string().starts_with(dry.as_str())) {
+            Some(dry) => {
+                let inner = match commit(&dry) {
+                    Some(d) => plain(&d, &dry),
+                    None => missing(&dry),
+                };
+                RevisionFacts { hydrated_from: Some((dry, Box::new(inner))), ..plain(&c, rev) }
+            }
+            None => plain(&c, rev),
+        }
+    };
+    History { merge: plain(&m, merge), revisions: revisions.iter().map(|rev| (rev.clone(), facts_of(rev))).collect() }
 }
 
-/// The release digest of the bundle file `rel` on `branch` (the remote's
-/// branch first, then the local one, then HEAD): what a revert would act on.
-pub(crate) fn digest_on_branch(
+/// What the Application's sources (none known: the watched file `rel`)
+/// render on `branch` (the remote's branch first, then the local one, then
+/// HEAD): what a revert would act on. (the ref read, and per bundle file its
+/// path and release digest or why it cannot be read)
+pub(crate) fn rendered_on_branch(
     r: &Repository,
     rel: &Path,
+    sources: &[AppSource],
     remote: &str,
     branch: &str,
-) -> std::result::Result<(String, String), String> {
+) -> std::result::Result<(String, Vec<(String, std::result::Result<String, String>)>), String> {
+    let paths = rendered_paths(rel, sources);
     for name in [format!("refs/remotes/{remote}/{branch}"), format!("refs/heads/{branch}"), "HEAD".to_string()] {
         if let Ok(c) = r.revparse_single(&name).and_then(|o| o.peel_to_commit()) {
-            return digest_at(r, &c, rel).map(|d| (name, d));
+            return Ok((name, paths.iter().map(|p| (p.display().to_string(), digest_at(r, &c, p))).collect()));
         }
     }
     Err(format!("neither {remote}/{branch}, {branch} nor HEAD resolves"))
 }
+

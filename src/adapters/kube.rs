@@ -22,7 +22,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::bundle::ANNOTATION_DIGEST;
-use crate::checks::watch::argo::{AppStatus, Hydration};
+use crate::checks::watch::argo::{AppSource, AppStatus, Hydration};
 use crate::checks::watch::ownership::{self, ClusterView, EndpointInfo, KnativeTraffic, ObjectRef, OwnerRef, Root};
 use crate::checks::watch::rollout::{
     ConditionInfo, ContainerRestarts, DeploymentInfo, EventInfo, ModelSource, PodInfo, ReplicaSetInfo, ServiceState,
@@ -77,7 +77,56 @@ pub(crate) fn app_status(name: &str, data: &Value) -> AppStatus {
         finished_at: s(data, "/status/operationState/finishedAt"),
         message: s(data, "/status/operationState/message"),
         hydrated,
+        sources: app_sources(data),
     }
+}
+
+/// What the Application renders: `spec.source`, each `spec.sources[]`, or
+/// the hydrator's `spec.sourceHydrator.drySource` (rendered at the dry SHA).
+/// A source with helm or kustomize settings, or another plugin's name, is
+/// not rendered by bundlegate; a `ref`-only source (values for another) is
+/// skipped.
+fn app_sources(data: &Value) -> Vec<AppSource> {
+    let one = |v: &Value, dry: bool| -> Option<AppSource> {
+        let path = v.get("path").and_then(Value::as_str);
+        if path.is_none() && v.get("ref").is_some() {
+            return None;
+        }
+        let plugin = v.get("plugin");
+        let other_tool = ["helm", "kustomize", "directory"]
+            .into_iter()
+            .find(|k| v.get(*k).is_some_and(|x| !x.is_null()))
+            .map(String::from)
+            .or_else(|| {
+                plugin
+                    .and_then(|p| p.get("name"))
+                    .and_then(Value::as_str)
+                    .filter(|n| !n.is_empty() && *n != "bundlegate" && !n.starts_with("bundlegate-"))
+                    .map(|n| format!("plugin {n}"))
+            })
+            .or_else(|| v.get("chart").and_then(Value::as_str).map(|c| format!("chart {c}")));
+        let bundle = plugin
+            .and_then(|p| p.get("parameters"))
+            .and_then(Value::as_array)
+            .and_then(|ps| ps.iter().find(|p| p.get("name").and_then(Value::as_str) == Some("bundle")))
+            .and_then(|p| p.get("string"))
+            .and_then(Value::as_str)
+            .map(String::from);
+        Some(AppSource {
+            repo_url: v.get("repoURL").and_then(Value::as_str).map(String::from),
+            path: path.unwrap_or_default().to_string(),
+            bundle,
+            other_tool,
+            dry,
+        })
+    };
+    if let Some(d) = data.pointer("/spec/sourceHydrator/drySource") {
+        return one(d, true).into_iter().collect();
+    }
+    if let Some(list) = data.pointer("/spec/sources").and_then(Value::as_array) {
+        return list.iter().filter_map(|v| one(v, false)).collect();
+    }
+    data.pointer("/spec/source").and_then(|v| one(v, false)).into_iter().collect()
 }
 
 /// Every page of one list (GET only).
@@ -253,7 +302,32 @@ pub(crate) fn pod_info(p: &Pod, app: &str) -> PodInfo {
         storage_env,
         node: spec.and_then(|s| s.node_name.clone()),
         verifier,
+        ended: failure_end(p),
     }
+}
+
+/// Why the pod ended for a failure, if it did and was not deleted: a pod
+/// being deleted (a drain, a scale-down, `kubectl rollout restart`) ends its
+/// containers on purpose. A Failed pod says why (`Evicted` and the kubelet's
+/// message); a container terminated with a non-zero exit names its reason.
+fn failure_end(p: &Pod) -> Option<String> {
+    if p.metadata.deletion_timestamp.is_some() {
+        return None;
+    }
+    let status = p.status.as_ref()?;
+    if status.phase.as_deref() == Some("Failed") {
+        let reason = status.reason.clone().unwrap_or_else(|| "Failed".into());
+        return Some(match status.message.as_deref().filter(|m| !m.trim().is_empty()) {
+            Some(m) => format!("{reason} ({m})"),
+            None => reason,
+        });
+    }
+    status.init_container_statuses.iter().flatten().chain(status.container_statuses.iter().flatten()).find_map(|cs| {
+        let t = cs.state.as_ref()?.terminated.as_ref()?;
+        (t.exit_code != 0).then(|| {
+            format!("container {} terminated: {} (exit {})", cs.name, t.reason.as_deref().unwrap_or("Error"), t.exit_code)
+        })
+    })
 }
 
 /// Where KServe wired the pod's model from. KServe's webhook moves the model

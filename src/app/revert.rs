@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use serde_json::json;
 
+use crate::checks::watch::argo::AppSource;
 use crate::adapters::git;
 use crate::adapters::github::PullOutcome;
 use crate::app::ctx::Ctx;
@@ -35,7 +36,7 @@ pub fn run(ctx: &Ctx, l: &Loaded, args: &RevertOptions, evidence: Option<&Report
             }
             _ => None,
         };
-    ctx.block_on(revert_steps(ctx, l, args, evidence.or(from_file.as_ref())))
+    ctx.block_on(revert_steps(ctx, l, args, evidence.or(from_file.as_ref()), &[]))
 }
 
 /// `bundlegate/revert-<name>-<version>`: one name per failed release, so
@@ -63,6 +64,7 @@ pub(crate) async fn revert_steps(
     l: &Loaded,
     args: &RevertOptions,
     evidence: Option<&Report>,
+    sources: &[AppSource],
 ) -> Vec<StepReport> {
     let target = format!("{} ({} {})", l.display, l.bundle.metadata.version, l.digest);
     // No base given (a pipeline step without `base`): the remote's HEAD branch, else `main`.
@@ -92,7 +94,7 @@ pub(crate) async fn revert_steps(
     if let Some(s) = revert_of_a_revert(&repo, &rel, &target) {
         return vec![s];
     }
-    if let Some(s) = moved_on(&repo, &rel, l, args, &target) {
+    if let Some(s) = moved_on(&repo, &rel, sources, l, args, &target) {
         return vec![s];
     }
     let mut steps = Vec::new();
@@ -156,14 +158,34 @@ fn revert_of_a_revert(repo: &git::Repository, rel: &Path, target: &str) -> Optio
     }
 }
 
-/// Revert only the release whose evidence failed: when the bundle on the
-/// target branch is another release now (a later merge superseded it), a
-/// revert would undo that one instead. Refused (NOT RUN), as is a branch
-/// where the bundle cannot be read: a human decides.
-fn moved_on(repo: &git::Repository, rel: &Path, l: &Loaded, args: &RevertOptions, target: &str) -> Option<StepReport> {
-    let why = match git::digest_on_branch(repo, rel, &args.remote, base(args)) {
-        Ok((_, d)) if d == l.digest => return None,
-        Ok((at, d)) => format!("refused: {} on {at} is release {d} now, not {} whose evidence failed; reverting would undo the later release", rel.display(), l.digest),
+/// Revert only the release whose evidence failed: when what the target
+/// branch renders is another release now (a later merge superseded it, or
+/// the Application was pointed elsewhere), a revert would undo that one
+/// instead. What is rendered is read as Argo CD reads it: the Application's
+/// source paths (`sources`; none known: the bundle file). Refused (NOT
+/// RUN), as is a branch where nothing can be read: a human decides.
+fn moved_on(
+    repo: &git::Repository,
+    rel: &Path,
+    sources: &[AppSource],
+    l: &Loaded,
+    args: &RevertOptions,
+    target: &str,
+) -> Option<StepReport> {
+    let why = match git::rendered_on_branch(repo, rel, sources, &args.remote, base(args)) {
+        Ok((_, files)) if files.iter().any(|(_, d)| d.as_deref() == Ok(l.digest.as_str())) => return None,
+        Ok((at, files)) if files.is_empty() => format!("refused: on {at} no source of the Application is rendered by bundlegate; a human decides"),
+        Ok((at, files)) => {
+            let what = files
+                .iter()
+                .map(|(p, d)| match d {
+                    Ok(d) => format!("{p} is release {d}"),
+                    Err(e) => format!("{p}: {e}"),
+                })
+                .collect::<Vec<_>>()
+                .join("; ");
+            format!("refused: on {at} {what} now, not {} whose evidence failed; reverting would undo the later release", l.digest)
+        }
         Err(e) => format!("refused: the bundle on {} cannot be read ({e}); a human decides", base(args)),
     };
     let mut s = StepReport::not_run("revert", target, why);

@@ -25,8 +25,8 @@ use crate::adapters::kube as io;
 use crate::adapters::{git, model};
 use crate::app::ctx::Ctx;
 use crate::bundle::{Loaded, ServingFormat};
-use crate::checks::watch::argo::{self, ArgoState, Lineage};
-use crate::checks::watch::rollout::{self as rc, Expected, IdentityExpectation, ProbeSample};
+use crate::checks::watch::argo::{self, AppSource, ArgoState, Lineage};
+use crate::checks::watch::rollout::{self as rc, Expected, IdentityExpectation, IdentitySample, ProbeSample};
 use crate::checks::watch::stability::{self, RolloutWatch};
 use crate::diag::Overrides;
 use crate::options::{CanaryOptions, RevertOptions, WatchOptions};
@@ -103,8 +103,9 @@ async fn sleep_until_next(poll: Duration, deadline: Instant) {
 enum ArgoOutcome {
     /// The release is deployed: judge the rollout.
     Deployed,
-    /// A later commit changed the bundle: nothing of this release to judge.
-    Superseded,
+    /// A later commit renders another release: nothing of this release to
+    /// judge (the reason names the commit and what it renders).
+    Superseded(String),
     /// Not deployed (FAIL, ERROR or INCONCLUSIVE already in the step).
     NotDeployed,
 }
@@ -121,7 +122,7 @@ async fn wait_for_argo(
     poll: Duration,
     started: Instant,
     deadline: Instant,
-) -> (StepReport, ArgoOutcome) {
+) -> (StepReport, ArgoOutcome, Vec<AppSource>) {
     let rev = args.revision.as_deref().filter(|r| !r.trim().is_empty());
     let merged_at = rev.and_then(|r| git::commit_time(&l.dir(), r));
     let mut last_app = None;
@@ -138,7 +139,8 @@ async fn wait_for_argo(
                     // Only revisions not yet placed go to git.
                     let new: Vec<String> = app.revisions().into_iter().filter(|r| !lineage.contains_key(r)).collect();
                     if !new.is_empty() {
-                        lineage.extend(git::lineage(&l.path, merge, &new));
+                        let h = git::history(&l.path, merge, &new, &app.sources);
+                        lineage.extend(argo::lineage_from(&h, &l.digest));
                     }
                 }
                 state = argo::argo_state(a.as_ref(), rev, &lineage, merged_at);
@@ -183,9 +185,11 @@ async fn wait_for_argo(
             }
         }
         (Some(_), ArgoState::Superseded { by, detail }) => {
-            argo.summary = format!("NOT CHECKED: superseded by {by} (a later commit changed this bundle)");
+            argo.summary = format!("superseded by {by}: {detail}");
             argo.diagnostics.push(argo::release_superseded(rev.unwrap_or("-"), by, detail));
-            ArgoOutcome::Superseded
+            ArgoOutcome::Superseded(format!(
+                "superseded by {by} ({detail}): the cluster is meant to run that release, which its own watch judges"
+            ))
         }
         _ if !ever_read => {
             argo = StepReport::error(
@@ -217,7 +221,8 @@ async fn wait_for_argo(
             ArgoOutcome::NotDeployed
         }
     };
-    (argo, outcome)
+    let sources = last_app.map(|a| a.sources).unwrap_or_default();
+    (argo, outcome, sources)
 }
 
 /// The stability window for this bundle: `--stable-for`, else derived from
@@ -229,11 +234,50 @@ fn window_of(l: &Loaded, args: &WatchOptions) -> Duration {
     })
 }
 
+/// Asks the identity endpoint at most `max` times, `every` apart, until
+/// stopped: the answers the identity step judges over the stability window.
+struct IdentitySampler {
+    stop: Arc<AtomicBool>,
+    task: tokio::task::JoinHandle<Vec<IdentitySample>>,
+}
+
+/// At most this many identity requests per window: enough to see a Service
+/// that alternates between two releases, bounded for a long window.
+const IDENTITY_SAMPLES: u32 = 8;
+
+fn start_identity_sampler(http: reqwest::Client, url: String, window: Duration, started: Instant) -> IdentitySampler {
+    let stop = Arc::new(AtomicBool::new(false));
+    let flag = stop.clone();
+    // Spread over the window, at least a second apart.
+    let every = (window / IDENTITY_SAMPLES).max(Duration::from_secs(1));
+    let task = tokio::spawn(async move {
+        let mut samples = Vec::new();
+        while !flag.load(Ordering::SeqCst) && samples.len() < IDENTITY_SAMPLES as usize {
+            let answer = model::get_json(&http, &url, Duration::from_secs(10)).await.map_err(|e| format!("{e:#}"));
+            samples.push(IdentitySample { at_s: started.elapsed().as_secs_f64(), answer });
+            let until = Instant::now() + every;
+            while Instant::now() < until && !flag.load(Ordering::SeqCst) {
+                tokio::time::sleep(Duration::from_millis(50).min(every)).await;
+            }
+        }
+        samples
+    });
+    IdentitySampler { stop, task }
+}
+
+/// Where the identity endpoint is, when the bundle declares one and a
+/// service URL was given.
+fn identity_url(l: &Loaded, service_url: Option<&str>) -> Option<String> {
+    Some(model::join_url(service_url?, &l.bundle.spec.serving.identity.as_ref()?.path))
+}
+
 /// Read the release's workload until the rollout settles and holds for the
 /// stability window (or gives up, or the deadline passes with no window
 /// started), then report which pods run which release. The decision is
-/// `RolloutWatch`'s; this only reads and sleeps. Returns the step and
-/// whether the rollout completed.
+/// `RolloutWatch`'s; this only reads and sleeps. While the window runs, the
+/// identity endpoint is asked (`identity`: the client and URL). Returns the
+/// step, whether the rollout completed, and the identity answers taken.
+#[allow(clippy::too_many_arguments)]
 async fn rollout_step(
     l: &Loaded,
     args: &WatchOptions,
@@ -242,12 +286,14 @@ async fn rollout_step(
     poll: Duration,
     started: Instant,
     deadline: Instant,
-) -> (StepReport, bool) {
+    identity: Option<(reqwest::Client, String)>,
+) -> (StepReport, bool, Vec<IdentitySample>) {
     let exp = expected(l);
     let window = window_of(l, args);
     let mut watch = RolloutWatch::new(exp.clone(), window.as_secs_f64());
     let mut last_err: Option<anyhow::Error>;
     let mut closing_read = false;
+    let mut sampler: Option<IdentitySampler> = None;
     loop {
         let at = started.elapsed().as_secs_f64();
         match io::service_state(client, &l.bundle.metadata.namespace, &l.bundle.metadata.name, exp.kserve).await {
@@ -258,6 +304,11 @@ async fn rollout_step(
                 }
             }
             Err(e) => last_err = Some(e),
+        }
+        if sampler.is_none() && watch.window_end().is_some() {
+            if let Some((http, url)) = &identity {
+                sampler = Some(start_identity_sampler(http.clone(), url.clone(), window, started));
+            }
         }
         // A window that started before the deadline runs to its end.
         let until = match watch.window_end() {
@@ -274,7 +325,14 @@ async fn rollout_step(
         }
         sleep_until_next(poll, until).await;
     }
-    match (watch.finish(), last_err) {
+    let samples = match sampler {
+        Some(s) => {
+            s.stop.store(true, Ordering::SeqCst);
+            s.task.await.unwrap_or_default()
+        }
+        None => Vec::new(),
+    };
+    let (step, complete) = match (watch.finish(), last_err) {
         (Some(v), _) => {
             let o = v.outcome;
             let mut s = StepReport::new("rollout", target);
@@ -285,7 +343,7 @@ async fn rollout_step(
             s.diagnostics = o.diagnostics;
             if !v.complete {
                 let why = if v.gave_up {
-                    "the watch stopped: the Deployment gave up or a container restarted".to_string()
+                    "the watch stopped: the Deployment gave up, or a pod of the release restarted or ended".to_string()
                 } else {
                     format!("still incomplete at the {} timeout", args.timeout)
                 };
@@ -304,7 +362,8 @@ async fn rollout_step(
         }
         (None, Some(e)) => (StepReport::error("rollout", target, &e), false),
         (None, None) => (StepReport::error("rollout", target, &anyhow!("no state read before the timeout")), false),
-    }
+    };
+    (step, complete, samples)
 }
 
 async fn watch_loaded(ctx: &Ctx, l: &Loaded, args: &WatchOptions) -> Result<Report> {
@@ -330,25 +389,50 @@ async fn watch_loaded(ctx: &Ctx, l: &Loaded, args: &WatchOptions) -> Result<Repo
     };
 
     // ---- 1. Argo CD deployed this release ----
-    let (argo, argo_outcome) = wait_for_argo(l, args, &client, &server, poll, started, deadline).await;
+    let (argo, argo_outcome, sources) = wait_for_argo(l, args, &client, &server, poll, started, deadline).await;
     r.push(argo);
 
     // ---- 2. rollout truth, held for the stability window ----
     let mut rollout_complete = false;
+    let mut identity_samples = Vec::new();
+    let superseded = match &argo_outcome {
+        ArgoOutcome::Superseded(why) => Some(why.clone()),
+        _ => None,
+    };
     match argo_outcome {
         ArgoOutcome::Deployed => {
-            let (step, complete) = rollout_step(l, args, &client, &target, poll, started, deadline).await;
+            let identity = match identity_url(l, args.service_url.as_deref()) {
+                Some(url) => Some((ctx.http()?.clone(), url)),
+                None => None,
+            };
+            let (step, complete, samples) =
+                rollout_step(l, args, &client, &target, poll, started, deadline, identity).await;
             rollout_complete = complete;
+            identity_samples = samples;
             r.push(step);
         }
-        ArgoOutcome::Superseded => {
-            r.push(StepReport::not_run("rollout", &target, "NOT CHECKED: a later commit changed this bundle, so this release is not the one the cluster should run"));
-        }
+        ArgoOutcome::Superseded(why) => r.push(StepReport::not_run("rollout", &target, why)),
         ArgoOutcome::NotDeployed => r.push(StepReport::not_run(
             "rollout",
             &target,
             "Argo CD did not sync this release, so the cluster cannot be running it",
         )),
+    }
+
+    // A superseded release is not what the cluster is meant to run: what
+    // its pods, its endpoint or its traffic show is the later release's,
+    // judged by that release's own watch. Nothing here fails it or reverts it.
+    if let Some(why) = superseded {
+        if let Some(p) = prober {
+            p.stop.store(true, Ordering::SeqCst);
+            let _ = p.task.await;
+        }
+        r.push(StepReport::not_run("identity", &target, why.clone()));
+        r.push(StepReport::not_run("downtime", &target, why.clone()));
+        if l.bundle.spec.canary.is_some() {
+            r.push(StepReport::not_run("canary", &target, why));
+        }
+        return Ok(r);
     }
 
     // ---- 3. downtime measured while waiting ----
@@ -364,8 +448,8 @@ async fn watch_loaded(ctx: &Ctx, l: &Loaded, args: &WatchOptions) -> Result<Repo
         None => StepReport::not_run("downtime", &target, "the bundle declares no spec.serving.healthPath to probe"),
     };
 
-    // ---- 4. identity: what the service says it serves ----
-    r.push(identity_step(ctx, l, args.service_url.as_deref(), &target).await);
+    // ---- 4. identity: what the service says it serves, over the window ----
+    r.push(identity_step(ctx, l, args.service_url.as_deref(), &target, identity_samples, started).await);
     r.push(down);
 
     // ---- 5. canary gates ----
@@ -393,7 +477,7 @@ async fn watch_loaded(ctx: &Ctx, l: &Loaded, args: &WatchOptions) -> Result<Repo
         // No base: the remote's HEAD branch, else `main`.
         let rargs = RevertOptions { repo, base: None, ..Default::default() };
         let evidence = r.clone();
-        for s in super::revert::revert_steps(ctx, l, &rargs, Some(&evidence)).await {
+        for s in super::revert::revert_steps(ctx, l, &rargs, Some(&evidence), &sources).await {
             r.push(s);
         }
     }
@@ -418,7 +502,18 @@ fn downtime_step(target: &str, url: &str, samples: &[ProbeSample], end: f64) -> 
     s
 }
 
-async fn identity_step(ctx: &Ctx, l: &Loaded, service_url: Option<&str>, target: &str) -> StepReport {
+/// The identity step over the answers taken during the stability window
+/// (`samples`); with none (no window ran), the endpoint is asked now, up
+/// to three times a second apart (a refused connection right after the
+/// last pod swap is common).
+async fn identity_step(
+    ctx: &Ctx,
+    l: &Loaded,
+    service_url: Option<&str>,
+    target: &str,
+    mut samples: Vec<IdentitySample>,
+    started: Instant,
+) -> StepReport {
     let Some(base) = service_url else {
         return StepReport::not_run("identity", target, "no --service-url: the service's own identity was not asked");
     };
@@ -450,45 +545,51 @@ async fn identity_step(ctx: &Ctx, l: &Loaded, service_url: Option<&str>, target:
             },
         })
         .collect();
-    let http = match ctx.http() {
-        Ok(h) => h,
-        Err(e) => return StepReport::error("identity", target, &e),
-    };
-    // A refused connection right after the last pod swap is common; three
-    // tries a second apart. A wrong answer is final.
-    let mut body = Err(anyhow!("not asked"));
-    for attempt in 0..3 {
-        if attempt > 0 {
-            tokio::time::sleep(Duration::from_secs(1)).await;
-        }
-        body = model::get_json(http, &url, Duration::from_secs(10)).await;
-        if body.is_ok() {
-            break;
+    let over_window = samples.iter().any(|s| s.answer.is_ok());
+    if !over_window {
+        let http = match ctx.http() {
+            Ok(h) => h,
+            Err(e) => return StepReport::error("identity", target, &e),
+        };
+        for attempt in 0..3 {
+            if attempt > 0 {
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+            let answer = model::get_json(http, &url, Duration::from_secs(10)).await.map_err(|e| format!("{e:#}"));
+            let ok = answer.is_ok();
+            samples.push(IdentitySample { at_s: started.elapsed().as_secs_f64(), answer });
+            if ok {
+                break;
+            }
         }
     }
+    let judged = rc::identity_over_time(&expect, id.registered_field.as_deref(), &samples);
     let mut s = StepReport::new("identity", target);
-    match body {
-        Ok(b) => {
-            let (diags, rows) = rc::check_identity(&expect, id.registered_field.as_deref(), &b);
-            s.diagnostics = diags.into_iter().map(|d| d.at(l.span("spec.serving.identity"))).collect();
-            s.verdict = s.verdict_from_diagnostics();
-            s.summary = if s.verdict == Verdict::Pass {
-                format!("{url} reports this release and registered")
-            } else {
-                format!("{url} does not report this release as registered")
-            };
-            s.tables.push(Table {
-                title: url.clone(),
-                columns: rc::IDENTITY_COLUMNS.iter().map(|c| c.to_string()).collect(),
-                rows,
-            });
-            s.data = json!({"url": url, "response": b});
-        }
-        Err(e) => {
-            s.verdict = Verdict::Inconclusive;
-            s.summary = format!("identity endpoint unanswered, what is served is unknown: {e:#}");
-            s.data = json!({"url": url});
-        }
+    let dist: Vec<serde_json::Value> =
+        judged.distribution.iter().map(|(k, n)| json!({"reported": k, "answers": n})).collect();
+    s.data = json!({"url": url, "asked": judged.asked, "answered": judged.answered, "overWindow": over_window, "distribution": dist, "response": samples.iter().rev().find_map(|x| x.answer.as_ref().ok())});
+    if judged.answered == 0 {
+        s.verdict = Verdict::Inconclusive;
+        let why = samples.iter().rev().find_map(|x| x.answer.as_ref().err()).cloned().unwrap_or_default();
+        s.summary = format!("identity endpoint unanswered, what is served is unknown: {why}");
+        return s;
     }
+    s.diagnostics = judged.diagnostics.into_iter().map(|d| d.at(l.span("spec.serving.identity"))).collect();
+    s.verdict = s.verdict_from_diagnostics();
+    let asked = if over_window {
+        format!("{} of {} answers over the stability window", judged.answered, judged.asked)
+    } else {
+        "asked once the watch ended".to_string()
+    };
+    s.summary = if s.verdict == Verdict::Pass {
+        format!("{url} reports this release and registered ({asked})")
+    } else {
+        format!("{url} does not report this release as registered ({asked})")
+    };
+    s.tables.push(Table {
+        title: url.clone(),
+        columns: rc::IDENTITY_COLUMNS.iter().map(|c| c.to_string()).collect(),
+        rows: judged.rows,
+    });
     s
 }

@@ -41,6 +41,45 @@ pub(crate) struct AppStatus {
     /// lastSuccessfulOperation}`); the dry SHA is the authored commit.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub hydrated: Vec<Hydration>,
+    /// What Argo CD renders (`spec.source`, each `spec.sources[]`, or the
+    /// hydrator's `spec.sourceHydrator.drySource`): the release the
+    /// Application deploys is read from these paths at the synced revision,
+    /// not from the file the watch was given.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sources: Vec<AppSource>,
+}
+
+/// One source of an Application, as far as it picks a release bundle.
+#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct AppSource {
+    pub repo_url: Option<String>,
+    /// The folder Argo CD renders (`path`; empty: the repository root).
+    pub path: String,
+    /// The bundle file inside `path` (the plugin's `bundle` parameter;
+    /// None: the default `release.yaml`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bundle: Option<String>,
+    /// Set when a tool other than the bundlegate plugin renders it (helm,
+    /// kustomize, another plugin): what it deploys cannot be read here.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub other_tool: Option<String>,
+    /// The hydrator's dry source (rendered at the dry SHA).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub dry: bool,
+}
+
+impl AppSource {
+    /// The bundle file Argo CD's plugin renders, relative to the repository root.
+    pub(crate) fn bundle_path(&self) -> String {
+        let file = self.bundle.as_deref().filter(|b| !b.trim().is_empty()).unwrap_or("release.yaml");
+        let dir = self.path.trim_matches('/');
+        if dir.is_empty() || dir == "." {
+            file.to_string()
+        } else {
+            format!("{dir}/{file}")
+        }
+    }
 }
 
 #[derive(Debug, Clone, Default, Serialize, PartialEq)]
@@ -100,6 +139,10 @@ pub(crate) enum Relation {
     /// A later commit containing the merge that changed the bundle: this
     /// release was superseded (the detail names what changed).
     ChangedDescendant(String),
+    /// The merge commit (or a commit it maps to), but the Application's
+    /// source does not render this release there: the Application is not
+    /// this bundle's, or it renders another folder (the detail says what).
+    NotRendered(String),
     /// An ancestor of the merge: Argo CD is behind.
     Older,
     /// Neither an ancestor nor a descendant (another branch, a rewritten
@@ -112,6 +155,108 @@ pub(crate) enum Relation {
 
 /// Each reported revision with its relation to the merge commit.
 pub(crate) type Lineage = BTreeMap<String, Relation>;
+
+/// Where a revision stands in the history relative to the merge commit, as
+/// the git adapter read it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Ancestry {
+    Same,
+    Descendant,
+    Older,
+    Unrelated,
+    Unknown(String),
+}
+
+/// One bundle an Application's source renders at a revision: its path in
+/// the repository (after links) and its release digest, or why it cannot
+/// be read there.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Rendered {
+    pub path: String,
+    pub digest: Result<String, String>,
+}
+
+/// What the git adapter read about one revision Argo CD reports.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct RevisionFacts {
+    pub ancestry: Ancestry,
+    /// What the Application's sources render there (empty: no source is
+    /// rendered by bundlegate, so nothing can be read).
+    pub rendered: Vec<Rendered>,
+    /// A hydrated commit: the dry SHA its hydrator metadata names, and what
+    /// was read at that commit (Argo CD deploys what the dry commit renders).
+    pub hydrated_from: Option<(String, Box<RevisionFacts>)>,
+}
+
+/// What the adapter read: at the merge commit, and at each reported revision.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct History {
+    pub merge: RevisionFacts,
+    pub revisions: BTreeMap<String, RevisionFacts>,
+}
+
+fn renders(f: &RevisionFacts, release: &str) -> bool {
+    f.rendered.iter().any(|r| r.digest.as_deref() == Ok(release))
+}
+
+fn rendered_text(f: &RevisionFacts) -> String {
+    f.rendered
+        .iter()
+        .map(|r| match &r.digest {
+            Ok(d) => format!("{} is release {d}", r.path),
+            Err(e) => format!("{}: {e}", r.path),
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// How `rev` relates to this release (`release`: its digest). Argo CD
+/// deploys what the Application's sources render at the synced revision,
+/// so that, not the file the watch was given, decides: the same release
+/// digest at the merge commit or a descendant deploys it; another one at a
+/// descendant supersedes it (when the merge commit itself rendered it);
+/// a hydrated commit stands for its dry SHA.
+pub(crate) fn relation_from(rev: &str, f: &RevisionFacts, merge: &RevisionFacts, release: &str) -> Relation {
+    if let Some((_, dry)) = &f.hydrated_from {
+        return relation_from(rev, dry, merge, release);
+    }
+    let nothing = || {
+        Relation::Unknown(format!(
+            "no source of the Application is rendered by the bundlegate plugin at {}, so what it deploys cannot be read",
+            short(rev)
+        ))
+    };
+    match &f.ancestry {
+        Ancestry::Unknown(why) => Relation::Unknown(why.clone()),
+        Ancestry::Older => Relation::Older,
+        Ancestry::Unrelated => Relation::Unrelated,
+        _ if f.rendered.is_empty() => nothing(),
+        Ancestry::Same if renders(f, release) => Relation::Same,
+        Ancestry::Descendant if renders(f, release) => Relation::UnchangedDescendant,
+        Ancestry::Same => Relation::NotRendered(format!(
+            "at the merge commit the Application renders {}, not release {release}",
+            rendered_text(f)
+        )),
+        Ancestry::Descendant if !merge.rendered.is_empty() && !renders(merge, release) => {
+            Relation::NotRendered(format!(
+                "the Application did not render this release at the merge commit either ({})",
+                rendered_text(merge)
+            ))
+        }
+        Ancestry::Descendant => {
+            Relation::ChangedDescendant(format!("{} changed the release: {}", short(rev), rendered_text(f)))
+        }
+    }
+}
+
+/// Every reported revision's relation to this release.
+pub(crate) fn lineage_from(h: &History, release: &str) -> Lineage {
+    h.revisions.iter().map(|(rev, f)| (rev.clone(), relation_from(rev, f, &h.merge, release))).collect()
+}
+
+fn short(rev: &str) -> &str {
+    rev.get(..12).unwrap_or(rev)
+}
 
 /// A full 40-hex SHA must match exactly; an abbreviated one (≥ 7) by prefix,
 /// the way git resolves it.
@@ -192,19 +337,21 @@ pub(crate) fn argo_state(
                 .map(|h| h.dry_sha.clone())
         };
         // What a synced revision deploys: itself, or for a hydrated commit its dry SHA.
+        // A hydrated commit is never the authored one: with the hydrator's
+        // mapping at hand it decides, whether or not the commit (on its
+        // orphan branch) is in the local repository.
         let deploys = |rev: &str| -> Relation {
-            match relation_of(rev, merge, lineage) {
-                Relation::Unknown(why) => match dry_of(rev) {
-                    Some(dry) => relation_of(&dry, merge, lineage),
-                    None => Relation::Unknown(why),
-                },
-                r => r,
+            match dry_of(rev) {
+                Some(dry) if !same_revision(&dry, rev) => relation_of(&dry, merge, lineage),
+                _ => relation_of(rev, merge, lineage),
             }
         };
         let synced_rel: Vec<(&String, Relation)> = synced.iter().map(|r| (*r, deploys(r))).collect();
         let Some((via, via_rel)) = synced_rel.iter().find(|(_, r)| deploys_release(r)) else {
             let unknowable = !synced_rel.is_empty()
-                && synced_rel.iter().all(|(_, r)| matches!(r, Relation::Unknown(_) | Relation::Unrelated));
+                && synced_rel
+                    .iter()
+                    .all(|(_, r)| matches!(r, Relation::Unknown(_) | Relation::Unrelated | Relation::NotRendered(_)));
             let seen =
                 synced_rel.iter().map(|(r, rel)| format!("{r} ({})", describe(rel))).collect::<Vec<_>>().join(", ");
             return ArgoState::Waiting {
@@ -220,7 +367,7 @@ pub(crate) fn argo_state(
         if let Some(op_rev) = &a.operation_revision {
             match deploys(op_rev) {
                 r if deploys_release(&r) => {}
-                Relation::Unknown(why) => {
+                Relation::Unknown(why) | Relation::NotRendered(why) => {
                     return ArgoState::Waiting {
                         why: format!("the last sync operation was for {op_rev}: {why}"),
                         unknowable: true,
@@ -267,15 +414,16 @@ pub(crate) fn argo_state(
 }
 
 /// The `argo` step's verdict for a final state: PASS only for a sync of
-/// this release with a merge commit to hold it to; NOT CHECKED when
-/// superseded; INCONCLUSIVE when the revisions cannot be placed (or no merge
+/// this release with a merge commit to hold it to; INCONCLUSIVE when
+/// superseded (never FAIL, never reverted); INCONCLUSIVE when the revisions cannot be placed (or no merge
 /// commit was given); FAIL when Argo CD is shown not to have deployed it.
 pub(crate) fn verdict(state: &ArgoState, merge_given: bool) -> crate::report::Verdict {
     use crate::report::Verdict;
     match state {
         ArgoState::Synced { .. } if merge_given => Verdict::Pass,
         ArgoState::Synced { .. } => Verdict::Inconclusive,
-        ArgoState::Superseded { .. } => Verdict::NotRun,
+        // Not this release's failure, and not its success either.
+        ArgoState::Superseded { .. } => Verdict::Inconclusive,
         ArgoState::Waiting { unknowable: true, .. } => Verdict::Inconclusive,
         ArgoState::Waiting { .. } => Verdict::Fail,
     }
@@ -286,6 +434,7 @@ fn describe(r: &Relation) -> String {
         Relation::Same => "the merge commit".into(),
         Relation::UnchangedDescendant => "a later commit, bundle unchanged".into(),
         Relation::ChangedDescendant(d) => format!("a later commit that changed the bundle: {d}"),
+        Relation::NotRendered(d) => d.clone(),
         Relation::Older => "an ancestor of the merge commit: Argo CD is behind".into(),
         Relation::Unrelated => "not on the merge commit's history".into(),
         Relation::Unknown(why) => why.clone(),

@@ -88,6 +88,11 @@ pub(crate) struct PodInfo {
     pub ready: bool,
     /// deletionTimestamp set: on its way out but still present.
     pub terminating: bool,
+    /// Ended for a failure reason, not by a deletion: the pod Failed
+    /// (evicted by the kubelet: `Evicted (The node was low on resource…)`),
+    /// or a container terminated with a non-zero exit (OOMKilled…).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended: Option<String>,
     pub restarts: u32,
     /// `container: Reason (message)` for waiting/terminated containers.
     pub waiting: Vec<String>,
@@ -870,6 +875,86 @@ pub(crate) fn check_identity(
 }
 
 pub(crate) const IDENTITY_COLUMNS: [&str; 5] = ["field", "digest of", "expected", "reported", "result"];
+
+/// One answer of the identity endpoint, `at_s` seconds into the watch
+/// (Err: why there was no answer).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct IdentitySample {
+    pub at_s: f64,
+    pub answer: Result<Value, String>,
+}
+
+/// The identity endpoint judged over every answer taken during the
+/// stability window, not one: a Service whose endpoints alternate between
+/// this release and another (a stale replica, a pod relabelled out of its
+/// ReplicaSet but still routed) answers right part of the time.
+#[derive(Debug, Clone)]
+pub(crate) struct IdentityOverTime {
+    /// The first wrong answer's findings (with the distribution as
+    /// evidence), or none when every answer was right.
+    pub diagnostics: Vec<Diagnostic>,
+    /// The table of the first wrong answer, else of the last answer.
+    pub rows: Vec<Vec<String>>,
+    /// How many answers reported each value of the first expected field
+    /// (`unanswered` for a request without an answer), in order of first sight.
+    pub distribution: Vec<(String, usize)>,
+    pub answered: usize,
+    pub asked: usize,
+}
+
+pub(crate) fn identity_over_time(
+    expect: &[IdentityExpectation],
+    registered_field: Option<&str>,
+    samples: &[IdentitySample],
+) -> IdentityOverTime {
+    let mut out = IdentityOverTime {
+        diagnostics: Vec::new(),
+        rows: Vec::new(),
+        distribution: Vec::new(),
+        answered: 0,
+        asked: samples.len(),
+    };
+    let mut wrong = 0usize;
+    let mut first_wrong_at = None;
+    for s in samples {
+        let key = match &s.answer {
+            Ok(body) => {
+                out.answered += 1;
+                let (diags, rows) = check_identity(expect, registered_field, body);
+                if !diags.is_empty() {
+                    wrong += 1;
+                    if out.diagnostics.is_empty() {
+                        out.diagnostics = diags;
+                        out.rows = rows;
+                        first_wrong_at = Some(s.at_s);
+                    }
+                } else if wrong == 0 {
+                    out.rows = rows;
+                }
+                let field = expect.first().map(|e| e.field.as_str()).or(registered_field).unwrap_or("");
+                json_path(body, field)
+                    .map(|g| g.as_str().map(String::from).unwrap_or_else(|| g.to_string()))
+                    .unwrap_or_else(|| "(missing)".into())
+            }
+            Err(_) => "unanswered".to_string(),
+        };
+        match out.distribution.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, n)) => *n += 1,
+            None => out.distribution.push((key, 1)),
+        }
+    }
+    if let (Some(first), Some(at)) = (out.diagnostics.first_mut(), first_wrong_at) {
+        let dist = out.distribution.iter().map(|(k, n)| format!("{k} ×{n}")).collect::<Vec<_>>().join(", ");
+        first.evidence.insert(
+            0,
+            format!(
+                "{wrong} of {} answer(s) over the window were wrong, the first at {at:.1}s; answers: {dist}",
+                out.answered
+            ),
+        );
+    }
+    out
+}
 
 // ---- downtime -------------------------------------------------------------------------------
 

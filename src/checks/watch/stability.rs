@@ -9,9 +9,13 @@
 //! feeds it what the cluster answered, and the property tests feed it
 //! generated timelines — the same code decides both.
 
+use std::collections::{BTreeMap, BTreeSet};
+
 use serde_json::json;
 
-use super::rollout::{evaluate_rollout, Expected, PodStanding, RolloutOutcome, ServiceState};
+use super::rollout::{
+    evaluate_rollout, ContainerRestarts, Expected, PodInfo, PodStanding, RolloutOutcome, ServiceState,
+};
 use crate::diag::Code;
 use crate::diag::Diagnostic;
 
@@ -23,39 +27,52 @@ pub(crate) fn default_window_s(readiness_period_s: Option<u32>, failure_threshol
     probe.saturating_mul(2).clamp(30, 600)
 }
 
-/// A container of the release that restarted during the window: BG508.
-fn restart_growth(exp: &Expected, before: &ServiceState, after: &ServiceState, window_s: f64) -> Vec<Diagnostic> {
-    let mut out = Vec::new();
-    for p in after.pods.iter().filter(|p| p.digest.as_deref() == Some(exp.digest.as_str())) {
-        // The same pod (by uid when known: a replacement with the same name
-        // starts from zero and is judged as a new pod).
-        let Some(b) =
-            before.pods.iter().find(|b| b.name == p.name && (b.uid.is_none() || p.uid.is_none() || b.uid == p.uid))
-        else {
-            continue;
-        };
-        for c in &p.containers {
-            let was = b.containers.iter().find(|x| x.name == c.name).map(|x| x.restarts).unwrap_or(0);
-            if c.restarts > was {
-                let last = match (&c.last_reason, c.last_exit_code) {
-                    (Some(r), Some(code)) => format!("{r}, exit {code}"),
-                    (Some(r), None) => r.clone(),
-                    (None, Some(code)) => format!("exit {code}"),
-                    (None, None) => "no termination recorded".into(),
-                };
-                let mut d = Diagnostic::new(
-                    Code::RestartStorm,
-                    format!("container {} of new pod {} restarted during the {:.0}s stability window: {was} → {} restarts (last: {last})", c.name, p.name, window_s, c.restarts),
-                )
-                .evidence(format!("pod {} ready={} phase={}", p.name, p.ready, p.phase));
-                if let Some(t) = &c.last_finished_at {
-                    d = d.evidence(format!("last termination finished at {t}"));
-                }
-                out.push(d.help("a pod that is Ready between restarts passes any one snapshot; read `kubectl logs --previous` and compare the probes with the measured load time (`bundlegate preflight`)"));
-            }
-        }
+/// A pod of the release as first seen in the window: its containers'
+/// restart counts then (zero for a pod created during the window: every
+/// restart it shows happened inside it), and whether it had already ended.
+#[derive(Debug, Clone)]
+struct Tracked {
+    restarts: BTreeMap<String, u32>,
+    ended_at_start: bool,
+}
+
+/// The key a pod is tracked by: its UID (a replacement with the same name
+/// is another pod), its name when the UID is unknown.
+fn key_of(p: &PodInfo) -> String {
+    p.uid.clone().map(|u| format!("uid:{u}")).unwrap_or_else(|| format!("name:{}", p.name))
+}
+
+fn restart_diagnostic(p: &PodInfo, c: &ContainerRestarts, was: u32, window_s: f64) -> Diagnostic {
+    let last = match (&c.last_reason, c.last_exit_code) {
+        (Some(r), Some(code)) => format!("{r}, exit {code}"),
+        (Some(r), None) => r.clone(),
+        (None, Some(code)) => format!("exit {code}"),
+        (None, None) => "no termination recorded".into(),
+    };
+    let mut d = Diagnostic::new(
+        Code::RestartStorm,
+        format!(
+            "container {} of new pod {} restarted during the {:.0}s stability window: {was} → {} restarts (last: {last})",
+            c.name, p.name, window_s, c.restarts
+        ),
+    )
+    .evidence(format!("pod {} ready={} phase={}", p.name, p.ready, p.phase));
+    if let Some(t) = &c.last_finished_at {
+        d = d.evidence(format!("last termination finished at {t}"));
     }
-    out
+    d.help("a pod that is Ready between restarts passes any one snapshot; read `kubectl logs --previous` and compare the probes with the measured load time (`bundlegate preflight`)")
+}
+
+/// A pod of the release that ended for a failure reason during the window
+/// (evicted by the kubelet, Failed, a container killed): it counts like a
+/// restart, because the ReplicaSet's replacement starts from zero restarts.
+fn ended_diagnostic(p: &PodInfo, why: &str, window_s: f64) -> Diagnostic {
+    Diagnostic::new(
+        Code::RestartStorm,
+        format!("pod {} of the release ended during the {window_s:.0}s stability window: {why}", p.name),
+    )
+    .evidence(format!("pod {} phase={} ready={}", p.name, p.phase, p.ready))
+    .help("a pod the kubelet evicts (ephemeral-storage limit, memory pressure) or that fails is replaced by a fresh one with no restarts, so restart counts never show it; set requests/limits for memory and ephemeral-storage to what the server uses (a node drain or `kubectl rollout restart` deletes pods gracefully and is not counted)")
 }
 
 /// What the watch decided about the rollout.
@@ -81,11 +98,24 @@ pub(crate) struct RolloutWatch {
     storm: Vec<Diagnostic>,
     /// Reads inside the window where readiness had dropped (no restart).
     dips: usize,
+    /// Every pod of the release seen since the window started.
+    seen: BTreeMap<String, Tracked>,
+    /// (pod key, container or "" for the pod) already reported.
+    reported: BTreeSet<(String, String)>,
 }
 
 impl RolloutWatch {
     pub(crate) fn new(exp: Expected, window_s: f64) -> Self {
-        RolloutWatch { exp, window_s: window_s.max(0.0), baseline: None, last: None, storm: Vec::new(), dips: 0 }
+        RolloutWatch {
+            exp,
+            window_s: window_s.max(0.0),
+            baseline: None,
+            last: None,
+            storm: Vec::new(),
+            dips: 0,
+            seen: BTreeMap::new(),
+            reported: BTreeSet::new(),
+        }
     }
 
     /// One read of the release at `at_s` seconds. Returns true when nothing
@@ -106,16 +136,56 @@ impl RolloutWatch {
         // deadline, and never fails the release).
         match &self.baseline {
             None if complete => {
+                for p in self.release_pods(&st) {
+                    let t = Tracked {
+                        restarts: p.containers.iter().map(|c| (c.name.clone(), c.restarts)).collect(),
+                        ended_at_start: p.ended.is_some(),
+                    };
+                    self.seen.insert(key_of(p), t);
+                }
                 self.baseline = Some((at_s, st));
                 self.window_s == 0.0 && settled
             }
             None => false,
-            Some((t0, base)) => {
-                self.storm = restart_growth(&self.exp, base, &st, self.window_s);
+            Some((t0, _)) => {
+                let t0 = *t0;
+                self.track(&st);
                 if !complete {
                     self.dips += 1;
                 }
                 !self.storm.is_empty() || (at_s - t0 >= self.window_s && settled)
+            }
+        }
+    }
+
+    fn release_pods<'s>(&self, st: &'s ServiceState) -> Vec<&'s PodInfo> {
+        st.pods.iter().filter(|p| p.digest.as_deref() == Some(self.exp.digest.as_str())).collect()
+    }
+
+    /// One read inside the window: every pod of the release, by UID,
+    /// whether it was there when the window started or appeared since. A
+    /// restart count that grew, or an end for a failure reason (not a
+    /// deletion: a drain or a rollout restart deletes pods gracefully), is
+    /// reported once per pod and container.
+    fn track(&mut self, st: &ServiceState) {
+        let window_s = self.window_s;
+        for p in self.release_pods(st) {
+            let key = key_of(p);
+            let t = self
+                .seen
+                .entry(key.clone())
+                .or_insert_with(|| Tracked { restarts: BTreeMap::new(), ended_at_start: false })
+                .clone();
+            for c in &p.containers {
+                let was = t.restarts.get(&c.name).copied().unwrap_or(0);
+                if c.restarts > was && self.reported.insert((key.clone(), c.name.clone())) {
+                    self.storm.push(restart_diagnostic(p, c, was, window_s));
+                }
+            }
+            if let Some(why) = p.ended.as_deref().filter(|_| !p.terminating && !t.ended_at_start) {
+                if self.reported.insert((key.clone(), String::new())) {
+                    self.storm.push(ended_diagnostic(p, why, window_s));
+                }
             }
         }
     }
@@ -175,7 +245,7 @@ fn ready_of(exp: &Expected, st: &ServiceState) -> usize {
 
 #[cfg(test)]
 mod tests {
-    use super::super::rollout::{ContainerRestarts, ModelSource, PodInfo};
+    use super::super::rollout::ModelSource;
     use super::*;
 
     fn exp() -> Expected {
@@ -294,16 +364,59 @@ mod tests {
     }
 
     #[test]
-    fn a_replacement_of_the_same_name_starts_its_own_count() {
-        // The old `new` pod (uid a) was replaced by uid b that restarted
-        // once while loading: judged as a new pod, not as restarts in the
-        // window.
+    fn a_replacement_of_the_same_name_is_its_own_pod() {
+        // The `new` pod (uid a) was deleted and replaced by uid b with the
+        // same name (a drain, a rollout restart): graceful, so it passes…
         let reads: Vec<_> = std::iter::once((0.0, new_pod("a", true, 0)))
-            .chain((1..=5).map(|i| (f64::from(i) * 2.0, new_pod("b", true, 1))))
+            .chain((1..=5).map(|i| (f64::from(i) * 2.0, new_pod("b", true, 0))))
             .collect();
         let (_, v, _) = run(10.0, &reads);
         assert!(!codes(&v).contains(&Code::RestartStorm), "{:?}", codes(&v));
         assert!(v.complete);
+        // …but b was created inside the window, so a restart it shows
+        // happened inside it too: counted from zero, not from a's count.
+        let reads: Vec<_> = std::iter::once((0.0, new_pod("a", true, 3)))
+            .chain((1..=5).map(|i| (f64::from(i) * 2.0, new_pod("b", true, 1))))
+            .collect();
+        let (_, v, _) = run(10.0, &reads);
+        assert!(codes(&v).contains(&Code::RestartStorm) && !v.complete, "{:?}", codes(&v));
+        let msg = &v.outcome.diagnostics.iter().find(|d| d.code == Code::RestartStorm).unwrap().message;
+        assert!(msg.contains("0 → 1"), "{msg}");
+    }
+
+    /// A pod the kubelet evicts is replaced by a fresh one with no
+    /// restarts: only its end shows it, and that end is a failure; the
+    /// same pod deleted (terminating) is not.
+    #[test]
+    fn an_eviction_inside_the_window_fails_and_a_deletion_does_not() {
+        let evicted = |uid: &str| {
+            let mut st = new_pod(uid, false, 0);
+            st.pods[0].phase = "Failed".into();
+            st.pods[0].ended = Some("Evicted (The node was low on resource: ephemeral-storage.)".into());
+            st
+        };
+        let mut with_replacement = evicted("a");
+        with_replacement.pods.extend(new_pod("b", true, 0).pods);
+        let reads = vec![(0.0, new_pod("a", true, 0)), (2.0, with_replacement.clone()), (4.0, with_replacement)];
+        let (_, v, _) = run(10.0, &reads);
+        assert!(!v.complete);
+        let d = v.outcome.diagnostics.iter().find(|d| d.code == Code::RestartStorm).expect("the eviction is reported");
+        assert!(d.message.contains("pod new of the release ended") && d.message.contains("Evicted"), "{}", d.message);
+        // Deleted: the container ends on purpose.
+        let mut deleted = evicted("a");
+        deleted.pods[0].terminating = true;
+        deleted.pods.extend(new_pod("b", true, 0).pods);
+        let reads: Vec<_> = std::iter::once((0.0, new_pod("a", true, 0)))
+            .chain((1..=6).map(|i| (f64::from(i) * 2.0, deleted.clone())))
+            .collect();
+        let (_, v, _) = run(10.0, &reads);
+        assert!(!codes(&v).contains(&Code::RestartStorm), "{:?}", codes(&v));
+        // Already ended when the window started: not inside it.
+        let mut before = evicted("a");
+        before.pods.extend(new_pod("b", true, 0).pods);
+        let reads: Vec<_> = (0..=6).map(|i| (f64::from(i) * 2.0, before.clone())).collect();
+        let (_, v, _) = run(10.0, &reads);
+        assert!(!codes(&v).contains(&Code::RestartStorm), "{:?}", codes(&v));
     }
 
     #[test]
