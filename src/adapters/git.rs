@@ -742,12 +742,13 @@ fn rendered_paths(watched: &Path, sources: &[AppSource]) -> Vec<PathBuf> {
 /// release digest of every bundle the Application's sources render (their
 /// `path` and plugin `bundle` parameter, links followed).
 pub(crate) fn history(bundle: &Path, merge: &str, revisions: &[String], sources: &[AppSource]) -> History {
-    let unknown_facts =
-        |why: &str| RevisionFacts { ancestry: Ancestry::Unknown(why.to_string()), rendered: Vec::new(), hydrated_from: None };
-    let unknown = |why: String| History {
-        merge: unknown_facts(&why),
-        revisions: revisions.iter().map(|r| (r.clone(), unknown_facts(&why))).collect(),
+    let unknown_facts = |why: &str| RevisionFacts {
+        ancestry: Ancestry::Unknown(why.to_string()),
+        rendered: Vec::new(),
+        hydrated_from: None,
     };
+    let unknown =
+        |why: String| History { revisions: revisions.iter().map(|r| (r.clone(), unknown_facts(&why))).collect() };
     let dir = bundle.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let Ok(r) = Repository::discover(dir) else {
         return unknown(format!("no git repository around {}", bundle.display()));
@@ -807,7 +808,7 @@ pub(crate) fn history(bundle: &Path, merge: &str, revisions: &[String], sources:
             None => plain(&c, rev),
         }
     };
-    History { merge: plain(&m, merge), revisions: revisions.iter().map(|rev| (rev.clone(), facts_of(rev))).collect() }
+    History { revisions: revisions.iter().map(|rev| (rev.clone(), facts_of(rev))).collect() }
 }
 
 /// What the Application's sources (none known: the watched file `rel`)
@@ -820,13 +821,14 @@ pub(crate) fn rendered_on_branch(
     sources: &[AppSource],
     remote: &str,
     branch: &str,
-) -> std::result::Result<(String, Vec<(String, std::result::Result<String, String>)>), String> {
+) -> std::result::Result<(String, Vec<Rendered>), String> {
     let paths = rendered_paths(rel, sources);
     for name in [format!("refs/remotes/{remote}/{branch}"), format!("refs/heads/{branch}"), "HEAD".to_string()] {
         if let Ok(c) = r.revparse_single(&name).and_then(|o| o.peel_to_commit()) {
-            return Ok((name, paths.iter().map(|p| (p.display().to_string(), digest_at(r, &c, p))).collect()));
+            let files =
+                paths.iter().map(|p| Rendered { path: p.display().to_string(), digest: digest_at(r, &c, p) }).collect();
+            return Ok((name, files));
         }
     }
     Err(format!("neither {remote}/{branch}, {branch} nor HEAD resolves"))
 }
-

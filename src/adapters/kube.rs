@@ -325,7 +325,12 @@ fn failure_end(p: &Pod) -> Option<String> {
     status.init_container_statuses.iter().flatten().chain(status.container_statuses.iter().flatten()).find_map(|cs| {
         let t = cs.state.as_ref()?.terminated.as_ref()?;
         (t.exit_code != 0).then(|| {
-            format!("container {} terminated: {} (exit {})", cs.name, t.reason.as_deref().unwrap_or("Error"), t.exit_code)
+            format!(
+                "container {} terminated: {} (exit {})",
+                cs.name,
+                t.reason.as_deref().unwrap_or("Error"),
+                t.exit_code
+            )
         })
     })
 }

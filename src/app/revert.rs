@@ -7,13 +7,13 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use serde_json::json;
 
-use crate::checks::watch::argo::AppSource;
 use crate::adapters::git;
 use crate::adapters::github::PullOutcome;
 use crate::app::ctx::Ctx;
 use crate::bundle::Loaded;
 use crate::checks::revert as rv;
 use crate::checks::rollback::Unusable;
+use crate::checks::watch::argo::AppSource;
 use crate::diag::Diagnostic;
 use crate::diag::Overrides;
 use crate::options::{RevertOptions, VerifyOptions};
@@ -173,18 +173,23 @@ fn moved_on(
     target: &str,
 ) -> Option<StepReport> {
     let why = match git::rendered_on_branch(repo, rel, sources, &args.remote, base(args)) {
-        Ok((_, files)) if files.iter().any(|(_, d)| d.as_deref() == Ok(l.digest.as_str())) => return None,
-        Ok((at, files)) if files.is_empty() => format!("refused: on {at} no source of the Application is rendered by bundlegate; a human decides"),
+        Ok((_, files)) if files.iter().any(|f| f.digest.as_deref() == Ok(l.digest.as_str())) => return None,
+        Ok((at, files)) if files.is_empty() => {
+            format!("refused: on {at} no source of the Application is rendered by bundlegate; a human decides")
+        }
         Ok((at, files)) => {
             let what = files
                 .iter()
-                .map(|(p, d)| match d {
-                    Ok(d) => format!("{p} is release {d}"),
-                    Err(e) => format!("{p}: {e}"),
+                .map(|f| match &f.digest {
+                    Ok(d) => format!("{} is release {d}", f.path),
+                    Err(e) => format!("{}: {e}", f.path),
                 })
                 .collect::<Vec<_>>()
                 .join("; ");
-            format!("refused: on {at} {what} now, not {} whose evidence failed; reverting would undo the later release", l.digest)
+            format!(
+                "refused: on {at} {what} now, not {} whose evidence failed; reverting would undo the later release",
+                l.digest
+            )
         }
         Err(e) => format!("refused: the bundle on {} cannot be read ({e}); a human decides", base(args)),
     };

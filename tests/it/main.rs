@@ -34,5 +34,6 @@ mod toolchain;
 mod verify;
 mod verify_files;
 mod watch;
+mod watch_later;
 mod watch_lib;
 mod watch_truth;

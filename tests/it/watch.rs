@@ -264,14 +264,14 @@ pub(crate) fn objects(new: &str, dep: Value, pods: Vec<Value>, events: Vec<Value
 // ---------------------------------------------------------------------------
 // The model service: a real local server answering /health/ready and /model
 
-struct ModelService {
+pub(crate) struct ModelService {
     server: Option<Server>,
     port: u16,
     identity: Arc<Mutex<Value>>,
 }
 
 impl ModelService {
-    fn start(identity: Value) -> ModelService {
+    pub(crate) fn start(identity: Value) -> ModelService {
         let identity = Arc::new(Mutex::new(identity));
         let mut m = ModelService { server: None, port: 0, identity };
         m.up();
@@ -295,7 +295,7 @@ impl ModelService {
             s.stop();
         }
     }
-    fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         format!("http://127.0.0.1:{}", self.port)
     }
 }
@@ -309,6 +309,10 @@ pub(crate) fn identity_ok(release: &str) -> Value {
 
 /// A temp git repository holding the bundle, so the merge commit (and its
 /// time) is real: committed at 2026-01-01T10:00:00Z.
+/// Where the Workspace keeps the bundle: the folder the Application's
+/// `spec.source.path` names (`llm-scratch/v2`), as Argo CD renders it.
+pub(crate) const BUNDLE: &str = "llm-scratch/v2/release.yaml";
+
 pub(crate) struct Workspace {
     /// The commit before the merge (an ancestor: Argo CD behind).
     pub(crate) prev: String,
@@ -342,11 +346,12 @@ impl Workspace {
         git(dir.path(), &["add", "README.md"]);
         git(dir.path(), &["commit", "-q", "-m", "the repository before the release"]);
         let prev = git(dir.path(), &["rev-parse", "HEAD"]);
-        std::fs::copy(fixture("release.yaml"), dir.path().join("release.yaml")).unwrap();
-        git(dir.path(), &["add", "release.yaml"]);
+        std::fs::create_dir_all(dir.path().join("llm-scratch/v2")).unwrap();
+        std::fs::copy(fixture("release.yaml"), dir.path().join(BUNDLE)).unwrap();
+        git(dir.path(), &["add", BUNDLE]);
         git(dir.path(), &["commit", "-q", "-m", "release llm-scratch v2"]);
         let sha = git(dir.path(), &["rev-parse", "HEAD"]);
-        let d = run_in(dir.path(), &["digest", "release.yaml", "--format", "json"], &[]);
+        let d = run_in(dir.path(), &["digest", BUNDLE, "--format", "json"], &[]);
         let digest = d.json()["steps"][0]["data"]["releaseDigest"].as_str().unwrap().to_string();
         Workspace { dir, sha, prev, digest }
     }
@@ -359,9 +364,9 @@ impl Workspace {
         git(p, &["checkout", "-q", "main"]);
         match bundle_change {
             Some((from, to)) => {
-                let text = std::fs::read_to_string(p.join("release.yaml")).unwrap();
+                let text = std::fs::read_to_string(p.join(BUNDLE)).unwrap();
                 assert!(text.contains(from), "{from} not in the bundle");
-                std::fs::write(p.join("release.yaml"), text.replacen(from, to, 1)).unwrap();
+                std::fs::write(p.join(BUNDLE), text.replacen(from, to, 1)).unwrap();
                 git(p, &["commit", "-q", "-am", "change llm-scratch"]);
             }
             None => {
@@ -386,7 +391,7 @@ impl Workspace {
 
 pub(crate) fn run_watch(ws: &Workspace, frames: Vec<Frame>, extra: &[&str]) -> (Out, standin::Cluster) {
     let cluster = standin::Cluster::start(frames, ws.path());
-    let mut args = vec!["watch", "release.yaml", "--app", NAME, "--revision", &ws.sha, "--format", "json"];
+    let mut args = vec!["watch", BUNDLE, "--app", NAME, "--revision", &ws.sha, "--format", "json"];
     // A short stability window unless the test sets its own: every PASS
     // here is still held over several reads.
     if !extra.contains(&"--stable-for") {
@@ -759,7 +764,7 @@ fn watch_measures_downtime_when_the_service_stops() {
         ws.path(),
         &[
             "watch",
-            "release.yaml",
+            BUNDLE,
             "--app",
             NAME,
             "--revision",
@@ -842,7 +847,7 @@ fn watch_unreachable_cluster_is_an_error_not_a_pass() {
     let kc = plain_kubeconfig(dir, port);
     let out = run_in(
         dir,
-        &["watch", "release.yaml", "--app", NAME, "--revision", &ws.sha, "--timeout", "1s", "--format", "json"],
+        &["watch", BUNDLE, "--app", NAME, "--revision", &ws.sha, "--timeout", "1s", "--format", "json"],
         &[("KUBECONFIG", kc.to_str().unwrap()), ("BUNDLEGATE_WATCH_POLL", "200ms")],
     );
     assert_eq!(out.code, 2, "{}", out.stdout);
@@ -868,7 +873,7 @@ fn watch_fault(fault: Reply, timeout: &str) -> (Out, usize) {
     let kc = plain_kubeconfig(ws.path(), server.port);
     let out = run_in(
         ws.path(),
-        &["watch", "release.yaml", "--app", NAME, "--revision", &ws.sha, "--timeout", timeout, "--format", "json"],
+        &["watch", BUNDLE, "--app", NAME, "--revision", &ws.sha, "--timeout", timeout, "--format", "json"],
         &[("KUBECONFIG", kc.to_str().unwrap()), ("BUNDLEGATE_WATCH_POLL", "200ms"), ("BUNDLEGATE_KUBE_TIMEOUT", "1s")],
     );
     let n = *hits.lock().unwrap();
@@ -1391,11 +1396,11 @@ fn revert_ignores_failures_older_than_max_age() {
 /// Synced/Healthy and `get isvc`, its conditions, the API and `get deploy` read
 /// green, with a GitHub stand-in.
 pub(crate) struct CrashloopMerge {
-    g: GitRemote,
-    gh: pulls::Pulls,
-    w: PathBuf,
-    sha: String,
-    cluster: standin::Cluster,
+    pub(crate) g: GitRemote,
+    pub(crate) gh: pulls::Pulls,
+    pub(crate) w: PathBuf,
+    pub(crate) sha: String,
+    pub(crate) cluster: standin::Cluster,
 }
 
 fn crashloop_merge() -> CrashloopMerge {
@@ -1677,7 +1682,7 @@ fn pipeline_watch_passes_and_revert_has_nothing_to_do() {
     let kc = cluster.kubeconfig.to_string_lossy().to_string();
     let out = run_in(
         ws.path(),
-        &["run", p.to_str().unwrap(), "--bundle", "release.yaml", "--format", "json"],
+        &["run", p.to_str().unwrap(), "--bundle", BUNDLE, "--format", "json"],
         &[("KUBECONFIG", &kc), ("BUNDLEGATE_WATCH_POLL", "150ms"), ("GITHUB_SHA", "")],
     );
     assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
@@ -1704,7 +1709,7 @@ fn pipeline_watch_without_a_cluster_is_never_pass_and_never_reverts() {
     let kc = plain_kubeconfig(tmp.path(), 9);
     let out = run_in(
         ws.path(),
-        &["run", p.to_str().unwrap(), "--bundle", "release.yaml", "--format", "json"],
+        &["run", p.to_str().unwrap(), "--bundle", BUNDLE, "--format", "json"],
         &[("KUBECONFIG", kc.to_str().unwrap()), ("BUNDLEGATE_WATCH_POLL", "150ms")],
     );
     assert_ne!(out.code, 0, "{}", out.stdout);

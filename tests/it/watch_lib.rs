@@ -55,9 +55,10 @@ fn lib_watch_evicted_old_pod_is_history_and_passes() {
         objects: finished_with(&d, V2_URI, vec![evicted(OLD_POD, OLD, V1_URI)]),
     }];
     let (ctx, standin) = ctx_over(frames, EnvSnapshot::default());
-    let r =
-        app::on_bundles("watch", &[&ws.path().join("release.yaml")], |l| watch::run(&ctx, l, &options(&ws.sha, "5s")))
-            .unwrap();
+    let r = app::on_bundles("watch", &[&ws.path().join(crate::watch::BUNDLE)], |l| {
+        watch::run(&ctx, l, &options(&ws.sha, "5s"))
+    })
+    .unwrap();
     let v = json_of(&r);
     assert_eq!(r.verdict, Verdict::Pass, "{v:#}");
     assert_eq!(step(&v, "rollout")["verdict"], "pass", "{v:#}");
@@ -83,9 +84,10 @@ fn lib_watch_crashloop_of_the_new_release_fails_bg501() {
         objects: objects(&d, green_deployment(), vec![pod(PodSpec::ready(OLD_POD, OLD, V1_URI)), pod(crash)], vec![]),
     }];
     let (ctx, standin) = ctx_over(frames, EnvSnapshot::default());
-    let r =
-        app::on_bundles("watch", &[&ws.path().join("release.yaml")], |l| watch::run(&ctx, l, &options(&ws.sha, "1s")))
-            .unwrap();
+    let r = app::on_bundles("watch", &[&ws.path().join(crate::watch::BUNDLE)], |l| {
+        watch::run(&ctx, l, &options(&ws.sha, "1s"))
+    })
+    .unwrap();
     let v = json_of(&r);
     assert_eq!(r.verdict, Verdict::Fail, "{v:#}");
     assert_eq!(step(&v, "argo")["verdict"], "pass", "{v:#}");
@@ -109,7 +111,7 @@ fn lib_watch_unreachable_cluster_is_an_error_never_a_pass() {
         kube::Client::new(refused, "ai-lab")
     };
     let ctx = ctx.with_kube(client, "unreachable");
-    let r = app::on_bundles("watch", &[&ws.path().join("release.yaml")], |l| {
+    let r = app::on_bundles("watch", &[&ws.path().join(crate::watch::BUNDLE)], |l| {
         watch::run(&ctx, l, &options(&ws.sha, "300ms"))
     })
     .unwrap();
@@ -131,7 +133,7 @@ fn lib_revert_age_is_judged_by_the_context_clock() {
         max_age: HumanDuration::parse("1h").unwrap(),
         ..Default::default()
     };
-    let bundle = ws.path().join("release.yaml");
+    let bundle = ws.path().join(crate::watch::BUNDLE);
     let at = |now| Ctx::new(EnvSnapshot::default()).with_clock(move || now);
     // Two hours later by the injected clock: history, not an incident.
     let r = app::on_bundles("revert", &[&bundle], |l| {

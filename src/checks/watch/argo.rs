@@ -188,10 +188,9 @@ pub(crate) struct RevisionFacts {
     pub hydrated_from: Option<(String, Box<RevisionFacts>)>,
 }
 
-/// What the adapter read: at the merge commit, and at each reported revision.
+/// What the adapter read at each reported revision.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct History {
-    pub merge: RevisionFacts,
     pub revisions: BTreeMap<String, RevisionFacts>,
 }
 
@@ -213,12 +212,12 @@ fn rendered_text(f: &RevisionFacts) -> String {
 /// How `rev` relates to this release (`release`: its digest). Argo CD
 /// deploys what the Application's sources render at the synced revision,
 /// so that, not the file the watch was given, decides: the same release
-/// digest at the merge commit or a descendant deploys it; another one at a
-/// descendant supersedes it (when the merge commit itself rendered it);
-/// a hydrated commit stands for its dry SHA.
-pub(crate) fn relation_from(rev: &str, f: &RevisionFacts, merge: &RevisionFacts, release: &str) -> Relation {
+/// digest at the merge commit or a descendant deploys it; another one (or
+/// none: the folder was removed) at a descendant supersedes it; a hydrated
+/// commit stands for its dry SHA.
+pub(crate) fn relation_from(rev: &str, f: &RevisionFacts, release: &str) -> Relation {
     if let Some((_, dry)) = &f.hydrated_from {
-        return relation_from(rev, dry, merge, release);
+        return relation_from(rev, dry, release);
     }
     let nothing = || {
         Relation::Unknown(format!(
@@ -237,12 +236,6 @@ pub(crate) fn relation_from(rev: &str, f: &RevisionFacts, merge: &RevisionFacts,
             "at the merge commit the Application renders {}, not release {release}",
             rendered_text(f)
         )),
-        Ancestry::Descendant if !merge.rendered.is_empty() && !renders(merge, release) => {
-            Relation::NotRendered(format!(
-                "the Application did not render this release at the merge commit either ({})",
-                rendered_text(merge)
-            ))
-        }
         Ancestry::Descendant => {
             Relation::ChangedDescendant(format!("{} changed the release: {}", short(rev), rendered_text(f)))
         }
@@ -251,7 +244,7 @@ pub(crate) fn relation_from(rev: &str, f: &RevisionFacts, merge: &RevisionFacts,
 
 /// Every reported revision's relation to this release.
 pub(crate) fn lineage_from(h: &History, release: &str) -> Lineage {
-    h.revisions.iter().map(|(rev, f)| (rev.clone(), relation_from(rev, f, &h.merge, release))).collect()
+    h.revisions.iter().map(|(rev, f)| (rev.clone(), relation_from(rev, f, release))).collect()
 }
 
 fn short(rev: &str) -> &str {
