@@ -832,3 +832,7 @@ pub(crate) fn rendered_on_branch(
     }
     Err(format!("neither {remote}/{branch}, {branch} nor HEAD resolves"))
 }
+
+#[cfg(test)]
+#[path = "git_history_props.rs"]
+mod history_props;

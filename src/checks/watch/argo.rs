@@ -267,17 +267,19 @@ pub(crate) fn parse_time(s: &str) -> Option<DateTime<Utc>> {
     DateTime::parse_from_rfc3339(s).ok().map(|t| t.with_timezone(&Utc))
 }
 
-/// The relation of `rev` to the merge commit: equality needs no repository;
-/// anything else comes from the lineage the adapter read.
+/// The relation of `rev` to the merge commit: from the lineage the adapter
+/// read; equality with the merge commit needs no repository when it was not
+/// looked up.
 fn relation_of(rev: &str, merge: &str, lineage: &Lineage) -> Relation {
+    // What the repository says about the merge commit itself (the
+    // Application may not render this release there) comes first.
+    if let Some((_, r)) = lineage.iter().find(|(k, _)| same_revision(k, rev)) {
+        return r.clone();
+    }
     if same_revision(rev, merge) {
         return Relation::Same;
     }
-    lineage
-        .iter()
-        .find(|(k, _)| same_revision(k, rev))
-        .map(|(_, r)| r.clone())
-        .unwrap_or_else(|| Relation::Unknown(format!("{rev} was not looked up in the local repository")))
+    Relation::Unknown(format!("{rev} was not looked up in the local repository"))
 }
 
 fn deploys_release(r: &Relation) -> bool {

@@ -15,3 +15,5 @@ pub(crate) mod stability;
 
 #[cfg(test)]
 mod props;
+#[cfg(test)]
+mod props_lifetimes;
