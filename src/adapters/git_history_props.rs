@@ -189,7 +189,7 @@ proptest! {
         let tmp = tempfile::tempdir().unwrap();
         let (merge, synced, watched, app, rendered) = build(tmp.path(), &l);
         let release = digest(1);
-        let h = super::history(&watched, &merge, &[synced.clone()], &app.sources);
+        let h = super::history(&watched, &merge, std::slice::from_ref(&synced), &app.sources);
         let lineage = argo::lineage_from(&h, &release);
         let state = argo::argo_state(Some(&app), Some(&merge), &lineage, None);
         let verdict = argo::verdict(&state, true);
