@@ -49,8 +49,8 @@ pub(crate) fn parse_manifest(name: &str, text: &str) -> Result<PodManifest> {
     if text.len() > MAX_MANIFEST_BYTES {
         bail!("{name} is larger than {MAX_MANIFEST_BYTES} bytes");
     }
-    let m: PodManifest =
-        serde_json::from_str(text).with_context(|| format!("{name} is not the artifact list bundlegate renders"))?;
+    let m: PodManifest = crate::yaml_guard::json_from_str(name, text, &crate::yaml_guard::Limits::WRITTEN)
+        .with_context(|| format!("{name} is not the artifact list bundlegate renders"))?;
     if m.artifacts.is_empty() {
         bail!("{name} lists no artifacts: nothing could be verified");
     }
