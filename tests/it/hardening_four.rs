@@ -82,3 +82,119 @@ fn a_lone_carriage_return_is_refused_in_pipeline_config_and_golden_set() {
         "{summary}"
     );
 }
+
+/// Run the binary in `dir` with stdout (or stderr) bound to `to`.
+fn run_into(dir: &std::path::Path, args: &[&str], env: &[(&str, &str)], to: std::process::Stdio, stderr: bool) -> Out {
+    let mut c = std::process::Command::new(bin());
+    c.args(args).current_dir(dir).env_remove("RUST_LOG").env("NO_COLOR", "1");
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    if stderr {
+        c.stderr(to).stdout(std::process::Stdio::piped());
+    } else {
+        c.stdout(to).stderr(std::process::Stdio::piped());
+    }
+    let o = c.output().expect("run bundlegate");
+    Out {
+        code: o.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+    }
+}
+
+fn dev_full() -> std::process::Stdio {
+    std::fs::OpenOptions::new().write(true).open("/dev/full").expect("/dev/full (Linux)").into()
+}
+
+/// What the CMP server hands to `generate` for the example Application.
+const ARGO_ENV: &[(&str, &str)] = &[
+    ("ARGOCD_APP_NAME", "llm-scratch"),
+    ("ARGOCD_APP_NAMESPACE", "argocd"),
+    ("ARGOCD_APP_PROJECT_NAME", "default"),
+    ("ARGOCD_APP_REVISION", "4f1c2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c"),
+    ("ARGOCD_APP_REVISION_SHORT", "4f1c2d3"),
+    ("ARGOCD_APP_SOURCE_PATH", "llm-scratch/v2"),
+    ("ARGOCD_APP_SOURCE_REPO_URL", "https://github.com/example/models.git"),
+    ("ARGOCD_APP_SOURCE_TARGET_REVISION", "main"),
+    ("KUBE_VERSION", "1.33"),
+];
+
+/// Every command that prints a report or manifests, with stdout on a full
+/// disk: exit 2 and why on stderr, never 0 with nothing written (Argo CD
+/// would apply an empty render).
+#[test]
+fn a_report_that_cannot_be_written_is_exit_2() {
+    let ex = Example::new();
+    let v2 = ex.v2();
+    let v2 = v2.to_str().unwrap();
+    let source = ex.path().join("llm-scratch/v2");
+    type Case<'a> = (Vec<&'a str>, &'a std::path::Path, &'a [(&'a str, &'a str)]);
+    let cases: Vec<Case> = vec![
+        (vec!["render", v2], ex.path(), &[]),
+        (vec!["lint", v2, "--format", "json"], ex.path(), &[]),
+        (vec!["lint", v2, "--format", "markdown"], ex.path(), &[]),
+        (vec!["digest", v2], ex.path(), &[]),
+        (vec!["codes", "--format", "markdown"], ex.path(), &[]),
+        (vec!["argocd", "generate"], &source, ARGO_ENV),
+    ];
+    for (args, dir, env) in cases {
+        let ok = run_in(dir, &args, env);
+        assert!(ok.code != 2 && !ok.stdout.is_empty(), "{args:?} runs: {}\n{}", ok.stdout, ok.stderr);
+        let out = run_into(dir, &args, env, dev_full(), false);
+        assert_eq!(out.code, 2, "{args:?}: {}", out.stderr);
+        assert!(out.stderr.contains("cannot write the report to standard output"), "{args:?}: {}", out.stderr);
+        assert!(out.stderr.contains("No space left on device"), "{args:?}: {}", out.stderr);
+    }
+}
+
+/// A reader that went away (`| head`) ends the write quietly: the exit code
+/// is the report's own, stderr says nothing of it.
+#[test]
+fn a_reader_that_went_away_ends_the_report_quietly() {
+    let ex = Example::new();
+    let v2 = ex.v2();
+    let ok = ex.run(&["lint", v2.to_str().unwrap()]);
+    let (read, write) = std::io::pipe().unwrap();
+    drop(read);
+    let out = run_into(ex.path(), &["lint", v2.to_str().unwrap()], &[], write.into(), false);
+    assert_eq!(out.code, ok.code, "{}", out.stderr);
+    assert!(!out.stderr.contains("cannot write"), "{}", out.stderr);
+}
+
+/// A failure's message on stderr that cannot be written is exit 2 too (it
+/// was 2 already), and a failing stderr never turns a refusal into a pass.
+#[test]
+fn stderr_on_a_full_disk_never_turns_a_refusal_into_a_pass() {
+    let ex = Example::new();
+    let missing = ex.path().join("nothing-here/release.yaml");
+    let out = run_into(ex.path(), &["lint", missing.to_str().unwrap()], &[], dev_full(), true);
+    assert_eq!(out.code, 2, "{}", out.stdout);
+}
+
+/// The in-pod verifier's log is its record of the check: with stderr on a
+/// full disk it exits 2 naming why (it panicked before, exit 101).
+#[test]
+fn the_pod_verifier_with_a_full_stderr_is_exit_2() {
+    let ex = Example::new();
+    let root = ex.store("v2");
+    std::fs::remove_file(root.join("tokenizer.json")).unwrap();
+    let m = crate::verify_files::manifest(&ex);
+    let term = ex.path().join("termination-log");
+    let marker = ex.path().join("verified");
+    let args = [
+        "verify-files",
+        "--format",
+        "json",
+        "--root",
+        root.to_str().unwrap(),
+        "--termination-log",
+        term.to_str().unwrap(),
+        "--marker",
+        marker.to_str().unwrap(),
+    ];
+    let out = run_into(ex.path(), &args, &[("BUNDLEGATE_ARTIFACTS", &m)], dev_full(), true);
+    assert_eq!(out.code, 2, "{}", out.stdout);
+    assert!(out.stdout.contains("cannot write the verifier's log to standard error"), "{}", out.stdout);
+    assert!(!marker.exists(), "a failed check leaves no marker");
+}
