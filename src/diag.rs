@@ -186,7 +186,7 @@ codes! {
     AuditCacheRebuilt => ("BG601", "audit-cache-rebuilt", "audit", Warning,
         "The audit cache was corrupt, foreign (another schema or another bundle's) or unreadable, so nothing in it was trusted: every object was re-hashed. The audit is still complete; it only cost the bytes."),
     ShardCoverageIncomplete => ("BG602", "shard-coverage-incomplete", "audit", Error,
-        "Merged shard reports must cover one tree state exactly once: a missing shard, a shard counted twice, or shards of different trees or commits leave bundles unaudited or audited against another state, so the merged audit is INCONCLUSIVE, never PASS.", MissingEvidence),
+        "Merged shard reports must cover one tree state exactly once, read from the audit steps the reports hold, not from the bundles they say they own: a missing shard, a shard counted twice, shards of different trees or commits, or a report whose audit steps are not exactly its owned bundles (steps removed, another shard's steps, a bundle audited twice) leave bundles unaudited or audited against another state, so the merged audit is INCONCLUSIVE, never PASS.", MissingEvidence),
 }
 
 impl Code {

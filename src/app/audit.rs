@@ -202,7 +202,8 @@ async fn audit(ctx: &Ctx, o: &AuditRun, vo: &VerifyOptions, ov: &Overrides) -> R
         owned_bytes = owned_bytes.saturating_add(items[i].bytes);
         let l = match l {
             Ok(l) => l,
-            Err(s) => {
+            Err(mut s) => {
+                s.data["bundle"] = id.clone().into();
                 r.push(*s);
                 continue;
             }
@@ -218,6 +219,8 @@ async fn audit(ctx: &Ctx, o: &AuditRun, vo: &VerifyOptions, ov: &Overrides) -> R
             Cache::Dir(d) => audit_one_with_dir(ctx, d, &id, &l, o.deep, vo, ov).await?,
         };
         step.step = "audit".into();
+        // The merge reads coverage from this, not from the owned list alone.
+        step.data["bundle"] = id.into();
         r.push(step);
     }
     if let Cache::File(p, (cache, _)) = &cache {
