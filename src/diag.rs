@@ -15,21 +15,38 @@ pub(crate) struct CodeInfo {
     pub default_severity: Severity,
     /// One paragraph: why this finding matters, with the incident it comes from.
     pub why: &'static str,
+    /// What the finding is: something the evidence showed, or evidence that
+    /// is missing or incomplete (see [`Kind::MissingEvidence`]).
+    pub kind: Kind,
+}
+
+/// What a code says about the evidence behind a verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// Something the evidence showed (a digest differs, a gate failed).
+    Finding,
+    /// Evidence is missing or incomplete (unread bytes, an incomplete
+    /// snapshot, no samples): `-A`/`-W` may quiet it to a warning, never
+    /// drop it, and a step carrying it is INCONCLUSIVE at best
+    /// ([`crate::report::floor`]): nothing passes on evidence that was not read.
+    MissingEvidence,
 }
 
 macro_rules! codes {
-    ($( $variant:ident => ($code:literal, $name:literal, $family:literal, $sev:ident, $why:literal), )*) => {
+    ($( $variant:ident => ($code:literal, $name:literal, $family:literal, $sev:ident, $why:literal $(, $kind:ident)?), )*) => {
         #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
         pub enum Code { $($variant,)* }
         impl Code {
             pub const ALL: &'static [Code] = &[$(Code::$variant,)*];
             pub(crate) fn info(self) -> CodeInfo {
                 match self {
-                    $(Code::$variant => CodeInfo { code: $code, name: $name, family: $family, default_severity: Severity::$sev, why: $why },)*
+                    $(Code::$variant => CodeInfo { code: $code, name: $name, family: $family, default_severity: Severity::$sev, why: $why, kind: codes!(@kind $($kind)?) },)*
                 }
             }
         }
     };
+    (@kind) => { Kind::Finding };
+    (@kind $kind:ident) => { Kind::$kind };
 }
 
 codes! {
@@ -91,19 +108,19 @@ codes! {
     ExtraObject => ("BG104", "extra-object", "verify", Warning,
         "An object under the versioned prefix that the bundle does not list is downloaded by KServe's storage-initializer too; the release is then more than what was reviewed."),
     ObjectChangedDuringRead => ("BG105", "object-changed-during-read", "verify", Error,
-        "The object was overwritten between listing and reading; its bytes cannot be attributed to one version."),
+        "The object was overwritten between listing and reading; its bytes cannot be attributed to one version.", MissingEvidence),
     ObjectUnreadable => ("BG106", "object-unreadable", "verify", Error,
-        "The object could not be read to the end (denied, not found, truncated, timed out); unreadable is never OK."),
+        "The object could not be read to the end (denied, not found, truncated, timed out); unreadable is never OK.", MissingEvidence),
     ArtifactDrifted => ("BG107", "artifact-drifted", "verify", Error,
         "The object's identity (ETag/version/size/modified time) changed since the last audit: something rewrote a released path."),
     StoreObjectEscapes => ("BG108", "store-object-escapes", "verify", Error,
         "A store entry that cannot be read as an object of the versioned prefix is not part of the release and is never read: in a `file:` store a symlink leading outside the prefix (reading it would verify, and list, files of the host instead of the model), a dangling symlink, a FIFO, socket or device (a copy would hang or fail), or a name the store library does not serve (`name#123`, its mark of an unfinished upload); in a bucket an object named as the prefix itself (`v2/` holding bytes). It is named in the report, never dropped from the listing."),
     ObjectNotChecked => ("BG109", "object-not-checked", "verify", Error,
-        "The store stopped answering (connection refused, DNS failure) before the object was read to the end; verify stops starting new reads at the first such failure, and an object never read is never OK."),
+        "The store stopped answering (connection refused, DNS failure) before the object was read to the end; verify stops starting new reads at the first such failure, and an object never read is never OK.", MissingEvidence),
     StorageUriOutsideRoot => ("BG110", "storage-uri-outside-root", "verify", Error,
-        "A `file:` storage URI must stay inside the store root (the bundle's git work tree, else the bundle's own folder, never the current folder; or BUNDLEGATE_STORE_ROOT); `file:/etc/` or `../` out of it would list and hash host files. Nothing is listed or read."),
+        "A `file:` storage URI must stay inside the store root (the bundle's git work tree, else the bundle's own folder, never the current folder; or BUNDLEGATE_STORE_ROOT); `file:/etc/` or `../` out of it would list and hash host files. Nothing is listed or read.", MissingEvidence),
     NothingVerified => ("BG111", "nothing-verified", "verify", Error,
-        "The bundle lists no artifacts, so verify read and compared nothing; a PASS would be a verdict on evidence that does not exist (a rollback target with no artifacts would be \"verified\" and rolled back to). An artifact left unread whose finding was allowed (`-A`) or made a warning (`-W`) likewise keeps the step from PASS: the finding may go, the verdict on unread bytes may not."),
+        "The bundle lists no artifacts, so verify read and compared nothing; a PASS would be a verdict on evidence that does not exist (a rollback target with no artifacts would be \"verified\" and rolled back to). An artifact left unread whose finding was allowed (`-A`) or made a warning (`-W`) likewise keeps the step from PASS: the finding may go, the verdict on unread bytes may not.", MissingEvidence),
 
     // ---- preflight: can this rollout happen on this cluster? --------------------
     SurgePodUnschedulable => ("BG201", "surge-pod-unschedulable", "preflight", Error,
@@ -119,7 +136,7 @@ codes! {
     ProbeKillsLoadingPod => ("BG206", "probe-kills-loading-pod", "preflight", Error,
         "The worst-case seconds before liveness kills a loading pod are below the measured load time: predicted restart loop (a restart storm: liveness killed pods that were still loading)."),
     ClusterStateIncomplete => ("BG207", "cluster-state-incomplete", "preflight", Error,
-        "The cluster snapshot lacks the objects needed to decide (no nodes, unparseable quantities); an unknown cluster is never PASS."),
+        "The cluster snapshot lacks the objects needed to decide (no nodes, unparseable quantities); an unknown cluster is never PASS.", MissingEvidence),
     NoEligibleNodes => ("BG208", "no-eligible-nodes", "preflight", Error,
         "No node satisfies the pod's nodeSelector, affinity and tolerations at all, so even the first pod cannot run."),
     ResourceQuantityInvalid => ("BG209", "resource-quantity-invalid", "preflight", Error,
@@ -129,9 +146,9 @@ codes! {
     CanaryGateFailed => ("BG301", "canary-gate-failed", "canary", Error,
         "The candidate is worse than the baseline beyond the configured limit with statistical support."),
     CanaryGateInconclusive => ("BG302", "canary-gate-inconclusive", "canary", Error,
-        "Too few samples to detect the configured effect; below the minimum sample size a canary proves nothing (a 5% canary had sent the new version 1 request in 20)."),
+        "Too few samples to detect the configured effect; below the minimum sample size a canary proves nothing (a 5% canary had sent the new version 1 request in 20).", MissingEvidence),
     CanaryNoData => ("BG303", "canary-no-data", "canary", Error,
-        "No samples for a gate's metric; no data is never a pass (Flagger counts it as a failed check)."),
+        "No samples for a gate's metric; no data is never a pass (Flagger counts it as a failed check).", MissingEvidence),
     GoldenSampleFailed => ("BG304", "golden-sample-failed", "canary", Error,
         "A golden request got an invalid answer (invalid JSON, wrong finish reason, length or latency out of bounds)."),
     CanaryGateUnsupported => ("BG305", "canary-gate-unsupported", "canary", Error,
@@ -153,13 +170,13 @@ codes! {
     RollbackTargetUnverified => ("BG505", "rollback-target-unverified", "watch", Error,
         "The previous bundle's artifacts must be complete and readable before rolling back to it; otherwise take the degrade path (an old package whose tokenizer was missing and compatibility unknown: switching to it blindly adds a new failure, so degrade first)."),
     RolloutEvidenceIncomplete => ("BG506", "rollout-evidence-incomplete", "watch", Error,
-        "A pod's state cannot tell whether it serves (phase Unknown, a Ready pod of a ReplicaSet already scaled to 0, a ready new pod that is terminating): the step is INCONCLUSIVE, never FAIL, so no revert is opened on it."),
+        "A pod's state cannot tell whether it serves (phase Unknown, a Ready pod of a ReplicaSet already scaled to 0, a ready new pod that is terminating): the step is INCONCLUSIVE, never FAIL, so no revert is opened on it.", MissingEvidence),
     PodsNotServing => ("BG507", "pods-not-serving", "watch", Note,
         "Pods that serve nothing (Failed or Succeeded, e.g. an Evicted pod kept until pod GC; terminating; not ready and wanted by no ReplicaSet) are history: reported, never counted as another release still serving."),
     RestartStorm => ("BG508", "restart-storm", "watch", Error,
         "A container of the new release restarted while the rollout was held for its stability window: a pod that is Ready at one instant but restarting every minute passes any single snapshot (liveness once killed pods that were still loading, over and over, while each snapshot showed a Ready pod). The finding names the container, its restart count before and after, and the last termination reason (OOMKilled, Error, exit code)."),
     ArgoRevisionUnknown => ("BG509", "argo-revision-unknown", "watch", Error,
-        "The revisions Argo CD reports are not in the local repository (a shallow clone, a hydration branch), so whether they contain the merge commit cannot be told: INCONCLUSIVE, never FAIL, and never a revert."),
+        "The revisions Argo CD reports are not in the local repository (a shallow clone, a hydration branch), so whether they contain the merge commit cannot be told: INCONCLUSIVE, never FAIL, and never a revert.", MissingEvidence),
     ReleaseSuperseded => ("BG510", "release-superseded", "watch", Note,
         "Argo CD moved on to a later commit that changed this bundle: the release is no longer the one git asks for. Its rollout is NOT CHECKED (the later commit's watch judges what runs) and it is never failed or reverted; in a repository of many models merges land minutes apart."),
     PodArtifactMismatch => ("BG530", "pod-artifact-mismatch", "watch", Error,
@@ -169,13 +186,18 @@ codes! {
     AuditCacheRebuilt => ("BG601", "audit-cache-rebuilt", "audit", Warning,
         "The audit cache was corrupt, foreign (another schema or another bundle's) or unreadable, so nothing in it was trusted: every object was re-hashed. The audit is still complete; it only cost the bytes."),
     ShardCoverageIncomplete => ("BG602", "shard-coverage-incomplete", "audit", Error,
-        "Merged shard reports must cover one tree state exactly once: a missing shard, a shard counted twice, or shards of different trees or commits leave bundles unaudited or audited against another state, so the merged audit is INCONCLUSIVE, never PASS."),
+        "Merged shard reports must cover one tree state exactly once, read from the audit steps the reports hold, not from the bundles they say they own: a missing shard, a shard counted twice, shards of different trees or commits, or a report whose audit steps are not exactly its owned bundles (steps removed, another shard's steps, a bundle audited twice) leave bundles unaudited or audited against another state, so the merged audit is INCONCLUSIVE, never PASS.", MissingEvidence),
 }
 
 impl Code {
     /// The stable code, e.g. `BG001`.
     pub(crate) fn as_str(self) -> &'static str {
         self.info().code
+    }
+
+    /// Does the code mean evidence is missing or incomplete ([`Kind::MissingEvidence`])?
+    pub(crate) fn missing_evidence(self) -> bool {
+        self.info().kind == Kind::MissingEvidence
     }
 
     pub(crate) fn from_str_any(s: &str) -> Option<Code> {
@@ -329,13 +351,18 @@ impl Overrides {
         Ok(())
     }
 
-    /// Apply overrides and drop allowed diagnostics.
+    /// Apply overrides and drop allowed diagnostics. A code meaning missing
+    /// evidence is quieted to a warning at most, never dropped: the report's
+    /// verdict floor must still see that the evidence was not there.
     pub(crate) fn apply(&self, diags: Vec<Diagnostic>) -> Vec<Diagnostic> {
         diags
             .into_iter()
             .filter_map(|mut d| {
                 if let Some(s) = self.map.get(&d.code) {
                     d.severity = *s;
+                }
+                if d.code.missing_evidence() && d.severity < Severity::Warning {
+                    d.severity = Severity::Warning;
                 }
                 (d.severity != Severity::Allow).then_some(d)
             })
@@ -357,6 +384,9 @@ pub(crate) fn markdown_docs() -> String {
             out.push_str(&format!("\n## {family}\n"));
         }
         out.push_str(&format!("\n### {} `{}` ({})\n\n{}\n", i.code, i.name, i.default_severity, i.why));
+        if i.kind == Kind::MissingEvidence {
+            out.push_str("\nEvidence missing or incomplete: `-A` or `-W` makes it a warning, never drops it, and the step is then INCONCLUSIVE, never PASS.\n");
+        }
     }
     out
 }

@@ -20,17 +20,39 @@ fn main() {
     let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
     let out = bundlegate::dispatch::execute(cli, color);
     // stderr first: a failure's message, then its ERROR report on stdout.
-    emit(&mut std::io::stderr().lock(), &out.stderr);
-    emit(&mut std::io::stdout().lock(), &out.stdout);
-    std::process::exit(out.code);
+    let err = emit(&mut std::io::stderr().lock(), &out.stderr);
+    let written = emit(&mut std::io::stdout().lock(), &out.stdout);
+    std::process::exit(exit_code(out.code, written, err, &mut std::io::stderr().lock()));
 }
 
-/// The report texts come redacted from `execute` (one redaction each); a
+/// The report texts come redacted from `execute` (one redaction each). A
 /// reader that went away (`| head`) ends the write quietly, as for cat or
-/// grep; the exit code still says what the report found. `print!` would
-/// panic on EPIPE (Rust ignores SIGPIPE).
-fn emit(out: &mut dyn Write, text: &str) {
-    let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
+/// grep (`print!` would panic on EPIPE: Rust ignores SIGPIPE); any other
+/// failure is returned.
+fn emit(out: &mut dyn Write, text: &str) -> std::io::Result<()> {
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        r => r,
+    }
+}
+
+/// The exit code once the report was written: the report's own when both
+/// writes went through, else 2 with why on stderr (as far as stderr
+/// takes it). A report lost on a full disk must not read as a pass, nor
+/// an empty `argocd generate` as a render Argo CD may apply.
+fn exit_code(code: i32, stdout: std::io::Result<()>, stderr: std::io::Result<()>, log: &mut dyn Write) -> i32 {
+    let mut failed = false;
+    for (what, r) in [("standard output", stdout), ("standard error", stderr)] {
+        if let Err(e) = r {
+            failed = true;
+            let _ = writeln!(log, "bundlegate: cannot write the report to {what}: {e}").and_then(|()| log.flush());
+        }
+    }
+    if failed {
+        2
+    } else {
+        code
+    }
 }
 
 /// Log lines go through the same redaction as the report.
@@ -39,7 +61,8 @@ struct RedactingStderr;
 impl Write for RedactingStderr {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         let text = String::from_utf8_lossy(buf);
-        // A closed stderr must not fail the command; the log is advisory.
+        // A closed stderr must not fail the command; the log is advisory
+        // (the report's own writes are checked in `main`).
         let _ = std::io::stderr().lock().write_all(redact(&text).as_bytes());
         Ok(buf.len())
     }

@@ -14,7 +14,8 @@
 //! item-at-a-time scan feeds its own events through a [`Guard`] and reads
 //! each item with [`read`]), bundle detection, rendered manifests, publish's
 //! rewrite. JSON (snapshots, CMP parameters, golden sets) takes serde_json
-//! after [`check_json`]'s duplicate-key rule.
+//! after [`check_json`]'s duplicate-key rule; a JSON file read whole goes
+//! through [`json_from_str`] (reports, caches, the pod's artifact list).
 //!
 //! The rules, each for every style a parser would accept:
 //! - a mapping key appears once (an `*alias` key counts as the text of the
@@ -83,6 +84,10 @@ impl Limits {
         refuse_non_finite: true,
         reviewed: false,
     };
+    /// JSON bundlegate wrote and reads back (reports, caches, the pod's
+    /// artifact list) or GitHub wrote (the event): bounded by the reader
+    /// that fetched it, not reviewed; keys still unique.
+    pub(crate) const WRITTEN: Limits = Limits { max_bytes: usize::MAX, ..Limits::SNAPSHOT };
 }
 
 /// Where and why the guard refused the text. `path` is the field path of the
@@ -342,10 +347,21 @@ impl Guard {
 /// set (C0 and C1 controls but tab, LF and CR; DEL; U+FFFE/U+FFFF) are
 /// refused by libyaml and read by yaml-rust2. Refused wherever they appear,
 /// quoted or not: no bundle, pipeline or snapshot needs them, and escapes
-/// (`"\u2028"`) still work.
+/// (`"\u2028"`) still work. A CR not followed by LF is the same trap in
+/// ASCII: every YAML reader breaks the line there, git and GitHub show one
+/// line, so `# note<CR>verifyOnStart: "off"` hides a key from review; CRLF
+/// line endings are read as before.
 pub(crate) fn check_chars(text: &str) -> Result<(), GuardError> {
     let (mut line, mut col) = (1usize, 1usize);
     for (i, c) in text.char_indices() {
+        if c == '\r' && !text[i + 1..].starts_with('\n') {
+            return Err(GuardError {
+                line,
+                column: col,
+                path: String::new(),
+                message: "a lone CARRIAGE RETURN (U+000D, not followed by a line feed): YAML breaks the line there, git and GitHub show one line, so what is reviewed may not be what is read; save the file with LF or CRLF line endings, or write it as an escape in a double-quoted string (\"\\r\")".to_string(),
+            });
+        }
         let what = match c {
             '\u{85}' => Some("NEXT LINE (U+0085): YAML readers disagree on whether it breaks the line".to_string()),
             '\u{2028}' => Some("LINE SEPARATOR (U+2028): YAML readers disagree on whether it breaks the line".to_string()),
@@ -847,6 +863,46 @@ pub fn check_json(text: &str) -> Result<(), GuardError> {
             None => Ok(()),
         },
     }
+}
+
+/// The one reader of a JSON file: the text within `limits.max_bytes`, no
+/// key given twice at any depth, and for text people review
+/// (`limits.reviewed`) neither the characters [`check_chars`] refuses nor a
+/// bidi control: JSON readers agree on them, a reviewer's screen does not.
+/// Every failure is `file:line:column: message`.
+pub(crate) fn json_from_str<T: serde::de::DeserializeOwned>(
+    file: &str,
+    text: &str,
+    limits: &Limits,
+) -> anyhow::Result<T> {
+    let at = |g: GuardError| anyhow::anyhow!("{file}:{}:{}: {}", g.line, g.column, g.at_path());
+    if text.len() > limits.max_bytes {
+        anyhow::bail!("{file}: the text is {} bytes, over the limit of {} bytes", text.len(), limits.max_bytes);
+    }
+    if limits.reviewed {
+        check_chars(text).map_err(at)?;
+        check_bidi(text).map_err(at)?;
+    }
+    check_json(text).map_err(at)?;
+    serde_json::from_str(text).map_err(|e| anyhow::anyhow!("{file}:{}:{}: {e}", e.line(), e.column()))
+}
+
+/// [`json_from_str`] over bytes that must be UTF-8.
+pub(crate) fn json_from_slice<T: serde::de::DeserializeOwned>(
+    file: &str,
+    bytes: &[u8],
+    limits: &Limits,
+) -> anyhow::Result<T> {
+    let text = std::str::from_utf8(bytes)
+        .map_err(|e| anyhow::anyhow!("{file}: not UTF-8 text (invalid byte at offset {})", e.valid_up_to()))?;
+    json_from_str(file, text, limits)
+}
+
+/// [`check_chars`] and the bidi rule for reviewed text read line by line
+/// by another parser (the golden set's JSON lines).
+pub(crate) fn check_reviewed_chars(text: &str) -> Result<(), GuardError> {
+    check_chars(text)?;
+    check_bidi(text)
 }
 
 struct UniqueKeys<'a> {
@@ -1376,6 +1432,102 @@ mod tests {
         assert_eq!((e.line, e.column, e.path.as_str()), (2, 7, "a.b"), "{e:?}");
         assert!(e.message.contains("U+202E") && e.message.contains("another order"), "{}", e.message);
         assert!(chk("a: \"x\\u202Ey\"\n").is_ok(), "an escape is not the character");
+    }
+
+    /// Where a lone CR may sit in reviewed text, and what it hides there: a
+    /// key after a comment, a key after a value, a line of a block scalar,
+    /// the fold of a quoted scalar, the end of the file, before a CRLF.
+    const CR_FORMS: &[&str] = &[
+        "\r",
+        "\rverifyOnStart: \"off\"",
+        "# note\rhidden: 1",
+        "\r  hidden: 1",
+        "\r- hidden",
+        "\r\r\n",
+        "\r\n",
+        " #\r",
+    ];
+
+    proptest::proptest! {
+        #![proptest_config(crate::util::prop_config(5_000))]
+
+        /// What the guard passes, the parser reads with the line breaks a
+        /// reviewer sees: every event is on the line git and GitHub show it
+        /// on (one more than the LFs before it). A lone CR broke that: the
+        /// parser began a line there that the diff shows as part of a
+        /// comment. Each refusal is at the CR itself; CRLF files still load,
+        /// to the same model as their LF form.
+        #[test]
+        fn every_line_break_the_parser_reads_is_one_a_reviewer_sees(
+            inserts in proptest::collection::vec((proptest::sample::select(CR_FORMS), 0usize..260), 1..5),
+            crlf in proptest::bool::ANY,
+        ) {
+            let lf = "apiVersion: v1 # head\nmetadata:\n  name: llm # the name\nspec:\n  image: reviewed\n  note: \"quoted text\"\n  s: 'single q'\n  lit: |\n    line one\n    line two\n  list:\n    - x\n    - y\n";
+            let mut text = if crlf { lf.replace('\n', "\r\n") } else { lf.to_string() };
+            if crlf {
+                proptest::prop_assert_eq!(model_value(&text), model_value(lf), "CRLF reads as LF");
+            }
+            for (form, at) in inserts {
+                let mut at = at.min(text.len());
+                while !text.is_char_boundary(at) {
+                    at -= 1;
+                }
+                text.insert_str(at, form);
+            }
+            match read(&text, &Limits::DEFAULT) {
+                Ok(_) => {
+                    let chars: Vec<char> = text.chars().collect();
+                    let mut p = Parser::new_from_str(&text);
+                    loop {
+                        let (ev, m) = p.next_token().expect("the guard parsed it");
+                        let seen = 1 + chars[..m.index().min(chars.len())].iter().filter(|c| **c == '\n').count();
+                        proptest::prop_assert_eq!(m.line(), seen, "{:?} at {:?} in {:?}", ev, m, text);
+                        if matches!(ev, Event::StreamEnd) {
+                            break;
+                        }
+                    }
+                }
+                Err(e) => {
+                    let lone = text.char_indices().find(|(i, c)| *c == '\r' && !text[i + 1..].starts_with('\n'));
+                    if let Some((i, _)) = lone {
+                        let before = &text[..i];
+                        let line = 1 + before.matches('\n').count();
+                        let column = 1 + before.rsplit('\n').next().unwrap_or("").chars().count();
+                        proptest::prop_assert_eq!((e.line, e.column), (line, column), "{} in {:?}", e.message, text);
+                        proptest::prop_assert!(e.message.contains("lone CARRIAGE RETURN"), "{}", e.message);
+                    }
+                }
+            }
+        }
+    }
+
+    /// The hidden key of the issue, named at its line and column; CRLF and a
+    /// CR written as an escape are not refused.
+    #[test]
+    fn a_lone_carriage_return_is_refused_where_it_is() {
+        let e = chk("a: 1\n# note\rverifyOnStart: \"off\"\n").unwrap_err();
+        assert_eq!((e.line, e.column), (2, 7), "{e:?}");
+        assert!(e.message.contains("lone CARRIAGE RETURN") && e.message.contains("git and GitHub"), "{}", e.message);
+        let e = chk("a: x\r").unwrap_err();
+        assert_eq!((e.line, e.column), (1, 5), "at the end of the text too: {e:?}");
+        assert!(chk("a: 1\r\n# note\r\nb: \"x\\ry\"\r\n").is_ok());
+    }
+
+    /// The JSON reader: a key twice is refused at its line wherever the
+    /// JSON came from; a lone CR only where people review the text (JSON
+    /// readers all take it for blank space).
+    #[test]
+    fn json_files_go_through_the_guard() {
+        let e = json_from_str::<serde_json::Value>("r.json", "{\"a\": {\n\"b\": 1,\n\"b\": 2}}", &Limits::WRITTEN)
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("r.json:3:") && e.contains("a.b"), "{e}");
+        let cr = "{\"a\": 1,\r\"b\": 2}";
+        assert!(json_from_str::<serde_json::Value>("r.json", cr, &Limits::WRITTEN).is_ok());
+        let e = json_from_str::<serde_json::Value>("g.json", cr, &Limits::DEFAULT).unwrap_err().to_string();
+        assert!(e.starts_with("g.json:1:9: ") && e.contains("lone CARRIAGE RETURN"), "{e}");
+        let e = json_from_slice::<serde_json::Value>("b.json", b"{\"a\": \"\xff\"}", &Limits::WRITTEN).unwrap_err();
+        assert!(e.to_string().contains("b.json: not UTF-8"), "{e}");
     }
 
     #[test]

@@ -53,6 +53,17 @@ pub(crate) fn write_in_place(p: &Path, bytes: &[u8]) -> Result<()> {
     std::fs::write(p, bytes).with_context(|| format!("writing {}", p.display()))
 }
 
+/// One line on stderr, for a command's own progress lines (the in-pod
+/// verifier's log). A reader that went away ends it quietly, as for the
+/// report; any other failure is returned (`eprintln!` would panic).
+pub(crate) fn stderr_line(line: &str) -> std::io::Result<()> {
+    let mut e = std::io::stderr().lock();
+    match writeln!(e, "{line}").and_then(|()| e.flush()) {
+        Err(err) if err.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        r => r,
+    }
+}
+
 /// Replace `path` with `bytes`: a sibling temporary file, then a rename.
 /// The parent folder is created. An existing folder or symlink at `path`
 /// is refused rather than replaced or followed.
@@ -80,7 +91,9 @@ pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
             .open(&tmp)
             .with_context(|| format!("creating {}", tmp.display()))?;
         f.write_all(bytes).with_context(|| format!("writing {}", tmp.display()))?;
-        f.sync_all().ok();
+        // A full or failing disk may only say so when the data is flushed:
+        // a file that did not reach the disk is not written.
+        f.sync_all().with_context(|| format!("writing {}", tmp.display()))?;
         // rename replaces the directory entry: a symlink planted between
         // the check above and here is replaced, not followed.
         std::fs::rename(&tmp, path).with_context(|| format!("writing {}", path.display()))

@@ -22,6 +22,7 @@ use crate::diag::Overrides;
 use crate::options::{AlertOptions, AuditOptions, MergeOptions, VerifyOptions};
 use crate::report::ShardInfo;
 use crate::report::{Report, StepReport, Verdict};
+use crate::yaml_guard::{json_from_slice, Limits};
 
 /// Cache objects and shard reports are small; anything bigger is not ours.
 pub(crate) const CACHE_OBJECT_LIMIT: u64 = 64 << 20;
@@ -201,7 +202,8 @@ async fn audit(ctx: &Ctx, o: &AuditRun, vo: &VerifyOptions, ov: &Overrides) -> R
         owned_bytes = owned_bytes.saturating_add(items[i].bytes);
         let l = match l {
             Ok(l) => l,
-            Err(s) => {
+            Err(mut s) => {
+                s.data["bundle"] = id.clone().into();
                 r.push(*s);
                 continue;
             }
@@ -217,6 +219,8 @@ async fn audit(ctx: &Ctx, o: &AuditRun, vo: &VerifyOptions, ov: &Overrides) -> R
             Cache::Dir(d) => audit_one_with_dir(ctx, d, &id, &l, o.deep, vo, ov).await?,
         };
         step.step = "audit".into();
+        // The merge reads coverage from this, not from the owned list alone.
+        step.data["bundle"] = id.into();
         r.push(step);
     }
     if let Cache::File(p, (cache, _)) = &cache {
@@ -275,12 +279,12 @@ fn load_file_cache(p: &Path) -> (AuditCache, Option<Diagnostic>) {
     let empty = || AuditCache { version: 1, ..Default::default() };
     match read_bounded(p, CACHE_OBJECT_LIMIT * 4) {
         Ok(None) => (empty(), None),
-        Ok(Some(b)) => match serde_json::from_slice::<AuditCache>(&b) {
+        Ok(Some(b)) => match json_from_slice::<AuditCache>(&p.display().to_string(), &b, &Limits::WRITTEN) {
             Ok(c) if c.version == 1 => (c, None),
             Ok(c) => {
                 (empty(), Some(rebuilt_note(&p.display().to_string(), &format!("unknown cache version {}", c.version))))
             }
-            Err(e) => (empty(), Some(rebuilt_note(&p.display().to_string(), &format!("corrupt: {e}")))),
+            Err(e) => (empty(), Some(rebuilt_note(&p.display().to_string(), &format!("corrupt: {e:#}")))),
         },
         Err(e) => (empty(), Some(rebuilt_note(&p.display().to_string(), &format!("{e:#}")))),
     }
@@ -299,7 +303,7 @@ async fn audit_one_with_dir(
     let shown = format!("{}/{name}", d.display.trim_end_matches('/'));
     let (mut cache, note) = match d.get(&name, CACHE_OBJECT_LIMIT).await {
         Ok(None) => (AuditCache { version: 1, ..Default::default() }, None),
-        Ok(Some(b)) => match serde_json::from_slice::<BundleCache>(&b) {
+        Ok(Some(b)) => match json_from_slice::<BundleCache>(&shown, &b, &Limits::WRITTEN) {
             Ok(c) if c.schema == CACHE_SCHEMA && c.bundle == id => {
                 (AuditCache { version: 1, objects: c.objects }, None)
             }
@@ -311,9 +315,10 @@ async fn audit_one_with_dir(
                 AuditCache { version: 1, ..Default::default() },
                 Some(rebuilt_note(&shown, &format!("it belongs to bundle `{}`", c.bundle))),
             ),
-            Err(e) => {
-                (AuditCache { version: 1, ..Default::default() }, Some(rebuilt_note(&shown, &format!("corrupt: {e}"))))
-            }
+            Err(e) => (
+                AuditCache { version: 1, ..Default::default() },
+                Some(rebuilt_note(&shown, &format!("corrupt: {e:#}"))),
+            ),
         },
         // An unreadable shared cache costs time, never correctness: re-hash.
         Err(e) => (AuditCache { version: 1, ..Default::default() }, Some(rebuilt_note(&shown, &format!("{e:#}")))),
@@ -359,8 +364,8 @@ async fn merge(ctx: &Ctx, inputs: &[String], max_age: Option<std::time::Duration
     }
     let mut reports = Vec::new();
     for (name, bytes) in named {
-        let r: Report = serde_json::from_slice(&bytes)
-            .map_err(|e| anyhow::anyhow!("{name}:{}:{}: not a bundlegate report: {e}", e.line(), e.column()))?;
+        let r: Report = json_from_slice(&name, &bytes, &Limits::WRITTEN)
+            .map_err(|e| anyhow::anyhow!("not a bundlegate report: {e:#}"))?;
         if r.schema != "bundlegate.dev/report/v1" || r.command != "audit" {
             bail!("{name}: not an audit report (schema `{}`, command `{}`)", r.schema, r.command);
         }

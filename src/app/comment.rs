@@ -150,13 +150,11 @@ impl fmt::Debug for GithubEnv {
 impl GithubEnv {
     pub(crate) fn from_snapshot(env: &EnvSnapshot) -> GithubEnv {
         let a = &env.actions;
-        let event: Option<serde_json::Value> = a
-            .event_path
-            .as_deref()
-            .and_then(|p| {
-                crate::adapters::bundle_files::read_text(p, crate::adapters::bundle_files::FileKind::GithubEvent).ok()
-            })
-            .and_then(|t| serde_json::from_str(&t).ok());
+        let event: Option<serde_json::Value> = a.event_path.as_deref().and_then(|p| {
+            let t = crate::adapters::bundle_files::read_text(p, crate::adapters::bundle_files::FileKind::GithubEvent)
+                .ok()?;
+            crate::yaml_guard::json_from_str(&p.display().to_string(), &t, &crate::yaml_guard::Limits::WRITTEN).ok()
+        });
         let pr = event.as_ref().map(|e| &e["pull_request"]);
         let pr_number = a
             .pr_number

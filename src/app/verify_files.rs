@@ -49,8 +49,8 @@ pub(crate) fn parse_manifest(name: &str, text: &str) -> Result<PodManifest> {
     if text.len() > MAX_MANIFEST_BYTES {
         bail!("{name} is larger than {MAX_MANIFEST_BYTES} bytes");
     }
-    let m: PodManifest =
-        serde_json::from_str(text).with_context(|| format!("{name} is not the artifact list bundlegate renders"))?;
+    let m: PodManifest = crate::yaml_guard::json_from_str(name, text, &crate::yaml_guard::Limits::WRITTEN)
+        .with_context(|| format!("{name} is not the artifact list bundlegate renders"))?;
     if m.artifacts.is_empty() {
         bail!("{name} lists no artifacts: nothing could be verified");
     }
@@ -99,9 +99,18 @@ pub(crate) fn run(o: &VerifyFilesOptions) -> Result<Report> {
     let status = status_path(&o.marker);
     // A status from an earlier run must not describe this one.
     local::remove_file(&status).context("removing the status of an earlier run")?;
-    let mut say = |line: &str, log: bool| {
-        if log {
-            eprintln!("bundlegate verify-files: {line}");
+    // The log is the pod's record of the check: a failing stderr fails the
+    // command once the check is done (never midway, which would leave no marker decision).
+    let log_failed: std::cell::Cell<Option<std::io::Error>> = std::cell::Cell::new(None);
+    let log = |line: &str| {
+        if let Err(e) = local::stderr_line(&format!("bundlegate verify-files: {line}")) {
+            let first = log_failed.take();
+            log_failed.set(first.or(Some(e)));
+        }
+    };
+    let mut say = |line: &str, to_log: bool| {
+        if to_log {
+            log(line);
         }
         if let Err(e) = local::write_atomic(&status, line.as_bytes()) {
             tracing::warn!("cannot write the verifier's status: {e:#}");
@@ -145,7 +154,7 @@ pub(crate) fn run(o: &VerifyFilesOptions) -> Result<Report> {
         let mut msg = lines.join("\n");
         truncate_at(&mut msg, 4000);
         for l in &lines {
-            eprintln!("bundlegate verify-files: {l}");
+            log(l);
         }
         let mut said = format!("{} of {} artifact(s) failed: {}", lines.len(), items.len(), lines.join("; "));
         truncate_at(&mut said, STATUS_MAX);
@@ -158,7 +167,12 @@ pub(crate) fn run(o: &VerifyFilesOptions) -> Result<Report> {
     r.push(step);
     if ok && o.stay {
         // Sidecar mode: keep running so the readiness probe can exec.
-        eprintln!("bundlegate verify-files: {} artifact(s) OK for {}", items.len(), m.release_digest);
+        log(&format!("{} artifact(s) OK for {}", items.len(), m.release_digest));
+    }
+    if let Some(e) = log_failed.take() {
+        bail!("cannot write the verifier's log to standard error: {e}");
+    }
+    if ok && o.stay {
         loop {
             std::thread::sleep(Duration::from_secs(3600));
         }

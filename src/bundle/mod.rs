@@ -67,6 +67,7 @@ pub(crate) fn problem_kind(message: &str) -> &'static str {
         ("nodes", "too many nodes"),
         ("mapping key must be text", "a key that is not text"),
         ("over the limit", "too large"),
+        ("breaks the line", "a line break a reviewer does not see"),
         ("invalid YAML", "invalid YAML"),
         ("YAML document", "not exactly one YAML document"),
         ("unknown field", "unknown field"),

@@ -12,6 +12,12 @@ use crate::parse::prom::truncate;
 /// problem but never quote the file (the bundle names it: it may be any
 /// file of the repository). A key given twice in a request is refused.
 pub fn parse_golden(text: &str) -> Result<Vec<GoldenSample>> {
+    // Reviewed text: a line break or bidi control the diff does not show is
+    // refused before the lines are split (its text not quoted either).
+    if let Err(g) = crate::yaml_guard::check_reviewed_chars(text) {
+        let what = g.message.split(':').next().unwrap_or("a character a reviewer does not see");
+        anyhow::bail!("line {} column {}: not a golden request ({what}; its text is not quoted)", g.line, g.column);
+    }
     text.lines()
         .enumerate()
         .filter(|(_, l)| !l.trim().is_empty() && !l.trim_start().starts_with("//"))

@@ -161,6 +161,15 @@ pub fn run_file(ctx: &Ctx, pipeline_path: &Path, inputs: &Inputs) -> Result<Repo
                 }
                 (None, _) => run_step(ctx, step, &loaded, t, inputs),
             };
+            // The evidence floor before `onFailure` looks: a step that passed on
+            // missing evidence did not pass (the report applies it again).
+            let steps: Vec<StepReport> = steps
+                .into_iter()
+                .map(|mut s| {
+                    s.verdict = crate::report::floor(s.verdict, &s.diagnostics);
+                    s
+                })
+                .collect();
             let failed =
                 steps.iter().any(|s| matches!(s.verdict, Verdict::Fail | Verdict::Error | Verdict::Inconclusive));
             if step.on_failure == OnFailure::Stop && failed && stopped.is_none() {

@@ -112,17 +112,31 @@ impl StepReport {
         s
     }
 
-    /// Verdict implied by the diagnostics alone: any error-severity finding fails.
+    /// Verdict implied by the diagnostics alone: any error-severity finding
+    /// fails; else the evidence floor ([`floor`]).
     pub fn verdict_from_diagnostics(&self) -> Verdict {
         if self.diagnostics.iter().any(|d| d.severity == Severity::Error) {
             Verdict::Fail
         } else {
-            Verdict::Pass
+            floor(Verdict::Pass, &self.diagnostics)
         }
     }
 
     pub(crate) fn count(&self, sev: Severity) -> usize {
         self.diagnostics.iter().filter(|d| d.severity == sev).count()
+    }
+}
+
+/// The evidence floor, the one rule every verdict goes through: a step that
+/// carries a finding meaning evidence is missing or incomplete
+/// ([`crate::diag::Kind::MissingEvidence`], quieted to a warning by `-A`/`-W`
+/// or not) is INCONCLUSIVE, never PASS. Overrides decide how loud a finding
+/// is, never that what was not read passed.
+pub(crate) fn floor(verdict: Verdict, diagnostics: &[Diagnostic]) -> Verdict {
+    if verdict == Verdict::Pass && diagnostics.iter().any(|d| d.code.missing_evidence()) {
+        Verdict::Inconclusive
+    } else {
+        verdict
     }
 }
 
@@ -162,7 +176,9 @@ impl Report {
         }
     }
 
-    pub fn push(&mut self, step: StepReport) {
+    pub fn push(&mut self, mut step: StepReport) {
+        // Every step reaches a report here, whichever function set its verdict.
+        step.verdict = floor(step.verdict, &step.diagnostics);
         self.steps.push(step);
         self.verdict = self.compute_verdict();
     }
@@ -200,6 +216,76 @@ mod tests {
         r.push(StepReport::not_run("verify", "b", "no store"));
         assert_eq!(r.verdict, Verdict::Inconclusive);
         assert_eq!(r.exit_code(), 1);
+    }
+
+    fn passing_gate() -> crate::checks::canary::gate::GateOutcome {
+        use crate::checks::canary::gate::{GateOutcome, GateVerdict, MetricKind};
+        GateOutcome {
+            metric: "error_rate".into(),
+            kind: MetricKind::Proportion,
+            verdict: GateVerdict::Pass,
+            candidate: Some(0.0),
+            baseline: Some(0.0),
+            candidate_samples: 1000,
+            baseline_samples: 1000,
+            needed: Some(100),
+            comparison: None,
+            checks: Vec::new(),
+            more_samples: None,
+            more_minutes: None,
+            message: String::new(),
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(crate::util::prop_config(2_000))]
+
+        /// The evidence floor: whatever the findings and whatever `-A/-W/-D`
+        /// did to them, a step carrying a code that means missing evidence
+        /// is never PASS, by any verdict function or once in a report (`-A`
+        /// once dropped the finding, and preflight and the canary passed).
+        #[test]
+        fn no_verdict_passes_on_missing_evidence(
+            picks in proptest::collection::vec(
+                (proptest::sample::select(crate::diag::Code::ALL), proptest::sample::select(&[None, Some(Severity::Allow), Some(Severity::Note), Some(Severity::Warning), Some(Severity::Error)][..])),
+                0..6,
+            ),
+        ) {
+            use crate::diag::Overrides;
+            let mut ov = Overrides::default();
+            for (c, sev) in &picks {
+                if let Some(sev) = sev {
+                    ov.set(c.as_str(), *sev).unwrap();
+                }
+            }
+            let found: Vec<Diagnostic> = picks.iter().map(|(c, _)| Diagnostic::new(*c, "x")).collect();
+            let missing = found.iter().any(|d| d.code.missing_evidence());
+            let kept = ov.apply(found);
+            for d in kept.iter().filter(|d| d.code.missing_evidence()) {
+                proptest::prop_assert!(d.severity >= Severity::Warning, "{:?} quieted below a warning", d.code);
+            }
+            let mut s = StepReport::new("x", "t");
+            s.diagnostics = kept.clone();
+            let verdicts = [
+                ("verdict_from_diagnostics", s.verdict_from_diagnostics()),
+                ("preflight", crate::checks::preflight::verdict(&kept)),
+                ("canary", crate::checks::canary::decision::canary_verdict(&kept, &[passing_gate()], false, false)),
+            ];
+            for (what, v) in verdicts {
+                if missing {
+                    proptest::prop_assert_ne!(v, Verdict::Pass, "{} passed on {:?}", what, picks);
+                }
+            }
+            let mut r = Report::new("x");
+            let mut passed = StepReport::new("x", "t");
+            passed.diagnostics = kept;
+            r.push(passed);
+            if missing {
+                proptest::prop_assert_eq!(r.steps[0].verdict, Verdict::Inconclusive);
+            } else {
+                proptest::prop_assert_eq!(r.steps[0].verdict, Verdict::Pass);
+            }
+        }
     }
 
     #[test]

@@ -495,3 +495,41 @@ fn file_uris_name_the_same_place_as_paths_for_cache_reports_and_metrics() {
         assert!(o.stderr.contains(flag) || o.stderr.contains(bad), "{flag} {bad}: {}", o.stderr);
     }
 }
+
+/// Coverage is read from the audit steps each report holds: a report whose
+/// steps were removed, or that holds another shard's, keeps its `owned`
+/// list intact and still does not merge as "audited exactly once".
+#[test]
+fn merge_reads_coverage_from_the_steps_not_the_owned_list() {
+    let ex = tree(3);
+    let reports = ex.path().join("reports");
+    run_shards(&ex, 2, ex.path().join("c").to_str().unwrap(), &reports);
+    let path = |f: &str| reports.join(f).to_str().unwrap().to_string();
+    let merge = |a: &str, b: &str| run_in(ex.path(), &["report", "merge", "--format", "json", a, b], &[]);
+    let whole = merge(&path("shard-0.json"), &path("shard-1.json"));
+    assert_eq!(whole.code, 0, "{}\n{}", whole.stdout, whole.stderr);
+    let read = |f: &str| -> serde_json::Value {
+        serde_json::from_str(&std::fs::read_to_string(reports.join(f)).unwrap()).unwrap()
+    };
+    let is_audit = |s: &serde_json::Value| s["step"] == "audit";
+    // Shard 0 with its audit steps removed.
+    let mut emptied = read("shard-0.json");
+    let owned = emptied["shard"]["owned"].as_array().unwrap().clone();
+    assert!(!owned.is_empty(), "shard 0 owns bundles");
+    emptied["steps"].as_array_mut().unwrap().retain(|s| !is_audit(s));
+    std::fs::write(reports.join("emptied.json"), emptied.to_string()).unwrap();
+    let out = merge(&path("emptied.json"), &path("shard-1.json"));
+    assert_eq!(out.code, 1, "{}", out.stdout);
+    assert_eq!(out.json()["verdict"], "inconclusive");
+    let msg = out.diag("BG602")["message"].as_str().unwrap().to_string();
+    assert!(msg.contains("holds no audit of") && msg.contains(owned[0].as_str().unwrap()), "{msg}");
+    // Shard 1 holding shard 0's steps, shard 0 holding none.
+    let mut holder = read("shard-1.json");
+    let moved: Vec<serde_json::Value> =
+        read("shard-0.json")["steps"].as_array().unwrap().iter().filter(|s| is_audit(s)).cloned().collect();
+    holder["steps"].as_array_mut().unwrap().extend(moved);
+    std::fs::write(reports.join("holder.json"), holder.to_string()).unwrap();
+    let out = merge(&path("emptied.json"), &path("holder.json"));
+    assert_eq!(out.code, 1, "{}", out.stdout);
+    assert!(out.stdout.contains("which shard 1/2 does not own"), "{}", out.stdout);
+}

@@ -15,6 +15,7 @@ mod docs;
 mod github_standin;
 mod golden_set;
 mod harden_files;
+mod hardening_four;
 mod hardening_yaml;
 mod health_lua;
 mod layout;

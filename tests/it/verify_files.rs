@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 use crate::support::*;
 
 /// The artifact list the manifest carries, built from the example bundle.
-fn manifest(ex: &Example) -> String {
+pub(crate) fn manifest(ex: &Example) -> String {
     let b: Value = serde_yaml_ng::from_str(&std::fs::read_to_string(ex.v2()).unwrap()).unwrap();
     let digest = ex.run(&["digest", "--format", "json", ex.v2().to_str().unwrap()]).json()["steps"][0]["data"]
         ["releaseDigest"]

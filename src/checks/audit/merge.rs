@@ -46,13 +46,13 @@ pub(crate) fn merge_shards(
             }
         }
     }
+    problems.extend(content_problems(&reports));
     let mut out = Report::new("audit");
     out.duration_seconds = reports.iter().filter_map(|(_, r)| r.duration_seconds).reduce(f64::max);
     let mut steps: Vec<StepReport> = Vec::new();
     for (_, r) in &reports {
         for s in &r.steps {
-            // "this shard owns nothing" is bookkeeping of one shard, not a finding.
-            if s.verdict == Verdict::NotRun && s.step == "audit" && s.target.starts_with("shard ") {
+            if owns_nothing(s) {
                 continue;
             }
             steps.push(s.clone());
@@ -96,6 +96,52 @@ pub(crate) fn merge_shards(
     out
 }
 
+/// "This shard owns nothing" is bookkeeping of one shard, not a finding.
+fn owns_nothing(s: &StepReport) -> bool {
+    s.verdict == Verdict::NotRun && s.step == "audit" && s.target.starts_with("shard ")
+}
+
+/// The bundle an audit step is about, as the shard wrote it (`data.bundle`).
+fn audited_bundle(s: &StepReport) -> Option<&str> {
+    s.data.get("bundle")?.as_str()
+}
+
+/// Coverage read from what the reports hold, not from what they claim: each
+/// shard's audit steps are exactly the bundles its `owned` list names, and
+/// no bundle is audited twice. A report with its steps removed, or holding
+/// another shard's, would otherwise merge as "audited exactly once".
+fn content_problems(reports: &[(String, Report)]) -> Vec<String> {
+    let mut problems = Vec::new();
+    let mut seen: std::collections::BTreeMap<&str, &str> = Default::default();
+    for (name, r) in reports {
+        // A report without a shard section is a coverage problem already.
+        let Some(info) = &r.shard else { continue };
+        let which = format!("shard {}/{}", info.index, info.count);
+        let owned: std::collections::BTreeSet<&str> = info.owned.iter().map(String::as_str).collect();
+        let mut audited = std::collections::BTreeSet::new();
+        for s in r.steps.iter().filter(|s| s.step == "audit" && !owns_nothing(s)) {
+            let Some(b) = audited_bundle(s) else {
+                problems.push(format!(
+                    "{name} holds an audit step ({}) that names no bundle, so what it covers cannot be read from the report",
+                    s.target
+                ));
+                continue;
+            };
+            if !owned.contains(b) {
+                problems.push(format!("{name} holds an audit of {b}, which {which} does not own"));
+            }
+            if let Some(other) = seen.insert(b, name) {
+                problems.push(format!("{b} is audited twice ({other} and {name})"));
+            }
+            audited.insert(b);
+        }
+        for b in owned.difference(&audited) {
+            problems.push(format!("{name} says {which} owns {b} but holds no audit of it"));
+        }
+    }
+    problems
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -105,6 +151,7 @@ mod tests {
         for o in owned {
             let mut s = StepReport::new("audit", o.to_string());
             s.verdict = verdict;
+            s.data["bundle"] = (*o).into();
             r.push(s);
         }
         r.shard = Some(ShardInfo {
@@ -238,6 +285,134 @@ mod tests {
                 ("audit".to_string(), "a/release.yaml".to_string(), Verdict::NotRun),
                 ("lint".into(), "shard 1/2".into(), Verdict::NotRun),
                 ("audit".into(), "shard 1/2".into(), Verdict::Pass),
+            ]
+        );
+    }
+
+    /// What a tampered (or broken) set of shard reports does to the steps.
+    #[derive(Debug, Clone)]
+    enum Tamper {
+        /// A report loses one of its audit steps.
+        Remove(proptest::sample::Index, proptest::sample::Index),
+        /// A step moves to another shard's report.
+        Move(proptest::sample::Index, proptest::sample::Index, proptest::sample::Index),
+        /// A step is copied into a report (the same one or another).
+        Copy(proptest::sample::Index, proptest::sample::Index, proptest::sample::Index),
+    }
+
+    fn tamper() -> impl proptest::strategy::Strategy<Value = Tamper> {
+        use proptest::prelude::*;
+        prop_oneof![
+            (any::<proptest::sample::Index>(), any::<proptest::sample::Index>())
+                .prop_map(|(a, b)| Tamper::Remove(a, b)),
+            (any::<proptest::sample::Index>(), any::<proptest::sample::Index>(), any::<proptest::sample::Index>())
+                .prop_map(|(a, b, c)| Tamper::Move(a, b, c)),
+            (any::<proptest::sample::Index>(), any::<proptest::sample::Index>(), any::<proptest::sample::Index>())
+                .prop_map(|(a, b, c)| Tamper::Copy(a, b, c)),
+        ]
+    }
+
+    proptest::proptest! {
+        #![proptest_config(crate::util::prop_config(2_000))]
+
+        /// Coverage is read from the steps the reports hold: every shard's
+        /// owned list intact, yet a step removed, moved to another shard's
+        /// report or copied is never "all bundles audited exactly once"
+        /// (each merged as PASS when the owned lists were trusted), and
+        /// untouched shards still pass.
+        #[test]
+        fn coverage_is_read_from_the_steps_present(
+            n in 1usize..12,
+            count in 1u32..5,
+            tamper in proptest::option::of(tamper()),
+        ) {
+            let ids: Vec<String> = (0..n).map(|i| format!("m{i}/release.yaml")).collect();
+            let items: Vec<shard::Item> = ids.iter().map(|id| shard::Item { id: id.clone(), bytes: 10 }).collect();
+            let assignment = shard::assign(&items, count);
+            let mut reports: Vec<(String, Report)> = (0..count)
+                .map(|k| {
+                    let owned: Vec<&str> =
+                        ids.iter().zip(&assignment).filter(|(_, a)| **a == k).map(|(i, _)| i.as_str()).collect();
+                    let (name, mut r) = shard_report(k, count, "t", &owned, Verdict::Pass);
+                    r.shard.as_mut().unwrap().bundles_total = n;
+                    (name, r)
+                })
+                .collect();
+            let audits = |r: &Report| r.steps.iter().filter(|s| s.step == "audit").count();
+            let changed = match &tamper {
+                None => false,
+                Some(Tamper::Remove(a, b)) => {
+                    let r = &mut reports[a.index(count as usize)].1;
+                    if r.steps.is_empty() {
+                        false
+                    } else {
+                        r.steps.remove(b.index(r.steps.len()));
+                        true
+                    }
+                }
+                Some(Tamper::Move(a, b, c)) | Some(Tamper::Copy(a, b, c)) => {
+                    let (from, to) = (a.index(count as usize), b.index(count as usize));
+                    let moving = matches!(tamper, Some(Tamper::Move(..)));
+                    if audits(&reports[from].1) == 0 || (moving && from == to) {
+                        false
+                    } else {
+                        let i = c.index(reports[from].1.steps.len());
+                        let step = if moving {
+                            reports[from].1.steps.remove(i)
+                        } else {
+                            reports[from].1.steps[i].clone()
+                        };
+                        reports[to].1.steps.push(step);
+                        true
+                    }
+                }
+            };
+            let m = merge_shards(reports, Utc::now(), None);
+            if changed {
+                proptest::prop_assert_ne!(m.verdict, Verdict::Pass, "{:?}", tamper);
+                let merge = m.steps.iter().find(|s| s.step == "merge").unwrap();
+                proptest::prop_assert!(merge.diagnostics.iter().any(|d| d.code == Code::ShardCoverageIncomplete));
+            } else {
+                proptest::prop_assert_eq!(m.verdict, Verdict::Pass, "{:?}", tamper);
+            }
+        }
+    }
+
+    /// Each content problem in its words: a step missing, another shard's
+    /// step, a step counted twice, a step that names no bundle.
+    #[test]
+    fn each_content_problem_is_named() {
+        let words = |reports: Vec<(String, Report)>| -> Vec<String> {
+            let m = merge_shards(reports, Utc::now(), None);
+            m.steps.iter().find(|s| s.step == "merge").unwrap().diagnostics.iter().map(|d| d.message.clone()).collect()
+        };
+        let all = || {
+            vec![shard_report(0, 2, "t", &["a", "b"], Verdict::Pass), shard_report(1, 2, "t", &["c"], Verdict::Pass)]
+        };
+        let mut r = all();
+        r[0].1.steps.remove(1);
+        assert_eq!(words(r), ["shard-0.json says shard 0/2 owns b but holds no audit of it"]);
+        let mut r = all();
+        let s = r[0].1.steps.remove(1);
+        r[1].1.steps.push(s);
+        assert_eq!(
+            words(r),
+            [
+                "shard-0.json says shard 0/2 owns b but holds no audit of it",
+                "shard-1.json holds an audit of b, which shard 1/2 does not own"
+            ]
+        );
+        let mut r = all();
+        let s = r[0].1.steps[0].clone();
+        r[0].1.steps.push(s);
+        assert_eq!(words(r), ["a is audited twice (shard-0.json and shard-0.json)"]);
+        let mut r = all();
+        r[1].1.steps[0].data = serde_json::Value::Null;
+        assert_eq!(
+            words(r),
+            [
+                "shard-1.json holds an audit step (c) that names no bundle, so what it covers cannot be read from the report",
+                "shard-1.json says shard 1/2 owns c but holds no audit of it"
             ]
         );
     }

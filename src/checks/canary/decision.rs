@@ -287,7 +287,8 @@ pub(crate) fn canary_verdict(
     } else if outcomes.is_empty() {
         Verdict::NotRun
     } else {
-        Verdict::Pass
+        // No data or too few samples quieted by `-A`/`-W` is still no evidence.
+        crate::report::floor(Verdict::Pass, diagnostics)
     }
 }
 

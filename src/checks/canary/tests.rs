@@ -593,8 +593,9 @@ fn healthy_needs_every_gate_passed() {
 
 /// The step's verdict reads only blocking (ERROR-severity) findings of the
 /// gate and golden codes: a gate failure lowered to a warning by an
-/// override, or an error of another code, does not fail the canary; no gate
-/// at all is INCONCLUSIVE below 100 % and NOT RUN at 100 %.
+/// override, or an error of another code, does not fail the canary; no data
+/// lowered to a warning is still no evidence (INCONCLUSIVE, the evidence
+/// floor); no gate at all is INCONCLUSIVE below 100 % and NOT RUN at 100 %.
 #[test]
 fn the_canary_verdict_reads_blocking_findings_only() {
     use crate::diag::{Code, Diagnostic, Severity};
@@ -608,7 +609,7 @@ fn the_canary_verdict_reads_blocking_findings_only() {
     assert_eq!(canary_verdict(&[lowered.clone(), other], outcomes, false, false), Verdict::Pass);
     let mut unsure = Diagnostic::new(Code::CanaryNoData, "no data");
     unsure.severity = Severity::Warning;
-    assert_eq!(canary_verdict(&[unsure.clone()], outcomes, false, false), Verdict::Pass);
+    assert_eq!(canary_verdict(&[unsure.clone()], outcomes, false, false), Verdict::Inconclusive);
     unsure.severity = Severity::Error;
     assert_eq!(canary_verdict(&[unsure], outcomes, false, false), Verdict::Inconclusive);
     lowered.severity = Severity::Error;

@@ -206,7 +206,8 @@ pub(crate) fn verdict(diagnostics: &[Diagnostic]) -> crate::report::Verdict {
     use crate::report::Verdict;
     let errors = || diagnostics.iter().filter(|d| d.severity == Severity::Error);
     if errors().next().is_none() {
-        Verdict::Pass
+        // An incomplete snapshot quieted by `-A`/`-W` is still incomplete.
+        crate::report::floor(Verdict::Pass, diagnostics)
     } else if errors().all(|d| d.code == Code::ClusterStateIncomplete) {
         Verdict::Inconclusive
     } else {
