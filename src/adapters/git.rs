@@ -496,6 +496,43 @@ pub(crate) enum PushOutcome {
     AlreadyExists(String),
 }
 
+/// Whether the remote branch's head (`head`; empty when the push lost a
+/// race and did not learn it) restores `rel` to the release `digest`: the
+/// commit is read locally, fetched first when absent or unknown (git2, then
+/// the git CLI for transports git2 lacks). Err: why it cannot be told.
+pub(crate) fn restores(
+    r: &git2::Repository,
+    remote: &str,
+    branch: &str,
+    head: &str,
+    rel: &Path,
+    digest: &str,
+) -> std::result::Result<bool, String> {
+    let local = format!("refs/bundlegate/check/{branch}");
+    let known = Oid::from_str(head).ok().filter(|o| r.find_commit(*o).is_ok());
+    let oid = match known {
+        Some(o) => o,
+        None => {
+            let spec = format!("+refs/heads/{branch}:{local}");
+            let fetched = r.find_remote(remote).and_then(|mut rem| rem.fetch(&[spec.as_str()], None, None));
+            if fetched.is_err() {
+                let out = std::process::Command::new("git")
+                    .arg("-C")
+                    .arg(r.path())
+                    .args(["fetch", "-q", remote, &spec])
+                    .output()
+                    .map_err(|e| format!("git fetch: {e}"))?;
+                if !out.status.success() {
+                    return Err(format!("fetching {branch}: {}", String::from_utf8_lossy(&out.stderr).trim()));
+                }
+            }
+            r.refname_to_id(&local).map_err(|e| format!("{branch} fetched but unreadable: {e}"))?
+        }
+    };
+    let c = r.find_commit(oid).map_err(|e| format!("remote head {oid} not readable: {e}"))?;
+    Ok(digest_at(r, &c, rel).as_deref() == Ok(digest))
+}
+
 /// Push `refs/heads/<branch>` to `remote`, creating it; an existing remote
 /// branch is never overwritten (no force), which is what makes concurrent
 /// runs open one PR.
@@ -834,5 +871,4 @@ pub(crate) fn rendered_on_branch(
 }
 
 #[cfg(test)]
-#[path = "git_history_props.rs"]
 mod history_props;

@@ -493,3 +493,41 @@ pub(crate) async fn service_state(client: &kube::Client, ns: &str, name: &str, k
     let view = cluster_view(client, ns, name).await?;
     Ok(ownership::release_state(&view, &Root::for_bundle(name, kserve)))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// What Argo CD renders, as the Application spells it: one source, a
+    /// multi-source list (a `ref`-only values source skipped, a Helm chart
+    /// not bundlegate's), the hydrator's dry source.
+    #[test]
+    fn the_application_sources_are_read_as_argo_cd_renders_them() {
+        let one = json!({"spec": {"source": {"repoURL": "https://g/r.git", "path": "llm/current",
+            "plugin": {"name": "bundlegate", "parameters": [{"name": "bundle", "string": "serving.yaml"}]}}}});
+        let s = app_sources(&one);
+        assert_eq!(s.len(), 1);
+        assert_eq!(s[0].bundle_path(), "llm/current/serving.yaml");
+        assert!(s[0].other_tool.is_none() && !s[0].dry);
+        let multi = json!({"spec": {"sources": [
+            {"repoURL": "https://g/values.git", "targetRevision": "main", "ref": "values"},
+            {"repoURL": "https://charts.example.com", "chart": "vllm", "targetRevision": "1.2.3", "helm": {"valueFiles": ["$values/x.yaml"]}},
+            {"repoURL": "https://g/r.git", "path": "llm/v2"},
+            {"repoURL": "https://g/r.git", "path": ".", "kustomize": {}}
+        ]}});
+        let s = app_sources(&multi);
+        assert_eq!(s.len(), 3, "the ref-only source is skipped: {s:?}");
+        assert_eq!(s[0].other_tool.as_deref(), Some("helm"));
+        assert_eq!((s[1].bundle_path().as_str(), s[1].other_tool.as_deref()), ("llm/v2/release.yaml", None));
+        assert_eq!(s[2].other_tool.as_deref(), Some("kustomize"));
+        let other_plugin = json!({"spec": {"source": {"path": "x", "plugin": {"name": "avp"}}}});
+        assert_eq!(app_sources(&other_plugin)[0].other_tool.as_deref(), Some("plugin avp"));
+        let hydrated = json!({"spec": {"sourceHydrator": {"drySource": {"repoURL": "https://g/r.git", "path": "llm/v2", "targetRevision": "main"},
+            "syncSource": {"targetBranch": "env/prod", "path": "llm"}}}});
+        let s = app_sources(&hydrated);
+        assert!(s.len() == 1 && s[0].dry && s[0].bundle_path() == "llm/v2/release.yaml", "{s:?}");
+        let root = json!({"spec": {"source": {"path": "", "repoURL": "r"}}});
+        assert_eq!(app_sources(&root)[0].bundle_path(), "release.yaml");
+    }
+}

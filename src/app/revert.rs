@@ -39,9 +39,13 @@ pub fn run(ctx: &Ctx, l: &Loaded, args: &RevertOptions, evidence: Option<&Report
     ctx.block_on(revert_steps(ctx, l, args, evidence.or(from_file.as_ref()), &[]))
 }
 
-/// `bundlegate/revert-<name>-<version>`: one name per failed release, so
-/// concurrent runs collide on the remote instead of opening two PRs.
-pub(crate) fn branch_name(l: &Loaded) -> String {
+/// `bundlegate/revert-<name>-<version>-<12 hex>`: one name per failed
+/// release *at its path*, so concurrent runs for it collide on the remote
+/// instead of opening two PRs, while two releases of the same name in
+/// different folders (prod and staging) never share a branch. The hex is
+/// the sha256 of the bundle's repository path, its release digest and the
+/// target's, each NUL-terminated (no two inputs share a hash input).
+pub(crate) fn branch_name(l: &Loaded, rel: &Path, target_digest: &str) -> String {
     let clean = |s: &str| {
         let mut o: String = s
             .chars()
@@ -52,7 +56,17 @@ pub(crate) fn branch_name(l: &Loaded) -> String {
         }
         o.trim_matches(['.', '-']).to_string()
     };
-    format!("bundlegate/revert-{}-{}", clean(&l.bundle.metadata.name), clean(&l.bundle.metadata.version))
+    let mut id = rel.as_os_str().as_encoded_bytes().to_vec();
+    for part in [b"\0".as_slice(), l.digest.as_bytes(), b"\0", target_digest.as_bytes(), b"\0"] {
+        id.extend_from_slice(part);
+    }
+    let hash = crate::util::sha256_hex(&id);
+    format!(
+        "bundlegate/revert-{}-{}-{}",
+        clean(&l.bundle.metadata.name),
+        clean(&l.bundle.metadata.version),
+        &hash[..12]
+    )
 }
 
 /// A failed release's way back: refused when the failure is too old or the
@@ -283,7 +297,7 @@ async fn open_revert(
     target: &str,
 ) -> StepReport {
     let RevertPlan { repo, rel, prev, rollback, verify_summary } = plan;
-    let branch = branch_name(l);
+    let branch = branch_name(l, rel, &prev.digest);
     let message = format!(
         "Revert {name} {v} to {pv}\n\nRelease {v} ({d}) failed its post-merge gates; this restores the verified\nprevious bundle {rbp} ({pd}) at {path}.\n\n{REVERT_MARKER} {d}\n",
         name = l.bundle.metadata.name,
@@ -302,6 +316,29 @@ async fn open_revert(
     };
     let mut s = StepReport::new("revert", target);
     let already = matches!(pushed, git::PushOutcome::AlreadyExists(_));
+    // A branch of this name already there is another run's revert only if
+    // its head restores this bundle's file to the target release: a name
+    // alone can be taken by anyone who can push.
+    if let git::PushOutcome::AlreadyExists(head) = &pushed {
+        let ours = head == &oid.to_string()
+            || git::restores(repo, &args.remote, &branch, head, rel, &prev.digest).unwrap_or_else(|why| {
+                s.summary = why;
+                false
+            });
+        if !ours {
+            s.verdict = Verdict::Inconclusive;
+            let why = std::mem::take(&mut s.summary);
+            s.summary = format!(
+                "branch {branch} exists on the remote{} but does not restore {} to release {}{}: not taken as a revert in progress; a human decides",
+                if head.is_empty() { String::new() } else { format!(" at {head}") },
+                rel.display(),
+                prev.digest,
+                if why.is_empty() { String::new() } else { format!(" ({why})") }
+            );
+            s.data = json!({"branch": branch, "remoteHead": head, "refused": "branch-not-a-revert-of-this-bundle"});
+            return s;
+        }
+    }
     let mut data = json!({"branch": branch, "commit": oid.to_string(), "branchExisted": already, "base": base(args), "rollbackTarget": rollback});
 
     let gh = match ctx.github().await {
@@ -463,6 +500,39 @@ mod tests {
     use super::*;
     use crate::report::props::{check_markdown_doc, hostile, report, Extra};
     use proptest::prelude::*;
+
+    fn loaded(name: &str, version: &str, digest: &str) -> Loaded {
+        let text = include_str!("../../examples/llm-scratch/v2/release.yaml");
+        let mut l = crate::bundle::parse("r", Path::new("release.yaml"), text.to_string()).expect("the example loads");
+        l.bundle.metadata.name = name.into();
+        l.bundle.metadata.version = version.into();
+        l.digest = digest.into();
+        l
+    }
+
+    proptest! {
+        #![proptest_config(crate::util::prop_config(2_000))]
+
+        /// One branch per release at its path: two bundles that differ in
+        /// their path, their digest or their target never share a branch
+        /// (prod and staging releases of the same name and version), and
+        /// the same release always gets the same one (concurrent runs
+        /// collide on the remote). The name stays a valid, readable ref.
+        #[test]
+        fn the_revert_branch_is_one_per_release_at_its_path(
+            a in "[a-z/._-]{1,12}", b in "[a-z/._-]{1,12}",
+            da in "[0-9a-f]{2}", db in "[0-9a-f]{2}", ta in "[0-9a-f]{2}", tb in "[0-9a-f]{2}",
+            name in "[a-zA-Z0-9 ._/-]{1,12}",
+        ) {
+            let la = loaded(&name, "v2", &da);
+            let lb = loaded(&name, "v2", &db);
+            let x = branch_name(&la, Path::new(&a), &ta);
+            let y = branch_name(&lb, Path::new(&b), &tb);
+            prop_assert_eq!(x == y, a == b && da == db && ta == tb, "{} / {}", x, y);
+            prop_assert_eq!(&x, &branch_name(&la, Path::new(&a), &ta));
+            prop_assert!(x.starts_with("bundlegate/revert-") && !x.contains("..") && !x.contains(' '), "{}", x);
+        }
+    }
 
     proptest! {
         #![proptest_config(crate::util::prop_config(256))]

@@ -1114,7 +1114,9 @@ pub(crate) mod pulls {
 
 pub(crate) use crate::support::git_remote::GitRemote;
 
-pub(crate) const BRANCH: &str = "bundlegate/revert-llm-scratch-v2";
+/// The revert branch's name up to its hash of path and digests
+/// (`GitRemote::remote_branch` matches it as a prefix).
+pub(crate) const BRANCH: &str = "bundlegate/revert-llm-scratch-v2-";
 pub(crate) const TOKEN: &str = "ghs_reverttoken0123456789";
 
 pub(crate) fn gh_env(gh: &pulls::Pulls) -> Vec<(String, String)> {
@@ -1163,7 +1165,7 @@ fn revert_pushes_the_branch_and_opens_one_pr_with_the_evidence() {
     let prs = gh.pulls();
     assert_eq!(prs.len(), 1);
     let p = &prs[0];
-    assert_eq!(p["head"]["ref"], BRANCH);
+    assert!(p["head"]["ref"].as_str().unwrap().starts_with(BRANCH), "{p:#}");
     assert_eq!(p["base"]["ref"], "main");
     let body = p["body"].as_str().unwrap();
     assert!(body.contains("BG501") && body.contains("CrashLoopBackOff"), "{body}");

@@ -347,3 +347,35 @@ fn an_identity_endpoint_alternating_between_releases_fails_with_the_distribution
     let why = findings(&v, "identity", "BG502");
     assert!(why.contains("answer(s) over the window were wrong") && why.contains(OLD), "{why}");
 }
+
+/// A branch with the revert's name whose head restores something else
+/// (pushed over by anyone who can push) is not "already reverting": the
+/// second run refuses it, opens nothing and names why.
+#[test]
+fn a_branch_with_the_revert_name_that_restores_another_file_is_not_taken_as_done() {
+    use crate::watch::{pulls::Pulls, run_revert, GitRemote, BRANCH, TOKEN};
+    let g = GitRemote::new();
+    let gh = Pulls::start(TOKEN);
+    let out = run_revert(&g.work(), &gh, &[]);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    let first = out.json();
+    let branch = step(&first, "revert")["data"]["branch"].as_str().unwrap().to_string();
+    assert!(branch.starts_with(BRANCH), "{branch}");
+    // Someone rewrites the branch: its head no longer restores v1.
+    let other = g.clone_to("other");
+    git(&other, &["fetch", "-q", "origin", &branch]);
+    git(&other, &["checkout", "-q", "FETCH_HEAD"]);
+    let p = other.join("llm-scratch/v2/release.yaml");
+    std::fs::write(&p, std::fs::read_to_string(&p).unwrap().replacen("replicas: 1", "replicas: 3", 1)).unwrap();
+    git(&other, &["commit", "-q", "-am", "not a revert"]);
+    git(&other, &["push", "-q", "-f", "origin", &format!("HEAD:refs/heads/{branch}")]);
+    let out = run_revert(&g.clone_to("third"), &gh, &[]);
+    let v = out.json();
+    assert_eq!(out.code, 1, "{v:#}");
+    let r = step(&v, "revert");
+    assert_eq!(r["verdict"], "inconclusive", "{v:#}");
+    assert!(r["summary"].as_str().unwrap().contains("does not restore llm-scratch/v2/release.yaml"), "{r:#}");
+    assert_eq!(gh.pulls().len(), 1, "no second PR");
+    assert!(gh.requests().iter().all(|(m, _, _)| m != "PATCH" && m != "DELETE"), "{:?}", gh.requests());
+    gh.assert_no_violations();
+}

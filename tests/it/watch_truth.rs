@@ -94,9 +94,10 @@ fn watch_superseded_by_a_later_bundle_change_is_not_checked_and_never_fails() {
     }];
     let (out, cluster) = run_watch(&ws, frames, &["--timeout", "3s", "--revert"]);
     let v = out.json();
-    assert_ne!(v["verdict"], "fail", "{v:#}");
-    assert_ne!(v["verdict"], "pass", "{v:#}");
-    assert_eq!(step(&v, "argo")["verdict"], "not-run", "{v:#}");
+    // Superseded is a verdict of its own: INCONCLUSIVE, never FAIL.
+    assert_eq!(out.code, 1, "{v:#}");
+    assert_eq!(v["verdict"], "inconclusive", "{v:#}");
+    assert_eq!(step(&v, "argo")["verdict"], "inconclusive", "{v:#}");
     assert!(step(&v, "argo")["summary"].as_str().unwrap().contains(&format!("superseded by {later}")), "{v:#}");
     assert!(findings(&v, "argo", "BG510").contains("changed the release"), "{v:#}");
     assert_eq!(step(&v, "rollout")["verdict"], "not-run");

@@ -83,14 +83,20 @@ impl GitRemote {
         git(self.dir.path(), &["clone", "-q", &self.url, name]);
         to
     }
+    /// The head of the remote branch named `branch`, or (a name ending in
+    /// `-`) of the one branch whose name starts with it.
     pub(crate) fn remote_branch(&self, branch: &str) -> Option<String> {
+        let pattern =
+            if branch.ends_with('-') { format!("refs/heads/{branch}*") } else { format!("refs/heads/{branch}") };
         let o = Command::new("git")
             .arg("--git-dir")
             .arg(self.bare())
-            .args(["rev-parse", "--verify", "-q", &format!("refs/heads/{branch}")])
+            .args(["for-each-ref", "--format=%(objectname)", &pattern])
             .output()
             .unwrap();
-        o.status.success().then(|| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        let heads: Vec<String> = String::from_utf8_lossy(&o.stdout).lines().map(String::from).collect();
+        assert!(heads.len() <= 1, "more than one branch matches {branch}: {heads:?}");
+        heads.into_iter().next()
     }
     pub(crate) fn show(&self, rev: &str) -> String {
         let o = Command::new("git").arg("--git-dir").arg(self.bare()).args(["show", rev]).output().unwrap();

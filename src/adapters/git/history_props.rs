@@ -61,7 +61,7 @@ fn later() -> impl Strategy<Value = Later> {
 }
 
 fn bundle_text(k: u8) -> String {
-    let base = include_str!("../../examples/llm-scratch/v2/release.yaml");
+    let base = include_str!("../../../examples/llm-scratch/v2/release.yaml");
     base.replacen("    replicas: 1\n", &format!("    replicas: {k}\n"), 1)
 }
 
