@@ -488,7 +488,16 @@ pub(crate) fn runner_file_len(path: &std::path::Path) -> u64 {
 /// creating it: other steps of the job write there too.
 pub(crate) fn append_runner_file(path: &std::path::Path, text: &str) -> std::io::Result<()> {
     use std::io::Write as _;
-    std::fs::OpenOptions::new().create(true).append(true).open(path)?.write_all(text.as_bytes())
+    use std::os::unix::fs::OpenOptionsExt as _;
+    // Not blocking on open: a FIFO there without a reader would wait forever.
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)?;
+    crate::adapters::bundle_files::ensure_regular(&f.metadata()?)?;
+    f.write_all(text.as_bytes())?;
+    f.sync_all()
 }
 
 #[cfg(test)]
