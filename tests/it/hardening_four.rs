@@ -289,3 +289,48 @@ fn audit_cache_refuses_a_fifo_at_once_naming_it() {
     assert_eq!(out.code, 2, "{}\n{}", out.stdout, out.stderr);
     assert!(out.stderr.contains("cache.json") && out.stderr.contains("FIFO"), "{}", out.stderr);
 }
+
+/// Requests and limits Kubernetes' API server refuses: a fractional GPU, a
+/// GPU requested without a limit, a GPU request other than its limit, a
+/// cpu request above its limit. lint and preflight both fail them at the
+/// field (both passed, and the pod was never created).
+#[test]
+fn lint_and_preflight_refuse_what_kubernetes_refuses_in_resources() {
+    type Edit = fn(&mut serde_yaml_ng::Value);
+    let cases: [(Edit, &str, &str); 4] = [
+        (
+            |v| {
+                at(v, "spec.serving.resources.requests")["nvidia.com/gpu"] = yaml("500m");
+                at(v, "spec.serving.resources.limits")["nvidia.com/gpu"] = yaml("500m");
+            },
+            "BG023",
+            "spec.serving.resources.requests.nvidia.com/gpu",
+        ),
+        (
+            |v| {
+                at(v, "spec.serving.resources.limits").as_mapping_mut().unwrap().remove("nvidia.com/gpu");
+            },
+            "BG024",
+            "spec.serving.resources.limits.nvidia.com/gpu",
+        ),
+        (
+            |v| at(v, "spec.serving.resources.limits")["nvidia.com/gpu"] = yaml("2"),
+            "BG025",
+            "spec.serving.resources.requests.nvidia.com/gpu",
+        ),
+        (|v| at(v, "spec.serving.resources.limits")["cpu"] = yaml("1"), "BG025", "spec.serving.resources.requests.cpu"),
+    ];
+    let snapshot = repo().join("examples/cluster/roomy.yaml");
+    for (edit, code, field) in cases {
+        let ex = Example::new();
+        let p = ex.edit_v2(edit);
+        let out = ex.run(&["lint", p.to_str().unwrap(), "--format", "json"]);
+        assert_eq!(out.code, 1, "{code}: {}\n{}", out.stdout, out.stderr);
+        assert_eq!(out.diag(code)["field"], field, "{code}: {}", out.stdout);
+        let out =
+            ex.run(&["preflight", "--format", "json", p.to_str().unwrap(), "--snapshot", snapshot.to_str().unwrap()]);
+        assert_eq!(out.code, 1, "{code}: {}\n{}", out.stdout, out.stderr);
+        assert_eq!(out.json()["steps"][0]["verdict"], "fail", "{code}: {}", out.stdout);
+        assert_eq!(out.diag(code)["field"], field, "{code}: {}", out.stdout);
+    }
+}
