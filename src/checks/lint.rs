@@ -955,7 +955,8 @@ mod tests {
         }
     }
 
-    /// The three cases against the shipped example, each at its field.
+    /// A fractional GPU, a GPU without a limit, a GPU request other than its
+    /// limit, against the shipped example, each at its field.
     #[test]
     fn gpu_rules_kubernetes_enforces() {
         let cases: [(Edit, Code, &str, &str); 3] = [

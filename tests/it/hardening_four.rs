@@ -1,4 +1,4 @@
-//! The hardening issue's round four against the real binary: a line break a
+//! Hardening, round four, against the real binary: a line break a
 //! reviewer does not see, write errors, the evidence floor of every verdict,
 //! coverage from content, one local reader, the sticky comment's author,
 //! Kubernetes' resource rules. The generators that drive the code directly

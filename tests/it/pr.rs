@@ -1063,7 +1063,7 @@ proptest::proptest! {
     }
 }
 
-/// The case: another user's comment holds the marker and bundlegate's
+/// Another user's comment holds the marker and bundlegate's
 /// own is there too. Ours is updated, theirs untouched, nothing deleted.
 #[test]
 fn another_users_marker_comment_is_left_alone() {
