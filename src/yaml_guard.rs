@@ -1501,7 +1501,7 @@ mod tests {
         }
     }
 
-    /// The hidden key of the issue, named at its line and column; CRLF and a
+    /// A key hidden after a comment, named at its line and column; CRLF and a
     /// CR written as an escape are not refused.
     #[test]
     fn a_lone_carriage_return_is_refused_where_it_is() {

@@ -25,6 +25,11 @@ pub(crate) struct BlobDir {
     /// As the user gave it, for messages (an object-store URI never carries
     /// credentials: those come from the environment).
     pub display: String,
+    /// The folder of a local location: its files are read by the one local
+    /// reader ([`crate::adapters::bundle_files::read_bytes`]: regular files
+    /// only, bounded), never through object_store's, whose open of a FIFO
+    /// waits for a writer forever.
+    local: Option<PathBuf>,
 }
 
 /// Parse a location the user named (cache, report, metrics): the one rule,
@@ -50,13 +55,18 @@ impl BlobDir {
                     false,
                     None,
                 )?;
-                Ok(BlobDir { inner: s.inner, prefix: s.prefix, display: display.to_string() })
+                Ok(BlobDir { inner: s.inner, prefix: s.prefix, display: display.to_string(), local: None })
             }
             Location::Local(path) => {
                 let dir = local_dir(path)?;
                 let fs = object_store::local::LocalFileSystem::new_with_prefix(&dir)
                     .with_context(|| format!("opening {}", dir.display()))?;
-                Ok(BlobDir { inner: Arc::new(fs), prefix: OPath::from(""), display: path.display().to_string() })
+                Ok(BlobDir {
+                    inner: Arc::new(fs),
+                    prefix: OPath::from(""),
+                    display: path.display().to_string(),
+                    local: Some(dir),
+                })
             }
         }
     }
@@ -72,6 +82,9 @@ impl BlobDir {
     /// The object's bytes, `None` when it does not exist; more than `limit`
     /// bytes is an error (never read whole).
     pub(crate) async fn get(&self, name: &str, limit: u64) -> Result<Option<Vec<u8>>> {
+        if let Some(dir) = &self.local {
+            return self.get_local(dir, name, limit);
+        }
         let p = self.path(name);
         let r = match self.inner.get(&p).await {
             Ok(r) => r,
@@ -98,6 +111,41 @@ impl BlobDir {
         Ok(Some(out))
     }
 
+    /// [`BlobDir::get`] in a local folder: `name` is one plain file name
+    /// (the cache's and the listing's names are), read by the one reader.
+    fn get_local(&self, dir: &Path, name: &str, limit: u64) -> Result<Option<Vec<u8>>> {
+        let shown = format!("{}/{name}", self.display.trim_end_matches('/'));
+        let rel = Path::new(name);
+        if rel.components().count() != 1 || !matches!(rel.components().next(), Some(std::path::Component::Normal(_))) {
+            bail!("{shown}: not a plain file name");
+        }
+        match crate::adapters::bundle_files::read_bytes(&dir.join(rel), limit, "file") {
+            Ok(b) => Ok(Some(b)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            // The io::Error stays in the chain: callers tell a refused
+            // non-file (InvalidInput) from a read that failed.
+            Err(e) => Err(anyhow::Error::new(e).context(format!("reading {shown}"))),
+        }
+    }
+
+    /// [`BlobDir::list`] in a local folder: every entry but folders, so a
+    /// FIFO or socket named like a report is named by the read that refuses
+    /// it rather than skipped unseen (object_store's listing leaves out what
+    /// is not a regular file). Hidden names are temporaries of a writer.
+    fn list_local(&self, dir: &Path, suffix: &str) -> Result<Vec<String>> {
+        let mut out = Vec::new();
+        for e in std::fs::read_dir(dir).with_context(|| format!("listing {}", self.display))? {
+            let e = e.with_context(|| format!("listing {}", self.display))?;
+            let name = e.file_name().to_string_lossy().into_owned();
+            if name.starts_with('.') || !name.ends_with(suffix) || e.file_type().is_ok_and(|t| t.is_dir()) {
+                continue;
+            }
+            out.push(name);
+        }
+        out.sort();
+        Ok(out)
+    }
+
     /// Write the whole object. Local stores write to a temporary name and
     /// rename, so a reader never sees half an object.
     pub(crate) async fn put(&self, name: &str, bytes: Vec<u8>) -> Result<()> {
@@ -110,6 +158,9 @@ impl BlobDir {
 
     /// Names (relative to the prefix) of the objects directly under it that end with `suffix`.
     pub(crate) async fn list(&self, suffix: &str) -> Result<Vec<String>> {
+        if let Some(dir) = &self.local {
+            return self.list_local(dir, suffix);
+        }
         let mut out = Vec::new();
         let prefix = if self.prefix.as_ref().is_empty() { None } else { Some(&self.prefix) };
         let want = if self.prefix.as_ref().is_empty() { String::new() } else { format!("{}/", self.prefix) };

@@ -57,6 +57,9 @@ pub struct ActionsEnv {
     pub workspace: Option<PathBuf>,
     /// BUNDLEGATE_COMMENT_KEY: tells this tool's sticky comments apart.
     pub comment_key: Option<String>,
+    /// BUNDLEGATE_COMMENT_AUTHOR: the login the token acts as (a personal
+    /// token's user); only its comments are edited or deleted.
+    pub comment_author: Option<String>,
     /// BUNDLEGATE_CHECK_RUN: create a check run too.
     pub check_run: Option<String>,
 }
@@ -107,6 +110,7 @@ impl EnvSnapshot {
                 output: var("GITHUB_OUTPUT").map(PathBuf::from),
                 workspace: var("GITHUB_WORKSPACE").map(PathBuf::from),
                 comment_key: var("BUNDLEGATE_COMMENT_KEY"),
+                comment_author: var("BUNDLEGATE_COMMENT_AUTHOR"),
                 check_run: var("BUNDLEGATE_CHECK_RUN"),
             },
         }

@@ -66,21 +66,50 @@ impl Default for RetryPolicy {
     }
 }
 
-/// An issue/PR comment, reduced to what the sticky comment needs.
+/// An issue/PR comment, reduced to what the sticky comment needs: its
+/// text, and who wrote it (the only comments bundlegate edits or deletes
+/// are those written by the identity its token acts as).
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(from = "RawComment")]
 pub(crate) struct Comment {
     pub id: u64,
-    #[serde(default)]
     pub body: Option<String>,
-    #[serde(default)]
     pub html_url: Option<String>,
-    #[serde(default, deserialize_with = "login_of")]
+    /// `user.login`.
     pub user: Option<String>,
+    /// `user.type`: `User`, `Bot`, `Organization`.
+    pub user_type: Option<String>,
+    /// `performed_via_github_app` is set: a GitHub App (GitHub Actions'
+    /// own token is one) wrote it.
+    pub via_app: bool,
 }
 
-fn login_of<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Option<String>, D::Error> {
-    let v: Option<Value> = Option::deserialize(d)?;
-    Ok(v.and_then(|u| u.get("login").and_then(Value::as_str).map(String::from)))
+/// A comment as GitHub sends it (the fields [`Comment`] keeps).
+#[derive(Deserialize)]
+struct RawComment {
+    id: u64,
+    #[serde(default)]
+    body: Option<String>,
+    #[serde(default)]
+    html_url: Option<String>,
+    #[serde(default)]
+    user: Option<Value>,
+    #[serde(default)]
+    performed_via_github_app: Option<Value>,
+}
+
+impl From<RawComment> for Comment {
+    fn from(r: RawComment) -> Comment {
+        let field = |k: &str| r.user.as_ref().and_then(|u| u.get(k)).and_then(Value::as_str).map(String::from);
+        Comment {
+            id: r.id,
+            user: field("login"),
+            user_type: field("type"),
+            via_app: r.performed_via_github_app.as_ref().is_some_and(|a| !a.is_null()),
+            body: r.body,
+            html_url: r.html_url,
+        }
+    }
 }
 
 /// `POST /repos/{owner}/{repo}/check-runs` body (the fields we set).
@@ -488,7 +517,16 @@ pub(crate) fn runner_file_len(path: &std::path::Path) -> u64 {
 /// creating it: other steps of the job write there too.
 pub(crate) fn append_runner_file(path: &std::path::Path, text: &str) -> std::io::Result<()> {
     use std::io::Write as _;
-    std::fs::OpenOptions::new().create(true).append(true).open(path)?.write_all(text.as_bytes())
+    use std::os::unix::fs::OpenOptionsExt as _;
+    // Not blocking on open: a FIFO there without a reader would wait forever.
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)?;
+    crate::adapters::bundle_files::ensure_regular(&f.metadata()?)?;
+    f.write_all(text.as_bytes())?;
+    f.sync_all()
 }
 
 #[cfg(test)]

@@ -187,7 +187,7 @@ async fn audit(ctx: &Ctx, o: &AuditRun, vo: &VerifyOptions, ov: &Overrides) -> R
     // directory cache is read and written per bundle.
     let mut cache = match store {
         CacheStore::File(p) => {
-            let loaded = load_file_cache(&p);
+            let loaded = load_file_cache(&p)?;
             Cache::File(p, loaded)
         }
         CacheStore::Dir(d) => Cache::Dir(d),
@@ -274,10 +274,18 @@ fn rebuilt_note(what: &str, why: &str) -> Diagnostic {
     crate::checks::verify::drift::cache_rebuilt(what, why)
 }
 
+/// A path in the cache that is not a regular file (a FIFO, a device, a
+/// folder): refused unread by the one reader. Not a cache bundlegate wrote,
+/// so the audit stops naming it instead of re-hashing around it.
+fn refused_non_file(e: &anyhow::Error) -> bool {
+    e.chain()
+        .any(|c| c.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::InvalidInput))
+}
+
 /// The legacy file cache. Corrupt or foreign: start empty (re-hash), say so.
-fn load_file_cache(p: &Path) -> (AuditCache, Option<Diagnostic>) {
+fn load_file_cache(p: &Path) -> Result<(AuditCache, Option<Diagnostic>)> {
     let empty = || AuditCache { version: 1, ..Default::default() };
-    match read_bounded(p, CACHE_OBJECT_LIMIT * 4) {
+    Ok(match read_bounded(p, CACHE_OBJECT_LIMIT * 4) {
         Ok(None) => (empty(), None),
         Ok(Some(b)) => match json_from_slice::<AuditCache>(&p.display().to_string(), &b, &Limits::WRITTEN) {
             Ok(c) if c.version == 1 => (c, None),
@@ -286,8 +294,9 @@ fn load_file_cache(p: &Path) -> (AuditCache, Option<Diagnostic>) {
             }
             Err(e) => (empty(), Some(rebuilt_note(&p.display().to_string(), &format!("corrupt: {e:#}")))),
         },
+        Err(e) if refused_non_file(&e) => return Err(e),
         Err(e) => (empty(), Some(rebuilt_note(&p.display().to_string(), &format!("{e:#}")))),
-    }
+    })
 }
 
 async fn audit_one_with_dir(
@@ -320,6 +329,7 @@ async fn audit_one_with_dir(
                 Some(rebuilt_note(&shown, &format!("corrupt: {e:#}"))),
             ),
         },
+        Err(e) if refused_non_file(&e) => return Err(e),
         // An unreadable shared cache costs time, never correctness: re-hash.
         Err(e) => (AuditCache { version: 1, ..Default::default() }, Some(rebuilt_note(&shown, &format!("{e:#}")))),
     };

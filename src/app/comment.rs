@@ -43,13 +43,42 @@ pub struct CommentOutcome {
 
 /// Make the PR's sticky comment equal `parts` (from [`sticky_parts`]): update
 /// existing parts in place, create missing ones, delete surplus old parts and
-/// duplicates. Existing parts are found by marker across all pages.
+/// duplicates. Existing parts are found by marker across all pages, among the
+/// comments bundlegate's own identity wrote ([`publish_comment_as`] with no
+/// login known).
 pub async fn publish_comment(
     gh: &GithubClient,
     owner: &str,
     repo: &str,
     pr: u64,
     parts: Vec<String>,
+) -> github::Result<CommentOutcome> {
+    publish_comment_as(gh, owner, repo, pr, parts, None).await
+}
+
+/// Is `c` a comment the token's identity wrote? With its login known
+/// (configured, or learnt from a comment this run created), by login alone;
+/// else only a GitHub App's bot (GitHub Actions' token acts as
+/// `github-actions[bot]`, and `GET /user` answers 403 for such tokens). A
+/// marker is text anyone can type: it never decides alone.
+fn written_by_us(c: &github::Comment, author: Option<&str>) -> bool {
+    match author {
+        Some(a) => c.user.as_deref() == Some(a),
+        None => c.user_type.as_deref() == Some("Bot") && c.via_app,
+    }
+}
+
+/// [`publish_comment`] as `author` (the login the token acts as, when
+/// known). Only comments written by that identity are ever edited or
+/// deleted; the first comment this run creates tells its login when none
+/// was given, and from then on it decides.
+pub async fn publish_comment_as(
+    gh: &GithubClient,
+    owner: &str,
+    repo: &str,
+    pr: u64,
+    parts: Vec<String>,
+    author: Option<&str>,
 ) -> github::Result<CommentOutcome> {
     let key = parts
         .first()
@@ -59,20 +88,27 @@ pub async fn publish_comment(
         })?
         .to_string();
     let existing = gh.list_comments(owner, repo, pr).await?;
-    // part index -> comments carrying it, oldest first (ids grow with time).
-    let mut by_part: BTreeMap<usize, Vec<&github::Comment>> = BTreeMap::new();
-    for c in &existing {
-        if let Some((i, _)) = c.body.as_deref().and_then(|b| parse_marker(b, &key)) {
-            by_part.entry(i).or_default().push(c);
+    let mut author: Option<String> = author.map(String::from);
+    // part index -> our comments carrying it, oldest first (ids grow with time).
+    let ours = |author: Option<&str>| {
+        let mut by_part: BTreeMap<usize, Vec<&github::Comment>> = BTreeMap::new();
+        for c in existing.iter().filter(|c| written_by_us(c, author)) {
+            if let Some((i, _)) = c.body.as_deref().and_then(|b| parse_marker(b, &key)) {
+                by_part.entry(i).or_default().push(c);
+            }
         }
-    }
-    for v in by_part.values_mut() {
-        v.sort_by_key(|c| c.id);
-    }
+        for v in by_part.values_mut() {
+            v.sort_by_key(|c| c.id);
+        }
+        by_part
+    };
 
     let mut out = CommentOutcome { parts: parts.len(), ..Default::default() };
+    // part index -> the comment that now holds it.
+    let mut holds: BTreeMap<usize, u64> = BTreeMap::new();
     for (idx, body) in parts.iter().enumerate() {
         let i = idx + 1;
+        let by_part = ours(author.as_deref());
         let keep = by_part.get(&i).and_then(|v| v.first()).copied();
         let (id, url) = match keep {
             Some(c) if c.body.as_deref() == Some(body.as_str()) => {
@@ -87,18 +123,21 @@ pub async fn publish_comment(
             None => {
                 let c = gh.create_comment(owner, repo, pr, body).await?;
                 out.created.push(c.id);
+                if author.is_none() {
+                    author = c.user.clone();
+                }
                 (c.id, c.html_url)
             }
         };
+        holds.insert(i, id);
         if i == 1 {
             out.url = url.or_else(|| Some(format!("comment {id}")));
         }
     }
-    // Surplus: parts beyond the new count, and duplicates of any part.
+    // Surplus: our parts beyond the new count, and duplicates of any part.
     let mut surplus: Vec<u64> = Vec::new();
-    for (i, v) in &by_part {
-        let skip = if *i >= 1 && *i <= parts.len() { 1 } else { 0 };
-        surplus.extend(v.iter().skip(skip).map(|c| c.id));
+    for (i, v) in &ours(author.as_deref()) {
+        surplus.extend(v.iter().map(|c| c.id).filter(|id| holds.get(i) != Some(id)));
     }
     surplus.sort_unstable();
     for id in surplus {
@@ -124,6 +163,10 @@ pub struct GithubEnv {
     pub output: Option<PathBuf>,
     pub workspace: Option<PathBuf>,
     pub marker_key: String,
+    /// The login the token acts as, when configured
+    /// (`BUNDLEGATE_COMMENT_AUTHOR`); else learnt from the first comment
+    /// created, or only a GitHub App bot's comments are taken as ours.
+    pub comment_author: Option<String>,
     /// Head commit, for the optional check run.
     pub head_sha: Option<String>,
     /// The event says the PR comes from a fork (explains a 403).
@@ -178,6 +221,7 @@ impl GithubEnv {
             output: a.output.clone(),
             workspace: a.workspace.clone(),
             marker_key: a.comment_key.clone().unwrap_or_else(|| DEFAULT_MARKER_KEY.into()),
+            comment_author: a.comment_author.as_deref().map(str::trim).filter(|l| !l.is_empty()).map(String::from),
             head_sha,
             fork,
             check_run: a.check_run.as_deref().is_some_and(|v| matches!(v.trim(), "1" | "true" | "yes")),
@@ -333,7 +377,7 @@ fn post(ctx: &Ctx, env: &GithubEnv, md: &str, verdict: Verdict) -> Posting {
 
     let res = ctx.block_on(async {
         let gh = GithubClient::with_policy(&env.api_url, token, env.retry.clone())?;
-        let outcome = publish_comment(&gh, owner, repo, pr, parts).await?;
+        let outcome = publish_comment_as(&gh, owner, repo, pr, parts, env.comment_author.as_deref()).await?;
         let check_note = match (&env.head_sha, env.check_run) {
             (Some(sha), true) => Some(match gh.create_check_run(owner, repo, &check_run(sha, md, verdict)).await {
                 Ok(id) => format!("check run {id} created"),

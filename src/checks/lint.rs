@@ -329,6 +329,7 @@ fn quantities_and_rollout(l: &Loaded, out: &mut Vec<Diagnostic>) {
     let d = |code: Code, field: &str, msg: String| diag(l, code, field, msg);
     let s = &b.spec.serving;
     out.extend(crate::checks::preflight::bundle_quantity_diagnostics(l));
+    out.extend(crate::checks::preflight::kubernetes_resource_rules(l));
     if let Err(e) = s.rollout.resolve(s.replicas) {
         out.push(
             d(Code::CanaryPlanInvalid, "spec.serving.rollout", format!("rollout strategy: {e}"))
@@ -477,6 +478,7 @@ fn reserved_names(l: &Loaded, out: &mut Vec<Diagnostic>) {
 mod tests {
     use super::*;
     use crate::bundle::pod_verifier::{KSERVE_MODEL_VOLUME, VERIFIER_CONTAINER};
+    use std::collections::{BTreeMap, BTreeSet};
 
     #[test]
     fn digests_are_64_lowercase_hex_and_images_pin_one() {
@@ -863,6 +865,143 @@ mod tests {
         );
         let d = duplicate.iter().find(|d| d.code == Code::ArtifactDuplicatePath).unwrap();
         assert_eq!(d.evidence, ["first listed at spec.model.artifacts[1]"]);
+    }
+
+    /// Resource names of every kind Kubernetes' validation tells apart:
+    /// native unprefixed, extended (a domain other than kubernetes.io/),
+    /// hugepages.
+    const RESOURCE_NAMES: &[&str] =
+        &["cpu", "memory", "ephemeral-storage", "nvidia.com/gpu", "example.com/fpga", "hugepages-2Mi"];
+    /// Quantities with their values in units, written every way Kubernetes reads.
+    const AMOUNTS: &[(&str, f64)] = &[
+        ("0", 0.0),
+        ("1", 1.0),
+        ("2", 2.0),
+        ("3", 3.0),
+        ("500m", 0.5),
+        ("0.5", 0.5),
+        ("250m", 0.25),
+        ("1.5", 1.5),
+        ("1000m", 1.0),
+        ("1e3", 1000.0),
+        ("1k", 1000.0),
+    ];
+
+    /// `ValidateResourceRequirements` (Kubernetes' pod validation) over
+    /// the values as numbers: the findings the API server would make, as
+    /// (code, field).
+    fn kubernetes_refuses(
+        requests: &BTreeMap<&str, (&str, f64)>,
+        limits: &BTreeMap<&str, (&str, f64)>,
+    ) -> BTreeSet<(Code, String)> {
+        let extended = |n: &str| n.contains('/') && !n.contains("kubernetes.io/");
+        let overcommit = |n: &str| !extended(n) && !n.starts_with("hugepages-");
+        let mut out = BTreeSet::new();
+        for (kind, m) in [("limits", limits), ("requests", requests)] {
+            for (n, (_, v)) in m {
+                if extended(n) && v.fract() != 0.0 {
+                    out.insert((Code::ExtendedResourceFractional, format!("spec.serving.resources.{kind}.{n}")));
+                }
+            }
+        }
+        for (n, (_, v)) in requests {
+            let field = format!("spec.serving.resources.requests.{n}");
+            match limits.get(n) {
+                Some((_, l)) if (v != l && !overcommit(n)) || v > l => {
+                    out.insert((Code::RequestLimitMismatch, field));
+                }
+                Some(_) => {}
+                None if !overcommit(n) => {
+                    out.insert((Code::ResourceLimitMissing, format!("spec.serving.resources.limits.{n}")));
+                }
+                None => {}
+            }
+        }
+        out
+    }
+
+    proptest::proptest! {
+        #![proptest_config(crate::util::prop_config(400))]
+
+        /// Lint finds exactly what Kubernetes' own validation refuses in a
+        /// container's requests and limits: a fractional extended resource,
+        /// a GPU requested without a limit, a request other than its limit
+        /// where Kubernetes does not overcommit, a request above its limit.
+        /// Each passed lint and preflight, and the pod was never created.
+        #[test]
+        fn lint_refuses_what_kubernetes_refuses_in_requests_and_limits(
+            requests in proptest::collection::btree_map(proptest::sample::select(RESOURCE_NAMES), proptest::sample::select(AMOUNTS), 0..5),
+            limits in proptest::collection::btree_map(proptest::sample::select(RESOURCE_NAMES), proptest::sample::select(AMOUNTS), 0..5),
+        ) {
+            let l = crate::manifests::bundle_edit(|v| {
+                let r = &mut v["spec"]["serving"]["resources"];
+                *r = serde_yaml_ng::Value::Mapping(Default::default());
+                for (kind, m) in [("requests", &requests), ("limits", &limits)] {
+                    let mut map = serde_yaml_ng::Mapping::new();
+                    for (n, (q, _)) in m {
+                        map.insert((*n).into(), (*q).into());
+                    }
+                    r[kind] = serde_yaml_ng::Value::Mapping(map);
+                }
+            })
+            .unwrap();
+            let rules = [Code::ExtendedResourceFractional, Code::ResourceLimitMissing, Code::RequestLimitMismatch];
+            let found: BTreeSet<(Code, String)> = lint(&l, &RollbackStatus::NotDeclared)
+                .into_iter()
+                .filter(|d| rules.contains(&d.code))
+                .map(|d| (d.code, d.field.unwrap_or_default()))
+                .collect();
+            proptest::prop_assert_eq!(found, kubernetes_refuses(&requests, &limits));
+        }
+    }
+
+    /// A fractional GPU, a GPU without a limit, a GPU request other than its
+    /// limit, against the shipped example, each at its field.
+    #[test]
+    fn gpu_rules_kubernetes_enforces() {
+        let cases: [(Edit, Code, &str, &str); 3] = [
+            (
+                |v| {
+                    v["spec"]["serving"]["resources"]["requests"]["nvidia.com/gpu"] = "500m".into();
+                    v["spec"]["serving"]["resources"]["limits"]["nvidia.com/gpu"] = "500m".into();
+                },
+                Code::ExtendedResourceFractional,
+                "spec.serving.resources.requests.nvidia.com/gpu",
+                "must be an integer",
+            ),
+            (
+                |v| {
+                    v["spec"]["serving"]["resources"]["limits"].as_mapping_mut().unwrap().remove("nvidia.com/gpu");
+                },
+                Code::ResourceLimitMissing,
+                "spec.serving.resources.limits.nvidia.com/gpu",
+                "Limit must be set",
+            ),
+            (
+                |v| v["spec"]["serving"]["resources"]["limits"]["nvidia.com/gpu"] = 2.into(),
+                Code::RequestLimitMismatch,
+                "spec.serving.resources.requests.nvidia.com/gpu",
+                "must be equal to the limit",
+            ),
+        ];
+        for (edit, code, field, words) in cases {
+            let found = lint(&edited(edit), &RollbackStatus::NotDeclared);
+            assert!(
+                found.iter().any(|d| d.code == code && d.field.as_deref() == Some(field) && d.message.contains(words)),
+                "{code:?} at {field}: {found:?}"
+            );
+        }
+        // A limit alone implies the request: fine.
+        let only_limit = lint(
+            &edited(|v| {
+                v["spec"]["serving"]["resources"]["requests"].as_mapping_mut().unwrap().remove("nvidia.com/gpu");
+            }),
+            &RollbackStatus::NotDeclared,
+        );
+        assert!(
+            !only_limit.iter().any(|d| [Code::ResourceLimitMissing, Code::RequestLimitMismatch].contains(&d.code)),
+            "{only_limit:?}"
+        );
     }
 
     fn with_volumes(names: &[&str]) -> Loaded {

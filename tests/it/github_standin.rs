@@ -587,7 +587,29 @@ fn comment_json(base: &str, c: &StoredComment) -> Value {
         "updated_at": c.updated_at,
         "issue_url": format!("{base}/repos/{}/{}/issues/{}", c.owner, c.repo, c.issue),
         "author_association": if c.login.ends_with("[bot]") { "NONE" } else { "CONTRIBUTOR" },
-        "performed_via_github_app": null
+        "performed_via_github_app": app_json(base, &c.login)
+    })
+}
+
+/// The GitHub App a bot's comment was written through, as github.com
+/// reports it (`github-actions[bot]` writes through the `github-actions`
+/// app); `null` for a user's comment.
+fn app_json(base: &str, login: &str) -> Value {
+    let Some(slug) = login.strip_suffix("[bot]") else { return Value::Null };
+    let actions = slug == "github-actions";
+    json!({
+        "id": if actions { 15368 } else { 2740 },
+        "slug": slug,
+        "node_id": if actions { "MDM6QXBwMTUzNjg=" } else { "MDM6QXBwMjc0MA==" },
+        "owner": user_json(base, "github"),
+        "name": if actions { "GitHub Actions".to_string() } else { slug.to_string() },
+        "description": "Automate your workflow from idea to production",
+        "external_url": "https://help.github.com/en/actions",
+        "html_url": format!("https://github.com/apps/{slug}"),
+        "created_at": "2018-07-30T09:30:17Z",
+        "updated_at": "2019-12-10T19:04:12Z",
+        "permissions": {"actions": "write", "issues": "write", "metadata": "read", "pull_requests": "write"},
+        "events": ["check_run", "pull_request", "push"]
     })
 }
 

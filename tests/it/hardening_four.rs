@@ -1,4 +1,4 @@
-//! The hardening issue's round four against the real binary: a line break a
+//! Hardening, round four, against the real binary: a line break a
 //! reviewer does not see, write errors, the evidence floor of every verdict,
 //! coverage from content, one local reader, the sticky comment's author,
 //! Kubernetes' resource rules. The generators that drive the code directly
@@ -225,5 +225,112 @@ fn preflight_never_passes_an_incomplete_snapshot_allowed_away() {
         let r = out.json();
         assert_eq!(r["steps"][0]["verdict"], "inconclusive", "{flag}: {}", out.stdout);
         assert_eq!(out.diag("BG207")["severity"], "warning", "{flag}: kept, as a warning");
+    }
+}
+
+fn mkfifo(p: &std::path::Path) {
+    let c = std::ffi::CString::new(p.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: a NUL-terminated path that outlives the call.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0, "mkfifo {}", p.display());
+}
+
+/// A FIFO where `report merge` reads a shard report, named or in a folder:
+/// exit 2 at once naming it (object_store's local reader waited for a
+/// writer forever).
+#[test]
+fn report_merge_refuses_a_fifo_at_once_naming_it() {
+    let ex = Example::new();
+    let dir = ex.path().join("reports");
+    std::fs::create_dir_all(&dir).unwrap();
+    let fifo = dir.join("shard-0.json");
+    mkfifo(&fifo);
+    for input in [fifo.to_str().unwrap(), dir.to_str().unwrap()] {
+        let t0 = std::time::Instant::now();
+        let out = run_within(ex.path(), &["report", "merge", "--format", "json", input], &[], 30);
+        assert_eq!(out.code, 2, "{input}: {}\n{}", out.stdout, out.stderr);
+        assert!(out.stderr.contains("shard-0.json") && out.stderr.contains("FIFO"), "{input}: {}", out.stderr);
+        assert!(t0.elapsed() < std::time::Duration::from_secs(20), "{input}: took {:?}", t0.elapsed());
+    }
+}
+
+/// A FIFO in the shared cache folder (in place of a bundle's cache object)
+/// or as the single cache file: `audit --cache` exits 2 at once naming it,
+/// neither waiting on it nor re-hashing around a file it did not write.
+#[test]
+fn audit_cache_refuses_a_fifo_at_once_naming_it() {
+    let ex = Example::new();
+    let cache = ex.path().join("cache");
+    let audit = |cache: &std::path::Path| {
+        run_within(
+            ex.path(),
+            &["audit", "--format", "json", "--progress", "never", ".", "--cache", cache.to_str().unwrap()],
+            &[],
+            60,
+        )
+    };
+    let first = audit(&cache);
+    assert_ne!(first.code, 2, "{}\n{}", first.stdout, first.stderr);
+    let objects: Vec<std::path::PathBuf> = std::fs::read_dir(&cache)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .collect();
+    assert!(!objects.is_empty(), "the audit wrote its cache objects");
+    for o in &objects {
+        std::fs::remove_file(o).unwrap();
+        mkfifo(o);
+    }
+    let out = audit(&cache);
+    assert_eq!(out.code, 2, "{}\n{}", out.stdout, out.stderr);
+    assert!(out.stderr.contains("FIFO") && out.stderr.contains(".json"), "{}", out.stderr);
+    let file = ex.path().join("cache.json");
+    mkfifo(&file);
+    let out = audit(&file);
+    assert_eq!(out.code, 2, "{}\n{}", out.stdout, out.stderr);
+    assert!(out.stderr.contains("cache.json") && out.stderr.contains("FIFO"), "{}", out.stderr);
+}
+
+/// Requests and limits Kubernetes' API server refuses: a fractional GPU, a
+/// GPU requested without a limit, a GPU request other than its limit, a
+/// cpu request above its limit. lint and preflight both fail them at the
+/// field (both passed, and the pod was never created).
+#[test]
+fn lint_and_preflight_refuse_what_kubernetes_refuses_in_resources() {
+    type Edit = fn(&mut serde_yaml_ng::Value);
+    let cases: [(Edit, &str, &str); 4] = [
+        (
+            |v| {
+                at(v, "spec.serving.resources.requests")["nvidia.com/gpu"] = yaml("500m");
+                at(v, "spec.serving.resources.limits")["nvidia.com/gpu"] = yaml("500m");
+            },
+            "BG023",
+            "spec.serving.resources.requests.nvidia.com/gpu",
+        ),
+        (
+            |v| {
+                at(v, "spec.serving.resources.limits").as_mapping_mut().unwrap().remove("nvidia.com/gpu");
+            },
+            "BG024",
+            "spec.serving.resources.limits.nvidia.com/gpu",
+        ),
+        (
+            |v| at(v, "spec.serving.resources.limits")["nvidia.com/gpu"] = yaml("2"),
+            "BG025",
+            "spec.serving.resources.requests.nvidia.com/gpu",
+        ),
+        (|v| at(v, "spec.serving.resources.limits")["cpu"] = yaml("1"), "BG025", "spec.serving.resources.requests.cpu"),
+    ];
+    let snapshot = repo().join("examples/cluster/roomy.yaml");
+    for (edit, code, field) in cases {
+        let ex = Example::new();
+        let p = ex.edit_v2(edit);
+        let out = ex.run(&["lint", p.to_str().unwrap(), "--format", "json"]);
+        assert_eq!(out.code, 1, "{code}: {}\n{}", out.stdout, out.stderr);
+        assert_eq!(out.diag(code)["field"], field, "{code}: {}", out.stdout);
+        let out =
+            ex.run(&["preflight", "--format", "json", p.to_str().unwrap(), "--snapshot", snapshot.to_str().unwrap()]);
+        assert_eq!(out.code, 1, "{code}: {}\n{}", out.stdout, out.stderr);
+        assert_eq!(out.json()["steps"][0]["verdict"], "fail", "{code}: {}", out.stdout);
+        assert_eq!(out.diag(code)["field"], field, "{code}: {}", out.stdout);
     }
 }

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use bundlegate::adapters::git::changed_bundles;
 use bundlegate::adapters::github::{GithubClient, GithubError, RetryPolicy};
-use bundlegate::app::comment::{self as pr, publish_comment, GithubEnv};
+use bundlegate::app::comment::{self as pr, publish_comment, publish_comment_as, GithubEnv};
 use bundlegate::app::ctx::Ctx;
 use bundlegate::diag::Diagnostic;
 use bundlegate::diag::Span;
@@ -1001,4 +1001,85 @@ fn pr_run_checks_the_head_revision_not_the_working_tree() {
 /// A context with an empty environment: the tests give `GithubEnv` directly.
 fn ctx() -> Ctx {
     Ctx::new(bundlegate::adapters::env::EnvSnapshot::default())
+}
+
+// ---------------------------------------------------------------------------
+// whose comment is ours
+
+/// Authors of comments already on the PR: users (anyone can type the
+/// marker), the Actions bot bundlegate acts as, another GitHub App's bot.
+const AUTHORS: &[&str] = &["mallory", "reviewer", "github-actions[bot]", "renovate[bot]"];
+/// Marker-bearing bodies (every part of a sticky comment) and plain text.
+const BODIES: &[&str] = &[
+    "<!-- bundlegate:report part 1/1 -->\nforged",
+    "<!-- bundlegate:report part 1/2 -->\nhead",
+    "<!-- bundlegate:report part 2/2 -->\ntail",
+    "<!-- bundlegate:report part 3/3 -->\nold tail",
+    "looks good",
+];
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 40, failure_persistence: None, ..Default::default() })]
+
+    /// Only comments written by the identity the token acts as are edited or
+    /// deleted: with its login configured, no other login's comment; with none,
+    /// never a user's (only a GitHub App bot's, until the first comment this
+    /// run creates tells the login). The marker alone once made bundlegate
+    /// PATCH another user's comment and DELETE its own.
+    #[test]
+    fn a_marker_bearing_comment_by_another_user_is_never_edited_or_deleted(
+        seeds in proptest::collection::vec((proptest::sample::select(AUTHORS), proptest::sample::select(BODIES)), 0..6),
+        configured in proptest::bool::ANY,
+    ) {
+        let s = StandIn::start(TOKEN);
+        let mut login_of = std::collections::BTreeMap::new();
+        for (author, body) in &seeds {
+            login_of.insert(s.seed_comment("o", "r", 7, author, body), *author);
+        }
+        let author = configured.then_some("github-actions[bot]");
+        let o = rt()
+            .block_on(async { publish_comment_as(&client(&s), "o", "r", 7, sticky_parts("new\n", "report"), author).await })
+            .unwrap();
+        for r in s.requests().into_iter().filter(|r| r.method == "PATCH" || r.method == "DELETE") {
+            let id: u64 = r.path.rsplit('/').next().unwrap().parse().unwrap();
+            let who = login_of.get(&id).copied().unwrap_or("github-actions[bot]");
+            if configured {
+                proptest::prop_assert_eq!(who, "github-actions[bot]", "{} {} by {}: {:?}", r.method, id, who, seeds);
+            } else {
+                proptest::prop_assert!(who.ends_with("[bot]"), "{} {} by {}: {:?}", r.method, id, who, seeds);
+            }
+        }
+        // Every seeded user comment is still there, as it was.
+        for c in s.comments(7).iter().filter(|c| !c.login.ends_with("[bot]")) {
+            let seeded = seeds.iter().any(|(a, b)| *a == c.login && *b == c.body);
+            proptest::prop_assert!(seeded, "{:?} changed", c.body);
+        }
+        proptest::prop_assert_eq!(seeds.iter().filter(|(a, _)| !a.ends_with("[bot]")).count(), s.comments(7).iter().filter(|c| !c.login.ends_with("[bot]")).count());
+        // And the sticky comment is there once, as the bot.
+        let bot = |l: &str| if configured { l == "github-actions[bot]" } else { l.ends_with("[bot]") };
+        let ours: Vec<_> = s.bundlegate_comments(7).into_iter().filter(|c| bot(&c.login) && c.body.contains("new")).collect();
+        proptest::prop_assert_eq!(ours.len(), 1, "{:?}", o);
+        s.assert_no_violations();
+    }
+}
+
+/// Another user's comment holds the marker and bundlegate's
+/// own is there too. Ours is updated, theirs untouched, nothing deleted.
+#[test]
+fn another_users_marker_comment_is_left_alone() {
+    let s = StandIn::start(TOKEN);
+    let theirs = s.seed_comment("o", "r", 7, "mallory", "<!-- bundlegate:report part 1/1 -->\nPASS, trust me");
+    let ours = s.seed_comment("o", "r", 7, "github-actions[bot]", "<!-- bundlegate:report part 1/1 -->\nold");
+    let o = publish(&s, sticky_parts("new\n", "report")).unwrap();
+    assert_eq!((o.updated.clone(), o.deleted.clone(), o.created.clone()), (vec![ours], vec![], vec![]), "{o:?}");
+    let c = s.comments(7);
+    assert_eq!(c.iter().find(|c| c.id == theirs).unwrap().body, "<!-- bundlegate:report part 1/1 -->\nPASS, trust me");
+    // Only theirs: a new comment, theirs still untouched.
+    let s = StandIn::start(TOKEN);
+    let theirs = s.seed_comment("o", "r", 7, "mallory", "<!-- bundlegate:report part 1/1 -->\nforged");
+    let o = publish(&s, sticky_parts("new\n", "report")).unwrap();
+    assert_eq!(o.created.len(), 1, "{o:?}");
+    assert!(o.updated.is_empty() && o.deleted.is_empty(), "{o:?}");
+    assert!(s.comments(7).iter().any(|c| c.id == theirs && c.body.ends_with("forged")));
+    s.assert_no_violations();
 }

@@ -30,6 +30,7 @@ use crate::report::Table;
 
 pub use probes::SCHEDULING_ALLOWANCE_SECONDS;
 pub use quantity::bundle_quantity_diagnostics;
+pub(crate) use quantity::kubernetes_resource_rules;
 pub use scheduling::tolerates;
 pub use state::{
     ClusterState, ContainerResources, LabelSelector, Node, Pdb, Pod, Pv, Pvc, Quantities, Quota, Requirement,
@@ -133,6 +134,8 @@ pub(crate) fn preflight(l: &Loaded, st: &ClusterState) -> Result<Outcome, String
     let (pdb_diags, pdbs) = pdb::check(&cx, &usage, &mut incomplete);
     diags.extend(pdb_diags);
     diags.extend(probes::check(&cx));
+    // What the API server itself refuses: the pod would never exist.
+    diags.extend(kubernetes_resource_rules(l));
     diags.extend(unreadable(st, &incomplete));
     Ok(table::outcome(&cx, &usage, &evals, &cap, diags, table::Rows { quotas, volumes, pdbs, incomplete }))
 }

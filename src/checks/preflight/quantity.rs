@@ -252,6 +252,65 @@ pub fn bundle_quantity_diagnostics(l: &Loaded) -> Vec<Diagnostic> {
     out
 }
 
+/// A resource with a domain prefix other than `kubernetes.io/`
+/// (apimachinery's `IsNativeResource` is its negation).
+fn is_native(name: &str) -> bool {
+    !name.contains('/') || name.contains("kubernetes.io/")
+}
+
+/// `IsExtendedResourceName`: not native, not a quota's `requests.` name.
+fn is_extended(name: &str) -> bool {
+    !is_native(name) && !name.starts_with("requests.")
+}
+
+/// `IsOvercommitAllowed`: native resources but hugepages.
+fn overcommit_allowed(name: &str) -> bool {
+    is_native(name) && !name.starts_with("hugepages-")
+}
+
+/// Kubernetes' own validation of a container's requests and limits
+/// (`ValidateResourceRequirements`), which refuses the pod at the API
+/// server: an extended resource is a whole number (BG023); a resource not
+/// overcommitted (extended, hugepages) has a limit wherever it is requested
+/// (BG024) and its request equals that limit, and any request is at most
+/// its limit (BG025). A limit alone implies the request. Quantities that do
+/// not parse are BG209's.
+pub(crate) fn kubernetes_resource_rules(l: &Loaded) -> Vec<Diagnostic> {
+    let r = &l.bundle.spec.serving.resources;
+    let mut out = Vec::new();
+    let at = |kind: &str, k: &str| format!("spec.serving.resources.{kind}.{k}");
+    let d = |code: Code, field: String, msg: String| Diagnostic::new(code, msg).at(l.span(&field)).field(field);
+    for (kind, m) in [("requests", &r.requests), ("limits", &r.limits)] {
+        for (k, v) in m.iter().filter(|(k, _)| is_extended(k)) {
+            if parse_milli(&v.0).is_ok_and(|x| x % 1000 != 0) {
+                out.push(d(Code::ExtendedResourceFractional, at(kind, k), format!("{}: `{}` is not a whole number; Kubernetes counts `{k}` in whole units (must be an integer)", at(kind, k), v.0))
+                    .help(format!("request whole units of `{k}` (`1`, `2`), never a fraction (`500m`, `0.5`)")));
+            }
+        }
+    }
+    for (k, req) in &r.requests {
+        let Ok(q) = parse_milli(&req.0) else { continue };
+        match r.limits.get(k) {
+            None if !overcommit_allowed(k) => out.push(
+                d(Code::ResourceLimitMissing, at("limits", k), format!("{} is requested ({}) without a limit; Kubernetes does not overcommit `{k}`: Limit must be set for non overcommitable resources", at("requests", k), req.0))
+                    .help(format!("set `limits.{k}: {}` (a limit alone is enough: the request defaults to it)", req.0)),
+            ),
+            None => {}
+            Some(lim) => {
+                let Ok(lq) = parse_milli(&lim.0) else { continue };
+                if q != lq && !overcommit_allowed(k) {
+                    out.push(d(Code::RequestLimitMismatch, at("requests", k), format!("{} is {}, its limit {}; Kubernetes does not overcommit `{k}`: the request must be equal to the limit", at("requests", k), req.0, lim.0))
+                        .help(format!("set both to the same amount, or only `limits.{k}`")));
+                } else if q > lq {
+                    out.push(d(Code::RequestLimitMismatch, at("requests", k), format!("{} is {}, above its limit {}: a request must be less than or equal to its limit", at("requests", k), req.0, lim.0))
+                        .help(format!("raise `limits.{k}` or lower `requests.{k}`")));
+                }
+            }
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
