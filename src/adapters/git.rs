@@ -749,7 +749,10 @@ fn hydrated_from(r: &Repository, c: &git2::Commit<'_>) -> Option<String> {
         if bytes.len() > MAX {
             return None;
         }
-        let v: serde_json::Value = serde_json::from_slice(bytes).ok()?;
+        // The one JSON reader: a `drySha` given twice is refused, not read
+        // as whichever one serde keeps.
+        let v: serde_json::Value =
+            crate::yaml_guard::json_from_slice("hydrator.metadata", bytes, &crate::yaml_guard::Limits::WRITTEN).ok()?;
         let sha = v.get("drySha").or_else(|| v.get("drySHA"))?.as_str()?.trim().to_ascii_lowercase();
         (sha.len() >= 7 && sha.bytes().all(|b| b.is_ascii_hexdigit())).then_some(sha)
     };

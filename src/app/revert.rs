@@ -25,17 +25,21 @@ use crate::checks::revert::REVERT_MARKER;
 /// pipeline's earlier steps), else the `--evidence` report file. A file that
 /// cannot be read is the tool failing.
 pub fn run(ctx: &Ctx, l: &Loaded, args: &RevertOptions, evidence: Option<&Report>) -> Result<Vec<StepReport>> {
-    let from_file =
-        match (&args.evidence, evidence) {
-            (Some(p), None) => {
-                let text = crate::adapters::bundle_files::read_text(p, crate::adapters::bundle_files::FileKind::Report)
-                    .with_context(|| format!("reading evidence {}", p.display()))?;
-                Some(serde_json::from_str::<Report>(&text).with_context(|| {
-                    format!("{} is not a bundlegate JSON report (`watch --format json`)", p.display())
-                })?)
-            }
-            _ => None,
-        };
+    let from_file = match (&args.evidence, evidence) {
+        (Some(p), None) => {
+            let text = crate::adapters::bundle_files::read_text(p, crate::adapters::bundle_files::FileKind::Report)
+                .with_context(|| format!("reading evidence {}", p.display()))?;
+            // The one JSON reader: a key given twice is refused at its line.
+            let file = p.display().to_string();
+            Some(
+                crate::yaml_guard::json_from_str::<Report>(&file, &text, &crate::yaml_guard::Limits::WRITTEN)
+                    .with_context(|| {
+                        format!("{} is not a bundlegate JSON report (`watch --format json`)", p.display())
+                    })?,
+            )
+        }
+        _ => None,
+    };
     ctx.block_on(revert_steps(ctx, l, args, evidence.or(from_file.as_ref()), &[]))
 }
 
