@@ -23,10 +23,11 @@ use serde_json::Value;
 
 use crate::bundle::ANNOTATION_DIGEST;
 use crate::checks::watch::argo::{AppSource, AppStatus, Hydration};
-use crate::checks::watch::ownership::{self, ClusterView, EndpointInfo, KnativeTraffic, ObjectRef, OwnerRef, Root};
-use crate::checks::watch::rollout::{
-    ConditionInfo, ContainerRestarts, DeploymentInfo, EventInfo, ModelSource, PodInfo, ReplicaSetInfo, ServiceState,
-    KSERVE_LABEL, LOCAL_MODEL, LOCAL_MODEL_SOURCE, MODELCAR, NAME_LABEL, STORAGE_INITIALIZER,
+use crate::checks::watch::ownership::{self, Root};
+use crate::checks::watch::state::{
+    ClusterView, ConditionInfo, ContainerRestarts, DeploymentInfo, EndpointInfo, EventInfo, KnativeTraffic,
+    ModelSource, ObjectRef, OwnerRef, PodInfo, ReplicaSetInfo, ServiceState, KSERVE_LABEL, LOCAL_MODEL,
+    LOCAL_MODEL_SOURCE, MODELCAR, NAME_LABEL, STORAGE_INITIALIZER,
 };
 
 fn s(v: &Value, ptr: &str) -> Option<String> {

@@ -181,34 +181,6 @@ fn top_level_modules_form_no_cycle() {
             }
         }
     }
-    // Depth-first search; a grey node met again closes a cycle.
-    fn visit(
-        n: &str,
-        g: &BTreeMap<String, BTreeSet<String>>,
-        state: &mut BTreeMap<String, u8>,
-        path: &mut Vec<String>,
-    ) -> Option<Vec<String>> {
-        match state.get(n) {
-            Some(1) => {
-                let start = path.iter().position(|p| p == n).unwrap();
-                let mut cycle = path[start..].to_vec();
-                cycle.push(n.to_string());
-                return Some(cycle);
-            }
-            Some(2) => return None,
-            _ => {}
-        }
-        state.insert(n.to_string(), 1);
-        path.push(n.to_string());
-        for m in g.get(n).into_iter().flatten() {
-            if let Some(c) = visit(m, g, state, path) {
-                return Some(c);
-            }
-        }
-        path.pop();
-        state.insert(n.to_string(), 2);
-        None
-    }
     let mut state = BTreeMap::new();
     for n in graph.keys() {
         if let Some(c) = visit(n, &graph, &mut state, &mut Vec::new()) {
@@ -221,6 +193,78 @@ fn top_level_modules_form_no_cycle() {
         graph["dispatch"].contains("app") && graph["app"].contains("checks") && graph["checks"].contains("diag"),
         "{graph:?}"
     );
+}
+
+/// Sibling files of one module form no circle either (`ownership.rs` ↔
+/// `rollout.rs` did: the shared state types now live in `state.rs`): a file
+/// names a sibling through `super::x` or its full `crate::…::x` path.
+#[test]
+fn sibling_files_form_no_cycle() {
+    let files = sources(&src());
+    let mut by_dir: BTreeMap<String, Vec<(String, &String)>> = BTreeMap::new();
+    for (rel, code) in &files {
+        let (dir, file) = rel.rsplit_once('/').unwrap_or(("", rel.as_str()));
+        let stem = file.strip_suffix(".rs").unwrap_or(file).to_string();
+        if stem != "mod" && stem != "lib" && stem != "main" {
+            by_dir.entry(dir.to_string()).or_default().push((stem, code));
+        }
+    }
+    let mut edges_seen = 0;
+    for (dir, members) in &by_dir {
+        let names: BTreeSet<&str> = members.iter().map(|(n, _)| n.as_str()).collect();
+        let full = format!("crate::{}::", dir.replace('/', "::"));
+        let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        for (from, code) in members {
+            let edges = graph.entry(from.clone()).or_default();
+            for prefix in ["super::", full.as_str()] {
+                let mut rest = code.as_str();
+                while let Some(i) = rest.find(prefix) {
+                    rest = &rest[i + prefix.len()..];
+                    let to: String = rest.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+                    if to != *from && names.contains(to.as_str()) {
+                        edges.insert(to);
+                        edges_seen += 1;
+                    }
+                }
+            }
+        }
+        let mut state = BTreeMap::new();
+        for n in graph.keys() {
+            if let Some(c) = visit(n, &graph, &mut state, &mut Vec::new()) {
+                panic!("file cycle in src/{dir}: {}", c.join(" -> "));
+            }
+        }
+    }
+    assert!(edges_seen > 10, "the scan sees sibling imports ({edges_seen})");
+}
+
+/// Depth-first search; a grey node met again closes a cycle.
+fn visit(
+    n: &str,
+    g: &BTreeMap<String, BTreeSet<String>>,
+    state: &mut BTreeMap<String, u8>,
+    path: &mut Vec<String>,
+) -> Option<Vec<String>> {
+    match state.get(n) {
+        Some(1) => {
+            let start = path.iter().position(|p| p == n).unwrap();
+            let mut cycle = path[start..].to_vec();
+            cycle.push(n.to_string());
+            return Some(cycle);
+        }
+        Some(2) => return None,
+        _ => {}
+    }
+    state.insert(n.to_string(), 1);
+    path.push(n.to_string());
+    for m in g.get(n).into_iter().flatten() {
+        if let Some(c) = visit(m, g, state, path) {
+            return Some(c);
+        }
+    }
+    path.pop();
+    state.insert(n.to_string(), 2);
+    None
 }
 
 /// A function a reader can hold in their head: clippy's `too_many_lines`

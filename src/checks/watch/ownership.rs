@@ -18,71 +18,7 @@
 //! as "not part of this release". A pod outside the chain that the release's
 //! own Service routes to cannot be judged from here: BG506.
 
-use std::collections::BTreeMap;
-
-use serde::Serialize;
-
-use super::rollout::{DeploymentInfo, EventInfo, PodInfo, ReplicaSetInfo, ServiceState};
-
-/// One `metadata.ownerReferences[]` entry.
-#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct OwnerRef {
-    pub kind: String,
-    pub name: String,
-    pub uid: Option<String>,
-    pub controller: bool,
-}
-
-/// A controller object (Deployment, ReplicaSet, Knative Revision,
-/// Configuration or Service, InferenceService) with its own owners.
-#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct ObjectRef {
-    pub kind: String,
-    pub name: String,
-    pub uid: Option<String>,
-    pub owners: Vec<OwnerRef>,
-}
-
-/// One endpoint of an EndpointSlice: the Service it belongs to
-/// (`kubernetes.io/service-name`), the pod it targets, and whether it takes
-/// traffic (`conditions.ready`; unset means ready, per the API).
-#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct EndpointInfo {
-    pub service: String,
-    pub pod: String,
-    pub ready: bool,
-}
-
-/// A Knative Service's routing (`status.traffic[]` summed per revision), and
-/// the latest created vs ready revision.
-#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct KnativeTraffic {
-    pub service: String,
-    pub percent: BTreeMap<String, u32>,
-    pub latest_created: Option<String>,
-    pub latest_ready: Option<String>,
-}
-
-/// Everything read in the namespace at one moment, before ownership decides
-/// what belongs to the release.
-#[derive(Debug, Clone, Default, Serialize, PartialEq)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct ClusterView {
-    /// Controllers that can appear in an ownership chain.
-    pub objects: Vec<ObjectRef>,
-    pub deployments: Vec<DeploymentInfo>,
-    pub replica_sets: Vec<ReplicaSetInfo>,
-    /// Every pod of the namespace.
-    pub pods: Vec<PodInfo>,
-    pub events: Vec<EventInfo>,
-    /// None: EndpointSlices could not be listed.
-    pub endpoints: Option<Vec<EndpointInfo>>,
-    pub traffic: Vec<KnativeTraffic>,
-}
+use super::state::{ClusterView, EndpointInfo, ObjectRef, OutsidePod, OwnerRef, ServiceState};
 
 /// The workload the bundle renders: the root of every release pod's chain.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -152,17 +88,6 @@ pub(crate) fn chain(objects: &[ObjectRef], owners: &[OwnerRef], root: &Root, roo
         cur = next;
     }
     Chain::Outside("ownership chain deeper than any workload renders".into())
-}
-
-/// A pod the release's Service routes to but that is not owned by the
-/// release, or one carrying the app's labels that is not part of it.
-#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct OutsidePod {
-    pub name: String,
-    pub why: String,
-    /// The release's own Service routes to it.
-    pub routed: bool,
 }
 
 /// The release's part of the namespace: its pods (with `routed` set from
@@ -262,6 +187,7 @@ fn routing_source(slices: bool, traffic: bool) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::super::state::*;
     use super::*;
 
     fn owner(kind: &str, name: &str) -> OwnerRef {

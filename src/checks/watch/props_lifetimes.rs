@@ -12,8 +12,9 @@
 
 use proptest::prelude::*;
 
-use super::rollout::{self, ContainerRestarts, Expected, ModelSource, PodInfo, ServiceState};
+use super::rollout::{self, Expected};
 use super::stability::RolloutWatch;
+use super::state::{ContainerRestarts, ModelSource, PodInfo, ServiceState};
 use crate::report::Verdict;
 
 const NEW: &str = "sha256:2222222222222222222222222222222222222222222222222222222222222222";

@@ -12,124 +12,9 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 use serde_json::{json, Value};
 
+use super::state::{EventInfo, OutsidePod, PodInfo, ReplicaSetInfo, ServiceState, MODELCAR, STORAGE_INITIALIZER};
 use crate::diag::Code;
 use crate::diag::Diagnostic;
-
-/// Label KServe puts on every pod/Deployment of an InferenceService.
-pub(crate) const KSERVE_LABEL: &str = "serving.kserve.io/inferenceservice";
-/// Label the deployment template puts on the Deployment and its pods.
-pub(crate) const NAME_LABEL: &str = "app.kubernetes.io/name";
-/// Name of KServe's init container that downloads the model.
-pub(crate) const STORAGE_INITIALIZER: &str = "storage-initializer";
-/// KServe's modelcar sidecar: its image is the model (`oci://` storage URIs).
-pub(crate) const MODELCAR: &str = "modelcar";
-/// Pod annotation naming the source URI a KServe LocalModelCache serves
-/// (such pods start without a storage-initializer).
-pub(crate) const LOCAL_MODEL_SOURCE: &str = "internal.serving.kserve.io/localmodel-sourceuri";
-/// Label naming the LocalModelCache a pod's model comes from.
-pub(crate) const LOCAL_MODEL: &str = "internal.serving.kserve.io/localmodel";
-
-/// Where a pod's model bytes come from, as KServe wires it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase", tag = "kind")]
-pub(crate) enum ModelSource {
-    /// `initContainers[storage-initializer].args[0]`.
-    StorageInitializer { uri: String },
-    /// A node cache: the pod's LocalModelCache annotations.
-    LocalModelCache { cache: Option<String>, uri: String },
-    /// A modelcar sidecar whose image holds the model: `oci://<image>`.
-    Modelcar { uri: String },
-}
-
-impl ModelSource {
-    pub(crate) fn uri(&self) -> &str {
-        match self {
-            ModelSource::StorageInitializer { uri }
-            | ModelSource::LocalModelCache { uri, .. }
-            | ModelSource::Modelcar { uri } => uri,
-        }
-    }
-
-    /// Where the URI was read, for evidence.
-    pub(crate) fn read_from(&self) -> String {
-        match self {
-            ModelSource::StorageInitializer { .. } => format!("initContainers[{STORAGE_INITIALIZER}].args[0]"),
-            ModelSource::LocalModelCache { cache, .. } => {
-                format!("annotation {LOCAL_MODEL_SOURCE} (LocalModelCache {})", cache.as_deref().unwrap_or("?"))
-            }
-            ModelSource::Modelcar { .. } => format!("containers[{MODELCAR}].image"),
-        }
-    }
-}
-
-/// One container's restart history, for the stability window.
-#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct ContainerRestarts {
-    pub name: String,
-    pub restarts: u32,
-    /// `lastState.terminated`: reason (OOMKilled, Error…), exit code, time.
-    pub last_reason: Option<String>,
-    pub last_exit_code: Option<i32>,
-    pub last_finished_at: Option<String>,
-}
-
-// ---- the service's pods ---------------------------------------------------------------------
-
-#[derive(Debug, Clone, Default, Serialize, PartialEq)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct PodInfo {
-    pub name: String,
-    /// `bundlegate.dev/release-digest` annotation (None: not a bundlegate pod
-    /// or the annotation was stripped; never counted as the new release).
-    pub digest: Option<String>,
-    pub phase: String,
-    /// The pod's Ready condition.
-    pub ready: bool,
-    /// deletionTimestamp set: on its way out but still present.
-    pub terminating: bool,
-    /// Ended for a failure reason, not by a deletion: the pod Failed
-    /// (evicted by the kubelet: `Evicted (The node was low on resource…)`),
-    /// or a container terminated with a non-zero exit (OOMKilled…).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ended: Option<String>,
-    pub restarts: u32,
-    /// `container: Reason (message)` for waiting/terminated containers.
-    pub waiting: Vec<String>,
-    pub crash_loop: bool,
-    /// The model source KServe wired into the pod (None: none recognised).
-    pub source: Option<ModelSource>,
-    /// The ReplicaSet in ownerReferences (None: not owned by one).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub owner: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub uid: Option<String>,
-    /// `metadata.ownerReferences`: what decides membership of the release.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub owners: Vec<super::ownership::OwnerRef>,
-    /// Carries the app's labels (only used to list look-alikes outside the release).
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub labelled: bool,
-    /// Whether traffic reaches it: Some(in the Service's ready endpoints, or
-    /// its Knative revision has traffic), None when routing was not readable
-    /// (then readiness decides, as the endpoints controller would).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub routed: Option<bool>,
-    /// The Knative Revision in its ownership chain (Serverless).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub revision: Option<String>,
-    /// Per container (init containers included) restarts and last termination.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub containers: Vec<ContainerRestarts>,
-    /// The main container's STORAGE_URI env (KServe rewrites it to
-    /// `/mnt/models`, so it is reported, never trusted).
-    pub storage_env: Option<String>,
-    pub node: Option<String>,
-    /// Termination message of the `bundlegate-verify` container when it
-    /// exited non-zero: the artifacts whose bytes in the pod are not git's.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub verifier: Option<String>,
-}
 
 /// Container name of the in-pod verifier (`bundlegate verify-files`).
 use crate::bundle::pod_verifier::VERIFIER_CONTAINER;
@@ -148,73 +33,6 @@ fn verifier_failures(new: &[&PodInfo]) -> Vec<Diagnostic> {
             Some(d.help("the bytes in the pod differ from the bundle: the object was overwritten after the PR check, a node cache is stale, or a download was resumed; run `bundlegate verify` on the bundle"))
         })
         .collect()
-}
-
-#[derive(Debug, Clone, Default, Serialize, PartialEq)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct ConditionInfo {
-    #[serde(rename = "type")]
-    pub type_: String,
-    pub status: String,
-    pub reason: Option<String>,
-    pub message: Option<String>,
-}
-
-#[derive(Debug, Clone, Default, Serialize, PartialEq)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct DeploymentInfo {
-    pub name: String,
-    pub replicas: Option<i32>,
-    pub updated: i32,
-    pub ready: i32,
-    pub available: i32,
-    pub conditions: Vec<ConditionInfo>,
-}
-
-#[derive(Debug, Clone, Default, Serialize, PartialEq)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct ReplicaSetInfo {
-    pub name: String,
-    pub digest: Option<String>,
-    pub replicas: i32,
-    pub ready: i32,
-}
-
-#[derive(Debug, Clone, Default, Serialize, PartialEq)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct EventInfo {
-    /// involvedObject kind and name.
-    pub kind: String,
-    pub object: String,
-    #[serde(rename = "type")]
-    pub type_: String,
-    pub reason: String,
-    pub message: String,
-    pub count: i32,
-}
-
-/// Everything read about one release's workload at one moment: its
-/// controllers and pods (chosen by ownership), the events about them, and
-/// the look-alike pods left outside.
-#[derive(Debug, Clone, Default, Serialize, PartialEq)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct ServiceState {
-    pub deployments: Vec<DeploymentInfo>,
-    pub replica_sets: Vec<ReplicaSetInfo>,
-    pub pods: Vec<PodInfo>,
-    pub events: Vec<EventInfo>,
-    /// Pods carrying the app's labels (or routed by its Service) that are
-    /// not owned by the release: listed, never counted or blamed.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub outside: Vec<super::ownership::OutsidePod>,
-    /// What routing was read from.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub routing: String,
-    /// Knative: latestCreatedRevisionName / latestReadyRevisionName.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub latest_created: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub latest_ready: Option<String>,
 }
 
 /// What the bundle says should be running.
@@ -526,7 +344,7 @@ fn is_error(d: &Diagnostic) -> bool {
 /// (BG506). Look-alikes that are not routed are listed and not judged.
 fn outside_diagnostics(st: &ServiceState) -> Vec<Diagnostic> {
     let mut out = Vec::new();
-    let routed: Vec<&super::ownership::OutsidePod> = st.outside.iter().filter(|o| o.routed).collect();
+    let routed: Vec<&OutsidePod> = st.outside.iter().filter(|o| o.routed).collect();
     if !routed.is_empty() {
         let mut d = Diagnostic::new(
             Code::RolloutEvidenceIncomplete,
@@ -537,7 +355,7 @@ fn outside_diagnostics(st: &ServiceState) -> Vec<Diagnostic> {
         }
         out.push(d.help("a pod the workload does not own (a hand-made copy with the Service's labels) answers part of the traffic; remove it or change its labels"));
     }
-    let others: Vec<&super::ownership::OutsidePod> = st.outside.iter().filter(|o| !o.routed).collect();
+    let others: Vec<&OutsidePod> = st.outside.iter().filter(|o| !o.routed).collect();
     if !others.is_empty() {
         let mut d = Diagnostic::new(
             Code::PodsNotServing,
@@ -800,6 +618,7 @@ fn norm_digest(s: &str) -> String {
 
 /// One expected identity field: the field, what it names, and the digest
 /// (None when the bundle has no digest for that artifact).
+#[derive(Debug, Clone, PartialEq)]
 pub(crate) struct IdentityExpectation {
     pub field: String,
     pub digest_of: String,
@@ -1051,6 +870,7 @@ pub(crate) fn serving_diagnostics(exp: &Expected, service: &str, st: &ServiceSta
 
 #[cfg(test)]
 mod tests {
+    use super::super::state::*;
     use super::*;
 
     #[test]
@@ -1802,7 +1622,7 @@ mod tests {
     /// cannot be judged (INCONCLUSIVE); the rest are listed as notes.
     #[test]
     fn pods_outside_the_release() {
-        use super::super::ownership::OutsidePod;
+        use super::OutsidePod;
         let st = ServiceState {
             pods: vec![pod("new", "sha256:new", "Running", true, false)],
             outside: vec![

@@ -13,9 +13,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::json;
 
-use super::rollout::{
-    evaluate_rollout, ContainerRestarts, Expected, PodInfo, PodStanding, RolloutOutcome, ServiceState,
-};
+use super::rollout::{evaluate_rollout, Expected, PodStanding, RolloutOutcome};
+use super::state::{ContainerRestarts, PodInfo, ServiceState};
 use crate::diag::Code;
 use crate::diag::Diagnostic;
 
@@ -245,7 +244,7 @@ fn ready_of(exp: &Expected, st: &ServiceState) -> usize {
 
 #[cfg(test)]
 mod tests {
-    use super::super::rollout::ModelSource;
+    use super::super::state::ModelSource;
     use super::*;
 
     fn exp() -> Expected {
