@@ -17,20 +17,20 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anyhow::{anyhow, Result};
-use serde_json::json;
+use anyhow::Result;
 
 use crate::adapters::env::EnvSnapshot;
 use crate::adapters::kube as io;
 use crate::adapters::{git, model};
 use crate::app::ctx::Ctx;
-use crate::bundle::{Loaded, ServingFormat};
+use crate::bundle::Loaded;
 use crate::checks::watch::argo::{self, AppSource, ArgoState, Lineage};
-use crate::checks::watch::rollout::{self as rc, Expected, IdentityExpectation, IdentitySample, ProbeSample};
-use crate::checks::watch::stability::{self, RolloutWatch};
+use crate::checks::watch::rollout::{Expected, IdentitySample, ProbeSample};
+use crate::checks::watch::stability::RolloutWatch;
+use crate::checks::watch::steps::{self, ArgoOutcome, ArgoRead, WatchPlan};
 use crate::diag::Overrides;
 use crate::options::{CanaryOptions, RevertOptions, WatchOptions};
-use crate::report::{Report, StepReport, Table, Verdict};
+use crate::report::{Report, StepReport};
 
 /// How often the cluster is read. Polling (plain GETs) rather than watches
 /// keeps the tool's access read-only and simple to audit; 2 s is well below
@@ -46,13 +46,9 @@ fn poll_interval(env: &EnvSnapshot) -> Result<Duration> {
     }
 }
 
+/// What the bundle says should run (the audit's serving pass reads it too).
 pub(crate) fn expected(l: &Loaded) -> Expected {
-    Expected {
-        digest: l.digest.clone(),
-        storage_uri: l.bundle.spec.model.storage_uri.clone(),
-        kserve: l.bundle.spec.serving.format != ServingFormat::Deployment,
-        replicas: l.bundle.spec.serving.replicas,
-    }
+    WatchPlan::resolve(l, None).expected
 }
 
 /// Watch one loaded bundle's release: Argo CD sync, the rollout, identity,
@@ -63,7 +59,7 @@ pub fn run(ctx: &Ctx, l: &Loaded, args: &WatchOptions) -> Result<Vec<StepReport>
 
 /// What the watch's steps name: the bundle with its version and digest.
 pub(crate) fn target(l: &Loaded) -> String {
-    format!("{} ({} {})", l.display, l.bundle.metadata.version, l.digest)
+    WatchPlan::resolve(l, None).target
 }
 
 struct Prober {
@@ -94,26 +90,22 @@ fn start_prober(http: reqwest::Client, url: String, every: Duration) -> Prober {
     Prober { stop, task, url }
 }
 
+impl Prober {
+    async fn finish(self) -> (Vec<ProbeSample>, f64) {
+        self.stop.store(true, Ordering::SeqCst);
+        self.task.await.unwrap_or_default()
+    }
+}
+
 async fn sleep_until_next(poll: Duration, deadline: Instant) {
     let left = deadline.saturating_duration_since(Instant::now());
     tokio::time::sleep(poll.min(left)).await;
 }
 
-/// What the Argo CD wait concluded.
-enum ArgoOutcome {
-    /// The release is deployed: judge the rollout.
-    Deployed,
-    /// A later commit renders another release: nothing of this release to
-    /// judge (the reason names the commit and what it renders).
-    Superseded(String),
-    /// Not deployed (FAIL, ERROR or INCONCLUSIVE already in the step).
-    NotDeployed,
-}
-
 /// Poll the Application until it reports a successful sync of this release
-/// (the merge commit or a later commit with the bundle unchanged; a denied
-/// read stops at once: RBAC does not heal by waiting), then judge it.
-/// health.status is never used: it reads Healthy while old pods serve.
+/// or another decision (a denied read stops at once: RBAC does not heal by
+/// waiting), then write it up (`steps::argo_step`). Returns the step, the
+/// outcome, and the Application's sources (the revert guard reads them).
 async fn wait_for_argo(
     l: &Loaded,
     args: &WatchOptions,
@@ -159,83 +151,26 @@ async fn wait_for_argo(
         sleep_until_next(poll, deadline).await;
     }
     let app_target = format!("{}/{} on {server}", args.app_namespace, args.app);
-    let mut argo = StepReport::new("argo", &app_target);
-    argo.data = json!({"application": last_app, "revision": rev, "mergedAt": merged_at, "lineage": lineage, "healthIgnored": true});
     let app = format!("{}/{}", args.app_namespace, args.app);
-    argo.verdict = argo::verdict(&state, rev.is_some());
-    let outcome = match (&last_app, &state) {
-        (Some(a), ArgoState::Synced { via }) => {
-            match rev {
-                Some(_) => {
-                    argo.summary = format!(
-                        "{via} (operation Succeeded, finished {}); health.status was not used",
-                        a.finished_at.as_deref().unwrap_or("-")
-                    );
-                    if merged_at.is_none() {
-                        argo.summary.push_str(
-                            "; merge time unknown (commit not in the local repository), finishedAt not compared",
-                        );
-                    }
-                    ArgoOutcome::Deployed
-                }
-                None => {
-                    argo.summary = format!("Synced and Succeeded, but no --revision (or GITHUB_SHA): which commit is synced is unproven ({})", a.describe());
-                    ArgoOutcome::NotDeployed
-                }
-            }
-        }
-        (Some(_), ArgoState::Superseded { by, detail }) => {
-            argo.summary = format!("superseded by {by}: {detail}");
-            argo.diagnostics.push(argo::release_superseded(rev.unwrap_or("-"), by, detail));
-            ArgoOutcome::Superseded(format!(
-                "superseded by {by} ({detail}): the cluster is meant to run that release, which its own watch judges"
-            ))
-        }
-        _ if !ever_read => {
-            argo = StepReport::error(
-                "argo",
-                &app_target,
-                &anyhow!("{}", last_err.clone().unwrap_or_else(|| "no answer".into())),
-            );
-            ArgoOutcome::NotDeployed
-        }
-        (_, ArgoState::Waiting { why, unknowable: true }) => {
-            argo.diagnostics.push(argo::argo_revision_unknown(rev.unwrap_or("-"), why, last_app.as_ref()));
-            argo.summary = format!("undecided after {:.0}s: {why}", started.elapsed().as_secs_f64());
-            ArgoOutcome::NotDeployed
-        }
-        (_, state) => {
-            let why = match state {
-                ArgoState::Waiting { why, .. } => why.clone(),
-                _ => "the Application was not found".into(),
-            };
-            argo.diagnostics.push(argo::argo_not_synced(
-                rev,
-                &args.timeout.to_string(),
-                &why,
-                &app,
-                last_app.as_ref(),
-                last_err.as_deref(),
-            ));
-            argo.summary = format!("not synced after {:.0}s", started.elapsed().as_secs_f64());
-            ArgoOutcome::NotDeployed
-        }
-    };
-    let sources = last_app.map(|a| a.sources).unwrap_or_default();
-    (argo, outcome, sources)
+    let timeout = args.timeout.to_string();
+    let (step, outcome) = steps::argo_step(&ArgoRead {
+        app_target: &app_target,
+        app: &app,
+        last_app: last_app.as_ref(),
+        state: &state,
+        revision: rev,
+        merged_at,
+        lineage: &lineage,
+        ever_read,
+        last_err: last_err.as_deref(),
+        elapsed_s: started.elapsed().as_secs_f64(),
+        timeout: &timeout,
+    });
+    (step, outcome, last_app.map(|a| a.sources).unwrap_or_default())
 }
 
-/// The stability window for this bundle: `--stable-for`, else derived from
-/// its readiness probe.
-fn window_of(l: &Loaded, args: &WatchOptions) -> Duration {
-    args.stable_for.unwrap_or_else(|| {
-        let r = l.bundle.spec.serving.probes.readiness.as_ref();
-        Duration::from_secs(stability::default_window_s(r.map(|p| p.period_seconds), r.map(|p| p.failure_threshold)))
-    })
-}
-
-/// Asks the identity endpoint at most `max` times, `every` apart, until
-/// stopped: the answers the identity step judges over the stability window.
+/// Asks the identity endpoint at most [`IDENTITY_SAMPLES`] times, spread
+/// over the stability window, until stopped.
 struct IdentitySampler {
     stop: Arc<AtomicBool>,
     task: tokio::task::JoinHandle<Vec<IdentitySample>>,
@@ -265,33 +200,26 @@ fn start_identity_sampler(http: reqwest::Client, url: String, window: Duration, 
     IdentitySampler { stop, task }
 }
 
-/// Where the identity endpoint is, when the bundle declares one and a
-/// service URL was given.
-fn identity_url(l: &Loaded, service_url: Option<&str>) -> Option<String> {
-    Some(model::join_url(service_url?, &l.bundle.spec.serving.identity.as_ref()?.path))
-}
-
 /// Read the release's workload until the rollout settles and holds for the
 /// stability window (or gives up, or the deadline passes with no window
-/// started), then report which pods run which release. The decision is
-/// `RolloutWatch`'s; this only reads and sleeps. While the window runs, the
-/// identity endpoint is asked (`identity`: the client and URL). Returns the
-/// step, whether the rollout completed, and the identity answers taken.
+/// started); the decision is `RolloutWatch`'s, the write-up
+/// `steps::rollout_step`'s; this only reads and sleeps. While the window
+/// runs, the identity endpoint is asked (`identity`: the client and URL).
+/// Returns the step, whether the rollout completed, and the identity answers.
 #[allow(clippy::too_many_arguments)]
 async fn rollout_step(
     l: &Loaded,
+    plan: &WatchPlan,
     args: &WatchOptions,
     client: &kube::Client,
-    target: &str,
     poll: Duration,
     started: Instant,
     deadline: Instant,
     identity: Option<(reqwest::Client, String)>,
 ) -> (StepReport, bool, Vec<IdentitySample>) {
-    let exp = expected(l);
-    let window = window_of(l, args);
-    let mut watch = RolloutWatch::new(exp.clone(), window.as_secs_f64());
-    let mut last_err: Option<anyhow::Error>;
+    let exp = plan.expected.clone();
+    let mut watch = RolloutWatch::new(exp.clone(), plan.window.as_secs_f64());
+    let mut last_err: Option<String>;
     let mut closing_read = false;
     let mut sampler: Option<IdentitySampler> = None;
     loop {
@@ -303,11 +231,11 @@ async fn rollout_step(
                     break;
                 }
             }
-            Err(e) => last_err = Some(e),
+            Err(e) => last_err = Some(format!("{e:#}")),
         }
         if sampler.is_none() && watch.window_end().is_some() {
             if let Some((http, url)) = &identity {
-                sampler = Some(start_identity_sampler(http.clone(), url.clone(), window, started));
+                sampler = Some(start_identity_sampler(http.clone(), url.clone(), plan.window, started));
             }
         }
         // A window that started before the deadline runs to its end.
@@ -332,47 +260,25 @@ async fn rollout_step(
         }
         None => Vec::new(),
     };
-    let (step, complete) = match (watch.finish(), last_err) {
-        (Some(v), _) => {
-            let o = v.outcome;
-            let mut s = StepReport::new("rollout", target);
-            s.summary = o.summary;
-            if let Some(h) = v.held_s {
-                s.summary.push_str(&format!("; held {h:.0}s of a {:.0}s stability window", window.as_secs_f64()));
-            }
-            s.diagnostics = o.diagnostics;
-            if !v.complete {
-                let why = if v.gave_up {
-                    "the watch stopped: the Deployment gave up, or a pod of the release restarted or ended".to_string()
-                } else {
-                    format!("still incomplete at the {} timeout", args.timeout)
-                };
-                if let Some(d) = s.diagnostics.iter_mut().find(|d| d.severity == crate::diag::Severity::Error) {
-                    d.evidence.push(format!("{why}, after {:.0}s", started.elapsed().as_secs_f64()));
-                }
-            }
-            s.verdict = rc::verdict_of(&s.diagnostics);
-            s.tables.push(Table {
-                title: "pods by release".into(),
-                columns: rc::POD_COLUMNS.iter().map(|c| c.to_string()).collect(),
-                rows: o.rows,
-            });
-            s.data = o.data;
-            (s, v.complete)
-        }
-        (None, Some(e)) => (StepReport::error("rollout", target, &e), false),
-        (None, None) => (StepReport::error("rollout", target, &anyhow!("no state read before the timeout")), false),
-    };
+    let (step, complete) = steps::rollout_step(
+        &plan.target,
+        watch.finish(),
+        last_err.as_deref(),
+        plan.window,
+        &args.timeout.to_string(),
+        started.elapsed().as_secs_f64(),
+    );
     (step, complete, samples)
 }
 
 async fn watch_loaded(ctx: &Ctx, l: &Loaded, args: &WatchOptions) -> Result<Report> {
     let (timeout, probe_every) = (args.timeout.value, args.probe_interval.value);
     let poll = poll_interval(&ctx.env)?;
+    let plan = WatchPlan::resolve(l, args.stable_for);
     let started = Instant::now();
     let deadline = started + timeout;
     let mut r = Report::new("watch");
-    let target = target(l);
+    let target = plan.target.clone();
 
     let (client, server) = match ctx.kube().await {
         Ok(c) => c,
@@ -387,6 +293,10 @@ async fn watch_loaded(ctx: &Ctx, l: &Loaded, args: &WatchOptions) -> Result<Repo
         (Some(base), Some(path)) => Some(start_prober(ctx.http()?.clone(), model::join_url(base, path), probe_every)),
         _ => None,
     };
+    let identity_url = match (&args.service_url, &plan.identity) {
+        (Some(base), Some(id)) => Some(model::join_url(base, &id.path)),
+        _ => None,
+    };
 
     // ---- 1. Argo CD deployed this release ----
     let (argo, argo_outcome, sources) = wait_for_argo(l, args, &client, &server, poll, started, deadline).await;
@@ -395,23 +305,28 @@ async fn watch_loaded(ctx: &Ctx, l: &Loaded, args: &WatchOptions) -> Result<Repo
     // ---- 2. rollout truth, held for the stability window ----
     let mut rollout_complete = false;
     let mut identity_samples = Vec::new();
-    let superseded = match &argo_outcome {
-        ArgoOutcome::Superseded(why) => Some(why.clone()),
-        _ => None,
-    };
-    match argo_outcome {
+    match &argo_outcome {
         ArgoOutcome::Deployed => {
-            let identity = match identity_url(l, args.service_url.as_deref()) {
-                Some(url) => Some((ctx.http()?.clone(), url)),
+            let identity = match &identity_url {
+                Some(url) => Some((ctx.http()?.clone(), url.clone())),
                 None => None,
             };
             let (step, complete, samples) =
-                rollout_step(l, args, &client, &target, poll, started, deadline, identity).await;
+                rollout_step(l, &plan, args, &client, poll, started, deadline, identity).await;
             rollout_complete = complete;
             identity_samples = samples;
             r.push(step);
         }
-        ArgoOutcome::Superseded(why) => r.push(StepReport::not_run("rollout", &target, why)),
+        ArgoOutcome::Superseded(why) => {
+            // Nothing of it is this release's failure; nothing is reverted.
+            if let Some(p) = prober {
+                let _ = p.finish().await;
+            }
+            for s in steps::superseded_steps(&target, why, l.bundle.spec.canary.is_some()) {
+                r.push(s);
+            }
+            return Ok(r);
+        }
         ArgoOutcome::NotDeployed => r.push(StepReport::not_run(
             "rollout",
             &target,
@@ -419,28 +334,12 @@ async fn watch_loaded(ctx: &Ctx, l: &Loaded, args: &WatchOptions) -> Result<Repo
         )),
     }
 
-    // A superseded release is not what the cluster is meant to run: what
-    // its pods, its endpoint or its traffic show is the later release's,
-    // judged by that release's own watch. Nothing here fails it or reverts it.
-    if let Some(why) = superseded {
-        if let Some(p) = prober {
-            p.stop.store(true, Ordering::SeqCst);
-            let _ = p.task.await;
-        }
-        r.push(StepReport::not_run("identity", &target, why.clone()));
-        r.push(StepReport::not_run("downtime", &target, why.clone()));
-        if l.bundle.spec.canary.is_some() {
-            r.push(StepReport::not_run("canary", &target, why));
-        }
-        return Ok(r);
-    }
-
     // ---- 3. downtime measured while waiting ----
     let down = match prober {
         Some(p) => {
-            p.stop.store(true, Ordering::SeqCst);
-            let (samples, end) = p.task.await.unwrap_or_default();
-            downtime_step(&target, &p.url, &samples, end)
+            let url = p.url.clone();
+            let (samples, end) = p.finish().await;
+            steps::downtime_step(&target, &url, &samples, end)
         }
         None if args.service_url.is_none() => {
             StepReport::not_run("downtime", &target, "no --service-url: downtime was not measured")
@@ -449,11 +348,24 @@ async fn watch_loaded(ctx: &Ctx, l: &Loaded, args: &WatchOptions) -> Result<Repo
     };
 
     // ---- 4. identity: what the service says it serves, over the window ----
-    r.push(identity_step(ctx, l, args.service_url.as_deref(), &target, identity_samples, started).await);
+    let id = match (&args.service_url, &plan.identity, &identity_url) {
+        (None, _, _) => {
+            StepReport::not_run("identity", &target, "no --service-url: the service's own identity was not asked")
+        }
+        (Some(_), Some(id), Some(url)) => {
+            let over_window = identity_samples.iter().any(|s| s.answer.is_ok());
+            if !over_window {
+                identity_samples.extend(ask_identity_once(ctx, url, started).await);
+            }
+            steps::identity_step(&target, id, url, &identity_samples, over_window)
+        }
+        _ => StepReport::not_run("identity", &target, "the bundle declares no spec.serving.identity endpoint (BG017)"),
+    };
+    r.push(id);
     r.push(down);
 
     // ---- 5. canary gates ----
-    if let Some(plan) = &l.bundle.spec.canary {
+    if let Some(c) = &l.bundle.spec.canary {
         if rollout_complete {
             let cargs = CanaryOptions {
                 prometheus: args.prometheus.clone().filter(|v| !v.trim().is_empty()),
@@ -466,13 +378,13 @@ async fn watch_loaded(ctx: &Ctx, l: &Loaded, args: &WatchOptions) -> Result<Repo
             r.push(StepReport::not_run(
                 "canary",
                 &target,
-                format!("traffic steps {:?} not analysed: the rollout did not complete", plan.steps),
+                format!("traffic steps {:?} not analysed: the rollout did not complete", c.steps),
             ));
         }
     }
 
     // ---- 6. revert on failure ----
-    if args.revert && r.verdict == Verdict::Fail {
+    if steps::revert_wanted(args.revert, &r) {
         let repo = git::checkout_root(&l.dir()).unwrap_or_else(|| PathBuf::from("."));
         // No base: the remote's HEAD branch, else `main`.
         let rargs = RevertOptions { repo, base: None, ..Default::default() };
@@ -484,112 +396,25 @@ async fn watch_loaded(ctx: &Ctx, l: &Loaded, args: &WatchOptions) -> Result<Repo
     Ok(r)
 }
 
-fn downtime_step(target: &str, url: &str, samples: &[ProbeSample], end: f64) -> StepReport {
-    let mut s = StepReport::new("downtime", target);
-    let st = rc::downtime(samples, end);
-    s.data = json!({"url": url, "stats": st, "seconds": end});
-    if st.ok + st.fail == 0 {
-        s.verdict = Verdict::Inconclusive;
-        s.summary = format!("no probe of {url} completed: downtime unmeasured");
-        return s;
-    }
-    s.summary =
-        format!("RESULT ok={} fail={} over {:.1}s; longest gap {:.1}s ({url})", st.ok, st.fail, end, st.longest_gap_s);
-    if let Some(d) = rc::downtime_diagnostic(&st, url) {
-        s.diagnostics.push(d);
-    }
-    s.verdict = s.verdict_from_diagnostics();
-    s
-}
-
-/// The identity step over the answers taken during the stability window
-/// (`samples`); with none (no window ran), the endpoint is asked now, up
-/// to three times a second apart (a refused connection right after the
-/// last pod swap is common).
-async fn identity_step(
-    ctx: &Ctx,
-    l: &Loaded,
-    service_url: Option<&str>,
-    target: &str,
-    mut samples: Vec<IdentitySample>,
-    started: Instant,
-) -> StepReport {
-    let Some(base) = service_url else {
-        return StepReport::not_run("identity", target, "no --service-url: the service's own identity was not asked");
+/// The identity endpoint asked after the wait, when no answer was taken
+/// during a window: up to three tries a second apart (a refused connection
+/// right after the last pod swap is common; a wrong answer is final).
+async fn ask_identity_once(ctx: &Ctx, url: &str, started: Instant) -> Vec<IdentitySample> {
+    let http = match ctx.http() {
+        Ok(h) => h,
+        Err(e) => return vec![IdentitySample { at_s: started.elapsed().as_secs_f64(), answer: Err(format!("{e:#}")) }],
     };
-    let Some(id) = &l.bundle.spec.serving.identity else {
-        return StepReport::not_run(
-            "identity",
-            target,
-            "the bundle declares no spec.serving.identity endpoint (BG017)",
-        );
-    };
-    let url = model::join_url(base, &id.path);
-    let expect: Vec<IdentityExpectation> = id
-        .expect
-        .iter()
-        .map(|e| IdentityExpectation {
-            field: e.field.clone(),
-            digest_of: e.digest_of.clone(),
-            expected: if e.digest_of == "release" {
-                Some(l.digest.clone())
-            } else {
-                l.bundle
-                    .spec
-                    .model
-                    .artifacts
-                    .iter()
-                    .find(|a| a.path == e.digest_of)
-                    .and_then(|a| a.sha256.as_ref())
-                    .map(|h| format!("sha256:{h}"))
-            },
-        })
-        .collect();
-    let over_window = samples.iter().any(|s| s.answer.is_ok());
-    if !over_window {
-        let http = match ctx.http() {
-            Ok(h) => h,
-            Err(e) => return StepReport::error("identity", target, &e),
-        };
-        for attempt in 0..3 {
-            if attempt > 0 {
-                tokio::time::sleep(Duration::from_secs(1)).await;
-            }
-            let answer = model::get_json(http, &url, Duration::from_secs(10)).await.map_err(|e| format!("{e:#}"));
-            let ok = answer.is_ok();
-            samples.push(IdentitySample { at_s: started.elapsed().as_secs_f64(), answer });
-            if ok {
-                break;
-            }
+    let mut out = Vec::new();
+    for attempt in 0..3 {
+        if attempt > 0 {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+        let answer = model::get_json(http, url, Duration::from_secs(10)).await.map_err(|e| format!("{e:#}"));
+        let ok = answer.is_ok();
+        out.push(IdentitySample { at_s: started.elapsed().as_secs_f64(), answer });
+        if ok {
+            break;
         }
     }
-    let judged = rc::identity_over_time(&expect, id.registered_field.as_deref(), &samples);
-    let mut s = StepReport::new("identity", target);
-    let dist: Vec<serde_json::Value> =
-        judged.distribution.iter().map(|(k, n)| json!({"reported": k, "answers": n})).collect();
-    s.data = json!({"url": url, "asked": judged.asked, "answered": judged.answered, "overWindow": over_window, "distribution": dist, "response": samples.iter().rev().find_map(|x| x.answer.as_ref().ok())});
-    if judged.answered == 0 {
-        s.verdict = Verdict::Inconclusive;
-        let why = samples.iter().rev().find_map(|x| x.answer.as_ref().err()).cloned().unwrap_or_default();
-        s.summary = format!("identity endpoint unanswered, what is served is unknown: {why}");
-        return s;
-    }
-    s.diagnostics = judged.diagnostics.into_iter().map(|d| d.at(l.span("spec.serving.identity"))).collect();
-    s.verdict = s.verdict_from_diagnostics();
-    let asked = if over_window {
-        format!("{} of {} answers over the stability window", judged.answered, judged.asked)
-    } else {
-        "asked once the watch ended".to_string()
-    };
-    s.summary = if s.verdict == Verdict::Pass {
-        format!("{url} reports this release and registered ({asked})")
-    } else {
-        format!("{url} does not report this release as registered ({asked})")
-    };
-    s.tables.push(Table {
-        title: url.clone(),
-        columns: rc::IDENTITY_COLUMNS.iter().map(|c| c.to_string()).collect(),
-        rows: judged.rows,
-    });
-    s
+    out
 }

@@ -1,10 +1,9 @@
 //! The post-merge decision as properties over generated cluster states.
 //!
-//! `decide` composes the pure pieces exactly as `app::watch` does
-//! (`argo::argo_state` → `argo::verdict`; then `ownership::release_state`
-//! per read → `RolloutWatch` → `rollout::verdict_of`; the identity answer
-//! through `rollout::check_identity`; a revert only when the report's
-//! verdict is FAIL). Two properties, 10,000 states each:
+//! `decide` calls the step functions `app::watch` calls (`steps`: the argo
+//! step and its outcome, the rollout held by `RolloutWatch` over
+//! `ownership::release_state` per read, the identity step, the revert
+//! decision), so the properties hold the real decision, not a copy. Two properties, 10,000 states each:
 //!
 //! 1. a good release, with any neighbours a lived-in namespace has (Job
 //!    pods and hand-made copies carrying the app's labels, another
@@ -21,9 +20,14 @@ use proptest::prelude::*;
 use serde_json::json;
 
 use super::argo::{self, AppStatus, Hydration, Lineage, Relation};
-use super::ownership::{self, ClusterView, EndpointInfo, KnativeTraffic, ObjectRef, OwnerRef, Root};
-use super::rollout::{self, ContainerRestarts, Expected, IdentityExpectation, ModelSource, PodInfo, ReplicaSetInfo};
+use super::ownership::{self, Root};
+use super::rollout::{Expected, IdentityExpectation, IdentitySample};
 use super::stability::RolloutWatch;
+use super::state::{
+    ClusterView, ContainerRestarts, EndpointInfo, KnativeTraffic, ModelSource, ObjectRef, OwnerRef, PodInfo,
+    ReplicaSetInfo,
+};
+use super::steps::{self, ArgoOutcome, ArgoRead, IdentityPlan};
 use crate::report::{Report, StepReport, Verdict};
 
 const NAME: &str = "llm";
@@ -401,56 +405,76 @@ fn view_at(w: &World, fault: Option<Fault>, i: u32) -> ClusterView {
     v
 }
 
-/// The watch's decision over a world, composed as `app::watch` composes it.
-/// Returns the report (argo, rollout, identity) and whether it would revert.
+/// The watch's decision over a world, through the same step functions
+/// `app::watch` calls (`steps`): the argo step and its outcome, the
+/// rollout held by `RolloutWatch` and written up, the identity answer, the
+/// revert decision. Returns the report and whether it would revert.
 fn decide(w: &World, fault: Option<Fault>) -> (Report, bool) {
     let mut r = Report::new("watch");
     let seen = if matches!(fault, Some(Fault::ArgoBehind)) { ArgoSeen::Behind } else { w.argo };
     let (app, lineage) = app_for(seen);
-    let state = argo::argo_state(Some(&app), Some(MERGE), &lineage, argo::parse_time("2026-01-01T10:00:00Z"));
-    let mut argo_step = StepReport::new("argo", "app");
-    argo_step.verdict = argo::verdict(&state, true);
+    let merged_at = argo::parse_time("2026-01-01T10:00:00Z");
+    let state = argo::argo_state(Some(&app), Some(MERGE), &lineage, merged_at);
+    let (argo_step, outcome) = steps::argo_step(&ArgoRead {
+        app_target: "argocd/llm on https://cluster",
+        app: "argocd/llm",
+        last_app: Some(&app),
+        state: &state,
+        revision: Some(MERGE),
+        merged_at,
+        lineage: &lineage,
+        ever_read: true,
+        last_err: None,
+        elapsed_s: 1.0,
+        timeout: "10m",
+    });
     r.push(argo_step);
-    if argo_step_deployed(&state) {
-        let exp = Expected {
-            digest: NEW.into(),
-            storage_uri: URI.into(),
-            kserve: !matches!(w.mode, Mode::PlainDeployment),
-            replicas: w.replicas,
-        };
-        let root = Root::for_bundle(NAME, exp.kserve);
-        let mut watch = RolloutWatch::new(exp, w.window_s);
-        // Reads every poll_s until done or well past the window.
-        let reads = ((w.window_s / w.poll_s).ceil() as u32) + 3;
-        for i in 0..reads {
-            let st = ownership::release_state(&view_at(w, fault, i), &root);
-            if watch.observe(f64::from(i) * w.poll_s, st) {
-                break;
+    let window = std::time::Duration::from_secs_f64(w.window_s);
+    match outcome {
+        ArgoOutcome::Deployed => {
+            let exp = Expected {
+                digest: NEW.into(),
+                storage_uri: URI.into(),
+                kserve: !matches!(w.mode, Mode::PlainDeployment),
+                replicas: w.replicas,
+            };
+            let root = Root::for_bundle(NAME, exp.kserve);
+            let mut watch = RolloutWatch::new(exp, w.window_s);
+            // Reads every poll_s until done or well past the window.
+            let reads = ((w.window_s / w.poll_s).ceil() as u32) + 3;
+            for i in 0..reads {
+                let st = ownership::release_state(&view_at(w, fault, i), &root);
+                if watch.observe(f64::from(i) * w.poll_s, st) {
+                    break;
+                }
             }
+            let (s, _) = steps::rollout_step("release", watch.finish(), None, window, "10m", w.window_s);
+            r.push(s);
         }
-        let v = watch.finish().expect("at least one read");
-        let mut s = StepReport::new("rollout", "release");
-        s.verdict = rollout::verdict_of(&v.outcome.diagnostics);
-        s.diagnostics = v.outcome.diagnostics;
-        r.push(s);
-    } else {
-        r.push(StepReport::not_run("rollout", "release", "not deployed"));
+        ArgoOutcome::Superseded(why) => {
+            for s in steps::superseded_steps("release", &why, false) {
+                r.push(s);
+            }
+            let revert = steps::revert_wanted(true, &r);
+            return (r, revert);
+        }
+        ArgoOutcome::NotDeployed => r.push(StepReport::not_run("rollout", "release", "not deployed")),
     }
     let reported = if matches!(fault, Some(Fault::IdentityWrong)) { OLD } else { NEW };
-    let expect =
-        vec![IdentityExpectation { field: "release".into(), digest_of: "release".into(), expected: Some(NEW.into()) }];
-    let (diags, _) =
-        rollout::check_identity(&expect, Some("registered"), &json!({"release": reported, "registered": true}));
-    let mut id = StepReport::new("identity", "url");
-    id.diagnostics = diags;
-    id.verdict = id.verdict_from_diagnostics();
-    r.push(id);
-    let revert = r.verdict == Verdict::Fail;
+    let plan = IdentityPlan {
+        path: "/model".into(),
+        expect: vec![IdentityExpectation {
+            field: "release".into(),
+            digest_of: "release".into(),
+            expected: Some(NEW.into()),
+        }],
+        registered_field: Some("registered".into()),
+        span: None,
+    };
+    let answer = IdentitySample { at_s: 1.0, answer: Ok(json!({"release": reported, "registered": true})) };
+    r.push(steps::identity_step("release", &plan, "http://svc/model", &[answer], true));
+    let revert = steps::revert_wanted(true, &r);
     (r, revert)
-}
-
-fn argo_step_deployed(s: &argo::ArgoState) -> bool {
-    matches!(s, argo::ArgoState::Synced { .. })
 }
 
 fn explain(r: &Report) -> String {

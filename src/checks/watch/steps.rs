@@ -1,0 +1,296 @@
+//! The watch's steps written up from what was read: the plan resolved once
+//! from the options and the bundle, then one pure function per step
+//! (verdict, summary, findings, tables, data). `app::watch` only reads the
+//! cluster, the repository and the service, and sleeps; the properties
+//! (`props`) call these same functions, not a copy of them.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use serde_json::json;
+
+use super::argo::{self, AppStatus, ArgoState, Lineage};
+use super::rollout::{self as rc, Expected, IdentityExpectation, IdentitySample, ProbeSample};
+use super::stability::{self, RolloutVerdict};
+use crate::bundle::{Loaded, ServingFormat};
+use crate::diag::{Severity, Span};
+use crate::report::{Report, StepReport, Table, Verdict};
+
+/// Every derived default of a watch, decided once before any work.
+#[derive(Debug, Clone)]
+pub(crate) struct WatchPlan {
+    /// What the bundle says should run.
+    pub expected: Expected,
+    /// The stability window: `--stable-for`, else twice the readiness
+    /// probe's failure window (period × failureThreshold), 30 s to 10 min.
+    pub window: Duration,
+    /// What the identity endpoint must report (empty: none declared).
+    pub identity: Option<IdentityPlan>,
+    /// The step target: the bundle with its version and digest.
+    pub target: String,
+}
+
+/// The identity endpoint's expectations, from the bundle.
+#[derive(Debug, Clone)]
+pub(crate) struct IdentityPlan {
+    /// `spec.serving.identity.path`, joined to the service URL by the app.
+    pub path: String,
+    pub expect: Vec<IdentityExpectation>,
+    pub registered_field: Option<String>,
+    pub span: Option<Span>,
+}
+
+impl WatchPlan {
+    pub(crate) fn resolve(l: &Loaded, stable_for: Option<Duration>) -> WatchPlan {
+        let r = l.bundle.spec.serving.probes.readiness.as_ref();
+        let window = stable_for.unwrap_or_else(|| {
+            Duration::from_secs(stability::default_window_s(
+                r.map(|p| p.period_seconds),
+                r.map(|p| p.failure_threshold),
+            ))
+        });
+        let identity = l.bundle.spec.serving.identity.as_ref().map(|id| IdentityPlan {
+            path: id.path.clone(),
+            expect: id
+                .expect
+                .iter()
+                .map(|e| IdentityExpectation {
+                    field: e.field.clone(),
+                    digest_of: e.digest_of.clone(),
+                    expected: if e.digest_of == "release" {
+                        Some(l.digest.clone())
+                    } else {
+                        l.bundle
+                            .spec
+                            .model
+                            .artifacts
+                            .iter()
+                            .find(|a| a.path == e.digest_of)
+                            .and_then(|a| a.sha256.as_ref())
+                            .map(|h| format!("sha256:{h}"))
+                    },
+                })
+                .collect(),
+            registered_field: id.registered_field.clone(),
+            span: l.span("spec.serving.identity"),
+        });
+        WatchPlan {
+            expected: Expected {
+                digest: l.digest.clone(),
+                storage_uri: l.bundle.spec.model.storage_uri.clone(),
+                kserve: l.bundle.spec.serving.format != ServingFormat::Deployment,
+                replicas: l.bundle.spec.serving.replicas,
+            },
+            window,
+            identity,
+            target: format!("{} ({} {})", l.display, l.bundle.metadata.version, l.digest),
+        }
+    }
+}
+
+/// What the Argo CD wait concluded.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum ArgoOutcome {
+    /// The release is deployed: judge the rollout.
+    Deployed,
+    /// A later commit renders another release: nothing of this release to
+    /// judge (the reason names the commit and what it renders).
+    Superseded(String),
+    /// Not deployed (FAIL, ERROR or INCONCLUSIVE already in the step).
+    NotDeployed,
+}
+
+/// What the Argo CD wait read, at its end.
+pub(crate) struct ArgoRead<'a> {
+    /// `<namespace>/<name> on <server>`.
+    pub app_target: &'a str,
+    /// `<namespace>/<name>`.
+    pub app: &'a str,
+    pub last_app: Option<&'a AppStatus>,
+    pub state: &'a ArgoState,
+    pub revision: Option<&'a str>,
+    pub merged_at: Option<DateTime<Utc>>,
+    pub lineage: &'a Lineage,
+    /// The Application was read at least once.
+    pub ever_read: bool,
+    pub last_err: Option<&'a str>,
+    pub elapsed_s: f64,
+    pub timeout: &'a str,
+}
+
+/// The `argo` step and what it means for the rest of the watch.
+pub(crate) fn argo_step(r: &ArgoRead<'_>) -> (StepReport, ArgoOutcome) {
+    let mut s = StepReport::new("argo", r.app_target);
+    s.data = json!({"application": r.last_app, "revision": r.revision, "mergedAt": r.merged_at, "lineage": r.lineage, "healthIgnored": true});
+    s.verdict = argo::verdict(r.state, r.revision.is_some());
+    let outcome = match (r.last_app, r.state) {
+        (Some(a), ArgoState::Synced { via }) if r.revision.is_some() => {
+            s.summary = format!(
+                "{via} (operation Succeeded, finished {}); health.status was not used",
+                a.finished_at.as_deref().unwrap_or("-")
+            );
+            if r.merged_at.is_none() {
+                s.summary
+                    .push_str("; merge time unknown (commit not in the local repository), finishedAt not compared");
+            }
+            ArgoOutcome::Deployed
+        }
+        (Some(a), ArgoState::Synced { .. }) => {
+            s.summary = format!(
+                "Synced and Succeeded, but no --revision (or GITHUB_SHA): which commit is synced is unproven ({})",
+                a.describe()
+            );
+            ArgoOutcome::NotDeployed
+        }
+        (Some(_), ArgoState::Superseded { by, detail }) => {
+            s.summary = format!("superseded by {by}: {detail}");
+            s.diagnostics.push(argo::release_superseded(r.revision.unwrap_or("-"), by, detail));
+            ArgoOutcome::Superseded(format!(
+                "superseded by {by} ({detail}): the cluster is meant to run that release, which its own watch judges"
+            ))
+        }
+        // Written up below as an ERROR: the Application was never read.
+        _ if !r.ever_read => ArgoOutcome::NotDeployed,
+        (_, ArgoState::Waiting { why, unknowable: true }) => {
+            s.diagnostics.push(argo::argo_revision_unknown(r.revision.unwrap_or("-"), why, r.last_app));
+            s.summary = format!("undecided after {:.0}s: {why}", r.elapsed_s);
+            ArgoOutcome::NotDeployed
+        }
+        (_, state) => {
+            let why = match state {
+                ArgoState::Waiting { why, .. } => why.clone(),
+                _ => "the Application was not found".into(),
+            };
+            s.diagnostics.push(argo::argo_not_synced(r.revision, r.timeout, &why, r.app, r.last_app, r.last_err));
+            s.summary = format!("not synced after {:.0}s", r.elapsed_s);
+            ArgoOutcome::NotDeployed
+        }
+    };
+    if !r.ever_read {
+        s = StepReport::error("argo", r.app_target, &anyhow::anyhow!("{}", r.last_err.unwrap_or("no answer")));
+    }
+    (s, outcome)
+}
+
+/// The `rollout` step from the stability window's decision (None: no read
+/// succeeded; `last_err` says why). Returns the step and whether the
+/// rollout completed and held.
+pub(crate) fn rollout_step(
+    target: &str,
+    verdict: Option<RolloutVerdict>,
+    last_err: Option<&str>,
+    window: Duration,
+    timeout: &str,
+    elapsed_s: f64,
+) -> (StepReport, bool) {
+    let Some(v) = verdict else {
+        let why = last_err.unwrap_or("no state read before the timeout");
+        return (StepReport::error("rollout", target, &anyhow::anyhow!("{why}")), false);
+    };
+    let o = v.outcome;
+    let mut s = StepReport::new("rollout", target);
+    s.summary = o.summary;
+    if let Some(h) = v.held_s {
+        s.summary.push_str(&format!("; held {h:.0}s of a {:.0}s stability window", window.as_secs_f64()));
+    }
+    s.diagnostics = o.diagnostics;
+    if !v.complete {
+        let why = if v.gave_up {
+            "the watch stopped: the Deployment gave up, or a pod of the release restarted or ended".to_string()
+        } else {
+            format!("still incomplete at the {timeout} timeout")
+        };
+        if let Some(d) = s.diagnostics.iter_mut().find(|d| d.severity == Severity::Error) {
+            d.evidence.push(format!("{why}, after {elapsed_s:.0}s"));
+        }
+    }
+    s.verdict = rc::verdict_of(&s.diagnostics);
+    s.tables.push(Table {
+        title: "pods by release".into(),
+        columns: rc::POD_COLUMNS.iter().map(|c| c.to_string()).collect(),
+        rows: o.rows,
+    });
+    s.data = o.data;
+    (s, v.complete)
+}
+
+/// The `downtime` step from the probe samples taken while waiting.
+pub(crate) fn downtime_step(target: &str, url: &str, samples: &[ProbeSample], end: f64) -> StepReport {
+    let mut s = StepReport::new("downtime", target);
+    let st = rc::downtime(samples, end);
+    s.data = json!({"url": url, "stats": st, "seconds": end});
+    if st.ok + st.fail == 0 {
+        s.verdict = Verdict::Inconclusive;
+        s.summary = format!("no probe of {url} completed: downtime unmeasured");
+        return s;
+    }
+    s.summary =
+        format!("RESULT ok={} fail={} over {:.1}s; longest gap {:.1}s ({url})", st.ok, st.fail, end, st.longest_gap_s);
+    if let Some(d) = rc::downtime_diagnostic(&st, url) {
+        s.diagnostics.push(d);
+    }
+    s.verdict = s.verdict_from_diagnostics();
+    s
+}
+
+/// The `identity` step over the answers taken (`over_window`: during the
+/// stability window; else asked once after the wait).
+pub(crate) fn identity_step(
+    target: &str,
+    plan: &IdentityPlan,
+    url: &str,
+    samples: &[IdentitySample],
+    over_window: bool,
+) -> StepReport {
+    let judged = rc::identity_over_time(&plan.expect, plan.registered_field.as_deref(), samples);
+    let mut s = StepReport::new("identity", target);
+    let dist: Vec<serde_json::Value> =
+        judged.distribution.iter().map(|(k, n)| json!({"reported": k, "answers": n})).collect();
+    s.data = json!({"url": url, "asked": judged.asked, "answered": judged.answered, "overWindow": over_window, "distribution": dist, "response": samples.iter().rev().find_map(|x| x.answer.as_ref().ok())});
+    if judged.answered == 0 {
+        s.verdict = Verdict::Inconclusive;
+        let why = samples.iter().rev().find_map(|x| x.answer.as_ref().err()).cloned().unwrap_or_default();
+        s.summary = format!("identity endpoint unanswered, what is served is unknown: {why}");
+        return s;
+    }
+    s.diagnostics = judged.diagnostics.into_iter().map(|d| d.at(plan.span.clone())).collect();
+    s.verdict = s.verdict_from_diagnostics();
+    let asked = if over_window {
+        format!("{} of {} answers over the stability window", judged.answered, judged.asked)
+    } else {
+        "asked once the watch ended".to_string()
+    };
+    s.summary = if s.verdict == Verdict::Pass {
+        format!("{url} reports this release and registered ({asked})")
+    } else {
+        format!("{url} does not report this release as registered ({asked})")
+    };
+    s.tables.push(Table {
+        title: url.to_string(),
+        columns: rc::IDENTITY_COLUMNS.iter().map(|c| c.to_string()).collect(),
+        rows: judged.rows,
+    });
+    s
+}
+
+/// A superseded release: the steps after `argo`, each NOT RUN with the
+/// reason. What the pods, the endpoint and the traffic show is the later
+/// release's, judged by its own watch.
+pub(crate) fn superseded_steps(target: &str, why: &str, canary: bool) -> Vec<StepReport> {
+    let mut out = vec![
+        StepReport::not_run("rollout", target, why),
+        StepReport::not_run("identity", target, why),
+        StepReport::not_run("downtime", target, why),
+    ];
+    if canary {
+        out.push(StepReport::not_run("canary", target, why));
+    }
+    out
+}
+
+/// A revert PR only for a report that FAILED on evidence showing a failure
+/// (INCONCLUSIVE, NOT RUN and ERROR never revert), and never for a
+/// superseded release (whose argo step is INCONCLUSIVE, so never FAIL).
+pub(crate) fn revert_wanted(asked: bool, r: &Report) -> bool {
+    asked && r.verdict == Verdict::Fail
+}
