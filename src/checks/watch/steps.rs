@@ -294,3 +294,100 @@ pub(crate) fn superseded_steps(target: &str, why: &str, canary: bool) -> Vec<Ste
 pub(crate) fn revert_wanted(asked: bool, r: &Report) -> bool {
     asked && r.verdict == Verdict::Fail
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::diag::Code;
+
+    fn read<'a>(state: &'a ArgoState, app: Option<&'a AppStatus>, lineage: &'a Lineage, ever: bool) -> ArgoRead<'a> {
+        ArgoRead {
+            app_target: "argocd/m on https://k",
+            app: "argocd/m",
+            last_app: app,
+            state,
+            revision: Some("0123456789abcdef0123456789abcdef01234567"),
+            merged_at: None,
+            lineage,
+            ever_read: ever,
+            last_err: Some("connection refused"),
+            elapsed_s: 12.0,
+            timeout: "5m",
+        }
+    }
+
+    /// Each Argo CD state gives its step, verdict and outcome: deployed,
+    /// superseded (INCONCLUSIVE, the later steps' reason naming the commit),
+    /// undecidable, not synced, and never read (ERROR).
+    #[test]
+    fn the_argo_step_per_state() {
+        let app =
+            AppStatus { name: "m".into(), finished_at: Some("2026-01-01T10:05:00Z".into()), ..Default::default() };
+        let l = Lineage::new();
+        let synced = ArgoState::Synced { via: "synced abc".into() };
+        let (s, o) = argo_step(&read(&synced, Some(&app), &l, true));
+        assert_eq!((s.verdict, o), (Verdict::Pass, ArgoOutcome::Deployed));
+        assert!(s.summary.contains("merge time unknown"), "{}", s.summary);
+        let sup = ArgoState::Superseded { by: "bbbb".into(), detail: "m/release.yaml is release sha256:x".into() };
+        let (s, o) = argo_step(&read(&sup, Some(&app), &l, true));
+        assert_eq!(s.verdict, Verdict::Inconclusive);
+        assert!(s.diagnostics.iter().any(|d| d.code == Code::ReleaseSuperseded));
+        match o {
+            ArgoOutcome::Superseded(why) => {
+                assert!(why.contains("superseded by bbbb") && why.contains("sha256:x"), "{why}")
+            }
+            other => panic!("{other:?}"),
+        }
+        let unknowable = ArgoState::Waiting { why: "not in the local repository".into(), unknowable: true };
+        let (s, o) = argo_step(&read(&unknowable, Some(&app), &l, true));
+        assert_eq!((s.verdict, o), (Verdict::Inconclusive, ArgoOutcome::NotDeployed));
+        assert!(s.diagnostics.iter().any(|d| d.code == Code::ArgoRevisionUnknown) && s.summary.contains("12s"));
+        let waiting = ArgoState::Waiting { why: "behind".into(), unknowable: false };
+        let (s, o) = argo_step(&read(&waiting, Some(&app), &l, true));
+        assert_eq!((s.verdict, o), (Verdict::Fail, ArgoOutcome::NotDeployed));
+        assert!(s.diagnostics.iter().any(|d| d.code == Code::ArgoNotSynced && d.message.contains("5m")));
+        let (s, o) = argo_step(&read(&waiting, None, &l, false));
+        assert_eq!((s.verdict, o), (Verdict::Error, ArgoOutcome::NotDeployed));
+        assert!(s.summary.contains("connection refused") || format!("{s:?}").contains("connection refused"));
+    }
+
+    #[test]
+    fn superseded_steps_are_not_run_with_the_reason_and_never_revert() {
+        let steps = superseded_steps("t", "superseded by bbbb", true);
+        assert_eq!(
+            steps.iter().map(|s| s.step.as_str()).collect::<Vec<_>>(),
+            ["rollout", "identity", "downtime", "canary"]
+        );
+        assert!(steps.iter().all(|s| s.verdict == Verdict::NotRun && s.summary.contains("superseded by bbbb")));
+        assert_eq!(superseded_steps("t", "x", false).len(), 3);
+        let mut r = Report::new("watch");
+        let mut argo = StepReport::new("argo", "a");
+        argo.verdict = Verdict::Inconclusive;
+        r.push(argo);
+        for s in steps {
+            r.push(s);
+        }
+        assert!(!revert_wanted(true, &r));
+        let mut failed = StepReport::new("rollout", "t");
+        failed.verdict = Verdict::Fail;
+        r.push(failed);
+        assert!(revert_wanted(true, &r) && !revert_wanted(false, &r));
+    }
+
+    /// No read at all is an ERROR naming why; no answer from the identity
+    /// endpoint is INCONCLUSIVE, never PASS.
+    #[test]
+    fn no_evidence_is_never_a_pass() {
+        let (s, complete) = rollout_step("t", None, Some("forbidden"), Duration::from_secs(30), "5m", 3.0);
+        assert_eq!(s.verdict, Verdict::Error);
+        assert!(!complete);
+        let plan =
+            IdentityPlan { path: "/m".into(), expect: Vec::new(), registered_field: Some("ok".into()), span: None };
+        let none = [IdentitySample { at_s: 1.0, answer: Err("refused".into()) }];
+        let s = identity_step("t", &plan, "http://s/m", &none, false);
+        assert_eq!(s.verdict, Verdict::Inconclusive);
+        assert!(s.summary.contains("refused"), "{}", s.summary);
+        let s = downtime_step("t", "http://s/h", &[], 2.0);
+        assert_eq!(s.verdict, Verdict::Inconclusive);
+    }
+}
