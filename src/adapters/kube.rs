@@ -74,6 +74,14 @@ pub(crate) fn app_status(name: &str, data: &Value) -> AppStatus {
         phase: s(data, "/status/operationState/phase"),
         operation_revision: s(data, "/status/operationState/syncResult/revision")
             .or_else(|| s(data, "/status/operationState/operation/sync/revision")),
+        operation_revisions: [
+            "/status/operationState/syncResult/revisions",
+            "/status/operationState/operation/sync/revisions",
+        ]
+        .iter()
+        .find_map(|p| data.pointer(p).and_then(Value::as_array))
+        .map(|a| a.iter().filter_map(Value::as_str).filter(|r| !r.is_empty()).map(String::from).collect())
+        .unwrap_or_default(),
         started_at: s(data, "/status/operationState/startedAt"),
         finished_at: s(data, "/status/operationState/finishedAt"),
         message: s(data, "/status/operationState/message"),

@@ -379,3 +379,45 @@ fn a_branch_with_the_revert_name_that_restores_another_file_is_not_taken_as_done
     assert!(gh.requests().iter().all(|(m, _, _)| m != "PATCH" && m != "DELETE"), "{:?}", gh.requests());
     gh.assert_no_violations();
 }
+
+/// A multi-source Application: a values repository (`ref` only), a Helm
+/// chart that is not bundlegate's, and the bundle folder through a link.
+/// Argo CD reports one revision per source (`sync.revisions[]`); the
+/// bundle's is read through the link at its revision.
+#[test]
+fn a_multi_source_application_renders_the_bundle_through_its_folder_link() {
+    let ws = Workspace::new();
+    let p = ws.path();
+    git(p, &["checkout", "-q", "main"]);
+    std::os::unix::fs::symlink("v2", p.join("llm-scratch/current")).unwrap();
+    let linked = commit(&ws, "llm-scratch: current -> v2");
+    back_to_merge(&ws);
+    let values = "5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a";
+    let chart = "1.2.3";
+    let mut app = synced_to(&linked);
+    let spec = app["spec"].as_object_mut().unwrap();
+    spec.remove("source");
+    spec.insert(
+        "sources".into(),
+        json!([
+            {"repoURL": "https://github.com/o/values.git", "targetRevision": "main", "ref": "values"},
+            {"repoURL": "https://charts.example.com", "chart": "gateway", "targetRevision": chart, "helm": {"valueFiles": ["$values/gateway.yaml"]}},
+            {"repoURL": "https://github.com/o/r.git", "targetRevision": "main", "path": "llm-scratch/current", "plugin": {"name": "bundlegate"}}
+        ]),
+    );
+    let status = app["status"].as_object_mut().unwrap();
+    let sync = status["sync"].as_object_mut().unwrap();
+    sync.remove("revision");
+    sync.insert("revisions".into(), json!([values, chart, linked]));
+    let op = status["operationState"].as_object_mut().unwrap();
+    // The CRD requires `revision`; a multi-source operation leaves it empty.
+    op["syncResult"]["revision"] = json!("");
+    op["syncResult"]["revisions"] = json!([values, chart, linked]);
+    op["operation"]["sync"].as_object_mut().unwrap().remove("revision");
+    op["operation"]["sync"]["revisions"] = json!([values, chart, linked]);
+    let frames = vec![Frame { at_ms: 0, app: Some(checked(app)), objects: running(&ws.digest) }];
+    let (out, _c) = run_watch(&ws, frames, &["--timeout", "5s"]);
+    let v = out.json();
+    assert_eq!(out.code, 0, "{v:#}");
+    assert!(step(&v, "argo")["summary"].as_str().unwrap().contains(&linked), "{v:#}");
+}

@@ -33,6 +33,10 @@ pub(crate) struct AppStatus {
     pub health: Option<String>,
     pub phase: Option<String>,
     pub operation_revision: Option<String>,
+    /// Multi-source: the last operation's revision per source
+    /// (`syncResult.revisions[]`), where `revision` is empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub operation_revisions: Vec<String>,
     pub started_at: Option<String>,
     pub finished_at: Option<String>,
     pub message: Option<String>,
@@ -116,6 +120,7 @@ impl AppStatus {
             .iter()
             .chain(self.sync_revisions.iter())
             .chain(self.operation_revision.iter())
+            .chain(self.operation_revisions.iter())
             .chain(self.hydrated.iter().map(|h| &h.dry_sha));
         for r in all {
             if !r.trim().is_empty() && !out.iter().any(|o| same_revision(o, r)) {
@@ -374,6 +379,21 @@ pub(crate) fn argo_state(
                         describe(&r)
                     ))
                 }
+            }
+        }
+        // Multi-source: one of the operation's per-source revisions must be
+        // this release's (the others are other sources' commits or charts).
+        if a.operation_revision.is_none() && !a.operation_revisions.is_empty() {
+            let rels: Vec<Relation> = a.operation_revisions.iter().map(|r| deploys(r)).collect();
+            if !rels.iter().any(deploys_release) {
+                let unknowable = rels.iter().all(|r| matches!(r, Relation::Unknown(_) | Relation::NotRendered(_)));
+                return ArgoState::Waiting {
+                    why: format!(
+                        "the last sync operation was for {}, none of them this release",
+                        a.operation_revisions.join(", ")
+                    ),
+                    unknowable,
+                };
             }
         }
         if a.phase.as_deref() != Some("Succeeded") {
