@@ -88,7 +88,7 @@ codes! {
     ProgressDeadlineShort => ("BG018", "progress-deadline-short", "lint", Warning,
         "A progress deadline shorter than the load time marks a healthy slow rollout ProgressDeadlineExceeded, which does not roll back anything (Kubernetes only sets the condition, and `rollout undo` restores only the pod template, not the weights or config)."),
     StorageSchemeUnsupported => ("BG019", "storage-scheme-unsupported", "lint", Error,
-        "bundlegate verifies s3://, gs://, az://, abfs:// and file: storage URIs (the one table lint and the store share); any other scheme cannot be verified. Hadoop's s3a:// is refused: KServe's storage-initializer cannot download it."),
+        "bundlegate knows s3://, gs://, az://, abfs://, file: and KServe's oci://, oci+native://, oci+fetch:// storage URIs (the one table lint and the store share); any other scheme, or a malformed URI of these, cannot be verified. Hadoop's s3a:// is refused: KServe's storage-initializer cannot download it."),
     RollbackTargetOutsideRepo => ("BG020", "rollback-target-outside-repo", "lint", Error,
         "The rollback target is read and reported on; a path that leaves the repository (absolute, `..`, or a symlink) could make lint read any file on the runner, such as a `.env`, so it is refused unread."),
     ReservedName => ("BG021", "reserved-name", "lint", Error,
@@ -101,6 +101,8 @@ codes! {
         "A resource Kubernetes does not overcommit (extended resources such as `nvidia.com/gpu`, and hugepages) needs a limit wherever it is requested: the API server refuses the pod with `Limit must be set for non overcommitable resources` (pod validation `ValidateResourceRequirements`). A limit alone is enough: the request defaults to it."),
     RequestLimitMismatch => ("BG025", "request-limit-mismatch", "lint", Error,
         "Kubernetes' API server refuses a container whose request exceeds its limit, and for a resource it does not overcommit (extended resources such as `nvidia.com/gpu`, hugepages) whose request differs from its limit at all (`must be equal to … limit`, pod validation `ValidateResourceRequirements`): the pod is never created while the bundle reads as valid."),
+    OciReferenceNotPinned => ("BG026", "oci-reference-not-pinned", "lint", Error,
+        "An OCI storage URI names its model by tag alone (`oci://registry/repo:v2`); a tag can be moved to another manifest at any time, by anyone who can push, so the bytes the pod pulls are not the ones reviewed. The manifest digest pins them: `oci://registry/repo@sha256:<digest>` (`repo:tag@sha256:…` is fine: the digest rules, the tag is a label)."),
     VerifyOnStartNotRendered => ("BG040", "verify-on-start-not-rendered", "lint", Warning,
         "`spec.serving.verifyOnStart` (default `full`) asks for the pod to re-check its model files before it is Ready, but the rendered pod cannot carry the verifier: a `deployment` bundle without `spec.serving.modelDir` (where the server reads the files), or a user template that leaves the `verifier` value out. Between the PR's store check and the pod start the bytes can still change (docs/verify-on-start.md). Set `modelDir`, render the verifier, or set `verifyOnStart: off` to accept that explicitly."),
 

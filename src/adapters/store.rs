@@ -159,6 +159,11 @@ impl Store {
     /// `store_root(bundle_dir, root)`; `create` makes the folder (publish).
     pub(crate) fn open(uri: &str, bundle_dir: &Path, create: bool, root: Option<&Path>) -> Result<Store> {
         let parsed = storage_uri::parse(uri).map_err(|e| anyhow!(e))?;
+        if parsed.backend == Backend::Oci {
+            // Lint and render accept it; reading a registry is not built yet:
+            // an error, so no verify of such a bundle is ever a PASS.
+            bail!("`{uri}` is an OCI registry reference: bundlegate does not read registries yet, so its files cannot be verified here (the in-pod verifier still checks them where the model is mounted)");
+        }
         if parsed.backend == Backend::Local {
             let base =
                 std::fs::canonicalize(bundle_dir).with_context(|| format!("bundle folder {}", bundle_dir.display()))?;

@@ -4,7 +4,10 @@
 //!
 //! The table is what KServe's storage-initializer downloads *and* what
 //! `object_store` reads: `s3://`, `gs://`, the Azure names `az://`/`abfs://`,
-//! and `file:` (local folders, relative to the bundle). Hadoop's `s3a://` is
+//! and `file:` (local folders, relative to the bundle); and KServe's OCI
+//! schemes (`oci://` modelcars, `oci+native://` image volumes, `oci+fetch://`
+//! pulled with oras), which name a manifest in a registry rather than a
+//! prefix: their digest, not a folder, pins the bytes. Hadoop's `s3a://` is
 //! not in it: KServe's storage-initializer has no `s3a://` handler (its
 //! supported prefixes are gs://, s3://, hdfs://, webhdfs://, http(s)://, pvc://,
 //! hf://), so a bundle pointing there would verify but never serve.
@@ -17,6 +20,9 @@ pub enum Backend {
     S3,
     Gcs,
     Azure,
+    /// An OCI registry: `bucket` is the registry, `prefix` the repository,
+    /// the reference in [`StorageUri::oci`].
+    Oci,
 }
 
 /// Scheme (without `:`/`://`) → backend. The only list of schemes.
@@ -26,7 +32,21 @@ pub(crate) const SCHEMES: &[(&str, Backend)] = &[
     ("az", Backend::Azure),
     ("abfs", Backend::Azure),
     ("file", Backend::Local),
+    ("oci", Backend::Oci),
+    ("oci+native", Backend::Oci),
+    ("oci+fetch", Backend::Oci),
 ];
+
+/// An OCI reference: `registry/repository[:tag][@sha256:<hex>]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OciRef {
+    pub registry: String,
+    pub repository: String,
+    pub tag: Option<String>,
+    /// `sha256:<64 hex>`: the manifest digest, which pins the bytes (a tag
+    /// can be moved to another manifest at any time).
+    pub digest: Option<String>,
+}
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StorageUri {
@@ -39,6 +59,8 @@ pub struct StorageUri {
     pub prefix: String,
     /// `file:` only: the path was absolute (`file:/x`, `file:///x`).
     pub absolute: bool,
+    /// OCI schemes only: the reference.
+    pub oci: Option<OciRef>,
 }
 
 /// The backend of `uri`'s scheme, if the scheme is in the table.
@@ -85,9 +107,21 @@ pub(crate) fn parse(uri: &str) -> Result<StorageUri, String> {
             bucket: String::new(),
             prefix: prefix.to_string(),
             absolute: path.starts_with('/'),
+            oci: None,
         });
     }
     let after = &rest[2..];
+    if backend == Backend::Oci {
+        let r = oci_reference(after).map_err(|why| format!("storage URI `{uri}`: {why}"))?;
+        return Ok(StorageUri {
+            scheme,
+            backend,
+            bucket: r.registry.clone(),
+            prefix: r.repository.clone(),
+            absolute: false,
+            oci: Some(r),
+        });
+    }
     let (bucket, prefix) = after.split_once('/').unwrap_or((after, ""));
     if bucket.is_empty() {
         return Err(format!("storage URI `{uri}` has no bucket"));
@@ -98,6 +132,70 @@ pub(crate) fn parse(uri: &str) -> Result<StorageUri, String> {
         bucket: bucket.to_string(),
         prefix: prefix.trim_matches('/').to_string(),
         absolute: false,
+        oci: None,
+    })
+}
+
+/// `registry/repository[:tag][@sha256:<hex>]` by the OCI distribution
+/// spec's grammar: a registry host (with an optional port), a lowercase
+/// repository of `/`-separated components (`[a-z0-9]+` joined by `.`, `_`,
+/// `__` or dashes), a tag of at most 128 `[A-Za-z0-9_.-]` not starting with
+/// `.` or `-`, a sha256 digest of 64 lowercase hex.
+fn oci_reference(s: &str) -> Result<OciRef, String> {
+    let (name, digest) = match s.split_once('@') {
+        Some((n, d)) => {
+            let hex = d.strip_prefix("sha256:").ok_or_else(|| format!("digest `{d}` is not `sha256:<64 hex>`"))?;
+            if hex.len() != 64 || !hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
+                return Err(format!("digest `{d}` is not `sha256:<64 lowercase hex>`"));
+            }
+            (n, Some(d.to_string()))
+        }
+        None => (s, None),
+    };
+    let (registry, path) = name.split_once('/').ok_or("no repository after the registry")?;
+    let host_ok = |h: &str| {
+        let (host, port) = h.rsplit_once(':').map_or((h, None), |(a, b)| (a, Some(b)));
+        !host.is_empty()
+            && host.split('.').all(|l| !l.is_empty() && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-'))
+            && port.is_none_or(|p| !p.is_empty() && p.len() <= 5 && p.bytes().all(|b| b.is_ascii_digit()))
+    };
+    if !host_ok(registry) {
+        return Err(format!("registry `{registry}` is not a host name (with an optional port)"));
+    }
+    // A `:` after the last `/` starts the tag.
+    let (repository, tag) = match path.rsplit_once('/').map_or(path.split_once(':'), |(_, last)| {
+        last.split_once(':').map(|(_, t)| (&path[..path.len() - t.len() - 1], t))
+    }) {
+        Some((r, t)) => (r, Some(t)),
+        None => (path, None),
+    };
+    let component_ok = |c: &str| {
+        !c.is_empty()
+            && c.bytes().all(|b| matches!(b, b'a'..=b'z' | b'0'..=b'9' | b'.' | b'_' | b'-'))
+            && c.as_bytes()[0].is_ascii_alphanumeric()
+            && c.as_bytes()[c.len() - 1].is_ascii_alphanumeric()
+            && !c.contains("..")
+            && !c.contains("___")
+    };
+    if repository.is_empty() || !repository.split('/').all(component_ok) {
+        return Err(format!(
+            "repository `{repository}` is not an OCI repository name (lowercase letters, digits and `.`, `_`, `-` between them, `/`-separated)"
+        ));
+    }
+    if let Some(t) = tag {
+        let ok = !t.is_empty()
+            && t.len() <= 128
+            && !t.starts_with(['.', '-'])
+            && t.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'));
+        if !ok {
+            return Err(format!("tag `{t}` is not an OCI tag (at most 128 of letters, digits, `_`, `.`, `-`)"));
+        }
+    }
+    Ok(OciRef {
+        registry: registry.to_string(),
+        repository: repository.to_string(),
+        tag: tag.map(String::from),
+        digest,
     })
 }
 
@@ -123,6 +221,11 @@ pub(crate) fn location(s: &str) -> Result<Location, String> {
     let scheme = s.split_once(':').map(|(sc, _)| sc);
     if scheme.is_some_and(|sc| SCHEMES.iter().any(|(n, _)| *n == sc)) {
         let u = parse(s)?;
+        if u.backend == Backend::Oci {
+            return Err(format!(
+                "`{s}` is an OCI registry reference: caches, reports and metrics go to a folder or an object store"
+            ));
+        }
         if u.backend != Backend::Local {
             return Ok(Location::Remote(u));
         }
@@ -189,8 +292,48 @@ mod tests {
         assert!(parse("file://host/etc/").is_err());
         assert_eq!(
             parse("http://x/m/v2").unwrap_err(),
-            "storage URI `http://x/m/v2` has no supported scheme (supported: s3://, gs://, az://, abfs://, file:)"
+            "storage URI `http://x/m/v2` has no supported scheme (supported: s3://, gs://, az://, abfs://, file:, oci://, oci+native://, oci+fetch://)"
         );
+    }
+
+    const D: &str = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+
+    /// KServe's three OCI schemes name a registry, a repository, maybe a
+    /// tag, maybe a digest; what is not a reference is refused in words.
+    #[test]
+    fn oci_references() {
+        for scheme in ["oci", "oci+native", "oci+fetch"] {
+            let u = parse(&format!("{scheme}://127.0.0.1:5000/models/llm-scratch:v2@{D}")).unwrap();
+            assert_eq!(
+                (u.backend, u.bucket.as_str(), u.prefix.as_str()),
+                (Backend::Oci, "127.0.0.1:5000", "models/llm-scratch")
+            );
+            let r = u.oci.unwrap();
+            assert_eq!((r.tag.as_deref(), r.digest.as_deref()), (Some("v2"), Some(D)));
+        }
+        let tag_only = parse("oci://ghcr.io/acme/llm:v2").unwrap().oci.unwrap();
+        assert_eq!((tag_only.tag.as_deref(), tag_only.digest), (Some("v2"), None));
+        let digest_only = parse(&format!("oci://registry.example.com/llm@{D}")).unwrap().oci.unwrap();
+        assert_eq!((digest_only.repository.as_str(), digest_only.tag), ("llm", None));
+        for bad in [
+            "oci://ghcr.io",
+            "oci://ghcr.io/",
+            "oci://ghcr.io/Acme/llm:v2",
+            "oci://ghcr.io/acme/llm:",
+            "oci://ghcr.io/acme/llm:-v2",
+            "oci://ghcr.io/acme/llm@sha256:abc",
+            "oci://ghcr.io/acme/llm@md5:0123",
+            "oci://ghcr.io:port/acme/llm",
+            "oci://gh cr.io/acme/llm",
+            "oci://ghcr.io/acme//llm",
+            "oci://ghcr.io/acme/../llm",
+            "oci:ghcr.io/acme/llm",
+        ] {
+            assert!(parse(bad).is_err(), "{bad}: {:?}", parse(bad));
+        }
+        let long = format!("oci://r.io/m:{}", "a".repeat(129));
+        assert!(parse(&long).is_err());
+        assert!(location("oci://r.io/m:v2").is_err(), "a registry is not a place for caches");
     }
 
     #[test]

@@ -86,8 +86,33 @@ fn storage_prefix(l: &Loaded, out: &mut Vec<Diagnostic>) {
     let d = |code: Code, field: &str, msg: String| diag(l, code, field, msg);
     // Storage scheme and versioned prefix.
     let uri = &b.spec.model.storage_uri;
-    if let Err(why) = crate::bundle::storage_uri::parse(uri) {
-        out.push(d(Code::StorageSchemeUnsupported, "spec.model.storageUri", why));
+    match crate::bundle::storage_uri::parse(uri) {
+        Err(why) => out.push(d(Code::StorageSchemeUnsupported, "spec.model.storageUri", why)),
+        // A registry reference is pinned by its manifest digest, not by a
+        // versioned folder: the prefix rules below do not apply to it.
+        Ok(crate::bundle::storage_uri::StorageUri { oci: Some(r), .. }) => {
+            if r.digest.is_none() {
+                out.push(
+                    d(
+                        Code::OciReferenceNotPinned,
+                        "spec.model.storageUri",
+                        format!(
+                            "`{uri}` names the model by tag `{}` alone: a tag can be moved to other bytes; pin the manifest digest",
+                            r.tag.as_deref().unwrap_or("latest")
+                        ),
+                    )
+                    .help(format!(
+                        "use `{}://{}/{}{}@sha256:<manifest digest>` (`oras resolve` or `crane digest` prints it); the digest rules, a tag beside it is a label",
+                        uri.split("://").next().unwrap_or("oci"),
+                        r.registry,
+                        r.repository,
+                        r.tag.as_deref().map(|t| format!(":{t}")).unwrap_or_default()
+                    )),
+                );
+            }
+            return;
+        }
+        Ok(_) => {}
     }
     match version_segment(uri) {
         Some(seg)

@@ -23,6 +23,7 @@ mod leftovers;
 mod lint;
 mod mutants_summary;
 mod nothing;
+mod oci;
 mod one_reader;
 mod pipeline;
 mod pipeline_lib;
