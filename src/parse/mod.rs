@@ -4,5 +4,6 @@
 
 pub mod cmp;
 pub mod golden;
+pub mod oci;
 pub mod prom;
 pub mod snapshot;

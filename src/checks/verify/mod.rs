@@ -2,6 +2,7 @@
 //! hashing found. Pure: the adapter gathered the listing and the hashes.
 
 pub mod drift;
+pub mod oci;
 
 use std::collections::{BTreeMap, HashMap};
 

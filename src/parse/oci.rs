@@ -1,0 +1,103 @@
+//! OCI image manifests as a registry answers them, into plain types: the
+//! CNCF ModelPack artifact (`artifactType
+//! application/vnd.cncf.model.manifest.v1+json`, layers
+//! `application/vnd.cncf.model.<kind>.v1.<form>` carrying
+//! `org.cncf.model.filepath`), a KitOps ModelKit
+//! (`application/vnd.kitops.modelkit.*`) or a plain image (a KServe
+//! modelcar: the model under `/models` in its layers). No I/O: the adapter
+//! fetched the bytes; they are read through the one JSON reader (a key
+//! given twice is refused at its line) within a bound.
+
+use anyhow::{bail, Result};
+
+use crate::checks::verify::oci::{Manifest, IMAGE_MANIFEST, MAX_MANIFEST_BYTES};
+
+/// The manifest, from the registry's bytes. Refused: more than
+/// [`MAX_MANIFEST_BYTES`], not JSON, a key given twice, a schema version
+/// other than 2, another media type (an index, a Docker v2 manifest), a
+/// digest that is not `sha256:<64 lowercase hex>`.
+pub fn manifest(name: &str, bytes: &[u8]) -> Result<Manifest> {
+    if bytes.len() > MAX_MANIFEST_BYTES {
+        bail!("{name}: the manifest is {} bytes, over the limit of {MAX_MANIFEST_BYTES}", bytes.len());
+    }
+    let m: Manifest = crate::yaml_guard::json_from_slice(name, bytes, &crate::yaml_guard::Limits::WRITTEN)?;
+    if m.schema_version != 2 {
+        bail!("{name}: schemaVersion {} (an OCI image manifest has 2)", m.schema_version);
+    }
+    if let Some(t) = m.media_type.as_deref().filter(|t| *t != IMAGE_MANIFEST) {
+        bail!("{name}: media type `{t}` is not an OCI image manifest ({IMAGE_MANIFEST})");
+    }
+    for d in std::iter::once(&m.config).chain(&m.layers) {
+        if !is_sha256(&d.digest) {
+            bail!("{name}: digest `{}` of a `{}` is not `sha256:<64 lowercase hex>`", d.digest, d.media_type);
+        }
+    }
+    Ok(m)
+}
+
+/// `sha256:` followed by 64 lowercase hex digits.
+pub fn is_sha256(d: &str) -> bool {
+    d.strip_prefix("sha256:")
+        .is_some_and(|h| h.len() == 64 && h.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::checks::verify::oci::{Form, Kind, MODELPACK_ARTIFACT, MODELPACK_CONFIG};
+
+    const A: &str = "sha256:2c26b46b68ffc68ff99b453c1d30413413422d706483bfa0f98a5e886266e7ae";
+    const B: &str = "sha256:fcde2b2edba56bf408601fb721fe9b5c338d10ee429ea04fae5511b68fbf8fb9";
+
+    fn modelpack() -> String {
+        format!(
+            r#"{{"schemaVersion": 2, "mediaType": "{IMAGE_MANIFEST}", "artifactType": "{MODELPACK_ARTIFACT}",
+              "config": {{"mediaType": "{MODELPACK_CONFIG}", "digest": "{A}", "size": 200}},
+              "layers": [
+                {{"mediaType": "application/vnd.cncf.model.weight.v1.raw", "digest": "{B}", "size": 6144,
+                  "annotations": {{"org.cncf.model.filepath": "ckpt.pt"}}}},
+                {{"mediaType": "application/vnd.cncf.model.weight.config.v1.tar+zstd", "digest": "{A}", "size": 99,
+                  "annotations": {{"org.cncf.model.filepath": "configs"}}}}
+              ]}}"#
+        )
+    }
+
+    #[test]
+    fn a_modelpack_manifest_is_read_with_its_layers_forms_and_paths() {
+        let m = manifest("m", modelpack().as_bytes()).unwrap();
+        assert_eq!(m.kind(), Kind::ModelPack);
+        assert_eq!(m.layers[0].form(), Form::Raw);
+        assert_eq!(m.layers[0].filepath(), Some("ckpt.pt"));
+        assert_eq!(m.layers[1].form(), Form::TarZstd);
+        let image = format!(
+            r#"{{"schemaVersion": 2, "config": {{"mediaType": "application/vnd.oci.image.config.v1+json", "digest": "{A}", "size": 1}},
+              "layers": [{{"mediaType": "application/vnd.oci.image.layer.v1.tar+gzip", "digest": "{B}", "size": 9}}]}}"#
+        );
+        let m = manifest("i", image.as_bytes()).unwrap();
+        assert_eq!((m.kind(), m.layers[0].form()), (Kind::Image, Form::TarGzip));
+        let kit = modelpack()
+            .replace(MODELPACK_CONFIG, "application/vnd.kitops.modelkit.config.v1+json")
+            .replace(&format!(r#""artifactType": "{MODELPACK_ARTIFACT}","#), "");
+        assert_eq!(manifest("k", kit.as_bytes()).unwrap().kind(), Kind::KitOps);
+    }
+
+    /// What is not an OCI image manifest of sha256 digests is refused in
+    /// words, never read as an empty model.
+    #[test]
+    fn what_is_not_a_manifest_is_refused() {
+        let good = modelpack();
+        for (bad, words) in [
+            (good.replace("\"schemaVersion\": 2", "\"schemaVersion\": 1"), "schemaVersion 1"),
+            (good.replace(IMAGE_MANIFEST, "application/vnd.oci.image.index.v1+json"), "is not an OCI image manifest"),
+            (good.replacen(B, "sha256:abc", 1), "is not `sha256:"),
+            (good.replacen(B, &B.to_uppercase().replace("SHA256", "sha256"), 1), "is not `sha256:"),
+            (good.replacen("\"size\": 6144", "\"size\": 6144, \"size\": 1", 1), "size"),
+            ("[]".to_string(), ""),
+        ] {
+            let e = manifest("m", bad.as_bytes()).unwrap_err().to_string();
+            assert!(e.contains(words), "{words}: {e}");
+        }
+        let big = vec![b' '; MAX_MANIFEST_BYTES + 1];
+        assert!(manifest("m", &big).unwrap_err().to_string().contains("over the limit"));
+    }
+}
