@@ -191,6 +191,11 @@ enum Answer {
     Pending(String),
 }
 
+/// What preflight says where the scheduler leaves the pod Pending.
+const PENDING_CODE: &str = "BG201";
+/// … and where no node passes the filters at all.
+const NO_NODE_CODE: &str = "BG208";
+
 /// One cluster layout. Node `a` exists first (v1, when it runs, is
 /// scheduled there); the others are added once v1 runs.
 struct Case {
@@ -204,6 +209,8 @@ struct Case {
     /// The scheduler's answer, as it words it. The cluster holds the case's
     /// nodes and `system-0` (no GPU label), nothing else.
     expect: Answer,
+    /// Preflight's finding when the pod stays Pending.
+    code: &'static str,
 }
 
 fn bound(node: &str) -> Answer {
@@ -218,7 +225,8 @@ const NO_SELECTOR: &str = "node(s) didn't match Pod's node affinity/selector";
 
 fn cases() -> Vec<Case> {
     let taint = |k: &str, v: &str, e: &str| json!({"key": k, "value": v, "effect": e});
-    let case = |name, nodes, v1_running, expect| Case { name, nodes, v1_running, volume_on: None, expect };
+    let case =
+        |name, nodes, v1_running, expect| Case { name, nodes, v1_running, volume_on: None, expect, code: PENDING_CODE };
     vec![
         // The shipped single-gpu story: v1 holds the only GPU.
         case(
@@ -292,6 +300,7 @@ fn cases() -> Vec<Case> {
         // The claim's volume can only attach to a node that does not exist.
         Case {
             volume_on: Some("elsewhere"),
+            code: NO_NODE_CODE,
             ..case(
                 "pv-affinity",
                 vec![gpu_node("a")],
@@ -444,16 +453,22 @@ async fn roll_out(client: &::kube::Client, ex: &Example, bundle: &Path) {
 /// Remove what a case made cluster-wide (its nodes, its PV) and its
 /// namespace, so the next case's scheduler message counts its nodes alone.
 async fn clean_up(client: &::kube::Client, ns: &str, case: &Case) {
-    use k8s_openapi::api::core::v1::{Namespace, Node, PersistentVolume};
+    use k8s_openapi::api::core::v1::PersistentVolume;
+    let _ = Api::<PersistentVolume>::all(client.clone()).delete(&format!("{ns}-model"), &Default::default()).await;
+    clean_up_nodes(client, ns, &case.nodes).await;
+}
+
+/// Delete the nodes and the namespace, and wait until the nodes are gone.
+async fn clean_up_nodes(client: &::kube::Client, ns: &str, nodes: &[NodeSpec]) {
+    use k8s_openapi::api::core::v1::{Namespace, Node};
     let dp = Default::default();
-    for n in &case.nodes {
+    for n in nodes {
         let _ = Api::<Node>::all(client.clone()).delete(&format!("{ns}-{}", n.name), &dp).await;
     }
-    let _ = Api::<PersistentVolume>::all(client.clone()).delete(&format!("{ns}-model"), &dp).await;
     let _ = Api::<Namespace>::all(client.clone()).delete(ns, &dp).await;
-    let nodes = Api::<Node>::all(client.clone());
-    poll(&format!("{}: nodes deleted", case.name), Duration::from_secs(30), || async {
-        let left = nodes.list(&::kube::api::ListParams::default().labels(&format!("{CASE_LABEL}={ns}"))).await.ok()?;
+    let api = Api::<Node>::all(client.clone());
+    poll(&format!("{ns}: nodes deleted"), Duration::from_secs(30), || async {
+        let left = api.list(&::kube::api::ListParams::default().labels(&format!("{CASE_LABEL}={ns}"))).await.ok()?;
         left.items.is_empty().then_some(())
     })
     .await;
@@ -522,6 +537,10 @@ fn run_case(c: &Cluster, case: &Case) -> Result<String, String> {
         }
         if answer != case.expect {
             return Err(format!("{line}\nexpected the scheduler to answer {:?}", case.expect));
+        }
+        let want: Vec<&str> = if verdict == "fail" { vec![case.code] } else { vec![] };
+        if codes != want {
+            return Err(format!("{line}\nexpected preflight's findings {want:?}"));
         }
         // Where both say Pending, they count the same nodes available of the same total.
         if let (Answer::Pending(m), Some(p)) = (&answer, &preflight_line) {
@@ -600,4 +619,174 @@ fn preflight_agrees_with_the_real_scheduler() {
         }
     }
     assert!(failed.is_empty(), "{} of {} cases:\n{}", failed.len(), results.len(), failed.join("\n\n"));
+}
+
+// ---- watch over a real rollout -----------------------------------------------------------------
+
+/// The Application as Argo CD's controller writes it once a sync of
+/// `revision` finished at `finished_at`: the shape of the watch fixture,
+/// in namespace `argocd`, pointing at `ns`, through the real CRD.
+fn application(name: &str, ns: &str, revision: &str, finished_at: &str) -> Value {
+    let text = std::fs::read_to_string(repo().join("tests/fixtures/watch/application.yaml"))
+        .unwrap()
+        .replace("REVISION", revision)
+        .replace("namespace: ai-lab", &format!("namespace: {ns}"));
+    let mut a: Value = serde_yaml_ng::from_str(&text).unwrap();
+    let meta = a["metadata"].as_object_mut().unwrap();
+    for server_set in ["uid", "resourceVersion", "generation", "creationTimestamp"] {
+        meta.remove(server_set);
+    }
+    a["metadata"]["name"] = json!(name);
+    let op = &mut a["status"]["operationState"];
+    op["startedAt"] = json!(finished_at);
+    op["finishedAt"] = json!(finished_at);
+    let deployed = json!([{"group": "apps", "version": "v1", "kind": "Deployment", "namespace": ns, "name": "llm-scratch", "status": "Synced"}]);
+    op["syncResult"]["resources"] = deployed.clone();
+    a["status"]["resources"] = deployed;
+    a["status"]["reconciledAt"] = json!(finished_at);
+    a["status"]["health"]["lastTransitionTime"] = json!(finished_at);
+    a
+}
+
+fn now_rfc3339() -> String {
+    chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string()
+}
+
+/// `watch` over a rollout the real controllers perform: the Deployment
+/// controller's new ReplicaSet (its pod-template-hash, owner references),
+/// the scheduler's placement, kwok's Ready pod, the old pod removed, the
+/// EndpointSlice controller's endpoints; the Application written through
+/// the real Argo CD CRD as Argo CD's controller would (behind at first,
+/// then synced at the merge). It passes, naming the pod the controllers made.
+#[test]
+fn watch_passes_a_real_rollout_by_the_deployment_controller() {
+    use k8s_openapi::api::apps::v1::ReplicaSet;
+    use k8s_openapi::api::core::v1::Namespace;
+    let Some(c) = real() else { return };
+    let _nodes = cluster::nodes_lock();
+    block_on(async {
+        let client = c.client().await;
+        let ns = cluster::namespace(&client, "watch").await;
+        let nodes = [gpu_node("a"), gpu_node("b")];
+        make_nodes(&client, &ns, &[&nodes[0]]).await;
+        let ex = example_in(&ns, "deployment", |v| {
+            at(v, "spec.serving.nodeSelector").as_mapping_mut().unwrap().insert(CASE_LABEL.into(), ns.clone().into());
+            // The canary gates read Prometheus, which this test does not run.
+            at(v, "spec").as_mapping_mut().unwrap().remove("canary");
+        });
+        roll_out(&client, &ex, &ex.v1()).await;
+        assert_eq!(scheduled(&client, &ns, "v1").await, bound("a"));
+        make_nodes(&client, &ns, &[&nodes[1]]).await;
+
+        // The merge commit holds the release; the one before it does not.
+        let git = |args: &[&str]| crate::watch::git(ex.path(), args);
+        std::fs::write(ex.path().join("README.md"), "models\n").unwrap();
+        git(&["add", "README.md"]);
+        git(&["commit", "-q", "-m", "the repository before the release"]);
+        let prev = git(&["rev-parse", "HEAD"]);
+        git(&["add", "-A"]);
+        git(&["commit", "-q", "-m", "release llm-scratch v2"]);
+        let sha = git(&["rev-parse", "HEAD"]);
+        let bundle = "llm-scratch/v2/release.yaml";
+        let digest = ex.run(&["digest", bundle, "--format", "json"]).json()["steps"][0]["data"]["releaseDigest"]
+            .as_str()
+            .unwrap()
+            .to_string();
+
+        // Argo CD is still on the commit before.
+        let argocd: Namespace = serde_json::from_value(json!({"metadata": {"name": "argocd"}})).unwrap();
+        let _ = Api::<Namespace>::all(client.clone()).create(&Default::default(), &argocd).await;
+        let app = format!("llm-scratch-{ns}");
+        apply(&client, &application(&app, &ns, &prev, "2026-01-01T09:00:00Z"), false).await.unwrap();
+
+        let identity = json!({
+            "serving_digest": "sha256:20c86b9c3c2ca1e8ce883948c403e6eca546ec37c393463eb38d4f8a87021586",
+            "release_digest": digest,
+            "in_registry": true,
+        });
+        let model = crate::watch::ModelService::start(identity);
+        let url = model.url();
+        let mut cmd = std::process::Command::new(bin());
+        cmd.current_dir(ex.path())
+            .args(["watch", bundle, "--app", &app, "--app-namespace", "argocd", "--revision", &sha])
+            .args(["--timeout", "90s", "--stable-for", "2s", "--service-url", &url, "--probe-interval", "100ms"])
+            .args(["--format", "json"])
+            .env_remove("RUST_LOG")
+            .env("NO_COLOR", "1")
+            .env("BUNDLEGATE_WATCH_POLL", "200ms")
+            .env("GITHUB_SHA", "")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        for (k, v) in c.env() {
+            cmd.env(k, v);
+        }
+        let watch = cmd.spawn().unwrap();
+
+        // The sync: the rendered v2 applied, then the Application marked
+        // synced at the merge, as Argo CD does.
+        roll_out(&client, &ex, &ex.v2()).await;
+        apply(&client, &application(&app, &ns, &sha, &now_rfc3339()), false).await.unwrap();
+
+        let o = tokio::task::spawn_blocking(move || watch.wait_with_output().unwrap()).await.unwrap();
+        let out = Out {
+            code: o.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+        };
+
+        // What the controllers made: the new ReplicaSet and its one pod.
+        let rs = Api::<ReplicaSet>::namespaced(client.clone(), &ns).list(&Default::default()).await.unwrap();
+        let new_rs = rs
+            .items
+            .iter()
+            .find(|r| {
+                r.spec
+                    .as_ref()
+                    .and_then(|s| s.template.as_ref())
+                    .and_then(|t| t.metadata.as_ref())
+                    .and_then(|m| m.annotations.as_ref())
+                    .and_then(|a| a.get("bundlegate.dev/release-digest"))
+                    == Some(&digest)
+            })
+            .expect("a ReplicaSet of the release");
+        let pods = pods_of(&client, &ns, "v2").await;
+        let pod_names: Vec<&str> = pods.iter().map(|p| p["metadata"]["name"].as_str().unwrap()).collect();
+        let rs_name = new_rs.metadata.name.clone().unwrap();
+        assert!(pod_names.iter().all(|p| p.starts_with(&format!("{rs_name}-"))), "{pod_names:?} of {rs_name}");
+        // The Service routes to it: the EndpointSlice controller's answer.
+        let slices = Api::<k8s_openapi::api::discovery::v1::EndpointSlice>::namespaced(client.clone(), &ns)
+            .list(&Default::default())
+            .await
+            .unwrap();
+        let routed: Vec<String> = slices
+            .items
+            .iter()
+            .flat_map(|s| s.endpoints.iter())
+            .filter(|e| e.conditions.as_ref().and_then(|c| c.ready) == Some(true))
+            .filter_map(|e| e.target_ref.as_ref().and_then(|t| t.name.clone()))
+            .collect();
+        assert_eq!(routed, pod_names, "the Service's ready endpoints");
+        let summary = {
+            let v = out.json();
+            let steps: Vec<String> = v["steps"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|s| format!("{} {}: {}", s["step"], s["verdict"], s["summary"]))
+                .collect();
+            steps.join("\n")
+        };
+        clean_up_nodes(&client, &ns, &nodes).await;
+        assert_eq!(out.code, 0, "watch did not pass a real rollout:\n{summary}\n{}\n{}", out.stdout, out.stderr);
+        let v = out.json();
+        let step = |name: &str| v["steps"].as_array().unwrap().iter().find(|s| s["step"] == name).cloned().unwrap();
+        assert_eq!(step("argo")["verdict"], "pass", "{summary}");
+        let rollout = step("rollout");
+        assert_eq!(rollout["verdict"], "pass", "{summary}");
+        let groups = rollout["data"]["groups"].as_array().unwrap();
+        assert_eq!(groups.len(), 1, "{groups:?}");
+        assert_eq!(groups[0]["releaseDigest"], digest.as_str());
+        assert_eq!(groups[0]["pods"], json!(pod_names), "the pod the ReplicaSet controller made");
+        eprintln!("{summary}");
+    });
 }
