@@ -264,6 +264,25 @@ fn cases() -> Vec<Case> {
             true,
             pending(&format!("0/3 nodes are available: 1 Insufficient nvidia.com/gpu, 2 {NO_SELECTOR}")),
         ),
+        // Both filters fail on b: the scheduler counts it under the taint
+        // (TaintToleration runs before NodeAffinity), preflight's evidence
+        // under the selector ("2 didn't match Pod's node selector"); the
+        // verdict and the count of available nodes agree.
+        case(
+            "taint-and-label",
+            vec![
+                gpu_node("a"),
+                NodeSpec {
+                    gpu_label: false,
+                    taints: vec![taint("dedicated", "training", "NoSchedule")],
+                    ..gpu_node("b")
+                },
+            ],
+            true,
+            pending(&format!(
+                "0/3 nodes are available: 1 Insufficient nvidia.com/gpu, 1 {NO_SELECTOR}, 1 node(s) had untolerated taint(s)"
+            )),
+        ),
         case(
             "cordon",
             vec![gpu_node("a"), NodeSpec { cordoned: true, ..gpu_node("b") }],
