@@ -30,6 +30,7 @@ mod pipeline_lib;
 mod pr;
 mod preflight;
 mod props;
+mod real_cluster;
 mod render;
 mod secrets;
 mod toolchain;

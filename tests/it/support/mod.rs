@@ -1,5 +1,6 @@
 #![allow(dead_code)]
 
+pub mod cluster;
 pub mod git_remote;
 pub mod http;
 pub mod kube;

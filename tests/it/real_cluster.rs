@@ -1,0 +1,811 @@
+//! Against a real control plane (`support::cluster`: etcd, kube-apiserver,
+//! kube-controller-manager, kube-scheduler of Kubernetes v1.36, kwok for the
+//! nodes): what the API server accepts of what `render` writes, and whether
+//! `preflight --live` says what the real scheduler then does with the pod the
+//! rollout creates.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+use ::kube::api::{Api, DynamicObject, Patch, PatchParams};
+use ::kube::discovery::ApiResource;
+use serde_json::{json, Value};
+
+use crate::support::cluster::{self, block_on, poll, Cluster};
+use crate::support::*;
+
+const MANAGER: &str = "bundlegate-tests";
+
+/// Every document of a multi-document YAML text, as JSON.
+fn documents(text: &str) -> Vec<Value> {
+    use serde::Deserialize;
+    serde_yaml_ng::Deserializer::from_str(text)
+        .map(|d| Value::deserialize(d).unwrap())
+        .filter(|v| !v.is_null())
+        .collect()
+}
+
+/// The API resource of an object's apiVersion and kind, from discovery.
+async fn resource(client: &::kube::Client, obj: &Value) -> ApiResource {
+    let (group, version) = match obj["apiVersion"].as_str().unwrap().split_once('/') {
+        Some((g, v)) => (g.to_string(), v.to_string()),
+        None => (String::new(), obj["apiVersion"].as_str().unwrap().to_string()),
+    };
+    let gvk = ::kube::api::GroupVersionKind::gvk(&group, &version, obj["kind"].as_str().unwrap());
+    ::kube::discovery::pinned_kind(client, &gvk).await.unwrap_or_else(|e| panic!("discovery of {gvk:?}: {e}")).0
+}
+
+/// Server-side apply of one object, dry run or for real, with strict field
+/// validation: unknown or duplicate fields are errors, not warnings.
+async fn apply(client: &::kube::Client, obj: &Value, dry_run: bool) -> Result<Value, ::kube::Error> {
+    let ar = resource(client, obj).await;
+    let ns = obj["metadata"]["namespace"].as_str().unwrap();
+    let name = obj["metadata"]["name"].as_str().unwrap();
+    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), ns, &ar);
+    let mut pp = PatchParams::apply(MANAGER).validation_strict();
+    if dry_run {
+        pp = pp.dry_run();
+    }
+    api.patch(name, &pp, &Patch::Apply(obj)).await.map(|o| serde_json::to_value(o).unwrap())
+}
+
+/// A dry-run create (`POST …?dryRun=All&fieldValidation=Strict`): the
+/// object goes through admission and validation and is not stored; an
+/// unknown or duplicate field is an error.
+async fn create_dry_run(client: &::kube::Client, obj: &Value) -> Result<Value, ::kube::Error> {
+    let ar = resource(client, obj).await;
+    let ns = obj["metadata"]["namespace"].as_str().unwrap();
+    let base =
+        if ar.group.is_empty() { format!("/api/{}", ar.version) } else { format!("/apis/{}/{}", ar.group, ar.version) };
+    let url = format!("{base}/namespaces/{ns}/{}?dryRun=All&fieldValidation=Strict&fieldManager={MANAGER}", ar.plural);
+    let req = ::http::Request::post(url)
+        .header("content-type", "application/json")
+        .body(serde_json::to_vec(obj).unwrap())
+        .unwrap();
+    client.request::<Value>(req).await
+}
+
+/// The cluster, or `None` when the real-cluster tests are skipped.
+fn real() -> Option<&'static Cluster> {
+    cluster::cluster()
+}
+
+/// A private copy of the example whose two releases live in `ns`, in the
+/// given serving format.
+fn example_in(ns: &str, format: &str, edit: impl Fn(&mut serde_yaml_ng::Value)) -> Example {
+    let ex = Example::new();
+    for b in [ex.v1(), ex.v2()] {
+        edit_yaml(&b, |v| {
+            *at(v, "metadata.namespace") = ns.into();
+            *at(v, "spec.serving.format") = format.into();
+            edit(v);
+        });
+    }
+    ex
+}
+
+fn render(ex: &Example, bundle: &Path) -> Vec<Value> {
+    let out = ex.run(&["render", bundle.to_str().unwrap()]);
+    assert_eq!(out.code, 0, "render failed:\n{}\n{}", out.stdout, out.stderr);
+    documents(&out.stdout)
+}
+
+// ---- render: what the API server accepts --------------------------------------------------
+
+/// Every manifest `render` writes for the shipped example, in each serving
+/// format, passes the real API server's validation (built-in types, the
+/// whole KServe CRD's schema, admission, strict fields) both ways a
+/// deployer sends it: a dry-run create and a dry-run server-side apply.
+#[test]
+fn rendered_manifests_are_accepted_by_the_real_api_server() {
+    let Some(c) = real() else { return };
+    block_on(async {
+        let client = c.client().await;
+        let ns = cluster::namespace(&client, "render").await;
+        for format in ["kserve-custom", "kserve-modelspec", "deployment"] {
+            let ex = example_in(&ns, format, |_| {});
+            let docs = render(&ex, &ex.v2());
+            assert!(!docs.is_empty(), "{format}: nothing rendered");
+            for d in &docs {
+                let kind = d["kind"].as_str().unwrap();
+                let created = create_dry_run(&client, d)
+                    .await
+                    .unwrap_or_else(|e| panic!("{format}: the API server refused the rendered {kind}: {e}\n{d:#}"));
+                let applied = apply(&client, d, true)
+                    .await
+                    .unwrap_or_else(|e| panic!("{format}: server-side apply refused the rendered {kind}: {e}\n{d:#}"));
+                for accepted in [created, applied] {
+                    assert_eq!(accepted["metadata"]["namespace"], ns.as_str());
+                    assert_eq!(accepted["metadata"]["name"], d["metadata"]["name"]);
+                    // Nothing the template wrote was dropped on the way in.
+                    assert_eq!(
+                        accepted["spec"]["template"]["spec"]["containers"][0]["resources"],
+                        d["spec"]["template"]["spec"]["containers"][0]["resources"]
+                    );
+                }
+            }
+            let kinds: Vec<&str> = docs.iter().map(|d| d["kind"].as_str().unwrap()).collect();
+            let want: &[&str] = if format == "deployment" { &["Deployment", "Service"] } else { &["InferenceService"] };
+            assert_eq!(kinds, want, "{format}");
+        }
+    });
+}
+
+/// The same dry run refuses what is wrong: a field the KServe CRD does not
+/// define (a typo bundlegate's templates could make), and a Deployment whose
+/// GPU request has no equal limit (API validation no schema holds).
+#[test]
+fn the_real_api_server_refuses_a_broken_manifest() {
+    let Some(c) = real() else { return };
+    block_on(async {
+        let client = c.client().await;
+        let ns = cluster::namespace(&client, "broken").await;
+
+        let ex = example_in(&ns, "kserve-custom", |_| {});
+        let mut is = render(&ex, &ex.v2()).remove(0);
+        is["spec"]["predictor"]["minReplica"] = json!(1);
+        let e = create_dry_run(&client, &is).await.expect_err("an unknown field passed strict validation");
+        assert!(e.to_string().contains("unknown field \"spec.predictor.minReplica\""), "{e}");
+        // Server-side apply refuses it whatever the validation directive.
+        let e = apply(&client, &is, true).await.expect_err("server-side apply took an unknown field");
+        assert!(e.to_string().contains(".spec.predictor.minReplica: field not declared in schema"), "{e}");
+
+        let ex = example_in(&ns, "deployment", |_| {});
+        let mut dep = render(&ex, &ex.v2()).remove(0);
+        let limits = &mut dep["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"];
+        limits.as_object_mut().unwrap().remove("nvidia.com/gpu");
+        let e = create_dry_run(&client, &dep).await.expect_err("a GPU request without its limit was accepted");
+        assert!(e.to_string().contains("Limit must be set for non overcommitable resources"), "{e}");
+        let e = apply(&client, &dep, true).await.expect_err("server-side apply took a GPU request without its limit");
+        assert!(e.to_string().contains("Limit must be set for non overcommitable resources"), "{e}");
+    });
+}
+
+// ---- preflight against the real scheduler ----------------------------------------------------
+
+/// A fake node of one case: kwok plays its kubelet.
+struct NodeSpec {
+    name: &'static str,
+    /// Allocatable (and capacity).
+    cpu: &'static str,
+    memory: &'static str,
+    gpus: u32,
+    /// Has `nvidia.com/gpu.present=true` (the bundle's nodeSelector).
+    gpu_label: bool,
+    /// Taints besides the GPU taint the bundle tolerates.
+    taints: Vec<Value>,
+    cordoned: bool,
+}
+
+fn gpu_node(name: &'static str) -> NodeSpec {
+    NodeSpec { name, cpu: "16", memory: "64Gi", gpus: 1, gpu_label: true, taints: vec![], cordoned: false }
+}
+
+/// What the real scheduler does with the surge pod.
+#[derive(Debug, PartialEq)]
+enum Answer {
+    /// Bound to the case's node of this name.
+    Bound(String),
+    /// Left Pending: the first sentence of its message.
+    Pending(String),
+}
+
+/// What preflight says where the scheduler leaves the pod Pending.
+const PENDING_CODE: &str = "BG201";
+/// … and where no node passes the filters at all.
+const NO_NODE_CODE: &str = "BG208";
+
+/// One cluster layout. Node `a` exists first (v1, when it runs, is
+/// scheduled there); the others are added once v1 runs.
+struct Case {
+    name: &'static str,
+    nodes: Vec<NodeSpec>,
+    v1_running: bool,
+    /// The bundle mounts a ReadOnlyMany claim bound to a PV pinned (node
+    /// affinity) to the node of this name, and reads the model from it, so
+    /// the Deployment also runs the file verifier as a native sidecar.
+    volume_on: Option<&'static str>,
+    /// The scheduler's answer, as it words it. The cluster holds the case's
+    /// nodes and `system-0` (no GPU label), nothing else.
+    expect: Answer,
+    /// Preflight's finding when the pod stays Pending.
+    code: &'static str,
+}
+
+fn bound(node: &str) -> Answer {
+    Answer::Bound(node.into())
+}
+
+fn pending(summary: &str) -> Answer {
+    Answer::Pending(summary.into())
+}
+
+const NO_SELECTOR: &str = "node(s) didn't match Pod's node affinity/selector";
+
+fn cases() -> Vec<Case> {
+    let taint = |k: &str, v: &str, e: &str| json!({"key": k, "value": v, "effect": e});
+    let case =
+        |name, nodes, v1_running, expect| Case { name, nodes, v1_running, volume_on: None, expect, code: PENDING_CODE };
+    vec![
+        // The shipped single-gpu story: v1 holds the only GPU.
+        case(
+            "gpu-held",
+            vec![gpu_node("a")],
+            true,
+            pending(&format!("0/2 nodes are available: 1 Insufficient nvidia.com/gpu, 1 {NO_SELECTOR}")),
+        ),
+        case("gpu-free", vec![gpu_node("a"), gpu_node("b")], true, bound("b")),
+        case(
+            "taint",
+            vec![gpu_node("a"), NodeSpec { taints: vec![taint("dedicated", "training", "NoSchedule")], ..gpu_node("b") }],
+            true,
+            pending(&format!(
+                "0/3 nodes are available: 1 Insufficient nvidia.com/gpu, 1 {NO_SELECTOR}, 1 node(s) had untolerated taint(s)"
+            )),
+        ),
+        case(
+            "noexecute",
+            vec![gpu_node("a"), NodeSpec { taints: vec![taint("dedicated", "training", "NoExecute")], ..gpu_node("b") }],
+            true,
+            pending(&format!(
+                "0/3 nodes are available: 1 Insufficient nvidia.com/gpu, 1 {NO_SELECTOR}, 1 node(s) had untolerated taint(s)"
+            )),
+        ),
+        case(
+            "prefer",
+            vec![gpu_node("a"), NodeSpec { taints: vec![taint("dedicated", "training", "PreferNoSchedule")], ..gpu_node("b") }],
+            true,
+            bound("b"),
+        ),
+        case(
+            "label",
+            vec![gpu_node("a"), NodeSpec { gpu_label: false, ..gpu_node("b") }],
+            true,
+            pending(&format!("0/3 nodes are available: 1 Insufficient nvidia.com/gpu, 2 {NO_SELECTOR}")),
+        ),
+        // Both filters fail on b: the scheduler counts it under the taint
+        // (TaintToleration runs before NodeAffinity), preflight's evidence
+        // under the selector ("2 didn't match Pod's node selector"); the
+        // verdict and the count of available nodes agree.
+        case(
+            "taint-and-label",
+            vec![
+                gpu_node("a"),
+                NodeSpec {
+                    gpu_label: false,
+                    taints: vec![taint("dedicated", "training", "NoSchedule")],
+                    ..gpu_node("b")
+                },
+            ],
+            true,
+            pending(&format!(
+                "0/3 nodes are available: 1 Insufficient nvidia.com/gpu, 1 {NO_SELECTOR}, 1 node(s) had untolerated taint(s)"
+            )),
+        ),
+        case(
+            "cordon",
+            vec![gpu_node("a"), NodeSpec { cordoned: true, ..gpu_node("b") }],
+            true,
+            pending(&format!(
+                "0/3 nodes are available: 1 Insufficient nvidia.com/gpu, 1 {NO_SELECTOR}, 1 node(s) were unschedulable"
+            )),
+        ),
+        // The server asks 2 cpu + 8Gi: exactly that fits, a millicore less does not.
+        case("exact", vec![gpu_node("a"), NodeSpec { cpu: "2", memory: "8Gi", ..gpu_node("b") }], true, bound("b")),
+        case(
+            "cpu-short",
+            vec![gpu_node("a"), NodeSpec { cpu: "1999m", memory: "8Gi", ..gpu_node("b") }],
+            true,
+            pending(&format!(
+                "0/3 nodes are available: 1 Insufficient cpu, 1 Insufficient nvidia.com/gpu, 1 {NO_SELECTOR}"
+            )),
+        ),
+        // With the verifier sidecar (100m + 64Mi, running beside the server
+        // for the pod's life) the pod asks 2100m + 8256Mi.
+        Case {
+            volume_on: Some("a"),
+            ..case("sidecar-exact", vec![NodeSpec { cpu: "2100m", memory: "8256Mi", ..gpu_node("a") }], false, bound("a"))
+        },
+        Case {
+            volume_on: Some("a"),
+            ..case(
+                "sidecar-short",
+                vec![NodeSpec { cpu: "2100m", memory: "8255Mi", ..gpu_node("a") }],
+                false,
+                pending(&format!("0/2 nodes are available: 1 Insufficient memory, 1 {NO_SELECTOR}")),
+            )
+        },
+        // The claim's volume can only attach to a node that does not exist.
+        Case {
+            volume_on: Some("elsewhere"),
+            code: NO_NODE_CODE,
+            ..case(
+                "pv-affinity",
+                vec![gpu_node("a")],
+                false,
+                pending(&format!(
+                    "0/2 nodes are available: 1 node(s) didn't match PersistentVolume's node affinity, 1 {NO_SELECTOR}"
+                )),
+            )
+        },
+        case("first", vec![gpu_node("a")], false, bound("a")),
+    ]
+}
+
+const CASE_LABEL: &str = "bundlegate.dev/test-case";
+
+/// A node of the case: kwok's annotation, the case's label (the bundle's
+/// nodeSelector names it), the GPU taint the bundle tolerates.
+fn node_object(ns: &str, n: &NodeSpec) -> Value {
+    let mut labels = json!({CASE_LABEL: ns, "kubernetes.io/hostname": format!("{ns}-{}", n.name), "type": "kwok"});
+    if n.gpu_label {
+        labels["nvidia.com/gpu.present"] = json!("true");
+    }
+    let mut taints = vec![json!({"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"})];
+    taints.extend(n.taints.iter().cloned());
+    let res = json!({"cpu": n.cpu, "memory": n.memory, "pods": "110", "nvidia.com/gpu": n.gpus.to_string()});
+    json!({
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": format!("{ns}-{}", n.name),
+            "labels": labels,
+            "annotations": {cluster::KWOK_ANNOTATION.0: cluster::KWOK_ANNOTATION.1},
+        },
+        "spec": {"taints": taints, "unschedulable": n.cordoned},
+        "status": {"allocatable": res, "capacity": res},
+    })
+}
+
+/// Create nodes and wait until each is Ready and the node lifecycle
+/// controller has lifted the not-ready taint admission put on it.
+async fn make_nodes(client: &::kube::Client, ns: &str, nodes: &[&NodeSpec]) {
+    use k8s_openapi::api::core::v1::Node;
+    let api = Api::<Node>::all(client.clone());
+    for n in nodes {
+        let node: Node = serde_json::from_value(node_object(ns, n)).unwrap();
+        api.create(&Default::default(), &node).await.unwrap();
+    }
+    for n in nodes {
+        let name = format!("{ns}-{}", n.name);
+        poll(&format!("node {name} Ready without the not-ready taint"), Duration::from_secs(60), || async {
+            let node = api.get(&name).await.ok()?;
+            let v = serde_json::to_value(&node).unwrap();
+            let ready =
+                v["status"]["conditions"].as_array()?.iter().any(|c| c["type"] == "Ready" && c["status"] == "True");
+            let tainted = v["spec"]["taints"]
+                .as_array()
+                .is_some_and(|ts| ts.iter().any(|t| t["key"] == "node.kubernetes.io/not-ready"));
+            (ready && !tainted).then_some(())
+        })
+        .await;
+    }
+}
+
+/// A ReadOnlyMany claim `model` in `ns`, bound to a PV whose node affinity
+/// names the node `{ns}-{on}`; once the PV controller reports it Bound.
+async fn make_volume(client: &::kube::Client, ns: &str, on: &str) {
+    use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
+    let pv_name = format!("{ns}-model");
+    let pv: PersistentVolume = serde_json::from_value(json!({
+        "metadata": {"name": pv_name},
+        "spec": {
+            "capacity": {"storage": "1Gi"},
+            "accessModes": ["ReadOnlyMany"],
+            "storageClassName": "",
+            "hostPath": {"path": "/models"},
+            "claimRef": {"namespace": ns, "name": "model"},
+            "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [
+                {"key": "kubernetes.io/hostname", "operator": "In", "values": [format!("{ns}-{on}")]}
+            ]}]}},
+        },
+    }))
+    .unwrap();
+    Api::<PersistentVolume>::all(client.clone()).create(&Default::default(), &pv).await.unwrap();
+    let pvc: PersistentVolumeClaim = serde_json::from_value(json!({
+        "metadata": {"name": "model", "namespace": ns},
+        "spec": {
+            "accessModes": ["ReadOnlyMany"],
+            "storageClassName": "",
+            "volumeName": pv_name,
+            "resources": {"requests": {"storage": "1Gi"}},
+        },
+    }))
+    .unwrap();
+    let api = Api::<PersistentVolumeClaim>::namespaced(client.clone(), ns);
+    api.create(&Default::default(), &pvc).await.unwrap();
+    poll(&format!("claim model in {ns} Bound"), Duration::from_secs(60), || async {
+        let c = api.get("model").await.ok()?;
+        (c.status?.phase.as_deref() == Some("Bound")).then_some(())
+    })
+    .await;
+}
+
+/// The pods of `version` in `ns`, as JSON.
+async fn pods_of(client: &::kube::Client, ns: &str, version: &str) -> Vec<Value> {
+    use k8s_openapi::api::core::v1::Pod;
+    let lp = ::kube::api::ListParams::default().labels(&format!("bundlegate.dev/release-version={version}"));
+    Api::<Pod>::namespaced(client.clone(), ns)
+        .list(&lp)
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .map(|p| serde_json::to_value(p).unwrap())
+        .collect()
+}
+
+fn condition<'a>(pod: &'a Value, kind: &str) -> Option<&'a Value> {
+    pod["status"]["conditions"].as_array()?.iter().find(|c| c["type"] == kind)
+}
+
+/// What the scheduler did with the pod of `version`: the node it bound it
+/// to (without the case's prefix) or the first sentence of its message.
+async fn scheduled(client: &::kube::Client, ns: &str, version: &str) -> Answer {
+    poll(&format!("the scheduler's answer for the {version} pod in {ns}"), Duration::from_secs(60), || async {
+        let pods = pods_of(client, ns, version).await;
+        let pod = pods.first()?;
+        let c = condition(pod, "PodScheduled")?;
+        match (c["status"].as_str()?, c["reason"].as_str()) {
+            ("True", _) => {
+                let node = pod["spec"]["nodeName"].as_str()?;
+                Some(Answer::Bound(node.strip_prefix(&format!("{ns}-")).unwrap_or(node).to_string()))
+            }
+            ("False", Some("Unschedulable")) => {
+                let m = c["message"].as_str().unwrap_or("");
+                Some(Answer::Pending(m.split(". ").next().unwrap_or(m).trim_end_matches('.').to_string()))
+            }
+            _ => None,
+        }
+    })
+    .await
+}
+
+/// Apply every rendered manifest of `bundle` for real.
+async fn roll_out(client: &::kube::Client, ex: &Example, bundle: &Path) {
+    for d in render(ex, bundle) {
+        apply(client, &d, false).await.unwrap_or_else(|e| panic!("applying the rendered {}: {e}", d["kind"]));
+    }
+}
+
+/// Remove what a case made cluster-wide (its nodes, its PV) and its
+/// namespace, so the next case's scheduler message counts its nodes alone.
+async fn clean_up(client: &::kube::Client, ns: &str, case: &Case) {
+    use k8s_openapi::api::core::v1::PersistentVolume;
+    let _ = Api::<PersistentVolume>::all(client.clone()).delete(&format!("{ns}-model"), &Default::default()).await;
+    clean_up_nodes(client, ns, &case.nodes).await;
+}
+
+/// Delete the nodes and the namespace, and wait until the nodes are gone.
+async fn clean_up_nodes(client: &::kube::Client, ns: &str, nodes: &[NodeSpec]) {
+    use k8s_openapi::api::core::v1::{Namespace, Node};
+    let dp = Default::default();
+    for n in nodes {
+        let _ = Api::<Node>::all(client.clone()).delete(&format!("{ns}-{}", n.name), &dp).await;
+    }
+    let _ = Api::<Namespace>::all(client.clone()).delete(ns, &dp).await;
+    let api = Api::<Node>::all(client.clone());
+    poll(&format!("{ns}: nodes deleted"), Duration::from_secs(30), || async {
+        let left = api.list(&::kube::api::ListParams::default().labels(&format!("{CASE_LABEL}={ns}"))).await.ok()?;
+        left.items.is_empty().then_some(())
+    })
+    .await;
+}
+
+/// One case end to end: node `a`, v1 running on it (scheduled and made Ready
+/// by the real controllers and kwok), the other nodes, `preflight --live` on
+/// v2, then v2 applied and the scheduler's answer for the surge pod.
+/// Returns the line the two answers make, or why they disagree.
+fn run_case(c: &Cluster, case: &Case) -> Result<String, String> {
+    block_on(async {
+        let client = c.client().await;
+        let ns = cluster::namespace(&client, case.name).await;
+        let (first, rest): (Vec<&NodeSpec>, Vec<&NodeSpec>) = case.nodes.iter().partition(|n| n.name == "a");
+        make_nodes(&client, &ns, &first).await;
+        if let Some(on) = case.volume_on {
+            make_volume(&client, &ns, on).await;
+        }
+        let ex = example_in(&ns, "deployment", |v| {
+            at(v, "spec.serving.nodeSelector").as_mapping_mut().unwrap().insert(CASE_LABEL.into(), ns.clone().into());
+            if case.volume_on.is_some() {
+                let s = at(v, "spec.serving").as_mapping_mut().unwrap();
+                s.insert("modelDir".into(), "/models/llm-scratch".into());
+                s.insert(
+                    "volumes".into(),
+                    yaml("- {name: model, claimName: model, accessMode: ReadOnlyMany, mountPath: /models, readOnly: true}"),
+                );
+            }
+        });
+        if case.v1_running {
+            roll_out(&client, &ex, &ex.v1()).await;
+            assert_eq!(scheduled(&client, &ns, "v1").await, bound("a"), "{}: v1", case.name);
+            poll(&format!("{}: v1 Ready", case.name), Duration::from_secs(60), || async {
+                let pods = pods_of(&client, &ns, "v1").await;
+                pods.first().and_then(|p| condition(p, "Ready")).filter(|c| c["status"] == "True").map(|_| ())
+            })
+            .await;
+        }
+        make_nodes(&client, &ns, &rest).await;
+
+        let env = c.env();
+        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let out = run_in(ex.path(), &["preflight", "--format", "json", ex.v2().to_str().unwrap(), "--live"], &env);
+        let step = out.json()["steps"][0].clone();
+        let verdict = step["verdict"].as_str().unwrap_or("?").to_string();
+        let codes = out.codes();
+        // Preflight words its evidence the scheduler's way: "0/N nodes are available: …".
+        let preflight_line = step["diagnostics"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .flat_map(|d| d["evidence"].as_array().cloned().unwrap_or_default())
+            .filter_map(|e| e.as_str().map(String::from))
+            .find(|e| e.contains(" nodes are available: "));
+
+        roll_out(&client, &ex, &ex.v2()).await;
+        let answer = scheduled(&client, &ns, "v2").await;
+        clean_up(&client, &ns, case).await;
+
+        let line = format!("{}: preflight {verdict} {codes:?}; scheduler {answer:?}", case.name);
+        // Never PASS where the scheduler leaves the pod Pending, never FAIL
+        // where it places it.
+        let agree = matches!((&answer, verdict.as_str()), (Answer::Bound(_), "pass") | (Answer::Pending(_), "fail"));
+        if !agree {
+            return Err(format!("DISAGREE {line}\npreflight said:\n{}", out.stdout));
+        }
+        if answer != case.expect {
+            return Err(format!("{line}\nexpected the scheduler to answer {:?}", case.expect));
+        }
+        let want: Vec<&str> = if verdict == "fail" { vec![case.code] } else { vec![] };
+        if codes != want {
+            return Err(format!("{line}\nexpected preflight's findings {want:?}"));
+        }
+        // Where both say Pending, they count the same nodes available of the same total.
+        if let (Answer::Pending(m), Some(p)) = (&answer, &preflight_line) {
+            let head = |s: &str| s.split(':').next().unwrap_or("").to_string();
+            if head(m) != head(p) {
+                return Err(format!("{line}\npreflight counted {p:?}"));
+            }
+            return Ok(format!("{line}; preflight's evidence {p:?}"));
+        }
+        Ok(line)
+    })
+}
+
+fn panic_text(e: &(dyn std::any::Any + Send)) -> String {
+    e.downcast_ref::<String>().cloned().or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string())).unwrap_or_default()
+}
+
+/// What every cluster runs besides the workloads: a system node and a
+/// kube-system pod on it (coredns' requests). Without any pod at all,
+/// `preflight --live` refuses to answer ("no Pod objects, yet every cluster
+/// runs system pods"), the guard it keeps for snapshots taken without `-A`;
+/// the cases here ask about clusters as they are. Idempotent: every test of
+/// the process shares the cluster.
+async fn system_pods(client: &::kube::Client) {
+    use k8s_openapi::api::core::v1::{Node, Pod};
+    let node: Node = serde_json::from_value(json!({
+        "metadata": {
+            "name": "system-0",
+            "labels": {"node-role.kubernetes.io/control-plane": "", "kubernetes.io/hostname": "system-0"},
+            "annotations": {cluster::KWOK_ANNOTATION.0: cluster::KWOK_ANNOTATION.1},
+        },
+        "status": {"allocatable": {"cpu": "4", "memory": "16Gi", "pods": "110"}, "capacity": {"cpu": "4", "memory": "16Gi", "pods": "110"}},
+    }))
+    .unwrap();
+    let pod: Pod = serde_json::from_value(json!({
+        "metadata": {"name": "coredns", "namespace": "kube-system", "labels": {"k8s-app": "kube-dns"}},
+        "spec": {
+            "nodeName": "system-0",
+            "containers": [{"name": "coredns", "image": "registry.k8s.io/coredns/coredns:v1.12.0",
+                "resources": {"requests": {"cpu": "100m", "memory": "70Mi"}, "limits": {"memory": "170Mi"}}}],
+        },
+    }))
+    .unwrap();
+    let exists = |r: Result<_, ::kube::Error>| match r {
+        Ok(_) => {}
+        Err(::kube::Error::Api(e)) if e.code == 409 => {}
+        Err(e) => panic!("{e}"),
+    };
+    exists(Api::<Node>::all(client.clone()).create(&Default::default(), &node).await.map(|_| ()));
+    exists(Api::<Pod>::namespaced(client.clone(), "kube-system").create(&Default::default(), &pod).await.map(|_| ()));
+}
+
+/// `preflight --live` against the real scheduler, case by case (one at a
+/// time, each with its own namespace and nodes, removed after it): where
+/// preflight passes, the scheduler binds the surge pod the rollout creates;
+/// where it fails, the pod stays Pending, and the scheduler's own words say
+/// why.
+#[test]
+fn preflight_agrees_with_the_real_scheduler() {
+    let Some(c) = real() else { return };
+    let _nodes = cluster::nodes_lock();
+    block_on(async { system_pods(&c.client().await).await });
+    let mut results: BTreeMap<&str, Result<String, String>> = BTreeMap::new();
+    for case in cases() {
+        let t = std::time::Instant::now();
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_case(c, &case)))
+            .unwrap_or_else(|e| Err(format!("panicked: {}", panic_text(&*e))));
+        eprintln!("{} in {:.1}s", case.name, t.elapsed().as_secs_f64());
+        results.insert(case.name, r);
+    }
+    let mut failed = Vec::new();
+    for (name, r) in &results {
+        match r {
+            Ok(line) => eprintln!("{line}"),
+            Err(e) => failed.push(format!("{name}: {e}")),
+        }
+    }
+    assert!(failed.is_empty(), "{} of {} cases:\n{}", failed.len(), results.len(), failed.join("\n\n"));
+}
+
+// ---- watch over a real rollout -----------------------------------------------------------------
+
+/// The Application as Argo CD's controller writes it once a sync of
+/// `revision` finished at `finished_at`: the shape of the watch fixture,
+/// in namespace `argocd`, pointing at `ns`, through the real CRD.
+fn application(name: &str, ns: &str, revision: &str, finished_at: &str) -> Value {
+    let text = std::fs::read_to_string(repo().join("tests/fixtures/watch/application.yaml"))
+        .unwrap()
+        .replace("REVISION", revision)
+        .replace("namespace: ai-lab", &format!("namespace: {ns}"));
+    let mut a: Value = serde_yaml_ng::from_str(&text).unwrap();
+    let meta = a["metadata"].as_object_mut().unwrap();
+    for server_set in ["uid", "resourceVersion", "generation", "creationTimestamp"] {
+        meta.remove(server_set);
+    }
+    a["metadata"]["name"] = json!(name);
+    let op = &mut a["status"]["operationState"];
+    op["startedAt"] = json!(finished_at);
+    op["finishedAt"] = json!(finished_at);
+    let deployed = json!([{"group": "apps", "version": "v1", "kind": "Deployment", "namespace": ns, "name": "llm-scratch", "status": "Synced"}]);
+    op["syncResult"]["resources"] = deployed.clone();
+    a["status"]["resources"] = deployed;
+    a["status"]["reconciledAt"] = json!(finished_at);
+    a["status"]["health"]["lastTransitionTime"] = json!(finished_at);
+    a
+}
+
+fn now_rfc3339() -> String {
+    chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string()
+}
+
+/// `watch` over a rollout the real controllers perform: the Deployment
+/// controller's new ReplicaSet (its pod-template-hash, owner references),
+/// the scheduler's placement, kwok's Ready pod, the old pod removed, the
+/// EndpointSlice controller's endpoints; the Application written through
+/// the real Argo CD CRD as Argo CD's controller would (behind at first,
+/// then synced at the merge). It passes, naming the pod the controllers made.
+#[test]
+fn watch_passes_a_real_rollout_by_the_deployment_controller() {
+    use k8s_openapi::api::apps::v1::ReplicaSet;
+    use k8s_openapi::api::core::v1::Namespace;
+    let Some(c) = real() else { return };
+    let _nodes = cluster::nodes_lock();
+    block_on(async {
+        let client = c.client().await;
+        let ns = cluster::namespace(&client, "watch").await;
+        let nodes = [gpu_node("a"), gpu_node("b")];
+        make_nodes(&client, &ns, &[&nodes[0]]).await;
+        let ex = example_in(&ns, "deployment", |v| {
+            at(v, "spec.serving.nodeSelector").as_mapping_mut().unwrap().insert(CASE_LABEL.into(), ns.clone().into());
+            // The canary gates read Prometheus, which this test does not run.
+            at(v, "spec").as_mapping_mut().unwrap().remove("canary");
+        });
+        roll_out(&client, &ex, &ex.v1()).await;
+        assert_eq!(scheduled(&client, &ns, "v1").await, bound("a"));
+        make_nodes(&client, &ns, &[&nodes[1]]).await;
+
+        // The merge commit holds the release; the one before it does not.
+        let git = |args: &[&str]| crate::watch::git(ex.path(), args);
+        std::fs::write(ex.path().join("README.md"), "models\n").unwrap();
+        git(&["add", "README.md"]);
+        git(&["commit", "-q", "-m", "the repository before the release"]);
+        let prev = git(&["rev-parse", "HEAD"]);
+        git(&["add", "-A"]);
+        git(&["commit", "-q", "-m", "release llm-scratch v2"]);
+        let sha = git(&["rev-parse", "HEAD"]);
+        let bundle = "llm-scratch/v2/release.yaml";
+        let digest = ex.run(&["digest", bundle, "--format", "json"]).json()["steps"][0]["data"]["releaseDigest"]
+            .as_str()
+            .unwrap()
+            .to_string();
+
+        // Argo CD is still on the commit before.
+        let argocd: Namespace = serde_json::from_value(json!({"metadata": {"name": "argocd"}})).unwrap();
+        let _ = Api::<Namespace>::all(client.clone()).create(&Default::default(), &argocd).await;
+        let app = format!("llm-scratch-{ns}");
+        apply(&client, &application(&app, &ns, &prev, "2026-01-01T09:00:00Z"), false).await.unwrap();
+
+        let identity = json!({
+            "serving_digest": "sha256:20c86b9c3c2ca1e8ce883948c403e6eca546ec37c393463eb38d4f8a87021586",
+            "release_digest": digest,
+            "in_registry": true,
+        });
+        let model = crate::watch::ModelService::start(identity);
+        let url = model.url();
+        let mut cmd = std::process::Command::new(bin());
+        cmd.current_dir(ex.path())
+            .args(["watch", bundle, "--app", &app, "--app-namespace", "argocd", "--revision", &sha])
+            .args(["--timeout", "90s", "--stable-for", "2s", "--service-url", &url, "--probe-interval", "100ms"])
+            .args(["--format", "json"])
+            .env_remove("RUST_LOG")
+            .env("NO_COLOR", "1")
+            .env("BUNDLEGATE_WATCH_POLL", "200ms")
+            .env("GITHUB_SHA", "")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        for (k, v) in c.env() {
+            cmd.env(k, v);
+        }
+        let watch = cmd.spawn().unwrap();
+
+        // The sync: the rendered v2 applied, then the Application marked
+        // synced at the merge, as Argo CD does.
+        roll_out(&client, &ex, &ex.v2()).await;
+        apply(&client, &application(&app, &ns, &sha, &now_rfc3339()), false).await.unwrap();
+
+        let o = tokio::task::spawn_blocking(move || watch.wait_with_output().unwrap()).await.unwrap();
+        let out = Out {
+            code: o.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+        };
+
+        // What the controllers made: the new ReplicaSet and its one pod.
+        let rs = Api::<ReplicaSet>::namespaced(client.clone(), &ns).list(&Default::default()).await.unwrap();
+        let new_rs = rs
+            .items
+            .iter()
+            .find(|r| {
+                r.spec
+                    .as_ref()
+                    .and_then(|s| s.template.as_ref())
+                    .and_then(|t| t.metadata.as_ref())
+                    .and_then(|m| m.annotations.as_ref())
+                    .and_then(|a| a.get("bundlegate.dev/release-digest"))
+                    == Some(&digest)
+            })
+            .expect("a ReplicaSet of the release");
+        let pods = pods_of(&client, &ns, "v2").await;
+        let pod_names: Vec<&str> = pods.iter().map(|p| p["metadata"]["name"].as_str().unwrap()).collect();
+        let rs_name = new_rs.metadata.name.clone().unwrap();
+        assert!(pod_names.iter().all(|p| p.starts_with(&format!("{rs_name}-"))), "{pod_names:?} of {rs_name}");
+        // The Service routes to it: the EndpointSlice controller's answer.
+        let slices = Api::<k8s_openapi::api::discovery::v1::EndpointSlice>::namespaced(client.clone(), &ns)
+            .list(&Default::default())
+            .await
+            .unwrap();
+        let routed: Vec<String> = slices
+            .items
+            .iter()
+            .flat_map(|s| s.endpoints.iter())
+            .filter(|e| e.conditions.as_ref().and_then(|c| c.ready) == Some(true))
+            .filter_map(|e| e.target_ref.as_ref().and_then(|t| t.name.clone()))
+            .collect();
+        assert_eq!(routed, pod_names, "the Service's ready endpoints");
+        let summary = {
+            let v = out.json();
+            let steps: Vec<String> = v["steps"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|s| format!("{} {}: {}", s["step"], s["verdict"], s["summary"]))
+                .collect();
+            steps.join("\n")
+        };
+        clean_up_nodes(&client, &ns, &nodes).await;
+        assert_eq!(out.code, 0, "watch did not pass a real rollout:\n{summary}\n{}\n{}", out.stdout, out.stderr);
+        let v = out.json();
+        let step = |name: &str| v["steps"].as_array().unwrap().iter().find(|s| s["step"] == name).cloned().unwrap();
+        assert_eq!(step("argo")["verdict"], "pass", "{summary}");
+        let rollout = step("rollout");
+        assert_eq!(rollout["verdict"], "pass", "{summary}");
+        let groups = rollout["data"]["groups"].as_array().unwrap();
+        assert_eq!(groups.len(), 1, "{groups:?}");
+        assert_eq!(groups[0]["releaseDigest"], digest.as_str());
+        assert_eq!(groups[0]["pods"], json!(pod_names), "the pod the ReplicaSet controller made");
+        eprintln!("{summary}");
+    });
+}
