@@ -253,7 +253,8 @@ async fn audit(ctx: &Ctx, o: &AuditRun, vo: &VerifyOptions, ov: &Overrides) -> R
     r.duration_seconds = Some(started.elapsed().as_secs_f64());
     r.finished_at = Some(ctx.now().to_rfc3339());
     if let Some(w) = &o.write_report {
-        if let Err(e) = blob::write_location(w, serde_json::to_vec_pretty(&r)?).await {
+        let text = crate::report::escape::json(&serde_json::to_string_pretty(&r)?).into_owned();
+        if let Err(e) = blob::write_location(w, text.into_bytes()).await {
             r.push(not_delivered("write-report", w, &e));
         }
     }
@@ -342,8 +343,8 @@ async fn audit_one_with_dir(
     let keep = format!("{}/", uri.trim_end_matches('/'));
     let objects: BTreeMap<String, CacheEntry> =
         cache.objects.into_iter().filter(|(k, _)| k.starts_with(&keep)).collect();
-    let body = serde_json::to_vec(&BundleCache { schema: CACHE_SCHEMA.into(), bundle: id.to_string(), objects })?;
-    d.put(&name, body).await?;
+    let body = serde_json::to_string(&BundleCache { schema: CACHE_SCHEMA.into(), bundle: id.to_string(), objects })?;
+    d.put(&name, crate::report::escape::json(&body).into_owned().into_bytes()).await?;
     Ok(s)
 }
 

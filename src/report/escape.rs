@@ -22,6 +22,24 @@
 //!   nothing links. [`markdown_html`], [`markdown_code`] and
 //!   [`markdown_fence`] are the same text where it sits in the raw HTML we
 //!   write (`<summary>`), in a code span and in a fenced block.
+//!
+//! The other outlets, one escaper each:
+//!
+//! - [`human`] is also every line-oriented outlet: a tool failure on
+//!   stderr, the in-pod verifier's log, status file and termination log
+//!   (`kubectl logs`, `kubectl describe pod`); [`log_record`] is a log event
+//!   on stderr (its own final line feed kept). A value is one line there:
+//!   `\n::error::…` cannot start a workflow command the runner reads on
+//!   stderr.
+//! - [`title`], a PR title: one line, controls shown, nothing links.
+//! - [`workflow_data`] and [`workflow_property`], GitHub's workflow commands
+//!   (`::error file=…,title=…::message`): GitHub's own escapes (`%`, CR, LF;
+//!   and `:`, `,` in a property), other controls shown.
+//! - [`json`], a JSON text we write (the report, `$GITHUB_OUTPUT` values):
+//!   serde escapes C0; DEL, C1 and the bidirectional controls are written
+//!   as `\uXXXX` too. A JSON reader reads back the same string.
+//! - [`prometheus_label`], a label value of the text exposition format: its
+//!   own escapes (`\\`, `\"`, `\n`), other controls shown.
 
 use std::borrow::Cow;
 use std::fmt::Write as _;
@@ -63,6 +81,102 @@ pub fn human(s: &str) -> Cow<'_, str> {
         }
     }
     Cow::Owned(o)
+}
+
+/// A log event as the log writer gets it (one event, ending in its line
+/// feed): credentials cut out, every control inside shown, the final line
+/// feed kept, so a value cannot forge a second record.
+pub(crate) fn log_record(s: &str) -> String {
+    let (body, end) = match s.strip_suffix('\n') {
+        Some(b) => (b, "\n"),
+        None => (s, ""),
+    };
+    format!("{}{end}", human(body))
+}
+
+/// A PR title: one line, controls shown, GitHub's links and mentions broken
+/// as in [`markdown`] (a title is not Markdown: nothing else is escaped).
+pub(crate) fn title(s: &str) -> String {
+    let v: Vec<char> = human(s).chars().collect();
+    let mut o = String::with_capacity(s.len() + 4);
+    for (i, &c) in v.iter().enumerate() {
+        o.push(c);
+        if breaks_link_after(&v, i) {
+            o.push(LINK_BREAK);
+        }
+    }
+    o
+}
+
+/// Workflow-command data (the message of `::error …::message`), by GitHub's
+/// rules: `%`, CR and LF as `%25`, `%0D`, `%0A` (the runner unescapes them),
+/// any other control shown as in [`human`]; credentials cut out.
+pub(crate) fn workflow_data(s: &str) -> String {
+    workflow(s, false)
+}
+
+/// A workflow-command property value (`file=`, `title=`): the data rules
+/// plus `:` and `,` as `%3A`, `%2C`.
+pub(crate) fn workflow_property(s: &str) -> String {
+    workflow(s, true)
+}
+
+fn workflow(s: &str, property: bool) -> String {
+    let mut o = String::with_capacity(s.len() + 8);
+    for c in redact(s).chars() {
+        match c {
+            '%' => o.push_str("%25"),
+            '\r' => o.push_str("%0D"),
+            '\n' => o.push_str("%0A"),
+            ':' if property => o.push_str("%3A"),
+            ',' if property => o.push_str("%2C"),
+            c if is_control(c) => push_shown(&mut o, c),
+            c => o.push(c),
+        }
+    }
+    o
+}
+
+/// A JSON text serde wrote, with every control character it left raw
+/// inside strings (DEL, C1, the bidirectional controls, the line
+/// separators) as a `\uXXXX` escape. `\n` outside strings is the pretty
+/// printer's layout (serde escapes every C0 inside a string), so it stays.
+pub(crate) fn json(text: &str) -> Cow<'_, str> {
+    if !text.chars().any(|c| is_control(c) && c != '\n') {
+        return Cow::Borrowed(text);
+    }
+    let mut o = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        if is_control(c) && c != '\n' {
+            // Every control character is in the Basic Multilingual Plane.
+            let _ = write!(o, "\\u{:04x}", c as u32);
+        } else {
+            o.push(c);
+        }
+    }
+    Cow::Owned(o)
+}
+
+/// A label value of Prometheus' text format, between its quotes: `\`, `"`
+/// and LF as the format escapes them (`\\`, `\"`, `\n`); any other
+/// control shown as in [`human`] (the shown backslash escaped in turn), so
+/// nothing raw reaches a dashboard; credentials cut out.
+pub(crate) fn prometheus_label(s: &str) -> String {
+    let mut o = String::with_capacity(s.len() + 8);
+    for c in redact(s).chars() {
+        match c {
+            '\\' => o.push_str("\\\\"),
+            '"' => o.push_str("\\\""),
+            '\n' => o.push_str("\\n"),
+            c if is_control(c) => {
+                let mut shown = String::new();
+                push_shown(&mut shown, c);
+                o.push_str(&shown.replace('\\', "\\\\"));
+            }
+            c => o.push(c),
+        }
+    }
+    o
 }
 
 /// Keeps GitHub from turning the text into a mention or a link; invisible.
@@ -206,6 +320,36 @@ mod tests {
         assert_eq!(markdown("  - item\n# h"), "\\- item \\# h");
         assert_eq!(markdown("12. x 3) y"), "12\\. x 3) y");
         assert_eq!(markdown("\x1b[31m"), "\\\\u{1b}\\[31m");
+    }
+
+    #[test]
+    fn line_outlets_show_every_control() {
+        assert_eq!(log_record("WARN a\n::error::x\x1b[2J\n"), "WARN a\\n::error::x\\u{1b}[2J\n");
+        assert_eq!(log_record("no end\r"), "no end\\r");
+        assert_eq!(
+            title("Revert @team #12 www.e\n\u{202e}"),
+            "Revert @\u{200b}team #\u{200b}12 www\u{200b}.e\\n\\u{202e}"
+        );
+    }
+
+    #[test]
+    fn workflow_commands_by_githubs_rules() {
+        assert_eq!(workflow_data("50% done\r\nnext:a,b"), "50%25 done%0D%0Anext:a,b");
+        assert_eq!(workflow_property("a:b,c%\n"), "a%3Ab%2Cc%25%0A");
+        assert_eq!(workflow_data("\x1b[31m\x07\0%0A"), "\\u{1b}[31m\\u{7}\\u{0}%250A");
+    }
+
+    #[test]
+    fn json_and_prometheus_write_no_raw_control() {
+        assert_eq!(
+            json("{\n  \"a\": \"x\u{7f}\u{202e}\\\\\u{85}\"\n}"),
+            "{\n  \"a\": \"x\\u007f\\u202e\\\\\\u0085\"\n}"
+        );
+        assert!(matches!(json("{\"a\":1}"), Cow::Borrowed(_)));
+        let v: String =
+            serde_json::from_str(&json(&serde_json::to_string("a\u{7f}\u{9b}\u{2028}\\").unwrap())).unwrap();
+        assert_eq!(v, "a\u{7f}\u{9b}\u{2028}\\");
+        assert_eq!(prometheus_label("a\\b\"c\nd\x1be"), "a\\\\b\\\"c\\nd\\\\u{1b}e");
     }
 
     #[test]

@@ -4,12 +4,8 @@
 
 use std::fmt::Write;
 
+use super::escape::prometheus_label as label;
 use super::{Report, Verdict};
-
-fn label(v: &str) -> String {
-    // Exposition format: backslash, double quote and line feed are escaped.
-    v.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
-}
 
 fn metric(out: &mut String, name: &str, help: &str) {
     let _ = writeln!(out, "# HELP {name} {help}");
