@@ -81,7 +81,7 @@ pub fn run(cli: Cli) -> Result<Report, Failure> {
 
 /// The report's name and what its ERROR step names when the command fails.
 fn label(c: &Command) -> (&'static str, String) {
-    let shown = |p: &Path| p.display().to_string();
+    let shown = |p: &Path| crate::report::escape::path_name(p);
     let all = |ps: &[std::path::PathBuf]| ps.iter().map(|p| shown(p)).collect::<Vec<_>>().join(", ");
     match c {
         Command::Lint { bundles, .. } => ("lint", all(bundles)),

@@ -109,7 +109,11 @@ pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     }
     // The pid keeps two concurrent writers of one file off each other's
     // temporary; `create_new` refuses one planted there.
-    let tmp = dir.join(format!(".{}.{}.tmp", name.to_string_lossy(), std::process::id()));
+    // From the name's bytes: a lossy one would give `a\xff` and `a\xfe` one temporary.
+    let mut tmp_name = std::ffi::OsString::from(".");
+    tmp_name.push(name);
+    tmp_name.push(format!(".{}.tmp", std::process::id()));
+    let tmp = dir.join(tmp_name);
     let res = (|| -> Result<()> {
         let mut f = std::fs::OpenOptions::new()
             .write(true)

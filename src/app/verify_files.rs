@@ -75,7 +75,7 @@ pub(crate) fn run(o: &VerifyFilesOptions) -> Result<Report> {
         // otherwise say what the verifier last reported (what it waits
         // for, or what failed): `kubectl describe pod` shows this output.
         let ok = read_small(&o.marker).is_some_and(|s| s.trim() == m.release_digest);
-        let mut s = StepReport::new("verify-files-ready", o.marker.display().to_string());
+        let mut s = StepReport::new("verify-files-ready", escape::path_name(&o.marker));
         s.verdict = if ok { Verdict::Pass } else { Verdict::Fail };
         s.summary = if ok {
             format!("verified {}", m.release_digest)
@@ -324,7 +324,7 @@ fn step_for(
     bytes: u64,
     secs: f64,
 ) -> StepReport {
-    let mut s = StepReport::new("verify-files", root.display().to_string());
+    let mut s = StepReport::new("verify-files", escape::path_name(root));
     let (diagnostics, statuses) = pod_files::judge(items, outcomes);
     s.diagnostics = diagnostics;
     let rows =

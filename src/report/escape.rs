@@ -40,6 +40,11 @@
 //!   as `\uXXXX` too. A JSON reader reads back the same string.
 //! - [`prometheus_label`], a label value of the text exposition format: its
 //!   own escapes (`\\`, `\"`, `\n`), other controls shown.
+//!
+//! And one for names: [`path_name`] is a path (Linux paths are bytes) as
+//! the text that names it everywhere (audit ids, shard assignment, cache
+//! objects, report targets, metrics labels), losslessly: two paths are two
+//! names.
 
 use std::borrow::Cow;
 use std::fmt::Write as _;
@@ -174,6 +179,42 @@ pub(crate) fn prometheus_label(s: &str) -> String {
                 o.push_str(&shown.replace('\\', "\\\\"));
             }
             c => o.push(c),
+        }
+    }
+    o
+}
+
+/// A path as the one text that names it: the bytes as UTF-8 where they
+/// are, every byte that is not as `\xNN`, a backslash doubled, a control
+/// character as `\xNN` (C0, DEL) or `\u{…}` (C1, the bidirectional
+/// controls, the line separators). Lossless, so injective: `\` only ever
+/// starts `\\`, `\xNN` or `\u{…}`, and each reads back as exactly one
+/// byte or character. `a\xff` and `a\xfe` stay two bundles (lossy
+/// conversion made both `a\u{fffd}`), and no name holds a control
+/// character. A path in valid UTF-8 without backslashes or controls is its
+/// text unchanged.
+pub(crate) fn path_name(p: &std::path::Path) -> String {
+    bytes_name(p.as_os_str().as_encoded_bytes())
+}
+
+/// [`path_name`] of raw bytes (a file name from a listing).
+pub(crate) fn bytes_name(b: &[u8]) -> String {
+    let mut o = String::with_capacity(b.len());
+    for chunk in b.utf8_chunks() {
+        for c in chunk.valid().chars() {
+            match c {
+                '\\' => o.push_str("\\\\"),
+                c if c.is_ascii() && is_control(c) => {
+                    let _ = write!(o, "\\x{:02x}", c as u32);
+                }
+                c if is_control(c) => {
+                    let _ = write!(o, "\\u{{{:x}}}", c as u32);
+                }
+                c => o.push(c),
+            }
+        }
+        for byte in chunk.invalid() {
+            let _ = write!(o, "\\x{byte:02x}");
         }
     }
     o
@@ -350,6 +391,56 @@ mod tests {
             serde_json::from_str(&json(&serde_json::to_string("a\u{7f}\u{9b}\u{2028}\\").unwrap())).unwrap();
         assert_eq!(v, "a\u{7f}\u{9b}\u{2028}\\");
         assert_eq!(prometheus_label("a\\b\"c\nd\x1be"), "a\\\\b\\\"c\\nd\\\\u{1b}e");
+    }
+
+    /// The bytes a [`bytes_name`] stands for: the inverse that makes it injective.
+    fn bytes_of_name(s: &str) -> Vec<u8> {
+        let mut o = Vec::new();
+        let mut rest = s;
+        while let Some(c) = rest.chars().next() {
+            if let Some(r) = rest.strip_prefix("\\\\") {
+                o.push(b'\\');
+                rest = r;
+            } else if let Some(r) = rest.strip_prefix("\\x") {
+                o.push(u8::from_str_radix(&r[..2], 16).expect("two hex digits"));
+                rest = &r[2..];
+            } else if let Some(r) = rest.strip_prefix("\\u{") {
+                let (hex, r) = r.split_once('}').expect("closed");
+                let c = char::from_u32(u32::from_str_radix(hex, 16).expect("hex")).expect("a char");
+                o.extend_from_slice(c.to_string().as_bytes());
+                rest = r;
+            } else {
+                assert_ne!(c, '\\', "a lone backslash in {s:?}");
+                o.extend_from_slice(c.to_string().as_bytes());
+                rest = &rest[c.len_utf8()..];
+            }
+        }
+        o
+    }
+
+    #[test]
+    fn names_keep_every_byte() {
+        assert_eq!(bytes_name(b"models/a\xff/release.yaml"), "models/a\\xff/release.yaml");
+        assert_eq!(bytes_name(b"a\\xff"), "a\\\\xff");
+        assert_eq!(bytes_name("é\x1b\u{202e}\u{85}".as_bytes()), "é\\x1b\\u{202e}\\u{85}");
+        assert_eq!(bytes_name(b"\xc3"), "\\xc3");
+        assert_eq!(path_name(std::path::Path::new("./llm-scratch/v1/release.yaml")), "./llm-scratch/v1/release.yaml");
+    }
+
+    proptest::proptest! {
+        #![proptest_config(crate::util::prop_config(2_000))]
+
+        /// Any bytes: the name reads back as exactly those bytes (so two
+        /// byte strings never share a name) and holds no control character.
+        #[test]
+        fn a_name_reads_back_as_its_bytes(b in proptest::collection::vec(proptest::prop_oneof![
+            3 => proptest::sample::select(&[b'\\', b'x', b'f', b'u', b'{', b'}', 0xff, 0xfe, 0xc3, 0xa9, 0xe2, 0x80, 0xae, 0x1b, 0x7f, 0xc2, 0x85][..]),
+            1 => proptest::arbitrary::any::<u8>(),
+        ], 0..12)) {
+            let name = bytes_name(&b);
+            proptest::prop_assert_eq!(bytes_of_name(&name), b, "{}", name);
+            proptest::prop_assert!(!name.chars().any(is_control), "{:?}", name);
+        }
     }
 
     #[test]
