@@ -54,9 +54,15 @@ pub fn execute(cli: Cli, color: bool) -> Outcome {
         Err(f) => Outcome {
             code: 2,
             stdout: f.report.map(|r| redact(&format_report(&r, format, color)).into_owned()).unwrap_or_default(),
-            stderr: redact(&format!("error: {:#}\n", f.error)).into_owned(),
+            stderr: error_text(&f.error),
         },
     }
+}
+
+/// A tool failure as stderr shows it: one line, through the terminal's
+/// escaper (the Actions runner reads workflow commands on stderr too).
+pub(crate) fn error_text(e: &anyhow::Error) -> String {
+    format!("error: {}\n", crate::report::escape::human(&format!("{e:#}")))
 }
 
 /// Run one command line.
@@ -75,7 +81,7 @@ pub fn run(cli: Cli) -> Result<Report, Failure> {
 
 /// The report's name and what its ERROR step names when the command fails.
 fn label(c: &Command) -> (&'static str, String) {
-    let shown = |p: &Path| p.display().to_string();
+    let shown = |p: &Path| crate::report::escape::path_name(p);
     let all = |ps: &[std::path::PathBuf]| ps.iter().map(|p| shown(p)).collect::<Vec<_>>().join(", ");
     match c {
         Command::Lint { bundles, .. } => ("lint", all(bundles)),

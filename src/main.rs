@@ -9,7 +9,6 @@ use std::io::{IsTerminal, Write};
 use clap::Parser;
 
 use bundlegate::cli::Cli;
-use bundlegate::report::redact::redact;
 
 fn main() {
     let cli = Cli::parse();
@@ -55,23 +54,6 @@ fn exit_code(code: i32, stdout: std::io::Result<()>, stderr: std::io::Result<()>
     }
 }
 
-/// Log lines go through the same redaction as the report.
-struct RedactingStderr;
-
-impl Write for RedactingStderr {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        let text = String::from_utf8_lossy(buf);
-        // A closed stderr must not fail the command; the log is advisory
-        // (the report's own writes are checked in `main`).
-        let _ = std::io::stderr().lock().write_all(redact(&text).as_bytes());
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        let _ = std::io::stderr().flush();
-        Ok(())
-    }
-}
-
 fn init_logging(verbose: u8) {
     use tracing_subscriber::EnvFilter;
     let default = match verbose {
@@ -81,5 +63,10 @@ fn init_logging(verbose: u8) {
     };
     let filter =
         EnvFilter::try_from_env("RUST_LOG").unwrap_or_else(|_| EnvFilter::new(format!("bundlegate={default},warn")));
-    tracing_subscriber::fmt().with_env_filter(filter).with_writer(|| RedactingStderr).with_target(false).init();
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(bundlegate::adapters::local::LogWriter::stderr)
+        .with_target(false)
+        .with_ansi(false)
+        .init();
 }

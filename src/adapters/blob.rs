@@ -131,12 +131,21 @@ impl BlobDir {
     /// [`BlobDir::list`] in a local folder: every entry but folders, so a
     /// FIFO or socket named like a report is named by the read that refuses
     /// it rather than skipped unseen (object_store's listing leaves out what
-    /// is not a regular file). Hidden names are temporaries of a writer.
+    /// is not a regular file). Hidden names are temporaries of a writer. A
+    /// name that is not UTF-8 is refused, named losslessly: read back under
+    /// a lossy name it would be another file, or none.
     fn list_local(&self, dir: &Path, suffix: &str) -> Result<Vec<String>> {
         let mut out = Vec::new();
         for e in std::fs::read_dir(dir).with_context(|| format!("listing {}", self.display))? {
             let e = e.with_context(|| format!("listing {}", self.display))?;
-            let name = e.file_name().to_string_lossy().into_owned();
+            let raw = e.file_name();
+            let Some(name) = raw.to_str().map(str::to_string) else {
+                bail!(
+                    "{}/{}: the file name is not UTF-8; rename it",
+                    self.display.trim_end_matches('/'),
+                    crate::report::escape::path_name(Path::new(&raw))
+                );
+            };
             if name.starts_with('.') || !name.ends_with(suffix) || e.file_type().is_ok_and(|t| t.is_dir()) {
                 continue;
             }
@@ -226,4 +235,25 @@ fn split_location(s: &str) -> Result<(BlobDir, String)> {
         Location::Remote(u) => u.with_prefix(&u.prefix),
     };
     Ok((BlobDir::at(&dir, &shown)?, name))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A shard report whose file name is not UTF-8 is named losslessly and
+    /// refused: its lossy name (`r\u{fffd}.json`) would read another file,
+    /// or none, and two of them would be one.
+    #[tokio::test]
+    async fn a_listed_name_that_is_not_utf8_is_refused_naming_it() {
+        use std::os::unix::ffi::OsStrExt;
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("a.json"), b"{}").unwrap();
+        std::fs::write(d.path().join(std::ffi::OsStr::from_bytes(b"r\xff.json")), b"{}").unwrap();
+        let dir = BlobDir::at(&Location::Local(d.path().to_path_buf()), "reports/").unwrap();
+        let e = dir.list(".json").await.unwrap_err().to_string();
+        assert!(e.contains("r\\xff.json") && e.contains("not UTF-8"), "{e}");
+        std::fs::remove_file(d.path().join(std::ffi::OsStr::from_bytes(b"r\xff.json"))).unwrap();
+        assert_eq!(dir.list(".json").await.unwrap(), ["a.json"]);
+    }
 }

@@ -347,7 +347,8 @@ pub(crate) fn check_file(root: &Path, path: &Path, is_symlink: bool) -> AnyResul
 
 /// Read and parse a bundle file (`bundle::parse` judges the text).
 pub(crate) fn load(path: &Path) -> Result<Loaded, LoadError> {
-    let display = path.display().to_string();
+    // The bundle's name in every report, lossless: two paths, two names.
+    let display = crate::report::escape::path_name(path);
     // Bounded, regular files only: `/dev/zero` or a 200 MB file never reaches memory.
     let text = read_bundle_text(path).map_err(|source| LoadError::Io { file: display.clone(), source })?;
     bundle::parse(&display, path, text)

@@ -64,6 +64,32 @@ pub(crate) fn stderr_line(line: &str) -> std::io::Result<()> {
     }
 }
 
+/// The log's writer (tracing's events on stderr): each event is one
+/// write, through the log's escaper (credentials cut, controls shown, one
+/// line per event: a store key or path cannot forge a record or a workflow
+/// command). The formatter writes no colours of its own. A closed stderr does not fail
+/// the command; the log is advisory (the report's own writes are checked in
+/// `main`).
+pub struct LogWriter<W: std::io::Write>(pub W);
+
+impl LogWriter<std::io::Stderr> {
+    pub fn stderr() -> Self {
+        LogWriter(std::io::stderr())
+    }
+}
+
+impl<W: std::io::Write> std::io::Write for LogWriter<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let text = String::from_utf8_lossy(buf);
+        let _ = self.0.write_all(crate::report::escape::log_record(&text).as_bytes());
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        let _ = self.0.flush();
+        Ok(())
+    }
+}
+
 /// Replace `path` with `bytes`: a sibling temporary file, then a rename.
 /// The parent folder is created. An existing folder or symlink at `path`
 /// is refused rather than replaced or followed.
@@ -83,7 +109,11 @@ pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     }
     // The pid keeps two concurrent writers of one file off each other's
     // temporary; `create_new` refuses one planted there.
-    let tmp = dir.join(format!(".{}.{}.tmp", name.to_string_lossy(), std::process::id()));
+    // From the name's bytes: a lossy one would give `a\xff` and `a\xfe` one temporary.
+    let mut tmp_name = std::ffi::OsString::from(".");
+    tmp_name.push(name);
+    tmp_name.push(format!(".{}.tmp", std::process::id()));
+    let tmp = dir.join(tmp_name);
     let res = (|| -> Result<()> {
         let mut f = std::fs::OpenOptions::new()
             .write(true)

@@ -208,7 +208,12 @@ impl Store {
             "file" => {
                 let path = url.to_file_path().map_err(|_| anyhow!("`{uri}` is not a local path"))?;
                 let root = path.parent().map(|p| p.to_path_buf()).unwrap_or_else(|| "/".into());
-                let leaf = path.file_name().map(|s| s.to_string_lossy().to_string()).unwrap_or_default();
+                let leaf = match path.file_name().map(|s| s.to_str()) {
+                    None => String::new(),
+                    Some(Some(s)) => s.to_string(),
+                    // A lossy prefix would name another folder, or none.
+                    Some(None) => bail!("`{uri}`: the folder name is not UTF-8"),
+                };
                 if !root.exists() {
                     bail!("local store folder {} does not exist", root.display());
                 }
@@ -558,23 +563,35 @@ async fn hash_stream(
 }
 
 /// Every entry under `dir` (real folders walked, symlinks not followed)
-/// whose key is not in `seen`, with what it is.
+/// whose key is not in `seen`, with what it is. A name that is not UTF-8
+/// is never a key the store listed (keys are text): it is named losslessly
+/// and reported, never matched against a listed key by a lossy name.
 fn unlisted_entries(dir: &Path, seen: &std::collections::HashSet<String>) -> std::io::Result<Vec<Refused>> {
     let mut found = Vec::new();
-    let mut stack = vec![(dir.to_path_buf(), String::new())];
-    while let Some((folder, prefix)) = stack.pop() {
+    // (folder, its key prefix, whether every name on the way is UTF-8)
+    let mut stack = vec![(dir.to_path_buf(), String::new(), true)];
+    while let Some((folder, prefix, text)) = stack.pop() {
         for e in std::fs::read_dir(&folder)? {
             let e = e?;
-            let key = format!("{prefix}{}", e.file_name().to_string_lossy());
+            let raw = e.file_name();
+            let name = match raw.to_str() {
+                Some(s) => s.to_string(),
+                None => crate::report::escape::path_name(Path::new(&raw)),
+            };
+            let text = text && raw.to_str().is_some();
+            let key = format!("{prefix}{name}");
             let lt = e.file_type()?;
             if lt.is_dir() {
-                stack.push((e.path(), format!("{key}/")));
+                stack.push((e.path(), format!("{key}/"), text));
                 continue;
             }
-            if seen.contains(&key) {
+            if text && seen.contains(&key) {
                 continue;
             }
             let why = match std::fs::metadata(e.path()) {
+                _ if !text => {
+                    "a name that is not UTF-8 (its bytes shown as `\\xNN`), which no store key can name".to_string()
+                }
                 Err(_) if lt.is_symlink() => "a symlink to nothing".to_string(),
                 Err(err) => format!("an entry that cannot be read ({err})"),
                 // A symlinked folder: object_store follows it and lists (or
@@ -964,6 +981,30 @@ mod tests {
             let want: &[&str] = if named { &["llm/v2/"] } else { &[] };
             assert_eq!(refused.iter().map(|r| r.key.as_str()).collect::<Vec<_>>(), want, "{refused:?}");
         }
+    }
+
+    /// Names that are not UTF-8 are each reported under their own lossless
+    /// name: `a\xff` and `a\xfe` are two entries, and neither hides behind
+    /// a listed key that its lossy name (`a\u{fffd}`) would equal.
+    #[test]
+    fn names_that_are_not_utf8_are_each_named_never_matched_by_a_lossy_name() {
+        use std::os::unix::ffi::OsStrExt;
+        let d = tempfile::tempdir().unwrap();
+        for n in [&b"a\xff"[..], b"a\xfe", "a\u{fffd}".as_bytes(), b"sub\xff"] {
+            let p = d.path().join(std::ffi::OsStr::from_bytes(n));
+            if n.starts_with(b"sub") {
+                std::fs::create_dir(&p).unwrap();
+                std::fs::write(p.join("x"), b"1").unwrap();
+            } else {
+                std::fs::write(&p, b"1").unwrap();
+            }
+        }
+        let seen: std::collections::HashSet<String> = ["a\u{fffd}".to_string(), "sub\u{fffd}/x".to_string()].into();
+        let mut found = unlisted_entries(d.path(), &seen).unwrap();
+        found.sort_by(|a, b| a.key.cmp(&b.key));
+        let keys: Vec<&str> = found.iter().map(|r| r.key.as_str()).collect();
+        assert_eq!(keys, ["a\\xfe", "a\\xff", "sub\\xff/x"], "{found:?}");
+        assert!(found.iter().all(|r| r.why.contains("not UTF-8")), "{found:?}");
     }
 
     #[test]

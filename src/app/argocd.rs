@@ -28,6 +28,7 @@ use crate::manifests::{Renderer, TemplateSource};
 use crate::options::ArgocdAction;
 use crate::parse::cmp::PARAMS;
 use crate::parse::cmp::{CmpEnv, Params, DEFAULT_BUNDLE};
+use crate::report::escape::path_name;
 use crate::report::{Report, StepReport};
 
 /// Annotation with the Git revision Argo rendered from.
@@ -53,7 +54,7 @@ pub(crate) fn run(ctx: &Ctx, cmd: ArgocdAction, ov: &Overrides) -> Result<Report
             let source = source_dir(path)?;
             let found = discover(&source, env)?;
             let mut r = Report::new("argocd discover");
-            let mut s = StepReport::new("argocd-discover", source.display().to_string());
+            let mut s = StepReport::new("argocd-discover", path_name(&source));
             s.summary = match &found {
                 Some(p) => format!("release bundle at {p}"),
                 None => "no release bundle".into(),
@@ -67,7 +68,7 @@ pub(crate) fn run(ctx: &Ctx, cmd: ArgocdAction, ov: &Overrides) -> Result<Report
             let source = source_dir(path)?;
             let ann = announcement(&source, env);
             let mut r = Report::new("argocd parameters");
-            let mut s = StepReport::new("argocd-parameters", source.display().to_string());
+            let mut s = StepReport::new("argocd-parameters", path_name(&source));
             s.summary = format!("{} parameter(s)", PARAMS.len());
             s.data = ann.clone();
             r.push(s);

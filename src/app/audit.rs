@@ -20,6 +20,7 @@ use crate::checks::audit::shard::{self, Item, ShardSpec};
 use crate::diag::Diagnostic;
 use crate::diag::Overrides;
 use crate::options::{AlertOptions, AuditOptions, MergeOptions, VerifyOptions};
+use crate::report::escape::path_name;
 use crate::report::ShardInfo;
 use crate::report::{Report, StepReport, Verdict};
 use crate::yaml_guard::{json_from_slice, Limits};
@@ -108,7 +109,9 @@ fn cache_object_name(bundle_id: &str) -> String {
 
 fn default_cache(cache_dir: Option<&Path>, root: &Path) -> Result<String> {
     let base = cache_dir.map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from(".bundlegate-cache"));
-    let key = crate::util::sha256_hex(std::path::absolute(root)?.to_string_lossy().as_bytes());
+    // The path's bytes: two roots are two caches (a lossy name made
+    // `a\xff` and `a\xfe` share one).
+    let key = crate::util::sha256_hex(std::path::absolute(root)?.as_os_str().as_encoded_bytes());
     Ok(base.join(format!("audit-{}", &key[..16])).display().to_string())
 }
 
@@ -128,14 +131,16 @@ impl CacheStore {
 }
 
 /// Bundle id: its path relative to the audited tree, `/`-separated, so every
-/// shard (whatever its working directory) names it the same way.
+/// shard (whatever its working directory) names it the same way; from the
+/// path's bytes, losslessly ([`path_name`]): two bundles are two ids, so two
+/// shard assignments, two cache objects and two entries in the merge.
 fn bundle_id(root: &Path, b: &Path) -> String {
     let rel = b.strip_prefix(root).unwrap_or(b);
-    let s: Vec<String> = rel.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect();
+    let s: Vec<&[u8]> = rel.components().map(|c| c.as_os_str().as_encoded_bytes()).collect();
     if s.is_empty() {
-        b.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+        b.file_name().map(|n| path_name(Path::new(n))).unwrap_or_default()
     } else {
-        s.join("/")
+        crate::report::escape::bytes_name(&s.join(&b'/'))
     }
 }
 
@@ -156,7 +161,7 @@ async fn audit(ctx: &Ctx, o: &AuditRun, vo: &VerifyOptions, ov: &Overrides) -> R
     };
     let mut r = Report::new("audit");
     if paths.is_empty() {
-        let mut s = StepReport::new("audit", o.root.display().to_string());
+        let mut s = StepReport::new("audit", path_name(&o.root));
         s.verdict = Verdict::Error;
         s.summary = "no release bundles found under this path; nothing was audited".into();
         r.push(s);
@@ -253,7 +258,8 @@ async fn audit(ctx: &Ctx, o: &AuditRun, vo: &VerifyOptions, ov: &Overrides) -> R
     r.duration_seconds = Some(started.elapsed().as_secs_f64());
     r.finished_at = Some(ctx.now().to_rfc3339());
     if let Some(w) = &o.write_report {
-        if let Err(e) = blob::write_location(w, serde_json::to_vec_pretty(&r)?).await {
+        let text = crate::report::escape::json(&serde_json::to_string_pretty(&r)?).into_owned();
+        if let Err(e) = blob::write_location(w, text.into_bytes()).await {
             r.push(not_delivered("write-report", w, &e));
         }
     }
@@ -342,8 +348,8 @@ async fn audit_one_with_dir(
     let keep = format!("{}/", uri.trim_end_matches('/'));
     let objects: BTreeMap<String, CacheEntry> =
         cache.objects.into_iter().filter(|(k, _)| k.starts_with(&keep)).collect();
-    let body = serde_json::to_vec(&BundleCache { schema: CACHE_SCHEMA.into(), bundle: id.to_string(), objects })?;
-    d.put(&name, body).await?;
+    let body = serde_json::to_string(&BundleCache { schema: CACHE_SCHEMA.into(), bundle: id.to_string(), objects })?;
+    d.put(&name, crate::report::escape::json(&body).into_owned().into_bytes()).await?;
     Ok(s)
 }
 
@@ -399,7 +405,10 @@ fn check_alerts(a: &AlertOptions) -> Result<()> {
 
 /// Write/push the audit's Prometheus metrics where the user asked. A
 /// destination that fails never costs the audit its findings: the failure
-/// is one more ERROR step of the report, which is still printed.
+/// is one more ERROR step of the report, which is still printed. Metrics
+/// that would hold a series twice (two bundles under one label: one could
+/// hide the other's drift) go nowhere: each destination is that ERROR,
+/// naming both sources.
 async fn emit_metrics(ctx: &Ctx, r: &mut Report, a: &AlertOptions) {
     if a.metrics_file.is_none() && a.pushgateway.is_none() {
         return;
@@ -408,13 +417,20 @@ async fn emit_metrics(ctx: &Ctx, r: &mut Report, a: &AlertOptions) {
     if let Some(p) = &a.metrics_file {
         // Written whole under another name, then renamed: the textfile
         // collector never reads half a file.
-        if let Err(e) = blob::write_location(p, text.clone().into_bytes()).await {
+        let written = match &text {
+            Ok(t) => blob::write_location(p, t.clone().into_bytes()).await,
+            Err(e) => Err(anyhow::Error::new(e.clone())),
+        };
+        if let Err(e) = written {
             r.push(not_delivered("metrics-file", p, &e));
         }
     }
     if let Some(u) = &a.pushgateway {
         let pushed = match Gateway::parse(u).and_then(|g| Ok((g, ctx.http()?))) {
-            Ok((g, http)) => g.push(http, PUSH_JOB, text).await.map_err(|e| (g.shown(), e)),
+            Ok((g, http)) => match &text {
+                Ok(t) => g.push(http, PUSH_JOB, t.clone()).await.map_err(|e| (g.shown(), e)),
+                Err(e) => Err((g.shown(), anyhow::Error::new(e.clone()))),
+            },
             Err(e) => Err(("--pushgateway".to_string(), e)),
         };
         if let Err((shown, e)) = pushed {
@@ -433,4 +449,71 @@ fn not_delivered(step: &str, target: &str, e: &anyhow::Error) -> StepReport {
     s.verdict = Verdict::Error;
     s.summary = format!("not delivered: {e:#} (the audit's findings in this report are complete)");
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::BTreeSet;
+    use std::os::unix::ffi::OsStrExt;
+
+    /// A folder name of arbitrary bytes (Linux paths are bytes), drawn
+    /// mostly from what lossy conversion and naive escaping confuse:
+    /// invalid UTF-8, a backslash, `x`, hex digits, ESC, a valid `é`.
+    fn component() -> impl Strategy<Value = Vec<u8>> {
+        let byte = prop_oneof![
+            4 => proptest::sample::select(&[b'a', b'\\', b'x', b'f', b'e', 0xff, 0xfe, 0xc3, 0xa9, 0x1b, b'%', b'"'][..]),
+            1 => any::<u8>(),
+        ];
+        proptest::collection::vec(byte.prop_filter("a path component", |b| *b != b'/' && *b != 0), 1..5)
+            .prop_filter("not . or ..", |c| c != b"." && c != b"..")
+    }
+
+    proptest! {
+        #![proptest_config(crate::util::prop_config(2_000))]
+
+        /// Bundles at distinct byte paths get distinct identities: audit
+        /// id (the shard assignment's and the merge's), cache object,
+        /// report target, default cache folder, metrics label; the metrics
+        /// text holds each series once.
+        #[test]
+        fn distinct_byte_paths_give_distinct_identities_and_series(
+            folders in proptest::collection::btree_set(proptest::collection::vec(component(), 1..3), 2..5),
+        ) {
+            let root = Path::new("/tree");
+            let paths: Vec<PathBuf> = folders
+                .iter()
+                .map(|f| {
+                    let mut p = root.to_path_buf();
+                    for c in f {
+                        p.push(std::ffi::OsStr::from_bytes(c));
+                    }
+                    p.join("release.yaml")
+                })
+                .collect();
+            let ids: Vec<String> = paths.iter().map(|p| bundle_id(root, p)).collect();
+            let objects: BTreeSet<String> = ids.iter().map(|i| cache_object_name(i)).collect();
+            let mut r = Report::new("audit");
+            for (i, p) in paths.iter().enumerate() {
+                let mut s = *super::super::load_or_step(p, "audit").expect_err("no such file");
+                s.verdict = if i % 2 == 0 { Verdict::Fail } else { Verdict::Pass };
+                r.push(s);
+            }
+            let targets: BTreeSet<&str> = r.steps.iter().map(|s| s.target.as_str()).collect();
+            prop_assert_eq!(ids.iter().collect::<BTreeSet<_>>().len(), paths.len(), "audit ids {:?}", ids);
+            prop_assert_eq!(objects.len(), paths.len(), "cache objects");
+            prop_assert_eq!(targets.len(), paths.len(), "report targets {:?}", targets);
+            // Audited as roots of their own, each gets its own default cache.
+            let caches: BTreeSet<String> =
+                paths.iter().map(|p| default_cache(None, p.parent().unwrap()).unwrap()).collect();
+            prop_assert_eq!(caches.len(), paths.len(), "default caches");
+            let text = crate::report::metrics::audit_metrics(&r, 0).map_err(|e| TestCaseError::fail(e.to_string()))?;
+            let mut series = BTreeSet::new();
+            for l in text.lines().filter(|l| !l.starts_with('#')) {
+                let (key, _) = l.rsplit_once(' ').expect("name and value");
+                prop_assert!(series.insert(key.to_string()), "series {} written twice:\n{}", key, text);
+            }
+        }
+    }
 }

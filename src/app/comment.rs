@@ -18,6 +18,7 @@ use crate::adapters::env::EnvSnapshot;
 use crate::adapters::github::{self, CheckRun, CheckRunOutput, GithubClient, GithubError, RetryPolicy};
 use crate::app::ctx::Ctx;
 use crate::diag::Severity;
+use crate::report::escape::{self, workflow_data, workflow_property};
 use crate::report::{format, Detail, Report, StepReport, Verdict};
 
 /// GitHub's limit for one step's job summary, in bytes.
@@ -282,7 +283,7 @@ pub fn github_step_with(ctx: &Ctx, report: &Report, env: &GithubEnv, annotations
     let verdict_out =
         serde_json::to_value(report.verdict).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default();
     if let Some(out) = &env.output {
-        let digests_json = serde_json::to_string(&digests).expect("map serializes");
+        let digests_json = escape::json(&serde_json::to_string(&digests).expect("map serializes")).into_owned();
         if let Err(e) = github::append_runner_file(
             out,
             &outputs_text(&[("verdict", &verdict_out), ("release-digests", &digests_json)]),
@@ -310,7 +311,7 @@ pub fn github_step_with(ctx: &Ctx, report: &Report, env: &GithubEnv, annotations
     let mut summary_written = false;
     if let Some(path) = &env.step_summary {
         // The line quotes GitHub's answers: Markdown text like the report.
-        let footer = format!("\n> {}\n", crate::report::escape::markdown(&env.scrub(&comment_line)));
+        let footer = format!("\n> {}\n", escape::markdown(&env.scrub(&comment_line)));
         match write_summary(path, &md, &footer) {
             Ok(()) => summary_written = true,
             Err(e) => problems.push(format!("writing $GITHUB_STEP_SUMMARY {}: {e}", path.display())),
@@ -467,17 +468,8 @@ pub(crate) fn release_digests(report: &Report) -> BTreeMap<String, String> {
     m
 }
 
-/// Escape workflow-command data (GitHub's toolkit rules).
-pub(crate) fn escape_data(s: &str) -> String {
-    s.replace('%', "%25").replace('\r', "%0D").replace('\n', "%0A")
-}
-
-/// Escape a workflow-command property value: data rules plus `:` and `,`.
-pub(crate) fn escape_property(s: &str) -> String {
-    escape_data(s).replace(':', "%3A").replace(',', "%2C")
-}
-
-/// `::error file=…,line=…,col=…,title=…::message` per diagnostic, once each.
+/// `::error file=…,line=…,col=…,title=…::message` per diagnostic, once
+/// each, every value through the workflow-command escapers.
 fn write_annotations(report: &Report, env: &GithubEnv, w: &mut dyn Write) -> std::io::Result<usize> {
     let mut seen = HashSet::new();
     for s in &report.steps {
@@ -490,17 +482,17 @@ fn write_annotations(report: &Report, env: &GithubEnv, w: &mut dyn Write) -> std
             };
             let mut props = Vec::new();
             if let Some(sp) = &d.span {
-                props.push(format!("file={}", escape_property(&annotation_path(&sp.file, env))));
+                props.push(format!("file={}", workflow_property(&annotation_path(&sp.file, env))));
                 props.push(format!("line={}", sp.line));
                 props.push(format!("col={}", sp.column));
             }
-            props.push(format!("title={}", escape_property(&format!("{} {}", d.code, d.name))));
+            props.push(format!("title={}", workflow_property(&format!("{} {}", d.code, d.name))));
             let mut msg = d.message.clone();
             for h in &d.help {
                 msg.push_str("\nhelp: ");
                 msg.push_str(h);
             }
-            let line = format!("::{cmd} {}::{}\n", props.join(","), escape_data(&env.scrub(&msg)));
+            let line = format!("::{cmd} {}::{}\n", props.join(","), workflow_data(&env.scrub(&msg)));
             if seen.insert(line.clone()) {
                 w.write_all(line.as_bytes())?;
             }
@@ -540,12 +532,6 @@ pub(crate) fn manifest_diff(base: Option<&str>, head: &str, title: &str) -> Deta
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn workflow_command_escaping() {
-        assert_eq!(escape_data("50% done\r\nnext"), "50%25 done%0D%0Anext");
-        assert_eq!(escape_property("a:b,c%"), "a%3Ab%2Cc%25");
-    }
 
     #[test]
     fn outputs_use_heredoc_with_a_fresh_delimiter() {

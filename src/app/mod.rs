@@ -35,6 +35,7 @@ use std::path::Path;
 use anyhow::Result;
 
 use crate::bundle::{self, Loaded};
+use crate::report::escape::path_name;
 use crate::report::{Report, StepReport, Verdict};
 
 /// A command on each bundle in turn, as one report named `name`: each
@@ -68,18 +69,18 @@ pub(crate) fn load_or_step(path: &Path, step: &str) -> std::result::Result<Loade
 /// [`load_or_step`] for text read elsewhere (a bundle as committed in git);
 /// `path` still anchors relative references and names the file.
 pub(crate) fn parse_or_step(path: &Path, text: &str, step: &str) -> std::result::Result<Loaded, Box<StepReport>> {
-    bundle::parse(&path.display().to_string(), path, text.to_string()).map_err(|e| Box::new(load_error(path, step, e)))
+    bundle::parse(&path_name(path), path, text.to_string()).map_err(|e| Box::new(load_error(path, step, e)))
 }
 
 /// The Error step for a bundle whose text could not be read at all (a
 /// committed blob over the size limit or not UTF-8), worded as a load error.
 pub(crate) fn unreadable_step(path: &Path, why: &str, step: &str) -> StepReport {
     let source = std::io::Error::new(std::io::ErrorKind::InvalidData, why.to_string());
-    load_error(path, step, bundle::LoadError::Io { file: path.display().to_string(), source })
+    load_error(path, step, bundle::LoadError::Io { file: path_name(path), source })
 }
 
 fn load_error(path: &Path, step: &str, e: bundle::LoadError) -> StepReport {
-    let mut s = StepReport::new(step, path.display().to_string());
+    let mut s = StepReport::new(step, path_name(path));
     s.verdict = Verdict::Error;
     s.summary = e.to_string();
     s

@@ -379,10 +379,7 @@ async fn open_revert(
             }
         }
     }
-    let title = format!(
-        "Revert {} {} → {} (bundlegate)",
-        l.bundle.metadata.name, l.bundle.metadata.version, prev.bundle.metadata.version
-    );
+    let title = pr_title(&l.bundle.metadata.name, &l.bundle.metadata.version, &prev.bundle.metadata.version);
     let body = pr_body(l, prev, rel, &branch, evidence, verify_summary);
     match gh.create_pull(&owner, &name, &title, &branch, base(args), &body).await {
         Ok(PullOutcome::Created(pr)) => {
@@ -409,6 +406,11 @@ async fn open_revert(
     s
 }
 
+/// The revert PR's title, through the title escaper.
+pub(crate) fn pr_title(name: &str, version: &str, prev_version: &str) -> String {
+    crate::report::escape::title(&format!("Revert {name} {version} → {prev_version} (bundlegate)"))
+}
+
 fn pr_body(
     l: &Loaded,
     prev: &Loaded,
@@ -432,20 +434,20 @@ fn pr_body(
 
 /// What the revert PR says, as plain text: names and versions come from the
 /// bundle, the verify summary from the store, the evidence from a report file.
-struct RevertFacts<'a> {
-    name: &'a str,
-    version: &'a str,
-    digest: &'a str,
-    prev_version: &'a str,
-    prev_digest: &'a str,
-    path: &'a str,
-    branch: &'a str,
-    verify_summary: &'a str,
+pub(crate) struct RevertFacts<'a> {
+    pub name: &'a str,
+    pub version: &'a str,
+    pub digest: &'a str,
+    pub prev_version: &'a str,
+    pub prev_digest: &'a str,
+    pub path: &'a str,
+    pub branch: &'a str,
+    pub verify_summary: &'a str,
 }
 
 /// The PR body: every value through the Markdown escaper, the failed steps
 /// through the report's Markdown renderer.
-fn revert_body(f: &RevertFacts, evidence: Option<&Report>) -> String {
+pub(crate) fn revert_body(f: &RevertFacts, evidence: Option<&Report>) -> String {
     use crate::report::escape::{markdown as md, markdown_code as code};
     let mut o = String::new();
     // The marker is read back by machines: the digest as computed, in a comment.

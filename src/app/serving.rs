@@ -67,7 +67,7 @@ pub(crate) async fn serving_audit(ctx: &Ctx, root: &Path) -> Result<Vec<StepRepo
     let (client, server) = match ctx.kube().await {
         Ok(c) => c,
         Err(e) => {
-            out.push(StepReport::error("serving", root.display().to_string(), &e));
+            out.push(StepReport::error("serving", crate::report::escape::path_name(root), &e));
             return Ok(out);
         }
     };

@@ -48,7 +48,8 @@ impl CacheEntry {
 impl AuditCache {
     pub(crate) fn save(&self, p: &Path) -> Result<()> {
         // Atomic: a crash never leaves a half-written cache.
-        crate::adapters::local::write_atomic(p, &serde_json::to_vec_pretty(self)?)
+        let text = crate::report::escape::json(&serde_json::to_string_pretty(self)?).into_owned();
+        crate::adapters::local::write_atomic(p, text.as_bytes())
     }
 }
 

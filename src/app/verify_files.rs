@@ -19,7 +19,7 @@ use crate::adapters::local;
 use crate::checks::lint::is_sha256_hex;
 use crate::checks::pod_files::{self, describe_wait, Expected, Outcome, Seen, WaitState, Waiting};
 use crate::options::VerifyFilesOptions;
-use crate::report::{Report, StepReport, Table, Verdict};
+use crate::report::{escape, Report, StepReport, Table, Verdict};
 
 /// Cap on the env var's size: the list is small; a huge value is not ours.
 const MAX_MANIFEST_BYTES: usize = 4 << 20;
@@ -75,7 +75,7 @@ pub(crate) fn run(o: &VerifyFilesOptions) -> Result<Report> {
         // otherwise say what the verifier last reported (what it waits
         // for, or what failed): `kubectl describe pod` shows this output.
         let ok = read_small(&o.marker).is_some_and(|s| s.trim() == m.release_digest);
-        let mut s = StepReport::new("verify-files-ready", o.marker.display().to_string());
+        let mut s = StepReport::new("verify-files-ready", escape::path_name(&o.marker));
         s.verdict = if ok { Verdict::Pass } else { Verdict::Fail };
         s.summary = if ok {
             format!("verified {}", m.release_digest)
@@ -103,7 +103,7 @@ pub(crate) fn run(o: &VerifyFilesOptions) -> Result<Report> {
     // command once the check is done (never midway, which would leave no marker decision).
     let log_failed: std::cell::Cell<Option<std::io::Error>> = std::cell::Cell::new(None);
     let log = |line: &str| {
-        if let Err(e) = local::stderr_line(&format!("bundlegate verify-files: {line}")) {
+        if let Err(e) = local::stderr_line(&log_text(line)) {
             let first = log_failed.take();
             log_failed.set(first.or(Some(e)));
         }
@@ -112,7 +112,7 @@ pub(crate) fn run(o: &VerifyFilesOptions) -> Result<Report> {
         if to_log {
             log(line);
         }
-        if let Err(e) = local::write_atomic(&status, line.as_bytes()) {
+        if let Err(e) = local::write_atomic(&status, status_text(line).as_bytes()) {
             tracing::warn!("cannot write the verifier's status: {e:#}");
         }
     };
@@ -150,14 +150,10 @@ pub(crate) fn run(o: &VerifyFilesOptions) -> Result<Report> {
         local::write_atomic(&o.marker, m.release_digest.as_bytes()).context("writing the marker")?;
         local::remove_file(&status).context("removing the verifier's status")?;
     } else {
-        // Kubernetes keeps the last 4096 bytes; the first artifacts matter most.
-        let mut msg = lines.join("\n");
-        truncate_at(&mut msg, 4000);
         for l in &lines {
             log(l);
         }
-        let mut said = format!("{} of {} artifact(s) failed: {}", lines.len(), items.len(), lines.join("; "));
-        truncate_at(&mut said, STATUS_MAX);
+        let (said, msg) = failure_texts(&lines, items.len());
         say(&said, false);
         if let Err(e) = local::write_in_place(&o.termination_log, msg.as_bytes()) {
             tracing::warn!("cannot write the termination log: {e:#}");
@@ -180,6 +176,31 @@ pub(crate) fn run(o: &VerifyFilesOptions) -> Result<Report> {
     Ok(r)
 }
 
+// What the verifier writes names the bundle's artifact paths: each line
+// goes through the terminal's escaper, since `kubectl logs`, `kubectl
+// describe pod` (the termination log, the probe's output) print it as is.
+
+/// A line of the verifier's log on stderr (`kubectl logs`).
+pub(crate) fn log_text(line: &str) -> String {
+    format!("bundlegate verify-files: {}", escape::human(line))
+}
+
+/// The status file's text (what the readiness probe prints).
+pub(crate) fn status_text(line: &str) -> String {
+    escape::human(line).into_owned()
+}
+
+/// What a failed check says: the status line (within [`STATUS_MAX`]) and
+/// the termination log, one line per failure (Kubernetes keeps the last
+/// 4096 bytes; the first artifacts matter most).
+pub(crate) fn failure_texts(lines: &[String], items: usize) -> (String, String) {
+    let mut said = format!("{} of {items} artifact(s) failed: {}", lines.len(), lines.join("; "));
+    truncate_at(&mut said, STATUS_MAX);
+    let mut msg = lines.iter().map(|l| escape::human(l)).collect::<Vec<_>>().join("\n");
+    truncate_at(&mut msg, 4000);
+    (said, msg)
+}
+
 /// The status file beside the marker: what the verifier last reported
 /// (waiting for what, checking, or what failed), for the readiness probe.
 fn status_path(marker: &Path) -> PathBuf {
@@ -189,7 +210,7 @@ fn status_path(marker: &Path) -> PathBuf {
 }
 
 /// A status line fits the 4 KiB the probe reads of it.
-const STATUS_MAX: usize = 3500;
+pub(crate) const STATUS_MAX: usize = 3500;
 
 /// The log says what the wait is for at least this often.
 pub(crate) const LOG_EVERY: Duration = Duration::from_secs(10);
@@ -303,7 +324,7 @@ fn step_for(
     bytes: u64,
     secs: f64,
 ) -> StepReport {
-    let mut s = StepReport::new("verify-files", root.display().to_string());
+    let mut s = StepReport::new("verify-files", escape::path_name(root));
     let (diagnostics, statuses) = pod_files::judge(items, outcomes);
     s.diagnostics = diagnostics;
     let rows =

@@ -347,15 +347,43 @@ fn canonical_json(v: &serde_json::Value, out: &mut String) {
 }
 
 /// Resolve `file:` URIs relative to the bundle folder; others unchanged.
+/// The result keys the audit cache's entries, so it names the folder
+/// losslessly ([`file_uri_path`]).
 pub(crate) fn resolve_storage_uri(l: &Loaded) -> String {
     let uri = &l.bundle.spec.model.storage_uri;
     if let Some(rest) = uri.strip_prefix("file:") {
         if !rest.starts_with('/') {
             let p = l.dir().join(rest);
-            return format!("file://{}", absolute(&p).display());
+            return format!("file://{}", file_uri_path(&absolute(&p)));
         }
     }
     uri.clone()
+}
+
+/// A path in a `file://` URI, from its bytes: what a URI reader would
+/// take for something else (`%`, `#` and `?`, a backslash, which `file:`
+/// URLs read as `/`), control characters and bytes that are not UTF-8 are
+/// percent-encoded; the rest is as it is. Two folders are two URIs (a
+/// lossy `display()` made `a\xff` and `a\xfe` one, and `v1#x` read as `v1`).
+fn file_uri_path(p: &Path) -> String {
+    use std::fmt::Write as _;
+    let mut o = String::new();
+    for chunk in p.as_os_str().as_encoded_bytes().utf8_chunks() {
+        for c in chunk.valid().chars() {
+            if matches!(c, '%' | '#' | '?' | '\\') || c.is_control() {
+                let mut buf = [0u8; 4];
+                for b in c.encode_utf8(&mut buf).bytes() {
+                    let _ = write!(o, "%{b:02X}");
+                }
+            } else {
+                o.push(c);
+            }
+        }
+        for b in chunk.invalid() {
+            let _ = write!(o, "%{b:02X}");
+        }
+    }
+    o
 }
 
 fn absolute(p: &Path) -> PathBuf {
@@ -519,6 +547,14 @@ mod tests {
         l.bundle.spec.model.storage_uri = "file:../store/v2/".into();
         let dir = std::path::absolute(Path::new("v2")).unwrap();
         assert_eq!(resolve_storage_uri(&l), format!("file://{}", dir.join("../store/v2/").display()));
+        // From the bytes: what a URI reader would take for something else is encoded.
+        use std::os::unix::ffi::OsStrExt;
+        let odd = Path::new(std::ffi::OsStr::from_bytes(b"/t/a\xff/v1#x?y%z\\w\x1b/s/"));
+        assert_eq!(file_uri_path(odd), "/t/a%FF/v1%23x%3Fy%25z%5Cw%1B/s/");
+        assert_ne!(
+            file_uri_path(Path::new(std::ffi::OsStr::from_bytes(b"/a\xfe"))),
+            file_uri_path(Path::new(std::ffi::OsStr::from_bytes(b"/a\xff")))
+        );
         for uri in ["file:/srv/store/v2/", "s3://bucket/m/v2/", "oci://registry/m@sha256:ab"] {
             l.bundle.spec.model.storage_uri = uri.into();
             assert_eq!(resolve_storage_uri(&l), uri);

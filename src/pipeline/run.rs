@@ -63,7 +63,7 @@ fn select(p: &Pipeline, inputs: &Inputs) -> Result<(Vec<Target>, Option<StepRepo
             let mut differs = Vec::new();
             for c in changed {
                 if c.status == "deleted" {
-                    skipped.push(c.path.display().to_string());
+                    skipped.push(crate::report::escape::path_name(&c.path));
                     continue;
                 }
                 let path = inputs.options.repo.join(&c.path);
@@ -73,7 +73,7 @@ fn select(p: &Pipeline, inputs: &Inputs) -> Result<(Vec<Target>, Option<StepRepo
                     && crate::adapters::bundle_files::read_bundle_text(&path).ok().as_deref()
                         != Some(c.head_text.as_str())
                 {
-                    differs.push(c.path.display().to_string());
+                    differs.push(crate::report::escape::path_name(&c.path));
                 }
                 out.push(Target {
                     path,

@@ -22,6 +22,29 @@
 //!   nothing links. [`markdown_html`], [`markdown_code`] and
 //!   [`markdown_fence`] are the same text where it sits in the raw HTML we
 //!   write (`<summary>`), in a code span and in a fenced block.
+//!
+//! The other outlets, one escaper each:
+//!
+//! - [`human`] is also every line-oriented outlet: a tool failure on
+//!   stderr, the in-pod verifier's log, status file and termination log
+//!   (`kubectl logs`, `kubectl describe pod`); [`log_record`] is a log event
+//!   on stderr (its own final line feed kept). A value is one line there:
+//!   `\n::error::…` cannot start a workflow command the runner reads on
+//!   stderr.
+//! - [`title`], a PR title: one line, controls shown, nothing links.
+//! - [`workflow_data`] and [`workflow_property`], GitHub's workflow commands
+//!   (`::error file=…,title=…::message`): GitHub's own escapes (`%`, CR, LF;
+//!   and `:`, `,` in a property), other controls shown.
+//! - [`json`], a JSON text we write (the report, `$GITHUB_OUTPUT` values):
+//!   serde escapes C0; DEL, C1 and the bidirectional controls are written
+//!   as `\uXXXX` too. A JSON reader reads back the same string.
+//! - [`prometheus_label`], a label value of the text exposition format: its
+//!   own escapes (`\\`, `\"`, `\n`), other controls shown.
+//!
+//! And one for names: [`path_name`] is a path (Linux paths are bytes) as
+//! the text that names it everywhere (audit ids, shard assignment, cache
+//! objects, report targets, metrics labels), losslessly: two paths are two
+//! names.
 
 use std::borrow::Cow;
 use std::fmt::Write as _;
@@ -63,6 +86,138 @@ pub fn human(s: &str) -> Cow<'_, str> {
         }
     }
     Cow::Owned(o)
+}
+
+/// A log event as the log writer gets it (one event, ending in its line
+/// feed): credentials cut out, every control inside shown, the final line
+/// feed kept, so a value cannot forge a second record.
+pub(crate) fn log_record(s: &str) -> String {
+    let (body, end) = match s.strip_suffix('\n') {
+        Some(b) => (b, "\n"),
+        None => (s, ""),
+    };
+    format!("{}{end}", human(body))
+}
+
+/// A PR title: one line, controls shown, GitHub's links and mentions broken
+/// as in [`markdown`] (a title is not Markdown: nothing else is escaped).
+pub(crate) fn title(s: &str) -> String {
+    let v: Vec<char> = human(s).chars().collect();
+    let mut o = String::with_capacity(s.len() + 4);
+    for (i, &c) in v.iter().enumerate() {
+        o.push(c);
+        if breaks_link_after(&v, i) {
+            o.push(LINK_BREAK);
+        }
+    }
+    o
+}
+
+/// Workflow-command data (the message of `::error …::message`), by GitHub's
+/// rules: `%`, CR and LF as `%25`, `%0D`, `%0A` (the runner unescapes them),
+/// any other control shown as in [`human`]; credentials cut out.
+pub(crate) fn workflow_data(s: &str) -> String {
+    workflow(s, false)
+}
+
+/// A workflow-command property value (`file=`, `title=`): the data rules
+/// plus `:` and `,` as `%3A`, `%2C`.
+pub(crate) fn workflow_property(s: &str) -> String {
+    workflow(s, true)
+}
+
+fn workflow(s: &str, property: bool) -> String {
+    let mut o = String::with_capacity(s.len() + 8);
+    for c in redact(s).chars() {
+        match c {
+            '%' => o.push_str("%25"),
+            '\r' => o.push_str("%0D"),
+            '\n' => o.push_str("%0A"),
+            ':' if property => o.push_str("%3A"),
+            ',' if property => o.push_str("%2C"),
+            c if is_control(c) => push_shown(&mut o, c),
+            c => o.push(c),
+        }
+    }
+    o
+}
+
+/// A JSON text serde wrote, with every control character it left raw
+/// inside strings (DEL, C1, the bidirectional controls, the line
+/// separators) as a `\uXXXX` escape. `\n` outside strings is the pretty
+/// printer's layout (serde escapes every C0 inside a string), so it stays.
+pub(crate) fn json(text: &str) -> Cow<'_, str> {
+    if !text.chars().any(|c| is_control(c) && c != '\n') {
+        return Cow::Borrowed(text);
+    }
+    let mut o = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        if is_control(c) && c != '\n' {
+            // Every control character is in the Basic Multilingual Plane.
+            let _ = write!(o, "\\u{:04x}", c as u32);
+        } else {
+            o.push(c);
+        }
+    }
+    Cow::Owned(o)
+}
+
+/// A label value of Prometheus' text format, between its quotes: `\`, `"`
+/// and LF as the format escapes them (`\\`, `\"`, `\n`); any other
+/// control shown as in [`human`] (the shown backslash escaped in turn), so
+/// nothing raw reaches a dashboard; credentials cut out.
+pub(crate) fn prometheus_label(s: &str) -> String {
+    let mut o = String::with_capacity(s.len() + 8);
+    for c in redact(s).chars() {
+        match c {
+            '\\' => o.push_str("\\\\"),
+            '"' => o.push_str("\\\""),
+            '\n' => o.push_str("\\n"),
+            c if is_control(c) => {
+                let mut shown = String::new();
+                push_shown(&mut shown, c);
+                o.push_str(&shown.replace('\\', "\\\\"));
+            }
+            c => o.push(c),
+        }
+    }
+    o
+}
+
+/// A path as the one text that names it: the bytes as UTF-8 where they
+/// are, every byte that is not as `\xNN`, a backslash doubled, a control
+/// character as `\xNN` (C0, DEL) or `\u{…}` (C1, the bidirectional
+/// controls, the line separators). Lossless, so injective: `\` only ever
+/// starts `\\`, `\xNN` or `\u{…}`, and each reads back as exactly one
+/// byte or character. `a\xff` and `a\xfe` stay two bundles (lossy
+/// conversion made both `a\u{fffd}`), and no name holds a control
+/// character. A path in valid UTF-8 without backslashes or controls is its
+/// text unchanged.
+pub(crate) fn path_name(p: &std::path::Path) -> String {
+    bytes_name(p.as_os_str().as_encoded_bytes())
+}
+
+/// [`path_name`] of raw bytes (a file name from a listing).
+pub(crate) fn bytes_name(b: &[u8]) -> String {
+    let mut o = String::with_capacity(b.len());
+    for chunk in b.utf8_chunks() {
+        for c in chunk.valid().chars() {
+            match c {
+                '\\' => o.push_str("\\\\"),
+                c if c.is_ascii() && is_control(c) => {
+                    let _ = write!(o, "\\x{:02x}", c as u32);
+                }
+                c if is_control(c) => {
+                    let _ = write!(o, "\\u{{{:x}}}", c as u32);
+                }
+                c => o.push(c),
+            }
+        }
+        for byte in chunk.invalid() {
+            let _ = write!(o, "\\x{byte:02x}");
+        }
+    }
+    o
 }
 
 /// Keeps GitHub from turning the text into a mention or a link; invisible.
@@ -206,6 +361,86 @@ mod tests {
         assert_eq!(markdown("  - item\n# h"), "\\- item \\# h");
         assert_eq!(markdown("12. x 3) y"), "12\\. x 3) y");
         assert_eq!(markdown("\x1b[31m"), "\\\\u{1b}\\[31m");
+    }
+
+    #[test]
+    fn line_outlets_show_every_control() {
+        assert_eq!(log_record("WARN a\n::error::x\x1b[2J\n"), "WARN a\\n::error::x\\u{1b}[2J\n");
+        assert_eq!(log_record("no end\r"), "no end\\r");
+        assert_eq!(
+            title("Revert @team #12 www.e\n\u{202e}"),
+            "Revert @\u{200b}team #\u{200b}12 www\u{200b}.e\\n\\u{202e}"
+        );
+    }
+
+    #[test]
+    fn workflow_commands_by_githubs_rules() {
+        assert_eq!(workflow_data("50% done\r\nnext:a,b"), "50%25 done%0D%0Anext:a,b");
+        assert_eq!(workflow_property("a:b,c%\n"), "a%3Ab%2Cc%25%0A");
+        assert_eq!(workflow_data("\x1b[31m\x07\0%0A"), "\\u{1b}[31m\\u{7}\\u{0}%250A");
+    }
+
+    #[test]
+    fn json_and_prometheus_write_no_raw_control() {
+        assert_eq!(
+            json("{\n  \"a\": \"x\u{7f}\u{202e}\\\\\u{85}\"\n}"),
+            "{\n  \"a\": \"x\\u007f\\u202e\\\\\\u0085\"\n}"
+        );
+        assert!(matches!(json("{\"a\":1}"), Cow::Borrowed(_)));
+        let v: String =
+            serde_json::from_str(&json(&serde_json::to_string("a\u{7f}\u{9b}\u{2028}\\").unwrap())).unwrap();
+        assert_eq!(v, "a\u{7f}\u{9b}\u{2028}\\");
+        assert_eq!(prometheus_label("a\\b\"c\nd\x1be"), "a\\\\b\\\"c\\nd\\\\u{1b}e");
+    }
+
+    /// The bytes a [`bytes_name`] stands for: the inverse that makes it injective.
+    fn bytes_of_name(s: &str) -> Vec<u8> {
+        let mut o = Vec::new();
+        let mut rest = s;
+        while let Some(c) = rest.chars().next() {
+            if let Some(r) = rest.strip_prefix("\\\\") {
+                o.push(b'\\');
+                rest = r;
+            } else if let Some(r) = rest.strip_prefix("\\x") {
+                o.push(u8::from_str_radix(&r[..2], 16).expect("two hex digits"));
+                rest = &r[2..];
+            } else if let Some(r) = rest.strip_prefix("\\u{") {
+                let (hex, r) = r.split_once('}').expect("closed");
+                let c = char::from_u32(u32::from_str_radix(hex, 16).expect("hex")).expect("a char");
+                o.extend_from_slice(c.to_string().as_bytes());
+                rest = r;
+            } else {
+                assert_ne!(c, '\\', "a lone backslash in {s:?}");
+                o.extend_from_slice(c.to_string().as_bytes());
+                rest = &rest[c.len_utf8()..];
+            }
+        }
+        o
+    }
+
+    #[test]
+    fn names_keep_every_byte() {
+        assert_eq!(bytes_name(b"models/a\xff/release.yaml"), "models/a\\xff/release.yaml");
+        assert_eq!(bytes_name(b"a\\xff"), "a\\\\xff");
+        assert_eq!(bytes_name("é\x1b\u{202e}\u{85}".as_bytes()), "é\\x1b\\u{202e}\\u{85}");
+        assert_eq!(bytes_name(b"\xc3"), "\\xc3");
+        assert_eq!(path_name(std::path::Path::new("./llm-scratch/v1/release.yaml")), "./llm-scratch/v1/release.yaml");
+    }
+
+    proptest::proptest! {
+        #![proptest_config(crate::util::prop_config(2_000))]
+
+        /// Any bytes: the name reads back as exactly those bytes (so two
+        /// byte strings never share a name) and holds no control character.
+        #[test]
+        fn a_name_reads_back_as_its_bytes(b in proptest::collection::vec(proptest::prop_oneof![
+            3 => proptest::sample::select(&[b'\\', b'x', b'f', b'u', b'{', b'}', 0xff, 0xfe, 0xc3, 0xa9, 0xe2, 0x80, 0xae, 0x1b, 0x7f, 0xc2, 0x85][..]),
+            1 => proptest::arbitrary::any::<u8>(),
+        ], 0..12)) {
+            let name = bytes_name(&b);
+            proptest::prop_assert_eq!(bytes_of_name(&name), b, "{}", name);
+            proptest::prop_assert!(!name.chars().any(is_control), "{:?}", name);
+        }
     }
 
     #[test]

@@ -16,7 +16,7 @@ pub enum Format {
 
 pub fn format_report(r: &Report, fmt: Format, color: bool) -> String {
     match fmt {
-        Format::Json => serde_json::to_string_pretty(r).expect("report serializes") + "\n",
+        Format::Json => escape::json(&serde_json::to_string_pretty(r).expect("report serializes")).into_owned() + "\n",
         Format::Markdown => markdown(r),
         Format::Human => match &r.raw_human {
             Some(raw) if r.verdict != Verdict::Error => raw.clone(),

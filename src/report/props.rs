@@ -5,7 +5,7 @@
 //! byte. The generators and checkers are shared with the revert PR body's
 //! property (`app::revert`).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use proptest::prelude::*;
 use pulldown_cmark::{CodeBlockKind, Event, Options, Parser, Tag};
@@ -455,4 +455,330 @@ fn the_checkers_catch_what_they_look_for() {
             && hostile_pieces().contains(&"\\|".to_string())
     );
     assert_eq!(github_would_link("x @\u{200b}org #\u{200b}1 http:\u{200b}//e www\u{200b}.e"), None);
+}
+
+// ---- every outlet ---------------------------------------------------------
+//
+// What leaves the process besides the report on stdout: stderr (a tool
+// failure, the log), the in-pod verifier's log, status file and termination
+// log, GitHub's workflow commands, job summary, step outputs and sticky
+// comment, the revert PR, the metrics file. The same hostile strings go into
+// every user-controlled field (artifact paths, store keys, bundle names and
+// versions, messages, report fields) and come out of each outlet as text of
+// that outlet and nothing else.
+
+/// Every user-controlled string of one run.
+#[cfg(feature = "cli")]
+#[derive(Debug, Clone)]
+pub(crate) struct Run {
+    pub report: Report,
+    /// Artifact paths as the bundle pins them (the in-pod verifier names them).
+    pub artifacts: Vec<String>,
+    /// Store keys (the log names them while hashing).
+    pub keys: Vec<String>,
+    pub name: String,
+    pub version: String,
+    pub prev_version: String,
+    /// A bundle path and a failure's words (a tool error on stderr).
+    pub path: String,
+    pub error: String,
+}
+
+#[cfg(feature = "cli")]
+fn run() -> impl Strategy<Value = Run> {
+    (
+        report(),
+        proptest::collection::vec(hostile(), 1..4),
+        proptest::collection::vec(hostile(), 1..3),
+        (hostile(), hostile(), hostile()),
+        (hostile(), hostile()),
+    )
+        .prop_map(|(mut report, artifacts, keys, (name, version, prev_version), (path, error))| {
+            // Steps that record a release digest feed `$GITHUB_OUTPUT`.
+            for (i, s) in report.steps.iter_mut().enumerate() {
+                s.data["releaseDigest"] = format!("sha256:{i}").into();
+            }
+            Run { report, artifacts, keys, name, version, prev_version, path, error }
+        })
+}
+
+/// `text` holds no control character but the `layout` ones its outlet writes itself.
+fn no_control(what: &str, text: &str, layout: &[char]) -> Result<(), String> {
+    match text.chars().find(|&c| is_control(c) && !layout.contains(&c)) {
+        Some(c) => Err(format!("{what}: control character {c:?} reaches the outlet:\n{text:?}")),
+        None => Ok(()),
+    }
+}
+
+/// One line (ending in a line feed) and no other control character.
+fn one_line(what: &str, text: &str) -> Result<(), String> {
+    let body = text.strip_suffix('\n').ok_or_else(|| format!("{what}: not one line: {text:?}"))?;
+    no_control(what, body, &[])
+}
+
+/// The runner's workflow commands in `text`: one per line, each
+/// `::error|warning|notice props::message` with known, escaped properties.
+fn check_annotations(text: &str, n: usize) -> Result<(), String> {
+    no_control("annotations", text, &['\n'])?;
+    let lines: Vec<&str> = text.lines().collect();
+    if lines.len() != n || (n > 0 && !text.ends_with('\n')) {
+        return Err(format!("{} annotation lines for {n} annotations:\n{text}", lines.len()));
+    }
+    for l in lines {
+        let rest = ["::error ", "::warning ", "::notice "]
+            .iter()
+            .find_map(|c| l.strip_prefix(c))
+            .ok_or_else(|| format!("not a workflow command: {l:?}"))?;
+        let (props, _message) = rest.split_once("::").ok_or_else(|| format!("no message: {l:?}"))?;
+        for p in props.split(',') {
+            let (k, _) = p.split_once('=').ok_or_else(|| format!("property {p:?} in {l:?}"))?;
+            if !["file", "line", "col", "title"].contains(&k) {
+                return Err(format!("property {k:?} the runner would read in {l:?}"));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `name<<DELIM`, the value's lines, `DELIM`: the runner's heredoc form.
+fn read_outputs(text: &str) -> Result<BTreeMap<String, String>, String> {
+    no_control("$GITHUB_OUTPUT", text, &['\n'])?;
+    let mut out = BTreeMap::new();
+    let mut lines = text.lines();
+    while let Some(head) = lines.next() {
+        let (k, d) = head.split_once("<<").ok_or_else(|| format!("$GITHUB_OUTPUT line {head:?}"))?;
+        let mut v = Vec::new();
+        loop {
+            match lines.next() {
+                Some(l) if l == d => break,
+                Some(l) => v.push(l),
+                None => return Err(format!("$GITHUB_OUTPUT: {k} never closed:\n{text}")),
+            }
+        }
+        if out.insert(k.to_string(), v.join("\n")).is_some() {
+            return Err(format!("$GITHUB_OUTPUT: {k} twice:\n{text}"));
+        }
+    }
+    Ok(out)
+}
+
+/// The job summary, the step outputs and the annotations: what the
+/// pipeline's `comment` step writes for GitHub (no token: nothing posted).
+#[cfg(feature = "cli")]
+fn check_github_files(r: &Report) -> Result<(), String> {
+    use crate::app::comment::{github_step_with, release_digests, GithubEnv};
+    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let env = GithubEnv {
+        step_summary: Some(dir.path().join("summary.md")),
+        output: Some(dir.path().join("output")),
+        marker_key: "report".into(),
+        ..GithubEnv::default()
+    };
+    let ctx = crate::app::ctx::Ctx::new(crate::adapters::env::EnvSnapshot::default());
+    let mut annotations = Vec::new();
+    let step = github_step_with(&ctx, r, &env, &mut annotations);
+    let n = step.data["annotations"].as_u64().unwrap_or(0) as usize;
+    check_annotations(&String::from_utf8_lossy(&annotations), n)?;
+    let summary = std::fs::read_to_string(dir.path().join("summary.md")).map_err(|e| e.to_string())?;
+    // The footer quotes the posting's outcome as a quote block of its own.
+    let (md, footer) = summary.rsplit_once("\n> ").ok_or_else(|| format!("no footer:\n{summary}"))?;
+    one_line("job summary footer", footer)?;
+    markdown_shape("job summary", md, &[])?;
+    let outputs = read_outputs(&std::fs::read_to_string(dir.path().join("output")).map_err(|e| e.to_string())?)?;
+    let digests: BTreeMap<String, String> =
+        serde_json::from_str(&outputs["release-digests"]).map_err(|e| format!("release-digests is not JSON: {e}"))?;
+    if digests != release_digests(r) {
+        return Err(format!("release-digests read back as {digests:?}"));
+    }
+    Ok(())
+}
+
+/// Markdown an outlet writes after the report's renderer: the credentials
+/// cut again over the whole text (the job summary and the PR comment do,
+/// which may shorten a field that looks like one, so the fields are held
+/// to themselves by `check_markdown` before it), and still nothing but text.
+fn markdown_shape(what: &str, md: &str, html_ok: &[&str]) -> Result<(), String> {
+    if md.contains("SECRET") {
+        return Err(format!("{what}: a credential is shown:\n{md}"));
+    }
+    let read = md_read(md, html_ok);
+    if read.problems.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("{what}: {:?}\n--- markdown:\n{md}", read.problems))
+    }
+}
+
+/// The sticky PR comment (and the check run's summary, the same text),
+/// as `app::comment` posts it: credentials cut over the whole text.
+#[cfg(feature = "cli")]
+fn check_comment(r: &Report) -> Result<(), String> {
+    let md = redact(&format::markdown(r)).into_owned();
+    let parts = super::comment::sticky_parts(&md, "report");
+    let marker = super::comment::marker("report", 1, 1);
+    match parts.as_slice() {
+        [one] => {
+            // Our marker opens the body; any other is text (escaped, or
+            // shown in a code block), which `check_markdown_doc` holds.
+            if !one.starts_with(&format!("{marker}\n")) || super::comment::parse_marker(one, "report") != Some((1, 1)) {
+                return Err(format!("PR comment: not opened by its marker:\n{one}"));
+            }
+            markdown_shape("PR comment", one, &[&marker])
+        }
+        _ => Ok(()),
+    }
+}
+
+/// The in-pod verifier's log lines, status file and termination log for
+/// files at hostile paths (missing, the wrong size, the wrong bytes,
+/// unreadable) and while it waits for them.
+#[cfg(feature = "cli")]
+fn check_verifier(artifacts: &[String], error: &str) -> Result<(), String> {
+    use crate::app::verify_files::{failure_texts, log_text, status_text, STATUS_MAX};
+    use crate::checks::pod_files::{describe_wait, judge, Expected, Outcome, Waiting};
+    let items: Vec<Expected> =
+        artifacts.iter().map(|p| Expected { path: p.clone(), sha256: "0".repeat(64), size: 1 }).collect();
+    let outcomes: Vec<Outcome> = (0..items.len())
+        .map(|i| match i % 4 {
+            0 => Outcome::Missing,
+            1 => Outcome::SizeMismatch { actual: 2 },
+            2 => Outcome::DigestMismatch { actual: error.to_string() },
+            _ => Outcome::Unreadable(error.to_string()),
+        })
+        .collect();
+    let lines: Vec<String> = judge(&items, &outcomes).0.into_iter().map(|d| d.message).collect();
+    for l in &lines {
+        one_line("verifier log", &(log_text(l) + "\n"))?;
+    }
+    let (status, termination) = failure_texts(&lines, items.len());
+    one_line("verifier status", &(status_text(&status) + "\n"))?;
+    no_control("termination log", &termination, &['\n'])?;
+    if termination.lines().count() > lines.len() {
+        return Err(format!("the termination log has more lines than failures:\n{termination}"));
+    }
+    let waiting: Vec<(usize, Waiting)> = (0..items.len()).map(|i| (i, Waiting::Absent)).collect();
+    one_line("verifier status while waiting", &(status_text(&describe_wait(&items, &waiting, STATUS_MAX)) + "\n"))
+}
+
+/// Log lines (tracing's events on stderr, through the binary's writer).
+#[cfg(feature = "cli")]
+fn check_log(keys: &[String], error: &str) -> Result<(), String> {
+    use std::sync::{Arc, Mutex};
+    #[derive(Clone, Default)]
+    struct Sink(Arc<Mutex<Vec<u8>>>);
+    impl std::io::Write for Sink {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(b);
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let sink = Sink::default();
+    let writer = sink.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(move || crate::adapters::local::LogWriter(writer.clone()))
+        .with_target(false)
+        .with_ansi(false)
+        .without_time()
+        .finish();
+    tracing::subscriber::with_default(subscriber, || {
+        for k in keys {
+            tracing::warn!("{k}: {error}; retrying in 200ms");
+        }
+    });
+    let text = String::from_utf8_lossy(&sink.0.lock().unwrap()).into_owned();
+    no_control("log", &text, &['\n'])?;
+    if text.lines().count() != keys.len() {
+        return Err(format!("{} log lines for {} events:\n{text}", text.lines().count(), keys.len()));
+    }
+    Ok(())
+}
+
+/// Every outlet: each holds no control character but its own layout, each
+/// keeps its own structure (one line per log entry and annotation, one
+/// marker per comment, one sample per line), Markdown outlets show every
+/// field as itself and link or mention nothing.
+#[cfg(feature = "cli")]
+fn check_every_outlet(run: &Run) -> Result<(), String> {
+    let r = &run.report;
+    // stdout, in each format.
+    check_human(r, false)?;
+    check_markdown(r)?;
+    let json = format::format_report(r, Format::Json, false);
+    no_control("JSON report", &json, &['\n'])?;
+    // stderr: a tool failure naming a path, and the log.
+    let e = anyhow::anyhow!(run.error.clone()).context(format!("reading {}", run.path));
+    one_line("stderr", &crate::dispatch::error_text(&e))?;
+    check_log(&run.keys, &run.error)?;
+    // GitHub.
+    check_github_files(r)?;
+    check_comment(r)?;
+    let title = crate::app::revert::pr_title(&run.name, &run.version, &run.prev_version);
+    one_line("revert PR title", &(title.clone() + "\n"))?;
+    if let Some(p) = github_would_link(&title) {
+        return Err(format!("revert PR title: GitHub would link {p:?} in {title:?}"));
+    }
+    let facts = crate::app::revert::RevertFacts {
+        name: &run.name,
+        version: &run.version,
+        digest: "sha256:0",
+        prev_version: &run.prev_version,
+        prev_digest: "sha256:1",
+        path: &run.path,
+        branch: "bundlegate/revert-x",
+        verify_summary: &run.error,
+    };
+    let body = crate::app::revert::revert_body(&facts, Some(r));
+    let marker = format!("<!-- {} sha256:0 -->", crate::checks::revert::REVERT_MARKER);
+    let extra = Extra {
+        texts: vec![&run.name, &run.version, &run.prev_version, &run.path, &run.error],
+        code: vec![
+            "sha256:0",
+            "sha256:1",
+            "bundlegate/revert-x",
+            "--evidence report.json",
+            "bundlegate watch --format json",
+        ],
+        strong: 1,
+    };
+    let failed = Report {
+        steps: r.steps.iter().filter(|s| s.verdict >= super::Verdict::Inconclusive).cloned().collect(),
+        ..r.clone()
+    };
+    check_markdown_doc(&body, &[&marker], &failed, &extra).map_err(|e| format!("revert PR body: {e}"))?;
+    // The metrics file.
+    // Two audit steps of one label are one series: refused, nothing written.
+    match super::metrics::audit_metrics(r, 0) {
+        Ok(metrics) => no_control("metrics", &metrics, &['\n'])?,
+        Err(e) => {
+            let labels: Vec<String> = r
+                .steps
+                .iter()
+                .filter(|s| s.step == "audit")
+                .map(|s| super::escape::prometheus_label(&s.target))
+                .collect();
+            if labels.iter().collect::<BTreeSet<_>>().len() == labels.len() {
+                return Err(format!("metrics refused distinct labels {labels:?}: {e}"));
+            }
+        }
+    }
+    // The in-pod verifier.
+    check_verifier(&run.artifacts, &run.error)
+}
+
+#[cfg(feature = "cli")]
+proptest! {
+    #![proptest_config(crate::util::prop_config(256))]
+
+    /// Any string in any user-controlled field (artifact paths, store keys,
+    /// bundle name and versions, messages, every report field), ESC, BEL, a
+    /// lone CR, `\n::error::…`, `%0A`, `@team`, links, the hidden marker,
+    /// U+202E and NUL among them, reaches every outlet as that outlet's
+    /// text and nothing else.
+    #[test]
+    fn every_outlet_shows_any_text_as_text_and_nothing_else(run in run()) {
+        check_every_outlet(&run).map_err(TestCaseError::fail)?;
+    }
 }

@@ -533,3 +533,141 @@ fn merge_reads_coverage_from_the_steps_not_the_owned_list() {
     assert_eq!(out.code, 1, "{}", out.stdout);
     assert!(out.stdout.contains("which shard 1/2 does not own"), "{}", out.stdout);
 }
+
+/// The example plus one copy of v1 per folder name given as bytes, each
+/// with its own store folder (`copy0`, `copy1`, …).
+fn tree_in_folders(names: &[&[u8]]) -> Example {
+    use std::os::unix::ffi::OsStrExt;
+    let ex = Example::new();
+    for (i, name) in names.iter().enumerate() {
+        let folder = ex.path().join("llm-scratch").join(std::ffi::OsStr::from_bytes(name));
+        let store = format!("copy{i}");
+        copy_dir(&ex.path().join("llm-scratch/v1"), &folder);
+        copy_dir(&ex.store("v1"), &ex.store(&store));
+        edit_yaml(&folder.join("release.yaml"), |b| {
+            b["spec"]["model"]["storageUri"] = yaml(&format!("file:../../store/llm-scratch/{store}/"));
+        });
+    }
+    ex
+}
+
+/// Every sample line's series (`name{labels}`), each once.
+fn series_once(m: &str) -> BTreeSet<String> {
+    let mut seen = BTreeSet::new();
+    for l in m.lines().filter(|l| !l.starts_with('#') && !l.is_empty()) {
+        let (series, _) = l.rsplit_once(' ').unwrap();
+        assert!(seen.insert(series.to_string()), "series {series} twice:\n{m}");
+    }
+    seen
+}
+
+/// `promtool check metrics` (Prometheus' own reader and linter) on the file;
+/// skipped, saying why, only where promtool is not installed.
+fn promtool_accepts(file: &Path) {
+    let Ok(f) = std::fs::File::open(file) else { panic!("no metrics file {}", file.display()) };
+    match std::process::Command::new("promtool").args(["check", "metrics"]).stdin(f).output() {
+        Ok(o) => assert!(
+            o.status.success(),
+            "promtool check metrics refused {}:\n{}{}",
+            file.display(),
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        ),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            eprintln!("SKIPPED promtool check metrics: promtool is not installed (Debian: apt-get install prometheus)")
+        }
+        Err(e) => panic!("running promtool: {e}"),
+    }
+}
+
+/// Two bundles in folders whose names differ only in bytes that are not
+/// UTF-8 (Linux paths are bytes): a lossy name made them one metrics label
+/// (and one audit id), and of the two series Prometheus keeps the first, so
+/// one's drift could hide behind the other's health. Now two ids, two
+/// targets, two series: the drifted one says 1, and promtool reads the file.
+#[test]
+fn bundles_whose_folder_names_differ_only_in_bytes_that_are_not_utf8_are_two_series() {
+    let ex = tree_in_folders(&[b"v1-\xfe", b"v1-\xff"]);
+    let p = ex.store("copy1").join("clean_corpus.txt");
+    let mut b = std::fs::read(&p).unwrap();
+    b[0] ^= 1;
+    std::fs::write(&p, &b).unwrap();
+    let metrics = ex.path().join("audit.prom");
+    let reports = ex.path().join("reports");
+    let out =
+        audit(&ex, &["--cache", ex.path().join("c").to_str().unwrap(), "--metrics-file", metrics.to_str().unwrap()]);
+    assert_eq!(out.code, 1, "the drift is found: {}\n{}", out.stdout, out.stderr);
+    let audited: Vec<(String, String, String)> = out.json()["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["step"] == "audit")
+        .map(|s| {
+            let f = |k: &str| s[k].as_str().unwrap_or_default().to_string();
+            (f("target"), s["data"]["bundle"].as_str().unwrap().to_string(), f("verdict"))
+        })
+        .collect();
+    assert!(
+        audited.contains(&(
+            "./llm-scratch/v1-\\xff/release.yaml".into(),
+            "llm-scratch/v1-\\xff/release.yaml".into(),
+            "fail".into()
+        )) && audited.contains(&(
+            "./llm-scratch/v1-\\xfe/release.yaml".into(),
+            "llm-scratch/v1-\\xfe/release.yaml".into(),
+            "pass".into()
+        )),
+        "{audited:?}"
+    );
+    let m = std::fs::read_to_string(&metrics).unwrap();
+    let series = series_once(&m);
+    assert_eq!(series.iter().filter(|s| s.starts_with("bundlegate_audit_bundle_drifted{")).count(), 4, "{m}");
+    assert!(m.contains("bundlegate_audit_bundle_drifted{bundle=\"./llm-scratch/v1-\\\\xff/release.yaml\"} 1"), "{m}");
+    assert!(m.contains("bundlegate_audit_bundle_drifted{bundle=\"./llm-scratch/v1-\\\\xfe/release.yaml\"} 0"), "{m}");
+    promtool_accepts(&metrics);
+    // Sharded: two ids, each owned by exactly one shard, merged as one tree.
+    run_shards(&ex, 2, ex.path().join("c2").to_str().unwrap(), &reports);
+    let merged_metrics = ex.path().join("merged.prom");
+    let merged = run_in(
+        ex.path(),
+        &["report", "merge", "--format", "json", "reports/", "--metrics-file", merged_metrics.to_str().unwrap()],
+        &[],
+    );
+    assert_eq!(merged.code, 1, "{}\n{}", merged.stdout, merged.stderr);
+    assert!(merged.stdout.contains("all 4 bundles audited exactly once"), "{}", merged.stdout);
+    assert_eq!(series_once(&std::fs::read_to_string(&merged_metrics).unwrap()), series);
+    promtool_accepts(&merged_metrics);
+}
+
+/// Two audit steps of one bundle in a merge (a shard report given twice
+/// under two names): the metrics would hold its series twice. Nothing is
+/// written and the run is exit 2, naming both sources.
+#[test]
+fn metrics_that_would_hold_a_series_twice_are_refused_naming_both_sources() {
+    let ex = tree(1);
+    let reports = ex.path().join("reports");
+    run_shards(&ex, 2, ex.path().join("c").to_str().unwrap(), &reports);
+    let copy = ex.path().join("shard-0-again.json");
+    std::fs::copy(reports.join("shard-0.json"), &copy).unwrap();
+    let metrics = ex.path().join("audit.prom");
+    let out = run_in(
+        ex.path(),
+        &[
+            "report",
+            "merge",
+            "--format",
+            "json",
+            "reports/",
+            copy.to_str().unwrap(),
+            "--metrics-file",
+            metrics.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_eq!(out.code, 2, "{}\n{}", out.stdout, out.stderr);
+    assert!(!metrics.exists(), "nothing written");
+    let step = out.json()["steps"].as_array().unwrap().iter().find(|s| s["step"] == "metrics-file").cloned().unwrap();
+    let why = step["summary"].as_str().unwrap();
+    assert_eq!(step["verdict"], "error");
+    assert!(why.contains("twice") && why.contains("shard-0.json") && why.contains("shard-0-again.json"), "{why}");
+}

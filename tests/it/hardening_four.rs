@@ -334,3 +334,77 @@ fn lint_and_preflight_refuse_what_kubernetes_refuses_in_resources() {
         assert_eq!(out.diag(code)["field"], field, "{code}: {}", out.stdout);
     }
 }
+
+/// A name the outlets must show as text: ESC, BEL, a lone CR, a forged
+/// workflow command on its own line, GitHub's escape, a mention, a link,
+/// the sticky comment's marker, U+202E.
+const HOSTILE_NAME: &str =
+    "m\x1b[31m\x07\r\n::error::injected%0A@team[x](http://e)<!-- bundlegate:report part 1/1 -->\u{202e}";
+
+/// No control character but the layout's line feeds, and no line the
+/// Actions runner would read as a workflow command.
+fn only_text(what: &str, text: &str) {
+    let bad = |c: char| matches!(c, '\0'..='\x09' | '\x0b'..='\x1f' | '\x7f'..='\u{9f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
+    assert!(!text.chars().any(bad), "{what}: a control character reaches it:\n{text:?}");
+    assert!(!text.lines().any(|l| l.trim_start().starts_with("::")), "{what}: a forged workflow command:\n{text}");
+}
+
+/// The in-pod verifier names the bundle's artifact paths on stderr, in the
+/// status file the readiness probe prints and in the termination log
+/// `kubectl describe pod` shows: each as text, one line per entry.
+#[test]
+fn the_pod_verifier_shows_a_hostile_artifact_path_as_text_everywhere_it_writes() {
+    let ex = Example::new();
+    let root = ex.store("v2");
+    let mut m: serde_json::Value = serde_json::from_str(&crate::verify_files::manifest(&ex)).unwrap();
+    m["artifacts"][0]["path"] = HOSTILE_NAME.into();
+    let (term, marker) = (ex.path().join("termination-log"), ex.path().join("verified"));
+    let args = [
+        "verify-files",
+        "--root",
+        root.to_str().unwrap(),
+        "--termination-log",
+        term.to_str().unwrap(),
+        "--marker",
+        marker.to_str().unwrap(),
+    ];
+    let out = run_in(ex.path(), &args, &[("BUNDLEGATE_ARTIFACTS", &m.to_string())]);
+    assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
+    assert!(out.stderr.contains("::error::injected"), "the path is named: {}", out.stderr);
+    only_text("stderr", &out.stderr);
+    only_text("stdout", &out.stdout);
+    let term = std::fs::read_to_string(&term).unwrap();
+    assert!(term.starts_with("MISSING m\\u{1b}[31m\\u{7}\\r\\n::error::injected"), "{term}");
+    only_text("termination log", &term);
+    let status = std::fs::read_to_string(ex.path().join("verified.status")).unwrap();
+    assert_eq!(status.lines().count(), 1, "{status}");
+    only_text("status file", &status);
+    let probe = run_in(
+        ex.path(),
+        &["verify-files", "--ready", "--marker", marker.to_str().unwrap()],
+        &[("BUNDLEGATE_ARTIFACTS", &m.to_string())],
+    );
+    assert_eq!(probe.code, 1);
+    only_text("readiness probe", &format!("{}{}", probe.stdout, probe.stderr));
+}
+
+/// A tool failure on stderr and a log line (`-v`) naming a value the
+/// environment set (Argo CD's Application name): one line each, as text.
+#[test]
+fn a_failure_and_a_log_line_on_stderr_show_a_hostile_name_as_text() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run_in(
+        dir.path(),
+        &["-v", "argocd", "generate"],
+        &[("ARGOCD_APP_NAME", HOSTILE_NAME), ("ARGOCD_APP_NAMESPACE", "argocd")],
+    );
+    assert_eq!(out.code, 2, "{}\n{}", out.stdout, out.stderr);
+    let lines: Vec<&str> = out.stderr.lines().filter(|l| l.contains("::error::injected")).collect();
+    assert_eq!(lines.len(), 2, "the log line and the error, one line each:\n{}", out.stderr);
+    assert!(
+        lines.iter().any(|l| l.starts_with("error: ")) && lines.iter().any(|l| l.contains("INFO")),
+        "{}",
+        out.stderr
+    );
+    only_text("stderr", &out.stderr);
+}

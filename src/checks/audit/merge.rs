@@ -50,12 +50,20 @@ pub(crate) fn merge_shards(
     let mut out = Report::new("audit");
     out.duration_seconds = reports.iter().filter_map(|(_, r)| r.duration_seconds).reduce(f64::max);
     let mut steps: Vec<StepReport> = Vec::new();
-    for (_, r) in &reports {
+    for (name, r) in &reports {
         for s in &r.steps {
             if owns_nothing(s) {
                 continue;
             }
-            steps.push(s.clone());
+            let mut s = s.clone();
+            // Where it came from, for whoever finds it twice (the metrics writer).
+            if s.data.is_null() {
+                s.data = serde_json::json!({});
+            }
+            if let Some(o) = s.data.as_object_mut() {
+                o.insert("report".into(), name.clone().into());
+            }
+            steps.push(s);
         }
     }
     steps.sort_by(|a, b| a.target.cmp(&b.target));

@@ -61,7 +61,8 @@ pub(crate) fn parse_shard(s: &str, completion_index: Option<&str>) -> Result<Sha
 }
 
 /// One bundle as the assignment sees it: its id (path relative to the audited
-/// tree, `/`-separated) and the bytes its artifacts declare.
+/// tree, `/`-separated, named from the path's bytes losslessly, so two
+/// bundles are two ids) and the bytes its artifacts declare.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Item {
     pub id: String,
