@@ -186,7 +186,7 @@ codes! {
     ArgoRevisionUnknown => ("BG509", "argo-revision-unknown", "watch", Error,
         "The revisions Argo CD reports are not in the local repository (a shallow clone, a hydration branch), so whether they contain the merge commit cannot be told: INCONCLUSIVE, never FAIL, and never a revert.", MissingEvidence),
     ReleaseSuperseded => ("BG510", "release-superseded", "watch", Note,
-        "Argo CD moved on to a later commit that changed this bundle: the release is no longer the one git asks for. Its rollout is NOT CHECKED (the later commit's watch judges what runs) and it is never failed or reverted; in a repository of many models merges land minutes apart."),
+        "Argo CD synced a later commit at which the Application's source renders another release (the bundle edited in place, its folder or `current` link moved, the Application pointed elsewhere): this release is no longer the one git asks for. The watch is INCONCLUSIVE, naming that commit and release; its rollout, identity, downtime and canary steps are NOT RUN (the pods and the endpoint are the later release's, which its own watch judges), and it is never failed or reverted: in a repository of many models merges land minutes apart."),
     PodArtifactMismatch => ("BG530", "pod-artifact-mismatch", "watch", Error,
         "The files the model server opens are not the bytes git pins: missing, a different size (truncated or resumed download) or a different sha256 (overwritten object, stale node cache). The pod must never become Ready with them (docs/verify-on-start.md)."),
 
