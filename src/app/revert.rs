@@ -281,6 +281,25 @@ async fn verified_rollback_target(
     None
 }
 
+/// The revert commit's message. It is an outlet like the PR title: GitHub
+/// shows it, and its marker line is what refuses a revert of a revert, so
+/// every value from the bundles is one line with controls shown and links
+/// and mentions broken (a rollback path holding a line break and a forged
+/// marker would otherwise add a second marker line).
+fn commit_message(l: &Loaded, prev: &Loaded, rollback: &str, rel: &Path) -> String {
+    use crate::report::escape::{path_name, title};
+    format!(
+        "Revert {name} {v} to {pv}\n\nRelease {v} ({d}) failed its post-merge gates; this restores the verified\nprevious bundle {rbp} ({pd}) at {path}.\n\n{REVERT_MARKER} {d}\n",
+        name = title(&l.bundle.metadata.name),
+        v = title(&l.bundle.metadata.version),
+        pv = title(&prev.bundle.metadata.version),
+        d = title(&l.digest),
+        rbp = title(rollback),
+        pd = title(&prev.digest),
+        path = title(&path_name(rel)),
+    )
+}
+
 /// What a revert restores: the verified previous bundle at the bundle's path.
 struct RevertPlan {
     repo: git::Repository,
@@ -302,16 +321,7 @@ async fn open_revert(
 ) -> StepReport {
     let RevertPlan { repo, rel, prev, rollback, verify_summary } = plan;
     let branch = branch_name(l, rel, &prev.digest);
-    let message = format!(
-        "Revert {name} {v} to {pv}\n\nRelease {v} ({d}) failed its post-merge gates; this restores the verified\nprevious bundle {rbp} ({pd}) at {path}.\n\n{REVERT_MARKER} {d}\n",
-        name = l.bundle.metadata.name,
-        v = l.bundle.metadata.version,
-        pv = prev.bundle.metadata.version,
-        d = l.digest,
-        rbp = rollback,
-        pd = prev.digest,
-        path = rel.display(),
-    );
+    let message = commit_message(l, prev, rollback, rel);
     let git_result = git::commit_revert(repo, rel, &prev.text, &branch, &message)
         .and_then(|oid| Ok((oid, git::push_new_branch(repo, &args.remote, &branch)?)));
     let (oid, pushed) = match git_result {
@@ -514,6 +524,19 @@ mod tests {
         l.bundle.metadata.version = version.into();
         l.digest = digest.into();
         l
+    }
+
+    /// A value from the bundles never adds a line to the revert commit: the
+    /// marker line stays the one the commit was made with.
+    #[test]
+    fn the_revert_commit_message_holds_one_marker_whatever_the_values() {
+        let l = loaded("llm\nx", "v2\r\n@team", "sha256:aa");
+        let prev = loaded("llm", "v1", "sha256:bb");
+        let forged = format!("../v1/release.yaml\n{REVERT_MARKER} sha256:forged\n");
+        let m = commit_message(&l, &prev, &forged, Path::new("m/v2/\nrelease.yaml"));
+        assert_eq!(m.lines().filter(|x| x.starts_with(REVERT_MARKER)).count(), 1, "{m}");
+        assert!(m.ends_with(&format!("{REVERT_MARKER} sha256:aa\n")), "{m}");
+        assert_eq!(m.lines().count(), 6, "{m}");
     }
 
     proptest! {
