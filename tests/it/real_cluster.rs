@@ -5,7 +5,7 @@
 //! rollout creates.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use ::kube::api::{Api, DynamicObject, Patch, PatchParams};
@@ -667,6 +667,56 @@ fn application(name: &str, ns: &str, revision: &str, finished_at: &str) -> Value
     a
 }
 
+/// A kubeconfig that acts as a ServiceAccount bound to exactly the read
+/// access docs/watch.md says the watcher needs, and nothing more: get/list
+/// on Applications in `argocd`; on Deployments, ReplicaSets, Pods, Events,
+/// EndpointSlices, InferenceServices and Knative Services, Configurations
+/// and Revisions in the release's namespace. A request beyond it is a 403
+/// from the real RBAC authorizer, which the watch reports as an ERROR.
+async fn watcher_kubeconfig(c: &Cluster, client: &::kube::Client, ns: &str) -> PathBuf {
+    use k8s_openapi::api::authentication::v1::TokenRequest;
+    use k8s_openapi::api::core::v1::ServiceAccount;
+    let read = json!(["get", "list"]);
+    let objects = [
+        json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "bundlegate-watch", "namespace": ns}}),
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": {"name": "bundlegate-watch", "namespace": ns},
+        "rules": [
+            {"apiGroups": ["apps"], "resources": ["deployments", "replicasets"], "verbs": read},
+            {"apiGroups": [""], "resources": ["pods", "events"], "verbs": read},
+            {"apiGroups": ["discovery.k8s.io"], "resources": ["endpointslices"], "verbs": read},
+            {"apiGroups": ["serving.kserve.io"], "resources": ["inferenceservices"], "verbs": read},
+            {"apiGroups": ["serving.knative.dev"], "resources": ["services", "configurations", "revisions"], "verbs": read}
+        ]}),
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": {"name": "bundlegate-watch", "namespace": ns},
+               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "bundlegate-watch"},
+               "subjects": [{"kind": "ServiceAccount", "name": "bundlegate-watch", "namespace": ns}]}),
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": {"name": format!("bundlegate-watch-{ns}"), "namespace": "argocd"},
+               "rules": [{"apiGroups": ["argoproj.io"], "resources": ["applications"], "verbs": read}]}),
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": {"name": format!("bundlegate-watch-{ns}"), "namespace": "argocd"},
+               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": format!("bundlegate-watch-{ns}")},
+               "subjects": [{"kind": "ServiceAccount", "name": "bundlegate-watch", "namespace": ns}]}),
+    ];
+    for o in &objects {
+        apply(client, o, false).await.unwrap();
+    }
+    let tr: TokenRequest = serde_json::from_value(json!({"spec": {"expirationSeconds": 3600}})).unwrap();
+    let sa = Api::<ServiceAccount>::namespaced(client.clone(), ns);
+    let tr = sa
+        .create_subresource::<TokenRequest, TokenRequest>("token", "bundlegate-watch", &Default::default(), &tr)
+        .await
+        .unwrap();
+    let token = tr.status.expect("a token").token;
+    let admin = std::fs::read_to_string(&c.kubeconfig).unwrap();
+    let text: String = admin
+        .lines()
+        .map(|l| if l.trim_start().starts_with("token:") { format!("    token: {token}") } else { l.to_string() })
+        .collect::<Vec<_>>()
+        .join("\n");
+    let path = c.dir().join(format!("watcher-{ns}.kubeconfig"));
+    std::fs::write(&path, text + "\n").unwrap();
+    path
+}
+
 fn now_rfc3339() -> String {
     chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string()
 }
@@ -725,6 +775,23 @@ fn watch_passes_a_real_rollout_by_the_deployment_controller() {
         });
         let model = crate::watch::ModelService::start(identity);
         let url = model.url();
+        // The watch runs as a ServiceAccount with exactly the documented
+        // read access: a request beyond it would be refused (403).
+        let watcher = watcher_kubeconfig(c, &client, &ns).await;
+        {
+            // Not vacuous: that identity reads what the docs name and is
+            // refused anything else.
+            let kc = ::kube::config::Kubeconfig::read_from(&watcher).unwrap();
+            let cfg = ::kube::Config::from_custom_kubeconfig(kc, &Default::default()).await.unwrap();
+            let limited = ::kube::Client::try_from(cfg).unwrap();
+            let pods = Api::<k8s_openapi::api::core::v1::Pod>::namespaced(limited.clone(), &ns);
+            assert!(pods.list(&Default::default()).await.is_ok(), "the watcher lists pods");
+            let secrets = Api::<k8s_openapi::api::core::v1::Secret>::namespaced(limited, &ns);
+            match secrets.list(&Default::default()).await {
+                Err(::kube::Error::Api(e)) => assert_eq!(e.code, 403, "{e:?}"),
+                other => panic!("the watcher must not read secrets: {other:?}"),
+            }
+        }
         let mut cmd = std::process::Command::new(bin());
         cmd.current_dir(ex.path())
             .args(["watch", bundle, "--app", &app, "--app-namespace", "argocd", "--revision", &sha])
@@ -739,6 +806,7 @@ fn watch_passes_a_real_rollout_by_the_deployment_controller() {
         for (k, v) in c.env() {
             cmd.env(k, v);
         }
+        cmd.env("KUBECONFIG", &watcher);
         let watch = cmd.spawn().unwrap();
 
         // The sync: the rendered v2 applied, then the Application marked
