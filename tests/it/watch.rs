@@ -1,7 +1,8 @@
 //! Tests for `watch` and `revert` (issue #7).
 //!
-//! No kube-apiserver can be installed on these machines (TEST-INFRA.md), so
-//! the binary talks to a stand-in Kubernetes API (`standin::Cluster`) that
+//! These scripted timelines (a pod Pending, then Ready, at given seconds)
+//! run against a stand-in Kubernetes API (`standin::Cluster`; the real
+//! control plane's watch test is in `real_cluster.rs`) that
 //! serves Application, Deployment, ReplicaSet, Pod and Event objects in their
 //! real shapes from a scripted timeline and records every request (all must be
 //! GET). The model service is a real local HTTP server that can be stopped.
