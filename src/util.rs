@@ -82,6 +82,11 @@ pub(crate) fn human_bytes(n: u64) -> String {
     }
 }
 
+/// A sha256 as bundles, images and registries write it: 64 lowercase hex.
+pub(crate) fn is_sha256_hex(s: &str) -> bool {
+    s.len() == 64 && s.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
+
 pub(crate) fn sha256_hex(data: &[u8]) -> String {
     use sha2::Digest;
     hex::encode(sha2::Sha256::digest(data))

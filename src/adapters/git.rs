@@ -301,19 +301,30 @@ fn resolve(r: &Repository, rev: &str) -> Result<Oid> {
 /// UTF-8) its first bytes and why it cannot be read. Binary content (a NUL)
 /// is text to git2's heuristics only: it goes to the parser, which says
 /// where it is, as `argocd discover` does.
+/// The blob when its object header says it holds at most `max` bytes, else
+/// its size: an oversized blob (a model file committed by mistake) is never
+/// inflated whole just to learn how big it is.
+fn blob_within(r: &Repository, id: Oid, max: usize) -> Result<std::result::Result<git2::Blob<'_>, usize>> {
+    let odb = r.odb().context("opening the git object database")?;
+    let (size, _) = odb.read_header(id).with_context(|| format!("reading blob {id}"))?;
+    if size > max {
+        return Ok(Err(size));
+    }
+    Ok(Ok(r.find_blob(id).with_context(|| format!("reading blob {id}"))?))
+}
+
 fn blob_text(r: &Repository, id: Oid) -> Result<Option<Blob>> {
     if id.is_zero() {
         return Ok(None);
     }
-    // The size from the object header first: an oversized blob (a model file
-    // committed by mistake) is never inflated whole just to learn its size.
-    let odb = r.odb().context("opening the git object database")?;
-    let (size, _) = odb.read_header(id).with_context(|| format!("reading blob {id}"))?;
-    if size > MAX_BUNDLE_BYTES {
-        let why = format!("{size} bytes, over the limit of {MAX_BUNDLE_BYTES} bytes (4 MiB) for a bundle file");
-        return Ok(Some(Blob::Unreadable { head: oversized_head(r, &odb, id, size)?, why }));
-    }
-    let blob = r.find_blob(id).with_context(|| format!("reading blob {id}"))?;
+    let blob = match blob_within(r, id, MAX_BUNDLE_BYTES)? {
+        Ok(b) => b,
+        Err(size) => {
+            let why = format!("{size} bytes, over the limit of {MAX_BUNDLE_BYTES} bytes (4 MiB) for a bundle file");
+            let odb = r.odb().context("opening the git object database")?;
+            return Ok(Some(Blob::Unreadable { head: oversized_head(r, &odb, id, size)?, why }));
+        }
+    };
     let content = blob.content();
     Ok(Some(match std::str::from_utf8(content) {
         Ok(t) => Blob::Text(t.to_string()),
@@ -723,10 +734,16 @@ fn digest_and_path_at(
     let tree = commit.tree().map_err(|e| e.to_string())?;
     let (real, id) = resolve_blob(r, &tree, rel)
         .map_err(|why| format!("{} in {}: {why} (removed or moved)", rel.display(), short_id(commit.id())))?;
-    let blob = r.find_blob(id).map_err(|e| e.to_string())?;
-    if blob.size() as u64 > crate::adapters::bundle_files::FileKind::Bundle.max_bytes() {
-        return Err(format!("{} in {} is larger than a bundle may be", rel.display(), short_id(commit.id())));
-    }
+    let blob = match blob_within(r, id, MAX_BUNDLE_BYTES).map_err(|e| format!("{e:#}"))? {
+        Ok(b) => b,
+        Err(size) => {
+            return Err(format!(
+                "{} in {} is {size} bytes, over the limit of {MAX_BUNDLE_BYTES} bytes for a bundle file",
+                rel.display(),
+                short_id(commit.id())
+            ))
+        }
+    };
     let text = std::str::from_utf8(blob.content())
         .map_err(|_| format!("{} is not UTF-8 in {}", rel.display(), short_id(commit.id())))?;
     crate::bundle::parse(&real.display().to_string(), &real, text.to_string())
@@ -738,6 +755,15 @@ fn short_id(id: Oid) -> String {
     id.to_string()[..12].to_string()
 }
 
+/// What one bundle file renders at `commit`: its path after links and its
+/// release digest, or (at the path as given) why it cannot be read.
+fn rendered_at(r: &Repository, commit: &git2::Commit<'_>, rel: &Path) -> Rendered {
+    match digest_and_path_at(r, commit, rel) {
+        Ok((real, d)) => Rendered { path: real.display().to_string(), digest: Ok(d) },
+        Err(why) => Rendered { path: rel.display().to_string(), digest: Err(why) },
+    }
+}
+
 /// The dry (authored) commit a hydrated commit was rendered from, from the
 /// hydrator's own metadata: the `hydrator.metadata` file Argo CD's commit
 /// server writes at the root of each hydrated commit (`{"drySha": …}`), else
@@ -745,19 +771,16 @@ fn short_id(id: Oid) -> String {
 /// the note, not the branch). Bounded: the file is a few hundred bytes.
 fn hydrated_from(r: &Repository, c: &git2::Commit<'_>) -> Option<String> {
     const MAX: usize = 64 << 10;
+    let limits = crate::yaml_guard::Limits { max_bytes: MAX, ..crate::yaml_guard::Limits::WRITTEN };
     let parse = |bytes: &[u8]| -> Option<String> {
-        if bytes.len() > MAX {
-            return None;
-        }
-        // The one JSON reader: a `drySha` given twice is refused, not read
-        // as whichever one serde keeps.
-        let v: serde_json::Value =
-            crate::yaml_guard::json_from_slice("hydrator.metadata", bytes, &crate::yaml_guard::Limits::WRITTEN).ok()?;
+        // The one JSON reader, bounded: a `drySha` given twice is refused,
+        // not read as whichever one serde keeps.
+        let v: serde_json::Value = crate::yaml_guard::json_from_slice("hydrator.metadata", bytes, &limits).ok()?;
         let sha = v.get("drySha").or_else(|| v.get("drySHA"))?.as_str()?.trim().to_ascii_lowercase();
         (sha.len() >= 7 && sha.bytes().all(|b| b.is_ascii_hexdigit())).then_some(sha)
     };
     let tree = c.tree().ok()?;
-    let file = tree.get_path(Path::new("hydrator.metadata")).ok().and_then(|e| r.find_blob(e.id()).ok());
+    let file = tree.get_path(Path::new("hydrator.metadata")).ok().and_then(|e| blob_within(r, e.id(), MAX).ok()?.ok());
     if let Some(sha) = file.and_then(|b| parse(b.content())) {
         return Some(sha);
     }
@@ -819,13 +842,7 @@ pub(crate) fn history(bundle: &Path, merge: &str, revisions: &[String], sources:
             }
         };
         let rendered = match ancestry {
-            Ancestry::Same | Ancestry::Descendant => paths
-                .iter()
-                .map(|p| match digest_and_path_at(&r, c, p) {
-                    Ok((real, d)) => Rendered { path: real.display().to_string(), digest: Ok(d) },
-                    Err(why) => Rendered { path: p.display().to_string(), digest: Err(why) },
-                })
-                .collect(),
+            Ancestry::Same | Ancestry::Descendant => paths.iter().map(|p| rendered_at(&r, c, p)).collect(),
             _ => Vec::new(),
         };
         RevisionFacts { ancestry, rendered, hydrated_from: None }
@@ -865,9 +882,7 @@ pub(crate) fn rendered_on_branch(
     let paths = rendered_paths(rel, sources);
     for name in [format!("refs/remotes/{remote}/{branch}"), format!("refs/heads/{branch}"), "HEAD".to_string()] {
         if let Ok(c) = r.revparse_single(&name).and_then(|o| o.peel_to_commit()) {
-            let files =
-                paths.iter().map(|p| Rendered { path: p.display().to_string(), digest: digest_at(r, &c, p) }).collect();
-            return Ok((name, files));
+            return Ok((name, paths.iter().map(|p| rendered_at(r, &c, p)).collect()));
         }
     }
     Err(format!("neither {remote}/{branch}, {branch} nor HEAD resolves"))

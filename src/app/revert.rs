@@ -195,20 +195,11 @@ fn moved_on(
         Ok((at, files)) if files.is_empty() => {
             format!("refused: on {at} no source of the Application is rendered by bundlegate; a human decides")
         }
-        Ok((at, files)) => {
-            let what = files
-                .iter()
-                .map(|f| match &f.digest {
-                    Ok(d) => format!("{} is release {d}", f.path),
-                    Err(e) => format!("{}: {e}", f.path),
-                })
-                .collect::<Vec<_>>()
-                .join("; ");
-            format!(
-                "refused: on {at} {what} now, not {} whose evidence failed; reverting would undo the later release",
-                l.digest
-            )
-        }
+        Ok((at, files)) => format!(
+            "refused: on {at} {} now, not {} whose evidence failed; reverting would undo the later release",
+            crate::checks::watch::argo::describe_rendered(&files),
+            l.digest
+        ),
         Err(e) => format!("refused: the bundle on {} cannot be read ({e}); a human decides", base(args)),
     };
     let mut s = StepReport::not_run("revert", target, why);

@@ -16,10 +16,10 @@ use serde_json::json;
 
 use crate::adapters::filehash;
 use crate::adapters::local;
-use crate::checks::lint::is_sha256_hex;
 use crate::checks::pod_files::{self, describe_wait, Expected, Outcome, Seen, WaitState, Waiting};
 use crate::options::VerifyFilesOptions;
 use crate::report::{escape, Report, StepReport, Table, Verdict};
+use crate::util::is_sha256_hex;
 
 /// Cap on the env var's size: the list is small; a huge value is not ours.
 const MAX_MANIFEST_BYTES: usize = 4 << 20;

@@ -145,7 +145,7 @@ fn oci_reference(s: &str) -> Result<OciRef, String> {
     let (name, digest) = match s.split_once('@') {
         Some((n, d)) => {
             let hex = d.strip_prefix("sha256:").ok_or_else(|| format!("digest `{d}` is not `sha256:<64 hex>`"))?;
-            if hex.len() != 64 || !hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
+            if !crate::util::is_sha256_hex(hex) {
                 return Err(format!("digest `{d}` is not `sha256:<64 lowercase hex>`"));
             }
             (n, Some(d.to_string()))
@@ -162,11 +162,10 @@ fn oci_reference(s: &str) -> Result<OciRef, String> {
     if !host_ok(registry) {
         return Err(format!("registry `{registry}` is not a host name (with an optional port)"));
     }
-    // A `:` after the last `/` starts the tag.
-    let (repository, tag) = match path.rsplit_once('/').map_or(path.split_once(':'), |(_, last)| {
-        last.split_once(':').map(|(_, t)| (&path[..path.len() - t.len() - 1], t))
-    }) {
-        Some((r, t)) => (r, Some(t)),
+    // A `:` in the last `/` segment starts the tag.
+    let last = path.rfind('/').map_or(0, |i| i + 1);
+    let (repository, tag) = match path[last..].find(':') {
+        Some(i) => (&path[..last + i], Some(&path[last + i + 1..])),
         None => (path, None),
     };
     let component_ok = |c: &str| {

@@ -7,10 +7,7 @@ use crate::bundle::{self, ArtifactRole, Loaded};
 use crate::checks::rollback::{RollbackStatus, Unusable};
 use crate::diag::Code;
 use crate::diag::Diagnostic;
-
-pub(crate) fn is_sha256_hex(s: &str) -> bool {
-    s.len() == 64 && s.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-}
+use crate::util::is_sha256_hex;
 
 pub(crate) fn image_pinned(image: &str) -> bool {
     match image.rsplit_once("@sha256:") {

@@ -28,17 +28,11 @@ pub fn manifest(name: &str, bytes: &[u8]) -> Result<Manifest> {
         bail!("{name}: media type `{t}` is not an OCI image manifest ({IMAGE_MANIFEST})");
     }
     for d in std::iter::once(&m.config).chain(&m.layers) {
-        if !is_sha256(&d.digest) {
+        if !d.digest.strip_prefix("sha256:").is_some_and(crate::util::is_sha256_hex) {
             bail!("{name}: digest `{}` of a `{}` is not `sha256:<64 lowercase hex>`", d.digest, d.media_type);
         }
     }
     Ok(m)
-}
-
-/// `sha256:` followed by 64 lowercase hex digits.
-pub fn is_sha256(d: &str) -> bool {
-    d.strip_prefix("sha256:")
-        .is_some_and(|h| h.len() == 64 && h.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')))
 }
 
 #[cfg(test)]

@@ -203,8 +203,9 @@ fn renders(f: &RevisionFacts, release: &str) -> bool {
     f.rendered.iter().any(|r| r.digest.as_deref() == Ok(release))
 }
 
-fn rendered_text(f: &RevisionFacts) -> String {
-    f.rendered
+/// What a set of bundle files renders, in words (`p is release d; …`).
+pub(crate) fn describe_rendered(rendered: &[Rendered]) -> String {
+    rendered
         .iter()
         .map(|r| match &r.digest {
             Ok(d) => format!("{} is release {d}", r.path),
@@ -212,6 +213,10 @@ fn rendered_text(f: &RevisionFacts) -> String {
         })
         .collect::<Vec<_>>()
         .join("; ")
+}
+
+fn rendered_text(f: &RevisionFacts) -> String {
+    describe_rendered(&f.rendered)
 }
 
 /// How `rev` relates to this release (`release`: its digest). Argo CD

@@ -29,7 +29,7 @@ pub(crate) fn default_window_s(readiness_period_s: Option<u32>, failure_threshol
 /// A pod of the release as first seen in the window: its containers'
 /// restart counts then (zero for a pod created during the window: every
 /// restart it shows happened inside it), and whether it had already ended.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 struct Tracked {
     restarts: BTreeMap<String, u32>,
     ended_at_start: bool,
@@ -167,23 +167,21 @@ impl RolloutWatch {
     /// deletion: a drain or a rollout restart deletes pods gracefully), is
     /// reported once per pod and container.
     fn track(&mut self, st: &ServiceState) {
-        let window_s = self.window_s;
-        for p in self.release_pods(st) {
+        let pods = self.release_pods(st);
+        let RolloutWatch { seen, reported, storm, window_s, .. } = self;
+        for p in pods {
             let key = key_of(p);
-            let t = self
-                .seen
-                .entry(key.clone())
-                .or_insert_with(|| Tracked { restarts: BTreeMap::new(), ended_at_start: false })
-                .clone();
+            let t =
+                seen.entry(key.clone()).or_insert_with(|| Tracked { restarts: BTreeMap::new(), ended_at_start: false });
             for c in &p.containers {
                 let was = t.restarts.get(&c.name).copied().unwrap_or(0);
-                if c.restarts > was && self.reported.insert((key.clone(), c.name.clone())) {
-                    self.storm.push(restart_diagnostic(p, c, was, window_s));
+                if c.restarts > was && reported.insert((key.clone(), c.name.clone())) {
+                    storm.push(restart_diagnostic(p, c, was, *window_s));
                 }
             }
             if let Some(why) = p.ended.as_deref().filter(|_| !p.terminating && !t.ended_at_start) {
-                if self.reported.insert((key.clone(), String::new())) {
-                    self.storm.push(ended_diagnostic(p, why, window_s));
+                if reported.insert((key.clone(), String::new())) {
+                    storm.push(ended_diagnostic(p, why, *window_s));
                 }
             }
         }
