@@ -189,6 +189,9 @@ enum Answer {
     Bound(String),
     /// Left Pending: the first sentence of its message.
     Pending(String),
+    /// Never created: the ReplicaSet controller's create was refused by
+    /// quota admission (its ReplicaFailure message).
+    Refused(String),
 }
 
 /// What preflight says where the scheduler leaves the pod Pending.
@@ -206,9 +209,12 @@ struct Case {
     /// affinity) to the node of this name, and reads the model from it, so
     /// the Deployment also runs the file verifier as a native sidecar.
     volume_on: Option<&'static str>,
-    /// The scheduler's answer, as it words it. The cluster holds the case's
+    /// A ResourceQuota's `spec.hard` in the case's namespace.
+    quota: Option<Value>,
+    /// The scheduler's answer, as it words it (none for a generated case:
+    /// there, only the agreement is checked). The cluster holds the case's
     /// nodes and `system-0` (no GPU label), nothing else.
-    expect: Answer,
+    expect: Option<Answer>,
     /// Preflight's finding when the pod stays Pending.
     code: &'static str,
 }
@@ -221,12 +227,29 @@ fn pending(summary: &str) -> Answer {
     Answer::Pending(summary.into())
 }
 
+fn refused(summary: &str) -> Answer {
+    Answer::Refused(summary.into())
+}
+
+/// What preflight says where quota admission refuses the pod.
+const QUOTA_CODE: &str = "BG202";
+/// The words of the API server's quota refusal, as far as they are the
+/// same for every case (the pod's generated name comes before them).
+const GPU_QUOTA: &str = "exceeded quota: limits, requested: requests.nvidia.com/gpu=1, used: requests.nvidia.com/gpu=1, limited: requests.nvidia.com/gpu=1";
+
 const NO_SELECTOR: &str = "node(s) didn't match Pod's node affinity/selector";
 
 fn cases() -> Vec<Case> {
     let taint = |k: &str, v: &str, e: &str| json!({"key": k, "value": v, "effect": e});
-    let case =
-        |name, nodes, v1_running, expect| Case { name, nodes, v1_running, volume_on: None, expect, code: PENDING_CODE };
+    let case = |name, nodes, v1_running, expect| Case {
+        name,
+        nodes,
+        v1_running,
+        volume_on: None,
+        quota: None,
+        expect: Some(expect),
+        code: PENDING_CODE,
+    };
     vec![
         // The shipped single-gpu story: v1 holds the only GPU.
         case(
@@ -265,9 +288,7 @@ fn cases() -> Vec<Case> {
             pending(&format!("0/3 nodes are available: 1 Insufficient nvidia.com/gpu, 2 {NO_SELECTOR}")),
         ),
         // Both filters fail on b: the scheduler counts it under the taint
-        // (TaintToleration runs before NodeAffinity), preflight's evidence
-        // under the selector ("2 didn't match Pod's node selector"); the
-        // verdict and the count of available nodes agree.
+        // (TaintToleration runs before NodeAffinity), and so does preflight.
         case(
             "taint-and-label",
             vec![
@@ -330,6 +351,17 @@ fn cases() -> Vec<Case> {
             )
         },
         case("first", vec![gpu_node("a")], false, bound("a")),
+        // Quota admission refuses the surge pod before any scheduler sees
+        // it: the ReplicaSet controller's create fails, nothing is Pending.
+        Case {
+            quota: Some(json!({"requests.nvidia.com/gpu": "1"})),
+            code: QUOTA_CODE,
+            ..case("quota-gpu", vec![gpu_node("a"), gpu_node("b")], true, refused(GPU_QUOTA))
+        },
+        Case {
+            quota: Some(json!({"requests.nvidia.com/gpu": "2", "requests.cpu": "4"})),
+            ..case("quota-room", vec![gpu_node("a"), gpu_node("b")], true, bound("b"))
+        },
     ]
 }
 
@@ -493,10 +525,76 @@ async fn clean_up_nodes(client: &::kube::Client, ns: &str, nodes: &[NodeSpec]) {
     .await;
 }
 
+/// A ResourceQuota `limits` with `hard` in `ns`, once the quota controller
+/// has written its status (admission refuses every pod while it has none).
+async fn make_quota(client: &::kube::Client, ns: &str, hard: &Value) {
+    use k8s_openapi::api::core::v1::ResourceQuota;
+    let q: ResourceQuota =
+        serde_json::from_value(json!({"metadata": {"name": "limits", "namespace": ns}, "spec": {"hard": hard}}))
+            .unwrap();
+    let api = Api::<ResourceQuota>::namespaced(client.clone(), ns);
+    api.create(&Default::default(), &q).await.unwrap();
+    poll(&format!("quota limits in {ns} has a status"), Duration::from_secs(60), || async {
+        let q = api.get("limits").await.ok()?;
+        q.status?.hard.filter(|h| !h.is_empty()).map(|_| ())
+    })
+    .await;
+}
+
+/// What became of the pod of `version`: bound, Pending (the scheduler's
+/// words), or never created (the ReplicaSet's ReplicaFailure message, from
+/// "exceeded quota" on).
+async fn outcome(client: &::kube::Client, ns: &str, version: &str) -> Answer {
+    use k8s_openapi::api::apps::v1::ReplicaSet;
+    let lp = ::kube::api::ListParams::default().labels(&format!("bundlegate.dev/release-version={version}"));
+    let sets = Api::<ReplicaSet>::namespaced(client.clone(), ns);
+    poll(&format!("what became of the {version} pod in {ns}"), Duration::from_secs(60), || async {
+        if !pods_of(client, ns, version).await.is_empty() {
+            return Some(scheduled(client, ns, version).await);
+        }
+        let rs = sets.list(&lp).await.ok()?;
+        let failure = rs
+            .items
+            .iter()
+            .flat_map(|r| r.status.iter().flat_map(|s| s.conditions.iter().flatten()))
+            .find(|c| c.type_ == "ReplicaFailure" && c.status == "True")?;
+        let m = failure.message.clone().unwrap_or_default();
+        Some(Answer::Refused(m.find("exceeded quota").map_or(m.clone(), |i| m[i..].to_string())))
+    })
+    .await
+}
+
+/// The reasons of a "0/N nodes are available: …" line, by kind, counted:
+/// the scheduler's words ("node(s) had untolerated taint(s)") and
+/// preflight's (which names the taint) map to the same kind.
+fn reason_kinds(line: &str) -> (String, BTreeMap<String, usize>) {
+    let (head, reasons) = line.split_once(": ").unwrap_or((line, ""));
+    let mut kinds = BTreeMap::new();
+    for r in reasons.split(", ").filter(|r| !r.is_empty()) {
+        let (n, text) = r.split_once(' ').unwrap_or(("0", r));
+        let kind = if text.starts_with("Insufficient ") {
+            text.to_string()
+        } else if text.contains("untolerated taint") {
+            "taint".into()
+        } else if text.contains("node affinity/selector") || text.contains("node selector") {
+            "selector".into()
+        } else if text.contains("unschedulable") {
+            "cordoned".into()
+        } else if text.contains("PersistentVolume's node affinity") || text.contains("(PV node affinity)") {
+            "volume node affinity".into()
+        } else {
+            text.to_string()
+        };
+        *kinds.entry(kind).or_insert(0) += n.parse::<usize>().unwrap_or(0);
+    }
+    (head.to_string(), kinds)
+}
+
 /// One case end to end: node `a`, v1 running on it (scheduled and made Ready
 /// by the real controllers and kwok), the other nodes, `preflight --live` on
-/// v2, then v2 applied and the scheduler's answer for the surge pod.
-/// Returns the line the two answers make, or why they disagree.
+/// v2, then v2 applied and what the API server and the scheduler did with
+/// the surge pod. Returns the line the two answers make, or why they
+/// disagree.
 fn run_case(c: &Cluster, case: &Case) -> Result<String, String> {
     block_on(async {
         let client = c.client().await;
@@ -505,6 +603,9 @@ fn run_case(c: &Cluster, case: &Case) -> Result<String, String> {
         make_nodes(&client, &ns, &first).await;
         if let Some(on) = case.volume_on {
             make_volume(&client, &ns, on).await;
+        }
+        if let Some(hard) = &case.quota {
+            make_quota(&client, &ns, hard).await;
         }
         let ex = example_in(&ns, "deployment", |v| {
             at(v, "spec.serving.nodeSelector").as_mapping_mut().unwrap().insert(CASE_LABEL.into(), ns.clone().into());
@@ -525,6 +626,17 @@ fn run_case(c: &Cluster, case: &Case) -> Result<String, String> {
                 pods.first().and_then(|p| condition(p, "Ready")).filter(|c| c["status"] == "True").map(|_| ())
             })
             .await;
+            if case.quota.is_some() {
+                // Preflight reads the quota's status.used: wait until the
+                // quota controller counts v1's pod.
+                use k8s_openapi::api::core::v1::ResourceQuota;
+                let api = Api::<ResourceQuota>::namespaced(client.clone(), &ns);
+                poll(&format!("{}: quota counts v1", case.name), Duration::from_secs(60), || async {
+                    let used = api.get("limits").await.ok()?.status?.used?;
+                    used.values().any(|q| q.0 != "0").then_some(())
+                })
+                .await;
+            }
         }
         make_nodes(&client, &ns, &rest).await;
 
@@ -544,33 +656,56 @@ fn run_case(c: &Cluster, case: &Case) -> Result<String, String> {
             .find(|e| e.contains(" nodes are available: "));
 
         roll_out(&client, &ex, &ex.v2()).await;
-        let answer = scheduled(&client, &ns, "v2").await;
+        let answer = outcome(&client, &ns, "v2").await;
         clean_up(&client, &ns, case).await;
 
-        let line = format!("{}: preflight {verdict} {codes:?}; scheduler {answer:?}", case.name);
-        // Never PASS where the scheduler leaves the pod Pending, never FAIL
-        // where it places it.
-        let agree = matches!((&answer, verdict.as_str()), (Answer::Bound(_), "pass") | (Answer::Pending(_), "fail"));
-        if !agree {
-            return Err(format!("DISAGREE {line}\npreflight said:\n{}", out.stdout));
-        }
-        if answer != case.expect {
-            return Err(format!("{line}\nexpected the scheduler to answer {:?}", case.expect));
+        let line = format!("{}: preflight {verdict} {codes:?}; cluster {answer:?}", case.name);
+        judge(case, &answer, &verdict, &codes, preflight_line.as_deref())
+            .map_err(|why| format!("{why}\n{line}\npreflight said:\n{}", out.stdout))?;
+        Ok(match preflight_line {
+            Some(p) if matches!(answer, Answer::Pending(_)) => format!("{line}; preflight's evidence {p:?}"),
+            _ => line,
+        })
+    })
+}
+
+/// Whether preflight's answer is the cluster's: never PASS where the pod is
+/// left Pending or refused, never FAIL where it is placed; the finding that
+/// names the cause (quota, scheduling); and where both say Pending, the same
+/// count of available nodes of the same total and the same reasons, each
+/// node counted under the same filter.
+fn judge(case: &Case, answer: &Answer, verdict: &str, codes: &[String], line: Option<&str>) -> Result<(), String> {
+    let has = |c: &str| codes.iter().any(|x| x == c);
+    match (answer, verdict) {
+        (Answer::Bound(_), "pass") => {}
+        (Answer::Refused(_), "fail") if has(QUOTA_CODE) => {}
+        (Answer::Pending(_), "fail") if has(PENDING_CODE) || has(NO_NODE_CODE) => {}
+        _ => return Err("DISAGREE".into()),
+    }
+    if let Some(expect) = &case.expect {
+        let same = match (answer, expect) {
+            (Answer::Refused(got), Answer::Refused(want)) => got.starts_with(want.as_str()),
+            _ => answer == expect,
+        };
+        if !same {
+            return Err(format!("expected the cluster to answer {expect:?}"));
         }
         let want: Vec<&str> = if verdict == "fail" { vec![case.code] } else { vec![] };
         if codes != want {
-            return Err(format!("{line}\nexpected preflight's findings {want:?}"));
+            return Err(format!("expected preflight's findings {want:?}"));
         }
-        // Where both say Pending, they count the same nodes available of the same total.
-        if let (Answer::Pending(m), Some(p)) = (&answer, &preflight_line) {
-            let head = |s: &str| s.split(':').next().unwrap_or("").to_string();
-            if head(m) != head(p) {
-                return Err(format!("{line}\npreflight counted {p:?}"));
-            }
-            return Ok(format!("{line}; preflight's evidence {p:?}"));
+    }
+    if let Answer::Pending(m) = answer {
+        let Some(p) = line else { return Err("preflight gave no \"nodes are available\" line".into()) };
+        if reason_kinds(m) != reason_kinds(p) {
+            return Err(format!(
+                "the reasons differ: the scheduler {:?}, preflight {:?}",
+                reason_kinds(m),
+                reason_kinds(p)
+            ));
         }
-        Ok(line)
-    })
+    }
+    Ok(())
 }
 
 fn panic_text(e: &(dyn std::any::Any + Send)) -> String {
@@ -622,22 +757,166 @@ fn preflight_agrees_with_the_real_scheduler() {
     let Some(c) = real() else { return };
     let _nodes = cluster::nodes_lock();
     block_on(async { system_pods(&c.client().await).await });
-    let mut results: BTreeMap<&str, Result<String, String>> = BTreeMap::new();
-    for case in cases() {
-        let t = std::time::Instant::now();
-        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_case(c, &case)))
-            .unwrap_or_else(|e| Err(format!("panicked: {}", panic_text(&*e))));
-        eprintln!("{} in {:.1}s", case.name, t.elapsed().as_secs_f64());
-        results.insert(case.name, r);
-    }
     let mut failed = Vec::new();
-    for (name, r) in &results {
-        match r {
-            Ok(line) => eprintln!("{line}"),
-            Err(e) => failed.push(format!("{name}: {e}")),
+    let cases = cases();
+    for case in &cases {
+        if let Err(e) = run_timed(c, case) {
+            failed.push(format!("{}: {e}", case.name));
         }
     }
-    assert!(failed.is_empty(), "{} of {} cases:\n{}", failed.len(), results.len(), failed.join("\n\n"));
+    assert!(failed.is_empty(), "{} of {} cases:\n{}", failed.len(), cases.len(), failed.join("\n\n"));
+}
+
+/// A case run with its time and line printed; a panic is its failure.
+fn run_timed(c: &Cluster, case: &Case) -> Result<String, String> {
+    let t = std::time::Instant::now();
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_case(c, case)))
+        .unwrap_or_else(|e| Err(format!("panicked: {}", panic_text(&*e))));
+    match &r {
+        Ok(line) => eprintln!("{line} ({:.1}s)", t.elapsed().as_secs_f64()),
+        Err(e) => eprintln!("{}: FAILED ({:.1}s): {e}", case.name, t.elapsed().as_secs_f64()),
+    }
+    r
+}
+
+/// A node of a generated layout.
+#[derive(Debug, Clone)]
+struct GenNode {
+    gpus: u32,
+    gpu_label: bool,
+    taint: Option<&'static str>,
+    cordoned: bool,
+    cpu: &'static str,
+    memory: &'static str,
+}
+
+/// A generated cluster layout: up to three nodes, v1 running or not, the
+/// model's volume pinned to one of them (or to a node that does not exist),
+/// a quota on GPUs or CPU.
+#[derive(Debug, Clone)]
+struct Layout {
+    nodes: Vec<GenNode>,
+    v1_running: bool,
+    /// An index into `nodes`; `nodes.len()` is a node that does not exist.
+    volume_on: Option<usize>,
+    quota: Option<(&'static str, &'static str)>,
+}
+
+const NODE_NAMES: [&str; 3] = ["a", "b", "c"];
+
+fn layouts() -> impl proptest::strategy::Strategy<Value = Layout> {
+    use proptest::prelude::*;
+    // The quantities sit on both sides of what the pod asks (2 cpu and
+    // 8Gi; with the verifier sidecar 2100m and 8256Mi) and what v1 holds.
+    let node = (
+        0u32..=2,
+        proptest::bool::weighted(0.8),
+        proptest::option::weighted(0.3, proptest::sample::select(vec!["NoSchedule", "NoExecute", "PreferNoSchedule"])),
+        proptest::bool::weighted(0.1),
+        proptest::sample::select(vec!["1999m", "2", "2100m", "16"]),
+        proptest::sample::select(vec!["8Gi", "8255Mi", "8256Mi", "64Gi"]),
+    )
+        .prop_map(|(gpus, gpu_label, taint, cordoned, cpu, memory)| GenNode {
+            gpus,
+            gpu_label,
+            taint,
+            cordoned,
+            cpu,
+            memory,
+        });
+    let quota = proptest::option::weighted(
+        0.3,
+        proptest::sample::select(vec![
+            ("requests.nvidia.com/gpu", "1"),
+            ("requests.nvidia.com/gpu", "2"),
+            ("requests.cpu", "3"),
+            ("requests.cpu", "5"),
+        ]),
+    );
+    (proptest::collection::vec(node, 1..=3), any::<bool>(), proptest::option::weighted(0.3, 0usize..=3), quota)
+        .prop_map(|(mut nodes, v1_running, volume_on, quota)| {
+            let mut volume_on = volume_on.map(|i| i.min(nodes.len()));
+            if v1_running {
+                // v1 must run somewhere: node a is made to hold it, and
+                // the volume it mounts reaches a.
+                nodes[0] = GenNode {
+                    gpus: nodes[0].gpus.max(1),
+                    gpu_label: true,
+                    taint: None,
+                    cordoned: false,
+                    cpu: "16",
+                    memory: "64Gi",
+                };
+                volume_on = volume_on.map(|_| 0);
+            }
+            Layout { nodes, v1_running, volume_on, quota }
+        })
+}
+
+impl Layout {
+    fn case(&self) -> Case {
+        let nodes = self
+            .nodes
+            .iter()
+            .zip(NODE_NAMES)
+            .map(|(n, name)| NodeSpec {
+                name,
+                cpu: n.cpu,
+                memory: n.memory,
+                gpus: n.gpus,
+                gpu_label: n.gpu_label,
+                taints: n
+                    .taint
+                    .map(|e| json!({"key": "dedicated", "value": "training", "effect": e}))
+                    .into_iter()
+                    .collect(),
+                cordoned: n.cordoned,
+            })
+            .collect();
+        Case {
+            name: "gen",
+            nodes,
+            v1_running: self.v1_running,
+            volume_on: self.volume_on.map(|i| NODE_NAMES.get(i).copied().unwrap_or("elsewhere")),
+            quota: self.quota.map(|(k, v)| json!({k: v})),
+            expect: None,
+            code: PENDING_CODE,
+        }
+    }
+}
+
+/// The property over generated layouts (nodes with and without GPUs, room,
+/// labels, taints of each effect, cordons; the model's volume pinned to a
+/// node or to none that exists; GPU and CPU quotas; v1 running or not):
+/// preflight never says PASS where the real scheduler leaves the surge pod
+/// Pending or quota admission refuses it, never FAIL where it is placed,
+/// and where both say Pending they count each node under the same reason.
+/// `BUNDLEGATE_SCHED_PROP_CASES` layouts per run (default 24, about a second
+/// each); the seed is printed, and `BUNDLEGATE_SCHED_PROP_SEED` replays it.
+#[test]
+fn preflight_agrees_with_the_real_scheduler_on_generated_layouts() {
+    use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestRng, TestRunner};
+    let Some(c) = real() else { return };
+    let _nodes = cluster::nodes_lock();
+    block_on(async { system_pods(&c.client().await).await });
+    let cases = std::env::var("BUNDLEGATE_SCHED_PROP_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(24);
+    let seed: u64 =
+        std::env::var("BUNDLEGATE_SCHED_PROP_SEED").ok().and_then(|v| v.parse().ok()).unwrap_or_else(|| {
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64
+        });
+    eprintln!("generated layouts: {cases} cases, BUNDLEGATE_SCHED_PROP_SEED={seed}");
+    let mut bytes = [0u8; 32];
+    bytes[..8].copy_from_slice(&seed.to_le_bytes());
+    // No failure file (the source tree stays clean) and few shrink steps:
+    // each one is a layout made and torn down on the real cluster.
+    let config = Config { cases, max_shrink_iters: 16, failure_persistence: None, ..Config::default() };
+    let mut runner = TestRunner::new_with_rng(config, TestRng::from_seed(RngAlgorithm::ChaCha, &bytes));
+    let r = runner.run(&layouts(), |layout| {
+        run_timed(c, &layout.case()).map(|_| ()).map_err(|e| TestCaseError::fail(format!("{layout:?}\n{e}")))
+    });
+    if let Err(e) = r {
+        panic!("BUNDLEGATE_SCHED_PROP_SEED={seed}: {e}");
+    }
 }
 
 // ---- watch over a real rollout -----------------------------------------------------------------

@@ -185,6 +185,7 @@ pub(super) fn tally(st: &ClusterState, name: &str, ns: &str, incomplete: &mut Ve
     Usage { alloc, used, pod_count, notable, current, unbound_current }
 }
 
+#[derive(Clone)]
 pub(super) struct NodeEval {
     pub idx: usize,
     /// Why the pod cannot go there regardless of load (selector, taint, …).
@@ -193,6 +194,9 @@ pub(super) struct NodeEval {
     pub fits: u64,
     /// (resource, allocatable, requested, pod needs) for each short resource.
     pub short: Vec<(String, i128, i128, i128)>,
+    /// The resources short on a node excluded only by a volume's node
+    /// affinity: the scheduler names these, not the volume.
+    pub short_first: Vec<String>,
 }
 
 /// The nodes with no filter against the new pod.
@@ -218,6 +222,14 @@ pub(super) fn evaluate_nodes(cx: &Rollout, usage: &Usage, pv_terms: &[(&str, &Pv
         if n.unschedulable && !tolerations.iter().any(|t| tolerates(t, &unsched)) {
             excluded.push("unschedulable (cordoned)".into());
         }
+        // In the scheduler's filter order (NodeUnschedulable, TaintToleration,
+        // NodeAffinity, NodeResourcesFit, VolumeBinding): its message counts
+        // each node under the first filter that rejects it, and so does ours.
+        for t in n.taints.iter().filter(|t| t.effect == "NoSchedule" || t.effect == "NoExecute") {
+            if !tolerations.iter().any(|tol| tolerates(tol, t)) {
+                excluded.push(format!("untolerated taint {t}"));
+            }
+        }
         for (k, v) in &s.node_selector {
             match n.labels.get(k) {
                 Some(x) if x == v => {}
@@ -225,22 +237,24 @@ pub(super) fn evaluate_nodes(cx: &Rollout, usage: &Usage, pv_terms: &[(&str, &Pv
                 None => excluded.push(format!("nodeSelector {k}={v} (label absent)")),
             }
         }
-        for t in n.taints.iter().filter(|t| t.effect == "NoSchedule" || t.effect == "NoExecute") {
-            if !tolerations.iter().any(|tol| tolerates(tol, t)) {
-                excluded.push(format!("untolerated taint {t}"));
-            }
-        }
-        for (claim, pv) in pv_terms {
-            if !pv.node_affinity.iter().any(|term| term.matches(n)) {
-                excluded.push(format!("volume {} of claim {claim} cannot attach here (PV node affinity)", pv.name));
-            }
-        }
+        // Resources are filtered before volumes: a node both short and out of
+        // the volume's reach counts as short, as the scheduler counts it.
         let (fits, short) = if excluded.is_empty() {
             usage.free_on(ni, &cx.req, &usage.used[ni], usage.pod_count[ni])
         } else {
             (0, Vec::new())
         };
-        evals.push(NodeEval { idx: ni, excluded, fits, short });
+        for (claim, pv) in pv_terms {
+            if !pv.node_affinity.iter().any(|term| term.matches(n)) {
+                excluded.push(format!("volume {} of claim {claim} cannot attach here (PV node affinity)", pv.name));
+            }
+        }
+        let (fits, short, short_first) = match (excluded.is_empty(), fits) {
+            (true, _) => (fits, short, Vec::new()),
+            (false, 0) => (0, Vec::new(), short.into_iter().map(|(k, ..)| k).collect()),
+            (false, _) => (0, Vec::new(), Vec::new()),
+        };
+        evals.push(NodeEval { idx: ni, excluded, fits, short, short_first });
     }
     evals
 }
@@ -251,7 +265,11 @@ pub(super) fn scheduler_line(evals: &[NodeEval]) -> String {
     let eligible = eligible(evals);
     let mut reasons: BTreeMap<String, usize> = BTreeMap::new();
     for e in evals {
-        if let Some(first) = e.excluded.first() {
+        if !e.short_first.is_empty() {
+            for k in &e.short_first {
+                *reasons.entry(format!("Insufficient {k}")).or_insert(0) += 1;
+            }
+        } else if let Some(first) = e.excluded.first() {
             let kind = if first.starts_with("untolerated taint") {
                 first.clone()
             } else if first.starts_with("nodeSelector") {

@@ -279,6 +279,30 @@ fn cordons_and_taints_exclude_as_the_scheduler_does() {
     assert_eq!(codes(&o), Vec::<&str>::new(), "{}", text(&o));
 }
 
+/// A node both tainted and unlabelled counts under the taint, and a
+/// cordoned one under the cordon: the scheduler reports each node under the
+/// first of its filters that rejects it (NodeUnschedulable, then
+/// TaintToleration, then NodeAffinity), so the counts read the same.
+#[test]
+fn each_node_counts_under_the_schedulers_first_failing_filter() {
+    let taint = Taint { key: "team".into(), value: Some("infra".into()), effect: "NoSchedule".into() };
+    let both = node_with("both", |n| {
+        n.taints.push(taint.clone());
+        n.labels.clear();
+    });
+    let all = node_with("all", |n| {
+        n.taints.push(taint.clone());
+        n.labels.clear();
+        n.unschedulable = true;
+    });
+    let (names, t) = eligible_nodes(vec![both, all]);
+    assert!(names.is_empty(), "{t}");
+    assert!(
+        t.contains("0/2 nodes are available: 1 unschedulable (cordoned), 1 untolerated taint team=infra:NoSchedule"),
+        "{t}"
+    );
+}
+
 /// The nodeSelector as the scheduler reads it: the label with exactly that
 /// value; another value or no label excludes the node, each said so.
 #[test]
@@ -311,12 +335,25 @@ fn the_scheduler_line_counts_the_nodes_with_room() {
         excluded: vec![],
         fits,
         short: short.iter().map(|k| (k.to_string(), 1000, 1000, 1000)).collect(),
+        short_first: vec![],
     };
     let tainted = NodeEval { excluded: vec!["untolerated taint a=b:NoSchedule".into()], ..eval(2, 0, &[]) };
     let selector = NodeEval { excluded: vec!["nodeSelector x=y (label absent)".into()], ..eval(3, 0, &[]) };
     assert_eq!(
         scheduler_line(&[eval(0, 2, &[]), eval(1, 0, &["nvidia.com/gpu", "cpu"]), tainted, selector]),
         "1/4 nodes are available: 1 Insufficient cpu, 1 Insufficient nvidia.com/gpu, 1 didn't match Pod's node selector, 1 untolerated taint a=b:NoSchedule"
+    );
+    // Out of a volume's reach and short of a GPU: the scheduler's resource
+    // filter runs before its volume filter, so the node counts as short.
+    let short_and_pv = NodeEval {
+        excluded: vec!["volume pv-1 of claim model cannot attach here (PV node affinity)".into()],
+        short_first: vec!["nvidia.com/gpu".into()],
+        ..eval(4, 0, &[])
+    };
+    let pv_only = NodeEval { short_first: vec![], ..short_and_pv.clone() };
+    assert_eq!(
+        scheduler_line(&[short_and_pv, pv_only]),
+        "0/2 nodes are available: 1 Insufficient nvidia.com/gpu, 1 volume pv-1 of claim model cannot attach here (PV node affinity)"
     );
 }
 
