@@ -496,9 +496,28 @@ async fn scheduled(client: &::kube::Client, ns: &str, version: &str) -> Answer {
 
 /// Apply every rendered manifest of `bundle` for real.
 async fn roll_out(client: &::kube::Client, ex: &Example, bundle: &Path) {
-    for d in render(ex, bundle) {
+    roll_out_as(client, ex, bundle, None).await;
+}
+
+/// Apply every rendered manifest of `bundle`, the Deployment's pods given
+/// `fate` (kwok-fates.yaml: its label and annotations on the pod template).
+async fn roll_out_as(client: &::kube::Client, ex: &Example, bundle: &Path, fate: Option<&Fate>) {
+    for mut d in render(ex, bundle) {
+        if let (Some(f), "Deployment") = (fate, d["kind"].as_str().unwrap_or("")) {
+            let meta = &mut d["spec"]["template"]["metadata"];
+            meta["labels"]["bundlegate.test/fate"] = json!(f.name);
+            for (k, v) in f.annotations {
+                meta["annotations"][*k] = json!(v);
+            }
+        }
         apply(client, &d, false).await.unwrap_or_else(|e| panic!("applying the rendered {}: {e}", d["kind"]));
     }
+}
+
+/// A pod fate kwok plays (tests/fixtures/cluster/kwok-fates.yaml).
+struct Fate {
+    name: &'static str,
+    annotations: &'static [(&'static str, &'static str)],
 }
 
 /// Remove what a case made cluster-wide (its nodes, its PV) and its
@@ -1000,66 +1019,146 @@ fn now_rfc3339() -> String {
     chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string()
 }
 
-/// `watch` over a rollout the real controllers perform: the Deployment
-/// controller's new ReplicaSet (its pod-template-hash, owner references),
-/// the scheduler's placement, kwok's Ready pod, the old pod removed, the
-/// EndpointSlice controller's endpoints; the Application written through
-/// the real Argo CD CRD as Argo CD's controller would (behind at first,
-/// then synced at the merge). It passes, naming the pod the controllers made.
+/// What one watch over a real rollout left: the command's output, the
+/// release digest, and where it ran (cleaned up by the caller).
+struct Watched {
+    out: Out,
+    digest: String,
+    ns: String,
+    nodes: [NodeSpec; 2],
+}
+
+impl Watched {
+    /// Each step's verdict and summary, one line each.
+    fn summary(&self) -> String {
+        let v = self.out.json();
+        let steps = v["steps"].as_array().cloned().unwrap_or_default();
+        steps.iter().map(|s| format!("{} {}: {}", s["step"], s["verdict"], s["summary"])).collect::<Vec<_>>().join("\n")
+    }
+
+    fn step(&self, name: &str) -> Value {
+        let v = self.out.json();
+        v["steps"].as_array().and_then(|s| s.iter().find(|s| s["step"] == name).cloned()).unwrap_or_default()
+    }
+
+    /// Every diagnostic's message and evidence, for assertions on words.
+    fn words(&self) -> String {
+        let v = self.out.json();
+        let steps = v["steps"].as_array().cloned().unwrap_or_default();
+        steps
+            .iter()
+            .flat_map(|s| s["diagnostics"].as_array().cloned().unwrap_or_default())
+            .map(|d| format!("{} {} {}", d["code"], d["message"], d["evidence"]))
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+}
+
+/// `watch` over a rollout the real controllers perform: v1 running on node
+/// a (the Deployment controller's ReplicaSet, the scheduler's placement,
+/// kwok's Ready pod), node b added, the merge committed, the Application
+/// written through the real Argo CD CRD as Argo CD's controller would
+/// (behind at first, then synced at the merge), v2 applied with its pods
+/// given `fate`, and `watch` run meanwhile as a ServiceAccount with exactly
+/// the documented read access.
+async fn watch_rollout(
+    c: &Cluster,
+    client: &::kube::Client,
+    fate: Option<&Fate>,
+    stable_for: &str,
+    timeout: &str,
+) -> Watched {
+    use k8s_openapi::api::core::v1::Namespace;
+    let ns = cluster::namespace(client, fate.map_or("watch", |f| f.name)).await;
+    let nodes = [gpu_node("a"), gpu_node("b")];
+    make_nodes(client, &ns, &[&nodes[0]]).await;
+    let ex = example_in(&ns, "deployment", |v| {
+        at(v, "spec.serving.nodeSelector").as_mapping_mut().unwrap().insert(CASE_LABEL.into(), ns.clone().into());
+        // The canary gates read Prometheus, which this test does not run.
+        at(v, "spec").as_mapping_mut().unwrap().remove("canary");
+    });
+    roll_out(client, &ex, &ex.v1()).await;
+    assert_eq!(scheduled(client, &ns, "v1").await, bound("a"));
+    make_nodes(client, &ns, &[&nodes[1]]).await;
+
+    // The merge commit holds the release; the one before it does not.
+    let git = |args: &[&str]| crate::watch::git(ex.path(), args);
+    std::fs::write(ex.path().join("README.md"), "models\n").unwrap();
+    git(&["add", "README.md"]);
+    git(&["commit", "-q", "-m", "the repository before the release"]);
+    let prev = git(&["rev-parse", "HEAD"]);
+    git(&["add", "-A"]);
+    git(&["commit", "-q", "-m", "release llm-scratch v2"]);
+    let sha = git(&["rev-parse", "HEAD"]);
+    let bundle = "llm-scratch/v2/release.yaml";
+    let digest = ex.run(&["digest", bundle, "--format", "json"]).json()["steps"][0]["data"]["releaseDigest"]
+        .as_str()
+        .unwrap()
+        .to_string();
+
+    // Argo CD is still on the commit before.
+    let argocd: Namespace = serde_json::from_value(json!({"metadata": {"name": "argocd"}})).unwrap();
+    let _ = Api::<Namespace>::all(client.clone()).create(&Default::default(), &argocd).await;
+    let app = format!("llm-scratch-{ns}");
+    apply(client, &application(&app, &ns, &prev, "2026-01-01T09:00:00Z"), false).await.unwrap();
+
+    let identity = json!({
+        "serving_digest": "sha256:20c86b9c3c2ca1e8ce883948c403e6eca546ec37c393463eb38d4f8a87021586",
+        "release_digest": digest,
+        "in_registry": true,
+    });
+    let model = crate::watch::ModelService::start(identity);
+    let url = model.url();
+    let watcher = watcher_kubeconfig(c, client, &ns).await;
+    let mut cmd = std::process::Command::new(bin());
+    cmd.current_dir(ex.path())
+        .args(["watch", bundle, "--app", &app, "--app-namespace", "argocd", "--revision", &sha])
+        .args(["--timeout", timeout, "--stable-for", stable_for, "--service-url", &url, "--probe-interval", "100ms"])
+        .args(["--format", "json"])
+        .env_remove("RUST_LOG")
+        .env("NO_COLOR", "1")
+        .env("BUNDLEGATE_WATCH_POLL", "200ms")
+        .env("GITHUB_SHA", "")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    for (k, v) in c.env() {
+        cmd.env(k, v);
+    }
+    cmd.env("KUBECONFIG", &watcher);
+    let watch = cmd.spawn().unwrap();
+
+    // The sync: the rendered v2 applied, then the Application marked
+    // synced at the merge, as Argo CD does.
+    roll_out_as(client, &ex, &ex.v2(), fate).await;
+    apply(client, &application(&app, &ns, &sha, &now_rfc3339()), false).await.unwrap();
+
+    let o = tokio::task::spawn_blocking(move || watch.wait_with_output().unwrap()).await.unwrap();
+    drop(model);
+    let out = Out {
+        code: o.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+    };
+    Watched { out, digest, ns, nodes }
+}
+
+/// `watch` passes a rollout the real controllers perform, naming the pod
+/// the ReplicaSet controller made and routed to by the EndpointSlice
+/// controller; its identity reads what the docs name and is refused the
+/// rest (403 from the real RBAC authorizer).
 #[test]
 fn watch_passes_a_real_rollout_by_the_deployment_controller() {
     use k8s_openapi::api::apps::v1::ReplicaSet;
-    use k8s_openapi::api::core::v1::Namespace;
     let Some(c) = real() else { return };
     let _nodes = cluster::nodes_lock();
     block_on(async {
         let client = c.client().await;
-        let ns = cluster::namespace(&client, "watch").await;
-        let nodes = [gpu_node("a"), gpu_node("b")];
-        make_nodes(&client, &ns, &[&nodes[0]]).await;
-        let ex = example_in(&ns, "deployment", |v| {
-            at(v, "spec.serving.nodeSelector").as_mapping_mut().unwrap().insert(CASE_LABEL.into(), ns.clone().into());
-            // The canary gates read Prometheus, which this test does not run.
-            at(v, "spec").as_mapping_mut().unwrap().remove("canary");
-        });
-        roll_out(&client, &ex, &ex.v1()).await;
-        assert_eq!(scheduled(&client, &ns, "v1").await, bound("a"));
-        make_nodes(&client, &ns, &[&nodes[1]]).await;
-
-        // The merge commit holds the release; the one before it does not.
-        let git = |args: &[&str]| crate::watch::git(ex.path(), args);
-        std::fs::write(ex.path().join("README.md"), "models\n").unwrap();
-        git(&["add", "README.md"]);
-        git(&["commit", "-q", "-m", "the repository before the release"]);
-        let prev = git(&["rev-parse", "HEAD"]);
-        git(&["add", "-A"]);
-        git(&["commit", "-q", "-m", "release llm-scratch v2"]);
-        let sha = git(&["rev-parse", "HEAD"]);
-        let bundle = "llm-scratch/v2/release.yaml";
-        let digest = ex.run(&["digest", bundle, "--format", "json"]).json()["steps"][0]["data"]["releaseDigest"]
-            .as_str()
-            .unwrap()
-            .to_string();
-
-        // Argo CD is still on the commit before.
-        let argocd: Namespace = serde_json::from_value(json!({"metadata": {"name": "argocd"}})).unwrap();
-        let _ = Api::<Namespace>::all(client.clone()).create(&Default::default(), &argocd).await;
-        let app = format!("llm-scratch-{ns}");
-        apply(&client, &application(&app, &ns, &prev, "2026-01-01T09:00:00Z"), false).await.unwrap();
-
-        let identity = json!({
-            "serving_digest": "sha256:20c86b9c3c2ca1e8ce883948c403e6eca546ec37c393463eb38d4f8a87021586",
-            "release_digest": digest,
-            "in_registry": true,
-        });
-        let model = crate::watch::ModelService::start(identity);
-        let url = model.url();
-        // The watch runs as a ServiceAccount with exactly the documented
-        // read access: a request beyond it would be refused (403).
-        let watcher = watcher_kubeconfig(c, &client, &ns).await;
+        let w = watch_rollout(c, &client, None, "2s", "90s").await;
+        let ns = w.ns.clone();
         {
-            // Not vacuous: that identity reads what the docs name and is
-            // refused anything else.
+            // Not vacuous: the watcher's identity reads what the docs name
+            // and is refused anything else.
+            let watcher = c.dir().join(format!("watcher-{ns}.kubeconfig"));
             let kc = ::kube::config::Kubeconfig::read_from(&watcher).unwrap();
             let cfg = ::kube::Config::from_custom_kubeconfig(kc, &Default::default()).await.unwrap();
             let limited = ::kube::Client::try_from(cfg).unwrap();
@@ -1071,35 +1170,6 @@ fn watch_passes_a_real_rollout_by_the_deployment_controller() {
                 other => panic!("the watcher must not read secrets: {other:?}"),
             }
         }
-        let mut cmd = std::process::Command::new(bin());
-        cmd.current_dir(ex.path())
-            .args(["watch", bundle, "--app", &app, "--app-namespace", "argocd", "--revision", &sha])
-            .args(["--timeout", "90s", "--stable-for", "2s", "--service-url", &url, "--probe-interval", "100ms"])
-            .args(["--format", "json"])
-            .env_remove("RUST_LOG")
-            .env("NO_COLOR", "1")
-            .env("BUNDLEGATE_WATCH_POLL", "200ms")
-            .env("GITHUB_SHA", "")
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped());
-        for (k, v) in c.env() {
-            cmd.env(k, v);
-        }
-        cmd.env("KUBECONFIG", &watcher);
-        let watch = cmd.spawn().unwrap();
-
-        // The sync: the rendered v2 applied, then the Application marked
-        // synced at the merge, as Argo CD does.
-        roll_out(&client, &ex, &ex.v2()).await;
-        apply(&client, &application(&app, &ns, &sha, &now_rfc3339()), false).await.unwrap();
-
-        let o = tokio::task::spawn_blocking(move || watch.wait_with_output().unwrap()).await.unwrap();
-        let out = Out {
-            code: o.status.code().unwrap_or(-1),
-            stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
-        };
-
         // What the controllers made: the new ReplicaSet and its one pod.
         let rs = Api::<ReplicaSet>::namespaced(client.clone(), &ns).list(&Default::default()).await.unwrap();
         let new_rs = rs
@@ -1112,7 +1182,7 @@ fn watch_passes_a_real_rollout_by_the_deployment_controller() {
                     .and_then(|t| t.metadata.as_ref())
                     .and_then(|m| m.annotations.as_ref())
                     .and_then(|a| a.get("bundlegate.dev/release-digest"))
-                    == Some(&digest)
+                    == Some(&w.digest)
             })
             .expect("a ReplicaSet of the release");
         let pods = pods_of(&client, &ns, "v2").await;
@@ -1132,27 +1202,82 @@ fn watch_passes_a_real_rollout_by_the_deployment_controller() {
             .filter_map(|e| e.target_ref.as_ref().and_then(|t| t.name.clone()))
             .collect();
         assert_eq!(routed, pod_names, "the Service's ready endpoints");
-        let summary = {
-            let v = out.json();
-            let steps: Vec<String> = v["steps"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|s| format!("{} {}: {}", s["step"], s["verdict"], s["summary"]))
-                .collect();
-            steps.join("\n")
-        };
-        clean_up_nodes(&client, &ns, &nodes).await;
-        assert_eq!(out.code, 0, "watch did not pass a real rollout:\n{summary}\n{}\n{}", out.stdout, out.stderr);
-        let v = out.json();
-        let step = |name: &str| v["steps"].as_array().unwrap().iter().find(|s| s["step"] == name).cloned().unwrap();
-        assert_eq!(step("argo")["verdict"], "pass", "{summary}");
-        let rollout = step("rollout");
+        let summary = w.summary();
+        clean_up_nodes(&client, &ns, &w.nodes).await;
+        assert_eq!(w.out.code, 0, "watch did not pass a real rollout:\n{summary}\n{}\n{}", w.out.stdout, w.out.stderr);
+        assert_eq!(w.step("argo")["verdict"], "pass", "{summary}");
+        let rollout = w.step("rollout");
         assert_eq!(rollout["verdict"], "pass", "{summary}");
         let groups = rollout["data"]["groups"].as_array().unwrap();
         assert_eq!(groups.len(), 1, "{groups:?}");
-        assert_eq!(groups[0]["releaseDigest"], digest.as_str());
+        assert_eq!(groups[0]["releaseDigest"], w.digest.as_str());
         assert_eq!(groups[0]["pods"], json!(pod_names), "the pod the ReplicaSet controller made");
         eprintln!("{summary}");
     });
+}
+
+/// `watch` over a real rollout whose new pods meet `fate`: the exit code
+/// and the rollout step's verdict expected, and words its findings must
+/// hold. A pod that never becomes Ready is waited for until the timeout (a
+/// crash loop may still recover; only the Deployment's own deadline ends
+/// the wait early), so those cases run with a short one.
+fn watch_fate(fate: Fate, (stable_for, timeout): (&str, &str), code: i32, verdict: &str, words: &[&str]) {
+    let Some(c) = real() else { return };
+    let _nodes = cluster::nodes_lock();
+    block_on(async {
+        let client = c.client().await;
+        let t = std::time::Instant::now();
+        let w = watch_rollout(c, &client, Some(&fate), stable_for, timeout).await;
+        let summary = w.summary();
+        let found = w.words();
+        clean_up_nodes(&client, &w.ns, &w.nodes).await;
+        eprintln!("{} in {:.1}s:\n{summary}\n{found}", fate.name, t.elapsed().as_secs_f64());
+        assert_eq!(w.out.code, code, "{}:\n{summary}\n{found}\n{}", fate.name, w.out.stderr);
+        assert_eq!(w.step("rollout")["verdict"], verdict, "{summary}");
+        for word in words {
+            assert!(found.contains(word), "{}: no {word:?} in the findings:\n{found}", fate.name);
+        }
+    });
+}
+
+/// New pods that crash in a loop (kwok: CrashLoopBackOff, the restart
+/// count growing): the rollout fails, saying so; the old pods serving the
+/// old release do not make it pass.
+#[test]
+fn watch_fails_a_real_rollout_whose_pods_crash_loop() {
+    let fate = Fate { name: "crashloop", annotations: &[] };
+    watch_fate(fate, ("5s", "20s"), 1, "fail", &["BG501", "CrashLoopBackOff", "last terminated Error (exit 1)"]);
+}
+
+/// New pods killed for memory over and over (OOMKilled, exit 137): the
+/// rollout fails and names the kill.
+#[test]
+fn watch_fails_a_real_rollout_whose_pods_are_oom_killed() {
+    let fate = Fate {
+        name: "crashloop",
+        annotations: &[("bundlegate.test/reason", "OOMKilled"), ("bundlegate.test/exit-code", "137")],
+    };
+    watch_fate(fate, ("5s", "20s"), 1, "fail", &["BG501", "CrashLoopBackOff", "last terminated OOMKilled (exit 137)"]);
+}
+
+/// New pods Ready, then evicted (Failed, reason Evicted) and replaced by
+/// the ReplicaSet, over and over: each replacement starts with no
+/// restarts, so only the pods' ends show it. The rollout must not pass.
+#[test]
+fn watch_fails_a_real_rollout_whose_pods_are_evicted_over_and_over() {
+    let fate = Fate { name: "evicted", annotations: &[("bundlegate.test/evict-ms", "1500")] };
+    watch_fate(fate, ("6s", "90s"), 1, "fail", &["BG508", "ended during the 6s stability window: Evicted"]);
+}
+
+/// A model that loads slowly (Running, not Ready for 8 s, then Ready): the
+/// watch waits for it and passes; a slow start is no failure.
+#[test]
+fn watch_waits_for_a_slow_model_load_and_passes() {
+    watch_fate(
+        Fate { name: "slow", annotations: &[("bundlegate.test/load-ms", "8000")] },
+        ("2s", "90s"),
+        0,
+        "pass",
+        &[],
+    );
 }

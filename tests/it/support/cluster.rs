@@ -377,15 +377,18 @@ fn boot(bin: &Path) -> Cluster {
         ]),
     );
     // kwok: the kubelet of annotated nodes (Lease heartbeats), its stages
-    // copied from kwok's defaults into the fixtures.
+    // copied from kwok's defaults into the fixtures, and the pod fates the
+    // tests choose by label (crash loops, slow loads, evictions).
     let kwok_port = free_port();
     let stages = super::repo().join("tests/fixtures/cluster/kwok-stages.yaml");
+    let fates = super::repo().join("tests/fixtures/cluster/kwok-fates.yaml");
     let mut kwok = launch(
         &dir,
         "kwok",
         Command::new(bin.join("kwok")).args([
             &format!("--kubeconfig={kc}"),
             &format!("--config={}", stages.display()),
+            &format!("--config={}", fates.display()),
             "--manage-all-nodes=false",
             &format!("--manage-nodes-with-annotation-selector={}={}", KWOK_ANNOTATION.0, KWOK_ANNOTATION.1),
             "--node-lease-duration-seconds=40",
