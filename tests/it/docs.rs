@@ -496,3 +496,40 @@ fn the_docs_index_links_every_page() {
         .collect();
     assert!(missing.is_empty(), "docs/README.md does not link: {}", missing.join(", "));
 }
+
+/// The version a go.mod requires of `module` (`v1.36.3`).
+fn go_mod_version(go_mod: &str, module: &str) -> String {
+    let text = std::fs::read_to_string(repo().join(go_mod)).unwrap();
+    text.lines()
+        .find_map(|l| l.trim().strip_prefix(&format!("{module} ")))
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("{go_mod} requires no {module}"))
+        .to_string()
+}
+
+/// The docs say which real control plane the tests run against; those
+/// versions are the ones the go.mod files pin (what scripts/build-control-plane
+/// builds), so a version bump that leaves the docs behind fails here.
+#[test]
+fn the_control_plane_versions_in_the_docs_are_the_built_ones() {
+    let k8s = go_mod_version("tests/cluster/go.mod", "k8s.io/kubernetes");
+    let etcd = go_mod_version("tests/cluster/go.mod", "go.etcd.io/etcd/server/v3");
+    let kwok = go_mod_version("tests/cluster/kwok/go.mod", "sigs.k8s.io/kwok");
+    let testing = std::fs::read_to_string(repo().join("docs/testing.md")).unwrap();
+    for want in [
+        format!("Kubernetes {k8s}"),
+        format!("Kubernetes **{k8s}**"),
+        format!("etcd {}", etcd.trim_start_matches('v')),
+        format!("kwok {}", kwok.trim_start_matches('v')),
+    ] {
+        assert!(testing.contains(&want), "docs/testing.md does not say `{want}` (tests/cluster/*go.mod)");
+    }
+    for file in ["README.md", "CONTRIBUTING.md", "docs/testing.md"] {
+        let doc = std::fs::read_to_string(repo().join(file)).unwrap();
+        for (i, _) in doc.match_indices("Kubernetes v").chain(doc.match_indices("Kubernetes **v")) {
+            let said: String = doc[i..].split_whitespace().nth(1).unwrap().trim_matches('*').to_string();
+            let said = said.trim_end_matches(|c: char| !c.is_ascii_digit()).to_string();
+            assert_eq!(said, k8s, "{file} says Kubernetes {said}; tests/cluster/go.mod builds {k8s}");
+        }
+    }
+}
