@@ -1,7 +1,7 @@
 //! Documentation that names tests must name real ones, and a row that
 //! names a diagnostic code must be proved by a test that looks for it.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
 use crate::support::repo;
@@ -532,4 +532,116 @@ fn the_control_plane_versions_in_the_docs_are_the_built_ones() {
             assert_eq!(said, k8s, "{file} says Kubernetes {said}; tests/cluster/go.mod builds {k8s}");
         }
     }
+}
+
+// ---------------------------------------------------------------------------
+// The two files a user writes: every field and every value the parser
+// accepts is named on its page (docs/bundle.md, docs/pipeline.md), so a new
+// field cannot ship undocumented.
+
+/// serde's `rename_all` of a struct or enum, if any.
+fn rename_all(attrs: &[syn::Attribute]) -> Option<String> {
+    attrs.iter().filter(|a| a.path().is_ident("serde")).find_map(|a| {
+        let text = a.meta.require_list().ok()?.tokens.to_string();
+        let at = text.find("rename_all")?;
+        text[at..].split('"').nth(1).map(String::from)
+    })
+}
+
+/// `snake_case` or `PascalCase` as serde writes it under `rule`.
+fn serde_name(name: &str, rule: Option<&str>) -> String {
+    let words: Vec<String> = if name.contains('_') || name.chars().all(|c| !c.is_uppercase()) {
+        name.split('_').map(String::from).collect()
+    } else {
+        let mut w = Vec::new();
+        for c in name.chars() {
+            if c.is_uppercase() || w.is_empty() {
+                w.push(String::new());
+            }
+            w.last_mut().unwrap().push(c.to_ascii_lowercase());
+        }
+        w
+    };
+    match rule {
+        Some("camelCase") => {
+            words[0].clone() + &words[1..].iter().map(|w| w[..1].to_uppercase() + &w[1..]).collect::<String>()
+        }
+        Some("kebab-case") => words.join("-"),
+        Some("lowercase") => words.concat(),
+        _ => name.to_string(),
+    }
+}
+
+/// Every field and enum value (as written in YAML) of the types that derive
+/// `Deserialize` in `file`: (type, name).
+fn yaml_names(file: &str) -> Vec<(String, String)> {
+    let text = std::fs::read_to_string(repo().join(file)).unwrap();
+    let derives_deserialize = |attrs: &[syn::Attribute]| {
+        attrs.iter().any(|a| a.path().is_ident("derive") && quote::quote!(#a).to_string().contains("Deserialize"))
+    };
+    let mut out = Vec::new();
+    for item in syn::parse_file(&text).unwrap().items {
+        match item {
+            syn::Item::Struct(s) if derives_deserialize(&s.attrs) => {
+                let rule = rename_all(&s.attrs);
+                for f in s.fields.iter().filter_map(|f| f.ident.as_ref()) {
+                    out.push((s.ident.to_string(), serde_name(&f.to_string(), rule.as_deref())));
+                }
+            }
+            syn::Item::Enum(e) if derives_deserialize(&e.attrs) => {
+                let untagged = e.attrs.iter().any(|a| quote::quote!(#a).to_string().contains("untagged"));
+                let rule = rename_all(&e.attrs);
+                for v in e.variants.iter().filter(|_| !untagged) {
+                    out.push((e.ident.to_string(), serde_name(&v.ident.to_string(), rule.as_deref())));
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// The words inside the code spans of `doc` (`spec.serving.rollout.maxSurge`
+/// gives each of its parts).
+fn code_words(doc: &str) -> BTreeSet<String> {
+    doc.split('`')
+        .skip(1)
+        .step_by(2)
+        .flat_map(|span| span.split(|c: char| !(c.is_alphanumeric() || c == '-' || c == '_')))
+        .filter(|w| !w.is_empty())
+        .map(String::from)
+        .collect()
+}
+
+fn assert_documents(page: &str, sources: &[&str]) {
+    let doc = std::fs::read_to_string(repo().join(page)).unwrap();
+    let words = code_words(&doc);
+    let missing: Vec<String> = sources
+        .iter()
+        .flat_map(|f| yaml_names(f))
+        .filter(|(_, name)| !words.contains(name))
+        .map(|(ty, name)| format!("`{name}` ({ty})"))
+        .collect();
+    assert!(missing.is_empty(), "{page} does not name {} (write each in a code span)", missing.join(", "));
+}
+
+#[test]
+fn every_bundle_field_and_value_is_on_the_bundle_page() {
+    assert!(yaml_names("src/bundle/model.rs").len() > 80, "the model was read");
+    assert_documents("docs/bundle.md", &["src/bundle/model.rs"]);
+}
+
+#[test]
+fn every_pipeline_field_step_and_value_is_on_the_pipeline_page() {
+    assert_documents("docs/pipeline.md", &["src/pipeline/mod.rs"]);
+}
+
+#[test]
+fn serde_names_are_written_as_in_yaml() {
+    assert_eq!(serde_name("max_surge", Some("camelCase")), "maxSurge");
+    assert_eq!(serde_name("ChatTemplate", Some("kebab-case")), "chat-template");
+    assert_eq!(serde_name("KserveModelspec", Some("kebab-case")), "kserve-modelspec");
+    assert_eq!(serde_name("Full", Some("lowercase")), "full");
+    assert_eq!(serde_name("ReadWriteOncePod", None), "ReadWriteOncePod");
+    assert_eq!(serde_name("name", None), "name");
 }
