@@ -1,4 +1,5 @@
-//! The benchmark figures in README.md and docs/, written from one file:
+//! The benchmark figures in docs/ (docs/performance.md and three others),
+//! written from one file:
 //! bench/results/latest.json (bench/run writes it, bench/collect.py says the
 //! fields). Each document holds its figures between a begin marker naming the
 //! block and `<!-- bench:end -->`; everything between is this module's output
@@ -14,7 +15,7 @@ pub const RESULTS: &str = "bench/results/latest.json";
 /// Each block: the document, the block's name, the bench sections it shows
 /// (none named: all of them, with the run's tree).
 pub const BLOCKS: &[(&str, &str, &[&str])] = &[
-    ("README.md", "readme", &[]),
+    ("docs/performance.md", "performance", &[]),
     ("docs/argocd.md", "argocd", &["cmp"]),
     ("docs/verify-on-start.md", "pod-verify", &["podverify"]),
     ("docs/canary.md", "canary", &["canary"]),

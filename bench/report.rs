@@ -1,6 +1,6 @@
 #![allow(clippy::disallowed_methods)] // a benchmark program reads its inputs itself
 
-//! Writes the benchmark figures in README.md and docs/ from the results file
+//! Writes the benchmark figures in docs/ from the results file
 //! (bench/figures.rs says which blocks and how). bench/run calls it after a run.
 //!
 //!   cargo bench --bench report -- --write [RESULTS.json]   # rewrite the blocks

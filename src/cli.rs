@@ -32,6 +32,7 @@ pub struct Cli {
 pub enum Command {
     /// Check bundles for release hygiene (no network).
     Lint {
+        /// Release bundle files (`release.yaml`).
         #[arg(required = true)]
         bundles: Vec<PathBuf>,
         #[command(flatten)]
@@ -39,14 +40,19 @@ pub enum Command {
     },
     /// Render Kubernetes manifests for a bundle.
     Render {
+        /// Release bundle file (`release.yaml`).
         bundle: PathBuf,
         #[command(flatten)]
         opts: RenderOptions,
     },
     /// Print a bundle's release digest.
-    Digest { bundle: PathBuf },
+    Digest {
+        /// Release bundle file (`release.yaml`).
+        bundle: PathBuf,
+    },
     /// Verify that the object store holds exactly the bundle's bytes.
     Verify {
+        /// Release bundle files (`release.yaml`).
         #[arg(required = true)]
         bundles: Vec<PathBuf>,
         #[command(flatten)]
@@ -56,12 +62,14 @@ pub enum Command {
     },
     /// Upload a model folder to a new versioned prefix and record sha256/size in the bundle.
     Publish {
+        /// Folder holding the model files to upload.
         dir: PathBuf,
         #[command(flatten)]
         opts: PublishOptions,
     },
     /// Verify every bundle under a tree; report drift since the last audit.
     Audit {
+        /// Folder searched for release bundles (YAML files of `kind: ReleaseBundle`), or one bundle file.
         root: PathBuf,
         #[command(flatten)]
         opts: AuditOptions,
@@ -73,6 +81,7 @@ pub enum Command {
     },
     /// Will this rollout be able to happen on this cluster?
     Preflight {
+        /// Release bundle file (`release.yaml`).
         bundle: PathBuf,
         #[command(flatten)]
         opts: PreflightOptions,
@@ -81,6 +90,7 @@ pub enum Command {
     },
     /// Compare a canary (or shadow) with the baseline from Prometheus; golden-set smoke.
     Canary {
+        /// Release bundle file (`release.yaml`).
         bundle: PathBuf,
         #[command(flatten)]
         opts: CanaryOptions,
@@ -89,6 +99,7 @@ pub enum Command {
     },
     /// Run a pipeline file (pipelines/*.yaml) over bundles.
     Run {
+        /// Pipeline file, e.g. `pipelines/pull-request.yaml` (docs/pipeline.md).
         pipeline: PathBuf,
         #[command(flatten)]
         opts: RunOptions,
@@ -102,12 +113,14 @@ pub enum Command {
     },
     /// After merge: watch the Argo CD Application and the real rollout.
     Watch {
+        /// Release bundle file (`release.yaml`).
         bundle: PathBuf,
         #[command(flatten)]
         opts: WatchOptions,
     },
     /// Open a PR that restores the bundle's rollback target.
     Revert {
+        /// Release bundle file (`release.yaml`).
         bundle: PathBuf,
         #[command(flatten)]
         opts: RevertOptions,

@@ -1,4 +1,4 @@
-//! The benchmark figures in README.md and docs/ are what the committed
+//! The benchmark figures in docs/ are what the committed
 //! results file (bench/results/latest.json, written by bench/run) gives,
 //! formatted by bench/figures.rs (the module `cargo bench --bench report`
 //! writes them with): a figure edited by hand, or a results file committed
