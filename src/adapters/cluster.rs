@@ -106,8 +106,9 @@ async fn gather(client: kube::Client, server: &str, scope: &LiveScope<'_>) -> Re
     push_all(&mut st, "persistentvolumeclaims", "PersistentVolumeClaim", pvcs)?;
     push_all(&mut st, "resourcequotas", "ResourceQuota", quotas)?;
     push_all(&mut st, "poddisruptionbudgets", "PodDisruptionBudget", pdbs)?;
-    // PVs are cluster-scoped and often not readable by a namespaced identity;
-    // only their node affinity matters, so a denied read just narrows nothing.
+    // The PVs the bundle's claims are bound to (their node affinity decides
+    // where the pod can run), each by name. One that cannot be read stays
+    // out of the state, and preflight says the answer is unknown (BG207).
     let pv_api = Api::<PersistentVolume>::all(client);
     let wanted: Vec<String> =
         st.pvcs.iter().filter(|c| scope.claims.contains(&c.name)).filter_map(|c| c.volume_name.clone()).collect();
@@ -115,7 +116,7 @@ async fn gather(client: kube::Client, server: &str, scope: &LiveScope<'_>) -> Re
         match pv_api.get_opt(&name).await {
             Ok(Some(pv)) => push_all(&mut st, "persistentvolumes", "PersistentVolume", vec![pv])?,
             Ok(None) => {}
-            Err(e) => tracing::warn!("reading PersistentVolume {name}: {e}; its node affinity is not considered"),
+            Err(e) => tracing::warn!("reading PersistentVolume {name}: {e}"),
         }
     }
     require_complete(&st, &st.source.clone())?;

@@ -40,9 +40,11 @@ async fn resource(client: &::kube::Client, obj: &Value) -> ApiResource {
 /// validation: unknown or duplicate fields are errors, not warnings.
 async fn apply(client: &::kube::Client, obj: &Value, dry_run: bool) -> Result<Value, ::kube::Error> {
     let ar = resource(client, obj).await;
-    let ns = obj["metadata"]["namespace"].as_str().unwrap();
     let name = obj["metadata"]["name"].as_str().unwrap();
-    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), ns, &ar);
+    let api: Api<DynamicObject> = match obj["metadata"]["namespace"].as_str() {
+        Some(ns) => Api::namespaced_with(client.clone(), ns, &ar),
+        None => Api::all_with(client.clone(), &ar),
+    };
     let mut pp = PatchParams::apply(MANAGER).validation_strict();
     if dry_run {
         pp = pp.dry_run();
@@ -367,6 +369,11 @@ fn cases() -> Vec<Case> {
 
 const CASE_LABEL: &str = "bundlegate.dev/test-case";
 
+/// What `preflight --live` is documented to need (ServiceAccount, roles).
+const PREFLIGHT_RBAC: &str = "deploy/preflight-live-rbac.yaml";
+/// What the in-cluster drift audit (`audit --serving`) is granted.
+const AUDIT_RBAC: &str = "deploy/drift-audit-cronjob.yaml";
+
 /// A node of the case: kwok's annotation, the case's label (the bundle's
 /// nodeSelector names it), the GPU taint the bundle tolerates.
 fn node_object(ns: &str, n: &NodeSpec) -> Value {
@@ -525,6 +532,7 @@ struct Fate {
 async fn clean_up(client: &::kube::Client, ns: &str, case: &Case) {
     use k8s_openapi::api::core::v1::PersistentVolume;
     let _ = Api::<PersistentVolume>::all(client.clone()).delete(&format!("{ns}-model"), &Default::default()).await;
+    drop_shipped_identity(client, PREFLIGHT_RBAC, ns).await;
     clean_up_nodes(client, ns, &case.nodes).await;
 }
 
@@ -659,8 +667,13 @@ fn run_case(c: &Cluster, case: &Case) -> Result<String, String> {
         }
         make_nodes(&client, &ns, &rest).await;
 
+        // As the identity deploy/preflight-live-rbac.yaml grants, nothing more.
+        let kubeconfig = shipped_identity(c, &client, PREFLIGHT_RBAC, &ns).await;
+        assert_refused_secrets(&kubeconfig, &ns).await;
         let env = c.env();
-        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let mut env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        env.retain(|(k, _)| *k != "KUBECONFIG");
+        env.push(("KUBECONFIG", kubeconfig.to_str().unwrap()));
         let out = run_in(ex.path(), &["preflight", "--format", "json", ex.v2().to_str().unwrap(), "--live"], &env);
         let step = out.json()["steps"][0].clone();
         let verdict = step["verdict"].as_str().unwrap_or("?").to_string();
@@ -972,8 +985,6 @@ fn application(name: &str, ns: &str, revision: &str, finished_at: &str) -> Value
 /// and Revisions in the release's namespace. A request beyond it is a 403
 /// from the real RBAC authorizer, which the watch reports as an ERROR.
 async fn watcher_kubeconfig(c: &Cluster, client: &::kube::Client, ns: &str) -> PathBuf {
-    use k8s_openapi::api::authentication::v1::TokenRequest;
-    use k8s_openapi::api::core::v1::ServiceAccount;
     let read = json!(["get", "list"]);
     let objects = [
         json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "bundlegate-watch", "namespace": ns}}),
@@ -997,12 +1008,17 @@ async fn watcher_kubeconfig(c: &Cluster, client: &::kube::Client, ns: &str) -> P
     for o in &objects {
         apply(client, o, false).await.unwrap();
     }
+    token_kubeconfig(c, client, ns, "bundlegate-watch").await
+}
+
+/// A kubeconfig acting as the ServiceAccount `sa` in `ns`, from a token the
+/// real API server issues (TokenRequest), its RBAC as granted.
+async fn token_kubeconfig(c: &Cluster, client: &::kube::Client, ns: &str, sa: &str) -> PathBuf {
+    use k8s_openapi::api::authentication::v1::TokenRequest;
+    use k8s_openapi::api::core::v1::ServiceAccount;
     let tr: TokenRequest = serde_json::from_value(json!({"spec": {"expirationSeconds": 3600}})).unwrap();
-    let sa = Api::<ServiceAccount>::namespaced(client.clone(), ns);
-    let tr = sa
-        .create_subresource::<TokenRequest, TokenRequest>("token", "bundlegate-watch", &Default::default(), &tr)
-        .await
-        .unwrap();
+    let api = Api::<ServiceAccount>::namespaced(client.clone(), ns);
+    let tr = api.create_subresource::<TokenRequest, TokenRequest>("token", sa, &Default::default(), &tr).await.unwrap();
     let token = tr.status.expect("a token").token;
     let admin = std::fs::read_to_string(&c.kubeconfig).unwrap();
     let text: String = admin
@@ -1010,9 +1026,73 @@ async fn watcher_kubeconfig(c: &Cluster, client: &::kube::Client, ns: &str) -> P
         .map(|l| if l.trim_start().starts_with("token:") { format!("    token: {token}") } else { l.to_string() })
         .collect::<Vec<_>>()
         .join("\n");
-    let path = c.dir().join(format!("watcher-{ns}.kubeconfig"));
+    let path = c.dir().join(format!("{sa}-{ns}.kubeconfig"));
     std::fs::write(&path, text + "\n").unwrap();
     path
+}
+
+/// The ServiceAccount and RBAC a file in deploy/ ships, applied for real
+/// with every namespace it names (`bundlegate` for the ServiceAccount, the
+/// model namespace for the Role) mapped to `ns` and its cluster-scoped
+/// objects named after `ns`; a kubeconfig acting as that ServiceAccount.
+/// What the file grants is then all the command may read: the real RBAC
+/// authorizer refuses (403) anything else.
+async fn shipped_identity(c: &Cluster, client: &::kube::Client, file: &str, ns: &str) -> PathBuf {
+    let text = std::fs::read_to_string(repo().join(file)).unwrap();
+    let mut sa = None;
+    for mut d in documents(&text) {
+        let kind = d["kind"].as_str().unwrap_or("").to_string();
+        if !matches!(kind.as_str(), "ServiceAccount" | "Role" | "RoleBinding" | "ClusterRole" | "ClusterRoleBinding") {
+            continue;
+        }
+        if kind == "ServiceAccount" {
+            sa = d["metadata"]["name"].as_str().map(String::from);
+        }
+        if kind.starts_with("Cluster") {
+            let name = format!("{}-{ns}", d["metadata"]["name"].as_str().unwrap());
+            d["metadata"]["name"] = json!(name);
+        } else {
+            d["metadata"]["namespace"] = json!(ns);
+        }
+        if kind == "ClusterRoleBinding" {
+            let role = format!("{}-{ns}", d["roleRef"]["name"].as_str().unwrap());
+            d["roleRef"]["name"] = json!(role);
+        }
+        for s in d.get_mut("subjects").and_then(Value::as_array_mut).into_iter().flatten() {
+            s["namespace"] = json!(ns);
+        }
+        apply(client, &d, false).await.unwrap_or_else(|e| panic!("{file}: applying its {kind}: {e}"));
+    }
+    let sa = sa.unwrap_or_else(|| panic!("{file} has no ServiceAccount"));
+    token_kubeconfig(c, client, ns, &sa).await
+}
+
+/// Remove the cluster-scoped RBAC [`shipped_identity`] made for `ns`.
+async fn drop_shipped_identity(client: &::kube::Client, file: &str, ns: &str) {
+    let text = std::fs::read_to_string(repo().join(file)).unwrap();
+    for d in documents(&text) {
+        if !d["kind"].as_str().unwrap_or("").starts_with("Cluster") {
+            continue;
+        }
+        let mut d = d.clone();
+        d["metadata"]["name"] = json!(format!("{}-{ns}", d["metadata"]["name"].as_str().unwrap()));
+        let ar = resource(client, &d).await;
+        let api = Api::<DynamicObject>::all_with(client.clone(), &ar);
+        let _ = api.delete(d["metadata"]["name"].as_str().unwrap(), &Default::default()).await;
+    }
+}
+
+/// Whether the identity of `kubeconfig` is refused Secrets in `ns`: the
+/// least-privilege checks are not vacuous (an admin token would read all).
+async fn assert_refused_secrets(kubeconfig: &Path, ns: &str) {
+    let kc = ::kube::config::Kubeconfig::read_from(kubeconfig).unwrap();
+    let cfg = ::kube::Config::from_custom_kubeconfig(kc, &Default::default()).await.unwrap();
+    let limited = ::kube::Client::try_from(cfg).unwrap();
+    let secrets = Api::<k8s_openapi::api::core::v1::Secret>::namespaced(limited, ns);
+    match secrets.list(&Default::default()).await {
+        Err(::kube::Error::Api(e)) => assert_eq!(e.code, 403, "{e:?}"),
+        other => panic!("{} must not read secrets: {other:?}", kubeconfig.display()),
+    }
 }
 
 fn now_rfc3339() -> String {
@@ -1026,9 +1106,26 @@ struct Watched {
     digest: String,
     ns: String,
     nodes: [NodeSpec; 2],
+    ex: Example,
 }
 
 impl Watched {
+    /// `audit --serving` over the repository, as the identity the shipped
+    /// CronJob's RBAC grants (deploy/drift-audit-cronjob.yaml): does the
+    /// cluster serve the bundle git says is current?
+    async fn audit_serving(&self, c: &Cluster, client: &::kube::Client) -> Out {
+        let kubeconfig = shipped_identity(c, client, AUDIT_RBAC, &self.ns).await;
+        assert_refused_secrets(&kubeconfig, &self.ns).await;
+        let env = c.env();
+        let mut env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        env.retain(|(k, _)| *k != "KUBECONFIG");
+        env.push(("KUBECONFIG", kubeconfig.to_str().unwrap()));
+        let args = ["audit", "llm-scratch", "--serving", "--cache", "c.json", "--format", "json"];
+        let out = run_in(self.ex.path(), &args, &env);
+        drop_shipped_identity(client, AUDIT_RBAC, &self.ns).await;
+        out
+    }
+
     /// Each step's verdict and summary, one line each.
     fn summary(&self) -> String {
         let v = self.out.json();
@@ -1139,7 +1236,7 @@ async fn watch_rollout(
         stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
         stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
     };
-    Watched { out, digest, ns, nodes }
+    Watched { out, digest, ns, nodes, ex }
 }
 
 /// `watch` passes a rollout the real controllers perform, naming the pod
@@ -1158,17 +1255,13 @@ fn watch_passes_a_real_rollout_by_the_deployment_controller() {
         {
             // Not vacuous: the watcher's identity reads what the docs name
             // and is refused anything else.
-            let watcher = c.dir().join(format!("watcher-{ns}.kubeconfig"));
+            let watcher = c.dir().join(format!("bundlegate-watch-{ns}.kubeconfig"));
             let kc = ::kube::config::Kubeconfig::read_from(&watcher).unwrap();
             let cfg = ::kube::Config::from_custom_kubeconfig(kc, &Default::default()).await.unwrap();
             let limited = ::kube::Client::try_from(cfg).unwrap();
             let pods = Api::<k8s_openapi::api::core::v1::Pod>::namespaced(limited.clone(), &ns);
             assert!(pods.list(&Default::default()).await.is_ok(), "the watcher lists pods");
-            let secrets = Api::<k8s_openapi::api::core::v1::Secret>::namespaced(limited, &ns);
-            match secrets.list(&Default::default()).await {
-                Err(::kube::Error::Api(e)) => assert_eq!(e.code, 403, "{e:?}"),
-                other => panic!("the watcher must not read secrets: {other:?}"),
-            }
+            assert_refused_secrets(&watcher, &ns).await;
         }
         // What the controllers made: the new ReplicaSet and its one pod.
         let rs = Api::<ReplicaSet>::namespaced(client.clone(), &ns).list(&Default::default()).await.unwrap();
@@ -1203,7 +1296,14 @@ fn watch_passes_a_real_rollout_by_the_deployment_controller() {
             .collect();
         assert_eq!(routed, pod_names, "the Service's ready endpoints");
         let summary = w.summary();
+        // The drift audit agrees: the cluster serves the current bundle.
+        let audit = w.audit_serving(c, &client).await;
         clean_up_nodes(&client, &ns, &w.nodes).await;
+        let serving: Vec<Value> =
+            audit.json()["steps"].as_array().unwrap().iter().filter(|s| s["step"] == "serving").cloned().collect();
+        assert_eq!(audit.code, 0, "audit --serving:\n{}\n{}", audit.stdout, audit.stderr);
+        assert_eq!(serving.len(), 1, "{}", audit.stdout);
+        assert_eq!(serving[0]["verdict"], "pass", "{}", audit.stdout);
         assert_eq!(w.out.code, 0, "watch did not pass a real rollout:\n{summary}\n{}\n{}", w.out.stdout, w.out.stderr);
         assert_eq!(w.step("argo")["verdict"], "pass", "{summary}");
         let rollout = w.step("rollout");
@@ -1230,7 +1330,21 @@ fn watch_fate(fate: Fate, (stable_for, timeout): (&str, &str), code: i32, verdic
         let w = watch_rollout(c, &client, Some(&fate), stable_for, timeout).await;
         let summary = w.summary();
         let found = w.words();
+        let audit = w.audit_serving(c, &client).await;
         clean_up_nodes(&client, &w.ns, &w.nodes).await;
+        let serving: Vec<String> = audit.json()["steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|s| s["step"] == "serving")
+            .map(|s| format!("{} {}", s["verdict"], s["summary"]))
+            .collect();
+        eprintln!("audit --serving: exit {}: {serving:?}", audit.code);
+        // The drift audit asks what is served now: where the new release's
+        // pods never serve it fails; where they serve between evictions it
+        // passes (that instability is the watch's finding, not drift).
+        let audit_code = if fate.name == "crashloop" { 1 } else { 0 };
+        assert_eq!(audit.code, audit_code, "audit --serving after {}:\n{}\n{}", fate.name, audit.stdout, audit.stderr);
         eprintln!("{} in {:.1}s:\n{summary}\n{found}", fate.name, t.elapsed().as_secs_f64());
         assert_eq!(w.out.code, code, "{}:\n{summary}\n{found}\n{}", fate.name, w.out.stderr);
         assert_eq!(w.step("rollout")["verdict"], verdict, "{summary}");

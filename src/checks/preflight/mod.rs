@@ -123,6 +123,7 @@ pub(crate) fn preflight(l: &Loaded, st: &ClusterState) -> Result<Outcome, String
         plan,
     };
 
+    incomplete.extend(volumes::unread_pvs(&cx));
     let evals = scheduling::evaluate_nodes(&cx, &usage, &volumes::bound_pvs(&cx));
     let cap = surge::capacity(&cx, &usage, &evals);
     let lines = Lines::new(&cx, &usage);

@@ -621,6 +621,33 @@ fn a_bound_volumes_node_affinity_restricts_the_nodes() {
     assert_eq!(eligible(vec![claim("other", "pv-b")]), [yes("gpu-a"), yes("gpu-b")]);
 }
 
+/// A claim bound to a PV the state does not hold (a snapshot without it, a
+/// live read refused): where the pod can run is unknown, so preflight says
+/// the state is incomplete (BG207), never PASS on nodes it could not judge.
+#[test]
+fn a_bound_volume_whose_pv_was_not_read_makes_the_answer_unknown() {
+    let with_volume = serving(&[("volumes", &CACHE.replace("MODE", "ReadWriteMany"))]);
+    let st = |pvs: Vec<Pv>| ClusterState {
+        nodes: vec![gpu_node("gpu-a", ROOMY)],
+        pvcs: vec![cache_claim("ai-lab", "ReadWriteMany", Some("pv-b"))],
+        pvs,
+        ..ClusterState::default()
+    };
+    let o = run(&with_volume, &st(vec![]));
+    assert_eq!(codes(&o), ["BG207"], "{}", text(&o));
+    assert!(
+        text(&o).contains("persistentvolume pv-b (bound to claim ai-lab/model-cache): not in the cluster state"),
+        "{}",
+        text(&o)
+    );
+    // Read, it is judged: no node affinity, any node.
+    let o = run(&with_volume, &st(vec![Pv { name: "pv-b".into(), node_affinity: vec![] }]));
+    assert_eq!(codes(&o), Vec::<&str>::new(), "{}", text(&o));
+    // An unbound claim names no PV: nothing is missing.
+    let unbound = ClusterState { pvcs: vec![cache_claim("ai-lab", "ReadWriteMany", None)], ..st(vec![]) };
+    assert!(!codes(&run(&with_volume, &unbound)).contains(&"BG207"));
+}
+
 /// A ReadWriteOncePod claim deadlocks a surge whose old pod holds it
 /// (maxUnavailable 0), never a first rollout (nothing holds it); shared by
 /// more than one replica it can never serve them all.

@@ -37,6 +37,25 @@ pub(super) fn bound_pvs<'a>(cx: &Rollout<'a>) -> Vec<(&'a str, &'a Pv)> {
     pv_terms
 }
 
+/// Claims the bundle mounts that are bound to a PV the state does not hold
+/// (not in the snapshot, or not readable live): that PV's node affinity,
+/// which decides where the pod can run, is unknown, so the answer is too.
+pub(super) fn unread_pvs(cx: &Rollout) -> Vec<String> {
+    let (st, s, ns) = (cx.st, cx.serving(), cx.ns);
+    s.volumes
+        .iter()
+        .filter_map(|v| {
+            let vn = pvc(st, ns, &v.claim_name)?.volume_name.as_deref()?;
+            (!st.pvs.iter().any(|p| p.name == vn)).then(|| {
+                format!(
+                    "persistentvolume {vn} (bound to claim {ns}/{}): not in the cluster state, so its node affinity, which decides where the pod can run, is unknown; include it (`kubectl get pv {vn}`), or grant get on persistentvolumes",
+                    v.claim_name
+                )
+            })
+        })
+        .collect()
+}
+
 fn effective_access(mode: &[String]) -> Option<AccessMode> {
     let has = |m: &str| mode.iter().any(|x| x == m);
     if has("ReadWriteOncePod") {
