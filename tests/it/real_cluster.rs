@@ -513,7 +513,7 @@ async fn roll_out_as(client: &::kube::Client, ex: &Example, bundle: &Path, fate:
         if let (Some(f), "Deployment") = (fate, d["kind"].as_str().unwrap_or("")) {
             let meta = &mut d["spec"]["template"]["metadata"];
             meta["labels"]["bundlegate.test/fate"] = json!(f.name);
-            for (k, v) in f.annotations {
+            for (k, v) in &f.annotations {
                 meta["annotations"][*k] = json!(v);
             }
         }
@@ -522,9 +522,16 @@ async fn roll_out_as(client: &::kube::Client, ex: &Example, bundle: &Path, fate:
 }
 
 /// A pod fate kwok plays (tests/fixtures/cluster/kwok-fates.yaml).
+#[derive(Debug, Clone)]
 struct Fate {
     name: &'static str,
-    annotations: &'static [(&'static str, &'static str)],
+    annotations: Vec<(&'static str, String)>,
+}
+
+impl Fate {
+    fn new(name: &'static str, annotations: &[(&'static str, &str)]) -> Fate {
+        Fate { name, annotations: annotations.iter().map(|(k, v)| (*k, v.to_string())).collect() }
+    }
 }
 
 /// Remove what a case made cluster-wide (its nodes, its PV) and its
@@ -1316,42 +1323,61 @@ fn watch_passes_a_real_rollout_by_the_deployment_controller() {
     });
 }
 
-/// `watch` over a real rollout whose new pods meet `fate`: the exit code
-/// and the rollout step's verdict expected, and words its findings must
-/// hold. A pod that never becomes Ready is waited for until the timeout (a
-/// crash loop may still recover; only the Deployment's own deadline ends
-/// the wait early), so those cases run with a short one.
-fn watch_fate(fate: Fate, (stable_for, timeout): (&str, &str), code: i32, verdict: &str, words: &[&str]) {
-    let Some(c) = real() else { return };
-    let _nodes = cluster::nodes_lock();
+/// What a watch over a real rollout whose new pods meet `fate` must say:
+/// the exit code, the rollout step's verdict, words its findings hold.
+struct Expect<'a> {
+    code: i32,
+    verdict: &'a str,
+    words: &'a [&'a str],
+}
+
+/// `watch` over a real rollout whose new pods meet `fate`, then `audit
+/// --serving`; whether they said what `expect` says. A pod that never
+/// becomes Ready is waited for until the timeout (a crash loop may still
+/// recover; only the Deployment's own deadline ends the wait early), so
+/// those cases run with a short one.
+fn fate_outcome(
+    c: &Cluster,
+    fate: &Fate,
+    (stable_for, timeout): (&str, &str),
+    expect: &Expect,
+) -> Result<String, String> {
     block_on(async {
         let client = c.client().await;
         let t = std::time::Instant::now();
-        let w = watch_rollout(c, &client, Some(&fate), stable_for, timeout).await;
+        let w = watch_rollout(c, &client, Some(fate), stable_for, timeout).await;
         let summary = w.summary();
         let found = w.words();
         let audit = w.audit_serving(c, &client).await;
         clean_up_nodes(&client, &w.ns, &w.nodes).await;
-        let serving: Vec<String> = audit.json()["steps"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|s| s["step"] == "serving")
-            .map(|s| format!("{} {}", s["verdict"], s["summary"]))
-            .collect();
-        eprintln!("audit --serving: exit {}: {serving:?}", audit.code);
+        let line = format!("{fate:?} in {:.1}s:\n{summary}\n{found}", t.elapsed().as_secs_f64());
+        eprintln!("{line}");
         // The drift audit asks what is served now: where the new release's
         // pods never serve it fails; where they serve between evictions it
         // passes (that instability is the watch's finding, not drift).
         let audit_code = if fate.name == "crashloop" { 1 } else { 0 };
-        assert_eq!(audit.code, audit_code, "audit --serving after {}:\n{}\n{}", fate.name, audit.stdout, audit.stderr);
-        eprintln!("{} in {:.1}s:\n{summary}\n{found}", fate.name, t.elapsed().as_secs_f64());
-        assert_eq!(w.out.code, code, "{}:\n{summary}\n{found}\n{}", fate.name, w.out.stderr);
-        assert_eq!(w.step("rollout")["verdict"], verdict, "{summary}");
-        for word in words {
-            assert!(found.contains(word), "{}: no {word:?} in the findings:\n{found}", fate.name);
+        if audit.code != audit_code {
+            return Err(format!("audit --serving exit {}:\n{}\n{}\n{line}", audit.code, audit.stdout, audit.stderr));
         }
-    });
+        if w.out.code != expect.code || w.step("rollout")["verdict"] != expect.verdict {
+            return Err(format!(
+                "watch exit {} (want {} {}):\n{line}\n{}",
+                w.out.code, expect.code, expect.verdict, w.out.stderr
+            ));
+        }
+        if let Some(word) = expect.words.iter().find(|w| !found.contains(*w)) {
+            return Err(format!("no {word:?} in the findings:\n{line}"));
+        }
+        Ok(line)
+    })
+}
+
+fn watch_fate(fate: Fate, windows: (&str, &str), expect: Expect) {
+    let Some(c) = real() else { return };
+    let _nodes = cluster::nodes_lock();
+    if let Err(e) = fate_outcome(c, &fate, windows, &expect) {
+        panic!("{e}");
+    }
 }
 
 /// New pods that crash in a loop (kwok: CrashLoopBackOff, the restart
@@ -1359,19 +1385,17 @@ fn watch_fate(fate: Fate, (stable_for, timeout): (&str, &str), code: i32, verdic
 /// old release do not make it pass.
 #[test]
 fn watch_fails_a_real_rollout_whose_pods_crash_loop() {
-    let fate = Fate { name: "crashloop", annotations: &[] };
-    watch_fate(fate, ("5s", "20s"), 1, "fail", &["BG501", "CrashLoopBackOff", "last terminated Error (exit 1)"]);
+    let words = ["BG501", "CrashLoopBackOff", "last terminated Error (exit 1)"];
+    watch_fate(Fate::new("crashloop", &[]), ("5s", "20s"), Expect { code: 1, verdict: "fail", words: &words });
 }
 
 /// New pods killed for memory over and over (OOMKilled, exit 137): the
 /// rollout fails and names the kill.
 #[test]
 fn watch_fails_a_real_rollout_whose_pods_are_oom_killed() {
-    let fate = Fate {
-        name: "crashloop",
-        annotations: &[("bundlegate.test/reason", "OOMKilled"), ("bundlegate.test/exit-code", "137")],
-    };
-    watch_fate(fate, ("5s", "20s"), 1, "fail", &["BG501", "CrashLoopBackOff", "last terminated OOMKilled (exit 137)"]);
+    let fate = Fate::new("crashloop", &[("bundlegate.test/reason", "OOMKilled"), ("bundlegate.test/exit-code", "137")]);
+    let words = ["BG501", "CrashLoopBackOff", "last terminated OOMKilled (exit 137)"];
+    watch_fate(fate, ("5s", "20s"), Expect { code: 1, verdict: "fail", words: &words });
 }
 
 /// New pods Ready, then evicted (Failed, reason Evicted) and replaced by
@@ -1379,19 +1403,82 @@ fn watch_fails_a_real_rollout_whose_pods_are_oom_killed() {
 /// restarts, so only the pods' ends show it. The rollout must not pass.
 #[test]
 fn watch_fails_a_real_rollout_whose_pods_are_evicted_over_and_over() {
-    let fate = Fate { name: "evicted", annotations: &[("bundlegate.test/evict-ms", "1500")] };
-    watch_fate(fate, ("6s", "90s"), 1, "fail", &["BG508", "ended during the 6s stability window: Evicted"]);
+    let fate = Fate::new("evicted", &[("bundlegate.test/evict-ms", "1500")]);
+    let words = ["BG508", "ended during the 6s stability window: Evicted"];
+    watch_fate(fate, ("6s", "90s"), Expect { code: 1, verdict: "fail", words: &words });
 }
 
 /// A model that loads slowly (Running, not Ready for 8 s, then Ready): the
 /// watch waits for it and passes; a slow start is no failure.
 #[test]
 fn watch_waits_for_a_slow_model_load_and_passes() {
-    watch_fate(
-        Fate { name: "slow", annotations: &[("bundlegate.test/load-ms", "8000")] },
-        ("2s", "90s"),
-        0,
-        "pass",
-        &[],
-    );
+    let fate = Fate::new("slow", &[("bundlegate.test/load-ms", "8000")]);
+    watch_fate(fate, ("2s", "90s"), Expect { code: 0, verdict: "pass", words: &[] });
+}
+
+/// A generated pod fate and the watch's windows: a healthy rollout, a slow
+/// load (1–6 s), a crash loop (Error or OOMKilled), or evictions (0.5–2 s
+/// after Ready, always inside the 3–5 s stability window).
+#[derive(Debug, Clone)]
+struct GenFate {
+    fate: Fate,
+    stable_s: u64,
+}
+
+fn gen_fates() -> impl proptest::strategy::Strategy<Value = GenFate> {
+    use proptest::prelude::*;
+    let fate = prop_oneof![
+        Just(Fate::new("healthy", &[])),
+        (1000u64..=6000).prop_map(|ms| Fate::new("slow", &[("bundlegate.test/load-ms", &ms.to_string())])),
+        proptest::sample::select(vec![("Error", "1"), ("OOMKilled", "137"), ("Error", "2")]).prop_map(|(r, x)| {
+            Fate::new("crashloop", &[("bundlegate.test/reason", r), ("bundlegate.test/exit-code", x)])
+        }),
+        (500u64..=2000).prop_map(|ms| Fate::new("evicted", &[("bundlegate.test/evict-ms", &ms.to_string())])),
+    ];
+    (fate, 3u64..=5).prop_map(|(fate, stable_s)| GenFate { fate, stable_s })
+}
+
+/// The watch's judgment as a property over generated pod fates on real
+/// rollouts: a healthy or slow-loading release passes; a crash loop fails
+/// naming the last termination's reason and exit code; evictions inside
+/// the window fail naming the eviction. Never PASS on a failing rollout,
+/// never FAIL on a good one. `BUNDLEGATE_WATCH_PROP_CASES` per run
+/// (default 4, each 10–30 s); the seed is printed, and
+/// `BUNDLEGATE_WATCH_PROP_SEED` replays it.
+#[test]
+fn watch_judges_generated_pod_fates_on_real_rollouts() {
+    use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestRng, TestRunner};
+    let Some(c) = real() else { return };
+    let _nodes = cluster::nodes_lock();
+    let cases = std::env::var("BUNDLEGATE_WATCH_PROP_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(4);
+    let seed: u64 =
+        std::env::var("BUNDLEGATE_WATCH_PROP_SEED").ok().and_then(|v| v.parse().ok()).unwrap_or_else(|| {
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64
+        });
+    eprintln!("generated pod fates: {cases} cases, BUNDLEGATE_WATCH_PROP_SEED={seed}");
+    let mut bytes = [0u8; 32];
+    bytes[..8].copy_from_slice(&seed.to_le_bytes());
+    // Each case is a whole rollout on the real cluster: few shrink steps.
+    let config = Config { cases, max_shrink_iters: 4, failure_persistence: None, ..Config::default() };
+    let mut runner = TestRunner::new_with_rng(config, TestRng::from_seed(RngAlgorithm::ChaCha, &bytes));
+    let r = runner.run(&gen_fates(), |g| {
+        let ann =
+            |k: &str| g.fate.annotations.iter().find(|(a, _)| *a == k).map(|(_, v)| v.clone()).unwrap_or_default();
+        let stable = format!("{}s", g.stable_s);
+        let (reason, exit) = (ann("bundlegate.test/reason"), ann("bundlegate.test/exit-code"));
+        let crash_words = [format!("last terminated {reason} (exit {exit})")];
+        let evict_words = [format!("ended during the {stable} stability window: Evicted")];
+        let (code, verdict, words): (i32, &str, Vec<&str>) = match g.fate.name {
+            "crashloop" => (1, "fail", vec!["BG501", "CrashLoopBackOff", crash_words[0].as_str()]),
+            "evicted" => (1, "fail", vec!["BG508", evict_words[0].as_str()]),
+            _ => (0, "pass", vec![]),
+        };
+        let expect = Expect { code, verdict, words: &words };
+        fate_outcome(c, &g.fate, (&stable, "25s"), &expect)
+            .map(|_| ())
+            .map_err(|e| TestCaseError::fail(format!("{g:?}\n{e}")))
+    });
+    if let Err(e) = r {
+        panic!("BUNDLEGATE_WATCH_PROP_SEED={seed}: {e}");
+    }
 }
