@@ -932,30 +932,46 @@ impl Layout {
 /// and where both say Pending they count each node under the same reason.
 /// `BUNDLEGATE_SCHED_PROP_CASES` layouts per run (default 24, about a second
 /// each); the seed is printed, and `BUNDLEGATE_SCHED_PROP_SEED` replays it.
+/// Run a property whose every case is work on the real cluster: `cases`
+/// from `{PREFIX}_CASES` (else `default_cases`), the seed from
+/// `{PREFIX}_SEED` (else the clock; printed, so a failure replays), no
+/// failure file (the source tree stays clean), few shrink steps (each one
+/// is real work). Panics with the seed and the shrunk case on failure.
+fn real_property<S: proptest::strategy::Strategy>(
+    prefix: &str,
+    default_cases: u32,
+    max_shrink_iters: u32,
+    strategy: &S,
+    test: impl Fn(S::Value) -> Result<(), String>,
+) where
+    S::Value: std::fmt::Debug,
+{
+    use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestRng, TestRunner};
+    let var = |k: &str| std::env::var(format!("{prefix}_{k}")).ok().and_then(|v| v.parse::<u64>().ok());
+    let cases = var("CASES").map_or(default_cases, |n| n.min(u64::from(u32::MAX)) as u32);
+    let seed = var("SEED").unwrap_or_else(|| {
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64
+    });
+    eprintln!("{cases} generated cases, {prefix}_SEED={seed}");
+    let mut bytes = [0u8; 32];
+    bytes[..8].copy_from_slice(&seed.to_le_bytes());
+    let config = Config { cases, max_shrink_iters, failure_persistence: None, ..Config::default() };
+    let mut runner = TestRunner::new_with_rng(config, TestRng::from_seed(RngAlgorithm::ChaCha, &bytes));
+    let r = runner.run(strategy, |v| {
+        let shown = format!("{v:?}");
+        test(v).map_err(|e| TestCaseError::fail(format!("{shown}\n{e}")))
+    });
+    if let Err(e) = r {
+        panic!("{prefix}_SEED={seed}: {e}");
+    }
+}
+
 #[test]
 fn preflight_agrees_with_the_real_scheduler_on_generated_layouts() {
-    use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestRng, TestRunner};
     let Some(c) = real() else { return };
     let _nodes = cluster::nodes_lock();
     block_on(async { system_pods(&c.client().await).await });
-    let cases = std::env::var("BUNDLEGATE_SCHED_PROP_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(24);
-    let seed: u64 =
-        std::env::var("BUNDLEGATE_SCHED_PROP_SEED").ok().and_then(|v| v.parse().ok()).unwrap_or_else(|| {
-            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64
-        });
-    eprintln!("generated layouts: {cases} cases, BUNDLEGATE_SCHED_PROP_SEED={seed}");
-    let mut bytes = [0u8; 32];
-    bytes[..8].copy_from_slice(&seed.to_le_bytes());
-    // No failure file (the source tree stays clean) and few shrink steps:
-    // each one is a layout made and torn down on the real cluster.
-    let config = Config { cases, max_shrink_iters: 16, failure_persistence: None, ..Config::default() };
-    let mut runner = TestRunner::new_with_rng(config, TestRng::from_seed(RngAlgorithm::ChaCha, &bytes));
-    let r = runner.run(&layouts(), |layout| {
-        run_timed(c, &layout.case()).map(|_| ()).map_err(|e| TestCaseError::fail(format!("{layout:?}\n{e}")))
-    });
-    if let Err(e) = r {
-        panic!("BUNDLEGATE_SCHED_PROP_SEED={seed}: {e}");
-    }
+    real_property("BUNDLEGATE_SCHED_PROP", 24, 16, &layouts(), |layout| run_timed(c, &layout.case()).map(|_| ()));
 }
 
 // ---- watch over a real rollout -----------------------------------------------------------------
@@ -1447,21 +1463,9 @@ fn gen_fates() -> impl proptest::strategy::Strategy<Value = GenFate> {
 /// `BUNDLEGATE_WATCH_PROP_SEED` replays it.
 #[test]
 fn watch_judges_generated_pod_fates_on_real_rollouts() {
-    use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestRng, TestRunner};
     let Some(c) = real() else { return };
     let _nodes = cluster::nodes_lock();
-    let cases = std::env::var("BUNDLEGATE_WATCH_PROP_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(4);
-    let seed: u64 =
-        std::env::var("BUNDLEGATE_WATCH_PROP_SEED").ok().and_then(|v| v.parse().ok()).unwrap_or_else(|| {
-            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64
-        });
-    eprintln!("generated pod fates: {cases} cases, BUNDLEGATE_WATCH_PROP_SEED={seed}");
-    let mut bytes = [0u8; 32];
-    bytes[..8].copy_from_slice(&seed.to_le_bytes());
-    // Each case is a whole rollout on the real cluster: few shrink steps.
-    let config = Config { cases, max_shrink_iters: 4, failure_persistence: None, ..Config::default() };
-    let mut runner = TestRunner::new_with_rng(config, TestRng::from_seed(RngAlgorithm::ChaCha, &bytes));
-    let r = runner.run(&gen_fates(), |g| {
+    real_property("BUNDLEGATE_WATCH_PROP", 4, 4, &gen_fates(), |g| {
         let ann =
             |k: &str| g.fate.annotations.iter().find(|(a, _)| *a == k).map(|(_, v)| v.clone()).unwrap_or_default();
         let stable = format!("{}s", g.stable_s);
@@ -1473,12 +1477,6 @@ fn watch_judges_generated_pod_fates_on_real_rollouts() {
             "evicted" => (1, "fail", vec!["BG508", evict_words[0].as_str()]),
             _ => (0, "pass", vec![]),
         };
-        let expect = Expect { code, verdict, words: &words };
-        fate_outcome(c, &g.fate, (&stable, "25s"), &expect)
-            .map(|_| ())
-            .map_err(|e| TestCaseError::fail(format!("{g:?}\n{e}")))
+        fate_outcome(c, &g.fate, (&stable, "25s"), &Expect { code, verdict, words: &words }).map(|_| ())
     });
-    if let Err(e) = r {
-        panic!("BUNDLEGATE_WATCH_PROP_SEED={seed}: {e}");
-    }
 }
