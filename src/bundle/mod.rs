@@ -6,6 +6,7 @@ pub mod edit;
 pub mod model;
 pub mod pod_verifier;
 pub(crate) mod reserved;
+pub mod signing;
 pub mod spans;
 pub mod storage_uri;
 pub mod validate;
