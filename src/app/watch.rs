@@ -25,7 +25,7 @@ use crate::adapters::{git, model};
 use crate::app::ctx::Ctx;
 use crate::bundle::Loaded;
 use crate::checks::watch::argo::{self, AppSource, ArgoState, Lineage};
-use crate::checks::watch::rollout::{Expected, IdentitySample, ProbeSample};
+use crate::checks::watch::rollout::{IdentitySample, ProbeSample};
 use crate::checks::watch::stability::RolloutWatch;
 use crate::checks::watch::steps::{self, ArgoOutcome, ArgoRead, WatchPlan};
 use crate::diag::Overrides;
@@ -44,11 +44,6 @@ fn poll_interval(env: &EnvSnapshot) -> Result<Duration> {
         Ok(d) => Ok(d),
         Err(why) => anyhow::bail!("BUNDLEGATE_WATCH_POLL: {why}"),
     }
-}
-
-/// What the bundle says should run (the audit's serving pass reads it too).
-pub(crate) fn expected(l: &Loaded) -> Expected {
-    WatchPlan::resolve(l, None).expected
 }
 
 /// Watch one loaded bundle's release: Argo CD sync, the rollout, identity,
