@@ -15,6 +15,7 @@
 
 pub mod argocd;
 pub mod audit;
+pub(crate) mod audit_cache;
 pub mod canary;
 pub mod codes;
 pub mod comment;

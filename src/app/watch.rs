@@ -19,37 +19,17 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 
-use crate::adapters::env::EnvSnapshot;
 use crate::adapters::kube as io;
 use crate::adapters::{git, model};
 use crate::app::ctx::Ctx;
 use crate::bundle::Loaded;
 use crate::checks::watch::argo::{self, AppSource, ArgoState, Lineage};
-use crate::checks::watch::rollout::{Expected, IdentitySample, ProbeSample};
+use crate::checks::watch::rollout::{IdentitySample, ProbeSample};
 use crate::checks::watch::stability::RolloutWatch;
 use crate::checks::watch::steps::{self, ArgoOutcome, ArgoRead, WatchPlan};
 use crate::diag::Overrides;
 use crate::options::{CanaryOptions, RevertOptions, WatchOptions};
 use crate::report::{Report, StepReport};
-
-/// How often the cluster is read. Polling (plain GETs) rather than watches
-/// keeps the tool's access read-only and simple to audit; 2 s is well below
-/// the seconds a pod takes to schedule. Tests shorten it. Zero is refused
-/// (it polled the API in a tight loop), as is anything that is not a
-/// duration of at most 7 days.
-fn poll_interval(env: &EnvSnapshot) -> Result<Duration> {
-    let Some(v) = &env.watch_poll else { return Ok(Duration::from_secs(2)) };
-    match crate::util::try_duration(v) {
-        Ok(d) if d.is_zero() => anyhow::bail!("BUNDLEGATE_WATCH_POLL=`{v}`: the poll interval must be more than 0 (zero reads the cluster in a tight loop); e.g. 2s"),
-        Ok(d) => Ok(d),
-        Err(why) => anyhow::bail!("BUNDLEGATE_WATCH_POLL: {why}"),
-    }
-}
-
-/// What the bundle says should run (the audit's serving pass reads it too).
-pub(crate) fn expected(l: &Loaded) -> Expected {
-    WatchPlan::resolve(l, None).expected
-}
 
 /// Watch one loaded bundle's release: Argo CD sync, the rollout, identity,
 /// downtime, the canary gates; a revert PR on a FAIL when asked.
@@ -273,7 +253,7 @@ async fn rollout_step(
 
 async fn watch_loaded(ctx: &Ctx, l: &Loaded, args: &WatchOptions) -> Result<Report> {
     let (timeout, probe_every) = (args.timeout.value, args.probe_interval.value);
-    let poll = poll_interval(&ctx.env)?;
+    let poll = steps::poll_interval(ctx.env.watch_poll.as_deref()).map_err(anyhow::Error::msg)?;
     let plan = WatchPlan::resolve(l, args.stable_for);
     let started = Instant::now();
     let deadline = started + timeout;
@@ -283,8 +263,9 @@ async fn watch_loaded(ctx: &Ctx, l: &Loaded, args: &WatchOptions) -> Result<Repo
     let (client, server) = match ctx.kube().await {
         Ok(c) => c,
         Err(e) => {
-            r.push(StepReport::error("argo", &args.app, &e));
-            r.push(StepReport::not_run("rollout", &target, "the cluster could not be reached"));
+            for s in steps::unreachable_steps(&args.app, &target, &e) {
+                r.push(s);
+            }
             return Ok(r);
         }
     };
@@ -327,11 +308,7 @@ async fn watch_loaded(ctx: &Ctx, l: &Loaded, args: &WatchOptions) -> Result<Repo
             }
             return Ok(r);
         }
-        ArgoOutcome::NotDeployed => r.push(StepReport::not_run(
-            "rollout",
-            &target,
-            "Argo CD did not sync this release, so the cluster cannot be running it",
-        )),
+        ArgoOutcome::NotDeployed => r.push(steps::rollout_not_deployed(&target)),
     }
 
     // ---- 3. downtime measured while waiting ----
@@ -341,25 +318,19 @@ async fn watch_loaded(ctx: &Ctx, l: &Loaded, args: &WatchOptions) -> Result<Repo
             let (samples, end) = p.finish().await;
             steps::downtime_step(&target, &url, &samples, end)
         }
-        None if args.service_url.is_none() => {
-            StepReport::not_run("downtime", &target, "no --service-url: downtime was not measured")
-        }
-        None => StepReport::not_run("downtime", &target, "the bundle declares no spec.serving.healthPath to probe"),
+        None => steps::downtime_not_measured(&target, args.service_url.is_some()),
     };
 
     // ---- 4. identity: what the service says it serves, over the window ----
-    let id = match (&args.service_url, &plan.identity, &identity_url) {
-        (None, _, _) => {
-            StepReport::not_run("identity", &target, "no --service-url: the service's own identity was not asked")
-        }
-        (Some(_), Some(id), Some(url)) => {
+    let id = match (&plan.identity, &identity_url) {
+        (Some(id), Some(url)) => {
             let over_window = identity_samples.iter().any(|s| s.answer.is_ok());
             if !over_window {
                 identity_samples.extend(ask_identity_once(ctx, url, started).await);
             }
             steps::identity_step(&target, id, url, &identity_samples, over_window)
         }
-        _ => StepReport::not_run("identity", &target, "the bundle declares no spec.serving.identity endpoint (BG017)"),
+        _ => steps::identity_not_asked(&target, args.service_url.is_some()),
     };
     r.push(id);
     r.push(down);
@@ -375,11 +346,7 @@ async fn watch_loaded(ctx: &Ctx, l: &Loaded, args: &WatchOptions) -> Result<Repo
             // The summary names each step, where it was found and its verdict.
             r.push(super::canary::analyze_steps(ctx, l, &cargs, &Overrides::default()).await);
         } else {
-            r.push(StepReport::not_run(
-                "canary",
-                &target,
-                format!("traffic steps {:?} not analysed: the rollout did not complete", c.steps),
-            ));
+            r.push(steps::canary_not_run(&target, &c.steps));
         }
     }
 

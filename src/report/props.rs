@@ -3,7 +3,7 @@
 //! and nothing else. Markdown is rendered back with a CommonMark parser
 //! (GitHub's extensions on) and read as events; human output is read byte by
 //! byte. The generators and checkers are shared with the revert PR body's
-//! property (`app::revert`).
+//! property (`checks::revert::text`).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -715,12 +715,12 @@ fn check_every_outlet(run: &Run) -> Result<(), String> {
     // GitHub.
     check_github_files(r)?;
     check_comment(r)?;
-    let title = crate::app::revert::pr_title(&run.name, &run.version, &run.prev_version);
+    let title = crate::checks::revert::text::pr_title(&run.name, &run.version, &run.prev_version);
     one_line("revert PR title", &(title.clone() + "\n"))?;
     if let Some(p) = github_would_link(&title) {
         return Err(format!("revert PR title: GitHub would link {p:?} in {title:?}"));
     }
-    let facts = crate::app::revert::RevertFacts {
+    let facts = crate::checks::revert::text::RevertFacts {
         name: &run.name,
         version: &run.version,
         digest: "sha256:0",
@@ -730,7 +730,7 @@ fn check_every_outlet(run: &Run) -> Result<(), String> {
         branch: "bundlegate/revert-x",
         verify_summary: &run.error,
     };
-    let body = crate::app::revert::revert_body(&facts, Some(r));
+    let body = crate::checks::revert::text::revert_body(&facts, Some(r));
     let marker = format!("<!-- {} sha256:0 -->", crate::checks::revert::REVERT_MARKER);
     let extra = Extra {
         texts: vec![&run.name, &run.version, &run.prev_version, &run.path, &run.error],

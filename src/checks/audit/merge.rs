@@ -14,6 +14,16 @@ use crate::report::{Report, StepReport, Verdict};
 /// its `finishedAt` is no longer a time it can have finished at.
 const CLOCK_SKEW: chrono::Duration = chrono::Duration::minutes(5);
 
+/// Only audit reports of this schema are merged: anything else proves
+/// nothing about the tree. `Err` names what `name` holds instead (the tool
+/// refuses the merge).
+pub(crate) fn check_input(name: &str, r: &Report) -> Result<(), String> {
+    if r.schema != "bundlegate.dev/report/v1" || r.command != "audit" {
+        return Err(format!("{name}: not an audit report (schema `{}`, command `{}`)", r.schema, r.command));
+    }
+    Ok(())
+}
+
 /// `reports`: (where it came from, the report), in any order.
 /// `max_age`: shard reports that finished longer ago than this (or say not
 /// when) are stale — e.g. yesterday's report of a shard that did not run today.
@@ -153,6 +163,18 @@ fn content_problems(reports: &[(String, Report)]) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_audit_reports_of_this_schema_are_merged() {
+        assert_eq!(check_input("a.json", &Report::new("audit")), Ok(()));
+        assert_eq!(
+            check_input("w.json", &Report::new("watch")),
+            Err("w.json: not an audit report (schema `bundlegate.dev/report/v1`, command `watch`)".into())
+        );
+        let mut old = Report::new("audit");
+        old.schema = "bundlegate.dev/report/v0".into();
+        assert!(check_input("o.json", &old).unwrap_err().contains("schema `bundlegate.dev/report/v0`"));
+    }
 
     fn shard_report(index: u32, count: u32, tree: &str, owned: &[&str], verdict: Verdict) -> (String, Report) {
         let mut r = Report::new("audit");

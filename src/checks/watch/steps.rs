@@ -295,10 +295,112 @@ pub(crate) fn revert_wanted(asked: bool, r: &Report) -> bool {
     asked && r.verdict == Verdict::Fail
 }
 
+/// How often the cluster is read (`BUNDLEGATE_WATCH_POLL`, else 2 s):
+/// polling (plain GETs) rather than watches keeps the tool's access
+/// read-only and simple to audit; 2 s is well below the seconds a pod takes
+/// to schedule. Tests shorten it. Zero is refused (it polled the API in a
+/// tight loop), as is anything that is not a duration of at most 7 days.
+pub(crate) fn poll_interval(v: Option<&str>) -> Result<Duration, String> {
+    let Some(v) = v else { return Ok(Duration::from_secs(2)) };
+    match crate::util::try_duration(v) {
+        Ok(d) if d.is_zero() => Err(format!("BUNDLEGATE_WATCH_POLL=`{v}`: the poll interval must be more than 0 (zero reads the cluster in a tight loop); e.g. 2s")),
+        Ok(d) => Ok(d),
+        Err(why) => Err(format!("BUNDLEGATE_WATCH_POLL: {why}")),
+    }
+}
+
+/// The cluster could not be reached: the `argo` step (named after the
+/// Application) is that ERROR, and there is no rollout to judge.
+pub(crate) fn unreachable_steps(app: &str, target: &str, e: &anyhow::Error) -> Vec<StepReport> {
+    vec![StepReport::error("argo", app, e), StepReport::not_run("rollout", target, "the cluster could not be reached")]
+}
+
+/// The rollout of a release Argo CD did not sync: NOT RUN.
+pub(crate) fn rollout_not_deployed(target: &str) -> StepReport {
+    StepReport::not_run("rollout", target, "Argo CD did not sync this release, so the cluster cannot be running it")
+}
+
+/// The `downtime` step when nothing was probed: no `--service-url`
+/// (`service_url` false), else a bundle that names no health path.
+pub(crate) fn downtime_not_measured(target: &str, service_url: bool) -> StepReport {
+    let why = if service_url {
+        "the bundle declares no spec.serving.healthPath to probe"
+    } else {
+        "no --service-url: downtime was not measured"
+    };
+    StepReport::not_run("downtime", target, why)
+}
+
+/// The `identity` step when nothing was asked: no `--service-url`
+/// (`service_url` false), else a bundle that declares no identity endpoint.
+pub(crate) fn identity_not_asked(target: &str, service_url: bool) -> StepReport {
+    let why = if service_url {
+        "the bundle declares no spec.serving.identity endpoint (BG017)"
+    } else {
+        "no --service-url: the service's own identity was not asked"
+    };
+    StepReport::not_run("identity", target, why)
+}
+
+/// The `canary` step of a rollout that did not complete: analysing a
+/// rollout that never happened proves nothing (`steps`: the traffic steps).
+pub(crate) fn canary_not_run(target: &str, steps: &[u32]) -> StepReport {
+    StepReport::not_run("canary", target, format!("traffic steps {steps:?} not analysed: the rollout did not complete"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::diag::Code;
+
+    #[test]
+    fn the_poll_interval_defaults_to_2s_and_refuses_zero() {
+        assert_eq!(poll_interval(None), Ok(Duration::from_secs(2)));
+        assert_eq!(poll_interval(Some("250ms")), Ok(Duration::from_millis(250)));
+        assert_eq!(
+            poll_interval(Some("0s")).unwrap_err(),
+            "BUNDLEGATE_WATCH_POLL=`0s`: the poll interval must be more than 0 (zero reads the cluster in a tight loop); e.g. 2s"
+        );
+        assert!(poll_interval(Some("soon")).unwrap_err().starts_with("BUNDLEGATE_WATCH_POLL: "));
+    }
+
+    /// Each step the watch did not take says which and why, NOT RUN (the
+    /// unreachable cluster's argo step is the ERROR).
+    #[test]
+    fn steps_not_taken_say_why() {
+        let shown = |s: &StepReport| format!("{} {} {}: {}", s.step, s.verdict, s.target, s.summary);
+        let gone = unreachable_steps("argocd/m", "t", &anyhow::anyhow!("no kubeconfig"));
+        assert_eq!(
+            gone.iter().map(shown).collect::<Vec<_>>(),
+            ["argo ERROR argocd/m: no kubeconfig", "rollout NOT RUN t: the cluster could not be reached"]
+        );
+        let cases = [
+            (
+                rollout_not_deployed("t"),
+                "rollout NOT RUN t: Argo CD did not sync this release, so the cluster cannot be running it",
+            ),
+            (downtime_not_measured("t", false), "downtime NOT RUN t: no --service-url: downtime was not measured"),
+            (
+                downtime_not_measured("t", true),
+                "downtime NOT RUN t: the bundle declares no spec.serving.healthPath to probe",
+            ),
+            (
+                identity_not_asked("t", false),
+                "identity NOT RUN t: no --service-url: the service's own identity was not asked",
+            ),
+            (
+                identity_not_asked("t", true),
+                "identity NOT RUN t: the bundle declares no spec.serving.identity endpoint (BG017)",
+            ),
+            (
+                canary_not_run("t", &[10, 50, 100]),
+                "canary NOT RUN t: traffic steps [10, 50, 100] not analysed: the rollout did not complete",
+            ),
+        ];
+        for (step, want) in &cases {
+            assert_eq!(shown(step), *want);
+        }
+    }
 
     fn read<'a>(state: &'a ArgoState, app: Option<&'a AppStatus>, lineage: &'a Lineage, ever: bool) -> ArgoRead<'a> {
         ArgoRead {

@@ -1,6 +1,12 @@
 //! The revert's judgments: is there a verified release to return to, and
 //! was the bundle itself put there by a revert? When there is no verified
 //! way back, every finding proposes degrading instead (RollbackTargetUnverified).
+//!
+//! - [`steps`]: the plan resolved once, and each outcome written up;
+//! - [`text`]: what the revert writes outside the report (branch, commit, PR).
+
+pub(crate) mod steps;
+pub(crate) mod text;
 
 use crate::diag::{Code, Diagnostic};
 
