@@ -8,7 +8,7 @@ use clap::{Parser, Subcommand};
 
 use crate::options::{
     ArgocdAction, AuditOptions, CanaryOptions, MergeOptions, PreflightOptions, PublishOptions, RenderOptions,
-    RevertOptions, RunOptions, SeverityOptions, VerifyFilesOptions, VerifyOptions, WatchOptions,
+    RevertOptions, RunOptions, SeverityOptions, SignOptions, VerifyFilesOptions, VerifyOptions, WatchOptions,
 };
 use crate::report::format::Format;
 
@@ -44,6 +44,13 @@ pub enum Command {
         bundle: PathBuf,
         #[command(flatten)]
         opts: RenderOptions,
+    },
+    /// Sign a bundle: `model.sig` (OpenSSF model signing, over every file's sha256) and `release.sig` (the release digest).
+    Sign {
+        /// Release bundle file (`release.yaml`).
+        bundle: PathBuf,
+        #[command(flatten)]
+        opts: SignOptions,
     },
     /// Print a bundle's release digest.
     Digest {

@@ -14,7 +14,7 @@ use anyhow::Result;
 
 use crate::app::ctx::Ctx;
 use crate::app::{argocd, audit, canary, codes, digest, lint, preflight, publish, render, revert, verify_files};
-use crate::app::{on_bundles, verify, watch};
+use crate::app::{on_bundles, sign, verify, watch};
 use crate::cli::{Cli, Command, ReportCmd};
 use crate::config::Config;
 use crate::diag::Overrides;
@@ -88,6 +88,7 @@ fn label(c: &Command) -> (&'static str, String) {
         Command::Verify { bundles, .. } => ("verify", all(bundles)),
         Command::Render { bundle, .. } => ("render", shown(bundle)),
         Command::Digest { bundle } => ("digest", shown(bundle)),
+        Command::Sign { bundle, .. } => ("sign", shown(bundle)),
         Command::Preflight { bundle, .. } => ("preflight", shown(bundle)),
         Command::Canary { bundle, .. } => ("canary", shown(bundle)),
         Command::Watch { bundle, .. } => ("watch", shown(bundle)),
@@ -122,6 +123,7 @@ fn command(cli: Cli) -> Result<Report> {
             Ok(r)
         }
         Command::Digest { bundle } => on_bundles("digest", &[bundle], |l| digest::run(&ctx, l)),
+        Command::Sign { bundle, opts } => on_bundles("sign", &[bundle], |l| sign::run(&ctx, l, &opts)),
         Command::Verify { bundles, opts, sev } => {
             let ov = cfg.overrides(&sev)?;
             on_bundles("verify", &bundles, |l| verify::run(&ctx, l, &opts, &ov))

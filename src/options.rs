@@ -455,6 +455,18 @@ impl Default for RunOptions {
     }
 }
 
+/// `sign`: the bundle's signatures in the OpenSSF model-signing format.
+#[derive(Debug, Clone)]
+#[cfg_attr(feature = "cli", derive(clap::Args))]
+pub struct SignOptions {
+    /// ECDSA P-256 private key, PEM: SEC1 (`openssl ecparam -name prime256v1 -genkey`) or PKCS#8.
+    #[cfg_attr(feature = "cli", arg(long))]
+    pub key: PathBuf,
+    /// Folder to write `model.sig` and `release.sig` to (default: the bundle's folder).
+    #[cfg_attr(feature = "cli", arg(long))]
+    pub out: Option<PathBuf>,
+}
+
 /// `verify-files`, in the serving pod.
 #[derive(Debug, Clone)]
 #[cfg_attr(feature = "cli", derive(clap::Args))]

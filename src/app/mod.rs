@@ -27,6 +27,7 @@ pub mod publish;
 pub mod render;
 pub mod revert;
 pub mod serving;
+pub mod sign;
 pub mod verify;
 pub mod verify_files;
 pub mod watch;

@@ -8,5 +8,6 @@ pub mod preflight;
 pub mod render;
 pub mod revert;
 pub mod rollback;
+pub mod sign;
 pub mod verify;
 pub mod watch;

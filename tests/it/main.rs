@@ -33,6 +33,7 @@ mod props;
 mod real_cluster;
 mod render;
 mod secrets;
+mod sign;
 mod toolchain;
 mod verify;
 mod verify_files;

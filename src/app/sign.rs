@@ -1,0 +1,33 @@
+//! `bundlegate sign`: read the key, sign the bundle's two statements, write
+//! `model.sig` and `release.sig`. The store is not read: the bundle already
+//! holds every file's sha256, which is what the format signs.
+
+use anyhow::{anyhow, Context, Result};
+
+use crate::adapters::{bundle_files, local};
+use crate::app::ctx::Ctx;
+use crate::bundle::{signing, Loaded};
+use crate::checks::sign as written;
+use crate::options::SignOptions;
+use crate::report::StepReport;
+
+pub(crate) fn run(_ctx: &Ctx, l: &Loaded, o: &SignOptions) -> Result<Vec<StepReport>> {
+    let shown = crate::report::escape::path_name(&o.key);
+    let pem = bundle_files::read_bytes(&o.key, signing::MAX_KEY_BYTES, "private key")
+        .and_then(bundle_files::utf8)
+        .with_context(|| format!("reading the private key {shown}"))?;
+    let key = signing::private_key(&pem).map_err(|e| anyhow!("{shown}: {e}"))?;
+    let model = signing::model_statement(&written::model_name(l), &l.bundle.spec.model.artifacts)
+        .map_err(|e| anyhow!("{}: {e}", l.display))?;
+    let release = signing::release_statement(l);
+    let dir = o.out.clone().unwrap_or_else(|| bundle_files::bundle_folder(&l.path));
+    let mut files = Vec::new();
+    for (name, statement) in [(written::MODEL_SIG, &model), (written::RELEASE_SIG, &release)] {
+        let text = signing::sign(statement, &key).map_err(|e| anyhow!("signing {name}: {e}"))?;
+        let path = dir.join(name);
+        local::write_atomic(&path, text.as_bytes())?;
+        files.push(crate::report::escape::path_name(&path));
+    }
+    let hint = signing::key_hint(key.verifying_key()).map_err(|e| anyhow!("{shown}: {e}"))?;
+    Ok(vec![written::signed(l, &model, &files, &hint)])
+}
