@@ -5,6 +5,7 @@ pub mod canary;
 pub mod lint;
 pub mod pod_files;
 pub mod preflight;
+pub mod release_diff;
 pub mod render;
 pub mod revert;
 pub mod rollback;
