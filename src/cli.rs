@@ -8,7 +8,7 @@ use clap::{Parser, Subcommand};
 
 use crate::options::{
     ArgocdAction, AuditOptions, CanaryOptions, MergeOptions, PreflightOptions, PublishOptions, RenderOptions,
-    RevertOptions, RunOptions, SeverityOptions, VerifyFilesOptions, VerifyOptions, WatchOptions,
+    RevertOptions, RunOptions, SchemaKind, SeverityOptions, VerifyFilesOptions, VerifyOptions, WatchOptions,
 };
 use crate::report::format::Format;
 
@@ -121,6 +121,11 @@ pub enum Command {
     Codes,
     /// Explain one diagnostic code.
     Explain { code: String },
+    /// Print the JSON Schema of a release bundle or a pipeline file (human: the schema itself; schemas/ holds both).
+    Schema {
+        #[arg(value_enum)]
+        kind: SchemaKind,
+    },
 }
 
 #[derive(Debug, Subcommand)]

@@ -12,6 +12,7 @@ use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Deserializer};
 
 /// Every default in one place: the CLI's `--help` shows these strings and
@@ -142,6 +143,31 @@ impl<'de> Deserialize<'de> for HumanDuration {
     }
 }
 
+/// A duration as [`crate::util::try_duration`] reads it: the schema names
+/// the text, the parser is the judge (a pattern would be a second one).
+fn duration_schema(description: &str) -> schemars::Schema {
+    schemars::json_schema!({
+        "type": "string",
+        "description": description,
+        "examples": ["300ms", "90s", "15m", "1h30m"],
+    })
+}
+
+/// `stableFor`: [`wait_value`]'s text.
+fn wait_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    duration_schema("A duration (e.g. 300ms, 90s, 15m, 1h30m, 1d; at most 7d; 0s allowed).")
+}
+
+impl JsonSchema for HumanDuration {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Duration".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        duration_schema("A duration greater than zero (e.g. 300ms, 90s, 15m, 1h30m, 1d; at most 7d).")
+    }
+}
+
 impl fmt::Display for HumanDuration {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.text)
@@ -175,13 +201,14 @@ pub struct SeverityOptions {
 }
 
 /// `verify`, `audit` and every step that hashes artifacts.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 #[cfg_attr(feature = "cli", derive(clap::Args))]
 pub struct VerifyOptions {
     /// Concurrent object reads (1..=256).
     #[cfg_attr(feature = "cli", arg(long, default_value = defaults::JOBS_STR, value_parser = jobs_value))]
     #[serde(default = "defaults::jobs", deserialize_with = "jobs_de")]
+    #[schemars(range(min = 1, max = MAX_JOBS))]
     pub jobs: usize,
     /// Treat objects under the prefix that the bundle does not list as errors.
     #[cfg_attr(feature = "cli", arg(long))]
@@ -255,7 +282,7 @@ impl PrometheusUrl {
 
 /// `canary`, the pipeline's canary step, and the canary gates `watch`
 /// judges once the rollout completed.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 #[cfg_attr(feature = "cli", derive(clap::Args))]
 pub struct CanaryOptions {
@@ -298,7 +325,7 @@ impl CanaryOptions {
 /// `watch`, and the pipeline's watch step (there `{name}`/`{namespace}` in
 /// `app` and `service_url` stand for the bundle's metadata, filled in when
 /// the step runs).
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 #[cfg_attr(feature = "cli", derive(clap::Args))]
 pub struct WatchOptions {
@@ -332,6 +359,7 @@ pub struct WatchOptions {
     // None: `checks::watch::stability::default_window_s`.
     #[cfg_attr(feature = "cli", arg(long, value_parser = wait_value))]
     #[serde(default, deserialize_with = "wait_de")]
+    #[schemars(schema_with = "wait_schema")]
     pub stable_for: Option<Duration>,
     /// Open a revert PR when a gate fails.
     #[cfg_attr(feature = "cli", arg(long))]
@@ -359,7 +387,7 @@ impl WatchOptions {
 }
 
 /// `revert`, and the pipeline's revert step.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 #[cfg_attr(feature = "cli", derive(clap::Args))]
 pub struct RevertOptions {
@@ -409,7 +437,7 @@ impl Default for RevertOptions {
 }
 
 /// `render`, and the pipeline's render step.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 #[cfg_attr(feature = "cli", derive(clap::Args))]
 pub struct RenderOptions {
@@ -457,7 +485,7 @@ pub struct PublishOptions {
 }
 
 /// `preflight`, and the pipeline's preflight step.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 #[cfg_attr(feature = "cli", derive(clap::Args))]
 pub struct PreflightOptions {
@@ -475,7 +503,7 @@ pub struct PreflightOptions {
 /// `audit` (the tree is the command's argument), and the pipeline's audit step.
 // In a pipeline step the `verify` part is read from the same mapping
 // (`pipeline/mod.rs`): serde's flatten cannot refuse unknown keys.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 #[cfg_attr(feature = "cli", derive(clap::Args))]
 pub struct AuditOptions {
@@ -610,6 +638,16 @@ pub struct VerifyFilesOptions {
     /// Hashing threads (0: one per core).
     #[cfg_attr(feature = "cli", arg(long, default_value_t = 0))]
     pub threads: usize,
+}
+
+/// `schema`: which file's JSON Schema.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
+pub enum SchemaKind {
+    /// A release bundle (`release.yaml`).
+    Bundle,
+    /// A pipeline file (`pipelines/*.yaml`).
+    Pipeline,
 }
 
 /// The Argo CD config-management plugin's three entry points; `path` is the

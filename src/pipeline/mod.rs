@@ -9,6 +9,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
+use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
 
@@ -35,22 +36,28 @@ pub struct Pipeline {
 }
 
 /// The file as written; [`parse`] turns it into a [`Pipeline`].
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[schemars(
+    rename = "Pipeline",
+    description = "A bundlegate pipeline (pipelines/*.yaml): which steps run on which bundles, with which options."
+)]
 struct PipelineFile {
+    #[schemars(extend("const" = "bundlegate.dev/v1"))]
     api_version: String,
+    #[schemars(extend("const" = "Pipeline"))]
     kind: String,
     metadata: PipelineMeta,
     spec: PipelineSpec,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct PipelineMeta {
     name: String,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct PipelineSpec {
     #[serde(default)]
@@ -58,7 +65,7 @@ struct PipelineSpec {
     steps: Vec<StepFile>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct BundleSelection {
     pub from: SelectFrom,
@@ -66,7 +73,7 @@ pub struct BundleSelection {
     pub root: Option<PathBuf>,
 }
 
-#[derive(Debug, Deserialize, PartialEq, Eq, Clone, Copy)]
+#[derive(Debug, Deserialize, JsonSchema, PartialEq, Eq, Clone, Copy)]
 #[serde(rename_all = "kebab-case")]
 pub enum SelectFrom {
     Changed,
@@ -87,7 +94,7 @@ pub(crate) enum StepKind {
     Revert,
 }
 
-#[derive(Debug, Deserialize, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Deserialize, JsonSchema, Clone, Copy, PartialEq, Eq, Default)]
 #[serde(rename_all = "kebab-case")]
 pub enum OnFailure {
     /// Later steps for this bundle still run (a PR comment wants all evidence).
@@ -112,6 +119,51 @@ struct StepFile {
     /// Accepted here, read in the second pass.
     #[serde(default, rename = "with")]
     _with: Option<serde::de::IgnoredAny>,
+}
+
+/// The schema of a step: one shape per `name`, its `with` the schema of the
+/// options type [`StepSpec::from_node`] reads for it (the derive cannot say
+/// "the type of `with` depends on `name`").
+impl JsonSchema for StepFile {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Step".into()
+    }
+
+    fn json_schema(g: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let shapes: Vec<serde_json::Value> = StepKind::ALL
+            .iter()
+            .map(|k| {
+                serde_json::json!({
+                    "type": "object",
+                    "additionalProperties": false,
+                    "required": ["name"],
+                    "properties": {
+                        "name": {"const": k.as_str()},
+                        "onFailure": g.subschema_for::<OnFailure>(),
+                        "required": {
+                            "type": "boolean",
+                            "default": false,
+                            "description": "A required step that does not run makes the run INCONCLUSIVE.",
+                        },
+                        "with": k.with_schema(g),
+                    },
+                })
+            })
+            .collect();
+        schemars::json_schema!({"oneOf": shapes})
+    }
+}
+
+/// One options mapping read as two types ([`split`]): their properties
+/// together, nothing else.
+fn merged_schema(parts: [schemars::Schema; 2]) -> schemars::Schema {
+    let mut properties = serde_json::Map::new();
+    for p in parts {
+        if let Some(serde_json::Value::Object(props)) = p.get("properties") {
+            properties.extend(props.clone());
+        }
+    }
+    schemars::json_schema!({"type": "object", "additionalProperties": false, "properties": properties})
 }
 
 /// A validated step.
@@ -157,7 +209,7 @@ pub enum StepSpec {
 }
 
 /// The render step's own option, beside [`RenderOptions`].
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct RenderStepOptions {
     /// Show the base→head manifest diff (PR mode).
@@ -170,9 +222,15 @@ fn yes() -> bool {
 }
 
 /// The options of `lint` and `comment`: none.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct NoOptions {}
+
+/// The JSON Schema of a pipeline file (`bundlegate schema pipeline`).
+#[cfg(feature = "cli")]
+pub(crate) fn json_schema(g: schemars::SchemaGenerator) -> schemars::Schema {
+    g.into_root_schema_for::<PipelineFile>()
+}
 
 pub(crate) fn load(path: &Path) -> Result<Pipeline> {
     let text = crate::adapters::bundle_files::read_text(path, crate::adapters::bundle_files::FileKind::Pipeline)
@@ -299,6 +357,18 @@ fn keys<T: DeserializeOwned>() -> &'static [&'static str] {
 }
 
 impl StepKind {
+    const ALL: [StepKind; 9] = [
+        StepKind::Lint,
+        StepKind::Render,
+        StepKind::Verify,
+        StepKind::Preflight,
+        StepKind::Canary,
+        StepKind::Comment,
+        StepKind::Audit,
+        StepKind::Watch,
+        StepKind::Revert,
+    ];
+
     pub(crate) fn as_str(self) -> &'static str {
         match self {
             StepKind::Lint => "lint",
@@ -310,6 +380,26 @@ impl StepKind {
             StepKind::Audit => "audit",
             StepKind::Watch => "watch",
             StepKind::Revert => "revert",
+        }
+    }
+
+    /// The schema of this step's `with`: that of the type(s) it is read into.
+    fn with_schema(self, g: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        match self {
+            StepKind::Lint | StepKind::Comment => g.subschema_for::<NoOptions>(),
+            StepKind::Render => {
+                let parts = [RenderStepOptions::json_schema(g), RenderOptions::json_schema(g)];
+                merged_schema(parts)
+            }
+            StepKind::Verify => g.subschema_for::<VerifyOptions>(),
+            StepKind::Preflight => g.subschema_for::<PreflightOptions>(),
+            StepKind::Canary => g.subschema_for::<CanaryOptions>(),
+            StepKind::Audit => {
+                let parts = [VerifyOptions::json_schema(g), AuditOptions::json_schema(g)];
+                merged_schema(parts)
+            }
+            StepKind::Watch => g.subschema_for::<WatchOptions>(),
+            StepKind::Revert => g.subschema_for::<RevertOptions>(),
         }
     }
 
