@@ -71,6 +71,10 @@ fn every_parsed_bundle_validates_against_the_schema() {
             continue;
         }
         bundles += 1;
+        if f.starts_with(repo().join("examples")) {
+            let modeline = "# yaml-language-server: $schema=../../../schemas/release-bundle.schema.json\n";
+            assert!(text.starts_with(modeline), "{} starts with {modeline}", f.display());
+        }
         let errs = errors(&v, &as_json(&text));
         assert!(errs.is_empty(), "{} does not validate:\n{}", f.display(), errs.join("\n"));
     }
