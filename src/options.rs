@@ -168,6 +168,13 @@ impl JsonSchema for HumanDuration {
     }
 }
 
+/// As written, so a schema shows a default as `15m`.
+impl serde::Serialize for HumanDuration {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.text)
+    }
+}
+
 impl fmt::Display for HumanDuration {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.text)
