@@ -8,7 +8,8 @@ use clap::{Parser, Subcommand};
 
 use crate::options::{
     ArgocdAction, AuditOptions, CanaryOptions, MergeOptions, PreflightOptions, PublishOptions, RenderOptions,
-    RevertOptions, RunOptions, SeverityOptions, SignOptions, VerifyFilesOptions, VerifyOptions, WatchOptions,
+    RevertOptions, RunOptions, SchemaKind, SeverityOptions, SignOptions, VerifyFilesOptions, VerifyOptions,
+    WatchOptions,
 };
 use crate::report::format::Format;
 
@@ -141,6 +142,11 @@ pub enum Command {
     Codes,
     /// Explain one diagnostic code.
     Explain { code: String },
+    /// Print the JSON Schema of a release bundle or a pipeline file (human: the schema itself; schemas/ holds both).
+    Schema {
+        #[arg(value_enum)]
+        kind: SchemaKind,
+    },
 }
 
 #[derive(Debug, Subcommand)]

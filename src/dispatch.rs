@@ -13,12 +13,14 @@ use std::path::Path;
 use anyhow::Result;
 
 use crate::app::ctx::Ctx;
-use crate::app::{argocd, audit, canary, codes, digest, lint, preflight, publish, render, revert, verify_files};
+use crate::app::{
+    argocd, audit, canary, codes, digest, lint, preflight, publish, render, revert, schema, verify_files,
+};
 use crate::app::{on_bundles, sign, verify, watch};
 use crate::cli::{Cli, Command, ReportCmd};
 use crate::config::Config;
 use crate::diag::Overrides;
-use crate::options::SeverityOptions;
+use crate::options::{SchemaKind, SeverityOptions};
 use crate::report::{Report, StepReport};
 
 /// A command that could not finish.
@@ -101,6 +103,7 @@ fn label(c: &Command) -> (&'static str, String) {
         Command::VerifyFiles { opts } => ("verify-files", shown(&opts.root)),
         Command::Codes => ("codes", "bundlegate".into()),
         Command::Explain { code } => ("explain", code.clone()),
+        Command::Schema { kind } => ("schema", schema::name(*kind).into()),
     }
 }
 
@@ -147,6 +150,16 @@ fn command(cli: Cli) -> Result<Report> {
         Command::VerifyFiles { opts } => verify_files::run(&opts),
         Command::Codes => Ok(one("codes", codes::run())),
         Command::Explain { code } => Ok(one("explain", codes::explain(&code)?)),
+        Command::Schema { kind } => {
+            let s = match kind {
+                SchemaKind::Bundle => schema::bundle(),
+                SchemaKind::Pipeline => crate::pipeline::json_schema(schema::generator()),
+            };
+            let mut r = one("schema", schema::run(kind, &s));
+            // Human output is the schema itself, as schemas/ holds it.
+            r.raw_human = Some(schema::text(&s));
+            Ok(r)
+        }
     }
 }
 

@@ -2,12 +2,18 @@
 //! CLI and the pipeline share. These are the only option types: with the
 //! `cli` feature the command line derives from them (clap's `Args`, behind
 //! `cfg_attr`, so each option's help text is its doc comment here, written
-//! once), and the pipeline file (`pipeline/mod.rs`) builds the same structs.
+//! once), and the pipeline file (`pipeline/mod.rs`) deserializes the same
+//! structs (serde, camelCase keys): each text option goes through one parser
+//! that both call. Fields a pipeline step does not take are `serde(skip)`:
+//! the step refuses them as unknown, and the run fills them in.
 //! `app` receives them typed: no clap type, no duration still in text.
 
 use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Deserializer};
 
 /// Every default in one place: the CLI's `--help` shows these strings and
 /// [`Default`] parses the same ones, so the two cannot drift apart.
@@ -32,6 +38,46 @@ pub mod defaults {
     /// Pipeline `watch` step: the Application's name, `{name}` standing for
     /// the bundle's `metadata.name`.
     pub(crate) const APP_TEMPLATE: &str = "{name}";
+
+    // The same defaults for serde's `default = "…"`, which takes functions.
+    pub(crate) fn jobs() -> usize {
+        JOBS
+    }
+    pub(crate) fn watch_timeout() -> super::HumanDuration {
+        super::HumanDuration::default_of(WATCH_TIMEOUT)
+    }
+    pub(crate) fn probe_interval() -> super::HumanDuration {
+        super::HumanDuration::default_of(PROBE_INTERVAL)
+    }
+    pub(crate) fn revert_max_age() -> super::HumanDuration {
+        super::HumanDuration::default_of(REVERT_MAX_AGE)
+    }
+    pub(crate) fn remote() -> String {
+        REMOTE.into()
+    }
+    pub(crate) fn app_namespace() -> String {
+        APP_NAMESPACE.into()
+    }
+    pub(crate) fn app_template() -> String {
+        APP_TEMPLATE.into()
+    }
+}
+
+/// serde reads a text option through the same parser clap calls, so a
+/// pipeline file and the command line accept and refuse the same texts.
+fn parsed<'de, D: Deserializer<'de>, T>(d: D, parse: fn(&str) -> Result<T, String>) -> Result<T, D::Error> {
+    let s = String::deserialize(d)?;
+    parse(&s).map_err(serde::de::Error::custom)
+}
+
+/// `jobs` in a file: a number, checked as `--jobs` is.
+fn jobs_de<'de, D: Deserializer<'de>>(d: D) -> Result<usize, D::Error> {
+    check_jobs(usize::deserialize(d)?).map_err(serde::de::Error::custom)
+}
+
+/// `stableFor` in a file: [`wait_value`], as `--stable-for`.
+fn wait_de<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+    parsed(d, wait_value).map(Some)
 }
 
 /// Most concurrent object reads or uploads: far above what one object store
@@ -91,6 +137,44 @@ impl HumanDuration {
     }
 }
 
+impl<'de> Deserialize<'de> for HumanDuration {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        parsed(d, HumanDuration::parse)
+    }
+}
+
+/// A duration as [`crate::util::try_duration`] reads it: the schema names
+/// the text, the parser is the judge (a pattern would be a second one).
+fn duration_schema(description: &str) -> schemars::Schema {
+    schemars::json_schema!({
+        "type": "string",
+        "description": description,
+        "examples": ["300ms", "90s", "15m", "1h30m"],
+    })
+}
+
+/// `stableFor`: [`wait_value`]'s text.
+fn wait_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    duration_schema("A duration (e.g. 300ms, 90s, 15m, 1h30m, 1d; at most 7d; 0s allowed).")
+}
+
+impl JsonSchema for HumanDuration {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Duration".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        duration_schema("A duration greater than zero (e.g. 300ms, 90s, 15m, 1h30m, 1d; at most 7d).")
+    }
+}
+
+/// As written, so a schema shows a default as `15m`.
+impl serde::Serialize for HumanDuration {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.text)
+    }
+}
+
 impl fmt::Display for HumanDuration {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.text)
@@ -124,17 +208,22 @@ pub struct SeverityOptions {
 }
 
 /// `verify`, `audit` and every step that hashes artifacts.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
 #[cfg_attr(feature = "cli", derive(clap::Args))]
 pub struct VerifyOptions {
     /// Concurrent object reads (1..=256).
     #[cfg_attr(feature = "cli", arg(long, default_value = defaults::JOBS_STR, value_parser = jobs_value))]
+    #[serde(default = "defaults::jobs", deserialize_with = "jobs_de")]
+    #[schemars(range(min = 1, max = MAX_JOBS))]
     pub jobs: usize,
     /// Treat objects under the prefix that the bundle does not list as errors.
     #[cfg_attr(feature = "cli", arg(long))]
+    #[serde(default)]
     pub deny_extra: bool,
     /// Progress bar: auto (on a TTY), always, never.
     #[cfg_attr(feature = "cli", arg(long, value_enum, default_value_t = Progress::Auto))]
+    #[serde(skip)]
     pub progress: Progress,
 }
 
@@ -172,78 +261,120 @@ impl clap::ValueEnum for CanaryMode {
     }
 }
 
-/// `canary`, the pipeline's canary step, and the canary gates `watch`
-/// judges once the rollout completed.
+/// `--prometheus`, declared once and flattened into every command that
+/// reads Prometheus (canary, watch, run). A pipeline file never names it:
+/// the run passes its own.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "cli", derive(clap::Args))]
-pub struct CanaryOptions {
-    /// Prometheus base URL, e.g. http://127.0.0.1:9090
+pub struct PrometheusUrl {
+    /// Prometheus base URL for the canary gates, e.g. http://127.0.0.1:9090
     // `None` (or blank) means the gates cannot run.
-    #[cfg_attr(feature = "cli", arg(long, env = "BUNDLEGATE_PROMETHEUS_URL", hide_env_values = true))]
-    pub prometheus: Option<String>,
+    #[cfg_attr(
+        feature = "cli",
+        arg(long = "prometheus", value_name = "URL", env = "BUNDLEGATE_PROMETHEUS_URL", hide_env_values = true)
+    )]
+    pub url: Option<String>,
+}
+
+impl PrometheusUrl {
+    pub fn new(url: impl Into<String>) -> Self {
+        PrometheusUrl { url: Some(url.into()) }
+    }
+
+    /// The URL if one was given and is not blank.
+    pub(crate) fn get(&self) -> Option<&str> {
+        self.url.as_deref().filter(|u| !u.trim().is_empty())
+    }
+}
+
+/// `canary`, the pipeline's canary step, and the canary gates `watch`
+/// judges once the rollout completed.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[cfg_attr(feature = "cli", derive(clap::Args))]
+pub struct CanaryOptions {
+    #[cfg_attr(feature = "cli", command(flatten))]
+    #[serde(skip)]
+    pub prometheus: PrometheusUrl,
     /// Analysis window (default: the bundle's canary.window).
     #[cfg_attr(feature = "cli", arg(long, value_parser = HumanDuration::parse))]
+    #[serde(default)]
     pub window: Option<HumanDuration>,
     /// canary (split traffic) or shadow (mirrored traffic).
     #[cfg_attr(feature = "cli", arg(long, value_enum))]
+    #[serde(skip)]
     pub mode: Option<CanaryMode>,
     /// PromQL label selector for the candidate (default: release version label).
     #[cfg_attr(feature = "cli", arg(long))]
+    #[serde(skip)]
     pub candidate_selector: Option<String>,
     /// PromQL label selector for the baseline (default: the rollback target's version).
     #[cfg_attr(feature = "cli", arg(long))]
+    #[serde(skip)]
     pub baseline_selector: Option<String>,
     /// Candidate base URL for the golden-set smoke (e.g. http://127.0.0.1:8080).
     #[cfg_attr(feature = "cli", arg(long))]
+    #[serde(skip)]
     pub endpoint: Option<String>,
     /// Judge every traffic step of spec.canary.steps where the arms' request shares show it was held (as `watch` does).
     #[cfg_attr(feature = "cli", arg(long))]
+    #[serde(skip)]
     pub steps: bool,
 }
 
 impl CanaryOptions {
     /// The Prometheus URL if one was given and is not blank.
     pub(crate) fn prometheus_url(&self) -> Option<&str> {
-        self.prometheus.as_deref().filter(|u| !u.trim().is_empty())
+        self.prometheus.get()
     }
 }
 
 /// `watch`, and the pipeline's watch step (there `{name}`/`{namespace}` in
 /// `app` and `service_url` stand for the bundle's metadata, filled in when
 /// the step runs).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
 #[cfg_attr(feature = "cli", derive(clap::Args))]
 pub struct WatchOptions {
     /// Argo CD Application name.
     #[cfg_attr(feature = "cli", arg(long))]
+    #[serde(default = "defaults::app_template")]
     pub app: String,
     /// Namespace of the Application (Argo CD's namespace).
     #[cfg_attr(feature = "cli", arg(long, default_value = defaults::APP_NAMESPACE))]
+    #[serde(default = "defaults::app_namespace")]
     pub app_namespace: String,
     /// The merge commit that must be synced.
     #[cfg_attr(feature = "cli", arg(long, env = "GITHUB_SHA", hide_env_values = true))]
+    #[serde(skip)]
     pub revision: Option<String>,
     /// Give up after this long (e.g. 15m).
     #[cfg_attr(feature = "cli", arg(long, default_value = defaults::WATCH_TIMEOUT, value_parser = HumanDuration::parse))]
+    #[serde(default = "defaults::watch_timeout")]
     pub timeout: HumanDuration,
     /// Base URL of the service (identity endpoint and health probe).
     #[cfg_attr(feature = "cli", arg(long))]
+    #[serde(default)]
     pub service_url: Option<String>,
     /// Health probe interval for downtime measurement (e.g. 300ms).
     #[cfg_attr(feature = "cli", arg(long, default_value = defaults::PROBE_INTERVAL, value_parser = HumanDuration::parse))]
+    #[serde(default = "defaults::probe_interval")]
     pub probe_interval: HumanDuration,
     /// Hold a complete rollout this long before passing it: no container
     /// restarts, still complete at the end (default: twice the readiness
     /// probe's failure window, 30s to 10m; 0s judges one read).
     // None: `checks::watch::stability::default_window_s`.
     #[cfg_attr(feature = "cli", arg(long, value_parser = wait_value))]
+    #[serde(default, deserialize_with = "wait_de")]
+    #[schemars(schema_with = "wait_schema")]
     pub stable_for: Option<Duration>,
     /// Open a revert PR when a gate fails.
     #[cfg_attr(feature = "cli", arg(long))]
+    #[serde(skip)]
     pub revert: bool,
-    /// Prometheus base URL for the canary gates once the rollout completed.
-    #[cfg_attr(feature = "cli", arg(long, env = "BUNDLEGATE_PROMETHEUS_URL", hide_env_values = true))]
-    pub prometheus: Option<String>,
+    #[cfg_attr(feature = "cli", command(flatten))]
+    #[serde(skip)]
+    pub prometheus: PrometheusUrl,
 }
 
 impl WatchOptions {
@@ -252,69 +383,85 @@ impl WatchOptions {
             app: app.into(),
             app_namespace: defaults::APP_NAMESPACE.into(),
             revision: None,
-            timeout: HumanDuration::default_of(defaults::WATCH_TIMEOUT),
+            timeout: defaults::watch_timeout(),
             service_url: None,
-            probe_interval: HumanDuration::default_of(defaults::PROBE_INTERVAL),
+            probe_interval: defaults::probe_interval(),
             stable_for: None,
             revert: false,
-            prometheus: None,
+            prometheus: PrometheusUrl::default(),
         }
     }
 }
 
 /// `revert`, and the pipeline's revert step.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
 #[cfg_attr(feature = "cli", derive(clap::Args))]
 pub struct RevertOptions {
     /// Git repository holding the bundle (default: current directory).
     #[cfg_attr(feature = "cli", arg(long, default_value = "."))]
+    #[serde(skip, default = "current_dir")]
     pub repo: PathBuf,
     /// Remote to push the revert branch to.
     #[cfg_attr(feature = "cli", arg(long, default_value = defaults::REMOTE))]
+    #[serde(default = "defaults::remote")]
     pub remote: String,
     /// Base branch for the revert PR.
     // Always set on the command line; `None` (a pipeline step without
     // `base`): the remote's HEAD branch, else `main`.
     #[cfg_attr(feature = "cli", arg(long, default_value = defaults::BASE_BRANCH))]
+    #[serde(default)]
     pub base: Option<String>,
     /// Evidence (a JSON report file, e.g. from `watch --format json`) for the PR body.
     #[cfg_attr(feature = "cli", arg(long))]
+    #[serde(skip)]
     pub evidence: Option<PathBuf>,
     /// Ignore failures older than this (e.g. 20m).
     #[cfg_attr(feature = "cli", arg(long, default_value = defaults::REVERT_MAX_AGE, value_parser = HumanDuration::parse))]
+    #[serde(default = "defaults::revert_max_age")]
     pub max_age: HumanDuration,
     /// When the failure was observed (RFC 3339; default now).
     #[cfg_attr(feature = "cli", arg(long, value_parser = rfc3339_value))]
+    #[serde(skip)]
     pub failed_at: Option<chrono::DateTime<chrono::Utc>>,
+}
+
+fn current_dir() -> PathBuf {
+    PathBuf::from(".")
 }
 
 impl Default for RevertOptions {
     fn default() -> Self {
         RevertOptions {
-            repo: PathBuf::from("."),
-            remote: defaults::REMOTE.into(),
+            repo: current_dir(),
+            remote: defaults::remote(),
             base: Some(defaults::BASE_BRANCH.into()),
             evidence: None,
-            max_age: HumanDuration::default_of(defaults::REVERT_MAX_AGE),
+            max_age: defaults::revert_max_age(),
             failed_at: None,
         }
     }
 }
 
 /// `render`, and the pipeline's render step.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
 #[cfg_attr(feature = "cli", derive(clap::Args))]
 pub struct RenderOptions {
     /// Write `<name>-<version>.yaml` here instead of stdout.
     #[cfg_attr(feature = "cli", arg(long))]
+    #[serde(skip)]
     pub out: Option<PathBuf>,
-    /// Folder with `<format>.yaml.hbs` templates (logic-less; no custom helpers).
+    /// Folder with `<format>.yaml.hbs` templates (logic-less; no custom
+    /// helpers; relative to the working directory, like every path option).
     #[cfg_attr(feature = "cli", arg(long))]
+    #[serde(default)]
     pub templates: Option<PathBuf>,
     /// Image of the in-pod file verifier (default: this release's image,
     /// ghcr.io/bundlegate/bundlegate:<version>; docs/verify-on-start.md).
     // `None`: [`crate::manifests::DEFAULT_VERIFIER_IMAGE`].
     #[cfg_attr(feature = "cli", arg(long, env = "BUNDLEGATE_VERIFIER_IMAGE", hide_env_values = true))]
+    #[serde(skip)]
     pub verifier_image: Option<String>,
 }
 
@@ -345,23 +492,31 @@ pub struct PublishOptions {
 }
 
 /// `preflight`, and the pipeline's preflight step.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
 #[cfg_attr(feature = "cli", derive(clap::Args))]
 pub struct PreflightOptions {
     /// Cluster state from `kubectl get nodes,pods,pvc,pv,resourcequotas,poddisruptionbudgets,deployments,replicasets -A -o yaml`.
+    // In a pipeline: relative to the working directory; `--snapshot` wins.
     #[cfg_attr(feature = "cli", arg(long, conflicts_with = "live"))]
+    #[serde(default)]
     pub snapshot: Option<PathBuf>,
     /// Read the cluster live through the kubeconfig (read-only verbs).
     #[cfg_attr(feature = "cli", arg(long))]
+    #[serde(skip)]
     pub live: bool,
 }
 
 /// `audit` (the tree is the command's argument), and the pipeline's audit step.
-#[derive(Debug, Clone, Default)]
+// In a pipeline step the `verify` part is read from the same mapping
+// (`pipeline/mod.rs`): serde's flatten cannot refuse unknown keys.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
 #[cfg_attr(feature = "cli", derive(clap::Args))]
 pub struct AuditOptions {
     /// Re-hash everything instead of trusting unchanged object identity.
     #[cfg_attr(feature = "cli", arg(long))]
+    #[serde(default)]
     pub deep: bool,
     /// Audit cache (object identity → verified sha256): a folder (path or
     /// `file:` URI) or an object-store prefix (`s3://bucket/audit-cache/`), one object per
@@ -369,23 +524,29 @@ pub struct AuditOptions {
     /// single-machine cache. Default: a folder under the user cache dir
     /// (`BUNDLEGATE_CACHE_DIR` overrides it).
     #[cfg_attr(feature = "cli", arg(long, value_name = "DIR|URI"))]
+    #[serde(skip)]
     pub cache: Option<String>,
     /// Audit only this shard's bundles: `K/N` (0 ≤ K < N) or `auto/N`
     /// (K from `JOB_COMPLETION_INDEX`, as a Kubernetes Indexed Job sets it).
     /// Every shard computes the same assignment from the tree alone.
     #[cfg_attr(feature = "cli", arg(long, value_name = "K/N"))]
+    #[serde(skip)]
     pub shard: Option<String>,
     /// Also write the JSON report here (path, `file:` or object-store URI), e.g.
     /// for `report merge` to collect from a bucket.
     #[cfg_attr(feature = "cli", arg(long, value_name = "PATH|URI"))]
+    #[serde(skip)]
     pub write_report: Option<String>,
     #[cfg_attr(feature = "cli", command(flatten))]
+    #[serde(skip)]
     pub alerts: AlertOptions,
     /// Also compare what the cluster serves (kubeconfig, read-only) with
     /// each service's current bundle.
     #[cfg_attr(feature = "cli", arg(long))]
+    #[serde(default)]
     pub serving: bool,
     #[cfg_attr(feature = "cli", command(flatten))]
+    #[serde(skip)]
     pub verify: VerifyOptions,
 }
 
@@ -437,9 +598,8 @@ pub struct RunOptions {
     /// Git repository (default: current directory).
     #[cfg_attr(feature = "cli", arg(long, default_value = "."))]
     pub repo: PathBuf,
-    /// Prometheus URL for the canary step.
-    #[cfg_attr(feature = "cli", arg(long, env = "BUNDLEGATE_PROMETHEUS_URL", hide_env_values = true))]
-    pub prometheus: Option<String>,
+    #[cfg_attr(feature = "cli", command(flatten))]
+    pub prometheus: PrometheusUrl,
 }
 
 impl Default for RunOptions {
@@ -449,8 +609,8 @@ impl Default for RunOptions {
             snapshot: None,
             base: None,
             head: None,
-            repo: PathBuf::from("."),
-            prometheus: None,
+            repo: current_dir(),
+            prometheus: PrometheusUrl::default(),
         }
     }
 }
@@ -497,6 +657,16 @@ pub struct VerifyFilesOptions {
     /// Hashing threads (0: one per core).
     #[cfg_attr(feature = "cli", arg(long, default_value_t = 0))]
     pub threads: usize,
+}
+
+/// `schema`: which file's JSON Schema.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
+pub enum SchemaKind {
+    /// A release bundle (`release.yaml`).
+    Bundle,
+    /// A pipeline file (`pipelines/*.yaml`).
+    Pipeline,
 }
 
 /// The Argo CD config-management plugin's three entry points; `path` is the

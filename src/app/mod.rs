@@ -8,7 +8,7 @@
 //! verify, preflight, canary, watch, revert; revert also takes the evidence
 //! so far), and [`on_bundles`] is the one way to load its bundles (or report
 //! the step that could not) into one report. The others take what they work
-//! on instead of a bundle (publish: a folder; audit: a tree; codes; the Argo
+//! on instead of a bundle (publish: a folder; audit: a tree; codes; schema; the Argo
 //! CD plugin; verify-files in the pod). `Err` is the tool
 //! failing: the command line prints it (and its ERROR report), the pipeline
 //! makes it that step's ERROR.
@@ -26,6 +26,7 @@ pub mod preflight;
 pub mod publish;
 pub mod render;
 pub mod revert;
+pub mod schema;
 pub mod serving;
 pub mod sign;
 pub mod verify;

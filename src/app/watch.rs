@@ -339,7 +339,8 @@ async fn watch_loaded(ctx: &Ctx, l: &Loaded, args: &WatchOptions) -> Result<Repo
     if let Some(c) = &l.bundle.spec.canary {
         if rollout_complete {
             let cargs = CanaryOptions {
-                prometheus: args.prometheus.clone().filter(|v| !v.trim().is_empty()),
+                // Blank means none: `prometheus_url()` filters it.
+                prometheus: args.prometheus.clone(),
                 endpoint: args.service_url.clone(),
                 ..Default::default()
             };

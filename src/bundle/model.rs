@@ -7,15 +7,18 @@
 
 use std::collections::BTreeMap;
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 pub(crate) const API_VERSION: &str = "bundlegate.dev/v1";
 pub(crate) const KIND: &str = "ReleaseBundle";
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct ReleaseBundle {
+    #[schemars(extend("const" = API_VERSION))]
     pub api_version: String,
+    #[schemars(extend("const" = KIND))]
     pub kind: String,
     pub metadata: Metadata,
     pub spec: Spec,
@@ -52,7 +55,7 @@ impl ReleaseBundle {
     }
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Metadata {
     /// Service name: the InferenceService / Deployment name.
@@ -69,7 +72,7 @@ fn default_namespace() -> String {
     "default".into()
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Spec {
     pub runtime: Runtime,
@@ -83,7 +86,7 @@ pub struct Spec {
     pub rollback: Option<Rollback>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Runtime {
     /// Container image; must be `repo@sha256:<64 hex>`.
@@ -95,14 +98,14 @@ pub struct Runtime {
     pub env: BTreeMap<String, String>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Engine {
     pub name: String,
     pub version: String,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Model {
     /// Versioned prefix: `s3://bucket/name/v2/`, `gs://…`, `az://…`, or
@@ -116,7 +119,7 @@ pub struct Model {
     pub artifacts: Vec<Artifact>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Artifact {
     /// Relative to `storageUri`; no `..`, not absolute.
@@ -131,7 +134,7 @@ pub struct Artifact {
     pub store_checksum: Option<String>,
 }
 
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Hash, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum ArtifactRole {
     Weights,
@@ -143,7 +146,7 @@ pub enum ArtifactRole {
     Other,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Generation {
     #[serde(default)]
@@ -154,7 +157,7 @@ pub struct Generation {
     pub max_output_tokens: Option<u32>,
 }
 
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum ServingFormat {
     KserveModelspec,
@@ -172,7 +175,7 @@ impl ServingFormat {
     }
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Serving {
     pub format: ServingFormat,
@@ -212,7 +215,7 @@ pub struct Serving {
     pub model_dir: Option<String>,
 }
 
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Default, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum VerifyOnStart {
     /// sha256 and size of every artifact.
@@ -258,7 +261,7 @@ fn default_port() -> u16 {
     8080
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Resources {
     #[serde(default)]
@@ -269,9 +272,18 @@ pub struct Resources {
 
 /// A Kubernetes quantity as written (`"500m"`, `8Gi`, `1`). Numbers are kept as
 /// their decimal text so rendering is exact.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(transparent)]
-pub struct Quantity(#[serde(deserialize_with = "string_or_number")] pub String);
+pub struct Quantity(
+    #[serde(deserialize_with = "string_or_number")]
+    #[schemars(schema_with = "string_or_number_schema")]
+    pub String,
+);
+
+/// What [`string_or_number`] reads.
+fn string_or_number_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({"type": ["string", "number"]})
+}
 
 fn string_or_number<'de, D: serde::Deserializer<'de>>(d: D) -> Result<String, D::Error> {
     #[derive(Deserialize)]
@@ -290,7 +302,7 @@ fn string_or_number<'de, D: serde::Deserializer<'de>>(d: D) -> Result<String, D:
     })
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Toleration {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -303,7 +315,7 @@ pub struct Toleration {
     pub effect: Option<String>,
 }
 
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, JsonSchema)]
 pub enum AccessMode {
     ReadWriteOnce,
     ReadWriteOncePod,
@@ -311,7 +323,7 @@ pub enum AccessMode {
     ReadWriteMany,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Volume {
     pub name: String,
@@ -323,7 +335,7 @@ pub struct Volume {
 }
 
 /// An int or a percentage string, like `intstr.IntOrString`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(untagged)]
 pub enum IntOrPercent {
     Int(u32),
@@ -350,7 +362,7 @@ impl IntOrPercent {
     }
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct RolloutStrategy {
     #[serde(default = "pct25")]
@@ -387,7 +399,7 @@ impl RolloutStrategy {
     }
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Probes {
     #[serde(default)]
@@ -398,7 +410,7 @@ pub struct Probes {
     pub liveness: Option<Probe>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Probe {
     #[serde(default)]
@@ -435,7 +447,7 @@ impl Probe {
     }
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct HttpGet {
     pub path: String,
@@ -443,20 +455,20 @@ pub struct HttpGet {
     pub port: Option<u16>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct TcpSocket {
     #[serde(default)]
     pub port: Option<u16>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct ExecAction {
     pub command: Vec<String>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct LoadTime {
     pub p95: f64,
@@ -464,7 +476,7 @@ pub struct LoadTime {
     pub p50: Option<f64>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Identity {
     /// e.g. `/model`.
@@ -477,7 +489,7 @@ pub struct Identity {
     pub registered_field: Option<String>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct IdentityExpect {
     /// Dotted JSON path in the response, e.g. `serving_digest`.
@@ -487,7 +499,7 @@ pub struct IdentityExpect {
     pub digest_of: String,
 }
 
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Default, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum CanaryMode {
     #[default]
@@ -495,7 +507,7 @@ pub enum CanaryMode {
     Shadow,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Canary {
     #[serde(default)]
@@ -520,7 +532,7 @@ pub struct Canary {
 
 /// Metric providers: each maps gate names to that stack's queries
 /// (`checks::canary::providers::template`).
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Default, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum MetricProvider {
     #[default]
@@ -543,7 +555,7 @@ fn traffic_steps<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<u32>, D::
     Ok(steps)
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Gate {
     /// `error_rate`, `p95_latency_seconds`, `gpu_memory_bytes`, or a declared
@@ -571,7 +583,7 @@ pub struct Gate {
     pub provider: Option<MetricProvider>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Rollback {
     /// Path of the previous bundle, relative to this one.

@@ -9,13 +9,15 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
 use serde::Deserialize;
 
 use crate::bundle;
 use crate::options::{
-    self, defaults, AuditOptions, CanaryOptions, HumanDuration, PreflightOptions, RenderOptions, RevertOptions,
-    VerifyOptions, WatchOptions,
+    AuditOptions, CanaryOptions, PreflightOptions, RenderOptions, RevertOptions, VerifyOptions, WatchOptions,
 };
+use crate::yaml_guard::{Node, NodeKind};
 
 // Running a pipeline takes every adapter; reading one takes none, so the
 // parser is in the core (`--no-default-features`, the fuzz build).
@@ -34,22 +36,28 @@ pub struct Pipeline {
 }
 
 /// The file as written; [`parse`] turns it into a [`Pipeline`].
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[schemars(
+    rename = "Pipeline",
+    description = "A bundlegate pipeline (pipelines/*.yaml): which steps run on which bundles, with which options."
+)]
 struct PipelineFile {
+    #[schemars(extend("const" = "bundlegate.dev/v1"))]
     api_version: String,
+    #[schemars(extend("const" = "Pipeline"))]
     kind: String,
     metadata: PipelineMeta,
     spec: PipelineSpec,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct PipelineMeta {
     name: String,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct PipelineSpec {
     #[serde(default)]
@@ -57,7 +65,7 @@ struct PipelineSpec {
     steps: Vec<StepFile>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct BundleSelection {
     pub from: SelectFrom,
@@ -65,7 +73,7 @@ pub struct BundleSelection {
     pub root: Option<PathBuf>,
 }
 
-#[derive(Debug, Deserialize, PartialEq, Eq, Clone, Copy)]
+#[derive(Debug, Deserialize, JsonSchema, PartialEq, Eq, Clone, Copy)]
 #[serde(rename_all = "kebab-case")]
 pub enum SelectFrom {
     Changed,
@@ -86,7 +94,7 @@ pub(crate) enum StepKind {
     Revert,
 }
 
-#[derive(Debug, Deserialize, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Deserialize, JsonSchema, Clone, Copy, PartialEq, Eq, Default)]
 #[serde(rename_all = "kebab-case")]
 pub enum OnFailure {
     /// Later steps for this bundle still run (a PR comment wants all evidence).
@@ -96,8 +104,10 @@ pub enum OnFailure {
     Stop,
 }
 
-/// One step as written: its name, and the union of every step's options
-/// (each step then takes only its own, see [`StepSpec::from_file`]).
+/// One step as written. `with` holds the options of the command the step
+/// runs, in that command's own options type; it is read in a second pass,
+/// from the document's tree, once `name` says which type (see
+/// [`StepSpec::from_node`]), so its errors keep their positions.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct StepFile {
@@ -106,8 +116,54 @@ struct StepFile {
     on_failure: OnFailure,
     #[serde(default)]
     required: bool,
-    #[serde(default)]
-    with: StepOptions,
+    /// Accepted here, read in the second pass.
+    #[serde(default, rename = "with")]
+    _with: Option<serde::de::IgnoredAny>,
+}
+
+/// The schema of a step: one shape per `name`, its `with` the schema of the
+/// options type [`StepSpec::from_node`] reads for it (the derive cannot say
+/// "the type of `with` depends on `name`").
+impl JsonSchema for StepFile {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Step".into()
+    }
+
+    fn json_schema(g: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let shapes: Vec<serde_json::Value> = StepKind::ALL
+            .iter()
+            .map(|k| {
+                serde_json::json!({
+                    "type": "object",
+                    "additionalProperties": false,
+                    "required": ["name"],
+                    "properties": {
+                        "name": {"const": k.as_str()},
+                        "onFailure": g.subschema_for::<OnFailure>(),
+                        "required": {
+                            "type": "boolean",
+                            "default": false,
+                            "description": "A required step that does not run makes the run INCONCLUSIVE.",
+                        },
+                        "with": k.with_schema(g),
+                    },
+                })
+            })
+            .collect();
+        schemars::json_schema!({"oneOf": shapes})
+    }
+}
+
+/// One options mapping read as two types ([`split`]): their properties
+/// together, nothing else.
+fn merged_schema(parts: [schemars::Schema; 2]) -> schemars::Schema {
+    let mut properties = serde_json::Map::new();
+    for p in parts {
+        if let Some(serde_json::Value::Object(props)) = p.get("properties") {
+            properties.extend(props.clone());
+        }
+    }
+    schemars::json_schema!({"type": "object", "additionalProperties": false, "properties": properties})
 }
 
 /// A validated step.
@@ -152,62 +208,28 @@ pub enum StepSpec {
     Revert(RevertOptions),
 }
 
-#[derive(Debug, Deserialize, Default)]
+/// The render step's own option, beside [`RenderOptions`].
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-struct StepOptions {
-    /// render: show the base→head manifest diff (PR mode).
-    #[serde(default)]
-    diff: Option<bool>,
-    /// render: template folder (logic-less; relative to the working directory, like every path option).
-    #[serde(default)]
-    templates: Option<PathBuf>,
-    /// verify/audit: concurrent reads.
-    #[serde(default)]
-    jobs: Option<usize>,
-    /// verify: treat extra objects as errors.
-    #[serde(default)]
-    deny_extra: Option<bool>,
-    /// audit: re-hash everything.
-    #[serde(default)]
-    deep: Option<bool>,
-    /// audit: also compare what the cluster serves with each service's current bundle.
-    #[serde(default)]
-    serving: Option<bool>,
-    /// preflight: snapshot file (relative to the working directory); `--snapshot` wins.
-    #[serde(default)]
-    snapshot: Option<PathBuf>,
-    /// canary: analysis window.
-    #[serde(default)]
-    window: Option<String>,
-    /// watch: Argo CD Application name; `{name}` and `{namespace}` stand for
-    /// the bundle's metadata (default: `{name}`).
-    #[serde(default)]
-    app: Option<String>,
-    /// watch: the Application's namespace (default `argocd`).
-    #[serde(default)]
-    app_namespace: Option<String>,
-    /// watch: give up after this long (default 15m).
-    #[serde(default)]
-    timeout: Option<String>,
-    /// watch: the service's base URL for identity and downtime, with the same
-    /// placeholders as `app` (e.g. `http://{name}.{namespace}.svc`).
-    #[serde(default)]
-    service_url: Option<String>,
-    /// watch: health probe interval (default 300ms).
-    #[serde(default)]
-    probe_interval: Option<String>,
-    /// watch: how long a complete rollout must hold (default from the readiness probe; `0s`: one read).
-    #[serde(default)]
-    stable_for: Option<String>,
-    /// revert: remote to push the revert branch to (default `origin`).
-    #[serde(default)]
-    remote: Option<String>,
-    /// revert: base branch of the revert PR (default: the remote's HEAD branch, else `main`).
-    #[serde(default)]
-    base: Option<String>,
-    /// revert: ignore failures older than this (default 20m).
-    #[serde(default)]
-    max_age: Option<String>,
+struct RenderStepOptions {
+    /// Show the base→head manifest diff (PR mode).
+    #[serde(default = "yes")]
+    diff: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// The options of `lint` and `comment`: none.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct NoOptions {}
+
+/// The JSON Schema of a pipeline file (`bundlegate schema pipeline`).
+#[cfg(feature = "cli")]
+pub(crate) fn json_schema(g: schemars::SchemaGenerator) -> schemars::Schema {
+    g.into_root_schema_for::<PipelineFile>()
 }
 
 pub(crate) fn load(path: &Path) -> Result<Pipeline> {
@@ -230,19 +252,123 @@ pub fn parse(path: &Path, text: &str) -> Result<Pipeline> {
     if p.spec.steps.is_empty() {
         bail!("{}: spec.steps is empty; a pipeline that runs nothing proves nothing", path.display());
     }
+    let step_nodes = entry(&tree, "spec").and_then(|n| entry(n, "steps"));
     let mut steps = Vec::with_capacity(p.spec.steps.len());
     for (i, step) in p.spec.steps.into_iter().enumerate() {
-        let spec = StepSpec::from_file(step.name, step.with).map_err(|(key, msg)| {
-            let field = format!("spec.steps[{i}].with.{key}");
-            let (line, col) = spans.lookup(&field).unwrap_or((1, 1));
-            anyhow::anyhow!("{}:{line}:{col}: {field}: {msg}", path.display())
+        let with = match step_nodes.map(|n| &n.kind) {
+            Some(NodeKind::Seq(items)) => items.get(i).and_then(|n| entry(n, "with")),
+            _ => None,
+        };
+        let spec = StepSpec::from_node(step.name, with).map_err(|e| {
+            let field = if e.path.is_empty() {
+                format!("spec.steps[{i}].with")
+            } else {
+                format!("spec.steps[{i}].with.{}", e.path)
+            };
+            let (line, col) = spans.lookup(&field).or(e.at).unwrap_or((1, 1));
+            anyhow::anyhow!("{}:{line}:{col}: {field}: {}", path.display(), e.msg)
         })?;
         steps.push(Step { spec, on_failure: step.on_failure, required: step.required });
     }
     Ok(Pipeline { name: p.metadata.name, bundles: p.spec.bundles, steps })
 }
 
+/// The value under `key` in a mapping node.
+fn entry<'a>(n: &'a Node, key: &str) -> Option<&'a Node> {
+    match &n.kind {
+        NodeKind::Map(entries) => entries.iter().find(|(k, _)| scalar(k) == Some(key)).map(|(_, v)| v),
+        _ => None,
+    }
+}
+
+fn scalar(n: &Node) -> Option<&str> {
+    match &n.kind {
+        NodeKind::Scalar { text, .. } => Some(text),
+        _ => None,
+    }
+}
+
+/// Why a step's `with` was refused: the path under `with`, where, and why.
+struct WithError {
+    path: String,
+    at: Option<(usize, usize)>,
+    msg: String,
+}
+
+/// One options type read from (part of) a step's `with`.
+fn read<T: DeserializeOwned>(n: &Node) -> std::result::Result<T, WithError> {
+    crate::yaml_guard::from_node(n).map_err(|(path, e)| WithError { path, at: e.at, msg: e.msg })
+}
+
+/// A mapping split in two: the entries whose key is one of `keys`, and the
+/// rest (a step whose options are two types read from one mapping). Not a
+/// mapping: all of it goes first, to be refused there with its type.
+fn split(n: &Node, keys: &[&str]) -> (Node, Node) {
+    let mapping = |entries| Node { line: n.line, column: n.column, kind: NodeKind::Map(entries) };
+    match &n.kind {
+        NodeKind::Map(entries) => {
+            let (mine, rest) = entries.iter().cloned().partition(|(k, _)| scalar(k).is_some_and(|k| keys.contains(&k)));
+            (mapping(mine), mapping(rest))
+        }
+        _ => (n.clone(), mapping(Vec::new())),
+    }
+}
+
+/// The keys serde reads for `T`: its derive's field list (renamed, skipped
+/// fields left out), so the list a message shows is the type's own.
+fn keys<T: DeserializeOwned>() -> &'static [&'static str] {
+    /// The field list, carried out as the "error" of a probe deserializer.
+    #[derive(Debug)]
+    struct Fields(&'static [&'static str]);
+    impl std::fmt::Display for Fields {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            write!(f, "{:?}", self.0)
+        }
+    }
+    impl std::error::Error for Fields {}
+    impl serde::de::Error for Fields {
+        fn custom<M: std::fmt::Display>(_: M) -> Self {
+            Fields(&[])
+        }
+    }
+    struct Probe;
+    impl<'de> serde::Deserializer<'de> for Probe {
+        type Error = Fields;
+        fn deserialize_any<V: serde::de::Visitor<'de>>(self, _: V) -> std::result::Result<V::Value, Fields> {
+            Err(Fields(&[]))
+        }
+        fn deserialize_struct<V: serde::de::Visitor<'de>>(
+            self,
+            _: &'static str,
+            fields: &'static [&'static str],
+            _: V,
+        ) -> std::result::Result<V::Value, Fields> {
+            Err(Fields(fields))
+        }
+        serde::forward_to_deserialize_any! {
+            bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf option unit
+            unit_struct newtype_struct seq tuple tuple_struct map enum identifier ignored_any
+        }
+    }
+    match T::deserialize(Probe) {
+        Err(Fields(f)) => f,
+        Ok(_) => &[],
+    }
+}
+
 impl StepKind {
+    const ALL: [StepKind; 9] = [
+        StepKind::Lint,
+        StepKind::Render,
+        StepKind::Verify,
+        StepKind::Preflight,
+        StepKind::Canary,
+        StepKind::Comment,
+        StepKind::Audit,
+        StepKind::Watch,
+        StepKind::Revert,
+    ];
+
     pub(crate) fn as_str(self) -> &'static str {
         match self {
             StepKind::Lint => "lint",
@@ -257,43 +383,40 @@ impl StepKind {
         }
     }
 
-    /// The options this step reads; any other is an error (it would be
-    /// silently ignored, e.g. `deep:` on a lint step).
-    fn options(self) -> &'static [&'static str] {
+    /// The schema of this step's `with`: that of the type(s) it is read into.
+    fn with_schema(self, g: &mut schemars::SchemaGenerator) -> schemars::Schema {
         match self {
-            StepKind::Lint | StepKind::Comment => &[],
-            StepKind::Render => &["diff", "templates"],
-            StepKind::Verify => &["jobs", "denyExtra"],
-            StepKind::Preflight => &["snapshot"],
-            StepKind::Canary => &["window"],
-            StepKind::Audit => &["jobs", "denyExtra", "deep", "serving"],
-            StepKind::Watch => &["app", "appNamespace", "timeout", "serviceUrl", "probeInterval", "stableFor"],
-            StepKind::Revert => &["remote", "base", "maxAge"],
+            StepKind::Lint | StepKind::Comment => g.subschema_for::<NoOptions>(),
+            StepKind::Render => {
+                let parts = [RenderStepOptions::json_schema(g), RenderOptions::json_schema(g)];
+                merged_schema(parts)
+            }
+            StepKind::Verify => g.subschema_for::<VerifyOptions>(),
+            StepKind::Preflight => g.subschema_for::<PreflightOptions>(),
+            StepKind::Canary => g.subschema_for::<CanaryOptions>(),
+            StepKind::Audit => {
+                let parts = [VerifyOptions::json_schema(g), AuditOptions::json_schema(g)];
+                merged_schema(parts)
+            }
+            StepKind::Watch => g.subschema_for::<WatchOptions>(),
+            StepKind::Revert => g.subschema_for::<RevertOptions>(),
         }
     }
-}
 
-/// `Err((option, why))`.
-type OptionError = (&'static str, String);
-
-fn duration_option(
-    key: &'static str,
-    v: Option<String>,
-    default: Option<&'static str>,
-) -> std::result::Result<Option<HumanDuration>, OptionError> {
-    match v.as_deref().or(default) {
-        Some(text) => HumanDuration::parse(text).map(Some).map_err(|e| (key, e)),
-        None => Ok(None),
+    /// The keys of this step's `with`: its command's options type's (and
+    /// the render step's own `diff`).
+    fn keys(self) -> Vec<&'static str> {
+        match self {
+            StepKind::Lint | StepKind::Comment => Vec::new(),
+            StepKind::Render => [keys::<RenderStepOptions>(), keys::<RenderOptions>()].concat(),
+            StepKind::Verify => keys::<VerifyOptions>().to_vec(),
+            StepKind::Preflight => keys::<PreflightOptions>().to_vec(),
+            StepKind::Canary => keys::<CanaryOptions>().to_vec(),
+            StepKind::Audit => [keys::<VerifyOptions>(), keys::<AuditOptions>()].concat(),
+            StepKind::Watch => keys::<WatchOptions>().to_vec(),
+            StepKind::Revert => keys::<RevertOptions>().to_vec(),
+        }
     }
-}
-
-/// A duration option with a built-in default, so never absent.
-fn duration_or(
-    key: &'static str,
-    v: Option<String>,
-    default: &'static str,
-) -> std::result::Result<HumanDuration, OptionError> {
-    duration_option(key, v, Some(default)).map(|d| d.unwrap_or_else(|| unreachable!("a default was given")))
 }
 
 impl StepSpec {
@@ -311,83 +434,109 @@ impl StepSpec {
         }
     }
 
-    /// Every option of one step checked before anything runs: known for
-    /// this step, numbers in range, durations finite, positive and at most
-    /// 7d; then typed, with the defaults of `options::defaults`.
-    fn from_file(kind: StepKind, w: StepOptions) -> std::result::Result<StepSpec, OptionError> {
-        let set: [(&'static str, bool); 17] = [
-            ("diff", w.diff.is_some()),
-            ("templates", w.templates.is_some()),
-            ("jobs", w.jobs.is_some()),
-            ("denyExtra", w.deny_extra.is_some()),
-            ("deep", w.deep.is_some()),
-            ("serving", w.serving.is_some()),
-            ("snapshot", w.snapshot.is_some()),
-            ("window", w.window.is_some()),
-            ("app", w.app.is_some()),
-            ("appNamespace", w.app_namespace.is_some()),
-            ("timeout", w.timeout.is_some()),
-            ("serviceUrl", w.service_url.is_some()),
-            ("probeInterval", w.probe_interval.is_some()),
-            ("stableFor", w.stable_for.is_some()),
-            ("remote", w.remote.is_some()),
-            ("base", w.base.is_some()),
-            ("maxAge", w.max_age.is_some()),
-        ];
-        let allowed = kind.options();
-        if let Some((key, _)) = set.iter().find(|(k, on)| *on && !allowed.contains(k)) {
-            let known = if allowed.is_empty() {
-                "it takes no options".to_string()
-            } else {
-                format!("its options are {}", allowed.join(", "))
-            };
-            return Err((key, format!("`{key}` is not an option of the {} step ({known})", kind.as_str())));
+    /// Every option of one step checked before anything runs: a key of
+    /// this step (else the message lists the step's keys), then read into
+    /// the command's options type through the parsers the command line
+    /// uses (numbers in range, durations finite, positive and at most 7d),
+    /// defaults from `options::defaults`.
+    fn from_node(kind: StepKind, with: Option<&Node>) -> std::result::Result<StepSpec, WithError> {
+        let empty = Node { line: 1, column: 1, kind: NodeKind::Map(Vec::new()) };
+        let with = with.unwrap_or(&empty);
+        let allowed = kind.keys();
+        if let NodeKind::Map(entries) = &with.kind {
+            if let Some(k) = entries.iter().map(|(k, _)| k).find(|k| !scalar(k).is_some_and(|k| allowed.contains(&k))) {
+                let key = scalar(k).unwrap_or("?");
+                let known = if allowed.is_empty() {
+                    "it takes no options".to_string()
+                } else {
+                    format!("its options are {}", allowed.join(", "))
+                };
+                let msg = format!("`{key}` is not an option of the {} step ({known})", kind.as_str());
+                return Err(WithError { path: key.to_string(), at: Some((k.line, k.column)), msg });
+            }
         }
-        let verify = || -> std::result::Result<VerifyOptions, OptionError> {
-            let jobs = match w.jobs {
-                Some(n) => options::check_jobs(n).map_err(|e| ("jobs", e))?,
-                None => defaults::JOBS,
-            };
-            Ok(VerifyOptions { jobs, deny_extra: w.deny_extra.unwrap_or(false), ..Default::default() })
-        };
         Ok(match kind {
-            StepKind::Lint => StepSpec::Lint,
-            StepKind::Comment => StepSpec::Comment,
-            StepKind::Render => StepSpec::Render {
-                diff: w.diff.unwrap_or(true),
-                options: RenderOptions { templates: w.templates.clone(), ..Default::default() },
-            },
-            StepKind::Verify => StepSpec::Verify(verify()?),
-            StepKind::Preflight => StepSpec::Preflight(PreflightOptions { snapshot: w.snapshot.clone(), live: false }),
-            StepKind::Canary => StepSpec::Canary(CanaryOptions {
-                window: duration_option("window", w.window.clone(), None)?,
-                ..Default::default()
-            }),
-            StepKind::Audit => StepSpec::Audit(AuditOptions {
-                verify: verify()?,
-                deep: w.deep.unwrap_or(false),
-                serving: w.serving.unwrap_or(false),
-                ..Default::default()
-            }),
-            StepKind::Watch => StepSpec::Watch(WatchOptions {
-                app_namespace: w.app_namespace.clone().unwrap_or_else(|| defaults::APP_NAMESPACE.into()),
-                timeout: duration_or("timeout", w.timeout.clone(), defaults::WATCH_TIMEOUT)?,
-                service_url: w.service_url.clone(),
-                probe_interval: duration_or("probeInterval", w.probe_interval.clone(), defaults::PROBE_INTERVAL)?,
-                stable_for: w
-                    .stable_for
-                    .as_deref()
-                    .map(crate::util::try_duration)
-                    .transpose()
-                    .map_err(|e| ("stableFor", e))?,
-                ..WatchOptions::new(w.app.clone().unwrap_or_else(|| defaults::APP_TEMPLATE.into()))
-            }),
-            StepKind::Revert => StepSpec::Revert(RevertOptions {
-                remote: w.remote.clone().unwrap_or_else(|| defaults::REMOTE.into()),
-                base: w.base.clone(),
-                max_age: duration_or("maxAge", w.max_age.clone(), defaults::REVERT_MAX_AGE)?,
-                ..Default::default()
-            }),
+            StepKind::Lint => read::<NoOptions>(with).map(|_| StepSpec::Lint)?,
+            StepKind::Comment => read::<NoOptions>(with).map(|_| StepSpec::Comment)?,
+            StepKind::Render => {
+                let (options, own) = split(with, keys::<RenderOptions>());
+                let own: RenderStepOptions = read(&own)?;
+                StepSpec::Render { diff: own.diff, options: read(&options)? }
+            }
+            StepKind::Verify => StepSpec::Verify(read(with)?),
+            StepKind::Preflight => StepSpec::Preflight(read(with)?),
+            StepKind::Canary => StepSpec::Canary(read(with)?),
+            StepKind::Audit => {
+                let (verify, rest) = split(with, keys::<VerifyOptions>());
+                StepSpec::Audit(AuditOptions { verify: read(&verify)?, ..read(&rest)? })
+            }
+            StepKind::Watch => StepSpec::Watch(read(with)?),
+            StepKind::Revert => StepSpec::Revert(read(with)?),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    fn one_step(step: &str) -> Result<Pipeline> {
+        let text =
+            format!("apiVersion: bundlegate.dev/v1\nkind: Pipeline\nmetadata: {{name: t}}\nspec:\n  steps:\n{step}");
+        parse(Path::new("p.yaml"), &text)
+    }
+
+    fn err(step: &str) -> String {
+        format!("{:#}", one_step(step).unwrap_err())
+    }
+
+    /// `stableFor` goes through `--stable-for`'s parser: zero allowed (one
+    /// read), the 7d bound and the field's position in the message.
+    #[test]
+    fn pipeline_stable_for_reads_as_the_flag_does() {
+        let watch = |v: &str| one_step(&format!("    - name: watch\n      with:\n        stableFor: {v}\n"));
+        for (text, want) in [("0s", Duration::ZERO), ("90s", Duration::from_secs(90))] {
+            match &watch(text).unwrap().steps[0].spec {
+                StepSpec::Watch(w) => assert_eq!(w.stable_for, Some(want)),
+                other => panic!("{other:?}"),
+            }
+        }
+        let e = format!("{:#}", watch("8d").unwrap_err());
+        assert!(e.starts_with("p.yaml:8:9: spec.steps[0].with.stableFor: ") && e.contains("7d"), "{e}");
+    }
+
+    /// Defaults are the options types' own (`options::defaults`), and a step
+    /// without `with` gets them.
+    #[test]
+    fn pipeline_defaults_are_the_options_defaults() {
+        let p = one_step("    - name: watch\n    - name: revert\n    - name: audit\n    - name: render\n").unwrap();
+        let StepSpec::Watch(w) = &p.steps[0].spec else { panic!() };
+        assert_eq!(w, &WatchOptions::new(crate::options::defaults::APP_TEMPLATE));
+        let StepSpec::Revert(r) = &p.steps[1].spec else { panic!() };
+        assert_eq!((r.remote.as_str(), &r.base, r.max_age.text.as_str()), ("origin", &None, "20m"));
+        let StepSpec::Audit(a) = &p.steps[2].spec else { panic!() };
+        assert_eq!(a.verify, VerifyOptions::default());
+        assert!(matches!(p.steps[3].spec, StepSpec::Render { diff: true, .. }));
+    }
+
+    /// A command-line-only option (the run supplies it) is not a step's: the
+    /// message lists the step's keys, taken from its options type.
+    #[test]
+    fn pipeline_refuses_run_only_options_and_lists_the_steps_own() {
+        let e = err("    - name: canary\n      with:\n        prometheus: http://x\n");
+        assert!(e.contains("p.yaml:8:9: spec.steps[0].with.prometheus: `prometheus` is not an option of the canary step (its options are window)"), "{e}");
+        let e = err("    - name: audit\n      with: {jobs: 2, cache: x}\n");
+        assert!(
+            e.contains("spec.steps[0].with.cache") && e.contains("its options are jobs, denyExtra, deep, serving"),
+            "{e}"
+        );
+        let e = err("    - name: audit\n      with: {jobs: 0}\n");
+        assert!(e.contains("spec.steps[0].with.jobs: 0 is out of range"), "{e}");
+        let e = err("    - name: comment\n      with: {diff: true}\n");
+        assert!(e.contains("(it takes no options)"), "{e}");
+        let e = err("    - name: watch\n      with: 3\n");
+        assert!(e.starts_with("p.yaml:7:7: spec.steps[0].with: "), "{e}");
     }
 }

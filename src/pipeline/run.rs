@@ -9,7 +9,9 @@ use super::{load, OnFailure, Pipeline, SelectFrom, Step, StepKind, StepSpec};
 use crate::app::ctx::Ctx;
 use crate::bundle::{self, Loaded};
 use crate::diag::Overrides;
-use crate::options::{CanaryOptions, PreflightOptions, RenderOptions, RevertOptions, RunOptions, WatchOptions};
+use crate::options::{
+    CanaryOptions, PreflightOptions, PrometheusUrl, RenderOptions, RevertOptions, RunOptions, WatchOptions,
+};
 use crate::report::{Report, StepReport, Verdict};
 
 /// What a run is given: the `run` command's options, the severities, and
@@ -287,14 +289,14 @@ fn run_step(ctx: &Ctx, step: &Step, l: &Loaded, t: &Target, inputs: &Inputs) -> 
             }
             None => vec![StepReport::not_run("preflight", &l.display, "no cluster state: pass --snapshot FILE (kubectl get … -o yaml) to check surge capacity, quotas and volumes")],
         },
-        StepSpec::Canary(o) => match &inputs.options.prometheus {
+        StepSpec::Canary(o) => match &inputs.options.prometheus.url {
             None => vec![StepReport::not_run(
                 "canary",
                 &l.display,
                 "no Prometheus URL (--prometheus / BUNDLEGATE_PROMETHEUS_URL): canary gates not evaluated",
             )],
             Some(url) => {
-                let args = CanaryOptions { prometheus: Some(url.clone()), ..o.clone() };
+                let args = CanaryOptions { prometheus: PrometheusUrl::new(url.clone()), ..o.clone() };
                 or_error("canary", &l.display, crate::app::canary::run(ctx, l, &args, ov))
             }
         },

@@ -32,6 +32,7 @@ mod preflight;
 mod props;
 mod real_cluster;
 mod render;
+mod schema;
 mod secrets;
 mod sign;
 mod toolchain;
