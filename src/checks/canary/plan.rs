@@ -385,3 +385,291 @@ pub(crate) struct TimelineAsk {
     pub candidate: String,
     pub baseline: String,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::Verdict;
+
+    /// The shipped example: steps [10, 50, 100], window 30m, gates
+    /// error_rate (maxAbsolute), p95_latency_seconds and gpu_memory_bytes
+    /// (relative only), a golden set; the rollback target's version is `v1`.
+    fn plan<'a>(l: &'a Loaded, c: Choices<'_>) -> CanaryPlan<'a> {
+        CanaryPlan::resolve(l, &c, Some(Ok("v1".into()))).expect("the example declares a plan")
+    }
+
+    const ALL: Choices<'static> = Choices {
+        prometheus: Some("http://prom:9090"),
+        window: Some("90s"),
+        mode: Some(CanaryMode::Shadow),
+        candidate_selector: Some("track=\"canary\""),
+        baseline_selector: Some("track=\"stable\""),
+        endpoint: Some("http://model:8080"),
+    };
+
+    /// Without options every default is the bundle's plan's (or
+    /// bundlegate's); each option given wins over it.
+    #[test]
+    fn defaults_come_from_the_plan_and_each_option_wins() {
+        let l = crate::bundle::example();
+        let p = plan(&l, Choices::default());
+        assert_eq!(p.window, Window { text: "30m".into(), secs: 1800 });
+        assert!(!p.shadow);
+        assert_eq!(p.provider, MetricProvider::Bundlegate);
+        assert_eq!((p.prometheus.as_deref(), p.endpoint.as_deref()), (None, None));
+        assert_eq!((p.golden.as_deref(), p.target.as_str()), (Some("golden.jsonl"), l.display.as_str()));
+        assert_eq!(p.canary.steps, [10, 50, 100]);
+        let arms = p.arms.as_ref().unwrap();
+        assert_eq!(
+            (arms.candidate(p.provider), arms.baseline(p.provider)),
+            ("version=\"v2\"".into(), "version=\"v1\"".into())
+        );
+
+        let p = plan(&l, ALL);
+        assert_eq!(p.window, Window { text: "90s".into(), secs: 90 });
+        assert!(p.shadow);
+        assert_eq!(
+            (p.prometheus.as_deref(), p.endpoint.as_deref()),
+            (Some("http://prom:9090"), Some("http://model:8080"))
+        );
+        let arms = p.arms.as_ref().unwrap();
+        assert_eq!(
+            (arms.candidate(p.provider), arms.baseline(p.provider)),
+            ("track=\"canary\"".into(), "track=\"stable\"".into())
+        );
+
+        // The plan's mode and provider, and `--mode` over the plan's.
+        let mut l = crate::bundle::example();
+        let c = l.bundle.spec.canary.as_mut().unwrap();
+        (c.mode, c.provider) = (CanaryMode::Shadow, Some(MetricProvider::Vllm));
+        let p = plan(&l, Choices::default());
+        assert!(p.shadow);
+        assert_eq!(p.provider, MetricProvider::Vllm);
+        assert!(!plan(&l, Choices { mode: Some(CanaryMode::Canary), ..Choices::default() }).shadow);
+    }
+
+    /// No plan is NOT RUN; a window that is not at least a second is an
+    /// ERROR, both before any work.
+    #[test]
+    fn no_plan_or_no_usable_window_stops_before_any_work() {
+        let mut l = crate::bundle::example();
+        for bad in ["0s", "500ms", "soon"] {
+            let s = CanaryPlan::resolve(&l, &Choices { window: Some(bad), ..Choices::default() }, None).unwrap_err();
+            assert_eq!(s.verdict, Verdict::Error);
+            assert_eq!(s.summary, format!("window `{bad}` is not a duration of at least 1s (e.g. 30m)"));
+        }
+        assert_eq!(plan(&l, Choices { window: Some("1s"), ..Choices::default() }).window.secs, 1);
+        l.bundle.spec.canary = None;
+        let s = CanaryPlan::resolve(&l, &Choices::default(), None).unwrap_err();
+        assert_eq!(s.verdict, Verdict::NotRun);
+        assert_eq!(s.summary, "the bundle declares no spec.canary plan: there is nothing to compare");
+    }
+
+    /// The baseline is the selector given, else the rollback target's
+    /// version, which must load.
+    #[test]
+    fn the_baseline_is_the_selector_else_the_rollback_targets_version() {
+        assert_eq!(baseline_version(true, None), Ok(None));
+        assert_eq!(baseline_version(true, Some(Err("broken".into()))), Ok(None));
+        assert_eq!(baseline_version(false, Some(Ok("v1".into()))), Ok(Some("v1".into())));
+        assert_eq!(
+            baseline_version(false, Some(Err("broken".into()))),
+            Err("no baseline: the rollback target does not load (broken); pass --baseline-selector".into())
+        );
+        assert_eq!(
+            baseline_version(false, None),
+            Err("no baseline: the bundle declares no spec.rollback; pass --baseline-selector".into())
+        );
+        let l = crate::bundle::example();
+        let p = CanaryPlan::resolve(&l, &Choices::default(), None).unwrap();
+        assert_eq!(p.arms.unwrap_err(), "no baseline: the bundle declares no spec.rollback; pass --baseline-selector");
+    }
+
+    /// The current split is the plan's window ending now, with the golden
+    /// set; a step's window is its placed window in whole seconds, alone at
+    /// 100%, with the golden set only at the latest step.
+    #[test]
+    fn a_judgment_is_the_current_window_or_a_steps() {
+        let l = crate::bundle::example();
+        let p = plan(&l, Choices::default());
+        let now = p.current(1000.5);
+        assert_eq!(now, Judgment { window: p.window.clone(), now: 1000.5, golden: true, alone: false });
+        let w = StepWindow { held_from: 100.0, held_to: 200.0, end: 190.0, secs: 59.5 };
+        let step = p.at_step(50, &w, false);
+        assert_eq!(
+            step,
+            Judgment { window: Window { text: "60s".into(), secs: 60 }, now: 190.0, golden: false, alone: false }
+        );
+        let full = p.at_step(100, &StepWindow { secs: 12.4, ..w }, true);
+        assert_eq!((full.window.text.as_str(), full.window.secs, full.golden, full.alone), ("12s", 12, true, true));
+    }
+
+    /// The golden set is sent only when declared, with an endpoint, and in
+    /// a judgment that runs it; else the run says which was missing.
+    #[test]
+    fn the_golden_set_is_sent_only_when_declared_with_an_endpoint() {
+        let l = crate::bundle::example();
+        let p = plan(&l, ALL);
+        assert_eq!(p.golden(&p.current(0.0)).unwrap(), ("golden.jsonl", "http://model:8080"));
+        let not_this_one = Judgment { golden: false, ..p.current(0.0) };
+        assert!(matches!(p.golden(&not_this_one), Err(GoldenRun::NoEndpoint)));
+        let p = plan(&l, Choices::default());
+        assert!(matches!(p.golden(&p.current(0.0)), Err(GoldenRun::NoEndpoint)));
+        let mut l = crate::bundle::example();
+        l.bundle.spec.canary.as_mut().unwrap().golden = None;
+        let p = plan(&l, ALL);
+        assert!(matches!(p.golden(&p.current(0.0)), Err(GoldenRun::NotDeclared)));
+    }
+
+    /// Every gate is asked for both arms over the judgment's window, then
+    /// both arms' traffic; at 100% only gates with an absolute limit, on the
+    /// candidate alone, and the others are named as not checked.
+    #[test]
+    fn a_judgment_asks_every_gate_then_both_arms_traffic() {
+        let l = crate::bundle::example();
+        let p = plan(&l, Choices::default());
+        let j = p.at_step(50, &StepWindow { held_from: 0.0, held_to: 400.0, end: 400.0, secs: 300.0 }, false);
+        let a = p.asks(&j).unwrap();
+        assert_eq!((a.candidate.as_str(), a.baseline.as_str()), ("version=\"v2\"", "version=\"v1\""));
+        assert_eq!(
+            a.gates.iter().map(|g| (g.index, g.metric.as_str())).collect::<Vec<_>>(),
+            [(0, "error_rate"), (1, "p95_latency_seconds"), (2, "gpu_memory_bytes")]
+        );
+        assert!(a.unchecked.is_empty());
+        let g = &l.bundle.spec.canary.as_ref().unwrap().gates[0];
+        let t = providers::template(MetricProvider::Bundlegate, "error_rate").unwrap();
+        let q = a.gates[0].queries.as_ref().unwrap();
+        assert_eq!(q.candidate, query::side_queries(&t, g, "version=\"v2\"", "300s"));
+        assert_eq!(q.baseline, Some(query::side_queries(&t, g, "version=\"v1\"", "300s")));
+        assert!(q.requests.is_empty(), "error_rate counts its requests itself");
+        let c = query::traffic_queries(MetricProvider::Bundlegate, "version=\"v2\"", "300s").unwrap();
+        let b = query::traffic_queries(MetricProvider::Bundlegate, "version=\"v1\"", "300s").unwrap();
+        assert_eq!(
+            a.traffic,
+            [c.requests, b.requests, c.requests_before, b.requests_before, c.p95, b.p95, c.p95_before, b.p95_before]
+        );
+        assert_eq!(a.window_secs, 300.0);
+
+        let alone = p.asks(&Judgment { alone: true, ..j }).unwrap();
+        assert_eq!(alone.gates.iter().map(|g| g.metric.as_str()).collect::<Vec<_>>(), ["error_rate"]);
+        assert_eq!(alone.unchecked, ["p95_latency_seconds", "gpu_memory_bytes"]);
+        assert!(alone.gates[0].queries.as_ref().unwrap().baseline.is_none());
+        assert!(alone.gates[0].input.candidate_only);
+
+        let none = CanaryPlan::resolve(&l, &Choices::default(), None).unwrap();
+        let s = none.asks(&none.current(0.0)).unwrap_err();
+        assert_eq!(s.verdict, Verdict::Error);
+        assert_eq!(s.summary, "no baseline: the bundle declares no spec.rollback; pass --baseline-selector");
+    }
+
+    /// A gate's input carries the plan's and the gate's numbers; its
+    /// request counts go back to their arms (the baseline's asked first),
+    /// whole, and none or not a positive number is 0.
+    #[test]
+    fn a_gate_is_read_into_its_input_with_request_counts_per_arm() {
+        let mut l = crate::bundle::example();
+        let c = l.bundle.spec.canary.as_mut().unwrap();
+        c.provider = Some(MetricProvider::Vllm);
+        c.gates = vec![serde_json::from_value(
+            serde_json::json!({"metric": "output_tokens_per_second", "minRelativeDecrease": 0.1}),
+        )
+        .unwrap()];
+        let p = plan(&l, Choices::default());
+        let j = p.current(0.0);
+        let a = p.asks(&j).unwrap();
+        let g = &a.gates[0];
+        let q = g.queries.as_ref().unwrap();
+        let (cr, br) = (q.candidate.requests.clone().unwrap(), q.baseline.as_ref().unwrap().requests.clone().unwrap());
+        assert_eq!(q.requests, [br, cr.clone()]);
+        let side = Side::Gauge { value: Some(5.0), samples: vec![5.0] };
+        let r = g.read(Some(side.clone()), None, &[Some(10.4), Some(20.6)]);
+        assert_eq!(r.input.request_counts, Some((21, 10)));
+        assert_eq!((r.input.candidate.clone(), r.input.baseline.clone()), (side, unread()));
+        assert_eq!(
+            (r.input.metric.as_str(), r.input.min_samples, r.input.window_secs),
+            ("output_tokens_per_second", 200, 1800.0)
+        );
+        assert!(r.input.higher_is_better && !r.input.candidate_only);
+        assert_eq!(r.input.min_relative_decrease, Some(0.1));
+        for bad in [None, Some(f64::NAN), Some(-3.0), Some(f64::INFINITY), Some(0.0)] {
+            assert_eq!(g.read(None, None, &[bad, bad]).input.request_counts, Some((0, 0)), "{bad:?}");
+        }
+        assert_eq!(g.read(None, None, &[]).input.request_counts, None);
+        let alone = p.asks(&Judgment { alone: true, ..j }).unwrap();
+        // Higher is better has an absolute floor only with minAbsolute: none here.
+        assert!(alone.gates.is_empty() && alone.unchecked == ["output_tokens_per_second"]);
+        let c = l.bundle.spec.canary.as_mut().unwrap();
+        c.gates[0].min_absolute = Some(1.0);
+        let p = plan(&l, Choices::default());
+        let alone = p.asks(&Judgment { alone: true, ..p.current(0.0) }).unwrap();
+        assert_eq!(alone.gates[0].queries.as_ref().unwrap().requests, [cr]);
+        assert_eq!(alone.gates[0].read(None, None, &[Some(7.0)]).input.request_counts, Some((7, 0)));
+    }
+
+    /// A gate its provider cannot compute asks nothing and is NO DATA,
+    /// saying which provider has it.
+    #[test]
+    fn a_gate_the_provider_cannot_compute_asks_nothing_and_says_why() {
+        let mut l = crate::bundle::example();
+        l.bundle.spec.canary.as_mut().unwrap().gates[0].metric = "ttft_p95_seconds".into();
+        let p = plan(&l, Choices::default());
+        let a = p.asks(&p.current(0.0)).unwrap();
+        assert!(a.gates[0].queries.is_none() && a.gates[1].queries.is_some());
+        let o = a.gates[0].read(None, None, &[]).outcome();
+        assert_eq!(o.verdict, super::super::gate::GateVerdict::NoData);
+        assert_eq!(o.message, providers::unsupported(MetricProvider::Bundlegate, "ttft_p95_seconds"));
+        assert_ne!(a.gates[1].read(None, None, &[]).outcome().message, o.message);
+    }
+
+    /// The traffic answers fill their fields in the order they were asked;
+    /// none answered (a provider without a request count) leaves them empty.
+    #[test]
+    fn traffic_answers_fill_their_fields_in_the_asking_order() {
+        let l = crate::bundle::example();
+        let p = plan(&l, Choices::default());
+        let answers: Vec<Option<f64>> = (1..=8).map(|n| Some(n as f64)).collect();
+        let t = p.asks(&p.current(0.0)).unwrap().gathered(Vec::new(), &answers).traffic;
+        let got = [
+            t.candidate_requests,
+            t.baseline_requests,
+            t.candidate_requests_before,
+            t.baseline_requests_before,
+            t.candidate_p95,
+            t.baseline_p95,
+            t.candidate_p95_before,
+            t.baseline_p95_before,
+        ];
+        assert_eq!(got.to_vec(), answers);
+        assert_eq!(t.window_seconds, 1800.0);
+        let g = p.asks(&p.current(0.0)).unwrap().gathered(Vec::new(), &[]);
+        assert_eq!((g.traffic.candidate_requests, g.traffic.baseline_p95_before), (None, None));
+        assert_eq!((g.candidate.as_str(), g.baseline.as_str()), ("version=\"v2\"", "version=\"v1\""));
+    }
+
+    /// The steps are placed from both arms' requests at a tenth of the
+    /// window over the look-back horizon; a provider without a request
+    /// count, or no baseline, is the step's ERROR.
+    #[test]
+    fn the_timeline_is_both_arms_requests_over_the_horizon() {
+        let l = crate::bundle::example();
+        let p = plan(&l, Choices::default());
+        let t = p.timeline(100_000.0).unwrap();
+        assert_eq!((t.res, t.horizon, t.now, t.start), (180, 86_400, 100_000.0, 13_600.0));
+        let q = |sel: &str| query::requests_per_step(MetricProvider::Bundlegate, sel, 180).unwrap();
+        assert_eq!((t.candidate_query, t.baseline_query), (q("version=\"v2\""), q("version=\"v1\"")));
+        assert_eq!((t.candidate.as_str(), t.baseline.as_str()), ("version=\"v2\"", "version=\"v1\""));
+
+        let mut l = crate::bundle::example();
+        l.bundle.spec.canary.as_mut().unwrap().provider = Some(MetricProvider::Dcgm);
+        let s = plan(&l, Choices::default()).timeline(0.0).unwrap_err();
+        assert_eq!(s.verdict, Verdict::Error);
+        assert!(
+            s.summary.starts_with("provider `dcgm` exports no request count, so the arms' traffic shares"),
+            "{}",
+            s.summary
+        );
+        let l = crate::bundle::example();
+        let s = CanaryPlan::resolve(&l, &Choices::default(), None).unwrap().timeline(0.0).unwrap_err();
+        assert!(s.summary.starts_with("no baseline: the bundle declares no spec.rollback"), "{}", s.summary);
+    }
+}
