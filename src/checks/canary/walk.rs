@@ -281,3 +281,214 @@ pub(crate) fn unread_timeline(target: &str, e: &anyhow::Error) -> Box<StepReport
     );
     Box::new(s)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::checks::canary::gate::GateVerdict;
+    use crate::checks::canary::plan::Choices;
+    use crate::checks::canary::ramp::tests::{outcome, timeline};
+    use crate::diag::{Code, Severity};
+
+    /// A judgment as `report::Findings` would write it: `verdict`, the
+    /// gates' verdicts, one finding when a gate failed.
+    fn judged(verdict: Verdict, gates: &[GateVerdict], name: &str) -> Judged {
+        let mut report = StepReport::new("canary", "b");
+        report.verdict = verdict;
+        report.summary = format!("{name}. Action: …");
+        if gates.contains(&GateVerdict::Fail) {
+            report.diagnostics.push(Diagnostic::new(Code::CanaryGateFailed, "gate `error_rate`: worse"));
+        }
+        Judged {
+            report,
+            outcomes: gates.iter().map(|v| outcome(*v)).collect(),
+            gates_note: Some(format!("{name} gates")),
+            data: None,
+        }
+    }
+
+    /// Idle, 10% for 12 s, a straddling bucket, 50% for 12 s, 100% for 10 s
+    /// (until t = 1038, now): every step placed, each over an 8 s window.
+    fn ramp() -> Vec<SplitPoint> {
+        timeline(&[(3, f64::NAN), (12, 10.0), (1, 30.0), (12, 50.0), (10, 100.0)])
+    }
+
+    fn plan(l: &Loaded) -> CanaryPlan<'_> {
+        let c = Choices { prometheus: Some("http://prom"), window: Some("8s"), ..Choices::default() };
+        CanaryPlan::resolve(l, &c, Some(Ok("v1".into()))).unwrap()
+    }
+
+    /// Walk every step, answering each judgment with the next of `answers`.
+    fn walk(walk: &mut Walk<'_>, answers: Vec<Judged>) -> Vec<Judgment> {
+        let mut asked = Vec::new();
+        let mut answers = answers.into_iter();
+        while let Some(j) = walk.next_judgment() {
+            asked.push(j);
+            walk.record(answers.next().expect("an answer for each judgment")).unwrap();
+        }
+        assert!(answers.next().is_none(), "every answer was asked for");
+        asked
+    }
+
+    /// Each step is judged over the last window of its stretch, the 100%
+    /// step alone and with the golden set; all passing passes, with a row
+    /// per step, the latest step deciding, and the placement in the data.
+    #[test]
+    fn every_placed_step_is_judged_in_order() {
+        let l = crate::bundle::example();
+        let ov = Overrides::default();
+        let p = plan(&l);
+        let mut w = Walk::new(&l, &ov, &p, p.timeline(1038.0).unwrap(), &ramp());
+        let pass = |n| judged(Verdict::Pass, &[GateVerdict::Pass], n);
+        let asked = walk(&mut w, vec![pass("at 10"), pass("at 50"), pass("at 100")]);
+        let seen: Vec<(f64, &str, bool, bool)> =
+            asked.iter().map(|j| (j.now, j.window.text.as_str(), j.alone, j.golden)).collect();
+        assert_eq!(seen, [(1014.0, "8s", false, false), (1027.0, "8s", false, false), (1038.0, "8s", true, true)]);
+        let s = w.write_up();
+        assert_eq!(s.verdict, Verdict::Pass);
+        assert_eq!(
+            s.summary,
+            "traffic steps [10, 50, 100], placed from the arms' request shares (every 1 s over the last 10000 s; the candidate's latest share: 100.0%), each judged over at most 8s: 10% PASS, 50% PASS, 100% PASS. Deciding step: at 100. Action: …"
+        );
+        assert_eq!(s.tables[0].title, "traffic steps");
+        assert_eq!(s.tables[0].rows[0], ["10%", "35 s ago → 23 s ago", "8 s ending 24 s ago", "PASS", "at 10 gates"]);
+        assert_eq!(s.tables[0].rows.len(), 3);
+        let d = &s.data;
+        assert_eq!(d.as_object().unwrap().keys().collect::<Vec<_>>(), ["steps", "verdict", "timeline"]);
+        assert_eq!(d["verdict"], "pass");
+        assert_eq!(
+            d["steps"][0],
+            serde_json::json!({"percent": 10, "verdict": "pass", "held": {"from": 1003.0, "to": 1015.0}, "window": {"end": 1014.0, "seconds": 8.0}, "note": "at 10 gates"})
+        );
+        let t = &d["timeline"];
+        assert_eq!((t["resolutionSeconds"].as_u64(), t["horizonSeconds"].as_u64()), (Some(1), Some(10_000)));
+        assert_eq!((t["latestCandidateShare"].as_f64(), t["segments"].as_array().map(Vec::len)), (Some(1.0), Some(3)));
+        assert_eq!(t["selectors"], serde_json::json!({"candidate": "version=\"v2\"", "baseline": "version=\"v1\""}));
+    }
+
+    /// The first FAIL decides and ends the walk: later steps are NOT
+    /// JUDGED, every judged step's findings are kept, named by step.
+    #[test]
+    fn the_first_fail_decides_and_ends_the_walk() {
+        let l = crate::bundle::example();
+        let ov = Overrides::default();
+        let p = plan(&l);
+        let mut w = Walk::new(&l, &ov, &p, p.timeline(1038.0).unwrap(), &ramp());
+        let answers = vec![
+            judged(Verdict::Pass, &[GateVerdict::Pass], "at 10"),
+            judged(Verdict::Fail, &[GateVerdict::Pass, GateVerdict::Fail], "at 50"),
+        ];
+        assert_eq!(walk(&mut w, answers).len(), 2);
+        let s = w.write_up();
+        assert_eq!(s.verdict, Verdict::Fail);
+        assert!(
+            s.summary.ends_with(
+                "each judged over at most 8s: 10% PASS, 50% FAIL, 100% NOT JUDGED. Deciding step: at 50. Action: …"
+            ),
+            "{}",
+            s.summary
+        );
+        assert_eq!(s.tables[0].rows[2], ["100%", "—", "—", "NOT JUDGED", "an earlier step failed: not judged"]);
+        assert_eq!(s.diagnostics.len(), 1);
+        assert_eq!(s.diagnostics[0].message, "step 50%: gate `error_rate`: worse");
+        // A FAIL the gates did not see (the golden set) fails the step too.
+        let mut w = Walk::new(&l, &ov, &p, p.timeline(1038.0).unwrap(), &ramp());
+        assert_eq!(walk(&mut w, vec![judged(Verdict::Fail, &[GateVerdict::Pass], "golden")]).len(), 1);
+        assert!(w.write_up().summary.contains(": 10% FAIL, 50% NOT JUDGED, 100% NOT JUDGED. Deciding step: golden."));
+    }
+
+    /// A step that could not be judged ends the walk with its ERROR, named.
+    #[test]
+    fn an_error_judging_a_step_ends_the_walk_with_it() {
+        let l = crate::bundle::example();
+        let ov = Overrides::default();
+        let p = plan(&l);
+        let mut w = Walk::new(&l, &ov, &p, p.timeline(1038.0).unwrap(), &ramp());
+        w.next_judgment().unwrap();
+        let mut error = judged(Verdict::Error, &[], "x");
+        error.report.summary = "could not query Prometheus".into();
+        let s = w.record(error).unwrap_err();
+        assert_eq!((s.verdict, s.summary.as_str()), (Verdict::Error, "traffic step 10%: could not query Prometheus"));
+    }
+
+    /// Steps skipped while a later one was held are INCONCLUSIVE with a
+    /// finding (through the overrides) at the steps; the 100% step with
+    /// nothing to judge alone is NOT CHECKED and does not block a pass.
+    #[test]
+    fn skipped_steps_are_inconclusive_and_a_full_step_without_limits_unchecked() {
+        let l = crate::bundle::example();
+        let mut ov = Overrides::default();
+        ov.set("canary-gate-inconclusive", Severity::Warning).unwrap();
+        let p = plan(&l);
+        let straight = timeline(&[(5, 0.0), (10, 100.0)]);
+        let mut w = Walk::new(&l, &ov, &p, p.timeline(1015.0).unwrap(), &straight);
+        let mut unchecked = judged(Verdict::NotRun, &[], "nothing");
+        unchecked.gates_note = None;
+        let asked = walk(&mut w, vec![unchecked]);
+        assert_eq!((asked[0].alone, asked[0].golden), (true, true));
+        let s = w.write_up();
+        assert_eq!(s.verdict, Verdict::Inconclusive);
+        assert!(
+            s.summary
+                .ends_with(": 10% INCONCLUSIVE, 50% INCONCLUSIVE, 100% NOT CHECKED. Deciding step: nothing. Action: …"),
+            "{}",
+            s.summary
+        );
+        assert_eq!(s.diagnostics.len(), 2);
+        let d = &s.diagnostics[0];
+        assert_eq!((d.code, d.severity), (Code::CanaryGateInconclusive, Severity::Warning));
+        assert!(d.message.starts_with("step 10%: never held in the last 10000 s"), "{}", d.message);
+        assert_eq!(d.span, l.span("spec.canary.steps"));
+        assert!(
+            s.tables[0].rows[2][4].starts_with("the baseline serves nothing at 100% and no gate has an absolute limit")
+        );
+
+        // 10% and 50% passed, 100% not checked: a pass.
+        let mut w = Walk::new(&l, &ov, &p, p.timeline(1038.0).unwrap(), &ramp());
+        let pass = |n| judged(Verdict::Pass, &[GateVerdict::Pass], n);
+        walk(&mut w, vec![pass("a"), pass("b"), judged(Verdict::NotRun, &[], "c")]);
+        assert_eq!(w.write_up().verdict, Verdict::Pass);
+    }
+
+    /// Steps not reached yet are PENDING and say so; with no traffic at all
+    /// nothing is judged, and nothing judged never passes.
+    #[test]
+    fn steps_not_reached_are_pending() {
+        let l = crate::bundle::example();
+        let ov = Overrides::default();
+        let p = plan(&l);
+        let mut w = Walk::new(&l, &ov, &p, p.timeline(1020.0).unwrap(), &timeline(&[(20, 10.0)]));
+        let asked = walk(&mut w, vec![judged(Verdict::Pass, &[GateVerdict::Pass], "ten")]);
+        assert!(asked[0].golden, "the latest step held runs the golden set");
+        let s = w.write_up();
+        assert_eq!(s.verdict, Verdict::Pass);
+        assert_eq!(s.tables[0].rows[1], ["50%", "—", "—", "PENDING", "not held in the last 10000 s: not reached yet"]);
+        assert_eq!(s.data["steps"][1]["held"], serde_json::Value::Null);
+
+        let mut w = Walk::new(&l, &ov, &p, p.timeline(1005.0).unwrap(), &timeline(&[(5, f64::NAN)]));
+        assert!(w.next_judgment().is_none());
+        let s = w.write_up();
+        assert_eq!(
+            (s.verdict, s.step.as_str(), s.target.as_str()),
+            (Verdict::Inconclusive, "canary", l.display.as_str())
+        );
+        assert!(
+            s.summary.contains("the candidate's latest share: no traffic") && s.summary.ends_with("100% PENDING."),
+            "{}",
+            s.summary
+        );
+    }
+
+    #[test]
+    fn shadow_and_an_unread_timeline_say_why_no_step_was_walked() {
+        let mut s = StepReport::new("canary", "b");
+        s.summary = "judged".into();
+        assert_eq!(
+            shadow(&[10, 50], s).summary,
+            "shadow mode mirrors traffic instead of splitting it, so traffic steps [10, 50] do not apply; the current window was judged: judged"
+        );
+        let s = unread_timeline("b", &anyhow::anyhow!("HTTP 503"));
+        assert_eq!(s.verdict, Verdict::Error);
+        assert_eq!(s.summary, "could not read the arms' traffic shares from Prometheus, so no traffic step was placed or judged: HTTP 503");
+    }
+}
