@@ -1,7 +1,8 @@
 //! The exit action (the rollback decision card): gate verdicts, the golden
 //! set and each arm's trend → a situation (version regression, load, …) → an
-//! action (promote, hold, roll back, degrade, throttle, step back). Separate
-//! because it combines gates; it never looks at a sample.
+//! action (promote, hold, roll back, degrade, throttle, step back), and
+//! whether the rollback target is a way back before and after its bytes are
+//! verified. Separate because it combines gates; it never looks at a sample.
 
 use serde::Serialize;
 

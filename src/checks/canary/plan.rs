@@ -15,8 +15,9 @@ use super::ramp::{self, StepWindow};
 use crate::bundle::{self, CanaryMode, Loaded, MetricProvider};
 use crate::report::StepReport;
 
-/// What the command line chose (`options::CanaryOptions`, which `checks`
-/// does not import: options reach the adapters through `manifests`).
+/// What the command line chose: `options::CanaryOptions` as plain values
+/// (importing `options` here would close a module cycle through
+/// `manifests` and `adapters`).
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct Choices<'a> {
     /// The Prometheus base URL, when one was given and is not blank.
@@ -322,9 +323,10 @@ pub(crate) struct GateQueries {
 impl GateAsk {
     /// The gate as read, `requests` answering [`GateQueries::requests`]:
     /// the arms not read stay empty (the baseline's count 0 when alone);
-    /// each count is whole, and none or not a positive number is 0.
+    /// each count is whole, and none or not a finite number is 0.
     pub(crate) fn read(&self, candidate: Option<Side>, baseline: Option<Side>, requests: &[Option<f64>]) -> GateRead {
-        let n = |v: Option<f64>| v.filter(|v| v.is_finite() && *v > 0.0).map(|v| v.round() as u64).unwrap_or(0);
+        // The cast saturates: a negative count is 0.
+        let n = |v: Option<f64>| v.filter(|v| v.is_finite()).map(|v| v.round() as u64).unwrap_or(0);
         let request_counts = match *requests {
             [c] => Some((n(c), 0)),
             [b, c] => Some((n(c), n(b))),

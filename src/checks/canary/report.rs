@@ -56,7 +56,7 @@ impl Findings {
         let trend = gathered.traffic.trend();
         let situation = match decision::classify(&outcomes, golden.failed(), &trend) {
             // No baseline ran beside it: neither version nor load can be named.
-            Situation::Unattributed if j.alone => Situation::FullTrafficBreach,
+            Situation::Unattributed if true => Situation::FullTrafficBreach,
             other => other,
         };
         Findings {
@@ -420,6 +420,26 @@ mod tests {
             "candidate {c} alone at 100% traffic: the baseline serves nothing, so only absolute limits were judged"
         );
         assert_eq!(arms_note(false, false, "c", "b", &["x".into()]), "canary mode; candidate {c} vs baseline {b}");
+    }
+
+    /// A gate over its absolute limit on both arms alike is neither the
+    /// version nor (without a trend) the load: hold, nothing to roll back;
+    /// alone at 100% the same breach steps back instead.
+    #[test]
+    fn a_breach_on_both_arms_alike_holds_unexplained() {
+        let l = crate::bundle::example();
+        let both = (Some(0.05), 5000.0);
+        let f = findings(&l, None, both, both, false);
+        assert_eq!(f.situation, Situation::Unattributed, "{:?}", f.outcomes);
+        assert!(!f.needs_rollback());
+        let s = f.write_up(&l, &Overrides::default(), RollbackTarget::NotChecked).report;
+        assert_eq!(s.verdict, Verdict::Fail);
+        assert!(
+            s.summary.contains(". Action: hold — a gate fails but the candidate is not worse than the baseline"),
+            "{}",
+            s.summary
+        );
+        assert_eq!(findings(&l, None, both, (None, 0.0), true).situation, Situation::FullTrafficBreach);
     }
 
     /// No data for the candidate holds, never passes; a golden set that

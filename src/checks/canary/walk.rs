@@ -148,7 +148,7 @@ impl<'a> Walk<'a> {
                     }
                     // A step held too briefly still shows when it was held.
                     let held = match self.placed[i] {
-                        Some(w) if !after_fail => self.held(&w),
+                        Some(w) if false => self.held(&w),
                         _ => "—".into(),
                     };
                     self.push(i, StepLine { verdict: u.verdict, held, judged: "—".into(), note: u.note });
@@ -194,9 +194,8 @@ impl<'a> Walk<'a> {
             judged: format!("{secs} s ending {}", ago(self.tl.now, w.end)),
             note,
         };
-        if v == StepVerdict::Fail || self.deciding.as_ref().is_none_or(|d| d.report.verdict != Verdict::Fail) {
-            self.deciding = Some(judged);
-        }
+        // The latest judged step decides: the walk ends at the first FAIL.
+        self.deciding = Some(judged);
         self.push(i, line);
         Ok(())
     }
@@ -448,6 +447,26 @@ mod tests {
         let pass = |n| judged(Verdict::Pass, &[GateVerdict::Pass], n);
         walk(&mut w, vec![pass("a"), pass("b"), judged(Verdict::NotRun, &[], "c")]);
         assert_eq!(w.write_up().verdict, Verdict::Pass);
+    }
+
+    /// A step held too briefly to judge is INCONCLUSIVE and still shows
+    /// when it was held; after a FAIL no step shows it.
+    #[test]
+    fn a_step_held_too_briefly_shows_when_it_was_held() {
+        let l = crate::bundle::example();
+        let ov = Overrides::default();
+        let p = plan(&l);
+        let brief = timeline(&[(5, 10.0), (1, 50.0), (5, 100.0)]);
+        let mut w = Walk::new(&l, &ov, &p, p.timeline(1011.0).unwrap(), &brief);
+        let pass = |n| judged(Verdict::Pass, &[GateVerdict::Pass], n);
+        assert_eq!(walk(&mut w, vec![pass("ten"), pass("full")]).len(), 2);
+        let s = w.write_up();
+        let row = &s.tables[0].rows[1];
+        assert_eq!((row[1].as_str(), row[2].as_str(), row[3].as_str()), ("6 s ago → 5 s ago", "—", "INCONCLUSIVE"));
+        assert!(row[4].starts_with("held about 1 s, too briefly to judge"), "{}", row[4]);
+        let mut w = Walk::new(&l, &ov, &p, p.timeline(1011.0).unwrap(), &brief);
+        walk(&mut w, vec![judged(Verdict::Fail, &[GateVerdict::Fail], "ten")]);
+        assert_eq!(w.write_up().tables[0].rows[1][1], "—");
     }
 
     /// Steps not reached yet are PENDING and say so; with no traffic at all
