@@ -1,13 +1,16 @@
 //! The exit action (the rollback decision card): gate verdicts, the golden
 //! set and each arm's trend → a situation (version regression, load, …) → an
-//! action (promote, hold, roll back, degrade, throttle, step back). Separate
-//! because it combines gates; it never looks at a sample.
+//! action (promote, hold, roll back, degrade, throttle, step back), and
+//! whether the rollback target is a way back before and after its bytes are
+//! verified. Separate because it combines gates; it never looks at a sample.
 
 use serde::Serialize;
 
 use super::gate::{GateOutcome, GateVerdict, MetricKind};
+use crate::bundle::Loaded;
+use crate::checks::rollback::RollbackStatus;
 use crate::diag::{Code, Diagnostic, Severity};
-use crate::report::{Table, Verdict};
+use crate::report::{StepReport, Table, Verdict};
 
 /// How each arm moved against its own previous window (ratios now/earlier).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
@@ -170,6 +173,55 @@ pub(crate) enum RollbackTarget {
         path: Option<String>,
         reason: String,
     },
+}
+
+/// The rollback target before its bytes are verified: unusable, and why
+/// (`checks::rollback` judges it as lint and revert do); none when it
+/// loaded and nothing speaks against it, so it is verified next.
+pub(crate) fn rollback_unusable(l: &Loaded, status: &RollbackStatus) -> Option<RollbackTarget> {
+    let problem = crate::checks::rollback::judge(l, status).into_iter().next();
+    let path = match status {
+        RollbackStatus::NotDeclared => None,
+        RollbackStatus::Resolved { path, .. }
+        | RollbackStatus::Unreadable { path, .. }
+        | RollbackStatus::Escapes { path, .. } => Some(path.clone()),
+    };
+    match (status, problem) {
+        (RollbackStatus::Resolved { .. }, None) => None,
+        (_, problem) => Some(RollbackTarget::Unusable {
+            path,
+            reason: problem.map_or_else(|| "it does not load".into(), |u| u.reason()),
+        }),
+    }
+}
+
+/// The rollback target `path` (loaded as `target`) after `verify`: its
+/// report is the evidence, or the reason (up to three blocking findings).
+pub(crate) fn rollback_verified(path: &str, target: &Loaded, verify: &StepReport) -> RollbackTarget {
+    if verify.verdict == Verdict::Pass {
+        return RollbackTarget::Verified {
+            path: path.into(),
+            version: target.bundle.metadata.version.clone(),
+            digest: target.digest.clone(),
+            evidence: verify.summary.clone(),
+        };
+    }
+    let codes: Vec<String> = verify
+        .diagnostics
+        .iter()
+        .filter(|d| d.severity == Severity::Error)
+        .map(|d| format!("{} {}", d.code, d.message))
+        .take(3)
+        .collect();
+    RollbackTarget::Unusable {
+        path: Some(path.into()),
+        reason: format!(
+            "verify {}: {}{}",
+            verify.verdict,
+            verify.summary,
+            if codes.is_empty() { String::new() } else { format!(" ({})", codes.join("; ")) }
+        ),
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -104,6 +104,7 @@ pub fn golden_problems(s: &GoldenSample, a: &GoldenAnswer) -> Vec<String> {
 
 /// One golden sample sent to the candidate: what it asked, what came
 /// back, and every way the answer missed (empty = passed).
+#[derive(Debug)]
 pub(crate) struct GoldenResult {
     pub sample: GoldenSample,
     pub answer: GoldenAnswer,
@@ -112,6 +113,7 @@ pub(crate) struct GoldenResult {
 
 /// The golden set's run: not declared, no endpoint to send it to, ran, or
 /// could not run (an ERROR, never a pass).
+#[derive(Debug)]
 pub(crate) enum GoldenRun {
     NotDeclared,
     NoEndpoint,

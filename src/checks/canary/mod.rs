@@ -10,18 +10,24 @@
 //! One file per concept, each named where it is used: `statistics` (the
 //! tests and sample sizes), `histogram` (Prometheus classic histograms),
 //! `gate` (one metric's verdict), `decision` (gates + trend → situation →
-//! action), `golden` (the golden set's expectations), `steps` (traffic
-//! steps), `providers` (the PromQL templates per serving stack) and `query`
-//! (those templates filled for one judgment).
+//! action, and whether the rollback target is a way back), `golden` (the
+//! golden set's expectations), `ramp` (traffic steps placed and judged),
+//! `providers` (the PromQL templates per serving stack), `query` (those
+//! templates filled for one judgment), `plan` (every default resolved once,
+//! and what each judgment asks), `report` (one judgment written up) and
+//! `walk` (the traffic steps walked and written up).
 
 pub(crate) mod decision;
 pub mod gate;
 pub mod golden;
 pub(crate) mod histogram;
+pub(crate) mod plan;
 pub mod providers;
 pub(crate) mod query;
 pub mod ramp;
+pub(crate) mod report;
 pub mod statistics;
+pub(crate) mod walk;
 
 #[cfg(test)]
 mod tests;

@@ -26,6 +26,7 @@ pub(crate) fn gate_provider(plan: &bundle::Canary, g: &bundle::Gate) -> MetricPr
 
 /// Which series belong to each arm: the overrides, else the provider's arm
 /// label set to each version.
+#[derive(Debug)]
 pub(crate) struct Arms {
     pub candidate_version: String,
     pub baseline_version: Option<String>,

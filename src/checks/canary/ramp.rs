@@ -296,11 +296,13 @@ pub(crate) fn judged_window(
     }
 }
 
+/// Also the walk's test helpers (`walk`): the same gates and timelines.
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn outcome(v: GateVerdict) -> GateOutcome {
+    /// A gate outcome with this verdict and nothing else.
+    pub(crate) fn outcome(v: GateVerdict) -> GateOutcome {
         GateOutcome {
             metric: "ttft_p95_seconds".into(),
             kind: super::super::gate::MetricKind::Histogram,
@@ -320,9 +322,9 @@ mod tests {
 
     const STEPS: [u32; 3] = [10, 50, 100];
 
-    /// 1 point a second: `(seconds, candidate share %)` stretches, 100
-    /// requests a point.
-    fn timeline(stretches: &[(u32, f64)]) -> Vec<SplitPoint> {
+    /// 1 point a second from t = 1001: `(seconds, candidate share %)`
+    /// stretches (NaN: no traffic), 100 requests a point.
+    pub(crate) fn timeline(stretches: &[(u32, f64)]) -> Vec<SplitPoint> {
         let mut t = 1000.0;
         let mut out = Vec::new();
         for &(secs, share) in stretches {

@@ -1340,3 +1340,66 @@ fn cochrans_rule_and_the_binomial_tail_at_their_bounds() {
     close(t.p_value, 0.5f64.powi(8), 1e-15);
     assert_eq!(binom_test_greater(9, 8, 0.5).map(|t| t.p_value), Some(0.0));
 }
+
+/// The way back before verify: anything `checks::rollback` finds is the
+/// reason it is unusable (with its path when declared); a target that
+/// loaded with nothing against it is verified next (none).
+#[test]
+fn the_rollback_target_is_unusable_for_the_first_reason_found() {
+    use crate::checks::rollback::RollbackStatus;
+    let l = crate::bundle::example();
+    let recorded = l.bundle.spec.rollback.as_ref().unwrap().release_digest.clone();
+    let path = "../v1/release.yaml".to_string();
+    let resolved = |digest: &str| RollbackStatus::Resolved { path: path.clone(), digest: digest.into() };
+    assert_eq!(rollback_unusable(&l, &resolved(&recorded)), None);
+    let unusable = |s: &RollbackStatus| match rollback_unusable(&l, s) {
+        Some(RollbackTarget::Unusable { path, reason }) => (path, reason),
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(unusable(&RollbackStatus::NotDeclared), (None, "the bundle declares no spec.rollback".into()));
+    let (p, why) = unusable(&RollbackStatus::Unreadable { path: path.clone(), error: "line 3: bad".into() });
+    assert_eq!((p.as_deref(), why.as_str()), (Some(path.as_str()), "it does not load: line 3: bad"));
+    let (_, why) = unusable(&RollbackStatus::Escapes { path: path.clone(), root: "/repo".into() });
+    assert!(why.starts_with("it does not load: `../v1/release.yaml` resolves outside /repo"), "{why}");
+    let (p, why) = unusable(&resolved("sha256:other"));
+    assert_eq!(p.as_deref(), Some(path.as_str()));
+    assert_eq!(why, format!("it hashes to sha256:other but spec.rollback.releaseDigest records {recorded}"));
+}
+
+/// After verify: a PASS is the evidence for the rollback; anything else
+/// is the reason it is unusable, with up to three blocking findings.
+#[test]
+fn a_verified_rollback_target_carries_its_evidence_or_why_not() {
+    use crate::diag::{Code, Diagnostic, Severity};
+    use crate::report::{StepReport, Verdict};
+    let target = crate::bundle::example();
+    let mut v = StepReport::new("verify", "v1");
+    v.summary = "3 artifact(s) match".into();
+    assert_eq!(
+        rollback_verified("../v1/release.yaml", &target, &v),
+        RollbackTarget::Verified {
+            path: "../v1/release.yaml".into(),
+            version: target.bundle.metadata.version.clone(),
+            digest: target.digest.clone(),
+            evidence: "3 artifact(s) match".into(),
+        }
+    );
+    v.verdict = Verdict::Fail;
+    v.summary = "1 artifact differs".into();
+    let finding = |n: usize| Diagnostic::new(Code::CanaryGateFailed, format!("finding {n}"));
+    let mut quiet = finding(0);
+    quiet.severity = Severity::Warning;
+    v.diagnostics = vec![quiet, finding(1), finding(2), finding(3), finding(4)];
+    let code = Code::CanaryGateFailed;
+    assert_eq!(
+        rollback_verified("../v1/release.yaml", &target, &v),
+        RollbackTarget::Unusable {
+            path: Some("../v1/release.yaml".into()),
+            reason: format!("verify FAIL: 1 artifact differs ({code} finding 1; {code} finding 2; {code} finding 3)"),
+        }
+    );
+    v.diagnostics.clear();
+    v.verdict = Verdict::Error;
+    let RollbackTarget::Unusable { reason, .. } = rollback_verified("p", &target, &v) else { panic!() };
+    assert_eq!(reason, "verify ERROR: 1 artifact differs");
+}
