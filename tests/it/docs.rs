@@ -555,6 +555,15 @@ fn rename_all(attrs: &[syn::Attribute]) -> Option<String> {
     })
 }
 
+/// A field's or variant's own `#[serde(rename = "…")]`, if any.
+fn renamed(attrs: &[syn::Attribute]) -> Option<String> {
+    attrs.iter().filter(|a| a.path().is_ident("serde")).find_map(|a| {
+        let text = a.meta.require_list().ok()?.tokens.to_string();
+        let at = text.find("rename =")?;
+        text[at..].split('"').nth(1).map(String::from)
+    })
+}
+
 /// `snake_case` or `PascalCase` as serde writes it under `rule`.
 fn serde_name(name: &str, rule: Option<&str>) -> String {
     let words: Vec<String> = if name.contains('_') || name.chars().all(|c| !c.is_uppercase()) {
@@ -591,8 +600,10 @@ fn yaml_names(file: &str) -> Vec<(String, String)> {
         match item {
             syn::Item::Struct(s) if derives_deserialize(&s.attrs) => {
                 let rule = rename_all(&s.attrs);
-                for f in s.fields.iter().filter_map(|f| f.ident.as_ref()) {
-                    out.push((s.ident.to_string(), serde_name(&f.to_string(), rule.as_deref())));
+                for f in &s.fields {
+                    let Some(ident) = f.ident.as_ref() else { continue };
+                    let name = renamed(&f.attrs).unwrap_or_else(|| serde_name(&ident.to_string(), rule.as_deref()));
+                    out.push((s.ident.to_string(), name));
                 }
             }
             syn::Item::Enum(e) if derives_deserialize(&e.attrs) => {
