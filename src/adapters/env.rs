@@ -42,6 +42,43 @@ pub struct EnvSnapshot {
     pub actions: ActionsEnv,
     /// What Argo CD sets for a config-management plugin (`argocd` commands).
     pub argocd: CmpEnv,
+    /// OCI registry access (verify of `oci://` bundles).
+    pub oci: OciEnv,
+}
+
+/// Registry credentials and plain-HTTP exceptions, read once. The Docker
+/// config is read here too (a small file, bounded) so a command never opens
+/// it on its own; `parse::oci::docker_auth` reads its `auths`.
+#[derive(Debug, Clone, Default)]
+pub struct OciEnv {
+    /// BUNDLEGATE_OCI_USERNAME: with the password, wins over the Docker config.
+    pub username: Option<String>,
+    /// BUNDLEGATE_OCI_PASSWORD; never printed.
+    pub password: Option<Secret>,
+    /// BUNDLEGATE_OCI_INSECURE_REGISTRIES: `host:port`s spoken to over plain
+    /// HTTP; every other registry is HTTPS with certificates checked.
+    pub insecure: Vec<String>,
+    /// `$DOCKER_CONFIG/config.json`, else `$HOME/.docker/config.json`: its
+    /// path and text (or why it could not be read), when it exists.
+    pub docker_config: Option<(PathBuf, Result<Secret, String>)>,
+}
+
+/// A Docker config is a few KiB; more is not read.
+const DOCKER_CONFIG_MAX: u64 = 1 << 20;
+
+fn docker_config(get: &dyn Fn(&str) -> Option<String>) -> Option<(PathBuf, Result<Secret, String>)> {
+    let dir = get("DOCKER_CONFIG")
+        .filter(|v| !v.trim().is_empty())
+        .map(PathBuf::from)
+        .or_else(|| get("HOME").map(|h| PathBuf::from(h).join(".docker")))?;
+    let path = dir.join("config.json");
+    let meta = std::fs::metadata(&path).ok()?;
+    let text = if meta.len() > DOCKER_CONFIG_MAX {
+        Err(format!("it is {} bytes, over the limit of {DOCKER_CONFIG_MAX}", meta.len()))
+    } else {
+        std::fs::read_to_string(&path).map(Secret).map_err(|e| e.to_string())
+    };
+    Some((path, text))
 }
 
 /// GitHub Actions' variables for the PR comment and job summary, as set
@@ -103,6 +140,14 @@ impl EnvSnapshot {
             job_completion_index: get("JOB_COMPLETION_INDEX"),
             argocd: CmpEnv::from_lookup(&get),
             verifier_image: var("BUNDLEGATE_VERIFIER_IMAGE"),
+            oci: OciEnv {
+                username: var("BUNDLEGATE_OCI_USERNAME"),
+                password: var("BUNDLEGATE_OCI_PASSWORD").map(Secret),
+                insecure: var("BUNDLEGATE_OCI_INSECURE_REGISTRIES")
+                    .map(|v| v.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect())
+                    .unwrap_or_default(),
+                docker_config: docker_config(&get),
+            },
             actions: ActionsEnv {
                 event_path: var("GITHUB_EVENT_PATH").map(PathBuf::from),
                 pr_number: var("BUNDLEGATE_PR_NUMBER"),

@@ -29,6 +29,8 @@ pub mod kube;
 #[cfg(feature = "cli")]
 pub(crate) mod model;
 #[cfg(feature = "cli")]
+pub(crate) mod oci;
+#[cfg(feature = "cli")]
 pub mod prom;
 #[cfg(feature = "cli")]
 pub mod pushgateway;

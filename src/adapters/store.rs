@@ -160,9 +160,9 @@ impl Store {
     pub(crate) fn open(uri: &str, bundle_dir: &Path, create: bool, root: Option<&Path>) -> Result<Store> {
         let parsed = storage_uri::parse(uri).map_err(|e| anyhow!(e))?;
         if parsed.backend == Backend::Oci {
-            // Lint and render accept it; reading a registry is not built yet:
-            // an error, so no verify of such a bundle is ever a PASS.
-            bail!("`{uri}` is an OCI registry reference: bundlegate does not read registries yet, so its files cannot be verified here (the in-pod verifier still checks them where the model is mounted)");
+            // `verify` reads registries through `adapters::oci`; writing to
+            // one (publish) is not built yet: an error, never a half-write.
+            bail!("`{uri}` is an OCI registry reference: bundlegate reads registries (verify) but does not write to them yet; publish to an object store or push with oras");
         }
         if parsed.backend == Backend::Local {
             let base =

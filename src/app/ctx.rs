@@ -14,8 +14,8 @@
 //! - clients built on first use: Kubernetes (from the kubeconfig or
 //!   in-cluster config; a test injects its own with `with_kube`), GitHub
 //!   (GITHUB_TOKEN / GITHUB_API_URL: a test points the snapshot at its
-//!   stand-in), one HTTP client, and the object-store opener
-//!   (BUNDLEGATE_STORE_ROOT).
+//!   stand-in), one HTTP client, the object-store opener
+//!   (BUNDLEGATE_STORE_ROOT) and the registry opener (`oci://`).
 
 use std::future::Future;
 use std::path::Path;
@@ -27,6 +27,7 @@ use chrono::{DateTime, Utc};
 
 use crate::adapters::env::EnvSnapshot;
 use crate::adapters::github::{self, GithubClient};
+use crate::adapters::oci::Registry;
 use crate::adapters::store::Store;
 use crate::report::StepReport;
 
@@ -161,5 +162,12 @@ impl Ctx {
             }
         }
         Store::open(uri, bundle_dir, create, self.env.store_root.as_deref())
+    }
+
+    /// Open the registry repository an `oci://` reference names, with the
+    /// snapshot's credentials and plain-HTTP exceptions. (Library tests
+    /// cannot inject a registry yet: the integration tests run a real one.)
+    pub(crate) fn open_registry(&self, r: &crate::bundle::storage_uri::OciRef) -> Result<Registry> {
+        Registry::open(&self.env.oci, r)
     }
 }

@@ -35,6 +35,80 @@ pub fn manifest(name: &str, bytes: &[u8]) -> Result<Manifest> {
     Ok(m)
 }
 
+/// What a Docker config (`config.json`) holds for one registry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DockerAuth {
+    /// No entry for the registry.
+    None,
+    /// `auths.<registry>`: `auth` (base64 `user:password`) or
+    /// `username`/`password`.
+    Basic { username: String, password: String },
+    /// Only a credential helper (`credHelpers.<registry>` or `credsStore`)
+    /// could answer: bundlegate does not run helpers.
+    Helper(String),
+}
+
+#[derive(serde::Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+struct DockerConfig {
+    #[serde(default)]
+    auths: std::collections::BTreeMap<String, DockerEntry>,
+    #[serde(default)]
+    cred_helpers: std::collections::BTreeMap<String, String>,
+    #[serde(default)]
+    creds_store: Option<String>,
+}
+
+#[derive(serde::Deserialize, Default)]
+struct DockerEntry {
+    #[serde(default)]
+    auth: Option<String>,
+    #[serde(default)]
+    username: Option<String>,
+    #[serde(default)]
+    password: Option<String>,
+}
+
+/// The `host[:port]` a Docker config key names: keys are written as
+/// `host`, `https://host/v1/` and the like. Docker Hub has three names.
+fn config_host(key: &str) -> String {
+    let k = key.split_once("://").map(|(_, r)| r).unwrap_or(key);
+    let host = k.split('/').next().unwrap_or(k).to_ascii_lowercase();
+    match host.as_str() {
+        "docker.io" | "registry-1.docker.io" => "index.docker.io".to_string(),
+        _ => host,
+    }
+}
+
+/// The credentials a Docker config gives `registry` (`host[:port]`). Errors
+/// name the key, never its value.
+pub fn docker_auth(text: &str, registry: &str) -> Result<DockerAuth> {
+    use base64::Engine;
+    // Only where it failed: serde's message may quote a value, a secret.
+    let c: DockerConfig = serde_json::from_str(text)
+        .map_err(|e| anyhow::anyhow!("not a Docker config (at line {} column {})", e.line(), e.column()))?;
+    let want = config_host(registry);
+    if let Some((key, e)) = c.auths.iter().find(|(k, _)| config_host(k) == want) {
+        if let (Some(u), Some(p)) = (&e.username, &e.password) {
+            return Ok(DockerAuth::Basic { username: u.clone(), password: p.clone() });
+        }
+        if let Some(a) = e.auth.as_deref().filter(|a| !a.is_empty()) {
+            let raw = base64::engine::general_purpose::STANDARD
+                .decode(a.trim())
+                .map_err(|_| anyhow::anyhow!("`auths.{key}.auth` is not base64"))?;
+            let text = String::from_utf8(raw).map_err(|_| anyhow::anyhow!("`auths.{key}.auth` is not UTF-8"))?;
+            let Some((u, p)) = text.split_once(':') else {
+                bail!("`auths.{key}.auth` is not `user:password` in base64");
+            };
+            return Ok(DockerAuth::Basic { username: u.to_string(), password: p.to_string() });
+        }
+    }
+    if let Some(h) = c.cred_helpers.iter().find(|(k, _)| config_host(k) == want).map(|(_, h)| h) {
+        return Ok(DockerAuth::Helper(h.clone()));
+    }
+    Ok(c.creds_store.map(DockerAuth::Helper).unwrap_or(DockerAuth::None))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -93,5 +167,22 @@ mod tests {
         }
         let big = vec![b' '; MAX_MANIFEST_BYTES + 1];
         assert!(manifest("m", &big).unwrap_err().to_string().contains("over the limit"));
+    }
+
+    #[test]
+    fn a_docker_config_gives_the_registrys_credentials_or_names_its_helper() {
+        let text = r#"{"auths": {"https://127.0.0.1:5000/v1/": {"auth": "dXNlcjpzM2NyZXQ6eA=="},
+                                  "ghcr.io": {"username": "u", "password": "p"}},
+                       "credHelpers": {"gcr.io": "gcloud"}}"#;
+        let basic = |u: &str, p: &str| DockerAuth::Basic { username: u.into(), password: p.into() };
+        assert_eq!(docker_auth(text, "127.0.0.1:5000").unwrap(), basic("user", "s3cret:x"));
+        assert_eq!(docker_auth(text, "ghcr.io").unwrap(), basic("u", "p"));
+        assert_eq!(docker_auth(text, "gcr.io").unwrap(), DockerAuth::Helper("gcloud".into()));
+        assert_eq!(docker_auth(text, "quay.io").unwrap(), DockerAuth::None);
+        let store = r#"{"credsStore": "desktop"}"#;
+        assert_eq!(docker_auth(store, "quay.io").unwrap(), DockerAuth::Helper("desktop".into()));
+        let bad = r#"{"auths": {"r.io": {"auth": "%%%"}}}"#;
+        let e = docker_auth(bad, "r.io").unwrap_err().to_string();
+        assert!(e.contains("auths.r.io.auth") && !e.contains("%%%"), "{e}");
     }
 }

@@ -1,9 +1,12 @@
-//! Models in OCI registries, the first part: KServe's `oci://`,
-//! `oci+native://` and `oci+fetch://` storage URIs are read by the one
-//! scheme table, pinned by their manifest digest (a tag alone is BG026, not
-//! the unknown-scheme BG019), rendered unchanged, and a verify that cannot
-//! read a registry yet is an ERROR naming why, never a PASS.
+//! Models in OCI registries: KServe's `oci://`, `oci+native://` and
+//! `oci+fetch://` storage URIs are read by the one scheme table, pinned by
+//! their manifest digest (a tag alone is BG026, not the unknown-scheme
+//! BG019), rendered unchanged; verify reads a real registry (CNCF
+//! Distribution, `support::registry`) holding ModelPack artifacts pushed
+//! with oras: the manifest by its digest, one `HEAD` per raw layer, no blob
+//! byte, and every fault is something other than PASS.
 
+use crate::support::registry::{Registry, PASSWORD, USER};
 use crate::support::*;
 use serde_json::Value;
 
@@ -46,7 +49,7 @@ fn a_tag_alone_is_bg026_and_a_digest_pins_the_model() {
 }
 
 #[test]
-fn render_passes_the_reference_unchanged_and_verify_is_never_a_pass() {
+fn render_passes_the_reference_unchanged_and_an_unreachable_registry_is_never_a_pass() {
     let ex = Example::new();
     let uri = format!("oci://127.0.0.1:5000/models/llm-scratch:v2@{DIGEST}");
     ex.edit_v2(|v| {
@@ -63,5 +66,150 @@ fn render_passes_the_reference_unchanged_and_verify_is_never_a_pass() {
     let out = ex.run(&["verify", ex.v2().to_str().unwrap(), "--format", "json"]);
     assert_eq!(out.code, 2, "{}\n{}", out.stdout, out.stderr);
     assert_ne!(out.json()["verdict"], "pass");
-    assert!(out.stdout.contains("does not read registries yet"), "{}", out.stdout);
+    assert!(out.stdout.contains("registry for") && out.stdout.contains("unreachable"), "{}", out.stdout);
+}
+
+// ---- a real registry ---------------------------------------------------------
+
+const FILES: [&str; 5] =
+    ["ckpt.pt", "tokenizer.json", "chat_template.jinja", "generation_config.json", "clean_corpus.txt"];
+
+/// The example's v2 files pushed as a ModelPack artifact (`files` of
+/// `folder`), and the example's v2 bundle pointed at its manifest digest.
+fn pushed(reg: &Registry, folder: &std::path::Path, files: &[&str]) -> (Example, String) {
+    let digest = reg.push("models/llm-scratch:v2", folder, files);
+    let ex = Example::new();
+    let uri = format!("oci://{}/models/llm-scratch:v2@{digest}", reg.host());
+    ex.edit_v2(|v| *at(v, "spec.model.storageUri") = uri.into());
+    (ex, digest)
+}
+
+fn verify(ex: &Example, env: &[(&str, String)]) -> Out {
+    let e: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    run_within(ex.path(), &["verify", "--format", "json", ex.v2().to_str().unwrap()], &e, 120)
+}
+
+fn status_of(out: &Out, path: &str) -> String {
+    let v = out.json();
+    let rows =
+        v["steps"][0]["data"]["artifacts"].as_array().unwrap_or_else(|| panic!("no rows: {}", out.stdout)).clone();
+    let row = rows.iter().find(|r| r["path"] == path).unwrap_or_else(|| panic!("no row {path}: {}", out.stdout));
+    row["status"].as_str().unwrap().to_string()
+}
+
+#[test]
+fn registry_verify_passes_from_the_manifest_with_one_head_per_file_and_no_blob_read() {
+    let Some(reg) = Registry::start(false) else { return };
+    let (ex, digest) = pushed(&reg, &repo().join("examples/store/llm-scratch/v2"), &FILES);
+    let before = reg.log();
+    let out = verify(&ex, &reg.env(false));
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert_eq!(out.json()["verdict"], "pass");
+    let v = out.json();
+    let step = &v["steps"][0];
+    assert_eq!(step["data"]["manifestDigest"], digest.as_str());
+    for row in step["data"]["artifacts"].as_array().unwrap() {
+        assert_eq!(row["status"], "OK", "{row}");
+        assert!(row["note"].as_str().unwrap().contains("digest from manifest, blob present"), "{row}");
+    }
+    // The registry's access log: one HEAD per file, the manifest GET, and
+    // no GET of any blob.
+    let log = reg.log()[before.len()..].to_string();
+    let access: Vec<&str> = log.lines().filter(|l| l.contains("\"") && l.contains(" HTTP/1.1\"")).collect();
+    let blob_gets = access.iter().filter(|l| l.contains("\"GET /v2/models/llm-scratch/blobs/")).count();
+    let heads = access.iter().filter(|l| l.contains("\"HEAD /v2/models/llm-scratch/blobs/")).count();
+    assert_eq!(blob_gets, 0, "{log}");
+    assert_eq!(heads, FILES.len(), "{log}");
+    assert!(access.iter().any(|l| l.contains(&format!("GET /v2/models/llm-scratch/manifests/{digest}"))), "{log}");
+}
+
+#[test]
+fn registry_a_changed_file_is_a_digest_mismatch_and_an_absent_one_missing() {
+    let Some(reg) = Registry::start(false) else { return };
+    let dir = tempfile::tempdir().unwrap();
+    copy_dir(&repo().join("examples/store/llm-scratch/v2"), dir.path());
+    let mut ckpt = std::fs::read(dir.path().join("ckpt.pt")).unwrap();
+    ckpt[0] ^= 0xff;
+    std::fs::write(dir.path().join("ckpt.pt"), ckpt).unwrap();
+    let (ex, _) = pushed(&reg, dir.path(), &FILES);
+    let out = verify(&ex, &reg.env(false));
+    assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
+    assert_eq!(status_of(&out, "ckpt.pt"), "DIGEST-MISMATCH");
+    assert_eq!(status_of(&out, "tokenizer.json"), "OK");
+    assert!(out.codes().contains(&"BG103".to_string()), "{}", out.stdout);
+    let (ex, _) = pushed(&reg, &repo().join("examples/store/llm-scratch/v2"), &FILES[..4]);
+    let out = verify(&ex, &reg.env(false));
+    assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
+    assert_eq!(status_of(&out, "clean_corpus.txt"), "MISSING");
+    assert_ne!(out.json()["verdict"], "pass");
+}
+
+#[test]
+fn registry_a_blob_deleted_from_storage_is_never_ok_and_named() {
+    let Some(reg) = Registry::start(false) else { return };
+    let (ex, _) = pushed(&reg, &repo().join("examples/store/llm-scratch/v2"), &FILES);
+    let tokenizer = "sha256:c678eee617b9aba4ae2f7beaa2ddc236b3a3c6638b85f48e80c2b76f93b1b116";
+    std::fs::remove_file(reg.blob_path(tokenizer)).unwrap();
+    let out = verify(&ex, &reg.env(false));
+    assert_ne!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert_ne!(out.json()["verdict"], "pass");
+    let st = status_of(&out, "tokenizer.json");
+    assert!(st == "UNREADABLE" || st == "MISSING", "{st}: {}", out.stdout);
+    let d = out.diag("BG106");
+    assert!(d["message"].as_str().unwrap().contains("tokenizer.json"), "{d}");
+    assert_eq!(status_of(&out, "ckpt.pt"), "OK");
+}
+
+#[test]
+fn registry_stopped_is_never_a_pass() {
+    let Some(mut reg) = Registry::start(false) else { return };
+    let (ex, _) = pushed(&reg, &repo().join("examples/store/llm-scratch/v2"), &FILES);
+    reg.stop();
+    let out = verify(&ex, &reg.env(false));
+    assert_eq!(out.code, 2, "{}\n{}", out.stdout, out.stderr);
+    assert_eq!(out.json()["steps"][0]["verdict"], "error");
+    assert!(out.json()["steps"][0]["summary"].as_str().unwrap().contains("unreachable"), "{}", out.stdout);
+}
+
+#[test]
+fn registry_missing_or_wrong_credentials_are_named_and_never_printed() {
+    let Some(reg) = Registry::start(true) else { return };
+    let (ex, _) = pushed(&reg, &repo().join("examples/store/llm-scratch/v2"), &FILES);
+    let empty = tempfile::tempdir().unwrap();
+    let no_docker = ("DOCKER_CONFIG", empty.path().to_str().unwrap().to_string());
+    // None at all.
+    let out = verify(&ex, &[reg.env(false), vec![no_docker.clone()]].concat());
+    assert_eq!(out.code, 2, "{}\n{}", out.stdout, out.stderr);
+    assert!(out.stdout.contains("credentials missing or refused"), "{}", out.stdout);
+    assert!(out.stdout.contains("no credentials were given"), "{}", out.stdout);
+    // Wrong ones.
+    let wrong = "wrong-password-do-not-print";
+    let env = [
+        reg.env(false),
+        vec![no_docker.clone(), ("BUNDLEGATE_OCI_USERNAME", USER.into()), ("BUNDLEGATE_OCI_PASSWORD", wrong.into())],
+    ]
+    .concat();
+    let out = verify(&ex, &env);
+    assert_eq!(out.code, 2, "{}\n{}", out.stdout, out.stderr);
+    assert!(out.stdout.contains("credentials missing or refused"), "{}", out.stdout);
+    assert!(out.stdout.contains("BUNDLEGATE_OCI_USERNAME/BUNDLEGATE_OCI_PASSWORD"), "{}", out.stdout);
+    for o in [&out.stdout, &out.stderr] {
+        assert!(!o.contains(wrong) && !o.contains(PASSWORD), "a secret was printed: {o}");
+    }
+    // The right ones, from the environment and from a Docker config.
+    let out = verify(&ex, &[reg.env(true), vec![no_docker]].concat());
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert!(!out.stdout.contains(PASSWORD) && !out.stderr.contains(PASSWORD));
+    let docker = tempfile::tempdir().unwrap();
+    let auth = base64_of(&format!("{USER}:{PASSWORD}"));
+    let cfg = format!(r#"{{"auths": {{"{}": {{"auth": "{auth}"}}}}}}"#, reg.host());
+    std::fs::write(docker.path().join("config.json"), cfg).unwrap();
+    let env = [reg.env(false), vec![("DOCKER_CONFIG", docker.path().to_str().unwrap().to_string())]].concat();
+    let out = verify(&ex, &env);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+}
+
+fn base64_of(s: &str) -> String {
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD.encode(s)
 }

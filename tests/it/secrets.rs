@@ -16,6 +16,7 @@ pub const SECRETS: &[(&str, &str)] = &[
     ("AWS_SESSION_TOKEN", "awsSESSIONtokenVALUE0123456789"),
     ("GOOGLE_SERVICE_ACCOUNT_KEY", "gcpSECRETkeyVALUE0123456789"),
     ("AZURE_STORAGE_ACCESS_KEY", "azureSECRETkeyVALUE0123456789"),
+    ("BUNDLEGATE_OCI_PASSWORD", "ociSECRETpassVALUE0123456789"),
 ];
 
 /// In the kubeconfig, not the environment.

@@ -173,6 +173,51 @@ pub fn from_manifest(m: &Manifest, manifest_digest: &str, artifacts: &[Artifact]
     out
 }
 
+/// What a `HEAD` of a raw layer's blob found: its size, or why not.
+pub type Head = Result<u64, ReadFailure>;
+
+/// The blobs to `HEAD` (path, digest, size): raw layers of the bundle's
+/// pinned artifacts whose size and digest in the manifest are the bundle's.
+/// The rest are judged from the manifest alone (a mismatch needs no read).
+pub fn blobs_to_head(l: &bundle::Loaded, f: &FromManifest) -> Vec<(String, String, u64)> {
+    super::to_hash(l, &f.listing)
+        .into_iter()
+        .filter_map(|o| {
+            let a = l.bundle.spec.model.artifacts.iter().find(|a| a.path == o.key)?;
+            let digest = o.e_tag.clone()?;
+            let same = matches!(f.hashes.get(&o.key), Some(HashOutcome::Hashed { sha256, .. }) if Some(sha256) == a.sha256.as_ref());
+            same.then(|| (o.key.clone(), digest, o.size))
+        })
+        .collect()
+}
+
+/// Fold the `HEAD`s in: a blob present at the manifest's size keeps the
+/// manifest's hash; absent, refused, of another size or not asked, it is a
+/// read failure naming it (never OK). Returns the paths found present.
+pub fn apply_heads(f: &mut FromManifest, heads: Vec<(String, u64, Head)>) -> std::collections::BTreeSet<String> {
+    let mut present = std::collections::BTreeSet::new();
+    for (path, size, head) in heads {
+        let failure = match head {
+            Ok(n) if n == size => {
+                present.insert(path);
+                continue;
+            }
+            Ok(n) => ReadFailure::Other(format!("its blob is {n} bytes in the registry, the manifest says {size}")),
+            Err(e) => e,
+        };
+        f.hashes.insert(path, HashOutcome::Failed { failure, retries: Vec::new() });
+    }
+    present
+}
+
+/// Say on each OK row that its digest is the manifest's and its blob was
+/// found present: no byte of it was read.
+pub fn note_manifest_rows(rows: &mut [super::Row], present: &std::collections::BTreeSet<String>) {
+    for r in rows.iter_mut().filter(|r| r.status == super::Status::Ok && present.contains(&r.path)) {
+        r.note = "digest from manifest, blob present (not read)".into();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::{evaluate, Status};
@@ -297,5 +342,50 @@ mod tests {
         let f = from_manifest(&m, M, &l.bundle.spec.model.artifacts);
         assert_eq!(f.unnamed, vec![format!("sha256:{}", "e".repeat(64))]);
         assert!(f.listing.iter().all(|x| !x.key.contains("..")));
+    }
+
+    /// A raw layer is OK only with its blob present at its size: a blob
+    /// the registry lacks, or that no one could ask about, is never OK.
+    #[test]
+    fn a_raw_layer_needs_its_blob_present() {
+        let l = loaded("oci://r.io/m@sha256:1111111111111111111111111111111111111111111111111111111111111111");
+        let first = l.bundle.spec.model.artifacts[0].path.clone();
+        let m = manifest_of(&l, "", |p, d, s| {
+            if p == first {
+                (format!("sha256:{}", "a".repeat(64)), s)
+            } else {
+                (d.to_string(), s)
+            }
+        });
+        let mut f = from_manifest(&m, M, &l.bundle.spec.model.artifacts);
+        let todo = blobs_to_head(&l, &f);
+        // The mismatching digest is judged from the manifest: no HEAD.
+        assert!(todo.iter().all(|(p, _, _)| *p != first));
+        assert_eq!(todo.len(), l.bundle.spec.model.artifacts.len() - 1);
+        let heads: Vec<_> = todo
+            .iter()
+            .enumerate()
+            .map(|(i, (p, _, s))| {
+                let h = match i {
+                    0 => Err(ReadFailure::Other("its blob is gone".into())),
+                    1 => Err(ReadFailure::Unreachable("connection refused".into())),
+                    _ => Ok(*s),
+                };
+                (p.clone(), *s, h)
+            })
+            .collect();
+        let present = apply_heads(&mut f, heads);
+        let mut out = evaluate(&l, &f.listing, &f.hashes, false);
+        note_manifest_rows(&mut out.rows, &present);
+        let st = |p: &str| out.rows.iter().find(|r| r.path == p).unwrap().clone();
+        assert_eq!(st(&first).status, Status::DigestMismatch);
+        assert_eq!(st(&todo[0].0).status, Status::Unreadable);
+        // The registry stopped answering: BG109, NOT CHECKED.
+        assert_eq!(st(&todo[1].0).status, Status::Unreadable);
+        assert!(out.diagnostics.iter().any(|d| d.code == crate::diag::Code::ObjectNotChecked), "{:?}", out.diagnostics);
+        for (p, _, _) in &todo[2..] {
+            assert_eq!(st(p).status, Status::Ok);
+            assert!(st(p).note.contains("digest from manifest, blob present"));
+        }
     }
 }

@@ -4,6 +4,7 @@ pub mod cluster;
 pub mod git_remote;
 pub mod http;
 pub mod kube;
+pub mod registry;
 pub mod schema;
 pub mod server;
 pub mod syntax;
