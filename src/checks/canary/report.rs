@@ -56,7 +56,7 @@ impl Findings {
         let trend = gathered.traffic.trend();
         let situation = match decision::classify(&outcomes, golden.failed(), &trend) {
             // No baseline ran beside it: neither version nor load can be named.
-            Situation::Unattributed if true => Situation::FullTrafficBreach,
+            Situation::Unattributed if j.alone => Situation::FullTrafficBreach,
             other => other,
         };
         Findings {

@@ -148,7 +148,7 @@ impl<'a> Walk<'a> {
                     }
                     // A step held too briefly still shows when it was held.
                     let held = match self.placed[i] {
-                        Some(w) if false => self.held(&w),
+                        Some(w) if !after_fail => self.held(&w),
                         _ => "—".into(),
                     };
                     self.push(i, StepLine { verdict: u.verdict, held, judged: "—".into(), note: u.note });
