@@ -675,12 +675,8 @@ fn run_case(c: &Cluster, case: &Case) -> Result<String, String> {
         make_nodes(&client, &ns, &rest).await;
 
         // As the identity deploy/preflight-live-rbac.yaml grants, nothing more.
-        let kubeconfig = shipped_identity(c, &client, PREFLIGHT_RBAC, &ns).await;
-        assert_refused_secrets(&kubeconfig, &ns).await;
-        let env = c.env();
-        let mut env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
-        env.retain(|(k, _)| *k != "KUBECONFIG");
-        env.push(("KUBECONFIG", kubeconfig.to_str().unwrap()));
+        let env = c.env_as(&shipped_identity(c, &client, PREFLIGHT_RBAC, &ns).await);
+        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
         let out = run_in(ex.path(), &["preflight", "--format", "json", ex.v2().to_str().unwrap(), "--live"], &env);
         let step = out.json()["steps"][0].clone();
         let verdict = step["verdict"].as_str().unwrap_or("?").to_string();
@@ -1059,7 +1055,8 @@ async fn token_kubeconfig(c: &Cluster, client: &::kube::Client, ns: &str, sa: &s
 /// model namespace for the Role) mapped to `ns` and its cluster-scoped
 /// objects named after `ns`; a kubeconfig acting as that ServiceAccount.
 /// What the file grants is then all the command may read: the real RBAC
-/// authorizer refuses (403) anything else.
+/// authorizer refuses (403) anything else, and that identity is shown
+/// refused Secrets before it is handed out.
 async fn shipped_identity(c: &Cluster, client: &::kube::Client, file: &str, ns: &str) -> PathBuf {
     let text = std::fs::read_to_string(repo().join(file)).unwrap();
     let mut sa = None;
@@ -1087,7 +1084,9 @@ async fn shipped_identity(c: &Cluster, client: &::kube::Client, file: &str, ns: 
         apply(client, &d, false).await.unwrap_or_else(|e| panic!("{file}: applying its {kind}: {e}"));
     }
     let sa = sa.unwrap_or_else(|| panic!("{file} has no ServiceAccount"));
-    token_kubeconfig(c, client, ns, &sa).await
+    let kubeconfig = token_kubeconfig(c, client, ns, &sa).await;
+    assert_refused_secrets(&kubeconfig, ns).await;
+    kubeconfig
 }
 
 /// Remove the cluster-scoped RBAC [`shipped_identity`] made for `ns`.
@@ -1137,12 +1136,8 @@ impl Watched {
     /// CronJob's RBAC grants (deploy/drift-audit-cronjob.yaml): does the
     /// cluster serve the bundle git says is current?
     async fn audit_serving(&self, c: &Cluster, client: &::kube::Client) -> Out {
-        let kubeconfig = shipped_identity(c, client, AUDIT_RBAC, &self.ns).await;
-        assert_refused_secrets(&kubeconfig, &self.ns).await;
-        let env = c.env();
-        let mut env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
-        env.retain(|(k, _)| *k != "KUBECONFIG");
-        env.push(("KUBECONFIG", kubeconfig.to_str().unwrap()));
+        let env = c.env_as(&shipped_identity(c, client, AUDIT_RBAC, &self.ns).await);
+        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
         let args = ["audit", "llm-scratch", "--serving", "--cache", "c.json", "--format", "json"];
         let out = run_in(self.ex.path(), &args, &env);
         drop_shipped_identity(client, AUDIT_RBAC, &self.ns).await;
@@ -1241,10 +1236,9 @@ async fn watch_rollout(
         .env("GITHUB_SHA", "")
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped());
-    for (k, v) in c.env() {
+    for (k, v) in c.env_as(&watcher) {
         cmd.env(k, v);
     }
-    cmd.env("KUBECONFIG", &watcher);
     let watch = cmd.spawn().unwrap();
 
     // The sync: the rendered v2 applied, then the Application marked

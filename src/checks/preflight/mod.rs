@@ -123,8 +123,9 @@ pub(crate) fn preflight(l: &Loaded, st: &ClusterState) -> Result<Outcome, String
         plan,
     };
 
-    incomplete.extend(volumes::unread_pvs(&cx));
-    let evals = scheduling::evaluate_nodes(&cx, &usage, &volumes::bound_pvs(&cx));
+    let (pv_terms, unread_pvs) = volumes::bound_pvs(&cx);
+    incomplete.extend(unread_pvs);
+    let evals = scheduling::evaluate_nodes(&cx, &usage, &pv_terms);
     let cap = surge::capacity(&cx, &usage, &evals);
     let lines = Lines::new(&cx, &usage);
     let mut diags = surge::capacity_diagnostics(&cx, &usage, &evals, &cap, &lines);

@@ -19,41 +19,27 @@ fn pvc<'a>(st: &'a ClusterState, ns: &str, claim: &str) -> Option<&'a Pvc> {
     st.pvcs.iter().find(|c| c.namespace == ns && c.name == claim)
 }
 
-/// PVs the bundle's claims are bound to restrict nodes (VolumeBinding).
-pub(super) fn bound_pvs<'a>(cx: &Rollout<'a>) -> Vec<(&'a str, &'a Pv)> {
+/// The PVs the bundle's claims are bound to, in one walk over the claims:
+/// those with node affinity restrict nodes (VolumeBinding); one the state
+/// does not hold (not in the snapshot, or not readable live) makes where
+/// the pod can run unknown, so the answer is too (the second list, for
+/// BG207).
+pub(super) fn bound_pvs<'a>(cx: &Rollout<'a>) -> (Vec<(&'a str, &'a Pv)>, Vec<String>) {
     let (st, s, ns) = (cx.st, cx.serving(), cx.ns);
-    let pvc_of = |claim: &str| pvc(st, ns, claim);
     let mut pv_terms: Vec<(&str, &Pv)> = Vec::new();
+    let mut unread = Vec::new();
     for v in &s.volumes {
-        if let Some(pv) = pvc_of(&v.claim_name)
-            .and_then(|c| c.volume_name.as_deref())
-            .and_then(|vn| st.pvs.iter().find(|p| p.name == vn))
-        {
-            if !pv.node_affinity.is_empty() {
-                pv_terms.push((v.claim_name.as_str(), pv));
-            }
+        let Some(vn) = pvc(st, ns, &v.claim_name).and_then(|c| c.volume_name.as_deref()) else { continue };
+        match st.pvs.iter().find(|p| p.name == vn) {
+            Some(pv) if !pv.node_affinity.is_empty() => pv_terms.push((v.claim_name.as_str(), pv)),
+            Some(_) => {}
+            None => unread.push(format!(
+                "persistentvolume {vn} (bound to claim {ns}/{}): not in the cluster state, so its node affinity, which decides where the pod can run, is unknown; include it (`kubectl get pv {vn}`), or grant get on persistentvolumes",
+                v.claim_name
+            )),
         }
     }
-    pv_terms
-}
-
-/// Claims the bundle mounts that are bound to a PV the state does not hold
-/// (not in the snapshot, or not readable live): that PV's node affinity,
-/// which decides where the pod can run, is unknown, so the answer is too.
-pub(super) fn unread_pvs(cx: &Rollout) -> Vec<String> {
-    let (st, s, ns) = (cx.st, cx.serving(), cx.ns);
-    s.volumes
-        .iter()
-        .filter_map(|v| {
-            let vn = pvc(st, ns, &v.claim_name)?.volume_name.as_deref()?;
-            (!st.pvs.iter().any(|p| p.name == vn)).then(|| {
-                format!(
-                    "persistentvolume {vn} (bound to claim {ns}/{}): not in the cluster state, so its node affinity, which decides where the pod can run, is unknown; include it (`kubectl get pv {vn}`), or grant get on persistentvolumes",
-                    v.claim_name
-                )
-            })
-        })
-        .collect()
+    (pv_terms, unread)
 }
 
 fn effective_access(mode: &[String]) -> Option<AccessMode> {

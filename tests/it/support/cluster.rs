@@ -459,7 +459,12 @@ impl Cluster {
 
     /// The environment that points the bundlegate binary at this cluster.
     pub fn env(&self) -> Vec<(&'static str, String)> {
-        vec![("KUBECONFIG", self.kubeconfig.display().to_string()), ("KUBERNETES_SERVICE_HOST", String::new())]
+        self.env_as(&self.kubeconfig)
+    }
+
+    /// The same, acting as the identity of another kubeconfig.
+    pub fn env_as(&self, kubeconfig: &Path) -> Vec<(&'static str, String)> {
+        vec![("KUBECONFIG", kubeconfig.display().to_string()), ("KUBERNETES_SERVICE_HOST", String::new())]
     }
 
     /// The folder of the cluster's files and component logs.
