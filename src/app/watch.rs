@@ -13,20 +13,19 @@
 //!   completed (analysing a rollout that never happened proves nothing).
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
 
+use crate::adapters::git;
 use crate::adapters::kube as io;
-use crate::adapters::{git, model};
+use crate::adapters::model::{self, IdentitySampler, Prober};
 use crate::app::ctx::Ctx;
 use crate::bundle::Loaded;
-use crate::checks::watch::argo::{self, AppSource, ArgoState, Lineage};
-use crate::checks::watch::rollout::{IdentitySample, ProbeSample};
+use crate::checks::watch::argo::AppSource;
+use crate::checks::watch::rollout::IdentitySample;
 use crate::checks::watch::stability::RolloutWatch;
-use crate::checks::watch::steps::{self, ArgoOutcome, ArgoRead, WatchPlan};
+use crate::checks::watch::steps::{self, ArgoOutcome, ArgoWatch, WatchPlan};
 use crate::diag::Overrides;
 use crate::options::{CanaryOptions, RevertOptions, WatchOptions};
 use crate::report::{Report, StepReport};
@@ -42,50 +41,14 @@ pub(crate) fn target(l: &Loaded) -> String {
     WatchPlan::resolve(l, None).target
 }
 
-struct Prober {
-    stop: Arc<AtomicBool>,
-    task: tokio::task::JoinHandle<(Vec<ProbeSample>, f64)>,
-    url: String,
-}
-
-/// Probe the health URL every `every` until stopped, like the in-cluster
-/// `curl -m 2` loop that once measured a rollout's downtime: a 2xx within
-/// 2 s is ok, anything else a failure.
-fn start_prober(http: reqwest::Client, url: String, every: Duration) -> Prober {
-    let stop = Arc::new(AtomicBool::new(false));
-    let flag = stop.clone();
-    let u = url.clone();
-    let task = tokio::spawn(async move {
-        let start = Instant::now();
-        let mut samples = Vec::new();
-        let mut tick = tokio::time::interval(every);
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        while !flag.load(Ordering::SeqCst) {
-            tick.tick().await;
-            let ok = model::probe(&http, &u, Duration::from_secs(2)).await;
-            samples.push(ProbeSample { at_s: start.elapsed().as_secs_f64(), ok });
-        }
-        (samples, start.elapsed().as_secs_f64())
-    });
-    Prober { stop, task, url }
-}
-
-impl Prober {
-    async fn finish(self) -> (Vec<ProbeSample>, f64) {
-        self.stop.store(true, Ordering::SeqCst);
-        self.task.await.unwrap_or_default()
-    }
-}
-
 async fn sleep_until_next(poll: Duration, deadline: Instant) {
     let left = deadline.saturating_duration_since(Instant::now());
     tokio::time::sleep(poll.min(left)).await;
 }
 
 /// Poll the Application until it reports a successful sync of this release
-/// or another decision (a denied read stops at once: RBAC does not heal by
-/// waiting), then write it up (`steps::argo_step`). Returns the step, the
-/// outcome, and the Application's sources (the revert guard reads them).
+/// or another decision (`ArgoWatch` decides and writes up; this reads git
+/// and the cluster, and sleeps).
 async fn wait_for_argo(
     l: &Loaded,
     args: &WatchOptions,
@@ -96,88 +59,28 @@ async fn wait_for_argo(
     deadline: Instant,
 ) -> (StepReport, ArgoOutcome, Vec<AppSource>) {
     let rev = args.revision.as_deref().filter(|r| !r.trim().is_empty());
-    let merged_at = rev.and_then(|r| git::commit_time(&l.dir(), r));
-    let mut last_app = None;
-    let mut lineage = Lineage::new();
-    let mut state = ArgoState::Waiting { why: "nothing read yet".into(), unknowable: false };
-    let mut last_err: Option<String>;
-    let mut ever_read = false;
+    let mut w = ArgoWatch::new(rev, rev.and_then(|r| git::commit_time(&l.dir(), r)), &l.digest);
     loop {
         match io::application(client, &args.app_namespace, &args.app).await {
             Ok(a) => {
-                ever_read = true;
-                last_err = None;
-                if let (Some(app), Some(merge)) = (&a, rev) {
-                    // Only revisions not yet placed go to git.
-                    let new: Vec<String> = app.revisions().into_iter().filter(|r| !lineage.contains_key(r)).collect();
-                    if !new.is_empty() {
-                        let h = git::history(&l.path, merge, &new, &app.sources);
-                        lineage.extend(argo::lineage_from(&h, &l.digest));
+                let history = match (&a, rev) {
+                    (Some(app), Some(merge)) => {
+                        let new = w.unplaced(app);
+                        (!new.is_empty()).then(|| git::history(&l.path, merge, &new, &app.sources))
                     }
-                }
-                state = argo::argo_state(a.as_ref(), rev, &lineage, merged_at);
-                last_app = a;
+                    _ => None,
+                };
+                w.read(a, history.as_ref());
             }
-            // A missing RBAC grant does not heal by waiting.
-            Err(e) if io::is_denied(&e) => {
-                last_err = Some(format!("{e:#} (the watcher needs get/list on Applications, Deployments, ReplicaSets, Pods, Events and EndpointSlices, and on InferenceServices and Knative Services/Configurations/Revisions where installed)"));
-                break;
-            }
-            Err(e) => last_err = Some(format!("{e:#}")),
+            Err(e) => w.failed(format!("{e:#}"), io::is_denied(&e)),
         }
-        if !matches!(state, ArgoState::Waiting { .. }) || Instant::now() >= deadline {
+        if w.settled() || Instant::now() >= deadline {
             break;
         }
         sleep_until_next(poll, deadline).await;
     }
-    let app_target = format!("{}/{} on {server}", args.app_namespace, args.app);
     let app = format!("{}/{}", args.app_namespace, args.app);
-    let timeout = args.timeout.to_string();
-    let (step, outcome) = steps::argo_step(&ArgoRead {
-        app_target: &app_target,
-        app: &app,
-        last_app: last_app.as_ref(),
-        state: &state,
-        revision: rev,
-        merged_at,
-        lineage: &lineage,
-        ever_read,
-        last_err: last_err.as_deref(),
-        elapsed_s: started.elapsed().as_secs_f64(),
-        timeout: &timeout,
-    });
-    (step, outcome, last_app.map(|a| a.sources).unwrap_or_default())
-}
-
-/// Asks the identity endpoint at most [`IDENTITY_SAMPLES`] times, spread
-/// over the stability window, until stopped.
-struct IdentitySampler {
-    stop: Arc<AtomicBool>,
-    task: tokio::task::JoinHandle<Vec<IdentitySample>>,
-}
-
-/// At most this many identity requests per window: enough to see a Service
-/// that alternates between two releases, bounded for a long window.
-const IDENTITY_SAMPLES: u32 = 8;
-
-fn start_identity_sampler(http: reqwest::Client, url: String, window: Duration, started: Instant) -> IdentitySampler {
-    let stop = Arc::new(AtomicBool::new(false));
-    let flag = stop.clone();
-    // Spread over the window, at least a second apart.
-    let every = (window / IDENTITY_SAMPLES).max(Duration::from_secs(1));
-    let task = tokio::spawn(async move {
-        let mut samples = Vec::new();
-        while !flag.load(Ordering::SeqCst) && samples.len() < IDENTITY_SAMPLES as usize {
-            let answer = model::get_json(&http, &url, Duration::from_secs(10)).await.map_err(|e| format!("{e:#}"));
-            samples.push(IdentitySample { at_s: started.elapsed().as_secs_f64(), answer });
-            let until = Instant::now() + every;
-            while Instant::now() < until && !flag.load(Ordering::SeqCst) {
-                tokio::time::sleep(Duration::from_millis(50).min(every)).await;
-            }
-        }
-        samples
-    });
-    IdentitySampler { stop, task }
+    w.finish(&format!("{app} on {server}"), &app, started.elapsed().as_secs_f64(), &args.timeout.to_string())
 }
 
 /// Read the release's workload until the rollout settles and holds for the
@@ -215,7 +118,7 @@ async fn rollout_step(
         }
         if sampler.is_none() && watch.window_end().is_some() {
             if let Some((http, url)) = &identity {
-                sampler = Some(start_identity_sampler(http.clone(), url.clone(), plan.window, started));
+                sampler = Some(IdentitySampler::start(http.clone(), url.clone(), plan.window, started));
             }
         }
         // A window that started before the deadline runs to its end.
@@ -234,10 +137,7 @@ async fn rollout_step(
         sleep_until_next(poll, until).await;
     }
     let samples = match sampler {
-        Some(s) => {
-            s.stop.store(true, Ordering::SeqCst);
-            s.task.await.unwrap_or_default()
-        }
+        Some(s) => s.finish().await,
         None => Vec::new(),
     };
     let (step, complete) = steps::rollout_step(
@@ -271,7 +171,7 @@ async fn watch_loaded(ctx: &Ctx, l: &Loaded, args: &WatchOptions) -> Result<Repo
     };
 
     let prober = match (&args.service_url, &l.bundle.spec.serving.health_path) {
-        (Some(base), Some(path)) => Some(start_prober(ctx.http()?.clone(), model::join_url(base, path), probe_every)),
+        (Some(base), Some(path)) => Some(Prober::start(ctx.http()?.clone(), model::join_url(base, path), probe_every)),
         _ => None,
     };
     let identity_url = match (&args.service_url, &plan.identity) {
@@ -326,7 +226,12 @@ async fn watch_loaded(ctx: &Ctx, l: &Loaded, args: &WatchOptions) -> Result<Repo
         (Some(id), Some(url)) => {
             let over_window = identity_samples.iter().any(|s| s.answer.is_ok());
             if !over_window {
-                identity_samples.extend(ask_identity_once(ctx, url, started).await);
+                identity_samples.extend(match ctx.http() {
+                    Ok(http) => model::ask_identity(http, url, started).await,
+                    Err(e) => {
+                        vec![IdentitySample { at_s: started.elapsed().as_secs_f64(), answer: Err(format!("{e:#}")) }]
+                    }
+                });
             }
             steps::identity_step(&target, id, url, &identity_samples, over_window)
         }
@@ -362,27 +267,4 @@ async fn watch_loaded(ctx: &Ctx, l: &Loaded, args: &WatchOptions) -> Result<Repo
         }
     }
     Ok(r)
-}
-
-/// The identity endpoint asked after the wait, when no answer was taken
-/// during a window: up to three tries a second apart (a refused connection
-/// right after the last pod swap is common; a wrong answer is final).
-async fn ask_identity_once(ctx: &Ctx, url: &str, started: Instant) -> Vec<IdentitySample> {
-    let http = match ctx.http() {
-        Ok(h) => h,
-        Err(e) => return vec![IdentitySample { at_s: started.elapsed().as_secs_f64(), answer: Err(format!("{e:#}")) }],
-    };
-    let mut out = Vec::new();
-    for attempt in 0..3 {
-        if attempt > 0 {
-            tokio::time::sleep(Duration::from_secs(1)).await;
-        }
-        let answer = model::get_json(http, url, Duration::from_secs(10)).await.map_err(|e| format!("{e:#}"));
-        let ok = answer.is_ok();
-        out.push(IdentitySample { at_s: started.elapsed().as_secs_f64(), answer });
-        if ok {
-            break;
-        }
-    }
-    out
 }

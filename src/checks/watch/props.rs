@@ -19,7 +19,7 @@
 use proptest::prelude::*;
 use serde_json::json;
 
-use super::argo::{self, AppStatus, Hydration, Lineage, Relation};
+use super::argo::{self, Ancestry, AppStatus, History, Hydration, Rendered, RevisionFacts};
 use super::ownership::{self, Root};
 use super::rollout::{Expected, IdentityExpectation, IdentitySample};
 use super::stability::RolloutWatch;
@@ -27,7 +27,7 @@ use super::state::{
     ClusterView, ContainerRestarts, EndpointInfo, KnativeTraffic, ModelSource, ObjectRef, OwnerRef, PodInfo,
     ReplicaSetInfo,
 };
-use super::steps::{self, ArgoOutcome, ArgoRead, IdentityPlan};
+use super::steps::{self, ArgoOutcome, ArgoWatch, IdentityPlan};
 use crate::report::{Report, StepReport, Verdict};
 
 const NAME: &str = "llm";
@@ -177,7 +177,7 @@ enum ArgoSeen {
     Behind,
 }
 
-fn app_for(seen: ArgoSeen) -> (AppStatus, Lineage) {
+fn app_for(seen: ArgoSeen) -> AppStatus {
     let mut a = AppStatus {
         name: NAME.into(),
         sync_status: Some("Synced".into()),
@@ -186,26 +186,35 @@ fn app_for(seen: ArgoSeen) -> (AppStatus, Lineage) {
         finished_at: Some("2026-01-01T10:05:00Z".into()),
         ..Default::default()
     };
-    let mut lineage = Lineage::new();
     let (rev, op) = match seen {
         ArgoSeen::Merge => (MERGE, MERGE),
-        ArgoSeen::LaterUnchanged { op_on_later } => {
-            lineage.insert(LATER.into(), Relation::UnchangedDescendant);
-            (LATER, if op_on_later { LATER } else { MERGE })
-        }
+        ArgoSeen::LaterUnchanged { op_on_later } => (LATER, if op_on_later { LATER } else { MERGE }),
         ArgoSeen::Hydrated => {
-            lineage.insert(HYDRATED.into(), Relation::Unknown("not in the local repository".into()));
             a.hydrated = vec![Hydration { dry_sha: MERGE.into(), hydrated_sha: Some(HYDRATED.into()), phase: None }];
             (HYDRATED, HYDRATED)
         }
-        ArgoSeen::Behind => {
-            lineage.insert(BEHIND.into(), Relation::Older);
-            (BEHIND, BEHIND)
-        }
+        ArgoSeen::Behind => (BEHIND, BEHIND),
     };
     a.sync_revision = Some(rev.into());
     a.operation_revision = Some(op.into());
-    (a, lineage)
+    a
+}
+
+/// What the git adapter reads at each revision of these worlds: the merge
+/// and a later commit render this release, the hydrated commit is not in
+/// the local repository, the commit behind is older.
+fn history_of(revisions: &[String]) -> History {
+    let renders_new = || vec![Rendered { path: "llm/release.yaml".into(), digest: Ok(NEW.into()) }];
+    let facts = |rev: &str| {
+        let (ancestry, rendered) = match rev {
+            MERGE => (Ancestry::Same, renders_new()),
+            LATER => (Ancestry::Descendant, renders_new()),
+            HYDRATED => (Ancestry::Unknown("not in the local repository".into()), Vec::new()),
+            _ => (Ancestry::Older, renders_new()),
+        };
+        RevisionFacts { ancestry, rendered, hydrated_from: None }
+    };
+    History { revisions: revisions.iter().map(|r| (r.clone(), facts(r))).collect() }
 }
 
 /// One generated world: the release's pods over time, its neighbours, routing.
@@ -412,22 +421,11 @@ fn view_at(w: &World, fault: Option<Fault>, i: u32) -> ClusterView {
 fn decide(w: &World, fault: Option<Fault>) -> (Report, bool) {
     let mut r = Report::new("watch");
     let seen = if matches!(fault, Some(Fault::ArgoBehind)) { ArgoSeen::Behind } else { w.argo };
-    let (app, lineage) = app_for(seen);
-    let merged_at = argo::parse_time("2026-01-01T10:00:00Z");
-    let state = argo::argo_state(Some(&app), Some(MERGE), &lineage, merged_at);
-    let (argo_step, outcome) = steps::argo_step(&ArgoRead {
-        app_target: "argocd/llm on https://cluster",
-        app: "argocd/llm",
-        last_app: Some(&app),
-        state: &state,
-        revision: Some(MERGE),
-        merged_at,
-        lineage: &lineage,
-        ever_read: true,
-        last_err: None,
-        elapsed_s: 1.0,
-        timeout: "10m",
-    });
+    let app = app_for(seen);
+    let mut argo = ArgoWatch::new(Some(MERGE), argo::parse_time("2026-01-01T10:00:00Z"), NEW);
+    let history = history_of(&argo.unplaced(&app));
+    argo.read(Some(app), Some(&history));
+    let (argo_step, outcome, _) = argo.finish("argocd/llm on https://cluster", "argocd/llm", 1.0, "10m");
     r.push(argo_step);
     let window = std::time::Duration::from_secs_f64(w.window_s);
     match outcome {

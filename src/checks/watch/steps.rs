@@ -9,7 +9,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use serde_json::json;
 
-use super::argo::{self, AppStatus, ArgoState, Lineage};
+use super::argo::{self, AppStatus, ArgoState, History, Lineage};
 use super::rollout::{self as rc, Expected, IdentityExpectation, IdentitySample, ProbeSample};
 use super::stability::{self, RolloutVerdict};
 use crate::bundle::{Loaded, ServingFormat};
@@ -98,6 +98,101 @@ pub(crate) enum ArgoOutcome {
     Superseded(String),
     /// Not deployed (FAIL, ERROR or INCONCLUSIVE already in the step).
     NotDeployed,
+}
+
+/// The Argo CD wait's memory across polls: each answer goes in, the state
+/// is decided again from all of it (`argo::argo_state`), and at the end one
+/// step is written (`argo_step`). `app::watch` only reads and sleeps.
+pub(crate) struct ArgoWatch {
+    revision: Option<String>,
+    merged_at: Option<DateTime<Utc>>,
+    release: String,
+    lineage: Lineage,
+    state: ArgoState,
+    last_app: Option<AppStatus>,
+    ever_read: bool,
+    last_err: Option<String>,
+    denied: bool,
+}
+
+impl ArgoWatch {
+    /// `revision`: the merge commit (blank: none); `merged_at`: its commit
+    /// time when the local repository has it; `release`: the release digest.
+    pub(crate) fn new(revision: Option<&str>, merged_at: Option<DateTime<Utc>>, release: &str) -> ArgoWatch {
+        ArgoWatch {
+            revision: revision.filter(|r| !r.trim().is_empty()).map(str::to_string),
+            merged_at,
+            release: release.to_string(),
+            lineage: Lineage::new(),
+            state: ArgoState::Waiting { why: "nothing read yet".into(), unknowable: false },
+            last_app: None,
+            ever_read: false,
+            last_err: None,
+            denied: false,
+        }
+    }
+
+    /// The revisions `app` reports that are not yet placed relative to the
+    /// merge commit: only these go to git (none without a merge commit).
+    pub(crate) fn unplaced(&self, app: &AppStatus) -> Vec<String> {
+        match self.revision {
+            Some(_) => app.revisions().into_iter().filter(|r| !self.lineage.contains_key(r)).collect(),
+            None => Vec::new(),
+        }
+    }
+
+    /// One answer: the Application (absent: not found) and, for the
+    /// revisions `unplaced` named, what git says they render.
+    pub(crate) fn read(&mut self, app: Option<AppStatus>, history: Option<&History>) {
+        self.ever_read = true;
+        self.last_err = None;
+        if let Some(h) = history {
+            self.lineage.extend(argo::lineage_from(h, &self.release));
+        }
+        self.state = argo::argo_state(app.as_ref(), self.revision.as_deref(), &self.lineage, self.merged_at);
+        self.last_app = app;
+    }
+
+    /// A read that failed; `denied`: refused by RBAC, which does not heal by
+    /// waiting, so the wait ends.
+    pub(crate) fn failed(&mut self, err: String, denied: bool) {
+        self.denied = denied;
+        self.last_err = Some(if denied {
+            format!("{err} (the watcher needs get/list on Applications, Deployments, ReplicaSets, Pods, Events and EndpointSlices, and on InferenceServices and Knative Services/Configurations/Revisions where installed)")
+        } else {
+            err
+        });
+    }
+
+    /// Decided (or refused): nothing more to wait for.
+    pub(crate) fn settled(&self) -> bool {
+        self.denied || !matches!(self.state, ArgoState::Waiting { .. })
+    }
+
+    /// The step, what it means for the rest of the watch, and the
+    /// Application's sources (the revert guard reads them).
+    pub(crate) fn finish(
+        self,
+        app_target: &str,
+        app: &str,
+        elapsed_s: f64,
+        timeout: &str,
+    ) -> (StepReport, ArgoOutcome, Vec<argo::AppSource>) {
+        let (step, outcome) = argo_step(&ArgoRead {
+            app_target,
+            app,
+            last_app: self.last_app.as_ref(),
+            state: &self.state,
+            revision: self.revision.as_deref(),
+            merged_at: self.merged_at,
+            lineage: &self.lineage,
+            ever_read: self.ever_read,
+            last_err: self.last_err.as_deref(),
+            elapsed_s,
+            timeout,
+        });
+        (step, outcome, self.last_app.map(|a| a.sources).unwrap_or_default())
+    }
 }
 
 /// What the Argo CD wait read, at its end.
