@@ -2,6 +2,10 @@
 //! test serves, plus a stand-in model endpoint for the golden set.
 //! Codes covered: BG301 (regression), BG302 (too few samples), BG303 (no
 //! data), BG304 (truncated golden answer).
+//!
+//! The golden set's file through `canary`: a request line with a key written
+//! twice is refused naming the file and the line, and never quoted (the
+//! parser's own property is `props::golden_line_with_a_duplicate_key_anywhere_is_refused_naming_its_line`).
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -18,8 +22,10 @@ use crate::support::*;
 // Exporter: candidate/baseline series whose counters grow with elapsed time.
 
 const LE: [f64; 9] = [0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 2.0, 5.0];
+
 /// Fraction of requests per latency bucket (last entry = above 5 s).
 const FAST: [f64; 10] = [0.10, 0.30, 0.30, 0.15, 0.10, 0.04, 0.01, 0.0, 0.0, 0.0];
+
 const SLOW: [f64; 10] = [0.0, 0.02, 0.08, 0.15, 0.25, 0.25, 0.15, 0.10, 0.0, 0.0];
 
 #[derive(Clone, Copy)]
@@ -571,20 +577,25 @@ const VLLM_TTFT_LE: [f64; 22] = [
     0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0,
     160.0, 640.0, 2560.0,
 ];
+
 const VLLM_ITL_LE: [f64; 19] =
     [0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0];
+
 const VLLM_REQUEST_LE: [f64; 21] = [
     0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0, 60.0, 120.0, 240.0, 480.0, 960.0,
     1920.0, 7680.0,
 ];
+
 /// Knative Serving ≤ 1.18 queue-proxy request latency distribution (ms).
 const KNATIVE_LE: [f64; 26] = [
     5.0, 10.0, 20.0, 40.0, 60.0, 80.0, 100.0, 150.0, 200.0, 250.0, 300.0, 350.0, 400.0, 450.0, 500.0, 600.0, 700.0,
     800.0, 900.0, 1000.0, 2000.0, 5000.0, 10000.0, 20000.0, 50000.0, 100000.0,
 ];
+
 /// Knative Serving 1.19+ queue-proxy `kn.serving.invocation.duration` bounds
 /// (seconds; knative/serving pkg/queue/request_metric.go).
 const KNATIVE_OTEL_LE: [f64; 14] = [0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0];
+
 /// Istio's default request duration buckets (ms).
 const ISTIO_LE: [f64; 19] = [
     0.5, 1.0, 5.0, 10.0, 25.0, 50.0, 100.0, 250.0, 500.0, 1000.0, 2500.0, 5000.0, 10000.0, 30000.0, 60000.0, 300000.0,
@@ -993,6 +1004,7 @@ fn providers_read_each_stacks_own_metrics_with_honest_verdicts() {
 
 /// Seconds each step of a test ramp is held.
 const STEP_SECS: f64 = 12.0;
+
 const SHARES: [f64; 3] = [0.10, 0.50, 1.0];
 
 /// A canary ramp of `total` requests per second over [10, 50, 100]: the
@@ -1268,4 +1280,35 @@ fn canary_rollback_and_golden_set_are_confined_and_bounded() {
     ] {
         refused("spec.canary.golden", golden, &endpoint, "golden set: could not run", want);
     }
+}
+
+#[test]
+fn golden_request_with_a_duplicate_key_is_refused_naming_the_file_and_line() {
+    let ex = Example::new();
+    let dir = ex.v2().parent().unwrap().to_path_buf();
+    let good = std::fs::read_to_string(dir.join("golden.jsonl")).unwrap();
+    let first = good.lines().next().unwrap();
+    // serde_json alone would keep the second `content` and send that.
+    let dup = first.replacen("\"content\": ", "\"content\": \"hidden-first-value\", \"content\": ", 1);
+    assert_ne!(dup, first);
+    std::fs::write(dir.join("dup.jsonl"), format!("// two good lines, then the bad one\n{good}{dup}\n")).unwrap();
+    ex.edit_v2(|v| *at(v, "spec.canary.golden") = "dup.jsonl".into());
+    let v2 = ex.v2();
+    let out = run_within(
+        ex.path(),
+        &["canary", "--format", "json", v2.to_str().unwrap(), "--endpoint", "http://127.0.0.1:1"],
+        &[],
+        60,
+    );
+    assert_eq!(out.code, 2, "{}\n{}", out.stdout, out.stderr);
+    let v = out.json();
+    let summary = v["steps"][0]["summary"].as_str().unwrap_or_default();
+    let line = good.lines().count() + 2;
+    assert!(
+        summary.contains("golden set: could not run")
+            && summary.contains(&format!("dup.jsonl: line {line} column "))
+            && summary.contains("not a golden request (duplicate key"),
+        "{summary}"
+    );
+    assert!(!out.stdout.contains("hidden-first-value") && !out.stderr.contains("hidden-first-value"), "{}", out.stdout);
 }

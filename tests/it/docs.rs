@@ -7,20 +7,22 @@ use std::path::PathBuf;
 use crate::support::repo;
 use crate::support::syntax::test_functions;
 
-/// The file a `module::…::test_name` lives in: tests/it/<module>.rs, or
+/// The file a `module::…::test_name` lives in: tests/it/<module>.rs (or a
+/// command's folder: tests/it/<module>/<sub>.rs, mod.rs), or
 /// for any other path (`adapters::`, `checks::` …) the module file in src/
 /// (the longest prefix that names a file: `checks::watch::props::regressions::x`
 /// is in src/checks/watch/props.rs).
 fn file_of(parts: &[&str]) -> Option<PathBuf> {
-    let it = repo().join("tests/it").join(format!("{}.rs", parts[0]));
-    if !it.is_file() {
-        (1..parts.len()).rev().find_map(|k| {
-            let base = repo().join("src").join(parts[..k].join("/"));
-            [base.with_extension("rs"), base.join("mod.rs")].into_iter().find(|p| p.is_file())
-        })
-    } else {
-        Some(it)
-    }
+    // The longest module path that is a file: `tests/it/a/b.rs`, `tests/it/a/mod.rs`,
+    // `tests/it/a.rs` (a command's tests may be a folder), else the library's `src/`.
+    let under = |root: PathBuf, k: usize| {
+        let base = root.join(parts[..k].join("/"));
+        [base.with_extension("rs"), base.join("mod.rs")].into_iter().find(|p| p.is_file())
+    };
+    (1..parts.len())
+        .rev()
+        .find_map(|k| under(repo().join("tests/it"), k))
+        .or_else(|| (1..parts.len()).rev().find_map(|k| under(repo().join("src"), k)))
 }
 
 /// Test functions (`#[test]` or inside `proptest!`) per file, by name → body.

@@ -1,8 +1,9 @@
 //! Every lint code has a test here that triggers it on a realistic bundle and
 //! checks its span points at the right line.
 
-use crate::support::*;
 use serde_yaml_ng::Value;
+
+use crate::support::*;
 
 fn lint(ex: &Example) -> Out {
     ex.run(&["lint", "--format", "json", ex.v2().to_str().unwrap()])
@@ -788,4 +789,49 @@ fn alias_keys_and_repeated_config_severities_are_duplicates() {
     let out = ex.run(&["lint", "--config", c1.to_str().unwrap(), ex.v2().to_str().unwrap()]);
     assert_eq!(out.code, 2, "{}\n{}", out.stdout, out.stderr);
     assert!(out.stderr.contains("BG001 is set twice"), "{}", out.stderr);
+}
+
+/// Requests and limits Kubernetes' API server refuses: a fractional GPU, a
+/// GPU requested without a limit, a GPU request other than its limit, a
+/// cpu request above its limit. lint and preflight both fail them at the
+/// field (both passed, and the pod was never created).
+#[test]
+fn lint_and_preflight_refuse_what_kubernetes_refuses_in_resources() {
+    type Edit = fn(&mut serde_yaml_ng::Value);
+    let cases: [(Edit, &str, &str); 4] = [
+        (
+            |v| {
+                at(v, "spec.serving.resources.requests")["nvidia.com/gpu"] = yaml("500m");
+                at(v, "spec.serving.resources.limits")["nvidia.com/gpu"] = yaml("500m");
+            },
+            "BG023",
+            "spec.serving.resources.requests.nvidia.com/gpu",
+        ),
+        (
+            |v| {
+                at(v, "spec.serving.resources.limits").as_mapping_mut().unwrap().remove("nvidia.com/gpu");
+            },
+            "BG024",
+            "spec.serving.resources.limits.nvidia.com/gpu",
+        ),
+        (
+            |v| at(v, "spec.serving.resources.limits")["nvidia.com/gpu"] = yaml("2"),
+            "BG025",
+            "spec.serving.resources.requests.nvidia.com/gpu",
+        ),
+        (|v| at(v, "spec.serving.resources.limits")["cpu"] = yaml("1"), "BG025", "spec.serving.resources.requests.cpu"),
+    ];
+    let snapshot = repo().join("examples/cluster/roomy.yaml");
+    for (edit, code, field) in cases {
+        let ex = Example::new();
+        let p = ex.edit_v2(edit);
+        let out = ex.run(&["lint", p.to_str().unwrap(), "--format", "json"]);
+        assert_eq!(out.code, 1, "{code}: {}\n{}", out.stdout, out.stderr);
+        assert_eq!(out.diag(code)["field"], field, "{code}: {}", out.stdout);
+        let out =
+            ex.run(&["preflight", "--format", "json", p.to_str().unwrap(), "--snapshot", snapshot.to_str().unwrap()]);
+        assert_eq!(out.code, 1, "{code}: {}\n{}", out.stdout, out.stderr);
+        assert_eq!(out.json()["steps"][0]["verdict"], "fail", "{code}: {}", out.stdout);
+        assert_eq!(out.diag(code)["field"], field, "{code}: {}", out.stdout);
+    }
 }

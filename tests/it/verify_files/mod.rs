@@ -392,3 +392,5 @@ fn a_template_without_the_verifier_is_bg040_worded_as_lint_words_it() {
         );
     }
 }
+
+mod not_files;

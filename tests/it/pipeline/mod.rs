@@ -225,3 +225,5 @@ fn pipeline_duplicate_keys_and_unbounded_files_are_refused() {
         assert!(out.stderr.contains(want), "{}", out.stderr);
     }
 }
+
+mod library;

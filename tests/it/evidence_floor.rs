@@ -12,6 +12,7 @@ use bundlegate::parse::snapshot;
 use proptest::prelude::*;
 use serde_json::Value;
 
+use crate::support::*;
 use crate::support::{edit_yaml, yaml, Example, Out};
 
 /// Each case runs the binary: a few cases cover the generator's choices.
@@ -334,5 +335,34 @@ proptest! {
         let out = ex.run(&["lint", "--format", "json", ex.v2().to_str().unwrap()]);
         prop_assert!(out.codes().iter().any(|c| c == "BG022"), "{:?}: {}", how, out.stdout);
         prop_assert_ne!(out.code, 0);
+    }
+}
+
+/// A snapshot whose running pod is listed without its containers: its
+/// requests are unknown (BG207). `-A` or `-W` quiets the finding to a
+/// warning, but the step stays INCONCLUSIVE (exit 1): it passed before.
+#[test]
+fn preflight_never_passes_an_incomplete_snapshot_allowed_away() {
+    let ex = Example::new();
+    let text = std::fs::read_to_string(repo().join("examples/cluster/roomy.yaml")).unwrap();
+    let mut v: serde_yaml_ng::Value = serde_yaml_ng::from_str(&text).unwrap();
+    let items = v["items"].as_sequence_mut().unwrap();
+    let pod = items.iter_mut().find(|i| i["kind"] == "Pod").expect("the example lists a pod");
+    pod["spec"].as_mapping_mut().unwrap().remove("containers");
+    let snap = ex.path().join("incomplete.yaml");
+    std::fs::write(&snap, serde_yaml_ng::to_string(&v).unwrap()).unwrap();
+    let v2 = ex.v2();
+    let base = ["preflight", "--format", "json", v2.to_str().unwrap(), "--snapshot", snap.to_str().unwrap()];
+    let out = ex.run(&base);
+    assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
+    assert!(out.codes().contains(&"BG207".to_string()), "{}", out.stdout);
+    for flag in ["-A", "-W"] {
+        let mut args = base.to_vec();
+        args.extend([flag, "BG207"]);
+        let out = ex.run(&args);
+        assert_eq!(out.code, 1, "{flag}: {}\n{}", out.stdout, out.stderr);
+        let r = out.json();
+        assert_eq!(r["steps"][0]["verdict"], "inconclusive", "{flag}: {}", out.stdout);
+        assert_eq!(out.diag("BG207")["severity"], "warning", "{flag}: kept, as a warning");
     }
 }

@@ -1854,3 +1854,7 @@ fn watch_pod_held_back_by_its_verifier_fails_bg530_naming_the_file() {
     assert!(f.contains("20c86b9c3c2ca1e8") && f.contains("9f86d081884c7d65"), "both digests: {f}");
     cluster.assert_read_only();
 }
+
+mod busy_repository;
+mod history;
+mod library;
