@@ -11,6 +11,7 @@ use serde::Serialize;
 use serde_json::{json, Value};
 
 use crate::bundle::{Artifact, ArtifactRole, ReleaseBundle};
+use crate::report::{Detail, StepReport, Verdict};
 
 /// One artifact across the two releases.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -265,6 +266,29 @@ impl ReleaseDiff {
     pub fn to_json(&self) -> Value {
         json!({"class": self.class, "classWords": self.class.words(), "artifacts": self.artifacts, "fields": self.fields})
     }
+}
+
+/// The `release-diff` step of a pull request's bundle: what changed from
+/// `base` (e.g. `the bundle at <rev>`) to the head, written up for the
+/// comment (one line per change, the class first) and `data.releaseDiff`.
+/// PASS means the two releases were compared; it gates nothing itself
+/// (a change class policy may require later steps).
+pub fn step(target: &str, base: &str, d: &ReleaseDiff) -> StepReport {
+    let mut s = StepReport::new("release-diff", target);
+    s.verdict = Verdict::Pass;
+    let changed = d.artifacts.iter().filter(|c| !matches!(c, ArtifactChange::Identical { .. })).count();
+    s.summary = format!(
+        "change class: {} ({changed} artifact(s) and {} setting(s) differ from {base})",
+        d.class.words(),
+        d.fields.len()
+    );
+    s.details = vec![Detail {
+        title: format!("release diff, {base} → head"),
+        lang: "text".into(),
+        body: d.lines().join("\n") + "\n",
+    }];
+    s.data = json!({"base": base, "releaseDiff": d.to_json()});
+    s
 }
 
 #[cfg(test)]

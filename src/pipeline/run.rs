@@ -141,6 +141,9 @@ pub fn run_file(ctx: &Ctx, pipeline_path: &Path, inputs: &Inputs) -> Result<Repo
                 continue;
             }
         };
+        if let Some(s) = release_diff_step(&loaded, t, inputs) {
+            report.push(s);
+        }
         let mut stopped: Option<String> = None;
         // This bundle's steps so far: the evidence a revert step acts on.
         let mut done = Report::new("run (this bundle)");
@@ -313,6 +316,26 @@ fn run_step(ctx: &Ctx, step: &Step, l: &Loaded, t: &Target, inputs: &Inputs) -> 
             &anyhow::anyhow!("internal: this step is not run per bundle here"),
         )],
     }
+}
+
+/// In PR mode, what changed in the release from the base version of the
+/// same bundle file (none for a new bundle: nothing to compare with). A
+/// base that no longer parses is said so, not compared.
+fn release_diff_step(l: &Loaded, t: &Target, inputs: &Inputs) -> Option<StepReport> {
+    let text = t.base_text.as_ref()?;
+    let base = format!("the bundle at {}", inputs.options.base.as_deref().unwrap_or("the base"));
+    Some(match bundle::parse(&format!("{} (base)", l.display), &l.path, text.clone()) {
+        Ok(b) => crate::checks::release_diff::step(
+            &l.display,
+            &base,
+            &crate::checks::release_diff::diff(&b.bundle, &l.bundle),
+        ),
+        Err(e) => StepReport::not_run(
+            "release-diff",
+            &l.display,
+            format!("{base} could not be read, so nothing was compared: {e}"),
+        ),
+    })
 }
 
 /// The render step; in PR mode (or on named bundles) its detail is the

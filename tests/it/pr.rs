@@ -1083,3 +1083,53 @@ fn another_users_marker_comment_is_left_alone() {
     assert!(s.comments(7).iter().any(|c| c.id == theirs && c.body.ends_with("forged")));
     s.assert_no_violations();
 }
+
+/// The release diff heads a bundle's steps in PR mode: a generation change
+/// is `config only`, old value first; new weights are `weights changed`
+/// with old → new size and sha256; a new bundle has nothing to compare.
+#[test]
+fn pr_release_diff_names_the_change_class_old_first() {
+    let ex = pr_changing_v2();
+    let o = run_pr(ex.path(), &[], &[]);
+    let j = o.json();
+    let steps = j["steps"].as_array().unwrap();
+    let first = steps.iter().position(|s| s["target"].as_str().unwrap_or("").ends_with("v2/release.yaml")).unwrap();
+    let d = &steps[first];
+    assert_eq!(d["step"], "release-diff", "{}", o.stdout);
+    assert_eq!(d["verdict"], "pass");
+    assert_eq!(d["data"]["releaseDiff"]["class"], "config-only", "{}", d);
+    let f = d["data"]["releaseDiff"]["fields"].as_array().unwrap();
+    assert!(
+        f.iter().any(|c| c["field"].as_str().unwrap().ends_with("maxOutputTokens")
+            && c["old"] == "512"
+            && c["new"] == "1024"),
+        "{d}"
+    );
+    assert!(d["summary"].as_str().unwrap().starts_with("change class: config only"), "{d}");
+
+    // New weights: the pinned sha256 and size of the weights file change.
+    let text = std::fs::read_to_string(ex.v2()).unwrap();
+    let b: serde_yaml_ng::Value = serde_yaml_ng::from_str(&text).unwrap();
+    let w = b["spec"]["model"]["artifacts"].as_sequence().unwrap().iter().find(|a| a["role"] == "weights").unwrap();
+    let (old_sha, old_size) = (w["sha256"].as_str().unwrap().to_string(), w["size"].as_u64().unwrap());
+    let new_sha = "e".repeat(64);
+    replace_in(&ex.v2(), &old_sha, &new_sha);
+    replace_in(&ex.v2(), &format!("size: {old_size}\n"), &format!("size: {}\n", old_size + 7));
+    commit_all(ex.path(), "v2: new weights");
+    let o = run_pr(ex.path(), &[], &[]);
+    let j = o.json();
+    let d = j["steps"].as_array().unwrap().iter().find(|s| s["step"] == "release-diff").unwrap().clone();
+    assert_eq!(d["data"]["releaseDiff"]["class"], "weights", "{d}");
+    let body = d["details"][0]["body"].as_str().unwrap();
+    let line = format!("{old_size} B → {} B, sha256 {} → {}", old_size + 7, &old_sha[..12], &new_sha[..12]);
+    assert!(body.contains(&line), "wanted `{line}` in:\n{body}");
+
+    // A new bundle: no base version, so no release-diff step for it.
+    let ex = pr_repo();
+    let v3 = ex.path().join("examples/llm-scratch/v3");
+    std::fs::create_dir_all(&v3).unwrap();
+    std::fs::copy(ex.v2(), v3.join("release.yaml")).unwrap();
+    commit_all(ex.path(), "v3");
+    let o = run_pr(ex.path(), &[], &[]);
+    assert!(!o.json()["steps"].as_array().unwrap().iter().any(|s| s["step"] == "release-diff"), "{}", o.stdout);
+}
