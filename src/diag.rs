@@ -378,6 +378,28 @@ impl Overrides {
     }
 }
 
+/// A code's heading in `docs/diagnostics.md`.
+fn heading(i: &CodeInfo) -> String {
+    format!("{} `{}` ({})", i.code, i.name, i.default_severity)
+}
+
+impl Code {
+    /// The anchor GitHub gives the code's heading in `docs/diagnostics.md`
+    /// (lowercase; letters, digits, `-` and `_` kept; spaces to `-`), so a
+    /// link (SARIF's `helpUri`) lands on it.
+    pub(crate) fn docs_anchor(self) -> String {
+        heading(&self.info())
+            .to_lowercase()
+            .chars()
+            .filter_map(|c| match c {
+                ' ' => Some('-'),
+                c if c.is_alphanumeric() || c == '-' || c == '_' => Some(c),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
 /// Markdown documentation for every code; `docs/diagnostics.md` is this text.
 pub(crate) fn markdown_docs() -> String {
     let mut out = String::from(
@@ -391,7 +413,7 @@ pub(crate) fn markdown_docs() -> String {
             family = i.family;
             out.push_str(&format!("\n## {family}\n"));
         }
-        out.push_str(&format!("\n### {} `{}` ({})\n\n{}\n", i.code, i.name, i.default_severity, i.why));
+        out.push_str(&format!("\n### {}\n\n{}\n", heading(&i), i.why));
         if i.kind == Kind::MissingEvidence {
             out.push_str("\nEvidence missing or incomplete: `-A` or `-W` makes it a warning, never drops it, and the step is then INCONCLUSIVE, never PASS.\n");
         }

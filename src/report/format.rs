@@ -12,12 +12,18 @@ pub enum Format {
     Human,
     Json,
     Markdown,
+    /// SARIF 2.1.0, for GitHub code scanning
+    Sarif,
 }
 
 pub fn format_report(r: &Report, fmt: Format, color: bool) -> String {
     match fmt {
         Format::Json => escape::json(&serde_json::to_string_pretty(r).expect("report serializes")).into_owned() + "\n",
         Format::Markdown => markdown(r),
+        Format::Sarif => {
+            escape::json(&serde_json::to_string_pretty(&super::sarif::sarif(r)).expect("SARIF serializes")).into_owned()
+                + "\n"
+        }
         Format::Human => match &r.raw_human {
             Some(raw) if r.verdict != Verdict::Error => raw.clone(),
             _ => human(r, color),

@@ -11,6 +11,7 @@ pub mod metrics;
 #[cfg(test)]
 pub(crate) mod props;
 pub mod redact;
+pub mod sarif;
 
 use serde::{Deserialize, Serialize};
 use std::fmt;

@@ -27,6 +27,7 @@ mod props;
 mod publish;
 mod real_cluster;
 mod render;
+mod sarif;
 mod schema;
 mod secrets;
 mod sign;
