@@ -162,6 +162,13 @@ pub enum ReportCmd {
         #[command(flatten)]
         opts: MergeOptions,
     },
+    /// Print a saved JSON report (`--format json`) again in the chosen
+    /// `--format`, e.g. as SARIF for code scanning. Exit code: the report's.
+    Show {
+        /// A report file, `file:` or object-store URI.
+        #[arg(value_name = "REPORT")]
+        report: String,
+    },
 }
 
 #[cfg(test)]

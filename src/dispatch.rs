@@ -98,6 +98,7 @@ fn label(c: &Command) -> (&'static str, String) {
         Command::Publish { dir, .. } => ("publish", shown(dir)),
         Command::Audit { root, .. } => ("audit", shown(root)),
         Command::Report { cmd: ReportCmd::Merge { reports, .. } } => ("report merge", reports.join(", ")),
+        Command::Report { cmd: ReportCmd::Show { report } } => ("report show", report.clone()),
         Command::Run { pipeline, .. } => ("run", shown(pipeline)),
         Command::Argocd { .. } => ("argocd", String::new()),
         Command::VerifyFiles { opts } => ("verify-files", shown(&opts.root)),
@@ -134,6 +135,7 @@ fn command(cli: Cli) -> Result<Report> {
         Command::Publish { dir, opts } => Ok(one("publish", vec![publish::run(&ctx, &dir, &opts)?])),
         Command::Audit { root, opts } => audit::run(&ctx, &root, &opts, &cfg.overrides(&no_flags)?),
         Command::Report { cmd: ReportCmd::Merge { reports, opts } } => audit::merge_reports(&ctx, &reports, &opts),
+        Command::Report { cmd: ReportCmd::Show { report } } => crate::app::report::show(&ctx, &report),
         Command::Preflight { bundle, opts, sev } => {
             let ov = cfg.overrides(&sev)?;
             preflight::check(&opts)?;

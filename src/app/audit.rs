@@ -24,7 +24,7 @@ use crate::report::{Report, StepReport};
 use crate::yaml_guard::{json_from_slice, Limits};
 
 /// Shard reports are small; anything bigger is not ours.
-const REPORT_LIMIT: u64 = 256 << 20;
+pub(crate) const REPORT_LIMIT: u64 = 256 << 20;
 
 /// `audit` over the tree at `root`: every bundle verified (trusting the
 /// cache unless `deep`), the serving pass when asked, the metrics delivered

@@ -25,6 +25,7 @@ pub mod lint;
 pub mod preflight;
 pub mod publish;
 pub mod render;
+pub mod report;
 pub mod revert;
 pub mod schema;
 pub mod serving;

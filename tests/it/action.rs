@@ -227,6 +227,11 @@ fn action_installs_its_release_and_runs_pull_request_push_and_schedule() {
     assert_eq!(r["conclusion"], "success", "{r:#}");
     assert_eq!(r["outputs"]["exit-code"], "0", "{r:#}");
     assert_eq!(r["outputs"]["verdict"], "pass", "{r:#}");
+    // The same report as SARIF, for upload-sarif, without a second run.
+    let sarif = r["outputs"]["sarif"].as_str().expect("sarif output");
+    let sarif: Value = serde_json::from_str(&std::fs::read_to_string(sarif).unwrap()).unwrap();
+    assert_eq!(sarif["version"], "2.1.0", "{sarif:#}");
+    assert_eq!(sarif["runs"][0]["tool"]["driver"]["name"], "bundlegate");
     let digests: Value = serde_json::from_str(r["outputs"]["release-digests"].as_str().unwrap()).unwrap();
     let (path, d) = digests.as_object().unwrap().iter().next().expect("one digest");
     assert!(

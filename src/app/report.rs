@@ -1,0 +1,16 @@
+//! `report show`: a saved JSON report (a file or an object-store URI) printed
+//! again in any `--format`: the action turns its JSON report into SARIF for
+//! code scanning without running the pipeline twice.
+
+use anyhow::Result;
+
+use crate::adapters::blob;
+use crate::app::ctx::Ctx;
+use crate::report::Report;
+use crate::yaml_guard::{json_from_slice, Limits};
+
+/// Read one report back, bounded and through the one JSON guard.
+pub(crate) fn show(ctx: &Ctx, input: &str) -> Result<Report> {
+    let bytes = ctx.try_block_on(blob::read_location(input, super::audit::REPORT_LIMIT))?;
+    json_from_slice(input, &bytes, &Limits::WRITTEN).map_err(|e| anyhow::anyhow!("not a bundlegate report: {e:#}"))
+}
