@@ -120,9 +120,10 @@ fn record_published(l: &Loaded, bundle_path: &Path, to: &str, published: &store:
                     a.size.unwrap_or(0).to_string(),
                     a.sha256.clone().unwrap_or_default(),
                     // Says which roles were guessed from the name, for review.
-                    match old_roles.contains_key(&a.path) {
-                        true => bundle::roles::role_name(a.role),
-                        false => format!("{} (guessed)", bundle::roles::role_name(a.role)),
+                    if old_roles.contains_key(&a.path) {
+                        bundle::roles::role_name(a.role)
+                    } else {
+                        format!("{} (guessed)", bundle::roles::role_name(a.role))
                     },
                 ]
             })

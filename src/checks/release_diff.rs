@@ -166,7 +166,7 @@ fn field_changes(base: &ReleaseBundle, head: &ReleaseBundle) -> Vec<FieldChange>
         let mut out = BTreeMap::new();
         let v = json!({
             "runtime": s.runtime,
-            "model": {"storageUri": s.model.storage_uri},
+            "model": {"storageUri": s.model.storage_uri, "task": s.model.task, "embeddingRelease": s.model.embedding_release},
             "generation": s.generation,
             "serving": s.serving,
             "canary": s.canary,
@@ -187,8 +187,17 @@ fn field_changes(base: &ReleaseBundle, head: &ReleaseBundle) -> Vec<FieldChange>
 
 fn role_class(role: Option<ArtifactRole>) -> ChangeClass {
     match role {
-        Some(ArtifactRole::Weights) => ChangeClass::Weights,
-        Some(ArtifactRole::Tokenizer | ArtifactRole::ChatTemplate) => ChangeClass::TokenizerOrTemplate,
+        // What the model computes or retrieves: an adapter changes the
+        // outputs like weights do, a retrieval index what is answered from.
+        Some(ArtifactRole::Weights | ArtifactRole::Adapter | ArtifactRole::RetrievalIndex) => ChangeClass::Weights,
+        // What the model receives or how its outputs are read.
+        Some(
+            ArtifactRole::Tokenizer
+            | ArtifactRole::ChatTemplate
+            | ArtifactRole::PoolingConfig
+            | ArtifactRole::Labels
+            | ArtifactRole::IndexSchema,
+        ) => ChangeClass::TokenizerOrTemplate,
         _ => ChangeClass::ConfigOnly,
     }
 }

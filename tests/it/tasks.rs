@@ -109,3 +109,90 @@ fn the_real_embedding_model_is_not_a_chat_model() {
     assert!(d["message"].as_str().unwrap().contains("no `chat-template` artifact"), "{d}");
     assert!(lint.codes().iter().any(|c| c == "BG006"), "{}", lint.stdout);
 }
+
+/// The embedding example goes through the README's pipeline like the chat
+/// one: lint, render (with vLLM's pooling runner), verify and preflight pass.
+#[test]
+fn the_embedding_example_passes_the_readme_pipeline() {
+    let out = run(&[
+        "run",
+        "--format",
+        "json",
+        "pipelines/pull-request.yaml",
+        "--bundle",
+        "examples/embed-minilm/v2/release.yaml",
+        "--snapshot",
+        "examples/cluster/roomy.yaml",
+    ]);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    let v = out.json();
+    let steps: Vec<(&str, &str)> = v["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| (s["step"].as_str().unwrap(), s["verdict"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        steps,
+        [("lint", "pass"), ("render", "pass"), ("verify", "pass"), ("preflight", "pass"), ("canary", "not-run"), ("comment", "not-run")]
+    );
+    let render = run(&["render", "examples/embed-minilm/v2/release.yaml"]);
+    assert_eq!(render.code, 0, "{}", render.stderr);
+    assert!(render.stdout.contains(r#"args: ["--runner","pooling"]"#), "{}", render.stdout);
+}
+
+/// The digest `bundlegate digest` prints for a bundle.
+fn digest_of(dir: &Path, bundle: &str) -> String {
+    let out = run_in(dir, &["digest", "--format", "json", bundle], &[]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    out.json()["steps"][0]["data"]["releaseDigest"].as_str().unwrap().to_string()
+}
+
+/// An index built with another embedding model fails lint with BG032, both
+/// ways an index names its model: the v2 release's index recorded as built
+/// with v1's weights, and a retrieval service whose index was built with
+/// embedding release v1 while it queries with v2.
+#[test]
+fn an_index_built_with_another_embedding_model_fails_lint() {
+    let dir = tempfile::tempdir().unwrap();
+    copy_dir(&repo().join("examples/embed-minilm"), &dir.path().join("embed-minilm"));
+    copy_dir(&repo().join("examples/store/embed-minilm"), &dir.path().join("store/embed-minilm"));
+    let v2 = dir.path().join("embed-minilm/v2/release.yaml");
+    let lint = |b: &Path| run_in(dir.path(), &["lint", "--format", "json", b.to_str().unwrap()], &[]);
+    let clean = lint(&v2);
+    assert_eq!(clean.code, 0, "{}", clean.stdout);
+    // Same release: the index names weights this release does not ship.
+    let v1_weights = {
+        let v: serde_yaml_ng::Value =
+            serde_yaml_ng::from_str(&std::fs::read_to_string(dir.path().join("embed-minilm/v1/release.yaml")).unwrap())
+                .unwrap();
+        v["spec"]["model"]["artifacts"][0]["sha256"].as_str().unwrap().to_string()
+    };
+    let stale = dir.path().join("embed-minilm/v2/stale.yaml");
+    std::fs::copy(&v2, &stale).unwrap();
+    edit_yaml(&stale, |v| *at(v, "spec.model.artifacts.6.builtWith.weightsSha256") = v1_weights.clone().into());
+    let out = lint(&stale);
+    assert_eq!(out.code, 1, "{}", out.stdout);
+    let d = out.diag("BG032");
+    assert_eq!(d["field"], "spec.model.artifacts[6].builtWith", "{d}");
+    assert!(d["message"].as_str().unwrap().contains(&v1_weights), "{d}");
+    // A separate release: a retrieval service (the v2 bundle re-tasked as
+    // `other`, its index built with embedding release v1) that queries with v2.
+    let (d1, d2) = (digest_of(dir.path(), "embed-minilm/v1/release.yaml"), digest_of(dir.path(), "embed-minilm/v2/release.yaml"));
+    let service = dir.path().join("embed-minilm/v2/service.yaml");
+    let with = |built: &str, queries: &str| {
+        std::fs::copy(&v2, &service).unwrap();
+        edit_yaml(&service, |v| {
+            *at(v, "spec.model.task") = "other".into();
+            *at(v, "spec.model.embeddingRelease") = queries.into();
+            *at(v, "spec.model.artifacts.6.builtWith") = yaml(&format!("{{releaseDigest: '{built}'}}"));
+        });
+        lint(&service)
+    };
+    let ok = with(&d2, &d2);
+    assert_eq!(ok.code, 0, "{}", ok.stdout);
+    let out = with(&d1, &d2);
+    assert_eq!(out.code, 1, "{}", out.stdout);
+    let msg = out.diag("BG032")["message"].as_str().unwrap().to_string();
+    assert!(msg.contains(&format!("built with embedding release {d1}, but the service queries with {d2}")), "{msg}");
+}
