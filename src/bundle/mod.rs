@@ -7,10 +7,10 @@ pub mod model;
 pub mod pod_verifier;
 pub(crate) mod reserved;
 pub(crate) mod roles;
-pub(crate) mod task_args;
 pub mod signing;
 pub mod spans;
 pub mod storage_uri;
+pub(crate) mod task_args;
 pub mod validate;
 
 use std::path::{Path, PathBuf};

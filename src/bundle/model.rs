@@ -150,6 +150,7 @@ pub enum Task {
 }
 
 impl Task {
+    #[cfg(test)]
     pub(crate) const ALL: [Task; 6] =
         [Task::Chat, Task::Completion, Task::Embedding, Task::Rerank, Task::Classification, Task::Other];
     fn is_chat(&self) -> bool {

@@ -28,7 +28,9 @@ pub(crate) fn task_args(b: &ReleaseBundle) -> Vec<String> {
         // task follows from the model's architecture); 0.8 to 0.10.0 take
         // `--task embed|score|classify`.
         "vllm" => match (task, v >= (0, 10, 1), v >= (0, 8, 0)) {
-            (Task::Embedding | Task::Rerank | Task::Classification, true, _) => vec!["--runner".into(), "pooling".into()],
+            (Task::Embedding | Task::Rerank | Task::Classification, true, _) => {
+                vec!["--runner".into(), "pooling".into()]
+            }
             (Task::Embedding, false, true) => vec!["--task".into(), "embed".into()],
             (Task::Rerank, false, true) => vec!["--task".into(), "score".into()],
             (Task::Classification, false, true) => vec!["--task".into(), "classify".into()],

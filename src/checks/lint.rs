@@ -272,7 +272,14 @@ pub(crate) struct TaskNeeds {
     pub labels_or_config: bool,
 }
 
-const fn needs(task: Task, tokenizer: bool, chat_template: bool, generation: bool, pooling: bool, labels: bool) -> TaskNeeds {
+const fn needs(
+    task: Task,
+    tokenizer: bool,
+    chat_template: bool,
+    generation: bool,
+    pooling: bool,
+    labels: bool,
+) -> TaskNeeds {
     TaskNeeds { task, tokenizer, chat_template, generation, pooling_with_modules: pooling, labels_or_config: labels }
 }
 
@@ -292,8 +299,12 @@ pub(crate) fn task_needs(task: Task) -> &'static TaskNeeds {
 }
 
 /// The codes the task table drives.
-pub(crate) const TASK_CODES: [Code; 4] =
-    [Code::GenerationConfigIncomplete, Code::TokenizerNotPinned, Code::GenerationOnNonGeneratingTask, Code::TaskArtifactMissing];
+pub(crate) const TASK_CODES: [Code; 4] = [
+    Code::GenerationConfigIncomplete,
+    Code::TokenizerNotPinned,
+    Code::GenerationOnNonGeneratingTask,
+    Code::TaskArtifactMissing,
+];
 
 /// The task table as a report table, for `explain` of a code it drives.
 pub(crate) fn task_table(code: Code) -> Option<crate::report::Table> {
@@ -327,9 +338,7 @@ fn task_artifacts(l: &Loaded, out: &mut Vec<Diagnostic>) {
     let arts = &b.spec.model.artifacts;
     let has_role = |r: ArtifactRole| arts.iter().any(|a| a.role == r && a.sha256.is_some());
     let mut missing = |what: String, help: &str| {
-        out.push(
-            diag(l, Code::TaskArtifactMissing, "spec.model.artifacts", what).help(help.to_string()),
-        )
+        out.push(diag(l, Code::TaskArtifactMissing, "spec.model.artifacts", what).help(help.to_string()))
     };
     let modules = arts.iter().find(|a| a.path.rsplit('/').next() == Some("modules.json"));
     if let (true, Some(m)) = (needs.pooling_with_modules, modules) {
@@ -342,7 +351,10 @@ fn task_artifacts(l: &Loaded, out: &mut Vec<Diagnostic>) {
     }
     if needs.labels_or_config && !has_role(ArtifactRole::Labels) && !has_role(ArtifactRole::Config) {
         missing(
-            format!("no `labels` or `config` artifact with a sha256: the `{}` model's outputs have no pinned names", task.as_str()),
+            format!(
+                "no `labels` or `config` artifact with a sha256: the `{}` model's outputs have no pinned names",
+                task.as_str()
+            ),
             "add the label file (role `labels`) or the model's `config.json` with its `id2label` (role `config`)",
         );
     }
@@ -363,17 +375,26 @@ fn retrieval_and_adapters(l: &Loaded, out: &mut Vec<Diagnostic>) {
         match (a.role, &a.base_release_digest) {
             (ArtifactRole::Adapter, Some(d)) if is_release_digest(d) => {}
             (ArtifactRole::Adapter, got) => out.push(
-                diag(l, Code::AdapterBaseUnnamed, &f, match got {
-                    Some(d) => format!("adapter `{}`: base release `{d}` is not `sha256:<64 hex>`", a.path),
-                    None => format!("adapter `{}` does not name the base release it applies to", a.path),
-                })
+                diag(
+                    l,
+                    Code::AdapterBaseUnnamed,
+                    &f,
+                    match got {
+                        Some(d) => format!("adapter `{}`: base release `{d}` is not `sha256:<64 hex>`", a.path),
+                        None => format!("adapter `{}` does not name the base release it applies to", a.path),
+                    },
+                )
                 .help("set `baseReleaseDigest` to the base release's digest (`bundlegate digest <its release.yaml>`)"),
             ),
             (_, Some(_)) => out.push(diag(
                 l,
                 Code::AdapterBaseUnnamed,
                 &format!("{f}.baseReleaseDigest"),
-                format!("`{}` has role `{}`: `baseReleaseDigest` is read only on an `adapter`", a.path, bundle::roles::role_name(a.role)),
+                format!(
+                    "`{}` has role `{}`: `baseReleaseDigest` is read only on an `adapter`",
+                    a.path,
+                    bundle::roles::role_name(a.role)
+                ),
             )),
             (_, None) => {}
         }
@@ -383,7 +404,11 @@ fn retrieval_and_adapters(l: &Loaded, out: &mut Vec<Diagnostic>) {
                 l,
                 Code::IndexEmbeddingUnnamed,
                 &format!("{f}.builtWith"),
-                format!("`{}` has role `{}`: `builtWith` is read only on a `retrieval-index`", a.path, bundle::roles::role_name(a.role)),
+                format!(
+                    "`{}` has role `{}`: `builtWith` is read only on a `retrieval-index`",
+                    a.path,
+                    bundle::roles::role_name(a.role)
+                ),
             )),
             (_, None) => {}
         }
@@ -391,7 +416,13 @@ fn retrieval_and_adapters(l: &Loaded, out: &mut Vec<Diagnostic>) {
 }
 
 /// One retrieval index against the embedding model this service queries with.
-fn index_built_with(l: &Loaded, f: &str, a: &bundle::Artifact, bw: Option<&bundle::BuiltWith>, out: &mut Vec<Diagnostic>) {
+fn index_built_with(
+    l: &Loaded,
+    f: &str,
+    a: &bundle::Artifact,
+    bw: Option<&bundle::BuiltWith>,
+    out: &mut Vec<Diagnostic>,
+) {
     let b = &l.bundle;
     let unnamed = |msg: String| diag(l, Code::IndexEmbeddingUnnamed, f, msg);
     let mismatch = |msg: String, evidence: String| {
@@ -1323,14 +1354,18 @@ mod tests {
             let no_generation = tasked(n, |v| {
                 v["spec"].as_mapping_mut().unwrap().remove("generation");
             });
-            assert_eq!(says(&no_generation, Code::GenerationConfigIncomplete, "no `generation` block"), n.generation, "{t}");
+            assert_eq!(
+                says(&no_generation, Code::GenerationConfigIncomplete, "no `generation` block"),
+                n.generation,
+                "{t}"
+            );
             let with_generation = tasked(n, |v| {
                 v["spec"]["generation"] =
                     serde_yaml_ng::from_str("{eosTokenIds: [2], stopStrings: [x], maxOutputTokens: 8}").unwrap()
             });
-            let refused = with_generation
-                .iter()
-                .find(|d| d.code == Code::GenerationOnNonGeneratingTask && d.field.as_deref() == Some("spec.generation"));
+            let refused = with_generation.iter().find(|d| {
+                d.code == Code::GenerationOnNonGeneratingTask && d.field.as_deref() == Some("spec.generation")
+            });
             assert_eq!(refused.is_some(), !n.generation, "{t}: {with_generation:?}");
             if let Some(d) = refused {
                 assert!(d.message.contains(&format!("a `{t}` model")), "{d:?}");
@@ -1382,7 +1417,10 @@ mod tests {
             }
         }
         let t = task_table(Code::TaskArtifactMissing).unwrap();
-        assert_eq!(t.rows[2], ["embedding", "required (BG007)", "—", "refused (BG030)", "required with `modules.json` (BG031)", "—"]);
+        assert_eq!(
+            t.rows[2],
+            ["embedding", "required (BG007)", "—", "refused (BG030)", "required with `modules.json` (BG031)", "—"]
+        );
     }
 
     const DIGEST_A: &str = "sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
@@ -1424,12 +1462,18 @@ mod tests {
         assert_eq!(d.evidence, [format!("this release's weights: {weights}")]);
         let other_release = with_index(&format!(", builtWith: {{releaseDigest: '{DIGEST_A}'}}"), Some(DIGEST_B));
         let d = other_release.iter().find(|d| d.code == Code::IndexEmbeddingMismatch).expect("mismatch");
-        assert!(d.message.contains(&format!("built with embedding release {DIGEST_A}, but the service queries with {DIGEST_B}")));
+        assert!(d
+            .message
+            .contains(&format!("built with embedding release {DIGEST_A}, but the service queries with {DIGEST_B}")));
         for (extra, queries_with, words) in [
             ("", None, "does not name the embedding model"),
             (", builtWith: {}", None, "does not name the embedding model"),
             (&format!(", builtWith: {{releaseDigest: '{DIGEST_A}', weightsSha256: {weights}}}"), None, "names both"),
-            (&format!(", builtWith: {{releaseDigest: '{DIGEST_A}'}}"), None, "does not name the embedding release it queries with"),
+            (
+                &format!(", builtWith: {{releaseDigest: '{DIGEST_A}'}}"),
+                None,
+                "does not name the embedding release it queries with",
+            ),
         ] {
             let d = with_index(extra, queries_with);
             assert!(says(&d, Code::IndexEmbeddingUnnamed, words), "{extra}: {d:?}");

@@ -72,10 +72,7 @@ fn the_real_embedding_model_lints_as_embedding_and_verifies() {
     assert_eq!(role_of(&bundle, "modules.json"), "config");
     // The table says which roles were guessed.
     let rows = report["steps"][0]["tables"][0]["rows"].as_array().unwrap();
-    assert!(
-        rows.iter().any(|r| r[0] == "1_Pooling/config.json" && r[3] == "pooling-config (guessed)"),
-        "{rows:?}"
-    );
+    assert!(rows.iter().any(|r| r[0] == "1_Pooling/config.json" && r[3] == "pooling-config (guessed)"), "{rows:?}");
     let lint = ex.run(&["lint", "--format", "json", bundle.to_str().unwrap()]);
     assert_eq!(lint.code, 0, "{}\n{}", lint.stdout, lint.stderr);
     for absent in ["BG006", "BG007", "BG030", "BG031"] {
@@ -134,11 +131,18 @@ fn the_embedding_example_passes_the_readme_pipeline() {
         .collect();
     assert_eq!(
         steps,
-        [("lint", "pass"), ("render", "pass"), ("verify", "pass"), ("preflight", "pass"), ("canary", "not-run"), ("comment", "not-run")]
+        [
+            ("lint", "pass"),
+            ("render", "pass"),
+            ("verify", "pass"),
+            ("preflight", "pass"),
+            ("canary", "not-run"),
+            ("comment", "not-run")
+        ]
     );
     let render = run(&["render", "examples/embed-minilm/v2/release.yaml"]);
     assert_eq!(render.code, 0, "{}", render.stderr);
-    assert!(render.stdout.contains(r#"args: ["--runner","pooling"]"#), "{}", render.stdout);
+    assert!(render.stdout.contains("args:\n          - \"--runner\"\n          - pooling\n"), "{}", render.stdout);
 }
 
 /// The digest `bundlegate digest` prints for a bundle.
@@ -178,7 +182,8 @@ fn an_index_built_with_another_embedding_model_fails_lint() {
     assert!(d["message"].as_str().unwrap().contains(&v1_weights), "{d}");
     // A separate release: a retrieval service (the v2 bundle re-tasked as
     // `other`, its index built with embedding release v1) that queries with v2.
-    let (d1, d2) = (digest_of(dir.path(), "embed-minilm/v1/release.yaml"), digest_of(dir.path(), "embed-minilm/v2/release.yaml"));
+    let (d1, d2) =
+        (digest_of(dir.path(), "embed-minilm/v1/release.yaml"), digest_of(dir.path(), "embed-minilm/v2/release.yaml"));
     let service = dir.path().join("embed-minilm/v2/service.yaml");
     let with = |built: &str, queries: &str| {
         std::fs::copy(&v2, &service).unwrap();

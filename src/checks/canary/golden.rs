@@ -393,10 +393,17 @@ mod tests {
     fn embeddings_are_judged_by_cosine_and_labels_by_equality() {
         let judge = |expect: GoldenExpect, content: &str| {
             let s = GoldenSample { name: "e".into(), api: GoldenApi::OpenAiEmbeddings, request: Value::Null, expect };
-            let a = GoldenAnswer { status: 200, latency_ms: 1, content: Some(content.into()), finish_reason: None, raw: None };
+            let a = GoldenAnswer {
+                status: 200,
+                latency_ms: 1,
+                content: Some(content.into()),
+                finish_reason: None,
+                raw: None,
+            };
             golden_problems(&s, &a)
         };
-        let rec = |min: Option<f64>| GoldenExpect { embedding: Some(vec![1.0, 0.0]), min_cosine: min, ..Default::default() };
+        let rec =
+            |min: Option<f64>| GoldenExpect { embedding: Some(vec![1.0, 0.0]), min_cosine: min, ..Default::default() };
         assert!(judge(rec(None), "[2.0, 0.0]").is_empty(), "scale does not matter");
         // cos = 0.99 exactly passes the default; a little less does not.
         let at = |c: f64| format!("[{c}, {}]", (1.0 - c * c).sqrt());
