@@ -201,3 +201,32 @@ fn an_index_built_with_another_embedding_model_fails_lint() {
     let msg = out.diag("BG032")["message"].as_str().unwrap().to_string();
     assert!(msg.contains(&format!("built with embedding release {d1}, but the service queries with {d2}")), "{msg}");
 }
+
+/// An index that names no embedding model (BG033) and an adapter that names
+/// no base release (BG034) fail lint; `explain` shows the task table for
+/// the codes it drives.
+#[test]
+fn unnamed_models_fail_lint_and_explain_shows_the_task_table() {
+    let dir = tempfile::tempdir().unwrap();
+    copy_dir(&repo().join("examples/embed-minilm"), &dir.path().join("embed-minilm"));
+    copy_dir(&repo().join("examples/store/embed-minilm"), &dir.path().join("store/embed-minilm"));
+    let v2 = dir.path().join("embed-minilm/v2/release.yaml");
+    edit_yaml(&v2, |v| {
+        at(v, "spec.model.artifacts.6").as_mapping_mut().unwrap().remove("builtWith");
+        *at(v, "spec.model.artifacts.3.role") = "adapter".into();
+    });
+    let out = run_in(dir.path(), &["lint", "--format", "json", v2.to_str().unwrap()], &[]);
+    assert_eq!(out.code, 1, "{}", out.stdout);
+    assert_eq!(out.diag("BG033")["field"], "spec.model.artifacts[6]");
+    assert!(out.diag("BG034")["message"]
+        .as_str()
+        .unwrap()
+        .contains("adapter `config.json` does not name the base release"));
+    let explain = run(&["explain", "--format", "json", "BG031"]);
+    assert_eq!(explain.code, 0, "{}", explain.stderr);
+    let rows = explain.json()["steps"][0]["tables"][0]["rows"].clone();
+    assert_eq!(rows.as_array().unwrap().len(), 6, "{rows}");
+    assert_eq!(rows[2][0], "embedding");
+    let other = run(&["explain", "--format", "json", "BG001"]);
+    assert_eq!(other.json()["steps"][0]["tables"].as_array().map_or(0, Vec::len), 0);
+}
