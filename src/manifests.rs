@@ -821,7 +821,8 @@ pub(crate) fn context(l: &Loaded) -> Result<Value> {
         "labels": labels,
         "annotations": annotations,
         "image": b.spec.runtime.image,
-        "args": b.spec.runtime.args,
+        // The bundle's arguments, then the task's where the runtime needs it.
+        "args": b.spec.runtime.args.iter().cloned().chain(bundle::task_args::task_args(b)).collect::<Vec<String>>(),
         "engine": {"name": b.spec.runtime.engine.name, "version": b.spec.runtime.engine.version},
         "storageUri": b.spec.model.storage_uri,
         "modelFormat": b.spec.model.format.clone().unwrap_or_else(|| b.spec.runtime.engine.name.clone()),

@@ -106,6 +106,7 @@ pub(crate) async fn golden_call(
         GoldenApi::OpenAiChat => format!("{base}/v1/chat/completions"),
         GoldenApi::OpenAiCompletions => format!("{base}/v1/completions"),
         GoldenApi::KserveV2 => format!("{base}/v2/models/{model}/infer"),
+        GoldenApi::OpenAiEmbeddings => format!("{base}/v1/embeddings"),
     };
     let started = Instant::now();
     let resp = http

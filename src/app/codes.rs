@@ -35,5 +35,6 @@ pub(crate) fn explain(code: &str) -> Result<Vec<StepReport>> {
     let i = c.info();
     let mut s = StepReport::new("explain", i.code);
     s.summary = format!("{} `{}` ({}, default {}): {}", i.code, i.name, i.family, i.default_severity, i.why);
+    s.tables.extend(crate::checks::lint::task_table(c));
     Ok(vec![s])
 }

@@ -13,28 +13,6 @@ use crate::bundle::{self, Loaded};
 use crate::options::{PublishOptions, MAX_JOBS};
 use crate::report::StepReport;
 
-/// Infer an artifact's role from its file name (publish of a new folder).
-pub(crate) fn infer_role(path: &str) -> bundle::ArtifactRole {
-    use bundle::ArtifactRole as R;
-    let name = path.rsplit('/').next().unwrap_or(path).to_ascii_lowercase();
-    if name.contains("chat_template") || name.ends_with(".jinja") {
-        R::ChatTemplate
-    } else if name.starts_with("tokenizer") || name == "vocab.json" || name == "merges.txt" || name.ends_with(".model")
-    {
-        R::Tokenizer
-    } else if name == "generation_config.json" {
-        R::GenerationConfig
-    } else if [".safetensors", ".bin", ".pt", ".pth", ".gguf", ".onnx", ".ckpt"].iter().any(|e| name.ends_with(e)) {
-        R::Weights
-    } else if name.contains("corpus") || name.contains("baseline") || name.contains("drift") {
-        R::DriftBaseline
-    } else if name.ends_with(".json") || name.ends_with(".yaml") {
-        R::Config
-    } else {
-        R::Other
-    }
-}
-
 /// Upload `dir` to `o.to` (all or nothing) and record what was written in
 /// `o.bundle`. Any failure is the tool failing (nothing half-published).
 pub fn run(ctx: &Ctx, dir: &Path, o: &PublishOptions) -> Result<StepReport> {
@@ -86,12 +64,14 @@ fn record_published(l: &Loaded, bundle_path: &Path, to: &str, published: &store:
             path: rel.clone(),
             sha256: Some(sha.clone()),
             size: Some(*size),
-            role: old_roles.get(rel).copied().unwrap_or_else(|| infer_role(rel)),
+            role: old_roles.get(rel).copied().unwrap_or_else(|| bundle::roles::infer_role(rel)),
             store_checksum: if is_s3 && *size <= store::SINGLE_PUT_MAX {
                 Some(format!("x-amz-checksum-sha256:{}", crate::util::b64_of_hex(sha)))
             } else {
                 None
             },
+            base_release_digest: None,
+            built_with: None,
         })
         .collect();
     let edits: Vec<bundle::edit::NewArtifact> = arts
@@ -100,10 +80,7 @@ fn record_published(l: &Loaded, bundle_path: &Path, to: &str, published: &store:
             path: a.path.clone(),
             sha256: a.sha256.clone().unwrap_or_default(),
             size: a.size.unwrap_or(0),
-            role: serde_json::to_value(a.role)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_string))
-                .unwrap_or_else(|| "other".into()),
+            role: bundle::roles::role_name(a.role),
             store_checksum: a.store_checksum.clone(),
         })
         .collect();
@@ -142,7 +119,12 @@ fn record_published(l: &Loaded, bundle_path: &Path, to: &str, published: &store:
                     a.path.clone(),
                     a.size.unwrap_or(0).to_string(),
                     a.sha256.clone().unwrap_or_default(),
-                    format!("{:?}", a.role),
+                    // Says which roles were guessed from the name, for review.
+                    if old_roles.contains_key(&a.path) {
+                        bundle::roles::role_name(a.role)
+                    } else {
+                        format!("{} (guessed)", bundle::roles::role_name(a.role))
+                    },
                 ]
             })
             .collect(),

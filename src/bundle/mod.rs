@@ -6,9 +6,11 @@ pub mod edit;
 pub mod model;
 pub mod pod_verifier;
 pub(crate) mod reserved;
+pub(crate) mod roles;
 pub mod signing;
 pub mod spans;
 pub mod storage_uri;
+pub(crate) mod task_args;
 pub mod validate;
 
 use std::path::{Path, PathBuf};
@@ -507,6 +509,32 @@ mod tests {
         b.spec.serving.verify_on_start = VerifyOnStart::Off;
         let off = release_digest(&b);
         assert!(full != size && size != off && off != full);
+    }
+
+    /// The task is part of the release: each task hashes differently, and
+    /// `chat`, the default, is left out of the canonical form (as are the
+    /// new artifact fields when absent), so bundles written before the
+    /// fields existed keep their digest.
+    #[test]
+    fn each_task_is_its_own_release_and_chat_keeps_old_digests() {
+        let before = example();
+        let mut b = before.bundle.clone();
+        b.spec.model.task = Task::Chat;
+        assert_eq!(release_digest(&b), before.digest);
+        let c = canonical_form(&b);
+        for absent in ["task", "embeddingRelease", "builtWith", "baseReleaseDigest"] {
+            assert!(!c.contains(absent), "{absent}: {c}");
+        }
+        let digests: std::collections::BTreeSet<String> = Task::ALL
+            .into_iter()
+            .map(|t| {
+                b.spec.model.task = t;
+                release_digest(&b)
+            })
+            .collect();
+        assert_eq!(digests.len(), Task::ALL.len());
+        b.spec.model.task = Task::Embedding;
+        assert!(canonical_form(&b).contains(r#""task":"embedding""#));
     }
 
     /// A bundle that names no namespace is in `default`, as kubectl would put it.

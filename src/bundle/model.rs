@@ -116,7 +116,56 @@ pub struct Model {
     /// KServe model format for `kserve-modelspec` (e.g. `pytorch`, `huggingface`).
     #[serde(default)]
     pub format: Option<String>,
+    /// What the model does; it decides which artifacts and blocks lint
+    /// requires (docs/tasks.md). Skipped when `chat` (the default) so
+    /// existing release digests do not change.
+    #[serde(default, skip_serializing_if = "Task::is_chat")]
+    pub task: Task,
+    /// The release digest (`sha256:…`) of the separate embedding release
+    /// this service embeds its queries with; a `retrieval-index` built with
+    /// another one answers nothing useful.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub embedding_release: Option<String>,
     pub artifacts: Vec<Artifact>,
+}
+
+/// What a release's model does.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Default, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum Task {
+    /// A chat model: tokenizer, chat template and generation stop conditions.
+    #[default]
+    Chat,
+    /// Plain text completion: tokenizer and generation stop conditions.
+    Completion,
+    /// Sentence or token embeddings: tokenizer (and pooling config with a
+    /// sentence-transformers `modules.json`); no generation.
+    Embedding,
+    /// A cross-encoder scoring query–document pairs: tokenizer and labels or config.
+    Rerank,
+    /// A classifier: tokenizer and labels or config.
+    Classification,
+    /// Anything else: weights only.
+    Other,
+}
+
+impl Task {
+    #[cfg(test)]
+    pub(crate) const ALL: [Task; 6] =
+        [Task::Chat, Task::Completion, Task::Embedding, Task::Rerank, Task::Classification, Task::Other];
+    fn is_chat(&self) -> bool {
+        *self == Task::Chat
+    }
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Task::Chat => "chat",
+            Task::Completion => "completion",
+            Task::Embedding => "embedding",
+            Task::Rerank => "rerank",
+            Task::Classification => "classification",
+            Task::Other => "other",
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
@@ -132,6 +181,25 @@ pub struct Artifact {
     /// The store's native checksum recorded at publish time, if it has one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub store_checksum: Option<String>,
+    /// `adapter`: the release digest (`sha256:…`) of the base release it applies to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_release_digest: Option<String>,
+    /// `retrieval-index`: the embedding model the index was built with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub built_with: Option<BuiltWith>,
+}
+
+/// The embedding model a retrieval index was built with: a separate
+/// embedding release by its release digest, or, for an index shipped in the
+/// embedding release itself (whose digest covers the index), that release's
+/// weights by their sha256.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct BuiltWith {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub release_digest: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub weights_sha256: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Hash, JsonSchema)]
@@ -144,6 +212,16 @@ pub enum ArtifactRole {
     DriftBaseline,
     Config,
     Other,
+    /// A sentence-transformers pooling config (`1_Pooling/config.json`).
+    PoolingConfig,
+    /// A classifier's or reranker's label names.
+    Labels,
+    /// A LoRA adapter's weights or config; the artifact names its base release.
+    Adapter,
+    /// What a retrieval service loads at start; names the embedding model it was built with.
+    RetrievalIndex,
+    /// The retrieval index's schema (fields, dimensions, metric).
+    IndexSchema,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]

@@ -196,6 +196,8 @@ mod tests {
             size: Some(1),
             role: ArtifactRole::Weights,
             store_checksum: None,
+            base_release_digest: None,
+            built_with: None,
         }
     }
 

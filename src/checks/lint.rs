@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use crate::bundle::{self, ArtifactRole, Loaded};
+use crate::bundle::{self, ArtifactRole, Loaded, Task};
 use crate::checks::rollback::{RollbackStatus, Unusable};
 use crate::diag::Code;
 use crate::diag::Diagnostic;
@@ -45,7 +45,9 @@ pub fn lint(l: &Loaded, rollback: &RollbackStatus) -> Vec<Diagnostic> {
     runtime_image(l, &mut out);
     storage_prefix(l, &mut out);
     artifacts(l, &mut out);
+    task_artifacts(l, &mut out);
     generation(l, &mut out);
+    retrieval_and_adapters(l, &mut out);
     verifier(l, &mut out);
     probes(l, &mut out);
     identity(l, &mut out);
@@ -186,8 +188,12 @@ fn artifacts(l: &Loaded, out: &mut Vec<Diagnostic>) {
     if !b.spec.model.artifacts.iter().any(|a| a.role == ArtifactRole::Weights) {
         out.push(d(Code::ArtifactUnhashed, "spec.model.artifacts", "no artifact has role `weights`".into()));
     }
-    for (role, name) in [(ArtifactRole::Tokenizer, "tokenizer"), (ArtifactRole::ChatTemplate, "chat-template")] {
-        if !has_role(role) {
+    let needs = task_needs(b.spec.model.task);
+    for (needed, role, name) in [
+        (needs.tokenizer, ArtifactRole::Tokenizer, "tokenizer"),
+        (needs.chat_template, ArtifactRole::ChatTemplate, "chat-template"),
+    ] {
+        if needed && !has_role(role) {
             out.push(
                 d(
                     Code::TokenizerNotPinned,
@@ -200,10 +206,26 @@ fn artifacts(l: &Loaded, out: &mut Vec<Diagnostic>) {
     }
 }
 
-/// Generation stop conditions declared.
+/// Generation stop conditions declared where the task generates, and no
+/// `generation` block where it does not.
 fn generation(l: &Loaded, out: &mut Vec<Diagnostic>) {
     let b = &l.bundle;
     let d = |code: Code, field: &str, msg: String| diag(l, code, field, msg);
+    let task = b.spec.model.task;
+    if !task_needs(task).generation {
+        // A task that does not generate: a block here is never applied.
+        if b.spec.generation.is_some() {
+            out.push(
+                d(
+                    Code::GenerationOnNonGeneratingTask,
+                    "spec.generation",
+                    format!("a `generation` block on a `{}` model, which does not generate: it is never applied", task.as_str()),
+                )
+                .help("remove `spec.generation`, or set `spec.model.task` to `chat` or `completion` if the model generates text"),
+            );
+        }
+        return;
+    }
     // Generation stop conditions.
     match &b.spec.generation {
         None => out.push(d(
@@ -230,6 +252,222 @@ fn generation(l: &Loaded, out: &mut Vec<Diagnostic>) {
                 ));
             }
         }
+    }
+}
+
+/// What one task needs besides its weights (docs/tasks.md).
+pub(crate) struct TaskNeeds {
+    pub task: Task,
+    /// A `tokenizer` artifact (BG007).
+    pub tokenizer: bool,
+    /// A `chat-template` artifact (BG007).
+    pub chat_template: bool,
+    /// Generation stop conditions (BG006); a task that does not generate
+    /// must not carry a `generation` block (BG030).
+    pub generation: bool,
+    /// A `pooling-config` artifact when the bundle lists a
+    /// sentence-transformers `modules.json` (BG031).
+    pub pooling_with_modules: bool,
+    /// A `labels` or `config` artifact (BG031).
+    pub labels_or_config: bool,
+}
+
+const fn needs(
+    task: Task,
+    tokenizer: bool,
+    chat_template: bool,
+    generation: bool,
+    pooling: bool,
+    labels: bool,
+) -> TaskNeeds {
+    TaskNeeds { task, tokenizer, chat_template, generation, pooling_with_modules: pooling, labels_or_config: labels }
+}
+
+/// The one requirements table: lint reads it, `explain` shows it for the
+/// codes it drives, docs/tasks.md copies it.
+pub(crate) const TASK_NEEDS: [TaskNeeds; 6] = [
+    needs(Task::Chat, true, true, true, false, false),
+    needs(Task::Completion, true, false, true, false, false),
+    needs(Task::Embedding, true, false, false, true, false),
+    needs(Task::Rerank, true, false, false, false, true),
+    needs(Task::Classification, true, false, false, false, true),
+    needs(Task::Other, false, false, false, false, false),
+];
+
+pub(crate) fn task_needs(task: Task) -> &'static TaskNeeds {
+    TASK_NEEDS.iter().find(|n| n.task == task).unwrap_or(&TASK_NEEDS[0])
+}
+
+/// The codes the task table drives.
+pub(crate) const TASK_CODES: [Code; 4] = [
+    Code::GenerationConfigIncomplete,
+    Code::TokenizerNotPinned,
+    Code::GenerationOnNonGeneratingTask,
+    Code::TaskArtifactMissing,
+];
+
+/// The task table as a report table, for `explain` of a code it drives.
+pub(crate) fn task_table(code: Code) -> Option<crate::report::Table> {
+    let yes = |b: bool, what: &str| if b { what.to_string() } else { "—".into() };
+    TASK_CODES.contains(&code).then(|| crate::report::Table {
+        title: "what each `spec.model.task` needs besides weights".into(),
+        columns: ["task", "tokenizer", "chat template", "generation", "pooling config", "labels or config"]
+            .map(String::from)
+            .to_vec(),
+        rows: TASK_NEEDS
+            .iter()
+            .map(|n| {
+                vec![
+                    n.task.as_str().into(),
+                    yes(n.tokenizer, "required (BG007)"),
+                    yes(n.chat_template, "required (BG007)"),
+                    if n.generation { "required (BG006)".into() } else { "refused (BG030)".into() },
+                    yes(n.pooling_with_modules, "required with `modules.json` (BG031)"),
+                    yes(n.labels_or_config, "required (BG031)"),
+                ]
+            })
+            .collect(),
+    })
+}
+
+/// The files a task needs beyond tokenizer and template (BG031).
+fn task_artifacts(l: &Loaded, out: &mut Vec<Diagnostic>) {
+    let b = &l.bundle;
+    let task = b.spec.model.task;
+    let needs = task_needs(task);
+    let arts = &b.spec.model.artifacts;
+    let has_role = |r: ArtifactRole| arts.iter().any(|a| a.role == r && a.sha256.is_some());
+    let mut missing = |what: String, help: &str| {
+        out.push(diag(l, Code::TaskArtifactMissing, "spec.model.artifacts", what).help(help.to_string()))
+    };
+    let modules = arts.iter().find(|a| a.path.rsplit('/').next() == Some("modules.json"));
+    if let (true, Some(m)) = (needs.pooling_with_modules, modules) {
+        if !has_role(ArtifactRole::PoolingConfig) {
+            missing(
+                format!("`{}` (sentence-transformers) is listed but no `pooling-config` artifact with a sha256: the `{}` model's pooling is unpinned", m.path, task.as_str()),
+                "add the pooling module's config (e.g. `1_Pooling/config.json`) with role `pooling-config`",
+            );
+        }
+    }
+    if needs.labels_or_config && !has_role(ArtifactRole::Labels) && !has_role(ArtifactRole::Config) {
+        missing(
+            format!(
+                "no `labels` or `config` artifact with a sha256: the `{}` model's outputs have no pinned names",
+                task.as_str()
+            ),
+            "add the label file (role `labels`) or the model's `config.json` with its `id2label` (role `config`)",
+        );
+    }
+}
+
+/// `sha256:<64 hex>`, a release digest as `bundlegate digest` prints it.
+fn is_release_digest(d: &str) -> bool {
+    d.strip_prefix("sha256:").is_some_and(is_sha256_hex)
+}
+
+/// Each adapter names its base release (BG034); each retrieval index names
+/// the embedding model it was built with (BG033), and that is the model
+/// the service embeds with (BG032).
+fn retrieval_and_adapters(l: &Loaded, out: &mut Vec<Diagnostic>) {
+    let b = &l.bundle;
+    for (i, a) in b.spec.model.artifacts.iter().enumerate() {
+        let f = format!("spec.model.artifacts[{i}]");
+        match (a.role, &a.base_release_digest) {
+            (ArtifactRole::Adapter, Some(d)) if is_release_digest(d) => {}
+            (ArtifactRole::Adapter, got) => out.push(
+                diag(
+                    l,
+                    Code::AdapterBaseUnnamed,
+                    &f,
+                    match got {
+                        Some(d) => format!("adapter `{}`: base release `{d}` is not `sha256:<64 hex>`", a.path),
+                        None => format!("adapter `{}` does not name the base release it applies to", a.path),
+                    },
+                )
+                .help("set `baseReleaseDigest` to the base release's digest (`bundlegate digest <its release.yaml>`)"),
+            ),
+            (_, Some(_)) => out.push(diag(
+                l,
+                Code::AdapterBaseUnnamed,
+                &format!("{f}.baseReleaseDigest"),
+                format!(
+                    "`{}` has role `{}`: `baseReleaseDigest` is read only on an `adapter`",
+                    a.path,
+                    bundle::roles::role_name(a.role)
+                ),
+            )),
+            (_, None) => {}
+        }
+        match (a.role, &a.built_with) {
+            (ArtifactRole::RetrievalIndex, bw) => index_built_with(l, &f, a, bw.as_ref(), out),
+            (_, Some(_)) => out.push(diag(
+                l,
+                Code::IndexEmbeddingUnnamed,
+                &format!("{f}.builtWith"),
+                format!(
+                    "`{}` has role `{}`: `builtWith` is read only on a `retrieval-index`",
+                    a.path,
+                    bundle::roles::role_name(a.role)
+                ),
+            )),
+            (_, None) => {}
+        }
+    }
+}
+
+/// One retrieval index against the embedding model this service queries with.
+fn index_built_with(
+    l: &Loaded,
+    f: &str,
+    a: &bundle::Artifact,
+    bw: Option<&bundle::BuiltWith>,
+    out: &mut Vec<Diagnostic>,
+) {
+    let b = &l.bundle;
+    let unnamed = |msg: String| diag(l, Code::IndexEmbeddingUnnamed, f, msg);
+    let mismatch = |msg: String, evidence: String| {
+        diag(l, Code::IndexEmbeddingMismatch, &format!("{f}.builtWith"), msg)
+            .evidence(evidence)
+            .help("re-embed the index with the model the service queries with, or point `builtWith` at the model that built it")
+    };
+    let p = &a.path;
+    match bw.map(|w| (&w.release_digest, &w.weights_sha256)) {
+        None | Some((None, None)) => out.push(
+            unnamed(format!("retrieval index `{p}` does not name the embedding model it was built with"))
+                .help("set `builtWith.releaseDigest` (a separate embedding release) or `builtWith.weightsSha256` (the embedding weights of this release)"),
+        ),
+        Some((Some(_), Some(_))) => out.push(unnamed(format!(
+            "retrieval index `{p}` names both `releaseDigest` and `weightsSha256` in `builtWith`: name one embedding model"
+        ))),
+        Some((None, Some(h))) => {
+            let weights: Vec<&str> = b
+                .spec
+                .model
+                .artifacts
+                .iter()
+                .filter(|w| w.role == ArtifactRole::Weights)
+                .filter_map(|w| w.sha256.as_deref())
+                .collect();
+            if !weights.contains(&h.as_str()) {
+                out.push(mismatch(
+                    format!("retrieval index `{p}` was built with embedding weights {h}, which are not this release's weights"),
+                    format!("this release's weights: {}", if weights.is_empty() { "none".to_string() } else { weights.join(", ") }),
+                ));
+            }
+        }
+        Some((Some(d), None)) => match &b.spec.model.embedding_release {
+            None => out.push(
+                unnamed(format!(
+                    "retrieval index `{p}` was built with embedding release {d}, but the bundle does not name the embedding release it queries with"
+                ))
+                .help("set `spec.model.embeddingRelease` to the digest of the embedding release that embeds the queries"),
+            ),
+            Some(e) if e != d => out.push(mismatch(
+                format!("retrieval index `{p}` was built with embedding release {d}, but the service queries with {e}"),
+                format!("spec.model.embeddingRelease: {e}"),
+            )),
+            Some(_) => {}
+        },
     }
 }
 
@@ -1060,5 +1298,204 @@ mod tests {
         let got = reserved(&["cache", "cache"]);
         assert_eq!(got.len(), 1);
         assert!(got[0].starts_with("volume `cache` is named twice"), "{got:?}");
+    }
+
+    fn artifact(path: &str, role: &str, extra: &str) -> serde_yaml_ng::Value {
+        let sha = "ab".repeat(32);
+        serde_yaml_ng::from_str(&format!("{{path: {path}, role: {role}, sha256: {sha}, size: 1{extra}}}")).unwrap()
+    }
+
+    fn push_artifact(v: &mut serde_yaml_ng::Value, a: serde_yaml_ng::Value) {
+        v["spec"]["model"]["artifacts"].as_sequence_mut().unwrap().push(a);
+    }
+
+    /// The example re-tasked as `n` says, satisfying its row: no
+    /// `generation` block where the task does not generate, a labels file.
+    fn tasked(n: &TaskNeeds, f: impl FnOnce(&mut serde_yaml_ng::Value)) -> Vec<Diagnostic> {
+        lint(
+            &edited(|v| {
+                v["spec"]["model"]["task"] = n.task.as_str().into();
+                if !n.generation {
+                    v["spec"].as_mapping_mut().unwrap().remove("generation");
+                }
+                push_artifact(v, artifact("labels.txt", "labels", ""));
+                f(v)
+            }),
+            &RollbackStatus::NotDeclared,
+        )
+    }
+
+    fn says(d: &[Diagnostic], code: Code, words: &str) -> bool {
+        d.iter().any(|d| d.code == code && d.message.contains(words))
+    }
+
+    fn set_role(v: &mut serde_yaml_ng::Value, from: &str, to: &str) {
+        for a in v["spec"]["model"]["artifacts"].as_sequence_mut().unwrap() {
+            if a["role"] == from {
+                a["role"] = to.into();
+            }
+        }
+    }
+
+    /// Every task against every rule of its row: the rule's finding when
+    /// the row requires the file or block and it is missing, none when the
+    /// row does not require it; a row's requirements met, none of the
+    /// table's codes at all.
+    #[test]
+    fn each_task_requires_what_its_row_says() {
+        for n in &TASK_NEEDS {
+            let t = n.task.as_str();
+            let met = tasked(n, |_| {});
+            assert!(!met.iter().any(|d| TASK_CODES.contains(&d.code)), "{t}: {met:?}");
+            let no_tokenizer = tasked(n, |v| set_role(v, "tokenizer", "other"));
+            assert_eq!(says(&no_tokenizer, Code::TokenizerNotPinned, "no `tokenizer`"), n.tokenizer, "{t}");
+            let no_template = tasked(n, |v| set_role(v, "chat-template", "other"));
+            assert_eq!(says(&no_template, Code::TokenizerNotPinned, "no `chat-template`"), n.chat_template, "{t}");
+            let no_generation = tasked(n, |v| {
+                v["spec"].as_mapping_mut().unwrap().remove("generation");
+            });
+            assert_eq!(
+                says(&no_generation, Code::GenerationConfigIncomplete, "no `generation` block"),
+                n.generation,
+                "{t}"
+            );
+            let with_generation = tasked(n, |v| {
+                v["spec"]["generation"] =
+                    serde_yaml_ng::from_str("{eosTokenIds: [2], stopStrings: [x], maxOutputTokens: 8}").unwrap()
+            });
+            let refused = with_generation.iter().find(|d| {
+                d.code == Code::GenerationOnNonGeneratingTask && d.field.as_deref() == Some("spec.generation")
+            });
+            assert_eq!(refused.is_some(), !n.generation, "{t}: {with_generation:?}");
+            if let Some(d) = refused {
+                assert!(d.message.contains(&format!("a `{t}` model")), "{d:?}");
+            }
+            let modules = |pooling: bool| {
+                tasked(n, |v| {
+                    push_artifact(v, artifact("modules.json", "other", ""));
+                    if pooling {
+                        push_artifact(v, artifact("1_Pooling/config.json", "pooling-config", ""));
+                    }
+                })
+            };
+            let pooling = "no `pooling-config` artifact";
+            assert_eq!(says(&modules(false), Code::TaskArtifactMissing, pooling), n.pooling_with_modules, "{t}");
+            assert!(!says(&modules(true), Code::TaskArtifactMissing, pooling), "{t}");
+            // Labels or config: neither, either one.
+            let labels = |role: Option<&str>| {
+                tasked(n, |v| {
+                    let arts = v["spec"]["model"]["artifacts"].as_sequence_mut().unwrap();
+                    arts.retain(|a| a["role"] != "labels");
+                    if let Some(r) = role {
+                        arts.push(artifact("id2label.json", r, ""));
+                    }
+                })
+            };
+            let no_labels = "no `labels` or `config` artifact";
+            assert_eq!(says(&labels(None), Code::TaskArtifactMissing, no_labels), n.labels_or_config, "{t}");
+            for role in ["labels", "config"] {
+                assert!(!says(&labels(Some(role)), Code::TaskArtifactMissing, no_labels), "{t} {role}");
+            }
+        }
+        // Weights stay required whatever the task.
+        let other = &TASK_NEEDS[5];
+        assert_eq!(other.task, Task::Other);
+        assert!(tasked(other, |v| set_role(v, "weights", "other"))
+            .iter()
+            .any(|d| d.message == "no artifact has role `weights`"));
+    }
+
+    /// `explain` shows the table for each code it drives, one row per task.
+    #[test]
+    fn the_task_table_is_shown_for_the_codes_it_drives() {
+        for c in Code::ALL {
+            let t = task_table(*c);
+            assert_eq!(t.is_some(), TASK_CODES.contains(c), "{c:?}");
+            if let Some(t) = t {
+                let tasks: Vec<&str> = t.rows.iter().map(|r| r[0].as_str()).collect();
+                assert_eq!(tasks, Task::ALL.map(Task::as_str), "{c:?}");
+            }
+        }
+        let t = task_table(Code::TaskArtifactMissing).unwrap();
+        assert_eq!(
+            t.rows[2],
+            ["embedding", "required (BG007)", "—", "refused (BG030)", "required with `modules.json` (BG031)", "—"]
+        );
+    }
+
+    const DIGEST_A: &str = "sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+    const DIGEST_B: &str = "sha256:bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb";
+
+    /// An embedding release (the example re-tasked) with one index artifact
+    /// carrying `extra`, and `spec.model.embeddingRelease` when given.
+    fn with_index(extra: &str, queries_with: Option<&str>) -> Vec<Diagnostic> {
+        lint(
+            &edited(|v| {
+                v["spec"]["model"]["task"] = "embedding".into();
+                v["spec"].as_mapping_mut().unwrap().remove("generation");
+                if let Some(e) = queries_with {
+                    v["spec"]["model"]["embeddingRelease"] = e.into();
+                }
+                push_artifact(v, artifact("index.faiss", "retrieval-index", extra));
+                push_artifact(v, artifact("index_schema.json", "index-schema", ""));
+            }),
+            &RollbackStatus::NotDeclared,
+        )
+    }
+
+    /// The index and the embedding model, both ways: built with this
+    /// release's weights or with the separate release the service queries
+    /// with passes; built with other weights or another release is BG032
+    /// at `builtWith`; naming none, both, or a release while the bundle
+    /// names no query model is BG033.
+    #[test]
+    fn an_index_must_be_built_with_the_embedding_model_the_service_queries_with() {
+        let index_codes = [Code::IndexEmbeddingMismatch, Code::IndexEmbeddingUnnamed];
+        let clean = |d: Vec<Diagnostic>| !d.iter().any(|d| index_codes.contains(&d.code));
+        let weights = "20c86b9c3c2ca1e8ce883948c403e6eca546ec37c393463eb38d4f8a87021586";
+        assert!(clean(with_index(&format!(", builtWith: {{weightsSha256: {weights}}}"), None)));
+        assert!(clean(with_index(&format!(", builtWith: {{releaseDigest: '{DIGEST_A}'}}"), Some(DIGEST_A))));
+        let other_weights = with_index(&format!(", builtWith: {{weightsSha256: {}}}", "cd".repeat(32)), None);
+        let d = other_weights.iter().find(|d| d.code == Code::IndexEmbeddingMismatch).expect("mismatch");
+        assert_eq!(d.field.as_deref(), Some("spec.model.artifacts[5].builtWith"));
+        assert!(d.message.contains("not this release's weights"), "{d:?}");
+        assert_eq!(d.evidence, [format!("this release's weights: {weights}")]);
+        let other_release = with_index(&format!(", builtWith: {{releaseDigest: '{DIGEST_A}'}}"), Some(DIGEST_B));
+        let d = other_release.iter().find(|d| d.code == Code::IndexEmbeddingMismatch).expect("mismatch");
+        assert!(d
+            .message
+            .contains(&format!("built with embedding release {DIGEST_A}, but the service queries with {DIGEST_B}")));
+        for (extra, queries_with, words) in [
+            ("", None, "does not name the embedding model"),
+            (", builtWith: {}", None, "does not name the embedding model"),
+            (&format!(", builtWith: {{releaseDigest: '{DIGEST_A}', weightsSha256: {weights}}}"), None, "names both"),
+            (
+                &format!(", builtWith: {{releaseDigest: '{DIGEST_A}'}}"),
+                None,
+                "does not name the embedding release it queries with",
+            ),
+        ] {
+            let d = with_index(extra, queries_with);
+            assert!(says(&d, Code::IndexEmbeddingUnnamed, words), "{extra}: {d:?}");
+            assert!(!d.iter().any(|d| d.code == Code::IndexEmbeddingMismatch), "{extra}: {d:?}");
+        }
+    }
+
+    /// An adapter names its base release by digest; the fields of adapters
+    /// and indexes on another role are findings, not ignored.
+    #[test]
+    fn adapters_name_their_base_and_role_fields_stay_on_their_roles() {
+        let one = |a: serde_yaml_ng::Value| lint(&edited(|v| push_artifact(v, a)), &RollbackStatus::NotDeclared);
+        assert!(!one(artifact("adapter_model.safetensors", "adapter", &format!(", baseReleaseDigest: '{DIGEST_A}'")))
+            .iter()
+            .any(|d| d.code == Code::AdapterBaseUnnamed));
+        for (extra, words) in [("", "does not name the base release"), (", baseReleaseDigest: abc", "`abc` is not")] {
+            let d = one(artifact("adapter_model.safetensors", "adapter", extra));
+            assert!(says(&d, Code::AdapterBaseUnnamed, words), "{d:?}");
+        }
+        let d = one(artifact("x.bin", "other", &format!(", baseReleaseDigest: '{DIGEST_A}'")));
+        assert!(says(&d, Code::AdapterBaseUnnamed, "read only on an `adapter`"), "{d:?}");
+        let d = one(artifact("x.bin", "other", &format!(", builtWith: {{releaseDigest: '{DIGEST_A}'}}")));
+        assert!(says(&d, Code::IndexEmbeddingUnnamed, "read only on a `retrieval-index`"), "{d:?}");
     }
 }

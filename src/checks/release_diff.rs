@@ -167,7 +167,7 @@ fn field_changes(base: &ReleaseBundle, head: &ReleaseBundle) -> Vec<FieldChange>
         let mut out = BTreeMap::new();
         let v = json!({
             "runtime": s.runtime,
-            "model": {"storageUri": s.model.storage_uri},
+            "model": {"storageUri": s.model.storage_uri, "task": s.model.task, "embeddingRelease": s.model.embedding_release},
             "generation": s.generation,
             "serving": s.serving,
             "canary": s.canary,
@@ -188,8 +188,17 @@ fn field_changes(base: &ReleaseBundle, head: &ReleaseBundle) -> Vec<FieldChange>
 
 fn role_class(role: Option<ArtifactRole>) -> ChangeClass {
     match role {
-        Some(ArtifactRole::Weights) => ChangeClass::Weights,
-        Some(ArtifactRole::Tokenizer | ArtifactRole::ChatTemplate) => ChangeClass::TokenizerOrTemplate,
+        // What the model computes or retrieves: an adapter changes the
+        // outputs like weights do, a retrieval index what is answered from.
+        Some(ArtifactRole::Weights | ArtifactRole::Adapter | ArtifactRole::RetrievalIndex) => ChangeClass::Weights,
+        // What the model receives or how its outputs are read.
+        Some(
+            ArtifactRole::Tokenizer
+            | ArtifactRole::ChatTemplate
+            | ArtifactRole::PoolingConfig
+            | ArtifactRole::Labels
+            | ArtifactRole::IndexSchema,
+        ) => ChangeClass::TokenizerOrTemplate,
         _ => ChangeClass::ConfigOnly,
     }
 }
@@ -344,6 +353,8 @@ mod tests {
             size: Some(3),
             role: ArtifactRole::Config,
             store_checksum: None,
+            base_release_digest: None,
+            built_with: None,
         });
         let d = diff(&a, &b);
         assert!(d.artifacts.contains(&ArtifactChange::Renamed {

@@ -72,6 +72,11 @@ pub fn answer(api: GoldenApi, status: u16, latency_ms: u64, text: &str) -> Golde
             });
             (text, named("finish_reason"))
         }
+        (Some(v), GoldenApi::OpenAiEmbeddings) => {
+            // The vector as its JSON text: the golden set compares it by cosine.
+            let e = &v["data"][0]["embedding"];
+            (e.as_array().map(|_| e.to_string()), None)
+        }
         (None, _) => (None, None),
     };
     let raw = if content.is_none() { Some(truncate(text, 2000)) } else { None };
@@ -137,6 +142,10 @@ mod tests {
         let none = r#"{"outputs":[{"name":"t","data":[null]}]}"#;
         let v2 = answer(GoldenApi::KserveV2, 200, 1, none);
         assert_eq!((v2.content, v2.finish_reason, v2.raw.as_deref()), (None, None, Some(none)));
+        let e = answer(GoldenApi::OpenAiEmbeddings, 200, 1, r#"{"data":[{"embedding":[0.5,-1.0]}]}"#);
+        assert_eq!((e.content.as_deref(), e.raw), (Some("[0.5,-1.0]"), None));
+        let e = answer(GoldenApi::OpenAiEmbeddings, 200, 1, r#"{"data":[{"embedding":"AAAA"}]}"#);
+        assert_eq!(e.content, None, "a base64 embedding is not read as a vector");
         let long = "é".repeat(2500);
         let cut = answer(GoldenApi::OpenAiChat, 500, 1, &long).raw.unwrap();
         assert_eq!(cut, format!("{}…", "é".repeat(2000)));

@@ -31,6 +31,7 @@ mod sarif;
 mod schema;
 mod secrets;
 mod sign;
+mod tasks;
 mod toolchain;
 mod verify;
 mod verify_files;

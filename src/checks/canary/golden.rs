@@ -27,6 +27,9 @@ pub enum GoldenApi {
     OpenAiCompletions,
     #[serde(rename = "kserve-v2")]
     KserveV2,
+    /// OpenAI-compatible `/v1/embeddings` (vLLM, TEI): the answer is `data[0].embedding`.
+    #[serde(rename = "openai-embeddings")]
+    OpenAiEmbeddings,
 }
 
 #[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
@@ -42,6 +45,59 @@ pub struct GoldenExpect {
     pub max_chars: Option<usize>,
     #[serde(default)]
     pub max_latency_ms: Option<u64>,
+    /// An embedding model's recorded vector for this input: the answer's
+    /// cosine similarity to it must reach `minCosine` (default 0.99).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub embedding: Option<Vec<f64>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_cosine: Option<f64>,
+    /// A classifier's or reranker's expected label: the answer's text, exactly.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+}
+
+/// The similarity an embedding must reach to its recorded vector when the
+/// golden line names none: the same model on other hardware or batch sizes
+/// differs in the last float digits, a different model or pooling far more.
+pub(crate) const DEFAULT_MIN_COSINE: f64 = 0.99;
+
+/// Cosine similarity of two vectors of one length; `None` for different
+/// lengths, a zero vector or a value that is not finite.
+pub(crate) fn cosine(a: &[f64], b: &[f64]) -> Option<f64> {
+    if a.len() != b.len() || a.is_empty() {
+        return None;
+    }
+    let dot: f64 = a.iter().zip(b).map(|(x, y)| x * y).sum();
+    let norm = |v: &[f64]| v.iter().map(|x| x * x).sum::<f64>().sqrt();
+    let c = dot / (norm(a) * norm(b));
+    c.is_finite().then_some(c)
+}
+
+/// The embedding and label expectations (the text ones are the caller's).
+fn vector_and_label_problems(e: &GoldenExpect, content: &str, p: &mut Vec<String>) {
+    if let Some(want) = &e.embedding {
+        let min = e.min_cosine.unwrap_or(DEFAULT_MIN_COSINE);
+        match serde_json::from_str::<Vec<f64>>(content.trim()) {
+            Err(_) => p.push("the answer holds no embedding vector".into()),
+            Ok(got) => match cosine(&got, want) {
+                None => p.push(format!(
+                    "embedding of {} dimensions cannot be compared with the recorded {} (or is all zeros)",
+                    got.len(),
+                    want.len()
+                )),
+                Some(c) if c < min => {
+                    p.push(format!("embedding's cosine similarity to the recorded vector is {c:.4}, below {min}"))
+                }
+                Some(_) => {}
+            },
+        }
+    }
+    if let Some(want) = &e.label {
+        if content.trim() != want {
+            let got: String = content.trim().chars().take(80).collect();
+            p.push(format!("label `{got}`, expected `{want}`"));
+        }
+    }
 }
 
 /// What the candidate answered to one golden request.
@@ -68,6 +124,7 @@ pub fn golden_problems(s: &GoldenSample, a: &GoldenAnswer) -> Vec<String> {
         return p;
     };
     let e = &s.expect;
+    vector_and_label_problems(e, content, &mut p);
     if e.json {
         if let Err(err) = serde_json::from_str::<Value>(content.trim()) {
             p.push(format!("output is not valid JSON ({err})"));
@@ -329,6 +386,40 @@ mod tests {
         assert_eq!(GoldenRun::Error("timeout".into()).write_into(&mut step, &mut diags), "could not run (timeout)");
     }
 
+    /// An embedding passes at or above its cosine threshold (0.99 unless
+    /// the line says), fails below it, with another length or no vector;
+    /// a label passes only when equal.
+    #[test]
+    fn embeddings_are_judged_by_cosine_and_labels_by_equality() {
+        let judge = |expect: GoldenExpect, content: &str| {
+            let s = GoldenSample { name: "e".into(), api: GoldenApi::OpenAiEmbeddings, request: Value::Null, expect };
+            let a = GoldenAnswer {
+                status: 200,
+                latency_ms: 1,
+                content: Some(content.into()),
+                finish_reason: None,
+                raw: None,
+            };
+            golden_problems(&s, &a)
+        };
+        let rec =
+            |min: Option<f64>| GoldenExpect { embedding: Some(vec![1.0, 0.0]), min_cosine: min, ..Default::default() };
+        assert!(judge(rec(None), "[2.0, 0.0]").is_empty(), "scale does not matter");
+        // cos = 0.99 exactly passes the default; a little less does not.
+        let at = |c: f64| format!("[{c}, {}]", (1.0 - c * c).sqrt());
+        assert!(judge(rec(None), &at(0.995)).is_empty());
+        let p = judge(rec(None), &at(0.98));
+        assert_eq!(p, ["embedding's cosine similarity to the recorded vector is 0.9800, below 0.99"]);
+        assert!(judge(rec(Some(0.9)), &at(0.98)).is_empty());
+        assert!(judge(rec(None), "[1.0, 0.0, 0.0]")[0].contains("3 dimensions"));
+        assert!(judge(rec(None), "[0.0, 0.0]")[0].contains("all zeros"));
+        assert_eq!(judge(rec(None), "not a vector"), ["the answer holds no embedding vector"]);
+        let label = |l: &str| GoldenExpect { label: Some(l.into()), ..Default::default() };
+        assert!(judge(label("positive"), " positive\n").is_empty());
+        assert_eq!(judge(label("positive"), "negative"), ["label `negative`, expected `positive`"]);
+        assert_eq!(cosine(&[1.0, 1.0], &[1.0, 1.0]).map(|c| (c * 1e9).round()), Some(1e9));
+    }
+
     use proptest::prelude::*;
 
     proptest! {
@@ -349,7 +440,7 @@ mod tests {
             latency in 0u64..300,
             max_latency in prop::option::of(0u64..300),
         ) {
-            let s = GoldenSample { name: "g".into(), api: GoldenApi::OpenAiChat, request: Value::Null, expect: GoldenExpect { json, finish_reason: want_finish.clone(), min_chars: min, max_chars: max, max_latency_ms: max_latency } };
+            let s = GoldenSample { name: "g".into(), api: GoldenApi::OpenAiChat, request: Value::Null, expect: GoldenExpect { json, finish_reason: want_finish.clone(), min_chars: min, max_chars: max, max_latency_ms: max_latency, ..Default::default() } };
             let a = GoldenAnswer { status, latency_ms: latency, content: content.clone(), finish_reason: finish.clone(), raw: None };
             let chars = content.as_deref().map(|c| c.chars().count());
             let oracle = (200..300).contains(&status)
@@ -366,7 +457,7 @@ mod tests {
         /// A gateway's error page (HTML, any status) is never a passing answer:
         /// it carries no generated text, whatever it says.
         #[test]
-        fn a_gateway_error_page_never_passes(status in 200u16..600, title in "[ -~]{0,40}", api in prop_oneof![Just(GoldenApi::OpenAiChat), Just(GoldenApi::OpenAiCompletions), Just(GoldenApi::KserveV2)]) {
+        fn a_gateway_error_page_never_passes(status in 200u16..600, title in "[ -~]{0,40}", api in prop_oneof![Just(GoldenApi::OpenAiChat), Just(GoldenApi::OpenAiCompletions), Just(GoldenApi::KserveV2), Just(GoldenApi::OpenAiEmbeddings)]) {
             let page = format!("<html><head><title>{title}</title></head><body><h1>502 Bad Gateway</h1></body></html>");
             let s = GoldenSample { name: "g".into(), api, request: Value::Null, expect: GoldenExpect::default() };
             let a = crate::parse::golden::answer(api, status, 1, &page);
