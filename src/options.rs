@@ -221,6 +221,13 @@ pub struct VerifyOptions {
     #[cfg_attr(feature = "cli", arg(long))]
     #[serde(default)]
     pub deny_extra: bool,
+    /// Read every byte: the audit re-hashes everything instead of trusting
+    /// unchanged object identity; verify of an `oci://` model reads each
+    /// raw layer's blob whole instead of trusting the manifest's digest
+    /// and a `HEAD`.
+    #[cfg_attr(feature = "cli", arg(long))]
+    #[serde(default)]
+    pub deep: bool,
     /// Progress bar: auto (on a TTY), always, never.
     #[cfg_attr(feature = "cli", arg(long, value_enum, default_value_t = Progress::Auto))]
     #[serde(skip)]
@@ -229,7 +236,7 @@ pub struct VerifyOptions {
 
 impl Default for VerifyOptions {
     fn default() -> Self {
-        VerifyOptions { jobs: defaults::JOBS, deny_extra: false, progress: Progress::Auto }
+        VerifyOptions { jobs: defaults::JOBS, deny_extra: false, deep: false, progress: Progress::Auto }
     }
 }
 
@@ -514,10 +521,6 @@ pub struct PreflightOptions {
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 #[cfg_attr(feature = "cli", derive(clap::Args))]
 pub struct AuditOptions {
-    /// Re-hash everything instead of trusting unchanged object identity.
-    #[cfg_attr(feature = "cli", arg(long))]
-    #[serde(default)]
-    pub deep: bool,
     /// Audit cache (object identity → verified sha256): a folder (path or
     /// `file:` URI) or an object-store prefix (`s3://bucket/audit-cache/`), one object per
     /// bundle so concurrent shards share it; a `.json` file is a

@@ -21,7 +21,7 @@ use sha2::Digest;
 
 use crate::adapters::env::OciEnv;
 use crate::bundle::storage_uri::OciRef;
-use crate::checks::verify::oci::{IMAGE_MANIFEST, MAX_MANIFEST_BYTES};
+use crate::checks::verify::oci::{Entry, EntryKind, Form, IMAGE_MANIFEST, MAX_LAYER_ENTRIES, MAX_MANIFEST_BYTES};
 use crate::checks::verify::ReadFailure;
 use crate::parse::oci::DockerAuth;
 
@@ -224,17 +224,7 @@ impl Registry {
     pub(crate) async fn head_blob(&self, digest: &str) -> Result<u64, ReadFailure> {
         let url = format!("{}/blobs/{digest}", self.base);
         self.authorization().await.map_err(|e| ReadFailure::Unreachable(format!("{e:#}")))?;
-        let resp = match self.send(self.http.head(&url)).await {
-            Ok(r) => r,
-            Err(e) => {
-                let why = format!("{url}: {}", crate::adapters::store::short_error(&e));
-                return Err(if e.is_connect() || e.is_timeout() {
-                    ReadFailure::Unreachable(why)
-                } else {
-                    ReadFailure::Other(why)
-                });
-            }
-        };
+        let resp = self.send(self.http.head(&url)).await.map_err(|e| transport(&url, &e))?;
         let status = resp.status();
         match status {
             s if s.is_success() => resp
@@ -251,49 +241,211 @@ impl Registry {
         }
     }
 
-    /// Stream a blob through sha256, at most `size` bytes (the manifest's):
-    /// the hex digest of what came. `--deep` and archive layers read
-    /// through this (not wired yet).
-    #[cfg_attr(not(test), allow(dead_code))]
-    pub(crate) async fn hash_blob(&self, digest: &str, size: u64) -> Result<String, ReadFailure> {
+    /// A blob's `GET`, answered 2xx, or why not. No whole-request timeout:
+    /// a large blob takes its time; each chunk is bounded instead
+    /// ([`next_chunk`]).
+    async fn open_blob(&self, digest: &str) -> Result<(String, reqwest::Response), ReadFailure> {
         let url = format!("{}/blobs/{digest}", self.base);
         self.authorization().await.map_err(|e| ReadFailure::Unreachable(format!("{e:#}")))?;
-        let other =
-            |e: reqwest::Error| ReadFailure::Other(format!("{url}: {}", crate::adapters::store::short_error(&e)));
-        // No whole-request timeout: a large blob takes its time; each chunk
-        // is bounded instead.
         let req = self.http.get(&url);
         let req = match self.authorization.get().cloned().flatten() {
             Some(a) => req.header(reqwest::header::AUTHORIZATION, a),
             None => req,
         };
-        let mut resp = req.send().await.map_err(other)?;
+        let resp = req.send().await.map_err(|e| transport(&url, &e))?;
         let status = resp.status();
         if refused_status(status) {
             return Err(ReadFailure::Denied(self.refused(status, &url)));
         }
+        if status.as_u16() == 404 {
+            return Err(ReadFailure::Other(format!(
+                "its blob {digest} is listed in the manifest but the registry does not have it ({url}: 404)"
+            )));
+        }
         if !status.is_success() {
             return Err(ReadFailure::Other(format!("{url}: the registry answered {status}")));
         }
+        Ok((url, resp))
+    }
+
+    /// Stream a blob through sha256, at most `size` bytes (the manifest's):
+    /// the hex digest of what came (`--deep`).
+    pub(crate) async fn hash_blob(&self, digest: &str, size: u64) -> Result<String, ReadFailure> {
+        let (url, mut resp) = self.open_blob(digest).await?;
         let mut h = sha2::Sha256::new();
         let mut got = 0u64;
-        loop {
-            let chunk = tokio::time::timeout(CHUNK_TIMEOUT, resp.chunk())
-                .await
-                .map_err(|_| ReadFailure::Unreachable(format!("{url}: no bytes for {CHUNK_TIMEOUT:?}")))?
-                .map_err(other)?;
-            let Some(chunk) = chunk else { break };
-            got += chunk.len() as u64;
-            if got > size {
-                return Err(ReadFailure::Truncated { expected: size, got });
-            }
+        while let Some(chunk) = next_chunk(&url, &mut resp, &mut got, size).await? {
             h.update(&chunk);
-        }
-        if got != size {
-            return Err(ReadFailure::Truncated { expected: size, got });
         }
         Ok(hex::encode(h.finalize()))
     }
+
+    /// Stream an archive layer (tar, tar+gzip, tar+zstd), decompress and
+    /// walk it, hashing each regular file `keep` wants as it goes by: the
+    /// entries, in order. Memory stays bounded: a few chunks in flight, one
+    /// read buffer, one entry per kept path (at most
+    /// [`MAX_LAYER_ENTRIES`]). The layer's own bytes must hash to `digest`
+    /// and be `size` long, or the walk is a read failure.
+    pub(crate) async fn walk_layer(
+        &self,
+        digest: &str,
+        size: u64,
+        form: Form,
+        keep: impl Fn(&str) -> bool + Send + 'static,
+    ) -> Result<Vec<Entry>, ReadFailure> {
+        let (url, mut resp) = self.open_blob(digest).await?;
+        let (tx, rx) = tokio::sync::mpsc::channel::<bytes::Bytes>(8);
+        let walker = tokio::task::spawn_blocking(move || {
+            let mut r = ChannelReader { rx, chunk: bytes::Bytes::new(), hash: sha2::Sha256::new() };
+            let entries = walk_archive(&mut r, &form, &keep);
+            // Whatever the archive did not consume still counts for the digest.
+            let rest = std::io::copy(&mut r, &mut std::io::sink());
+            (entries, rest.map(|_| hex::encode(r.hash.finalize())))
+        });
+        let mut got = 0u64;
+        let pumped = async {
+            while let Some(chunk) = next_chunk(&url, &mut resp, &mut got, size).await? {
+                if tx.send(chunk).await.is_err() {
+                    break;
+                }
+            }
+            Ok::<(), ReadFailure>(())
+        }
+        .await;
+        drop(tx);
+        let (entries, hashed) =
+            walker.await.map_err(|e| ReadFailure::Other(format!("{url}: the archive walk failed: {e}")))?;
+        pumped?;
+        let entries = entries.map_err(|e| ReadFailure::Other(format!("layer {digest} is not a readable archive: {e}")))?;
+        let hex = hashed.map_err(|e| ReadFailure::Other(format!("{url}: {e}")))?;
+        if format!("sha256:{hex}") != digest {
+            return Err(ReadFailure::Other(format!(
+                "the registry's bytes for layer {digest} hash to sha256:{hex}: not the layer the manifest names"
+            )));
+        }
+        Ok(entries)
+    }
+}
+
+/// A transport error's words, and whether the registry is gone.
+fn transport(url: &str, e: &reqwest::Error) -> ReadFailure {
+    let why = format!("{url}: {}", crate::adapters::store::short_error(e));
+    if e.is_connect() || e.is_timeout() {
+        ReadFailure::Unreachable(why)
+    } else {
+        ReadFailure::Other(why)
+    }
+}
+
+/// The next chunk of a blob, each waited for at most [`CHUNK_TIMEOUT`]:
+/// more than `size` bytes in all, or fewer when it ends, is `Truncated`; a
+/// registry that stops sending or drops the connection is `Unreachable`.
+async fn next_chunk(
+    url: &str,
+    resp: &mut reqwest::Response,
+    got: &mut u64,
+    size: u64,
+) -> Result<Option<bytes::Bytes>, ReadFailure> {
+    let chunk = tokio::time::timeout(CHUNK_TIMEOUT, resp.chunk())
+        .await
+        .map_err(|_| ReadFailure::Unreachable(format!("{url}: no bytes for {CHUNK_TIMEOUT:?}")))?
+        .map_err(|e| {
+            ReadFailure::Unreachable(format!(
+                "{url}: the registry stopped sending after {got} of {size} bytes: {}",
+                crate::adapters::store::short_error(&e)
+            ))
+        })?;
+    match chunk {
+        Some(c) => {
+            *got += c.len() as u64;
+            if *got > size {
+                return Err(ReadFailure::Truncated { expected: size, got: *got });
+            }
+            Ok(Some(c))
+        }
+        None if *got != size => Err(ReadFailure::Truncated { expected: size, got: *got }),
+        None => Ok(None),
+    }
+}
+
+/// The blob's chunks as a `Read`, hashing every byte that passes.
+struct ChannelReader {
+    rx: tokio::sync::mpsc::Receiver<bytes::Bytes>,
+    chunk: bytes::Bytes,
+    hash: sha2::Sha256,
+}
+
+impl std::io::Read for ChannelReader {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        while self.chunk.is_empty() {
+            match self.rx.blocking_recv() {
+                Some(c) => self.chunk = c,
+                None => return Ok(0),
+            }
+        }
+        let n = buf.len().min(self.chunk.len());
+        let part = self.chunk.split_to(n);
+        self.hash.update(&part);
+        buf[..n].copy_from_slice(&part);
+        Ok(n)
+    }
+}
+
+/// Decompress and walk one archive: each entry `keep` wants (by its
+/// normalized path), regular files hashed. Nothing is written anywhere.
+fn walk_archive(r: &mut impl std::io::Read, form: &Form, keep: &dyn Fn(&str) -> bool) -> std::io::Result<Vec<Entry>> {
+    let decoded: Box<dyn std::io::Read + '_> = match form {
+        Form::Tar => Box::new(r),
+        Form::TarGzip => Box::new(flate2::read::MultiGzDecoder::new(r)),
+        Form::TarZstd => Box::new(zstd::stream::read::Decoder::new(r)?),
+        Form::Raw | Form::Other(_) => return Err(std::io::Error::other("not an archive layer")),
+    };
+    let mut archive = tar::Archive::new(decoded);
+    let mut out = Vec::new();
+    let mut buf = vec![0u8; 1 << 20];
+    for entry in archive.entries()? {
+        let mut entry = entry?;
+        let raw = entry.path_bytes().into_owned();
+        let path = String::from_utf8_lossy(&raw).into_owned();
+        if !keep(crate::checks::verify::oci::entry_path(&path)) {
+            continue;
+        }
+        if out.len() >= MAX_LAYER_ENTRIES {
+            return Err(std::io::Error::other(format!("more than {MAX_LAYER_ENTRIES} entries in the model's folder")));
+        }
+        use tar::EntryType as T;
+        let t = entry.header().entry_type();
+        let kind = match t {
+            T::Regular | T::Continuous | T::GNUSparse => {
+                let mut h = sha2::Sha256::new();
+                let mut size = 0u64;
+                loop {
+                    let n = std::io::Read::read(&mut entry, &mut buf)?;
+                    if n == 0 {
+                        break;
+                    }
+                    size += n as u64;
+                    h.update(&buf[..n]);
+                }
+                EntryKind::File { size, sha256: hex::encode(h.finalize()) }
+            }
+            T::Directory => EntryKind::Dir,
+            T::Symlink | T::Link => {
+                let target = entry.link_name_bytes().map(|b| String::from_utf8_lossy(&b).into_owned());
+                EntryKind::Link { hard: t == T::Link, target: target.unwrap_or_default() }
+            }
+            T::Char => EntryKind::Special("a character device".into()),
+            T::Block => EntryKind::Special("a block device".into()),
+            T::Fifo => EntryKind::Special("a FIFO".into()),
+            other => EntryKind::Special(format!("a tar entry of type {:?}", other.as_byte() as char)),
+        };
+        if std::str::from_utf8(&raw).is_err() {
+            out.push(Entry { path, kind: EntryKind::Special("a name that is not UTF-8".into()) });
+            continue;
+        }
+        out.push(Entry { path, kind });
+    }
+    Ok(out)
 }
 
 #[cfg(test)]

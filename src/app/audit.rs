@@ -35,7 +35,7 @@ pub(crate) fn run(ctx: &Ctx, root: &Path, o: &AuditOptions, ov: &Overrides) -> R
     let plan = AuditPlan::resolve(AuditInputs {
         shard: o.shard.as_deref(),
         completion_index: ctx.env.job_completion_index.as_deref(),
-        deep: o.deep,
+        deep: o.verify.deep,
         cache: o.cache.as_deref(),
         cache_dir: ctx.env.cache_dir.as_deref(),
         absolute_root: absolute_root.as_deref(),

@@ -126,11 +126,11 @@ pub(crate) async fn verify_loaded(
 
 /// Verify a model in an OCI registry, manifest first: the manifest by its
 /// digest (hashed to it), each matching raw layer's blob `HEAD`ed (no blob
-/// byte read), the one judgment. Files inside archive layers are NOT
-/// CHECKED (UNREADABLE) until the adapter walks archives.
+/// byte read; `--deep` reads it whole instead), each archive layer
+/// streamed and walked (its files hashed), the one judgment.
 async fn verify_oci(ctx: &Ctx, l: &Loaded, opts: &VerifyOptions, ov: &Overrides) -> StepReport {
     let started = std::time::Instant::now();
-    let (f, digest, present) = match gather_oci(ctx, l).await {
+    let g = match gather_oci(ctx, l, opts.deep).await {
         Ok(g) => g,
         Err(e) => {
             return StepReport::error(
@@ -140,17 +140,23 @@ async fn verify_oci(ctx: &Ctx, l: &Loaded, opts: &VerifyOptions, ov: &Overrides)
             )
         }
     };
-    let mut outcome = vcheck::evaluate(l, &f.listing, &f.hashes, opts.deny_extra);
-    vcheck::oci::note_manifest_rows(&mut outcome.rows, &present);
+    let f = &g.from;
+    let mut outcome = vcheck::evaluate_with_refused(l, &f.listing, &f.refused, &f.hashes, opts.deny_extra);
+    vcheck::oci::note_manifest_rows(&mut outcome.rows, f, &g.present, &g.read);
     let diags = std::mem::take(&mut outcome.diagnostics);
     let mut s = StepReport::new("verify", &l.display);
     s.diagnostics = ov.apply(diags);
     s.verdict = vcheck::verdict(l, &outcome, &s.diagnostics);
-    s.summary = summary(l, &outcome, s.verdict, 0, 0, started.elapsed().as_secs_f64());
-    s.summary.push_str(&format!("; manifest {digest}: {} blob(s) present by HEAD, 0 blob bytes read", present.len()));
-    if !f.archives.is_empty() {
-        s.summary.push_str(&format!("; {} archive layer(s) not read yet", f.archives.len()));
-    }
+    let n_read = g.read.len() + f.in_layer.len();
+    s.summary = summary(l, &outcome, s.verdict, n_read, g.bytes_read, started.elapsed().as_secs_f64());
+    s.summary.push_str(&format!(
+        "; manifest {}: {} blob(s) present by HEAD, {} raw blob(s) read, {} archive layer(s) walked ({} blob bytes read)",
+        g.digest,
+        g.present.len(),
+        g.read.len(),
+        g.walked,
+        g.bytes_read
+    ));
     if !f.unnamed.is_empty() {
         s.summary.push_str(&format!("; raw layer(s) without a safe file path: {}", f.unnamed.join(", ")));
     }
@@ -158,18 +164,32 @@ async fn verify_oci(ctx: &Ctx, l: &Loaded, opts: &VerifyOptions, ov: &Overrides)
     s.data = serde_json::json!({
         "storageUri": l.bundle.spec.model.storage_uri,
         "releaseDigest": l.digest,
-        "manifestDigest": digest,
+        "manifestDigest": g.digest,
         "artifacts": outcome.rows,
-        "blobsHeaded": present.len(),
-        "bytesHashed": 0,
-        "objectsHashed": 0,
+        "blobsHeaded": g.present.len(),
+        "layersWalked": g.walked,
+        "bytesHashed": g.bytes_read,
+        "objectsHashed": n_read,
     });
     s
 }
 
-/// What the registry says: the manifest read as a listing, with each
-/// `HEAD` folded in (the paths found present); the manifest digest.
-async fn gather_oci(ctx: &Ctx, l: &Loaded) -> Result<(vcheck::oci::FromManifest, String, BTreeSet<String>)> {
+/// What the registry said about one bundle's model.
+struct OciGathered {
+    from: vcheck::oci::FromManifest,
+    digest: String,
+    /// Raw layers found present by `HEAD`, and read whole (`--deep`).
+    present: BTreeSet<String>,
+    read: BTreeSet<String>,
+    /// Archive layers walked, and the blob bytes read in all.
+    walked: usize,
+    bytes_read: u64,
+}
+
+/// What the registry says: the manifest, each archive layer walked, read
+/// as a listing, with each raw layer's `HEAD` (or, `deep`, its whole
+/// read) folded in.
+async fn gather_oci(ctx: &Ctx, l: &Loaded, deep: bool) -> Result<OciGathered> {
     use crate::checks::verify::ReadFailure;
     let uri = &l.bundle.spec.model.storage_uri;
     let r = bundle::storage_uri::parse(uri).map_err(|e| anyhow!(e))?.oci.context("not an OCI reference")?;
@@ -179,23 +199,53 @@ async fn gather_oci(ctx: &Ctx, l: &Loaded) -> Result<(vcheck::oci::FromManifest,
     let reg = ctx.open_registry(&r)?;
     let bytes = reg.manifest(&digest).await?;
     let m = crate::parse::oci::manifest(&format!("{}/{}@{digest}", r.registry, r.repository), &bytes)?;
-    let mut f = vcheck::oci::from_manifest(&m, &digest, &l.bundle.spec.model.artifacts);
-    let mut heads = Vec::new();
-    // Once the registry stops answering, no further blob is asked about
-    // (each would wait out its own timeout): the rest are NOT CHECKED.
+    // Once the registry stops answering, nothing further is asked (each
+    // would wait out its own timeout): the rest are NOT CHECKED.
     let mut gone: Option<String> = None;
-    for (path, blob, size) in vcheck::oci::blobs_to_head(l, &f) {
-        let head = match &gone {
-            Some(why) => Err(ReadFailure::NotChecked(format!("the registry stopped answering: {why}"))),
-            None => reg.head_blob(&blob).await,
+    let stopped = |why: &String| ReadFailure::NotChecked(format!("the registry stopped answering: {why}"));
+    let root = vcheck::oci::model_root(m.kind());
+    let mut walked = BTreeMap::new();
+    let mut bytes_read = 0;
+    for (layer, size, form) in vcheck::oci::layers_to_walk(&m) {
+        let w = match &gone {
+            Some(why) => Err(stopped(why)),
+            None => reg.walk_layer(&layer, size, form, move |p| vcheck::oci::entry_wanted(root, p)).await,
         };
-        if let Err(ReadFailure::Unreachable(why)) = &head {
-            gone = Some(why.clone());
+        match &w {
+            Err(ReadFailure::Unreachable(why)) => gone = Some(why.clone()),
+            Ok(_) => bytes_read += size,
+            Err(_) => {}
         }
-        heads.push((path, size, head));
+        walked.insert(layer, w);
+    }
+    let n_walked = walked.values().filter(|w| w.is_ok()).count();
+    let mut f = vcheck::oci::from_manifest(&m, &digest, &l.bundle.spec.model.artifacts, &walked);
+    let (mut heads, mut reads) = (Vec::new(), Vec::new());
+    for (path, blob, size) in vcheck::oci::blobs_to_head(l, &f) {
+        if let Some(why) = &gone {
+            heads.push((path, size, Err(stopped(why))));
+            continue;
+        }
+        if deep {
+            let read = reg.hash_blob(&blob, size).await;
+            if read.is_ok() {
+                bytes_read += size;
+            }
+            if let Err(ReadFailure::Unreachable(why)) = &read {
+                gone = Some(why.clone());
+            }
+            reads.push((path, read));
+        } else {
+            let head = reg.head_blob(&blob).await;
+            if let Err(ReadFailure::Unreachable(why)) = &head {
+                gone = Some(why.clone());
+            }
+            heads.push((path, size, head));
+        }
     }
     let present = vcheck::oci::apply_heads(&mut f, heads);
-    Ok((f, digest, present))
+    let read = vcheck::oci::apply_rereads(&mut f, reads);
+    Ok(OciGathered { from: f, digest, present, read, walked: n_walked, bytes_read })
 }
 
 /// Whether the hashing progress bar is drawn: `auto` when stderr is a terminal.

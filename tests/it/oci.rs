@@ -213,3 +213,182 @@ fn base64_of(s: &str) -> String {
     use base64::Engine;
     base64::engine::general_purpose::STANDARD.encode(s)
 }
+
+// ---- archive layers, modelcars, --deep ------------------------------------
+
+/// The registry's access-log lines for blobs of the test repository: GETs, HEADs.
+fn blob_requests(log: &str) -> (usize, usize) {
+    let access: Vec<&str> = log.lines().filter(|l| l.contains(" HTTP/1.1\"")).collect();
+    let n = |verb: &str| access.iter().filter(|l| l.contains(&format!("\"{verb} /v2/models/llm-scratch/blobs/"))).count();
+    (n("GET"), n("HEAD"))
+}
+
+fn note_of(out: &Out, path: &str) -> String {
+    let v = out.json();
+    let rows = v["steps"][0]["data"]["artifacts"].as_array().unwrap().clone();
+    let row = rows.iter().find(|r| r["path"] == path).unwrap_or_else(|| panic!("no row {path}: {}", out.stdout));
+    row["note"].as_str().unwrap_or_default().to_string()
+}
+
+/// A ModelPack artifact with a raw layer and tar, tar+gzip and tar+zstd
+/// folder layers (the last as `kit pack --use-model-pack` writes one: KitOps
+/// itself ships no binary here, so oras pushes the same layer): every file
+/// inside is hashed from the streamed layer, the raw one is one HEAD;
+/// `--deep` reads the raw blob too.
+#[test]
+fn registry_archive_layers_are_walked_and_each_file_hashed() {
+    let Some(reg) = Registry::start(false) else { return };
+    let layers =
+        ["ckpt.pt", "tar:chat_template.jinja", "tar+gzip:generation_config.json", "tar+zstd:tokenizer.json,clean_corpus.txt"];
+    let (ex, _) = pushed(&reg, &repo().join("examples/store/llm-scratch/v2"), &layers);
+    let before = reg.log().len();
+    let out = verify(&ex, &reg.env(false));
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert_eq!(out.json()["verdict"], "pass");
+    for f in &FILES[1..] {
+        assert_eq!(status_of(&out, f), "OK");
+        assert!(note_of(&out, f).contains("hashed inside layer sha256:"), "{}", out.stdout);
+    }
+    assert!(note_of(&out, "ckpt.pt").contains("blob present (not read)"));
+    assert_eq!(blob_requests(&reg.log()[before..]), (3, 1), "three layers walked, one raw blob HEADed");
+    let before = reg.log().len();
+    let e: Vec<(&str, &str)> = reg.env(false).iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let out = run_within(ex.path(), &["verify", "--deep", "--format", "json", ex.v2().to_str().unwrap()], &e, 120);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert!(note_of(&out, "ckpt.pt").contains("blob read whole"), "{}", out.stdout);
+    assert_eq!(blob_requests(&reg.log()[before..]), (4, 0), "--deep GETs the raw blob instead of a HEAD");
+}
+
+/// A raw blob's bytes changed in the registry's storage (same size): the
+/// default verify trusts the manifest and the HEAD (documented); `--deep`
+/// reads the bytes and says DIGEST-MISMATCH.
+#[test]
+fn registry_deep_sees_raw_bytes_changed_in_storage() {
+    let Some(reg) = Registry::start(false) else { return };
+    let (ex, _) = pushed(&reg, &repo().join("examples/store/llm-scratch/v2"), &FILES);
+    let ckpt = reg.blob_path("sha256:".to_string() + &sha256_file(&repo().join("examples/store/llm-scratch/v2/ckpt.pt")));
+    let mut bytes = std::fs::read(&ckpt).unwrap();
+    bytes[100] ^= 0xff;
+    std::fs::write(&ckpt, bytes).unwrap();
+    let e: Vec<(&str, &str)> = reg.env(false).iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let out = run_within(ex.path(), &["verify", "--deep", "--format", "json", ex.v2().to_str().unwrap()], &e, 120);
+    assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
+    assert_eq!(status_of(&out, "ckpt.pt"), "DIGEST-MISMATCH");
+    assert_eq!(status_of(&out, "tokenizer.json"), "OK");
+}
+
+fn sha256_file(p: &std::path::Path) -> String {
+    use sha2::Digest;
+    hex::encode(sha2::Sha256::digest(std::fs::read(p).unwrap()))
+}
+
+/// A KServe modelcar (a plain image, the model under `/models`), pushed
+/// with oras: a later layer overrides an earlier one, a whiteout deletes
+/// the file below it (MISSING), a symbolic link is refused unread (BG108),
+/// the OS files outside `/models` are not the model's.
+#[test]
+fn registry_modelcar_layers_override_whiteouts_delete_and_links_are_refused() {
+    let Some(reg) = Registry::start(false) else { return };
+    let store = repo().join("examples/store/llm-scratch/v2");
+    let tmp = tempfile::tempdir().unwrap();
+    let changed = tmp.path().join("ckpt.pt");
+    let mut ckpt = std::fs::read(store.join("ckpt.pt")).unwrap();
+    ckpt[0] ^= 0xff;
+    std::fs::write(&changed, ckpt).unwrap();
+    let os_file = tmp.path().join("os-release");
+    std::fs::write(&os_file, "ID=debian\n").unwrap();
+    let rest = "tokenizer.json,chat_template.jinja,generation_config.json,clean_corpus.txt";
+    let base = format!("tar+gzip:ckpt.pt@{},/etc/os-release@{},{rest}", changed.display(), os_file.display());
+    let original = format!("tar+gzip:ckpt.pt,{rest}");
+    // The lower layer's changed ckpt.pt is overridden by the original above it.
+    let (ex, _) = pushed(&reg, &store, &["--modelcar", &base, "tar+zstd:ckpt.pt"]);
+    let out = verify(&ex, &reg.env(false));
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert_eq!(status_of(&out, "ckpt.pt"), "OK");
+    // The other way round: the changed one is what the image holds.
+    let top = format!("tar:ckpt.pt@{}", changed.display());
+    let (ex, _) = pushed(&reg, &store, &["--modelcar", &original, &top]);
+    let out = verify(&ex, &reg.env(false));
+    assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
+    assert_eq!(status_of(&out, "ckpt.pt"), "DIGEST-MISMATCH");
+    // A whiteout and a link.
+    let (ex, _) = pushed(&reg, &store, &["--modelcar", &base, "tar+zstd:ckpt.pt,.wh.clean_corpus.txt,tok->/etc/passwd"]);
+    let out = verify(&ex, &reg.env(false));
+    assert_ne!(out.json()["verdict"], "pass", "{}", out.stdout);
+    assert_eq!(status_of(&out, "clean_corpus.txt"), "MISSING");
+    assert_eq!(status_of(&out, "tokenizer.json"), "OK");
+    let d = out.diag("BG108");
+    assert!(d["message"].as_str().unwrap().contains("symbolic link to `/etc/passwd`"), "{d}");
+}
+
+/// A TCP proxy in front of the registry that cuts every connection
+/// `after` bytes into the answer to the first blob GET it forwards: the
+/// registry stopping mid-blob, deterministically.
+fn cutting_proxy(upstream: u16, after: usize) -> u16 {
+    use std::io::{Read, Write};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for c in l.incoming() {
+            let Ok(mut c) = c else { return };
+            let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", upstream)) else { return };
+            let seen = std::sync::Arc::new(AtomicBool::new(false));
+            let (mut c2, mut s2, seen2) = (c.try_clone().unwrap(), s.try_clone().unwrap(), seen.clone());
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 16384];
+                while let Ok(n) = c2.read(&mut buf) {
+                    if n == 0 || s2.write_all(&buf[..n]).is_err() {
+                        break;
+                    }
+                    if String::from_utf8_lossy(&buf[..n]).contains("GET /v2/models/llm-scratch/blobs/") {
+                        seen2.store(true, Ordering::SeqCst);
+                    }
+                }
+            });
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 16384];
+                let mut sent = 0;
+                while let Ok(n) = s.read(&mut buf) {
+                    if n == 0 || c.write_all(&buf[..n]).is_err() {
+                        break;
+                    }
+                    if seen.load(Ordering::SeqCst) {
+                        sent += n;
+                        if sent > after {
+                            let _ = c.shutdown(std::net::Shutdown::Both);
+                            let _ = s.shutdown(std::net::Shutdown::Both);
+                            break;
+                        }
+                    }
+                }
+            });
+        }
+    });
+    port
+}
+
+/// The registry stops sending in the middle of an archive layer: its files
+/// are NOT CHECKED (BG109), the step never PASS.
+#[test]
+fn registry_stopped_mid_blob_is_never_a_pass() {
+    let Some(reg) = Registry::start(false) else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let pad = tmp.path().join("pad");
+    std::fs::write(&pad, (0..4u32 << 20).map(|i| (i.wrapping_mul(2654435761) >> 13) as u8).collect::<Vec<u8>>())
+        .unwrap();
+    let layer = format!("tar:aaa-padding.bin@{},{}", pad.display(), FILES.join(","));
+    let (ex, _) = pushed(&reg, &repo().join("examples/store/llm-scratch/v2"), &[&layer]);
+    let port = cutting_proxy(reg.port, 256 << 10);
+    let host = format!("127.0.0.1:{port}");
+    ex.edit_v2(|v| {
+        let uri = at(v, "spec.model.storageUri").as_str().unwrap().replace(&reg.host(), &host);
+        *at(v, "spec.model.storageUri") = uri.into();
+    });
+    let out = verify(&ex, &[("BUNDLEGATE_OCI_INSECURE_REGISTRIES", host)]);
+    assert_ne!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert_ne!(out.json()["verdict"], "pass");
+    assert_eq!(status_of(&out, "ckpt.pt"), "UNREADABLE", "{}", out.stdout);
+    assert!(out.codes().contains(&"BG109".to_string()), "{}", out.stdout);
+    assert!(out.stdout.contains("stopped sending"), "{}", out.stdout);
+}

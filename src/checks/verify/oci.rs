@@ -108,49 +108,227 @@ impl Descriptor {
     }
 }
 
+/// One entry of an archive layer as the adapter walked it: a regular
+/// file's size and sha256 (its bytes hashed as they streamed by), or what
+/// else it is. Paths are as the tar header names them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    pub path: String,
+    pub kind: EntryKind,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EntryKind {
+    File { size: u64, sha256: String },
+    Dir,
+    /// A symbolic (`hard: false`) or hard link, never followed.
+    Link { hard: bool, target: String },
+    /// A device, FIFO or other entry that holds no file bytes.
+    Special(String),
+}
+
+/// What walking one archive layer found: its entries, or why it could not
+/// be read (the registry stopped mid-blob, the bytes are not the layer's).
+pub type Walked = Result<Vec<Entry>, ReadFailure>;
+
+/// At most this many entries are kept per layer: a layer of more is
+/// refused rather than held in memory.
+pub const MAX_LAYER_ENTRIES: usize = 1_000_000;
+
+/// Where the model lives inside an archive: a modelcar (plain image) holds
+/// it under `/models` (KServe's modelcar contract); a ModelPack or KitOps
+/// archive layer holds paths relative to the model's root.
+pub fn model_root(k: Kind) -> &'static str {
+    match k {
+        Kind::Image => "models/",
+        Kind::ModelPack | Kind::KitOps => "",
+    }
+}
+
+/// A tar header's path, as one layer applies it: `./` and `/` in front
+/// and `/` behind dropped.
+pub fn entry_path(p: &str) -> &str {
+    let mut p = p;
+    loop {
+        let q = p.trim_start_matches('/').trim_start_matches("./");
+        if q == p {
+            break;
+        }
+        p = q;
+    }
+    p.trim_end_matches('/')
+}
+
+const WHITEOUT: &str = ".wh.";
+const OPAQUE: &str = ".wh..wh..opq";
+
+/// Whether the adapter keeps an entry (normalized path): every whiteout
+/// (it may delete the model's folder), and what is under the model's root.
+pub fn entry_wanted(root: &str, path: &str) -> bool {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    name.starts_with(WHITEOUT) || root.is_empty() || path.starts_with(root)
+}
+
 /// The manifest as the verify judgment reads a store: a listing, the
-/// hashes known without reading a byte, and the layers left to stream.
+/// hashes known (from the manifest for raw layers, from the walk for
+/// archive layers), and what could not be read.
 #[derive(Debug, Default)]
 pub struct FromManifest {
     pub listing: Vec<Listed>,
     pub hashes: BTreeMap<String, HashOutcome>,
-    /// Archive layers (their digest and form) whose files are not read here.
+    /// Archive layers (their digest and form), walked or not.
     pub archives: Vec<(String, Form)>,
     /// Raw layers without a usable file path (no annotation, or one that
     /// leaves the model): named, never dropped.
     pub unnamed: Vec<String>,
+    /// Entries of archive layers that are not files (links, devices) or
+    /// whose path leaves the model: BG108, never read.
+    pub refused: Vec<super::Refused>,
+    /// Paths held by raw layers (their digest is their sha256).
+    pub raw: std::collections::BTreeSet<String>,
+    /// Paths hashed inside an archive layer, and that layer's digest.
+    pub in_layer: BTreeMap<String, String>,
 }
 
-/// Read a manifest as a listing. `manifest_digest` names where it came from
-/// in the notes; `artifacts` are the bundle's (for the archive rule).
-pub fn from_manifest(m: &Manifest, manifest_digest: &str, artifacts: &[Artifact]) -> FromManifest {
+/// What a path holds after the layers so far.
+#[derive(Debug, Clone)]
+enum Item {
+    /// Size, digest (the blob's, for a raw layer; the file's for an entry)
+    /// and the archive layer it came from (none for a raw layer).
+    File { size: u64, sha256: String, layer: Option<String> },
+    Refused(String),
+}
+
+/// The path a full archive path has in the model, if it is in the model.
+fn in_model<'a>(root: &str, full: &'a str) -> Option<&'a str> {
+    full.strip_prefix(root).filter(|p| !p.is_empty())
+}
+
+/// Apply one walked layer over the paths so far: its whiteouts delete from
+/// the layers below (a `.wh.NAME` the name and all under it, `.wh..wh..opq`
+/// all of its folder), then its entries override.
+fn apply_layer(state: &mut BTreeMap<String, Item>, root: &str, layer: &str, entries: &[Entry]) -> Vec<String> {
+    let mut escaping = Vec::new();
+    for e in entries {
+        let path = entry_path(&e.path);
+        let (dir, name) = path.rsplit_once('/').unwrap_or(("", path));
+        let gone = if name == OPAQUE {
+            dir.to_string()
+        } else if let Some(n) = name.strip_prefix(WHITEOUT) {
+            if dir.is_empty() { n.to_string() } else { format!("{dir}/{n}") }
+        } else {
+            continue;
+        };
+        // A whiteout of the model's folder or above deletes every path.
+        if gone.is_empty() || root.starts_with(&format!("{gone}/")) {
+            state.clear();
+        } else if let Some(g) = in_model(root, &gone) {
+            state.retain(|k, _| k != g && !k.starts_with(&format!("{g}/")));
+        }
+    }
+    for e in entries {
+        let full = entry_path(&e.path);
+        let name = full.rsplit('/').next().unwrap_or(full);
+        if name.starts_with(WHITEOUT) {
+            continue;
+        }
+        let Some(path) = in_model(root, full) else { continue };
+        if bundle::path_escapes(path) {
+            escaping.push(e.path.clone());
+            continue;
+        }
+        let item = match &e.kind {
+            EntryKind::File { size, sha256 } => {
+                Item::File { size: *size, sha256: sha256.clone(), layer: Some(layer.to_string()) }
+            }
+            // A folder replaces a file of its name; its files are their own entries.
+            EntryKind::Dir => {
+                state.remove(path);
+                continue;
+            }
+            EntryKind::Link { hard, target } => Item::Refused(format!(
+                "a {} link to `{target}` in layer {layer} (links are not followed)",
+                if *hard { "hard" } else { "symbolic" }
+            )),
+            EntryKind::Special(what) => Item::Refused(format!("{what} in layer {layer}")),
+        };
+        state.insert(path.to_string(), item);
+    }
+    escaping
+}
+
+/// Read a manifest and its walked archive layers (by layer digest) as a
+/// listing, layer by layer in the manifest's order: a later layer
+/// overrides an earlier one for the same path, as in an image.
+/// `manifest_digest` names where it came from; `artifacts` are the
+/// bundle's (a file not found while some layer could not be read is NOT
+/// CHECKED, never MISSING).
+pub fn from_manifest(
+    m: &Manifest,
+    manifest_digest: &str,
+    artifacts: &[Artifact],
+    walked: &BTreeMap<String, Walked>,
+) -> FromManifest {
     let mut out = FromManifest::default();
-    // Later layers override earlier ones for the same path, as in an image.
-    let mut raw: BTreeMap<String, (u64, String)> = BTreeMap::new();
+    let root = model_root(m.kind());
+    let mut state: BTreeMap<String, Item> = BTreeMap::new();
+    let mut unread: Vec<String> = Vec::new();
     for layer in &m.layers {
         match layer.form() {
             Form::Raw => match layer.filepath() {
                 Some(p) if !bundle::path_escapes(p) => {
-                    raw.insert(p.to_string(), (layer.size, layer.digest.clone()));
+                    let sha256 = layer.digest.trim_start_matches("sha256:").to_string();
+                    state.insert(p.to_string(), Item::File { size: layer.size, sha256, layer: None });
                 }
                 _ => out.unnamed.push(layer.digest.clone()),
             },
-            form => out.archives.push((layer.digest.clone(), form)),
+            form => {
+                out.archives.push((layer.digest.clone(), form.clone()));
+                match (form, walked.get(&layer.digest)) {
+                    (Form::Other(t), _) => unread.push(format!("{} (media type `{t}`, not read)", layer.digest)),
+                    (_, Some(Ok(entries))) => {
+                        for e in apply_layer(&mut state, root, &layer.digest, entries) {
+                            out.refused.push(super::Refused {
+                                key: e,
+                                why: format!("a path leaving the model in layer {}", layer.digest),
+                            });
+                        }
+                    }
+                    (_, Some(Err(f))) => unread.push(format!("{}: {f}", layer.digest)),
+                    (_, None) => unread.push(format!("{} (not read)", layer.digest)),
+                }
+            }
         }
     }
-    for (path, (size, digest)) in &raw {
-        out.listing.push(Listed {
-            key: path.clone(),
-            size: *size,
-            e_tag: Some(digest.clone()),
-            version: Some(manifest_digest.to_string()),
-            last_modified: String::new(),
-        });
-        let sha256 = digest.trim_start_matches("sha256:").to_string();
-        out.hashes.insert(path.clone(), HashOutcome::Hashed { sha256, retries: Vec::new() });
+    for (path, item) in state {
+        match item {
+            Item::File { size, sha256, layer } => {
+                let e_tag = match &layer {
+                    None => {
+                        out.raw.insert(path.clone());
+                        format!("sha256:{sha256}")
+                    }
+                    Some(l) => {
+                        out.in_layer.insert(path.clone(), l.clone());
+                        l.clone()
+                    }
+                };
+                out.listing.push(Listed {
+                    key: path.clone(),
+                    size,
+                    e_tag: Some(e_tag),
+                    version: Some(manifest_digest.to_string()),
+                    last_modified: String::new(),
+                });
+                out.hashes.insert(path, HashOutcome::Hashed { sha256, retries: Vec::new() });
+            }
+            Item::Refused(why) => out.refused.push(super::Refused { key: path, why }),
+        }
     }
-    if !out.archives.is_empty() {
-        for a in artifacts.iter().filter(|a| !raw.contains_key(&a.path)) {
+    if !unread.is_empty() {
+        let listed: std::collections::BTreeSet<String> =
+            out.listing.iter().map(|o| o.key.clone()).chain(out.refused.iter().map(|r| r.key.clone())).collect();
+        for a in artifacts.iter().filter(|a| !listed.contains(&a.path)) {
             // Listed at the bundle's own size, so the judgment reaches the
             // hash, which says why it was not read.
             out.listing.push(Listed {
@@ -161,8 +339,8 @@ pub fn from_manifest(m: &Manifest, manifest_digest: &str, artifacts: &[Artifact]
                 last_modified: String::new(),
             });
             let why = format!(
-                "not a raw layer of {manifest_digest}: it may be inside one of its {} archive layer(s), which bundlegate does not read yet",
-                out.archives.len()
+                "not found in the layers of {manifest_digest} that were read; it may be in a layer that could not be: {}",
+                unread.join("; ")
             );
             out.hashes.insert(
                 a.path.clone(),
@@ -171,6 +349,16 @@ pub fn from_manifest(m: &Manifest, manifest_digest: &str, artifacts: &[Artifact]
         }
     }
     out
+}
+
+/// The archive layers to walk (digest, size, form), in the manifest's
+/// order; layers of a media type bundlegate does not read are left out.
+pub fn layers_to_walk(m: &Manifest) -> Vec<(String, u64, Form)> {
+    m.layers
+        .iter()
+        .filter(|l| matches!(l.form(), Form::Tar | Form::TarGzip | Form::TarZstd))
+        .map(|l| (l.digest.clone(), l.size, l.form()))
+        .collect()
 }
 
 /// What a `HEAD` of a raw layer's blob found: its size, or why not.
@@ -183,6 +371,7 @@ pub fn blobs_to_head(l: &bundle::Loaded, f: &FromManifest) -> Vec<(String, Strin
     super::to_hash(l, &f.listing)
         .into_iter()
         .filter_map(|o| {
+            f.raw.contains(&o.key).then_some(())?;
             let a = l.bundle.spec.model.artifacts.iter().find(|a| a.path == o.key)?;
             let digest = o.e_tag.clone()?;
             let same = matches!(f.hashes.get(&o.key), Some(HashOutcome::Hashed { sha256, .. }) if Some(sha256) == a.sha256.as_ref());
@@ -210,11 +399,46 @@ pub fn apply_heads(f: &mut FromManifest, heads: Vec<(String, u64, Head)>) -> std
     present
 }
 
-/// Say on each OK row that its digest is the manifest's and its blob was
-/// found present: no byte of it was read.
-pub fn note_manifest_rows(rows: &mut [super::Row], present: &std::collections::BTreeSet<String>) {
-    for r in rows.iter_mut().filter(|r| r.status == super::Status::Ok && present.contains(&r.path)) {
-        r.note = "digest from manifest, blob present (not read)".into();
+/// What `--deep` read of a raw layer's blob: the sha256 of its bytes, or
+/// why not.
+pub type Reread = Result<String, ReadFailure>;
+
+/// Fold the re-reads in (`--deep`): the blob's own hash replaces the
+/// manifest's, so bytes changed in the registry's storage are a
+/// DIGEST-MISMATCH; a blob that could not be read is that failure. Returns
+/// the paths read whole.
+pub fn apply_rereads(f: &mut FromManifest, reads: Vec<(String, Reread)>) -> std::collections::BTreeSet<String> {
+    let mut read = std::collections::BTreeSet::new();
+    for (path, r) in reads {
+        let outcome = match r {
+            Ok(sha256) => {
+                read.insert(path.clone());
+                HashOutcome::Hashed { sha256, retries: Vec::new() }
+            }
+            Err(failure) => HashOutcome::Failed { failure, retries: Vec::new() },
+        };
+        f.hashes.insert(path, outcome);
+    }
+    read
+}
+
+/// Say on each OK row where its hash came from: a raw layer's digest in the
+/// manifest with the blob found present (no byte read), the blob read
+/// whole (`--deep`), or the file hashed inside an archive layer.
+pub fn note_manifest_rows(
+    rows: &mut [super::Row],
+    f: &FromManifest,
+    present: &std::collections::BTreeSet<String>,
+    read: &std::collections::BTreeSet<String>,
+) {
+    for r in rows.iter_mut().filter(|r| r.status == super::Status::Ok) {
+        if present.contains(&r.path) {
+            r.note = "digest from manifest, blob present (not read)".into();
+        } else if read.contains(&r.path) {
+            r.note = "blob read whole, its sha256 is the manifest's".into();
+        } else if let Some(layer) = f.in_layer.get(&r.path) {
+            r.note = format!("hashed inside layer {layer}");
+        }
     }
 }
 
@@ -266,7 +490,7 @@ mod tests {
     const M: &str = "sha256:1111111111111111111111111111111111111111111111111111111111111111";
 
     fn statuses(l: &crate::bundle::Loaded, m: &Manifest, deny_extra: bool) -> Vec<(String, Status)> {
-        let f = from_manifest(m, M, &l.bundle.spec.model.artifacts);
+        let f = from_manifest(m, M, &l.bundle.spec.model.artifacts, &BTreeMap::new());
         evaluate(l, &f.listing, &f.hashes, deny_extra).rows.into_iter().map(|r| (r.path, r.status)).collect()
     }
 
@@ -299,8 +523,8 @@ mod tests {
         assert!(st.contains(&("README.md".to_string(), Status::Extra)), "{st:?}");
     }
 
-    /// A file that may be inside an archive layer is not shown absent:
-    /// NOT CHECKED (UNREADABLE), never MISSING, never OK.
+    /// A file that may be inside an archive layer not read is not shown
+    /// absent: NOT CHECKED (UNREADABLE), never MISSING, never OK.
     #[test]
     fn files_inside_archive_layers_are_not_checked_never_missing() {
         let l = loaded("oci://r.io/m@sha256:1111111111111111111111111111111111111111111111111111111111111111");
@@ -319,7 +543,7 @@ mod tests {
         });
         let mut m = m;
         m.layers.retain(|x| x.filepath() != Some(first.as_str()));
-        let f = from_manifest(&m, M, &l.bundle.spec.model.artifacts);
+        let f = from_manifest(&m, M, &l.bundle.spec.model.artifacts, &BTreeMap::new());
         assert_eq!(f.archives.len(), 1);
         let st = statuses(&l, &m, false);
         assert!(st.contains(&(first.clone(), Status::Unreadable)), "{st:?}");
@@ -339,7 +563,7 @@ mod tests {
             "e".repeat(64)
         );
         let m = manifest_of(&l, &escaping, |_, d, s| (d.to_string(), s));
-        let f = from_manifest(&m, M, &l.bundle.spec.model.artifacts);
+        let f = from_manifest(&m, M, &l.bundle.spec.model.artifacts, &BTreeMap::new());
         assert_eq!(f.unnamed, vec![format!("sha256:{}", "e".repeat(64))]);
         assert!(f.listing.iter().all(|x| !x.key.contains("..")));
     }
@@ -357,7 +581,7 @@ mod tests {
                 (d.to_string(), s)
             }
         });
-        let mut f = from_manifest(&m, M, &l.bundle.spec.model.artifacts);
+        let mut f = from_manifest(&m, M, &l.bundle.spec.model.artifacts, &BTreeMap::new());
         let todo = blobs_to_head(&l, &f);
         // The mismatching digest is judged from the manifest: no HEAD.
         assert!(todo.iter().all(|(p, _, _)| *p != first));
@@ -376,7 +600,7 @@ mod tests {
             .collect();
         let present = apply_heads(&mut f, heads);
         let mut out = evaluate(&l, &f.listing, &f.hashes, false);
-        note_manifest_rows(&mut out.rows, &present);
+        note_manifest_rows(&mut out.rows, &f, &present, &Default::default());
         let st = |p: &str| out.rows.iter().find(|r| r.path == p).unwrap().clone();
         assert_eq!(st(&first).status, Status::DigestMismatch);
         assert_eq!(st(&todo[0].0).status, Status::Unreadable);
@@ -387,5 +611,133 @@ mod tests {
             assert_eq!(st(p).status, Status::Ok);
             assert!(st(p).note.contains("digest from manifest, blob present"));
         }
+    }
+
+    fn file(path: &str, body: &[u8]) -> Entry {
+        use sha2::Digest;
+        Entry {
+            path: path.into(),
+            kind: EntryKind::File { size: body.len() as u64, sha256: hex::encode(sha2::Sha256::digest(body)) },
+        }
+    }
+
+    /// A modelcar: two image layers walked. The later overrides the
+    /// earlier, a whiteout deletes from the layers below, files outside
+    /// `/models` are not the model's, a link is refused (BG108) and never
+    /// followed.
+    #[test]
+    fn image_layers_override_whiteouts_delete_and_links_are_refused() {
+        let l = loaded("oci://r.io/m@sha256:1111111111111111111111111111111111111111111111111111111111111111");
+        let arts = &l.bundle.spec.model.artifacts;
+        let (a0, a1, a2) = (arts[0].path.clone(), arts[1].path.clone(), arts[2].path.clone());
+        let layer = |d: char| format!("sha256:{}", d.to_string().repeat(64));
+        let text = format!(
+            r#"{{"schemaVersion": 2, "config": {{"mediaType": "application/vnd.oci.image.config.v1+json", "digest": "{}", "size": 2}},
+              "layers": [{{"mediaType": "application/vnd.oci.image.layer.v1.tar+gzip", "digest": "{}", "size": 9}},
+                         {{"mediaType": "application/vnd.oci.image.layer.v1.tar+zstd", "digest": "{}", "size": 9}}]}}"#,
+            layer('0'),
+            layer('a'),
+            layer('b')
+        );
+        let m = manifest("m", text.as_bytes()).unwrap();
+        assert_eq!(m.kind(), Kind::Image);
+        let bodies = ["x".as_bytes(), b"y", b"z"];
+        let lower = vec![
+            file("./etc/passwd", b"root"),
+            Entry { path: "models/".into(), kind: EntryKind::Dir },
+            file(&format!("./models/{a0}"), b"wrong"),
+            file(&format!("models/{a1}"), bodies[1]),
+            file(&format!("models/{a2}"), bodies[2]),
+        ];
+        let upper = vec![
+            file(&format!("models/{a0}"), bodies[0]),
+            file(&format!("models/.wh.{a2}"), b""),
+            Entry { path: "models/tok".into(), kind: EntryKind::Link { hard: false, target: "/etc/passwd".into() } },
+            Entry { path: "models/dev".into(), kind: EntryKind::Special("a character device".into()) },
+        ];
+        let walked: BTreeMap<String, Walked> = [(layer('a'), Ok(lower)), (layer('b'), Ok(upper))].into();
+        let f = from_manifest(&m, M, arts, &walked);
+        let keys: Vec<&str> = f.listing.iter().map(|o| o.key.as_str()).collect();
+        assert_eq!(keys, vec![a0.as_str(), a1.as_str()], "the later layer overrides, the whiteout deletes");
+        let sha = |p: &str| match &f.hashes[p] {
+            HashOutcome::Hashed { sha256, .. } => sha256.clone(),
+            o => panic!("{o:?}"),
+        };
+        use sha2::Digest;
+        assert_eq!(sha(&a0), hex::encode(sha2::Sha256::digest(bodies[0])));
+        assert_eq!(f.in_layer[&a0], layer('b'));
+        assert_eq!(f.in_layer[&a1], layer('a'));
+        let refused: Vec<(&str, &str)> = f.refused.iter().map(|r| (r.key.as_str(), r.why.as_str())).collect();
+        assert!(refused.iter().any(|(k, w)| *k == "tok" && w.contains("symbolic link to `/etc/passwd`")), "{refused:?}");
+        assert!(refused.iter().any(|(k, w)| *k == "dev" && w.contains("character device")), "{refused:?}");
+        // An opaque whiteout of the folder, or one of `models` itself, empties the model.
+        for wh in ["models/.wh..wh..opq", ".wh.models"] {
+            let walked: BTreeMap<String, Walked> = [
+                (layer('a'), Ok(vec![file(&format!("models/{a1}"), b"y")])),
+                (layer('b'), Ok(vec![file(wh, b""), file(&format!("models/{a0}"), b"x")])),
+            ]
+            .into();
+            let f = from_manifest(&m, M, arts, &walked);
+            let keys: Vec<&str> = f.listing.iter().map(|o| o.key.as_str()).collect();
+            // The opaque whiteout hides what is below, not the layer's own files.
+            assert_eq!(keys, vec![a0.as_str()], "{wh}");
+        }
+        // A layer that could not be read: what is not found is NOT CHECKED, not MISSING.
+        let walked: BTreeMap<String, Walked> = [
+            (layer('a'), Ok(vec![file(&format!("models/{a1}"), b"y")])),
+            (layer('b'), Err(ReadFailure::Unreachable("connection reset".into()))),
+        ]
+        .into();
+        let f = from_manifest(&m, M, arts, &walked);
+        assert!(
+            matches!(&f.hashes[&a0], HashOutcome::Failed { failure: ReadFailure::NotChecked(w), .. } if w.contains("connection reset")),
+            "{:?}",
+            f.hashes[&a0]
+        );
+        assert!(matches!(&f.hashes[&a1], HashOutcome::Hashed { .. }));
+    }
+
+    /// A ModelPack archive layer holds paths from the model's root; one
+    /// that leaves it is refused, never listed.
+    #[test]
+    fn modelpack_archive_entries_are_model_paths_and_escapes_are_refused() {
+        let l = loaded("oci://r.io/m@sha256:1111111111111111111111111111111111111111111111111111111111111111");
+        let arts = &l.bundle.spec.model.artifacts;
+        let tar = format!(
+            r#"{{"mediaType": "application/vnd.cncf.model.weight.v1.tar+zstd", "digest": "sha256:{}", "size": 9, "annotations": {{"org.cncf.model.filepath": "x"}}}}"#,
+            "c".repeat(64)
+        );
+        let m = manifest_of(&l, &tar, |_, d, s| (d.to_string(), s));
+        let walked: BTreeMap<String, Walked> =
+            [(format!("sha256:{}", "c".repeat(64)), Ok(vec![file("configs/a.json", b"{}"), file("../up", b"!")]))].into();
+        let f = from_manifest(&m, M, arts, &walked);
+        assert!(f.listing.iter().any(|o| o.key == "configs/a.json"));
+        assert!(f.refused.iter().any(|r| r.key == "../up" && r.why.contains("leaving the model")), "{:?}", f.refused);
+        assert_eq!(entry_path("./././models/a/"), "models/a");
+        assert!(entry_wanted("models/", "etc/.wh.x") && !entry_wanted("models/", "etc/passwd"));
+        assert!(entry_wanted("", "etc/passwd"));
+    }
+
+    /// `--deep`: the blob's own hash replaces the manifest's; a blob that
+    /// could not be read is that failure, never OK.
+    #[test]
+    fn deep_rereads_replace_the_manifest_hash() {
+        let l = loaded("oci://r.io/m@sha256:1111111111111111111111111111111111111111111111111111111111111111");
+        let arts = &l.bundle.spec.model.artifacts;
+        let m = manifest_of(&l, "", |_, d, s| (d.to_string(), s));
+        let mut f = from_manifest(&m, M, arts, &BTreeMap::new());
+        let reads = vec![
+            (arts[0].path.clone(), Ok("f".repeat(64))),
+            (arts[1].path.clone(), Err(ReadFailure::Truncated { expected: 9, got: 3 })),
+            (arts[2].path.clone(), Ok(arts[2].sha256.clone().unwrap())),
+        ];
+        let read = apply_rereads(&mut f, reads);
+        let mut out = evaluate(&l, &f.listing, &f.hashes, false);
+        note_manifest_rows(&mut out.rows, &f, &Default::default(), &read);
+        let st = |p: &str| out.rows.iter().find(|r| r.path == p).unwrap().clone();
+        assert_eq!(st(&arts[0].path).status, Status::DigestMismatch);
+        assert_eq!(st(&arts[1].path).status, Status::Unreadable);
+        assert_eq!(st(&arts[2].path).status, Status::Ok);
+        assert!(st(&arts[2].path).note.contains("blob read whole"));
     }
 }
