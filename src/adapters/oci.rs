@@ -316,7 +316,8 @@ impl Registry {
         let (entries, hashed) =
             walker.await.map_err(|e| ReadFailure::Other(format!("{url}: the archive walk failed: {e}")))?;
         pumped?;
-        let entries = entries.map_err(|e| ReadFailure::Other(format!("layer {digest} is not a readable archive: {e}")))?;
+        let entries =
+            entries.map_err(|e| ReadFailure::Other(format!("layer {digest} is not a readable archive: {e}")))?;
         let hex = hashed.map_err(|e| ReadFailure::Other(format!("{url}: {e}")))?;
         if format!("sha256:{hex}") != digest {
             return Err(ReadFailure::Other(format!(

@@ -365,11 +365,17 @@ fn every_code_is_documented_and_docs_are_in_sync() {
     let docs = std::fs::read_to_string(repo().join("docs/diagnostics.md")).unwrap();
     assert_eq!(docs, body, "docs/diagnostics.md is stale: run `cargo run -q -- codes --format json | jq -r '.steps[0].details[0].body' > docs/diagnostics.md`");
     // Every lint/verify code appears in some test in this crate.
+    // Every file of the suite, a command's folder (tests/it/watch/…) too.
     let mut tests = String::new();
-    for e in std::fs::read_dir(repo().join("tests/it")).unwrap() {
-        let p = e.unwrap().path();
-        if p.extension().map(|e| e == "rs").unwrap_or(false) {
-            tests.push_str(&std::fs::read_to_string(p).unwrap());
+    let mut dirs = vec![repo().join("tests/it")];
+    while let Some(d) = dirs.pop() {
+        for e in std::fs::read_dir(d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                dirs.push(p);
+            } else if p.extension().map(|e| e == "rs").unwrap_or(false) {
+                tests.push_str(&std::fs::read_to_string(p).unwrap());
+            }
         }
     }
     let codes = run(&["codes", "--format", "json"]).json()["steps"][0]["tables"][0]["rows"].clone();

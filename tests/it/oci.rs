@@ -219,7 +219,8 @@ fn base64_of(s: &str) -> String {
 /// The registry's access-log lines for blobs of the test repository: GETs, HEADs.
 fn blob_requests(log: &str) -> (usize, usize) {
     let access: Vec<&str> = log.lines().filter(|l| l.contains(" HTTP/1.1\"")).collect();
-    let n = |verb: &str| access.iter().filter(|l| l.contains(&format!("\"{verb} /v2/models/llm-scratch/blobs/"))).count();
+    let n =
+        |verb: &str| access.iter().filter(|l| l.contains(&format!("\"{verb} /v2/models/llm-scratch/blobs/"))).count();
     (n("GET"), n("HEAD"))
 }
 
@@ -238,8 +239,12 @@ fn note_of(out: &Out, path: &str) -> String {
 #[test]
 fn registry_archive_layers_are_walked_and_each_file_hashed() {
     let Some(reg) = Registry::start(false) else { return };
-    let layers =
-        ["ckpt.pt", "tar:chat_template.jinja", "tar+gzip:generation_config.json", "tar+zstd:tokenizer.json,clean_corpus.txt"];
+    let layers = [
+        "ckpt.pt",
+        "tar:chat_template.jinja",
+        "tar+gzip:generation_config.json",
+        "tar+zstd:tokenizer.json,clean_corpus.txt",
+    ];
     let (ex, _) = pushed(&reg, &repo().join("examples/store/llm-scratch/v2"), &layers);
     let before = reg.log().len();
     let out = verify(&ex, &reg.env(false));
@@ -252,7 +257,8 @@ fn registry_archive_layers_are_walked_and_each_file_hashed() {
     assert!(note_of(&out, "ckpt.pt").contains("blob present (not read)"));
     assert_eq!(blob_requests(&reg.log()[before..]), (3, 1), "three layers walked, one raw blob HEADed");
     let before = reg.log().len();
-    let e: Vec<(&str, &str)> = reg.env(false).iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let env = reg.env(false);
+    let e: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
     let out = run_within(ex.path(), &["verify", "--deep", "--format", "json", ex.v2().to_str().unwrap()], &e, 120);
     assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
     assert!(note_of(&out, "ckpt.pt").contains("blob read whole"), "{}", out.stdout);
@@ -266,14 +272,17 @@ fn registry_archive_layers_are_walked_and_each_file_hashed() {
 fn registry_deep_sees_raw_bytes_changed_in_storage() {
     let Some(reg) = Registry::start(false) else { return };
     let (ex, _) = pushed(&reg, &repo().join("examples/store/llm-scratch/v2"), &FILES);
-    let ckpt = reg.blob_path("sha256:".to_string() + &sha256_file(&repo().join("examples/store/llm-scratch/v2/ckpt.pt")));
+    let ckpt =
+        reg.blob_path(&("sha256:".to_string() + &sha256_file(&repo().join("examples/store/llm-scratch/v2/ckpt.pt"))));
     let mut bytes = std::fs::read(&ckpt).unwrap();
     bytes[100] ^= 0xff;
     std::fs::write(&ckpt, bytes).unwrap();
-    let e: Vec<(&str, &str)> = reg.env(false).iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let env = reg.env(false);
+    let e: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
     let out = run_within(ex.path(), &["verify", "--deep", "--format", "json", ex.v2().to_str().unwrap()], &e, 120);
     assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
     assert_eq!(status_of(&out, "ckpt.pt"), "DIGEST-MISMATCH");
+    assert!(out.stdout.contains("BG103"), "the finding is artifact-digest-mismatch (BG103): {}", out.stdout);
     assert_eq!(status_of(&out, "tokenizer.json"), "OK");
 }
 
@@ -312,7 +321,8 @@ fn registry_modelcar_layers_override_whiteouts_delete_and_links_are_refused() {
     assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
     assert_eq!(status_of(&out, "ckpt.pt"), "DIGEST-MISMATCH");
     // A whiteout and a link.
-    let (ex, _) = pushed(&reg, &store, &["--modelcar", &base, "tar+zstd:ckpt.pt,.wh.clean_corpus.txt,tok->/etc/passwd"]);
+    let (ex, _) =
+        pushed(&reg, &store, &["--modelcar", &base, "tar+zstd:ckpt.pt,.wh.clean_corpus.txt,tok->/etc/passwd"]);
     let out = verify(&ex, &reg.env(false));
     assert_ne!(out.json()["verdict"], "pass", "{}", out.stdout);
     assert_eq!(status_of(&out, "clean_corpus.txt"), "MISSING");

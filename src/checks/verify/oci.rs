@@ -119,10 +119,16 @@ pub struct Entry {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum EntryKind {
-    File { size: u64, sha256: String },
+    File {
+        size: u64,
+        sha256: String,
+    },
     Dir,
     /// A symbolic (`hard: false`) or hard link, never followed.
-    Link { hard: bool, target: String },
+    Link {
+        hard: bool,
+        target: String,
+    },
     /// A device, FIFO or other entry that holds no file bytes.
     Special(String),
 }
@@ -195,7 +201,11 @@ pub struct FromManifest {
 enum Item {
     /// Size, digest (the blob's, for a raw layer; the file's for an entry)
     /// and the archive layer it came from (none for a raw layer).
-    File { size: u64, sha256: String, layer: Option<String> },
+    File {
+        size: u64,
+        sha256: String,
+        layer: Option<String>,
+    },
     Refused(String),
 }
 
@@ -215,7 +225,11 @@ fn apply_layer(state: &mut BTreeMap<String, Item>, root: &str, layer: &str, entr
         let gone = if name == OPAQUE {
             dir.to_string()
         } else if let Some(n) = name.strip_prefix(WHITEOUT) {
-            if dir.is_empty() { n.to_string() } else { format!("{dir}/{n}") }
+            if dir.is_empty() {
+                n.to_string()
+            } else {
+                format!("{dir}/{n}")
+            }
         } else {
             continue;
         };
@@ -668,7 +682,10 @@ mod tests {
         assert_eq!(f.in_layer[&a0], layer('b'));
         assert_eq!(f.in_layer[&a1], layer('a'));
         let refused: Vec<(&str, &str)> = f.refused.iter().map(|r| (r.key.as_str(), r.why.as_str())).collect();
-        assert!(refused.iter().any(|(k, w)| *k == "tok" && w.contains("symbolic link to `/etc/passwd`")), "{refused:?}");
+        assert!(
+            refused.iter().any(|(k, w)| *k == "tok" && w.contains("symbolic link to `/etc/passwd`")),
+            "{refused:?}"
+        );
         assert!(refused.iter().any(|(k, w)| *k == "dev" && w.contains("character device")), "{refused:?}");
         // An opaque whiteout of the folder, or one of `models` itself, empties the model.
         for wh in ["models/.wh..wh..opq", ".wh.models"] {
@@ -709,10 +726,20 @@ mod tests {
         );
         let m = manifest_of(&l, &tar, |_, d, s| (d.to_string(), s));
         let walked: BTreeMap<String, Walked> =
-            [(format!("sha256:{}", "c".repeat(64)), Ok(vec![file("configs/a.json", b"{}"), file("../up", b"!")]))].into();
+            [(format!("sha256:{}", "c".repeat(64)), Ok(vec![file("configs/a.json", b"{}"), file("../up", b"!")]))]
+                .into();
         let f = from_manifest(&m, M, arts, &walked);
         assert!(f.listing.iter().any(|o| o.key == "configs/a.json"));
         assert!(f.refused.iter().any(|r| r.key == "../up" && r.why.contains("leaving the model")), "{:?}", f.refused);
+        // Verify makes the refusal a finding: store-object-escapes (BG108).
+        let out = super::super::evaluate_with_refused(&l, &f.listing, &f.refused, &BTreeMap::new(), false);
+        assert!(
+            out.diagnostics
+                .iter()
+                .any(|d| d.code == crate::diag::Code::StoreObjectEscapes && d.message.contains("../up")),
+            "{:?}",
+            out.diagnostics
+        );
         assert_eq!(entry_path("./././models/a/"), "models/a");
         assert!(entry_wanted("models/", "etc/.wh.x") && !entry_wanted("models/", "etc/passwd"));
         assert!(entry_wanted("", "etc/passwd"));
