@@ -163,6 +163,9 @@ pub enum ServingFormat {
     KserveModelspec,
     KserveCustom,
     Deployment,
+    /// KServe's `LLMInferenceService` (`serving.kserve.io/v1alpha2`): the
+    /// model source is `spec.model.uri`.
+    KserveLlm,
 }
 
 impl ServingFormat {
@@ -171,6 +174,7 @@ impl ServingFormat {
             ServingFormat::KserveModelspec => "kserve-modelspec",
             ServingFormat::KserveCustom => "kserve-custom",
             ServingFormat::Deployment => "deployment",
+            ServingFormat::KserveLlm => "kserve-llm",
         }
     }
 }

@@ -18,6 +18,7 @@ mod harden_files;
 mod hardening_four;
 mod hardening_yaml;
 mod health_lua;
+mod kserve_llm;
 mod layout;
 mod leftovers;
 mod lint;

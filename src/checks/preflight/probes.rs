@@ -39,14 +39,14 @@ pub(super) fn check(cx: &Rollout) -> Vec<Diagnostic> {
             );
         }
         let budget = load + SCHEDULING_ALLOWANCE_SECONDS as f64;
-        if (s.rollout.progress_deadline_seconds as f64) < budget {
+        let deadline = super::effective_rollout(s).0.progress_deadline_seconds;
+        if (deadline as f64) < budget {
             diags.push(
                 d(
                     Code::ProgressDeadlineShort,
                     "spec.serving.rollout.progressDeadlineSeconds",
                     format!(
-                        "progressDeadlineSeconds {} is shorter than load time + scheduling ({load}s + {SCHEDULING_ALLOWANCE_SECONDS}s): a healthy rollout ends ProgressDeadlineExceeded, which rolls nothing back",
-                        s.rollout.progress_deadline_seconds
+                        "progressDeadlineSeconds {deadline} is shorter than load time + scheduling ({load}s + {SCHEDULING_ALLOWANCE_SECONDS}s): a healthy rollout ends ProgressDeadlineExceeded, which rolls nothing back"
                     ),
                 )
                 .evidence(format!("{SCHEDULING_ALLOWANCE_SECONDS}s is a floor for scheduling and container start with a cached image, not a measurement"))
