@@ -190,3 +190,39 @@ fn the_shipped_llm_examples_render_as_llminferenceservice() {
         assert_valid(&objs[0]);
     }
 }
+
+/// KServe's own split between two real renders: the baseline (llm-scratch
+/// v1) and the candidate (v2) as LLMInferenceServices in one route group,
+/// each object valid against the CRD, the declared share read back, and
+/// the observed split judged against it.
+#[test]
+fn a_traffic_step_renders_valid_weighted_objects_and_the_observed_split_is_judged() {
+    use bundlegate::checks::canary::split::{declared_share, judge_split, render_split, SplitVerdict};
+    let ex = llm_example("s3://models/llm-scratch/v2/");
+    edit_yaml(&ex.v1(), |v| *at(v, "spec.serving.format") = "kserve-llm".into());
+    let baseline = rendered(&ex.run(&["render", ex.v1().to_str().unwrap()])).remove(0);
+    let mut candidate = rendered(&ex.run(&["render", ex.v2().to_str().unwrap()])).remove(0);
+    candidate["metadata"]["name"] = "llm-scratch-v2".into();
+    let objs = render_split(&baseline, &candidate, 10).unwrap();
+    assert_eq!(objs.len(), 2);
+    for o in &objs {
+        assert_valid(o);
+    }
+    assert_eq!(objs[0]["spec"]["model"]["uri"], baseline["spec"]["model"]["uri"]);
+    assert_eq!(objs[1]["spec"]["model"]["uri"], "s3://models/llm-scratch/v2/");
+    assert_eq!(declared_share(&objs, "llm-scratch-v2").unwrap(), 10.0);
+    let (v, d) = judge_split(declared_share(&objs, "llm-scratch-v2").unwrap(), 2_500, 10_000);
+    assert_eq!(v, SplitVerdict::Mismatch);
+    assert_eq!(d.unwrap().code.to_string(), "BG310");
+    assert_eq!(judge_split(10.0, 30, 300).1.unwrap().code.to_string(), "BG311");
+    assert_eq!(judge_split(10.0, 1_000, 10_000).0, SplitVerdict::Holds);
+    // The same for an InferenceService in Standard mode: spec.canary[].
+    let isvc = |p: &std::path::Path| {
+        edit_yaml(p, |v| *at(v, "spec.serving.format") = "kserve-custom".into());
+        rendered(&ex.run(&["render", p.to_str().unwrap()])).remove(0)
+    };
+    let (b, c) = (isvc(&ex.v1()), isvc(&ex.v2()));
+    let step = render_split(&b, &c, 50).unwrap();
+    crate::render::assert_valid_isvc(&step[0]);
+    assert_eq!(declared_share(&step, "llm-scratch").unwrap(), 50.0);
+}

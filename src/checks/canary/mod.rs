@@ -27,7 +27,7 @@ pub mod providers;
 pub(crate) mod query;
 pub mod ramp;
 pub(crate) mod report;
-pub(crate) mod split;
+pub mod split;
 pub mod statistics;
 pub(crate) mod walk;
 

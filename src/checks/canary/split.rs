@@ -26,7 +26,7 @@ use crate::diag::{Code, Diagnostic};
 
 /// How far (percentage points) the observed share may stray from the
 /// declared one before the step's evidence is not the declared step's.
-pub(crate) const SPLIT_TOLERANCE_POINTS: f64 = 5.0;
+pub const SPLIT_TOLERANCE_POINTS: f64 = 5.0;
 
 fn kind(o: &Value) -> Option<&str> {
     o.get("kind").and_then(Value::as_str)
@@ -35,7 +35,7 @@ fn kind(o: &Value) -> Option<&str> {
 /// The objects that hold `step` (the candidate's percentage, 1..=100) of
 /// the traffic on the candidate, from the baseline's and the candidate's
 /// rendered objects (each one object of the same kind).
-pub(crate) fn render_split(baseline: &Value, candidate: &Value, step: u32) -> Result<Vec<Value>, String> {
+pub fn render_split(baseline: &Value, candidate: &Value, step: u32) -> Result<Vec<Value>, String> {
     if !(1..=100).contains(&step) {
         return Err(format!("traffic step {step} is not a percentage in 1..=100"));
     }
@@ -73,9 +73,17 @@ pub(crate) fn render_split(baseline: &Value, candidate: &Value, step: u32) -> Re
     }
 }
 
+/// An LLMInferenceService's route group and weight.
+fn route(o: &Value) -> (Option<&str>, Option<u64>) {
+    (
+        o.pointer("/spec/router/route/group").and_then(Value::as_str),
+        o.pointer("/spec/router/route/weight").and_then(Value::as_u64),
+    )
+}
+
 /// The candidate's share (percent) the objects declare: an InferenceService's
 /// one `spec.canary` entry, or the candidate's weight within its route group.
-pub(crate) fn declared_share(objects: &[Value], candidate_name: &str) -> Result<f64, String> {
+pub fn declared_share(objects: &[Value], candidate_name: &str) -> Result<f64, String> {
     if let Some(isvc) = objects.iter().find(|o| kind(o) == Some("InferenceService")) {
         return match isvc.pointer("/spec/canary").and_then(Value::as_array).map(Vec::as_slice) {
             None | Some([]) => Ok(100.0),
@@ -90,12 +98,6 @@ pub(crate) fn declared_share(objects: &[Value], candidate_name: &str) -> Result<
             }
         };
     }
-    let route = |o: &Value| {
-        (
-            o.pointer("/spec/router/route/group").and_then(Value::as_str),
-            o.pointer("/spec/router/route/weight").and_then(Value::as_u64),
-        )
-    };
     let name = |o: &Value| o.pointer("/metadata/name").and_then(Value::as_str).map(str::to_string);
     let cand = objects
         .iter()
@@ -113,7 +115,7 @@ pub(crate) fn declared_share(objects: &[Value], candidate_name: &str) -> Result<
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
-pub(crate) enum SplitVerdict {
+pub enum SplitVerdict {
     /// The requests follow the declared split (within the tolerance).
     Holds,
     Mismatch,
@@ -132,7 +134,7 @@ fn requests_needed(p: f64, tol: f64) -> u64 {
 
 /// The observed split against the declared one: `candidate` of `total`
 /// requests went to the candidate while the objects declared `declared_pct`.
-pub(crate) fn judge_split(declared_pct: f64, candidate: u64, total: u64) -> (SplitVerdict, Option<Diagnostic>) {
+pub fn judge_split(declared_pct: f64, candidate: u64, total: u64) -> (SplitVerdict, Option<Diagnostic>) {
     let p = declared_pct / 100.0;
     let tol = SPLIT_TOLERANCE_POINTS / 100.0;
     let needed = requests_needed(p.clamp(0.0, 1.0), tol);
@@ -167,7 +169,7 @@ pub(crate) fn judge_split(declared_pct: f64, candidate: u64, total: u64) -> (Spl
 }
 
 /// BG312: the objects state no split this judgment can read.
-pub(crate) fn split_unreadable(why: &str) -> Diagnostic {
+pub fn split_unreadable(why: &str) -> Diagnostic {
     Diagnostic::new(
         Code::TrafficSplitUnreadable,
         format!("the rendered objects state no traffic split to judge: {why}"),
