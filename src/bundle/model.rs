@@ -163,8 +163,9 @@ pub enum ServingFormat {
     KserveModelspec,
     KserveCustom,
     Deployment,
-    /// KServe's `LLMInferenceService` (`serving.kserve.io/v1alpha2`): the
-    /// model source is `spec.model.uri`.
+    // KServe's `LLMInferenceService` (`serving.kserve.io/v1alpha2`): the
+    // model source is `spec.model.uri`. (A plain comment: a doc comment
+    // would split the schema's enum.)
     KserveLlm,
 }
 
