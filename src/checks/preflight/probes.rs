@@ -118,4 +118,28 @@ mod tests {
         let d = preflight(&l, &ClusterState::default()).unwrap().diagnostics;
         assert!(find(&d, Code::ProbeKillsLoadingPod).is_none() && find(&d, Code::ProgressDeadlineShort).is_none());
     }
+
+    /// `kserve-llm` cannot carry the bundle's strategy (KServe v0.20): the
+    /// deadline and the surge judged are the Deployment defaults KServe's
+    /// controller uses, and the plan line says so.
+    #[test]
+    fn kserve_llm_is_judged_with_the_defaults_kserve_uses() {
+        let judge = |format: crate::bundle::ServingFormat| {
+            let mut l = crate::bundle::example();
+            let s = &mut l.bundle.spec.serving;
+            s.format = format;
+            s.load_time_seconds = Some(LoadTime { p95: 95.0, p50: None });
+            s.rollout.progress_deadline_seconds = 100;
+            s.rollout.max_surge = crate::bundle::IntOrPercent::Int(0);
+            s.rollout.max_unavailable = crate::bundle::IntOrPercent::Int(1);
+            preflight(&l, &ClusterState::default()).unwrap()
+        };
+        let llm = judge(crate::bundle::ServingFormat::KserveLlm);
+        assert!(!llm.diagnostics.iter().any(|d| d.code == Code::ProgressDeadlineShort), "600 s applies");
+        let plan = format!("{:?}", llm.diagnostics);
+        assert!(plan.contains("maxSurge 25% / maxUnavailable 25% (the Deployment defaults"), "{plan}");
+        let custom = judge(crate::bundle::ServingFormat::KserveCustom);
+        assert!(custom.diagnostics.iter().any(|d| d.code == Code::ProgressDeadlineShort));
+        assert!(format!("{:?}", custom.diagnostics).contains("maxSurge 0 / maxUnavailable 1 →"));
+    }
 }

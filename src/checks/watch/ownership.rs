@@ -240,6 +240,28 @@ mod tests {
         assert!(matches!(chain(&objects, &[], &root, None), Chain::Outside(_)));
     }
 
+    /// An LLMInferenceService's pods: Pod → ReplicaSet → Deployment →
+    /// LLMInferenceService; an InferenceService of the same name is not it.
+    #[test]
+    fn an_llminferenceservice_chain_reaches_its_root() {
+        let objects = vec![
+            obj("ReplicaSet", "m-kserve-abc", Some(("Deployment", "m-kserve"))),
+            obj("Deployment", "m-kserve", Some(("LLMInferenceService", "m"))),
+            obj("LLMInferenceService", "m", None),
+            obj("ReplicaSet", "m-predictor-abc", Some(("Deployment", "m-predictor"))),
+            obj("Deployment", "m-predictor", Some(("InferenceService", "m"))),
+        ];
+        let root = Root::for_bundle("m", workload_kind(ServingFormat::KserveLlm));
+        assert_eq!(root.kind, "LLMInferenceService");
+        assert!(
+            matches!(chain(&objects, &[owner("ReplicaSet", "m-kserve-abc")], &root, None), Chain::Member(p) if p.len() == 3)
+        );
+        assert!(matches!(chain(&objects, &[owner("ReplicaSet", "m-predictor-abc")], &root, None), Chain::Outside(_)));
+        assert!(root.service_names().contains(&"m-kserve-workload-svc".to_string()));
+        assert_eq!(workload_kind(ServingFormat::KserveCustom), "InferenceService");
+        assert_eq!(workload_kind(ServingFormat::Deployment), "Deployment");
+    }
+
     /// Kind and name must both be the root's; routing is a share above
     /// zero of the revision's traffic, or a ready endpoint; events are kept
     /// only for the release's own objects (cases cargo-mutants asked for).
