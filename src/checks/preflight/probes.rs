@@ -121,7 +121,7 @@ mod tests {
 
     /// `kserve-llm` cannot carry the bundle's strategy (KServe v0.20): the
     /// deadline and the surge judged are the Deployment defaults KServe's
-    /// controller uses, and the plan line says so.
+    /// controller uses (the plan line says so).
     #[test]
     fn kserve_llm_is_judged_with_the_defaults_kserve_uses() {
         let judge = |format: crate::bundle::ServingFormat| {
@@ -136,10 +136,15 @@ mod tests {
         };
         let llm = judge(crate::bundle::ServingFormat::KserveLlm);
         assert!(!llm.diagnostics.iter().any(|d| d.code == Code::ProgressDeadlineShort), "600 s applies");
-        let plan = format!("{:?}", llm.diagnostics);
-        assert!(plan.contains("maxSurge 25% / maxUnavailable 25% (the Deployment defaults"), "{plan}");
+        assert_eq!(
+            (llm.data["rollout"]["surge"].as_u64(), llm.data["rollout"]["unavailable"].as_u64()),
+            (Some(1), Some(0))
+        );
         let custom = judge(crate::bundle::ServingFormat::KserveCustom);
         assert!(custom.diagnostics.iter().any(|d| d.code == Code::ProgressDeadlineShort));
-        assert!(format!("{:?}", custom.diagnostics).contains("maxSurge 0 / maxUnavailable 1 →"));
+        assert_eq!(
+            (custom.data["rollout"]["surge"].as_u64(), custom.data["rollout"]["unavailable"].as_u64()),
+            (Some(0), Some(1))
+        );
     }
 }
