@@ -103,6 +103,8 @@ codes! {
         "Kubernetes' API server refuses a container whose request exceeds its limit, and for a resource it does not overcommit (extended resources such as `nvidia.com/gpu`, hugepages) whose request differs from its limit at all (`must be equal to … limit`, pod validation `ValidateResourceRequirements`): the pod is never created while the bundle reads as valid."),
     OciReferenceNotPinned => ("BG026", "oci-reference-not-pinned", "lint", Error,
         "An OCI storage URI names its model by tag alone (`oci://registry/repo:v2`); a tag can be moved to another manifest at any time, by anyone who can push, so the bytes the pod pulls are not the ones reviewed. The manifest digest pins them: `oci://registry/repo@sha256:<digest>` (`repo:tag@sha256:…` is fine: the digest rules, the tag is a label)."),
+    RolloutNotExpressible => ("BG027", "rollout-not-expressible", "lint", Warning,
+        "The bundle sets a rollout strategy (`spec.serving.rollout` other than the Deployment defaults 25% / 25% / 600 s) that the serving format cannot carry: KServe v0.20's `LLMInferenceService` has no strategy field (kserve#5452 adds one later), so its controller's Deployments roll with the defaults whatever the bundle says. On one GPU per node a 25% surge of one replica is one more GPU, the surge deadlock the bundle's `maxSurge: 0` was meant to avoid. The render still renders; preflight judges the surge KServe will really use."),
     GenerationOnNonGeneratingTask => ("BG030", "generation-on-non-generating-task", "lint", Error,
         "A `generation` block on a release whose `spec.model.task` does not generate (embedding, rerank, classification, other) is never applied: the stop conditions a reviewer reads would not exist in the served model, or the bundle's task is wrong and the chat rules were skipped. Drop the block or set the task that generates (docs/tasks.md)."),
     TaskArtifactMissing => ("BG031", "task-artifact-missing", "lint", Error,
@@ -175,6 +177,13 @@ codes! {
         "A gate's limits point the wrong way: higher-is-better gates (throughput) take minAbsolute / minRelativeDecrease, lower-is-better gates take maxAbsolute / maxRelativeIncrease; a limit on the wrong side would never trigger."),
     CanaryFullStepUnchecked => ("BG307", "canary-full-step-unchecked", "canary", Warning,
         "At a 100% traffic step the baseline serves nothing, so no gate can compare the arms there; only absolute limits (maxAbsolute / minAbsolute) hold the candidate at full traffic. A plan ending at 100% with relative limits only leaves that step NOT CHECKED, and a regression that shows only under full load goes unseen."),
+
+    TrafficSplitMismatch => ("BG310", "traffic-split-mismatch", "canary", Error,
+        "The arms' request counts do not follow the split the objects declare (an InferenceService's `spec.canary[].trafficPercent`, an LLMInferenceService's route group weights): more than 5 points off, with the exact binomial test supporting it. The step's gates then judged another split than the one declared (a gateway ignoring the weights, a route group typed twice), so its verdict is not the declared step's."),
+    TrafficSplitUnproven => ("BG311", "traffic-split-unproven", "canary", Error,
+        "Too few requests to show whether the declared traffic split holds (fewer than needed to see a 5-point difference at the gates' level and power): the step's evidence may come from another split.", MissingEvidence),
+    TrafficSplitUnreadable => ("BG312", "traffic-split-unreadable", "canary", Error,
+        "The rendered objects state no traffic split to judge: more than one `spec.canary` entry, a candidate LLMInferenceService without a route group and weight, or a group whose weights sum to 0. Without the declared split, the observed one cannot be held to anything.", MissingEvidence),
 
     // ---- rollout truth (watch, revert, verify-serving) -------------------------------
     RolloutIncomplete => ("BG501", "rollout-incomplete", "watch", Error,

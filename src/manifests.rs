@@ -26,6 +26,7 @@ const BUILTIN: &[(&str, &str)] = &[
     ("kserve-modelspec", include_str!("../templates/kserve-modelspec.yaml.hbs")),
     ("kserve-custom", include_str!("../templates/kserve-custom.yaml.hbs")),
     ("deployment", include_str!("../templates/deployment.yaml.hbs")),
+    ("kserve-llm", include_str!("../templates/kserve-llm.yaml.hbs")),
 ];
 
 /// Where templates come from: the embedded set or a user folder holding
@@ -157,7 +158,7 @@ impl Renderer {
             .with_context(|| format!("rendered manifests for {} do not read back as rendered", l.display))?;
         // A template (a user's, say) that leaves the verifier out must not
         // look like protection: say so instead of skipping silently.
-        let verifier_missing = verifier.is_some() && !docs.iter().any(carries_verifier);
+        let verifier_missing = verifier.is_some() && !all_pods_carry_verifier(&docs);
         Ok(Rendered { objects: docs, yaml, verifier_missing })
     }
 }
@@ -378,7 +379,7 @@ pub(crate) fn verifier(l: &Loaded, image: &str) -> Option<Verifier> {
             let v = model_volume(s, &dir)?;
             (dir, json!({"name": v.name, "mountPath": v.mount_path, "readOnly": true}), None)
         }
-        ServingFormat::KserveModelspec | ServingFormat::KserveCustom => (
+        ServingFormat::KserveModelspec | ServingFormat::KserveCustom | ServingFormat::KserveLlm => (
             KSERVE_MODEL_DIR.to_string(),
             json!({"name": KSERVE_MODEL_VOLUME, "mountPath": KSERVE_MODEL_DIR, "readOnly": true}),
             Some(json!({"name": KSERVE_MODEL_VOLUME, "emptyDir": {}})),
@@ -419,14 +420,34 @@ pub(crate) fn artifact_list(b: &bundle::ReleaseBundle, digest: &str) -> Value {
     })
 }
 
-/// Does this object's pod template run the verifier?
-fn carries_verifier(o: &Value) -> bool {
-    let pod_specs = [o.pointer("/spec/template/spec"), o.pointer("/spec/predictor")];
-    pod_specs.into_iter().flatten().any(|spec| {
-        spec.get("initContainers")
-            .and_then(Value::as_array)
-            .is_some_and(|ics| ics.iter().any(|c| c.get("name").and_then(Value::as_str) == Some(VERIFIER_CONTAINER)))
-    })
+/// The pod specs an object holds: a Deployment's `spec.template.spec`, an
+/// InferenceService's predictor, and every pool of an LLMInferenceService
+/// (`spec.template`, `spec.worker`, `spec.prefill.template`,
+/// `spec.prefill.worker`: each becomes pods of its own).
+pub(crate) fn pod_specs(o: &Value) -> Vec<(&'static str, &Value)> {
+    let paths: &[&'static str] = match o.get("kind").and_then(Value::as_str) {
+        Some("LLMInferenceService") => {
+            &["/spec/template", "/spec/worker", "/spec/prefill/template", "/spec/prefill/worker"]
+        }
+        Some("InferenceService") => &["/spec/predictor"],
+        _ => &["/spec/template/spec"],
+    };
+    paths.iter().filter_map(|p| o.pointer(p).map(|v| (*p, v))).collect()
+}
+
+/// Does this pod spec run the verifier?
+fn spec_carries_verifier(spec: &Value) -> bool {
+    spec.get("initContainers")
+        .and_then(Value::as_array)
+        .is_some_and(|ics| ics.iter().any(|c| c.get("name").and_then(Value::as_str) == Some(VERIFIER_CONTAINER)))
+}
+
+/// Some object has pods, and every pod spec of every object runs the
+/// verifier: one pool without it (an LLMInferenceService's prefill pool, a
+/// second Deployment) would serve unchecked files.
+fn all_pods_carry_verifier(docs: &[Value]) -> bool {
+    let specs: Vec<&Value> = docs.iter().flat_map(|d| pod_specs(d).into_iter().map(|(_, s)| s)).collect();
+    !specs.is_empty() && specs.into_iter().all(spec_carries_verifier)
 }
 
 /// The rendered objects, as read back, against the values the bundle gave
@@ -493,6 +514,12 @@ pub(crate) fn check_against_bundle(docs: &[Value], ctx: &Value) -> Result<()> {
                 }
                 // KServe's ModelSpec is the server container.
                 ("model", Value::Object(_)) if x.get("modelFormat").is_some() => container(&here, x, ctx)?,
+                // An LLMInferenceService's model: its source is `uri`.
+                ("model", Value::Object(_)) if x.get("uri").is_some() => {
+                    same(&format!("{here}.uri"), &x["uri"], &ctx["storageUri"])?;
+                }
+                // A prefill pool's or a scheduler's replicas are not the bundle's.
+                ("replicas", _) if at.ends_with(".prefill") || at.ends_with(".scheduler") => {}
                 ("replicas" | "minReplicas" | "maxReplicas", _) => same(&here, x, &ctx["replicas"])?,
                 _ => {}
             }
@@ -505,7 +532,10 @@ pub(crate) fn check_against_bundle(docs: &[Value], ctx: &Value) -> Result<()> {
         if let Some(ns) = d.pointer("/metadata/namespace") {
             same(&format!("{at}.metadata.namespace"), ns, &ctx["namespace"])?;
         }
-        if matches!(d.get("kind").and_then(Value::as_str), Some("Deployment" | "InferenceService")) {
+        if matches!(
+            d.get("kind").and_then(Value::as_str),
+            Some("Deployment" | "InferenceService" | "LLMInferenceService")
+        ) {
             same(&format!("{at}.metadata.name"), &d["metadata"]["name"], &ctx["name"])?;
         }
         walk(d, &at, ctx)?;
@@ -562,20 +592,23 @@ pub(crate) fn duplicate_names(docs: &[Value]) -> Option<String> {
 /// A KServe server container (or ModelSpec) mounting something at or under
 /// the model folder the storage initializer fills and the verifier checks.
 fn shadowed_model_folder(docs: &[Value], format: ServingFormat) -> Option<String> {
-    let predictor = |d: &Value| d.pointer("/spec/predictor").cloned();
-    for (i, p) in docs.iter().enumerate().filter_map(|(i, d)| predictor(d).map(|p| (i, p))) {
-        let servers = p
-            .get("containers")
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default()
-            .into_iter()
-            .chain(p.get("model").cloned());
-        for c in servers {
-            for m in c.get("volumeMounts").and_then(Value::as_array).into_iter().flatten() {
-                let path = m.get("mountPath").and_then(Value::as_str).unwrap_or("");
-                if let Some(why) = crate::bundle::reserved::mount_owner(format, path) {
-                    return Some(format!("document {}: a server volume is mounted at `{path}`, {why}", i + 1));
+    let kserve =
+        |d: &Value| matches!(d.get("kind").and_then(Value::as_str), Some("InferenceService" | "LLMInferenceService"));
+    for (i, d) in docs.iter().enumerate().filter(|(_, d)| kserve(d)) {
+        for (_, p) in pod_specs(d) {
+            let servers = p
+                .get("containers")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default()
+                .into_iter()
+                .chain(p.get("model").cloned());
+            for c in servers {
+                for m in c.get("volumeMounts").and_then(Value::as_array).into_iter().flatten() {
+                    let path = m.get("mountPath").and_then(Value::as_str).unwrap_or("");
+                    if let Some(why) = crate::bundle::reserved::mount_owner(format, path) {
+                        return Some(format!("document {}: a server volume is mounted at `{path}`, {why}", i + 1));
+                    }
                 }
             }
         }

@@ -419,6 +419,7 @@ pub(crate) async fn cluster_view(client: &kube::Client, ns: &str, app: &str) -> 
     // The InferenceService and, for Serverless, Knative's chain and routing.
     for (group, version, kind, plural) in [
         ("serving.kserve.io", "v1beta1", "InferenceService", "inferenceservices"),
+        ("serving.kserve.io", "v1alpha2", "LLMInferenceService", "llminferenceservices"),
         ("serving.knative.dev", "v1", "Revision", "revisions"),
         ("serving.knative.dev", "v1", "Configuration", "configurations"),
         ("serving.knative.dev", "v1", "Service", "services"),
@@ -498,9 +499,14 @@ async fn events(client: &kube::Client, ns: &str) -> Result<Vec<EventInfo>> {
 
 /// The release's workload at one moment: the namespace read, then reduced to
 /// what ownership says is the release's.
-pub(crate) async fn service_state(client: &kube::Client, ns: &str, name: &str, kserve: bool) -> Result<ServiceState> {
+pub(crate) async fn service_state(
+    client: &kube::Client,
+    ns: &str,
+    name: &str,
+    workload: &'static str,
+) -> Result<ServiceState> {
     let view = cluster_view(client, ns, name).await?;
-    Ok(ownership::release_state(&view, &Root::for_bundle(name, kserve)))
+    Ok(ownership::release_state(&view, &Root::for_bundle(name, workload)))
 }
 
 #[cfg(test)]

@@ -40,7 +40,7 @@ pub(crate) async fn serving_audit(ctx: &Ctx, root: &Path) -> Result<Vec<StepRepo
             Current::Head(l) => {
                 let exp = WatchPlan::resolve(&l, None).expected;
                 let (ns, name) = (&l.bundle.metadata.namespace, &l.bundle.metadata.name);
-                let state = io::service_state(&client, ns, name, exp.kserve).await;
+                let state = io::service_state(&client, ns, name, exp.workload).await;
                 serving::serving_step(&l, &exp, &server, state)
             }
             Current::Unknown(s) => *s,

@@ -107,7 +107,7 @@ async fn rollout_step(
     let mut sampler: Option<IdentitySampler> = None;
     loop {
         let at = started.elapsed().as_secs_f64();
-        match io::service_state(client, &l.bundle.metadata.namespace, &l.bundle.metadata.name, exp.kserve).await {
+        match io::service_state(client, &l.bundle.metadata.namespace, &l.bundle.metadata.name, exp.workload).await {
             Ok(st) => {
                 last_err = None;
                 if watch.observe(at, st) {

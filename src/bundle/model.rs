@@ -241,6 +241,10 @@ pub enum ServingFormat {
     KserveModelspec,
     KserveCustom,
     Deployment,
+    // KServe's `LLMInferenceService` (`serving.kserve.io/v1alpha2`): the
+    // model source is `spec.model.uri`. (A plain comment: a doc comment
+    // would split the schema's enum.)
+    KserveLlm,
 }
 
 impl ServingFormat {
@@ -249,6 +253,7 @@ impl ServingFormat {
             ServingFormat::KserveModelspec => "kserve-modelspec",
             ServingFormat::KserveCustom => "kserve-custom",
             ServingFormat::Deployment => "deployment",
+            ServingFormat::KserveLlm => "kserve-llm",
         }
     }
 }

@@ -583,13 +583,27 @@ fn identity(l: &Loaded, out: &mut Vec<Diagnostic>) {
     }
 }
 
-/// Resource quantities and a rollout strategy that resolves.
+/// Resource quantities, a rollout strategy that resolves, and one the
+/// format can carry.
 fn quantities_and_rollout(l: &Loaded, out: &mut Vec<Diagnostic>) {
     let b = &l.bundle;
     let d = |code: Code, field: &str, msg: String| diag(l, code, field, msg);
     let s = &b.spec.serving;
     out.extend(crate::checks::preflight::bundle_quantity_diagnostics(l));
     out.extend(crate::checks::preflight::kubernetes_resource_rules(l));
+    if crate::checks::preflight::effective_rollout(s).1 {
+        out.push(d(
+            Code::RolloutNotExpressible,
+            "spec.serving.rollout",
+            format!(
+                "`spec.serving.rollout` (maxSurge {}, maxUnavailable {}, progressDeadlineSeconds {}) cannot be rendered for `{}`: KServe v0.20's LLMInferenceService has no rollout strategy, so its Deployments roll with maxSurge 25%, maxUnavailable 25%, progressDeadlineSeconds 600",
+                crate::checks::preflight::pct(&s.rollout.max_surge),
+                crate::checks::preflight::pct(&s.rollout.max_unavailable),
+                s.rollout.progress_deadline_seconds,
+                s.format.as_str()
+            ),
+        ));
+    }
     if let Err(e) = s.rollout.resolve(s.replicas) {
         out.push(
             d(Code::CanaryPlanInvalid, "spec.serving.rollout", format!("rollout strategy: {e}"))

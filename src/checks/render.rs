@@ -25,7 +25,7 @@ pub(crate) fn verifier_not_rendered(b: &ReleaseBundle, why: VerifierMissing) -> 
             "set `spec.serving.modelDir`, or `spec.serving.verifyOnStart: off` to accept the risk explicitly (docs/verify-on-start.md)",
         ),
         VerifierMissing::TemplateOmits(container) => (
-            format!("the `{}` template puts no `{container}` container in the pod", s.format.as_str()),
+            format!("the `{}` template leaves the `{container}` container out of a pod template (every pool's pods need it)", s.format.as_str()),
             "render the `verifier` value as an init container of the pod (see the built-in templates), or set `spec.serving.verifyOnStart: off` (docs/verify-on-start.md)",
         ),
     };

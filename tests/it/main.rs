@@ -15,6 +15,7 @@ mod docs;
 mod evidence_floor;
 mod github_standin;
 mod health_lua;
+mod kserve_llm;
 mod layout;
 mod leftovers;
 mod lint;

@@ -14,7 +14,8 @@
 //! golden set's expectations), `ramp` (traffic steps placed and judged),
 //! `providers` (the PromQL templates per serving stack), `query` (those
 //! templates filled for one judgment), `plan` (every default resolved once,
-//! and what each judgment asks), `report` (one judgment written up) and
+//! and what each judgment asks), `report` (one judgment written up),
+//! `split` (KServe's own traffic split rendered, read back and judged) and
 //! `walk` (the traffic steps walked and written up).
 
 pub(crate) mod decision;
@@ -26,6 +27,7 @@ pub mod providers;
 pub(crate) mod query;
 pub mod ramp;
 pub(crate) mod report;
+pub mod split;
 pub mod statistics;
 pub(crate) mod walk;
 

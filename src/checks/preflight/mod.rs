@@ -23,7 +23,7 @@ mod volumes;
 
 use std::collections::BTreeMap;
 
-use crate::bundle::{IntOrPercent, Loaded, Serving};
+use crate::bundle::{IntOrPercent, Loaded, RolloutStrategy, Serving, ServingFormat};
 use crate::diag::Code;
 use crate::diag::Diagnostic;
 use crate::report::Table;
@@ -90,10 +90,23 @@ fn capped(lines: Vec<String>, what: &str) -> Vec<String> {
     out
 }
 
-fn pct(p: &IntOrPercent) -> String {
+pub(crate) fn pct(p: &IntOrPercent) -> String {
     match p {
         IntOrPercent::Int(i) => i.to_string(),
         IntOrPercent::Str(s) => s.clone(),
+    }
+}
+
+/// The strategy the pods will really roll with, and whether it is not the
+/// bundle's: KServe v0.20's LLMInferenceService has no strategy field, so
+/// its controller's Deployments take the Deployment defaults (25% / 25% /
+/// 600 s) whatever the bundle says (lint BG027 names that).
+pub(crate) fn effective_rollout(s: &Serving) -> (RolloutStrategy, bool) {
+    match s.format {
+        ServingFormat::KserveLlm => (RolloutStrategy::default(), s.rollout != RolloutStrategy::default()),
+        ServingFormat::KserveModelspec | ServingFormat::KserveCustom | ServingFormat::Deployment => {
+            (s.rollout.clone(), false)
+        }
     }
 }
 
@@ -103,7 +116,7 @@ pub(crate) fn preflight(l: &Loaded, st: &ClusterState) -> Result<Outcome, String
     let b = &l.bundle;
     let s = &b.spec.serving;
     let (surge, unavailable) =
-        resolve_rollout(&s.rollout, s.replicas).map_err(|e| format!("spec.serving.rollout.{e}"))?;
+        resolve_rollout(&effective_rollout(s).0, s.replicas).map_err(|e| format!("spec.serving.rollout.{e}"))?;
     let (new_pod, req, lim) = new_pod_requests(l)?;
 
     // Cluster state that cannot be read makes the answer unknown: BG207.

@@ -22,7 +22,8 @@ fn service_labels(l: &Loaded) -> BTreeMap<String, String> {
         ("app.kubernetes.io/managed-by".to_string(), "bundlegate".to_string()),
         ("bundlegate.dev/release-version".to_string(), b.metadata.version.clone()),
     ]);
-    if b.spec.serving.format != ServingFormat::Deployment {
+    // An LLMInferenceService's pods carry the workload labels (`spec.labels`), not an InferenceService's.
+    if matches!(b.spec.serving.format, ServingFormat::KserveModelspec | ServingFormat::KserveCustom) {
         m.insert("serving.kserve.io/inferenceservice".into(), b.metadata.name.clone());
         m.insert("component".into(), "predictor".into());
     }

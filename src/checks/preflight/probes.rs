@@ -39,14 +39,14 @@ pub(super) fn check(cx: &Rollout) -> Vec<Diagnostic> {
             );
         }
         let budget = load + SCHEDULING_ALLOWANCE_SECONDS as f64;
-        if (s.rollout.progress_deadline_seconds as f64) < budget {
+        let deadline = super::effective_rollout(s).0.progress_deadline_seconds;
+        if (deadline as f64) < budget {
             diags.push(
                 d(
                     Code::ProgressDeadlineShort,
                     "spec.serving.rollout.progressDeadlineSeconds",
                     format!(
-                        "progressDeadlineSeconds {} is shorter than load time + scheduling ({load}s + {SCHEDULING_ALLOWANCE_SECONDS}s): a healthy rollout ends ProgressDeadlineExceeded, which rolls nothing back",
-                        s.rollout.progress_deadline_seconds
+                        "progressDeadlineSeconds {deadline} is shorter than load time + scheduling ({load}s + {SCHEDULING_ALLOWANCE_SECONDS}s): a healthy rollout ends ProgressDeadlineExceeded, which rolls nothing back"
                     ),
                 )
                 .evidence(format!("{SCHEDULING_ALLOWANCE_SECONDS}s is a floor for scheduling and container start with a cached image, not a measurement"))
@@ -117,5 +117,34 @@ mod tests {
         l.bundle.spec.serving.load_time_seconds = None;
         let d = preflight(&l, &ClusterState::default()).unwrap().diagnostics;
         assert!(find(&d, Code::ProbeKillsLoadingPod).is_none() && find(&d, Code::ProgressDeadlineShort).is_none());
+    }
+
+    /// `kserve-llm` cannot carry the bundle's strategy (KServe v0.20): the
+    /// deadline and the surge judged are the Deployment defaults KServe's
+    /// controller uses (the plan line says so).
+    #[test]
+    fn kserve_llm_is_judged_with_the_defaults_kserve_uses() {
+        let judge = |format: crate::bundle::ServingFormat| {
+            let mut l = crate::bundle::example();
+            let s = &mut l.bundle.spec.serving;
+            s.format = format;
+            s.load_time_seconds = Some(LoadTime { p95: 95.0, p50: None });
+            s.rollout.progress_deadline_seconds = 100;
+            s.rollout.max_surge = crate::bundle::IntOrPercent::Int(0);
+            s.rollout.max_unavailable = crate::bundle::IntOrPercent::Int(1);
+            preflight(&l, &ClusterState::default()).unwrap()
+        };
+        let llm = judge(crate::bundle::ServingFormat::KserveLlm);
+        assert!(!llm.diagnostics.iter().any(|d| d.code == Code::ProgressDeadlineShort), "600 s applies");
+        assert_eq!(
+            (llm.data["rollout"]["surge"].as_u64(), llm.data["rollout"]["unavailable"].as_u64()),
+            (Some(1), Some(0))
+        );
+        let custom = judge(crate::bundle::ServingFormat::KserveCustom);
+        assert!(custom.diagnostics.iter().any(|d| d.code == Code::ProgressDeadlineShort));
+        assert_eq!(
+            (custom.data["rollout"]["surge"].as_u64(), custom.data["rollout"]["unavailable"].as_u64()),
+            (Some(0), Some(1))
+        );
     }
 }

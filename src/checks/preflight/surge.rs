@@ -167,11 +167,13 @@ impl Lines {
                 .collect();
             format!("current release keeps running during the surge: {}", names.join(", "))
         };
+        let (rollout, overridden) = super::effective_rollout(s);
         let plan_line = format!(
-            "replicas {} with maxSurge {} / maxUnavailable {} → surge {}, unavailable {}: {} new pod(s) must fit at once{}",
+            "replicas {} with maxSurge {} / maxUnavailable {}{} → surge {}, unavailable {}: {} new pod(s) must fit at once{}",
             s.replicas,
-            pct(&s.rollout.max_surge),
-            pct(&s.rollout.max_unavailable),
+            pct(&rollout.max_surge),
+            pct(&rollout.max_unavailable),
+            if overridden { " (the Deployment defaults KServe's LLMInferenceService controller uses: v0.20 has no strategy field, so the bundle's is not applied)" } else { "" },
             surge,
             unavailable,
             plan.new_pods,

@@ -18,6 +18,8 @@
 //! as "not part of this release". A pod outside the chain that the release's
 //! own Service routes to cannot be judged from here: BG506.
 
+use crate::bundle::ServingFormat;
+
 use super::state::{ClusterView, EndpointInfo, ObjectRef, OutsidePod, OwnerRef, ServiceState};
 
 /// The workload the bundle renders: the root of every release pod's chain.
@@ -27,16 +29,33 @@ pub(crate) struct Root {
     pub name: String,
 }
 
+/// The kind the format renders, at the root of every release pod's chain
+/// (an LLMInferenceService's pods: Pod → ReplicaSet → Deployment →
+/// LLMInferenceService).
+pub(crate) fn workload_kind(format: ServingFormat) -> &'static str {
+    match format {
+        ServingFormat::Deployment => "Deployment",
+        ServingFormat::KserveModelspec | ServingFormat::KserveCustom => "InferenceService",
+        ServingFormat::KserveLlm => "LLMInferenceService",
+    }
+}
+
 impl Root {
-    pub(crate) fn for_bundle(name: &str, kserve: bool) -> Root {
-        Root { kind: if kserve { "InferenceService" } else { "Deployment" }, name: name.to_string() }
+    pub(crate) fn for_bundle(name: &str, kind: &'static str) -> Root {
+        Root { kind, name: name.to_string() }
     }
 
     /// The Services that route to the release, by the names the workload
     /// gets: the Deployment format's `<name>`, KServe's `<name>-predictor`
-    /// (`-predictor-default` before KServe 0.8).
-    fn service_names(&self) -> [String; 3] {
-        [self.name.clone(), format!("{}-predictor", self.name), format!("{}-predictor-default", self.name)]
+    /// (`-predictor-default` before KServe 0.8), an LLMInferenceService's
+    /// `<name>-kserve-workload-svc`.
+    fn service_names(&self) -> [String; 4] {
+        [
+            self.name.clone(),
+            format!("{}-predictor", self.name),
+            format!("{}-predictor-default", self.name),
+            format!("{}-kserve-workload-svc", self.name),
+        ]
     }
 }
 
@@ -212,7 +231,7 @@ mod tests {
             obj("Service", "m-predictor", Some(("InferenceService", "m"))),
             obj("InferenceService", "m", None),
         ];
-        let root = Root::for_bundle("m", true);
+        let root = Root::for_bundle("m", "InferenceService");
         assert!(
             matches!(chain(&objects, &[owner("ReplicaSet", "m-predictor-00002-deployment-abc")], &root, None), Chain::Member(p) if p.len() == 6)
         );
@@ -221,12 +240,34 @@ mod tests {
         assert!(matches!(chain(&objects, &[], &root, None), Chain::Outside(_)));
     }
 
+    /// An LLMInferenceService's pods: Pod → ReplicaSet → Deployment →
+    /// LLMInferenceService; an InferenceService of the same name is not it.
+    #[test]
+    fn an_llminferenceservice_chain_reaches_its_root() {
+        let objects = vec![
+            obj("ReplicaSet", "m-kserve-abc", Some(("Deployment", "m-kserve"))),
+            obj("Deployment", "m-kserve", Some(("LLMInferenceService", "m"))),
+            obj("LLMInferenceService", "m", None),
+            obj("ReplicaSet", "m-predictor-abc", Some(("Deployment", "m-predictor"))),
+            obj("Deployment", "m-predictor", Some(("InferenceService", "m"))),
+        ];
+        let root = Root::for_bundle("m", workload_kind(ServingFormat::KserveLlm));
+        assert_eq!(root.kind, "LLMInferenceService");
+        assert!(
+            matches!(chain(&objects, &[owner("ReplicaSet", "m-kserve-abc")], &root, None), Chain::Member(p) if p.len() == 3)
+        );
+        assert!(matches!(chain(&objects, &[owner("ReplicaSet", "m-predictor-abc")], &root, None), Chain::Outside(_)));
+        assert!(root.service_names().contains(&"m-kserve-workload-svc".to_string()));
+        assert_eq!(workload_kind(ServingFormat::KserveCustom), "InferenceService");
+        assert_eq!(workload_kind(ServingFormat::Deployment), "Deployment");
+    }
+
     /// Kind and name must both be the root's; routing is a share above
     /// zero of the revision's traffic, or a ready endpoint; events are kept
     /// only for the release's own objects (cases cargo-mutants asked for).
     #[test]
     fn membership_needs_kind_and_name_and_routing_needs_a_share() {
-        let root = Root::for_bundle("m", false);
+        let root = Root::for_bundle("m", "Deployment");
         let objects = vec![
             obj("ReplicaSet", "copy-1", Some(("Deployment", "copy"))),
             obj("Deployment", "copy", None),
@@ -268,7 +309,7 @@ mod tests {
             EventInfo { kind: "Pod".into(), object: "new".into(), ..Default::default() },
             EventInfo { kind: "Pod".into(), object: "someone-else".into(), ..Default::default() },
         ];
-        let st = release_state(&view, &Root::for_bundle("m", true));
+        let st = release_state(&view, &Root::for_bundle("m", "InferenceService"));
         let routed: Vec<(String, Option<bool>)> = st.pods.iter().map(|p| (p.name.clone(), p.routed)).collect();
         assert_eq!(routed, [("new".to_string(), Some(true)), ("old".to_string(), Some(false))]);
         assert_eq!(st.pods[0].revision.as_deref(), Some("m-predictor-00002"));
@@ -285,7 +326,7 @@ mod tests {
             EndpointInfo { service: "m".into(), pod: "a".into(), ready: true },
             EndpointInfo { service: "other".into(), pod: "b".into(), ready: true },
         ]);
-        let st = release_state(&raw, &Root::for_bundle("m", false));
+        let st = release_state(&raw, &Root::for_bundle("m", "Deployment"));
         assert_eq!(st.pods.iter().map(|p| p.routed).collect::<Vec<_>>(), [Some(true), Some(false)]);
         assert!(st.routing.contains("EndpointSlices"));
     }
@@ -337,7 +378,7 @@ mod tests {
             ev("Pod", "p1"),
             ev("Pod", "c1"),
         ];
-        let st = release_state(&view, &Root::for_bundle("m", false));
+        let st = release_state(&view, &Root::for_bundle("m", "Deployment"));
         let names = |v: Vec<&String>| v.into_iter().cloned().collect::<Vec<_>>();
         assert_eq!(names(st.pods.iter().map(|p| &p.name).collect()), ["p1"]);
         assert_eq!(names(st.deployments.iter().map(|d| &d.name).collect()), ["m"]);
@@ -353,7 +394,7 @@ mod tests {
     fn a_recreated_workload_of_the_same_name_is_another_one() {
         let mut rs = obj("ReplicaSet", "m-1", None);
         rs.owners = vec![OwnerRef { uid: Some("old".into()), ..owner("Deployment", "m") }];
-        let root = Root::for_bundle("m", false);
+        let root = Root::for_bundle("m", "Deployment");
         assert!(matches!(chain(&[rs.clone()], &[owner("ReplicaSet", "m-1")], &root, Some("new")), Chain::Outside(_)));
         assert!(matches!(chain(&[rs.clone()], &[owner("ReplicaSet", "m-1")], &root, Some("old")), Chain::Member(_)));
         // A uid known on one side only does not break the chain (a listing

@@ -434,9 +434,10 @@ fn decide(w: &World, fault: Option<Fault>) -> (Report, bool) {
                 digest: NEW.into(),
                 storage_uri: URI.into(),
                 kserve: !matches!(w.mode, Mode::PlainDeployment),
+                workload: if matches!(w.mode, Mode::PlainDeployment) { "Deployment" } else { "InferenceService" },
                 replicas: w.replicas,
             };
-            let root = Root::for_bundle(NAME, exp.kserve);
+            let root = Root::for_bundle(NAME, exp.workload);
             let mut watch = RolloutWatch::new(exp, w.window_s);
             // Reads every poll_s until done or well past the window.
             let reads = ((w.window_s / w.poll_s).ceil() as u32) + 3;

@@ -133,6 +133,7 @@ fn verdict(l: &Lifetimes) -> (Verdict, bool, String) {
         digest: NEW.into(),
         storage_uri: "s3://m/v2/".into(),
         kserve: true,
+        workload: "InferenceService",
         replicas: u32::try_from(l.lives.len()).unwrap_or(1),
     };
     let mut w = RolloutWatch::new(exp, f64::from(l.window_s));

@@ -43,6 +43,9 @@ pub(crate) struct Expected {
     pub storage_uri: String,
     /// KServe formats: the storage-initializer must exist and name the URI.
     pub kserve: bool,
+    /// The kind at the root of the release's pods' ownership chain
+    /// (`Deployment`, `InferenceService`, `LLMInferenceService`).
+    pub workload: &'static str,
     pub replicas: u32,
 }
 
@@ -953,7 +956,13 @@ mod tests {
 
     #[test]
     fn old_ready_pod_and_crashloop_new_pod_is_incomplete() {
-        let exp = Expected { digest: "sha256:new".into(), storage_uri: "s3://m/v2/".into(), kserve: true, replicas: 1 };
+        let exp = Expected {
+            digest: "sha256:new".into(),
+            storage_uri: "s3://m/v2/".into(),
+            kserve: true,
+            workload: "InferenceService",
+            replicas: 1,
+        };
         let st = ServiceState {
             pods: vec![
                 PodInfo {
@@ -1023,7 +1032,13 @@ mod tests {
     }
 
     fn exp1() -> Expected {
-        Expected { digest: "sha256:new".into(), storage_uri: "s3://m/v2/".into(), kserve: true, replicas: 1 }
+        Expected {
+            digest: "sha256:new".into(),
+            storage_uri: "s3://m/v2/".into(),
+            kserve: true,
+            workload: "InferenceService",
+            replicas: 1,
+        }
     }
 
     use crate::report::Verdict;

@@ -246,7 +246,13 @@ mod tests {
     use super::*;
 
     fn exp() -> Expected {
-        Expected { digest: "sha256:new".into(), storage_uri: "s3://m/v2/".into(), kserve: true, replicas: 1 }
+        Expected {
+            digest: "sha256:new".into(),
+            storage_uri: "s3://m/v2/".into(),
+            kserve: true,
+            workload: "InferenceService",
+            replicas: 1,
+        }
     }
 
     /// The release's one pod: `uid` tells a replacement of the same name.

@@ -79,6 +79,7 @@ impl WatchPlan {
                 digest: l.digest.clone(),
                 storage_uri: l.bundle.spec.model.storage_uri.clone(),
                 kserve: l.bundle.spec.serving.format != ServingFormat::Deployment,
+                workload: super::ownership::workload_kind(l.bundle.spec.serving.format),
                 replicas: l.bundle.spec.serving.replicas,
             },
             window,

@@ -31,12 +31,7 @@ fn close_objects(v: &mut Value) {
 
 /// Errors of `obj` against the KServe InferenceService CRD, strict.
 pub fn isvc_errors(obj: &Value) -> Vec<String> {
-    let p = repo().join("tests/fixtures/reference/kserve/serving.kserve.io_inferenceservices.yaml");
-    let crd: Value = serde_yaml_ng::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
-    let mut schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"].clone();
-    close_objects(&mut schema);
-    let v = jsonschema::validator_for(&schema).expect("CRD schema compiles");
-    v.iter_errors(obj).map(|e| format!("{e} at {}", e.instance_path)).collect()
+    crd_errors("kserve/serving.kserve.io_inferenceservices.yaml", obj)
 }
 
 /// Errors of `obj` against the Kubernetes definitions (trimmed swagger), strict.
@@ -65,7 +60,9 @@ pub fn k8s_errors(obj: &Value) -> Vec<String> {
 }
 
 /// Errors of `obj` against a CRD kept under tests/fixtures/reference (the
-/// version named by the object's apiVersion), strict.
+/// version named by the object's apiVersion), as the API server would find
+/// them: strict (a field it would prune is an error), list-map keys unique
+/// ([`list_map_errors`]), and the CRD's exclusivity rules ([`cel_errors`]).
 pub fn crd_errors(rel: &str, obj: &Value) -> Vec<String> {
     let p = repo().join("tests/fixtures/reference").join(rel);
     let crd: Value = serde_yaml_ng::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
@@ -76,8 +73,83 @@ pub fn crd_errors(rel: &str, obj: &Value) -> Vec<String> {
         .iter()
         .find(|v| v["name"] == version.as_str())
         .unwrap_or_else(|| panic!("{rel} has no version {version}"));
-    let mut schema = v["schema"]["openAPIV3Schema"].clone();
+    let raw = v["schema"]["openAPIV3Schema"].clone();
+    let mut schema = raw.clone();
     close_objects(&mut schema);
     let v = jsonschema::validator_for(&schema).expect("CRD schema compiles");
-    v.iter_errors(obj).map(|e| format!("{e} at {}", e.instance_path)).collect()
+    let mut errors: Vec<String> = v.iter_errors(obj).map(|e| format!("{e} at {}", e.instance_path)).collect();
+    walk_structural(&raw, obj, "", &mut errors);
+    errors
+}
+
+/// The schema of `key` under an object schema (its `properties`, else its
+/// `additionalProperties`).
+fn child<'a>(schema: &'a Value, key: &str) -> Option<&'a Value> {
+    schema
+        .pointer(&format!("/properties/{}", key.replace('~', "~0").replace('/', "~1")))
+        .or_else(|| schema.get("additionalProperties").filter(|a| a.is_object()))
+}
+
+/// Walk the object along its schema: each list the schema marks
+/// `x-kubernetes-list-type: map` must hold each key tuple once (the API
+/// server refuses a duplicate: `Duplicate value`), and each rule of the form
+/// `!(has(self.a) && has(self.b))` must hold. Other CEL rules are not
+/// evaluated here (this is no CEL interpreter); the rendered objects use
+/// none of the fields they constrain.
+fn walk_structural(schema: &Value, obj: &Value, at: &str, errors: &mut Vec<String>) {
+    errors.extend(cel_errors(schema, obj, at));
+    match obj {
+        Value::Object(m) => {
+            for (k, x) in m {
+                if let Some(s) = child(schema, k) {
+                    walk_structural(s, x, &format!("{at}/{k}"), errors);
+                }
+            }
+        }
+        Value::Array(items) => {
+            errors.extend(list_map_errors(schema, items, at));
+            if let Some(s) = schema.get("items") {
+                for (i, x) in items.iter().enumerate() {
+                    walk_structural(s, x, &format!("{at}/{i}"), errors);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Duplicate keys in a list the schema merges by key.
+pub fn list_map_errors(schema: &Value, items: &[Value], at: &str) -> Vec<String> {
+    if schema.get("x-kubernetes-list-type").and_then(Value::as_str) != Some("map") {
+        return Vec::new();
+    }
+    let keys: Vec<&str> =
+        schema["x-kubernetes-list-map-keys"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
+    let mut seen = std::collections::HashSet::new();
+    let mut out = Vec::new();
+    for it in items {
+        // A missing key takes the schema's default (e.g. a port's protocol TCP).
+        let tuple: Vec<Value> = keys
+            .iter()
+            .map(|k| it.get(*k).cloned().unwrap_or_else(|| schema["items"]["properties"][*k]["default"].clone()))
+            .collect();
+        if !seen.insert(serde_json::to_string(&tuple).unwrap()) {
+            out.push(format!("duplicate list-map key {keys:?} = {tuple:?} at {at}"));
+        }
+    }
+    out
+}
+
+/// The CRD's `!(has(self.a) && has(self.b))` rules on this node.
+pub fn cel_errors(schema: &Value, obj: &Value, at: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for rule in schema.get("x-kubernetes-validations").and_then(Value::as_array).into_iter().flatten() {
+        let text = rule["rule"].as_str().unwrap_or_default();
+        let Some(inner) = text.strip_prefix("!(has(self.").and_then(|r| r.strip_suffix("))")) else { continue };
+        let Some((a, b)) = inner.split_once(") && has(self.") else { continue };
+        if obj.get(a).is_some() && obj.get(b).is_some() {
+            out.push(format!("{} ({text}) at {at}", rule["message"].as_str().unwrap_or_default()));
+        }
+    }
+    out
 }

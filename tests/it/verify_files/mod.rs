@@ -376,7 +376,7 @@ fn a_template_without_the_verifier_is_bg040_worded_as_lint_words_it() {
     let out = ex.run(&["render", "--format", "json", "--templates", tpl.to_str().unwrap(), ex.v2().to_str().unwrap()]);
     assert_eq!(out.code, 0, "BG040 is a warning by default: {}\n{}", out.stdout, out.stderr);
     let render = out.diag("BG040")["message"].as_str().unwrap().to_string();
-    assert!(render.contains("template puts no `bundlegate-verify` container"), "{render}");
+    assert!(render.contains("template leaves the `bundlegate-verify` container out of a pod template"), "{render}");
     let dep = ex.edit_v2(|b| *at(b, "spec.serving.format") = yaml("deployment"));
     let lint = ex.run(&["lint", "--format", "json", dep.to_str().unwrap()]).diag("BG040")["message"]
         .as_str()

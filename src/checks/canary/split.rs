@@ -1,0 +1,253 @@
+//! KServe's own traffic split, driven by the canary gates: the split of one
+//! traffic step rendered into the objects git holds, the split those objects
+//! declare read back, and the split the arms really received judged against
+//! it. Pure; the gates judge the arms as in `ramp` and `walk`.
+//!
+//! - InferenceService (Standard mode, KServe v0.20, kserve#5672): the
+//!   baseline stays `spec.predictor`; the candidate's predictor goes in
+//!   `spec.canary[0].predictor` with `trafficPercent` = the step. At 100 the
+//!   candidate's predictor replaces the baseline's and `spec.canary` goes.
+//! - LLMInferenceService: the two versions are two objects in one route
+//!   group (`spec.router.route.group`, the baseline's name), weighted
+//!   `100 - step` and `step` (`spec.router.route.weight`).
+//!
+//! A declared split proves nothing by itself (a gateway that ignores the
+//! weights, a group name typed twice): the gates' evidence is only the
+//! split's evidence when the arms' request counts follow it. More than
+//! [`SPLIT_TOLERANCE_POINTS`] off, with the exact binomial test supporting
+//! it, is BG310; too few requests to see such a difference is BG311; a
+//! split the objects do not state is BG312.
+
+use serde::Serialize;
+use serde_json::{json, Value};
+
+use super::statistics::{binom_test_greater, norm_ppf, ALPHA, POWER};
+use crate::diag::{Code, Diagnostic};
+
+/// How far (percentage points) the observed share may stray from the
+/// declared one before the step's evidence is not the declared step's.
+pub const SPLIT_TOLERANCE_POINTS: f64 = 5.0;
+
+fn kind(o: &Value) -> Option<&str> {
+    o.get("kind").and_then(Value::as_str)
+}
+
+/// The objects that hold `step` (the candidate's percentage, 1..=100) of
+/// the traffic on the candidate, from the baseline's and the candidate's
+/// rendered objects (each one object of the same kind).
+pub fn render_split(baseline: &Value, candidate: &Value, step: u32) -> Result<Vec<Value>, String> {
+    if !(1..=100).contains(&step) {
+        return Err(format!("traffic step {step} is not a percentage in 1..=100"));
+    }
+    match (kind(baseline), kind(candidate)) {
+        (Some("InferenceService"), Some("InferenceService")) => {
+            let cand =
+                candidate.pointer("/spec/predictor").ok_or("the candidate InferenceService has no spec.predictor")?;
+            if step == 100 {
+                let mut o = candidate.clone();
+                if let Some(spec) = o.get_mut("spec").and_then(Value::as_object_mut) {
+                    spec.remove("canary");
+                }
+                return Ok(vec![o]);
+            }
+            let mut o = baseline.clone();
+            o["spec"]["canary"] = json!([{"predictor": cand, "trafficPercent": step}]);
+            Ok(vec![o])
+        }
+        (Some("LLMInferenceService"), Some("LLMInferenceService")) => {
+            let group = baseline.pointer("/metadata/name").and_then(Value::as_str).ok_or("the baseline has no name")?;
+            if candidate.pointer("/metadata/name") == baseline.pointer("/metadata/name") {
+                return Err(format!(
+                    "the candidate and the baseline are both named `{group}`: one route group needs two objects"
+                ));
+            }
+            let weighted = |o: &Value, w: u32| {
+                let mut o = o.clone();
+                o["spec"]["router"]["route"]["group"] = group.into();
+                o["spec"]["router"]["route"]["weight"] = w.into();
+                o
+            };
+            Ok(vec![weighted(baseline, 100 - step), weighted(candidate, step)])
+        }
+        (a, b) => Err(format!("no KServe traffic split between a {} and a {}", a.unwrap_or("?"), b.unwrap_or("?"))),
+    }
+}
+
+/// An LLMInferenceService's route group and weight.
+fn route(o: &Value) -> (Option<&str>, Option<u64>) {
+    (
+        o.pointer("/spec/router/route/group").and_then(Value::as_str),
+        o.pointer("/spec/router/route/weight").and_then(Value::as_u64),
+    )
+}
+
+/// The candidate's share (percent) the objects declare: an InferenceService's
+/// one `spec.canary` entry, or the candidate's weight within its route group.
+pub fn declared_share(objects: &[Value], candidate_name: &str) -> Result<f64, String> {
+    if let Some(isvc) = objects.iter().find(|o| kind(o) == Some("InferenceService")) {
+        return match isvc.pointer("/spec/canary").and_then(Value::as_array).map(Vec::as_slice) {
+            None | Some([]) => Ok(100.0),
+            Some([one]) => one
+                .get("trafficPercent")
+                .and_then(Value::as_u64)
+                .filter(|p| *p <= 100)
+                .map(|p| p as f64)
+                .ok_or_else(|| "spec.canary[0].trafficPercent is not a percentage".to_string()),
+            Some(many) => {
+                Err(format!("spec.canary has {} entries: one candidate is judged against one baseline", many.len()))
+            }
+        };
+    }
+    let name = |o: &Value| o.pointer("/metadata/name").and_then(Value::as_str).map(str::to_string);
+    let cand = objects
+        .iter()
+        .find(|o| kind(o) == Some("LLMInferenceService") && name(o).as_deref() == Some(candidate_name))
+        .ok_or_else(|| format!("no LLMInferenceService `{candidate_name}` (the candidate)"))?;
+    let (Some(group), Some(w)) = route(cand) else {
+        return Err(format!("`{candidate_name}` states no spec.router.route group and weight"));
+    };
+    let total: u64 = objects.iter().filter(|o| route(o).0 == Some(group)).filter_map(|o| route(o).1).sum();
+    if total == 0 {
+        return Err(format!("route group `{group}` weighs 0 in all"));
+    }
+    Ok(100.0 * w as f64 / total as f64)
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SplitVerdict {
+    /// The requests follow the declared split (within the tolerance).
+    Holds,
+    Mismatch,
+    /// Too few requests to tell.
+    Unproven,
+}
+
+/// Requests needed to see a share `tol` points off `p` (one side, the
+/// gates' level and power).
+fn requests_needed(p: f64, tol: f64) -> u64 {
+    let p1 = if p + tol <= 1.0 { p + tol } else { p - tol };
+    let (za, zb) = (norm_ppf(1.0 - ALPHA / 2.0), norm_ppf(POWER));
+    let n = ((za * (p * (1.0 - p)).sqrt() + zb * (p1 * (1.0 - p1)).sqrt()) / tol).powi(2);
+    n.ceil().max(1.0) as u64
+}
+
+/// The observed split against the declared one: `candidate` of `total`
+/// requests went to the candidate while the objects declared `declared_pct`.
+pub fn judge_split(declared_pct: f64, candidate: u64, total: u64) -> (SplitVerdict, Option<Diagnostic>) {
+    let p = declared_pct / 100.0;
+    let tol = SPLIT_TOLERANCE_POINTS / 100.0;
+    let needed = requests_needed(p.clamp(0.0, 1.0), tol);
+    let observed = if total > 0 { 100.0 * candidate as f64 / total as f64 } else { f64::NAN };
+    let evidence = format!(
+        "declared {declared_pct:.1}% on the candidate; observed {candidate} of {total} requests ({observed:.1}%)"
+    );
+    // Off in either direction: the test on the side the observation lies.
+    let support = if candidate as f64 >= p * total as f64 {
+        binom_test_greater(candidate, total, p)
+    } else {
+        binom_test_greater(total - candidate.min(total), total, 1.0 - p)
+    };
+    let off = (observed - declared_pct).abs() > SPLIT_TOLERANCE_POINTS;
+    if total > 0 && candidate <= total && off && support.is_some_and(|t| t.p_value < ALPHA / 2.0) {
+        let d = Diagnostic::new(
+            Code::TrafficSplitMismatch,
+            format!("the arms' requests do not follow the declared split: {observed:.1}% reached the candidate where {declared_pct:.1}% was declared, so this step's gates judged another split"),
+        )
+        .evidence(evidence);
+        return (SplitVerdict::Mismatch, Some(d));
+    }
+    if total < needed || candidate > total {
+        let d = Diagnostic::new(
+            Code::TrafficSplitUnproven,
+            format!("{total} requests cannot show whether the declared {declared_pct:.1}% split holds: {needed} are needed to see a {SPLIT_TOLERANCE_POINTS}-point difference"),
+        )
+        .evidence(evidence);
+        return (SplitVerdict::Unproven, Some(d));
+    }
+    (SplitVerdict::Holds, None)
+}
+
+/// BG312: the objects state no split this judgment can read.
+pub fn split_unreadable(why: &str) -> Diagnostic {
+    Diagnostic::new(
+        Code::TrafficSplitUnreadable,
+        format!("the rendered objects state no traffic split to judge: {why}"),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn isvc(image: &str) -> Value {
+        json!({"apiVersion": "serving.kserve.io/v1beta1", "kind": "InferenceService", "metadata": {"name": "m"},
+               "spec": {"predictor": {"containers": [{"name": "kserve-container", "image": image}]}}})
+    }
+    fn llm(name: &str, uri: &str) -> Value {
+        json!({"apiVersion": "serving.kserve.io/v1alpha2", "kind": "LLMInferenceService", "metadata": {"name": name},
+               "spec": {"model": {"uri": uri}, "replicas": 1}})
+    }
+
+    #[test]
+    fn an_inferenceservice_step_puts_the_candidate_in_spec_canary() {
+        let (b, c) = (isvc("old"), isvc("new"));
+        let s = render_split(&b, &c, 10).unwrap();
+        assert_eq!(s.len(), 1);
+        assert_eq!(s[0]["spec"]["predictor"]["containers"][0]["image"], "old");
+        assert_eq!(s[0]["spec"]["canary"][0]["predictor"]["containers"][0]["image"], "new");
+        assert_eq!(s[0]["spec"]["canary"][0]["trafficPercent"], 10);
+        assert_eq!(declared_share(&s, "m").unwrap(), 10.0);
+        let full = render_split(&b, &c, 100).unwrap();
+        assert!(full[0]["spec"].get("canary").is_none());
+        assert_eq!(full[0]["spec"]["predictor"]["containers"][0]["image"], "new");
+        assert_eq!(declared_share(&full, "m").unwrap(), 100.0);
+        assert!(render_split(&b, &c, 0).is_err() && render_split(&b, &c, 101).is_err());
+        assert!(render_split(&b, &llm("m-v2", "s3://x/v2/"), 10).is_err());
+    }
+
+    #[test]
+    fn an_llminferenceservice_step_weights_two_objects_in_one_group() {
+        let s = render_split(&llm("m", "s3://x/v1/"), &llm("m-v2", "s3://x/v2/"), 30).unwrap();
+        assert_eq!(s.len(), 2);
+        assert_eq!(s[0]["spec"]["router"]["route"], json!({"group": "m", "weight": 70}));
+        assert_eq!(s[1]["spec"]["router"]["route"], json!({"group": "m", "weight": 30}));
+        assert_eq!(declared_share(&s, "m-v2").unwrap(), 30.0);
+        assert_eq!(declared_share(&s, "m").unwrap(), 70.0);
+        // Two groups: the candidate alone in its own takes everything it gets.
+        let mut split = s.clone();
+        split[1]["spec"]["router"]["route"]["group"] = "other".into();
+        assert_eq!(declared_share(&split, "m-v2").unwrap(), 100.0);
+        assert!(render_split(&llm("m", "a"), &llm("m", "b"), 10).is_err(), "one name twice is one object");
+        let mut zero = s;
+        zero[0]["spec"]["router"]["route"]["weight"] = 0.into();
+        zero[1]["spec"]["router"]["route"]["weight"] = 0.into();
+        assert!(declared_share(&zero, "m-v2").is_err());
+        assert!(declared_share(&[llm("m-v2", "x")], "m-v2").is_err());
+    }
+
+    #[test]
+    fn the_observed_split_is_judged_against_the_declared_one() {
+        // 10% declared, 10.4% observed in 10 000 requests: holds.
+        assert_eq!(judge_split(10.0, 1_040, 10_000).0, SplitVerdict::Holds);
+        // 10% declared, 30% observed: the gates judged another split.
+        let (v, d) = judge_split(10.0, 3_000, 10_000);
+        assert_eq!(v, SplitVerdict::Mismatch);
+        assert_eq!(d.unwrap().code, Code::TrafficSplitMismatch);
+        // Too little: 4% observed where 10% was declared, but on the side below.
+        let (v, _) = judge_split(10.0, 400, 10_000);
+        assert_eq!(v, SplitVerdict::Mismatch);
+        // Just inside the tolerance, many requests: a difference, but a small one.
+        assert_eq!(judge_split(50.0, 5_490, 10_000).0, SplitVerdict::Holds);
+        assert_eq!(judge_split(50.0, 5_510, 10_000).0, SplitVerdict::Mismatch);
+        // Few requests: off by far, but not supported; and unproven.
+        let (v, d) = judge_split(10.0, 2, 10);
+        assert_eq!(v, SplitVerdict::Unproven);
+        assert_eq!(d.unwrap().code, Code::TrafficSplitUnproven);
+        assert_eq!(judge_split(10.0, 0, 0).0, SplitVerdict::Unproven);
+        assert_eq!(judge_split(10.0, 11, 10).0, SplitVerdict::Unproven, "more candidate requests than requests");
+        // The sample size grows as the tolerance is approached from a balanced split.
+        assert!(requests_needed(0.5, 0.05) > requests_needed(0.1, 0.05));
+        assert_eq!(split_unreadable("x").code, Code::TrafficSplitUnreadable);
+    }
+}
