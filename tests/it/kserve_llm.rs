@@ -225,4 +225,9 @@ fn a_traffic_step_renders_valid_weighted_objects_and_the_observed_split_is_judge
     let step = render_split(&b, &c, 50).unwrap();
     crate::render::assert_valid_isvc(&step[0]);
     assert_eq!(declared_share(&step, "llm-scratch").unwrap(), 50.0);
+    // Objects that state no split are said so (BG312), never judged as held.
+    let why = declared_share(&[serde_json::json!({"kind": "ConfigMap"})], "llm-scratch").unwrap_err();
+    let d = bundlegate::checks::canary::split::split_unreadable(&why);
+    assert_eq!(d.code.to_string(), "BG312");
+    assert!(d.message.contains(&why), "{}", d.message);
 }
