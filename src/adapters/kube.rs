@@ -381,7 +381,10 @@ fn model_source(p: &Pod) -> Option<ModelSource> {
 
 /// Everything in the namespace that decides the release's pods and their
 /// routing, at one moment.
-pub(crate) async fn cluster_view(client: &kube::Client, ns: &str, app: &str) -> Result<ClusterView> {
+/// `workload`: the kind the release's pods descend from; LLMInferenceServices
+/// are read only for that kind, so a watcher Role granted before the format
+/// existed (no grant for them: 403) keeps working for every other release.
+pub(crate) async fn cluster_view(client: &kube::Client, ns: &str, app: &str, workload: &str) -> Result<ClusterView> {
     let deps: Vec<Deployment> = list_ns(client, ns, "deployments").await?;
     let rss: Vec<ReplicaSet> = list_ns(client, ns, "replicasets").await?;
     let pods: Vec<Pod> = list_ns(client, ns, "pods").await?;
@@ -424,6 +427,9 @@ pub(crate) async fn cluster_view(client: &kube::Client, ns: &str, app: &str) -> 
         ("serving.knative.dev", "v1", "Configuration", "configurations"),
         ("serving.knative.dev", "v1", "Service", "services"),
     ] {
+        if kind == "LLMInferenceService" && workload != kind {
+            continue;
+        }
         for o in list_custom(client, ns, group, version, kind, plural).await? {
             if kind == "Service" {
                 v.traffic.push(knative_traffic(&o));
@@ -505,7 +511,7 @@ pub(crate) async fn service_state(
     name: &str,
     workload: &'static str,
 ) -> Result<ServiceState> {
-    let view = cluster_view(client, ns, name).await?;
+    let view = cluster_view(client, ns, name, workload).await?;
     Ok(ownership::release_state(&view, &Root::for_bundle(name, workload)))
 }
 

@@ -121,3 +121,48 @@ fn what_is_not_a_run_is_refused() {
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("not cargo-mutants output"), "{err}");
 }
+
+fn table(dir: &Path) -> (i32, String, String) {
+    let out = Command::new("bash").arg(repo().join("scripts/mutants")).arg("table").arg(dir).output().expect("bash");
+    (
+        out.status.code().expect("exited"),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// docs/testing.md's scores table is `scripts/mutants table mutants/runs`:
+/// one row per recorded run, each counted by `summary`, never typed by hand.
+#[test]
+fn the_scores_table_in_the_docs_is_generated_from_the_recorded_runs() {
+    let (code, out, err) = table(&repo().join("mutants/runs"));
+    assert_eq!(code, 0, "{err}");
+    assert!(out.lines().count() >= 3, "no recorded run:\n{out}");
+    let docs = std::fs::read_to_string(repo().join("docs/testing.md")).unwrap();
+    let begin = "<!-- scripts/mutants table mutants/runs: begin -->\n";
+    let end = "<!-- scripts/mutants table mutants/runs: end -->";
+    let block = docs.split_once(begin).and_then(|(_, rest)| rest.split_once(end)).map(|(b, _)| b);
+    assert_eq!(block, Some(out.as_str()), "docs/testing.md's table differs from `scripts/mutants table mutants/runs`");
+}
+
+/// A recorded run cut short (fewer outcomes than mutants) is refused, not
+/// shown as a score; a run without its scope line too.
+#[test]
+fn the_scores_table_refuses_a_run_cut_short_or_without_scope() {
+    let dir = tempfile::tempdir().unwrap();
+    shard(dir.path(), 0, 3, "Success", vec![mutant("a", "CaughtMutant")]);
+    let run = dir.path().join("mutants-out-0");
+    std::fs::write(run.join("scope.md"), "`src/x.rs`\n").unwrap();
+    let (code, _, err) = table(dir.path());
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("not a whole run"), "{err}");
+    let dir = tempfile::tempdir().unwrap();
+    shard(dir.path(), 0, 1, "Success", vec![mutant("a", "CaughtMutant")]);
+    let (code, _, err) = table(dir.path());
+    assert_eq!(code, 2);
+    assert!(err.contains("no scope.md"), "{err}");
+    std::fs::write(dir.path().join("mutants-out-0/scope.md"), "`src/x.rs`, its unit tests\n").unwrap();
+    let (code, out, _) = table(dir.path());
+    assert_eq!(code, 0);
+    assert!(out.ends_with("| mutants-out-0 | `src/x.rs`, its unit tests | 1 | 1 | 0 | 0 | 0 | 100 % |\n"), "{out}");
+}

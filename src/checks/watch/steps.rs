@@ -159,7 +159,7 @@ impl ArgoWatch {
     pub(crate) fn failed(&mut self, err: String, denied: bool) {
         self.denied = denied;
         self.last_err = Some(if denied {
-            format!("{err} (the watcher needs get/list on Applications, Deployments, ReplicaSets, Pods, Events and EndpointSlices, and on InferenceServices and Knative Services/Configurations/Revisions where installed)")
+            format!("{err} (the watcher needs get/list on Applications, Deployments, ReplicaSets, Pods, Events and EndpointSlices, and on InferenceServices (LLMInferenceServices for a kserve-llm release) and Knative Services/Configurations/Revisions where installed)")
         } else {
             err
         });
@@ -512,6 +512,50 @@ mod tests {
             elapsed_s: 12.0,
             timeout: "5m",
         }
+    }
+
+    /// The wait's memory: a refused read (RBAC) settles the wait at once and
+    /// the step names the permissions; any other failure keeps waiting and
+    /// is forgotten by the next answer; the merge commit is placed by git
+    /// once, and a blank revision asks git for nothing.
+    #[test]
+    fn the_argo_wait_remembers_refusals_failures_and_placed_revisions() {
+        const M: &str = "0123456789abcdef0123456789abcdef01234567";
+        let mut w = ArgoWatch::new(Some(M), None, "sha256:1");
+        assert!(!w.settled());
+        w.failed("connection refused".into(), false);
+        assert!(!w.settled(), "a failure that may heal keeps the wait going");
+        let (s, o, _) = ArgoWatch::new(Some(M), None, "sha256:1").finish("t", "a", 1.0, "5m");
+        assert!(matches!(o, ArgoOutcome::NotDeployed) && s.verdict == Verdict::Error, "never read: {s:?}");
+        w.failed("applications is forbidden".into(), true);
+        assert!(w.settled(), "a refusal does not heal by waiting");
+        let (s, o, sources) = w.finish("argocd/m on https://k", "argocd/m", 3.0, "5m");
+        assert!(matches!(o, ArgoOutcome::NotDeployed));
+        assert_eq!(s.verdict, Verdict::Error);
+        let text = serde_json::to_string(&s).unwrap();
+        assert!(text.contains("forbidden") && text.contains("get/list on Applications"), "{text}");
+        assert!(sources.is_empty());
+
+        let app = AppStatus { name: "m".into(), sync_revision: Some(M.into()), ..Default::default() };
+        let mut w = ArgoWatch::new(Some(M), None, "sha256:1");
+        assert_eq!(w.unplaced(&app), vec![M.to_string()]);
+        let h = History {
+            revisions: [(
+                M.to_string(),
+                argo::RevisionFacts {
+                    ancestry: argo::Ancestry::Same,
+                    rendered: vec![argo::Rendered { path: "r.yaml".into(), digest: Ok("sha256:1".into()) }],
+                    hydrated_from: None,
+                },
+            )]
+            .into(),
+        };
+        w.failed("timeout".into(), false);
+        w.read(Some(app.clone()), Some(&h));
+        assert!(w.unplaced(&app).is_empty(), "placed once");
+        let (s, _, _) = w.finish("t", "a", 1.0, "5m");
+        assert!(!serde_json::to_string(&s).unwrap().contains("timeout"), "the next answer clears the last failure");
+        assert!(ArgoWatch::new(Some("  "), None, "sha256:1").unplaced(&app).is_empty());
     }
 
     /// Each Argo CD state gives its step, verdict and outcome: deployed,
