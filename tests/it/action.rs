@@ -553,8 +553,9 @@ fn deploy_manifests_validate_and_are_read_only() {
             }
         }
     }
-    // What `adapters::kube::cluster_view` lists; real_cluster's watch tests
-    // run `audit --serving` as this Role against the real RBAC authorizer.
+    // What `adapters::kube::cluster_view` lists (LLMInferenceServices for a
+    // kserve-llm release only, and the audit serves every format); real_cluster's
+    // watch tests run `audit --serving` as this Role against the real RBAC authorizer.
     let want: std::collections::BTreeSet<String> = [
         "/pods",
         "/events",
@@ -562,6 +563,7 @@ fn deploy_manifests_validate_and_are_read_only() {
         "apps/replicasets",
         "discovery.k8s.io/endpointslices",
         "serving.kserve.io/inferenceservices",
+        "serving.kserve.io/llminferenceservices",
         "serving.knative.dev/services",
         "serving.knative.dev/configurations",
         "serving.knative.dev/revisions",
