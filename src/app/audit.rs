@@ -11,6 +11,7 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 
 use super::audit_cache::Cache;
+use super::report::REPORT_LIMIT;
 use crate::adapters::blob::{self, BlobDir};
 use crate::adapters::bundle_files::find_bundles;
 use crate::adapters::pushgateway::Gateway;
@@ -21,10 +22,6 @@ use crate::checks::audit::steps::{self as plan, AuditInputs, AuditPlan, Shares};
 use crate::diag::Overrides;
 use crate::options::{AlertOptions, AuditOptions, MergeOptions, VerifyOptions};
 use crate::report::{Report, StepReport};
-use crate::yaml_guard::{json_from_slice, Limits};
-
-/// Shard reports are small; anything bigger is not ours.
-pub(crate) const REPORT_LIMIT: u64 = 256 << 20;
 
 /// `audit` over the tree at `root`: every bundle verified (trusting the
 /// cache unless `deep`), the serving pass when asked, the metrics delivered
@@ -140,8 +137,7 @@ async fn merge(ctx: &Ctx, inputs: &[String], max_age: Option<std::time::Duration
     }
     let mut reports = Vec::new();
     for (name, bytes) in named {
-        let r: Report = json_from_slice(&name, &bytes, &Limits::WRITTEN)
-            .map_err(|e| anyhow::anyhow!("not a bundlegate report: {e:#}"))?;
+        let r = super::report::parse(&name, &bytes)?;
         merge::check_input(&name, &r).map_err(|e| anyhow::anyhow!(e))?;
         reports.push((name, r));
     }
