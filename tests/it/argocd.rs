@@ -434,13 +434,17 @@ fn argocd_plugin_and_sidecar_manifests_follow_the_cmp_contract() {
 fn argocd_cm_patch_embeds_the_health_script_verbatim() {
     let cm = &yaml_docs(&argo_file("argocd-cm-patch.yaml"))[0];
     assert_eq!(cm["metadata"]["name"], "argocd-cm");
-    let embedded =
-        cm["data"]["resource.customizations.health.serving.kserve.io_InferenceService"].as_str().expect("health key");
-    assert_eq!(
-        embedded,
-        argo_file("health/inferenceservice.lua"),
-        "argocd-cm-patch.yaml drifted from health/inferenceservice.lua"
-    );
+    for (kind, script) in
+        [("InferenceService", "inferenceservice.lua"), ("LLMInferenceService", "llminferenceservice.lua")]
+    {
+        let key = format!("resource.customizations.health.serving.kserve.io_{kind}");
+        let embedded = cm["data"][key.as_str()].as_str().unwrap_or_else(|| panic!("no {key}"));
+        assert_eq!(
+            embedded,
+            argo_file(&format!("health/{script}")),
+            "argocd-cm-patch.yaml drifted from health/{script}"
+        );
+    }
 }
 
 #[test]

@@ -104,14 +104,15 @@ fn argo_sandbox(clock: Clock<'_>) -> Lua {
 
 /// Run the script like Argo and return (status, message).
 pub fn health(obj: &Value, clock: Clock<'_>) -> (String, String) {
-    let lua = argo_sandbox(clock);
-    lua.globals().set("obj", to_lua(&lua, obj).unwrap()).unwrap();
-    let script = std::fs::read_to_string(repo().join("argo/health/inferenceservice.lua")).unwrap();
-    let t: Table = lua
-        .load(&script)
-        .set_name("inferenceservice.lua")
-        .eval()
-        .unwrap_or_else(|e| panic!("health script failed: {e}"));
+    run_script(&argo_sandbox(clock), obj, "argo/health/inferenceservice.lua")
+}
+
+/// Run the health script at `rel` (from the repository root) on `obj` in
+/// `lua` and return (status, message).
+fn run_script(lua: &Lua, obj: &Value, rel: &str) -> (String, String) {
+    lua.globals().set("obj", to_lua(lua, obj).unwrap()).unwrap();
+    let script = std::fs::read_to_string(repo().join(rel)).unwrap();
+    let t: Table = lua.load(&script).set_name(rel).eval().unwrap_or_else(|e| panic!("health script {rel} failed: {e}"));
     let status: String = t.get("status").unwrap();
     let message: String = t.get("message").unwrap();
     assert!(
@@ -156,15 +157,18 @@ fn health_lua_sandbox_matches_argo_require_os_but_no_global_os() {
 
 #[test]
 fn health_lua_script_uses_no_library_argo_lacks() {
-    let script = std::fs::read_to_string(repo().join("argo/health/inferenceservice.lua")).unwrap();
-    let code: String = script.lines().map(|l| l.split("--").next().unwrap()).collect::<Vec<_>>().join("\n");
-    for banned in
-        ["string.", "math.", "os.", "io.", ":sub(", ":find(", ":match(", ":gsub(", ":format(", ":len(", "//", "goto "]
-    {
-        assert!(
-            !code.contains(banned),
-            "the health script uses `{banned}`, which Argo's sandbox (Lua 5.1, base/table/package only) lacks"
-        );
+    for rel in ["argo/health/inferenceservice.lua", LLM_SCRIPT] {
+        let script = std::fs::read_to_string(repo().join(rel)).unwrap();
+        let code: String = script.lines().map(|l| l.split("--").next().unwrap()).collect::<Vec<_>>().join("\n");
+        for banned in [
+            "string.", "math.", "os.", "io.", ":sub(", ":find(", ":match(", ":gsub(", ":format(", ":len(", "//",
+            "goto ",
+        ] {
+            assert!(
+                !code.contains(banned),
+                "{rel} uses `{banned}`, which Argo's sandbox (Lua 5.1, base/table/package only) lacks"
+            );
+        }
     }
 }
 
@@ -463,6 +467,30 @@ fn lua_literal(v: &Value) -> String {
     }
 }
 
+/// `script` run on `obj` by Debian's PUC Lua 5.1 with Argo's sandbox rebuilt
+/// in Lua (libraries removed, string metatable dropped, only the preload
+/// searcher) after `sandbox` (Lua run first: e.g. the safe os module);
+/// returns (status, message).
+fn debian_lua(name: &str, sandbox: &str, script: &str, obj: &Value) -> (String, String) {
+    let prelude = format!(
+        "{sandbox}debug.setmetatable('', nil)\n\
+         package.loaders = {{package.loaders[1]}}\n\
+         os, string, math, io, debug, coroutine = nil, nil, nil, nil, nil, nil\n\
+         obj = {}\n\
+         local r = (function()\n{script}\nend)()\n\
+         print(r.status)\nprint(r.message)\n",
+        lua_literal(obj)
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("run.lua");
+    std::fs::write(&f, prelude).unwrap();
+    let out = Command::new("lua5.1").arg(&f).output().unwrap();
+    assert!(out.status.success(), "{name}: lua5.1 failed: {}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8(out.stdout).unwrap();
+    let (status, message) = text.trim_end_matches('\n').split_once('\n').unwrap_or_else(|| panic!("{name}: {text}"));
+    (status.to_string(), message.to_string())
+}
+
 /// The same script and object under the real PUC Lua 5.1 interpreter, with
 /// the sandbox rebuilt in Lua (libraries removed, string metatable dropped,
 /// the safe os preloaded): mlua's vendored Lua and Debian's must agree.
@@ -490,32 +518,208 @@ fn health_lua_cross_check_with_debian_lua51() {
     }
     assert!(objs.len() >= 17, "{} fixtures", objs.len());
     for (name, obj) in objs {
-        let prelude = format!(
+        let sandbox = format!(
             "local T = {now}\n\
-             debug.setmetatable('', nil)\n\
              local safe_os = {{time = function() return T end, date = os.date}}\n\
              package.preload.os = function() return safe_os end\n\
              package.loaded.os = nil\n\
-             package.loaders = {{package.loaders[1]}}\n\
-             table.time, table.date = safe_os.time, safe_os.date\n\
-             os, string, math, io, debug, coroutine = nil, nil, nil, nil, nil, nil\n\
-             obj = {}\n\
-             local r = (function()\n{script}\nend)()\n\
-             print(r.status)\nprint(r.message)\n",
-            lua_literal(&obj)
+             table.time, table.date = safe_os.time, safe_os.date\n"
         );
-        let dir = tempfile::tempdir().unwrap();
-        let f = dir.path().join("run.lua");
-        std::fs::write(&f, prelude).unwrap();
-        let out = Command::new("lua5.1").arg(&f).output().unwrap();
-        assert!(out.status.success(), "{name}: lua5.1 failed: {}", String::from_utf8_lossy(&out.stderr));
-        let text = String::from_utf8(out.stdout).unwrap();
-        let (status, message) =
-            text.trim_end_matches('\n').split_once('\n').unwrap_or_else(|| panic!("{name}: {text}"));
+        let (status, message) = debian_lua(&name, &sandbox, &script, &obj);
         assert_eq!(
-            (status.to_string(), message.to_string()),
+            (status, message),
             health(&obj, Clock::At(NOW)),
             "{name}: Debian lua5.1 and mlua's Lua 5.1 disagree"
         );
+    }
+}
+
+// ---------- LLMInferenceService (argo/health/llminferenceservice.lua) ----------
+
+const LLM_SCRIPT: &str = "argo/health/llminferenceservice.lua";
+const LLM_CRD: &str = "kserve/serving.kserve.io_llminferenceservices.yaml";
+const ARGO_LLM: &str = "tests/fixtures/argocd-health/llmisvc";
+
+/// Ours, in Argo's sandbox for argocd-cm overrides (no clock needed).
+fn llm_health(obj: &Value) -> (String, String) {
+    run_script(&argo_sandbox(Clock::None), obj, LLM_SCRIPT)
+}
+
+/// Argo CD's own check, run as Argo runs its built-in scripts: every
+/// standard library open (`useOpenLibs`).
+fn argo_llm_health(obj: &Value) -> (String, String) {
+    let lua = Lua::new_with(StdLib::ALL_SAFE, LuaOptions::default()).unwrap();
+    run_script(&lua, obj, &format!("{ARGO_LLM}/argo-health.lua"))
+}
+
+fn yaml_file(rel: &str) -> Value {
+    let p = repo().join(rel);
+    serde_yaml_ng::from_str(&std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))).unwrap()
+}
+
+/// Argo's cases: Argo's script gives Argo's expected answers in this
+/// harness (so the harness runs it as Argo does), and ours is never Healthy
+/// where Argo's is not; where the two differ the expectations say why.
+#[test]
+fn llm_health_is_never_healthier_than_argos_own_check() {
+    let tests = yaml_file(&format!("{ARGO_LLM}/health_test.yaml"));
+    let exp = yaml_file(&format!("{ARGO_LLM}/expectations.yaml"));
+    let cases = exp["cases"].as_array().unwrap();
+    assert_eq!(cases.len(), tests["tests"].as_array().unwrap().len(), "every Argo case has an expectation");
+    for t in tests["tests"].as_array().unwrap() {
+        let file = t["inputPath"].as_str().unwrap();
+        let obj = yaml_file(&format!("{ARGO_LLM}/{file}"));
+        let (want_s, want_m) =
+            (t["healthStatus"]["status"].as_str().unwrap(), t["healthStatus"]["message"].as_str().unwrap());
+        let (argo_s, argo_m) = argo_llm_health(&obj);
+        assert_eq!(argo_s, want_s, "{file}: Argo's script in this harness: {argo_m}");
+        // Argo CD answers a deleted object before any script runs.
+        if obj["metadata"]["deletionTimestamp"].is_null() {
+            assert_eq!(argo_m, want_m, "{file}");
+        }
+        let c = cases.iter().find(|c| c["file"] == file).unwrap_or_else(|| panic!("{file}: no expectation"));
+        let (ours, m) = llm_health(&obj);
+        assert_eq!(ours, c["ours"].as_str().unwrap(), "{file}: {m}");
+        assert!(ours != "Healthy" || argo_s == "Healthy", "{file}: ours Healthy where Argo's says {argo_s}: {m}");
+        if ours != argo_s || c["why"].is_string() {
+            assert!(
+                c["why"].as_str().is_some_and(|w| w.len() > 20),
+                "{file}: a difference from Argo's needs its reason"
+            );
+        }
+    }
+}
+
+/// Our states on a real-shaped v1alpha2 object, each one valid against the
+/// KServe v0.20 CRD (status included): only Ready for the current generation
+/// with the router and both workloads ready is Healthy; and whatever ours
+/// says, Argo's own check is never stricter.
+#[test]
+fn llm_health_states_on_real_shaped_objects() {
+    let base = fixture("llmisvc-ready.yaml");
+    let cond = |o: &mut Value, ty: &str, status: &str, reason: Option<&str>| {
+        let c = o["status"]["conditions"].as_array_mut().unwrap().iter_mut().find(|c| c["type"] == ty).unwrap();
+        c["status"] = status.into();
+        if let Some(r) = reason {
+            c["reason"] = r.into();
+            c["message"] = format!("{ty} {r}").into();
+        }
+    };
+    type Edit = Box<dyn Fn(&mut Value)>;
+    let cases: Vec<(&str, Edit, &str, &str)> = vec![
+        ("ready", Box::new(|_| {}), "Healthy", "generation 4"),
+        (
+            "stale observedGeneration",
+            Box::new(|o| o["metadata"]["generation"] = 5.into()),
+            "Progressing",
+            "generation 5",
+        ),
+        (
+            "no observedGeneration",
+            Box::new(|o| {
+                o["status"].as_object_mut().unwrap().remove("observedGeneration");
+            }),
+            "Progressing",
+            "no observedGeneration",
+        ),
+        (
+            "router not ready",
+            Box::new(move |o| cond(o, "RouterReady", "Unknown", Some("GatewayNotReady"))),
+            "Progressing",
+            "RouterReady",
+        ),
+        (
+            "router failed",
+            Box::new(move |o| cond(o, "RouterReady", "False", Some("HTTPRouteNotAccepted"))),
+            "Degraded",
+            "HTTPRouteNotAccepted",
+        ),
+        (
+            "workloads failing",
+            Box::new(move |o| {
+                cond(o, "WorkloadsReady", "False", Some("WorkloadFailed"));
+                cond(o, "Ready", "False", Some("WorkloadsReadyNotReady"));
+            }),
+            "Degraded",
+            "WorkloadFailed",
+        ),
+        (
+            "ready unknown",
+            Box::new(move |o| cond(o, "Ready", "Unknown", Some("WorkloadsReadyNotReady"))),
+            "Progressing",
+            "Ready is Unknown",
+        ),
+        (
+            "one of two replicas",
+            Box::new(|o| o["status"]["workloads"]["primary"]["readyReplicas"] = 1.into()),
+            "Progressing",
+            "1 of 2 replicas",
+        ),
+        (
+            "router condition missing",
+            Box::new(|o| o["status"]["conditions"].as_array_mut().unwrap().retain(|c| c["type"] != "RouterReady")),
+            "Progressing",
+            "RouterReady",
+        ),
+        (
+            "stopped",
+            Box::new(move |o| {
+                o["metadata"]["annotations"]["serving.kserve.io/stop"] = "true".into();
+                for ty in ["MainWorkloadReady", "WorkloadsReady", "Ready"] {
+                    cond(o, ty, "False", Some("Stopped"));
+                }
+            }),
+            "Suspended",
+            "Stopped",
+        ),
+        (
+            "restarting after a stop",
+            Box::new(move |o| {
+                o["metadata"]["annotations"]["serving.kserve.io/stop"] = "false".into();
+                cond(o, "Ready", "False", Some("Stopped"));
+            }),
+            "Progressing",
+            "Restarting",
+        ),
+        (
+            "deleting",
+            Box::new(|o| o["metadata"]["deletionTimestamp"] = "2026-11-30T10:00:00Z".into()),
+            "Progressing",
+            "being deleted",
+        ),
+    ];
+    for (name, edit, want, says) in cases {
+        let mut o = base.clone();
+        edit(&mut o);
+        let errors = crate::support::schema::crd_errors(LLM_CRD, &o);
+        assert!(errors.is_empty(), "{name}: not a valid LLMInferenceService:\n{}", errors.join("\n"));
+        let (s, m) = llm_health(&o);
+        assert_eq!(s, want, "{name}: {m}");
+        assert!(m.contains(says), "{name}: {m}");
+        let (argo, _) = argo_llm_health(&o);
+        assert!(s != "Healthy" || argo == "Healthy", "{name}: ours Healthy where Argo's says {argo}");
+    }
+}
+
+/// Ours under Debian's PUC Lua 5.1 with the sandbox rebuilt in Lua agrees
+/// with the mlua run, on Argo's cases and ours.
+#[test]
+fn llm_health_cross_check_with_debian_lua51() {
+    if Command::new("lua5.1").arg("-v").output().is_err() {
+        assert!(
+            std::env::var_os("BUNDLEGATE_SKIP_SERVERS").is_some(),
+            "lua5.1 is required: run scripts/install-test-deps"
+        );
+        return;
+    }
+    let script = std::fs::read_to_string(repo().join(LLM_SCRIPT)).unwrap();
+    let mut objs = vec![("llmisvc-ready".to_string(), fixture("llmisvc-ready.yaml"))];
+    for e in std::fs::read_dir(repo().join(ARGO_LLM).join("testdata")).unwrap() {
+        let p = e.unwrap().path();
+        objs.push((p.display().to_string(), serde_yaml_ng::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap()));
+    }
+    for (name, obj) in objs {
+        let (status, message) = debian_lua(&name, "", &script, &obj);
+        assert_eq!((status, message), llm_health(&obj), "{name}");
     }
 }
