@@ -816,7 +816,9 @@ pub(crate) fn context(l: &Loaded) -> Result<Value> {
         json!({"name": "BUNDLEGATE_RELEASE_DIGEST", "value": l.digest}),
         json!({"name": "BUNDLEGATE_RELEASE_VERSION", "value": b.metadata.version}),
     ];
-    if let Some(g) = &b.spec.generation {
+    // A block on a task that does not generate is BG030 (lint); rendered, it
+    // would look applied to a server that never reads it.
+    if let Some(g) = b.spec.generation.as_ref().filter(|_| b.spec.model.task.generates()) {
         env.push(json!({"name": "GENERATION_EOS_TOKEN_IDS", "value": serde_json::to_string(&g.eos_token_ids)?}));
         env.push(json!({"name": "GENERATION_STOP_STRINGS", "value": serde_json::to_string(&g.stop_strings)?}));
         if let Some(m) = g.max_output_tokens {
@@ -1227,6 +1229,28 @@ mod parse_back_tests {
 #[cfg(test)]
 mod check_tests {
     use super::*;
+
+    /// Generation settings reach the pod only where the task generates: an
+    /// embedding model's `generation` block (BG030) is not rendered.
+    #[test]
+    fn generation_env_is_rendered_only_for_tasks_that_generate() {
+        let env_names = |task: &str| {
+            let l = bundle_edit(|v| v["spec"]["model"]["task"] = task.into()).unwrap();
+            let ctx = context(&l).unwrap();
+            let names: Vec<String> = ctx["env"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter_map(|e| e["name"].as_str().filter(|n| n.starts_with("GENERATION_")).map(String::from))
+                .collect();
+            names
+        };
+        assert!(env_names("chat").contains(&"GENERATION_STOP_STRINGS".to_string()));
+        assert!(env_names("completion").contains(&"GENERATION_EOS_TOKEN_IDS".to_string()));
+        for task in ["embedding", "rerank", "classification", "other"] {
+            assert_eq!(env_names(task), Vec::<String>::new(), "{task}");
+        }
+    }
 
     fn bounded(templates: &[(&str, String)]) -> Result<(), String> {
         let mut hb = Handlebars::new();

@@ -56,22 +56,24 @@ fn record_published(l: &Loaded, bundle_path: &Path, to: &str, published: &store:
     let text = crate::adapters::bundle_files::read_bundle_text(bundle_path)?;
     let mut doc: serde_json::Value =
         crate::yaml_guard::from_str(&bundle_path.display().to_string(), &text, &crate::yaml_guard::Limits::DEFAULT)?;
-    let old_roles: BTreeMap<String, bundle::ArtifactRole> =
-        l.bundle.spec.model.artifacts.iter().map(|a| (a.path.clone(), a.role)).collect();
+    let old: BTreeMap<&str, &bundle::Artifact> =
+        l.bundle.spec.model.artifacts.iter().map(|a| (a.path.as_str(), a)).collect();
     let arts: Vec<bundle::Artifact> = published
         .iter()
         .map(|(rel, (sha, size))| bundle::Artifact {
             path: rel.clone(),
             sha256: Some(sha.clone()),
             size: Some(*size),
-            role: old_roles.get(rel).copied().unwrap_or_else(|| bundle::roles::infer_role(rel)),
+            role: old.get(rel.as_str()).map_or_else(|| bundle::roles::infer_role(rel), |a| a.role),
             store_checksum: if is_s3 && *size <= store::SINGLE_PUT_MAX {
                 Some(format!("x-amz-checksum-sha256:{}", crate::util::b64_of_hex(sha)))
             } else {
                 None
             },
-            base_release_digest: None,
-            built_with: None,
+            // What the file is built on is not in its bytes: kept by path,
+            // as the span edit keeps every other key of a published item.
+            base_release_digest: old.get(rel.as_str()).and_then(|a| a.base_release_digest.clone()),
+            built_with: old.get(rel.as_str()).and_then(|a| a.built_with.clone()),
         })
         .collect();
     let edits: Vec<bundle::edit::NewArtifact> = arts
@@ -120,7 +122,7 @@ fn record_published(l: &Loaded, bundle_path: &Path, to: &str, published: &store:
                     a.size.unwrap_or(0).to_string(),
                     a.sha256.clone().unwrap_or_default(),
                     // Says which roles were guessed from the name, for review.
-                    if old_roles.contains_key(&a.path) {
+                    if old.contains_key(a.path.as_str()) {
                         bundle::roles::role_name(a.role)
                     } else {
                         format!("{} (guessed)", bundle::roles::role_name(a.role))

@@ -156,6 +156,11 @@ impl Task {
     fn is_chat(&self) -> bool {
         *self == Task::Chat
     }
+    /// Chat and completion models generate text; only their servers read
+    /// generation settings.
+    pub(crate) fn generates(self) -> bool {
+        matches!(self, Task::Chat | Task::Completion)
+    }
     pub(crate) fn as_str(self) -> &'static str {
         match self {
             Task::Chat => "chat",

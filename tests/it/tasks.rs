@@ -230,3 +230,48 @@ fn unnamed_models_fail_lint_and_explain_shows_the_task_table() {
     let other = run(&["explain", "--format", "json", "BG001"]);
     assert_eq!(other.json()["steps"][0]["tables"].as_array().map_or(0, Vec::len), 0);
 }
+
+/// What an index was built with is not in its bytes, so publish keeps it by
+/// path, also when the bundle has a layout the span edit does not splice (an
+/// anchored scalar) and is rewritten as a whole.
+#[test]
+fn publish_keeps_what_an_index_was_built_with_when_it_rewrites_the_bundle() {
+    let dir = tempfile::tempdir().unwrap();
+    copy_dir(&repo().join("examples/embed-minilm"), &dir.path().join("embed-minilm"));
+    copy_dir(&repo().join("examples/store/embed-minilm"), &dir.path().join("store/embed-minilm"));
+    let v2 = dir.path().join("embed-minilm/v2/release.yaml");
+    let built = |b: &Path| {
+        let v: serde_yaml_ng::Value = serde_yaml_ng::from_str(&std::fs::read_to_string(b).unwrap()).unwrap();
+        v["spec"]["model"]["artifacts"]
+            .as_sequence()
+            .unwrap()
+            .iter()
+            .find(|a| a["role"] == "retrieval-index")
+            .map(|a| a["builtWith"].clone())
+            .unwrap()
+    };
+    let before = built(&v2);
+    assert!(before["weightsSha256"].is_string(), "{before:?}");
+    let text = std::fs::read_to_string(&v2).unwrap().replacen("storageUri: ", "storageUri: &uri ", 1);
+    std::fs::write(&v2, text).unwrap();
+    let out = run_in(
+        dir.path(),
+        &[
+            "publish",
+            "--format",
+            "json",
+            "store/embed-minilm/v2",
+            "--to",
+            "file:../../store/embed-minilm/v3/",
+            "--bundle",
+            v2.to_str().unwrap(),
+        ],
+        // No git work tree here: the stores sit beside the bundles' folders.
+        &[("BUNDLEGATE_STORE_ROOT", dir.path().to_str().unwrap())],
+    );
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert!(out.stdout.contains("rewritten as a whole"), "{}", out.stdout);
+    assert_eq!(built(&v2), before);
+    let lint = run_in(dir.path(), &["lint", "--format", "json", v2.to_str().unwrap()], &[]);
+    assert_eq!(lint.code, 0, "{}", lint.stdout);
+}
