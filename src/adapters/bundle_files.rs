@@ -37,8 +37,6 @@ pub(crate) enum FileKind {
     Snapshot,
     /// `spec.canary.golden` (JSONL requests): 16 MiB.
     GoldenSet,
-    /// A bundlegate JSON report read back (`revert --evidence`): 64 MiB.
-    Report,
     /// A user template: 1 MiB.
     Template,
     /// `GITHUB_EVENT_PATH`: 32 MiB (GitHub caps webhook payloads at 25 MB).
@@ -54,7 +52,6 @@ impl FileKind {
             FileKind::Pipeline | FileKind::Config | FileKind::Template => 1 << 20,
             FileKind::Snapshot => MAX_SNAPSHOT_BYTES as u64,
             FileKind::GoldenSet => 16 << 20,
-            FileKind::Report => 64 << 20,
             FileKind::GithubEvent => 32 << 20,
             FileKind::Marker => 4 << 10,
         }
@@ -67,7 +64,6 @@ impl FileKind {
             FileKind::Config => "config file",
             FileKind::Snapshot => "cluster snapshot",
             FileKind::GoldenSet => "golden set",
-            FileKind::Report => "report",
             FileKind::Template => "template",
             FileKind::GithubEvent => "GitHub event file",
             FileKind::Marker => "marker file",

@@ -19,6 +19,8 @@ use octocrab::Octocrab;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::checks::revert::steps::PullState;
+
 pub(crate) const DEFAULT_API_URL: &str = "https://api.github.com";
 
 /// Why a GitHub call failed. `Forbidden` is separate because a read-only
@@ -168,6 +170,14 @@ pub(crate) enum PullOutcome {
     Created(PullRef),
     /// GitHub refused a second PR for the same head branch; the open one.
     Exists(Option<PullRef>),
+}
+
+/// A pull request to open: `head` is the branch.
+pub(crate) struct NewPull<'a> {
+    pub title: &'a str,
+    pub head: &'a str,
+    pub base: &'a str,
+    pub body: &'a str,
 }
 
 struct RawResponse {
@@ -324,6 +334,36 @@ impl GithubClient {
                 Ok(PullOutcome::Exists(self.find_open_pull(owner, repo, head).await?))
             }
             Err(e) => Err(e),
+        }
+    }
+
+    /// A revert branch's pull request: the open one when the branch was
+    /// already on the remote (another run pushed it), else a new one. `Err`
+    /// names the branch, so the step says what is left to do by hand.
+    pub(crate) async fn revert_pull(
+        &self,
+        owner: &str,
+        repo: &str,
+        existed: bool,
+        pr: &NewPull<'_>,
+    ) -> anyhow::Result<PullState> {
+        let branch = pr.head;
+        if existed {
+            match self.find_open_pull(owner, repo, branch).await {
+                Ok(Some(found)) => return Ok(PullState::AlreadyOpen { number: found.number, url: found.html_url }),
+                Ok(None) => {} // the other run died before its PR: open it (GitHub refuses a duplicate)
+                Err(e) => {
+                    return Err(
+                        anyhow::Error::new(e).context(format!("branch {branch} is on the remote; looking up its PR"))
+                    )
+                }
+            }
+        }
+        match self.create_pull(owner, repo, pr.title, branch, pr.base, pr.body).await {
+            Ok(PullOutcome::Created(p)) => Ok(PullState::Opened { number: p.number, url: p.html_url }),
+            Ok(PullOutcome::Exists(p)) => Ok(PullState::Exists(p.map(|p| p.number))),
+            Err(e) => Err(anyhow::Error::new(e)
+                .context(format!("branch {branch} is on the remote; opening its PR (open it by hand or re-run)"))),
         }
     }
 

@@ -31,6 +31,8 @@ pub(crate) mod model;
 #[cfg(feature = "cli")]
 pub(crate) mod oci;
 #[cfg(feature = "cli")]
+pub(crate) mod poll;
+#[cfg(feature = "cli")]
 pub mod prom;
 #[cfg(feature = "cli")]
 pub mod pushgateway;

@@ -7,9 +7,13 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use serde_json::Value;
 
+use crate::checks::canary::gate::{MetricKind, Side};
 use crate::checks::canary::golden::{GoldenAnswer, GoldenApi, GoldenSample};
-
-use crate::parse::prom::{parse_response, Series};
+use crate::checks::canary::histogram::Histogram;
+use crate::checks::canary::plan::{GateAsk, GateRead};
+use crate::checks::canary::providers::Template;
+use crate::checks::canary::query::SideQueries;
+use crate::parse::prom::{self as read, parse_response, Series};
 
 /// One Prometheus query, answer included.
 const QUERY_TIMEOUT: Duration = Duration::from_secs(30);
@@ -77,7 +81,54 @@ impl Prom {
 
     /// A query expected to yield one number (`parse::prom::scalar`).
     pub(crate) async fn scalar(&self, q: &str) -> Result<Option<f64>> {
-        Ok(crate::parse::prom::scalar(&self.query(q).await?))
+        Ok(read::scalar(&self.query(q).await?))
+    }
+
+    /// One gate's reads: each arm's value and the samples its test needs,
+    /// and the requests behind them, as the plan asked.
+    pub(crate) async fn gate(&self, a: &GateAsk) -> Result<GateRead> {
+        let Some(q) = &a.queries else { return Ok(a.read(None, None, &[])) };
+        let gate = || format!("gate {}", a.metric);
+        let candidate = self.side(&q.template, &q.candidate).await.with_context(gate)?;
+        let baseline = match &q.baseline {
+            Some(b) => Some(self.side(&q.template, b).await.with_context(gate)?),
+            None => None,
+        };
+        let requests = self.scalars(&q.requests).await?;
+        Ok(a.read(Some(candidate), baseline, &requests))
+    }
+
+    /// One finite number, or none.
+    async fn finite(&self, q: &str) -> Result<Option<f64>> {
+        Ok(self.scalar(q).await?.filter(|v| v.is_finite()))
+    }
+
+    /// [`Prom::finite`] for each query, in order.
+    pub(crate) async fn scalars(&self, qs: &[String]) -> Result<Vec<Option<f64>>> {
+        let mut out = Vec::new();
+        for q in qs {
+            out.push(self.finite(q).await?);
+        }
+        Ok(out)
+    }
+
+    /// One arm of a gate: its value and the samples its test needs.
+    async fn side(&self, t: &Template, q: &SideQueries) -> Result<Side> {
+        let value = self.finite(&q.value).await?;
+        Ok(match t.kind {
+            // A NaN/Inf count reads as no requests: NO DATA, never a pass.
+            MetricKind::Proportion => Side::Proportion { value, total: self.finite(&q.samples).await?.unwrap_or(0.0) },
+            MetricKind::Histogram => {
+                let series = self.query(&q.samples).await?;
+                // A NaN count empties the histogram (NO DATA), see Histogram::from_buckets.
+                let buckets = read::histogram_buckets(&series, &q.samples, t.bound_scale)?;
+                Side::Histogram { value, hist: Histogram::from_buckets(buckets) }
+            }
+            MetricKind::Gauge => {
+                let series = self.query(&q.samples).await?;
+                Side::Gauge { value, samples: read::gauge_samples(&series, t.scale) }
+            }
+        })
     }
 }
 
@@ -122,6 +173,21 @@ pub(crate) async fn golden_call(
             .await?;
     let latency_ms = started.elapsed().as_millis() as u64;
     Ok(crate::parse::golden::answer(s.api, status, latency_ms, &text))
+}
+
+/// The golden set sent in order, one answer per sample; the first
+/// endpoint that cannot be reached stops it.
+pub(crate) async fn golden_calls(
+    http: &reqwest::Client,
+    endpoint: &str,
+    model: &str,
+    samples: &[GoldenSample],
+) -> Result<Vec<GoldenAnswer>> {
+    let mut out = Vec::with_capacity(samples.len());
+    for s in samples {
+        out.push(golden_call(http, endpoint, model, s).await?);
+    }
+    Ok(out)
 }
 
 #[cfg(test)]

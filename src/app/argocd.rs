@@ -21,6 +21,7 @@ use serde_json::{json, Value};
 use crate::adapters::{bundle_files, local};
 use crate::app::ctx::Ctx;
 use crate::bundle::{self, Loaded};
+use crate::checks::info;
 use crate::checks::rollback::RollbackStatus;
 use crate::diag::Overrides;
 use crate::diag::Severity;
@@ -29,7 +30,7 @@ use crate::options::ArgocdAction;
 use crate::parse::cmp::PARAMS;
 use crate::parse::cmp::{CmpEnv, Params, DEFAULT_BUNDLE};
 use crate::report::escape::path_name;
-use crate::report::{Report, StepReport};
+use crate::report::Report;
 
 /// Annotation with the Git revision Argo rendered from.
 pub(crate) const ANNOTATION_GIT_REVISION: &str = "bundlegate.dev/git-revision";
@@ -41,10 +42,7 @@ pub(crate) fn run(ctx: &Ctx, cmd: ArgocdAction, ov: &Overrides) -> Result<Report
             let source = source_dir(path)?;
             let g = generate(&source, env, ov)?;
             let mut r = Report::new("argocd generate");
-            let mut s = StepReport::new("argocd-generate", &g.display);
-            s.summary = format!("{} object(s): {}", g.kinds.len(), g.kinds.join(", "));
-            s.data = json!({"objects": g.kinds.len(), "kinds": g.kinds, "releaseDigest": g.digest});
-            r.push(s);
+            r.push(info::argocd_generate(&g.display, &g.kinds, &g.digest));
             // With the default `--format human` main prints exactly this: the
             // stream Argo parses. Nothing else may reach stdout.
             r.raw_human = Some(g.yaml);
@@ -54,13 +52,7 @@ pub(crate) fn run(ctx: &Ctx, cmd: ArgocdAction, ov: &Overrides) -> Result<Report
             let source = source_dir(path)?;
             let found = discover(&source, env)?;
             let mut r = Report::new("argocd discover");
-            let mut s = StepReport::new("argocd-discover", path_name(&source));
-            s.summary = match &found {
-                Some(p) => format!("release bundle at {p}"),
-                None => "no release bundle".into(),
-            };
-            s.data = json!({"bundle": found});
-            r.push(s);
+            r.push(info::argocd_discover(&path_name(&source), found.as_deref()));
             r.raw_human = Some(found.map(|p| p + "\n").unwrap_or_default());
             Ok(r)
         }
@@ -68,10 +60,7 @@ pub(crate) fn run(ctx: &Ctx, cmd: ArgocdAction, ov: &Overrides) -> Result<Report
             let source = source_dir(path)?;
             let ann = announcement(&source, env);
             let mut r = Report::new("argocd parameters");
-            let mut s = StepReport::new("argocd-parameters", path_name(&source));
-            s.summary = format!("{} parameter(s)", PARAMS.len());
-            s.data = ann.clone();
-            r.push(s);
+            r.push(info::argocd_parameters(&path_name(&source), PARAMS.len(), ann.clone()));
             r.raw_human = Some(serde_json::to_string(&ann)? + "\n");
             Ok(r)
         }

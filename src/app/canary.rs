@@ -12,12 +12,8 @@ use crate::adapters::prom::{self, Prom};
 use crate::app::ctx::Ctx;
 use crate::bundle::{self, Loaded};
 use crate::checks::canary::decision::{self, RollbackTarget};
-use crate::checks::canary::gate::{MetricKind, Side};
-use crate::checks::canary::golden::{self, GoldenResult, GoldenRun};
-use crate::checks::canary::histogram::Histogram;
-use crate::checks::canary::plan::{CanaryPlan, Choices, GateAsk, GateRead, Gathered, Judgment, TimelineAsk};
-use crate::checks::canary::providers::Template;
-use crate::checks::canary::query::SideQueries;
+use crate::checks::canary::golden::{GoldenResult, GoldenRun};
+use crate::checks::canary::plan::{CanaryPlan, Choices, Gathered, Judgment, TimelineAsk};
 use crate::checks::canary::ramp::SplitPoint;
 use crate::checks::canary::report::{self, Findings, Judged};
 use crate::checks::canary::walk::{self, Walk};
@@ -141,9 +137,9 @@ impl Run<'_> {
         let read = async {
             let mut gates = Vec::new();
             for a in &asks.gates {
-                gates.push(read_gate(&prom, a).await?);
+                gates.push(prom.gate(a).await?);
             }
-            anyhow::Ok((gates, scalars(&prom, &asks.traffic).await?))
+            anyhow::Ok((gates, prom.scalars(&asks.traffic).await?))
         };
         let (gates, traffic) = read.await.map_err(|e| Box::new(report::unanswered(self.l, &e)))?;
         Ok(asks.gathered(gates, &traffic))
@@ -173,61 +169,10 @@ impl Run<'_> {
                 .with_context(|| format!("golden set {file}"))?;
             let samples =
                 crate::parse::golden::parse_golden(&text).with_context(|| format!("golden set {}", path.display()))?;
-            let http = self.ctx.http()?;
-            let mut out = Vec::new();
-            for s in samples {
-                let answer = prom::golden_call(http, endpoint, &l.bundle.metadata.name, &s).await?;
-                let problems = golden::golden_problems(&s, &answer);
-                out.push(GoldenResult { sample: s, answer, problems });
-            }
-            Ok(out)
+            let answers = prom::golden_calls(self.ctx.http()?, endpoint, &l.bundle.metadata.name, &samples).await?;
+            Ok(samples.into_iter().zip(answers).map(|(sample, answer)| GoldenResult::judge(sample, answer)).collect())
         }
         .await;
         res.map_or_else(|e| GoldenRun::Error(format!("{e:#}")), GoldenRun::Ran)
     }
-}
-
-async fn read_gate(prom: &Prom, a: &GateAsk) -> Result<GateRead> {
-    let Some(q) = &a.queries else { return Ok(a.read(None, None, &[])) };
-    let gate = || format!("gate {}", a.metric);
-    let candidate = side(prom, &q.template, &q.candidate).await.with_context(gate)?;
-    let baseline = match &q.baseline {
-        Some(b) => Some(side(prom, &q.template, b).await.with_context(gate)?),
-        None => None,
-    };
-    let requests = scalars(prom, &q.requests).await?;
-    Ok(a.read(Some(candidate), baseline, &requests))
-}
-
-/// One finite number, or none.
-async fn scalar(prom: &Prom, q: &str) -> Result<Option<f64>> {
-    Ok(prom.scalar(q).await?.filter(|v| v.is_finite()))
-}
-
-/// [`scalar`] for each query, in order.
-async fn scalars(prom: &Prom, qs: &[String]) -> Result<Vec<Option<f64>>> {
-    let mut out = Vec::new();
-    for q in qs {
-        out.push(scalar(prom, q).await?);
-    }
-    Ok(out)
-}
-
-/// One arm of a gate: its value and the samples its test needs.
-async fn side(prom: &Prom, t: &Template, q: &SideQueries) -> Result<Side> {
-    let value = scalar(prom, &q.value).await?;
-    Ok(match t.kind {
-        // A NaN/Inf count reads as no requests: NO DATA, never a pass.
-        MetricKind::Proportion => Side::Proportion { value, total: scalar(prom, &q.samples).await?.unwrap_or(0.0) },
-        MetricKind::Histogram => {
-            let series = prom.query(&q.samples).await?;
-            // A NaN count empties the histogram (NO DATA), see Histogram::from_buckets.
-            let buckets = read::histogram_buckets(&series, &q.samples, t.bound_scale)?;
-            Side::Histogram { value, hist: Histogram::from_buckets(buckets) }
-        }
-        MetricKind::Gauge => {
-            let series = prom.query(&q.samples).await?;
-            Side::Gauge { value, samples: read::gauge_samples(&series, t.scale) }
-        }
-    })
 }

@@ -12,8 +12,6 @@ use std::fmt;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use serde::Serialize;
-
 use crate::adapters::env::EnvSnapshot;
 use crate::adapters::github::{self, CheckRun, CheckRunOutput, GithubClient, GithubError, RetryPolicy};
 use crate::app::ctx::Ctx;
@@ -24,23 +22,11 @@ use crate::report::{format, Detail, Report, StepReport, Verdict};
 /// GitHub's limit for one step's job summary, in bytes.
 pub const SUMMARY_LIMIT: usize = 1 << 20;
 
-use crate::report::comment::marker_key_of;
+use crate::report::comment::{marker_key_of, CommentOutcome, CommentStep, Posting};
 use crate::report::comment::{parse_marker, sticky_parts, truncate_markdown, DEFAULT_MARKER_KEY};
 
 // ---------------------------------------------------------------------------
 // Publishing
-
-#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
-pub struct CommentOutcome {
-    pub parts: usize,
-    pub created: Vec<u64>,
-    pub updated: Vec<u64>,
-    /// Parts whose body was already identical (no request made).
-    pub unchanged: Vec<u64>,
-    pub deleted: Vec<u64>,
-    /// Link to the first part.
-    pub url: Option<String>,
-}
 
 /// Make the PR's sticky comment equal `parts` (from [`sticky_parts`]): update
 /// existing parts in place, create missing ones, delete surplus old parts and
@@ -242,17 +228,6 @@ impl GithubEnv {
     }
 }
 
-/// How the comment went.
-enum Posting {
-    /// The outcome, and what happened to the optional check run.
-    Posted(CommentOutcome, Option<String>),
-    /// Not attempted (no token / repository / PR number).
-    Skipped(String),
-    /// Read-only token.
-    Forbidden(String),
-    Failed(String),
-}
-
 /// The pipeline's `comment` step: job summary, annotations (stderr), outputs,
 /// sticky PR comment. Reads the GitHub Actions environment.
 pub(crate) fn github_step(ctx: &Ctx, report: &Report) -> StepReport {
@@ -293,20 +268,7 @@ pub fn github_step_with(ctx: &Ctx, report: &Report, env: &GithubEnv, annotations
     }
 
     let posting = post(ctx, env, &md, report.verdict);
-    let comment_line = match &posting {
-        Posting::Posted(o, check) => format!(
-            "PR comment: {} part(s) ({} created, {} updated, {} unchanged, {} deleted){}{}",
-            o.parts,
-            o.created.len(),
-            o.updated.len(),
-            o.unchanged.len(),
-            o.deleted.len(),
-            o.url.as_ref().map(|u| format!(": {u}")).unwrap_or_default(),
-            check.as_ref().map(|c| format!("; {c}")).unwrap_or_default()
-        ),
-        Posting::Skipped(why) | Posting::Forbidden(why) => format!("no comment posted: {why}"),
-        Posting::Failed(why) => format!("PR comment failed: {why}"),
-    };
+    let comment_line = posting.line();
 
     let mut summary_written = false;
     if let Some(path) = &env.step_summary {
@@ -318,46 +280,17 @@ pub fn github_step_with(ctx: &Ctx, report: &Report, env: &GithubEnv, annotations
         }
     }
 
-    let mut s = StepReport::new("comment", &target);
-    s.verdict = match &posting {
-        Posting::Posted(..) => Verdict::Pass,
-        Posting::Skipped(_) | Posting::Forbidden(_) => Verdict::NotRun,
-        Posting::Failed(_) => Verdict::Error,
+    let outcome = CommentStep {
+        target,
+        posting,
+        comment_line,
+        problems,
+        summary_written,
+        summary_set: env.step_summary.is_some(),
+        annotations: n_annotations,
+        outputs: serde_json::json!({"verdict": verdict_out, "release-digests": digests}),
     };
-    if !problems.is_empty() {
-        s.verdict = Verdict::Error;
-    }
-    let mut summary = comment_line.clone();
-    if summary_written {
-        summary.push_str("; job summary written");
-    } else if env.step_summary.is_none() {
-        summary.push_str("; no job summary ($GITHUB_STEP_SUMMARY not set)");
-    }
-    for p in &problems {
-        summary.push_str("; ");
-        summary.push_str(p);
-    }
-    s.summary = env.scrub(&summary);
-    let comment = match &posting {
-        Posting::Posted(o, check) => {
-            let mut v = serde_json::to_value(o).unwrap_or_default();
-            v["posted"] = true.into();
-            if let Some(c) = check {
-                v["checkRun"] = env.scrub(c).into();
-            }
-            v
-        }
-        Posting::Skipped(w) => serde_json::json!({"posted": false, "reason": env.scrub(w)}),
-        Posting::Forbidden(w) => serde_json::json!({"posted": false, "forbidden": true, "reason": env.scrub(w)}),
-        Posting::Failed(w) => serde_json::json!({"posted": false, "error": env.scrub(w)}),
-    };
-    s.data = serde_json::json!({
-        "comment": comment,
-        "summaryWritten": summary_written,
-        "annotations": n_annotations,
-        "outputs": {"verdict": verdict_out, "release-digests": digests},
-    });
-    s
+    outcome.write_up(&|t: &str| env.scrub(t))
 }
 
 /// Post (or skip) the sticky comment and the optional check run.

@@ -7,7 +7,6 @@ use crate::bundle::Loaded;
 use crate::checks::lint;
 use crate::checks::rollback::RollbackStatus;
 use crate::diag::Overrides;
-use crate::diag::Severity;
 use crate::report::StepReport;
 
 /// Lint one bundle; its rollback target is resolved beside it.
@@ -18,16 +17,5 @@ pub(crate) fn run(_ctx: &Ctx, l: &Loaded, ov: &Overrides) -> Result<Vec<StepRepo
 /// [`run`] with the rollback target already resolved (the CMP resolves it
 /// inside the repository root Argo CD names).
 pub(crate) fn lint_with(l: &Loaded, ov: &Overrides, rb: &RollbackStatus) -> StepReport {
-    let mut s = StepReport::new("lint", &l.display);
-    s.diagnostics = ov.apply(lint::lint(l, rb));
-    s.verdict = s.verdict_from_diagnostics();
-    s.summary = format!(
-        "{} error(s), {} warning(s); release {} {}",
-        s.count(Severity::Error),
-        s.count(Severity::Warning),
-        l.bundle.metadata.version,
-        l.digest
-    );
-    s.data = serde_json::json!({"releaseDigest": l.digest, "name": l.bundle.metadata.name, "version": l.bundle.metadata.version});
-    s
+    lint::step(l, ov, rb)
 }

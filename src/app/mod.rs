@@ -40,7 +40,7 @@ use anyhow::Result;
 
 use crate::bundle::{self, Loaded};
 use crate::report::escape::path_name;
-use crate::report::{Report, StepReport, Verdict};
+use crate::report::{Report, StepReport};
 
 /// A command on each bundle in turn, as one report named `name`: each
 /// bundle loaded, or reported as the step (named `name`) that could not be.
@@ -84,8 +84,5 @@ pub(crate) fn unreadable_step(path: &Path, why: &str, step: &str) -> StepReport 
 }
 
 fn load_error(path: &Path, step: &str, e: bundle::LoadError) -> StepReport {
-    let mut s = StepReport::new(step, path_name(path));
-    s.verdict = Verdict::Error;
-    s.summary = e.to_string();
-    s
+    StepReport::failed(step, path_name(path), e.to_string())
 }

@@ -8,7 +8,6 @@ use crate::app::ctx::Ctx;
 use crate::bundle::Loaded;
 use crate::checks::preflight;
 use crate::diag::Overrides;
-use crate::diag::Severity;
 use crate::options::PreflightOptions;
 use crate::report::StepReport;
 
@@ -39,20 +38,8 @@ fn preflight_step(ctx: &Ctx, l: &Loaded, o: &PreflightOptions, ov: &Overrides) -
         }
         (None, false) => Err(anyhow::anyhow!("preflight needs cluster state: --snapshot FILE or --live")),
     };
-    let state = match state {
-        Ok(s) => s,
-        Err(e) => return StepReport::error("preflight", &l.display, &e),
-    };
-    let out = match preflight::preflight(l, &state) {
-        Ok(o) => o,
-        Err(e) => return StepReport::error("preflight", &l.display, &anyhow::anyhow!("{}: {e}", l.display)),
-    };
-    let mut s = StepReport::new("preflight", &l.display);
-    s.diagnostics = ov.apply(out.diagnostics);
-    s.verdict = preflight::verdict(&s.diagnostics);
-    s.summary =
-        format!("{}; {} error(s), {} warning(s)", out.summary, s.count(Severity::Error), s.count(Severity::Warning));
-    s.tables.push(out.table);
-    s.data = out.data;
-    s
+    match state {
+        Ok(st) => preflight::step(l, &st, ov),
+        Err(e) => StepReport::error("preflight", &l.display, &e),
+    }
 }

@@ -8,7 +8,7 @@ use anyhow::Result;
 use crate::app::ctx::Ctx;
 use crate::bundle::Loaded;
 use crate::options::RenderOptions;
-use crate::report::{Detail, StepReport};
+use crate::report::StepReport;
 
 pub(crate) fn run(_ctx: &Ctx, l: &Loaded, ro: &RenderOptions) -> Result<Vec<StepReport>> {
     Ok(vec![render(l, ro)])
@@ -24,34 +24,7 @@ fn render(l: &Loaded, ro: &RenderOptions) -> StepReport {
         Ok((rendered, written))
     });
     match res {
-        Ok((rendered, written)) => {
-            let mut s = StepReport::new("render", &l.display);
-            let kinds: Vec<String> = rendered
-                .objects
-                .iter()
-                .filter_map(|o| o.get("kind").and_then(|k| k.as_str()).map(String::from))
-                .collect();
-            s.summary = match &written {
-                Some(p) => format!("{} → {}", kinds.join(", "), p.display()),
-                None => format!("{} ({})", kinds.join(", "), l.bundle.spec.serving.format.as_str()),
-            };
-            s.data = serde_json::json!({"objects": rendered.objects.len(), "kinds": kinds, "releaseDigest": l.digest, "written": written});
-            s.details.push(Detail {
-                title: format!("manifests for {}", l.display),
-                lang: "yaml".into(),
-                body: rendered.yaml,
-            });
-            if rendered.verifier_missing {
-                s.diagnostics.push(crate::checks::render::verifier_not_rendered(
-                    &l.bundle,
-                    crate::checks::render::VerifierMissing::TemplateOmits(
-                        crate::bundle::pod_verifier::VERIFIER_CONTAINER,
-                    ),
-                ));
-                s.verdict = s.verdict_from_diagnostics();
-            }
-            s
-        }
+        Ok((r, written)) => crate::checks::render::step(l, &r.objects, r.yaml, r.verifier_missing, written.as_deref()),
         Err(e) => StepReport::error("render", &l.display, &e),
     }
 }

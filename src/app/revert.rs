@@ -8,7 +8,7 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 
-use crate::adapters::github::PullOutcome;
+use crate::adapters::github::NewPull;
 use crate::adapters::{bundle_files, git};
 use crate::app::ctx::Ctx;
 use crate::bundle::{Loaded, Rollback};
@@ -24,18 +24,9 @@ use crate::report::{Report, StepReport};
 /// cannot be read is the tool failing.
 pub fn run(ctx: &Ctx, l: &Loaded, args: &RevertOptions, evidence: Option<&Report>) -> Result<Vec<StepReport>> {
     let from_file = match (&args.evidence, evidence) {
-        (Some(p), None) => {
-            let text = bundle_files::read_text(p, bundle_files::FileKind::Report)
-                .with_context(|| format!("reading evidence {}", p.display()))?;
-            // The one JSON reader: a key given twice is refused at its line.
-            let file = p.display().to_string();
-            Some(
-                crate::yaml_guard::json_from_str::<Report>(&file, &text, &crate::yaml_guard::Limits::WRITTEN)
-                    .with_context(|| {
-                        format!("{} is not a bundlegate JSON report (`watch --format json`)", p.display())
-                    })?,
-            )
-        }
+        (Some(p), None) => Some(super::report::show(ctx, &p.display().to_string()).with_context(|| {
+            format!("reading evidence {}: a bundlegate JSON report (`watch --format json`)", p.display())
+        })?),
         _ => None,
     };
     ctx.block_on(revert_steps(ctx, l, args, evidence.or(from_file.as_ref()), &[]))
@@ -184,29 +175,11 @@ async fn open_revert(
     else {
         return rv::revert_step(target, &pushed, PullState::NoGitHub);
     };
-    if existed {
-        match gh.find_open_pull(&owner, &name, &branch).await {
-            Ok(Some(pr)) => {
-                let open = PullState::AlreadyOpen { number: pr.number, url: pr.html_url };
-                return rv::revert_step(target, &pushed, open);
-            }
-            Ok(None) => {} // the other run died before its PR: open it (GitHub refuses a duplicate)
-            Err(e) => {
-                let e = anyhow::Error::new(e).context(format!("branch {branch} is on the remote; looking up its PR"));
-                return StepReport::error("revert", target, &e);
-            }
-        }
-    }
     let title = text::pr_title(&l.bundle.metadata.name, &l.bundle.metadata.version, &prev.bundle.metadata.version);
     let body = text::pr_body(l, prev, rel, &branch, evidence, verify_summary);
-    let state = match gh.create_pull(&owner, &name, &title, &branch, &plan.base, &body).await {
-        Ok(PullOutcome::Created(pr)) => PullState::Opened { number: pr.number, url: pr.html_url },
-        Ok(PullOutcome::Exists(pr)) => PullState::Exists(pr.map(|p| p.number)),
-        Err(e) => {
-            let e = anyhow::Error::new(e)
-                .context(format!("branch {branch} is on the remote; opening its PR (open it by hand or re-run)"));
-            return StepReport::error("revert", target, &e);
-        }
-    };
-    rv::revert_step(target, &pushed, state)
+    let pr = NewPull { title: &title, head: &branch, base: &plan.base, body: &body };
+    match gh.revert_pull(&owner, &name, existed, &pr).await {
+        Ok(state) => rv::revert_step(target, &pushed, state),
+        Err(e) => StepReport::error("revert", target, &e),
+    }
 }

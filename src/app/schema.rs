@@ -5,7 +5,7 @@
 
 use crate::bundle::ReleaseBundle;
 use crate::options::SchemaKind;
-use crate::report::{Detail, StepReport};
+use crate::report::StepReport;
 
 /// The file a kind's schema is published as, under `schemas/`.
 pub(crate) fn name(kind: SchemaKind) -> &'static str {
@@ -35,13 +35,9 @@ pub(crate) fn text(schema: &schemars::Schema) -> String {
 
 /// The schema as a report: its value in `data`, its text as the detail.
 pub(crate) fn run(kind: SchemaKind, schema: &schemars::Schema) -> Vec<StepReport> {
-    let mut s = StepReport::new("schema", name(kind));
     let what = match kind {
         SchemaKind::Bundle => "a release bundle (release.yaml)",
         SchemaKind::Pipeline => "a pipeline file (pipelines/*.yaml)",
     };
-    s.summary = format!("JSON Schema (draft-07) of {what}; published as schemas/{}", name(kind));
-    s.data = schema.clone().to_value();
-    s.details.push(Detail { title: format!("schemas/{}", name(kind)), lang: "json".into(), body: text(schema) });
-    vec![s]
+    vec![crate::checks::info::schema(name(kind), what, schema.clone().to_value(), text(schema))]
 }

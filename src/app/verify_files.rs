@@ -12,13 +12,12 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
 use serde::Deserialize;
-use serde_json::json;
 
 use crate::adapters::filehash;
 use crate::adapters::local;
 use crate::checks::pod_files::{self, describe_wait, Expected, Outcome, Seen, WaitState, Waiting};
 use crate::options::VerifyFilesOptions;
-use crate::report::{escape, Report, StepReport, Table, Verdict};
+use crate::report::{escape, Report};
 use crate::util::is_sha256_hex;
 
 /// Cap on the env var's size: the list is small; a huge value is not ours.
@@ -75,15 +74,9 @@ pub(crate) fn run(o: &VerifyFilesOptions) -> Result<Report> {
         // otherwise say what the verifier last reported (what it waits
         // for, or what failed): `kubectl describe pod` shows this output.
         let ok = read_small(&o.marker).is_some_and(|s| s.trim() == m.release_digest);
-        let mut s = StepReport::new("verify-files-ready", escape::path_name(&o.marker));
-        s.verdict = if ok { Verdict::Pass } else { Verdict::Fail };
-        s.summary = if ok {
-            format!("verified {}", m.release_digest)
-        } else {
-            let said =
-                read_small(&status_path(&o.marker)).unwrap_or_else(|| "the verifier has not reported yet".into());
-            format!("model files not verified yet: {}", said.trim())
-        };
+        // What the verifier last reported (what it waits for, or what failed).
+        let said = (!ok).then(|| read_small(&status_path(&o.marker)));
+        let s = pod_files::ready_step(&escape::path_name(&o.marker), &m.release_digest, said);
         r.push(s);
         return Ok(r);
     }
@@ -142,7 +135,7 @@ pub(crate) fn run(o: &VerifyFilesOptions) -> Result<Report> {
     };
     let secs = t0.elapsed().as_secs_f64();
     let bytes: u64 = items.iter().map(|e| e.size).fold(0, u64::saturating_add);
-    let step = step_for(&m, &items, &outcomes, full, &root, bytes, secs);
+    let step = pod_files::step(&m.release_digest, &items, &outcomes, full, &escape::path_name(&root), bytes, secs);
     let lines: Vec<String> = step.diagnostics.iter().map(|d| d.message.clone()).collect();
     // A marker from an earlier run must not outlive a failed check.
     local::remove_file(&o.marker).context("removing the marker of an earlier run")?;
@@ -313,40 +306,6 @@ pub(crate) fn wait_complete(
         let cur = look();
         state.observe(clock.now().saturating_duration_since(start), cur);
     }
-}
-
-fn step_for(
-    m: &PodManifest,
-    items: &[Expected],
-    outcomes: &[Outcome],
-    full: bool,
-    root: &Path,
-    bytes: u64,
-    secs: f64,
-) -> StepReport {
-    let mut s = StepReport::new("verify-files", escape::path_name(root));
-    let (diagnostics, statuses) = pod_files::judge(items, outcomes);
-    s.diagnostics = diagnostics;
-    let rows =
-        items.iter().zip(&statuses).map(|(e, st)| vec![e.path.clone(), st.to_string(), e.size.to_string()]).collect();
-    s.tables.push(Table {
-        title: "artifacts".into(),
-        columns: vec!["path".into(), "status".into(), "size".into()],
-        rows,
-    });
-    s.verdict = s.verdict_from_diagnostics();
-    let bad = s.diagnostics.len();
-    s.summary = format!(
-        "{}/{} artifact(s) OK ({}, {} in {:.2}s) for release {}",
-        items.len().saturating_sub(bad),
-        items.len(),
-        if full { "sha256" } else { "size only" },
-        crate::util::human_bytes(bytes),
-        secs,
-        m.release_digest
-    );
-    s.data = json!({"releaseDigest": m.release_digest, "bytes": bytes, "seconds": secs, "mismatches": bad});
-    s
 }
 
 #[cfg(test)]

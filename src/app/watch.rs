@@ -13,13 +13,13 @@
 //!   completed (analysing a rollout that never happened proves nothing).
 
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use anyhow::Result;
 
 use crate::adapters::git;
-use crate::adapters::kube as io;
-use crate::adapters::model::{self, IdentitySampler, Prober};
+use crate::adapters::model::{self, Prober};
+use crate::adapters::poll::{self, Clock};
 use crate::app::ctx::Ctx;
 use crate::bundle::Loaded;
 use crate::checks::watch::argo::AppSource;
@@ -41,114 +41,39 @@ pub(crate) fn target(l: &Loaded) -> String {
     WatchPlan::resolve(l, None).target
 }
 
-async fn sleep_until_next(poll: Duration, deadline: Instant) {
-    let left = deadline.saturating_duration_since(Instant::now());
-    tokio::time::sleep(poll.min(left)).await;
-}
-
-/// Poll the Application until it reports a successful sync of this release
-/// or another decision (`ArgoWatch` decides and writes up; this reads git
-/// and the cluster, and sleeps).
+/// Wait for the Application to report a successful sync of this release
+/// or another decision (`ArgoWatch` decides and writes up).
 async fn wait_for_argo(
     l: &Loaded,
     args: &WatchOptions,
     client: &kube::Client,
     server: &str,
-    poll: Duration,
-    started: Instant,
-    deadline: Instant,
+    clock: Clock,
 ) -> (StepReport, ArgoOutcome, Vec<AppSource>) {
     let rev = args.revision.as_deref().filter(|r| !r.trim().is_empty());
     let mut w = ArgoWatch::new(rev, rev.and_then(|r| git::commit_time(&l.dir(), r)), &l.digest);
-    loop {
-        match io::application(client, &args.app_namespace, &args.app).await {
-            Ok(a) => {
-                let history = match (&a, rev) {
-                    (Some(app), Some(merge)) => {
-                        let new = w.unplaced(app);
-                        (!new.is_empty()).then(|| git::history(&l.path, merge, &new, &app.sources))
-                    }
-                    _ => None,
-                };
-                w.read(a, history.as_ref());
-            }
-            Err(e) => w.failed(format!("{e:#}"), io::is_denied(&e)),
-        }
-        if w.settled() || Instant::now() >= deadline {
-            break;
-        }
-        sleep_until_next(poll, deadline).await;
-    }
+    poll::application(client, (&args.app_namespace, &args.app), l, rev, &mut w, clock).await;
     let app = format!("{}/{}", args.app_namespace, args.app);
-    w.finish(&format!("{app} on {server}"), &app, started.elapsed().as_secs_f64(), &args.timeout.to_string())
+    w.finish(&format!("{app} on {server}"), &app, clock.at(), &args.timeout.to_string())
 }
 
-/// Read the release's workload until the rollout settles and holds for the
-/// stability window (or gives up, or the deadline passes with no window
-/// started); the decision is `RolloutWatch`'s, the write-up
-/// `steps::rollout_step`'s; this only reads and sleeps. While the window
-/// runs, the identity endpoint is asked (`identity`: the client and URL).
-/// Returns the step, whether the rollout completed, and the identity answers.
-#[allow(clippy::too_many_arguments)]
+/// Follow the rollout through the stability window (`RolloutWatch`
+/// decides, `steps::rollout_step` writes up). Returns the step, whether the
+/// rollout completed, and the identity answers taken over the window.
 async fn rollout_step(
     l: &Loaded,
     plan: &WatchPlan,
     args: &WatchOptions,
     client: &kube::Client,
-    poll: Duration,
-    started: Instant,
-    deadline: Instant,
+    clock: Clock,
     identity: Option<(reqwest::Client, String)>,
 ) -> (StepReport, bool, Vec<IdentitySample>) {
-    let exp = plan.expected.clone();
-    let mut watch = RolloutWatch::new(exp.clone(), plan.window.as_secs_f64());
-    let mut last_err: Option<String>;
-    let mut closing_read = false;
-    let mut sampler: Option<IdentitySampler> = None;
-    loop {
-        let at = started.elapsed().as_secs_f64();
-        match io::service_state(client, &l.bundle.metadata.namespace, &l.bundle.metadata.name, exp.workload).await {
-            Ok(st) => {
-                last_err = None;
-                if watch.observe(at, st) {
-                    break;
-                }
-            }
-            Err(e) => last_err = Some(format!("{e:#}")),
-        }
-        if sampler.is_none() && watch.window_end().is_some() {
-            if let Some((http, url)) = &identity {
-                sampler = Some(IdentitySampler::start(http.clone(), url.clone(), plan.window, started));
-            }
-        }
-        // A window that started before the deadline runs to its end.
-        let until = match watch.window_end() {
-            Some(end) => deadline.max(started + Duration::from_secs_f64(end.max(0.0))),
-            None => deadline,
-        };
-        if Instant::now() >= until {
-            // The window's last read is taken at its end, not before it.
-            if watch.window_end().is_some() && !closing_read {
-                closing_read = true;
-                continue;
-            }
-            break;
-        }
-        sleep_until_next(poll, until).await;
-    }
-    let samples = match sampler {
-        Some(s) => s.finish().await,
-        None => Vec::new(),
-    };
-    let (step, complete) = steps::rollout_step(
-        &plan.target,
-        watch.finish(),
-        last_err.as_deref(),
-        plan.window,
-        &args.timeout.to_string(),
-        started.elapsed().as_secs_f64(),
-    );
-    (step, complete, samples)
+    let watch = RolloutWatch::new(plan.expected.clone(), plan.window.as_secs_f64());
+    let f = poll::rollout(client, l, watch, plan.window, clock, identity).await;
+    let timeout = args.timeout.to_string();
+    let (step, complete) =
+        steps::rollout_step(&plan.target, f.watch.finish(), f.last_err.as_deref(), plan.window, &timeout, clock.at());
+    (step, complete, f.identity)
 }
 
 async fn watch_loaded(ctx: &Ctx, l: &Loaded, args: &WatchOptions) -> Result<Report> {
@@ -156,7 +81,7 @@ async fn watch_loaded(ctx: &Ctx, l: &Loaded, args: &WatchOptions) -> Result<Repo
     let poll = steps::poll_interval(ctx.env.watch_poll.as_deref()).map_err(anyhow::Error::msg)?;
     let plan = WatchPlan::resolve(l, args.stable_for);
     let started = Instant::now();
-    let deadline = started + timeout;
+    let clock = Clock { every: poll, started, deadline: started + timeout };
     let mut r = Report::new("watch");
     let target = plan.target.clone();
 
@@ -180,7 +105,7 @@ async fn watch_loaded(ctx: &Ctx, l: &Loaded, args: &WatchOptions) -> Result<Repo
     };
 
     // ---- 1. Argo CD deployed this release ----
-    let (argo, argo_outcome, sources) = wait_for_argo(l, args, &client, &server, poll, started, deadline).await;
+    let (argo, argo_outcome, sources) = wait_for_argo(l, args, &client, &server, clock).await;
     r.push(argo);
 
     // ---- 2. rollout truth, held for the stability window ----
@@ -192,8 +117,7 @@ async fn watch_loaded(ctx: &Ctx, l: &Loaded, args: &WatchOptions) -> Result<Repo
                 Some(url) => Some((ctx.http()?.clone(), url.clone())),
                 None => None,
             };
-            let (step, complete, samples) =
-                rollout_step(l, &plan, args, &client, poll, started, deadline, identity).await;
+            let (step, complete, samples) = rollout_step(l, &plan, args, &client, clock, identity).await;
             rollout_complete = complete;
             identity_samples = samples;
             r.push(step);

@@ -6,7 +6,8 @@ use std::collections::HashMap;
 use crate::bundle::{self, ArtifactRole, Loaded, Task};
 use crate::checks::rollback::{RollbackStatus, Unusable};
 use crate::diag::Code;
-use crate::diag::Diagnostic;
+use crate::diag::{Diagnostic, Overrides, Severity};
+use crate::report::StepReport;
 use crate::util::is_sha256_hex;
 
 pub(crate) fn image_pinned(image: &str) -> bool {
@@ -37,6 +38,23 @@ fn verify_on_start_rendered(b: &bundle::ReleaseBundle) -> Option<Diagnostic> {
     crate::bundle::pod_verifier::verifier_unsupported(b).map(|why| {
         crate::checks::render::verifier_not_rendered(b, crate::checks::render::VerifierMissing::Unsupported(why))
     })
+}
+
+/// The lint step: the findings under the run's overrides, the verdict they
+/// imply and the release they are about.
+pub(crate) fn step(l: &Loaded, ov: &Overrides, rb: &RollbackStatus) -> StepReport {
+    let mut s = StepReport::new("lint", &l.display);
+    s.diagnostics = ov.apply(lint(l, rb));
+    s.verdict = s.verdict_from_diagnostics();
+    s.summary = format!(
+        "{} error(s), {} warning(s); release {} {}",
+        s.count(Severity::Error),
+        s.count(Severity::Warning),
+        l.bundle.metadata.version,
+        l.digest
+    );
+    s.data = crate::checks::info::release_data(l);
+    s
 }
 
 /// Every lint finding for one bundle, in a stable order (the report's).

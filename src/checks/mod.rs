@@ -2,6 +2,7 @@
 
 pub mod audit;
 pub mod canary;
+pub(crate) mod info;
 pub mod lint;
 pub mod pod_files;
 pub mod preflight;

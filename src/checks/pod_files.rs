@@ -3,7 +3,10 @@
 
 use std::time::Duration;
 
+use serde_json::json;
+
 use crate::diag::{Code, Diagnostic};
+use crate::report::{StepReport, Table, Verdict};
 
 /// A file the bundle pins.
 #[derive(Debug, Clone)]
@@ -200,6 +203,60 @@ pub(crate) fn describe_wait(items: &[Expected], waiting: &[(usize, Waiting)], ma
             break;
         }
         s.push_str(&part);
+    }
+    s
+}
+
+/// The verifier's step: a row per file, one finding per file that is not
+/// the pinned bytes, and what was read (`bytes` in `secs`, `root` named).
+pub(crate) fn step(
+    release_digest: &str,
+    items: &[Expected],
+    outcomes: &[Outcome],
+    full: bool,
+    root: &str,
+    bytes: u64,
+    secs: f64,
+) -> StepReport {
+    let mut s = StepReport::new("verify-files", root);
+    let (diagnostics, statuses) = judge(items, outcomes);
+    s.diagnostics = diagnostics;
+    let rows =
+        items.iter().zip(&statuses).map(|(e, st)| vec![e.path.clone(), st.to_string(), e.size.to_string()]).collect();
+    s.tables.push(Table {
+        title: "artifacts".into(),
+        columns: vec!["path".into(), "status".into(), "size".into()],
+        rows,
+    });
+    s.verdict = s.verdict_from_diagnostics();
+    let bad = s.diagnostics.len();
+    s.summary = format!(
+        "{}/{} artifact(s) OK ({}, {} in {:.2}s) for release {release_digest}",
+        items.len().saturating_sub(bad),
+        items.len(),
+        if full { "sha256" } else { "size only" },
+        crate::util::human_bytes(bytes),
+        secs,
+    );
+    s.data = json!({"releaseDigest": release_digest, "bytes": bytes, "seconds": secs, "mismatches": bad});
+    s
+}
+
+/// The readiness probe's step: PASS only when this release's check passed
+/// (`said`: None); else FAIL with what the verifier last reported, which
+/// `kubectl describe pod` shows (`Some(None)`: nothing yet).
+pub(crate) fn ready_step(marker: &str, release_digest: &str, said: Option<Option<String>>) -> StepReport {
+    let mut s = StepReport::new("verify-files-ready", marker);
+    match said {
+        None => {
+            s.verdict = Verdict::Pass;
+            s.summary = format!("verified {release_digest}");
+        }
+        Some(said) => {
+            s.verdict = Verdict::Fail;
+            let said = said.unwrap_or_else(|| "the verifier has not reported yet".into());
+            s.summary = format!("model files not verified yet: {}", said.trim());
+        }
     }
     s
 }

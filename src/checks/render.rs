@@ -1,8 +1,11 @@
 //! Judgments on what `render` produced (the manifests themselves are made
 //! by `crate::manifests`).
 
-use crate::bundle::ReleaseBundle;
+use serde_json::{json, Value};
+
+use crate::bundle::{Loaded, ReleaseBundle};
 use crate::diag::{Code, Diagnostic};
+use crate::report::{Detail, StepReport};
 
 /// Why the pod the bundle renders runs no file verifier although
 /// `spec.serving.verifyOnStart` asks for one.
@@ -38,4 +41,31 @@ pub(crate) fn verifier_not_rendered(b: &ReleaseBundle, why: VerifierMissing) -> 
         ),
     )
     .help(help)
+}
+
+/// The render step: the kinds rendered, where they were written (None:
+/// stdout), the manifests as its detail; a verifier the bundle asks for but
+/// the template left out fails it.
+pub(crate) fn step(
+    l: &Loaded,
+    objects: &[Value],
+    yaml: String,
+    verifier_missing: bool,
+    written: Option<&std::path::Path>,
+) -> StepReport {
+    let mut s = StepReport::new("render", &l.display);
+    let kinds: Vec<String> =
+        objects.iter().filter_map(|o| o.get("kind").and_then(|k| k.as_str()).map(String::from)).collect();
+    s.summary = match written {
+        Some(p) => format!("{} → {}", kinds.join(", "), p.display()),
+        None => format!("{} ({})", kinds.join(", "), l.bundle.spec.serving.format.as_str()),
+    };
+    s.data = json!({"objects": objects.len(), "kinds": kinds, "releaseDigest": l.digest, "written": written});
+    s.details.push(Detail { title: format!("manifests for {}", l.display), lang: "yaml".into(), body: yaml });
+    if verifier_missing {
+        let omits = VerifierMissing::TemplateOmits(crate::bundle::pod_verifier::VERIFIER_CONTAINER);
+        s.diagnostics.push(verifier_not_rendered(&l.bundle, omits));
+        s.verdict = s.verdict_from_diagnostics();
+    }
+    s
 }

@@ -4,6 +4,10 @@
 //! is closed there and reopened in the next). Pure text; publishing is
 //! `app::comment`.
 
+use serde::Serialize;
+
+use crate::report::{StepReport, Verdict};
+
 /// GitHub's limit for a comment body, in characters.
 pub const COMMENT_LIMIT: usize = 65_536;
 /// Default marker key: one sticky comment per PR unless the workflow sets
@@ -444,5 +448,113 @@ mod tests {
         assert!(t.ends_with("\nTRUNCATED\n"));
         assert!(fence_balanced(&t));
         assert_eq!(truncate_markdown("small", 10, "x"), "small");
+    }
+}
+
+/// What publishing the sticky comment did, part by part.
+#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+pub struct CommentOutcome {
+    pub parts: usize,
+    pub created: Vec<u64>,
+    pub updated: Vec<u64>,
+    /// Parts whose body was already identical (no request made).
+    pub unchanged: Vec<u64>,
+    pub deleted: Vec<u64>,
+    /// Link to the first part.
+    pub url: Option<String>,
+}
+
+/// How the comment went.
+pub(crate) enum Posting {
+    /// The outcome, and what happened to the optional check run.
+    Posted(CommentOutcome, Option<String>),
+    /// Not attempted (no token / repository / PR number).
+    Skipped(String),
+    /// Read-only token.
+    Forbidden(String),
+    Failed(String),
+}
+
+impl Posting {
+    /// One line for the step's summary and the job summary's footer.
+    pub(crate) fn line(&self) -> String {
+        match self {
+            Posting::Posted(o, check) => format!(
+                "PR comment: {} part(s) ({} created, {} updated, {} unchanged, {} deleted){}{}",
+                o.parts,
+                o.created.len(),
+                o.updated.len(),
+                o.unchanged.len(),
+                o.deleted.len(),
+                o.url.as_ref().map(|u| format!(": {u}")).unwrap_or_default(),
+                check.as_ref().map(|c| format!("; {c}")).unwrap_or_default()
+            ),
+            Posting::Skipped(why) | Posting::Forbidden(why) => format!("no comment posted: {why}"),
+            Posting::Failed(why) => format!("PR comment failed: {why}"),
+        }
+    }
+}
+
+/// Everything the `comment` step did, to be written up.
+pub(crate) struct CommentStep {
+    /// `owner/repo#N`, or "job summary" without a PR.
+    pub target: String,
+    pub posting: Posting,
+    pub comment_line: String,
+    /// Writes that failed (annotations, outputs, the job summary).
+    pub problems: Vec<String>,
+    pub summary_written: bool,
+    /// `$GITHUB_STEP_SUMMARY` was set.
+    pub summary_set: bool,
+    pub annotations: usize,
+    /// The step outputs written (`verdict`, `release-digests`).
+    pub outputs: serde_json::Value,
+}
+
+impl CommentStep {
+    /// The step: PASS when posted, NOT RUN when there was nothing to post
+    /// to, ERROR when posting or any write failed; `scrub` removes the token
+    /// from every text GitHub or the environment supplied.
+    pub(crate) fn write_up(self, scrub: &dyn Fn(&str) -> String) -> StepReport {
+        let mut s = StepReport::new("comment", &self.target);
+        s.verdict = match &self.posting {
+            Posting::Posted(..) => Verdict::Pass,
+            Posting::Skipped(_) | Posting::Forbidden(_) => Verdict::NotRun,
+            Posting::Failed(_) => Verdict::Error,
+        };
+        if !self.problems.is_empty() {
+            s.verdict = Verdict::Error;
+        }
+        let mut summary = self.comment_line.clone();
+        if self.summary_written {
+            summary.push_str("; job summary written");
+        } else if !self.summary_set {
+            summary.push_str("; no job summary ($GITHUB_STEP_SUMMARY not set)");
+        }
+        for p in &self.problems {
+            summary.push_str("; ");
+            summary.push_str(p);
+        }
+        s.summary = scrub(&summary);
+        let comment = match &self.posting {
+            Posting::Posted(o, check) => {
+                let mut v = serde_json::to_value(o).unwrap_or_default();
+                v["posted"] = true.into();
+                if let Some(c) = check {
+                    v["checkRun"] = scrub(c).into();
+                }
+                v
+            }
+            Posting::Skipped(w) => serde_json::json!({"posted": false, "reason": scrub(w)}),
+            Posting::Forbidden(w) => serde_json::json!({"posted": false, "forbidden": true, "reason": scrub(w)}),
+            Posting::Failed(w) => serde_json::json!({"posted": false, "error": scrub(w)}),
+        };
+        s.data = serde_json::json!({
+            "comment": comment,
+            "summaryWritten": self.summary_written,
+            "annotations": self.annotations,
+            "outputs": self.outputs,
+        });
+        s
     }
 }

@@ -107,9 +107,14 @@ impl StepReport {
     }
 
     pub(crate) fn error(step: impl Into<String>, target: impl Into<String>, err: &anyhow::Error) -> Self {
+        StepReport::failed(step, target, format!("{err:#}"))
+    }
+
+    /// The step could not finish: ERROR, `why` as its summary.
+    pub(crate) fn failed(step: impl Into<String>, target: impl Into<String>, why: String) -> Self {
         let mut s = StepReport::new(step, target);
         s.verdict = Verdict::Error;
-        s.summary = format!("{err:#}");
+        s.summary = why;
         s
     }
 

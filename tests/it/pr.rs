@@ -13,8 +13,8 @@ use bundlegate::app::comment::{self as pr, publish_comment, publish_comment_as, 
 use bundlegate::app::ctx::Ctx;
 use bundlegate::diag::Diagnostic;
 use bundlegate::diag::Span;
-use bundlegate::report::comment::sticky_parts;
 use bundlegate::report::comment::COMMENT_LIMIT;
+use bundlegate::report::comment::{sticky_parts, CommentOutcome};
 use bundlegate::report::{Report, StepReport, Verdict};
 use serde_json::Value;
 
@@ -38,7 +38,7 @@ fn client(s: &StandIn) -> GithubClient {
     GithubClient::with_policy(&s.url, TOKEN, fast()).unwrap()
 }
 
-fn publish(s: &StandIn, parts: Vec<String>) -> Result<pr::CommentOutcome, GithubError> {
+fn publish(s: &StandIn, parts: Vec<String>) -> Result<CommentOutcome, GithubError> {
     rt().block_on(async { publish_comment(&client(s), "o", "r", 7, parts).await })
 }
 

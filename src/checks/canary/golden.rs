@@ -168,6 +168,14 @@ pub(crate) struct GoldenResult {
     pub problems: Vec<String>,
 }
 
+impl GoldenResult {
+    /// One sample with its answer, judged.
+    pub(crate) fn judge(sample: GoldenSample, answer: GoldenAnswer) -> GoldenResult {
+        let problems = golden_problems(&sample, &answer);
+        GoldenResult { sample, answer, problems }
+    }
+}
+
 /// The golden set's run: not declared, no endpoint to send it to, ran, or
 /// could not run (an ERROR, never a pass).
 #[derive(Debug)]

@@ -25,8 +25,8 @@ use std::collections::BTreeMap;
 
 use crate::bundle::{IntOrPercent, Loaded, RolloutStrategy, Serving, ServingFormat};
 use crate::diag::Code;
-use crate::diag::Diagnostic;
-use crate::report::Table;
+use crate::diag::{Diagnostic, Severity};
+use crate::report::{StepReport, Table};
 
 pub use probes::SCHEDULING_ALLOWANCE_SECONDS;
 pub use quantity::bundle_quantity_diagnostics;
@@ -213,6 +213,23 @@ fn unreadable(st: &ClusterState, incomplete: &[String]) -> Option<Diagnostic> {
         dg = dg.evidence(e);
     }
     Some(dg.help("re-take the snapshot with `kubectl get nodes,pods,pvc,pv,resourcequotas,poddisruptionbudgets -A -o yaml` and check the named fields"))
+}
+
+/// The preflight step for one bundle against the cluster state read: the
+/// passes' findings under the run's overrides, their verdict, the table.
+pub(crate) fn step(l: &Loaded, st: &ClusterState, ov: &crate::diag::Overrides) -> StepReport {
+    let out = match preflight(l, st) {
+        Ok(o) => o,
+        Err(e) => return StepReport::error("preflight", &l.display, &anyhow::anyhow!("{}: {e}", l.display)),
+    };
+    let mut s = StepReport::new("preflight", &l.display);
+    s.diagnostics = ov.apply(out.diagnostics);
+    s.verdict = verdict(&s.diagnostics);
+    let (errors, warnings) = (s.count(Severity::Error), s.count(Severity::Warning));
+    s.summary = format!("{}; {errors} error(s), {warnings} warning(s)", out.summary);
+    s.tables.push(out.table);
+    s.data = out.data;
+    s
 }
 
 /// The preflight step's verdict from its (overridden) diagnostics. Evidence

@@ -190,6 +190,11 @@ impl RolloutWatch {
     /// When the stability window ends (seconds on the watch's clock), once
     /// the rollout has read complete: the caller keeps reading until then
     /// even past its deadline, so a late completion is still held.
+    /// The kind at the root of the release's pods (what to read).
+    pub(crate) fn workload(&self) -> &'static str {
+        self.exp.workload
+    }
+
     pub(crate) fn window_end(&self) -> Option<f64> {
         self.baseline.as_ref().map(|(t0, _)| t0 + self.window_s)
     }
