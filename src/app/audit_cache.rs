@@ -11,11 +11,12 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
-use super::verify::{verify_loaded, AuditCache, AuditPass, CacheEntry};
+use super::verify::{verify_loaded, AuditPass};
 use crate::adapters::blob::{self, BlobDir};
 use crate::app::ctx::Ctx;
 use crate::bundle::{self, Loaded};
 use crate::checks::audit::steps::cache_object_name;
+use crate::checks::verify::cache::{AuditCache, CacheEntry};
 use crate::checks::verify::drift::cache_rebuilt;
 use crate::diag::{Diagnostic, Overrides};
 use crate::options::VerifyOptions;
@@ -104,7 +105,7 @@ impl Cache {
     /// each bundle is audited).
     pub(crate) fn finish(&self) -> Result<()> {
         match self {
-            Cache::File(p, (cache, _)) => cache.save(p),
+            Cache::File(p, (cache, _)) => save_file(cache, p),
             Cache::Dir(_) => Ok(()),
         }
     }
@@ -163,4 +164,11 @@ async fn write_object(d: &BlobDir, id: &str, l: &Loaded, cache: AuditCache) -> R
         cache.objects.into_iter().filter(|(k, _)| k.starts_with(&keep)).collect();
     let body = serde_json::to_string(&BundleCache { schema: CACHE_SCHEMA.into(), bundle: id.to_string(), objects })?;
     d.put(&cache_object_name(id), crate::report::escape::json(&body).into_owned().into_bytes()).await
+}
+
+/// Write the legacy cache file, atomically: a crash never leaves a
+/// half-written cache.
+fn save_file(cache: &AuditCache, p: &Path) -> Result<()> {
+    let text = crate::report::escape::json(&serde_json::to_string_pretty(cache)?).into_owned();
+    crate::adapters::local::write_atomic(p, text.as_bytes())
 }

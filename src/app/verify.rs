@@ -4,54 +4,18 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::IsTerminal;
-use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::{anyhow, bail, Context, Result};
-use serde::{Deserialize, Serialize};
 
 use crate::adapters::store::{self, Store};
 use crate::app::ctx::Ctx;
 use crate::bundle::{self, Loaded};
-use crate::checks::verify::Listed;
-use crate::checks::verify::{self as vcheck, HashOutcome};
+use crate::checks::verify::cache::{drift_diagnostics, plan_reads, record_hashed, AuditCache, Reads};
+use crate::checks::verify::{self as vcheck};
 use crate::diag::Overrides;
 use crate::options::{Progress, VerifyOptions, MAX_JOBS};
 use crate::report::{StepReport, Verdict};
-
-/// Incremental-audit cache: object identity → verified sha256.
-#[derive(Debug, Default, Serialize, Deserialize)]
-pub(crate) struct AuditCache {
-    pub version: u32,
-    pub objects: BTreeMap<String, CacheEntry>,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub(crate) struct CacheEntry {
-    pub e_tag: Option<String>,
-    pub version: Option<String>,
-    pub size: u64,
-    pub last_modified: String,
-    pub sha256: String,
-    pub verified_at: String,
-}
-
-impl CacheEntry {
-    fn same_identity(&self, o: &Listed) -> bool {
-        self.size == o.size
-            && self.e_tag == o.e_tag
-            && self.version == o.version
-            && self.last_modified == o.last_modified
-    }
-}
-
-impl AuditCache {
-    pub(crate) fn save(&self, p: &Path) -> Result<()> {
-        // Atomic: a crash never leaves a half-written cache.
-        let text = crate::report::escape::json(&serde_json::to_string_pretty(self)?).into_owned();
-        crate::adapters::local::write_atomic(p, text.as_bytes())
-    }
-}
 
 /// The audit's cache and depth, when verify runs as part of an audit.
 pub(crate) struct AuditPass<'a> {
@@ -279,98 +243,6 @@ fn open_store(ctx: &Ctx, l: &Loaded, ov: &Overrides) -> Result<Arc<Store>, Box<S
             Err(Box::new(StepReport::error("verify", &l.display, &e)))
         }
     }
-}
-
-/// An object the audit cache knew under another identity: (key, what the
-/// cache recorded, what the store lists now).
-type Drift = (String, CacheEntry, Listed);
-
-/// What to read: the objects to hash now, those trusted from the audit
-/// cache, and those whose identity moved since the cache entry.
-struct Reads {
-    hashes: BTreeMap<String, HashOutcome>,
-    drift: Vec<Drift>,
-    to_read: Vec<Listed>,
-}
-
-/// Sort the listed objects the bundle names into cached / to read (a deep
-/// audit, or plain verify, reads everything); identity changes are drift.
-fn plan_reads(
-    l: &Loaded,
-    listing: &[Listed],
-    cache: Option<&AuditCache>,
-    deep: bool,
-    cache_key: &dyn Fn(&str) -> String,
-) -> Reads {
-    let candidates: Vec<Listed> = vcheck::to_hash(l, listing).into_iter().cloned().collect();
-    let mut reads = Reads { hashes: BTreeMap::new(), drift: Vec::new(), to_read: Vec::new() };
-    for o in candidates {
-        if let Some(c) = cache.and_then(|c| c.objects.get(&cache_key(&o.key))) {
-            if c.same_identity(&o) {
-                if !deep {
-                    reads.hashes.insert(
-                        o.key.clone(),
-                        HashOutcome::Cached { sha256: c.sha256.clone(), verified_at: c.verified_at.clone() },
-                    );
-                    continue;
-                }
-            } else {
-                reads.drift.push((o.key.clone(), c.clone(), o.clone()));
-            }
-        }
-        reads.to_read.push(o);
-    }
-    reads
-}
-
-/// Remember every object hashed now, under its listed identity.
-fn record_hashed(
-    cache: &mut AuditCache,
-    listing: &[Listed],
-    read: &BTreeMap<String, HashOutcome>,
-    now: &str,
-    cache_key: &dyn Fn(&str) -> String,
-) {
-    for o in listing {
-        if let Some(HashOutcome::Hashed { sha256, .. }) = read.get(&o.key) {
-            cache.objects.insert(
-                cache_key(&o.key),
-                CacheEntry {
-                    e_tag: o.e_tag.clone(),
-                    version: o.version.clone(),
-                    size: o.size,
-                    last_modified: o.last_modified.clone(),
-                    sha256: sha256.clone(),
-                    verified_at: now.to_string(),
-                },
-            );
-        }
-    }
-}
-
-/// One `artifact_drifted` finding per object whose identity moved since
-/// the audit cache verified it, at the artifact's span when it has one.
-fn drift_diagnostics(l: &Loaded, drift: Vec<Drift>) -> Vec<crate::diag::Diagnostic> {
-    use crate::checks::verify::drift::{artifact_drifted, Identity};
-    let mut diags = Vec::new();
-    for (key, was, now) in drift {
-        let field = l
-            .bundle
-            .spec
-            .model
-            .artifacts
-            .iter()
-            .position(|a| a.path == key)
-            .map(|i| format!("spec.model.artifacts[{i}]"));
-        let was_id = Identity { e_tag: was.e_tag.as_deref(), size: was.size, last_modified: &was.last_modified };
-        let now_id = Identity { e_tag: now.e_tag.as_deref(), size: now.size, last_modified: &now.last_modified };
-        let mut d = artifact_drifted(&key, &was.verified_at, was_id, now_id);
-        if let Some(f) = field {
-            d = d.at(l.span(&f)).field(f);
-        }
-        diags.push(d);
-    }
-    diags
 }
 
 /// "n/m artifacts OK under …; hashed …", and why an INCONCLUSIVE is one.

@@ -1,6 +1,7 @@
 //! Verify: compare the bundle's artifacts with what the store listed and what
 //! hashing found. Pure: the adapter gathered the listing and the hashes.
 
+pub(crate) mod cache;
 pub mod drift;
 pub mod oci;
 
