@@ -141,7 +141,10 @@ pub fn run_file(ctx: &Ctx, pipeline_path: &Path, inputs: &Inputs) -> Result<Repo
                 continue;
             }
         };
-        if let Some(s) = release_diff_step(&loaded, t, inputs) {
+        let pr_base: PrBase = t.base_text.as_ref().map(|text| {
+            bundle::parse(&format!("{} (base)", loaded.display), &loaded.path, text.clone()).map_err(|e| e.to_string())
+        });
+        if let Some(s) = release_diff_step(&loaded, &pr_base, inputs) {
             report.push(s);
         }
         let mut stopped: Option<String> = None;
@@ -164,7 +167,7 @@ pub fn run_file(ctx: &Ctx, pipeline_path: &Path, inputs: &Inputs) -> Result<Repo
                         format!("skipped: {why} failed and its pipeline step says onFailure: stop"),
                     )]
                 }
-                (None, _) => run_step(ctx, step, &loaded, t, inputs),
+                (None, _) => run_step(ctx, step, &loaded, &pr_base, inputs),
             };
             // The evidence floor before `onFailure` looks: a step that passed on
             // missing evidence did not pass (the report applies it again).
@@ -279,11 +282,15 @@ fn or_error(step: &str, target: &str, steps: Result<Vec<StepReport>>) -> Vec<Ste
     steps.unwrap_or_else(|e| vec![StepReport::error(step, target, &e)])
 }
 
-fn run_step(ctx: &Ctx, step: &Step, l: &Loaded, t: &Target, inputs: &Inputs) -> Vec<StepReport> {
+/// The bundle as committed at `--base` (PR mode), parsed once: the release
+/// diff and the manifest diff both read it.
+type PrBase = Option<Result<Loaded, String>>;
+
+fn run_step(ctx: &Ctx, step: &Step, l: &Loaded, pr_base: &PrBase, inputs: &Inputs) -> Vec<StepReport> {
     let ov = &inputs.overrides;
     match &step.spec {
         StepSpec::Lint => or_error("lint", &l.display, crate::app::lint::run(ctx, l, ov)),
-        StepSpec::Render { diff, options } => render_step(ctx, *diff, options, l, t, inputs),
+        StepSpec::Render { diff, options } => render_step(ctx, *diff, options, l, pr_base, inputs),
         StepSpec::Verify(opts) => or_error("verify", &l.display, crate::app::verify::run(ctx, l, opts, ov)),
         StepSpec::Preflight(o) => match inputs.options.snapshot.clone().or_else(|| o.snapshot.clone()) {
             Some(sn) => {
@@ -321,15 +328,25 @@ fn run_step(ctx: &Ctx, step: &Step, l: &Loaded, t: &Target, inputs: &Inputs) -> 
 /// In PR mode, what changed in the release from the base version of the
 /// same bundle file (none for a new bundle: nothing to compare with). A
 /// base that no longer parses is said so, not compared.
-fn release_diff_step(l: &Loaded, t: &Target, inputs: &Inputs) -> Option<StepReport> {
-    let text = t.base_text.as_ref()?;
-    let base = format!("the bundle at {}", inputs.options.base.as_deref().unwrap_or("the base"));
-    Some(match bundle::parse(&format!("{} (base)", l.display), &l.path, text.clone()) {
-        Ok(b) => crate::checks::release_diff::step(
-            &l.display,
-            &base,
-            &crate::checks::release_diff::diff(&b.bundle, &l.bundle),
+fn release_diff_step(l: &Loaded, pr_base: &PrBase, inputs: &Inputs) -> Option<StepReport> {
+    use crate::checks::release_diff::{diff, step};
+    // PR mode compares with the same path at --base; a bundle new in the
+    // change, or a run outside PR mode, with its rollback target: the
+    // release it would go back to.
+    let target;
+    let (base, loaded): (String, Result<&Loaded, String>) = match (pr_base, &l.bundle.spec.rollback) {
+        (Some(b), _) => (
+            format!("the bundle at {}", inputs.options.base.as_deref().unwrap_or("the base")),
+            b.as_ref().map_err(String::clone),
         ),
+        (None, Some(rb)) => {
+            target = crate::adapters::bundle_files::load_named_bundle(l, &rb.bundle);
+            (format!("its rollback target {}", rb.bundle), target.as_ref().map_err(|e| e.to_string()))
+        }
+        (None, None) => return None,
+    };
+    Some(match loaded {
+        Ok(b) => step(&l.display, &base, &diff(&b.bundle, &l.bundle)),
         Err(e) => StepReport::not_run(
             "release-diff",
             &l.display,
@@ -345,7 +362,7 @@ fn render_step(
     diff: bool,
     options: &RenderOptions,
     l: &Loaded,
-    t: &Target,
+    pr_base: &PrBase,
     inputs: &Inputs,
 ) -> Vec<StepReport> {
     let ro = RenderOptions { verifier_image: inputs.verifier_image.clone(), ..options.clone() };
@@ -353,14 +370,14 @@ fn render_step(
     for s in &mut steps {
         if s.verdict == Verdict::Pass && diff {
             let head_yaml = s.details.first().map(|d| d.body.clone()).unwrap_or_default();
-            let base_yaml = t.base_text.as_ref().map(|text| {
-                bundle::parse(&format!("{} (base)", l.display), &l.path, text.clone())
-                    .map_err(anyhow::Error::from)
-                    .and_then(|b| ro.renderer()?.render(&b))
+            let base_yaml = pr_base.as_ref().map(|b| {
+                b.as_ref()
+                    .map_err(|e| anyhow::anyhow!("{e}"))
+                    .and_then(|b| ro.renderer()?.render(b))
                     .map(|r| r.yaml)
                     .unwrap_or_else(|e| format!("# base version could not be rendered: {e}\n"))
             });
-            if t.base_text.is_some() || !inputs.options.bundles.is_empty() || inputs.options.base.is_some() {
+            if pr_base.is_some() || !inputs.options.bundles.is_empty() || inputs.options.base.is_some() {
                 s.details = vec![crate::app::comment::manifest_diff(
                     base_yaml.as_deref(),
                     &head_yaml,

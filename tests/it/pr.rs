@@ -1124,12 +1124,36 @@ fn pr_release_diff_names_the_change_class_old_first() {
     let line = format!("{old_size} B → {} B, sha256 {} → {}", old_size + 7, &old_sha[..12], &new_sha[..12]);
     assert!(body.contains(&line), "wanted `{line}` in:\n{body}");
 
-    // A new bundle: no base version, so no release-diff step for it.
+    // A new bundle: no base version, so it is compared with its rollback
+    // target, the release it would go back to.
     let ex = pr_repo();
     let v3 = ex.path().join("examples/llm-scratch/v3");
     std::fs::create_dir_all(&v3).unwrap();
     std::fs::copy(ex.v2(), v3.join("release.yaml")).unwrap();
     commit_all(ex.path(), "v3");
     let o = run_pr(ex.path(), &[], &[]);
-    assert!(!o.json()["steps"].as_array().unwrap().iter().any(|s| s["step"] == "release-diff"), "{}", o.stdout);
+    let j = o.json();
+    let d =
+        j["steps"].as_array().unwrap().iter().find(|s| s["step"] == "release-diff").expect("a release diff").clone();
+    assert!(d["target"].as_str().unwrap().ends_with("v3/release.yaml"), "{d}");
+    // This repository holds no v1: said, and nothing compared (never a pass).
+    assert!(
+        d["summary"].as_str().unwrap().starts_with("its rollback target ../v1/release.yaml could not be read"),
+        "{d}"
+    );
+    assert_eq!(d["verdict"], "not-run", "{d}");
+    std::fs::create_dir_all(ex.path().join("examples/llm-scratch/v1")).unwrap();
+    std::fs::copy(
+        repo().join("examples/llm-scratch/v1/release.yaml"),
+        ex.path().join("examples/llm-scratch/v1/release.yaml"),
+    )
+    .unwrap();
+    commit_all(ex.path(), "v1");
+    let o = run_pr(ex.path(), &[], &[]);
+    let j = o.json();
+    let v3_diff =
+        |s: &&Value| s["step"] == "release-diff" && s["target"].as_str().unwrap().ends_with("v3/release.yaml");
+    let d = j["steps"].as_array().unwrap().iter().find(v3_diff).expect("a release diff").clone();
+    assert!(d["summary"].as_str().unwrap().contains("from its rollback target ../v1/release.yaml"), "{d}");
+    assert_eq!(d["data"]["releaseDiff"]["class"], "weights", "{d}");
 }

@@ -132,6 +132,7 @@ fn the_embedding_example_passes_the_readme_pipeline() {
     assert_eq!(
         steps,
         [
+            ("release-diff", "pass"),
             ("lint", "pass"),
             ("render", "pass"),
             ("verify", "pass"),

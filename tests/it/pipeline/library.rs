@@ -73,7 +73,8 @@ fn lib_pipeline_verifies_against_an_injected_store() {
     assert_eq!(v["verdict"], serde_json::to_value(Verdict::Pass).unwrap(), "{v}");
     assert!(v["summary"].as_str().unwrap().contains(URI), "{}", v["summary"]);
     let steps: Vec<&str> = report["steps"].as_array().unwrap().iter().map(|s| s["step"].as_str().unwrap()).collect();
-    assert_eq!(steps, vec!["lint", "render", "verify"]);
+    // The release diff compares with the rollback target (v1).
+    assert_eq!(steps, vec!["release-diff", "lint", "render", "verify"]);
 }
 
 #[test]
