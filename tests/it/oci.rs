@@ -653,5 +653,6 @@ fn registry_a_tag_pointing_elsewhere_is_never_followed() {
     assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
     assert_ne!(out.json()["verdict"], "pass");
     assert_eq!(status_of(&out, "ckpt.pt"), "DIGEST-MISMATCH");
-    assert!(out.codes().contains(&"BG112".to_string()), "{}", out.stdout);
+    let codes = out.codes();
+    assert!(codes.contains(&"BG103".to_string()) && codes.contains(&"BG112".to_string()), "{}", out.stdout);
 }
