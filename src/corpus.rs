@@ -87,9 +87,11 @@ fn cases(tmp: &Path) -> Vec<(String, Vec<String>)> {
     }
     let cache = tmp.join("cache");
     let cache = cache.to_str().unwrap();
-    add("audit/examples/first".into(), &["--format", "json", "audit", "examples", "--cache", cache]);
-    add("audit/examples/again".into(), &["--format", "json", "audit", "examples", "--cache", cache]);
-    add("audit/examples/deep".into(), &["--format", "json", "audit", "examples", "--deep", "--cache", cache]);
+    let examples = examples_without_registry(tmp);
+    let examples = examples.to_str().unwrap();
+    add("audit/examples/first".into(), &["--format", "json", "audit", examples, "--cache", cache]);
+    add("audit/examples/again".into(), &["--format", "json", "audit", examples, "--cache", cache]);
+    add("audit/examples/deep".into(), &["--format", "json", "audit", examples, "--deep", "--cache", cache]);
     add(
         "run/pull-request".into(),
         &[
@@ -124,6 +126,31 @@ fn normalize(text: &str, tmp: &Path) -> String {
     let text = TIME.replace_all(&text, "<time>");
     let text = TOOK.replace_all(&text, "${1}<secs>s");
     SECS.replace_all(&text, r#""durationSeconds": 0"#).into_owned()
+}
+
+/// A copy of `examples/` in a git work tree of its own (a `file:` store
+/// resolves inside the bundle's work tree), without `llm-oci`: its model is
+/// in an OCI registry, and the corpus runs none (tests/it/oci.rs does).
+fn examples_without_registry(tmp: &Path) -> std::path::PathBuf {
+    fn copy(from: &Path, to: &Path) {
+        std::fs::create_dir_all(to).unwrap();
+        for e in std::fs::read_dir(from).unwrap() {
+            let e = e.unwrap();
+            let (src, dst) = (e.path(), to.join(e.file_name()));
+            if e.file_name() == "llm-oci" {
+                continue;
+            }
+            if e.file_type().unwrap().is_dir() {
+                copy(&src, &dst);
+            } else {
+                std::fs::copy(&src, &dst).unwrap();
+            }
+        }
+    }
+    let tree = tmp.join("tree");
+    copy(&repo().join("examples"), &tree.join("examples"));
+    git2::Repository::init(&tree).unwrap();
+    tree.join("examples")
 }
 
 fn observe(tmp: &Path) -> BTreeMap<String, Value> {

@@ -141,6 +141,8 @@ codes! {
         "A `file:` storage URI must stay inside the store root (the bundle's git work tree, else the bundle's own folder, never the current folder; or BUNDLEGATE_STORE_ROOT); `file:/etc/` or `../` out of it would list and hash host files. Nothing is listed or read.", MissingEvidence),
     NothingVerified => ("BG111", "nothing-verified", "verify", Error,
         "The bundle lists no artifacts, so verify read and compared nothing; a PASS would be a verdict on evidence that does not exist (a rollback target with no artifacts would be \"verified\" and rolled back to). An artifact left unread whose finding was allowed (`-A`) or made a warning (`-W`) likewise keeps the step from PASS: the finding may go, the verdict on unread bytes may not.", MissingEvidence),
+    OciTagMoved => ("BG112", "oci-tag-moved", "verify", Note,
+        "The bundle names its OCI model `repo:tag@sha256:<digest>` and the tag now names another manifest, or none. The digest rules: verify and the pod read the pinned manifest, so the release is unchanged; but the tag a reader sees in the bundle no longer says which bytes it is, and whoever moved it may expect the next pull of the tag to serve them."),
 
     // ---- preflight: can this rollout happen on this cluster? --------------------
     SurgePodUnschedulable => ("BG201", "surge-pod-unschedulable", "preflight", Error,

@@ -487,7 +487,7 @@ impl RenderOptions {
 #[derive(Debug, Clone)]
 #[cfg_attr(feature = "cli", derive(clap::Args))]
 pub struct PublishOptions {
-    /// Destination prefix, e.g. s3://models/llm/v3/ (must be empty).
+    /// Destination prefix, e.g. s3://models/llm/v3/ (must be empty), or oci://REGISTRY/REPOSITORY[:TAG] (a ModelPack artifact; a tag naming another manifest is refused).
     #[cfg_attr(feature = "cli", arg(long))]
     pub to: String,
     /// Bundle to update (its storageUri and artifacts are rewritten).

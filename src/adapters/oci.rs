@@ -31,6 +31,10 @@ fn refused_status(s: StatusCode) -> bool {
     matches!(s.as_u16(), 401 | 403)
 }
 
+/// What a tag is asked for with: every kind of manifest, so a tag holding
+/// an index or a Docker manifest is seen as taken.
+const ANY_MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json, application/vnd.oci.image.index.v1+json, application/vnd.docker.distribution.manifest.v2+json, application/vnd.docker.distribution.manifest.list.v2+json";
+
 /// Bound on each request (manifest, HEAD, the token dance).
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -57,6 +61,8 @@ pub(crate) struct Registry {
     /// of a 401/403.
     creds_said: String,
     authorization: tokio::sync::OnceCell<Option<String>>,
+    /// Authorized to push (publish), not only to pull.
+    push: bool,
 }
 
 /// Who answered for the registry, in words for a refusal.
@@ -122,7 +128,13 @@ impl Registry {
             auth,
             creds_said,
             authorization: tokio::sync::OnceCell::new(),
+            push: false,
         })
+    }
+
+    /// The repository, authorized to push as well as pull (publish).
+    pub(crate) fn open_for_push(env: &OciEnv, r: &OciRef) -> Result<Registry> {
+        Ok(Registry { push: true, ..Registry::open(env, r)? })
     }
 
     /// The `Authorization` value, found once: a bearer token through the
@@ -132,7 +144,11 @@ impl Registry {
             .get_or_try_init(|| async {
                 let answer = tokio::time::timeout(
                     REQUEST_TIMEOUT,
-                    self.oci.auth(&self.reference, &self.auth, RegistryOperation::Pull),
+                    self.oci.auth(
+                        &self.reference,
+                        &self.auth,
+                        if self.push { RegistryOperation::Push } else { RegistryOperation::Pull },
+                    ),
                 )
                 .await
                 .map_err(|_| {
@@ -178,14 +194,40 @@ impl Registry {
         format!("{what}: the registry answered {status}: credentials missing or refused ({})", self.creds_said)
     }
 
-    /// The manifest `digest` names, its bytes checked to hash to it. At most
-    /// [`MAX_MANIFEST_BYTES`]; any failure is the tool not finishing.
-    pub(crate) async fn manifest(&self, digest: &str) -> Result<Vec<u8>> {
-        let url = format!("{}/manifests/{digest}", self.base);
+    /// The manifest `digest` names, its bytes checked to hash to it; `None`
+    /// when the registry has no such manifest (404). At most
+    /// [`MAX_MANIFEST_BYTES`]; any other failure is the tool not finishing.
+    pub(crate) async fn manifest(&self, digest: &str) -> Result<Option<Vec<u8>>> {
+        // Every kind accepted: by digest the registry must answer these very
+        // bytes, not one it picks for the Accept header; the parser refuses
+        // what is not an image manifest, in words.
+        let Some(body) = self.get_manifest(digest, ANY_MANIFEST).await? else {
+            return Ok(None);
+        };
+        let got = sha256_of(&body);
+        if got != digest {
+            bail!(
+                "{}/manifests/{digest}: the registry's bytes hash to {got}, not the pinned {digest}: not read",
+                self.base
+            );
+        }
+        Ok(Some(body))
+    }
+
+    /// The digest of the manifest `tag` names now (its bytes hashed, of
+    /// whatever media type), or `None` when the tag names nothing.
+    pub(crate) async fn tag_digest(&self, tag: &str) -> Result<Option<String>> {
+        Ok(self.get_manifest(tag, ANY_MANIFEST).await?.map(|b| sha256_of(&b)))
+    }
+
+    /// The bytes of the manifest `reference` (a digest or a tag) names, read
+    /// within [`MAX_MANIFEST_BYTES`] and [`REQUEST_TIMEOUT`]; `None` on 404.
+    async fn get_manifest(&self, reference: &str, accept: &str) -> Result<Option<Vec<u8>>> {
+        let url = format!("{}/manifests/{reference}", self.base);
         self.authorization().await?;
         let read = async {
             let mut resp = self
-                .send(self.http.get(&url).header(reqwest::header::ACCEPT, IMAGE_MANIFEST))
+                .send(self.http.get(&url).header(reqwest::header::ACCEPT, accept))
                 .await
                 .map_err(|e| anyhow!("{url}: {}", crate::adapters::store::short_error(&e)))?;
             let status = resp.status();
@@ -193,7 +235,7 @@ impl Registry {
                 bail!("{}", self.refused(status, &url));
             }
             if status.as_u16() == 404 {
-                bail!("{url}: the registry has no manifest {digest} in this repository (404)");
+                return Ok(None);
             }
             if !status.is_success() {
                 bail!("{url}: the registry answered {status}");
@@ -207,16 +249,11 @@ impl Registry {
                 }
                 body.extend_from_slice(&chunk);
             }
-            Ok(body)
+            Ok(Some(body))
         };
-        let body = tokio::time::timeout(REQUEST_TIMEOUT, read)
+        tokio::time::timeout(REQUEST_TIMEOUT, read)
             .await
-            .map_err(|_| anyhow!("{url}: no whole answer within {REQUEST_TIMEOUT:?}"))??;
-        let got = format!("sha256:{}", hex::encode(sha2::Sha256::digest(&body)));
-        if got != digest {
-            bail!("{url}: the registry's bytes hash to {got}, not the pinned {digest}: not read");
-        }
-        Ok(body)
+            .map_err(|_| anyhow!("{url}: no whole answer within {REQUEST_TIMEOUT:?}"))?
     }
 
     /// `HEAD` of a blob: its size when present. A registry that does not
@@ -233,9 +270,8 @@ impl Registry {
                 .and_then(|v| v.to_str().ok())
                 .and_then(|v| v.parse().ok())
                 .ok_or_else(|| ReadFailure::Other(format!("{url}: the registry gave no Content-Length for the blob"))),
-            s if s.as_u16() == 404 => Err(ReadFailure::Other(format!(
-                "its blob {digest} is listed in the manifest but the registry does not have it ({url}: 404)"
-            ))),
+            // The judgment makes it MISSING and says why.
+            s if s.as_u16() == 404 => Err(ReadFailure::NotFound),
             s if refused_status(s) => Err(ReadFailure::Denied(self.refused(status, &url))),
             s => Err(ReadFailure::Other(format!("{url}: the registry answered {s}"))),
         }
@@ -258,9 +294,7 @@ impl Registry {
             return Err(ReadFailure::Denied(self.refused(status, &url)));
         }
         if status.as_u16() == 404 {
-            return Err(ReadFailure::Other(format!(
-                "its blob {digest} is listed in the manifest but the registry does not have it ({url}: 404)"
-            )));
+            return Err(ReadFailure::NotFound);
         }
         if !status.is_success() {
             return Err(ReadFailure::Other(format!("{url}: the registry answered {status}")));
@@ -293,7 +327,12 @@ impl Registry {
         form: Form,
         keep: impl Fn(&str) -> bool + Send + 'static,
     ) -> Result<Vec<Entry>, ReadFailure> {
-        let (url, mut resp) = self.open_blob(digest).await?;
+        let (url, mut resp) = self.open_blob(digest).await.map_err(|e| match e {
+            ReadFailure::NotFound => ReadFailure::Other(format!(
+                "its layer {digest} is listed in the manifest but the registry does not have it (404)"
+            )),
+            e => e,
+        })?;
         let (tx, rx) = tokio::sync::mpsc::channel::<bytes::Bytes>(8);
         let walker = tokio::task::spawn_blocking(move || {
             let mut r = ChannelReader { rx, chunk: bytes::Bytes::new(), hash: sha2::Sha256::new() };
@@ -326,6 +365,152 @@ impl Registry {
         }
         Ok(entries)
     }
+}
+
+/// Publishing: blobs uploaded (a file streamed from disk, never held in
+/// memory whole), then the manifest.
+impl Registry {
+    /// The request with the authorization found once.
+    fn authorized(&self, req: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
+        match self.authorization.get().cloned().flatten() {
+            Some(a) => req.header(reqwest::header::AUTHORIZATION, a),
+            None => req,
+        }
+    }
+
+    /// Why a write was not accepted: the status and the start of the
+    /// registry's error body (its code, e.g. `DIGEST_INVALID`).
+    async fn write_refused(&self, what: &str, resp: reqwest::Response) -> anyhow::Error {
+        let status = resp.status();
+        if refused_status(status) {
+            return anyhow!("{}", self.refused(status, what));
+        }
+        let body = crate::adapters::http::text_prefix(resp, 1024).await;
+        anyhow!("{what}: the registry answered {status}: {}", body.trim())
+    }
+
+    /// Whether the repository holds the blob `digest` already.
+    pub(crate) async fn has_blob(&self, digest: &str) -> Result<bool> {
+        let url = format!("{}/blobs/{digest}", self.base);
+        self.authorization().await?;
+        let resp = self
+            .send(self.http.head(&url))
+            .await
+            .map_err(|e| anyhow!("{url}: {}", crate::adapters::store::short_error(&e)))?;
+        match resp.status() {
+            s if s.is_success() => Ok(true),
+            s if s.as_u16() == 404 => Ok(false),
+            _ => Err(self.write_refused(&url, resp).await),
+        }
+    }
+
+    /// Start an upload: the URL its bytes go to.
+    async fn upload_location(&self) -> Result<reqwest::Url> {
+        let url = format!("{}/blobs/uploads/", self.base);
+        self.authorization().await?;
+        let resp = self
+            .send(self.http.post(&url).header(reqwest::header::CONTENT_LENGTH, 0))
+            .await
+            .map_err(|e| anyhow!("{url}: {}", crate::adapters::store::short_error(&e)))?;
+        if !resp.status().is_success() {
+            return Err(self.write_refused(&url, resp).await);
+        }
+        let loc = resp
+            .headers()
+            .get(reqwest::header::LOCATION)
+            .and_then(|v| v.to_str().ok())
+            .with_context(|| format!("{url}: the registry started an upload but gave no Location"))?;
+        // A relative Location is relative to the request.
+        resp.url().join(loc).with_context(|| format!("{url}: the upload Location `{loc}` is not a URL"))
+    }
+
+    /// Upload one blob in one PUT: `body` is `size` bytes hashing to
+    /// `digest` (the registry checks it and refuses other bytes). No
+    /// whole-request timeout (a large file takes its time); the client's
+    /// read timeout bounds each wait.
+    async fn put_blob(&self, digest: &str, size: u64, body: reqwest::Body) -> Result<()> {
+        let mut url = self.upload_location().await?;
+        url.query_pairs_mut().append_pair("digest", digest);
+        let what = format!("{}/blobs/{digest}", self.base);
+        let req = self
+            .http
+            .put(url)
+            .header(reqwest::header::CONTENT_TYPE, "application/octet-stream")
+            .header(reqwest::header::CONTENT_LENGTH, size)
+            .body(body);
+        let resp = self
+            .authorized(req)
+            .send()
+            .await
+            .map_err(|e| anyhow!("uploading {what}: {}", crate::adapters::store::short_error(&e)))?;
+        if !resp.status().is_success() {
+            return Err(self.write_refused(&format!("uploading {what}"), resp).await);
+        }
+        Ok(())
+    }
+
+    /// Upload a small blob held in memory (a config).
+    pub(crate) async fn put_blob_bytes(&self, digest: &str, bytes: Vec<u8>) -> Result<()> {
+        let size = bytes.len() as u64;
+        self.put_blob(digest, size, reqwest::Body::from(bytes)).await
+    }
+
+    /// Upload the file at `path`, streamed from disk in 1 MiB reads.
+    pub(crate) async fn put_blob_file(&self, digest: &str, size: u64, path: &std::path::Path) -> Result<()> {
+        use tokio::io::AsyncReadExt;
+        let file = tokio::fs::File::open(path).await.with_context(|| format!("opening {}", path.display()))?;
+        let chunks = futures::stream::unfold(Some(file), |f| async move {
+            let mut f = f?;
+            let mut buf = vec![0u8; 1 << 20];
+            match f.read(&mut buf).await {
+                Ok(0) => None,
+                Ok(n) => {
+                    buf.truncate(n);
+                    Some((Ok(bytes::Bytes::from(buf)), Some(f)))
+                }
+                Err(e) => Some((Err(e), None)),
+            }
+        });
+        self.put_blob(digest, size, reqwest::Body::wrap_stream(chunks))
+            .await
+            .with_context(|| format!("publishing {}", path.display()))
+    }
+
+    /// Store `bytes` (an image manifest) under `reference`: a tag, or its
+    /// own digest.
+    pub(crate) async fn put_manifest(&self, reference: &str, bytes: Vec<u8>) -> Result<()> {
+        let url = format!("{}/manifests/{reference}", self.base);
+        self.authorization().await?;
+        let req = self.http.put(&url).header(reqwest::header::CONTENT_TYPE, IMAGE_MANIFEST).body(bytes);
+        let resp = self.send(req).await.map_err(|e| anyhow!("{url}: {}", crate::adapters::store::short_error(&e)))?;
+        if !resp.status().is_success() {
+            return Err(self.write_refused(&url, resp).await);
+        }
+        Ok(())
+    }
+}
+
+/// A local file's sha256 and size, read once through the project's hasher
+/// (publish names each layer by it before anything is uploaded).
+pub(crate) async fn hash_file(path: &std::path::Path) -> Result<(String, u64)> {
+    let p = path.to_path_buf();
+    tokio::task::spawn_blocking(move || {
+        let f = std::fs::File::open(&p).with_context(|| format!("opening {}", p.display()))?;
+        let size = f.metadata().with_context(|| format!("reading {}", p.display()))?.len();
+        let h = crate::adapters::filehash::sha256_read(f, size, &|_| {})
+            .with_context(|| format!("reading {}", p.display()))?;
+        if h.bytes != size {
+            bail!("{} changed size while it was read ({size} bytes, then {})", p.display(), h.bytes);
+        }
+        Ok((h.sha256, size))
+    })
+    .await
+    .context("hashing a file to publish")?
+}
+
+/// `sha256:<hex>` of `bytes`.
+fn sha256_of(bytes: &[u8]) -> String {
+    format!("sha256:{}", hex::encode(sha2::Sha256::digest(bytes)))
 }
 
 /// A transport error's words, and whether the registry is gone.
@@ -467,7 +652,7 @@ mod tests {
         let body = std::sync::Arc::new(b"{\"schemaVersion\": 2}".to_vec());
         let digest = format!("sha256:{}", hex::encode(sha2::Sha256::digest(body.as_slice())));
         let reg = registry_at(&crate::adapters::http::serve_fixed("application/json", body.clone()).await);
-        assert_eq!(reg.manifest(&digest).await.unwrap(), *body);
+        assert_eq!(reg.manifest(&digest).await.unwrap().unwrap(), *body);
         let other = format!("sha256:{}", "0".repeat(64));
         assert!(reg.manifest(&other).await.unwrap_err().to_string().contains("not the pinned"));
         assert_eq!(reg.hash_blob(&digest, body.len() as u64).await.unwrap(), digest["sha256:".len()..]);

@@ -170,4 +170,9 @@ impl Ctx {
     pub(crate) fn open_registry(&self, r: &crate::bundle::storage_uri::OciRef) -> Result<Registry> {
         Registry::open(&self.env.oci, r)
     }
+
+    /// The same, authorized to push (publish).
+    pub(crate) fn open_registry_for_push(&self, r: &crate::bundle::storage_uri::OciRef) -> Result<Registry> {
+        Registry::open_for_push(&self.env.oci, r)
+    }
 }

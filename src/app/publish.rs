@@ -25,6 +25,9 @@ pub async fn publish(ctx: &Ctx, dir: &Path, to: &str, bundle_path: &Path, jobs: 
     if files.is_empty() {
         bail!("{} holds no files", dir.display());
     }
+    if matches!(bundle::storage_uri::backend_of(to), Some((_, bundle::storage_uri::Backend::Oci))) {
+        return publish_oci(ctx, &l, files, to, bundle_path).await;
+    }
     let store = Arc::new(ctx.open_store(to, &l.dir(), true)?);
     // Every name is checked before anything is uploaded: one the store
     // would hold under another key would leave a half-written prefix.
@@ -46,6 +49,89 @@ pub async fn publish(ctx: &Ctx, dir: &Path, to: &str, bundle_path: &Path, jobs: 
                 .undo_publish(&keys, e.context(format!("recording the release in {}", bundle_path.display())))
                 .await)
         }
+    }
+}
+
+/// Publish to an OCI registry as a ModelPack artifact of raw layers, one
+/// per file. Everything is hashed and the manifest built first, so a tag
+/// that already names another manifest is refused before any upload; then
+/// the blobs the repository lacks, then the manifest (under the tag, or its
+/// digest). The bundle records `…[:tag]@sha256:<manifest digest>`.
+async fn publish_oci(
+    ctx: &Ctx,
+    l: &Loaded,
+    files: Vec<(std::path::PathBuf, std::path::PathBuf)>,
+    to: &str,
+    bundle_path: &Path,
+) -> Result<StepReport> {
+    let r = bundle::storage_uri::parse(to).map_err(|e| anyhow::anyhow!(e))?.oci.context("not an OCI reference")?;
+    if r.digest.is_some() {
+        bail!("refusing to publish to `{to}`: name a repository and optionally a tag; the manifest digest is what publish writes and records");
+    }
+    let mut hashed = Vec::new();
+    for (rel, full) in files {
+        let path = oci_path(&rel)?;
+        let (sha, size) = crate::adapters::oci::hash_file(&full).await?;
+        hashed.push((path, full, sha, size));
+    }
+    let roles: BTreeMap<&str, bundle::ArtifactRole> =
+        l.bundle.spec.model.artifacts.iter().map(|a| (a.path.as_str(), a.role)).collect();
+    let pack: Vec<crate::parse::oci::PackFile<'_>> = hashed
+        .iter()
+        .map(|(path, _, sha, size)| crate::parse::oci::PackFile {
+            path,
+            sha256: sha,
+            size: *size,
+            role: roles.get(path.as_str()).copied().unwrap_or_else(|| bundle::roles::infer_role(path)),
+        })
+        .collect();
+    let meta = &l.bundle.metadata;
+    let (config, manifest) = crate::parse::oci::modelpack_artifact(&meta.name, &meta.version, &pack);
+    let digest = format!("sha256:{}", crate::util::sha256_hex(&manifest));
+    let reg = ctx.open_registry_for_push(&r)?;
+    if let Some(tag) = &r.tag {
+        match reg.tag_digest(tag).await.with_context(|| format!("reading what `{to}` names"))? {
+            Some(other) if other != digest => bail!(
+                "refusing to publish to `{to}`: the tag already names manifest {other} (one tag, one release; nothing was uploaded)"
+            ),
+            _ => {}
+        }
+    }
+    let config_digest = format!("sha256:{}", crate::util::sha256_hex(&config));
+    if !reg.has_blob(&config_digest).await? {
+        reg.put_blob_bytes(&config_digest, config).await?;
+    }
+    let mut published = store::Published::new();
+    for (path, full, sha, size) in hashed {
+        let blob = format!("sha256:{sha}");
+        if !reg.has_blob(&blob).await? {
+            reg.put_blob_file(&blob, size, &full).await?;
+        }
+        published.insert(path, (sha, size));
+    }
+    reg.put_manifest(r.tag.as_deref().unwrap_or(&digest), manifest).await?;
+    let pinned = format!("{to}@{digest}");
+    record_published(l, bundle_path, &pinned, &published).with_context(|| {
+        format!("the artifact is in the registry as `{pinned}`; recording it in {}", bundle_path.display())
+    })
+}
+
+/// A published file's path in the model: `/`-separated UTF-8 components,
+/// none `.` or `..` (the layer's `org.cncf.model.filepath`).
+fn oci_path(rel: &Path) -> Result<String> {
+    let parts: Option<Vec<&str>> = rel
+        .components()
+        .map(|c| match c {
+            std::path::Component::Normal(s) => s.to_str(),
+            _ => None,
+        })
+        .collect();
+    match parts {
+        Some(p) if !p.is_empty() => Ok(p.join("/")),
+        _ => bail!(
+            "refusing to publish `{}`: its name is not a plain UTF-8 relative path (nothing was uploaded)",
+            rel.display()
+        ),
     }
 }
 

@@ -107,7 +107,10 @@ async fn verify_oci(ctx: &Ctx, l: &Loaded, opts: &VerifyOptions, ov: &Overrides)
     let f = &g.from;
     let mut outcome = vcheck::evaluate_with_refused(l, &f.listing, &f.refused, &f.hashes, opts.deny_extra);
     vcheck::oci::note_manifest_rows(&mut outcome.rows, f, &g.present, &g.read);
-    let diags = std::mem::take(&mut outcome.diagnostics);
+    let mut diags = std::mem::take(&mut outcome.diagnostics);
+    if let Some((tag, now)) = &g.tag {
+        diags.extend(vcheck::oci::tag_moved(&l.bundle.spec.model.storage_uri, tag, &g.digest, now));
+    }
     let mut s = StepReport::new("verify", &l.display);
     s.diagnostics = ov.apply(diags);
     s.verdict = vcheck::verdict(l, &outcome, &s.diagnostics);
@@ -121,6 +124,9 @@ async fn verify_oci(ctx: &Ctx, l: &Loaded, opts: &VerifyOptions, ov: &Overrides)
         g.walked,
         g.bytes_read
     ));
+    if f.manifest_gone {
+        s.summary.push_str("; the registry has no manifest of that digest: every file MISSING");
+    }
     if !f.unnamed.is_empty() {
         s.summary.push_str(&format!("; raw layer(s) without a safe file path: {}", f.unnamed.join(", ")));
     }
@@ -148,6 +154,8 @@ struct OciGathered {
     /// Archive layers walked, and the blob bytes read in all.
     walked: usize,
     bytes_read: u64,
+    /// The tag the bundle names, and the manifest it names now.
+    tag: Option<(String, Result<Option<String>, String>)>,
 }
 
 /// What the registry says: the manifest, each archive layer walked, read
@@ -161,7 +169,22 @@ async fn gather_oci(ctx: &Ctx, l: &Loaded, deep: bool) -> Result<OciGathered> {
         bail!("`{uri}` names no manifest digest: verify reads a registry only by `@sha256:<manifest digest>`, since a tag can be moved (lint: BG026)");
     };
     let reg = ctx.open_registry(&r)?;
-    let bytes = reg.manifest(&digest).await?;
+    let tag = match &r.tag {
+        Some(t) => Some((t.clone(), reg.tag_digest(t).await.map_err(|e| format!("{e:#}")))),
+        None => None,
+    };
+    let Some(bytes) = reg.manifest(&digest).await? else {
+        let (present, read) = (BTreeSet::new(), BTreeSet::new());
+        return Ok(OciGathered {
+            from: vcheck::oci::manifest_gone(),
+            digest,
+            present,
+            read,
+            walked: 0,
+            bytes_read: 0,
+            tag,
+        });
+    };
     let m = crate::parse::oci::manifest(&format!("{}/{}@{digest}", r.registry, r.repository), &bytes)?;
     // Once the registry stops answering, nothing further is asked (each
     // would wait out its own timeout): the rest are NOT CHECKED.
@@ -209,7 +232,7 @@ async fn gather_oci(ctx: &Ctx, l: &Loaded, deep: bool) -> Result<OciGathered> {
     }
     let present = vcheck::oci::apply_heads(&mut f, heads);
     let read = vcheck::oci::apply_rereads(&mut f, reads);
-    Ok(OciGathered { from: f, digest, present, read, walked: n_walked, bytes_read })
+    Ok(OciGathered { from: f, digest, present, read, walked: n_walked, bytes_read, tag })
 }
 
 /// Whether the hashing progress bar is drawn: `auto` when stderr is a terminal.

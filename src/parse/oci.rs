@@ -20,12 +20,16 @@ pub fn manifest(name: &str, bytes: &[u8]) -> Result<Manifest> {
     if bytes.len() > MAX_MANIFEST_BYTES {
         bail!("{name}: the manifest is {} bytes, over the limit of {MAX_MANIFEST_BYTES}", bytes.len());
     }
-    let m: Manifest = crate::yaml_guard::json_from_slice(name, bytes, &crate::yaml_guard::Limits::WRITTEN)?;
+    let v: serde_json::Value = crate::yaml_guard::json_from_slice(name, bytes, &crate::yaml_guard::Limits::WRITTEN)?;
+    // The media type first: an index has no `config`, and saying what it is
+    // beats saying what it lacks.
+    if let Some(t) = v.get("mediaType").and_then(|t| t.as_str()).filter(|t| *t != IMAGE_MANIFEST) {
+        bail!("{name}: media type `{t}` is not an OCI image manifest ({IMAGE_MANIFEST})");
+    }
+    let m: Manifest =
+        serde_json::from_value(v).map_err(|e| anyhow::anyhow!("{name}: not an OCI image manifest: {e}"))?;
     if m.schema_version != 2 {
         bail!("{name}: schemaVersion {} (an OCI image manifest has 2)", m.schema_version);
-    }
-    if let Some(t) = m.media_type.as_deref().filter(|t| *t != IMAGE_MANIFEST) {
-        bail!("{name}: media type `{t}` is not an OCI image manifest ({IMAGE_MANIFEST})");
     }
     for d in std::iter::once(&m.config).chain(&m.layers) {
         if !d.digest.strip_prefix("sha256:").is_some_and(crate::util::is_sha256_hex) {
@@ -33,6 +37,78 @@ pub fn manifest(name: &str, bytes: &[u8]) -> Result<Manifest> {
         }
     }
     Ok(m)
+}
+
+/// One file of a ModelPack artifact as publish writes it: one raw layer.
+pub struct PackFile<'a> {
+    /// The path in the model, `/`-separated (the layer's
+    /// `org.cncf.model.filepath`).
+    pub path: &'a str,
+    /// Lowercase hex.
+    pub sha256: &'a str,
+    pub size: u64,
+    pub role: crate::bundle::ArtifactRole,
+}
+
+/// The ModelPack layer kind (`application/vnd.cncf.model.<kind>.v1.raw`)
+/// of a file in this role: weights, their configuration (tokenizer,
+/// templates, configs), data the release carries, or documents.
+pub fn modelpack_kind(role: crate::bundle::ArtifactRole) -> &'static str {
+    use crate::bundle::ArtifactRole as R;
+    match role {
+        R::Weights | R::Adapter => "weight",
+        R::Tokenizer
+        | R::ChatTemplate
+        | R::GenerationConfig
+        | R::Config
+        | R::PoolingConfig
+        | R::Labels
+        | R::IndexSchema => "weight.config",
+        R::DriftBaseline | R::RetrievalIndex => "dataset",
+        R::Other => "doc",
+    }
+}
+
+/// A ModelPack artifact of raw layers, one per file in the order given:
+/// the config (`descriptor`, `modelfs` of `type: layers` with one diffId
+/// per layer: a raw layer is its own uncompressed form) and the image
+/// manifest naming it. Both serialised once, so the digest publish
+/// records is of the very bytes it uploads; nothing time-dependent, so
+/// the same files make the same manifest.
+pub fn modelpack_artifact(name: &str, version: &str, files: &[PackFile<'_>]) -> (Vec<u8>, Vec<u8>) {
+    use crate::checks::verify::oci::{FILEPATH, MODELPACK_ARTIFACT, MODELPACK_CONFIG};
+    let digests: Vec<String> = files.iter().map(|f| format!("sha256:{}", f.sha256)).collect();
+    let config = serde_json::json!({
+        "descriptor": {"name": name, "version": version},
+        "config": {},
+        "modelfs": {"type": "layers", "diffIds": digests},
+    });
+    let config = serde_json::to_vec(&config).unwrap_or_default();
+    let layers: Vec<serde_json::Value> = files
+        .iter()
+        .zip(&digests)
+        .map(|(f, d)| {
+            serde_json::json!({
+                "mediaType": format!("application/vnd.cncf.model.{}.v1.raw", modelpack_kind(f.role)),
+                "digest": d,
+                "size": f.size,
+                // The title too: oras (KServe's `oci+fetch`) names pulled files by it.
+                "annotations": {FILEPATH: f.path, "org.opencontainers.image.title": f.path},
+            })
+        })
+        .collect();
+    let manifest = serde_json::json!({
+        "schemaVersion": 2,
+        "mediaType": IMAGE_MANIFEST,
+        "artifactType": MODELPACK_ARTIFACT,
+        "config": {
+            "mediaType": MODELPACK_CONFIG,
+            "digest": format!("sha256:{}", crate::util::sha256_hex(&config)),
+            "size": config.len(),
+        },
+        "layers": layers,
+    });
+    (config, serde_json::to_vec(&manifest).unwrap_or_default())
 }
 
 /// What a Docker config (`config.json`) holds for one registry.
@@ -167,6 +243,30 @@ mod tests {
         }
         let big = vec![b' '; MAX_MANIFEST_BYTES + 1];
         assert!(manifest("m", &big).unwrap_err().to_string().contains("over the limit"));
+    }
+
+    /// What publish writes reads back as a ModelPack artifact of raw layers,
+    /// each at its path with its digest and size.
+    #[test]
+    fn a_published_artifact_reads_back_as_modelpack_raw_layers() {
+        use crate::bundle::ArtifactRole as R;
+        let hex = "ab".repeat(32);
+        let files = [
+            PackFile { path: "ckpt.pt", sha256: &hex, size: 6, role: R::Weights },
+            PackFile { path: "sub/tokenizer.json", sha256: &hex, size: 2, role: R::Tokenizer },
+        ];
+        let (config, bytes) = modelpack_artifact("llm", "v2", &files);
+        let m = manifest("m", &bytes).unwrap();
+        assert_eq!(m.kind(), Kind::ModelPack);
+        assert_eq!(m.config.size, config.len() as u64);
+        assert_eq!(m.layers[1].media_type, "application/vnd.cncf.model.weight.config.v1.raw");
+        assert_eq!(
+            (m.layers[1].form(), m.layers[1].filepath(), m.layers[1].size),
+            (Form::Raw, Some("sub/tokenizer.json"), 2)
+        );
+        let c: serde_json::Value = serde_json::from_slice(&config).unwrap();
+        assert_eq!(c["modelfs"]["diffIds"].as_array().unwrap().len(), 2);
+        assert_eq!(modelpack_artifact("llm", "v2", &files).1, bytes, "the same files make the same manifest");
     }
 
     #[test]

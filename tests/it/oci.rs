@@ -145,7 +145,7 @@ fn registry_a_changed_file_is_a_digest_mismatch_and_an_absent_one_missing() {
 }
 
 #[test]
-fn registry_a_blob_deleted_from_storage_is_never_ok_and_named() {
+fn registry_a_raw_blob_deleted_from_storage_is_missing_and_named() {
     let Some(reg) = Registry::start(false) else { return };
     let (ex, _) = pushed(&reg, &repo().join("examples/store/llm-scratch/v2"), &FILES);
     let tokenizer = "sha256:c678eee617b9aba4ae2f7beaa2ddc236b3a3c6638b85f48e80c2b76f93b1b116";
@@ -153,9 +153,10 @@ fn registry_a_blob_deleted_from_storage_is_never_ok_and_named() {
     let out = verify(&ex, &reg.env(false));
     assert_ne!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
     assert_ne!(out.json()["verdict"], "pass");
-    let st = status_of(&out, "tokenizer.json");
-    assert!(st == "UNREADABLE" || st == "MISSING", "{st}: {}", out.stdout);
-    let d = out.diag("BG106");
+    assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
+    assert_eq!(status_of(&out, "tokenizer.json"), "MISSING");
+    assert!(note_of(&out, "tokenizer.json").contains("the registry does not have it"), "{}", out.stdout);
+    let d = out.diag("BG101");
     assert!(d["message"].as_str().unwrap().contains("tokenizer.json"), "{d}");
     assert_eq!(status_of(&out, "ckpt.pt"), "OK");
 }
@@ -401,4 +402,257 @@ fn registry_stopped_mid_blob_is_never_a_pass() {
     assert_eq!(status_of(&out, "ckpt.pt"), "UNREADABLE", "{}", out.stdout);
     assert!(out.codes().contains(&"BG109".to_string()), "{}", out.stdout);
     assert!(out.stdout.contains("stopped sending"), "{}", out.stdout);
+}
+
+// ---- publish, audit, and the faults of a pinned reference --------------------
+
+fn run_env(ex: &Example, args: &[&str], env: &[(&'static str, String)]) -> Out {
+    let e: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    run_within(ex.path(), args, &e, 120)
+}
+
+/// `publish --to oci://` into a fresh example: the storage URI the bundle
+/// now records.
+fn publish(reg: &Registry, ex: &Example, to_tag: &str) -> Out {
+    let src = repo().join("examples/store/llm-scratch/v2");
+    let to = format!("oci://{}/models/llm-scratch{to_tag}", reg.host());
+    let v2 = ex.v2();
+    let args = ["publish", src.to_str().unwrap(), "--to", &to, "--bundle", v2.to_str().unwrap(), "--format", "json"];
+    run_env(ex, &args, &reg.env(true))
+}
+
+fn storage_uri(ex: &Example) -> String {
+    let v: serde_yaml_ng::Value = serde_yaml_ng::from_str(&std::fs::read_to_string(ex.v2()).unwrap()).unwrap();
+    v["spec"]["model"]["storageUri"].as_str().unwrap().to_string()
+}
+
+/// publish writes a ModelPack artifact of raw layers (streamed from disk)
+/// and records `…:tag@sha256:<manifest digest>` in the bundle, comments
+/// kept; oras (KServe's `oci+fetch` client) pulls the files back byte for
+/// byte; the config is valid against the ModelPack config schema; verify
+/// then PASSes from the manifest without one blob GET.
+#[test]
+fn registry_publish_writes_a_modelpack_artifact_oras_pulls_and_verify_passes_unread() {
+    let Some(reg) = Registry::start(true) else { return };
+    let ex = Example::new();
+    let out = publish(&reg, &ex, ":v2");
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    let uri = storage_uri(&ex);
+    let prefix = format!("oci://{}/models/llm-scratch:v2@sha256:", reg.host());
+    assert!(uri.starts_with(&prefix), "{uri}");
+    let text = std::fs::read_to_string(ex.v2()).unwrap();
+    assert!(text.contains("# Versioned prefix;"), "the bundle's comments are kept: {text}");
+    let digest = uri[uri.find('@').unwrap() + 1..].to_string();
+    // The manifest as stored: ModelPack, one raw layer per file, by role.
+    let manifest: Value = serde_json::from_slice(&std::fs::read(reg.blob_path(&digest)).unwrap()).unwrap();
+    assert_eq!(manifest["mediaType"], "application/vnd.oci.image.manifest.v1+json");
+    assert_eq!(manifest["artifactType"], "application/vnd.cncf.model.manifest.v1+json");
+    assert_eq!(manifest["config"]["mediaType"], "application/vnd.cncf.model.config.v1+json");
+    let layers = manifest["layers"].as_array().unwrap();
+    assert_eq!(layers.len(), FILES.len());
+    let kind_of = |path: &str| {
+        let l = layers.iter().find(|l| l["annotations"]["org.cncf.model.filepath"] == path).unwrap();
+        l["mediaType"].as_str().unwrap().to_string()
+    };
+    assert_eq!(kind_of("ckpt.pt"), "application/vnd.cncf.model.weight.v1.raw");
+    assert_eq!(kind_of("tokenizer.json"), "application/vnd.cncf.model.weight.config.v1.raw");
+    assert_eq!(kind_of("clean_corpus.txt"), "application/vnd.cncf.model.dataset.v1.raw");
+    let config_digest = manifest["config"]["digest"].as_str().unwrap();
+    let config: Value = serde_json::from_slice(&std::fs::read(reg.blob_path(config_digest)).unwrap()).unwrap();
+    let schema: Value = serde_json::from_str(
+        &std::fs::read_to_string(repo().join("tests/fixtures/reference/modelpack/config-schema.json")).unwrap(),
+    )
+    .unwrap();
+    let v = jsonschema::validator_for(&schema).expect("the ModelPack config schema compiles");
+    let errors: Vec<String> = v.iter_errors(&config).map(|e| e.to_string()).collect();
+    assert!(errors.is_empty(), "{errors:?}: {config}");
+    assert_eq!(config["modelfs"]["type"], "layers");
+    let diff_ids: Vec<&Value> = config["modelfs"]["diffIds"].as_array().unwrap().iter().collect();
+    let layer_digests: Vec<&Value> = layers.iter().map(|l| &l["digest"]).collect();
+    assert_eq!(diff_ids, layer_digests, "one diffId per layer, a raw layer its own");
+    // oras pulls the files back, byte for byte.
+    let pulled = tempfile::tempdir().unwrap();
+    reg.pull("models/llm-scratch:v2", pulled.path());
+    for f in FILES {
+        let want = std::fs::read(repo().join("examples/store/llm-scratch/v2").join(f)).unwrap();
+        assert_eq!(std::fs::read(pulled.path().join(f)).unwrap(), want, "{f}");
+    }
+    // verify: PASS from the manifest, zero raw-blob bytes read.
+    let before = reg.log().len();
+    let out = verify(&ex, &reg.env(true));
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert_eq!(out.json()["verdict"], "pass");
+    assert_eq!(out.json()["steps"][0]["data"]["bytesHashed"], 0);
+    assert_eq!(blob_requests(&reg.log()[before..]), (0, FILES.len()), "no blob GET, one HEAD per file");
+    assert!(!out.codes().contains(&"BG112".to_string()), "the tag still names the release: {}", out.stdout);
+}
+
+/// A tag that already names another manifest is refused before anything
+/// is uploaded: the tag and the bundle are untouched. Publishing the same
+/// files again to the same tag is the same manifest, accepted.
+#[test]
+fn registry_publish_refuses_a_tag_taken_by_another_manifest() {
+    let Some(reg) = Registry::start(false) else { return };
+    let other = reg.push("models/llm-scratch:v2", &repo().join("examples/store/llm-scratch/v2"), &FILES[..4]);
+    let ex = Example::new();
+    let bundle_before = std::fs::read(ex.v2()).unwrap();
+    let before = reg.log().len();
+    let out = publish(&reg, &ex, ":v2");
+    assert_eq!(out.code, 2, "{}\n{}", out.stdout, out.stderr);
+    assert!(out.stderr.contains("already names manifest") && out.stderr.contains(&other), "{}", out.stderr);
+    assert_eq!(std::fs::read(ex.v2()).unwrap(), bundle_before, "the bundle is untouched");
+    let log = reg.log()[before..].to_string();
+    assert!(!log.contains("\"POST /v2/models/llm-scratch/blobs/uploads/"), "nothing uploaded: {log}");
+    assert!(!log.contains("\"PUT /v2/models/llm-scratch/manifests/"), "the tag is untouched: {log}");
+    // The tag still names the other manifest: oras pulls its four files.
+    let pulled = tempfile::tempdir().unwrap();
+    reg.pull("models/llm-scratch:v2", pulled.path());
+    assert!(!pulled.path().join("clean_corpus.txt").exists());
+    // A fresh tag takes it; the same files again are the same manifest.
+    let out = publish(&reg, &ex, ":v3");
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    let first = storage_uri(&ex);
+    let ex2 = Example::new();
+    let out = publish(&reg, &ex2, ":v3");
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert_eq!(storage_uri(&ex2), first, "the same files make the same manifest");
+}
+
+fn audit(ex: &Example, env: &[(&'static str, String)]) -> Out {
+    let cache = ex.path().join("audit-cache");
+    let v2 = ex.v2();
+    let args =
+        ["audit", "--format", "json", "--progress", "never", "--cache", cache.to_str().unwrap(), v2.to_str().unwrap()];
+    run_env(ex, &args, env)
+}
+
+/// The audit's step for the v2 bundle (its verify, as the audit runs it).
+fn audit_verify(out: &Out) -> Value {
+    let v = out.json();
+    v["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["step"] == "audit" && s["target"].as_str().is_some_and(|t| t.ends_with("v2/release.yaml")))
+        .unwrap_or_else(|| panic!("no audit step for the bundle: {}", out.stdout))
+        .clone()
+}
+
+fn row_status(step: &Value, path: &str) -> String {
+    let rows = step["data"]["artifacts"].as_array().unwrap();
+    let row = rows.iter().find(|r| r["path"] == path).unwrap_or_else(|| panic!("no row {path}: {step}"));
+    row["status"].as_str().unwrap().to_string()
+}
+
+/// audit of a registry-stored release: a moved tag changes nothing (the
+/// digest rules) but is a note (BG112); a raw blob gone is MISSING
+/// (BG101); the manifest gone makes every file MISSING.
+#[test]
+fn registry_audit_reports_a_moved_tag_and_a_gone_blob_or_manifest_as_missing() {
+    let Some(reg) = Registry::start(false) else { return };
+    let ex = Example::new();
+    let out = publish(&reg, &ex, ":v2");
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    let uri = storage_uri(&ex);
+    let digest = uri[uri.find('@').unwrap() + 1..].to_string();
+    let out = audit(&ex, &reg.env(false));
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert!(!out.codes().contains(&"BG112".to_string()), "{}", out.stdout);
+    // The tag moved to another manifest: the pinned one is still audited.
+    let other = reg.push("models/llm-scratch:v2", &repo().join("examples/store/llm-scratch/v2"), &FILES[..4]);
+    let out = audit(&ex, &reg.env(false));
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    let step = audit_verify(&out);
+    assert_eq!(step["verdict"], "pass", "{step}");
+    assert_eq!(row_status(&step, "clean_corpus.txt"), "OK");
+    let d = out.diag("BG112");
+    assert_eq!(d["severity"], "note", "{d}");
+    let msg = d["message"].as_str().unwrap();
+    assert!(msg.contains(&other) && msg.contains(&digest), "{msg}");
+    // A raw blob gone: MISSING, named.
+    let tokenizer = "sha256:c678eee617b9aba4ae2f7beaa2ddc236b3a3c6638b85f48e80c2b76f93b1b116";
+    std::fs::remove_file(reg.blob_path(tokenizer)).unwrap();
+    let out = audit(&ex, &reg.env(false));
+    assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
+    let step = audit_verify(&out);
+    assert_eq!(row_status(&step, "tokenizer.json"), "MISSING");
+    assert_eq!(row_status(&step, "ckpt.pt"), "OK");
+    assert!(out.diag("BG101")["message"].as_str().unwrap().contains("tokenizer.json"));
+    // The manifest gone: every file MISSING.
+    reg.forget_manifest("models/llm-scratch", &digest);
+    let out = audit(&ex, &reg.env(false));
+    assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
+    let step = audit_verify(&out);
+    for f in FILES {
+        assert_eq!(row_status(&step, f), "MISSING", "{step}");
+    }
+    assert!(step["summary"].as_str().unwrap().contains("no manifest of that digest"), "{step}");
+}
+
+/// A pinned digest naming a manifest of another media type (an OCI index,
+/// a Docker schema 2 manifest) is refused in words, never read as a model.
+#[test]
+fn registry_a_manifest_of_another_media_type_is_never_a_pass() {
+    let Some(reg) = Registry::start(false) else { return };
+    let (ex, digest) = pushed(&reg, &repo().join("examples/store/llm-scratch/v2"), &FILES);
+    let manifest: Value = serde_json::from_slice(&std::fs::read(reg.blob_path(&digest)).unwrap()).unwrap();
+    let size = std::fs::metadata(reg.blob_path(&digest)).unwrap().len();
+    let index = serde_json::json!({
+        "schemaVersion": 2,
+        "mediaType": "application/vnd.oci.image.index.v1+json",
+        "manifests": [{"mediaType": "application/vnd.oci.image.manifest.v1+json", "digest": digest, "size": size}],
+    });
+    let layer = &manifest["layers"][0];
+    let docker = serde_json::json!({
+        "schemaVersion": 2,
+        "mediaType": "application/vnd.docker.distribution.manifest.v2+json",
+        "config": {"mediaType": "application/vnd.docker.container.image.v1+json",
+                   "digest": manifest["config"]["digest"], "size": manifest["config"]["size"]},
+        "layers": [{"mediaType": "application/vnd.docker.image.rootfs.diff.tar.gzip",
+                    "digest": layer["digest"], "size": layer["size"]}],
+    });
+    for (tag, doc) in [("index", index), ("docker", docker)] {
+        let media = doc["mediaType"].as_str().unwrap().to_string();
+        let d = reg.put_manifest("models/llm-scratch", tag, &media, &serde_json::to_vec(&doc).unwrap());
+        ex.edit_v2(|v| *at(v, "spec.model.storageUri") = format!("oci://{}/models/llm-scratch@{d}", reg.host()).into());
+        let out = verify(&ex, &reg.env(false));
+        assert_eq!(out.code, 2, "{tag}: {}\n{}", out.stdout, out.stderr);
+        assert_ne!(out.json()["verdict"], "pass");
+        assert!(out.stdout.contains(&format!("media type `{media}` is not an OCI image manifest")), "{}", out.stdout);
+    }
+}
+
+/// A tag pointing elsewhere: the digest rules both ways. The bundle pins
+/// the release and the tag now names a changed model: verify reads the
+/// pinned manifest (PASS) and says the tag moved (BG112); the bundle pins
+/// the changed model and the tag names the reviewed one: DIGEST-MISMATCH,
+/// whatever the tag says.
+#[test]
+fn registry_a_tag_pointing_elsewhere_is_never_followed() {
+    let Some(reg) = Registry::start(false) else { return };
+    let store = repo().join("examples/store/llm-scratch/v2");
+    let good = reg.push("models/llm-scratch:good", &store, &FILES);
+    let dir = tempfile::tempdir().unwrap();
+    copy_dir(&store, dir.path());
+    let mut ckpt = std::fs::read(dir.path().join("ckpt.pt")).unwrap();
+    ckpt[0] ^= 0xff;
+    std::fs::write(dir.path().join("ckpt.pt"), ckpt).unwrap();
+    let changed = reg.push("models/llm-scratch:v2", dir.path(), &FILES);
+    let ex = Example::new();
+    ex.edit_v2(|v| {
+        *at(v, "spec.model.storageUri") = format!("oci://{}/models/llm-scratch:v2@{good}", reg.host()).into()
+    });
+    let out = verify(&ex, &reg.env(false));
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert_eq!(out.json()["steps"][0]["data"]["manifestDigest"], good.as_str());
+    assert!(out.diag("BG112")["message"].as_str().unwrap().contains(&changed), "{}", out.stdout);
+    ex.edit_v2(|v| {
+        *at(v, "spec.model.storageUri") = format!("oci://{}/models/llm-scratch:good@{changed}", reg.host()).into()
+    });
+    let out = verify(&ex, &reg.env(false));
+    assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
+    assert_ne!(out.json()["verdict"], "pass");
+    assert_eq!(status_of(&out, "ckpt.pt"), "DIGEST-MISMATCH");
+    let codes = out.codes();
+    assert!(codes.contains(&"BG103".to_string()) && codes.contains(&"BG112".to_string()), "{}", out.stdout);
 }

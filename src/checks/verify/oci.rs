@@ -15,6 +15,7 @@ use serde::Deserialize;
 
 use super::{HashOutcome, Listed, ReadFailure};
 use crate::bundle::{self, Artifact};
+use crate::diag::{Code, Diagnostic};
 
 /// The OCI image manifest media type (what a ModelPack artifact uses too).
 pub const IMAGE_MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json";
@@ -194,6 +195,12 @@ pub struct FromManifest {
     pub raw: std::collections::BTreeSet<String>,
     /// Paths hashed inside an archive layer, and that layer's digest.
     pub in_layer: BTreeMap<String, String>,
+    /// Paths whose raw layer the manifest lists but the registry does not
+    /// have (404): MISSING.
+    pub blobs_gone: std::collections::BTreeSet<String>,
+    /// The registry has no manifest of the pinned digest (404): every
+    /// file is MISSING.
+    pub manifest_gone: bool,
 }
 
 /// What a path holds after the layers so far.
@@ -406,11 +413,46 @@ pub fn apply_heads(f: &mut FromManifest, heads: Vec<(String, u64, Head)>) -> std
                 continue;
             }
             Ok(n) => ReadFailure::Other(format!("its blob is {n} bytes in the registry, the manifest says {size}")),
+            Err(ReadFailure::NotFound) => {
+                blob_gone(f, path);
+                continue;
+            }
             Err(e) => e,
         };
         f.hashes.insert(path, HashOutcome::Failed { failure, retries: Vec::new() });
     }
     present
+}
+
+/// A raw layer's blob the registry does not have: the file is not in the
+/// model (MISSING), and its row says why.
+fn blob_gone(f: &mut FromManifest, path: String) {
+    f.listing.retain(|o| o.key != path);
+    f.hashes.remove(&path);
+    f.blobs_gone.insert(path);
+}
+
+/// The registry has no manifest of the pinned digest: nothing is in the
+/// model, every file MISSING.
+pub fn manifest_gone() -> FromManifest {
+    FromManifest { manifest_gone: true, ..FromManifest::default() }
+}
+
+/// A bundle pinning `repo:tag@digest` whose tag now names another manifest
+/// (`now`: its digest, `None` for no manifest, `Err` when the tag could not
+/// be read) is reported as a note: the digest rules, the verdict does not
+/// change.
+pub fn tag_moved(uri: &str, tag: &str, pinned: &str, now: &Result<Option<String>, String>) -> Option<Diagnostic> {
+    let what = match now {
+        Ok(Some(d)) if d == pinned => return None,
+        Ok(Some(d)) => format!("now names manifest {d}"),
+        Ok(None) => "now names no manifest".to_string(),
+        Err(why) => format!("could not be read ({why})"),
+    };
+    Some(Diagnostic::new(
+        Code::OciTagMoved,
+        format!("`{uri}`: the tag `{tag}` {what}, not the pinned {pinned}; the digest rules, so the release read is the pinned one"),
+    ))
 }
 
 /// What `--deep` read of a raw layer's blob: the sha256 of its bytes, or
@@ -429,6 +471,10 @@ pub fn apply_rereads(f: &mut FromManifest, reads: Vec<(String, Reread)>) -> std:
                 read.insert(path.clone());
                 HashOutcome::Hashed { sha256, retries: Vec::new() }
             }
+            Err(ReadFailure::NotFound) => {
+                blob_gone(f, path);
+                continue;
+            }
             Err(failure) => HashOutcome::Failed { failure, retries: Vec::new() },
         };
         f.hashes.insert(path, outcome);
@@ -445,6 +491,13 @@ pub fn note_manifest_rows(
     present: &std::collections::BTreeSet<String>,
     read: &std::collections::BTreeSet<String>,
 ) {
+    for r in rows.iter_mut().filter(|r| r.status == super::Status::Missing) {
+        if f.manifest_gone {
+            r.note = "the registry has no manifest of the pinned digest".into();
+        } else if f.blobs_gone.contains(&r.path) {
+            r.note = "the manifest lists its blob, the registry does not have it".into();
+        }
+    }
     for r in rows.iter_mut().filter(|r| r.status == super::Status::Ok) {
         if present.contains(&r.path) {
             r.note = "digest from manifest, blob present (not read)".into();
@@ -607,6 +660,7 @@ mod tests {
                 let h = match i {
                     0 => Err(ReadFailure::Other("its blob is gone".into())),
                     1 => Err(ReadFailure::Unreachable("connection refused".into())),
+                    2 => Err(ReadFailure::NotFound),
                     _ => Ok(*s),
                 };
                 (p.clone(), *s, h)
@@ -621,9 +675,43 @@ mod tests {
         // The registry stopped answering: BG109, NOT CHECKED.
         assert_eq!(st(&todo[1].0).status, Status::Unreadable);
         assert!(out.diagnostics.iter().any(|d| d.code == crate::diag::Code::ObjectNotChecked), "{:?}", out.diagnostics);
-        for (p, _, _) in &todo[2..] {
+        // A blob the registry does not have (404): MISSING, the row says why.
+        assert_eq!(st(&todo[2].0).status, Status::Missing);
+        assert!(st(&todo[2].0).note.contains("the registry does not have it"), "{:?}", st(&todo[2].0));
+        for (p, _, _) in &todo[3..] {
             assert_eq!(st(p).status, Status::Ok);
             assert!(st(p).note.contains("digest from manifest, blob present"));
+        }
+    }
+
+    /// No manifest of the pinned digest: every artifact MISSING, noted.
+    #[test]
+    fn a_manifest_gone_makes_every_file_missing() {
+        let l = loaded(&format!("oci://r.io/m@{M}"));
+        let f = manifest_gone();
+        let mut out = evaluate(&l, &f.listing, &f.hashes, false);
+        note_manifest_rows(&mut out.rows, &f, &Default::default(), &Default::default());
+        assert_eq!(out.rows.len(), l.bundle.spec.model.artifacts.len());
+        for r in &out.rows {
+            assert_eq!(r.status, Status::Missing, "{r:?}");
+            assert!(r.note.contains("no manifest of the pinned digest"), "{r:?}");
+        }
+    }
+
+    /// A tag naming the pinned manifest says nothing; one naming another,
+    /// none, or unreadable is a note naming both.
+    #[test]
+    fn a_moved_tag_is_a_note_and_the_digest_rules() {
+        let other = format!("sha256:{}", "b".repeat(64));
+        assert!(tag_moved("u", "v2", M, &Ok(Some(M.to_string()))).is_none());
+        for (now, words) in [
+            (Ok(Some(other.clone())), format!("now names manifest {other}")),
+            (Ok(None), "now names no manifest".to_string()),
+            (Err("timed out".to_string()), "could not be read (timed out)".to_string()),
+        ] {
+            let d = tag_moved("u", "v2", M, &now).unwrap();
+            assert_eq!((d.code, d.severity), (Code::OciTagMoved, crate::diag::Severity::Note));
+            assert!(d.message.contains(&words) && d.message.contains(M), "{}", d.message);
         }
     }
 

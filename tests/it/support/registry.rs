@@ -109,6 +109,59 @@ impl Registry {
         digest
     }
 
+    /// Pull `repository_tag` with oras into `outdir` (each layer under its
+    /// title annotation, as KServe's `oci+fetch` does).
+    pub fn pull(&self, repository_tag: &str, outdir: &Path) {
+        let py = std::env::var("BUNDLEGATE_PY_TOOLS")
+            .expect("BUNDLEGATE_PY_TOOLS (the test venv with oras) is not set; source scripts/install-test-deps");
+        let mut c = Command::new(Path::new(&py).join("bin/python"));
+        c.arg(super::repo().join("tests/fixtures/oci/pull.py")).arg(self.host()).arg(repository_tag).arg(outdir);
+        if self.auth {
+            c.env("ORAS_USER", USER).env("ORAS_PASS", PASSWORD);
+        }
+        let out = c.output().expect("run oras");
+        assert!(
+            out.status.success(),
+            "oras pull: {}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    /// PUT `body` as a manifest of `media_type` under `reference` (a tag or
+    /// its digest), through plain HTTP (what no tool here writes: an index,
+    /// a Docker manifest); the digest of `body`.
+    pub fn put_manifest(&self, repository: &str, reference: &str, media_type: &str, body: &[u8]) -> String {
+        use sha2::Digest;
+        use std::io::{Read, Write};
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", self.port)).unwrap();
+        let head = format!(
+            "PUT /v2/{repository}/manifests/{reference} HTTP/1.1\r\nHost: {}\r\nContent-Type: {media_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+            self.host(),
+            body.len()
+        );
+        s.write_all(head.as_bytes()).unwrap();
+        s.write_all(body).unwrap();
+        let mut answer = String::new();
+        s.read_to_string(&mut answer).unwrap();
+        assert!(answer.starts_with("HTTP/1.1 201"), "PUT manifest: {answer}");
+        format!("sha256:{}", hex::encode(sha2::Sha256::digest(body)))
+    }
+
+    /// Remove a manifest from the repository as the registry's storage
+    /// holds it (its revision link): the registry answers 404 for it.
+    pub fn forget_manifest(&self, repository: &str, digest: &str) {
+        let hex = digest.trim_start_matches("sha256:");
+        let link = self
+            .data
+            .path()
+            .join("storage/docker/registry/v2/repositories")
+            .join(repository)
+            .join("_manifests/revisions/sha256")
+            .join(hex);
+        std::fs::remove_dir_all(&link).unwrap_or_else(|e| panic!("{}: {e}", link.display()));
+    }
+
     /// The environment a run against this registry needs: plain HTTP to
     /// it, and (with auth) the credentials.
     pub fn env(&self, with_credentials: bool) -> Vec<(&'static str, String)> {
