@@ -168,6 +168,25 @@ pub(crate) fn read_bundle_text(path: &Path) -> std::io::Result<String> {
     read_text(path, FileKind::Bundle)
 }
 
+/// `model.sig` and `release.sig` next to the bundle file, each bounded
+/// ([`crate::parse::sigstore::MAX_SIGNATURE_BYTES`]): absent is `None`, a
+/// file that cannot be read (too large, not UTF-8, not a regular file) is
+/// kept with why, for the check to name.
+pub(crate) fn read_signatures(bundle_path: &Path) -> crate::checks::signature::Signatures {
+    use crate::checks::sign::{MODEL_SIG, RELEASE_SIG};
+    let dir = bundle_path.parent().unwrap_or(Path::new(""));
+    let read = |name: &str| -> Option<crate::checks::signature::SigFile> {
+        let p = dir.join(name);
+        let max = crate::parse::sigstore::MAX_SIGNATURE_BYTES as u64;
+        let text = match read_bytes(&p, max, "signature file").and_then(utf8) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
+            r => r.map_err(|e| e.to_string()),
+        };
+        Some(crate::checks::signature::SigFile { shown: crate::report::escape::path_name(&p), text })
+    };
+    crate::checks::signature::Signatures { model: read(MODEL_SIG), release: read(RELEASE_SIG), store_model: None }
+}
+
 /// `..` and `.` applied without touching the disk (the target may not exist).
 fn normalize(p: &Path) -> PathBuf {
     let mut out = PathBuf::new();
