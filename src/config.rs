@@ -6,11 +6,11 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use serde::Deserialize;
 
-use crate::bundle::signing;
 use crate::checks::signature::{AllowedKey, Mode, Policy};
 use crate::diag::Overrides;
 use crate::diag::Severity;
 use crate::options::SeverityOptions;
+use crate::signing;
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]

@@ -169,7 +169,7 @@ pub(crate) fn read_bundle_text(path: &Path) -> std::io::Result<String> {
 }
 
 /// `model.sig` and `release.sig` next to the bundle file, each bounded
-/// ([`crate::parse::sigstore::MAX_SIGNATURE_BYTES`]): absent is `None`, a
+/// ([`crate::signing::MAX_SIGNATURE_BYTES`]): absent is `None`, a
 /// file that cannot be read (too large, not UTF-8, not a regular file) is
 /// kept with why, for the check to name.
 pub(crate) fn read_signatures(bundle_path: &Path) -> crate::checks::signature::Signatures {
@@ -177,12 +177,12 @@ pub(crate) fn read_signatures(bundle_path: &Path) -> crate::checks::signature::S
     let dir = bundle_path.parent().unwrap_or(Path::new(""));
     let read = |name: &str| -> Option<crate::checks::signature::SigFile> {
         let p = dir.join(name);
-        let max = crate::parse::sigstore::MAX_SIGNATURE_BYTES as u64;
-        let text = match read_bytes(&p, max, "signature file").and_then(utf8) {
+        let max = crate::signing::MAX_SIGNATURE_BYTES as u64;
+        let parsed = match read_bytes(&p, max, "signature file").and_then(utf8) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
-            r => r.map_err(|e| e.to_string()),
+            r => r.map_err(|e| e.to_string()).and_then(|t| crate::parse::sigstore::parse_file(&t)),
         };
-        Some(crate::checks::signature::SigFile { shown: crate::report::escape::path_name(&p), text })
+        Some(crate::checks::signature::SigFile { shown: crate::report::escape::path_name(&p), parsed })
     };
     crate::checks::signature::Signatures { model: read(MODEL_SIG), release: read(RELEASE_SIG), store_model: None }
 }

@@ -8,8 +8,8 @@ use crate::bundle::{self, Loaded};
 use crate::checks::sign::MODEL_SIG;
 use crate::checks::signature::{self, Mode, SigFile};
 use crate::diag::Overrides;
-use crate::parse::sigstore::MAX_SIGNATURE_BYTES;
 use crate::report::StepReport;
+use crate::signing::MAX_SIGNATURE_BYTES;
 
 /// The `signature` step from the files next to the bundle; none when the
 /// policy is off (nothing is read then).
@@ -44,5 +44,5 @@ async fn in_store(ctx: &Ctx, l: &Loaded) -> Option<SigFile> {
         Ok(Some(b)) => String::from_utf8(b).map_err(|_| "not UTF-8 text".to_string()),
         Err(e) => Err(format!("{e:#}")),
     };
-    Some(SigFile { shown, text })
+    Some(SigFile { shown, parsed: text.and_then(|t| crate::parse::sigstore::parse_file(&t)) })
 }

@@ -3,7 +3,7 @@
 //! statement over the release digest) verified under the keys `--config`
 //! allows, then compared with the bundle. Plain data in (the files' texts,
 //! read by `adapters::bundle_files` or the store), diagnostics and a step
-//! out; the cryptography is `bundle::signing`'s, the parsing
+//! out; the cryptography is `signing`'s, the parsing
 //! `parse::sigstore`'s.
 
 use std::collections::BTreeMap;
@@ -11,11 +11,11 @@ use std::collections::BTreeMap;
 use p256::ecdsa::VerifyingKey;
 use serde_json::json;
 
-use crate::bundle::{signing, Loaded};
+use crate::bundle::Loaded;
 use crate::checks::sign::MODEL_SIG;
 use crate::diag::{Code, Diagnostic, Overrides, Severity};
-use crate::parse::sigstore::{self, Envelope, Statement};
 use crate::report::{StepReport, Verdict};
+use crate::signing::{self, Envelope, Parsed, Resource, Statement};
 
 /// `signature.mode` in `--config`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -45,12 +45,13 @@ pub(crate) struct Policy {
     pub(crate) keys: Vec<AllowedKey>,
 }
 
-/// One signature file as gathered: where it was (as shown) and its text,
-/// or why it could not be read (too large, not UTF-8, not a regular file).
+/// One signature file as gathered: where it was (as shown) and what it
+/// parsed to (`parse::sigstore::parse_file`), or why it could not be read
+/// or parsed (too large, not UTF-8, not a key-mode Sigstore bundle).
 #[derive(Debug, Clone)]
 pub(crate) struct SigFile {
     pub(crate) shown: String,
-    pub(crate) text: Result<String, String>,
+    pub(crate) parsed: Result<Parsed, String>,
 }
 
 /// The signature files found for one bundle (`None`: absent).
@@ -99,11 +100,11 @@ pub(crate) fn judge(l: &Loaded, policy: &Policy, sigs: &Signatures) -> Judgment 
     }
     let models: Vec<&SigFile> = [&sigs.model, &sigs.store_model].into_iter().flatten().collect();
     for f in &models {
-        if let Some((statement, signer)) = verified(l, policy, f, &mut j.diagnostics) {
+        if let Some((parsed, _, signer)) = verified(l, policy, f, &mut j.diagnostics) {
             let before = j.diagnostics.len();
-            match sigstore::model_resources(&statement) {
-                Ok(rs) => compare(l, f, &rs, &mut j.diagnostics),
-                Err(why) => j.diagnostics.push(malformed(l, f, &why)),
+            match &parsed.resources {
+                Ok(rs) => compare(l, f, rs, &mut j.diagnostics),
+                Err(why) => j.diagnostics.push(malformed(l, f, why)),
             }
             let covered = j.diagnostics.len() == before;
             j.model_covered |= covered;
@@ -130,7 +131,7 @@ fn missing_message(l: &Loaded) -> String {
 }
 
 fn release(l: &Loaded, policy: &Policy, f: &SigFile, j: &mut Judgment) {
-    let Some((statement, signer)) = verified(l, policy, f, &mut j.diagnostics) else { return };
+    let Some((_, statement, signer)) = verified(l, policy, f, &mut j.diagnostics) else { return };
     let hex = l.digest.strip_prefix("sha256:").unwrap_or(&l.digest);
     if statement.predicate_type != signing::RELEASE_PREDICATE {
         let why = format!("predicateType {} is not {}", statement.predicate_type, signing::RELEASE_PREDICATE);
@@ -154,25 +155,31 @@ fn release(l: &Loaded, policy: &Policy, f: &SigFile, j: &mut Judgment) {
 
 /// The file parsed and its signature verified under an allowed key, or the
 /// finding saying why not.
-fn verified(l: &Loaded, policy: &Policy, f: &SigFile, out: &mut Vec<Diagnostic>) -> Option<(Statement, Signer)> {
-    let env = match f.text.as_deref().map_err(|e| e.clone()).and_then(sigstore::parse_bundle) {
-        Ok(e) => e,
+fn verified<'a>(
+    l: &Loaded,
+    policy: &Policy,
+    f: &'a SigFile,
+    out: &mut Vec<Diagnostic>,
+) -> Option<(&'a Parsed, &'a Statement, Signer)> {
+    let p = match &f.parsed {
+        Ok(p) => p,
         Err(why) => {
-            out.push(malformed(l, f, &why));
+            out.push(malformed(l, f, why));
             return None;
         }
     };
-    let Some(k) = allowed_signer(policy, &env) else {
-        out.push(untrusted(l, policy, f, &env));
+    let Some(k) = allowed_signer(policy, &p.envelope) else {
+        out.push(untrusted(l, policy, f, &p.envelope));
         return None;
     };
-    match sigstore::parse_statement(&env.payload) {
-        Ok(s) => Some((
-            s,
-            Signer { file: f.shown.clone(), key: k.name.clone(), key_hint: k.hint.clone(), signs: String::new() },
-        )),
+    match &p.statement {
+        Ok(s) => {
+            let signer =
+                Signer { file: f.shown.clone(), key: k.name.clone(), key_hint: k.hint.clone(), signs: String::new() };
+            Some((p, s, signer))
+        }
         Err(why) => {
-            out.push(malformed(l, f, &why));
+            out.push(malformed(l, f, why));
             None
         }
     }
@@ -207,7 +214,7 @@ fn untrusted(l: &Loaded, policy: &Policy, f: &SigFile, env: &Envelope) -> Diagno
 }
 
 /// The signed resources against the bundle's artifacts, by name.
-fn compare(l: &Loaded, f: &SigFile, rs: &[sigstore::Resource], out: &mut Vec<Diagnostic>) {
+fn compare(l: &Loaded, f: &SigFile, rs: &[Resource], out: &mut Vec<Diagnostic>) {
     let signed: BTreeMap<&str, &str> = rs.iter().map(|r| (r.name.as_str(), r.digest.as_str())).collect();
     let arts = &l.bundle.spec.model.artifacts;
     let listed: BTreeMap<&str, usize> = arts.iter().enumerate().map(|(i, a)| (a.path.as_str(), i)).collect();
@@ -323,12 +330,16 @@ mod tests {
 
     fn signed(l: &Loaded, k: &SigningKey) -> Signatures {
         let model = signing::model_statement("v2", &l.bundle.spec.model.artifacts).unwrap();
-        let f = |name: &str, text: String| Some(SigFile { shown: name.into(), text: Ok(text) });
+        let f = |name: &str, text: String| Some(file(name, text));
         Signatures {
             model: f("model.sig", signing::sign(&model, k).unwrap()),
             release: f("release.sig", signing::sign(&signing::release_statement(l), k).unwrap()),
             store_model: None,
         }
+    }
+
+    fn file(name: &str, text: String) -> SigFile {
+        SigFile { shown: name.into(), parsed: crate::parse::sigstore::parse_file(&text) }
     }
 
     fn codes(j: &Judgment) -> Vec<&str> {
@@ -401,14 +412,14 @@ mod tests {
         let l = crate::bundle::example();
         let k = key();
         let mut sigs = signed(&l, &k);
-        sigs.model = Some(SigFile { shown: "model.sig".into(), text: Err("over the limit".into()) });
+        sigs.model = Some(SigFile { shown: "model.sig".into(), parsed: Err("over the limit".into()) });
         assert_eq!(codes(&judge(&l, &required(&k), &sigs)), ["BG702"]);
         let many: Vec<serde_json::Value> = (0..10_000)
             .map(|i| json!({"name": format!("f{i}"), "algorithm": "sha256", "digest": "0".repeat(64)}))
             .collect();
         let mut st = signing::model_statement("v2", &l.bundle.spec.model.artifacts).unwrap();
         st["predicate"]["resources"] = serde_json::Value::Array(many);
-        sigs.model = Some(SigFile { shown: "model.sig".into(), text: Ok(signing::sign(&st, &k).unwrap()) });
+        sigs.model = Some(file("model.sig", signing::sign(&st, &k).unwrap()));
         let j = judge(&l, &required(&k), &sigs);
         assert!(!j.model_covered);
         assert_eq!(j.diagnostics.iter().filter(|d| d.code == Code::SignedFileNotInBundle).count(), NAMED + 1);

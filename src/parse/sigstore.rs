@@ -1,7 +1,7 @@
 //! A detached Sigstore bundle (v0.3 JSON, as OpenSSF `model_signing`
 //! writes it) → its DSSE envelope → the in-toto Statement v1 it carries →
 //! the model-signing predicate's resources, as plain data. No I/O, no
-//! cryptography (`bundle::signing` verifies the signature over what this
+//! cryptography (`signing` verifies the signature over what this
 //! returns): every bound is checked here, so a hostile file is an `Err`
 //! naming what is wrong before anything downstream sees it.
 
@@ -11,53 +11,10 @@ use base64::Engine;
 use serde::Deserialize;
 use serde_json::Value;
 
-/// A Sigstore bundle's media type (what `model_signing` writes and reads).
-pub const BUNDLE_MEDIA_TYPE: &str = "application/vnd.dev.sigstore.bundle.v0.3+json";
-/// DSSE payload type of an in-toto statement.
-pub const PAYLOAD_TYPE: &str = "application/vnd.in-toto+json";
-/// in-toto Statement v1.
-pub const STATEMENT_TYPE: &str = "https://in-toto.io/Statement/v1";
-/// The model-signing predicate: one resource per file.
-pub const MODEL_PREDICATE: &str = "https://model_signing/signature/v1.0";
-/// A signature file is a statement of one short line per file: 16 MiB
-/// holds well over the resource bound below.
-pub const MAX_SIGNATURE_BYTES: usize = 16 << 20;
-/// Files one model signature may name. Sharded checkpoints and tokenizer
-/// folders run to thousands; a statement naming more is refused rather
-/// than compared name by name.
-pub const MAX_RESOURCES: usize = 100_000;
-
-/// What a Sigstore bundle in key mode holds: the envelope's parts, decoded.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Envelope {
-    /// `verificationMaterial.publicKey.hint`: the sha256 of the signer's
-    /// public key PEM as `model_signing` writes it (empty or absent: none).
-    pub key_hint: Option<String>,
-    /// The DSSE payload, base64-decoded (not yet trusted).
-    pub payload: Vec<u8>,
-    /// The one signature, DER-encoded ECDSA as DSSE carries it.
-    pub signature: Vec<u8>,
-}
-
-/// An in-toto Statement v1, read from a DSSE payload.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Statement {
-    pub predicate_type: String,
-    /// The first subject's name and sha256 (hex).
-    pub subject_name: String,
-    pub subject_sha256: String,
-    /// The whole statement, as JSON.
-    pub raw: Value,
-}
-
-/// One file a model signature vouches for.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Resource {
-    /// Path relative to the model folder, `/`-separated.
-    pub name: String,
-    /// sha256, 64 lowercase hex digits.
-    pub digest: String,
-}
+use crate::signing::{
+    Envelope, Parsed, Resource, Statement, BUNDLE_MEDIA_TYPE, MAX_RESOURCES, MAX_SIGNATURE_BYTES, MODEL_PREDICATE,
+    PAYLOAD_TYPE, STATEMENT_TYPE,
+};
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -121,6 +78,32 @@ pub fn parse_bundle(text: &str) -> Result<Envelope, String> {
     let payload = b64.decode(&env.payload).map_err(|e| format!("payload is not base64: {e}"))?;
     let signature = b64.decode(&only.sig).map_err(|e| format!("signature is not base64: {e}"))?;
     Ok(Envelope { key_hint: pk.hint.filter(|h| !h.is_empty()), payload, signature })
+}
+
+/// A signature file's text, parsed as far as it goes: the envelope (or why
+/// not), and from its payload, not yet trusted, the statement and the
+/// model-signing resources. The check trusts them only once the envelope's
+/// signature verifies.
+pub fn parse_file(text: &str) -> Result<Parsed, String> {
+    let envelope = parse_bundle(text)?;
+    let statement = parse_statement(&envelope.payload);
+    let resources = statement.as_ref().map_err(Clone::clone).and_then(model_resources);
+    Ok(Parsed { envelope, statement, resources })
+}
+
+/// The statement a Sigstore bundle signs, once its one signature verifies
+/// under `key` (and its key hint, when present, names that key).
+pub fn verify(bundle_text: &str, key: &p256::ecdsa::VerifyingKey) -> Result<Statement, String> {
+    let env = parse_bundle(bundle_text)?;
+    if let Some(h) = &env.key_hint {
+        if *h != crate::signing::key_hint(key)? {
+            return Err("signed by another key: the bundle's key hint does not name this public key".into());
+        }
+    }
+    if !crate::signing::verifies(&env, key) {
+        return Err("the signature does not verify under this key".into());
+    }
+    parse_statement(&env.payload)
 }
 
 /// A DSSE payload → an in-toto Statement v1 with at least one subject

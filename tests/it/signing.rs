@@ -224,8 +224,8 @@ fn unsigned_is_bg701_an_error_under_required_and_a_warning_under_optional() {
 /// A model.sig signed by the allowed key over `payload`: only the content can fail.
 fn hostile(ex: &Example, key: &Path, payload: &[u8]) {
     let pem = std::fs::read_to_string(key).unwrap();
-    let k = bundlegate::bundle::signing::private_key(&pem).unwrap();
-    let text = bundlegate::bundle::signing::sign_payload(payload, &k).unwrap();
+    let k = bundlegate::signing::private_key(&pem).unwrap();
+    let text = bundlegate::signing::sign_payload(payload, &k).unwrap();
     std::fs::write(ex.path().join("llm-scratch/v2/model.sig"), text).unwrap();
 }
 

@@ -15,16 +15,70 @@ use p256::pkcs8::{DecodePrivateKey, DecodePublicKey, EncodePublicKey, LineEnding
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
-use super::{Artifact, Loaded};
+use crate::bundle::{Artifact, Loaded};
 
-use crate::parse::sigstore::{self, Statement, BUNDLE_MEDIA_TYPE, MODEL_PREDICATE, PAYLOAD_TYPE, STATEMENT_TYPE};
+/// A Sigstore bundle's media type (what `model_signing` writes and reads).
+pub const BUNDLE_MEDIA_TYPE: &str = "application/vnd.dev.sigstore.bundle.v0.3+json";
+/// DSSE payload type of an in-toto statement.
+pub const PAYLOAD_TYPE: &str = "application/vnd.in-toto+json";
+/// in-toto Statement v1.
+pub const STATEMENT_TYPE: &str = "https://in-toto.io/Statement/v1";
+/// The model-signing predicate: one resource per file.
+pub const MODEL_PREDICATE: &str = "https://model_signing/signature/v1.0";
+/// A signature file is a statement of one short line per file: 16 MiB
+/// holds well over the resource bound below.
+pub const MAX_SIGNATURE_BYTES: usize = 16 << 20;
+/// Files one model signature may name. Sharded checkpoints and tokenizer
+/// folders run to thousands; a statement naming more is refused rather
+/// than compared name by name.
+pub const MAX_RESOURCES: usize = 100_000;
+
+/// What a Sigstore bundle in key mode holds: the envelope's parts, decoded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Envelope {
+    /// `verificationMaterial.publicKey.hint`: the sha256 of the signer's
+    /// public key PEM as `model_signing` writes it (empty or absent: none).
+    pub key_hint: Option<String>,
+    /// The DSSE payload, base64-decoded (not yet trusted).
+    pub payload: Vec<u8>,
+    /// The one signature, DER-encoded ECDSA as DSSE carries it.
+    pub signature: Vec<u8>,
+}
+
+/// An in-toto Statement v1, read from a DSSE payload.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Statement {
+    pub predicate_type: String,
+    /// The first subject's name and sha256 (hex).
+    pub subject_name: String,
+    pub subject_sha256: String,
+    /// The whole statement, as JSON.
+    pub raw: Value,
+}
+
+/// One file a model signature vouches for.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Resource {
+    /// Path relative to the model folder, `/`-separated.
+    pub name: String,
+    /// sha256, 64 lowercase hex digits.
+    pub digest: String,
+}
+
+/// A signature file parsed as far as it goes (`parse::sigstore::parse_file`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Parsed {
+    pub envelope: Envelope,
+    pub statement: Result<Statement, String>,
+    /// The model-signing resources, when the statement is one.
+    pub resources: Result<Vec<Resource>, String>,
+}
+
 /// bundlegate's predicate: the release digest and what it names.
 pub const RELEASE_PREDICATE: &str = "https://bundlegate.dev/release/v1";
 /// What `model_signing` leaves out of a model folder by default; recorded
 /// in the statement, and the verifier hashes the folder by it.
 const IGNORE_PATHS: [&str; 4] = [".gitignore", ".github", ".git", ".gitattributes"];
-/// A signature file is small: a statement per artifact line.
-pub const MAX_SIGNATURE_BYTES: u64 = sigstore::MAX_SIGNATURE_BYTES as u64;
 /// A PEM key is a few hundred bytes.
 pub const MAX_KEY_BYTES: u64 = 64 << 10;
 
@@ -153,30 +207,15 @@ pub fn sign_payload(payload: &[u8], key: &SigningKey) -> Result<String, String> 
 
 /// Does the envelope's one signature verify under `key`? (Its key hint is
 /// not consulted: a caller holding several keys picks by it first.)
-pub fn verifies(env: &sigstore::Envelope, key: &VerifyingKey) -> bool {
+pub fn verifies(env: &Envelope, key: &VerifyingKey) -> bool {
     Signature::from_der(&env.signature).is_ok_and(|sig| key.verify(&pae(PAYLOAD_TYPE, &env.payload), &sig).is_ok())
-}
-
-/// The statement a Sigstore bundle signs, once its one signature verifies
-/// under `key` (and its key hint, when present, names that key). Every way
-/// it can fail is an `Err` saying which; the parsing is `parse::sigstore`'s.
-pub fn verify(bundle_text: &str, key: &VerifyingKey) -> Result<Statement, String> {
-    let env = sigstore::parse_bundle(bundle_text)?;
-    if let Some(h) = &env.key_hint {
-        if *h != key_hint(key)? {
-            return Err("signed by another key: the bundle's key hint does not name this public key".into());
-        }
-    }
-    if !verifies(&env, key) {
-        return Err("the signature does not verify under this key".into());
-    }
-    sigstore::parse_statement(&env.payload)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::bundle::ArtifactRole;
+    use crate::parse::sigstore::verify;
 
     fn art(path: &str, sha: &str) -> Artifact {
         Artifact {
