@@ -178,7 +178,15 @@ pub(crate) fn read_signatures(bundle_path: &Path) -> crate::checks::signature::S
     let read = |name: &str| -> Option<crate::checks::signature::SigFile> {
         let p = dir.join(name);
         let max = crate::signing::MAX_SIGNATURE_BYTES as u64;
-        let parsed = match read_bytes(&p, max, "signature file").and_then(utf8) {
+        // Never through a symlink: in the Argo CD plugin the repository under
+        // review could point one anywhere on the sidecar.
+        let link = std::fs::symlink_metadata(&p).is_ok_and(|m| m.file_type().is_symlink());
+        let read = if link {
+            Err(std::io::Error::other("a symlink: a signature file is read only as a regular file"))
+        } else {
+            read_bytes(&p, max, "signature file")
+        };
+        let parsed = match read.and_then(utf8) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
             r => r.map_err(|e| e.to_string()).and_then(|t| crate::parse::sigstore::parse_file(&t)),
         };

@@ -275,6 +275,12 @@ fn hostile_signature_files_are_clear_findings_never_pass() {
     let out = with_config(&ex, "lint", &config);
     assert_eq!(out.code, 1);
     assert!(out.diag("BG702")["message"].as_str().unwrap().contains("over the limit"), "{}", out.stdout);
+    // A symlink (to a valid signature even) is never followed.
+    let sig = ex.path().join("llm-scratch/v2/model.sig");
+    std::fs::remove_file(&sig).unwrap();
+    std::os::unix::fs::symlink(keys.path().join("pub.pem"), &sig).unwrap();
+    let out = with_config(&ex, "lint", &config);
+    assert!(out.diag("BG702")["message"].as_str().unwrap().contains("a symlink"), "{}", out.stdout);
 }
 
 #[test]
