@@ -216,6 +216,22 @@ codes! {
         "The audit cache was corrupt, foreign (another schema or another bundle's) or unreadable, so nothing in it was trusted: every object was re-hashed. The audit is still complete; it only cost the bytes."),
     ShardCoverageIncomplete => ("BG602", "shard-coverage-incomplete", "audit", Error,
         "Merged shard reports must cover one tree state exactly once, read from the audit steps the reports hold, not from the bundles they say they own: a missing shard, a shard counted twice, shards of different trees or commits, or a report whose audit steps are not exactly its owned bundles (steps removed, another shard's steps, a bundle audited twice) leave bundles unaudited or audited against another state, so the merged audit is INCONCLUSIVE, never PASS.", MissingEvidence),
+
+    // ---- signature: who vouched for the release (docs/signing.md) -----------------
+    SignatureMissing => ("BG701", "signature-missing", "signature", Error,
+        "The signature policy (`signature.mode` in `--config`) asks for a model signature and none was found: no `model.sig` next to the bundle (nor, for `verify`, in the store beside the files). A digest says the bytes did not change since review; only a signature says who vouched for them. Under `mode: optional` this is a warning."),
+    SignatureMalformed => ("BG702", "signature-malformed", "signature", Error,
+        "A signature file that cannot be read as an OpenSSF model-signing signature (a Sigstore bundle v0.3 holding a DSSE envelope over an in-toto Statement v1) vouches for nothing: oversized, not JSON, a payload that is not a statement, more resources than the bound, a name with `..` or an absolute name, a file listed twice, or a certificate or keyless bundle (only key mode is supported yet). It is never read as signed."),
+    SignatureUntrusted => ("BG703", "signature-untrusted", "signature", Error,
+        "The signature does not verify under any public key the policy allows (`signature.publicKeys`): signed by another key, or changed after signing. Whatever it claims is not trusted."),
+    SignedFileNotInBundle => ("BG704", "signed-file-not-in-bundle", "signature", Error,
+        "The signature vouches for a file the bundle does not list: the signed model is not the reviewed release (a file removed from the bundle after signing, or the signature of another model)."),
+    BundleFileNotSigned => ("BG705", "bundle-file-not-signed", "signature", Error,
+        "The bundle lists a file the signature does not cover: nobody vouched for it (a file added after signing, such as a new tokenizer or template)."),
+    SignedDigestMismatch => ("BG706", "signed-digest-mismatch", "signature", Error,
+        "The signer vouched for other bytes than the bundle pins for this file: the bundle's sha256 was changed after signing, or the signature is of another version."),
+    ReleaseSignatureMismatch => ("BG707", "release-signature-mismatch", "signature", Error,
+        "`release.sig` signs a release digest other than this bundle's: a setting the digest covers (image, generation, serving, rollout, canary, rollback) changed after signing, so what was vouched for is not what would be deployed. Re-sign after review, or undo the change."),
 }
 
 impl Code {

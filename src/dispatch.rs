@@ -111,7 +111,7 @@ fn label(c: &Command) -> (&'static str, String) {
 fn command(cli: Cli) -> Result<Report> {
     let cfg = Config::load(cli.config.as_deref())?;
     // One context for the whole run: one runtime, the environment read once.
-    let ctx = Ctx::from_process();
+    let ctx = Ctx::from_process().with_signature(cfg.signature_policy(cli.config.as_deref())?);
     let no_flags = SeverityOptions::default();
     match cli.command {
         Command::Lint { bundles, sev } => {

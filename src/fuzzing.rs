@@ -90,6 +90,27 @@ pub fn golden(text: &str) -> bool {
     true
 }
 
+/// A signature file → envelope → statement → resources; the same payload
+/// read as a statement directly too (the envelope's base64 is one more
+/// layer a mutation rarely gets through). Returns whether resources parsed.
+pub fn sigstore_bundle(text: &str) -> bool {
+    use crate::parse::sigstore;
+    let payload = match sigstore::parse_bundle(text) {
+        Ok(env) => env.payload,
+        Err(_) => text.as_bytes().to_vec(),
+    };
+    let Ok(statement) = sigstore::parse_statement(&payload) else { return false };
+    match sigstore::model_resources(&statement) {
+        Ok(rs) => {
+            // What the parser promises downstream: sorted, unique, confined names.
+            assert!(rs.windows(2).all(|w| w[0].name < w[1].name), "resources not sorted and unique");
+            assert!(rs.iter().all(|r| !r.name.starts_with('/') && !r.name.split('/').any(|p| p == "..")));
+            true
+        }
+        Err(_) => false,
+    }
+}
+
 // ---- hostile inputs, shared by the property tests and the fuzz seeds ----------
 // Each builds text of one class that once got through the bundle parser.
 

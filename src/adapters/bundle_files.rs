@@ -164,6 +164,33 @@ pub(crate) fn read_bundle_text(path: &Path) -> std::io::Result<String> {
     read_text(path, FileKind::Bundle)
 }
 
+/// `model.sig` and `release.sig` next to the bundle file, each bounded
+/// ([`crate::signing::MAX_SIGNATURE_BYTES`]): absent is `None`, a
+/// file that cannot be read (too large, not UTF-8, not a regular file) is
+/// kept with why, for the check to name.
+pub(crate) fn read_signatures(bundle_path: &Path) -> crate::checks::signature::Signatures {
+    use crate::checks::sign::{MODEL_SIG, RELEASE_SIG};
+    let dir = bundle_path.parent().unwrap_or(Path::new(""));
+    let read = |name: &str| -> Option<crate::checks::signature::SigFile> {
+        let p = dir.join(name);
+        let max = crate::signing::MAX_SIGNATURE_BYTES as u64;
+        // Never through a symlink: in the Argo CD plugin the repository under
+        // review could point one anywhere on the sidecar.
+        let link = std::fs::symlink_metadata(&p).is_ok_and(|m| m.file_type().is_symlink());
+        let read = if link {
+            Err(std::io::Error::other("a symlink: a signature file is read only as a regular file"))
+        } else {
+            read_bytes(&p, max, "signature file")
+        };
+        let parsed = match read.and_then(utf8) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
+            r => r.map_err(|e| e.to_string()).and_then(|t| crate::parse::sigstore::parse_file(&t)),
+        };
+        Some(crate::checks::signature::SigFile { shown: crate::report::escape::path_name(&p), parsed })
+    };
+    crate::checks::signature::Signatures { model: read(MODEL_SIG), release: read(RELEASE_SIG), store_model: None }
+}
+
 /// `..` and `.` applied without touching the disk (the target may not exist).
 fn normalize(p: &Path) -> PathBuf {
     let mut out = PathBuf::new();

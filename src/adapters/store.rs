@@ -286,6 +286,31 @@ impl Store {
         p
     }
 
+    /// A small object at `key` read whole, refused over `max` bytes; `None`
+    /// when there is none (the store's `model.sig` beside the files).
+    pub(crate) async fn read_small(&self, key: &str, max: u64) -> Result<Option<Vec<u8>>> {
+        if let Some(dir) = &self.local_dir {
+            if std::fs::symlink_metadata(dir.join(key)).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound) {
+                return Ok(None);
+            }
+        }
+        if let Some(why) = self.escapes(key) {
+            bail!("{why}");
+        }
+        let res = match self.inner.get_opts(&self.object_path(key), GetOptions::default()).await {
+            Err(object_store::Error::NotFound { .. }) => return Ok(None),
+            r => r.with_context(|| format!("reading `{key}` in `{}`", self.uri))?,
+        };
+        if res.meta.size > max {
+            bail!("`{key}` is {} bytes, over the limit of {max}", res.meta.size);
+        }
+        let bytes = res.bytes().await.with_context(|| format!("reading `{key}` in `{}`", self.uri))?;
+        if bytes.len() as u64 > max {
+            bail!("`{key}` grew past the limit of {max} bytes while read");
+        }
+        Ok(Some(bytes.to_vec()))
+    }
+
     /// List every object under the prefix, keys relative to it. Sibling
     /// prefixes (`v1` vs `v10`) are excluded: listing is by path segment and
     /// we re-check every key starts with `prefix/`.

@@ -23,6 +23,7 @@ use crate::app::ctx::Ctx;
 use crate::bundle::{self, Loaded};
 use crate::checks::info;
 use crate::checks::rollback::RollbackStatus;
+use crate::checks::signature::Policy;
 use crate::diag::Overrides;
 use crate::diag::Severity;
 use crate::manifests::{Renderer, TemplateSource};
@@ -40,7 +41,7 @@ pub(crate) fn run(ctx: &Ctx, cmd: ArgocdAction, ov: &Overrides) -> Result<Report
     match cmd {
         ArgocdAction::Generate { path } => {
             let source = source_dir(path)?;
-            let g = generate(&source, env, ov)?;
+            let g = generate(&source, env, ov, &ctx.signature)?;
             let mut r = Report::new("argocd generate");
             r.push(info::argocd_generate(&g.display, &g.kinds, &g.digest));
             // With the default `--format human` main prints exactly this: the
@@ -158,8 +159,9 @@ fn display_path(env: &CmpEnv, rel: &str) -> String {
 }
 
 /// `ov`: severity overrides from `--config` / `BUNDLEGATE_CONFIG` (the
-/// sidecar's own file, never one from the repository being rendered).
-pub(crate) fn generate(source: &Path, env: &CmpEnv, ov: &Overrides) -> Result<Generated> {
+/// sidecar's own file, never one from the repository being rendered), and
+/// the signature policy from the same file.
+pub(crate) fn generate(source: &Path, env: &CmpEnv, ov: &Overrides, policy: &Policy) -> Result<Generated> {
     let app = env.get("ARGOCD_APP_NAME").unwrap_or("(no ARGOCD_APP_NAME)");
     let at = match (env.get("ARGOCD_APP_SOURCE_REPO_URL"), env.get("ARGOCD_APP_REVISION")) {
         (Some(u), Some(r)) => format!(" from {u}@{r}"),
@@ -168,11 +170,11 @@ pub(crate) fn generate(source: &Path, env: &CmpEnv, ov: &Overrides) -> Result<Ge
     };
     let ns = env.get("ARGOCD_APP_NAMESPACE").map(|n| format!("{n}/")).unwrap_or_default();
     tracing::info!("argocd generate for Application {ns}{app}{at} in {}", source.display());
-    generate_inner(source, env, ov)
+    generate_inner(source, env, ov, policy)
         .with_context(|| format!("bundlegate: cannot generate manifests for Application {ns}{app}{at}"))
 }
 
-fn generate_inner(source: &Path, env: &CmpEnv, ov: &Overrides) -> Result<Generated> {
+fn generate_inner(source: &Path, env: &CmpEnv, ov: &Overrides, policy: &Policy) -> Result<Generated> {
     let params = Params::from_env(env)?;
     let bundle_path = inside(source, &params.bundle, "bundle")?;
     if !local::is_file(&bundle_path) {
@@ -183,6 +185,19 @@ fn generate_inner(source: &Path, env: &CmpEnv, ov: &Overrides) -> Result<Generat
     let text =
         crate::adapters::bundle_files::read_bundle_text(&bundle_path).with_context(|| format!("reading {display}"))?;
     let mut l: Loaded = bundle::parse(&display, &bundle_path, text)?;
+    // The platform's signature policy holds whatever the repository's
+    // plugin parameters say (`lint: "false"` does not skip it).
+    if policy.mode != crate::checks::signature::Mode::Off {
+        let sigs = crate::adapters::bundle_files::read_signatures(&bundle_path);
+        let step = crate::checks::signature::check(&l, policy, &sigs, ov);
+        if let Some(step) = step.filter(|s| s.verdict != crate::report::Verdict::Pass) {
+            bail!(
+                "refusing to render {display}: the signature policy is not met ({}):\n{}",
+                step.summary,
+                error_lines(&step).join("\n")
+            );
+        }
+    }
 
     // Overrides change what is deployed, not which release it is: the digest
     // stays the one computed from the bundle in Git.
@@ -211,20 +226,7 @@ fn generate_inner(source: &Path, env: &CmpEnv, ov: &Overrides) -> Result<Generat
                 d.message
             );
         }
-        let errors: Vec<String> = step
-            .diagnostics
-            .iter()
-            .filter(|d| d.severity == Severity::Error)
-            .map(|d| {
-                format!(
-                    "  {}error[{} {}]: {}",
-                    d.span.as_ref().map(|s| format!("{s}: ")).unwrap_or_default(),
-                    d.code,
-                    d.name,
-                    d.message
-                )
-            })
-            .collect();
+        let errors = error_lines(&step);
         if !errors.is_empty() {
             bail!(
                 "refusing to render {display}: lint found {} error(s) (set plugin parameter lint=\"false\" to render anyway):\n{}",
@@ -302,6 +304,23 @@ fn generate_inner(source: &Path, env: &CmpEnv, ov: &Overrides) -> Result<Generat
     };
     let kinds = objects.iter().filter_map(|o| o.get("kind").and_then(Value::as_str).map(String::from)).collect();
     Ok(Generated { yaml, kinds, digest: l.digest.clone(), display })
+}
+
+/// A step's errors, one line each, as the plugin's failure message lists them.
+fn error_lines(step: &StepReport) -> Vec<String> {
+    step.diagnostics
+        .iter()
+        .filter(|d| d.severity == Severity::Error)
+        .map(|d| {
+            format!(
+                "  {}error[{} {}]: {}",
+                d.span.as_ref().map(|s| format!("{s}: ")).unwrap_or_default(),
+                d.code,
+                d.name,
+                d.message
+            )
+        })
+        .collect()
 }
 
 /// Put the Git revision on the object's own metadata, never on a pod

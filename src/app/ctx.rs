@@ -42,6 +42,8 @@ pub struct Ctx {
     http: OnceLock<reqwest::Client>,
     /// Serves every remote storage URI when set (a test's in-memory store).
     store: Option<Arc<dyn object_store::ObjectStore>>,
+    /// The signature policy of `--config` (`BUNDLEGATE_CONFIG`), keys read.
+    pub(crate) signature: crate::checks::signature::Policy,
 }
 
 impl Ctx {
@@ -59,7 +61,14 @@ impl Ctx {
             github: tokio::sync::OnceCell::new(),
             http: OnceLock::new(),
             store: None,
+            signature: Default::default(),
         }
+    }
+
+    /// Judge signatures under this policy (lint, verify, the Argo CD plugin).
+    pub(crate) fn with_signature(mut self, policy: crate::checks::signature::Policy) -> Ctx {
+        self.signature = policy;
+        self
     }
 
     pub fn with_clock(mut self, now: impl Fn() -> DateTime<Utc> + Send + Sync + 'static) -> Ctx {

@@ -9,9 +9,12 @@ use crate::checks::rollback::RollbackStatus;
 use crate::diag::Overrides;
 use crate::report::StepReport;
 
-/// Lint one bundle; its rollback target is resolved beside it.
-pub(crate) fn run(_ctx: &Ctx, l: &Loaded, ov: &Overrides) -> Result<Vec<StepReport>> {
-    Ok(vec![lint_with(l, ov, &crate::adapters::bundle_files::rollback_status(l))])
+/// Lint one bundle; its rollback target is resolved beside it, and its
+/// signatures (when `--config` sets a signature policy) read beside it.
+pub(crate) fn run(ctx: &Ctx, l: &Loaded, ov: &Overrides) -> Result<Vec<StepReport>> {
+    let mut steps = vec![lint_with(l, ov, &crate::adapters::bundle_files::rollback_status(l))];
+    steps.extend(crate::app::signature::beside_bundle(ctx, l, ov));
+    Ok(steps)
 }
 
 /// [`run`] with the rollback target already resolved (the CMP resolves it

@@ -30,6 +30,7 @@ pub mod revert;
 pub mod schema;
 pub mod serving;
 pub mod sign;
+pub(crate) mod signature;
 pub mod verify;
 pub mod verify_files;
 pub mod watch;

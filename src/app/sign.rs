@@ -6,10 +6,11 @@ use anyhow::{anyhow, Context, Result};
 
 use crate::adapters::{bundle_files, local};
 use crate::app::ctx::Ctx;
-use crate::bundle::{signing, Loaded};
+use crate::bundle::Loaded;
 use crate::checks::sign as written;
 use crate::options::SignOptions;
 use crate::report::StepReport;
+use crate::signing;
 
 pub(crate) fn run(_ctx: &Ctx, l: &Loaded, o: &SignOptions) -> Result<Vec<StepReport>> {
     let shown = crate::report::escape::path_name(&o.key);

@@ -23,9 +23,14 @@ pub(crate) struct AuditPass<'a> {
     pub deep: bool,
 }
 
-/// Verify one loaded bundle against its object store.
+/// Verify one loaded bundle against its object store; then its signatures
+/// when `--config` sets a signature policy.
 pub(crate) fn run(ctx: &Ctx, l: &Loaded, opts: &VerifyOptions, ov: &Overrides) -> Result<Vec<StepReport>> {
-    ctx.block_on(verify_loaded(ctx, l, opts, ov, None)).map(|s| vec![s])
+    ctx.block_on(async {
+        let mut steps = vec![verify_loaded(ctx, l, opts, ov, None).await];
+        steps.extend(crate::app::signature::with_store(ctx, l, ov).await);
+        steps
+    })
 }
 
 pub(crate) async fn verify_loaded(
@@ -57,6 +62,11 @@ pub(crate) async fn verify_loaded(
             )
         }
     };
+    // The store's own `model.sig` is the signature the signature step reads, not EXTRA.
+    let listing: Vec<Listed> = listing
+        .into_iter()
+        .filter(|o| !crate::checks::signature::is_store_signature(l, &ctx.signature, &o.key))
+        .collect();
     let cache_key = |k: &str| format!("{}/{}", uri.trim_end_matches('/'), k);
     let (cache, deep) = match audit {
         Some(a) => (Some(a.cache), a.deep),

@@ -7,7 +7,6 @@ pub mod model;
 pub mod pod_verifier;
 pub(crate) mod reserved;
 pub(crate) mod roles;
-pub mod signing;
 pub mod spans;
 pub mod storage_uri;
 pub(crate) mod task_args;

@@ -11,5 +11,6 @@ pub mod render;
 pub mod revert;
 pub mod rollback;
 pub mod sign;
+pub(crate) mod signature;
 pub mod verify;
 pub mod watch;

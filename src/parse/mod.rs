@@ -6,4 +6,5 @@ pub mod cmp;
 pub mod golden;
 pub mod oci;
 pub mod prom;
+pub mod sigstore;
 pub mod snapshot;

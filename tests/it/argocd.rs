@@ -541,3 +541,41 @@ fn argocd_parameters_obey_the_bundle_rules_and_reads_are_bounded() {
     );
     assert!(t0.elapsed() < std::time::Duration::from_secs(5));
 }
+
+/// The sidecar's signature policy (`BUNDLEGATE_CONFIG`, the platform's
+/// file): under `required` an unsigned or badly signed release renders
+/// nothing (exit non-zero, stdout empty), whatever the repository's plugin
+/// parameters say; a signed one renders.
+#[test]
+fn generate_under_a_required_signature_policy_renders_only_a_signed_release() {
+    let ex = Example::new();
+    let other = tempfile::tempdir().unwrap();
+    let (_, other_public) = crate::signing::openssl_keys(other.path());
+    let unsigned_policy = crate::signing::policy(other.path(), "required", &other_public);
+    let env = |p: &Path| vec![("BUNDLEGATE_CONFIG", p.to_str().unwrap().to_string())];
+    let run = |p: &Path, extra: &[(&str, &str)]| {
+        let mut all: Vec<(&str, String)> = env(p);
+        all.extend(extra.iter().map(|(k, v)| (*k, v.to_string())));
+        let refs: Vec<(&str, &str)> = all.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        cmp(&source(&ex), &["generate"], &refs)
+    };
+    let out = run(&unsigned_policy, &[]);
+    assert_ne!(out.code, 0);
+    assert!(out.stdout.is_empty(), "{}", out.stdout);
+    assert!(out.stderr.contains("BG701"), "{}", out.stderr);
+
+    let (keys, _, public, _) = crate::signing::signed_v2(&ex);
+    let signed_policy = crate::signing::policy(keys.path(), "required", &public);
+    objects(&run(&signed_policy, &[]));
+    // Signed by a key the policy does not allow: refused even with lint off.
+    let lint_off = [("ARGOCD_APP_PARAMETERS", r#"[{"name":"lint","string":"false"}]"#)];
+    let out = run(&unsigned_policy, &lint_off);
+    assert_ne!(out.code, 0);
+    assert!(out.stdout.is_empty() && out.stderr.contains("BG703"), "{}", out.stderr);
+    // A setting changed after signing: release.sig no longer matches.
+    let text = std::fs::read_to_string(ex.v2()).unwrap();
+    std::fs::write(ex.v2(), text.replacen("maxOutputTokens: 512", "maxOutputTokens: 513", 1)).unwrap();
+    let out = run(&signed_policy, &lint_off);
+    assert_ne!(out.code, 0);
+    assert!(out.stdout.is_empty() && out.stderr.contains("BG707"), "{}", out.stderr);
+}

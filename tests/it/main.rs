@@ -31,7 +31,7 @@ mod render;
 mod sarif;
 mod schema;
 mod secrets;
-mod sign;
+mod signing;
 mod tasks;
 mod toolchain;
 mod verify;

@@ -741,6 +741,18 @@ proptest! {
         let _ = fuzzing::cmp_params(&text);
     }
 
+    /// Any resource list in a model-signing statement: parsed or refused,
+    /// never a panic; what parses is sorted, unique and confined (the
+    /// target asserts it).
+    #[test]
+    fn signature_resources_never_panic(names in prop::collection::vec("[a-z./\\\\:]{0,12}", 0..8), payload in "[ -~]{0,80}") {
+        let resources: Vec<Value> = names.iter().map(|n| serde_json::json!({"name": n, "algorithm": "sha256", "digest": "0".repeat(64)})).collect();
+        let statement = serde_json::json!({"_type": "https://in-toto.io/Statement/v1", "subject": [{"name": "m", "digest": {"sha256": "0".repeat(64)}}],
+            "predicateType": "https://model_signing/signature/v1.0", "predicate": {"resources": resources}});
+        let _ = fuzzing::sigstore_bundle(&statement.to_string());
+        prop_assert!(!fuzzing::sigstore_bundle(&payload) || payload.contains("resources"));
+    }
+
     /// A golden line of any shape, and any answer body, never panic: a bad
     /// line is an error naming it, a bad answer is a problem of the sample.
     #[test]

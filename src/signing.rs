@@ -15,21 +15,70 @@ use p256::pkcs8::{DecodePrivateKey, DecodePublicKey, EncodePublicKey, LineEnding
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
-use super::{Artifact, Loaded};
+use crate::bundle::{Artifact, Loaded};
 
 /// A Sigstore bundle's media type (what `model_signing` writes and reads).
 pub const BUNDLE_MEDIA_TYPE: &str = "application/vnd.dev.sigstore.bundle.v0.3+json";
+/// DSSE payload type of an in-toto statement.
+pub const PAYLOAD_TYPE: &str = "application/vnd.in-toto+json";
+/// in-toto Statement v1.
+pub const STATEMENT_TYPE: &str = "https://in-toto.io/Statement/v1";
 /// The model-signing predicate: one resource per file.
 pub const MODEL_PREDICATE: &str = "https://model_signing/signature/v1.0";
+/// A signature file is a statement of one short line per file: 16 MiB
+/// holds well over the resource bound below.
+pub const MAX_SIGNATURE_BYTES: usize = 16 << 20;
+/// Files one model signature may name. Sharded checkpoints and tokenizer
+/// folders run to thousands; a statement naming more is refused rather
+/// than compared name by name.
+pub const MAX_RESOURCES: usize = 100_000;
+
+/// What a Sigstore bundle in key mode holds: the envelope's parts, decoded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Envelope {
+    /// `verificationMaterial.publicKey.hint`: the sha256 of the signer's
+    /// public key PEM as `model_signing` writes it (empty or absent: none).
+    pub key_hint: Option<String>,
+    /// The DSSE payload, base64-decoded (not yet trusted).
+    pub payload: Vec<u8>,
+    /// The one signature, DER-encoded ECDSA as DSSE carries it.
+    pub signature: Vec<u8>,
+}
+
+/// An in-toto Statement v1, read from a DSSE payload.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Statement {
+    pub predicate_type: String,
+    /// The first subject's name and sha256 (hex).
+    pub subject_name: String,
+    pub subject_sha256: String,
+    /// The whole statement, as JSON.
+    pub raw: Value,
+}
+
+/// One file a model signature vouches for.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Resource {
+    /// Path relative to the model folder, `/`-separated.
+    pub name: String,
+    /// sha256, 64 lowercase hex digits.
+    pub digest: String,
+}
+
+/// A signature file parsed as far as it goes (`parse::sigstore::parse_file`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Parsed {
+    pub envelope: Envelope,
+    pub statement: Result<Statement, String>,
+    /// The model-signing resources, when the statement is one.
+    pub resources: Result<Vec<Resource>, String>,
+}
+
 /// bundlegate's predicate: the release digest and what it names.
 pub const RELEASE_PREDICATE: &str = "https://bundlegate.dev/release/v1";
-const STATEMENT_TYPE: &str = "https://in-toto.io/Statement/v1";
-const PAYLOAD_TYPE: &str = "application/vnd.in-toto+json";
 /// What `model_signing` leaves out of a model folder by default; recorded
 /// in the statement, and the verifier hashes the folder by it.
 const IGNORE_PATHS: [&str; 4] = [".gitignore", ".github", ".git", ".gitattributes"];
-/// A signature file is small: a statement per artifact line.
-pub const MAX_SIGNATURE_BYTES: u64 = 16 << 20;
 /// A PEM key is a few hundred bytes.
 pub const MAX_KEY_BYTES: u64 = 64 << 10;
 
@@ -136,14 +185,19 @@ pub fn key_hint(key: &VerifyingKey) -> Result<String, String> {
 /// The Sigstore bundle (JSON text) signing `statement` with `key`.
 pub fn sign(statement: &Value, key: &SigningKey) -> Result<String, String> {
     let payload = serde_json::to_vec(statement).map_err(|e| e.to_string())?;
-    let sig: Signature = key.sign(&pae(PAYLOAD_TYPE, &payload));
+    sign_payload(&payload, key)
+}
+
+/// The Sigstore bundle signing any payload bytes (the tests sign hostile ones).
+pub fn sign_payload(payload: &[u8], key: &SigningKey) -> Result<String, String> {
+    let sig: Signature = key.sign(&pae(PAYLOAD_TYPE, payload));
     let der: DerSignature = sig.to_der();
     let b64 = base64::engine::general_purpose::STANDARD;
     let bundle = json!({
         "mediaType": BUNDLE_MEDIA_TYPE,
         "verificationMaterial": {"publicKey": {"hint": key_hint(key.verifying_key())?}, "tlogEntries": []},
         "dsseEnvelope": {
-            "payload": b64.encode(&payload),
+            "payload": b64.encode(payload),
             "payloadType": PAYLOAD_TYPE,
             "signatures": [{"sig": b64.encode(der.as_bytes()), "keyid": ""}],
         },
@@ -151,43 +205,17 @@ pub fn sign(statement: &Value, key: &SigningKey) -> Result<String, String> {
     serde_json::to_string_pretty(&bundle).map_err(|e| e.to_string())
 }
 
-/// The statement a Sigstore bundle signs, once its one signature verifies
-/// under `key` (and its key hint, when present, names that key). Every way
-/// it can fail is an `Err` saying which.
-pub fn verify(bundle_text: &str, key: &VerifyingKey) -> Result<Value, String> {
-    let b: Value = serde_json::from_str(bundle_text).map_err(|e| format!("not a Sigstore bundle (JSON): {e}"))?;
-    if b["mediaType"] != BUNDLE_MEDIA_TYPE {
-        return Err(format!("mediaType {} is not {BUNDLE_MEDIA_TYPE}", b["mediaType"]));
-    }
-    let hint = &b["verificationMaterial"]["publicKey"]["hint"];
-    if let Some(h) = hint.as_str().filter(|h| !h.is_empty()) {
-        if h != key_hint(key)? {
-            return Err("signed by another key: the bundle's key hint does not name this public key".into());
-        }
-    }
-    let env = &b["dsseEnvelope"];
-    if env["payloadType"] != PAYLOAD_TYPE {
-        return Err(format!("payloadType {} is not {PAYLOAD_TYPE}", env["payloadType"]));
-    }
-    let sigs = env["signatures"].as_array().ok_or("no signatures")?;
-    let [only] = sigs.as_slice() else { return Err(format!("{} signatures, expected one", sigs.len())) };
-    let b64 = base64::engine::general_purpose::STANDARD;
-    let payload = b64.decode(env["payload"].as_str().ok_or("no payload")?).map_err(|e| format!("payload: {e}"))?;
-    let der = b64.decode(only["sig"].as_str().ok_or("no sig")?).map_err(|e| format!("signature: {e}"))?;
-    let sig = Signature::from_der(&der).map_err(|e| format!("signature is not DER ECDSA: {e}"))?;
-    key.verify(&pae(PAYLOAD_TYPE, &payload), &sig)
-        .map_err(|_| "the signature does not verify under this key".to_string())?;
-    let statement: Value = serde_json::from_slice(&payload).map_err(|e| format!("payload is not JSON: {e}"))?;
-    if statement["_type"] != STATEMENT_TYPE {
-        return Err(format!("statement type {} is not {STATEMENT_TYPE}", statement["_type"]));
-    }
-    Ok(statement)
+/// Does the envelope's one signature verify under `key`? (Its key hint is
+/// not consulted: a caller holding several keys picks by it first.)
+pub fn verifies(env: &Envelope, key: &VerifyingKey) -> bool {
+    Signature::from_der(&env.signature).is_ok_and(|sig| key.verify(&pae(PAYLOAD_TYPE, &env.payload), &sig).is_ok())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::bundle::ArtifactRole;
+    use crate::parse::sigstore::verify;
 
     fn art(path: &str, sha: &str) -> Artifact {
         Artifact {
@@ -244,7 +272,7 @@ mod tests {
         let s = model_statement("m", &[art("a", "5891b5b522d5df086d0ff0b110fbd9d21bb4fc7163af34d08286a2e846f6be03")])
             .unwrap();
         let text = sign(&s, &key).unwrap();
-        assert_eq!(verify(&text, key.verifying_key()).unwrap(), s);
+        assert_eq!(verify(&text, key.verifying_key()).unwrap().raw, s);
         // Another key: refused by its hint, and without the hint by the signature.
         let other = SigningKey::random(&mut p256::elliptic_curve::rand_core::OsRng);
         assert!(verify(&text, other.verifying_key()).unwrap_err().contains("another key"));

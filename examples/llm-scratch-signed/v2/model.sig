@@ -1,0 +1,19 @@
+{
+  "mediaType": "application/vnd.dev.sigstore.bundle.v0.3+json",
+  "verificationMaterial": {
+    "publicKey": {
+      "hint": "77fbfe8e13a8261932da928826c921d9a299477326af2a5f0c84c9c8ea3f2a33"
+    },
+    "tlogEntries": []
+  },
+  "dsseEnvelope": {
+    "payload": "eyJfdHlwZSI6Imh0dHBzOi8vaW4tdG90by5pby9TdGF0ZW1lbnQvdjEiLCJzdWJqZWN0IjpbeyJuYW1lIjoidjIiLCJkaWdlc3QiOnsic2hhMjU2IjoiMDhkZTQ5NmNmODgxYWMzMWY4MThhODYxNDMwODY3ZGI1YjAwYmI4YmYxNzU4MWExZTk2OGM4YmNlNWJmZmMzMyJ9fV0sInByZWRpY2F0ZVR5cGUiOiJodHRwczovL21vZGVsX3NpZ25pbmcvc2lnbmF0dXJlL3YxLjAiLCJwcmVkaWNhdGUiOnsic2VyaWFsaXphdGlvbiI6eyJtZXRob2QiOiJmaWxlcyIsImhhc2hfdHlwZSI6InNoYTI1NiIsImFsbG93X3N5bWxpbmtzIjpmYWxzZSwiaWdub3JlX3BhdGhzIjpbIi5naXRpZ25vcmUiLCIuZ2l0aHViIiwiLmdpdCIsIi5naXRhdHRyaWJ1dGVzIl19LCJyZXNvdXJjZXMiOlt7Im5hbWUiOiJjaGF0X3RlbXBsYXRlLmppbmphIiwiYWxnb3JpdGhtIjoic2hhMjU2IiwiZGlnZXN0IjoiNjAxMjM0YjU2MjkxMmI1NWE1OTViZjc3NGRlNDIzY2UwMjg4MjVhOWJjMDQ0MWFkNDA3NzY0ZTZjZjQxNTQxMyJ9LHsibmFtZSI6ImNrcHQucHQiLCJhbGdvcml0aG0iOiJzaGEyNTYiLCJkaWdlc3QiOiIyMGM4NmI5YzNjMmNhMWU4Y2U4ODM5NDhjNDAzZTZlY2E1NDZlYzM3YzM5MzQ2M2ViMzhkNGY4YTg3MDIxNTg2In0seyJuYW1lIjoiY2xlYW5fY29ycHVzLnR4dCIsImFsZ29yaXRobSI6InNoYTI1NiIsImRpZ2VzdCI6ImM3NTcwZTgzNGVjYzViMDdlN2RiMzIxZjkyZGEwMzAyNjQxYTFlNDg3OTE3OWUwM2U1MmM5ZGJkNGM4NDZiZTAifSx7Im5hbWUiOiJnZW5lcmF0aW9uX2NvbmZpZy5qc29uIiwiYWxnb3JpdGhtIjoic2hhMjU2IiwiZGlnZXN0IjoiYTk0NTQ0YWY0MTNlNWEzM2E5OTM0YWQwOWY5ZmZkZDFhODJmMWEzNjU4N2RkZDc0OGFlOTdmYzRlMmIwZjNlMyJ9LHsibmFtZSI6InRva2VuaXplci5qc29uIiwiYWxnb3JpdGhtIjoic2hhMjU2IiwiZGlnZXN0IjoiYzY3OGVlZTYxN2I5YWJhNGFlMmY3YmVhYTJkZGMyMzZiM2EzYzY2MzhiODVmNDhlODBjMmI3NmY5M2IxYjExNiJ9XX19",
+    "payloadType": "application/vnd.in-toto+json",
+    "signatures": [
+      {
+        "sig": "MEQCIFTQClMIulLIkp6CSJpI1E0nun2AyS+q4s4Mj/srqoWQAiArFYmcpe5eGMS11HWXZdWZmTdPSs/+1YDtnGnCPtoyJA==",
+        "keyid": ""
+      }
+    ]
+  }
+}

@@ -1,0 +1,364 @@
+//! `bundlegate sign`, judged by the OpenSSF reference tool: `model_signing
+//! verify key` (model-signing 1.1.1 from PyPI, `BUNDLEGATE_MODEL_SIGNING`,
+//! installed by scripts/install-test-deps) accepts `model.sig` against the
+//! store folder the bundle names, and refuses it once a byte of a file
+//! changes, for a key made by openssl as its docs say.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::support::*;
+
+/// The reference verifier, or `None` where the servers are skipped.
+fn model_signing() -> Option<PathBuf> {
+    match std::env::var_os("BUNDLEGATE_MODEL_SIGNING") {
+        Some(p) => Some(PathBuf::from(p)),
+        None if std::env::var_os("BUNDLEGATE_SKIP_SERVERS").is_some() => None,
+        None => panic!("BUNDLEGATE_MODEL_SIGNING is not set: run the tests through scripts/test (scripts/install-test-deps installs model-signing)"),
+    }
+}
+
+/// A P-256 key pair made by openssl: `key.pem` (SEC1, with the EC
+/// PARAMETERS block `ecparam -genkey` writes) and `pub.pem`.
+pub(crate) fn openssl_keys(dir: &Path) -> (PathBuf, PathBuf) {
+    let key = dir.join("key.pem");
+    let public = dir.join("pub.pem");
+    let ok = |c: &mut Command| assert!(c.status().unwrap().success(), "{c:?}");
+    ok(Command::new("openssl").args(["ecparam", "-name", "prime256v1", "-genkey", "-out"]).arg(&key));
+    ok(Command::new("openssl")
+        .args(["ec", "-pubout", "-in"])
+        .arg(&key)
+        .arg("-out")
+        .arg(&public)
+        .stderr(std::process::Stdio::null()));
+    (key, public)
+}
+
+fn verify_with_reference(tool: &Path, folder: &Path, public: &Path, sig: &Path) -> (bool, String) {
+    let o = Command::new(tool)
+        .args(["verify", "key"])
+        .arg(folder)
+        .arg("--public_key")
+        .arg(public)
+        .arg("--signature")
+        .arg(sig)
+        .output()
+        .unwrap();
+    (o.status.success(), format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr)))
+}
+
+#[test]
+fn the_reference_verifier_accepts_what_sign_writes_and_refuses_a_changed_file() {
+    let Some(tool) = model_signing() else { return };
+    let ex = Example::new();
+    let keys = tempfile::tempdir().unwrap();
+    let (key, public) = openssl_keys(keys.path());
+    let out = run_in(
+        ex.path(),
+        &["sign", "llm-scratch/v2/release.yaml", "--key", key.to_str().unwrap(), "--format", "json"],
+        &[],
+    );
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    let v = out.json();
+    assert_eq!(v["steps"][0]["verdict"], "pass", "{v:#}");
+    let sig = ex.path().join("llm-scratch/v2/model.sig");
+    assert!(ex.path().join("llm-scratch/v2/release.sig").is_file());
+    let (ok, said) = verify_with_reference(&tool, &ex.store("v2"), &public, &sig);
+    assert!(ok, "model_signing refused bundlegate's signature:\n{said}");
+
+    // One byte of one file changed: the reference tool refuses it.
+    let weights = ex.store("v2").join("ckpt.pt");
+    let mut bytes = std::fs::read(&weights).unwrap();
+    bytes[0] ^= 1;
+    std::fs::write(&weights, bytes).unwrap();
+    let (ok, said) = verify_with_reference(&tool, &ex.store("v2"), &public, &sig);
+    assert!(!ok, "model_signing accepted a changed file:\n{said}");
+
+    // Another key's public half: refused too.
+    let other = tempfile::tempdir().unwrap();
+    let (_, other_public) = openssl_keys(other.path());
+    let (ok, said) = verify_with_reference(&tool, &ex.store("v1"), &other_public, &sig);
+    assert!(!ok, "{said}");
+}
+
+#[test]
+fn sign_refuses_a_key_it_cannot_use_without_quoting_it() {
+    let ex = Example::new();
+    let keys = tempfile::tempdir().unwrap();
+    let bad = keys.path().join("rsa.pem");
+    std::fs::write(&bad, "-----BEGIN RSA PRIVATE KEY-----\nc2VjcmV0LWJ5dGVz\n-----END RSA PRIVATE KEY-----\n").unwrap();
+    let out = run_in(ex.path(), &["sign", "llm-scratch/v2/release.yaml", "--key", bad.to_str().unwrap()], &[]);
+    assert_eq!(out.code, 2, "{}\n{}", out.stdout, out.stderr);
+    assert!(out.stderr.contains("rsa.pem") && out.stderr.contains("not a PEM private key"), "{}", out.stderr);
+    assert!(!out.stderr.contains("c2VjcmV0") && !out.stdout.contains("c2VjcmV0"), "the key's bytes were printed");
+    let missing = run_in(ex.path(), &["sign", "llm-scratch/v2/release.yaml", "--key", "nope.pem"], &[]);
+    assert_eq!(missing.code, 2);
+    assert!(missing.stderr.contains("reading the private key nope.pem"), "{}", missing.stderr);
+    assert!(!ex.path().join("llm-scratch/v2/model.sig").exists(), "nothing written on failure");
+}
+
+// ---- the verify side: the signature policy in lint, verify and the plugin -------
+
+/// A config file in `dir` with a signature policy of `mode` allowing `public`.
+pub(crate) fn policy(dir: &Path, mode: &str, public: &Path) -> PathBuf {
+    let p = dir.join("policy.yaml");
+    let key = public.file_name().unwrap().to_str().unwrap();
+    if public.parent() != Some(dir) {
+        std::fs::copy(public, dir.join(key)).unwrap();
+    }
+    std::fs::write(&p, format!("signature:\n  mode: {mode}\n  publicKeys: [{key}]\n")).unwrap();
+    p
+}
+
+/// `bundlegate sign` on the example's v2 with a fresh openssl key: (keys
+/// folder, private key, public key, key hint).
+pub(crate) fn signed_v2(ex: &Example) -> (tempfile::TempDir, PathBuf, PathBuf, String) {
+    let keys = tempfile::tempdir().unwrap();
+    let (key, public) = openssl_keys(keys.path());
+    let out = ex.run(&["sign", "llm-scratch/v2/release.yaml", "--key", key.to_str().unwrap(), "--format", "json"]);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    let hint = out.json()["steps"][0]["data"]["keyHint"].as_str().unwrap().to_string();
+    (keys, key, public, hint)
+}
+
+fn with_config(ex: &Example, cmd: &str, config: &Path) -> Out {
+    ex.run(&[cmd, "llm-scratch/v2/release.yaml", "--config", config.to_str().unwrap(), "--format", "json"])
+}
+
+/// The `signature` step of a JSON report.
+fn signature_step(out: &Out) -> serde_json::Value {
+    let v = out.json();
+    let steps = v["steps"].as_array().unwrap();
+    steps.iter().find(|s| s["step"] == "signature").cloned().unwrap_or_else(|| panic!("no signature step:\n{v:#}"))
+}
+
+#[test]
+fn a_signed_release_passes_lint_and_verify_under_required_naming_the_signer() {
+    let ex = Example::new();
+    let (keys, _, public, hint) = signed_v2(&ex);
+    let config = policy(keys.path(), "required", &public);
+    for cmd in ["lint", "verify"] {
+        let out = with_config(&ex, cmd, &config);
+        assert_eq!(out.code, 0, "{cmd}: {}\n{}", out.stdout, out.stderr);
+        let s = signature_step(&out);
+        assert_eq!(s["verdict"], "pass", "{cmd}: {s:#}");
+        let summary = s["summary"].as_str().unwrap();
+        assert!(summary.contains(&hint[..12]) && summary.contains("pub.pem"), "{cmd}: {summary}");
+        assert!(summary.contains("model.sig") && summary.contains("release.sig"), "{summary}");
+        assert_eq!(s["data"]["signers"][0]["keyHint"], hint);
+    }
+    // Without a policy nothing is read and no step is added.
+    let out = ex.run(&["lint", "llm-scratch/v2/release.yaml", "--format", "json"]);
+    assert_eq!(out.json()["steps"].as_array().unwrap().len(), 1);
+}
+
+#[test]
+fn a_generation_setting_changed_after_signing_is_bg707() {
+    let ex = Example::new();
+    let (keys, _, public, _) = signed_v2(&ex);
+    let text = std::fs::read_to_string(ex.v2()).unwrap();
+    // One byte: 512 → 513.
+    std::fs::write(ex.v2(), text.replacen("maxOutputTokens: 512", "maxOutputTokens: 513", 1)).unwrap();
+    let out = with_config(&ex, "lint", &policy(keys.path(), "required", &public));
+    assert_eq!(out.code, 1, "{}", out.stdout);
+    assert_eq!(out.codes(), ["BG707"], "{}", out.stdout);
+    let d = out.diag("BG707");
+    assert!(d["span"]["file"].as_str().unwrap().ends_with("release.yaml"), "{d:#}");
+}
+
+#[test]
+fn an_artifact_digest_changed_in_the_bundle_is_bg706() {
+    let ex = Example::new();
+    let (keys, _, public, _) = signed_v2(&ex);
+    ex.edit_v2(|v| *at(v, "spec.model.artifacts.0.sha256") = yaml(&"0".repeat(64)));
+    let out = with_config(&ex, "lint", &policy(keys.path(), "required", &public));
+    assert_eq!(out.code, 1);
+    let d = out.diag("BG706");
+    assert!(d["message"].as_str().unwrap().contains("ckpt.pt"), "{d:#}");
+    assert_eq!(d["field"], "spec.model.artifacts[0].sha256");
+    // The release digest covers the artifacts: release.sig no longer matches either.
+    assert!(out.codes().contains(&"BG707".to_string()));
+}
+
+#[test]
+fn a_file_added_to_the_bundle_after_signing_is_bg705_and_one_dropped_bg704() {
+    let ex = Example::new();
+    let (keys, _, public, _) = signed_v2(&ex);
+    ex.edit_v2(|v| {
+        let arts = at(v, "spec.model.artifacts").as_sequence_mut().unwrap();
+        let mut extra = arts[0].clone();
+        extra["path"] = yaml("extra.bin");
+        arts.remove(4);
+        arts.push(extra);
+    });
+    let out = with_config(&ex, "lint", &policy(keys.path(), "required", &public));
+    assert!(out.diag("BG705")["message"].as_str().unwrap().contains("extra.bin"));
+    assert!(out.diag("BG704")["message"].as_str().unwrap().contains("clean_corpus.txt"));
+}
+
+#[test]
+fn a_signature_by_another_key_is_bg703() {
+    let ex = Example::new();
+    let (_keys, _, _, _) = signed_v2(&ex);
+    let other = tempfile::tempdir().unwrap();
+    let (_, other_public) = openssl_keys(other.path());
+    let out = with_config(&ex, "lint", &policy(other.path(), "required", &other_public));
+    assert_eq!(out.code, 1);
+    assert_eq!(out.codes(), ["BG703", "BG703"], "{}", out.stdout);
+    assert_ne!(signature_step(&out)["verdict"], "pass");
+}
+
+#[test]
+fn unsigned_is_bg701_an_error_under_required_and_a_warning_under_optional() {
+    let ex = Example::new();
+    let keys = tempfile::tempdir().unwrap();
+    let (_, public) = openssl_keys(keys.path());
+    let out = with_config(&ex, "lint", &policy(keys.path(), "required", &public));
+    assert_eq!(out.code, 1, "{}", out.stdout);
+    assert_eq!(out.diag("BG701")["severity"], "error");
+    let out = with_config(&ex, "verify", &policy(keys.path(), "optional", &public));
+    assert_eq!(out.code, 0, "{}", out.stdout);
+    assert_eq!(out.diag("BG701")["severity"], "warning");
+}
+
+/// A model.sig signed by the allowed key over `payload`: only the content can fail.
+fn hostile(ex: &Example, key: &Path, payload: &[u8]) {
+    let pem = std::fs::read_to_string(key).unwrap();
+    let k = bundlegate::signing::private_key(&pem).unwrap();
+    let text = bundlegate::signing::sign_payload(payload, &k).unwrap();
+    std::fs::write(ex.path().join("llm-scratch/v2/model.sig"), text).unwrap();
+}
+
+fn statement_with(resources: serde_json::Value) -> Vec<u8> {
+    serde_json::to_vec(&serde_json::json!({
+        "_type": "https://in-toto.io/Statement/v1",
+        "subject": [{"name": "v2", "digest": {"sha256": "0".repeat(64)}}],
+        "predicateType": "https://model_signing/signature/v1.0",
+        "predicate": {"resources": resources},
+    }))
+    .unwrap()
+}
+
+#[test]
+fn hostile_signature_files_are_clear_findings_never_pass() {
+    let ex = Example::new();
+    let (keys, key, public, _) = signed_v2(&ex);
+    let config = policy(keys.path(), "required", &public);
+    let r = |name: &str| serde_json::json!({"name": name, "algorithm": "sha256", "digest": "0".repeat(64)});
+    let many: Vec<serde_json::Value> = (0..10_000).map(|i| r(&format!("f{i}.bin"))).collect();
+    let cases: Vec<(&str, Vec<u8>, &str, &str)> = vec![
+        ("non-JSON payload", b"\x00\xffnot json".to_vec(), "BG702", "not JSON"),
+        ("duplicate names", statement_with(serde_json::json!([r("ckpt.pt"), r("ckpt.pt")])), "BG702", "listed twice"),
+        ("`..` in a name", statement_with(serde_json::json!([r("../v1/ckpt.pt")])), "BG702", "`..`"),
+        ("10,000 resources", statement_with(serde_json::Value::Array(many)), "BG704", "more file(s)"),
+    ];
+    for (what, payload, code, says) in cases {
+        hostile(&ex, &key, &payload);
+        let out = run_within(
+            ex.path(),
+            &["lint", "llm-scratch/v2/release.yaml", "--config", config.to_str().unwrap(), "--format", "json"],
+            &[],
+            30,
+        );
+        assert_eq!(out.code, 1, "{what}: {}\n{}", out.stdout, out.stderr);
+        assert_ne!(signature_step(&out)["verdict"], "pass", "{what}");
+        let found = out.json()["steps"][1]["diagnostics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|d| d["code"] == code && d["message"].as_str().unwrap().contains(says));
+        assert!(found, "{what}: no {code} saying {says:?}:\n{}", out.stdout);
+    }
+    // Oversized: refused from its size, unread.
+    let f = std::fs::File::create(ex.path().join("llm-scratch/v2/model.sig")).unwrap();
+    f.set_len((16 << 20) + 1).unwrap();
+    let out = with_config(&ex, "lint", &config);
+    assert_eq!(out.code, 1);
+    assert!(out.diag("BG702")["message"].as_str().unwrap().contains("over the limit"), "{}", out.stdout);
+    // A symlink (to a valid signature even) is never followed.
+    let sig = ex.path().join("llm-scratch/v2/model.sig");
+    std::fs::remove_file(&sig).unwrap();
+    std::os::unix::fs::symlink(keys.path().join("pub.pem"), &sig).unwrap();
+    let out = with_config(&ex, "lint", &config);
+    assert!(out.diag("BG702")["message"].as_str().unwrap().contains("a symlink"), "{}", out.stdout);
+}
+
+#[test]
+fn a_model_sig_in_the_store_counts_and_is_not_extra() {
+    let ex = Example::new();
+    let keys = tempfile::tempdir().unwrap();
+    let (key, public) = openssl_keys(keys.path());
+    let store = ex.store("v2");
+    let out = ex.run(&[
+        "sign",
+        "llm-scratch/v2/release.yaml",
+        "--key",
+        key.to_str().unwrap(),
+        "--out",
+        store.to_str().unwrap(),
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    std::fs::remove_file(store.join("release.sig")).unwrap();
+    let out = with_config(&ex, "verify", &policy(keys.path(), "required", &public));
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert!(!out.codes().contains(&"BG104".to_string()), "{}", out.stdout);
+    assert!(signature_step(&out)["summary"].as_str().unwrap().contains("store/llm-scratch/v2/model.sig"));
+    // Without a policy it is what it always was: an object the bundle does not list.
+    let out = ex.run(&["verify", "llm-scratch/v2/release.yaml", "--format", "json"]);
+    assert!(out.codes().contains(&"BG104".to_string()), "{}", out.stdout);
+}
+
+#[test]
+fn a_policy_the_tool_cannot_hold_is_refused_by_name() {
+    let ex = Example::new();
+    let dir = tempfile::tempdir().unwrap();
+    let cases = [
+        ("signature:\n  mode: required\n  publicKey: [a.pem]\n", "unknown field `publicKey`, expected one of"),
+        ("signature:\n  mode: required\n  publicKeys: []\n", "publicKeys is empty"),
+        ("signature:\n  mode: required\n  publicKeys: [k.pem]\n  trustedRoot: r.json\n", "not supported yet"),
+        ("signature:\n  mode: always\n  publicKeys: [k.pem]\n", "unknown variant `always`"),
+    ];
+    for (text, says) in cases {
+        let p = dir.path().join("policy.yaml");
+        std::fs::write(&p, text).unwrap();
+        let out = ex.run(&["lint", "llm-scratch/v2/release.yaml", "--config", p.to_str().unwrap()]);
+        assert_eq!(out.code, 2, "{text}");
+        assert!(out.stderr.contains(says), "{text}: {}", out.stderr);
+    }
+}
+
+/// The reference tool signs the store folder in key mode; bundlegate's
+/// verify accepts that `model.sig` in the store, and catches one byte
+/// changed even with the bundle updated to match (only the signature can tell).
+#[test]
+fn bundlegate_verifies_what_the_reference_tool_signs() {
+    let Some(tool) = model_signing() else { return };
+    let ex = Example::new();
+    let keys = tempfile::tempdir().unwrap();
+    let (key, public) = openssl_keys(keys.path());
+    let store = ex.store("v2");
+    let o = Command::new(&tool)
+        .args(["sign", "key"])
+        .arg(&store)
+        .arg("--private_key")
+        .arg(&key)
+        .arg("--signature")
+        .arg(store.join("model.sig"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let config = policy(keys.path(), "required", &public);
+    let out = with_config(&ex, "verify", &config);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert_eq!(signature_step(&out)["verdict"], "pass");
+
+    let weights = store.join("ckpt.pt");
+    let mut bytes = std::fs::read(&weights).unwrap();
+    bytes[0] ^= 1;
+    std::fs::write(&weights, &bytes).unwrap();
+    let sha = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(&bytes));
+    ex.edit_v2(|v| *at(v, "spec.model.artifacts.0.sha256") = yaml(&sha));
+    let out = with_config(&ex, "verify", &config);
+    assert_eq!(out.code, 1, "{}", out.stdout);
+    assert_eq!(out.codes(), ["BG706"], "only the signature can tell:\n{}", out.stdout);
+}
