@@ -31,7 +31,7 @@ use crate::options::ArgocdAction;
 use crate::parse::cmp::PARAMS;
 use crate::parse::cmp::{CmpEnv, Params, DEFAULT_BUNDLE};
 use crate::report::escape::path_name;
-use crate::report::Report;
+use crate::report::{Report, StepReport};
 
 /// Annotation with the Git revision Argo rendered from.
 pub(crate) const ANNOTATION_GIT_REVISION: &str = "bundlegate.dev/git-revision";

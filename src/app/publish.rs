@@ -189,34 +189,10 @@ fn record_published(l: &Loaded, bundle_path: &Path, to: &str, published: &store:
     // Validate before writing: publish never leaves an unparseable bundle.
     let reparsed = bundle::parse(&l.display, bundle_path, new_text.clone())?;
     crate::adapters::local::write_atomic(bundle_path, new_text.as_bytes())?;
-    let mut s = StepReport::new("publish", &l.display);
-    s.summary =
-        format!("published {} file(s) to {to}; bundle updated, release digest {}", published.len(), reparsed.digest);
-    if let Some(why) = rewritten {
+    if let Some(why) = &rewritten {
         tracing::warn!("{}: rewritten as a whole ({why}); comments and formatting were not kept", l.display);
-        s.summary
-            .push_str(&format!("; the bundle was rewritten as a whole ({why}): comments and formatting were not kept"));
     }
-    s.tables.push(crate::report::Table {
-        title: "published".into(),
-        columns: vec!["path".into(), "size".into(), "sha256".into(), "role".into()],
-        rows: arts
-            .iter()
-            .map(|a| {
-                vec![
-                    a.path.clone(),
-                    a.size.unwrap_or(0).to_string(),
-                    a.sha256.clone().unwrap_or_default(),
-                    // Says which roles were guessed from the name, for review.
-                    if old.contains_key(a.path.as_str()) {
-                        bundle::roles::role_name(a.role)
-                    } else {
-                        format!("{} (guessed)", bundle::roles::role_name(a.role))
-                    },
-                ]
-            })
-            .collect(),
-    });
-    s.data = serde_json::json!({"storageUri": to, "artifacts": arts, "releaseDigest": reparsed.digest});
+    let guessed = |path: &str| !old.contains_key(path);
+    let s = crate::checks::info::published(&l.display, to, &arts, &guessed, &reparsed.digest, rewritten.as_deref());
     Ok(s)
 }

@@ -12,10 +12,10 @@ use crate::adapters::store::{self, Store};
 use crate::app::ctx::Ctx;
 use crate::bundle::{self, Loaded};
 use crate::checks::verify::cache::{drift_diagnostics, plan_reads, record_hashed, AuditCache, Reads};
-use crate::checks::verify::{self as vcheck};
+use crate::checks::verify::{self as vcheck, Listed};
 use crate::diag::Overrides;
 use crate::options::{Progress, VerifyOptions, MAX_JOBS};
-use crate::report::{StepReport, Verdict};
+use crate::report::StepReport;
 
 /// The audit's cache and depth, when verify runs as part of an audit.
 pub(crate) struct AuditPass<'a> {
@@ -80,22 +80,9 @@ pub(crate) async fn verify_loaded(
         record_hashed(cache, &listing, &read, &ctx.now().to_rfc3339(), &cache_key);
     }
     hashes.extend(read);
-    let mut outcome = vcheck::evaluate_with_refused(l, &listing, &refused, &hashes, opts.deny_extra);
-    let mut diags = std::mem::take(&mut outcome.diagnostics);
-    diags.extend(drift_diagnostics(l, drift));
-    let mut s = StepReport::new("verify", &l.display);
-    s.diagnostics = ov.apply(diags);
-    s.verdict = vcheck::verdict(l, &outcome, &s.diagnostics);
-    s.summary = summary(l, &outcome, s.verdict, n_read, bytes, started.elapsed().as_secs_f64());
-    s.tables.push(vcheck::table(&outcome.rows));
-    s.data = serde_json::json!({
-        "storageUri": l.bundle.spec.model.storage_uri,
-        "releaseDigest": l.digest,
-        "artifacts": outcome.rows,
-        "bytesHashed": bytes,
-        "objectsHashed": n_read,
-    });
-    s
+    let outcome = vcheck::evaluate_with_refused(l, &listing, &refused, &hashes, opts.deny_extra);
+    let read = vcheck::Read { objects: n_read, bytes, secs: started.elapsed().as_secs_f64() };
+    vcheck::step(l, ov, outcome, drift_diagnostics(l, drift), read)
 }
 
 /// Verify a model in an OCI registry, manifest first: the manifest by its
@@ -117,41 +104,19 @@ async fn verify_oci(ctx: &Ctx, l: &Loaded, opts: &VerifyOptions, ov: &Overrides)
     let f = &g.from;
     let mut outcome = vcheck::evaluate_with_refused(l, &f.listing, &f.refused, &f.hashes, opts.deny_extra);
     vcheck::oci::note_manifest_rows(&mut outcome.rows, f, &g.present, &g.read);
-    let mut diags = std::mem::take(&mut outcome.diagnostics);
-    if let Some((tag, now)) = &g.tag {
-        diags.extend(vcheck::oci::tag_moved(&l.bundle.spec.model.storage_uri, tag, &g.digest, now));
-    }
-    let mut s = StepReport::new("verify", &l.display);
-    s.diagnostics = ov.apply(diags);
-    s.verdict = vcheck::verdict(l, &outcome, &s.diagnostics);
-    let n_read = g.read.len() + f.in_layer.len();
-    s.summary = summary(l, &outcome, s.verdict, n_read, g.bytes_read, started.elapsed().as_secs_f64());
-    s.summary.push_str(&format!(
-        "; manifest {}: {} blob(s) present by HEAD, {} raw blob(s) read, {} archive layer(s) walked ({} blob bytes read)",
-        g.digest,
-        g.present.len(),
-        g.read.len(),
-        g.walked,
-        g.bytes_read
-    ));
-    if f.manifest_gone {
-        s.summary.push_str("; the registry has no manifest of that digest: every file MISSING");
-    }
-    if !f.unnamed.is_empty() {
-        s.summary.push_str(&format!("; raw layer(s) without a safe file path: {}", f.unnamed.join(", ")));
-    }
-    s.tables.push(vcheck::table(&outcome.rows));
-    s.data = serde_json::json!({
-        "storageUri": l.bundle.spec.model.storage_uri,
-        "releaseDigest": l.digest,
-        "manifestDigest": g.digest,
-        "artifacts": outcome.rows,
-        "blobsHeaded": g.present.len(),
-        "layersWalked": g.walked,
-        "bytesHashed": g.bytes_read,
-        "objectsHashed": n_read,
-    });
-    s
+    let moved: Vec<_> = g
+        .tag
+        .iter()
+        .filter_map(|(tag, now)| vcheck::oci::tag_moved(&l.bundle.spec.model.storage_uri, tag, &g.digest, now))
+        .collect();
+    let read = vcheck::Read {
+        objects: g.read.len() + f.in_layer.len(),
+        bytes: g.bytes_read,
+        secs: started.elapsed().as_secs_f64(),
+    };
+    let registry =
+        vcheck::oci::RegistryRead { digest: &g.digest, headed: g.present.len(), read: g.read.len(), walked: g.walked };
+    vcheck::oci::step(l, ov, outcome, moved, read, f, &registry)
 }
 
 /// What the registry said about one bundle's model.
@@ -262,37 +227,9 @@ fn open_store(ctx: &Ctx, l: &Loaded, ov: &Overrides) -> Result<Arc<Store>, Box<S
         Ok(s) => Ok(Arc::new(s)),
         Err(e) => {
             if let Some(out) = e.downcast_ref::<store::OutsideRoot>() {
-                let mut s = StepReport::new("verify", &l.display);
-                s.diagnostics =
-                    ov.apply(vec![vcheck::storage_outside_root(&out.0).at(l.span("spec.model.storageUri"))]);
-                s.verdict = s.verdict_from_diagnostics();
-                if s.verdict == Verdict::Pass {
-                    // Allowed away by policy still checks nothing: never PASS.
-                    s.verdict = Verdict::Inconclusive;
-                }
-                s.summary = format!("0/{} artifacts verified: {}", l.bundle.spec.model.artifacts.len(), out.0);
-                return Err(Box::new(s));
+                return Err(Box::new(vcheck::outside_root_step(l, ov, &out.0)));
             }
             Err(Box::new(StepReport::error("verify", &l.display, &e)))
         }
     }
-}
-
-/// "n/m artifacts OK under …; hashed …", and why an INCONCLUSIVE is one.
-fn summary(l: &Loaded, outcome: &vcheck::Outcome, verdict: Verdict, n_read: usize, bytes: u64, secs: f64) -> String {
-    let ok = outcome.rows.iter().filter(|r| r.status == vcheck::Status::Ok).count();
-    let mut summary = format!(
-        "{ok}/{} artifacts OK under {}; hashed {n_read} object(s), {} in {secs:.2}s",
-        l.bundle.spec.model.artifacts.len(),
-        l.bundle.spec.model.storage_uri,
-        crate::util::human_bytes(bytes),
-    );
-    if verdict == Verdict::Inconclusive {
-        summary.push_str(&if l.bundle.spec.model.artifacts.is_empty() {
-            "; the bundle lists no artifacts: nothing was verified, never PASS".to_string()
-        } else {
-            format!("; {} artifact(s) not read, their findings allowed by policy: never PASS", outcome.unverified(l))
-        });
-    }
-    summary
 }

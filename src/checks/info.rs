@@ -1,5 +1,5 @@
 //! What the commands that judge nothing report — `digest`, `codes`,
-//! `explain`, `schema` and the Argo CD plugin's answers: the summary says
+//! `explain`, `schema`, `publish` and the Argo CD plugin's answers: the summary says
 //! what was printed and `data` carries it. Nothing here sets a verdict.
 
 use serde_json::{json, Value};
@@ -88,5 +88,43 @@ pub(crate) fn argocd_parameters(source: &str, count: usize, announcement: Value)
     let mut s = StepReport::new("argocd-parameters", source);
     s.summary = format!("{count} parameter(s)");
     s.data = announcement;
+    s
+}
+
+/// `publish`: what was written where, the bundle's new release digest, and
+/// a row per file whose role says when it was guessed from the name (for
+/// review); `rewritten`: why the bundle was re-serialised whole, if it was.
+pub(crate) fn published(
+    display: &str,
+    to: &str,
+    arts: &[crate::bundle::Artifact],
+    guessed: &dyn Fn(&str) -> bool,
+    digest: &str,
+    rewritten: Option<&str>,
+) -> StepReport {
+    use crate::bundle::roles::role_name;
+    let mut s = StepReport::new("publish", display);
+    s.summary = format!("published {} file(s) to {to}; bundle updated, release digest {digest}", arts.len());
+    if let Some(why) = rewritten {
+        s.summary
+            .push_str(&format!("; the bundle was rewritten as a whole ({why}): comments and formatting were not kept"));
+    }
+    s.tables.push(Table {
+        title: "published".into(),
+        columns: vec!["path".into(), "size".into(), "sha256".into(), "role".into()],
+        rows: arts
+            .iter()
+            .map(|a| {
+                let role = role_name(a.role);
+                vec![
+                    a.path.clone(),
+                    a.size.unwrap_or(0).to_string(),
+                    a.sha256.clone().unwrap_or_default(),
+                    if guessed(&a.path) { format!("{role} (guessed)") } else { role },
+                ]
+            })
+            .collect(),
+    });
+    s.data = json!({"storageUri": to, "artifacts": arts, "releaseDigest": digest});
     s
 }

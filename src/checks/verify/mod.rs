@@ -10,8 +10,8 @@ use std::collections::{BTreeMap, HashMap};
 use crate::bundle::{self, Loaded};
 use crate::diag::Code;
 use crate::diag::Diagnostic;
-use crate::diag::Severity;
-use crate::report::{Table, Verdict};
+use crate::diag::{Overrides, Severity};
+use crate::report::{StepReport, Table, Verdict};
 
 /// One listed object, relative to the prefix.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -424,6 +424,71 @@ pub(crate) fn table(rows: &[Row]) -> Table {
 /// (`why` says where): nothing under it is read.
 pub(crate) fn storage_outside_root(why: &str) -> Diagnostic {
     Diagnostic::new(Code::StorageUriOutsideRoot, why.to_string()).field("spec.model.storageUri")
+}
+
+/// What was read to reach a verdict: objects and bytes hashed, and how
+/// long it took.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Read {
+    pub objects: usize,
+    pub bytes: u64,
+    pub secs: f64,
+}
+
+/// The verify step: the outcome's findings and `extra` ones (drift, a
+/// moved tag) under the overrides, the verdict they and the evidence floor
+/// allow, the artifacts table, the summary and `data`.
+pub(crate) fn step(l: &Loaded, ov: &Overrides, mut outcome: Outcome, extra: Vec<Diagnostic>, read: Read) -> StepReport {
+    let mut diags = std::mem::take(&mut outcome.diagnostics);
+    diags.extend(extra);
+    let mut s = StepReport::new("verify", &l.display);
+    s.diagnostics = ov.apply(diags);
+    s.verdict = verdict(l, &outcome, &s.diagnostics);
+    s.summary = summary(l, &outcome, s.verdict, read);
+    s.tables.push(table(&outcome.rows));
+    s.data = serde_json::json!({
+        "storageUri": l.bundle.spec.model.storage_uri,
+        "releaseDigest": l.digest,
+        "artifacts": outcome.rows,
+        "bytesHashed": read.bytes,
+        "objectsHashed": read.objects,
+    });
+    s
+}
+
+/// The step when the store is refused before anything is read (a `file:`
+/// prefix outside the store root): its finding, and never PASS, even
+/// allowed away by policy, since nothing was checked.
+pub(crate) fn outside_root_step(l: &Loaded, ov: &Overrides, why: &str) -> StepReport {
+    let mut s = StepReport::new("verify", &l.display);
+    s.diagnostics = ov.apply(vec![storage_outside_root(why).at(l.span("spec.model.storageUri"))]);
+    s.verdict = s.verdict_from_diagnostics();
+    if s.verdict == Verdict::Pass {
+        s.verdict = Verdict::Inconclusive;
+    }
+    s.summary = format!("0/{} artifacts verified: {why}", l.bundle.spec.model.artifacts.len());
+    s
+}
+
+/// "n/m artifacts OK under …; hashed …", and why an INCONCLUSIVE is one.
+fn summary(l: &Loaded, outcome: &Outcome, verdict: Verdict, read: Read) -> String {
+    let ok = outcome.rows.iter().filter(|r| r.status == Status::Ok).count();
+    let mut summary = format!(
+        "{ok}/{} artifacts OK under {}; hashed {} object(s), {} in {:.2}s",
+        l.bundle.spec.model.artifacts.len(),
+        l.bundle.spec.model.storage_uri,
+        read.objects,
+        crate::util::human_bytes(read.bytes),
+        read.secs,
+    );
+    if verdict == Verdict::Inconclusive {
+        summary.push_str(&if l.bundle.spec.model.artifacts.is_empty() {
+            "; the bundle lists no artifacts: nothing was verified, never PASS".to_string()
+        } else {
+            format!("; {} artifact(s) not read, their findings allowed by policy: never PASS", outcome.unverified(l))
+        });
+    }
+    summary
 }
 
 #[cfg(test)]

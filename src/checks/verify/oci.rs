@@ -509,6 +509,44 @@ pub fn note_manifest_rows(
     }
 }
 
+/// What reading the registry cost beyond the files hashed: the manifest
+/// digest, raw blobs found present by `HEAD`, raw blobs read whole
+/// (`--deep`), archive layers walked.
+pub(crate) struct RegistryRead<'a> {
+    pub digest: &'a str,
+    pub headed: usize,
+    pub read: usize,
+    pub walked: usize,
+}
+
+/// The verify step of a registry-stored model: the one verify write-up,
+/// plus what the registry was asked and what the manifest could not name.
+pub(crate) fn step(
+    l: &crate::bundle::Loaded,
+    ov: &crate::diag::Overrides,
+    outcome: super::Outcome,
+    extra: Vec<Diagnostic>,
+    read: super::Read,
+    f: &FromManifest,
+    r: &RegistryRead<'_>,
+) -> crate::report::StepReport {
+    let mut s = super::step(l, ov, outcome, extra, read);
+    s.summary.push_str(&format!(
+        "; manifest {}: {} blob(s) present by HEAD, {} raw blob(s) read, {} archive layer(s) walked ({} blob bytes read)",
+        r.digest, r.headed, r.read, r.walked, read.bytes
+    ));
+    if f.manifest_gone {
+        s.summary.push_str("; the registry has no manifest of that digest: every file MISSING");
+    }
+    if !f.unnamed.is_empty() {
+        s.summary.push_str(&format!("; raw layer(s) without a safe file path: {}", f.unnamed.join(", ")));
+    }
+    s.data["manifestDigest"] = r.digest.into();
+    s.data["blobsHeaded"] = r.headed.into();
+    s.data["layersWalked"] = r.walked.into();
+    s
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::{evaluate, Status};
