@@ -323,6 +323,14 @@ pub struct CanaryOptions {
     #[cfg_attr(feature = "cli", arg(long))]
     #[serde(skip)]
     pub endpoint: Option<String>,
+    /// Baseline base URL: the golden set is sent to both arms and the paired gate (an exact McNemar test on the prompts one arm passes and the other fails) judges whether the candidate answers worse.
+    #[cfg_attr(feature = "cli", arg(long))]
+    #[serde(skip)]
+    pub baseline_endpoint: Option<String>,
+    /// Golden prompts the candidate may fail beyond the baseline before the paired gate fails.
+    #[cfg_attr(feature = "cli", arg(long, default_value_t = 0))]
+    #[serde(skip)]
+    pub golden_margin: u32,
     /// Judge every traffic step of spec.canary.steps where the arms' request shares show it was held (as `watch` does).
     #[cfg_attr(feature = "cli", arg(long))]
     #[serde(skip)]

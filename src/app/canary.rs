@@ -12,7 +12,7 @@ use crate::adapters::prom::{self, Prom};
 use crate::app::ctx::Ctx;
 use crate::bundle::{self, Loaded};
 use crate::checks::canary::decision::{self, RollbackTarget};
-use crate::checks::canary::golden::{GoldenResult, GoldenRun};
+use crate::checks::canary::golden::{GoldenResult, GoldenRun, Paired};
 use crate::checks::canary::plan::{CanaryPlan, Choices, Gathered, Judgment, TimelineAsk};
 use crate::checks::canary::ramp::SplitPoint;
 use crate::checks::canary::report::{self, Findings, Judged};
@@ -61,6 +61,8 @@ fn resolve<'a>(
         candidate_selector: args.candidate_selector.as_deref(),
         baseline_selector: args.baseline_selector.as_deref(),
         endpoint: args.endpoint.as_deref(),
+        baseline_endpoint: args.baseline_endpoint.as_deref(),
+        golden_margin: args.golden_margin,
     };
     Ok(Run { ctx, l, ov, plan: CanaryPlan::resolve(l, &choices, rollback)?, prev })
 }
@@ -158,21 +160,39 @@ impl Run<'_> {
         decision::rollback_verified(&rb.bundle, p, &v)
     }
 
+    /// The golden set against the candidate, and against the baseline too
+    /// when the plan names its endpoint (the paired gate).
     async fn run_golden(&self, j: &Judgment) -> GoldenRun {
         let (file, endpoint) = match self.plan.golden(j) {
             Ok(x) => x,
             Err(not_sent) => return not_sent,
         };
         let l = self.l;
-        let res: Result<Vec<GoldenResult>> = async {
+        let res: Result<GoldenRun> = async {
             let (path, text) = bundle_files::read_named_text(l, file, FileKind::GoldenSet)
                 .with_context(|| format!("golden set {file}"))?;
             let samples =
                 crate::parse::golden::parse_golden(&text).with_context(|| format!("golden set {}", path.display()))?;
-            let answers = prom::golden_calls(self.ctx.http()?, endpoint, &l.bundle.metadata.name, &samples).await?;
-            Ok(samples.into_iter().zip(answers).map(|(sample, answer)| GoldenResult::judge(sample, answer)).collect())
+            let http = self.ctx.http()?;
+            let name = &l.bundle.metadata.name;
+            let judged = |answers: Vec<_>| -> Vec<GoldenResult> {
+                samples
+                    .iter()
+                    .cloned()
+                    .zip(answers)
+                    .map(|(sample, answer)| GoldenResult::judge(sample, answer))
+                    .collect()
+            };
+            let candidate = judged(prom::golden_calls(http, endpoint, name, &samples).await?);
+            Ok(match self.plan.baseline_endpoint.as_deref() {
+                None => GoldenRun::Ran(candidate),
+                Some(b) => {
+                    let baseline = judged(prom::golden_calls(http, b, name, &samples).await.context("the baseline")?);
+                    GoldenRun::Paired(Paired { candidate, baseline, margin: self.plan.golden_margin })
+                }
+            })
         }
         .await;
-        res.map_or_else(|e| GoldenRun::Error(format!("{e:#}")), GoldenRun::Ran)
+        res.unwrap_or_else(|e| GoldenRun::Error(format!("{e:#}")))
     }
 }

@@ -466,6 +466,74 @@ fn truncated_golden_json_is_bg304_with_the_sample_kept() {
     assert!(s["summary"].as_str().unwrap().contains("no --prometheus"));
 }
 
+/// The paired gate (`--baseline-endpoint`): the golden set goes to both
+/// arms and an exact McNemar test on the prompts one arm passes and the
+/// other fails decides. Eight prompts the candidate truncates and the
+/// baseline answers: worse (BG301, p = 1/256); within a margin of eight:
+/// not worse; prompts both arms fail: not the candidate's (no BG304); one
+/// discordant prompt: undecided (BG302), saying it takes at least five.
+#[test]
+fn paired_golden_gate_judges_the_candidate_against_the_baseline() {
+    let ex = example();
+    let dir = ex.v2().parent().unwrap().to_path_buf();
+    let line = |name: &str, prompt: &str| {
+        serde_json::json!({"name": name, "api": "openai-chat",
+            "request": {"messages": [{"role": "user", "content": prompt}], "max_tokens": 64},
+            "expect": {"finishReason": "stop", "minChars": 1}})
+        .to_string()
+    };
+    let write = |file: &str, json_prompts: usize| {
+        let mut lines: Vec<String> =
+            (0..json_prompts).map(|i| line(&format!("json-{i}"), "Return {\"ok\": true} as JSON.")).collect();
+        lines.push(line("hi-1", "Say hi."));
+        lines.push(line("hi-2", "Say hi again."));
+        std::fs::write(dir.join(file), lines.join("\n") + "\n").unwrap();
+    };
+    write("paired.jsonl", 8);
+    write("one.jsonl", 1);
+    ex.edit_v2(|v| *at(v, "spec.canary.golden") = "paired.jsonl".into());
+    let (bad, good) = (serve_model(true), serve_model(false));
+    let run = |cand: &str, base: &str, extra: &[&str]| {
+        let v2 = ex.v2();
+        let mut args =
+            vec!["canary", "--format", "json", v2.to_str().unwrap(), "--endpoint", cand, "--baseline-endpoint", base];
+        args.extend_from_slice(extra);
+        ex.run(&args)
+    };
+
+    let out = run(&bad, &good, &[]);
+    let s = step(&out);
+    assert_eq!((out.code, s["verdict"].as_str()), (1, Some("fail")), "{}", out.stdout);
+    assert_eq!(out.codes(), vec!["BG301"], "{}", out.stdout);
+    let msg = out.diag("BG301")["message"].as_str().unwrap().to_string();
+    assert!(
+        msg.contains("failed 8 golden prompt(s) the baseline passed and passed 0 the baseline failed, of 10"),
+        "{msg}"
+    );
+    let paired = &s["data"]["golden"]["paired"];
+    assert_eq!((paired["candidateOnly"].as_u64(), paired["verdict"].as_str()), (Some(8), Some("worse")), "{paired}");
+    assert!((paired["pValue"].as_f64().unwrap() - 1.0 / 256.0).abs() < 1e-12, "{paired}");
+    assert!(s["details"].as_array().unwrap().iter().any(|d| d["title"].as_str().unwrap().contains("json-3")));
+
+    let out = run(&bad, &good, &["--golden-margin", "8"]);
+    assert!(out.codes().is_empty(), "{}", out.stdout);
+    assert_eq!(step(&out)["data"]["golden"]["paired"]["verdict"], "not-worse");
+
+    let out = run(&bad, &bad, &[]);
+    assert!(out.codes().is_empty(), "prompts both arms fail are not the candidate's: {}", out.stdout);
+
+    ex.edit_v2(|v| *at(v, "spec.canary.golden") = "one.jsonl".into());
+    let out = run(&bad, &good, &[]);
+    let s = step(&out);
+    assert_eq!((out.code, s["verdict"].as_str()), (1, Some("inconclusive")), "{}", out.stdout);
+    let msg = out.diag("BG302")["message"].as_str().unwrap().to_string();
+    assert!(msg.contains("it takes at least 5"), "{msg}");
+
+    // A baseline that does not answer: the golden set could not run, ERROR.
+    let out = run(&good, "http://127.0.0.1:9", &[]);
+    assert_eq!((out.code, step(&out)["verdict"].as_str()), (2, Some("error")), "{}", out.stdout);
+}
+
 /// A model endpoint that answers a golden request with 6 MiB: read up to
 /// its limit, then the golden set could not run (ERROR), never a FAIL of
 /// the release on an answer that was not read, and never memory without end.

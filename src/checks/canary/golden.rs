@@ -6,6 +6,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
+use super::paired::{self, PairedCount, PairedVerdict};
 use crate::diag::Diagnostic;
 use crate::report::{Detail, StepReport, Table};
 
@@ -176,23 +177,63 @@ impl GoldenResult {
     }
 }
 
-/// The golden set's run: not declared, no endpoint to send it to, ran, or
-/// could not run (an ERROR, never a pass).
+/// The golden set's run: not declared, no endpoint to send it to, ran, ran
+/// against both arms (`--baseline-endpoint`: the paired gate), or could not
+/// run (an ERROR, never a pass).
 #[derive(Debug)]
 pub(crate) enum GoldenRun {
     NotDeclared,
     NoEndpoint,
     Ran(Vec<GoldenResult>),
+    Paired(Paired),
     Error(String),
+}
+
+/// The golden set's answers from both arms, in the golden set's order, and
+/// the prompts the candidate may fail beyond the baseline.
+#[derive(Debug)]
+pub(crate) struct Paired {
+    pub candidate: Vec<GoldenResult>,
+    pub baseline: Vec<GoldenResult>,
+    pub margin: u32,
+}
+
+impl Paired {
+    /// The paired test over the two runs (`paired::judge`).
+    pub(crate) fn count(&self) -> PairedCount {
+        let pass = |r: &[GoldenResult]| r.iter().map(|g| g.problems.is_empty()).collect::<Vec<_>>();
+        paired::judge(&pass(&self.candidate), &pass(&self.baseline), self.margin)
+    }
 }
 
 /// `data.golden` in the canary report: `{"status": "ran", …}`.
 #[derive(Debug, Clone, Serialize)]
 #[serde(tag = "status", rename_all = "kebab-case")]
 pub(crate) enum GoldenData<'a> {
-    NotRun { reason: &'static str },
-    Error { reason: &'a str },
-    Ran { passed: usize, failed: usize, samples: Vec<SampleData<'a>> },
+    NotRun {
+        reason: &'static str,
+    },
+    Error {
+        reason: &'a str,
+    },
+    Ran {
+        passed: usize,
+        failed: usize,
+        samples: Vec<SampleData<'a>>,
+    },
+    /// Both arms answered: the paired test and each arm's samples.
+    Paired {
+        paired: PairedCount,
+        candidate: Vec<SampleData<'a>>,
+        baseline: Vec<SampleData<'a>>,
+    },
+}
+
+/// Each sample of a run, as `data.golden` shows it.
+fn samples(r: &[GoldenResult]) -> Vec<SampleData<'_>> {
+    r.iter()
+        .map(|g| SampleData { name: &g.sample.name, api: g.sample.api, problems: &g.problems, answer: &g.answer })
+        .collect()
 }
 
 /// One sample in `data.golden.samples`.
@@ -209,6 +250,16 @@ impl GoldenRun {
     pub(crate) fn failed(&self) -> usize {
         match self {
             GoldenRun::Ran(r) => r.iter().filter(|g| !g.problems.is_empty()).count(),
+            // Paired: only a significant loss beyond the margin is the
+            // candidate's failure (prompts both arms fail are not).
+            GoldenRun::Paired(p) => {
+                let c = p.count();
+                if c.verdict == PairedVerdict::Worse {
+                    usize::try_from(c.candidate_only).unwrap_or(usize::MAX)
+                } else {
+                    0
+                }
+            }
             _ => 0,
         }
     }
@@ -222,15 +273,12 @@ impl GoldenRun {
             GoldenRun::Ran(r) => GoldenData::Ran {
                 passed: r.iter().filter(|g| g.problems.is_empty()).count(),
                 failed: self.failed(),
-                samples: r
-                    .iter()
-                    .map(|g| SampleData {
-                        name: &g.sample.name,
-                        api: g.sample.api,
-                        problems: &g.problems,
-                        answer: &g.answer,
-                    })
-                    .collect(),
+                samples: samples(r),
+            },
+            GoldenRun::Paired(p) => GoldenData::Paired {
+                paired: p.count(),
+                candidate: samples(&p.candidate),
+                baseline: samples(&p.baseline),
             },
         }
     }
@@ -243,6 +291,7 @@ impl GoldenRun {
             GoldenRun::NotDeclared => "not run: no spec.canary.golden declared".into(),
             GoldenRun::NoEndpoint => "not run: no --endpoint".into(),
             GoldenRun::Error(e) => format!("could not run ({e})"),
+            GoldenRun::Paired(p) => paired_into(p, s, diags),
             GoldenRun::Ran(results) => {
                 let mut rows = Vec::new();
                 for r in results {
@@ -295,6 +344,54 @@ impl GoldenRun {
             }
         }
     }
+}
+
+/// The paired run written up: a row per prompt with both arms' results,
+/// the paired gate's finding (BG301 worse, BG302 undecided), and each
+/// prompt only the candidate failed kept whole to replay; returns the note.
+fn paired_into(p: &Paired, s: &mut StepReport, diags: &mut Vec<Diagnostic>) -> String {
+    let c = p.count();
+    let result = |g: Option<&GoldenResult>| match g {
+        Some(g) if g.problems.is_empty() => "ok".to_string(),
+        Some(g) => g.problems.join("; "),
+        None => "—".into(),
+    };
+    let mut rows = Vec::new();
+    for (i, cand) in p.candidate.iter().enumerate() {
+        let base = p.baseline.get(i);
+        rows.push(vec![cand.sample.name.clone(), result(Some(cand)), result(base)]);
+        if !cand.problems.is_empty() && base.is_some_and(|b| b.problems.is_empty()) {
+            s.details.push(Detail {
+                title: format!("golden sample `{}`: failed by the candidate only", cand.sample.name),
+                lang: "json".into(),
+                body: serde_json::to_string_pretty(&json!({
+                    "request": cand.sample.request,
+                    "expect": cand.sample.expect,
+                    "candidate": cand.answer,
+                    "baseline": base.map(|b| &b.answer),
+                }))
+                .unwrap_or_default(),
+            });
+        }
+    }
+    s.tables.push(Table {
+        title: "golden set against both arms (paired)".into(),
+        columns: ["sample", "candidate", "baseline"].map(String::from).to_vec(),
+        rows,
+    });
+    diags.extend(c.finding());
+    let p_value = c.p_value.map_or_else(|| "—".into(), |p| format!("{p:.4}"));
+    format!(
+        "paired over {} prompt(s): {} failed by the candidate only, {} by the baseline only (McNemar p = {p_value}): {}",
+        c.prompts,
+        c.candidate_only,
+        c.baseline_only,
+        match c.verdict {
+            PairedVerdict::Worse => "worse",
+            PairedVerdict::Undecided => "undecided",
+            PairedVerdict::NotWorse => "not worse",
+        }
+    )
 }
 
 #[cfg(test)]

@@ -22,6 +22,7 @@ pub(crate) mod decision;
 pub mod gate;
 pub mod golden;
 pub(crate) mod histogram;
+pub(crate) mod paired;
 pub(crate) mod plan;
 pub mod providers;
 pub(crate) mod query;

@@ -28,6 +28,10 @@ pub(crate) struct Choices<'a> {
     pub baseline_selector: Option<&'a str>,
     /// The candidate's base URL, for the golden set.
     pub endpoint: Option<&'a str>,
+    /// The baseline's base URL: the golden set is paired when given.
+    pub baseline_endpoint: Option<&'a str>,
+    /// Prompts the candidate may fail beyond the baseline (paired gate).
+    pub golden_margin: u32,
 }
 
 /// A judgment's window, as written and in whole seconds (at least 1).
@@ -55,6 +59,9 @@ pub(crate) struct CanaryPlan<'a> {
     /// The golden set's file and the endpoint it is sent to.
     pub golden: Option<String>,
     pub endpoint: Option<String>,
+    /// The baseline's endpoint and the paired gate's margin (prompts).
+    pub baseline_endpoint: Option<String>,
+    pub golden_margin: u32,
     /// Which series are each arm's, or why there is no baseline.
     pub arms: Result<Arms, String>,
 }
@@ -99,6 +106,8 @@ impl<'a> CanaryPlan<'a> {
             prometheus: c.prometheus.map(String::from),
             golden: canary.golden.clone(),
             endpoint: c.endpoint.map(String::from),
+            baseline_endpoint: c.baseline_endpoint.map(String::from),
+            golden_margin: c.golden_margin,
             arms,
         })
     }
@@ -407,6 +416,8 @@ mod tests {
         candidate_selector: Some("track=\"canary\""),
         baseline_selector: Some("track=\"stable\""),
         endpoint: Some("http://model:8080"),
+        baseline_endpoint: Some("http://baseline:8080"),
+        golden_margin: 2,
     };
 
     /// Without options every default is the bundle's plan's (or
@@ -419,6 +430,7 @@ mod tests {
         assert!(!p.shadow);
         assert_eq!(p.provider, MetricProvider::Bundlegate);
         assert_eq!((p.prometheus.as_deref(), p.endpoint.as_deref()), (None, None));
+        assert_eq!((p.baseline_endpoint.as_deref(), p.golden_margin), (None, 0));
         assert_eq!((p.golden.as_deref(), p.target.as_str()), (Some("golden.jsonl"), l.display.as_str()));
         assert_eq!(p.canary.steps, [10, 50, 100]);
         let arms = p.arms.as_ref().unwrap();
@@ -434,6 +446,7 @@ mod tests {
             (p.prometheus.as_deref(), p.endpoint.as_deref()),
             (Some("http://prom:9090"), Some("http://model:8080"))
         );
+        assert_eq!((p.baseline_endpoint.as_deref(), p.golden_margin), (Some("http://baseline:8080"), 2));
         let arms = p.arms.as_ref().unwrap();
         assert_eq!(
             (arms.candidate(p.provider), arms.baseline(p.provider)),

@@ -12,7 +12,7 @@ use super::golden::GoldenRun;
 use super::plan::{CanaryPlan, Gathered, Judgment};
 use super::statistics;
 use crate::bundle::Loaded;
-use crate::diag::{Overrides, Severity};
+use crate::diag::{Code, Overrides, Severity};
 use crate::report::{StepReport, Verdict};
 
 /// One judgment: the step report, the gate outcomes, and what the traffic
@@ -205,10 +205,15 @@ pub(crate) fn golden_only(l: &Loaded, golden: &GoldenRun, ov: &Overrides) -> Ste
     let mut diags = Vec::new();
     let note = golden.write_into(&mut s, &mut diags);
     s.diagnostics = ov.apply(diags);
+    s.data = serde_json::json!({"golden": golden.data()});
     s.summary =
         format!("gates not run: no --prometheus URL, so candidate and baseline were not compared; golden set: {note}");
-    if s.diagnostics.iter().any(|d| d.severity == Severity::Error) {
+    let errors: Vec<_> = s.diagnostics.iter().filter(|d| d.severity == Severity::Error).collect();
+    if errors.iter().any(|d| d.code != Code::CanaryGateInconclusive) {
         s.verdict = Verdict::Fail;
+    } else if !errors.is_empty() {
+        // The paired gate could not tell yet: never a pass, not a failure.
+        s.verdict = Verdict::Inconclusive;
     } else if matches!(golden, GoldenRun::Error(_)) {
         s.verdict = Verdict::Error;
     }
