@@ -21,6 +21,10 @@ pub(crate) struct Config {
     /// The signature policy (docs/signing.md); absent: off.
     #[serde(default)]
     pub signature: Option<SignatureConfig>,
+    /// Per class of release change, the pipeline steps that must run and
+    /// those that may go unrun (docs/pipeline.md).
+    #[serde(default)]
+    pub change_class: crate::pipeline::ChangePolicy,
 }
 
 /// `signature:` as written. Key mode only: `certificateIdentities` and
@@ -76,7 +80,10 @@ impl Config {
     /// Parse config text; `p` names the file in every error. A severity set
     /// twice (`BG001: deny` then `BG001: allow`) is refused, not last-wins.
     pub(crate) fn parse(p: &Path, text: &str) -> Result<Config> {
-        crate::yaml_guard::from_str(&p.display().to_string(), text, &crate::yaml_guard::Limits::DEFAULT)
+        let c: Config =
+            crate::yaml_guard::from_str(&p.display().to_string(), text, &crate::yaml_guard::Limits::DEFAULT)?;
+        crate::pipeline::check_policy(&c.change_class).with_context(|| format!("config {}", p.display()))?;
+        Ok(c)
     }
 
     /// The signature policy with its public keys read (relative paths

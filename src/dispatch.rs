@@ -19,7 +19,6 @@ use crate::app::{
 use crate::app::{on_bundles, sign, verify, watch};
 use crate::cli::{Cli, Command, ReportCmd};
 use crate::config::Config;
-use crate::diag::Overrides;
 use crate::options::{SchemaKind, SeverityOptions};
 use crate::report::{Report, StepReport};
 
@@ -145,7 +144,15 @@ fn command(cli: Cli) -> Result<Report> {
             let ov = cfg.overrides(&sev)?;
             on_bundles("canary", &[bundle], |l| canary::run(&ctx, l, &opts, &ov))
         }
-        Command::Run { pipeline, opts, sev } => run_pipeline(&ctx, &pipeline, opts, cfg.overrides(&sev)?),
+        Command::Run { pipeline, opts, sev } => {
+            let inputs = crate::pipeline::Inputs {
+                options: opts,
+                overrides: cfg.overrides(&sev)?,
+                verifier_image: ctx.env.verifier_image.clone(),
+                change_policy: cfg.change_class.clone(),
+            };
+            crate::pipeline::run_file(&ctx, &pipeline, &inputs)
+        }
         Command::Argocd { cmd } => argocd::run(&ctx, cmd, &cfg.overrides(&no_flags)?),
         Command::Watch { bundle, opts } => on_bundles("watch", &[bundle], |l| watch::run(&ctx, l, &opts)),
         Command::Revert { bundle, opts } => on_bundles("revert", &[bundle], |l| revert::run(&ctx, l, &opts, None)),
@@ -171,14 +178,4 @@ fn one(name: &str, steps: Vec<StepReport>) -> Report {
         r.push(s);
     }
     r
-}
-
-fn run_pipeline(
-    ctx: &Ctx,
-    pipeline: &Path,
-    options: crate::options::RunOptions,
-    overrides: Overrides,
-) -> Result<Report> {
-    let inputs = crate::pipeline::Inputs { options, overrides, verifier_image: ctx.env.verifier_image.clone() };
-    crate::pipeline::run_file(ctx, pipeline, &inputs)
 }

@@ -60,7 +60,7 @@ pub struct FieldChange {
 }
 
 /// What kind of release this is, the heaviest change first.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize, PartialOrd, Ord)]
 #[serde(rename_all = "kebab-case")]
 pub enum ChangeClass {
     /// Nothing the release digest covers changed.
@@ -76,6 +76,17 @@ pub enum ChangeClass {
 }
 
 impl ChangeClass {
+    /// The class as `--config` and `data.releaseDiff.class` spell it.
+    pub fn as_key(self) -> &'static str {
+        match self {
+            ChangeClass::NoChange => "no-change",
+            ChangeClass::ServingOnly => "serving-only",
+            ChangeClass::ConfigOnly => "config-only",
+            ChangeClass::TokenizerOrTemplate => "tokenizer-or-template",
+            ChangeClass::Weights => "weights",
+        }
+    }
+
     pub fn words(self) -> &'static str {
         match self {
             ChangeClass::NoChange => "no change",

@@ -82,7 +82,7 @@ pub enum SelectFrom {
 
 #[derive(Debug, Deserialize, Clone, Copy, PartialEq, Eq)]
 #[serde(rename_all = "kebab-case")]
-pub(crate) enum StepKind {
+pub enum StepKind {
     Lint,
     Render,
     Verify,
@@ -179,6 +179,51 @@ impl Step {
     pub(crate) fn kind(&self) -> StepKind {
         self.spec.kind()
     }
+}
+
+/// For one change class: the pipeline steps that must run and those that
+/// may go unrun, whatever the pipeline file says (`changeClass` in
+/// `--config`, docs/pipeline.md).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StepPolicy {
+    #[serde(default)]
+    pub require: Vec<StepKind>,
+    #[serde(default)]
+    pub optional: Vec<StepKind>,
+}
+
+/// `changeClass`: a policy per class of release change.
+pub type ChangePolicy = std::collections::BTreeMap<crate::checks::release_diff::ChangeClass, StepPolicy>;
+
+/// Whether `step` must run for a release of `class` under `policy`. A class
+/// that could not be told (no base and no readable rollback target) gets
+/// what any class requires: the policy never loosens on missing evidence.
+pub(crate) fn required(
+    step: &Step,
+    class: Option<crate::checks::release_diff::ChangeClass>,
+    policy: &ChangePolicy,
+) -> bool {
+    let kind = step.kind();
+    match class {
+        None => step.required || policy.values().any(|p| p.require.contains(&kind)),
+        Some(c) => match policy.get(&c) {
+            Some(p) if p.require.contains(&kind) => true,
+            Some(p) if p.optional.contains(&kind) => false,
+            _ => step.required,
+        },
+    }
+}
+
+/// A policy that both requires and lets go the same step for one class is
+/// refused: the file says two things.
+pub(crate) fn check_policy(policy: &ChangePolicy) -> Result<()> {
+    for (class, p) in policy {
+        if let Some(k) = p.require.iter().find(|k| p.optional.contains(k)) {
+            bail!("changeClass.{}: step {} is both in `require` and in `optional`", class.as_key(), k.as_str());
+        }
+    }
+    Ok(())
 }
 
 /// Each step with its own typed options (the commands' types of
@@ -481,6 +526,31 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
+
+    /// A class's `require` wins, its `optional` lets go even a step the
+    /// pipeline requires, another class's policy changes nothing, and an
+    /// unknown class gets every class's requirements.
+    #[test]
+    fn change_policy_decides_required_per_class() {
+        use crate::checks::release_diff::ChangeClass::{ConfigOnly, ServingOnly, Weights};
+        let step = |spec: StepSpec, required: bool| Step { spec, on_failure: OnFailure::Continue, required };
+        let policy: ChangePolicy = [
+            (Weights, StepPolicy { require: vec![StepKind::Lint], optional: vec![] }),
+            (ServingOnly, StepPolicy { require: vec![], optional: vec![StepKind::Lint] }),
+        ]
+        .into();
+        let (lint, required_lint) = (step(StepSpec::Lint, false), step(StepSpec::Lint, true));
+        assert!(required(&lint, Some(Weights), &policy));
+        assert!(!required(&required_lint, Some(ServingOnly), &policy));
+        assert!(!required(&lint, Some(ConfigOnly), &policy));
+        assert!(required(&required_lint, Some(ConfigOnly), &policy));
+        assert!(required(&lint, None, &policy));
+        assert!(!required(&lint, None, &ChangePolicy::new()));
+        let both: ChangePolicy =
+            [(Weights, StepPolicy { require: vec![StepKind::Lint], optional: vec![StepKind::Lint] })].into();
+        assert!(check_policy(&both).unwrap_err().to_string().contains("both in `require` and in `optional`"));
+        assert!(check_policy(&policy).is_ok());
+    }
 
     fn one_step(step: &str) -> Result<Pipeline> {
         let text =

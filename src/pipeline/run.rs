@@ -8,6 +8,7 @@ use anyhow::{bail, Context, Result};
 use super::{load, OnFailure, Pipeline, SelectFrom, Step, StepKind, StepSpec};
 use crate::app::ctx::Ctx;
 use crate::bundle::{self, Loaded};
+use crate::checks::release_diff::ChangeClass;
 use crate::diag::Overrides;
 use crate::options::{
     CanaryOptions, PreflightOptions, PrometheusUrl, RenderOptions, RevertOptions, RunOptions, WatchOptions,
@@ -21,6 +22,8 @@ pub struct Inputs {
     pub overrides: Overrides,
     /// The render step's verifier image (`None`: the default).
     pub verifier_image: Option<String>,
+    /// `changeClass` from `--config`: steps required or optional per class.
+    pub change_policy: super::ChangePolicy,
 }
 
 /// A bundle to run on, plus its base version in PR mode.
@@ -144,7 +147,9 @@ pub fn run_file(ctx: &Ctx, pipeline_path: &Path, inputs: &Inputs) -> Result<Repo
         let pr_base: PrBase = t.base_text.as_ref().map(|text| {
             bundle::parse(&format!("{} (base)", loaded.display), &loaded.path, text.clone()).map_err(|e| e.to_string())
         });
-        if let Some(s) = release_diff_step(&loaded, &pr_base, inputs) {
+        let diff = release_diff_step(&loaded, &pr_base, inputs);
+        let class = diff.as_ref().and_then(|(_, c)| *c);
+        if let Some((s, _)) = diff {
             report.push(s);
         }
         let mut stopped: Option<String> = None;
@@ -183,8 +188,9 @@ pub fn run_file(ctx: &Ctx, pipeline_path: &Path, inputs: &Inputs) -> Result<Repo
             if step.on_failure == OnFailure::Stop && failed && stopped.is_none() {
                 stopped = Some(name.to_string());
             }
+            let required = super::required(step, class, &inputs.change_policy);
             for s in steps {
-                let s = apply_required(step, s);
+                let s = apply_required(step, required, s);
                 done.push(s.clone());
                 report.push(s);
             }
@@ -210,15 +216,15 @@ pub fn run_file(ctx: &Ctx, pipeline_path: &Path, inputs: &Inputs) -> Result<Repo
 }
 
 fn push_step(report: &mut Report, step: &Step, s: StepReport) {
-    report.push(apply_required(step, s));
+    report.push(apply_required(step, step.required, s));
 }
 
 /// A required step that did not run makes the run INCONCLUSIVE. For `watch`,
 /// "required" covers its own required checks (Argo sync and rollout truth);
 /// identity and downtime are optional by watch's policy (docs/watch.md).
-fn apply_required(step: &Step, mut s: StepReport) -> StepReport {
+fn apply_required(step: &Step, required: bool, mut s: StepReport) -> StepReport {
     let covered = step.kind() != StepKind::Watch || matches!(s.step.as_str(), "argo" | "rollout" | "watch");
-    if step.required && covered && s.verdict == Verdict::NotRun {
+    if required && covered && s.verdict == Verdict::NotRun {
         s.verdict = Verdict::Inconclusive;
         s.summary = format!("required step did not run: {}", s.summary);
     }
@@ -328,7 +334,7 @@ fn run_step(ctx: &Ctx, step: &Step, l: &Loaded, pr_base: &PrBase, inputs: &Input
 /// In PR mode, what changed in the release from the base version of the
 /// same bundle file (none for a new bundle: nothing to compare with). A
 /// base that no longer parses is said so, not compared.
-fn release_diff_step(l: &Loaded, pr_base: &PrBase, inputs: &Inputs) -> Option<StepReport> {
+fn release_diff_step(l: &Loaded, pr_base: &PrBase, inputs: &Inputs) -> Option<(StepReport, Option<ChangeClass>)> {
     use crate::checks::release_diff::{diff, step};
     // PR mode compares with the same path at --base; a bundle new in the
     // change, or a run outside PR mode, with its rollback target: the
@@ -346,13 +352,36 @@ fn release_diff_step(l: &Loaded, pr_base: &PrBase, inputs: &Inputs) -> Option<St
         (None, None) => return None,
     };
     Some(match loaded {
-        Ok(b) => step(&l.display, &base, &diff(&b.bundle, &l.bundle)),
-        Err(e) => StepReport::not_run(
-            "release-diff",
-            &l.display,
-            format!("{base} could not be read, so nothing was compared: {e}"),
+        Ok(b) => {
+            let d = diff(&b.bundle, &l.bundle);
+            let mut s = step(&l.display, &base, &d);
+            if let Some(p) = inputs.change_policy.get(&d.class) {
+                s.summary.push_str(&policy_note(d.class, p));
+            }
+            (s, Some(d.class))
+        }
+        Err(e) => (
+            StepReport::not_run(
+                "release-diff",
+                &l.display,
+                format!("{base} could not be read, so nothing was compared: {e}"),
+            ),
+            None,
         ),
     })
+}
+
+/// "; --config changeClass weights: requires canary; lets preflight go unrun".
+fn policy_note(class: ChangeClass, p: &super::StepPolicy) -> String {
+    let names = |ks: &[StepKind]| ks.iter().map(|k| k.as_str()).collect::<Vec<_>>().join(", ");
+    let mut note = format!("; --config changeClass {}:", class.as_key());
+    if !p.require.is_empty() {
+        note.push_str(&format!(" requires {}", names(&p.require)));
+    }
+    if !p.optional.is_empty() {
+        note.push_str(&format!("{} lets {} go unrun", if p.require.is_empty() { "" } else { ";" }, names(&p.optional)));
+    }
+    note
 }
 
 /// The render step; in PR mode (or on named bundles) its detail is the

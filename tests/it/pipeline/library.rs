@@ -46,6 +46,7 @@ fn run(ex: &Example, mem: Arc<InMemory>) -> Value {
         options: RunOptions { bundles: vec![ex.v2()], repo: ex.path().to_path_buf(), ..Default::default() },
         overrides: Overrides::default(),
         verifier_image: None,
+        change_policy: Default::default(),
     };
     let r = run_file(&ctx, &pipeline, &inputs).unwrap();
     serde_json::to_value(r).unwrap()

@@ -231,3 +231,82 @@ fn pipeline_duplicate_keys_and_unbounded_files_are_refused() {
 }
 
 mod library;
+
+/// `changeClass` in `--config`: per class of release change, the steps that
+/// must run. v2 changes the weights of its rollback target v1, so a policy
+/// requiring the canary for new weights makes the canary that could not run
+/// (no Prometheus) INCONCLUSIVE, and the release diff says which policy
+/// applied; a policy for another class changes nothing; a step made
+/// optional for the class may go unrun although the pipeline requires it.
+#[test]
+fn change_class_policy_requires_steps_per_class() {
+    let dir = tempfile::tempdir().unwrap();
+    let run_with = |policy: &str| {
+        let cfg = dir.path().join("policy.yaml");
+        std::fs::write(&cfg, policy).unwrap();
+        run(&[
+            "--config",
+            cfg.to_str().unwrap(),
+            "run",
+            "--format",
+            "json",
+            "pipelines/pull-request.yaml",
+            "--bundle",
+            "examples/llm-scratch/v2/release.yaml",
+            "--snapshot",
+            "examples/cluster/roomy.yaml",
+        ])
+    };
+    let step = |out: &Out, name: &str| {
+        out.json()["steps"].as_array().unwrap().iter().find(|s| s["step"] == name).unwrap().clone()
+    };
+    let out = run_with("changeClass:\n  weights:\n    require: [canary]\n");
+    assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
+    assert_eq!(out.json()["verdict"], "inconclusive");
+    let canary = step(&out, "canary");
+    assert_eq!(canary["verdict"], "inconclusive", "{canary}");
+    assert!(canary["summary"].as_str().unwrap().starts_with("required step did not run"), "{canary}");
+    let diff = step(&out, "release-diff");
+    assert!(diff["summary"].as_str().unwrap().ends_with("; --config changeClass weights: requires canary"), "{diff}");
+
+    let out = run_with("changeClass:\n  serving-only:\n    require: [canary]\n");
+    assert_eq!(out.code, 0, "{}", out.stdout);
+
+    // A pipeline requiring preflight, run without cluster state: its NOT RUN
+    // is INCONCLUSIVE, unless the policy lets it go unrun for new weights.
+    let ex = Example::new();
+    let p = write_pipeline(&ex, "  steps:\n    - name: lint\n    - name: preflight\n      required: true\n");
+    let cfg = ex.path().join("optional.yaml");
+    let with_cfg = |text: &str| {
+        std::fs::write(&cfg, text).unwrap();
+        ex.run(&[
+            "--config",
+            cfg.to_str().unwrap(),
+            "run",
+            "--format",
+            "json",
+            &p,
+            "--bundle",
+            ex.v2().to_str().unwrap(),
+        ])
+    };
+    assert_eq!(with_cfg("changeClass: {}\n").code, 1);
+    let out = with_cfg("changeClass:\n  weights:\n    optional: [preflight]\n");
+    assert_eq!(out.code, 0, "{}", out.stdout);
+    assert_eq!(step(&out, "preflight")["verdict"], "not-run");
+    assert_eq!(with_cfg("changeClass:\n  config-only:\n    optional: [preflight]\n").code, 1);
+
+    for (bad, says) in [
+        ("changeClass:\n  wieghts:\n    require: [canary]\n", "unknown variant `wieghts`"),
+        ("changeClass:\n  weights:\n    require: [canery]\n", "unknown variant `canery`"),
+        ("changeClass:\n  weights:\n    requires: [canary]\n", "unknown field `requires`"),
+        (
+            "changeClass:\n  weights:\n    require: [canary]\n    optional: [canary]\n",
+            "both in `require` and in `optional`",
+        ),
+    ] {
+        let out = run_with(bad);
+        assert_eq!(out.code, 2, "{bad}: {}", out.stdout);
+        assert!(out.stderr.contains(says) && out.stderr.contains("policy.yaml"), "{bad}: {}", out.stderr);
+    }
+}
