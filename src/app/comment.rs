@@ -457,7 +457,7 @@ pub(crate) fn manifest_diff(base: Option<&str>, head: &str, title: &str) -> Deta
     } else {
         let old = base.unwrap_or("");
         let a = if base.is_some() { "base" } else { "/dev/null" };
-        similar::TextDiff::from_lines(old, head).unified_diff().context_radius(3).header(a, "head").to_string()
+        crate::checks::release_diff::unified(old, head, a, "head")
     };
     Detail { title: title.to_string(), lang: "diff".into(), body }
 }

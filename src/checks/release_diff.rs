@@ -288,6 +288,67 @@ impl ReleaseDiff {
     }
 }
 
+/// The largest file whose text the release diff shows.
+pub(crate) const TEXT_DIFF_MAX: u64 = 64 << 10;
+
+/// Whether a reviewer reads this file as text: templates and small
+/// configs (a tokenizer's config, not its vocabulary).
+fn read_as_text(path: &str, role: Option<ArtifactRole>) -> bool {
+    use ArtifactRole as R;
+    match role {
+        Some(R::ChatTemplate | R::GenerationConfig | R::Config | R::PoolingConfig | R::Labels | R::IndexSchema) => true,
+        Some(R::Tokenizer) => ["tokenizer_config.json", "special_tokens_map.json"].iter().any(|n| path.ends_with(n)),
+        _ => false,
+    }
+}
+
+/// The changed files whose text the release diff shows, with both pins,
+/// old first.
+pub(crate) fn text_diffs_wanted(d: &ReleaseDiff) -> Vec<(&str, &Pin, &Pin)> {
+    d.artifacts
+        .iter()
+        .filter_map(|c| match c {
+            ArtifactChange::Changed { path, old, new }
+                if read_as_text(path, new.role) || read_as_text(path, old.role) =>
+            {
+                let small = |p: &Pin| p.size.is_some_and(|s| s <= TEXT_DIFF_MAX);
+                (small(old) && small(new)).then_some((path.as_str(), old, new))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// One side's bytes as read from its store, shown only when they are the
+/// pinned bytes: text, or why not.
+pub(crate) fn checked_text(read: Result<Option<Vec<u8>>, String>, pin: &Pin) -> Result<String, String> {
+    let bytes = read?.ok_or("not in the store")?;
+    let sha = crate::util::sha256_hex(&bytes);
+    if pin.sha256.as_deref() != Some(sha.as_str()) {
+        return Err(format!("the store's bytes (sha256 {}) are not the pinned ones", &sha[..12]));
+    }
+    String::from_utf8(bytes).map_err(|_| "not UTF-8 text".to_string())
+}
+
+/// A unified diff, `a` and `b` naming the two sides.
+pub fn unified(old: &str, new: &str, a: &str, b: &str) -> String {
+    similar::TextDiff::from_lines(old, new).unified_diff().context_radius(3).header(a, b).to_string()
+}
+
+/// One file's text diff for the reviewer (old first), or why it is not
+/// shown.
+pub(crate) fn text_diff_detail(path: &str, old: Result<String, String>, new: Result<String, String>) -> Detail {
+    let body = match (old, new) {
+        (Ok(o), Ok(n)) => unified(&o, &n, &format!("base/{path}"), &format!("head/{path}")),
+        (o, n) => {
+            let why = |side: &str, r: Result<String, String>| r.err().map(|e| format!("{side}: {e}"));
+            let whys: Vec<String> = [why("base", o), why("head", n)].into_iter().flatten().collect();
+            format!("(not shown: {})\n", whys.join("; "))
+        }
+    };
+    Detail { title: format!("{path}: text diff, base → head"), lang: "diff".into(), body }
+}
+
 /// The `release-diff` step of a pull request's bundle: what changed from
 /// `base` (e.g. `the bundle at <rev>`) to the head, written up for the
 /// comment (one line per change, the class first) and `data.releaseDiff`.
@@ -322,6 +383,45 @@ mod tests {
 
     fn sha(c: char) -> String {
         std::iter::repeat_n(c, 64).collect()
+    }
+
+    /// Only small text files are diffed as text (a template, a config; a
+    /// tokenizer's config but not its vocabulary; never weights), and a side
+    /// is shown only when its bytes hash to its pin.
+    #[test]
+    fn text_diffs_are_for_small_pinned_text_only() {
+        let (a, mut b) = bundles();
+        for art in &mut b.spec.model.artifacts {
+            art.sha256 = Some(sha('f'));
+        }
+        let d = diff(&a, &b);
+        let wanted: Vec<&str> = text_diffs_wanted(&d).into_iter().map(|(p, _, _)| p).collect();
+        assert!(wanted.contains(&"chat_template.jinja") && wanted.contains(&"generation_config.json"), "{wanted:?}");
+        assert!(!wanted.contains(&"ckpt.pt") && !wanted.contains(&"tokenizer.json"), "{wanted:?}");
+        assert!(read_as_text("x/tokenizer_config.json", Some(ArtifactRole::Tokenizer)));
+        let big = Pin { sha256: None, size: Some(TEXT_DIFF_MAX + 1), role: Some(ArtifactRole::ChatTemplate) };
+        let d = ReleaseDiff {
+            artifacts: vec![ArtifactChange::Changed { path: "t.jinja".into(), old: big.clone(), new: big }],
+            fields: vec![],
+            class: ChangeClass::TokenizerOrTemplate,
+        };
+        assert!(text_diffs_wanted(&d).is_empty());
+
+        let text = b"hello\n".to_vec();
+        let pin = |s: &str| Pin { sha256: Some(s.into()), size: Some(6), role: None };
+        let good = pin(&crate::util::sha256_hex(&text));
+        assert_eq!(checked_text(Ok(Some(text.clone())), &good).unwrap(), "hello\n");
+        assert!(checked_text(Ok(Some(text)), &pin(&sha('0'))).unwrap_err().contains("not the pinned ones"));
+        assert_eq!(checked_text(Ok(None), &good).unwrap_err(), "not in the store");
+        let bad = vec![0xff, 0xfe];
+        assert_eq!(
+            checked_text(Ok(Some(bad.clone())), &pin(&crate::util::sha256_hex(&bad))).unwrap_err(),
+            "not UTF-8 text"
+        );
+        let shown = text_diff_detail("t", Ok("a\n".into()), Ok("b\n".into())).body;
+        assert!(shown.contains("-a\n+b\n"), "{shown}");
+        let hidden = text_diff_detail("t", Err("gone".into()), Ok("b\n".into())).body;
+        assert_eq!(hidden, "(not shown: base: gone)\n");
     }
 
     #[test]

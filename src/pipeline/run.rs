@@ -147,7 +147,7 @@ pub fn run_file(ctx: &Ctx, pipeline_path: &Path, inputs: &Inputs) -> Result<Repo
         let pr_base: PrBase = t.base_text.as_ref().map(|text| {
             bundle::parse(&format!("{} (base)", loaded.display), &loaded.path, text.clone()).map_err(|e| e.to_string())
         });
-        let diff = release_diff_step(&loaded, &pr_base, inputs);
+        let diff = release_diff_step(ctx, &loaded, &pr_base, inputs);
         let class = diff.as_ref().and_then(|(_, c)| *c);
         if let Some((s, _)) = diff {
             report.push(s);
@@ -334,7 +334,12 @@ fn run_step(ctx: &Ctx, step: &Step, l: &Loaded, pr_base: &PrBase, inputs: &Input
 /// In PR mode, what changed in the release from the base version of the
 /// same bundle file (none for a new bundle: nothing to compare with). A
 /// base that no longer parses is said so, not compared.
-fn release_diff_step(l: &Loaded, pr_base: &PrBase, inputs: &Inputs) -> Option<(StepReport, Option<ChangeClass>)> {
+fn release_diff_step(
+    ctx: &Ctx,
+    l: &Loaded,
+    pr_base: &PrBase,
+    inputs: &Inputs,
+) -> Option<(StepReport, Option<ChangeClass>)> {
     use crate::checks::release_diff::{diff, step};
     // PR mode compares with the same path at --base; a bundle new in the
     // change, or a run outside PR mode, with its rollback target: the
@@ -355,6 +360,7 @@ fn release_diff_step(l: &Loaded, pr_base: &PrBase, inputs: &Inputs) -> Option<(S
         Ok(b) => {
             let d = diff(&b.bundle, &l.bundle);
             let mut s = step(&l.display, &base, &d);
+            s.details.extend(text_diffs(ctx, b, l, &d));
             if let Some(p) = inputs.change_policy.get(&d.class) {
                 s.summary.push_str(&policy_note(d.class, p));
             }
@@ -369,6 +375,28 @@ fn release_diff_step(l: &Loaded, pr_base: &PrBase, inputs: &Inputs) -> Option<(S
             None,
         ),
     })
+}
+
+/// The text diff of each small text file that changed (a chat template,
+/// a generation config), both sides read from their stores, bounded, and
+/// shown only when they are the pinned bytes.
+fn text_diffs(
+    ctx: &Ctx,
+    base: &Loaded,
+    head: &Loaded,
+    d: &crate::checks::release_diff::ReleaseDiff,
+) -> Vec<crate::report::Detail> {
+    use crate::checks::release_diff::{checked_text, text_diff_detail, text_diffs_wanted, TEXT_DIFF_MAX};
+    let read = |l: &Loaded, path: &str| -> Result<Option<Vec<u8>>, String> {
+        let store = ctx.open_store(&l.bundle.spec.model.storage_uri, &l.dir(), false).map_err(|e| format!("{e:#}"))?;
+        ctx.try_block_on(store.read_small(path, TEXT_DIFF_MAX)).map_err(|e| format!("{e:#}"))
+    };
+    text_diffs_wanted(d)
+        .into_iter()
+        .map(|(path, old, new)| {
+            text_diff_detail(path, checked_text(read(base, path), old), checked_text(read(head, path), new))
+        })
+        .collect()
 }
 
 /// "; --config changeClass weights: requires canary; lets preflight go unrun".

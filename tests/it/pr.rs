@@ -1157,3 +1157,57 @@ fn pr_release_diff_names_the_change_class_old_first() {
     assert!(d["summary"].as_str().unwrap().contains("from its rollback target ../v1/release.yaml"), "{d}");
     assert_eq!(d["data"]["releaseDiff"]["class"], "weights", "{d}");
 }
+
+/// A PR that publishes a new chat template under a new prefix: the release
+/// diff shows the template's unified diff (old lines first), both sides
+/// read from their stores and checked against their pins; a side whose
+/// bytes are not the pinned ones is not shown, and says why.
+#[test]
+fn pr_release_diff_shows_a_changed_chat_template_as_text() {
+    let ex = pr_repo();
+    let (old_store, new_store) = (ex.store("v2"), ex.store("v2b"));
+    copy_dir(&old_store, &new_store);
+    let tpl = new_store.join("chat_template.jinja");
+    let old_text = std::fs::read_to_string(&tpl).unwrap();
+    let new_text = format!("{old_text}{{# answer in one line #}}\n");
+    std::fs::write(&tpl, &new_text).unwrap();
+    let sha = |t: &str| {
+        use sha2::Digest;
+        hex::encode(sha2::Sha256::digest(t.as_bytes()))
+    };
+    replace_in(&ex.v2(), "store/llm-scratch/v2/", "store/llm-scratch/v2b/");
+    replace_in(&ex.v2(), &sha(&old_text), &sha(&new_text));
+    replace_in(&ex.v2(), &format!("size: {}\n", old_text.len()), &format!("size: {}\n", new_text.len()));
+    commit_all(ex.path(), "v2: a new chat template");
+    let o = run_pr(ex.path(), &[], &[]);
+    let j = o.json();
+    let d =
+        j["steps"].as_array().unwrap().iter().find(|s| s["step"] == "release-diff").expect("a release diff").clone();
+    assert_eq!(d["data"]["releaseDiff"]["class"], "tokenizer-or-template", "{d}");
+    let text = d["details"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["title"].as_str().unwrap().starts_with("chat_template.jinja: text diff"))
+        .unwrap_or_else(|| panic!("no template diff: {d}"))
+        .clone();
+    let body = text["body"].as_str().unwrap();
+    assert_eq!(text["lang"], "diff");
+    assert!(body.contains("--- base/chat_template.jinja\n+++ head/chat_template.jinja"), "{body}");
+    // Old lines first: the template had no final line break, so its one line changed.
+    let (minus, plus) =
+        (body.find("\n-{% for m in messages %}").unwrap(), body.find("\n+{% for m in messages %}").unwrap());
+    assert!(minus < plus && body.contains("{# answer in one line #}"), "{body}");
+
+    // The head's store no longer holds the pinned bytes: not shown, and why.
+    std::fs::write(&tpl, "{# replaced after review #}\n").unwrap();
+    let o = run_pr(ex.path(), &[], &[]);
+    let j = o.json();
+    let d = j["steps"].as_array().unwrap().iter().find(|s| s["step"] == "release-diff").unwrap().clone();
+    let body = d["details"].as_array().unwrap().iter().find(|x| x["lang"] == "diff").unwrap()["body"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(body.starts_with("(not shown: head: the store's bytes (sha256 "), "{body}");
+    assert!(!body.contains("replaced after review"), "{body}");
+}
