@@ -84,11 +84,16 @@ async fn audit(ctx: &Ctx, root: &Path, plan: &AuditPlan, vo: &VerifyOptions, ov:
         if !shares.owns(i) {
             continue;
         }
-        let step = match l {
-            Ok(l) => cache.audit_one(ctx, &id, &l, plan.deep, vo, ov).await?,
-            Err(s) => *s,
-        };
-        r.push(plan::audited(step, &id));
+        match l {
+            Ok(l) => {
+                r.push(plan::audited(cache.audit_one(ctx, &id, &l, plan.deep, vo, ov).await?, &id));
+                // A signature that stopped verifying (key rotated out) is drift too.
+                if let Some(sig) = super::signature::with_store(ctx, &l, ov).await {
+                    r.push(plan::beside_audit(sig, &id));
+                }
+            }
+            Err(s) => r.push(plan::audited(*s, &id)),
+        }
     }
     cache.finish()?;
     if plan.shard.is_some() {

@@ -362,3 +362,31 @@ fn bundlegate_verifies_what_the_reference_tool_signs() {
     assert_eq!(out.code, 1, "{}", out.stdout);
     assert_eq!(out.codes(), ["BG706"], "only the signature can tell:\n{}", out.stdout);
 }
+
+/// The scheduled audit checks each bundle's signatures under the policy: a
+/// signature whose key was rotated out of the policy is found there (BG703),
+/// as a `signature` step named for its bundle beside its `audit` step (so a
+/// shard's coverage still counts the bundle once).
+#[test]
+fn audit_finds_a_signature_whose_key_was_rotated_out() {
+    let ex = Example::new();
+    let (keys, _, public, hint) = signed_v2(&ex);
+    let audit = |cfg: &Path| ex.run(&["audit", ".", "--config", cfg.to_str().unwrap(), "--format", "json"]);
+    let out = audit(&policy(keys.path(), "optional", &public));
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    let v = out.json();
+    let sigs: Vec<&serde_json::Value> =
+        v["steps"].as_array().unwrap().iter().filter(|s| s["step"] == "signature").collect();
+    assert_eq!(sigs.len(), 2, "{v:#}");
+    let v2 = sigs.iter().find(|s| s["data"]["bundle"].as_str().unwrap().contains("v2")).unwrap();
+    assert_eq!(v2["verdict"], "pass", "{v2}");
+    assert!(v2["summary"].as_str().unwrap().contains(&hint[..12]), "{v2}");
+    let audits = v["steps"].as_array().unwrap().iter().filter(|s| s["step"] == "audit").count();
+    assert_eq!(audits, 2, "one audit step per bundle");
+
+    let other = tempfile::tempdir().unwrap();
+    let (_, other_public) = openssl_keys(other.path());
+    let out = audit(&policy(other.path(), "optional", &other_public));
+    assert_eq!(out.code, 1, "{}", out.stdout);
+    assert!(out.codes().contains(&"BG703".to_string()), "{:?}", out.codes());
+}

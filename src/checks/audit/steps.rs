@@ -159,6 +159,14 @@ pub(crate) fn audited(mut s: StepReport, id: &str) -> StepReport {
     s
 }
 
+/// Another step about an audited bundle (its signature): named for the
+/// bundle, but not an `audit` step, so a shard's coverage counts the
+/// bundle once (`report merge`).
+pub(crate) fn beside_audit(mut s: StepReport, id: &str) -> StepReport {
+    s.data["bundle"] = id.into();
+    s
+}
+
 /// No bundle under the audited path: an ERROR, not a PASS over nothing.
 pub(crate) fn nothing_found(root: &Path) -> StepReport {
     let mut s = StepReport::new("audit", path_name(root));
