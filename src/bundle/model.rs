@@ -158,7 +158,7 @@ impl Task {
     }
     /// Chat and completion models generate text; only their servers read
     /// generation settings.
-    pub(crate) fn generates(self) -> bool {
+    pub(crate) const fn generates(self) -> bool {
         matches!(self, Task::Chat | Task::Completion)
     }
     pub(crate) fn as_str(self) -> &'static str {

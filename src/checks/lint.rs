@@ -290,26 +290,22 @@ pub(crate) struct TaskNeeds {
     pub labels_or_config: bool,
 }
 
-const fn needs(
-    task: Task,
-    tokenizer: bool,
-    chat_template: bool,
-    generation: bool,
-    pooling: bool,
-    labels: bool,
-) -> TaskNeeds {
+/// `generation` is the task's own (`Task::generates`): render reads the
+/// same, so what lint requires and what reaches the pod cannot disagree.
+const fn needs(task: Task, tokenizer: bool, chat_template: bool, pooling: bool, labels: bool) -> TaskNeeds {
+    let generation = task.generates();
     TaskNeeds { task, tokenizer, chat_template, generation, pooling_with_modules: pooling, labels_or_config: labels }
 }
 
 /// The one requirements table: lint reads it, `explain` shows it for the
 /// codes it drives, docs/tasks.md copies it.
 pub(crate) const TASK_NEEDS: [TaskNeeds; 6] = [
-    needs(Task::Chat, true, true, true, false, false),
-    needs(Task::Completion, true, false, true, false, false),
-    needs(Task::Embedding, true, false, false, true, false),
-    needs(Task::Rerank, true, false, false, false, true),
-    needs(Task::Classification, true, false, false, false, true),
-    needs(Task::Other, false, false, false, false, false),
+    needs(Task::Chat, true, true, false, false),
+    needs(Task::Completion, true, false, false, false),
+    needs(Task::Embedding, true, false, true, false),
+    needs(Task::Rerank, true, false, false, true),
+    needs(Task::Classification, true, false, false, true),
+    needs(Task::Other, false, false, false, false),
 ];
 
 pub(crate) fn task_needs(task: Task) -> &'static TaskNeeds {

@@ -387,14 +387,23 @@ fn text_diffs(
     d: &crate::checks::release_diff::ReleaseDiff,
 ) -> Vec<crate::report::Detail> {
     use crate::checks::release_diff::{checked_text, text_diff_detail, text_diffs_wanted, TEXT_DIFF_MAX};
-    let read = |l: &Loaded, path: &str| -> Result<Option<Vec<u8>>, String> {
-        let store = ctx.open_store(&l.bundle.spec.model.storage_uri, &l.dir(), false).map_err(|e| format!("{e:#}"))?;
+    let wanted = text_diffs_wanted(d);
+    if wanted.is_empty() {
+        return Vec::new();
+    }
+    // Each side's store opened once, for all of its files.
+    let open =
+        |l: &Loaded| ctx.open_store(&l.bundle.spec.model.storage_uri, &l.dir(), false).map_err(|e| format!("{e:#}"));
+    let (base_store, head_store) = (open(base), open(head));
+    let read = |store: &Result<crate::adapters::store::Store, String>, path: &str| {
+        let store = store.as_ref().map_err(String::clone)?;
         ctx.try_block_on(store.read_small(path, TEXT_DIFF_MAX)).map_err(|e| format!("{e:#}"))
     };
-    text_diffs_wanted(d)
+    wanted
         .into_iter()
         .map(|(path, old, new)| {
-            text_diff_detail(path, checked_text(read(base, path), old), checked_text(read(head, path), new))
+            let (o, n) = (read(&base_store, path), read(&head_store, path));
+            text_diff_detail(path, checked_text(o, old), checked_text(n, new))
         })
         .collect()
 }

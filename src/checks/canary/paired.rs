@@ -55,9 +55,10 @@ pub(crate) fn judge(candidate: &[bool], baseline: &[bool], margin: u32) -> Paire
     let b = pairs.clone().filter(|(c, base)| !**c && **base).count() as u64;
     let c = pairs.filter(|(c, base)| **c && !**base).count() as u64;
     let n = b + c;
-    let p_value = binom_test_greater(b, n, 0.5).map(|t| t.p_value);
+    let test = binom_test_greater(b, n, 0.5);
+    let p_value = test.as_ref().map(|t| t.p_value);
     let beyond = b.saturating_sub(c) > u64::from(margin);
-    let significant = binom_test_greater(b, n, 0.5).is_some_and(|t| t.significant());
+    let significant = test.is_some_and(|t| t.significant());
     let (verdict, needed) = match (beyond, significant) {
         (false, _) => (PairedVerdict::NotWorse, None),
         (true, true) => (PairedVerdict::Worse, Some(n)),

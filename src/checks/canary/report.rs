@@ -12,7 +12,7 @@ use super::golden::GoldenRun;
 use super::plan::{CanaryPlan, Gathered, Judgment};
 use super::statistics;
 use crate::bundle::Loaded;
-use crate::diag::{Code, Overrides, Severity};
+use crate::diag::Overrides;
 use crate::report::{StepReport, Verdict};
 
 /// One judgment: the step report, the gate outcomes, and what the traffic
@@ -208,15 +208,10 @@ pub(crate) fn golden_only(l: &Loaded, golden: &GoldenRun, ov: &Overrides) -> Ste
     s.data = serde_json::json!({"golden": golden.data()});
     s.summary =
         format!("gates not run: no --prometheus URL, so candidate and baseline were not compared; golden set: {note}");
-    let errors: Vec<_> = s.diagnostics.iter().filter(|d| d.severity == Severity::Error).collect();
-    if errors.iter().any(|d| d.code != Code::CanaryGateInconclusive) {
-        s.verdict = Verdict::Fail;
-    } else if !errors.is_empty() {
-        // The paired gate could not tell yet: never a pass, not a failure.
-        s.verdict = Verdict::Inconclusive;
-    } else if matches!(golden, GoldenRun::Error(_)) {
-        s.verdict = Verdict::Error;
-    }
+    // The gates' own rule with no gate run ("alone": nothing to compare is
+    // NOT RUN): a failed sample or paired gate FAILs, an undecided one is
+    // INCONCLUSIVE, a golden set that could not run is an ERROR.
+    s.verdict = decision::canary_verdict(&s.diagnostics, &[], matches!(golden, GoldenRun::Error(_)), true);
     s
 }
 
