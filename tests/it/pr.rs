@@ -182,15 +182,6 @@ fn as_refs<'a>(v: &'a [(&'a str, String)]) -> Vec<(&'a str, &'a str)> {
     v.iter().map(|(k, v)| (*k, v.as_str())).collect()
 }
 
-fn step<'a>(report: &'a Value, name: &str) -> &'a Value {
-    report["steps"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["step"] == name)
-        .unwrap_or_else(|| panic!("no step {name} in {report:#}"))
-}
-
 fn env_for(s: &StandIn, f: &GhFiles) -> GithubEnv {
     GithubEnv {
         api_url: s.url.clone(),
@@ -1118,7 +1109,7 @@ fn pr_release_diff_names_the_change_class_old_first() {
     commit_all(ex.path(), "v2: new weights");
     let o = run_pr(ex.path(), &[], &[]);
     let j = o.json();
-    let d = j["steps"].as_array().unwrap().iter().find(|s| s["step"] == "release-diff").unwrap().clone();
+    let d = step(&j, "release-diff").clone();
     assert_eq!(d["data"]["releaseDiff"]["class"], "weights", "{d}");
     let body = d["details"][0]["body"].as_str().unwrap();
     let line = format!("{old_size} B → {} B, sha256 {} → {}", old_size + 7, &old_sha[..12], &new_sha[..12]);
@@ -1133,8 +1124,7 @@ fn pr_release_diff_names_the_change_class_old_first() {
     commit_all(ex.path(), "v3");
     let o = run_pr(ex.path(), &[], &[]);
     let j = o.json();
-    let d =
-        j["steps"].as_array().unwrap().iter().find(|s| s["step"] == "release-diff").expect("a release diff").clone();
+    let d = step(&j, "release-diff").clone();
     assert!(d["target"].as_str().unwrap().ends_with("v3/release.yaml"), "{d}");
     // This repository holds no v1: said, and nothing compared (never a pass).
     assert!(
@@ -1181,8 +1171,7 @@ fn pr_release_diff_shows_a_changed_chat_template_as_text() {
     commit_all(ex.path(), "v2: a new chat template");
     let o = run_pr(ex.path(), &[], &[]);
     let j = o.json();
-    let d =
-        j["steps"].as_array().unwrap().iter().find(|s| s["step"] == "release-diff").expect("a release diff").clone();
+    let d = step(&j, "release-diff").clone();
     assert_eq!(d["data"]["releaseDiff"]["class"], "tokenizer-or-template", "{d}");
     let text = d["details"]
         .as_array()
@@ -1203,7 +1192,7 @@ fn pr_release_diff_shows_a_changed_chat_template_as_text() {
     std::fs::write(&tpl, "{# replaced after review #}\n").unwrap();
     let o = run_pr(ex.path(), &[], &[]);
     let j = o.json();
-    let d = j["steps"].as_array().unwrap().iter().find(|s| s["step"] == "release-diff").unwrap().clone();
+    let d = step(&j, "release-diff").clone();
     let body = d["details"].as_array().unwrap().iter().find(|x| x["lang"] == "diff").unwrap()["body"]
         .as_str()
         .unwrap()

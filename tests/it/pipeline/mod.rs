@@ -3,9 +3,9 @@
 
 use crate::support::*;
 
-#[test]
-fn readme_main_job_passes_on_the_shipped_example() {
-    let out = run(&[
+/// The README's main job as JSON, global flags (`--config`) in `before`.
+fn readme_run(before: &[&str]) -> Out {
+    let job = [
         "run",
         "--format",
         "json",
@@ -14,7 +14,13 @@ fn readme_main_job_passes_on_the_shipped_example() {
         "examples/llm-scratch/v2/release.yaml",
         "--snapshot",
         "examples/cluster/roomy.yaml",
-    ]);
+    ];
+    run(&[before, &job[..]].concat())
+}
+
+#[test]
+fn readme_main_job_passes_on_the_shipped_example() {
+    let out = readme_run(&[]);
     assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
     let v = out.json();
     let steps: Vec<(String, String)> = v["steps"]
@@ -66,7 +72,7 @@ fn required_step_that_cannot_run_is_inconclusive() {
     assert_eq!(out.code, 1, "{}", out.stdout);
     assert_eq!(out.json()["verdict"], "inconclusive");
     let v = out.json();
-    let pf = v["steps"].as_array().unwrap().iter().find(|s| s["step"] == "preflight").unwrap();
+    let pf = step(&v, "preflight");
     assert!(pf["summary"].as_str().unwrap().contains("required step did not run"), "{pf}");
 }
 
@@ -78,10 +84,9 @@ fn on_failure_stop_skips_the_rest_for_that_bundle() {
     let out = ex.run(&["run", "--format", "json", &p, "--bundle", ex.v2().to_str().unwrap()]);
     assert_eq!(out.code, 1);
     let v = out.json();
-    let step = |name: &str| v["steps"].as_array().unwrap().iter().find(|s| s["step"] == name).unwrap().clone();
-    assert_eq!(step("verify")["verdict"], "fail");
-    assert_eq!(step("render")["verdict"], "not-run");
-    assert!(step("render")["summary"].as_str().unwrap().contains("verify failed"));
+    assert_eq!(step(&v, "verify")["verdict"], "fail");
+    assert_eq!(step(&v, "render")["verdict"], "not-run");
+    assert!(step(&v, "render")["summary"].as_str().unwrap().contains("verify failed"));
 }
 
 #[test]
@@ -244,22 +249,9 @@ fn change_class_policy_requires_steps_per_class() {
     let run_with = |policy: &str| {
         let cfg = dir.path().join("policy.yaml");
         std::fs::write(&cfg, policy).unwrap();
-        run(&[
-            "--config",
-            cfg.to_str().unwrap(),
-            "run",
-            "--format",
-            "json",
-            "pipelines/pull-request.yaml",
-            "--bundle",
-            "examples/llm-scratch/v2/release.yaml",
-            "--snapshot",
-            "examples/cluster/roomy.yaml",
-        ])
+        readme_run(&["--config", cfg.to_str().unwrap()])
     };
-    let step = |out: &Out, name: &str| {
-        out.json()["steps"].as_array().unwrap().iter().find(|s| s["step"] == name).unwrap().clone()
-    };
+    let step = |out: &Out, name: &str| step(&out.json(), name).clone();
     let out = run_with("changeClass:\n  weights:\n    require: [canary]\n");
     assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
     assert_eq!(out.json()["verdict"], "inconclusive");

@@ -53,6 +53,17 @@ impl Out {
     }
 }
 
+/// The first step of a JSON report named `name` (panics naming the report
+/// when there is none).
+pub fn step<'a>(report: &'a Value, name: &str) -> &'a Value {
+    report["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["step"] == name)
+        .unwrap_or_else(|| panic!("no step {name} in {report:#}"))
+}
+
 /// The binary under test: nextest names it at run time (so a test archive,
 /// or a target folder other builds share, runs the binary built with these
 /// tests); `cargo test` bakes it in.

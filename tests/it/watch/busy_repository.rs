@@ -11,9 +11,10 @@ use serde_json::{json, Value};
 
 use crate::support::kube::Frame;
 use crate::support::schema::k8s_errors;
+use crate::support::step;
 use crate::watch::{
-    application, done_deployment, findings, inference_service, objects, pod, replicaset, run_watch, step, synced,
-    PodSpec, Workspace, NAME, NEW_POD, NS, OLD, OLD_POD, V1_URI, V2_URI,
+    application, done_deployment, findings, inference_service, objects, pod, replicaset, run_watch, synced, PodSpec,
+    Workspace, NAME, NEW_POD, NS, OLD, OLD_POD, V1_URI, V2_URI,
 };
 
 /// An EndpointSlice of the release's Service (`<name>-predictor`, as KServe

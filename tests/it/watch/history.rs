@@ -17,10 +17,11 @@ use serde_json::{json, Value};
 use crate::support::http::{Handler, Server};
 use crate::support::kube::Frame;
 use crate::support::run_in;
+use crate::support::step;
 use crate::watch::{
     application, application_errors, done_deployment, evicted, findings, gh_env, git, identity_ok, merged_with,
-    objects, pod, run_watch, step, synced, CrashloopMerge, ModelService, PodSpec, Workspace, BUNDLE, NAME, NEW_POD,
-    OLD, V2_URI,
+    objects, pod, run_watch, synced, CrashloopMerge, ModelService, PodSpec, Workspace, BUNDLE, NAME, NEW_POD, OLD,
+    V2_URI,
 };
 
 /// An Application synced to `rev`, its last operation for `rev` too.

@@ -16,9 +16,10 @@ use chrono::{TimeZone, Utc};
 use serde_json::Value;
 
 use crate::support::kube::{Frame, StandIn};
+use crate::support::step;
 use crate::watch::{
-    evicted, findings, finished_with, green_deployment, merged_frames, objects, pod, pulls, step, synced, GitRemote,
-    PodSpec, Workspace, BRANCH, NAME, NEW_POD, OLD, OLD_POD, TOKEN, V1_URI, V2_URI,
+    evicted, findings, finished_with, green_deployment, merged_frames, objects, pod, pulls, synced, GitRemote, PodSpec,
+    Workspace, BRANCH, NAME, NEW_POD, OLD, OLD_POD, TOKEN, V1_URI, V2_URI,
 };
 
 /// A context over the stand-in: a short poll, nothing else from the environment.

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use crate::support::http::Reply;
-use crate::support::{repo, run_in, Out};
+use crate::support::{repo, run_in, step, Out};
 
 use crate::support::kube as standin;
 use standin::{Frame, Server};
@@ -402,15 +402,6 @@ pub(crate) fn run_watch(ws: &Workspace, frames: Vec<Frame>, extra: &[&str]) -> (
     let kc = cluster.kubeconfig.to_string_lossy().to_string();
     let out = run_in(ws.path(), &args, &[("KUBECONFIG", &kc), ("BUNDLEGATE_WATCH_POLL", "150ms"), ("GITHUB_SHA", "")]);
     (out, cluster)
-}
-
-pub(crate) fn step<'a>(v: &'a Value, name: &str) -> &'a Value {
-    v["steps"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["step"] == name)
-        .unwrap_or_else(|| panic!("no step {name} in {v:#}"))
 }
 
 pub(crate) fn all_text(d: &Value) -> String {
