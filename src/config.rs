@@ -27,9 +27,8 @@ pub(crate) struct Config {
     pub change_class: crate::pipeline::ChangePolicy,
 }
 
-/// `signature:` as written. Key mode only: `certificateIdentities` and
-/// `trustedRoot` are read so that a policy asking for them is refused by
-/// name ("not supported yet"), never silently weakened to key mode.
+/// `signature:` as written: key mode (`publicKeys`), certificate mode
+/// (`trustedRoot` and `certificateIdentities`), or both.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub(crate) struct SignatureConfig {
@@ -37,10 +36,25 @@ pub(crate) struct SignatureConfig {
     /// PEM public keys, relative to the config file.
     #[serde(default)]
     pub public_keys: Vec<String>,
+    /// A ConfigMap holding the allowed public keys, which rendered pods
+    /// mount so the verifier checks the signatures again (`required` only).
     #[serde(default)]
-    certificate_identities: Option<serde::de::IgnoredAny>,
+    pub pod_trust_config_map: Option<String>,
+    /// Certificate mode: who may sign (a subject alternative name of the
+    /// signing certificate, and its issuer).
     #[serde(default)]
-    trusted_root: Option<serde::de::IgnoredAny>,
+    pub certificate_identities: Vec<IdentityConfig>,
+    /// Certificate mode: a Sigstore `trusted_root.json` whose CAs the
+    /// signing certificates must chain to, relative to the config file.
+    #[serde(default)]
+    pub trusted_root: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct IdentityConfig {
+    pub identity: String,
+    pub issuer: String,
 }
 
 #[derive(Debug, Clone, Copy, Deserialize)]
@@ -92,22 +106,43 @@ impl Config {
     pub(crate) fn signature_policy(&self, path: Option<&Path>) -> Result<Policy> {
         let (Some(sc), Some(p)) = (&self.signature, path) else { return Ok(Policy::default()) };
         let shown = p.display();
-        if sc.certificate_identities.is_some() || sc.trusted_root.is_some() {
-            anyhow::bail!(
-                "config {shown}: signature.certificateIdentities and signature.trustedRoot (certificate and keyless modes) are not supported yet; use publicKeys (key mode)"
-            );
-        }
         let mode = match sc.mode {
             ModeName::Off => return Ok(Policy::default()),
             ModeName::Optional => Mode::Optional,
             ModeName::Required => Mode::Required,
         };
-        if sc.public_keys.is_empty() {
-            anyhow::bail!("config {shown}: signature.publicKeys is empty: no signature could ever verify");
+        match (&sc.trusted_root, sc.certificate_identities.is_empty()) {
+            (Some(_), true) => anyhow::bail!(
+                "config {shown}: signature.trustedRoot without certificateIdentities: its CAs vouch for everyone they issued to; list who may sign"
+            ),
+            (None, false) => anyhow::bail!(
+                "config {shown}: signature.certificateIdentities without a trustedRoot: nothing to check the certificates against"
+            ),
+            _ => {}
+        }
+        if sc.public_keys.is_empty() && sc.trusted_root.is_none() {
+            anyhow::bail!(
+                "config {shown}: signature.publicKeys is empty and there is no trustedRoot: no signature could ever verify"
+            );
+        }
+        if let Some(cm) = &sc.pod_trust_config_map {
+            if mode != Mode::Required {
+                anyhow::bail!(
+                    "config {shown}: signature.podTrustConfigMap needs mode: required (a pod either checks the signature or does not)"
+                );
+            }
+            let dns = cm.len() <= 253 && cm.split('.').all(|l| crate::bundle::validate::dns_label(l, false));
+            if !dns {
+                anyhow::bail!("config {shown}: signature.podTrustConfigMap {cm:?} is not a ConfigMap name (lowercase letters, digits, '-' and '.', at most 253)");
+            }
         }
         let dir = p.parent().unwrap_or(Path::new(""));
         let keys = sc.public_keys.iter().map(|k| read_key(&dir.join(k), k)).collect::<Result<Vec<_>>>()?;
-        Ok(Policy { mode, keys })
+        let certs = match &sc.trusted_root {
+            None => Default::default(),
+            Some(r) => cert_trust(&dir.join(r), r, &sc.certificate_identities)?,
+        };
+        Ok(Policy { mode, keys, pod_trust: sc.pod_trust_config_map.clone(), certs })
     }
 
     /// Config first, then command-line flags (flags win).
@@ -140,13 +175,35 @@ impl Config {
     }
 }
 
+/// Certificate mode's trust: the trusted root read and its CAs parsed,
+/// the identities as written, validity checked at this machine's clock.
+fn cert_trust(path: &Path, name: &str, ids: &[IdentityConfig]) -> Result<crate::checks::signature::CertTrust> {
+    use crate::adapters::bundle_files;
+    let text = bundle_files::read_bytes(path, signing::MAX_SIGNATURE_BYTES as u64, "trusted root")
+        .and_then(bundle_files::utf8)
+        .with_context(|| format!("reading signature.trustedRoot {name}"))?;
+    let cas = crate::parse::sigstore::trusted_root_cas(&text)
+        .map_err(|e| anyhow::anyhow!("signature.trustedRoot {name}: {e}"))?;
+    let anchors = cas
+        .iter()
+        .enumerate()
+        .map(|(i, der)| {
+            signing::cert::anchor(der).map_err(|e| anyhow::anyhow!("signature.trustedRoot {name}: CA {i}: {e}"))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let identities = ids
+        .iter()
+        .map(|i| crate::checks::signature::Identity { identity: i.identity.clone(), issuer: i.issuer.clone() })
+        .collect();
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+    Ok(crate::checks::signature::CertTrust { anchors, identities, now })
+}
+
 /// One allowed public key, read and parsed; `name` as the config writes it.
 fn read_key(path: &Path, name: &str) -> Result<AllowedKey> {
     use crate::adapters::bundle_files;
     let pem = bundle_files::read_bytes(path, signing::MAX_KEY_BYTES, "public key")
         .and_then(bundle_files::utf8)
         .with_context(|| format!("reading signature.publicKeys entry {name}"))?;
-    let key = signing::public_key(&pem).map_err(|e| anyhow::anyhow!("signature.publicKeys entry {name}: {e}"))?;
-    let hint = signing::key_hint(&key).map_err(|e| anyhow::anyhow!("{name}: {e}"))?;
-    Ok(AllowedKey { name: name.to_string(), key, hint })
+    crate::checks::signature::allowed_key(name, &pem).map_err(|e| anyhow::anyhow!("signature.publicKeys entry {e}"))
 }

@@ -221,9 +221,9 @@ codes! {
     SignatureMissing => ("BG701", "signature-missing", "signature", Error,
         "The signature policy (`signature.mode` in `--config`) asks for a model signature and none was found: no `model.sig` next to the bundle (nor, for `verify`, in the store beside the files). A digest says the bytes did not change since review; only a signature says who vouched for them. Under `mode: optional` this is a warning."),
     SignatureMalformed => ("BG702", "signature-malformed", "signature", Error,
-        "A signature file that cannot be read as an OpenSSF model-signing signature (a Sigstore bundle v0.3 holding a DSSE envelope over an in-toto Statement v1) vouches for nothing: oversized, not JSON, a payload that is not a statement, more resources than the bound, a name with `..` or an absolute name, a file listed twice, or a certificate or keyless bundle (only key mode is supported yet). It is never read as signed."),
+        "A signature file that cannot be read as an OpenSSF model-signing signature (a Sigstore bundle v0.3 holding a DSSE envelope over an in-toto Statement v1) vouches for nothing: oversized, not JSON, a payload that is not a statement, more resources than the bound, a name with `..` or an absolute name, a file listed twice, a certificate chain that is not X.509 or longer than 10, or a keyless bundle (key and certificate modes are supported). It is never read as signed."),
     SignatureUntrusted => ("BG703", "signature-untrusted", "signature", Error,
-        "The signature does not verify under any public key the policy allows (`signature.publicKeys`): signed by another key, or changed after signing. Whatever it claims is not trusted."),
+        "The signature does not verify under any public key the policy allows (`signature.publicKeys`): signed by another key, or changed after signing; in certificate mode, its chain does not lead to a CA of `signature.trustedRoot`, the signing certificate may not sign, or its key does not verify the signature. Whatever it claims is not trusted."),
     SignedFileNotInBundle => ("BG704", "signed-file-not-in-bundle", "signature", Error,
         "The signature vouches for a file the bundle does not list: the signed model is not the reviewed release (a file removed from the bundle after signing, or the signature of another model)."),
     BundleFileNotSigned => ("BG705", "bundle-file-not-signed", "signature", Error,
@@ -232,6 +232,10 @@ codes! {
         "The signer vouched for other bytes than the bundle pins for this file: the bundle's sha256 was changed after signing, or the signature is of another version."),
     ReleaseSignatureMismatch => ("BG707", "release-signature-mismatch", "signature", Error,
         "`release.sig` signs a release digest other than this bundle's: a setting the digest covers (image, generation, serving, rollout, canary, rollback) changed after signing, so what was vouched for is not what would be deployed. Re-sign after review, or undo the change."),
+    SigningCertificateExpired => ("BG708", "signing-certificate-expired", "signature", Error,
+        "A certificate of the signature's chain is outside its validity now (expired, or not yet valid). Certificate mode carries no signed timestamp saying when it signed, so the chain must hold at the time of the check: sign again with a current certificate."),
+    SignerIdentityNotAllowed => ("BG709", "signer-identity-not-allowed", "signature", Error,
+        "The signature's certificate chains to the trusted root, but names an identity (subject alternative name) and issuer the policy's `certificateIdentities` do not list: the CA vouches for whoever it issued to, the policy says who may sign releases."),
 }
 
 impl Code {

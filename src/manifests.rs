@@ -115,16 +115,22 @@ impl Renderer {
 
     /// Render to a normalized multi-document YAML stream.
     pub(crate) fn render(&self, l: &Loaded) -> Result<Rendered> {
+        self.render_with(l, None)
+    }
+
+    /// [`Self::render`], the verifier checking the release's signatures
+    /// first under the platform's trust (`signature.podTrustConfigMap`).
+    pub(crate) fn render_with(&self, l: &Loaded, trust: Option<&PodTrust>) -> Result<Rendered> {
         let fmt = l.bundle.spec.serving.format.as_str();
         if !self.hb.has_template(fmt) {
             bail!("no template for serving format `{fmt}` (expected `{fmt}.yaml.hbs`)");
         }
         let mut ctx = context(l)?;
-        let verifier = verifier(l, &self.verifier_image);
+        let verifier = verifier(l, &self.verifier_image, trust);
         if let (Some(v), Some(obj)) = (&verifier, ctx.as_object_mut()) {
             obj.insert("verifier".into(), v.container.clone());
-            if let (Some(vol), Some(Value::Array(vols))) = (&v.volume, obj.get_mut("volumes")) {
-                vols.push(vol.clone());
+            if let Some(Value::Array(vols)) = obj.get_mut("volumes") {
+                vols.extend(v.volumes.iter().cloned());
             }
         }
         let text = self
@@ -357,17 +363,26 @@ pub(crate) struct Rendered {
     pub verifier_missing: bool,
 }
 
-/// The verifier's container, and the volume it needs declared in the pod.
+/// The verifier's container, and the volumes it needs declared in the pod.
 pub(crate) struct Verifier {
     pub container: Value,
-    pub volume: Option<Value>,
+    pub volumes: Vec<Value>,
+}
+
+/// The platform's trust for the in-pod signature check: its ConfigMap of
+/// public keys, and the release's signatures (the env var's JSON, from
+/// [`crate::checks::signature::pod_env`]; `None`: unsigned, which the pod
+/// then refuses).
+pub(crate) struct PodTrust {
+    pub config_map: String,
+    pub signatures: Option<String>,
 }
 
 /// The in-pod verifier for this bundle: a native sidecar (an init container
 /// with `restartPolicy: Always`) that waits for the files, hashes them
 /// against the list rendered from git, and gates the pod's readiness. See
 /// docs/verify-on-start.md for why this shape works with KServe's injection.
-pub(crate) fn verifier(l: &Loaded, image: &str) -> Option<Verifier> {
+pub(crate) fn verifier(l: &Loaded, image: &str, trust: Option<&PodTrust>) -> Option<Verifier> {
     let b = &l.bundle;
     let s = &b.spec.serving;
     if !renders_verifier(b) {
@@ -389,7 +404,7 @@ pub(crate) fn verifier(l: &Loaded, image: &str) -> Option<Verifier> {
     // Files may still be downloading: wait as long as the rollout itself may
     // take before giving up (the Deployment's progress deadline).
     let wait = format!("{}s", s.rollout.progress_deadline_seconds.max(60));
-    let container = json!({
+    let mut container = json!({
         "name": VERIFIER_CONTAINER,
         "image": image,
         "restartPolicy": "Always",
@@ -407,7 +422,22 @@ pub(crate) fn verifier(l: &Loaded, image: &str) -> Option<Verifier> {
         "terminationMessagePolicy": "FallbackToLogsOnError",
         "securityContext": {"runAsNonRoot": true, "allowPrivilegeEscalation": false, "capabilities": {"drop": ["ALL"]}}
     });
-    Some(Verifier { container, volume })
+    let mut volumes: Vec<Value> = volume.into_iter().collect();
+    if let Some(t) = trust {
+        let push = |c: &mut Value, key: &str, v: Value| {
+            if let Some(Value::Array(a)) = c.get_mut(key) {
+                a.push(v);
+            }
+        };
+        push(&mut container, "args", json!("--trust"));
+        push(&mut container, "args", json!(TRUST_DIR));
+        if let Some(sigs) = &t.signatures {
+            push(&mut container, "env", json!({"name": SIGNATURE_ENV, "value": sigs}));
+        }
+        push(&mut container, "volumeMounts", json!({"name": TRUST_VOLUME, "mountPath": TRUST_DIR, "readOnly": true}));
+        volumes.push(json!({"name": TRUST_VOLUME, "configMap": {"name": t.config_map}}));
+    }
+    Some(Verifier { container, volumes })
 }
 
 /// The JSON the verifier reads from [`VERIFIER_ENV`]: what git pins, never

@@ -636,6 +636,12 @@ pub struct SignOptions {
     /// Folder to write `model.sig` and `release.sig` to (default: the bundle's folder).
     #[cfg_attr(feature = "cli", arg(long))]
     pub out: Option<PathBuf>,
+    /// Certificate mode: the signing certificate (PEM) for --key's public half.
+    #[cfg_attr(feature = "cli", arg(long))]
+    pub certificate: Option<PathBuf>,
+    /// Certificate mode: the CA certificates that issued it (PEM; repeatable), carried in the signature.
+    #[cfg_attr(feature = "cli", arg(long, requires = "certificate"))]
+    pub chain: Vec<PathBuf>,
 }
 
 /// `verify-files`, in the serving pod.
@@ -668,6 +674,14 @@ pub struct VerifyFilesOptions {
     /// Hashing threads (0: one per core).
     #[cfg_attr(feature = "cli", arg(long, default_value_t = 0))]
     pub threads: usize,
+    /// Folder of allowed public keys (PEM; the platform's ConfigMap): the
+    /// release's signatures must verify under one of them before any file
+    /// is hashed (docs/signing.md).
+    #[cfg_attr(feature = "cli", arg(long))]
+    pub trust: Option<PathBuf>,
+    /// Environment variable holding the release's signatures (JSON), read with --trust.
+    #[cfg_attr(feature = "cli", arg(long, default_value = "BUNDLEGATE_SIGNATURE"))]
+    pub signature_env: String,
 }
 
 /// `schema`: which file's JSON Schema.

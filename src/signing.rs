@@ -17,6 +17,8 @@ use sha2::{Digest, Sha256};
 
 use crate::bundle::{Artifact, Loaded};
 
+pub mod cert;
+
 /// A Sigstore bundle's media type (what `model_signing` writes and reads).
 pub const BUNDLE_MEDIA_TYPE: &str = "application/vnd.dev.sigstore.bundle.v0.3+json";
 /// DSSE payload type of an in-toto statement.
@@ -43,6 +45,9 @@ pub struct Envelope {
     pub payload: Vec<u8>,
     /// The one signature, DER-encoded ECDSA as DSSE carries it.
     pub signature: Vec<u8>,
+    /// Certificate mode: `x509CertificateChain`, DER, the signing
+    /// certificate first (empty in key mode).
+    pub chain: Vec<Vec<u8>>,
 }
 
 /// An in-toto Statement v1, read from a DSSE payload.
@@ -190,12 +195,35 @@ pub fn sign(statement: &Value, key: &SigningKey) -> Result<String, String> {
 
 /// The Sigstore bundle signing any payload bytes (the tests sign hostile ones).
 pub fn sign_payload(payload: &[u8], key: &SigningKey) -> Result<String, String> {
+    sign_with(payload, key, &[])
+}
+
+/// The Sigstore bundle signing `statement` in certificate mode: `chain`
+/// (DER) is the signing certificate, whose key must be `key`'s, then the
+/// CAs that issued it, as `model_signing sign certificate` writes it.
+pub fn sign_certified(statement: &Value, key: &SigningKey, chain: &[Vec<u8>]) -> Result<String, String> {
+    let Some(leaf) = chain.first() else { return Err("no signing certificate".into()) };
+    match cert::key_of(leaf)? {
+        cert::CertKey::P256(k) if k == *key.verifying_key() => {}
+        _ => return Err("the signing certificate's public key is not the private key's".into()),
+    }
+    let payload = serde_json::to_vec(statement).map_err(|e| e.to_string())?;
+    sign_with(&payload, key, chain)
+}
+
+fn sign_with(payload: &[u8], key: &SigningKey, chain: &[Vec<u8>]) -> Result<String, String> {
     let sig: Signature = key.sign(&pae(PAYLOAD_TYPE, payload));
     let der: DerSignature = sig.to_der();
     let b64 = base64::engine::general_purpose::STANDARD;
+    let material = if chain.is_empty() {
+        json!({"publicKey": {"hint": key_hint(key.verifying_key())?}, "tlogEntries": []})
+    } else {
+        let certs: Vec<Value> = chain.iter().map(|c| json!({"rawBytes": b64.encode(c)})).collect();
+        json!({"x509CertificateChain": {"certificates": certs}, "tlogEntries": []})
+    };
     let bundle = json!({
         "mediaType": BUNDLE_MEDIA_TYPE,
-        "verificationMaterial": {"publicKey": {"hint": key_hint(key.verifying_key())?}, "tlogEntries": []},
+        "verificationMaterial": material,
         "dsseEnvelope": {
             "payload": b64.encode(payload),
             "payloadType": PAYLOAD_TYPE,

@@ -164,29 +164,81 @@ pub(crate) fn read_bundle_text(path: &Path) -> std::io::Result<String> {
     read_text(path, FileKind::Bundle)
 }
 
-/// `model.sig` and `release.sig` next to the bundle file, each bounded
-/// ([`crate::signing::MAX_SIGNATURE_BYTES`]): absent is `None`, a
-/// file that cannot be read (too large, not UTF-8, not a regular file) is
-/// kept with why, for the check to name.
+/// One signature file next to a bundle: where it is (as shown) and its
+/// text, or why it could not be read.
+pub(crate) struct SignatureText {
+    pub(crate) shown: String,
+    pub(crate) text: Result<String, String>,
+}
+
+/// `name` (`model.sig`, `release.sig`) next to the bundle file, bounded
+/// ([`crate::signing::MAX_SIGNATURE_BYTES`]): absent is `None`; a file
+/// that cannot be read (too large, not UTF-8, not a regular file) is kept
+/// with why, for the check to name.
+pub(crate) fn signature_text(bundle_path: &Path, name: &str) -> Option<SignatureText> {
+    let p = bundle_path.parent().unwrap_or(Path::new("")).join(name);
+    let max = crate::signing::MAX_SIGNATURE_BYTES as u64;
+    // Never through a symlink: in the Argo CD plugin the repository under
+    // review could point one anywhere on the sidecar.
+    let link = std::fs::symlink_metadata(&p).is_ok_and(|m| m.file_type().is_symlink());
+    let read = if link {
+        Err(std::io::Error::other("a symlink: a signature file is read only as a regular file"))
+    } else {
+        read_bytes(&p, max, "signature file")
+    };
+    let text = match read.and_then(utf8) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
+        r => r.map_err(|e| e.to_string()),
+    };
+    Some(SignatureText { shown: crate::report::escape::path_name(&p), text })
+}
+
+/// Files a trust folder may hold: a ConfigMap of a few keys.
+const MAX_TRUST_FILES: usize = 64;
+
+/// The public keys of the pod's trust folder (a mounted ConfigMap): every
+/// `*.pem` file in it, by name, each bounded. A ConfigMap's keys are
+/// symlinks into its `..data` folder, which is why they are followed here
+/// (the folder is the platform's, not the repository's); dot-names (the
+/// mount's own bookkeeping) are skipped.
+pub(crate) fn read_trust_keys(dir: &Path) -> anyhow::Result<Vec<(String, String)>> {
+    use anyhow::Context;
+    let shown = crate::report::escape::path_name(dir);
+    let mut names = Vec::new();
+    for e in std::fs::read_dir(dir).with_context(|| format!("reading the trust folder {shown}"))? {
+        let e = e.with_context(|| format!("reading the trust folder {shown}"))?;
+        let name = e.file_name().to_string_lossy().into_owned();
+        if !name.starts_with('.') && name.ends_with(".pem") {
+            names.push(name);
+            if names.len() > MAX_TRUST_FILES {
+                anyhow::bail!("the trust folder {shown} holds more than {MAX_TRUST_FILES} .pem files");
+            }
+        }
+    }
+    names.sort();
+    if names.is_empty() {
+        anyhow::bail!("the trust folder {shown} holds no .pem public key: no signature could verify");
+    }
+    names
+        .into_iter()
+        .map(|n| {
+            let text = read_bytes(&dir.join(&n), crate::signing::MAX_KEY_BYTES, "public key")
+                .and_then(utf8)
+                .with_context(|| format!("reading {shown}/{n}"))?;
+            Ok((n, text))
+        })
+        .collect()
+}
+
+/// `model.sig` and `release.sig` next to the bundle file, read
+/// ([`signature_text`]) and parsed.
 pub(crate) fn read_signatures(bundle_path: &Path) -> crate::checks::signature::Signatures {
     use crate::checks::sign::{MODEL_SIG, RELEASE_SIG};
-    let dir = bundle_path.parent().unwrap_or(Path::new(""));
-    let read = |name: &str| -> Option<crate::checks::signature::SigFile> {
-        let p = dir.join(name);
-        let max = crate::signing::MAX_SIGNATURE_BYTES as u64;
-        // Never through a symlink: in the Argo CD plugin the repository under
-        // review could point one anywhere on the sidecar.
-        let link = std::fs::symlink_metadata(&p).is_ok_and(|m| m.file_type().is_symlink());
-        let read = if link {
-            Err(std::io::Error::other("a symlink: a signature file is read only as a regular file"))
-        } else {
-            read_bytes(&p, max, "signature file")
-        };
-        let parsed = match read.and_then(utf8) {
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
-            r => r.map_err(|e| e.to_string()).and_then(|t| crate::parse::sigstore::parse_file(&t)),
-        };
-        Some(crate::checks::signature::SigFile { shown: crate::report::escape::path_name(&p), parsed })
+    let read = |name: &str| {
+        signature_text(bundle_path, name).map(|t| crate::checks::signature::SigFile {
+            shown: t.shown,
+            parsed: t.text.and_then(|t| crate::parse::sigstore::parse_file(&t)),
+        })
     };
     crate::checks::signature::Signatures { model: read(MODEL_SIG), release: read(RELEASE_SIG), store_model: None }
 }

@@ -254,7 +254,8 @@ fn generate_inner(source: &Path, env: &CmpEnv, ov: &Overrides, policy: &Policy) 
     if let Some(img) = env.get("BUNDLEGATE_VERIFIER_IMAGE").filter(|v| !v.trim().is_empty()) {
         renderer = renderer.with_verifier_image(img);
     }
-    let rendered = renderer.render(&l)?;
+    let trust = crate::app::signature::pod_trust(policy, &bundle_path)?;
+    let rendered = renderer.render_with(&l, trust.as_ref())?;
     if rendered.verifier_missing {
         // Argo CD shows the plugin's stderr, not a report: the same finding as text.
         let d = crate::checks::render::verifier_not_rendered(

@@ -10,13 +10,20 @@ use crate::bundle::Loaded;
 use crate::options::RenderOptions;
 use crate::report::StepReport;
 
-pub(crate) fn run(_ctx: &Ctx, l: &Loaded, ro: &RenderOptions) -> Result<Vec<StepReport>> {
-    Ok(vec![render(l, ro)])
+pub(crate) fn run(ctx: &Ctx, l: &Loaded, ro: &RenderOptions) -> Result<Vec<StepReport>> {
+    Ok(vec![render(ctx, l, ro)])
+}
+
+/// `l` rendered as the policy has it: with the in-pod signature check
+/// when `signature.podTrustConfigMap` asks for one.
+pub(crate) fn rendered(ctx: &Ctx, l: &Loaded, ro: &RenderOptions) -> Result<crate::manifests::Rendered> {
+    let trust = crate::app::signature::pod_trust(&ctx.signature, &l.path)?;
+    ro.renderer()?.render_with(l, trust.as_ref())
 }
 
 /// A template or write failure is this step's ERROR.
-fn render(l: &Loaded, ro: &RenderOptions) -> StepReport {
-    let res = ro.renderer().and_then(|r| r.render(l)).and_then(|rendered| {
+fn render(ctx: &Ctx, l: &Loaded, ro: &RenderOptions) -> StepReport {
+    let res = rendered(ctx, l, ro).and_then(|rendered| {
         let written: Option<PathBuf> = match &ro.out {
             Some(dir) => Some(crate::manifests::write_out(&rendered, l, dir)?),
             None => None,

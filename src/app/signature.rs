@@ -5,9 +5,12 @@
 use crate::adapters::bundle_files;
 use crate::app::ctx::Ctx;
 use crate::bundle::{self, Loaded};
-use crate::checks::sign::MODEL_SIG;
-use crate::checks::signature::{self, Mode, SigFile};
+use std::path::Path;
+
+use crate::checks::sign::{MODEL_SIG, RELEASE_SIG};
+use crate::checks::signature::{self, Mode, Policy, SigFile};
 use crate::diag::Overrides;
+use crate::manifests::PodTrust;
 use crate::report::StepReport;
 use crate::signing::MAX_SIGNATURE_BYTES;
 
@@ -45,4 +48,45 @@ async fn in_store(ctx: &Ctx, l: &Loaded) -> Option<SigFile> {
         Err(e) => Err(format!("{e:#}")),
     };
     Some(SigFile { shown, parsed: text.and_then(|t| crate::parse::sigstore::parse_file(&t)) })
+}
+
+/// What rendered pods need to check the signatures themselves, when the
+/// platform's policy asks for it (`signature.podTrustConfigMap`): its
+/// ConfigMap and the signature files next to the bundle. A file that
+/// cannot be read, or signatures too large for a pod, stop the render:
+/// a pod told to check a signature it was not given would never start.
+pub(crate) fn pod_trust(policy: &Policy, bundle_path: &Path) -> anyhow::Result<Option<PodTrust>> {
+    let Some(cm) = &policy.pod_trust else { return Ok(None) };
+    let mut files = Vec::new();
+    for name in [MODEL_SIG, RELEASE_SIG] {
+        if let Some(t) = bundle_files::signature_text(bundle_path, name) {
+            let text = t.text.map_err(|e| anyhow::anyhow!("{}: {e}", t.shown))?;
+            files.push((name, text));
+        }
+    }
+    let pairs: Vec<(&str, &str)> = files.iter().map(|(n, t)| (*n, t.as_str())).collect();
+    let signatures = signature::pod_env(&pairs)
+        .map_err(|e| anyhow::anyhow!("carrying {}'s signatures into its pods: {e}", bundle_path.display()))?;
+    Ok(Some(PodTrust { config_map: cm.clone(), signatures }))
+}
+
+/// The signatures the verifier's env var carries ([`pod_env`]'s text),
+/// parsed; a value that is not that object is why.
+pub(crate) fn from_pod_env(env: &str, text: &str) -> Result<signature::Signatures, String> {
+    use crate::bundle::pod_verifier::MAX_POD_SIGNATURE_BYTES;
+    if text.len() > MAX_POD_SIGNATURE_BYTES {
+        return Err(format!("{env} is larger than {MAX_POD_SIGNATURE_BYTES} bytes"));
+    }
+    let v: serde_json::Value = serde_json::from_str(text).map_err(|e| format!("{env} is not JSON: {e}"))?;
+    let obj = v.as_object().ok_or_else(|| format!("{env} is not a JSON object"))?;
+    if let Some(k) = obj.keys().find(|k| !signature::POD_FILES.contains(&k.as_str())) {
+        return Err(format!("{env}: unknown key {k:?} (expected {MODEL_SIG}, {RELEASE_SIG})"));
+    }
+    let file = |name: &str| {
+        obj.get(name).map(|v| SigFile {
+            shown: format!("{env}[{name}]"),
+            parsed: crate::parse::sigstore::parse_file(&v.to_string()),
+        })
+    };
+    Ok(signature::Signatures { model: file(MODEL_SIG), release: file(RELEASE_SIG), store_model: None })
 }

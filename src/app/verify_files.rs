@@ -109,6 +109,17 @@ pub(crate) fn run(o: &VerifyFilesOptions) -> Result<Report> {
             tracing::warn!("cannot write the verifier's status: {e:#}");
         }
     };
+    // The signatures first: a list no allowed key vouched for is not worth hashing against.
+    let signed = match signatures(o, &m, &mut r, &log, &mut say)? {
+        Signed::Refused => {
+            return match log_failed.take() {
+                Some(e) => Err(anyhow!("cannot write the verifier's log to standard error: {e}")),
+                None => Ok(r),
+            }
+        }
+        Signed::NotAsked => None,
+        Signed::By(who) => Some(who),
+    };
     let clock = SystemClock;
     let deadline = clock.now() + o.wait;
     let t0 = Instant::now();
@@ -137,6 +148,8 @@ pub(crate) fn run(o: &VerifyFilesOptions) -> Result<Report> {
     let bytes: u64 = items.iter().map(|e| e.size).fold(0, u64::saturating_add);
     let step = pod_files::step(&m.release_digest, &items, &outcomes, full, &escape::path_name(&root), bytes, secs);
     let lines: Vec<String> = step.diagnostics.iter().map(|d| d.message.clone()).collect();
+    // Who vouched for the list joins the file outcomes (the pod's status).
+    let signed_line = signed.as_ref().map(|who| format!("signature {who}"));
     // A marker from an earlier run must not outlive a failed check.
     local::remove_file(&o.marker).context("removing the marker of an earlier run")?;
     if lines.is_empty() {
@@ -146,7 +159,11 @@ pub(crate) fn run(o: &VerifyFilesOptions) -> Result<Report> {
         for l in &lines {
             log(l);
         }
-        let (said, msg) = failure_texts(&lines, items.len());
+        let (said, mut msg) = failure_texts(&lines, items.len());
+        if let Some(who) = &signed_line {
+            msg = format!("{}\n{msg}", escape::human(who));
+            truncate_at(&mut msg, 4000);
+        }
         say(&said, false);
         if let Err(e) = local::write_in_place(&o.termination_log, msg.as_bytes()) {
             tracing::warn!("cannot write the termination log: {e:#}");
@@ -156,7 +173,8 @@ pub(crate) fn run(o: &VerifyFilesOptions) -> Result<Report> {
     r.push(step);
     if ok && o.stay {
         // Sidecar mode: keep running so the readiness probe can exec.
-        log(&format!("{} artifact(s) OK for {}", items.len(), m.release_digest));
+        let who = signed_line.as_deref().map(|w| format!("; {w}")).unwrap_or_default();
+        log(&format!("{} artifact(s) OK for {}{who}", items.len(), m.release_digest));
     }
     if let Some(e) = log_failed.take() {
         bail!("cannot write the verifier's log to standard error: {e}");
@@ -167,6 +185,69 @@ pub(crate) fn run(o: &VerifyFilesOptions) -> Result<Report> {
         }
     }
     Ok(r)
+}
+
+enum Signed {
+    NotAsked,
+    By(String),
+    Refused,
+}
+
+/// With `--trust`, the signature step (pushed to `r`): who signed, or
+/// refused with the marker removed and the reasons logged, in the status
+/// and in the termination message.
+fn signatures(
+    o: &VerifyFilesOptions,
+    m: &PodManifest,
+    r: &mut Report,
+    log: &dyn Fn(&str),
+    say: &mut dyn FnMut(&str, bool),
+) -> Result<Signed> {
+    let Some(dir) = &o.trust else { return Ok(Signed::NotAsked) };
+    let step = signature_step(o, dir, m)?;
+    let outcome = crate::checks::signature::pod_outcome(&step);
+    r.push(step);
+    let (heading, lines) = match outcome {
+        Ok(who) => {
+            log(&who);
+            return Ok(Signed::By(who));
+        }
+        Err(refused) => refused,
+    };
+    local::remove_file(&o.marker).context("removing the marker of an earlier run")?;
+    for l in &lines {
+        log(l);
+    }
+    let (said, msg) = failed_texts(heading, &lines);
+    say(&said, false);
+    if let Err(e) = local::write_in_place(&o.termination_log, msg.as_bytes()) {
+        tracing::warn!("cannot write the termination log: {e:#}");
+    }
+    Ok(Signed::Refused)
+}
+
+/// The `signature` step of the pod: the signatures in `o.signature_env`
+/// judged under the keys of the trust folder, against the rendered list
+/// (what the files are then hashed against). A trust folder without a
+/// usable key is the tool's error (exit 2): nothing could be verified.
+fn signature_step(o: &VerifyFilesOptions, dir: &Path, m: &PodManifest) -> Result<crate::report::StepReport> {
+    use crate::checks::signature::{self, Mode, Policy, SigFile, Signatures, Subject};
+    let keys = crate::adapters::bundle_files::read_trust_keys(dir)?
+        .iter()
+        .map(|(name, pem)| signature::allowed_key(name, pem).map_err(|e| anyhow!("the trust folder's key {e}")))
+        .collect::<Result<Vec<_>>>()?;
+    let policy = Policy { mode: Mode::Required, keys, ..Policy::default() };
+    let sigs = match crate::adapters::env::named(&o.signature_env) {
+        None => Signatures::default(),
+        Some(text) => crate::app::signature::from_pod_env(&o.signature_env, &text).unwrap_or_else(|why| Signatures {
+            model: Some(SigFile { shown: o.signature_env.clone(), parsed: Err(why) }),
+            ..Signatures::default()
+        }),
+    };
+    let arts = m.artifacts.iter().map(|a| (a.path.as_str(), Some(a.sha256.as_str()))).collect();
+    let subject = Subject::pod(&m.release_digest, &m.release_digest, arts);
+    let j = signature::judge(&subject, &policy, &sigs);
+    Ok(signature::step(&subject, &policy, j, &crate::diag::Overrides::default()))
 }
 
 // What the verifier writes names the bundle's artifact paths: each line
@@ -187,7 +268,12 @@ pub(crate) fn status_text(line: &str) -> String {
 /// the termination log, one line per failure (Kubernetes keeps the last
 /// 4096 bytes; the first artifacts matter most).
 pub(crate) fn failure_texts(lines: &[String], items: usize) -> (String, String) {
-    let mut said = format!("{} of {items} artifact(s) failed: {}", lines.len(), lines.join("; "));
+    failed_texts(format!("{} of {items} artifact(s) failed", lines.len()), lines)
+}
+
+/// [`failure_texts`] under any heading.
+fn failed_texts(head: String, lines: &[String]) -> (String, String) {
+    let mut said = format!("{head}: {}", lines.join("; "));
     truncate_at(&mut said, STATUS_MAX);
     let mut msg = lines.iter().map(|l| escape::human(l)).collect::<Vec<_>>().join("\n");
     truncate_at(&mut msg, 4000);

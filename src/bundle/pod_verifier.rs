@@ -12,6 +12,16 @@ use super::{ReleaseBundle, Serving, ServingFormat, VerifyOnStart, Volume};
 pub const VERIFIER_CONTAINER: &str = "bundlegate-verify";
 /// Env var carrying the artifact list, rendered from the bundle (git).
 pub(crate) const VERIFIER_ENV: &str = "BUNDLEGATE_ARTIFACTS";
+/// Env var carrying the release's signatures (`model.sig`, `release.sig`)
+/// when the platform's policy has pods check them (docs/signing.md).
+pub(crate) const SIGNATURE_ENV: &str = "BUNDLEGATE_SIGNATURE";
+/// Where the platform's trust ConfigMap (allowed public keys) is mounted,
+/// and the volume's name.
+pub(crate) const TRUST_DIR: &str = "/etc/bundlegate/trust";
+pub(crate) const TRUST_VOLUME: &str = "bundlegate-trust";
+/// The signatures a pod's environment carries, at most: a rendered object
+/// must stay well under the API server's request limit (about 1.5 MiB).
+pub(crate) const MAX_POD_SIGNATURE_BYTES: usize = 256 << 10;
 /// Where KServe's storage initializer writes the model, and the emptyDir it
 /// uses (`kserve-provision-location`): the webhook reuses a volume of that
 /// name when the pod spec already declares it, which lets the verifier mount

@@ -5,7 +5,7 @@
 //! than the reviewed release. Lint refuses them (BG021); render refuses any
 //! list Kubernetes merges by name that holds a name twice.
 
-use super::pod_verifier::{KSERVE_MODEL_DIR, KSERVE_MODEL_VOLUME, VERIFIER_CONTAINER, VERIFIER_ENV};
+use super::pod_verifier::{KSERVE_MODEL_DIR, KSERVE_MODEL_VOLUME, TRUST_VOLUME, VERIFIER_CONTAINER, VERIFIER_ENV};
 use super::ServingFormat;
 
 /// Env names set by render (exact).
@@ -13,8 +13,9 @@ pub(crate) const ENV: &[&str] = &["STORAGE_URI", VERIFIER_ENV];
 /// Env prefixes owned by render: the release identity and the generation
 /// stop conditions (`BUNDLEGATE_RELEASE_DIGEST`, `GENERATION_STOP_STRINGS`…).
 pub(crate) const ENV_PREFIXES: &[&str] = &["BUNDLEGATE_", "GENERATION_"];
-/// Volume names render adds (KServe's model volume the verifier mounts).
-pub(crate) const VOLUMES: &[&str] = &[KSERVE_MODEL_VOLUME];
+/// Volume names render adds (KServe's model volume the verifier mounts,
+/// the platform's trust ConfigMap).
+pub(crate) const VOLUMES: &[&str] = &[KSERVE_MODEL_VOLUME, TRUST_VOLUME];
 /// Container names render adds.
 pub(crate) const CONTAINERS: &[&str] = &[VERIFIER_CONTAINER];
 /// Label and annotation keys render sets, and the prefix it owns.

@@ -40,7 +40,7 @@ const MAX_MIN_SAMPLES: u64 = 1_000_000_000_000;
 
 type Refusal = (String, String);
 
-fn dns_label(s: &str, first_letter: bool) -> bool {
+pub(crate) fn dns_label(s: &str, first_letter: bool) -> bool {
     let b = s.as_bytes();
     let ok = |c: &u8| c.is_ascii_lowercase() || c.is_ascii_digit();
     !b.is_empty()

@@ -12,8 +12,8 @@ use p256::ecdsa::VerifyingKey;
 use serde_json::json;
 
 use crate::bundle::Loaded;
-use crate::checks::sign::MODEL_SIG;
-use crate::diag::{Code, Diagnostic, Overrides, Severity};
+use crate::checks::sign::{MODEL_SIG, RELEASE_SIG};
+use crate::diag::{Code, Diagnostic, Overrides, Severity, Span};
 use crate::report::{StepReport, Verdict};
 use crate::signing::{self, Envelope, Parsed, Resource, Statement};
 
@@ -43,6 +43,31 @@ pub(crate) struct AllowedKey {
 pub(crate) struct Policy {
     pub(crate) mode: Mode,
     pub(crate) keys: Vec<AllowedKey>,
+    /// Certificate mode: the trusted root's CAs and who may sign.
+    pub(crate) certs: CertTrust,
+    /// The ConfigMap (the platform's, holding the allowed public keys)
+    /// that rendered pods mount for the verifier to check the signatures
+    /// again before hashing; `None`: the pod does not check them.
+    pub(crate) pod_trust: Option<String>,
+}
+
+/// Certificate mode's trust: the CAs of `trustedRoot`, the identities
+/// `certificateIdentities` allows, and the time validity is checked at
+/// (seconds since the epoch; the loader's clock).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct CertTrust {
+    pub(crate) anchors: Vec<x509_cert::Certificate>,
+    pub(crate) identities: Vec<Identity>,
+    pub(crate) now: u64,
+}
+
+/// One allowed signer in certificate mode: a subject alternative name of
+/// the signing certificate, and its issuer (Fulcio's OIDC issuer, or the
+/// issuing CA's name as RFC 4514 writes it).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub(crate) struct Identity {
+    pub(crate) identity: String,
+    pub(crate) issuer: String,
 }
 
 /// One signature file as gathered: where it was (as shown) and what it
@@ -76,6 +101,10 @@ pub(crate) struct Signer {
     pub(crate) key_hint: String,
     /// What it signs: "5 file(s)" or "release sha256:…".
     pub(crate) signs: String,
+    /// Certificate mode: the identity and issuer that matched the policy
+    /// (`key` then names them; `keyHint` is the certificate's sha256).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) identity: Option<Identity>,
 }
 
 /// The judgment: findings, and who signed.
@@ -87,13 +116,67 @@ pub(crate) struct Judgment {
     pub(crate) model_covered: bool,
 }
 
+/// An allowed key from its PEM text, named as the policy names it (a
+/// config entry, or a file of the pod's trust folder).
+pub(crate) fn allowed_key(name: &str, pem: &str) -> Result<AllowedKey, String> {
+    let key = signing::public_key(pem).map_err(|e| format!("{name}: {e}"))?;
+    let hint = signing::key_hint(&key).map_err(|e| format!("{name}: {e}"))?;
+    Ok(AllowedKey { name: name.to_string(), key, hint })
+}
+
 /// Findings of one kind named one by one up to this many; the rest are
 /// counted in one more finding (10,000 foreign names are one finding's worth).
 const NAMED: usize = 20;
 
+/// What a signature is judged against: a loaded bundle (lint, verify,
+/// audit, the Argo CD plugin: findings point into its file), or the list
+/// the pod's verifier was rendered with (no file to point into).
+pub(crate) struct Subject<'a> {
+    /// Shown as the step's subject.
+    pub(crate) display: &'a str,
+    /// `sha256:…`, what `release.sig` must sign.
+    pub(crate) digest: &'a str,
+    /// Each file's path and pinned sha256.
+    pub(crate) artifacts: Vec<(&'a str, Option<&'a str>)>,
+    /// The release as messages name it, and where its signatures were looked for.
+    name: String,
+    looked: &'static str,
+    loaded: Option<&'a Loaded>,
+}
+
+impl<'a> Subject<'a> {
+    pub(crate) fn of(l: &'a Loaded) -> Subject<'a> {
+        Subject {
+            display: &l.display,
+            digest: &l.digest,
+            artifacts: l.bundle.spec.model.artifacts.iter().map(|a| (a.path.as_str(), a.sha256.as_deref())).collect(),
+            name: format!("release {}", l.bundle.metadata.version),
+            looked: "next to its bundle file (nor in its store)",
+            loaded: Some(l),
+        }
+    }
+
+    /// The pod's view: the rendered artifact list and the signatures the
+    /// verifier's environment carries.
+    pub(crate) fn pod(display: &'a str, digest: &'a str, artifacts: Vec<(&'a str, Option<&'a str>)>) -> Subject<'a> {
+        Subject {
+            display,
+            digest,
+            artifacts,
+            name: format!("release {digest}"),
+            looked: "in the pod's environment",
+            loaded: None,
+        }
+    }
+
+    fn span(&self, field: &str) -> Option<Span> {
+        self.loaded.and_then(|l| l.span(field))
+    }
+}
+
 /// Judge the bundle's signatures under the policy. `Mode::Off` reads nothing
 /// and finds nothing.
-pub(crate) fn judge(l: &Loaded, policy: &Policy, sigs: &Signatures) -> Judgment {
+pub(crate) fn judge(l: &Subject, policy: &Policy, sigs: &Signatures) -> Judgment {
     let mut j = Judgment::default();
     if policy.mode == Mode::Off {
         return j;
@@ -108,7 +191,7 @@ pub(crate) fn judge(l: &Loaded, policy: &Policy, sigs: &Signatures) -> Judgment 
             }
             let covered = j.diagnostics.len() == before;
             j.model_covered |= covered;
-            j.signers.push(Signer { signs: format!("{} file(s)", l.bundle.spec.model.artifacts.len()), ..signer });
+            j.signers.push(Signer { signs: format!("{} file(s)", l.artifacts.len()), ..signer });
         }
     }
     if models.is_empty() {
@@ -126,13 +209,13 @@ pub(crate) fn judge(l: &Loaded, policy: &Policy, sigs: &Signatures) -> Judgment 
     j
 }
 
-fn missing_message(l: &Loaded) -> String {
-    format!("release {} has no {MODEL_SIG} next to its bundle file (nor in its store)", l.bundle.metadata.version)
+fn missing_message(l: &Subject) -> String {
+    format!("{} has no {MODEL_SIG} {}", l.name, l.looked)
 }
 
-fn release(l: &Loaded, policy: &Policy, f: &SigFile, j: &mut Judgment) {
+fn release(l: &Subject, policy: &Policy, f: &SigFile, j: &mut Judgment) {
     let Some((_, statement, signer)) = verified(l, policy, f, &mut j.diagnostics) else { return };
-    let hex = l.digest.strip_prefix("sha256:").unwrap_or(&l.digest);
+    let hex = l.digest.strip_prefix("sha256:").unwrap_or(l.digest);
     if statement.predicate_type != signing::RELEASE_PREDICATE {
         let why = format!("predicateType {} is not {}", statement.predicate_type, signing::RELEASE_PREDICATE);
         j.diagnostics.push(malformed(l, f, &why));
@@ -156,7 +239,7 @@ fn release(l: &Loaded, policy: &Policy, f: &SigFile, j: &mut Judgment) {
 /// The file parsed and its signature verified under an allowed key, or the
 /// finding saying why not.
 fn verified<'a>(
-    l: &Loaded,
+    l: &Subject,
     policy: &Policy,
     f: &'a SigFile,
     out: &mut Vec<Diagnostic>,
@@ -168,21 +251,89 @@ fn verified<'a>(
             return None;
         }
     };
-    let Some(k) = allowed_signer(policy, &p.envelope) else {
-        out.push(untrusted(l, policy, f, &p.envelope));
-        return None;
+    let signer = if p.envelope.chain.is_empty() {
+        let Some(k) = allowed_signer(policy, &p.envelope) else {
+            out.push(untrusted(l, policy, f, &p.envelope));
+            return None;
+        };
+        Signer {
+            file: f.shown.clone(),
+            key: k.name.clone(),
+            key_hint: k.hint.clone(),
+            signs: String::new(),
+            identity: None,
+        }
+    } else {
+        match certified(l, policy, f, &p.envelope) {
+            Ok(s) => s,
+            Err(d) => {
+                out.push(*d);
+                return None;
+            }
+        }
     };
     match &p.statement {
-        Ok(s) => {
-            let signer =
-                Signer { file: f.shown.clone(), key: k.name.clone(), key_hint: k.hint.clone(), signs: String::new() };
-            Some((p, s, signer))
-        }
+        Ok(s) => Some((p, s, signer)),
         Err(why) => {
             out.push(malformed(l, f, why));
             None
         }
     }
+}
+
+/// Certificate mode: the chain walked to the trusted root at the policy's
+/// time, the DSSE signature under the signing certificate's key, and its
+/// identity among the allowed ones; or the finding saying which failed.
+fn certified(l: &Subject, policy: &Policy, f: &SigFile, env: &Envelope) -> Result<Signer, Box<Diagnostic>> {
+    use crate::signing::cert::{self, ChainError};
+    let ct = &policy.certs;
+    let at = l.span("metadata.name");
+    let finding =
+        |code: Code, why: String| Box::new(Diagnostic::new(code, format!("{}: {why}", f.shown)).at(at.clone()));
+    if ct.anchors.is_empty() {
+        return Err(finding(
+            Code::SignatureUntrusted,
+            "signed with a certificate, and the policy names no trustedRoot to check it against".into(),
+        ));
+    }
+    let signer = match cert::verify_chain(&env.chain, &ct.anchors, ct.now) {
+        Ok(s) => s,
+        Err(ChainError::Malformed(why)) => return Err(Box::new(malformed(l, f, &why))),
+        Err(ChainError::Expired(why)) => return Err(finding(Code::SigningCertificateExpired, why)),
+        Err(ChainError::Untrusted(why)) => return Err(finding(Code::SignatureUntrusted, why)),
+    };
+    if !signer.key.verifies_dsse(&signing::pae(signing::PAYLOAD_TYPE, &env.payload), &env.signature) {
+        return Err(finding(
+            Code::SignatureUntrusted,
+            "the signature does not verify under its signing certificate's key".into(),
+        ));
+    }
+    let allowed = ct.identities.iter().find(|i| i.issuer == signer.issuer && signer.identities.contains(&i.identity));
+    let Some(id) = allowed else {
+        let mut d = *finding(
+            Code::SignerIdentityNotAllowed,
+            format!(
+                "signed by {} (issuer {}), not an identity the policy allows",
+                if signer.identities.is_empty() {
+                    "a certificate without e-mail, URI or DNS names".to_string()
+                } else {
+                    signer.identities.join(", ")
+                },
+                signer.issuer
+            ),
+        );
+        for i in &ct.identities {
+            d = d.evidence(format!("allowed: {} (issuer {})", i.identity, i.issuer));
+        }
+        return Err(Box::new(d));
+    };
+    Ok(Signer {
+        file: f.shown.clone(),
+        key: format!("{} (issuer {})", id.identity, id.issuer),
+        key_hint: signer.fingerprint,
+        signs: String::new(),
+        identity: Some(id.clone()),
+    })
 }
 
 /// The allowed key the signature verifies under: the one its hint names
@@ -193,13 +344,13 @@ fn allowed_signer<'a>(policy: &'a Policy, env: &Envelope) -> Option<&'a AllowedK
     hinted.chain(rest).find(|k| signing::verifies(env, &k.key))
 }
 
-fn malformed(l: &Loaded, f: &SigFile, why: &str) -> Diagnostic {
+fn malformed(l: &Subject, f: &SigFile, why: &str) -> Diagnostic {
     Diagnostic::new(Code::SignatureMalformed, format!("{}: {why}", f.shown))
         .at(l.span("metadata.name"))
         .help("sign the release again with `bundlegate sign` or `model_signing sign key`")
 }
 
-fn untrusted(l: &Loaded, policy: &Policy, f: &SigFile, env: &Envelope) -> Diagnostic {
+fn untrusted(l: &Subject, policy: &Policy, f: &SigFile, env: &Envelope) -> Diagnostic {
     let short = |h: &str| h.get(..12).unwrap_or(h).to_string();
     let hint = env.key_hint.as_deref().map_or_else(|| "no key hint".to_string(), |h| format!("key hint {}", short(h)));
     let mut d = Diagnostic::new(
@@ -214,10 +365,10 @@ fn untrusted(l: &Loaded, policy: &Policy, f: &SigFile, env: &Envelope) -> Diagno
 }
 
 /// The signed resources against the bundle's artifacts, by name.
-fn compare(l: &Loaded, f: &SigFile, rs: &[Resource], out: &mut Vec<Diagnostic>) {
+fn compare(l: &Subject, f: &SigFile, rs: &[Resource], out: &mut Vec<Diagnostic>) {
     let signed: BTreeMap<&str, &str> = rs.iter().map(|r| (r.name.as_str(), r.digest.as_str())).collect();
-    let arts = &l.bundle.spec.model.artifacts;
-    let listed: BTreeMap<&str, usize> = arts.iter().enumerate().map(|(i, a)| (a.path.as_str(), i)).collect();
+    let arts = &l.artifacts;
+    let listed: BTreeMap<&str, usize> = arts.iter().enumerate().map(|(i, a)| (a.0, i)).collect();
     let mut found = Vec::new();
     for (name, _) in signed.iter().filter(|(n, _)| !listed.contains_key(*n)) {
         found.push(Diagnostic::new(
@@ -227,16 +378,16 @@ fn compare(l: &Loaded, f: &SigFile, rs: &[Resource], out: &mut Vec<Diagnostic>) 
     }
     capped(l, f, Code::SignedFileNotInBundle, found, out);
     let mut unsigned = Vec::new();
-    for (i, a) in arts.iter().enumerate() {
+    for (i, &(path, sha)) in arts.iter().enumerate() {
         let at = l.span(&format!("spec.model.artifacts[{i}]"));
-        match (signed.get(a.path.as_str()), a.sha256.as_deref()) {
+        match (signed.get(path), sha) {
             (None, _) => unsigned.push(
-                Diagnostic::new(Code::BundleFileNotSigned, format!("{} is not covered by {}", a.path, f.shown)).at(at),
+                Diagnostic::new(Code::BundleFileNotSigned, format!("{path} is not covered by {}", f.shown)).at(at),
             ),
             (Some(s), Some(b)) if *s != b => out.push(
                 Diagnostic::new(
                     Code::SignedDigestMismatch,
-                    format!("{}: {} signs sha256 {s}, the bundle pins {b}", a.path, f.shown),
+                    format!("{path}: {} signs sha256 {s}, the bundle pins {b}", f.shown),
                 )
                 .at(l.span(&format!("spec.model.artifacts[{i}].sha256")))
                 .field(format!("spec.model.artifacts[{i}].sha256")),
@@ -249,7 +400,7 @@ fn compare(l: &Loaded, f: &SigFile, rs: &[Resource], out: &mut Vec<Diagnostic>) 
 }
 
 /// The first [`NAMED`] findings, then one counting the rest.
-fn capped(l: &Loaded, f: &SigFile, code: Code, mut found: Vec<Diagnostic>, out: &mut Vec<Diagnostic>) {
+fn capped(l: &Subject, f: &SigFile, code: Code, mut found: Vec<Diagnostic>, out: &mut Vec<Diagnostic>) {
     let more = found.len().saturating_sub(NAMED);
     found.truncate(NAMED);
     for d in found {
@@ -266,14 +417,15 @@ fn capped(l: &Loaded, f: &SigFile, code: Code, mut found: Vec<Diagnostic>, out: 
 
 /// The `signature` step of one bundle, or none when the policy is off.
 pub(crate) fn check(l: &Loaded, policy: &Policy, sigs: &Signatures, ov: &Overrides) -> Option<StepReport> {
-    (policy.mode != Mode::Off).then(|| step(l, policy, judge(l, policy, sigs), ov))
+    let subject = Subject::of(l);
+    (policy.mode != Mode::Off).then(|| step(&subject, policy, judge(&subject, policy, sigs), ov))
 }
 
 /// The `signature` step: the judgment with overrides applied, written up.
 /// Never PASS under `required` unless a model signature verified and
 /// covered the bundle (a finding allowed away still checked nothing).
-pub(crate) fn step(l: &Loaded, policy: &Policy, j: Judgment, ov: &Overrides) -> StepReport {
-    let mut s = StepReport::new("signature", &l.display);
+pub(crate) fn step(l: &Subject, policy: &Policy, j: Judgment, ov: &Overrides) -> StepReport {
+    let mut s = StepReport::new("signature", l.display);
     s.diagnostics = ov.apply(j.diagnostics);
     s.verdict = s.verdict_from_diagnostics();
     if s.verdict == Verdict::Pass && policy.mode == Mode::Required && !j.model_covered {
@@ -282,7 +434,10 @@ pub(crate) fn step(l: &Loaded, policy: &Policy, j: Judgment, ov: &Overrides) -> 
     let who: Vec<String> = j
         .signers
         .iter()
-        .map(|g| format!("{} signed by key {} ({}): {}", g.file, short(&g.key_hint), g.key, g.signs))
+        .map(|g| match &g.identity {
+            None => format!("{} signed by key {} ({}): {}", g.file, short(&g.key_hint), g.key, g.signs),
+            Some(_) => format!("{} signed by {} with certificate {}: {}", g.file, g.key, short(&g.key_hint), g.signs),
+        })
         .collect();
     s.summary = match (who.is_empty(), s.verdict) {
         (true, _) => format!("{}: unsigned or not verified", mode_name(policy.mode)),
@@ -303,6 +458,45 @@ fn mode_name(m: Mode) -> &'static str {
         Mode::Optional => "optional",
         Mode::Required => "required",
     }
+}
+
+/// The keys of the verifier's [`SIGNATURE_ENV`](crate::bundle::pod_verifier::SIGNATURE_ENV)
+/// object: each signature file as the JSON it is.
+pub(crate) const POD_FILES: [&str; 2] = [MODEL_SIG, RELEASE_SIG];
+
+/// The verifier's signature env var: `{"model.sig": {…}, "release.sig": {…}}`,
+/// each present file's Sigstore bundle as JSON (whose DSSE payload and
+/// signature are base64 inside, so re-encoding changes nothing signed).
+/// `None` when no file is present; too large or not JSON: why.
+pub(crate) fn pod_env(files: &[(&str, &str)]) -> Result<Option<String>, String> {
+    use crate::bundle::pod_verifier::MAX_POD_SIGNATURE_BYTES;
+    let mut obj = serde_json::Map::new();
+    for (name, text) in files {
+        let v: serde_json::Value = serde_json::from_str(text).map_err(|e| format!("{name} is not JSON: {e}"))?;
+        obj.insert((*name).to_string(), v);
+    }
+    if obj.is_empty() {
+        return Ok(None);
+    }
+    let text = serde_json::Value::Object(obj).to_string();
+    if text.len() > MAX_POD_SIGNATURE_BYTES {
+        return Err(format!(
+            "the signatures take {} bytes, over the {MAX_POD_SIGNATURE_BYTES} a pod's environment may carry (the object would near the API server's request limit); keep the pod check off (no signature.podTrustConfigMap) for this release",
+            text.len()
+        ));
+    }
+    Ok(Some(text))
+}
+
+/// What the pod's verifier says of its signature step: who signed when it
+/// passed; otherwise a heading and one line per finding (the status, the
+/// log and the termination message).
+pub(crate) fn pod_outcome(step: &StepReport) -> Result<String, (String, Vec<String>)> {
+    if step.verdict == Verdict::Pass {
+        return Ok(step.summary.clone());
+    }
+    let lines = step.diagnostics.iter().map(|d| format!("signature: {}", d.message)).collect();
+    Err((format!("the signature check failed ({})", step.summary), lines))
 }
 
 /// The store's `model.sig` at the prefix root is the signature, not an
@@ -342,22 +536,26 @@ mod tests {
         SigFile { shown: name.into(), parsed: crate::parse::sigstore::parse_file(&text) }
     }
 
+    fn judge_l(l: &Loaded, p: &Policy, s: &Signatures) -> Judgment {
+        judge(&Subject::of(l), p, s)
+    }
+
     fn codes(j: &Judgment) -> Vec<&str> {
         j.diagnostics.iter().map(|d| d.code.as_str()).collect()
     }
 
     fn required(k: &SigningKey) -> Policy {
-        Policy { mode: Mode::Required, keys: vec![allowed(k)] }
+        Policy { mode: Mode::Required, keys: vec![allowed(k)], ..Policy::default() }
     }
 
     #[test]
     fn a_release_signed_by_an_allowed_key_passes_and_names_the_signer() {
         let l = crate::bundle::example();
         let k = key();
-        let j = judge(&l, &required(&k), &signed(&l, &k));
+        let j = judge_l(&l, &required(&k), &signed(&l, &k));
         assert!(j.diagnostics.is_empty(), "{:?}", j.diagnostics);
         assert!(j.model_covered);
-        let s = step(&l, &required(&k), j, &Overrides::default());
+        let s = step(&Subject::of(&l), &required(&k), j, &Overrides::default());
         assert_eq!(s.verdict, Verdict::Pass);
         assert!(s.summary.contains(short(&allowed(&k).hint)) && s.summary.contains("keys/a.pub.pem"), "{}", s.summary);
     }
@@ -366,17 +564,17 @@ mod tests {
     fn unsigned_is_an_error_under_required_a_warning_under_optional_nothing_when_off() {
         let l = crate::bundle::example();
         let k = key();
-        let j = judge(&l, &required(&k), &Signatures::default());
+        let j = judge_l(&l, &required(&k), &Signatures::default());
         assert_eq!(codes(&j), ["BG701"]);
         assert_eq!(j.diagnostics[0].severity, Severity::Error);
-        let optional = Policy { mode: Mode::Optional, keys: vec![allowed(&k)] };
-        let j = judge(&l, &optional, &Signatures::default());
+        let optional = Policy { mode: Mode::Optional, keys: vec![allowed(&k)], ..Policy::default() };
+        let j = judge_l(&l, &optional, &Signatures::default());
         assert_eq!(j.diagnostics[0].severity, Severity::Warning);
-        assert!(judge(&l, &Policy::default(), &Signatures::default()).diagnostics.is_empty());
+        assert!(judge_l(&l, &Policy::default(), &Signatures::default()).diagnostics.is_empty());
         // BG701 allowed away under required: still not PASS.
         let mut ov = Overrides::default();
         ov.set("BG701", Severity::Allow).unwrap();
-        let s = step(&l, &required(&k), judge(&l, &required(&k), &Signatures::default()), &ov);
+        let s = step(&Subject::of(&l), &required(&k), judge_l(&l, &required(&k), &Signatures::default()), &ov);
         assert_eq!(s.verdict, Verdict::Inconclusive);
     }
 
@@ -385,7 +583,7 @@ mod tests {
         let mut l = crate::bundle::example();
         let k = key();
         let sigs = signed(&l, &k);
-        assert_eq!(codes(&judge(&l, &required(&key()), &sigs)), ["BG703", "BG703"]);
+        assert_eq!(codes(&judge_l(&l, &required(&key()), &sigs)), ["BG703", "BG703"]);
         // One artifact's digest changed, one dropped, one added after signing.
         let arts = &mut l.bundle.spec.model.artifacts;
         arts[0].sha256 = Some("0".repeat(64));
@@ -393,7 +591,7 @@ mod tests {
         let mut added = arts[0].clone();
         added.path = "new.bin".into();
         arts.push(added);
-        let j = judge(&l, &required(&k), &sigs);
+        let j = judge_l(&l, &required(&k), &sigs);
         let c = codes(&j);
         assert!(c.contains(&"BG704") && c.contains(&"BG705") && c.contains(&"BG706"), "{c:?} ({})", dropped.path);
     }
@@ -404,7 +602,7 @@ mod tests {
         let k = key();
         let sigs = signed(&l, &k);
         l.digest = format!("sha256:{}", "1".repeat(64));
-        assert_eq!(codes(&judge(&l, &required(&k), &sigs)), ["BG707"]);
+        assert_eq!(codes(&judge_l(&l, &required(&k), &sigs)), ["BG707"]);
     }
 
     #[test]
@@ -413,14 +611,14 @@ mod tests {
         let k = key();
         let mut sigs = signed(&l, &k);
         sigs.model = Some(SigFile { shown: "model.sig".into(), parsed: Err("over the limit".into()) });
-        assert_eq!(codes(&judge(&l, &required(&k), &sigs)), ["BG702"]);
+        assert_eq!(codes(&judge_l(&l, &required(&k), &sigs)), ["BG702"]);
         let many: Vec<serde_json::Value> = (0..10_000)
             .map(|i| json!({"name": format!("f{i}"), "algorithm": "sha256", "digest": "0".repeat(64)}))
             .collect();
         let mut st = signing::model_statement("v2", &l.bundle.spec.model.artifacts).unwrap();
         st["predicate"]["resources"] = serde_json::Value::Array(many);
         sigs.model = Some(file("model.sig", signing::sign(&st, &k).unwrap()));
-        let j = judge(&l, &required(&k), &sigs);
+        let j = judge_l(&l, &required(&k), &sigs);
         assert!(!j.model_covered);
         assert_eq!(j.diagnostics.iter().filter(|d| d.code == Code::SignedFileNotInBundle).count(), NAMED + 1);
     }

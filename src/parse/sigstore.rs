@@ -29,7 +29,18 @@ struct RawBundle {
 struct RawMaterial {
     public_key: Option<RawPublicKey>,
     certificate: Option<serde::de::IgnoredAny>,
-    x509_certificate_chain: Option<serde::de::IgnoredAny>,
+    x509_certificate_chain: Option<RawChain>,
+}
+
+#[derive(Deserialize)]
+struct RawChain {
+    certificates: Vec<RawCert>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RawCert {
+    raw_bytes: String,
 }
 
 #[derive(Deserialize)]
@@ -61,11 +72,15 @@ pub fn parse_bundle(text: &str) -> Result<Envelope, String> {
         return Err(format!("mediaType {:?} is not {BUNDLE_MEDIA_TYPE}", b.media_type));
     }
     let m = b.verification_material;
-    if m.certificate.is_some() || m.x509_certificate_chain.is_some() {
-        return Err("signed with a certificate (certificate or keyless mode): only key mode is supported yet".into());
+    let b64 = base64::engine::general_purpose::STANDARD;
+    if m.certificate.is_some() {
+        return Err("a keyless (Fulcio and Rekor) bundle: only key and certificate modes are supported yet".into());
     }
-    let Some(pk) = m.public_key else {
-        return Err("verificationMaterial has no publicKey: only key mode is supported yet".into());
+    let (key_hint, chain) = match (m.public_key, m.x509_certificate_chain) {
+        (Some(pk), None) => (pk.hint.filter(|h| !h.is_empty()), Vec::new()),
+        (None, Some(c)) => (None, chain(&c, &b64)?),
+        (Some(_), Some(_)) => return Err("verificationMaterial has both a publicKey and a certificate chain".into()),
+        (None, None) => return Err("verificationMaterial has neither a publicKey nor a certificate chain".into()),
     };
     let env = b.dsse_envelope;
     if env.payload_type != PAYLOAD_TYPE {
@@ -74,10 +89,64 @@ pub fn parse_bundle(text: &str) -> Result<Envelope, String> {
     let [only] = env.signatures.as_slice() else {
         return Err(format!("{} signatures in the envelope, expected one", env.signatures.len()));
     };
-    let b64 = base64::engine::general_purpose::STANDARD;
     let payload = b64.decode(&env.payload).map_err(|e| format!("payload is not base64: {e}"))?;
     let signature = b64.decode(&only.sig).map_err(|e| format!("signature is not base64: {e}"))?;
-    Ok(Envelope { key_hint: pk.hint.filter(|h| !h.is_empty()), payload, signature })
+    Ok(Envelope { key_hint, payload, signature, chain })
+}
+
+/// The chain's certificates, DER, bounded in number and size.
+fn chain(c: &RawChain, b64: &base64::engine::GeneralPurpose) -> Result<Vec<Vec<u8>>, String> {
+    use crate::signing::cert::{MAX_CERT_BYTES, MAX_CHAIN};
+    if c.certificates.is_empty() || c.certificates.len() > MAX_CHAIN {
+        return Err(format!("{} certificates in x509CertificateChain (1 to {MAX_CHAIN})", c.certificates.len()));
+    }
+    c.certificates
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            if r.raw_bytes.len() > MAX_CERT_BYTES * 2 {
+                return Err(format!("certificate {i} of the chain is over {MAX_CERT_BYTES} bytes"));
+            }
+            b64.decode(&r.raw_bytes).map_err(|e| format!("certificate {i} of the chain is not base64: {e}"))
+        })
+        .collect()
+}
+
+/// The CA certificates (DER) of a Sigstore trusted root
+/// (`trusted_root.json`: `certificateAuthorities[].certChain.certificates`),
+/// which certificate-mode signatures must chain to. Bounded like a bundle.
+pub fn trusted_root_cas(text: &str) -> Result<Vec<Vec<u8>>, String> {
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Root {
+        media_type: String,
+        #[serde(default)]
+        certificate_authorities: Vec<Ca>,
+    }
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Ca {
+        cert_chain: RawChain,
+    }
+    if text.len() > MAX_SIGNATURE_BYTES {
+        return Err(format!("{} bytes, over the limit of {MAX_SIGNATURE_BYTES}", text.len()));
+    }
+    let r: Root = serde_json::from_str(text).map_err(|e| format!("not a Sigstore trusted root (JSON): {e}"))?;
+    if !r.media_type.starts_with("application/vnd.dev.sigstore.trustedroot") {
+        return Err(format!("mediaType {:?} is not a Sigstore trusted root", r.media_type));
+    }
+    let b64 = base64::engine::general_purpose::STANDARD;
+    let mut out = Vec::new();
+    for ca in &r.certificate_authorities {
+        out.extend(chain(&ca.cert_chain, &b64)?);
+        if out.len() > 64 {
+            return Err("more than 64 CA certificates".into());
+        }
+    }
+    if out.is_empty() {
+        return Err("no certificateAuthorities: no certificate could chain to it".into());
+    }
+    Ok(out)
 }
 
 /// A signature file's text, parsed as far as it goes: the envelope (or why
@@ -226,7 +295,7 @@ mod tests {
     fn other_bundles_are_refused_saying_why() {
         let mut v: Value = serde_json::from_str(&bundle_text(b"{}")).unwrap();
         v["verificationMaterial"]["certificate"] = json!({"rawBytes": "AA=="});
-        assert!(parse_bundle(&v.to_string()).unwrap_err().contains("only key mode"));
+        assert!(parse_bundle(&v.to_string()).unwrap_err().contains("keyless"));
         let mut v: Value = serde_json::from_str(&bundle_text(b"{}")).unwrap();
         v["dsseEnvelope"]["signatures"] = json!([]);
         assert!(parse_bundle(&v.to_string()).unwrap_err().contains("0 signatures"));

@@ -439,7 +439,7 @@ fn render_step(
             let base_yaml = pr_base.as_ref().map(|b| {
                 b.as_ref()
                     .map_err(|e| anyhow::anyhow!("{e}"))
-                    .and_then(|b| ro.renderer()?.render(b))
+                    .and_then(|b| crate::app::render::rendered(ctx, b, &ro))
                     .map(|r| r.yaml)
                     .unwrap_or_else(|e| format!("# base version could not be rendered: {e}\n"))
             });

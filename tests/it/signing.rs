@@ -315,7 +315,15 @@ fn a_policy_the_tool_cannot_hold_is_refused_by_name() {
     let cases = [
         ("signature:\n  mode: required\n  publicKey: [a.pem]\n", "unknown field `publicKey`, expected one of"),
         ("signature:\n  mode: required\n  publicKeys: []\n", "publicKeys is empty"),
-        ("signature:\n  mode: required\n  publicKeys: [k.pem]\n  trustedRoot: r.json\n", "not supported yet"),
+        (
+            "signature:\n  mode: required\n  publicKeys: [k.pem]\n  trustedRoot: r.json\n",
+            "trustedRoot without certificateIdentities",
+        ),
+        (
+            "signature:\n  mode: required\n  certificateIdentities: [{identity: a@b, issuer: x}]\n",
+            "certificateIdentities without a trustedRoot",
+        ),
+        ("signature:\n  mode: optional\n  publicKeys: [k.pem]\n  podTrustConfigMap: t\n", "needs mode: required"),
         ("signature:\n  mode: always\n  publicKeys: [k.pem]\n", "unknown variant `always`"),
     ];
     for (text, says) in cases {
@@ -347,18 +355,23 @@ fn bundlegate_verifies_what_the_reference_tool_signs() {
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let config = policy(keys.path(), "required", &public);
-    let out = with_config(&ex, "verify", &config);
+    passes_then_only_the_signature_tells(&ex, &policy(keys.path(), "required", &public));
+}
+
+/// `verify` under `config` passes on the store the reference tool signed;
+/// then one byte of the weights changes and the bundle is updated to
+/// match, so only the signature can tell (BG706).
+fn passes_then_only_the_signature_tells(ex: &Example, config: &Path) {
+    let out = with_config(ex, "verify", config);
     assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
     assert_eq!(signature_step(&out)["verdict"], "pass");
-
-    let weights = store.join("ckpt.pt");
+    let weights = ex.store("v2").join("ckpt.pt");
     let mut bytes = std::fs::read(&weights).unwrap();
     bytes[0] ^= 1;
     std::fs::write(&weights, &bytes).unwrap();
     let sha = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(&bytes));
     ex.edit_v2(|v| *at(v, "spec.model.artifacts.0.sha256") = yaml(&sha));
-    let out = with_config(&ex, "verify", &config);
+    let out = with_config(ex, "verify", config);
     assert_eq!(out.code, 1, "{}", out.stdout);
     assert_eq!(out.codes(), ["BG706"], "only the signature can tell:\n{}", out.stdout);
 }
@@ -389,4 +402,200 @@ fn audit_finds_a_signature_whose_key_was_rotated_out() {
     let out = audit(&policy(other.path(), "optional", &other_public));
     assert_eq!(out.code, 1, "{}", out.stdout);
     assert!(out.codes().contains(&"BG703".to_string()), "{:?}", out.codes());
+}
+
+// ---- certificate mode: a CA made with openssl, both directions ---------------
+
+/// A CA and what it issued, made with openssl as an operator would: the CA
+/// (P-256, `CA:TRUE`), a signing certificate for `release@example.com`
+/// (digitalSignature), one for `intruder@example.com`, one that expired in
+/// 2020 (`openssl ca` sets its dates), and `trusted_root.json` holding the CA.
+struct Pki {
+    dir: tempfile::TempDir,
+}
+
+impl Pki {
+    fn new() -> Pki {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let sh = |script: &str| {
+            let o = Command::new("bash").arg("-ec").arg(script).current_dir(d).output().unwrap();
+            assert!(o.status.success(), "{script}\n{}", String::from_utf8_lossy(&o.stderr));
+        };
+        sh("openssl ecparam -name prime256v1 -genkey -noout -out ca.key
+            openssl req -x509 -new -key ca.key -subj '/CN=Example Release CA' -days 30 \\
+              -addext 'basicConstraints=critical,CA:TRUE' -addext 'keyUsage=critical,keyCertSign' -out ca.pem
+            openssl x509 -in ca.pem -outform der -out ca.der
+            printf '[ca]\\ndefault_ca = d\\n[d]\\ndatabase = index.txt\\nnew_certs_dir = .\\nserial = serial\\ndefault_md = sha256\\npolicy = p\\nunique_subject = no\\n[p]\\ncommonName = supplied\\n' > ca.conf
+            : > index.txt; echo 01 > serial
+            for who in release intruder old; do
+              openssl ecparam -name prime256v1 -genkey -noout -out $who.key
+              openssl req -new -key $who.key -subj \"/CN=$who signer\" -out $who.csr
+              printf 'basicConstraints=CA:FALSE\\nkeyUsage=critical,digitalSignature\\nsubjectAltName=email:%s@example.com\\n' $who > $who.ext
+            done
+            for who in release intruder; do
+              openssl x509 -req -in $who.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 10 -extfile $who.ext -out $who.pem 2>/dev/null
+            done
+            sed -i 's/old@/release@/' old.ext
+            openssl ca -config ca.conf -batch -notext -in old.csr -cert ca.pem -keyfile ca.key \\
+              -startdate 20200101000000Z -enddate 20200201000000Z -extfile old.ext -out old.pem 2>/dev/null");
+        let b64 = base64::engine::general_purpose::STANDARD;
+        let der = std::fs::read(d.join("ca.der")).unwrap();
+        let root = serde_json::json!({
+            "mediaType": "application/vnd.dev.sigstore.trustedroot+json;version=0.1",
+            "certificateAuthorities": [{"subject": {"commonName": "Example Release CA"},
+                "certChain": {"certificates": [{"rawBytes": base64::Engine::encode(&b64, der)}]},
+                "validFor": {"start": "2026-01-01T00:00:00Z"}}],
+            "tlogs": [], "ctlogs": [], "timestampAuthorities": []
+        });
+        std::fs::write(d.join("trusted_root.json"), root.to_string()).unwrap();
+        Pki { dir }
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    /// A certificate-mode policy allowing `identity` from the CA.
+    fn policy(&self, identity: &str) -> PathBuf {
+        let p = self.path("cert-policy.yaml");
+        std::fs::write(
+            &p,
+            format!(
+                "signature:\n  mode: required\n  trustedRoot: trusted_root.json\n  certificateIdentities:\n    - {{identity: {identity}, issuer: CN=Example Release CA}}\n"
+            ),
+        )
+        .unwrap();
+        p
+    }
+
+    /// `bundlegate sign` of the example's v2 as `who`.
+    fn sign(&self, ex: &Example, who: &str) -> Out {
+        let key = self.path(&format!("{who}.key"));
+        let cert = self.path(&format!("{who}.pem"));
+        let ca = self.path("ca.pem");
+        ex.run(&[
+            "sign",
+            "llm-scratch/v2/release.yaml",
+            "--key",
+            key.to_str().unwrap(),
+            "--certificate",
+            cert.to_str().unwrap(),
+            "--chain",
+            ca.to_str().unwrap(),
+            "--format",
+            "json",
+        ])
+    }
+}
+
+/// bundlegate signs in certificate mode; its own lint and verify accept
+/// it naming the identity, and the reference tool's `verify certificate`
+/// accepts it on the published files and refuses it after one byte
+/// changes. Another identity from the same CA is BG709, an expired
+/// certificate BG708, a CA the policy does not trust BG703.
+#[test]
+fn certificate_mode_signs_and_verifies_both_ways_and_names_who() {
+    let ex = Example::new();
+    let pki = Pki::new();
+    let out = pki.sign(&ex, "release");
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    let config = pki.policy("release@example.com");
+    for cmd in ["lint", "verify"] {
+        let out = with_config(&ex, cmd, &config);
+        assert_eq!(out.code, 0, "{cmd}: {}\n{}", out.stdout, out.stderr);
+        let s = signature_step(&out);
+        assert_eq!(s["verdict"], "pass", "{cmd}: {s:#}");
+        let summary = s["summary"].as_str().unwrap();
+        assert!(summary.contains("release@example.com") && summary.contains("CN=Example Release CA"), "{summary}");
+        assert_eq!(s["data"]["signers"][0]["identity"]["identity"], "release@example.com", "{s:#}");
+    }
+    if let Some(tool) = model_signing() {
+        let sig = ex.path().join("llm-scratch/v2/model.sig");
+        let verify = |store: &Path| {
+            let o = Command::new(&tool)
+                .args(["verify", "certificate"])
+                .arg(store)
+                .arg("--signature")
+                .arg(&sig)
+                .arg("--certificate_chain")
+                .arg(pki.path("ca.pem"))
+                .output()
+                .unwrap();
+            (
+                o.status.success(),
+                format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr)),
+            )
+        };
+        let (ok, said) = verify(&ex.store("v2"));
+        assert!(ok, "model_signing refused bundlegate's certificate-mode signature:\n{said}");
+        let scratch = tempfile::tempdir().unwrap();
+        copy_dir(&ex.store("v2"), scratch.path());
+        let f = scratch.path().join("tokenizer.json");
+        let mut bytes = std::fs::read(&f).unwrap();
+        bytes[0] ^= 1;
+        std::fs::write(&f, bytes).unwrap();
+        let (ok, said) = verify(scratch.path());
+        assert!(!ok, "model_signing accepted a changed file:\n{said}");
+    }
+    // The same CA, someone the policy does not list.
+    let out = with_config(&ex, "lint", &pki.policy("someone@example.com"));
+    assert_eq!(out.code, 1, "{}", out.stdout);
+    assert_eq!(out.codes(), ["BG709", "BG709"], "{}", out.stdout);
+    let out = pki.sign(&ex, "intruder");
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let out = with_config(&ex, "lint", &config);
+    assert_eq!(out.codes(), ["BG709", "BG709"], "{}", out.stdout);
+    assert!(out.stdout.contains("intruder@example.com"), "{}", out.stdout);
+    // Expired in 2020: BG708, though the chain and the identity hold.
+    let out = pki.sign(&ex, "old");
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let out = with_config(&ex, "lint", &config);
+    assert_eq!(out.codes(), ["BG708", "BG708"], "{}", out.stdout);
+    // Another CA (a second Pki) is not trusted: BG703.
+    let other = Pki::new();
+    let out = other.sign(&ex, "release");
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let out = with_config(&ex, "lint", &config);
+    assert_eq!(out.codes(), ["BG703", "BG703"], "{}", out.stdout);
+    // A signing certificate that is not the key's: sign refuses (exit 2).
+    let key = pki.path("release.key");
+    let cert = pki.path("intruder.pem");
+    let out = ex.run(&[
+        "sign",
+        "llm-scratch/v2/release.yaml",
+        "--key",
+        key.to_str().unwrap(),
+        "--certificate",
+        cert.to_str().unwrap(),
+    ]);
+    assert_eq!(out.code, 2, "{}", out.stdout);
+    assert!(out.stderr.contains("not the private key's"), "{}", out.stderr);
+}
+
+/// The reference tool signs the store folder in certificate mode (its
+/// `sign certificate`, the openssl CA) → bundlegate's verify accepts it
+/// under the identity policy; a byte changed with the bundle updated to
+/// match is caught by the signature alone (BG706).
+#[test]
+fn bundlegate_verifies_what_the_reference_tool_signs_with_a_certificate() {
+    let Some(tool) = model_signing() else { return };
+    let ex = Example::new();
+    let pki = Pki::new();
+    let store = ex.store("v2");
+    let o = Command::new(&tool)
+        .args(["sign", "certificate"])
+        .arg(&store)
+        .arg("--private_key")
+        .arg(pki.path("release.key"))
+        .arg("--signing_certificate")
+        .arg(pki.path("release.pem"))
+        .arg("--certificate_chain")
+        .arg(pki.path("ca.pem"))
+        .arg("--signature")
+        .arg(store.join("model.sig"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    passes_then_only_the_signature_tells(&ex, &pki.policy("release@example.com"));
 }

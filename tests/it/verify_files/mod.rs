@@ -197,6 +197,9 @@ fn map_path(arg: &str, model_dir: &str, root: &Path, tmp: &Path) -> String {
     if let Some(rest) = arg.strip_prefix(model_dir) {
         return format!("{}{rest}", root.display());
     }
+    if let Some(rest) = arg.strip_prefix("/etc/bundlegate/trust") {
+        return format!("{}{rest}", tmp.join("trust").display());
+    }
     match arg {
         "/usr/local/bin/bundlegate" => bin().display().to_string(),
         "/dev/termination-log" => tmp.join("termination-log").display().to_string(),
@@ -394,3 +397,127 @@ fn a_template_without_the_verifier_is_bg040_worded_as_lint_words_it() {
 }
 
 mod not_files;
+
+/// The pod's own signature check, as rendered under a policy with
+/// `podTrustConfigMap`: the verifier carries both signatures and the
+/// platform's ConfigMap of keys (mounted as Kubernetes mounts one: each key a
+/// symlink into `..data`); it checks them before hashing. Signed by an
+/// allowed key → Ready, and the log names the signer; the key rotated out
+/// of the ConfigMap, the artifact list edited on the cluster after signing
+/// (one sha256), no signature in the environment, or a garbled one → exit
+/// 1, never Ready, the termination message saying why. No file is hashed
+/// then: the list nobody vouched for is not worth checking against.
+#[test]
+fn pod_verify_checks_the_signature_under_the_platforms_trust_before_hashing() {
+    let ex = Example::new();
+    let keys = tempfile::tempdir().unwrap();
+    let (key, public) = crate::signing::openssl_keys(keys.path());
+    std::fs::copy(&public, ex.path().join("release.pub.pem")).unwrap();
+    let policy = ex.path().join("policy.yaml");
+    std::fs::write(
+        &policy,
+        "signature:\n  mode: required\n  publicKeys: [release.pub.pem]\n  podTrustConfigMap: bundlegate-trust\n",
+    )
+    .unwrap();
+    let signed = ex.run(&["sign", "llm-scratch/v2/release.yaml", "--key", key.to_str().unwrap()]);
+    assert_eq!(signed.code, 0, "{}\n{}", signed.stdout, signed.stderr);
+    let out =
+        ex.run(&["render", "--format", "json", "--config", policy.to_str().unwrap(), "llm-scratch/v2/release.yaml"]);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    let body = out.json()["steps"][0]["details"][0]["body"].as_str().unwrap().to_string();
+    let isvc: Value = serde_yaml_ng::Deserializer::from_str(&body)
+        .map(|d| <Value as serde::Deserialize>::deserialize(d).unwrap())
+        .find(|v| v["kind"] == "InferenceService")
+        .unwrap();
+    let spec = &isvc["spec"]["predictor"];
+    let c = spec["initContainers"].as_array().unwrap().iter().find(|c| c["name"] == "bundlegate-verify").unwrap();
+    assert!(
+        spec["volumes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|v| v["name"] == "bundlegate-trust" && v["configMap"]["name"] == "bundlegate-trust"),
+        "the platform's ConfigMap is a volume of the pod: {spec:#}"
+    );
+    assert!(
+        c["volumeMounts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|m| m["mountPath"] == "/etc/bundlegate/trust" && m["readOnly"] == true),
+        "{c:#}"
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    let root = ex.store("v2");
+    let d = declared(c, "/mnt/models", &root, tmp.path());
+    assert!(d.args.windows(2).any(|w| w[0] == "--trust"), "{:?}", d.args);
+    let sig_env =
+        d.env.iter().find(|(k, _)| k == "BUNDLEGATE_SIGNATURE").map(|(_, v)| v.clone()).expect("signatures in the env");
+    let sigs: Value = serde_json::from_str(&sig_env).unwrap();
+    assert!(sigs["model.sig"].is_object() && sigs["release.sig"].is_object(), "{sigs:#}");
+
+    // The ConfigMap as the kubelet mounts it.
+    let trust = tmp.path().join("trust");
+    let mount = |pem: &Path| {
+        let _ = std::fs::remove_dir_all(&trust);
+        std::fs::create_dir_all(trust.join("..2026_12_07_20_00_00.1")).unwrap();
+        std::fs::copy(pem, trust.join("..2026_12_07_20_00_00.1/release.pub.pem")).unwrap();
+        std::os::unix::fs::symlink("..2026_12_07_20_00_00.1", trust.join("..data")).unwrap();
+        std::os::unix::fs::symlink("..data/release.pub.pem", trust.join("release.pub.pem")).unwrap();
+    };
+    let term = || std::fs::read_to_string(tmp.path().join("termination-log")).unwrap_or_default();
+    let stderr = |child: std::process::Child| {
+        let o = child.wait_with_output().unwrap();
+        String::from_utf8_lossy(&o.stderr).into_owned()
+    };
+
+    // Signed by the allowed key: Ready, and the log names the signer.
+    mount(&public);
+    let mut child = start(&d, "5s");
+    let t = std::time::Instant::now();
+    while probe(&d) != 0 && t.elapsed() < std::time::Duration::from_secs(30) {
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    assert_eq!(probe(&d), 0, "Ready once the signature and every artifact are OK");
+    child.kill().unwrap();
+    let log = stderr(child);
+    assert!(log.contains("signed by key") && log.contains("release.pub.pem"), "{log}");
+
+    let fails = |d: &Declared, why: &str, want: &str| {
+        let mut child = start(d, "1s");
+        assert_eq!(wait_exit(&mut child, 60), Some(1), "{why}: exit 1");
+        assert_eq!(probe(d), 1, "{why}: never Ready");
+        let t = term();
+        assert!(t.contains("signature: ") && t.contains(want), "{why}: the termination message says why: {t}");
+        let log = stderr(child);
+        assert!(!log.contains("checking "), "{why}: nothing hashed: {log}");
+    };
+    // The key rotated out of the platform's ConfigMap.
+    let other = tempfile::tempdir().unwrap();
+    let (_, other_public) = crate::signing::openssl_keys(other.path());
+    mount(&other_public);
+    fails(&d, "another key", "does not verify under any allowed key");
+    mount(&public);
+    // The list edited on the cluster after signing (kubectl edit): one sha256.
+    let mut edited = Declared { args: d.args.clone(), env: d.env.clone(), probe: d.probe.clone() };
+    for (k, v) in edited.env.iter_mut() {
+        if k == "BUNDLEGATE_ARTIFACTS" {
+            let mut m: Value = serde_json::from_str(v).unwrap();
+            m["artifacts"][0]["sha256"] = json!("0".repeat(64));
+            *v = m.to_string();
+        }
+    }
+    fails(&edited, "a pinned sha256 edited after signing", "the bundle pins");
+    // No signature in the environment, then a garbled one.
+    let mut unsigned = Declared { args: d.args.clone(), env: d.env.clone(), probe: d.probe.clone() };
+    unsigned.env.retain(|(k, _)| k != "BUNDLEGATE_SIGNATURE");
+    fails(&unsigned, "unsigned", "has no model.sig in the pod's environment");
+    unsigned.env.push(("BUNDLEGATE_SIGNATURE".into(), "{\"model.sig\": 7}".into()));
+    fails(&unsigned, "garbled", "BUNDLEGATE_SIGNATURE[model.sig]");
+    // An empty trust folder: the tool cannot check anything (exit 2).
+    let _ = std::fs::remove_dir_all(&trust);
+    std::fs::create_dir_all(&trust).unwrap();
+    let mut child = start(&d, "1s");
+    assert_eq!(wait_exit(&mut child, 60), Some(2), "an empty trust folder is exit 2");
+    assert!(stderr(child).contains("holds no .pem public key"));
+}
