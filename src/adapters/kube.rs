@@ -26,7 +26,7 @@ use crate::checks::watch::argo::{AppSource, AppStatus, Hydration};
 use crate::checks::watch::ownership::{self, Root};
 use crate::checks::watch::state::{
     ClusterView, ConditionInfo, ContainerRestarts, DeploymentInfo, EndpointInfo, EventInfo, KnativeTraffic,
-    ModelSource, ObjectRef, OwnerRef, PodInfo, ReplicaSetInfo, ServiceState, KSERVE_LABEL, LOCAL_MODEL,
+    ModelSource, ObjectRef, OwnerRef, PodInfo, ReplicaSetInfo, ServiceState, WorkloadStatus, KSERVE_LABEL, LOCAL_MODEL,
     LOCAL_MODEL_SOURCE, MODELCAR, NAME_LABEL, STORAGE_INITIALIZER,
 };
 
@@ -434,6 +434,9 @@ pub(crate) async fn cluster_view(client: &kube::Client, ns: &str, app: &str, wor
             if kind == "Service" {
                 v.traffic.push(knative_traffic(&o));
             }
+            if kind == "LLMInferenceService" {
+                v.workload_status.push(workload_status(kind, &o));
+            }
             v.objects.push(object_ref(kind, &o.metadata));
         }
     }
@@ -464,6 +467,12 @@ fn endpoints_of(s: &EndpointSlice) -> Vec<EndpointInfo> {
             Some(EndpointInfo { service: service.clone(), pod: t.name.clone().unwrap_or_default(), ready })
         })
         .collect()
+}
+
+/// A serving object's status, as plain data.
+fn workload_status(kind: &str, o: &DynamicObject) -> WorkloadStatus {
+    let name = o.metadata.name.clone().unwrap_or_default();
+    WorkloadStatus::of(kind, &name, o.metadata.generation, o.data.get("status"))
 }
 
 fn knative_traffic(o: &DynamicObject) -> KnativeTraffic {

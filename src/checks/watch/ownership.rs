@@ -121,8 +121,11 @@ pub(crate) fn release_state(view: &ClusterView, root: &Root) -> ServiceState {
         .map(|e| e.iter().filter(|e| names.contains(&e.service)).collect())
         .filter(|v: &Vec<&EndpointInfo>| !v.is_empty());
     let traffic = view.traffic.iter().find(|t| names.contains(&t.service));
-    let mut st =
-        ServiceState { routing: routing_source(slices.is_some(), traffic.is_some()), ..ServiceState::default() };
+    let mut st = ServiceState {
+        routing: routing_source(slices.is_some(), traffic.is_some()),
+        workload_status: view.workload_status.iter().find(|w| w.kind == root.kind && w.name == root.name).cloned(),
+        ..ServiceState::default()
+    };
     let mut chain_objects: Vec<String> = Vec::new();
     for p in &view.pods {
         let endpoint = slices.as_ref().map(|s| s.iter().any(|e| e.pod == p.name && e.ready));

@@ -300,6 +300,7 @@ pub(crate) fn evaluate_rollout(exp: &Expected, st: &ServiceState) -> RolloutOutc
     let verifier = verifier_failures(&new);
     let mut gave_up = !verifier.is_empty();
     diags.extend(verifier);
+    diags.extend(workload_status_diagnostics(st));
     let deadline = deadline_diagnostics(st);
     gave_up |= !deadline.is_empty();
     diags.extend(deadline);
@@ -336,6 +337,74 @@ pub(crate) fn evaluate_rollout(exp: &Expected, st: &ServiceState) -> RolloutOutc
         summary,
         data: json!({"releaseDigest": exp.digest, "groups": release_groups(exp, st), "state": st}),
     }
+}
+
+/// The serving object's own word (an LLMInferenceService's conditions),
+/// read as strictly as the Argo CD health check reads it: a status the
+/// controller wrote for an older spec, or a Ready still Unknown, is not
+/// evidence either way (BG506: the watch waits, and at its deadline is
+/// INCONCLUSIVE, never a revert); Ready False, or any condition False
+/// beside it (the router, the workloads), for the current generation is
+/// the controller saying the release does not serve as declared (BG501),
+/// whatever the pods look like.
+pub(crate) fn workload_status_diagnostics(st: &ServiceState) -> Vec<Diagnostic> {
+    let Some(w) = &st.workload_status else { return Vec::new() };
+    let named = |c: &super::state::WorkloadCondition| {
+        let mut s = format!("{} is {}", c.type_, c.status);
+        if let Some(r) = c.reason.as_deref().filter(|r| !r.is_empty()) {
+            s.push_str(&format!(" ({r})"));
+        }
+        if let Some(m) = c.message.as_deref().filter(|m| !m.is_empty()) {
+            s.push_str(&format!(": {m}"));
+        }
+        s
+    };
+    let who = format!("{} {}", w.kind, w.name);
+    let gen = w.generation;
+    let stale_cond =
+        |c: &super::state::WorkloadCondition| c.observed_generation.is_some() && c.observed_generation != gen;
+    let ready = w.conditions.iter().find(|c| c.type_ == "Ready");
+    let unsure = |why: String| vec![Diagnostic::new(Code::RolloutEvidenceIncomplete, format!("{who}: {why}"))];
+    if gen.is_none() || w.observed_generation != gen {
+        return unsure(format!(
+            "its status describes generation {}, the spec is at {}: the controller has not caught up",
+            w.observed_generation.map_or("(none)".into(), |g| g.to_string()),
+            gen.map_or("(none)".into(), |g| g.to_string())
+        ));
+    }
+    let Some(ready) = ready else { return unsure("its status has no Ready condition yet".into()) };
+    if stale_cond(ready) {
+        return unsure(format!(
+            "{} was written for generation {:?}, not {gen:?}",
+            named(ready),
+            ready.observed_generation
+        ));
+    }
+    // Stopped on purpose (`serving.kserve.io/stop`): it serves nothing, by
+    // an operator's choice, not this release's failure; never a revert.
+    if w.conditions.iter().any(|c| c.status == "False" && c.reason.as_deref() == Some("Stopped")) {
+        return unsure(format!("{}: stopped (serving.kserve.io/stop), so it serves nothing to judge", named(ready)));
+    }
+    let failed: Vec<String> =
+        w.conditions.iter().filter(|c| c.status == "False" && !stale_cond(c)).map(&named).collect();
+    if !failed.is_empty() {
+        let mut d = Diagnostic::new(
+            Code::RolloutIncomplete,
+            format!("{who} does not serve as declared: {}", failed.join("; ")),
+        );
+        for c in &w.conditions {
+            d = d.evidence(named(c));
+        }
+        return vec![d.help("KServe's controller reports the router or a workload failing for this spec; the pods alone do not show it (`kubectl describe llminferenceservice`)")];
+    }
+    if ready.status != "True" {
+        return unsure(format!("{}: the controller has not decided", named(ready)));
+    }
+    let pending: Vec<String> = w.conditions.iter().filter(|c| c.status != "True").map(&named).collect();
+    if !pending.is_empty() {
+        return unsure(format!("Ready is True but {}", pending.join("; ")));
+    }
+    Vec::new()
 }
 
 fn is_error(d: &Diagnostic) -> bool {
@@ -873,6 +942,102 @@ pub(crate) fn serving_diagnostics(exp: &Expected, service: &str, st: &ServiceSta
 
 #[cfg(test)]
 mod tests {
+
+    /// Argo CD's own LLMInferenceService cases (its fixtures, kept with
+    /// their commit in tests/fixtures/argocd-health/llmisvc): the watch
+    /// takes an object's status as serving only where Argo's check says
+    /// Healthy, and calls it failing (BG501) only where Argo's says
+    /// Degraded (a stopped one serves nothing by an operator's choice:
+    /// BG506, never a revert).
+    #[test]
+    fn the_watch_is_never_more_lenient_than_argos_check_on_argos_cases() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/argocd-health/llmisvc");
+        let read =
+            |p: &std::path::Path| -> Value { serde_yaml_ng::from_str(&std::fs::read_to_string(p).unwrap()).unwrap() };
+        let tests = read(&dir.join("health_test.yaml"));
+        let mut seen = 0;
+        for t in tests["tests"].as_array().unwrap() {
+            let obj = read(&dir.join(t["inputPath"].as_str().unwrap()));
+            let argo = t["healthStatus"]["status"].as_str().unwrap();
+            let w = super::super::state::WorkloadStatus::of(
+                "LLMInferenceService",
+                obj["metadata"]["name"].as_str().unwrap_or_default(),
+                obj["metadata"]["generation"].as_i64(),
+                obj.get("status"),
+            );
+            let st = ServiceState { workload_status: Some(w), ..Default::default() };
+            let codes: Vec<&str> = workload_status_diagnostics(&st).iter().map(|d| d.code.as_str()).collect();
+            let file = t["inputPath"].as_str().unwrap();
+            if codes.is_empty() {
+                assert_eq!(argo, "Healthy", "{file}: the watch accepts a status Argo's check calls {argo}");
+            }
+            if codes.contains(&"BG501") {
+                assert_eq!(argo, "Degraded", "{file}: the watch fails a status Argo's check calls {argo}");
+            }
+            seen += 1;
+        }
+        assert!(seen >= 5, "Argo's cases were read ({seen})");
+    }
+
+    /// An LLMInferenceService's own status, in the states KServe v0.20's
+    /// controller writes: only a current, all-True status is no finding;
+    /// stale or undecided is BG506 (never a revert); False is BG501.
+    #[test]
+    fn the_llm_inference_services_own_status_is_read_as_strictly_as_argo_reads_it() {
+        use super::super::state::{WorkloadCondition, WorkloadStatus};
+        let cond = |t: &str, s: &str, reason: &str, g: Option<i64>| WorkloadCondition {
+            type_: t.into(),
+            status: s.into(),
+            reason: (!reason.is_empty()).then(|| reason.to_string()),
+            message: None,
+            observed_generation: g,
+        };
+        let at = |generation: Option<i64>, observed: Option<i64>, conditions: Vec<WorkloadCondition>| ServiceState {
+            workload_status: Some(WorkloadStatus {
+                kind: "LLMInferenceService".into(),
+                name: "m".into(),
+                generation,
+                observed_generation: observed,
+                conditions,
+            }),
+            ..Default::default()
+        };
+        let codes =
+            |st: &ServiceState| workload_status_diagnostics(st).iter().map(|d| d.code.as_str()).collect::<Vec<_>>();
+        let all_true = vec![
+            cond("Ready", "True", "", Some(2)),
+            cond("WorkloadsReady", "True", "", None),
+            cond("RouterReady", "True", "", None),
+        ];
+        assert!(codes(&at(Some(2), Some(2), all_true.clone())).is_empty());
+        assert!(codes(&ServiceState::default()).is_empty(), "other kinds: nothing read, nothing said");
+        // A status written for the previous spec, or none yet.
+        assert_eq!(codes(&at(Some(3), Some(2), all_true.clone())), ["BG506"]);
+        assert_eq!(codes(&at(Some(2), None, all_true.clone())), ["BG506"]);
+        assert_eq!(codes(&at(Some(2), Some(2), vec![])), ["BG506"]);
+        // Ready's own observedGeneration stale.
+        let mut stale = all_true.clone();
+        stale[0].observed_generation = Some(1);
+        assert_eq!(codes(&at(Some(2), Some(2), stale)), ["BG506"]);
+        // Undecided: Ready Unknown, or Ready True with a dependent Unknown.
+        let mut unknown = all_true.clone();
+        unknown[0].status = "Unknown".into();
+        assert_eq!(codes(&at(Some(2), Some(2), unknown)), ["BG506"]);
+        let mut dependent = all_true.clone();
+        dependent[2].status = "Unknown".into();
+        assert_eq!(codes(&at(Some(2), Some(2), dependent)), ["BG506"]);
+        // The controller says it fails: Ready False, or a dependent False beside a Ready True.
+        let mut router = all_true.clone();
+        router[0] = cond("Ready", "False", "RouterNotReady", Some(2));
+        router[2] = cond("RouterReady", "False", "GatewayNotAccepted", None);
+        let d = workload_status_diagnostics(&at(Some(2), Some(2), router));
+        assert_eq!(d.iter().map(|d| d.code.as_str()).collect::<Vec<_>>(), ["BG501"]);
+        assert!(d[0].message.contains("RouterReady is False (GatewayNotAccepted)"), "{}", d[0].message);
+        let mut workloads = all_true;
+        workloads[1] = cond("WorkloadsReady", "False", "MinimumReplicasUnavailable", None);
+        assert_eq!(codes(&at(Some(2), Some(2), workloads)), ["BG501"]);
+    }
+
     use super::super::state::*;
     use super::*;
 

@@ -189,6 +189,9 @@ pub(crate) struct ServiceState {
     pub latest_created: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latest_ready: Option<String>,
+    /// The release's serving object's own status (an LLMInferenceService's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workload_status: Option<WorkloadStatus>,
 }
 
 /// One `metadata.ownerReferences[]` entry.
@@ -249,6 +252,62 @@ pub(crate) struct ClusterView {
     /// None: EndpointSlices could not be listed.
     pub endpoints: Option<Vec<EndpointInfo>>,
     pub traffic: Vec<KnativeTraffic>,
+    /// The serving objects' own status where the watch reads it
+    /// (LLMInferenceService: its conditions, for which generation).
+    pub workload_status: Vec<WorkloadStatus>,
+}
+
+/// A serving object's status as its controller wrote it: the generation
+/// the spec is at, the one the status describes, and its conditions (with
+/// each one's own observedGeneration where the controller sets it).
+#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct WorkloadStatus {
+    pub kind: String,
+    pub name: String,
+    pub generation: Option<i64>,
+    pub observed_generation: Option<i64>,
+    pub conditions: Vec<WorkloadCondition>,
+}
+
+impl WorkloadStatus {
+    /// From the object's generation and its `status` as the API serves it.
+    pub(crate) fn of(kind: &str, name: &str, generation: Option<i64>, status: Option<&serde_json::Value>) -> Self {
+        let text = |v: &serde_json::Value, k: &str| v.get(k).and_then(serde_json::Value::as_str).map(str::to_string);
+        let conditions = status
+            .and_then(|s| s.get("conditions"))
+            .and_then(serde_json::Value::as_array)
+            .map(|cs| {
+                cs.iter()
+                    .map(|c| WorkloadCondition {
+                        type_: text(c, "type").unwrap_or_default(),
+                        status: text(c, "status").unwrap_or_default(),
+                        reason: text(c, "reason"),
+                        message: text(c, "message"),
+                        observed_generation: c.get("observedGeneration").and_then(serde_json::Value::as_i64),
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        WorkloadStatus {
+            kind: kind.to_string(),
+            name: name.to_string(),
+            generation,
+            observed_generation: status.and_then(|s| s.get("observedGeneration")).and_then(serde_json::Value::as_i64),
+            conditions,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct WorkloadCondition {
+    #[serde(rename = "type")]
+    pub type_: String,
+    pub status: String,
+    pub reason: Option<String>,
+    pub message: Option<String>,
+    pub observed_generation: Option<i64>,
 }
 
 /// A pod the release's Service routes to but that is not owned by the
