@@ -150,10 +150,22 @@ fn split_body(text: &str, budget: usize, unit: fn(char) -> usize, note: &str) ->
             *prefix_size = *cur_size;
         };
 
-    for line in text.split_inclusive('\n') {
+    let lines: Vec<&str> = text.split_inclusive('\n').collect();
+    for (i, &line) in lines.iter().enumerate() {
         let after = state.after(line);
         let line_size = size(line);
         let close_after = size(&after.closing(line.ends_with('\n')));
+        // A fenced block (a chart above all: half a chart draws nothing)
+        // that does not fit in what is left of this chunk but fits in a
+        // chunk of its own starts the next chunk rather than being cut.
+        if state.fence.is_none() && after.fence.is_some() && cur_size > prefix_size {
+            if let Some(block) = fenced_block_size(&lines[i..], &state, size) {
+                let whole = block + size(&state.closing(false));
+                if cur_size + whole > budget && size(&state.reopening()) + whole <= budget {
+                    flush(&mut cur, &mut cur_size, &mut prefix_size, &state, &mut out);
+                }
+            }
+        }
         if cur_size + line_size + close_after <= budget {
             cur.push_str(line);
             cur_size += line_size;
@@ -204,6 +216,21 @@ fn split_body(text: &str, budget: usize, unit: fn(char) -> usize, note: &str) ->
     cur.push_str(&state.closing(cur.is_empty() || cur.ends_with('\n')));
     out.push(cur);
     out
+}
+
+/// Size of the fenced block `lines` opens (from its opening line through
+/// its closing one), or None when nothing closes it.
+fn fenced_block_size(lines: &[&str], before: &Blocks, size: impl Fn(&str) -> usize) -> Option<usize> {
+    let mut b = before.clone();
+    let mut total = 0usize;
+    for l in lines {
+        b = b.after(l);
+        total += size(l);
+        if b.fence.is_none() {
+            return Some(total);
+        }
+    }
+    None
 }
 
 /// Cut `text` to at most `limit` bytes on a line boundary, closing open
@@ -427,6 +454,40 @@ mod tests {
             }
             proptest::prop_assert_eq!(content(&chunks.concat()), content(&md));
         }
+    }
+
+    /// A chart that would straddle a part's end moves whole to the next
+    /// part: every part holds whole charts only, each exactly once, and
+    /// the text around them is kept in order.
+    #[test]
+    fn a_chart_at_the_boundary_moves_whole_to_the_next_part() {
+        let chart = "```mermaid\nxychart-beta\n    title \"t\"\n    x-axis [\"a\", \"b\"]\n    bar \"n\" [1, 2]\n```\n";
+        // 100-character lines: 654 of them leave less room than a chart.
+        for pad in [640, 653, 654, 655] {
+            let filler = "x".repeat(99) + "\n";
+            let mut md = filler.repeat(pad);
+            md.push_str(chart);
+            md.push_str(&filler.repeat(5));
+            md.push_str(chart);
+            let parts = sticky_parts(&md, "k");
+            let mut charts = 0;
+            for p in &parts {
+                assert!(p.chars().count() <= COMMENT_LIMIT);
+                assert!(fence_balanced(p));
+                // No fence closed or reopened by the splitter: every block
+                // in a part is one of the charts, whole.
+                assert_eq!(p.matches("```mermaid\n").count(), p.matches(chart).count(), "a cut chart at pad {pad}");
+                assert_eq!(p.matches("```").count(), 2 * p.matches(chart).count(), "a stray fence at pad {pad}");
+                charts += p.matches(chart).count();
+            }
+            assert_eq!(charts, 2, "pad {pad}");
+            let body: String =
+                parts.iter().map(|p| p.split_once('\n').unwrap().1.trim_end_matches(CONTINUED)).collect();
+            assert_eq!(body, md, "pad {pad}");
+        }
+        // A block larger than a whole part is still cut (it cannot move).
+        let huge = format!("```mermaid\n{}```\n", "y\n".repeat(COMMENT_LIMIT));
+        assert!(sticky_parts(&huge, "k").len() >= 2);
     }
 
     #[test]

@@ -40,6 +40,14 @@
 //!   as `\uXXXX` too. A JSON reader reads back the same string.
 //! - [`prometheus_label`], a label value of the text exposition format: its
 //!   own escapes (`\\`, `\"`, `\n`), other controls shown.
+//! - [`mermaid`], a quoted label or title in a Mermaid chart (inside a
+//!   ```` ```mermaid ```` block of Markdown): Mermaid strings have no escape
+//!   and its preprocessor reads `%%{…}%%` directives anywhere in the text,
+//!   so every character that could end the string, the statement or the
+//!   fence, or start a directive, comment, entity or HTML is replaced by its
+//!   full-width look-alike (`"` → `＂`, `%` → `％`, `` ` `` → `｀`, …);
+//!   controls are dropped and the text is bounded ([`MERMAID_LABEL_CHARS`],
+//!   [`MERMAID_TITLE_CHARS`]).
 //!
 //! And one for names: [`path_name`] is a path (Linux paths are bytes) as
 //! the text that names it everywhere (audit ids, shard assignment, cache
@@ -331,6 +339,60 @@ pub fn markdown_fence(lang: &str, body: &str) -> String {
 
 fn longest_run(s: &str, ch: char) -> usize {
     s.split(|c| c != ch).map(str::len).max().unwrap_or(0)
+}
+
+/// Longest Mermaid label, in characters (a chart is a picture: a node or
+/// release name longer than this is cut, with `…`).
+pub(crate) const MERMAID_LABEL_CHARS: usize = 48;
+/// Longest Mermaid chart title (our words around a gate's name).
+pub(crate) const MERMAID_TITLE_CHARS: usize = 120;
+
+/// A Mermaid string's text (the caller writes the quotes around it):
+/// credentials cut out, controls dropped, every character that means
+/// something to Mermaid's lexers, its preprocessor, HTML or the Markdown
+/// fence replaced by its full-width look-alike, at most `max` characters
+/// ([`MERMAID_LABEL_CHARS`], [`MERMAID_TITLE_CHARS`]; at least 1). What is left is letters, digits,
+/// spaces and `. , : _ - + / ( ) ! ? @ ' = *`, which no Mermaid grammar we
+/// write reads inside quotes.
+pub(crate) fn mermaid(s: &str, max: usize) -> String {
+    let max = max.max(1);
+    let mut v: Vec<char> = Vec::with_capacity(max + 8);
+    for w in redact(s).split_whitespace() {
+        if !v.is_empty() {
+            v.push(' ');
+        }
+        v.extend(
+            w.chars()
+                .filter(|&c| !is_control(c) && !matches!(c, '\u{200b}'..='\u{200d}' | '\u{feff}'))
+                .map(mermaid_char),
+        );
+        if v.len() > max {
+            v.truncate(max - 1);
+            while v.last() == Some(&' ') {
+                v.pop();
+            }
+            v.push('…');
+            break;
+        }
+    }
+    while v.last() == Some(&' ') {
+        v.pop();
+    }
+    v.into_iter().collect()
+}
+
+/// One character of a Mermaid label: itself when Mermaid reads nothing into
+/// it, else the full-width form of the ASCII character.
+fn mermaid_char(c: char) -> char {
+    let safe = c.is_alphanumeric()
+        || !c.is_ascii()
+        || matches!(c, ' ' | '.' | ',' | ':' | '_' | '-' | '+' | '/' | '(' | ')' | '!' | '?' | '@' | '\'' | '=' | '*');
+    if safe {
+        c
+    } else {
+        // Printable ASCII (`!`..=`~`) maps onto U+FF01..=U+FF5E in order.
+        char::from_u32(c as u32 - 0x21 + 0xff01).unwrap_or('\u{fffd}')
+    }
 }
 
 #[cfg(test)]

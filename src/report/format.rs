@@ -148,6 +148,11 @@ pub(crate) fn markdown_step(s: &StepReport) -> String {
     for t in &s.tables {
         markdown_table(&mut o, t);
     }
+    // Pictures of the numbers above, Markdown only (GitHub draws Mermaid).
+    for c in super::chart::charts(s) {
+        o.push_str(&c);
+        o.push('\n');
+    }
     for d in &s.details {
         let _ = writeln!(
             o,

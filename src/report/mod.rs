@@ -4,6 +4,7 @@
 //! [`Verdict::Error`]. The exit code is derived from the report, never from the
 //! path the code took, so a command cannot "forget" to fail.
 
+pub(crate) mod chart;
 pub mod comment;
 pub mod escape;
 pub mod format;

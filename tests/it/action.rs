@@ -17,26 +17,9 @@ use crate::support::*;
 const ACTION_REPO: &str = "acme/bundlegate";
 
 fn node_modules() -> PathBuf {
-    if let Some(d) = std::env::var_os("BUNDLEGATE_NODE_TOOLS") {
-        return PathBuf::from(d).join("node_modules");
-    }
-    // scripts/install-test-deps' cache, when the test runs outside scripts/test.
-    let cache = std::env::var_os("BUNDLEGATE_CI_CACHE")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(std::env::var("HOME").unwrap()).join(".cache/bundlegate-ci"));
-    std::fs::read_dir(&cache)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .map(|e| e.path())
-        .find(|p| {
-            p.file_name().unwrap().to_string_lossy().starts_with("node-tools-")
-                && p.join("node_modules/@actions/expressions").is_dir()
-        })
-        .map(|p| p.join("node_modules"))
-        .unwrap_or_else(|| {
-            panic!("@actions/expressions is not installed: run scripts/install-test-deps (or scripts/test)")
-        })
+    crate::support::node_modules("@actions/expressions").unwrap_or_else(|| {
+        panic!("@actions/expressions is not installed: run scripts/install-test-deps (or scripts/test)")
+    })
 }
 
 fn git(dir: &Path, args: &[&str]) -> String {

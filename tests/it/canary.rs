@@ -349,6 +349,11 @@ fn clear_regression_fails_and_rolls_back_only_to_a_verified_target() {
         "{md}"
     );
     assert!(md.contains("**gate error_rate — FAIL"), "{md}");
+    // Each gate's chart beside its table, and Mermaid parses every one.
+    assert!(md.contains("title \"canary gate error_rate: candidate (bars) vs baseline (line)"), "{md}");
+    if let Some(m) = crate::mermaid::mermaid_modules() {
+        assert!(crate::mermaid::parse_all(&m, &md).len() >= 2, "{md}");
+    }
 }
 
 #[test]
@@ -1190,6 +1195,18 @@ fn every_traffic_step_is_judged_where_the_arms_held_it() {
     assert_eq!(s["data"]["candidateAlone"], false);
     assert!(gate(&s, "ttft_p95_seconds")["comparison"]["pValue"].as_f64().unwrap() < 1e-6);
     assert_eq!(s["data"]["action"], "rollback", "{}", s["summary"]);
+    // Each judged step's gate numbers, and the chart drawn from them: the
+    // 10% and 50% steps (100% was not judged), parsed by Mermaid.
+    let ttft = &s["data"]["steps"][1]["gates"][0];
+    assert_eq!(ttft["metric"], "ttft_p95_seconds", "{}", s["data"]["steps"]);
+    assert!(ttft["candidate"].as_f64().unwrap() > ttft["baseline"].as_f64().unwrap() * 1.1, "{ttft}");
+    assert_eq!(s["data"]["steps"][2]["gates"], json!([]));
+    let md = crate::mermaid::markdown_of(&out.stdout);
+    assert!(md.contains("title \"canary gate ttft_p95_seconds: candidate (bars) vs baseline (line), limit"), "{md}");
+    assert!(md.contains("    x-axis [\"step 10％\", \"step 50％\"]\n"), "{md}");
+    if let Some(m) = crate::mermaid::mermaid_modules() {
+        crate::mermaid::parse_all(&m, &md);
+    }
 
     // 20 requests a second: 2 a second reach the candidate at 10%, far
     // below minSamples. INCONCLUSIVE there, never a pass, never a failure.

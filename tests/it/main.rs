@@ -19,6 +19,7 @@ mod kserve_llm;
 mod layout;
 mod leftovers;
 mod lint;
+mod mermaid;
 mod mutants_summary;
 mod oci;
 mod pipeline;

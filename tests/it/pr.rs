@@ -60,7 +60,7 @@ fn git(dir: &Path, args: &[&str]) -> String {
 
 /// The shipped example (v1, v2, store) committed on `main`, with `feature`
 /// checked out at the same commit.
-fn pr_repo() -> Example {
+pub(crate) fn pr_repo() -> Example {
     let ex = Example::new();
     std::fs::write(ex.path().join("README.md"), "model releases\n").unwrap();
     git(ex.path(), &["init", "-q", "-b", "main"]);
@@ -70,13 +70,13 @@ fn pr_repo() -> Example {
     ex
 }
 
-fn replace_in(p: &Path, from: &str, to: &str) {
+pub(crate) fn replace_in(p: &Path, from: &str, to: &str) {
     let t = std::fs::read_to_string(p).unwrap();
     assert!(t.contains(from), "`{from}` not in {}", p.display());
     std::fs::write(p, t.replacen(from, to, 1)).unwrap();
 }
 
-fn commit_all(dir: &Path, msg: &str) {
+pub(crate) fn commit_all(dir: &Path, msg: &str) {
     git(dir, &["add", "-A"]);
     git(dir, &["commit", "-q", "-m", msg]);
 }
@@ -91,20 +91,13 @@ fn pr_changing_v2() -> Example {
 
 /// `bundlegate run pipelines/pull-request.yaml` in `dir` with a clean GitHub
 /// environment plus `env` (the test process may itself run in Actions).
-fn run_pr(dir: &Path, extra_args: &[&str], env: &[(&str, &str)]) -> Out {
+pub(crate) fn run_pr(dir: &Path, extra_args: &[&str], env: &[(&str, &str)]) -> Out {
     let pipeline = repo().join("pipelines/pull-request.yaml");
-    let mut args = vec![
-        "run",
-        pipeline.to_str().unwrap(),
-        "--repo",
-        ".",
-        "--base",
-        "main",
-        "--head",
-        "feature",
-        "--format",
-        "json",
-    ];
+    let mut args = vec!["run", pipeline.to_str().unwrap(), "--repo", ".", "--base", "main", "--head", "feature"];
+    // JSON unless the test asks for another format.
+    if !extra_args.contains(&"--format") {
+        args.extend_from_slice(&["--format", "json"]);
+    }
     args.extend_from_slice(extra_args);
     let mut c = Command::new(crate::support::bin());
     c.args(&args).current_dir(dir).env("NO_COLOR", "1");

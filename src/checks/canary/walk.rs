@@ -8,6 +8,7 @@
 
 use serde::Serialize;
 
+use super::gate::GateOutcome;
 use super::plan::{CanaryPlan, Judgment, TimelineAsk};
 use super::ramp::{self as st, SplitPoint, StepVerdict, StepWindow};
 use super::report::{CanaryData, Judged, Selectors};
@@ -26,6 +27,25 @@ struct StepData {
     held: Option<HeldData>,
     window: Option<WindowData>,
     note: String,
+    /// Each gate's numbers at this step (none when it was not judged).
+    gates: Vec<GatePoint>,
+}
+
+/// One gate at one judged step, for the Markdown chart: the arms' values
+/// and the limit the candidate broke (else the first one it was held to).
+#[derive(Debug, Clone, Serialize)]
+struct GatePoint {
+    metric: String,
+    candidate: Option<f64>,
+    baseline: Option<f64>,
+    limit: Option<f64>,
+}
+
+impl GatePoint {
+    fn of(o: &GateOutcome) -> GatePoint {
+        let limit = o.checks.iter().find(|c| c.exceeded).or(o.checks.first()).map(|c| c.limit);
+        GatePoint { metric: o.metric.clone(), candidate: o.candidate, baseline: o.baseline, limit }
+    }
 }
 
 #[derive(Debug, Clone, Copy, Serialize)]
@@ -69,6 +89,7 @@ struct StepLine {
     held: String,
     judged: String,
     note: String,
+    gates: Vec<GatePoint>,
 }
 
 /// "120 s ago", from the timeline's now.
@@ -151,7 +172,10 @@ impl<'a> Walk<'a> {
                         Some(w) if !after_fail => self.held(&w),
                         _ => "—".into(),
                     };
-                    self.push(i, StepLine { verdict: u.verdict, held, judged: "—".into(), note: u.note });
+                    self.push(
+                        i,
+                        StepLine { verdict: u.verdict, held, judged: "—".into(), note: u.note, gates: Vec::new() },
+                    );
                 }
             }
         }
@@ -193,6 +217,7 @@ impl<'a> Walk<'a> {
             held: self.held(&w),
             judged: format!("{secs} s ending {}", ago(self.tl.now, w.end)),
             note,
+            gates: judged.outcomes.iter().map(GatePoint::of).collect(),
         };
         // The latest judged step decides: the walk ends at the first FAIL.
         self.deciding = Some(judged);
@@ -202,7 +227,7 @@ impl<'a> Walk<'a> {
 
     fn push(&mut self, i: usize, line: StepLine) {
         let (pct, placed) = (self.plan.canary.steps[i], self.placed[i]);
-        let StepLine { verdict, held, judged, note } = line;
+        let StepLine { verdict, held, judged, note, gates } = line;
         self.rows.push(vec![format!("{pct}%"), held, judged, verdict.to_string(), note.clone()]);
         self.steps.push(StepData {
             percent: pct,
@@ -210,6 +235,7 @@ impl<'a> Walk<'a> {
             held: placed.map(|w| HeldData { from: w.held_from, to: w.held_to }),
             window: placed.filter(|w| w.secs >= 1.0).map(|w| WindowData { end: w.end, seconds: w.secs }),
             note,
+            gates,
         });
         self.verdicts.push(verdict);
     }
@@ -357,7 +383,8 @@ mod tests {
         assert_eq!(d["verdict"], "pass");
         assert_eq!(
             d["steps"][0],
-            serde_json::json!({"percent": 10, "verdict": "pass", "held": {"from": 1003.0, "to": 1015.0}, "window": {"end": 1014.0, "seconds": 8.0}, "note": "at 10 gates"})
+            serde_json::json!({"percent": 10, "verdict": "pass", "held": {"from": 1003.0, "to": 1015.0}, "window": {"end": 1014.0, "seconds": 8.0}, "note": "at 10 gates",
+                "gates": [{"metric": "ttft_p95_seconds", "candidate": null, "baseline": null, "limit": null}]})
         );
         let t = &d["timeline"];
         assert_eq!((t["resolutionSeconds"].as_u64(), t["horizonSeconds"].as_u64()), (Some(1), Some(10_000)));

@@ -10,6 +10,7 @@ use crate::report::Table;
 
 use super::quantity;
 use super::scheduling::{eligible, NodeEval, Usage};
+use super::state::ClusterState;
 use super::surge::Capacity;
 use super::{Outcome, Rollout};
 
@@ -27,7 +28,6 @@ pub(super) struct Rows {
 fn table(cx: &Rollout, usage: &Usage, evals: &[NodeEval]) -> Table {
     let (st, req, alloc, used) = (cx.st, &cx.req, &usage.alloc, &usage.used);
     let node = |e: &NodeEval| &st.nodes[e.idx];
-    let eligible = eligible(evals);
     let mut table_res: Vec<String> = req.iter().filter(|(_, v)| **v > 0).map(|(k, _)| k.clone()).collect();
     if table_res.is_empty() {
         table_res = vec!["cpu".into(), "memory".into()];
@@ -53,9 +53,7 @@ fn table(cx: &Rollout, usage: &Usage, evals: &[NodeEval]) -> Table {
         r
     };
     // Eligible nodes with the most room first; a few excluded ones for context.
-    let mut shown: Vec<&NodeEval> = eligible.clone();
-    shown.sort_by(|a, b| b.fits.cmp(&a.fits).then(node(a).name.cmp(&node(b).name)));
-    shown.truncate(25);
+    let mut shown = roomiest(st, evals);
     shown.extend(evals.iter().filter(|e| !e.excluded.is_empty()).take(10));
     let mut rows: Vec<Vec<String>> = shown.iter().map(|e| row(e)).collect();
     let hidden = evals.len() - rows.len();
@@ -66,6 +64,20 @@ fn table(cx: &Rollout, usage: &Usage, evals: &[NodeEval]) -> Table {
     }
     let table = Table { title: format!("nodes considered ({})", st.source), columns, rows };
     table
+}
+
+/// The eligible nodes the table and the chart show: the 25 with the most
+/// room, by name among equals.
+fn roomiest<'e>(st: &ClusterState, evals: &'e [NodeEval]) -> Vec<&'e NodeEval> {
+    let mut shown = eligible(evals);
+    shown.sort_by(|a, b| b.fits.cmp(&a.fits).then(st.nodes[a.idx].name.cmp(&st.nodes[b.idx].name)));
+    shown.truncate(25);
+    shown
+}
+
+/// New pods that fit on each node [`roomiest`] names, for the report's chart.
+fn capacity_by_node(st: &ClusterState, evals: &[NodeEval]) -> Vec<Value> {
+    roomiest(st, evals).iter().map(|e| json!({"node": st.nodes[e.idx].name, "fits": e.fits.min(1_000_000)})).collect()
 }
 
 pub(super) fn outcome(
@@ -90,6 +102,7 @@ pub(super) fn outcome(
         "newPodRequests": req.iter().map(|(k, v)| (k.clone(), quantity::format(k, *v))).collect::<BTreeMap<_, _>>(),
         "currentPods": current.iter().map(|(pi, ni, _)| json!({"pod": st.pods[*pi].key(), "node": ni.map(|n| st.nodes[n].name.clone())})).collect::<Vec<_>>(),
         "eligibleNodes": eligible.len(),
+        "capacityByNode": capacity_by_node(st, evals),
         "newPodCapacity": capacity.min(1_000_000),
         "newPodCapacityAfterFreeing": effective_capacity.min(1_000_000),
         "quotas": quota_rows,

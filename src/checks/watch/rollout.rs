@@ -900,6 +900,35 @@ pub(crate) fn downtime(samples: &[ProbeSample], end_s: f64) -> DowntimeStats {
     DowntimeStats { ok, fail, longest_gap_s: longest, gap_open: open, fail_runs: runs }
 }
 
+/// Most time spans of the probe timeline (the report's chart).
+const PROBE_SPANS: usize = 24;
+
+/// The probes in at most [`PROBE_SPANS`] equal spans of `[0, end_s]`:
+/// `fromSeconds`, `toSeconds`, `ok`, `fail` each; none without a probe.
+pub(crate) fn probe_spans(samples: &[ProbeSample], end_s: f64) -> Vec<Value> {
+    let end = samples.iter().map(|s| s.at_s).fold(end_s, f64::max);
+    if samples.is_empty() || !end.is_finite() || end <= 0.0 {
+        return Vec::new();
+    }
+    // Whole seconds per span, at least one: a short watch has fewer spans.
+    let width = (end / PROBE_SPANS as f64).ceil().max(1.0);
+    let n = ((end / width).ceil() as usize).clamp(1, PROBE_SPANS);
+    let mut spans = vec![(0usize, 0usize); n];
+    for s in samples {
+        let i = ((s.at_s.max(0.0) / width) as usize).min(n - 1);
+        if s.ok {
+            spans[i].0 += 1;
+        } else {
+            spans[i].1 += 1;
+        }
+    }
+    spans
+        .iter()
+        .enumerate()
+        .map(|(i, (ok, fail))| json!({"fromSeconds": i as f64 * width, "toSeconds": ((i + 1) as f64 * width).min(end.ceil()), "ok": ok, "fail": fail}))
+        .collect()
+}
+
 pub(crate) fn downtime_diagnostic(st: &DowntimeStats, url: &str) -> Option<Diagnostic> {
     (st.fail > 0).then(|| {
         Diagnostic::new(

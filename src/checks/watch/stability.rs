@@ -101,6 +101,40 @@ pub(crate) struct RolloutWatch {
     seen: BTreeMap<String, Tracked>,
     /// (pod key, container or "" for the pod) already reported.
     reported: BTreeSet<(String, String)>,
+    /// The reads where the pod counts changed (the report's chart), at most
+    /// [`TIMELINE_POINTS`], and the latest read.
+    timeline: Vec<PodCounts>,
+    latest: Option<PodCounts>,
+}
+
+/// Most reads kept for the timeline (a chart's x axis stays readable).
+const TIMELINE_POINTS: usize = 36;
+
+/// One read as the timeline shows it: when, the release's serving pods,
+/// and the pods of each release (by digest) that had not ended.
+#[derive(Debug, Clone, PartialEq)]
+struct PodCounts {
+    at_s: f64,
+    serving: usize,
+    pods: BTreeMap<String, usize>,
+}
+
+impl PodCounts {
+    fn read(exp: &Expected, at_s: f64, st: &ServiceState) -> PodCounts {
+        let mut pods = BTreeMap::new();
+        for p in st.pods.iter().filter(|p| p.ended.is_none()) {
+            *pods.entry(p.digest.clone().unwrap_or_else(|| "(none)".into())).or_insert(0) += 1;
+        }
+        PodCounts { at_s, serving: ready_of(exp, st), pods }
+    }
+
+    fn same_counts(&self, o: &PodCounts) -> bool {
+        (self.serving, &self.pods) == (o.serving, &o.pods)
+    }
+
+    fn json(&self) -> serde_json::Value {
+        json!({"atSeconds": self.at_s, "serving": self.serving, "pods": self.pods})
+    }
 }
 
 impl RolloutWatch {
@@ -114,6 +148,8 @@ impl RolloutWatch {
             dips: 0,
             seen: BTreeMap::new(),
             reported: BTreeSet::new(),
+            timeline: Vec::new(),
+            latest: None,
         }
     }
 
@@ -121,6 +157,11 @@ impl RolloutWatch {
     /// later can change the decision (held for the window, a restart in it,
     /// or the controller gave up).
     pub(crate) fn observe(&mut self, at_s: f64, st: ServiceState) -> bool {
+        let counts = PodCounts::read(&self.exp, at_s, &st);
+        if self.timeline.len() < TIMELINE_POINTS && !self.timeline.last().is_some_and(|l| l.same_counts(&counts)) {
+            self.timeline.push(counts.clone());
+        }
+        self.latest = Some(counts);
         let o = evaluate_rollout(&self.exp, &st);
         let gave_up = o.gave_up;
         let settled = o.settled;
@@ -231,6 +272,12 @@ impl RolloutWatch {
         }
         if let serde_json::Value::Object(m) = &mut outcome.data {
             m.insert("stability".into(), json!({"windowSeconds": self.window_s, "heldSeconds": held_s, "readinessDips": self.dips, "restartsDuringWindow": storm}));
+            // The last read closes the timeline, when it is not its last point.
+            let mut timeline = self.timeline;
+            if let Some(l) = self.latest.filter(|l| timeline.last() != Some(l)) {
+                timeline.push(l);
+            }
+            m.insert("timeline".into(), timeline.iter().map(PodCounts::json).collect());
         }
         Some(RolloutVerdict { complete, gave_up: outcome.gave_up || storm, outcome, held_s })
     }

@@ -314,7 +314,7 @@ pub(crate) fn rollout_step(
 pub(crate) fn downtime_step(target: &str, url: &str, samples: &[ProbeSample], end: f64) -> StepReport {
     let mut s = StepReport::new("downtime", target);
     let st = rc::downtime(samples, end);
-    s.data = json!({"url": url, "stats": st, "seconds": end});
+    s.data = json!({"url": url, "stats": st, "seconds": end, "timeline": rc::probe_spans(samples, end)});
     if st.ok + st.fail == 0 {
         s.verdict = Verdict::Inconclusive;
         s.summary = format!("no probe of {url} completed: downtime unmeasured");

@@ -18,6 +18,24 @@ pub fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
+/// The `node_modules` of scripts/install-test-deps' npm prefix that holds
+/// `package`: `$BUNDLEGATE_NODE_TOOLS`, else the newest such prefix in its
+/// cache (when a test runs outside scripts/test).
+pub fn node_modules(package: &str) -> Option<PathBuf> {
+    if let Some(d) = std::env::var_os("BUNDLEGATE_NODE_TOOLS") {
+        let m = PathBuf::from(d).join("node_modules");
+        return m.join(package).is_dir().then_some(m);
+    }
+    let cache = std::env::var_os("BUNDLEGATE_CI_CACHE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(std::env::var("HOME").unwrap()).join(".cache/bundlegate-ci"));
+    let modules = std::fs::read_dir(&cache).into_iter().flatten().flatten().map(|e| e.path()).filter(|p| {
+        p.file_name().unwrap().to_string_lossy().starts_with("node-tools-")
+            && p.join("node_modules").join(package).is_dir()
+    });
+    modules.max_by_key(|p| std::fs::metadata(p).and_then(|m| m.modified()).ok()).map(|p| p.join("node_modules"))
+}
+
 pub struct Out {
     pub code: i32,
     pub stdout: String,

@@ -511,6 +511,27 @@ fn watch_healthy_swap_passes_with_evidence() {
     assert_eq!(down["verdict"], "pass");
     assert!(down["data"]["stats"]["ok"].as_u64().unwrap() >= 5, "{down}");
     assert_eq!(down["data"]["stats"]["fail"], 0);
+    // The timelines behind the Markdown charts: the old release's pod gone
+    // and this release's serving by the last read; probes all answered.
+    let reads = rollout["data"]["timeline"].as_array().unwrap();
+    let last = reads.last().unwrap();
+    assert_eq!(
+        (last["serving"].as_u64(), last["pods"][&d].as_u64(), last["pods"][OLD].as_u64()),
+        (Some(1), Some(1), None),
+        "{reads:?}"
+    );
+    assert!(reads.iter().any(|r| r["pods"][OLD] == 1), "the old pod is on the timeline: {reads:?}");
+    let spans = down["data"]["timeline"].as_array().unwrap();
+    assert_eq!(
+        spans.iter().map(|b| b["ok"].as_u64().unwrap()).sum::<u64>(),
+        down["data"]["stats"]["ok"].as_u64().unwrap()
+    );
+    let md = crate::mermaid::markdown_of(&out.stdout);
+    assert!(md.contains("title \"watch: serving pods of this release"), "{md}");
+    assert!(md.contains("title \"downtime: failed health probes"), "{md}");
+    if let Some(m) = crate::mermaid::mermaid_modules() {
+        assert_eq!(crate::mermaid::parse_all(&m, &md).len(), 2, "{md}");
+    }
     cluster.assert_read_only();
     let reqs = cluster.requests();
     assert!(reqs
