@@ -100,6 +100,9 @@ impl StandIn {
             ["apis", "serving.kserve.io", "v1beta1", "namespaces", ns, "inferenceservices"] => {
                 list("InferenceService", "serving.kserve.io/v1beta1", ns)
             }
+            ["apis", "serving.kserve.io", "v1alpha2", "namespaces", ns, "llminferenceservices"] => {
+                list("LLMInferenceService", "serving.kserve.io/v1alpha2", ns)
+            }
             // Knative's kinds, by API group: its `Service` is not core/v1's.
             ["apis", "serving.knative.dev", "v1", "namespaces", ns, plural] => match *plural {
                 "revisions" => list("Revision", "serving.knative.dev/v1", ns),

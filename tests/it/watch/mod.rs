@@ -341,6 +341,11 @@ pub(crate) fn git(dir: &Path, args: &[&str]) -> String {
 
 impl Workspace {
     pub(crate) fn new() -> Workspace {
+        Workspace::with_bundle(|text| text)
+    }
+
+    /// [`Workspace::new`] with the bundle's text edited before it is committed.
+    pub(crate) fn with_bundle(edit: impl FnOnce(String) -> String) -> Workspace {
         let dir = tempfile::tempdir().unwrap();
         git(dir.path(), &["init", "-q", "-b", "main"]);
         std::fs::write(dir.path().join("README.md"), "models\n").unwrap();
@@ -348,7 +353,8 @@ impl Workspace {
         git(dir.path(), &["commit", "-q", "-m", "the repository before the release"]);
         let prev = git(dir.path(), &["rev-parse", "HEAD"]);
         std::fs::create_dir_all(dir.path().join("llm-scratch/v2")).unwrap();
-        std::fs::copy(fixture("release.yaml"), dir.path().join(BUNDLE)).unwrap();
+        std::fs::write(dir.path().join(BUNDLE), edit(std::fs::read_to_string(fixture("release.yaml")).unwrap()))
+            .unwrap();
         git(dir.path(), &["add", BUNDLE]);
         git(dir.path(), &["commit", "-q", "-m", "release llm-scratch v2"]);
         let sha = git(dir.path(), &["rev-parse", "HEAD"]);
@@ -1870,3 +1876,95 @@ fn watch_pod_held_back_by_its_verifier_fails_bg530_naming_the_file() {
 mod busy_repository;
 mod history;
 mod library;
+
+// ---------------------------------------------------------------------------
+// LLMInferenceService: the object's own conditions
+
+/// The release as an LLMInferenceService (KServe v0.20, v1alpha2) whose
+/// conditions are `conds` (type, status, reason) for `observed` of
+/// generation 2, valid against the CRD as the API server would serve it;
+/// the Deployment under it owned by it, its ReplicaSets and pods as before.
+fn llm_objects(ws: &Workspace, observed: i64, conds: &[(&str, &str, &str)]) -> Vec<Value> {
+    let conditions: Vec<Value> = conds
+        .iter()
+        .map(|(t, s, r)| {
+            let mut c = json!({"type": t, "status": s, "lastTransitionTime": "2026-01-01T10:05:30Z"});
+            if !r.is_empty() {
+                c["reason"] = json!(r);
+            }
+            c
+        })
+        .collect();
+    let llm = json!({
+        "apiVersion": "serving.kserve.io/v1alpha2", "kind": "LLMInferenceService",
+        "metadata": {"name": NAME, "namespace": NS, "uid": "uid-isvc", "generation": 2},
+        "spec": {"model": {"uri": V2_URI}, "replicas": 1},
+        "status": {"observedGeneration": observed, "conditions": conditions}
+    });
+    let errors = crate::support::schema::crd_errors("kserve/serving.kserve.io_llminferenceservices.yaml", &llm);
+    assert!(errors.is_empty(), "the stand-in's LLMInferenceService violates the CRD:\n{}", errors.join("\n"));
+    let mut dep = done_deployment();
+    dep["metadata"]["ownerReferences"][0]["apiVersion"] = json!("serving.kserve.io/v1alpha2");
+    dep["metadata"]["ownerReferences"][0]["kind"] = json!("LLMInferenceService");
+    let d = ws.digest.clone();
+    let mut v = objects(&d, dep, vec![pod(PodSpec::ready(NEW_POD, &d, V2_URI))], vec![]);
+    v.retain(|o| o["kind"] != "InferenceService");
+    // The old ReplicaSet scaled to 0: the new pod is all that serves.
+    for o in v
+        .iter_mut()
+        .filter(|o| o["kind"] == "ReplicaSet" && o["metadata"]["name"] == "llm-scratch-predictor-868c589678")
+    {
+        o["spec"]["replicas"] = json!(0);
+        o["status"] = json!({"replicas": 0});
+    }
+    v.push(llm);
+    v
+}
+
+/// The pods read fine in each case below; only the LLMInferenceService's
+/// own conditions differ. All True for the current generation: PASS.
+/// The router failing: FAIL, BG501 naming the condition. A status for the
+/// previous spec, or a router still Unknown: INCONCLUSIVE (BG506), never
+/// a revert. Every object the stand-in serves is valid against the CRD.
+#[test]
+fn watch_reads_an_llm_inference_services_own_conditions() {
+    let ws = Workspace::with_bundle(|t| t.replacen("format: kserve-modelspec", "format: kserve-llm", 1));
+    let all_true = [("Ready", "True", ""), ("WorkloadsReady", "True", ""), ("RouterReady", "True", "")];
+    let run = |objects: Vec<Value>| {
+        let frames = vec![Frame { at_ms: 0, app: Some(synced(&ws)), objects }];
+        let (out, cluster) = run_watch(&ws, frames, &["--timeout", "3s"]);
+        cluster.assert_read_only();
+        assert!(
+            cluster.requests().iter().any(|(_, p)| p.contains("/v1alpha2/namespaces/ai-lab/llminferenceservices")),
+            "the watch read the LLMInferenceService"
+        );
+        out
+    };
+    let out = run(llm_objects(&ws, 2, &all_true));
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert_eq!(step(&out.json(), "rollout")["verdict"], "pass", "{}", out.stdout);
+
+    let out = run(llm_objects(
+        &ws,
+        2,
+        &[
+            ("Ready", "False", "RouterNotReady"),
+            ("WorkloadsReady", "True", ""),
+            ("RouterReady", "False", "GatewayNotAccepted"),
+        ],
+    ));
+    assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
+    let f = findings(&out.json(), "rollout", "BG501");
+    assert!(f.contains("RouterReady is False (GatewayNotAccepted)"), "{f}");
+
+    for (why, objects) in [
+        ("a status for the previous spec", llm_objects(&ws, 1, &all_true)),
+        ("the router still Unknown", llm_objects(&ws, 2, &[("Ready", "True", ""), ("RouterReady", "Unknown", "")])),
+    ] {
+        let out = run(objects);
+        let v = out.json();
+        assert_eq!(step(&v, "rollout")["verdict"], "inconclusive", "{why}: {}", out.stdout);
+        assert!(!findings(&v, "rollout", "BG506").is_empty(), "{why}: {}", out.stdout);
+        assert_ne!(v["verdict"], "fail", "{why}: never a FAIL (a revert) on an undecided status");
+    }
+}
