@@ -57,6 +57,28 @@ fn main() {
     let (t_z, z) = time(20, || c::two_proportion_z(ex as f64, nx as f64, ey as f64, ny as f64).expect("valid counts"));
     let (t_fisher, fisher) = time(3, || c::fisher_exact_greater(ex, nx, ey, ny).expect("valid counts"));
 
+    // The paired golden gate's exact McNemar test: P(X >= b | b + c, 1/2),
+    // over golden-set sizes from a handful of discordant prompts to 100,000.
+    let cases: Vec<(u64, u64)> = [
+        (1, 1),
+        (3, 4),
+        (8, 10),
+        (15, 20),
+        (30, 50),
+        (60, 100),
+        (520, 1000),
+        (5100, 10_000),
+        (50_300, 100_000),
+        (0, 7),
+    ]
+    .into_iter()
+    .collect();
+    let (t_mcnemar, mcnemar) = time(20, || {
+        cases.iter().map(|&(b, n)| c::binom_test_greater(b, n, 0.5).expect("valid counts").p_value).collect::<Vec<_>>()
+    });
+    let mcnemar_cases: Vec<serde_json::Value> =
+        cases.iter().zip(&mcnemar).map(|(&(b, n), p)| serde_json::json!([b, n, p])).collect();
+
     println!(
         "{}",
         serde_json::json!({
@@ -66,6 +88,7 @@ fn main() {
             "mannWhitneyBinned": {"seconds": t_binned, "u": binned.statistic, "p": binned.p_value},
             "zTest": {"seconds": t_z, "z": z.statistic, "p": z.p_value},
             "fisher": {"seconds": t_fisher, "p": fisher.p_value},
+            "mcnemar": {"seconds": t_mcnemar, "cases": mcnemar_cases},
         })
     );
 }

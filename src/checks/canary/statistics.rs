@@ -120,7 +120,7 @@ pub(crate) fn proportion_test(x1: u64, n1: u64, x2: u64, n2: u64) -> Option<Test
 
 /// Exact binomial test, H1: true rate > p (scipy `binomtest(k, n, p,
 /// alternative='greater')`): P(X >= k) = I_p(k, n-k+1).
-pub(crate) fn binom_test_greater(k: u64, n: u64, p: f64) -> Option<TestResult> {
+pub fn binom_test_greater(k: u64, n: u64, p: f64) -> Option<TestResult> {
     if !(0.0..=1.0).contains(&p) || n == 0 {
         return None;
     }
