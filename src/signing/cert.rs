@@ -170,7 +170,10 @@ pub fn verify_chain(chain: &[Vec<u8>], anchors: &[Certificate], now: u64) -> Res
             ))
         })?;
         if !is_ca(next).map_err(ChainError::Malformed)? {
-            return Err(ChainError::Untrusted(format!("{} issued a certificate but is not a CA", subject(next))));
+            return Err(ChainError::Untrusted(format!(
+                "{} issued a certificate but is not a CA allowed to (CA:TRUE, keyCertSign)",
+                subject(next)
+            )));
         }
         within(next, now)?;
         cur = next;
@@ -225,8 +228,12 @@ fn may_sign(c: &Certificate) -> Result<bool, String> {
     Ok(ku || eku)
 }
 
+/// A CA that may issue: `CA:TRUE`, and `keyCertSign` when it states its
+/// key usage at all (RFC 5280 4.2.1.3).
 fn is_ca(c: &Certificate) -> Result<bool, String> {
-    Ok(extension::<BasicConstraints>(c, BASIC_CONSTRAINTS)?.is_some_and(|b| b.ca))
+    let ca = extension::<BasicConstraints>(c, BASIC_CONSTRAINTS)?.is_some_and(|b| b.ca);
+    let may_issue = extension::<KeyUsage>(c, KEY_USAGE)?.is_none_or(|k| k.key_cert_sign());
+    Ok(ca && may_issue)
 }
 
 /// The signing certificate's identities and issuer.

@@ -436,6 +436,19 @@ impl Pki {
             for who in release intruder; do
               openssl x509 -req -in $who.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 10 -extfile $who.ext -out $who.pem 2>/dev/null
             done
+            # An intermediate CA, and under it a signer; and a signer whose issuer is
+            # the intruder's leaf certificate, which is no CA.
+            openssl ecparam -name prime256v1 -genkey -noout -out int.key
+            openssl req -new -key int.key -subj '/CN=Example Intermediate CA' -out int.csr
+            printf 'basicConstraints=critical,CA:TRUE\\nkeyUsage=critical,keyCertSign\\n' > int.ext
+            openssl x509 -req -in int.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 20 -extfile int.ext -out int.pem 2>/dev/null
+            for who in deep sub; do
+              openssl ecparam -name prime256v1 -genkey -noout -out $who.key
+              openssl req -new -key $who.key -subj \"/CN=$who signer\" -out $who.csr
+              printf 'basicConstraints=CA:FALSE\\nkeyUsage=critical,digitalSignature\\nsubjectAltName=email:release@example.com\\n' > $who.ext
+            done
+            openssl x509 -req -in deep.csr -CA int.pem -CAkey int.key -CAcreateserial -days 10 -extfile deep.ext -out deep.pem 2>/dev/null
+            openssl x509 -req -in sub.csr -CA intruder.pem -CAkey intruder.key -CAcreateserial -days 10 -extfile sub.ext -out sub.pem 2>/dev/null
             sed -i 's/old@/release@/' old.ext
             openssl ca -config ca.conf -batch -notext -in old.csr -cert ca.pem -keyfile ca.key \\
               -startdate 20200101000000Z -enddate 20200201000000Z -extfile old.ext -out old.pem 2>/dev/null");
@@ -469,23 +482,30 @@ impl Pki {
         p
     }
 
-    /// `bundlegate sign` of the example's v2 as `who`.
+    /// `bundlegate sign` of the example's v2 as `who`, issued by the CA.
     fn sign(&self, ex: &Example, who: &str) -> Out {
+        self.sign_with(ex, who, &["ca.pem"])
+    }
+
+    /// `bundlegate sign` as `who`, the signature carrying `chain` after its certificate.
+    fn sign_with(&self, ex: &Example, who: &str, chain: &[&str]) -> Out {
         let key = self.path(&format!("{who}.key"));
         let cert = self.path(&format!("{who}.pem"));
-        let ca = self.path("ca.pem");
-        ex.run(&[
-            "sign",
-            "llm-scratch/v2/release.yaml",
-            "--key",
-            key.to_str().unwrap(),
-            "--certificate",
-            cert.to_str().unwrap(),
-            "--chain",
-            ca.to_str().unwrap(),
-            "--format",
-            "json",
-        ])
+        let mut args = vec![
+            "sign".to_string(),
+            "llm-scratch/v2/release.yaml".into(),
+            "--key".into(),
+            key.display().to_string(),
+            "--certificate".into(),
+            cert.display().to_string(),
+            "--format".into(),
+            "json".into(),
+        ];
+        for c in chain {
+            args.push("--chain".into());
+            args.push(self.path(c).display().to_string());
+        }
+        ex.run(&args.iter().map(String::as_str).collect::<Vec<_>>())
     }
 }
 
@@ -558,6 +578,24 @@ fn certificate_mode_signs_and_verifies_both_ways_and_names_who() {
     assert_eq!(out.code, 0, "{}", out.stderr);
     let out = with_config(&ex, "lint", &config);
     assert_eq!(out.codes(), ["BG703", "BG703"], "{}", out.stdout);
+    // Through an intermediate CA: the chain is walked to the root, and the
+    // issuer is the intermediate's name.
+    let out = pki.sign_with(&ex, "deep", &["int.pem"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let deep = pki.path("deep-policy.yaml");
+    std::fs::write(
+        &deep,
+        "signature:\n  mode: required\n  trustedRoot: trusted_root.json\n  certificateIdentities:\n    - {identity: release@example.com, issuer: CN=Example Intermediate CA}\n",
+    )
+    .unwrap();
+    let out = with_config(&ex, "lint", &deep);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    // Issued by a certificate that is no CA (the intruder's own leaf): BG703.
+    let out = pki.sign_with(&ex, "sub", &["intruder.pem", "ca.pem"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let out = with_config(&ex, "lint", &config);
+    assert_eq!(out.codes(), ["BG703", "BG703"], "{}", out.stdout);
+    assert!(out.stdout.contains("not a CA allowed to"), "{}", out.stdout);
     // A signing certificate that is not the key's: sign refuses (exit 2).
     let key = pki.path("release.key");
     let cert = pki.path("intruder.pem");
