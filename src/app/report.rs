@@ -101,6 +101,7 @@ impl<'de> serde::de::Visitor<'de> for Head<'_> {
         use serde::de::Error as _;
         let Head { name, tape, on_step } = self;
         let mut r = Report::new("");
+        let mut verdict = None;
         let mut keys = std::collections::BTreeSet::new();
         while let Some(k) = map.next_key::<String>()? {
             if !keys.insert(k.clone()) {
@@ -111,7 +112,7 @@ impl<'de> serde::de::Visitor<'de> for Head<'_> {
             match k.as_str() {
                 "schema" => r.schema = map.next_value()?,
                 "command" => r.command = map.next_value()?,
-                "verdict" => r.verdict = map.next_value()?,
+                "verdict" => verdict = Some(map.next_value()?),
                 "shard" => r.shard = map.next_value()?,
                 "durationSeconds" => r.duration_seconds = map.next_value()?,
                 "finishedAt" => r.finished_at = map.next_value()?,
@@ -126,7 +127,8 @@ impl<'de> serde::de::Visitor<'de> for Head<'_> {
                 return Err(A::Error::missing_field(required));
             }
         }
-        Ok(r)
+        // The report's own verdict as it says it (the merge judges anew).
+        Ok(Report { verdict: verdict.unwrap_or(r.verdict), ..r })
     }
 }
 

@@ -789,7 +789,7 @@ fn the_streamed_merge_prints_every_format_and_refuses_stale_shards() {
         assert_eq!(human.stdout.matches(&format!(" {t} ")).count(), 1, "{t}: {}", human.stdout);
     }
     let md = run_in(ex.path(), &["report", "merge", "--format", "markdown", "reports/"], &[]);
-    assert!(md.stdout.starts_with("### bundlegate audit: ✅ pass\n\n"), "{}", md.stdout);
+    assert!(md.stdout.starts_with("### bundlegate audit: ✅ PASS\n\n"), "{}", md.stdout);
     let sarif = run_in(ex.path(), &["report", "merge", "--format", "sarif", "reports/"], &[]);
     let s: serde_json::Value = serde_json::from_str(&sarif.stdout).unwrap();
     assert_eq!(s["version"], "2.1.0");
