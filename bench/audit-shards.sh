@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # Audits past one machine: a generated tree of BUNDLES bundles × PER small
 # objects (bench/audit-tree.py; default 1,000 × 100 = 100,000 objects) on a
-# `file:` store, audited whole and as 4 shards, then merged; and 4 shards run
-# at once against the loopback S3 server (s3s-fs) with a shared
-# `--cache s3://…` prefix, twice (the second run must read 0 bytes).
+# `file:` store, audited whole and as 4 and as 8 shards (one after another,
+# sharing the warm cache folder, as a matrix on one machine), each set
+# merged; and 4 shards run at once against the loopback S3 server (s3s-fs)
+# with a shared `--cache s3://…` prefix, twice (the second run must read 0
+# bytes). Each shard row carries its budget (issue #50): 1.2 × (unsharded
+# warm time / N) + 0.5 s; each merge row its peak RSS against 128 MiB.
 # Appends rows to $BENCH_RESULTS (bench/lib.sh's columns; every row here is a
 # single run, the assignment alone the best of 20) and the figures that are
 # not times (balance, bytes read) to $BENCH_NOTES.
@@ -24,16 +27,24 @@ trap '[ -n "$S3PID" ] && kill "$S3PID" 2>/dev/null; rm -rf "$D"' EXIT
 OBJECTS=$((BUNDLES * PER))
 LABEL="$BUNDLES bundles / $OBJECTS objects"
 
-# row NAME BASELINE CMD... → one row; CMD's stdout in $D/.out. A command that
-# fails (exit ≥ 2) ends the bench: a row must never time an error.
+# row NAME BASELINE CMD... → one row; CMD's stdout in $D/.out, its time and
+# peak RSS in $SECS and $RSS. ROW_BUDGET (seconds) or ROW_RSS_BUDGET (KiB),
+# when set, mark the row "over budget" past them. A command that fails
+# (exit ≥ 2) ends the bench: a row must never time an error.
 row() {
   local name=$1 base=$2; shift 2
-  local rc=0
+  local rc=0 status=ok reason=- budget="${ROW_BUDGET:--}"
   /usr/bin/time -f "%e %M" -o "$D/.t" "$@" > "$D/.out" 2> "$D/.err" || rc=$?
   if [ "$rc" -ge 2 ]; then echo "FAILED ($rc): $name"; cat "$D/.err"; exit 1; fi
-  read -r secs rss < "$D/.t"
-  bench_row "$name" "$secs" "single run" "$rss" "$base"
-  printf '  %-44s %8ss  %8s KiB\n' "$name" "$secs" "$rss"
+  read -r SECS RSS < "$D/.t"
+  if [ "$budget" != - ] && awk "BEGIN {exit !($SECS > $budget)}"; then
+    status="over budget"; reason="${SECS}s > ${budget}s"
+  fi
+  if [ -n "${ROW_RSS_BUDGET:-}" ] && [ "$RSS" -gt "$ROW_RSS_BUDGET" ]; then
+    status="over budget"; reason="peak RSS ${RSS} KiB > ${ROW_RSS_BUDGET} KiB"
+  fi
+  bench_row "$name" "$SECS" "single run" "$RSS" "$base" "$status" "$reason" "$budget"
+  printf '  %-44s %8ss  %8s KiB  %s\n' "$name" "$SECS" "$RSS" "$([ "$status" = ok ] || echo "OVER BUDGET: $reason")"
 }
 
 # Sum of bytesHashed over the reports given (files).
@@ -49,7 +60,7 @@ BUCKET=""; [ -x "$S3S" ] && BUCKET=bench
 echo "== generating $LABEL"
 T0=$(date +%s.%N)
 python3 "$ROOT/bench/audit-tree.py" "$D" "$BUNDLES" "$PER" $BUCKET
-printf '  generated in %.1fs, %s bytes declared\n' "$(awk "BEGIN {print $(date +%s.%N) - $T0}")" "$(awk -F'\t' '{s += $2} END {print s}' "$D/items.tsv")"
+printf '  generated in %.1fs, %s bytes declared\n' "$(awk "BEGIN {print $(date +%s.%N) - $T0}")" "$(awk -F'\t' '{s += $3} END {print s}' "$D/items.tsv")"
 cd "$D"
 
 echo "== audit of $LABEL on a file: store"
@@ -57,26 +68,36 @@ COLD="audit $BUNDLES bundles, unsharded, cold"
 WARM="audit $BUNDLES bundles, unsharded, warm cache"
 row "$COLD" - "$BG" audit --format json --progress never models --cache cache/
 row "$WARM" "$COLD" "$BG" audit --format json --progress never models --cache cache/
-# Shards share the warm cache folder (one object per bundle): each one loads
-# every bundle, computes the assignment, and audits its quarter.
-mkdir -p reports
-for k in 0 1 2 3; do
-  row "audit --shard $k/4, warm cache" "$WARM" "$BG" audit --format json --progress never models --cache cache/ --shard "$k/4" --write-report "reports/shard-$k.json"
-done
-row "report merge of 4 shard reports" - "$BG" report merge --format json reports/
-bench_note "$(python3 - "$LABEL" reports/shard-*.json <<'PY'
+WARM_S=$SECS
+# Shards share the warm cache folder (one object per bundle): each one
+# weighs every bundle file (length, sha256), parses and audits its own.
+for N in 4 8; do
+  mkdir -p "reports-$N"
+  budget=$(awk "BEGIN {printf \"%.2f\", 1.2 * $WARM_S / $N + 0.5}")
+  slowest=0
+  for k in $(seq 0 $((N - 1))); do
+    ROW_BUDGET=$budget row "audit --shard $k/$N, warm cache" "$WARM" "$BG" audit --format json --progress never models --cache cache/ --shard "$k/$N" --write-report "reports-$N/shard-$k.json"
+    slowest=$(awk "BEGIN {print ($SECS > $slowest) ? $SECS : $slowest}")
+  done
+  bench_note "$N shards of $LABEL, warm cache: slowest shard ${slowest}s, budget ${budget}s (1.2 × ${WARM_S}s / $N + 0.5 s)"
+  ROW_RSS_BUDGET=131072 row "report merge of $N shard reports" - "$BG" report merge --format json "reports-$N/"
+  bench_note "report merge of $N shard reports ($(du -cb reports-$N/*.json | tail -1 | cut -f1) bytes of JSON): peak RSS $RSS KiB (budget 131072 KiB)"
+  bench_note "$(python3 - "$LABEL" "$D/items.tsv" reports-$N/shard-*.json <<'PY'
 import json, sys
-label, paths = sys.argv[1], sys.argv[2:]
-owned = [json.load(open(p))["shard"]["ownedBytes"] for p in paths]
-mean = sum(owned) / len(owned)
-print(f"shard balance, {label}: max/mean declared bytes over 4 shards = {max(owned) / mean:.3f} (ownedBytes {owned})")
+label, items, paths = sys.argv[1], sys.argv[2], sys.argv[3:]
+weight = {l.split("\t")[0]: int(l.split("\t")[1]) for l in open(items) if l.strip()}
+reports = [json.load(open(p)) for p in paths]
+w = [sum(weight[b] for b in r["shard"]["owned"]) for r in reports]
+owned = [r["shard"]["ownedBytes"] for r in reports]
+print(f"shard balance, {label}, {len(paths)} shards: max/mean weight (bundle file bytes) = {max(w) / (sum(w) / len(w)):.3f}, max/mean declared bytes = {max(owned) / (sum(owned) / len(owned)):.3f} (ownedBytes {owned})")
 PY
 )"
+done
 ASSIGN=$(cd "$ROOT" && cargo bench -q --bench shard_assign_bench -- "$D/items.tsv" 4)
 read -r ASSIGN_S ASSIGN_BAL < <(python3 -c 'import json, sys; a = json.loads(sys.argv[1]); print("%.6f" % a["seconds"], a["maxOverMean"])' "$ASSIGN")
 bench_row "shard assignment alone, $BUNDLES bundles -> 4" "$ASSIGN_S" "best of 20" - -
 printf '  %-44s %8ss (best of 20)\n' "shard assignment alone, $BUNDLES bundles -> 4" "$ASSIGN_S"
-bench_note "shard assignment alone, $BUNDLES bundles -> 4 shards: max/mean declared bytes $ASSIGN_BAL"
+bench_note "shard assignment alone, $BUNDLES bundles -> 4 shards: max/mean weight (bundle file bytes) $ASSIGN_BAL"
 
 if [ -n "$BUCKET" ]; then
   echo "== 4 shards at once against s3s-fs, shared --cache s3://audit/cache/"

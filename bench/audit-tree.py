@@ -9,7 +9,8 @@ same tree.
     python3 bench/audit-tree.py OUT BUNDLES PER [S3_BUCKET]
 
 Writes OUT/models/mNNNNN/release.yaml (storageUri file:../../store/mNNNNN/v1/),
-OUT/store/mNNNNN/v1/*, OUT/items.tsv (bundle id, declared bytes) and, with
+OUT/store/mNNNNN/v1/*, OUT/items.tsv (bundle id, bundle file bytes: the
+shard assignment's weight, declared artifact bytes) and, with
 S3_BUCKET, OUT/models-s3/… pointing at s3://S3_BUCKET/mNNNNN/v1/ (the caller
 links the store under the S3 server's folder).
 """
@@ -48,11 +49,15 @@ with open(os.path.join(out, "items.tsv"), "w") as items:
             arts.append(f"      - path: {path}\n        role: {role}\n        sha256: {hashlib.sha256(data).hexdigest()}\n        size: {len(data)}\n")
             total += len(data)
         body = head.replace("name: llm-scratch", f"name: {name}") + "    artifacts:\n" + "".join(arts) + tail
+        weight = 0
         for tree, uri in [("models", f"file:../../store/{name}/v1/")] + ([("models-s3", f"s3://{bucket}/{name}/v1/")] if bucket else []):
             d = os.path.join(out, tree, name)
             os.makedirs(d, exist_ok=True)
+            text = re.sub(r"storageUri: .*", f"storageUri: {uri}", body, count=1)
             with open(os.path.join(d, "release.yaml"), "w") as f:
-                f.write(re.sub(r"storageUri: .*", f"storageUri: {uri}", body, count=1))
+                f.write(text)
             with open(os.path.join(d, "golden.jsonl"), "w") as f:
                 f.write(golden)
-        items.write(f"{name}/release.yaml\t{total}\n")
+            if tree == "models":
+                weight = len(text.encode())
+        items.write(f"{name}/release.yaml\t{weight}\t{total}\n")

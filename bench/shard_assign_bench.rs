@@ -3,9 +3,9 @@
 //! Times the shard assignment alone (what every `audit --shard K/N` computes
 //! before it audits anything) on the items of a generated tree, for
 //! `bench/audit-shards.sh`. Usage: `cargo bench --bench shard_assign_bench --
-//! ITEMS.tsv N`, where each line is `bundle id<TAB>declared bytes`. Prints one
-//! JSON object: the best of 20 runs in seconds and the byte balance (max/mean
-//! over the N shards). A bare `cargo bench` (no inputs) says so and times nothing.
+//! ITEMS.tsv N`, where each line is `bundle id<TAB>weight[<TAB>…]` (the
+//! weight: the bundle file's bytes). Prints one JSON object: the best of 20
+//! runs in seconds and the weight balance (max/mean over the N shards). A bare `cargo bench` (no inputs) says so and times nothing.
 
 use std::time::Instant;
 
@@ -22,8 +22,9 @@ fn main() {
         .lines()
         .filter(|l| !l.is_empty())
         .map(|l| {
-            let (id, bytes) = l.split_once('\t').expect("id<TAB>bytes");
-            Item { id: id.to_string(), bytes: bytes.parse().expect("bytes") }
+            let mut cols = l.split('\t');
+            let (id, bytes) = (cols.next().expect("id"), cols.next().expect("id<TAB>weight"));
+            Item { id: id.to_string(), bytes: bytes.parse().expect("weight"), sha256: None }
         })
         .collect();
     let mut best = f64::INFINITY;

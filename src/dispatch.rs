@@ -37,6 +37,9 @@ pub struct Outcome {
     pub code: i32,
     pub stdout: String,
     pub stderr: String,
+    /// Printed after `stdout`: a report too large to hold in memory, written
+    /// to a scratch file as it was made (`report merge`).
+    pub spooled: Option<crate::adapters::local::Spool>,
 }
 
 /// Run one command line to its [`Outcome`]: a report's verdict sets the exit
@@ -46,17 +49,48 @@ pub fn execute(cli: Cli, color: bool) -> Outcome {
     use crate::report::format::format_report;
     use crate::report::redact::redact;
     let format = cli.format;
+    if matches!(cli.command, Command::Report { cmd: ReportCmd::Merge { .. } }) {
+        return merge(cli, color);
+    }
     match run(cli) {
         Ok(report) => Outcome {
             code: report.exit_code(),
             stdout: redact(&format_report(&report, format, color)).into_owned(),
             stderr: String::new(),
+            spooled: None,
         },
-        Err(f) => Outcome {
-            code: 2,
-            stdout: f.report.map(|r| redact(&format_report(&r, format, color)).into_owned()).unwrap_or_default(),
-            stderr: error_text(&f.error),
-        },
+        Err(f) => failed(f, format, color),
+    }
+}
+
+/// A failure's outcome: exit 2, why on stderr, its ERROR report (if any) on stdout.
+fn failed(f: Failure, format: crate::report::format::Format, color: bool) -> Outcome {
+    use crate::report::format::format_report;
+    use crate::report::redact::redact;
+    Outcome {
+        code: 2,
+        stdout: f.report.map(|r| redact(&format_report(&r, format, color)).into_owned()).unwrap_or_default(),
+        stderr: error_text(&f.error),
+        spooled: None,
+    }
+}
+
+/// `report merge`, which writes its formatted report as it reads the
+/// shards' (memory bounded by one step, not by the reports' size).
+fn merge(cli: Cli, color: bool) -> Outcome {
+    let format = cli.format;
+    let (name, target) = label(&cli.command);
+    let merged = || -> Result<_> {
+        let Command::Report { cmd: ReportCmd::Merge { reports, opts } } = &cli.command else {
+            anyhow::bail!("not a merge");
+        };
+        let cfg = Config::load(cli.config.as_deref())?;
+        let ctx = Ctx::from_process().with_signature(cfg.signature_policy(cli.config.as_deref())?);
+        crate::app::audit_merge::merge_reports(&ctx, reports, opts, format, color)
+    };
+    match merged() {
+        Ok((code, out)) => Outcome { code, stdout: String::new(), stderr: String::new(), spooled: Some(out) },
+        Err(error) => failed(failure(name, &target, false, error), format, color),
     }
 }
 
@@ -70,14 +104,18 @@ pub(crate) fn error_text(e: &anyhow::Error) -> String {
 pub fn run(cli: Cli) -> Result<Report, Failure> {
     let (name, target) = label(&cli.command);
     let raw = matches!(cli.command, Command::Argocd { .. });
-    command(cli).map_err(|error| {
-        let report = (!raw).then(|| {
-            let mut r = Report::new(name);
-            r.push(StepReport::error(name, &target, &error));
-            Box::new(r)
-        });
-        Failure { error, report }
-    })
+    command(cli).map_err(|error| failure(name, &target, raw, error))
+}
+
+/// `error` of the command `name` on `target`, with its ERROR report unless
+/// the command prints none (`raw`).
+fn failure(name: &str, target: &str, raw: bool, error: anyhow::Error) -> Failure {
+    let report = (!raw).then(|| {
+        let mut r = Report::new(name);
+        r.push(StepReport::error(name, target, &error));
+        Box::new(r)
+    });
+    Failure { error, report }
 }
 
 /// The report's name and what its ERROR step names when the command fails.
@@ -133,7 +171,9 @@ fn command(cli: Cli) -> Result<Report> {
         }
         Command::Publish { dir, opts } => Ok(one("publish", vec![publish::run(&ctx, &dir, &opts)?])),
         Command::Audit { root, opts } => audit::run(&ctx, &root, &opts, &cfg.overrides(&no_flags)?),
-        Command::Report { cmd: ReportCmd::Merge { reports, opts } } => audit::merge_reports(&ctx, &reports, &opts),
+        Command::Report { cmd: ReportCmd::Merge { .. } } => {
+            anyhow::bail!("`report merge` writes its report as it reads the shards': run it through `execute`")
+        }
         Command::Report { cmd: ReportCmd::Show { report } } => crate::app::report::show(&ctx, &report),
         Command::Preflight { bundle, opts, sev } => {
             let ov = cfg.overrides(&sev)?;

@@ -20,7 +20,14 @@ fn main() {
     let out = bundlegate::dispatch::execute(cli, color);
     // stderr first: a failure's message, then its ERROR report on stdout.
     let err = emit(&mut std::io::stderr().lock(), &out.stderr);
-    let written = emit(&mut std::io::stdout().lock(), &out.stdout);
+    let mut written = emit(&mut std::io::stdout().lock(), &out.stdout);
+    if let (Ok(()), Some(spool)) = (&written, out.spooled) {
+        let mut stdout = std::io::stdout().lock();
+        written = match spool.copy_to(&mut stdout).and_then(|()| stdout.flush()) {
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+            r => r,
+        };
+    }
     std::process::exit(exit_code(out.code, written, err, &mut std::io::stderr().lock()));
 }
 

@@ -111,14 +111,48 @@ impl BlobDir {
         Ok(Some(out))
     }
 
+    /// A stream over the object's bytes, `None` when it does not exist;
+    /// more than `limit` bytes is an error. A local file is read where it
+    /// lies (the one reader's rules: regular files only); a remote object is
+    /// copied to a scratch file first. Neither is held in memory.
+    pub(crate) async fn open(&self, name: &str, limit: u64) -> Result<Option<Box<dyn std::io::Read + Send>>> {
+        let shown = format!("{}/{name}", self.display.trim_end_matches('/'));
+        if let Some(dir) = &self.local {
+            let rel = plain_name(&shown, name)?;
+            return match crate::adapters::bundle_files::open_regular(&dir.join(rel)) {
+                Ok((_, m)) if m.len() > limit => bail!("{shown} is {} bytes, over the {limit}-byte limit", m.len()),
+                Ok((f, _)) => Ok(Some(Box::new(std::io::BufReader::new(std::io::Read::take(f, limit))))),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+                Err(e) => Err(anyhow::Error::new(e).context(format!("reading {shown}"))),
+            };
+        }
+        let r = match self.inner.get(&self.path(name)).await {
+            Ok(r) => r,
+            Err(object_store::Error::NotFound { .. }) => return Ok(None),
+            Err(e) => bail!("reading {shown}: {}", short_error(&e)),
+        };
+        if r.meta.size > limit {
+            bail!("{shown} is {} bytes, over the {limit}-byte limit", r.meta.size);
+        }
+        let mut spool = super::local::Spool::new().context("a scratch file for the download")?;
+        let mut s = r.into_stream();
+        let mut got = 0u64;
+        while let Some(chunk) = s.next().await {
+            let chunk = chunk.map_err(|e| anyhow!("reading {shown}: {}", short_error(&e)))?;
+            got += chunk.len() as u64;
+            if got > limit {
+                bail!("{shown} grew past the {limit}-byte limit while reading");
+            }
+            spool.append(&chunk).context("writing the download to a scratch file")?;
+        }
+        Ok(Some(Box::new(spool.into_reader())))
+    }
+
     /// [`BlobDir::get`] in a local folder: `name` is one plain file name
     /// (the cache's and the listing's names are), read by the one reader.
     fn get_local(&self, dir: &Path, name: &str, limit: u64) -> Result<Option<Vec<u8>>> {
         let shown = format!("{}/{name}", self.display.trim_end_matches('/'));
-        let rel = Path::new(name);
-        if rel.components().count() != 1 || !matches!(rel.components().next(), Some(std::path::Component::Normal(_))) {
-            bail!("{shown}: not a plain file name");
-        }
+        let rel = plain_name(&shown, name)?;
         match crate::adapters::bundle_files::read_bytes(&dir.join(rel), limit, "file") {
             Ok(b) => Ok(Some(b)),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
@@ -187,6 +221,16 @@ impl BlobDir {
     }
 }
 
+/// `name` as one plain file name in a local folder (the cache's and the
+/// listing's names are), or an error naming `shown`.
+fn plain_name<'a>(shown: &str, name: &'a str) -> Result<&'a Path> {
+    let rel = Path::new(name);
+    if rel.components().count() != 1 || !matches!(rel.components().next(), Some(std::path::Component::Normal(_))) {
+        bail!("{shown}: not a plain file name");
+    }
+    Ok(rel)
+}
+
 /// Read one whole object or file named by a full location (`s3://b/r.json`,
 /// `file:///abs/r.json`, `path/r.json`), at most `limit` bytes.
 pub(crate) async fn read_location(location: &str, limit: u64) -> Result<Vec<u8>> {
@@ -228,7 +272,7 @@ pub(crate) fn file_location(s: &str) -> Result<(Location, String)> {
     }
 }
 
-fn split_location(s: &str) -> Result<(BlobDir, String)> {
+pub(crate) fn split_location(s: &str) -> Result<(BlobDir, String)> {
     let (dir, name) = file_location(s)?;
     let shown = match &dir {
         Location::Local(p) => p.display().to_string(),

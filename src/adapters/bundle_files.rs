@@ -144,6 +144,15 @@ pub(crate) fn read_bytes(path: &Path, max: u64, noun: &str) -> std::io::Result<V
     Ok(buf)
 }
 
+/// What a sharded audit reads of every bundle file without parsing it: its
+/// length and sha256 (regular files only, within the bundle limit). `None`
+/// when it cannot be read: the shard that owns it loads it and says why.
+pub(crate) fn weigh(path: &Path) -> Option<(u64, [u8; 32])> {
+    use sha2::Digest;
+    let b = read_bytes(path, FileKind::Bundle.max_bytes(), FileKind::Bundle.noun()).ok()?;
+    Some((b.len() as u64, sha2::Sha256::digest(&b).into()))
+}
+
 /// UTF-8 text, or why it is not (no byte of it quoted).
 pub(crate) fn utf8(buf: Vec<u8>) -> std::io::Result<String> {
     String::from_utf8(buf).map_err(|e| {

@@ -178,6 +178,67 @@ pub(crate) fn regular_files(dir: &Path) -> Result<Vec<(PathBuf, PathBuf)>> {
     Ok(files)
 }
 
+/// A scratch file, unlinked as soon as it is created (gone with the
+/// process, whatever ends it): where `report merge` keeps what it would
+/// otherwise hold in memory (the steps between its passes, the output
+/// before it is printed).
+pub struct Spool {
+    file: std::fs::File,
+    len: u64,
+}
+
+impl Spool {
+    pub(crate) fn new() -> std::io::Result<Spool> {
+        use std::os::unix::fs::OpenOptionsExt;
+        let dir = std::env::temp_dir();
+        let stamp = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+        for attempt in 0..100u32 {
+            let p = dir.join(format!(".bundlegate-spool-{}-{stamp}-{attempt}", std::process::id()));
+            match std::fs::OpenOptions::new().read(true).write(true).create_new(true).mode(0o600).open(&p) {
+                Ok(file) => {
+                    std::fs::remove_file(&p)?;
+                    return Ok(Spool { file, len: 0 });
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        Err(std::io::Error::new(std::io::ErrorKind::AlreadyExists, "no free scratch file name in the temp folder"))
+    }
+
+    /// Append `bytes`; where they start.
+    pub(crate) fn append(&mut self, bytes: &[u8]) -> std::io::Result<u64> {
+        use std::os::unix::fs::FileExt;
+        let at = self.len;
+        self.file.write_all_at(bytes, at)?;
+        self.len += bytes.len() as u64;
+        Ok(at)
+    }
+
+    /// The `len` bytes appended at `at`.
+    pub(crate) fn read_at(&self, at: u64, len: usize) -> std::io::Result<Vec<u8>> {
+        use std::os::unix::fs::FileExt;
+        let mut buf = vec![0u8; len];
+        self.file.read_exact_at(&mut buf, at)?;
+        Ok(buf)
+    }
+
+    /// Everything appended, from the start (the spool is consumed).
+    pub(crate) fn into_reader(self) -> std::io::BufReader<std::io::Take<std::fs::File>> {
+        use std::io::{Read as _, Seek as _};
+        let mut f = self.file;
+        // A fresh handle's offset: 0 unless `Read` moved it; make sure.
+        let _ = f.rewind();
+        std::io::BufReader::new(f.take(self.len))
+    }
+
+    /// Copy everything appended to `out` (the binary prints a merge this way).
+    pub fn copy_to(self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+        std::io::copy(&mut self.into_reader(), out)?;
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -209,6 +270,25 @@ mod tests {
         }
         let p = write_into(&d.path().join("new"), "a.yaml", b"x").unwrap();
         assert!(p.ends_with("new/a.yaml"));
+    }
+
+    #[test]
+    fn a_spool_gives_back_what_was_appended_and_leaves_no_file() {
+        let mut s = Spool::new().unwrap();
+        assert_eq!(s.append(b"hello ").unwrap(), 0);
+        assert_eq!(s.append(b"world").unwrap(), 6);
+        assert_eq!(s.read_at(6, 5).unwrap(), b"world");
+        assert!(s.read_at(6, 6).is_err(), "nothing was appended past the end");
+        let mut out = Vec::new();
+        s.copy_to(&mut out).unwrap();
+        assert_eq!(out, b"hello world");
+        let left = std::fs::read_dir(std::env::temp_dir())
+            .unwrap()
+            .filter(|e| {
+                e.as_ref().unwrap().file_name().to_string_lossy().contains(&format!("spool-{}-", std::process::id()))
+            })
+            .count();
+        assert_eq!(left, 0, "the spool is unlinked at once");
     }
 
     #[test]

@@ -1,27 +1,24 @@
 //! `audit`: every bundle under a tree against its store, incrementally, in
 //! shards that any number of machines can run (`--shard K/N`), with a cache
-//! that outlives the machine (`--cache DIR|URI`), and `report merge` to put
-//! the shards back together. The plan, the shares and the audit's own steps
+//! that outlives the machine (`--cache DIR|URI`); `report merge`
+//! (`audit_merge`) puts the shards back together. The plan, the shares and the audit's own steps
 //! are `checks::audit`'s; this reads the tree, the cache and the store, and
 //! writes the outputs.
 
 use std::path::Path;
 use std::time::Instant;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 
 use super::audit_cache::Cache;
-use super::report::REPORT_LIMIT;
-use crate::adapters::blob::{self, BlobDir};
-use crate::adapters::bundle_files::find_bundles;
+use crate::adapters::blob;
+use crate::adapters::bundle_files::{find_bundles, weigh};
 use crate::adapters::pushgateway::Gateway;
 use crate::app::ctx::Ctx;
-use crate::bundle::Loaded;
-use crate::checks::audit::merge;
 use crate::checks::audit::steps::{self as plan, AuditInputs, AuditPlan, Shares};
 use crate::diag::Overrides;
-use crate::options::{AlertOptions, AuditOptions, MergeOptions, VerifyOptions};
-use crate::report::{Report, StepReport};
+use crate::options::{AlertOptions, AuditOptions, VerifyOptions};
+use crate::report::Report;
 
 /// `audit` over the tree at `root`: every bundle verified (trusting the
 /// cache unless `deep`), the serving pass when asked, the metrics delivered
@@ -50,14 +47,6 @@ pub(crate) fn run(ctx: &Ctx, root: &Path, o: &AuditOptions, ov: &Overrides) -> R
     Ok(r)
 }
 
-/// `report merge`: the shard reports joined, the metrics delivered where asked.
-pub(crate) fn merge_reports(ctx: &Ctx, reports: &[String], o: &MergeOptions) -> Result<Report> {
-    check_alerts(&o.alerts)?;
-    let mut r = ctx.try_block_on(merge(ctx, reports, o.max_age.as_ref().map(|d| d.value)))?;
-    ctx.block_on(emit_metrics(ctx, &mut r, &o.alerts))?;
-    Ok(r)
-}
-
 async fn audit(ctx: &Ctx, root: &Path, plan: &AuditPlan, vo: &VerifyOptions, ov: &Overrides) -> Result<Report> {
     let started = Instant::now();
     if let Some(w) = &plan.write_report {
@@ -74,18 +63,22 @@ async fn audit(ctx: &Ctx, root: &Path, plan: &AuditPlan, vo: &VerifyOptions, ov:
         r.push(plan::nothing_found(root));
         return Ok(r);
     }
-    // Load every bundle: the assignment needs the declared bytes of all of
-    // them, and a bundle that does not load still belongs to one shard.
-    let loaded: Vec<(String, std::result::Result<Loaded, Box<StepReport>>)> =
-        paths.iter().map(|p| (plan::bundle_id(&tree, p), super::load_or_step(p, "audit"))).collect();
-    let shares = Shares::assign(&loaded, plan.spec());
+    // Every shard weighs every bundle from its file alone (length, sha256:
+    // no parsing) and loads only the bundles it owns.
+    let sharded = plan.shard.is_some();
+    let items =
+        paths.iter().map(|p| plan::item(plan::bundle_id(&tree, p), if sharded { weigh(p) } else { None })).collect();
+    let shares = Shares::assign(items, plan.spec());
     let mut cache = Cache::open(&plan.cache, plan.shared_cache())?;
-    for (i, (id, l)) in loaded.into_iter().enumerate() {
+    let mut owned_bytes = 0u64;
+    for (i, p) in paths.iter().enumerate() {
         if !shares.owns(i) {
             continue;
         }
-        match l {
+        let id = plan::bundle_id(&tree, p);
+        match super::load_or_step(p, "audit") {
             Ok(l) => {
+                owned_bytes = owned_bytes.saturating_add(plan::declared_bytes(&l));
                 r.push(plan::audited(cache.audit_one(ctx, &id, &l, plan.deep, vo, ov).await?, &id));
                 // A signature that stopped verifying (key rotated out) is drift too.
                 if let Some(sig) = super::signature::with_store(ctx, &l, ov).await {
@@ -96,9 +89,9 @@ async fn audit(ctx: &Ctx, root: &Path, plan: &AuditPlan, vo: &VerifyOptions, ov:
         }
     }
     cache.finish()?;
-    if plan.shard.is_some() {
+    if sharded {
         let commit = crate::adapters::git::head_commit(&tree).or_else(|| ctx.env.github_sha.clone());
-        let (info, idle) = shares.account(commit);
+        let (info, idle) = shares.account(commit, owned_bytes);
         if let Some(s) = idle {
             r.push(s);
         }
@@ -115,44 +108,9 @@ async fn audit(ctx: &Ctx, root: &Path, plan: &AuditPlan, vo: &VerifyOptions, ov:
     Ok(r)
 }
 
-/// `report merge`: shard reports (files, objects, or a prefix ending in `/`
-/// holding them) → one report. Incomplete coverage is INCONCLUSIVE, never PASS.
-async fn merge(ctx: &Ctx, inputs: &[String], max_age: Option<std::time::Duration>) -> Result<Report> {
-    let mut named: Vec<(String, Vec<u8>)> = Vec::new();
-    for i in inputs {
-        let loc = blob::location(i)?;
-        if i.ends_with('/')
-            || matches!(&loc, crate::bundle::storage_uri::Location::Local(p) if crate::adapters::local::is_dir(p))
-        {
-            let d = BlobDir::at(&loc, i)?;
-            let names = d.list(".json").await?;
-            if names.is_empty() {
-                bail!("{i}: no .json reports there");
-            }
-            for n in names {
-                let b = d
-                    .get(&n, REPORT_LIMIT)
-                    .await?
-                    .with_context(|| format!("{}/{n} vanished while merging", i.trim_end_matches('/')))?;
-                named.push((format!("{}/{n}", i.trim_end_matches('/')), b));
-            }
-        } else {
-            named.push((i.clone(), blob::read_location(i, REPORT_LIMIT).await?));
-        }
-    }
-    let mut reports = Vec::new();
-    for (name, bytes) in named {
-        let r = super::report::parse(&name, &bytes)?;
-        merge::check_input(&name, &r).map_err(|e| anyhow::anyhow!(e))?;
-        reports.push((name, r));
-    }
-    let max_age = max_age.map(|d| chrono::Duration::from_std(d).unwrap_or(chrono::Duration::MAX));
-    Ok(merge::merge_shards(reports, ctx.now(), max_age))
-}
-
 /// Refuse a bad alert destination before the audit runs, not after hours of
 /// hashing.
-fn check_alerts(a: &AlertOptions) -> Result<()> {
+pub(super) fn check_alerts(a: &AlertOptions) -> Result<()> {
     if let Some(p) = &a.metrics_file {
         blob::file_location(p).context("--metrics-file")?;
     }
@@ -168,7 +126,7 @@ fn check_alerts(a: &AlertOptions) -> Result<()> {
 /// that would hold a series twice (two bundles under one label: one could
 /// hide the other's drift) go nowhere: each destination is that ERROR,
 /// naming both sources.
-async fn emit_metrics(ctx: &Ctx, r: &mut Report, a: &AlertOptions) {
+pub(super) async fn emit_metrics(ctx: &Ctx, r: &mut Report, a: &AlertOptions) {
     if a.metrics_file.is_none() && a.pushgateway.is_none() {
         return;
     }

@@ -16,6 +16,7 @@
 pub mod argocd;
 pub mod audit;
 pub(crate) mod audit_cache;
+pub(crate) mod audit_merge;
 pub mod canary;
 pub mod codes;
 pub mod comment;

@@ -59,25 +59,33 @@ fn sev_color(s: Severity) -> &'static str {
 pub(crate) fn human(r: &Report, color: bool) -> String {
     let mut o = String::new();
     for s in &r.steps {
-        let verdict = paint(color, verdict_color(s.verdict), &format!("{:<12}", s.verdict.to_string()));
-        let _ = writeln!(o, "{verdict} {} {}  {}", human_text(&s.step), human_text(&s.target), human_text(&s.summary));
-        for d in &s.diagnostics {
-            let loc = d.span.as_ref().map(|sp| format!("{}: ", human_text(&sp.to_string()))).unwrap_or_default();
-            let sev = paint(color, sev_color(d.severity), &d.severity.to_string());
-            let _ = writeln!(o, "  {loc}{sev}[{} {}]: {}", d.code, human_text(&d.name), human_text(&d.message));
-            for e in &d.evidence {
-                let _ = writeln!(o, "      evidence: {}", human_text(e));
-            }
-            for h in &d.help {
-                let _ = writeln!(o, "      help: {}", human_text(h));
-            }
-        }
-        for t in &s.tables {
-            o.push_str(&text_table(t));
-        }
+        o.push_str(&human_step(s, color));
     }
     let _ =
         writeln!(o, "{}: {}", human_text(&r.command), paint(color, verdict_color(r.verdict), &r.verdict.to_string()));
+    o
+}
+
+/// One step as `--format human` prints it (`report merge` prints its
+/// steps one at a time).
+pub(crate) fn human_step(s: &StepReport, color: bool) -> String {
+    let mut o = String::new();
+    let verdict = paint(color, verdict_color(s.verdict), &format!("{:<12}", s.verdict.to_string()));
+    let _ = writeln!(o, "{verdict} {} {}  {}", human_text(&s.step), human_text(&s.target), human_text(&s.summary));
+    for d in &s.diagnostics {
+        let loc = d.span.as_ref().map(|sp| format!("{}: ", human_text(&sp.to_string()))).unwrap_or_default();
+        let sev = paint(color, sev_color(d.severity), &d.severity.to_string());
+        let _ = writeln!(o, "  {loc}{sev}[{} {}]: {}", d.code, human_text(&d.name), human_text(&d.message));
+        for e in &d.evidence {
+            let _ = writeln!(o, "      evidence: {}", human_text(e));
+        }
+        for h in &d.help {
+            let _ = writeln!(o, "      help: {}", human_text(h));
+        }
+    }
+    for t in &s.tables {
+        o.push_str(&text_table(t));
+    }
     o
 }
 

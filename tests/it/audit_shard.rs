@@ -671,3 +671,134 @@ fn metrics_that_would_hold_a_series_twice_are_refused_naming_both_sources() {
     assert_eq!(step["verdict"], "error");
     assert!(why.contains("twice") && why.contains("shard-0.json") && why.contains("shard-0-again.json"), "{why}");
 }
+
+/// Which shard owns each bundle, from the shard reports of `n` shards.
+fn owners(ex: &Example, n: u32) -> std::collections::BTreeMap<String, u64> {
+    let reports = ex.path().join("owners");
+    let mut out = std::collections::BTreeMap::new();
+    for s in run_shards(ex, n, ex.path().join("c").to_str().unwrap(), &reports) {
+        assert!(s.code <= 1, "{}\n{}", s.stdout, s.stderr);
+        let j = s.json();
+        for b in j["shard"]["owned"].as_array().unwrap() {
+            assert!(out.insert(b.as_str().unwrap().to_string(), j["shard"]["index"].as_u64().unwrap()).is_none());
+        }
+    }
+    out
+}
+
+/// The assignment is read from the tree alone and each bundle keeps its
+/// shard when others come and go: one bundle added or removed moves at
+/// most a couple of the others (rendezvous ranking; a fixed order would
+/// move about half).
+#[test]
+fn a_bundle_added_or_removed_moves_few_others() {
+    let ex = tree(18);
+    let before = owners(&ex, 2);
+    assert_eq!(before.len(), 20);
+    copy_dir(&ex.path().join("llm-scratch/v1"), &ex.path().join("llm-scratch/v1-new"));
+    let after = owners(&ex, 2);
+    assert_eq!(after.len(), 21);
+    let moved: Vec<&String> = before.iter().filter(|(b, k)| after[*b] != **k).map(|(b, _)| b).collect();
+    assert!(moved.len() <= 2, "adding one bundle moved {moved:?}");
+    std::fs::remove_dir_all(ex.path().join("llm-scratch/v1-new")).unwrap();
+    std::fs::remove_dir_all(ex.path().join("llm-scratch/v1-copy4")).unwrap();
+    let fewer = owners(&ex, 2);
+    assert_eq!(fewer.len(), 19);
+    let moved: Vec<&String> = fewer.iter().filter(|(b, k)| before[*b] != **k).map(|(b, _)| b).collect();
+    assert!(moved.len() <= 2, "removing one bundle moved {moved:?}");
+}
+
+/// Each shard parses only the bundles it owns: a malformed bundle is in
+/// its owner's report alone (an error there), every other shard's report
+/// is whole and never names it, and the merge shows it once.
+#[test]
+fn a_malformed_bundle_is_reported_by_its_owner_alone() {
+    let ex = tree(4);
+    let id = "llm-scratch/v1-copy1/release.yaml";
+    std::fs::write(ex.path().join(id), "apiVersion: [unclosed\nkind: ReleaseBundle\n").unwrap();
+    let reports = ex.path().join("reports");
+    let shards = run_shards(&ex, 3, ex.path().join("c").to_str().unwrap(), &reports);
+    let owns = |s: &Out| s.json()["shard"]["owned"].as_array().unwrap().iter().any(|b| b == id);
+    let owner: Vec<usize> = (0..3).filter(|&k| owns(&shards[k])).collect();
+    assert_eq!(owner.len(), 1, "one owner");
+    for (k, s) in shards.iter().enumerate() {
+        assert_eq!(s.json()["shard"]["bundlesTotal"], 6);
+        if k == owner[0] {
+            let step = s.json()["steps"].as_array().unwrap().iter().find(|st| st["data"]["bundle"] == id).cloned();
+            let step = step.unwrap_or_else(|| panic!("no step of {id}: {}", s.stdout));
+            assert_eq!((step["step"].as_str(), step["verdict"].as_str()), (Some("audit"), Some("error")), "{step}");
+            assert_eq!(s.code, 2, "{}", s.stdout);
+        } else {
+            assert!(!s.stdout.contains("v1-copy1") && s.stderr.is_empty(), "shard {k}: {}\n{}", s.stdout, s.stderr);
+            assert_eq!(s.code, 0, "shard {k}: {}", s.stdout);
+        }
+    }
+    let merged = run_in(ex.path(), &["report", "merge", "--format", "json", "reports/"], &[]);
+    let j = merged.json();
+    let steps = j["steps"].as_array().unwrap();
+    assert_eq!(steps.iter().filter(|s| s["data"]["bundle"] == id).count(), 1, "{}", merged.stdout);
+    assert_eq!(steps.iter().find(|s| s["step"] == "merge").unwrap()["verdict"], "pass", "coverage is complete");
+    assert_eq!(merged.code, 2);
+}
+
+/// The tree's identity is read from the bundle files' bytes: one bundle
+/// edited in place (same length) after two shards ran makes the third
+/// shard's report another tree's, and the merge refuses it.
+#[test]
+fn a_bundle_edited_in_place_between_shards_is_another_tree() {
+    let ex = tree(2);
+    let reports = ex.path().join("reports");
+    run_shards(&ex, 3, ex.path().join("c").to_str().unwrap(), &reports);
+    let p = ex.path().join("llm-scratch/v1-copy0/release.yaml");
+    let text = std::fs::read_to_string(&p).unwrap();
+    assert!(text.contains("namespace: ai-lab"));
+    std::fs::write(&p, text.replacen("namespace: ai-lab", "namespace: ai-lbb", 1)).unwrap();
+    let third = reports.join("shard-2.json");
+    let out = audit(&ex, &["--shard", "2/3", "--cache", "c", "--write-report", third.to_str().unwrap()]);
+    assert!(out.code <= 1, "{}\n{}", out.stdout, out.stderr);
+    let merged = run_in(ex.path(), &["report", "merge", "--format", "json", "reports/"], &[]);
+    assert_eq!(merged.code, 1, "{}", merged.stdout);
+    assert!(merged.diag("BG602")["message"].as_str().unwrap().contains("different trees"), "{}", merged.stdout);
+}
+
+/// `report merge` reads the shard reports as streams and prints what it
+/// always printed, in each format: the human and Markdown forms name every
+/// bundle once and end (or start) with the verdict; stale and missing
+/// shards are still refused.
+#[test]
+fn the_streamed_merge_prints_every_format_and_refuses_stale_shards() {
+    let ex = tree(3);
+    let reports = ex.path().join("reports");
+    run_shards(&ex, 2, ex.path().join("c").to_str().unwrap(), &reports);
+    let json = run_in(ex.path(), &["report", "merge", "--format", "json", "reports/"], &[]);
+    assert_eq!(json.code, 0, "{}\n{}", json.stdout, json.stderr);
+    let j = json.json();
+    let targets: Vec<&str> = j["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["step"] == "audit")
+        .map(|s| s["target"].as_str().unwrap())
+        .collect();
+    assert_eq!(targets.len(), 5);
+    assert!(targets.windows(2).all(|w| w[0] <= w[1]), "ordered by target: {targets:?}");
+    let human = run_in(ex.path(), &["report", "merge", "--format", "human", "reports/"], &[]);
+    assert_eq!(human.code, 0);
+    assert!(human.stdout.ends_with("audit: PASS\n"), "{}", human.stdout);
+    for t in &targets {
+        assert_eq!(human.stdout.matches(&format!(" {t} ")).count(), 1, "{t}: {}", human.stdout);
+    }
+    let md = run_in(ex.path(), &["report", "merge", "--format", "markdown", "reports/"], &[]);
+    assert!(md.stdout.starts_with("### bundlegate audit: ✅ PASS\n\n"), "{}", md.stdout);
+    let sarif = run_in(ex.path(), &["report", "merge", "--format", "sarif", "reports/"], &[]);
+    let s: serde_json::Value = serde_json::from_str(&sarif.stdout).unwrap();
+    assert_eq!(s["version"], "2.1.0");
+    // Stale: the shards finished just now, so a max age of a second is
+    // passed only once they are older than that.
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    let stale = run_in(ex.path(), &["report", "merge", "--format", "json", "--max-age", "1s", "reports/"], &[]);
+    assert_eq!(stale.code, 1, "{}", stale.stdout);
+    assert!(stale.diag("BG602")["message"].as_str().unwrap().contains("longer ago than --max-age"), "{}", stale.stdout);
+    let fresh = run_in(ex.path(), &["report", "merge", "--format", "json", "--max-age", "1h", "reports/"], &[]);
+    assert_eq!(fresh.code, 0, "{}", fresh.stdout);
+}

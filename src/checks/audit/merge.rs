@@ -24,66 +24,122 @@ pub(crate) fn check_input(name: &str, r: &Report) -> Result<(), String> {
     Ok(())
 }
 
-/// `reports`: (where it came from, the report), in any order.
+/// What the merge keeps of one shard report once its steps have gone by
+/// (`report merge` streams them): where it came from, the report without its
+/// steps (schema, shard section, `finishedAt`, duration), and the target and
+/// named bundle of each of its audit steps, in order. Small: a few ids per
+/// bundle, whatever the steps hold.
+#[derive(Debug, Clone)]
+pub(crate) struct Seen {
+    pub name: String,
+    pub head: Report,
+    audits: Vec<(String, Option<String>)>,
+}
+
+impl Seen {
+    /// `head`: the report read so far, its steps left out.
+    pub(crate) fn new(name: String, head: Report) -> Seen {
+        Seen { name, head, audits: Vec::new() }
+    }
+
+    /// One of the report's steps, as it goes by.
+    pub(crate) fn step(&mut self, s: &StepReport) {
+        if s.step == "audit" && !owns_nothing(s) {
+            self.audits.push((s.target.clone(), audited_bundle(s).map(str::to_string)));
+        }
+    }
+}
+
+/// A shard's step as the merged report holds it, tagged with the report it
+/// came from (for whoever finds it twice: the metrics writer); `None` for a
+/// shard's "owns nothing" line. Merged steps are ordered by target, equal
+/// targets in the order the reports and their steps were given.
+pub(crate) fn merged(mut s: StepReport, name: &str) -> Option<StepReport> {
+    if owns_nothing(&s) {
+        return None;
+    }
+    if s.data.is_null() {
+        s.data = serde_json::json!({});
+    }
+    if let Some(o) = s.data.as_object_mut() {
+        o.insert("report".into(), name.into());
+    }
+    Some(s)
+}
+
+/// A merged step as the merged report holds it: its verdict through the
+/// evidence floor, as every step pushed to a report.
+pub(crate) fn floored(mut s: StepReport) -> StepReport {
+    s.verdict = crate::report::floor(s.verdict, &s.diagnostics);
+    s
+}
+
+/// What the merged report's verdict and metrics read of a merged step,
+/// all `report merge` holds of it between its passes: its name, target,
+/// verdict (floored) and the bundle, report and bytes hashed it names.
+pub(crate) fn slim(s: &StepReport) -> StepReport {
+    let mut t = StepReport::new(s.step.clone(), s.target.clone());
+    t.verdict = crate::report::floor(s.verdict, &s.diagnostics);
+    let mut data = serde_json::Map::new();
+    for k in ["bundle", "report", "bytesHashed"] {
+        if let Some(v) = s.data.get(k) {
+            data.insert(k.into(), v.clone());
+        }
+    }
+    t.data = serde_json::Value::Object(data);
+    t
+}
+
+/// The merged report's duration: the slowest shard's.
+pub(crate) fn duration(seen: &[Seen]) -> Option<f64> {
+    seen.iter().filter_map(|r| r.head.duration_seconds).reduce(f64::max)
+}
+
 /// `max_age`: shard reports that finished longer ago than this (or say not
 /// when) are stale — e.g. yesterday's report of a shard that did not run today.
-pub(crate) fn merge_shards(
-    reports: Vec<(String, Report)>,
-    now: DateTime<Utc>,
-    max_age: Option<chrono::Duration>,
-) -> Report {
-    let infos: Vec<Option<ShardInfo>> = reports.iter().map(|(_, r)| r.shard.clone()).collect();
-    let mut problems: Vec<String> =
-        shard::coverage(&infos.iter().map(|i| i.as_ref()).collect::<Vec<_>>()).iter().map(|p| p.to_string()).collect();
+fn freshness(seen: &[Seen], now: DateTime<Utc>, max: chrono::Duration) -> Vec<String> {
+    let mut problems = Vec::new();
+    for r in seen {
+        let name = &r.name;
+        let at = r
+            .head
+            .finished_at
+            .as_deref()
+            .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
+            .map(|t| t.with_timezone(&Utc));
+        match at {
+            None => problems.push(format!("{name} does not say when it finished, so it may be stale")),
+            // A negative age is not fresh: it is a clock (or a report)
+            // that cannot be trusted to say when the shard ran.
+            Some(t) if t.signed_duration_since(now) > CLOCK_SKEW => {
+                problems.push(format!("{name} says it finished at {t}, after now ({now}): a report from the future proves nothing about when its shard ran"))
+            }
+            Some(t) if now.signed_duration_since(t) > max => {
+                problems.push(format!("{name} finished at {t}, longer ago than --max-age: a stale shard proves nothing about today"))
+            }
+            Some(_) => {}
+        }
+    }
+    problems
+}
+
+/// The merge's own step, from what the reports said of themselves and the
+/// steps they held (`seen`, in the order given): PASS only when they cover
+/// one tree exactly once and, with `max_age`, are all fresh.
+pub(crate) fn merge_step(seen: &[Seen], now: DateTime<Utc>, max_age: Option<chrono::Duration>) -> StepReport {
+    let infos: Vec<Option<&ShardInfo>> = seen.iter().map(|r| r.head.shard.as_ref()).collect();
+    let mut problems: Vec<String> = shard::coverage(&infos).iter().map(|p| p.to_string()).collect();
     if let Some(max) = max_age {
-        for (name, r) in &reports {
-            let at = r
-                .finished_at
-                .as_deref()
-                .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
-                .map(|t| t.with_timezone(&Utc));
-            match at {
-                None => problems.push(format!("{name} does not say when it finished, so it may be stale")),
-                // A negative age is not fresh: it is a clock (or a report)
-                // that cannot be trusted to say when the shard ran.
-                Some(t) if t.signed_duration_since(now) > CLOCK_SKEW => {
-                    problems.push(format!("{name} says it finished at {t}, after now ({now}): a report from the future proves nothing about when its shard ran"))
-                }
-                Some(t) if now.signed_duration_since(t) > max => {
-                    problems.push(format!("{name} finished at {t}, longer ago than --max-age: a stale shard proves nothing about today"))
-                }
-                Some(_) => {}
-            }
-        }
+        problems.extend(freshness(seen, now, max));
     }
-    problems.extend(content_problems(&reports));
-    let mut out = Report::new("audit");
-    out.duration_seconds = reports.iter().filter_map(|(_, r)| r.duration_seconds).reduce(f64::max);
-    let mut steps: Vec<StepReport> = Vec::new();
-    for (name, r) in &reports {
-        for s in &r.steps {
-            if owns_nothing(s) {
-                continue;
-            }
-            let mut s = s.clone();
-            // Where it came from, for whoever finds it twice (the metrics writer).
-            if s.data.is_null() {
-                s.data = serde_json::json!({});
-            }
-            if let Some(o) = s.data.as_object_mut() {
-                o.insert("report".into(), name.clone().into());
-            }
-            steps.push(s);
-        }
-    }
-    steps.sort_by(|a, b| a.target.cmp(&b.target));
-    let names: Vec<&str> = reports.iter().map(|(n, _)| n.as_str()).collect();
-    let mut m = StepReport::new("merge", format!("{} shard report(s)", reports.len()));
+    problems.extend(content_problems(seen));
+    let names: Vec<&str> = seen.iter().map(|r| r.name.as_str()).collect();
+    let mut m = StepReport::new("merge", format!("{} shard report(s)", seen.len()));
     let first = infos.iter().flatten().next();
     if let (true, Some(i)) = (problems.is_empty(), first) {
         m.summary = format!(
             "{} of {} shards of tree {}{}: all {} bundles audited exactly once",
-            reports.len(),
+            seen.len(),
             i.count,
             i.tree,
             i.commit.as_deref().map(|c| format!(" (commit {c})")).unwrap_or_default(),
@@ -99,19 +155,15 @@ pub(crate) fn merge_shards(
             );
         }
     }
-    if reports.is_empty() {
+    if seen.is_empty() {
         m.verdict = Verdict::Inconclusive;
         m.summary = "no shard reports given".into();
     }
     m.data = serde_json::json!({
         "reports": names,
-        "shards": infos.iter().map(|i| i.as_ref().map(|i| serde_json::json!({"index": i.index, "count": i.count, "tree": i.tree, "commit": i.commit, "owned": i.owned.len(), "ownedBytes": i.owned_bytes}))).collect::<Vec<_>>(),
+        "shards": infos.iter().map(|i| i.map(|i| serde_json::json!({"index": i.index, "count": i.count, "tree": i.tree, "commit": i.commit, "owned": i.owned.len(), "ownedBytes": i.owned_bytes}))).collect::<Vec<_>>(),
     });
-    for s in steps {
-        out.push(s);
-    }
-    out.push(m);
-    out
+    m
 }
 
 /// "This shard owns nothing" is bookkeeping of one shard, not a finding.
@@ -128,27 +180,27 @@ fn audited_bundle(s: &StepReport) -> Option<&str> {
 /// shard's audit steps are exactly the bundles its `owned` list names, and
 /// no bundle is audited twice. A report with its steps removed, or holding
 /// another shard's, would otherwise merge as "audited exactly once".
-fn content_problems(reports: &[(String, Report)]) -> Vec<String> {
+fn content_problems(seen: &[Seen]) -> Vec<String> {
     let mut problems = Vec::new();
-    let mut seen: std::collections::BTreeMap<&str, &str> = Default::default();
-    for (name, r) in reports {
+    let mut seen_by: std::collections::BTreeMap<&str, &str> = Default::default();
+    for r in seen {
+        let name = r.name.as_str();
         // A report without a shard section is a coverage problem already.
-        let Some(info) = &r.shard else { continue };
+        let Some(info) = &r.head.shard else { continue };
         let which = format!("shard {}/{}", info.index, info.count);
         let owned: std::collections::BTreeSet<&str> = info.owned.iter().map(String::as_str).collect();
         let mut audited = std::collections::BTreeSet::new();
-        for s in r.steps.iter().filter(|s| s.step == "audit" && !owns_nothing(s)) {
-            let Some(b) = audited_bundle(s) else {
+        for (target, bundle) in &r.audits {
+            let Some(b) = bundle.as_deref() else {
                 problems.push(format!(
-                    "{name} holds an audit step ({}) that names no bundle, so what it covers cannot be read from the report",
-                    s.target
+                    "{name} holds an audit step ({target}) that names no bundle, so what it covers cannot be read from the report"
                 ));
                 continue;
             };
             if !owned.contains(b) {
                 problems.push(format!("{name} holds an audit of {b}, which {which} does not own"));
             }
-            if let Some(other) = seen.insert(b, name) {
+            if let Some(other) = seen_by.insert(b, name) {
                 problems.push(format!("{b} is audited twice ({other} and {name})"));
             }
             audited.insert(b);
@@ -158,6 +210,36 @@ fn content_problems(reports: &[(String, Report)]) -> Vec<String> {
         }
     }
     problems
+}
+
+/// The whole merge over reports held in memory (the unit tests' form of
+/// what `report merge` streams): the merged steps by target, then the
+/// merge's own step.
+#[cfg(test)]
+pub(crate) fn merge_shards(
+    reports: Vec<(String, Report)>,
+    now: DateTime<Utc>,
+    max_age: Option<chrono::Duration>,
+) -> Report {
+    let mut seen = Vec::new();
+    let mut steps = Vec::new();
+    for (name, mut r) in reports {
+        let held = std::mem::take(&mut r.steps);
+        let mut s = Seen::new(name, r);
+        for st in held {
+            s.step(&st);
+            steps.extend(merged(st, &s.name));
+        }
+        seen.push(s);
+    }
+    steps.sort_by(|a, b| a.target.cmp(&b.target));
+    let mut out = Report::new("audit");
+    out.duration_seconds = duration(&seen);
+    for s in steps {
+        out.push(s);
+    }
+    out.push(merge_step(&seen, now, max_age));
+    out
 }
 
 #[cfg(test)]
@@ -319,6 +401,23 @@ mod tests {
         );
     }
 
+    /// The slim form keeps what the verdict and the metrics read, and the
+    /// verdict through the floor, as the whole step has it once merged.
+    #[test]
+    fn a_slim_step_keeps_the_verdict_and_the_ids_and_nothing_else() {
+        let code = *Code::ALL.iter().find(|c| c.missing_evidence()).unwrap();
+        let mut s = StepReport::new("audit", "m/release.yaml");
+        s.diagnostics.push(Diagnostic::new(code, "unread"));
+        s.data = serde_json::json!({"bundle": "m", "report": "r.json", "bytesHashed": 3, "artifacts": [1, 2]});
+        s.summary = "long".into();
+        let t = slim(&s);
+        assert_eq!((t.step.as_str(), t.target.as_str(), t.verdict), ("audit", "m/release.yaml", Verdict::Inconclusive));
+        assert_eq!(t.data, serde_json::json!({"bundle": "m", "report": "r.json", "bytesHashed": 3}));
+        assert!(t.diagnostics.is_empty() && t.summary.is_empty());
+        assert_eq!(floored(s).verdict, Verdict::Inconclusive);
+        assert_eq!(floored(StepReport::new("audit", "x")).verdict, Verdict::Pass);
+    }
+
     /// What a tampered (or broken) set of shard reports does to the steps.
     #[derive(Debug, Clone)]
     enum Tamper {
@@ -357,7 +456,7 @@ mod tests {
             tamper in proptest::option::of(tamper()),
         ) {
             let ids: Vec<String> = (0..n).map(|i| format!("m{i}/release.yaml")).collect();
-            let items: Vec<shard::Item> = ids.iter().map(|id| shard::Item { id: id.clone(), bytes: 10 }).collect();
+            let items: Vec<shard::Item> = ids.iter().map(|id| shard::Item { id: id.clone(), bytes: 10, sha256: None }).collect();
             let assignment = shard::assign(&items, count);
             let mut reports: Vec<(String, Report)> = (0..count)
                 .map(|k| {

@@ -1,16 +1,30 @@
 //! Which shard audits which bundle, and whether a set of shard reports covers
 //! one tree exactly once. Pure: every shard computes the same answer from the
-//! tree alone (bundle ids and the artifact bytes their bundles declare), so no
-//! coordinator is needed.
+//! tree alone, so no coordinator is needed, and from what it costs almost
+//! nothing to read of every bundle (its id and its file's length and sha256):
+//! a shard parses only the bundles it owns.
 //!
 //! Assignment is consistent hashing with bounded loads: bundles are placed
-//! largest first, each on the first shard of its own rendezvous ranking whose
+//! heaviest first, each on the first shard of its own rendezvous ranking whose
 //! load stays under `(1 + SLACK) × total / N`. Rendezvous ranking keeps a
 //! bundle on the same shard when others come and go (adding one bundle moves
-//! few others); the load bound keeps shards balanced by bytes (a 140 GB model
-//! and fifty 1 GB models do not land on one shard). A bundle larger than the
-//! bound goes to the least-loaded shard: it cannot be split (one file's sha256
-//! is serial), so it sets the floor for the slowest shard.
+//! few others); the load bound keeps shards balanced by weight. A bundle
+//! heavier than the bound goes to the least-loaded shard: it cannot be split,
+//! so it sets the floor for the slowest shard.
+//!
+//! The weight is the bundle file's length. With a warm cache an audit's cost
+//! per bundle is its artifact count (one identity check and one cache entry
+//! each), and the bundle file grows by one entry per artifact, so the length
+//! measures the work without parsing. It says nothing of artifact bytes: a
+//! cold or `--deep` audit of one 140 GB model is not balanced by it. Sizes a
+//! previous run recorded in the shared cache are not used either: the cache
+//! changes while the shards run, and two shards that read it at different
+//! moments would not agree on the assignment.
+//!
+//! The bound: with `W` the total weight and `w` the heaviest bundle, no shard
+//! ends above `W/N + max(SLACK × W/N, w)`; when no bundle weighs more than
+//! `SLACK × W/N`, none ends above `(1 + SLACK) × W/N`. (A bundle that fits
+//! nowhere goes to the least-loaded shard, which holds at most the mean.)
 
 use std::fmt;
 
@@ -60,13 +74,16 @@ pub(crate) fn parse_shard(s: &str, completion_index: Option<&str>) -> Result<Sha
     Ok(ShardSpec { index, count })
 }
 
-/// One bundle as the assignment sees it: its id (path relative to the audited
-/// tree, `/`-separated, named from the path's bytes losslessly, so two
-/// bundles are two ids) and the bytes its artifacts declare.
+/// One bundle as every shard sees it without parsing it: its id (path
+/// relative to the audited tree, `/`-separated, named from the path's bytes
+/// losslessly, so two bundles are two ids), its weight (the bundle file's
+/// length in bytes) and its file's sha256 (`None` when it could not be read:
+/// its owner's audit says why).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Item {
     pub id: String,
     pub bytes: u64,
+    pub sha256: Option<[u8; 32]>,
 }
 
 fn score(id: &str, shard: u32) -> u64 {
@@ -123,9 +140,11 @@ pub fn assign(items: &[Item], count: u32) -> Vec<u32> {
     out
 }
 
-/// The identity of a tree for sharding: sha256 over the sorted (id, bytes)
-/// list. Shards of the same tree state agree on it; a shard that saw another
-/// commit (a bundle added, an artifact resized) does not.
+/// The identity of a tree for sharding: sha256 over the sorted (id, length,
+/// file sha256) list. Shards of the same tree state agree on it; a shard
+/// that saw another commit (a bundle added, any byte of a bundle file
+/// changed) does not. An id never holds a NUL byte (it is a path), so the
+/// separator and the fixed-size fields after it cannot run into the next id.
 pub(crate) fn tree_fingerprint(items: &[Item]) -> String {
     let mut v: Vec<&Item> = items.iter().collect();
     v.sort_by(|a, b| a.id.cmp(&b.id));
@@ -134,6 +153,13 @@ pub(crate) fn tree_fingerprint(items: &[Item]) -> String {
         h.update(i.id.as_bytes());
         h.update([0]);
         h.update(i.bytes.to_be_bytes());
+        match &i.sha256 {
+            Some(d) => {
+                h.update([1]);
+                h.update(d);
+            }
+            None => h.update([0]),
+        }
     }
     format!("sha256:{}", hex::encode(h.finalize()))
 }
@@ -274,7 +300,7 @@ mod tests {
     use super::*;
 
     fn items(v: &[(&str, u64)]) -> Vec<Item> {
-        v.iter().map(|(id, b)| Item { id: id.to_string(), bytes: *b }).collect()
+        v.iter().map(|(id, b)| Item { id: id.to_string(), bytes: *b, sha256: None }).collect()
     }
 
     fn loads(items: &[Item], a: &[u32], n: u32) -> Vec<u128> {
@@ -304,7 +330,11 @@ mod tests {
     #[test]
     fn every_item_lands_in_exactly_one_shard_whatever_the_input_order() {
         let mut it: Vec<Item> = (0..200)
-            .map(|i| Item { id: format!("models/m{i}/release.yaml"), bytes: (i as u64 * 7919) % 1000 + 1 })
+            .map(|i| Item {
+                id: format!("models/m{i}/release.yaml"),
+                bytes: (i as u64 * 7919) % 1000 + 1,
+                sha256: None,
+            })
             .collect();
         let a = assign(&it, 4);
         assert!(a.iter().all(|s| *s < 4));
@@ -320,7 +350,7 @@ mod tests {
     fn one_huge_model_does_not_drag_the_small_ones_with_it() {
         let mut v = vec![("big/release.yaml".to_string(), 140_000_000_000u64)];
         v.extend((0..50).map(|i| (format!("small{i}/release.yaml"), 1_000_000_000u64)));
-        let it: Vec<Item> = v.into_iter().map(|(id, bytes)| Item { id, bytes }).collect();
+        let it: Vec<Item> = v.into_iter().map(|(id, bytes)| Item { id, bytes, sha256: None }).collect();
         let a = assign(&it, 4);
         let l = loads(&it, &a, 4);
         let big = a[0] as usize;
@@ -336,7 +366,7 @@ mod tests {
     #[test]
     fn balanced_by_bytes_and_stable_when_one_bundle_is_added() {
         let it: Vec<Item> = (0..1000)
-            .map(|i| Item { id: format!("m{i}"), bytes: 1_000_000 + (i as u64 * 104_729) % 50_000_000 })
+            .map(|i| Item { id: format!("m{i}"), bytes: 1_000_000 + (i as u64 * 104_729) % 50_000_000, sha256: None })
             .collect();
         let a = assign(&it, 8);
         let l = loads(&it, &a, 8);
@@ -344,7 +374,7 @@ mod tests {
         let max = *l.iter().max().unwrap() as f64;
         assert!(max / mean <= 1.0 + SLACK + 0.01, "max/mean {}", max / mean);
         let mut more = it.clone();
-        more.push(Item { id: "new".into(), bytes: 2_000_000 });
+        more.push(Item { id: "new".into(), bytes: 2_000_000, sha256: None });
         let b = assign(&more, 8);
         let moved = (0..it.len()).filter(|&i| a[i] != b[i]).count();
         assert!(moved <= it.len() / 10, "{moved} of {} bundles moved after adding one small bundle", it.len());
@@ -408,7 +438,7 @@ mod tests {
             sizes in proptest::collection::vec(proptest::prop_oneof![6 => 1u64..1_000, 1 => 1_000u64..100_000, 1 => proptest::strategy::Just(0u64)], 0..60),
             n in 1u32..9,
         ) {
-            let it: Vec<Item> = sizes.iter().enumerate().map(|(i, b)| Item { id: format!("m{i}"), bytes: *b }).collect();
+            let it: Vec<Item> = sizes.iter().enumerate().map(|(i, b)| Item { id: format!("m{i}"), bytes: *b, sha256: None }).collect();
             proptest::prop_assert_eq!(placement_holds(&it, n), Ok(()));
         }
     }
@@ -463,11 +493,11 @@ mod tests {
         assert!(coverage(&[Some(&c1), Some(&b)]).is_empty());
     }
 
-    /// The tree's identity is its (id, bytes) list whatever the order: a
-    /// bundle added, renamed or resized is another tree; the same list in
-    /// another order is the same one.
+    /// The tree's identity is its (id, length, sha256) list whatever the
+    /// order: a bundle added, renamed, resized or edited in place is another
+    /// tree; the same list in another order is the same one.
     #[test]
-    fn the_tree_fingerprint_is_the_sorted_id_and_bytes_list() {
+    fn the_tree_fingerprint_is_the_sorted_id_length_and_digest_list() {
         let t = tree_fingerprint(&items(&[("a", 1), ("b", 2)]));
         assert!(t.starts_with("sha256:") && t.len() == 7 + 64, "{t}");
         assert_eq!(t, tree_fingerprint(&items(&[("b", 2), ("a", 1)])));
@@ -476,6 +506,13 @@ mod tests {
         }
         // The separator keeps `ab` + `c` apart from `a` + `bc`.
         assert_ne!(tree_fingerprint(&items(&[("ab", 0)])), tree_fingerprint(&items(&[("a", 0), ("b", 0)])));
+        // One byte of a bundle file changed, its length the same: another tree.
+        let mut edited = items(&[("a", 1), ("b", 2)]);
+        edited[1].sha256 = Some([7; 32]);
+        let e = tree_fingerprint(&edited);
+        assert_ne!(t, e);
+        edited[1].sha256 = Some([8; 32]);
+        assert_ne!(e, tree_fingerprint(&edited));
     }
 
     /// What `report merge` prints for each reason the shards are not one

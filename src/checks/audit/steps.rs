@@ -93,8 +93,23 @@ pub(crate) fn cache_object_name(bundle_id: &str) -> String {
     format!("{}.json", &crate::util::sha256_hex(bundle_id.as_bytes())[..32])
 }
 
+/// One bundle as the assignment sees it, from what the shard read of its
+/// file without parsing it: its length and sha256, or nothing when it could
+/// not be read (weight 0; the owner's audit reports why).
+pub(crate) fn item(id: String, read: Option<(u64, [u8; 32])>) -> Item {
+    match read {
+        Some((bytes, sha256)) => Item { id, bytes, sha256: Some(sha256) },
+        None => Item { id, bytes: 0, sha256: None },
+    }
+}
+
+/// The artifact bytes a loaded bundle declares (its owner's `ownedBytes`).
+pub(crate) fn declared_bytes(l: &Loaded) -> u64 {
+    l.bundle.spec.model.artifacts.iter().fold(0u64, |a, x| a.saturating_add(x.size.unwrap_or(0)))
+}
+
 /// The tree's bundles shared out among the shards: every shard computes the
-/// same assignment from the ids and the bytes the bundles declare.
+/// same assignment from the ids and weights of every bundle ([`item`]).
 pub(crate) struct Shares {
     items: Vec<Item>,
     assignment: Vec<u32>,
@@ -102,21 +117,7 @@ pub(crate) struct Shares {
 }
 
 impl Shares {
-    /// `bundles`: each bundle's id and, when it loaded, the bundle (one that
-    /// does not load still belongs to one shard, with no bytes).
-    pub(crate) fn assign<E>(bundles: &[(String, Result<Loaded, E>)], spec: ShardSpec) -> Shares {
-        let items: Vec<Item> = bundles
-            .iter()
-            .map(|(id, l)| Item {
-                id: id.clone(),
-                bytes: l
-                    .as_ref()
-                    .map(|l| {
-                        l.bundle.spec.model.artifacts.iter().fold(0u64, |a, x| a.saturating_add(x.size.unwrap_or(0)))
-                    })
-                    .unwrap_or(0),
-            })
-            .collect();
+    pub(crate) fn assign(items: Vec<Item>, spec: ShardSpec) -> Shares {
         let assignment = shard::assign(&items, spec.count);
         Shares { items, assignment, spec }
     }
@@ -128,8 +129,9 @@ impl Shares {
 
     /// The shard's account of itself (what the merge proves coverage
     /// from), and the step of a shard that owns nothing: normal with more
-    /// shards than bundles, and still said.
-    pub(crate) fn account(&self, commit: Option<String>) -> (ShardInfo, Option<StepReport>) {
+    /// shards than bundles, and still said. `owned_bytes`: the artifact
+    /// bytes its own bundles declare (it parsed those, and no others).
+    pub(crate) fn account(&self, commit: Option<String>, owned_bytes: u64) -> (ShardInfo, Option<StepReport>) {
         let spec = self.spec;
         let mine: Vec<&Item> = self.items.iter().enumerate().filter(|(i, _)| self.owns(*i)).map(|(_, x)| x).collect();
         let info = ShardInfo {
@@ -139,7 +141,7 @@ impl Shares {
             commit,
             bundles_total: self.items.len(),
             owned: mine.iter().map(|x| x.id.clone()).collect(),
-            owned_bytes: mine.iter().fold(0u64, |a, x| a.saturating_add(x.bytes)),
+            owned_bytes,
         };
         let idle = info.owned.is_empty().then(|| {
             let mut s = StepReport::new("audit", format!("shard {spec}"));
@@ -224,48 +226,60 @@ mod tests {
         );
     }
 
-    fn bundle(bytes: u64) -> Result<Loaded, ()> {
-        let mut l = crate::bundle::example();
-        for a in &mut l.bundle.spec.model.artifacts {
-            a.size = None;
-        }
-        l.bundle.spec.model.artifacts[0].size = Some(bytes);
-        Ok(l)
-    }
-
     #[test]
     fn the_shard_accounts_for_what_it_owns() {
-        let tree = vec![("a".to_string(), bundle(5)), ("b".to_string(), Err(())), ("c".to_string(), bundle(u64::MAX))];
-        let whole = Shares::assign(&tree, ShardSpec { index: 0, count: 1 });
+        let tree = || {
+            vec![
+                item("a".into(), Some((5, [1; 32]))),
+                item("b".into(), None),
+                item("c".into(), Some((u64::MAX, [2; 32]))),
+            ]
+        };
+        let whole = Shares::assign(tree(), ShardSpec { index: 0, count: 1 });
         assert!((0..3).all(|i| whole.owns(i)));
-        let (info, idle) = whole.account(Some("abc".into()));
+        let (info, idle) = whole.account(Some("abc".into()), 42);
         assert!(idle.is_none());
         assert_eq!((info.index, info.count, info.bundles_total), (0, 1, 3));
         assert_eq!(
             (info.owned, info.owned_bytes, info.commit.as_deref()),
-            (vec!["a".into(), "b".into(), "c".into()], u64::MAX, Some("abc"))
+            (vec!["a".into(), "b".into(), "c".into()], 42, Some("abc"))
         );
         let items = [
-            Item { id: "a".into(), bytes: 5 },
-            Item { id: "b".into(), bytes: 0 },
-            Item { id: "c".into(), bytes: u64::MAX },
+            Item { id: "a".into(), bytes: 5, sha256: Some([1; 32]) },
+            Item { id: "b".into(), bytes: 0, sha256: None },
+            Item { id: "c".into(), bytes: u64::MAX, sha256: Some([2; 32]) },
         ];
         assert_eq!(info.tree, shard::tree_fingerprint(&items));
         // Split in two, every bundle is owned by exactly one shard.
-        let halves: Vec<Shares> = (0..2).map(|k| Shares::assign(&tree, ShardSpec { index: k, count: 2 })).collect();
+        let halves: Vec<Shares> = (0..2).map(|k| Shares::assign(tree(), ShardSpec { index: k, count: 2 })).collect();
         for i in 0..3 {
             assert_eq!(halves.iter().filter(|s| s.owns(i)).count(), 1);
         }
-        let owned: usize = halves.iter().map(|s| s.account(None).0.owned.len()).sum();
+        let owned: usize = halves.iter().map(|s| s.account(None, 0).0.owned.len()).sum();
         assert_eq!(owned, 3);
         // More shards than bundles: some own nothing, and say so.
-        let idle: Vec<StepReport> =
-            (0..8).filter_map(|k| Shares::assign(&tree, ShardSpec { index: k, count: 8 }).account(None).1).collect();
+        let idle: Vec<StepReport> = (0..8)
+            .filter_map(|k| Shares::assign(tree(), ShardSpec { index: k, count: 8 }).account(None, 0).1)
+            .collect();
         assert_eq!(idle.len(), 5);
         let s = &idle[0];
         assert_eq!((s.step.as_str(), s.verdict), ("audit", Verdict::NotRun));
         assert!(s.target.starts_with("shard ") && s.target.ends_with("/8"), "{}", s.target);
         assert_eq!(s.summary, format!("{} owns none of the tree's 3 bundles", s.target));
+    }
+
+    #[test]
+    fn the_declared_bytes_are_the_artifacts_sizes_summed_without_overflow() {
+        let mut l = crate::bundle::example();
+        for a in &mut l.bundle.spec.model.artifacts {
+            a.size = None;
+        }
+        assert_eq!(declared_bytes(&l), 0);
+        l.bundle.spec.model.artifacts[0].size = Some(5);
+        assert_eq!(declared_bytes(&l), 5);
+        assert!(l.bundle.spec.model.artifacts.len() > 1);
+        l.bundle.spec.model.artifacts[1].size = Some(u64::MAX);
+        assert_eq!(declared_bytes(&l), u64::MAX);
     }
 
     #[test]
