@@ -219,6 +219,7 @@ fn conditions(c: Option<&Vec<k8s_openapi::api::apps::v1::DeploymentCondition>>) 
                 status: c.status.clone(),
                 reason: c.reason.clone(),
                 message: c.message.clone(),
+                observed_generation: None,
             })
             .collect()
     })

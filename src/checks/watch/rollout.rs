@@ -349,7 +349,7 @@ pub(crate) fn evaluate_rollout(exp: &Expected, st: &ServiceState) -> RolloutOutc
 /// whatever the pods look like.
 pub(crate) fn workload_status_diagnostics(st: &ServiceState) -> Vec<Diagnostic> {
     let Some(w) = &st.workload_status else { return Vec::new() };
-    let named = |c: &super::state::WorkloadCondition| {
+    let named = |c: &super::state::ConditionInfo| {
         let mut s = format!("{} is {}", c.type_, c.status);
         if let Some(r) = c.reason.as_deref().filter(|r| !r.is_empty()) {
             s.push_str(&format!(" ({r})"));
@@ -361,8 +361,7 @@ pub(crate) fn workload_status_diagnostics(st: &ServiceState) -> Vec<Diagnostic> 
     };
     let who = format!("{} {}", w.kind, w.name);
     let gen = w.generation;
-    let stale_cond =
-        |c: &super::state::WorkloadCondition| c.observed_generation.is_some() && c.observed_generation != gen;
+    let stale_cond = |c: &super::state::ConditionInfo| c.observed_generation.is_some() && c.observed_generation != gen;
     let ready = w.conditions.iter().find(|c| c.type_ == "Ready");
     let unsure = |why: String| vec![Diagnostic::new(Code::RolloutEvidenceIncomplete, format!("{who}: {why}"))];
     if gen.is_none() || w.observed_generation != gen {
@@ -1013,15 +1012,15 @@ mod tests {
     /// stale or undecided is BG506 (never a revert); False is BG501.
     #[test]
     fn the_llm_inference_services_own_status_is_read_as_strictly_as_argo_reads_it() {
-        use super::super::state::{WorkloadCondition, WorkloadStatus};
-        let cond = |t: &str, s: &str, reason: &str, g: Option<i64>| WorkloadCondition {
+        use super::super::state::WorkloadStatus;
+        let cond = |t: &str, s: &str, reason: &str, g: Option<i64>| ConditionInfo {
             type_: t.into(),
             status: s.into(),
             reason: (!reason.is_empty()).then(|| reason.to_string()),
             message: None,
             observed_generation: g,
         };
-        let at = |generation: Option<i64>, observed: Option<i64>, conditions: Vec<WorkloadCondition>| ServiceState {
+        let at = |generation: Option<i64>, observed: Option<i64>, conditions: Vec<ConditionInfo>| ServiceState {
             workload_status: Some(WorkloadStatus {
                 kind: "LLMInferenceService".into(),
                 name: "m".into(),
@@ -1697,9 +1696,9 @@ mod tests {
                     type_: "Available".into(),
                     status: "True".into(),
                     reason: Some("MinimumReplicasAvailable".into()),
-                    message: None,
+                    ..Default::default()
                 },
-                ConditionInfo { type_: "Progressing".into(), status: "True".into(), reason: None, message: None },
+                ConditionInfo { type_: "Progressing".into(), status: "True".into(), ..Default::default() },
             ],
         };
         let mut old = pod("old", "sha256:old", "Running", true, false);
@@ -1769,6 +1768,7 @@ mod tests {
                 status: "False".into(),
                 reason: Some("ProgressDeadlineExceeded".into()),
                 message: Some("ReplicaSet \"svc-2\" has timed out progressing.".into()),
+                ..Default::default()
             }],
             ..Default::default()
         };
@@ -1780,7 +1780,7 @@ mod tests {
             type_: t.into(),
             status: "True".into(),
             reason: Some(r.into()),
-            message: None,
+            ..Default::default()
         };
         let fine = DeploymentInfo {
             conditions: vec![

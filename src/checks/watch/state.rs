@@ -132,6 +132,10 @@ pub(crate) struct ConditionInfo {
     pub status: String,
     pub reason: Option<String>,
     pub message: Option<String>,
+    /// The generation the condition was written for, where the controller
+    /// says (KServe's LLMInferenceService does; a Deployment's do not).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, PartialEq)]
@@ -260,14 +264,14 @@ pub(crate) struct ClusterView {
 /// A serving object's status as its controller wrote it: the generation
 /// the spec is at, the one the status describes, and its conditions (with
 /// each one's own observedGeneration where the controller sets it).
-#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct WorkloadStatus {
     pub kind: String,
     pub name: String,
     pub generation: Option<i64>,
     pub observed_generation: Option<i64>,
-    pub conditions: Vec<WorkloadCondition>,
+    pub conditions: Vec<ConditionInfo>,
 }
 
 impl WorkloadStatus {
@@ -279,7 +283,7 @@ impl WorkloadStatus {
             .and_then(serde_json::Value::as_array)
             .map(|cs| {
                 cs.iter()
-                    .map(|c| WorkloadCondition {
+                    .map(|c| ConditionInfo {
                         type_: text(c, "type").unwrap_or_default(),
                         status: text(c, "status").unwrap_or_default(),
                         reason: text(c, "reason"),
@@ -297,17 +301,6 @@ impl WorkloadStatus {
             conditions,
         }
     }
-}
-
-#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct WorkloadCondition {
-    #[serde(rename = "type")]
-    pub type_: String,
-    pub status: String,
-    pub reason: Option<String>,
-    pub message: Option<String>,
-    pub observed_generation: Option<i64>,
 }
 
 /// A pod the release's Service routes to but that is not owned by the
