@@ -68,6 +68,17 @@ pub fn cluster() -> Option<&'static Cluster> {
     }
 }
 
+/// Why the control plane did not start (at the first attempt or at both),
+/// kept where scripts/test prints it after the run (`BUNDLEGATE_TEST_NOTES`):
+/// a CI log shows only the end of the output.
+fn note_failure(why: &str) {
+    if let Some(dir) = std::env::var_os("BUNDLEGATE_TEST_NOTES") {
+        let dir = PathBuf::from(dir);
+        let _ = std::fs::create_dir_all(&dir);
+        let _ = std::fs::write(dir.join("control-plane.txt"), format!("the control plane: {why}\n"));
+    }
+}
+
 fn start() -> Result<Option<Cluster>, String> {
     let bin = match std::env::var_os("BUNDLEGATE_CONTROL_PLANE") {
         Some(d) => PathBuf::from(d),
@@ -89,33 +100,48 @@ fn start() -> Result<Option<Cluster>, String> {
         }
     }
     // Started from a thread that lives as long as the process: the
-    // components' parent-death signal fires when that thread ends.
+    // components' parent-death signal fires when that thread ends. One
+    // more attempt, in a fresh folder on fresh ports, when the first fails:
+    // a port another test's server took between `free_port` and the bind,
+    // or a component slow on a loaded machine, is not the code under test.
+    // Every failed attempt is noted for the end of the log.
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::Builder::new()
         .name("control-plane".into())
         .spawn(move || {
-            let r = std::panic::catch_unwind(|| boot(&bin));
-            let ok = r.is_ok();
-            let _ = tx.send(r);
-            if ok {
-                loop {
-                    std::thread::park();
+            let mut failures = Vec::new();
+            for attempt in 1..=2 {
+                match std::panic::catch_unwind(|| boot(&bin)) {
+                    Ok(c) => {
+                        if !failures.is_empty() {
+                            note_failure(&format!("{} (attempt {attempt} started)", failures.join("\n")));
+                        }
+                        let _ = tx.send(Ok(c));
+                        loop {
+                            std::thread::park();
+                        }
+                    }
+                    Err(e) => {
+                        // The components started so far were stopped as boot unwound.
+                        PIDS.lock().unwrap_or_else(|e| e.into_inner()).clear();
+                        if let Some(d) = DIR.lock().unwrap_or_else(|e| e.into_inner()).take() {
+                            let _ = std::fs::remove_dir_all(d);
+                        }
+                        let why = e
+                            .downcast_ref::<String>()
+                            .cloned()
+                            .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
+                            .unwrap_or_else(|| "a panic without a message".into());
+                        failures.push(format!("attempt {attempt}: {why}"));
+                    }
                 }
             }
+            let why = failures.join("\n");
+            note_failure(&why);
+            let _ = tx.send(Err(why));
         })
         .unwrap();
-    match rx.recv().unwrap() {
-        Ok(c) => Ok(Some(c)),
-        Err(e) => {
-            // The components started so far were stopped as boot unwound.
-            PIDS.lock().unwrap_or_else(|e| e.into_inner()).clear();
-            Err(e
-                .downcast_ref::<String>()
-                .cloned()
-                .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
-                .unwrap_or_else(|| "a panic without a message".into()))
-        }
-    }
+    rx.recv().unwrap().map(Some)
 }
 
 /// Kill every component's group, reap it, remove the folder: at exit.
@@ -266,10 +292,11 @@ fn kubeconfig_text(server: &str, ca: &Path, token: &str) -> String {
 }
 
 fn boot(bin: &Path) -> Cluster {
-    // SAFETY: registers a plain extern "C" function.
-    unsafe {
+    static HOOK: std::sync::Once = std::sync::Once::new();
+    // SAFETY: registers a plain extern "C" function, once (boot may run twice).
+    HOOK.call_once(|| unsafe {
         libc::atexit(stop_all);
-    }
+    });
     remove_stale_folders();
     let dir = tempfile::Builder::new().prefix(FOLDER_PREFIX).tempdir().unwrap().keep();
     *DIR.lock().unwrap() = Some(dir.clone());
