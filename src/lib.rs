@@ -34,6 +34,7 @@ pub mod options;
 pub mod parse;
 pub mod pipeline;
 pub mod report;
+pub mod serde_strict;
 pub mod signing;
 pub mod util;
 pub mod yaml_guard;

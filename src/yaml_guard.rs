@@ -884,7 +884,7 @@ pub(crate) fn json_from_str<T: serde::de::DeserializeOwned>(
         check_bidi(text).map_err(at)?;
     }
     check_json(text).map_err(at)?;
-    serde_json::from_str(text).map_err(|e| anyhow::anyhow!("{file}:{}:{}: {e}", e.line(), e.column()))
+    crate::serde_strict::from_json_str(text).map_err(|e| anyhow::anyhow!("{file}:{}:{}: {e}", e.line(), e.column()))
 }
 
 /// [`json_from_str`] over bytes that must be UTF-8.

@@ -251,8 +251,8 @@ impl GithubClient {
         for _ in 0..500 {
             let resp = self.request(Method::Get, &route, None).await?;
             let what = format!("GET {}", strip_query(&route));
-            let page: Vec<Comment> =
-                serde_json::from_str(&resp.body).map_err(|e| GithubError::Decode { what, message: e.to_string() })?;
+            let page: Vec<Comment> = crate::serde_strict::from_json_str(&resp.body)
+                .map_err(|e| GithubError::Decode { what, message: e.to_string() })?;
             out.extend(page);
             match resp.link.as_deref().and_then(|l| link_rel(l, "next")) {
                 Some(next) => route = self.same_origin_route(&next)?,
@@ -485,7 +485,8 @@ impl GithubClient {
 }
 
 fn decode<T: serde::de::DeserializeOwned>(what: &str, body: &str) -> Result<T> {
-    serde_json::from_str(body).map_err(|e| GithubError::Decode { what: what.to_string(), message: e.to_string() })
+    crate::serde_strict::from_json_str(body)
+        .map_err(|e| GithubError::Decode { what: what.to_string(), message: e.to_string() })
 }
 
 /// GitHub error bodies are `{"message": ..., "errors": [{"message": ...}],

@@ -30,7 +30,7 @@ pub(crate) async fn get_json(http: &reqwest::Client, url: &str, timeout: Duratio
         bail!("GET {url}: HTTP {status}: {}", text.chars().take(200).collect::<String>());
     }
     let text = super::http::text_within(resp, super::http::IDENTITY_MAX, &format!("the answer of GET {url}")).await?;
-    serde_json::from_str(&text)
+    crate::serde_strict::from_json_str(&text)
         .with_context(|| format!("GET {url}: the answer is not JSON: {}", text.chars().take(200).collect::<String>()))
 }
 

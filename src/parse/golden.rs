@@ -29,7 +29,7 @@ pub fn parse_golden(text: &str) -> Result<Vec<GoldenSample>> {
                     g.column
                 );
             }
-            serde_json::from_str(l).map_err(|e| {
+            crate::serde_strict::from_json_str(l).map_err(|e| {
                 let kind =
                     if e.is_syntax() || e.is_eof() { "not JSON" } else { crate::bundle::problem_kind(&e.to_string()) };
                 anyhow::anyhow!(

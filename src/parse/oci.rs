@@ -26,8 +26,8 @@ pub fn manifest(name: &str, bytes: &[u8]) -> Result<Manifest> {
     if let Some(t) = v.get("mediaType").and_then(|t| t.as_str()).filter(|t| *t != IMAGE_MANIFEST) {
         bail!("{name}: media type `{t}` is not an OCI image manifest ({IMAGE_MANIFEST})");
     }
-    let m: Manifest =
-        serde_json::from_value(v).map_err(|e| anyhow::anyhow!("{name}: not an OCI image manifest: {e}"))?;
+    let m: Manifest = crate::serde_strict::from_json_value(v)
+        .map_err(|e| anyhow::anyhow!("{name}: not an OCI image manifest: {e}"))?;
     if m.schema_version != 2 {
         bail!("{name}: schemaVersion {} (an OCI image manifest has 2)", m.schema_version);
     }
@@ -161,7 +161,7 @@ fn config_host(key: &str) -> String {
 pub fn docker_auth(text: &str, registry: &str) -> Result<DockerAuth> {
     use base64::Engine;
     // Only where it failed: serde's message may quote a value, a secret.
-    let c: DockerConfig = serde_json::from_str(text)
+    let c: DockerConfig = crate::serde_strict::from_json_str(text)
         .map_err(|e| anyhow::anyhow!("not a Docker config (at line {} column {})", e.line(), e.column()))?;
     let want = config_host(registry);
     if let Some((key, e)) = c.auths.iter().find(|(k, _)| config_host(k) == want) {

@@ -66,7 +66,7 @@ fn parse_labels(v: &Value) -> BTreeMap<String, String> {
 /// Parse one `/api/v1/query` answer (`status` is the HTTP status, for the
 /// error text). Pure, so the parser is fuzzed without a server.
 pub fn parse_response(status: u16, body: &str, q: &str) -> Result<Vec<Series>> {
-    let parsed: ApiResponse = serde_json::from_str(body).with_context(|| {
+    let parsed: ApiResponse = crate::serde_strict::from_json_str(body).with_context(|| {
         format!("Prometheus answered HTTP {status} with something that is not its API JSON: {}", truncate(body, 200))
     })?;
     if parsed.status != "success" {

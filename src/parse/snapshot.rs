@@ -225,7 +225,8 @@ struct RawList {
 /// An item (always an object, so an error is always at a field) into `T`,
 /// the error naming the field's path.
 fn typed<T: DeserializeOwned>(v: Value) -> Result<T, String> {
-    serde_path_to_error::deserialize::<_, T>(v).map_err(|e| format!("{}: {}", e.path(), e.inner()))
+    serde_path_to_error::deserialize::<_, T>(crate::serde_strict::Strict(v))
+        .map_err(|e| format!("{}: {}", e.path(), e.inner()))
 }
 
 fn res(r: RawResources) -> ContainerResources {
@@ -390,7 +391,7 @@ fn empty_state(display: &str) -> ClusterState {
 /// the caller then takes the precise path, which reports what and where.
 fn parse_fast(display: &str, text: &str, yaml: Option<&crate::yaml_guard::Node>) -> Option<ClusterState> {
     let list: RawList = match yaml {
-        None => serde_json::from_str(text).ok()?,
+        None => crate::serde_strict::from_json_str(text).ok()?,
         Some(doc) => crate::yaml_guard::from_node(doc).ok()?,
     };
     let kind = list.kind?;
