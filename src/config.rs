@@ -196,7 +196,8 @@ fn cert_trust(path: &Path, name: &str, ids: &[IdentityConfig]) -> Result<crate::
         .map(|i| crate::checks::signature::Identity { identity: i.identity.clone(), issuer: i.issuer.clone() })
         .collect();
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
-    Ok(crate::checks::signature::CertTrust { anchors, identities, now })
+    let keyless = signing::keyless::trust(&text).map_err(|e| anyhow::anyhow!("signature.trustedRoot {name}: {e}"))?;
+    Ok(crate::checks::signature::CertTrust { anchors, identities, now, keyless })
 }
 
 /// One allowed public key, read and parsed; `name` as the config writes it.

@@ -18,6 +18,7 @@ use sha2::{Digest, Sha256};
 use crate::bundle::{Artifact, Loaded};
 
 pub mod cert;
+pub mod keyless;
 
 /// A Sigstore bundle's media type (what `model_signing` writes and reads).
 pub const BUNDLE_MEDIA_TYPE: &str = "application/vnd.dev.sigstore.bundle.v0.3+json";
@@ -48,6 +49,9 @@ pub struct Envelope {
     /// Certificate mode: `x509CertificateChain`, DER, the signing
     /// certificate first (empty in key mode).
     pub chain: Vec<Vec<u8>>,
+    /// Keyless mode (a Fulcio certificate and a transparency-log entry):
+    /// the whole bundle's text, which `signing::keyless` verifies.
+    pub keyless: Option<String>,
 }
 
 /// An in-toto Statement v1, read from a DSSE payload.

@@ -59,6 +59,9 @@ pub(crate) struct CertTrust {
     pub(crate) anchors: Vec<x509_cert::Certificate>,
     pub(crate) identities: Vec<Identity>,
     pub(crate) now: u64,
+    /// Keyless mode: the same trusted root's logs and CAs, when it lists a
+    /// transparency log (`None`: keyless signatures cannot verify).
+    pub(crate) keyless: Option<signing::keyless::KeylessTrust>,
 }
 
 /// One allowed signer in certificate mode: a subject alternative name of
@@ -251,7 +254,15 @@ fn verified<'a>(
             return None;
         }
     };
-    let signer = if p.envelope.chain.is_empty() {
+    let signer = if let Some(text) = &p.envelope.keyless {
+        match keyless(l, policy, f, text, &p.statement) {
+            Ok(s) => s,
+            Err(d) => {
+                out.push(*d);
+                return None;
+            }
+        }
+    } else if p.envelope.chain.is_empty() {
         let Some(k) = allowed_signer(policy, &p.envelope) else {
             out.push(untrusted(l, policy, f, &p.envelope));
             return None;
@@ -334,6 +345,65 @@ fn certified(l: &Subject, policy: &Policy, f: &SigFile, env: &Envelope) -> Resul
         signs: String::new(),
         identity: Some(id.clone()),
     })
+}
+
+/// Keyless mode: the Fulcio certificate, its SCT and the log entry verified
+/// against the trusted root at the time the log recorded, the signature
+/// over the statement, and the certificate's identity among the allowed
+/// ones; or the finding saying which failed.
+fn keyless(
+    l: &Subject,
+    policy: &Policy,
+    f: &SigFile,
+    text: &str,
+    statement: &Result<Statement, String>,
+) -> Result<Signer, Box<Diagnostic>> {
+    use crate::signing::keyless::{self, Outcome};
+    let ct = &policy.certs;
+    let finding = |code: Code, why: String| {
+        Box::new(Diagnostic::new(code, format!("{}: {why}", f.shown)).at(l.span("metadata.name")))
+    };
+    let Some(trust) = &ct.keyless else {
+        let why = if ct.anchors.is_empty() {
+            "signed keyless (a Fulcio certificate and a transparency-log entry), and the policy names no trustedRoot"
+        } else {
+            "signed keyless (a Fulcio certificate and a transparency-log entry), and the policy's trustedRoot lists no transparency log (tlogs) to check it against"
+        };
+        return Err(finding(Code::SignatureUntrusted, why.into()));
+    };
+    // The log entry signs the statement; one that cannot be read is malformed
+    // before anything is verified.
+    let subject = match statement {
+        Ok(s) => s.subject_sha256.as_str(),
+        Err(why) => return Err(Box::new(malformed(l, f, why))),
+    };
+    let allowed: Vec<(&str, &str)> = ct.identities.iter().map(|i| (i.identity.as_str(), i.issuer.as_str())).collect();
+    match keyless::verify(trust, text, subject, &allowed) {
+        Outcome::Allowed { index, claims } => {
+            let id = &ct.identities[index];
+            Ok(Signer {
+                file: f.shown.clone(),
+                key: format!("{} (issuer {})", id.identity, id.issuer),
+                key_hint: claims.signed_at.map_or_else(|| "keyless".into(), |t| format!("keyless, logged at {t}")),
+                signs: String::new(),
+                identity: Some(id.clone()),
+            })
+        }
+        Outcome::NotAllowed(c) => {
+            let mut d = *finding(
+                Code::SignerIdentityNotAllowed,
+                format!("signed keyless by {} (issuer {}), not an identity the policy allows", c.identity, c.issuer),
+            );
+            for i in &ct.identities {
+                d = d.evidence(format!("allowed: {} (issuer {})", i.identity, i.issuer));
+            }
+            Err(Box::new(d))
+        }
+        Outcome::Malformed(why) => Err(Box::new(malformed(l, f, &why))),
+        Outcome::Failed(why) => {
+            Err(finding(Code::SignatureUntrusted, format!("the keyless signature does not verify: {why}")))
+        }
+    }
 }
 
 /// The allowed key the signature verifies under: the one its hint names

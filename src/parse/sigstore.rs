@@ -61,26 +61,33 @@ struct RawSignature {
     sig: String,
 }
 
-/// A Sigstore bundle's text → its key-mode envelope. Certificate and
-/// keyless bundles are refused as not supported (yet), not misread.
+/// A Sigstore bundle's text → its envelope, in key, certificate or keyless
+/// mode (which `verificationMaterial` holds says which).
 pub fn parse_bundle(text: &str) -> Result<Envelope, String> {
     if text.len() > MAX_SIGNATURE_BYTES {
         return Err(format!("{} bytes, over the limit of {MAX_SIGNATURE_BYTES}", text.len()));
     }
-    let b: RawBundle = serde_json::from_str(text).map_err(|e| format!("not a Sigstore bundle (JSON): {e}"))?;
+    let b: RawBundle =
+        crate::serde_strict::from_json_str(text).map_err(|e| format!("not a Sigstore bundle (JSON): {e}"))?;
     if b.media_type != BUNDLE_MEDIA_TYPE {
         return Err(format!("mediaType {:?} is not {BUNDLE_MEDIA_TYPE}", b.media_type));
     }
     let m = b.verification_material;
     let b64 = base64::engine::general_purpose::STANDARD;
-    if m.certificate.is_some() {
-        return Err("a keyless (Fulcio and Rekor) bundle: only key and certificate modes are supported yet".into());
-    }
-    let (key_hint, chain) = match (m.public_key, m.x509_certificate_chain) {
-        (Some(pk), None) => (pk.hint.filter(|h| !h.is_empty()), Vec::new()),
-        (None, Some(c)) => (None, chain(&c, &b64)?),
-        (Some(_), Some(_)) => return Err("verificationMaterial has both a publicKey and a certificate chain".into()),
-        (None, None) => return Err("verificationMaterial has neither a publicKey nor a certificate chain".into()),
+    let (key_hint, chain, keyless) = match (m.public_key, m.x509_certificate_chain, m.certificate) {
+        (Some(pk), None, None) => (pk.hint.filter(|h| !h.is_empty()), Vec::new(), None),
+        (None, Some(c), None) => (None, chain(&c, &b64)?, None),
+        // Keyless: the whole bundle goes to the verifier (certificate, log
+        // entry, timestamps); the envelope below is read as for the others.
+        (None, None, Some(_)) => (None, Vec::new(), Some(text.to_string())),
+        (None, None, None) => {
+            return Err("verificationMaterial has neither a publicKey, a certificate chain nor a certificate".into())
+        }
+        _ => {
+            return Err(
+                "verificationMaterial has more than one of publicKey, x509CertificateChain and certificate".into()
+            )
+        }
     };
     let env = b.dsse_envelope;
     if env.payload_type != PAYLOAD_TYPE {
@@ -91,7 +98,7 @@ pub fn parse_bundle(text: &str) -> Result<Envelope, String> {
     };
     let payload = b64.decode(&env.payload).map_err(|e| format!("payload is not base64: {e}"))?;
     let signature = b64.decode(&only.sig).map_err(|e| format!("signature is not base64: {e}"))?;
-    Ok(Envelope { key_hint, payload, signature, chain })
+    Ok(Envelope { key_hint, payload, signature, chain, keyless })
 }
 
 /// The chain's certificates, DER, bounded in number and size.
@@ -131,7 +138,8 @@ pub fn trusted_root_cas(text: &str) -> Result<Vec<Vec<u8>>, String> {
     if text.len() > MAX_SIGNATURE_BYTES {
         return Err(format!("{} bytes, over the limit of {MAX_SIGNATURE_BYTES}", text.len()));
     }
-    let r: Root = serde_json::from_str(text).map_err(|e| format!("not a Sigstore trusted root (JSON): {e}"))?;
+    let r: Root =
+        crate::serde_strict::from_json_str(text).map_err(|e| format!("not a Sigstore trusted root (JSON): {e}"))?;
     if !r.media_type.starts_with("application/vnd.dev.sigstore.trustedroot") {
         return Err(format!("mediaType {:?} is not a Sigstore trusted root", r.media_type));
     }
@@ -295,7 +303,12 @@ mod tests {
     fn other_bundles_are_refused_saying_why() {
         let mut v: Value = serde_json::from_str(&bundle_text(b"{}")).unwrap();
         v["verificationMaterial"]["certificate"] = json!({"rawBytes": "AA=="});
-        assert!(parse_bundle(&v.to_string()).unwrap_err().contains("keyless"));
+        assert!(parse_bundle(&v.to_string()).unwrap_err().contains("more than one of publicKey"));
+        // Keyless: the certificate alone; the whole text goes on to the verifier.
+        v["verificationMaterial"].as_object_mut().unwrap().remove("publicKey");
+        let e = parse_bundle(&v.to_string()).unwrap();
+        assert_eq!(e.keyless.as_deref(), Some(v.to_string().as_str()));
+        assert!(e.chain.is_empty() && e.key_hint.is_none());
         let mut v: Value = serde_json::from_str(&bundle_text(b"{}")).unwrap();
         v["dsseEnvelope"]["signatures"] = json!([]);
         assert!(parse_bundle(&v.to_string()).unwrap_err().contains("0 signatures"));

@@ -36,6 +36,10 @@ const CODE_SIGNING: der::oid::ObjectIdentifier = der::oid::ObjectIdentifier::new
 /// Fulcio's OIDC issuer extensions: v2 (a DER UTF8String) and v1 (raw text).
 const FULCIO_ISSUER_V2: der::oid::ObjectIdentifier = der::oid::ObjectIdentifier::new_unwrap("1.3.6.1.4.1.57264.1.8");
 const FULCIO_ISSUER_V1: der::oid::ObjectIdentifier = der::oid::ObjectIdentifier::new_unwrap("1.3.6.1.4.1.57264.1.1");
+/// The extensions this walk understands; a certificate marking any other
+/// critical must be refused (RFC 5280 4.2: name constraints, policy
+/// constraints and the like would change what the certificate vouches for).
+const UNDERSTOOD: [der::oid::ObjectIdentifier; 4] = [KEY_USAGE, EXT_KEY_USAGE, BASIC_CONSTRAINTS, SUBJECT_ALT_NAME];
 /// Certificates walked from the signing one to a trusted CA, at most.
 const MAX_DEPTH: usize = 8;
 
@@ -145,6 +149,7 @@ pub fn verify_chain(chain: &[Vec<u8>], anchors: &[Certificate], now: u64) -> Res
     let leaf = &certs[0];
     let key = CertKey::of(leaf).map_err(ChainError::Malformed)?;
     within(leaf, now)?;
+    understood(leaf)?;
     if !may_sign(leaf).map_err(ChainError::Malformed)? {
         return Err(ChainError::Untrusted(format!(
             "the signing certificate {} allows neither digitalSignature nor codeSigning",
@@ -152,7 +157,8 @@ pub fn verify_chain(chain: &[Vec<u8>], anchors: &[Certificate], now: u64) -> Res
         )));
     }
     let mut cur = leaf;
-    for _ in 0..MAX_DEPTH {
+    // CAs walked between the signing certificate and `cur`'s issuer.
+    for depth in 0..MAX_DEPTH {
         let cur_der = cur.to_der().map_err(|e| ChainError::Malformed(e.to_string()))?;
         if anchors.iter().any(|a| a.to_der().is_ok_and(|d| d == cur_der)) {
             return signer(leaf, key, &chain[0]);
@@ -160,6 +166,7 @@ pub fn verify_chain(chain: &[Vec<u8>], anchors: &[Certificate], now: u64) -> Res
         let issued = |by: &Certificate| cur.tbs_certificate.issuer == by.tbs_certificate.subject && signed_by(cur, by);
         if let Some(a) = anchors.iter().find(|a| issued(a)) {
             within(a, now)?;
+            path_len(a, depth)?;
             return signer(leaf, key, &chain[0]);
         }
         let next = certs[1..].iter().find(|c| issued(c)).ok_or_else(|| {
@@ -176,6 +183,8 @@ pub fn verify_chain(chain: &[Vec<u8>], anchors: &[Certificate], now: u64) -> Res
             )));
         }
         within(next, now)?;
+        understood(next)?;
+        path_len(next, depth)?;
         cur = next;
     }
     Err(ChainError::Untrusted(format!("no trusted CA within {MAX_DEPTH} certificates")))
@@ -184,6 +193,35 @@ pub fn verify_chain(chain: &[Vec<u8>], anchors: &[Certificate], now: u64) -> Res
 fn signer(leaf: &Certificate, key: CertKey, der: &[u8]) -> Result<Signer, ChainError> {
     let (identities, issuer) = identity(leaf).map_err(ChainError::Malformed)?;
     Ok(Signer { identities, issuer, fingerprint: hex::encode(Sha256::digest(der)), key })
+}
+
+/// Refuse a certificate with a critical extension this walk does not
+/// judge: accepting it would ignore a limit its issuer set.
+fn understood(c: &Certificate) -> Result<(), ChainError> {
+    let exts = c.tbs_certificate.extensions.as_deref().unwrap_or_default();
+    match exts.iter().find(|e| e.critical && !UNDERSTOOD.contains(&e.extn_id)) {
+        None => Ok(()),
+        Some(e) => Err(ChainError::Untrusted(format!(
+            "{} marks extension {} critical, which bundlegate does not check: refused rather than ignored",
+            subject(c),
+            e.extn_id
+        ))),
+    }
+}
+
+/// A CA's `pathLenConstraint`: at most that many CAs below it (`below`
+/// counts the CAs between it and the signing certificate).
+fn path_len(ca: &Certificate, below: usize) -> Result<(), ChainError> {
+    let limit = extension::<BasicConstraints>(ca, BASIC_CONSTRAINTS)
+        .map_err(ChainError::Malformed)?
+        .and_then(|b| b.path_len_constraint);
+    match limit {
+        Some(n) if below > usize::from(n) => Err(ChainError::Untrusted(format!(
+            "{} allows {n} CA(s) below it (pathLenConstraint), the chain has {below}",
+            subject(ca)
+        ))),
+        _ => Ok(()),
+    }
 }
 
 /// Is `c` valid at `now`?

@@ -637,3 +637,158 @@ fn bundlegate_verifies_what_the_reference_tool_signs_with_a_certificate() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     passes_then_only_the_signature_tells(&ex, &pki.policy("release@example.com"));
 }
+
+// ---- keyless mode: a real Fulcio certificate and Rekor entry ------------------
+
+/// The keyless vectors: a real Sigstore bundle v0.3 signed keyless in GitHub
+/// Actions (a DSSE in-toto attestation of a conda package), the public-good
+/// trusted root it verifies under, another instance's root (fixtures README:
+/// from crates.io `sigstore-verify` 0.15.1's test data).
+const KEYLESS: &str = "tests/fixtures/reference/sigstore/conda-attestation.sigstore.json";
+const KEYLESS_SIGNER: &str =
+    "https://github.com/prefix-dev/sigstore-example/.github/workflows/action.yaml@refs/heads/main";
+const GITHUB_ISSUER: &str = "https://token.actions.githubusercontent.com";
+
+/// The example's v2 with `bundle` as its model.sig (its release.sig gone)
+/// under a keyless policy allowing `identity`, trusting `root`; lint's
+/// signature step.
+fn keyless_lint(bundle: &str, root: &str, identity: &str) -> serde_json::Value {
+    let ex = Example::new();
+    let dir = ex.v2().parent().unwrap().to_path_buf();
+    std::fs::write(dir.join("model.sig"), bundle).unwrap();
+    let _ = std::fs::remove_file(dir.join("release.sig"));
+    std::fs::write(dir.join("root.json"), root).unwrap();
+    let config = dir.join("keyless.yaml");
+    std::fs::write(
+        &config,
+        format!("signature:\n  mode: required\n  trustedRoot: root.json\n  certificateIdentities:\n    - {{identity: \"{identity}\", issuer: \"{GITHUB_ISSUER}\"}}\n"),
+    )
+    .unwrap();
+    let out = with_config(&ex, "lint", &config);
+    assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
+    signature_step(&out)
+}
+
+fn codes_of(step: &serde_json::Value) -> Vec<String> {
+    step["diagnostics"].as_array().unwrap().iter().map(|d| d["code"].as_str().unwrap().to_string()).collect()
+}
+
+/// Keyless signatures verify offline against the trusted root: a real one
+/// from the allowed workflow verifies (the signer is named by its
+/// workflow identity) and is then judged as a model signature (this one
+/// attests a conda package, not a model: BG702, never a pass); the same
+/// signature under a policy allowing another identity is BG709 naming the
+/// real one; one byte of its signature changed, or another instance's
+/// root, or a root without a transparency log, is BG703.
+#[test]
+fn keyless_signatures_verify_offline_against_the_trusted_root() {
+    let real = std::fs::read_to_string(repo().join(KEYLESS)).unwrap();
+    let fixture =
+        |name: &str| std::fs::read_to_string(repo().join("tests/fixtures/reference/sigstore").join(name)).unwrap();
+    let public_good = fixture("public-good.json");
+
+    let s = keyless_lint(&real, &public_good, KEYLESS_SIGNER);
+    assert_eq!(s["verdict"], "fail", "{s:#}");
+    assert_eq!(s["data"]["signers"][0]["identity"]["identity"], KEYLESS_SIGNER, "{s:#}");
+    assert_eq!(codes_of(&s), ["BG702"], "{s:#}");
+    let msg = s["diagnostics"][0]["message"].as_str().unwrap();
+    assert!(msg.contains("predicateType") && msg.contains("conda"), "{msg}");
+
+    let s = keyless_lint(
+        &real,
+        &public_good,
+        "https://github.com/someone-else/repo/.github/workflows/release.yaml@refs/heads/main",
+    );
+    assert_eq!(codes_of(&s), ["BG709"], "{s:#}");
+    let msg = s["diagnostics"][0]["message"].as_str().unwrap();
+    assert!(msg.contains(KEYLESS_SIGNER) && msg.contains(GITHUB_ISSUER), "{msg}");
+    assert!(s["data"]["signers"].as_array().is_none_or(|a| a.is_empty()), "{s:#}");
+
+    // One byte of the DSSE signature changed.
+    let mut v: serde_json::Value = serde_json::from_str(&real).unwrap();
+    let sig = v["dsseEnvelope"]["signatures"][0]["sig"].as_str().unwrap().to_string();
+    let mut raw = base64::Engine::decode(&base64::engine::general_purpose::STANDARD, &sig).unwrap();
+    let last = raw.len() - 3;
+    raw[last] ^= 1;
+    v["dsseEnvelope"]["signatures"][0]["sig"] =
+        base64::Engine::encode(&base64::engine::general_purpose::STANDARD, raw).into();
+    let s = keyless_lint(&v.to_string(), &public_good, KEYLESS_SIGNER);
+    assert_eq!(codes_of(&s), ["BG703"], "{s:#}");
+    assert!(s["diagnostics"][0]["message"].as_str().unwrap().contains("does not verify"), "{s:#}");
+
+    // Another Sigstore instance's root: neither its CA nor its log signed it.
+    let s = keyless_lint(&real, &fixture("scaffolding.json"), KEYLESS_SIGNER);
+    assert_eq!(codes_of(&s), ["BG703"], "{s:#}");
+
+    // The same root without its transparency logs: nothing can vouch for a
+    // ten-minute certificate after its ten minutes.
+    let mut root: serde_json::Value = serde_json::from_str(&public_good).unwrap();
+    root["tlogs"] = serde_json::json!([]);
+    let s = keyless_lint(&real, &root.to_string(), KEYLESS_SIGNER);
+    assert_eq!(codes_of(&s), ["BG703"], "{s:#}");
+    assert!(s["diagnostics"][0]["message"].as_str().unwrap().contains("no transparency log"), "{s:#}");
+}
+
+/// Limits a CA sets are kept, not ignored: an intermediate with
+/// `pathLenConstraint: 0` may not have another CA below it, and a signing
+/// certificate marking an extension bundlegate does not judge critical is
+/// refused; both BG703, each saying why. The same chains without those
+/// limits pass, so it is the limit that refuses them.
+#[test]
+fn certificate_mode_keeps_path_length_and_critical_extensions() {
+    let ex = Example::new();
+    let pki = Pki::new();
+    let o = Command::new("bash")
+        .arg("-ec")
+        .arg(
+            "for n in lim free; do
+               openssl ecparam -name prime256v1 -genkey -noout -out $n.key
+               openssl req -new -key $n.key -subj \"/CN=Example $n CA\" -out $n.csr
+             done
+             printf 'basicConstraints=critical,CA:TRUE,pathlen:0\\nkeyUsage=critical,keyCertSign\\n' > lim.ext
+             printf 'basicConstraints=critical,CA:TRUE\\nkeyUsage=critical,keyCertSign\\n' > free.ext
+             openssl x509 -req -in lim.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 20 -extfile lim.ext -out lim.pem 2>/dev/null
+             openssl x509 -req -in free.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 20 -extfile free.ext -out free.pem 2>/dev/null
+             for up in lim free; do
+               openssl ecparam -name prime256v1 -genkey -noout -out sub$up.key
+               openssl req -new -key sub$up.key -subj \"/CN=Example sub$up CA\" -out sub$up.csr
+               openssl x509 -req -in sub$up.csr -CA $up.pem -CAkey $up.key -CAcreateserial -days 15 -extfile free.ext -out sub$up.pem 2>/dev/null
+               cp release.key far$up.key
+               openssl x509 -req -in release.csr -CA sub$up.pem -CAkey sub$up.key -CAcreateserial -days 10 -extfile release.ext -out far$up.pem 2>/dev/null
+             done
+             cp release.key crit.key
+             cp release.ext crit.ext; echo '1.2.3.4=critical,ASN1:UTF8String:only for the careful' >> crit.ext
+             openssl x509 -req -in release.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 10 -extfile crit.ext -out crit.pem 2>/dev/null",
+        )
+        .current_dir(pki.path(""))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let policy = pki.path("far-policy.yaml");
+    let write_policy = |issuer: &str| {
+        std::fs::write(
+            &policy,
+            format!("signature:\n  mode: required\n  trustedRoot: trusted_root.json\n  certificateIdentities:\n    - {{identity: release@example.com, issuer: \"{issuer}\"}}\n"),
+        )
+        .unwrap()
+    };
+    // Two CAs below the root's direct intermediate: fine without a limit…
+    write_policy("CN=Example subfree CA");
+    let out = pki.sign_with(&ex, "farfree", &["subfree.pem", "free.pem"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let out = with_config(&ex, "lint", &policy);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    // …refused under pathlen:0.
+    write_policy("CN=Example sublim CA");
+    let out = pki.sign_with(&ex, "farlim", &["sublim.pem", "lim.pem"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let out = with_config(&ex, "lint", &policy);
+    assert_eq!(out.codes(), ["BG703", "BG703"], "{}", out.stdout);
+    assert!(out.stdout.contains("pathLenConstraint"), "{}", out.stdout);
+    // An unknown critical extension on the signing certificate.
+    let out = pki.sign(&ex, "crit");
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let out = with_config(&ex, "lint", &pki.policy("release@example.com"));
+    assert_eq!(out.codes(), ["BG703", "BG703"], "{}", out.stdout);
+    assert!(out.stdout.contains("1.2.3.4") && out.stdout.contains("critical"), "{}", out.stdout);
+}
