@@ -1424,12 +1424,19 @@ const PROMOTE_ARMS: [(&str, f64, &str, Stack); 3] = [
     ("base-few", 9.0, "cand-few", NORMAL),
 ];
 
+/// A gateway ignoring the weights: 30% of the requests reach the candidate
+/// where the split file declares 10%.
+const SKEWED: (&str, f64, &str, f64) = ("base-skew", 1400.0, "cand-skew", 600.0);
+
 fn promote_prometheus() -> Option<Prometheus> {
     let mut arms: Vec<(&'static str, Phases)> = Vec::new();
     for (b, rps, c, stack) in PROMOTE_ARMS {
         arms.push((b, vec![(0.0, rps, Stack { rps, ..NORMAL })]));
         arms.push((c, vec![(0.0, rps / 9.0, Stack { rps: rps / 9.0, ..stack })]));
     }
+    let (b, b_rps, c, c_rps) = SKEWED;
+    arms.push((b, vec![(0.0, b_rps, Stack { rps: b_rps, ..NORMAL })]));
+    arms.push((c, vec![(0.0, c_rps, Stack { rps: c_rps, ..NORMAL })]));
     let cfg = serve_labelled(arms, "app_kubernetes_io_name");
     let Some(bin) = prometheus_binary() else {
         assert!(std::env::var_os("BUNDLEGATE_SKIP_SERVERS").is_some(), "`prometheus` is not on PATH");
@@ -1505,8 +1512,9 @@ fn weights_at(g: &GitRemote, rev: &str) -> Vec<(String, u64)> {
 }
 
 /// PASS at 10% → the next-step PR to 50% (through the shipped pipeline);
-/// FAIL → the revert PR and no next step; INCONCLUSIVE → no PR at all,
-/// saying what is missing. Each against the real git remote and the GitHub
+/// FAIL → the revert PR and no next step; INCONCLUSIVE (too few requests,
+/// or 30% observed where 10% is declared) → no PR at all, saying what is
+/// missing. Each against the real git remote and the GitHub
 /// stand-in checked against GitHub's REST description.
 #[test]
 fn promote_opens_the_next_step_on_pass_the_revert_on_fail_and_nothing_on_inconclusive() {
@@ -1609,4 +1617,18 @@ fn promote_opens_the_next_step_on_pass_the_revert_on_fail_and_nothing_on_inconcl
     assert_eq!(out.code, 1);
     assert!(gh.pulls().is_empty() && gh.requests().is_empty(), "GitHub not even asked");
     assert!(g.remote_branch("bundlegate/promote-").is_none() && g.remote_branch("bundlegate/revert-").is_none());
+
+    // ---- the split does not hold: the gates passed on another split; nothing opened ----
+    let g = progressive_remote(SKEWED.0, SKEWED.2);
+    let gh = pulls::Pulls::start(crate::watch::TOKEN);
+    let out = promote(&g, &gh, &p);
+    let v = out.json();
+    let c = crate::support::step(&v, "canary");
+    assert_eq!(c["verdict"], "inconclusive", "{c:#}");
+    assert_eq!(c["data"]["split"]["verdict"], "mismatch");
+    assert!((c["data"]["split"]["observedPercent"].as_f64().unwrap() - 30.0).abs() < 1.0, "{}", c["data"]["split"]);
+    assert!(out.diag("BG310")["message"].as_str().unwrap().contains("10.0% was declared"));
+    let why = crate::support::step(&v, "promote")["summary"].as_str().unwrap().to_string();
+    assert!(why.starts_with("no PR opened") && why.contains("BG310"), "{why}");
+    assert!(gh.pulls().is_empty() && g.remote_branch("bundlegate/promote-").is_none());
 }

@@ -364,4 +364,53 @@ mod tests {
         assert!(requests_needed(0.5, 0.05) > requests_needed(0.1, 0.05));
         assert_eq!(split_unreadable("x").code, Code::TrafficSplitUnreadable);
     }
+
+    /// The canary's report takes the split's judgment: a split that holds
+    /// keeps the PASS, one that does not (or cannot be shown to, or cannot
+    /// be read) leaves none, unless the code is allowed by configuration.
+    #[test]
+    fn the_canary_report_carries_the_split_and_loses_its_pass_when_it_does_not_hold() {
+        use crate::diag::Overrides;
+        use crate::report::{StepReport, Verdict};
+        let d = Ok(Declared {
+            kind: "LLMInferenceService".into(),
+            candidate: "m-v2".into(),
+            baseline: "m".into(),
+            percent: 10.0,
+        });
+        let pass = || {
+            let mut s = StepReport::new("canary", "t");
+            s.verdict = Verdict::Pass;
+            s.data = json!({"gates": []});
+            s
+        };
+        let run = |declared: &Result<Declared, String>, c: f64, b: f64, ov: &Overrides| {
+            let mut s = pass();
+            write_into(&mut s, declared, Some(c), Some(b), ov);
+            s
+        };
+        let ov = Overrides::default();
+        let s = run(&d, 1_000.0, 9_000.0, &ov);
+        assert_eq!((s.verdict, s.diagnostics.len()), (Verdict::Pass, 0));
+        assert_eq!(s.data["split"]["verdict"], "holds");
+        assert_eq!(s.data["split"]["totalRequests"], 10_000);
+        assert!(s.data["gates"].is_array(), "the report's own data is kept");
+        let s = run(&d, 3_000.0, 7_000.0, &ov);
+        assert_eq!((s.verdict, s.diagnostics[0].code), (Verdict::Inconclusive, Code::TrafficSplitMismatch));
+        assert!(s.summary.contains("does not hold"), "{}", s.summary);
+        let s = run(&d, 10.0, 90.0, &ov);
+        assert_eq!((s.verdict, s.diagnostics[0].code), (Verdict::Inconclusive, Code::TrafficSplitUnproven));
+        let s = run(&Err("no group".into()), 1_000.0, 9_000.0, &ov);
+        assert_eq!((s.verdict, s.diagnostics[0].code), (Verdict::Inconclusive, Code::TrafficSplitUnreadable));
+        // `-A BG310`: the mismatch is not this team's concern; the PASS stands.
+        let mut allow = Overrides::default();
+        allow.set("BG310", crate::diag::Severity::Allow).unwrap();
+        let s = run(&d, 3_000.0, 7_000.0, &allow);
+        assert_eq!((s.verdict, s.diagnostics.len()), (Verdict::Pass, 0));
+        // A FAIL stays a FAIL: the candidate failed on whatever split it got.
+        let mut f = pass();
+        f.verdict = Verdict::Fail;
+        write_into(&mut f, &d, Some(3_000.0), Some(7_000.0), &ov);
+        assert_eq!(f.verdict, Verdict::Fail);
+    }
 }
