@@ -1574,6 +1574,13 @@ fn promote_opens_the_next_step_on_pass_the_revert_on_fail_and_nothing_on_inconcl
     ] {
         assert!(body.contains(want), "PR body lacks {want}:\n{body}");
     }
+    // Run again (another CI job, a retry): the same branch and commit, the open PR found, no second one.
+    let again = promote(&g, &gh, &p);
+    let s = crate::support::step(&again.json(), "promote").clone();
+    assert_eq!((s["verdict"].as_str(), s["data"]["branchExisted"].as_bool()), (Some("pass"), Some(true)), "{s:#}");
+    assert!(s["summary"].as_str().unwrap().starts_with("already promoting"), "{s:#}");
+    assert_eq!(g.remote_branch("bundlegate/promote-llm-scratch-v2-50-"), Some(sha));
+    assert_eq!(gh.pulls().len(), 1);
     gh.assert_no_violations();
 
     // ---- FAIL: the revert PR, no next step ----
