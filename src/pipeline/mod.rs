@@ -599,6 +599,10 @@ mod tests {
         let StepSpec::Audit(a) = &p.steps[2].spec else { panic!() };
         assert_eq!(a.verify, VerifyOptions::default());
         assert!(matches!(p.steps[3].spec, StepSpec::Render { diff: true, .. }));
+        let p = one_step("    - name: promote\n").unwrap();
+        let StepSpec::Promote(o) = &p.steps[0].spec else { panic!() };
+        assert_eq!((o.split.as_str(), o.remote.as_str(), &o.base), ("kserve-split.yaml", "origin", &None));
+        assert_eq!(o.revert().max_age.text, "20m");
     }
 
     /// A command-line-only option (the run supplies it) is not a step's: the
