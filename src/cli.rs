@@ -7,9 +7,9 @@ use std::path::PathBuf;
 use clap::{Parser, Subcommand};
 
 use crate::options::{
-    ArgocdAction, AuditOptions, CanaryOptions, MergeOptions, PreflightOptions, PublishOptions, RenderOptions,
-    RevertOptions, RunOptions, SchemaKind, SeverityOptions, SignOptions, VerifyFilesOptions, VerifyOptions,
-    WatchOptions,
+    ArgocdAction, AuditOptions, CanaryOptions, MergeOptions, PreflightOptions, PromoteOptions, PublishOptions,
+    RenderOptions, RevertOptions, RunOptions, SchemaKind, SeverityOptions, SignOptions, VerifyFilesOptions,
+    VerifyOptions, WatchOptions,
 };
 use crate::report::format::Format;
 
@@ -132,6 +132,15 @@ pub enum Command {
         bundle: PathBuf,
         #[command(flatten)]
         opts: RevertOptions,
+    },
+    /// After the canary: open the next traffic step's PR on PASS, the revert PR on FAIL, nothing on INCONCLUSIVE.
+    Promote {
+        /// Release bundle file (`release.yaml`).
+        bundle: PathBuf,
+        #[command(flatten)]
+        opts: PromoteOptions,
+        #[command(flatten)]
+        sev: SeverityOptions,
     },
     /// In the serving pod: check the model files against the artifact list the manifest carries.
     VerifyFiles {

@@ -14,7 +14,7 @@ use anyhow::Result;
 
 use crate::app::ctx::Ctx;
 use crate::app::{
-    argocd, audit, canary, codes, digest, lint, preflight, publish, render, revert, schema, verify_files,
+    argocd, audit, canary, codes, digest, lint, preflight, promote, publish, render, revert, schema, verify_files,
 };
 use crate::app::{on_bundles, sign, verify, watch};
 use crate::cli::{Cli, Command, ReportCmd};
@@ -132,6 +132,7 @@ fn label(c: &Command) -> (&'static str, String) {
         Command::Canary { bundle, .. } => ("canary", shown(bundle)),
         Command::Watch { bundle, .. } => ("watch", shown(bundle)),
         Command::Revert { bundle, .. } => ("revert", shown(bundle)),
+        Command::Promote { bundle, .. } => ("promote", shown(bundle)),
         Command::Publish { dir, .. } => ("publish", shown(dir)),
         Command::Audit { root, .. } => ("audit", shown(root)),
         Command::Report { cmd: ReportCmd::Merge { reports, .. } } => ("report merge", reports.join(", ")),
@@ -196,6 +197,10 @@ fn command(cli: Cli) -> Result<Report> {
         Command::Argocd { cmd } => argocd::run(&ctx, cmd, &cfg.overrides(&no_flags)?),
         Command::Watch { bundle, opts } => on_bundles("watch", &[bundle], |l| watch::run(&ctx, l, &opts)),
         Command::Revert { bundle, opts } => on_bundles("revert", &[bundle], |l| revert::run(&ctx, l, &opts, None)),
+        Command::Promote { bundle, opts, sev } => {
+            let ov = cfg.overrides(&sev)?;
+            on_bundles("promote", &[bundle], |l| promote::run(&ctx, l, &opts, &ov, None))
+        }
         Command::VerifyFiles { opts } => verify_files::run(&opts),
         Command::Codes => Ok(one("codes", codes::run())),
         Command::Explain { code } => Ok(one("explain", codes::explain(&code)?)),

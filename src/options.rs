@@ -55,6 +55,12 @@ pub mod defaults {
     pub(crate) fn remote() -> String {
         REMOTE.into()
     }
+    /// `promote`: the file beside the bundle holding the KServe objects of
+    /// the traffic split.
+    pub(crate) const SPLIT_FILE: &str = "kserve-split.yaml";
+    pub(crate) fn split_file() -> String {
+        SPLIT_FILE.into()
+    }
     pub(crate) fn app_namespace() -> String {
         APP_NAMESPACE.into()
     }
@@ -335,6 +341,10 @@ pub struct CanaryOptions {
     #[cfg_attr(feature = "cli", arg(long))]
     #[serde(skip)]
     pub steps: bool,
+    /// File holding KServe's own traffic split (the InferenceService with `spec.canary[]`, or the LLMInferenceServices of one route group), relative to the bundle's folder: each arm is read by the labels KServe sets on its pods and the observed split is judged against the declared one.
+    #[cfg_attr(feature = "cli", arg(long))]
+    #[serde(default)]
+    pub split: Option<String>,
 }
 
 impl CanaryOptions {
@@ -443,6 +453,65 @@ pub struct RevertOptions {
 
 fn current_dir() -> PathBuf {
     PathBuf::from(".")
+}
+
+/// `promote`, and the pipeline's promote step: after the canary, the
+/// next-step PR on PASS, the revert PR on FAIL, nothing on INCONCLUSIVE.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[cfg_attr(feature = "cli", derive(clap::Args))]
+pub struct PromoteOptions {
+    #[cfg_attr(feature = "cli", command(flatten))]
+    #[serde(skip)]
+    pub prometheus: PrometheusUrl,
+    /// File holding KServe's own traffic split (the InferenceService with `spec.canary[]`, or the LLMInferenceServices of one route group), relative to the bundle's folder; the next-step PR rewrites it.
+    #[cfg_attr(feature = "cli", arg(long, default_value = defaults::SPLIT_FILE))]
+    #[serde(default = "defaults::split_file")]
+    pub split: String,
+    /// A canary JSON report (`canary --format json`) to act on instead of judging the canary now.
+    #[cfg_attr(feature = "cli", arg(long))]
+    #[serde(skip)]
+    pub evidence: Option<PathBuf>,
+    /// Git repository holding the bundle (default: current directory).
+    #[cfg_attr(feature = "cli", arg(long, default_value = "."))]
+    #[serde(skip, default = "current_dir")]
+    pub repo: PathBuf,
+    /// Remote to push the PR's branch to.
+    #[cfg_attr(feature = "cli", arg(long, default_value = defaults::REMOTE))]
+    #[serde(default = "defaults::remote")]
+    pub remote: String,
+    /// Base branch for the PR.
+    // `None` (a pipeline step without `base`): the remote's HEAD branch, else `main`.
+    #[cfg_attr(feature = "cli", arg(long, default_value = defaults::BASE_BRANCH))]
+    #[serde(default)]
+    pub base: Option<String>,
+    /// On FAIL, ignore failures older than this (e.g. 20m), as `revert` does.
+    #[cfg_attr(feature = "cli", arg(long, default_value = defaults::REVERT_MAX_AGE, value_parser = HumanDuration::parse))]
+    #[serde(default = "defaults::revert_max_age")]
+    pub max_age: HumanDuration,
+}
+
+impl PromoteOptions {
+    /// The revert a FAIL opens, with this step's repository, remote, base and age.
+    pub(crate) fn revert(&self) -> RevertOptions {
+        RevertOptions {
+            repo: self.repo.clone(),
+            remote: self.remote.clone(),
+            base: self.base.clone(),
+            evidence: None,
+            max_age: self.max_age.clone(),
+            failed_at: None,
+        }
+    }
+
+    /// The canary judgment promote acts on when no evidence is given.
+    pub(crate) fn canary(&self) -> CanaryOptions {
+        CanaryOptions {
+            prometheus: self.prometheus.clone(),
+            split: Some(self.split.clone()),
+            ..CanaryOptions::default()
+        }
+    }
 }
 
 impl Default for RevertOptions {

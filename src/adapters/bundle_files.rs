@@ -43,12 +43,14 @@ pub(crate) enum FileKind {
     GithubEvent,
     /// The in-pod verification marker: 4 KiB.
     Marker,
+    /// KServe's traffic split as git holds it (`--split`): 4 MiB, as a bundle.
+    Split,
 }
 
 impl FileKind {
     pub(crate) const fn max_bytes(self) -> u64 {
         match self {
-            FileKind::Bundle => MAX_BUNDLE_BYTES as u64,
+            FileKind::Bundle | FileKind::Split => MAX_BUNDLE_BYTES as u64,
             FileKind::Pipeline | FileKind::Config | FileKind::Template => 1 << 20,
             FileKind::Snapshot => MAX_SNAPSHOT_BYTES as u64,
             FileKind::GoldenSet => 16 << 20,
@@ -67,6 +69,7 @@ impl FileKind {
             FileKind::Template => "template",
             FileKind::GithubEvent => "GitHub event file",
             FileKind::Marker => "marker file",
+            FileKind::Split => "traffic split file",
         }
     }
 }

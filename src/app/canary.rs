@@ -16,6 +16,7 @@ use crate::checks::canary::golden::{GoldenResult, GoldenRun, Paired};
 use crate::checks::canary::plan::{CanaryPlan, Choices, Gathered, Judgment, TimelineAsk};
 use crate::checks::canary::ramp::SplitPoint;
 use crate::checks::canary::report::{self, Findings, Judged};
+use crate::checks::canary::split::{self, Declared};
 use crate::checks::canary::walk::{self, Walk};
 use crate::checks::rollback::RollbackStatus;
 use crate::diag::Overrides;
@@ -43,6 +44,8 @@ struct Run<'a> {
     ov: &'a Overrides,
     plan: CanaryPlan<'a>,
     prev: Previous<'a>,
+    /// KServe's own split as git holds it (`--split`), or why none reads.
+    split: Option<Result<Declared, String>>,
 }
 
 fn resolve<'a>(
@@ -51,6 +54,16 @@ fn resolve<'a>(
     args: &CanaryOptions,
     ov: &'a Overrides,
 ) -> Result<Run<'a>, Box<StepReport>> {
+    let split = match args.split.as_deref().map(|f| read_split(l, f).map(|s| s.declared(l))).transpose() {
+        Ok(s) => s,
+        Err(e) => return Err(Box::new(StepReport::error("canary", &l.display, &e))),
+    };
+    // Each arm by the labels KServe sets on its pods, unless told otherwise.
+    let kserve = |pick: fn(&Declared) -> &str| {
+        let d = split.as_ref()?.as_ref().ok()?;
+        crate::checks::canary::providers::kserve_arm_selector(&d.kind, pick(d))
+    };
+    let (kserve_candidate, kserve_baseline) = (kserve(|d| d.candidate.as_str()), kserve(|d| d.baseline.as_str()));
     let prev = l.bundle.spec.rollback.as_ref().map(|rb| (rb, bundle_files::load_named_bundle(l, &rb.bundle)));
     let rollback =
         prev.as_ref().map(|(_, p)| p.as_ref().map(|p| p.bundle.metadata.version.clone()).map_err(|e| e.to_string()));
@@ -58,13 +71,36 @@ fn resolve<'a>(
         prometheus: args.prometheus_url(),
         window: args.window.as_ref().map(|w| w.text.as_str()),
         mode: args.mode,
-        candidate_selector: args.candidate_selector.as_deref(),
-        baseline_selector: args.baseline_selector.as_deref(),
+        candidate_selector: args.candidate_selector.as_deref().or(kserve_candidate.as_deref()),
+        baseline_selector: args.baseline_selector.as_deref().or(kserve_baseline.as_deref()),
         endpoint: args.endpoint.as_deref(),
         baseline_endpoint: args.baseline_endpoint.as_deref(),
         golden_margin: args.golden_margin,
     };
-    Ok(Run { ctx, l, ov, plan: CanaryPlan::resolve(l, &choices, rollback)?, prev })
+    Ok(Run { ctx, l, ov, plan: CanaryPlan::resolve(l, &choices, rollback)?, prev, split })
+}
+
+/// KServe's split as git holds it: where the file is, and its objects (or
+/// why they do not parse).
+pub(crate) struct SplitFile {
+    pub path: std::path::PathBuf,
+    pub objects: Result<Vec<serde_json::Value>, String>,
+}
+
+impl SplitFile {
+    /// The split the objects declare for `l`, or why none reads (BG312).
+    pub(crate) fn declared(&self, l: &Loaded) -> Result<Declared, String> {
+        self.objects.as_ref().map_err(String::clone).and_then(|o| split::declared(o, &l.digest))
+    }
+}
+
+/// The split file the bundle names (`--split`), read and parsed. `Err`: it
+/// cannot be read at all (outside the bundle's tree, missing, too large).
+pub(crate) fn read_split(l: &Loaded, file: &str) -> Result<SplitFile> {
+    let (path, text) = bundle_files::read_named_text(l, file, FileKind::Split)
+        .map_err(|e| anyhow::anyhow!("traffic split file {file}: {e}"))?;
+    let objects = crate::manifests::parse_stream(&text).map_err(|e| format!("{}: {e:#}", path.display()));
+    Ok(SplitFile { path, objects })
 }
 
 fn unix_now(ctx: &Ctx) -> f64 {
@@ -74,7 +110,7 @@ fn unix_now(ctx: &Ctx) -> f64 {
 /// Judge the current split: gates over the window ending now.
 pub(crate) async fn analyze(ctx: &Ctx, l: &Loaded, args: &CanaryOptions, ov: &Overrides) -> StepReport {
     match resolve(ctx, l, args, ov) {
-        Ok(r) => r.judge(&r.plan.current(unix_now(ctx))).await.report,
+        Ok(r) => r.judge(&r.plan.current(unix_now(ctx)), true).await.report,
         Err(s) => *s,
     }
 }
@@ -93,14 +129,14 @@ impl Run<'_> {
         // No Prometheus: the current window's report says why; shadow mode
         // has no split, so the current window is judged instead.
         if plan.prometheus.is_none() || plan.shadow {
-            let s = self.judge(&plan.current(now)).await.report;
+            let s = self.judge(&plan.current(now), false).await.report;
             return Ok(if plan.prometheus.is_some() { walk::shadow(&plan.canary.steps, s) } else { s });
         }
         let tl = plan.timeline(now)?;
         let points = self.read_timeline(&tl).await.map_err(|e| walk::unread_timeline(&self.l.display, &e))?;
         let mut walk = Walk::new(self.l, self.ov, plan, tl, &points);
         while let Some(j) = walk.next_judgment() {
-            walk.record(self.judge(&j).await)?;
+            walk.record(self.judge(&j, false).await)?;
         }
         Ok(walk.write_up())
     }
@@ -115,8 +151,9 @@ impl Run<'_> {
 
     /// One judgment in its order: the golden set (it needs no Prometheus
     /// and its failures stand alone), the gates read from Prometheus, the
-    /// rollback target when the situation needs it, then the write-up.
-    async fn judge(&self, j: &Judgment) -> Judged {
+    /// rollback target when the situation needs it, then the write-up;
+    /// `with_split`: the declared split against the arms' requests too.
+    async fn judge(&self, j: &Judgment, with_split: bool) -> Judged {
         let golden = self.run_golden(j).await;
         let Some(url) = self.plan.prometheus.as_deref() else {
             return Judged::stopped(report::golden_only(self.l, &golden, self.ov));
@@ -125,9 +162,14 @@ impl Run<'_> {
             Ok(g) => g,
             Err(s) => return Judged::stopped(*s),
         };
+        let requests = (gathered.traffic.candidate_requests, gathered.traffic.baseline_requests);
         let findings = Findings::assess(&self.plan, j, gathered, golden);
         let rollback = if findings.needs_rollback() { self.check_rollback().await } else { RollbackTarget::NotChecked };
-        findings.write_up(self.l, self.ov, rollback)
+        let mut judged = findings.write_up(self.l, self.ov, rollback);
+        if let (true, Some(declared)) = (with_split, &self.split) {
+            split::write_into(&mut judged.report, declared, requests.0, requests.1, self.ov);
+        }
+        judged
     }
 
     /// Every gate, then both arms' traffic, as the plan asks. `Err`: the

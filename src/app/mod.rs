@@ -24,6 +24,7 @@ pub mod ctx;
 pub mod digest;
 pub mod lint;
 pub mod preflight;
+pub mod promote;
 pub mod publish;
 pub mod render;
 pub mod report;

@@ -15,7 +15,8 @@ use serde::Deserialize;
 
 use crate::bundle;
 use crate::options::{
-    AuditOptions, CanaryOptions, PreflightOptions, RenderOptions, RevertOptions, VerifyOptions, WatchOptions,
+    AuditOptions, CanaryOptions, PreflightOptions, PromoteOptions, RenderOptions, RevertOptions, VerifyOptions,
+    WatchOptions,
 };
 use crate::yaml_guard::{Node, NodeKind};
 
@@ -92,6 +93,7 @@ pub enum StepKind {
     Audit,
     Watch,
     Revert,
+    Promote,
 }
 
 #[derive(Debug, Deserialize, JsonSchema, Clone, Copy, PartialEq, Eq, Default)]
@@ -251,6 +253,8 @@ pub enum StepSpec {
     Watch(WatchOptions),
     /// `base: None`: the remote's HEAD branch, else `main`.
     Revert(RevertOptions),
+    /// After `canary`: the next-step PR, the revert PR, or nothing.
+    Promote(PromoteOptions),
 }
 
 /// The render step's own option, beside [`RenderOptions`].
@@ -402,7 +406,7 @@ fn keys<T: DeserializeOwned>() -> &'static [&'static str] {
 }
 
 impl StepKind {
-    const ALL: [StepKind; 9] = [
+    const ALL: [StepKind; 10] = [
         StepKind::Lint,
         StepKind::Render,
         StepKind::Verify,
@@ -412,6 +416,7 @@ impl StepKind {
         StepKind::Audit,
         StepKind::Watch,
         StepKind::Revert,
+        StepKind::Promote,
     ];
 
     pub(crate) fn as_str(self) -> &'static str {
@@ -425,6 +430,7 @@ impl StepKind {
             StepKind::Audit => "audit",
             StepKind::Watch => "watch",
             StepKind::Revert => "revert",
+            StepKind::Promote => "promote",
         }
     }
 
@@ -445,6 +451,7 @@ impl StepKind {
             }
             StepKind::Watch => g.subschema_for::<WatchOptions>(),
             StepKind::Revert => g.subschema_for::<RevertOptions>(),
+            StepKind::Promote => g.subschema_for::<PromoteOptions>(),
         }
     }
 
@@ -460,6 +467,7 @@ impl StepKind {
             StepKind::Audit => [keys::<VerifyOptions>(), keys::<AuditOptions>()].concat(),
             StepKind::Watch => keys::<WatchOptions>().to_vec(),
             StepKind::Revert => keys::<RevertOptions>().to_vec(),
+            StepKind::Promote => keys::<PromoteOptions>().to_vec(),
         }
     }
 }
@@ -476,6 +484,7 @@ impl StepSpec {
             StepSpec::Audit(_) => StepKind::Audit,
             StepSpec::Watch(_) => StepKind::Watch,
             StepSpec::Revert(_) => StepKind::Revert,
+            StepSpec::Promote(_) => StepKind::Promote,
         }
     }
 
@@ -517,6 +526,7 @@ impl StepSpec {
             }
             StepKind::Watch => StepSpec::Watch(read(with)?),
             StepKind::Revert => StepSpec::Revert(read(with)?),
+            StepKind::Promote => StepSpec::Promote(read(with)?),
         })
     }
 }
@@ -589,6 +599,10 @@ mod tests {
         let StepSpec::Audit(a) = &p.steps[2].spec else { panic!() };
         assert_eq!(a.verify, VerifyOptions::default());
         assert!(matches!(p.steps[3].spec, StepSpec::Render { diff: true, .. }));
+        let p = one_step("    - name: promote\n").unwrap();
+        let StepSpec::Promote(o) = &p.steps[0].spec else { panic!() };
+        assert_eq!((o.split.as_str(), o.remote.as_str(), &o.base), ("kserve-split.yaml", "origin", &None));
+        assert_eq!(o.revert().max_age.text, "20m");
     }
 
     /// A command-line-only option (the run supplies it) is not a step's: the
@@ -596,7 +610,7 @@ mod tests {
     #[test]
     fn pipeline_refuses_run_only_options_and_lists_the_steps_own() {
         let e = err("    - name: canary\n      with:\n        prometheus: http://x\n");
-        assert!(e.contains("p.yaml:8:9: spec.steps[0].with.prometheus: `prometheus` is not an option of the canary step (its options are window)"), "{e}");
+        assert!(e.contains("p.yaml:8:9: spec.steps[0].with.prometheus: `prometheus` is not an option of the canary step (its options are window, split)"), "{e}");
         let e = err("    - name: audit\n      with: {jobs: 2, cache: x}\n");
         assert!(
             e.contains("spec.steps[0].with.cache") && e.contains("its options are jobs, denyExtra, deep, serving"),

@@ -11,7 +11,8 @@ use crate::bundle::{self, Loaded};
 use crate::checks::release_diff::ChangeClass;
 use crate::diag::Overrides;
 use crate::options::{
-    CanaryOptions, PreflightOptions, PrometheusUrl, RenderOptions, RevertOptions, RunOptions, WatchOptions,
+    CanaryOptions, PreflightOptions, PrometheusUrl, PromoteOptions, RenderOptions, RevertOptions, RunOptions,
+    WatchOptions,
 };
 use crate::report::{Report, StepReport, Verdict};
 
@@ -163,6 +164,8 @@ pub fn run_file(ctx: &Ctx, pipeline_path: &Path, inputs: &Inputs) -> Result<Repo
             let steps = match (&stopped, &step.spec) {
                 // A revert answers a failure, so a stop never skips it.
                 (_, StepSpec::Revert(rs)) => revert_step(ctx, rs, &loaded, inputs, &done),
+                // A failed canary is what opens the revert PR: a stop never skips it either.
+                (_, StepSpec::Promote(po)) => promote_step(ctx, po, &loaded, inputs, &done),
                 // watch already judged the canary gates (only once the rollout completed).
                 (None, StepSpec::Canary { .. }) if done.steps.iter().any(|s| s.step == "canary") => continue,
                 (Some(why), _) => {
@@ -283,6 +286,14 @@ fn revert_step(ctx: &Ctx, rs: &RevertOptions, l: &Loaded, inputs: &Inputs, done:
     or_error("revert", &l.display, crate::app::revert::run(ctx, l, &args, Some(done)))
 }
 
+/// Promote acts on this bundle's canary step of this run only (never a
+/// judgment of its own: a stop before the canary stays a stop).
+fn promote_step(ctx: &Ctx, po: &PromoteOptions, l: &Loaded, inputs: &Inputs, done: &Report) -> Vec<StepReport> {
+    let repo = crate::adapters::git::checkout_root(&inputs.options.repo).unwrap_or_else(|| inputs.options.repo.clone());
+    let args = PromoteOptions { repo, prometheus: inputs.options.prometheus.clone(), ..po.clone() };
+    or_error("promote", &l.display, crate::app::promote::run(ctx, l, &args, &inputs.overrides, Some(done)))
+}
+
 /// A command's steps, or its failure as this step's ERROR.
 fn or_error(step: &str, target: &str, steps: Result<Vec<StepReport>>) -> Vec<StepReport> {
     steps.unwrap_or_else(|e| vec![StepReport::error(step, target, &e)])
@@ -323,7 +334,7 @@ fn run_step(ctx: &Ctx, step: &Step, l: &Loaded, pr_base: &PrBase, inputs: &Input
         ),
         // run_file runs these; reaching here is a bug, and a bug is an
         // ERROR step, not a crash that loses the report.
-        StepSpec::Revert(_) | StepSpec::Comment | StepSpec::Audit(_) => vec![StepReport::error(
+        StepSpec::Revert(_) | StepSpec::Promote(_) | StepSpec::Comment | StepSpec::Audit(_) => vec![StepReport::error(
             step.kind().as_str(),
             &l.display,
             &anyhow::anyhow!("internal: this step is not run per bundle here"),

@@ -875,13 +875,19 @@ type Phases = Vec<(f64, f64, Stack)>;
 /// As `serve_stacks`, each arm going through its phases (timed from the
 /// first scrape, so Prometheus sees every phase from its start).
 fn serve_phased(arms: Vec<(&'static str, Phases)>) -> String {
+    serve_labelled(arms, "bundlegate_dev_release_version")
+}
+
+/// As `serve_phased`, each arm's target labelled `label` = its name (the
+/// series label a pod label becomes under the Kubernetes SD labelmap).
+fn serve_labelled(arms: Vec<(&'static str, Phases)>, label: &str) -> String {
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = l.local_addr().unwrap().port();
     let start = std::sync::OnceLock::new();
     let mut cfg = String::new();
     for (i, (version, _)) in arms.iter().enumerate() {
         cfg.push_str(&format!(
-            "  - job_name: arm{i}\n    metrics_path: /arm/{i}\n    static_configs:\n      - targets: ['127.0.0.1:{port}']\n        labels: {{bundlegate_dev_release_version: '{version}'}}\n"
+            "  - job_name: arm{i}\n    metrics_path: /arm/{i}\n    static_configs:\n      - targets: ['127.0.0.1:{port}']\n        labels: {{{label}: '{version}'}}\n"
         ));
     }
     let arms = Arc::new(arms);
@@ -1396,4 +1402,240 @@ fn golden_request_with_a_duplicate_key_is_refused_naming_the_file_and_line() {
         "{summary}"
     );
     assert!(!out.stdout.contains("hidden-first-value") && !out.stderr.contains("hidden-first-value"), "{}", out.stdout);
+}
+
+// ---------------------------------------------------------------------------
+// promote (issue #47): KServe's own split through git, judged by the gates.
+//
+// The revert tests' git remote (llm-scratch v1 → v2 and the store) with the
+// release as LLMInferenceServices: the split file beside v2 holds v1 (the
+// baseline, the route group) and v2 (the candidate) weighted 90/10. One
+// Prometheus scrapes every arm, each target labelled the way KServe labels
+// the workload's pods (`app.kubernetes.io/name` = the object's name) under
+// the usual labelmap; each case names its own pair of objects.
+
+use crate::watch::{gh_env, git, pulls, GitRemote};
+
+/// The split's arms: (baseline, candidate) object names per case, and how
+/// each serves (vLLM-shaped series).
+const PROMOTE_ARMS: [(&str, f64, &str, Stack); 3] = [
+    ("base-ok", 1800.0, "cand-ok", NORMAL),
+    ("base-slow", 1800.0, "cand-slow", Stack { slower: 1.3, ..NORMAL }),
+    ("base-few", 9.0, "cand-few", NORMAL),
+];
+
+/// A gateway ignoring the weights: 30% of the requests reach the candidate
+/// where the split file declares 10%.
+const SKEWED: (&str, f64, &str, f64) = ("base-skew", 1400.0, "cand-skew", 600.0);
+
+fn promote_prometheus() -> Option<Prometheus> {
+    let mut arms: Vec<(&'static str, Phases)> = Vec::new();
+    for (b, rps, c, stack) in PROMOTE_ARMS {
+        arms.push((b, vec![(0.0, rps, Stack { rps, ..NORMAL })]));
+        arms.push((c, vec![(0.0, rps / 9.0, Stack { rps: rps / 9.0, ..stack })]));
+    }
+    let (b, b_rps, c, c_rps) = SKEWED;
+    arms.push((b, vec![(0.0, b_rps, Stack { rps: b_rps, ..NORMAL })]));
+    arms.push((c, vec![(0.0, c_rps, Stack { rps: c_rps, ..NORMAL })]));
+    let cfg = serve_labelled(arms, "app_kubernetes_io_name");
+    let Some(bin) = prometheus_binary() else {
+        assert!(std::env::var_os("BUNDLEGATE_SKIP_SERVERS").is_some(), "`prometheus` is not on PATH");
+        return None;
+    };
+    let p = start_prometheus_with(bin, &cfg).unwrap();
+    p.wait_window(12);
+    Some(p)
+}
+
+fn rendered_object(dir: &std::path::Path, bundle: &str) -> Value {
+    let out = run_in(dir, &["render", bundle], &[]);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    let first = serde_yaml_ng::Deserializer::from_str(&out.stdout)
+        .map(|d| serde::Deserialize::deserialize(d).unwrap())
+        .find(|v: &Value| !v.is_null());
+    first.unwrap()
+}
+
+/// The remote with v1 and v2 as LLMInferenceServices, v2's plan on vLLM
+/// gates (steps 10, 50, 100) and the split file at 10% on `candidate`
+/// beside `baseline`, committed and pushed on `main`.
+fn progressive_remote(baseline: &str, candidate: &str) -> GitRemote {
+    let g = GitRemote::new();
+    let w = g.work();
+    let (v1, v2) = (w.join("llm-scratch/v1/release.yaml"), w.join("llm-scratch/v2/release.yaml"));
+    edit_yaml(&v1, |v| *at(v, "spec.serving.format") = "kserve-llm".into());
+    let d = run_in(&w, &["digest", "--format", "json", "llm-scratch/v1/release.yaml"], &[]).json();
+    let v1_digest = d["steps"][0]["data"]["releaseDigest"].as_str().unwrap().to_string();
+    edit_yaml(&v2, |v| {
+        *at(v, "spec.serving.format") = "kserve-llm".into();
+        *at(v, "spec.rollback.releaseDigest") = v1_digest.into();
+        *at(v, "spec.canary") = yaml(
+            "{mode: canary, steps: [10, 50, 100], window: 12s, minSamples: 200, provider: vllm, gates: [\
+              {metric: ttft_p95_seconds, maxAbsolute: 2.0, maxRelativeIncrease: 0.10}, \
+              {metric: error_rate, maxAbsolute: 0.05}]}",
+        );
+    });
+    let mut b = rendered_object(&w, "llm-scratch/v1/release.yaml");
+    let mut c = rendered_object(&w, "llm-scratch/v2/release.yaml");
+    b["metadata"]["name"] = baseline.into();
+    c["metadata"]["name"] = candidate.into();
+    let objs = bundlegate::checks::canary::split::render_split(&b, &c, 10).unwrap();
+    let text: String = objs.iter().map(|o| format!("---\n{o}\n")).collect();
+    std::fs::write(w.join("llm-scratch/v2/kserve-split.yaml"), text).unwrap();
+    git(&w, &["add", "-A"]);
+    git(&w, &["commit", "-q", "-m", "llm-scratch v2 at 10% on KServe's split"]);
+    git(&w, &["push", "-q", "origin", "main"]);
+    g
+}
+
+fn promote(g: &GitRemote, gh: &pulls::Pulls, p: &Prometheus) -> Out {
+    let url = p.url();
+    let args = ["promote", "llm-scratch/v2/release.yaml", "--repo", ".", "--format", "json", "--prometheus", &url];
+    let env = gh_env(gh);
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    run_in(&g.work(), &args, &env)
+}
+
+/// The route weights of the split file at `rev` on the remote, by object.
+fn weights_at(g: &GitRemote, rev: &str) -> Vec<(String, u64)> {
+    let text = g.show(&format!("{rev}:llm-scratch/v2/kserve-split.yaml"));
+    serde_yaml_ng::Deserializer::from_str(&text)
+        .map(|d| serde::Deserialize::deserialize(d).unwrap())
+        .filter(|v: &Value| !v.is_null())
+        .map(|o: Value| {
+            (
+                o["metadata"]["name"].as_str().unwrap().to_string(),
+                o["spec"]["router"]["route"]["weight"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// PASS at 10% → the next-step PR to 50% (through the shipped pipeline);
+/// FAIL → the revert PR and no next step; INCONCLUSIVE (too few requests,
+/// or 30% observed where 10% is declared) → no PR at all, saying what is
+/// missing. Each against the real git remote and the GitHub
+/// stand-in checked against GitHub's REST description.
+#[test]
+fn promote_opens_the_next_step_on_pass_the_revert_on_fail_and_nothing_on_inconclusive() {
+    let Some(p) = promote_prometheus() else { return };
+
+    // ---- PASS: the shipped pipeline opens the 50% PR ----
+    let g = progressive_remote("base-ok", "cand-ok");
+    let gh = pulls::Pulls::start(crate::watch::TOKEN);
+    let pipeline = repo().join("pipelines/progressive.yaml");
+    let url = p.url();
+    let env = gh_env(&gh);
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let out = run_in(
+        &g.work(),
+        &[
+            "run",
+            pipeline.to_str().unwrap(),
+            "--bundle",
+            "llm-scratch/v2/release.yaml",
+            "--prometheus",
+            &url,
+            "--format",
+            "json",
+        ],
+        &env,
+    );
+    let v = out.json();
+    let c = crate::support::step(&v, "canary");
+    assert_eq!(c["verdict"], "pass", "{c:#}");
+    assert_eq!(c["data"]["selectors"]["candidate"], "app_kubernetes_io_name=\"cand-ok\"", "KServe's pod label");
+    assert_eq!(c["data"]["selectors"]["baseline"], "app_kubernetes_io_name=\"base-ok\"");
+    let split = &c["data"]["split"];
+    assert_eq!((split["verdict"].as_str(), split["declared"]["percent"].as_f64()), (Some("holds"), Some(10.0)));
+    let observed = split["observedPercent"].as_f64().unwrap();
+    assert!((observed - 10.0).abs() < 1.0, "{split}");
+    let pr_step = crate::support::step(&v, "promote");
+    assert_eq!(pr_step["verdict"], "pass", "{pr_step:#}");
+    assert_eq!(pr_step["data"]["pr"]["created"], true);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    let sha = g.remote_branch("bundlegate/promote-llm-scratch-v2-50-").expect("the next step's branch");
+    assert_eq!(weights_at(&g, &sha), [("base-ok".to_string(), 50), ("cand-ok".to_string(), 50)]);
+    assert_eq!(weights_at(&g, "main"), [("base-ok".to_string(), 90), ("cand-ok".to_string(), 10)], "main untouched");
+    assert!(g.show(&sha).contains("bundlegate-promote-of: sha256:"));
+    let prs = gh.pulls();
+    assert_eq!(prs.len(), 1, "{prs:#?}");
+    assert!(prs[0]["head"]["ref"].as_str().unwrap().starts_with("bundlegate/promote-llm-scratch-v2-50-"));
+    assert_eq!(prs[0]["base"]["ref"], "main");
+    assert_eq!(prs[0]["title"], "Promote llm-scratch v2 from 10% to 50% (bundlegate)");
+    let body = prs[0]["body"].as_str().unwrap();
+    for want in [
+        "| LLMInferenceService/base-ok spec.router.route.weight | 90 | 50 |",
+        "| LLMInferenceService/cand-ok spec.router.route.weight | 10 | 50 |",
+        "| declared | 10.0% |",
+        "| observed |",
+        "ttft_p95_seconds",
+        "error_rate",
+    ] {
+        assert!(body.contains(want), "PR body lacks {want}:\n{body}");
+    }
+    // Run again (another CI job, a retry): the same branch and commit, the open PR found, no second one.
+    let again = promote(&g, &gh, &p);
+    let s = crate::support::step(&again.json(), "promote").clone();
+    assert_eq!((s["verdict"].as_str(), s["data"]["branchExisted"].as_bool()), (Some("pass"), Some(true)), "{s:#}");
+    assert!(s["summary"].as_str().unwrap().starts_with("already promoting"), "{s:#}");
+    assert_eq!(g.remote_branch("bundlegate/promote-llm-scratch-v2-50-"), Some(sha));
+    assert_eq!(gh.pulls().len(), 1);
+    gh.assert_no_violations();
+
+    // ---- FAIL: the revert PR, no next step ----
+    let g = progressive_remote("base-slow", "cand-slow");
+    let gh = pulls::Pulls::start(crate::watch::TOKEN);
+    let out = promote(&g, &gh, &p);
+    let v = out.json();
+    assert_eq!(crate::support::step(&v, "canary")["verdict"], "fail", "{:#}", crate::support::step(&v, "canary"));
+    assert_eq!(crate::support::step(&v, "promote")["verdict"], "fail");
+    assert_eq!(crate::support::step(&v, "revert")["verdict"], "pass", "{:#}", crate::support::step(&v, "revert"));
+    assert_eq!(out.code, 1);
+    assert!(g.remote_branch("bundlegate/promote-").is_none(), "no next step on a failed canary");
+    let prs = gh.pulls();
+    assert_eq!(prs.len(), 1);
+    assert!(prs[0]["head"]["ref"].as_str().unwrap().starts_with("bundlegate/revert-llm-scratch-v2-"));
+    let body = prs[0]["body"].as_str().unwrap();
+    assert!(body.contains("BG301") && body.contains("ttft_p95_seconds"), "{body}");
+    let sha = g.remote_branch("bundlegate/revert-llm-scratch-v2-").unwrap();
+    assert_eq!(
+        g.show(&format!("{sha}:llm-scratch/v2/release.yaml")),
+        std::fs::read_to_string(g.work().join("llm-scratch/v1/release.yaml")).unwrap()
+    );
+    gh.assert_no_violations();
+
+    // ---- INCONCLUSIVE: too few requests; nothing opened, what is missing said ----
+    let g = progressive_remote("base-few", "cand-few");
+    let gh = pulls::Pulls::start(crate::watch::TOKEN);
+    let out = promote(&g, &gh, &p);
+    let v = out.json();
+    assert_eq!(
+        crate::support::step(&v, "canary")["verdict"],
+        "inconclusive",
+        "{:#}",
+        crate::support::step(&v, "canary")
+    );
+    assert_eq!(crate::support::step(&v, "canary")["data"]["split"]["verdict"], "unproven");
+    let s = crate::support::step(&v, "promote");
+    assert_eq!(s["verdict"], "inconclusive");
+    let why = s["summary"].as_str().unwrap();
+    assert!(why.starts_with("no PR opened") && why.contains("BG302") && why.contains("BG311"), "{why}");
+    assert_eq!(out.code, 1);
+    assert!(gh.pulls().is_empty() && gh.requests().is_empty(), "GitHub not even asked");
+    assert!(g.remote_branch("bundlegate/promote-").is_none() && g.remote_branch("bundlegate/revert-").is_none());
+
+    // ---- the split does not hold: the gates passed on another split; nothing opened ----
+    let g = progressive_remote(SKEWED.0, SKEWED.2);
+    let gh = pulls::Pulls::start(crate::watch::TOKEN);
+    let out = promote(&g, &gh, &p);
+    let v = out.json();
+    let c = crate::support::step(&v, "canary");
+    assert_eq!(c["verdict"], "inconclusive", "{c:#}");
+    assert_eq!(c["data"]["split"]["verdict"], "mismatch");
+    assert!((c["data"]["split"]["observedPercent"].as_f64().unwrap() - 30.0).abs() < 1.0, "{}", c["data"]["split"]);
+    assert!(out.diag("BG310")["message"].as_str().unwrap().contains("10.0% was declared"));
+    let why = crate::support::step(&v, "promote")["summary"].as_str().unwrap().to_string();
+    assert!(why.starts_with("no PR opened") && why.contains("BG310"), "{why}");
+    assert!(gh.pulls().is_empty() && g.remote_branch("bundlegate/promote-").is_none());
 }

@@ -231,3 +231,45 @@ fn a_traffic_step_renders_valid_weighted_objects_and_the_observed_split_is_judge
     assert_eq!(d.code.to_string(), "BG312");
     assert!(d.message.contains(&why), "{}", d.message);
 }
+
+/// The shipped example's split file (what `promote` rewrites step by step)
+/// is what the renders give: llm-scratch v1 as an LLMInferenceService (the
+/// baseline, the route group), the example's v2 as `llm-scratch-v2`, at
+/// the plan's first step, each object valid against the CRD.
+/// `BUNDLEGATE_BLESS=1` rewrites it.
+#[test]
+fn the_shipped_split_file_is_the_two_renders_at_the_first_step() {
+    use bundlegate::checks::canary::split::{declared_share, render_split};
+    let tmp = tempfile::tempdir().unwrap();
+    for d in ["llm-kserve-llm", "llm-scratch", "store"] {
+        copy_dir(&repo().join("examples").join(d), &tmp.path().join(d));
+    }
+    edit_yaml(&tmp.path().join("llm-scratch/v1/release.yaml"), |v| *at(v, "spec.serving.format") = "kserve-llm".into());
+    let baseline = rendered(&run_in(tmp.path(), &["render", "llm-scratch/v1/release.yaml"], &[])).remove(0);
+    let mut candidate = rendered(&run_in(tmp.path(), &["render", "llm-kserve-llm/v2/release.yaml"], &[])).remove(0);
+    candidate["metadata"]["name"] = "llm-scratch-v2".into();
+    let objs = render_split(&baseline, &candidate, 10).unwrap();
+    for o in &objs {
+        assert_valid(o);
+    }
+    let shipped = repo().join("examples/llm-kserve-llm/v2/kserve-split.yaml");
+    if std::env::var_os("BUNDLEGATE_BLESS").is_some() {
+        let mut text = String::from(
+            "# KServe's own traffic split for llm-scratch v2 at the plan's first step (10%): v1 is the\n\
+             # baseline and the route group, v2 the candidate. `bundlegate promote` rewrites this file\n\
+             # step by step (docs/kserve-llm.md#progressive-delivery-through-git).\n",
+        );
+        for o in &objs {
+            text.push_str("---\n");
+            text.push_str(&serde_yaml_ng::to_string(o).unwrap());
+        }
+        std::fs::write(&shipped, text).unwrap();
+    }
+    let text = std::fs::read_to_string(&shipped).unwrap();
+    let read: Vec<Value> = serde_yaml_ng::Deserializer::from_str(&text)
+        .map(|d| serde::Deserialize::deserialize(d).unwrap())
+        .filter(|v: &Value| !v.is_null())
+        .collect();
+    assert_eq!(read, objs, "{} is not the renders at 10%: BUNDLEGATE_BLESS=1 rewrites it", shipped.display());
+    assert_eq!(declared_share(&read, "llm-scratch-v2").unwrap(), 10.0);
+}

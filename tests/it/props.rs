@@ -17,10 +17,11 @@ use std::path::Path;
 const BUNDLE: &str = include_str!("../../examples/llm-scratch/v2/release.yaml");
 const BUNDLE_V1: &str = include_str!("../../examples/llm-scratch/v1/release.yaml");
 const SNAPSHOT: &str = include_str!("../../examples/cluster/single-gpu.yaml");
-const PIPELINES: [&str; 3] = [
+const PIPELINES: [&str; 4] = [
     include_str!("../../pipelines/pull-request.yaml"),
     include_str!("../../pipelines/post-merge.yaml"),
     include_str!("../../pipelines/drift-audit.yaml"),
+    include_str!("../../pipelines/progressive.yaml"),
 ];
 
 /// Tokens that change YAML structure or types, so edits reach deep paths.

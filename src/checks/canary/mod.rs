@@ -14,7 +14,8 @@
 //! golden set's expectations), `ramp` (traffic steps placed and judged),
 //! `providers` (the PromQL templates per serving stack), `query` (those
 //! templates filled for one judgment), `plan` (every default resolved once,
-//! and what each judgment asks), `report` (one judgment written up),
+//! and what each judgment asks), `promote` (after the canary: the next
+//! traffic step, the revert or nothing), `report` (one judgment written up),
 //! `split` (KServe's own traffic split rendered, read back and judged) and
 //! `walk` (the traffic steps walked and written up).
 
@@ -24,6 +25,7 @@ pub mod golden;
 pub(crate) mod histogram;
 pub(crate) mod paired;
 pub(crate) mod plan;
+pub(crate) mod promote;
 pub mod providers;
 pub(crate) mod query;
 pub mod ramp;

@@ -367,6 +367,24 @@ pub(crate) fn arm_label(p: MetricProvider) -> &'static str {
     }
 }
 
+/// The series label KServe's own pod label becomes under the usual
+/// Kubernetes service-discovery `labelmap`: KServe v0.20 sets
+/// `app.kubernetes.io/name` to the LLMInferenceService's name on every
+/// workload pod it creates, so two objects in one route group are two
+/// arms of that label.
+pub(crate) const KSERVE_LLM_ARM_LABEL: &str = "app_kubernetes_io_name";
+
+/// One arm's selector in KServe's own split, by the labels KServe sets on
+/// its pods: an LLMInferenceService's workload by its name. `None` for an
+/// InferenceService: its two predictors are one object's, and the only pod
+/// label telling them apart is the release version bundlegate renders
+/// into each predictor ([`arm_label`]).
+pub(crate) fn kserve_arm_selector(kind: &str, object: &str) -> Option<String> {
+    // A PromQL string: a name the API server would refuse still cannot end it.
+    let quoted = object.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n");
+    (kind == "LLMInferenceService").then(|| format!("{KSERVE_LLM_ARM_LABEL}=\"{quoted}\""))
+}
+
 /// Request count and P95 latency queries for the load trend, if the stack
 /// has them.
 pub(crate) fn traffic(p: MetricProvider) -> Option<(String, String)> {

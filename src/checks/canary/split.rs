@@ -176,6 +176,120 @@ pub fn split_unreadable(why: &str) -> Diagnostic {
     )
 }
 
+/// The annotation every bundlegate render carries: which release an object is.
+const RELEASE_DIGEST: &str = "bundlegate.dev/release-digest";
+
+fn name(o: &Value) -> Option<&str> {
+    o.pointer("/metadata/name").and_then(Value::as_str)
+}
+
+/// The split git holds, as the canary and promote read it: which object
+/// is the candidate's and which the baseline's, and the candidate's share.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Declared {
+    pub kind: String,
+    /// The candidate's object: an InferenceService's own name (both
+    /// predictors are in it), an LLMInferenceService's own.
+    pub candidate: String,
+    /// The baseline's object (the route group's name for LLMInferenceServices).
+    pub baseline: String,
+    pub percent: f64,
+}
+
+/// The split declared by `objects` for the release whose digest is
+/// `digest`: an InferenceService's `spec.canary[0]`, or the candidate
+/// LLMInferenceService (the one carrying the release's digest) within its
+/// route group. `Err`: why no split can be read (BG312).
+pub(crate) fn declared(objects: &[Value], digest: &str) -> Result<Declared, String> {
+    if let Some(isvc) = objects.iter().find(|o| kind(o) == Some("InferenceService")) {
+        let n = name(isvc).ok_or("the InferenceService has no name")?.to_string();
+        let percent = declared_share(objects, &n)?;
+        return Ok(Declared { kind: "InferenceService".into(), candidate: n.clone(), baseline: n, percent });
+    }
+    let llm: Vec<&Value> = objects.iter().filter(|o| kind(o) == Some("LLMInferenceService")).collect();
+    if llm.is_empty() {
+        return Err("no InferenceService and no LLMInferenceService in the file".into());
+    }
+    let candidate = llm
+        .iter()
+        .find(|o| {
+            o.pointer(&format!("/metadata/annotations/{}", RELEASE_DIGEST.replace('/', "~1")))
+                == Some(&Value::from(digest))
+        })
+        .and_then(|o| name(o))
+        .ok_or_else(|| format!("no LLMInferenceService carries this release's digest ({RELEASE_DIGEST}: {digest})"))?;
+    let percent = declared_share(objects, candidate)?;
+    let group =
+        llm.iter().find(|o| name(o) == Some(candidate)).and_then(|o| route(o).0).unwrap_or_default().to_string();
+    // The baseline: the other object of the group (the one named after it).
+    let baseline = llm
+        .iter()
+        .filter(|o| name(o) != Some(candidate) && route(o).0 == Some(group.as_str()))
+        .map(|o| name(o).unwrap_or_default())
+        .min_by_key(|n| *n != group)
+        .map(str::to_string);
+    let baseline = match (baseline, percent) {
+        (Some(b), _) => b,
+        // Alone at 100%: nothing beside it to compare.
+        (None, p) if p >= 100.0 => group.clone(),
+        (None, _) => return Err(format!("route group `{group}` holds the candidate `{candidate}` alone")),
+    };
+    Ok(Declared { kind: "LLMInferenceService".into(), candidate: candidate.to_string(), baseline, percent })
+}
+
+/// What the canary writes of the split into its report: the declared split
+/// against the arms' request counts (`candidate`, `baseline` over the
+/// judged window). A split that does not hold (BG310) or cannot be shown
+/// to (BG311, BG312) leaves no PASS: the gates judged a window whose split
+/// is not the declared step's. `diags` go through the run's overrides.
+pub(crate) fn write_into(
+    s: &mut crate::report::StepReport,
+    declared: &Result<Declared, String>,
+    candidate: Option<f64>,
+    baseline: Option<f64>,
+    ov: &crate::diag::Overrides,
+) {
+    use crate::report::Verdict;
+    let n = |v: Option<f64>| v.filter(|v| v.is_finite()).map(|v| v.round().max(0.0) as u64).unwrap_or(0);
+    let (c, b) = (n(candidate), n(baseline));
+    let (verdict, diag, data) = match declared {
+        Err(why) => (None, Some(split_unreadable(why)), json!({"unreadable": why})),
+        Ok(d) => {
+            let (v, diag) = judge_split(d.percent, c, c + b);
+            let observed = if c + b > 0 { Some(100.0 * c as f64 / (c + b) as f64) } else { None };
+            let data = json!({"declared": d, "candidateRequests": c, "totalRequests": c + b,
+                              "observedPercent": observed, "verdict": v, "tolerancePoints": SPLIT_TOLERANCE_POINTS});
+            (Some(v), diag, data)
+        }
+    };
+    let diags = ov.apply(diag.into_iter().collect());
+    let blocking = diags.iter().any(|d| d.severity == crate::diag::Severity::Error);
+    if s.verdict == Verdict::Pass && (blocking || diags.iter().any(|d| d.code.missing_evidence())) {
+        s.verdict = Verdict::Inconclusive;
+    }
+    s.summary.push_str(&match (declared, verdict) {
+        (Ok(d), Some(v)) => format!(
+            " Split: {:.1}% declared on the candidate, {} of {} requests observed ({}).",
+            d.percent,
+            c,
+            c + b,
+            match v {
+                SplitVerdict::Holds => "holds",
+                SplitVerdict::Mismatch => "does not hold",
+                SplitVerdict::Unproven => "too few requests to tell",
+            }
+        ),
+        _ => " Split: none readable.".to_string(),
+    });
+    s.diagnostics.extend(diags);
+    if let Some(o) = s.data.as_object_mut() {
+        o.insert("split".into(), data);
+    } else {
+        s.data = json!({"split": data});
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -249,5 +363,54 @@ mod tests {
         // The sample size grows as the tolerance is approached from a balanced split.
         assert!(requests_needed(0.5, 0.05) > requests_needed(0.1, 0.05));
         assert_eq!(split_unreadable("x").code, Code::TrafficSplitUnreadable);
+    }
+
+    /// The canary's report takes the split's judgment: a split that holds
+    /// keeps the PASS, one that does not (or cannot be shown to, or cannot
+    /// be read) leaves none, unless the code is allowed by configuration.
+    #[test]
+    fn the_canary_report_carries_the_split_and_loses_its_pass_when_it_does_not_hold() {
+        use crate::diag::Overrides;
+        use crate::report::{StepReport, Verdict};
+        let d = Ok(Declared {
+            kind: "LLMInferenceService".into(),
+            candidate: "m-v2".into(),
+            baseline: "m".into(),
+            percent: 10.0,
+        });
+        let pass = || {
+            let mut s = StepReport::new("canary", "t");
+            s.verdict = Verdict::Pass;
+            s.data = json!({"gates": []});
+            s
+        };
+        let run = |declared: &Result<Declared, String>, c: f64, b: f64, ov: &Overrides| {
+            let mut s = pass();
+            write_into(&mut s, declared, Some(c), Some(b), ov);
+            s
+        };
+        let ov = Overrides::default();
+        let s = run(&d, 1_000.0, 9_000.0, &ov);
+        assert_eq!((s.verdict, s.diagnostics.len()), (Verdict::Pass, 0));
+        assert_eq!(s.data["split"]["verdict"], "holds");
+        assert_eq!(s.data["split"]["totalRequests"], 10_000);
+        assert!(s.data["gates"].is_array(), "the report's own data is kept");
+        let s = run(&d, 3_000.0, 7_000.0, &ov);
+        assert_eq!((s.verdict, s.diagnostics[0].code), (Verdict::Inconclusive, Code::TrafficSplitMismatch));
+        assert!(s.summary.contains("does not hold"), "{}", s.summary);
+        let s = run(&d, 10.0, 90.0, &ov);
+        assert_eq!((s.verdict, s.diagnostics[0].code), (Verdict::Inconclusive, Code::TrafficSplitUnproven));
+        let s = run(&Err("no group".into()), 1_000.0, 9_000.0, &ov);
+        assert_eq!((s.verdict, s.diagnostics[0].code), (Verdict::Inconclusive, Code::TrafficSplitUnreadable));
+        // `-A BG310`: the mismatch is not this team's concern; the PASS stands.
+        let mut allow = Overrides::default();
+        allow.set("BG310", crate::diag::Severity::Allow).unwrap();
+        let s = run(&d, 3_000.0, 7_000.0, &allow);
+        assert_eq!((s.verdict, s.diagnostics.len()), (Verdict::Pass, 0));
+        // A FAIL stays a FAIL: the candidate failed on whatever split it got.
+        let mut f = pass();
+        f.verdict = Verdict::Fail;
+        write_into(&mut f, &d, Some(3_000.0), Some(7_000.0), &ov);
+        assert_eq!(f.verdict, Verdict::Fail);
     }
 }
