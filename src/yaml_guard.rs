@@ -1129,7 +1129,12 @@ mod tests {
         );
         assert_eq!(top_level_scalars("metadata: {a: [1, {kind: X}]}\nkind: K\n", &l, keys), Some([None, s("K")]));
         assert_eq!(top_level_scalars("kind: [K]\napiVersion: v\n", &l, keys), Some([s("v"), None]));
-        assert_eq!(top_level_scalars("? [a]\n: b\nkind: K\n", &l, keys), Some([None, s("K")]));
+        let complex = "? [a]\n: b\nkind: K\n";
+        assert_eq!(
+            top_level_scalars(complex, &l, keys).is_none(),
+            read(complex, &l).is_err(),
+            "as `read` judges a complex key"
+        );
         assert_eq!(top_level_scalars("- kind: K\n", &l, keys), Some([None, None]));
         assert_eq!(top_level_scalars("", &l, keys), Some([None, None]));
         assert_eq!(top_level_scalars("kind: K\nkind: L\napiVersion: v\n", &l, keys), None, "a duplicate key");
