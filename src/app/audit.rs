@@ -126,9 +126,7 @@ async fn audit(
         // The JSON report as `format_report` writes it, not redacted (the
         // merge redacts what it prints), read back from the scratch file.
         let text = steps.write(&r, Format::Json, false, false)?;
-        let mut bytes = Vec::new();
-        text.copy_to(&mut bytes).context("reading back the report")?;
-        if let Err(e) = blob::write_location(w, bytes).await {
+        if let Err(e) = blob::write_location_from(w, text).await {
             r.push(plan::not_delivered("write-report", w, &format!("{e:#}")));
         }
     }
