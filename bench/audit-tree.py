@@ -11,8 +11,11 @@ same tree.
 Writes OUT/models/mNNNNN/release.yaml (storageUri file:../../store/mNNNNN/v1/),
 OUT/store/mNNNNN/v1/*, OUT/items.tsv (bundle id, bundle file bytes: the
 shard assignment's weight, declared artifact bytes) and, with
-S3_BUCKET, OUT/models-s3/… pointing at s3://S3_BUCKET/mNNNNN/v1/ (the caller
-links the store under the S3 server's folder).
+S3_BUCKET, OUT/models-s3/… pointing at s3://S3_BUCKET-mNNNNN/v1/: a bucket
+per bundle, because the loopback s3s-fs answers every listing by walking
+its whole bucket (100,000 objects for each bundle's 100 made the shared-cache
+run 140 s of server time; a real S3 lists a prefix from its index). The
+caller links each store folder under the S3 server's folder as that bucket.
 """
 import hashlib
 import os
@@ -50,7 +53,7 @@ with open(os.path.join(out, "items.tsv"), "w") as items:
             total += len(data)
         body = head.replace("name: llm-scratch", f"name: {name}") + "    artifacts:\n" + "".join(arts) + tail
         weight = 0
-        for tree, uri in [("models", f"file:../../store/{name}/v1/")] + ([("models-s3", f"s3://{bucket}/{name}/v1/")] if bucket else []):
+        for tree, uri in [("models", f"file:../../store/{name}/v1/")] + ([("models-s3", f"s3://{bucket}-{name}/v1/")] if bucket else []):
             d = os.path.join(out, tree, name)
             os.makedirs(d, exist_ok=True)
             text = re.sub(r"storageUri: .*", f"storageUri: {uri}", body, count=1)

@@ -6,6 +6,12 @@ Rows (bench/lib.sh): section, name, figure, unit, statistic, peak RSS KiB,
 baseline, status, reason, budget; "-" for none. Notes: section, text.
 Sections: name, status, reason. The file keeps every figure as measured; the
 README and docs blocks are written from it by `cargo bench --bench report`.
+
+With --only SECTIONS (bench/run with BENCH_ONLY) the run measured those
+sections alone: their rows, notes and section entries replace the same
+sections' in the existing --out file, everything else in it is kept as it was,
+and each replaced section entry carries its own `run` (date, commit, mode,
+machine), so a reader sees which figures come from which run.
 """
 import argparse
 import datetime
@@ -58,7 +64,9 @@ def main():
     ap = argparse.ArgumentParser()
     for a in ("rows", "notes", "sections", "mode", "skip", "tree", "objects", "bytes", "commit", "dirty", "out"):
         ap.add_argument("--" + a, required=True)
+    ap.add_argument("--only", default="", help="comma-separated sections measured alone, merged into --out")
     args = ap.parse_args()
+    only = [s for s in args.only.split(",") if s]
 
     rows = []
     for section, name, figure, unit, statistic, rss, base, status, reason, budget in tsv(args.rows, 10):
@@ -86,27 +94,73 @@ def main():
         if r["figure"] is not None and base["figure"]:
             r["ratio"] = float(f"{r['figure'] / base['figure']:.4g}")
 
-    doc = {
+    sections = [{"name": n, "status": s, "reason": r} for n, s, r in tsv(args.sections, 3)]
+    notes = [{"section": s, "text": t} for s, t in tsv(args.notes, 2)]
+    date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    if only:
+        doc = merge_into(args, only, date, sections, rows, notes)
+    else:
+        doc = whole_run(args, date, sections, rows, notes)
+    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+    with open(args.out, "w") as f:
+        json.dump(doc, f, indent=2, ensure_ascii=False)
+        f.write("\n")
+    summary(doc, args, only)
+
+
+def whole_run(args, date, sections, rows, notes):
+    return {
         "schema": 1,
         "writtenBy": "bench/run (bench/collect.py)",
-        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "date": date,
         "commit": args.commit,
         "uncommittedChanges": args.dirty == "yes",
         "machine": machine(),
         "mode": args.mode,
         "benchSkip": [s for s in args.skip.split(",") if s],
         "tree": {"description": args.tree, "objects": int(args.objects), "bytes": int(args.bytes)},
-        "sections": [{"name": n, "status": s, "reason": r} for n, s, r in tsv(args.sections, 3)],
+        "sections": sections,
         "rows": rows,
-        "notes": [{"section": s, "text": t} for s, t in tsv(args.notes, 2)],
+        "notes": notes,
     }
-    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-    with open(args.out, "w") as f:
-        json.dump(doc, f, indent=2, ensure_ascii=False)
-        f.write("\n")
 
-    m = doc["machine"]
-    print(f"== summary ({doc['date']}, {doc['mode']} mode, {m['cores']} cores, {m['cpu']}, load {m['loadAverageAtEnd']})")
+
+def merge_into(args, only, date, sections, rows, notes):
+    """The existing results with the sections in `only` replaced by this run's."""
+    with open(args.out) as f:
+        doc = json.load(f)
+    run = {
+        "date": date, "commit": args.commit, "uncommittedChanges": args.dirty == "yes",
+        "mode": args.mode, "machine": machine(),
+    }
+    fresh = [dict(s, run=run) for s in sections if s["name"] in only]
+    if sorted(s["name"] for s in fresh) != sorted(only):
+        sys.exit(f"--only {only}: this run recorded sections {[s['name'] for s in sections]}")
+    # A section measured only as another's set-up (the verify tree) is not merged.
+    rows = [r for r in rows if r["section"] in only]
+    notes = [n for n in notes if n["section"] in only]
+    for r in rows:
+        if r["baseline"] is not None and r["baseline"] not in {x["name"] for x in rows}:
+            sys.exit(f"row {r['name']!r}: baseline {r['baseline']!r} is not a row of this run")
+    kept = [s for s in doc["sections"] if s["name"] not in only]
+    known = [s["name"] for s in doc["sections"]]
+    # Keep bench/run's order: a section replaced where it was, a new one at the end.
+    doc["sections"] = [next(x for x in fresh if x["name"] == s["name"]) if s["name"] in only else s for s in doc["sections"]]
+    doc["sections"] += [x for x in fresh if x["name"] not in known]
+    assert len(doc["sections"]) == len(kept) + len(fresh)
+    # Rows and notes in the sections' order, each section's own order kept.
+    order = {s["name"]: i for i, s in enumerate(doc["sections"])}
+    for key, new in (("rows", rows), ("notes", notes)):
+        merged = [x for x in doc[key] if x["section"] not in only] + new
+        doc[key] = sorted(merged, key=lambda x: order.get(x["section"], len(order)))
+    return doc
+
+
+def summary(doc, args, only):
+    rows = [r for r in doc["rows"] if not only or r["section"] in only]
+    run = doc if not only else next(s["run"] for s in doc["sections"] if s["name"] in only)
+    m = run["machine"]
+    print(f"== summary ({run['date']}, {run['mode']} mode, {m['cores']} cores, {m['cpu']}, load {m['loadAverageAtEnd']})")
     print("   ratio = this row's figure / its baseline's (below 1: faster than the alternative)")
     print(f"  {'measurement':<52} {'seconds':>10}  {'statistic':<13} {'compared with':<34} {'ratio':>8}  {'peak RSS':>10}")
     for r in rows:
@@ -116,11 +170,17 @@ def main():
         flag = "" if r["status"] == "ok" else f"  ** {r['status'].upper()}: {r['reason']}"
         print(f"  {r['name'][:52]:<52} {fig:>10}  {r['statistic'] or '-':<13} {(r['baseline'] or '(baseline)')[:34]:<34} {ratio:>8}  {rss:>10}{flag}")
     for s in doc["sections"]:
+        if only and s["name"] not in only:
+            continue
         if s["status"] != "measured":
             print(f"  section {s['name']}: {s['status']} ({s['reason']})")
     for n in doc["notes"]:
-        print(f"  {n['text']}")
-    print(f"  objects in tree: {args.objects}; bytes: {args.bytes}")
+        if not only or n["section"] in only:
+            print(f"  {n['text']}")
+    if only:
+        print(f"  sections {', '.join(only)} merged into the results of the run of {doc['date']}")
+    else:
+        print(f"  objects in tree: {args.objects}; bytes: {args.bytes}")
     print(f"  results: {args.out}")
 
 

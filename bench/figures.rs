@@ -89,6 +89,18 @@ fn of_sections<'a>(list: &'a Value, key: &str, sections: &[&str]) -> Result<Vec<
 
 /// The run: when, where, which mode, which commit.
 fn run_line(r: &Value, with_tree: bool) -> Result<String, String> {
+    let mut line = format!("Latest `bench/run` ({RESULTS}): {}.", when_where(r)?);
+    if with_tree {
+        let t = field(r, "tree")?;
+        let mib = number(t, "bytes")? / 1_048_576.0;
+        line += &format!(" Verify tree: {}, {} objects, {mib:.0} MiB.", text(t, "description")?, number(t, "objects")?);
+    }
+    Ok(line + "\n")
+}
+
+/// When, on what machine, in which mode and at which commit a run was
+/// made (the whole run's fields, or a section's own `run`).
+fn when_where(r: &Value) -> Result<String, String> {
     let date = text(r, "date")?;
     let m = field(r, "machine")?;
     let mode = match text(r, "mode")? {
@@ -97,8 +109,8 @@ fn run_line(r: &Value, with_tree: bool) -> Result<String, String> {
     };
     let commit = text(r, "commit")?;
     let dirty = if field(r, "uncommittedChanges")?.as_bool() == Some(true) { " plus uncommitted changes" } else { "" };
-    let mut line = format!(
-        "Latest `bench/run` ({RESULTS}): {} {} UTC, {mode}, {} cores ({}), {} GiB RAM, load average {} at the end; commit {}{dirty}.",
+    Ok(format!(
+        "{} {} UTC, {mode}, {} cores ({}), {} GiB RAM, load average {} at the end; commit {}{dirty}",
         date.get(..10).unwrap_or(date),
         date.get(11..16).unwrap_or(""),
         number(m, "cores")?,
@@ -106,13 +118,23 @@ fn run_line(r: &Value, with_tree: bool) -> Result<String, String> {
         number(m, "memoryGiB")?,
         number(m, "loadAverageAtEnd")?,
         commit.get(..7).unwrap_or(commit),
-    );
-    if with_tree {
-        let t = field(r, "tree")?;
-        let mib = number(t, "bytes")? / 1_048_576.0;
-        line += &format!(" Verify tree: {}, {} objects, {mib:.0} MiB.", text(t, "description")?, number(t, "objects")?);
+    ))
+}
+
+/// Sections of the block measured by a run of their own (`BENCH_ONLY`),
+/// merged into the results file: when and how each was.
+fn measured_alone(r: &Value, sections: &[&str]) -> Result<String, String> {
+    let mut out = String::new();
+    for s in of_sections(r, "sections", sections)? {
+        if let Some(run) = s.get("run") {
+            let name = text(s, "name")?;
+            out += &format!(
+                "\nSection `{name}` measured in a run of its own (`BENCH_ONLY={name} bash bench/run`), not the run above: {}.\n",
+                when_where(run)?
+            );
+        }
     }
-    Ok(line + "\n")
+    Ok(out)
 }
 
 /// Sections of the block that were not measured, and why.
@@ -168,6 +190,7 @@ fn row(r: &Value, all: &[Value]) -> Result<String, String> {
 /// The text of one block (without its markers).
 fn block(r: &Value, sections: &[&str]) -> Result<String, String> {
     let mut out = run_line(r, sections.is_empty())?;
+    out += &measured_alone(r, sections)?;
     out += &unmeasured(r, sections)?;
     let all = field(r, "rows")?.as_array().ok_or_else(|| format!("{RESULTS}: `rows` is not a list"))?;
     let rows = of_sections(r, "rows", sections)?;

@@ -35,7 +35,14 @@ fn repo() -> std::path::PathBuf {
 fn run_in(argv: &[&str]) -> Outcome {
     let cli = Cli::try_parse_from(std::iter::once("bundlegate").chain(argv.iter().copied()))
         .unwrap_or_else(|e| panic!("{argv:?}: {e}"));
-    execute(cli, false)
+    let mut o = execute(cli, false);
+    // A report written as it was made (audit, report merge): printed after stdout.
+    if let Some(spool) = o.spooled.take() {
+        let mut bytes = std::mem::take(&mut o.stdout).into_bytes();
+        spool.copy_to(&mut bytes).expect("reading the spooled report");
+        o.stdout = String::from_utf8(bytes).expect("a report is text");
+    }
+    o
 }
 
 const GOLDEN: &str = "tests/fixtures/corpus/reports.json";

@@ -52,6 +52,9 @@ pub fn execute(cli: Cli, color: bool) -> Outcome {
     if matches!(cli.command, Command::Report { cmd: ReportCmd::Merge { .. } }) {
         return merge(cli, color);
     }
+    if matches!(cli.command, Command::Audit { .. }) {
+        return audit_spooled(cli, color);
+    }
     match run(cli) {
         Ok(report) => Outcome {
             code: report.exit_code(),
@@ -89,6 +92,26 @@ fn merge(cli: Cli, color: bool) -> Outcome {
         crate::app::audit_merge::merge_reports(&ctx, reports, opts, format, color)
     };
     match merged() {
+        Ok((code, out)) => Outcome { code, stdout: String::new(), stderr: String::new(), spooled: Some(out) },
+        Err(error) => failed(failure(name, &target, false, error), format, color),
+    }
+}
+
+/// `audit`, whose bundles' steps wait in a scratch file and are written
+/// one at a time (a 10,000-bundle tree's report is not held in memory).
+fn audit_spooled(cli: Cli, color: bool) -> Outcome {
+    let format = cli.format;
+    let (name, target) = label(&cli.command);
+    let audited = || -> Result<_> {
+        let Command::Audit { root, opts } = &cli.command else {
+            anyhow::bail!("not an audit");
+        };
+        let cfg = Config::load(cli.config.as_deref())?;
+        let ctx = Ctx::from_process().with_signature(cfg.signature_policy(cli.config.as_deref())?);
+        let (r, steps) = audit::run_spooled(&ctx, root, opts, &cfg.overrides(&SeverityOptions::default())?)?;
+        Ok((r.exit_code(), steps.write(&r, format, color, true)?))
+    };
+    match audited() {
         Ok((code, out)) => Outcome { code, stdout: String::new(), stderr: String::new(), spooled: Some(out) },
         Err(error) => failed(failure(name, &target, false, error), format, color),
     }

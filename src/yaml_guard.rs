@@ -439,6 +439,83 @@ pub(crate) fn read(text: &str, limits: &Limits) -> Result<Vec<Node>, GuardError>
     }
 }
 
+/// The scalar values of `keys` at the top level of the first document,
+/// read only as far as they are: the one parser, every event judged by the
+/// guard as in [`read`], stopped once each key has been seen (`apiVersion`
+/// and `kind` open a bundle, so a few events instead of the whole file: a
+/// sharded audit sniffs every file of the tree). A key missing, or whose
+/// value is not a scalar (or the first document is not a mapping), is
+/// `None`. `None` as a whole: the text up to there is not YAML the guard
+/// passes. The characters are not judged here: the loader does that.
+pub(crate) fn top_level_scalars<const N: usize>(
+    text: &str,
+    limits: &Limits,
+    keys: [&str; N],
+) -> Option<[Option<String>; N]> {
+    let mut parser = Parser::new_from_str(text);
+    let mut guard = Guard::new(limits);
+    let mut found: [Option<String>; N] = std::array::from_fn(|_| None);
+    let mut seen = [false; N];
+    // Depth 1: inside the first document's mapping; `key`: the top-level
+    // key whose value comes next (None: a key comes next).
+    let (mut depth, mut key, mut expect_value) = (0usize, None::<usize>, false);
+    loop {
+        let (ev, mark) = parser.next_token().ok()?;
+        if matches!(ev, Event::StreamEnd) {
+            return (depth == 0).then_some(found);
+        }
+        guard.event(&ev, &mark).ok()?;
+        match &ev {
+            Event::MappingStart(..) | Event::SequenceStart(..) => {
+                if depth == 0 && !matches!(ev, Event::MappingStart(..)) {
+                    return Some(found);
+                }
+                depth += 1;
+                if depth == 1 {
+                    continue;
+                }
+            }
+            Event::MappingEnd | Event::SequenceEnd => {
+                depth -= 1;
+                if depth == 0 {
+                    // The first document's mapping is read whole.
+                    return Some(found);
+                }
+            }
+            Event::Scalar(text, ..) if depth == 1 => {
+                if expect_value {
+                    if let Some(i) = key {
+                        found[i] = Some(text.clone());
+                    }
+                } else {
+                    let i = keys.iter().position(|k| k == text);
+                    key = i.filter(|&i| !seen[i]);
+                    if let Some(i) = key {
+                        seen[i] = true;
+                    }
+                    expect_value = true;
+                    continue;
+                }
+            }
+            Event::Scalar(..) | Event::Alias(..) if depth == 0 => return Some(found),
+            _ => {}
+        }
+        // A whole node ended at depth 1 (a scalar, an alias, a nested
+        // collection closed): it was a key or a value.
+        if depth == 1 && !matches!(ev, Event::MappingStart(..) | Event::SequenceStart(..)) {
+            if expect_value {
+                expect_value = false;
+                key = None;
+                if seen.iter().all(|s| *s) {
+                    return Some(found);
+                }
+            } else {
+                expect_value = true;
+            }
+        }
+    }
+}
+
 /// Bidirectional formatting controls (U+202A–U+202E, U+2066–U+2069, and
 /// the marks U+200E, U+200F, U+061C): a reviewer's screen reorders the text
 /// around them, so the reviewed line is not the line read ("Trojan Source").
@@ -1037,6 +1114,34 @@ pub(crate) fn yaml11_non_string(s: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The sniff reads the top-level keys as `read` would, stopping once
+    /// both are seen: text past them (unclosed here) is never parsed; what
+    /// `read` refuses before them is refused too.
+    #[test]
+    fn top_level_scalars_read_only_as_far_as_the_keys() {
+        let keys = ["apiVersion", "kind"];
+        let l = Limits::DEFAULT;
+        let s = |v: &str| Some(v.to_string());
+        assert_eq!(
+            top_level_scalars("apiVersion: a/v1\nkind: K\nspec: [unclosed\n", &l, keys),
+            Some([s("a/v1"), s("K")])
+        );
+        assert_eq!(top_level_scalars("metadata: {a: [1, {kind: X}]}\nkind: K\n", &l, keys), Some([None, s("K")]));
+        assert_eq!(top_level_scalars("kind: [K]\napiVersion: v\n", &l, keys), Some([s("v"), None]));
+        let complex = "? [a]\n: b\nkind: K\n";
+        assert_eq!(
+            top_level_scalars(complex, &l, keys).is_none(),
+            read(complex, &l).is_err(),
+            "as `read` judges a complex key"
+        );
+        assert_eq!(top_level_scalars("- kind: K\n", &l, keys), Some([None, None]));
+        assert_eq!(top_level_scalars("", &l, keys), Some([None, None]));
+        assert_eq!(top_level_scalars("kind: K\nkind: L\napiVersion: v\n", &l, keys), None, "a duplicate key");
+        assert_eq!(top_level_scalars("kind: [unclosed\n", &l, keys), None);
+        // The second document is never read.
+        assert_eq!(top_level_scalars("kind: K\n---\nkind: [\n", &l, keys), Some([None, s("K")]));
+    }
 
     /// The guard's reader (yaml-rust2) as plain JSON data, for comparing
     /// with what serde_yaml_ng builds the model from.

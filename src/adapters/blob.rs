@@ -244,6 +244,18 @@ pub(crate) async fn write_location(location: &str, bytes: Vec<u8>) -> Result<()>
     dir.put(&name, bytes).await
 }
 
+/// [`write_location`] from a scratch file: a local file is written as it
+/// is read (a report of thousands of bundles is never held whole); an
+/// object is read into memory and put whole, as the store takes it.
+pub(crate) async fn write_location_from(location: &str, spool: super::local::Spool) -> Result<()> {
+    if let (Location::Local(dir), name) = file_location(location)? {
+        return super::local::write_atomic_from(&dir.join(name), &mut spool.into_reader());
+    }
+    let mut bytes = Vec::new();
+    spool.copy_to(&mut bytes).with_context(|| format!("reading back what goes to {location}"))?;
+    write_location(location, bytes).await
+}
+
 /// The folder (or prefix) and the file (or object) name of a full location,
 /// without touching anything: commands check their output locations with it
 /// before the work, not after.

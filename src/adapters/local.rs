@@ -93,7 +93,13 @@ impl<W: std::io::Write> std::io::Write for LogWriter<W> {
 /// Replace `path` with `bytes`: a sibling temporary file, then a rename.
 /// The parent folder is created. An existing folder or symlink at `path`
 /// is refused rather than replaced or followed.
-pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+pub(crate) fn write_atomic(path: &Path, mut bytes: &[u8]) -> Result<()> {
+    write_atomic_from(path, &mut bytes)
+}
+
+/// [`write_atomic`] from a reader, copied as it is read (a report larger
+/// than memory should hold).
+pub(crate) fn write_atomic_from(path: &Path, bytes: &mut dyn std::io::Read) -> Result<()> {
     let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
         bail!("{} does not name a file", path.display());
     };
@@ -120,7 +126,7 @@ pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
             .create_new(true)
             .open(&tmp)
             .with_context(|| format!("creating {}", tmp.display()))?;
-        f.write_all(bytes).with_context(|| format!("writing {}", tmp.display()))?;
+        std::io::copy(bytes, &mut f).with_context(|| format!("writing {}", tmp.display()))?;
         // A full or failing disk may only say so when the data is flushed:
         // a file that did not reach the disk is not written.
         f.sync_all().with_context(|| format!("writing {}", tmp.display()))?;

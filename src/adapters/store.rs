@@ -326,6 +326,20 @@ impl Store {
     pub(crate) async fn list_checked(&self) -> Result<(Vec<Listed>, Vec<Refused>)> {
         let mut out = Vec::new();
         let mut refused = Vec::new();
+        // `file:` stores: the folder walked first, without following links.
+        // A regular file reached through real folders only cannot resolve
+        // outside the prefix, so only the others are resolved one by one
+        // (`escapes`: a path lookup per component, which was most of a
+        // warm audit's system time).
+        let walked = match self.local_dir.clone() {
+            Some(dir) => Some(
+                tokio::task::spawn_blocking(move || walk_local(&dir))
+                    .await
+                    .map_err(|e| anyhow!("listing {}: {e}", self.uri))?
+                    .with_context(|| format!("listing {}", self.uri))?,
+            ),
+            None => None,
+        };
         let want = format!("{}/", self.prefix);
         let mut s = self.inner.list(Some(&self.prefix));
         while let Some(item) = s.next().await {
@@ -345,18 +359,19 @@ impl Store {
             if rel.is_empty() || rel.ends_with('/') {
                 continue;
             }
-            if self.escapes(rel).is_some() {
+            let plain = walked.as_ref().is_some_and(|w| w.plain.contains(rel));
+            if !plain && self.escapes(rel).is_some() {
                 refused.push(Refused { key: rel.to_string(), why: "a symlink leading outside the prefix".into() });
                 continue;
             }
             out.push(listed(rel, &m));
         }
-        if let Some(dir) = self.local_dir.clone() {
+        if let Some(w) = walked {
             // object_store's file listing skips, without a word, what it
-            // does not serve as an object; walk the folder to name those.
+            // does not serve as an object; the walk names those.
             let seen: std::collections::HashSet<String> =
                 out.iter().map(|o| o.key.clone()).chain(refused.iter().map(|r| r.key.clone())).collect();
-            let found = tokio::task::spawn_blocking(move || unlisted_entries(&dir, &seen))
+            let found = tokio::task::spawn_blocking(move || unlisted_entries(w.entries, &seen))
                 .await
                 .map_err(|e| anyhow!("listing {}: {e}", self.uri))?
                 .with_context(|| format!("listing {}", self.uri))?;
@@ -587,12 +602,25 @@ async fn hash_stream(
     }
 }
 
-/// Every entry under `dir` (real folders walked, symlinks not followed)
-/// whose key is not in `seen`, with what it is. A name that is not UTF-8
-/// is never a key the store listed (keys are text): it is named losslessly
-/// and reported, never matched against a listed key by a lossy name.
-fn unlisted_entries(dir: &Path, seen: &std::collections::HashSet<String>) -> std::io::Result<Vec<Refused>> {
-    let mut found = Vec::new();
+/// What a walk of a `file:` store's folder finds (real folders walked,
+/// symlinks not followed): the keys of regular files reached through real
+/// folders only, and every entry that is not a folder.
+struct LocalWalk {
+    plain: std::collections::HashSet<String>,
+    entries: Vec<Entry>,
+}
+
+/// One entry of the walk: its key (a name that is not UTF-8 is shown
+/// losslessly, `text` false), where it is, what it is without following it.
+struct Entry {
+    key: String,
+    path: PathBuf,
+    file_type: std::fs::FileType,
+    text: bool,
+}
+
+fn walk_local(dir: &Path) -> std::io::Result<LocalWalk> {
+    let mut w = LocalWalk { plain: Default::default(), entries: Vec::new() };
     // (folder, its key prefix, whether every name on the way is UTF-8)
     let mut stack = vec![(dir.to_path_buf(), String::new(), true)];
     while let Some((folder, prefix, text)) = stack.pop() {
@@ -605,33 +633,48 @@ fn unlisted_entries(dir: &Path, seen: &std::collections::HashSet<String>) -> std
             };
             let text = text && raw.to_str().is_some();
             let key = format!("{prefix}{name}");
-            let lt = e.file_type()?;
-            if lt.is_dir() {
+            let file_type = e.file_type()?;
+            if file_type.is_dir() {
                 stack.push((e.path(), format!("{key}/"), text));
                 continue;
             }
-            if text && seen.contains(&key) {
-                continue;
+            if text && file_type.is_file() {
+                w.plain.insert(key.clone());
             }
-            let why = match std::fs::metadata(e.path()) {
-                _ if !text => {
-                    "a name that is not UTF-8 (its bytes shown as `\\xNN`), which no store key can name".to_string()
-                }
-                Err(_) if lt.is_symlink() => "a symlink to nothing".to_string(),
-                Err(err) => format!("an entry that cannot be read ({err})"),
-                // A symlinked folder: object_store follows it and lists (or
-                // `escapes` refuses) what it holds.
-                Ok(m) if m.is_dir() => continue,
-                Ok(m) if m.is_file() => match key.rsplit_once('#') {
-                    Some((_, n)) if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) => {
-                        format!("a {}-byte file named as the store library marks an unfinished upload (`#{n}`), which it does not serve", m.len())
-                    }
-                    _ => format!("a {}-byte file the store library did not list", m.len()),
-                },
-                Ok(_) => "a FIFO, socket or device, not a file".to_string(),
-            };
-            found.push(Refused { key, why });
+            w.entries.push(Entry { key, path: e.path(), file_type, text });
         }
+    }
+    Ok(w)
+}
+
+/// The walk's entries whose key is not in `seen`, with what each is. A
+/// name that is not UTF-8 is never a key the store listed (keys are text):
+/// it is named losslessly and reported, never matched against a listed key
+/// by a lossy name.
+fn unlisted_entries(entries: Vec<Entry>, seen: &std::collections::HashSet<String>) -> std::io::Result<Vec<Refused>> {
+    let mut found = Vec::new();
+    for Entry { key, path, file_type: lt, text } in entries {
+        if text && seen.contains(&key) {
+            continue;
+        }
+        let why = match std::fs::metadata(&path) {
+            _ if !text => {
+                "a name that is not UTF-8 (its bytes shown as `\\xNN`), which no store key can name".to_string()
+            }
+            Err(_) if lt.is_symlink() => "a symlink to nothing".to_string(),
+            Err(err) => format!("an entry that cannot be read ({err})"),
+            // A symlinked folder: object_store follows it and lists (or
+            // `escapes` refuses) what it holds.
+            Ok(m) if m.is_dir() => continue,
+            Ok(m) if m.is_file() => match key.rsplit_once('#') {
+                Some((_, n)) if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) => {
+                    format!("a {}-byte file named as the store library marks an unfinished upload (`#{n}`), which it does not serve", m.len())
+                }
+                _ => format!("a {}-byte file the store library did not list", m.len()),
+            },
+            Ok(_) => "a FIFO, socket or device, not a file".to_string(),
+        };
+        found.push(Refused { key, why });
     }
     Ok(found)
 }
@@ -1025,7 +1068,10 @@ mod tests {
             }
         }
         let seen: std::collections::HashSet<String> = ["a\u{fffd}".to_string(), "sub\u{fffd}/x".to_string()].into();
-        let mut found = unlisted_entries(d.path(), &seen).unwrap();
+        let walked = walk_local(d.path()).unwrap();
+        // Only a plain file with a name that is text needs no resolving.
+        assert_eq!(walked.plain, ["a\u{fffd}".to_string()].into(), "{:?}", walked.plain);
+        let mut found = unlisted_entries(walked.entries, &seen).unwrap();
         found.sort_by(|a, b| a.key.cmp(&b.key));
         let keys: Vec<&str> = found.iter().map(|r| r.key.as_str()).collect();
         assert_eq!(keys, ["a\\xfe", "a\\xff", "sub\\xff/x"], "{found:?}");

@@ -11,6 +11,7 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 
 use super::audit_cache::Cache;
+use super::spooled::Spooled;
 use crate::adapters::blob;
 use crate::adapters::bundle_files::{find_bundles, weigh};
 use crate::adapters::pushgateway::Gateway;
@@ -18,12 +19,22 @@ use crate::app::ctx::Ctx;
 use crate::checks::audit::steps::{self as plan, AuditInputs, AuditPlan, Shares};
 use crate::diag::Overrides;
 use crate::options::{AlertOptions, AuditOptions, VerifyOptions};
+use crate::report::format::Format;
 use crate::report::Report;
 
 /// `audit` over the tree at `root`: every bundle verified (trusting the
 /// cache unless `deep`), the serving pass when asked, the metrics delivered
-/// where asked. A bad `--shard` or alert destination is refused first.
+/// where asked. A bad `--shard` or alert destination is refused first. The
+/// report whole in memory (a pipeline's audit step).
 pub(crate) fn run(ctx: &Ctx, root: &Path, o: &AuditOptions, ov: &Overrides) -> Result<Report> {
+    let (r, steps) = run_spooled(ctx, root, o, ov)?;
+    steps.into_report(r)
+}
+
+/// [`run`], the bundles' steps left in a scratch file (`spooled`): the
+/// report holds only what its verdict and metrics read of them, so a tree
+/// of 10,000 bundles (tables of every artifact) is not held in memory.
+pub(crate) fn run_spooled(ctx: &Ctx, root: &Path, o: &AuditOptions, ov: &Overrides) -> Result<(Report, Spooled)> {
     // The default cache is named after the tree wherever it is audited from.
     let absolute_root = if o.cache.is_none() { Some(std::path::absolute(root)?) } else { None };
     let plan = AuditPlan::resolve(AuditInputs {
@@ -37,17 +48,25 @@ pub(crate) fn run(ctx: &Ctx, root: &Path, o: &AuditOptions, ov: &Overrides) -> R
     })
     .map_err(|e| anyhow::anyhow!(e))?;
     check_alerts(&o.alerts)?;
-    let mut r = ctx.try_block_on(audit(ctx, root, &plan, &o.verify, ov))?;
+    let (mut r, steps) = ctx.try_block_on(audit(ctx, root, &plan, &o.verify, ov))?;
     if o.serving {
         for s in ctx.try_block_on(super::serving::serving_audit(ctx, root))? {
             r.push(s);
         }
     }
     ctx.block_on(emit_metrics(ctx, &mut r, &o.alerts))?;
-    Ok(r)
+    Ok((r, steps))
 }
 
-async fn audit(ctx: &Ctx, root: &Path, plan: &AuditPlan, vo: &VerifyOptions, ov: &Overrides) -> Result<Report> {
+/// The audit's report (the bundles' steps slim, then its own) and the
+/// bundles' steps whole in a scratch file.
+async fn audit(
+    ctx: &Ctx,
+    root: &Path,
+    plan: &AuditPlan,
+    vo: &VerifyOptions,
+    ov: &Overrides,
+) -> Result<(Report, Spooled)> {
     let started = Instant::now();
     if let Some(w) = &plan.write_report {
         blob::file_location(w).context("--write-report")?;
@@ -59,9 +78,10 @@ async fn audit(ctx: &Ctx, root: &Path, plan: &AuditPlan, vo: &VerifyOptions, ov:
         root.to_path_buf()
     };
     let mut r = Report::new("audit");
+    let mut steps = Spooled::new()?;
     if paths.is_empty() {
         r.push(plan::nothing_found(root));
-        return Ok(r);
+        return Ok((r, steps));
     }
     // Every shard weighs every bundle from its file alone (length, sha256:
     // no parsing) and loads only the bundles it owns.
@@ -79,16 +99,19 @@ async fn audit(ctx: &Ctx, root: &Path, plan: &AuditPlan, vo: &VerifyOptions, ov:
         match super::load_or_step(p, "audit") {
             Ok(l) => {
                 owned_bytes = owned_bytes.saturating_add(plan::declared_bytes(&l));
-                r.push(plan::audited(cache.audit_one(ctx, &id, &l, plan.deep, vo, ov).await?, &id));
+                steps.push(&plan::audited(cache.audit_one(ctx, &id, &l, plan.deep, vo, ov).await?, &id))?;
                 // A signature that stopped verifying (key rotated out) is drift too.
                 if let Some(sig) = super::signature::with_store(ctx, &l, ov).await {
-                    r.push(plan::beside_audit(sig, &id));
+                    steps.push(&plan::beside_audit(sig, &id))?;
                 }
             }
-            Err(s) => r.push(plan::audited(*s, &id)),
+            Err(s) => steps.push(&plan::audited(*s, &id))?,
         }
     }
     cache.finish()?;
+    for s in steps.slim() {
+        r.push(s.clone());
+    }
     if sharded {
         let commit = crate::adapters::git::head_commit(&tree).or_else(|| ctx.env.github_sha.clone());
         let (info, idle) = shares.account(commit, owned_bytes);
@@ -100,12 +123,14 @@ async fn audit(ctx: &Ctx, root: &Path, plan: &AuditPlan, vo: &VerifyOptions, ov:
     r.duration_seconds = Some(started.elapsed().as_secs_f64());
     r.finished_at = Some(ctx.now().to_rfc3339());
     if let Some(w) = &plan.write_report {
-        let text = crate::report::escape::json(&serde_json::to_string_pretty(&r)?).into_owned();
-        if let Err(e) = blob::write_location(w, text.into_bytes()).await {
+        // The JSON report as `format_report` writes it, not redacted (the
+        // merge redacts what it prints), read back from the scratch file.
+        let text = steps.write(&r, Format::Json, false, false)?;
+        if let Err(e) = blob::write_location_from(w, text).await {
             r.push(plan::not_delivered("write-report", w, &format!("{e:#}")));
         }
     }
-    Ok(r)
+    Ok((r, steps))
 }
 
 /// Refuse a bad alert destination before the audit runs, not after hours of

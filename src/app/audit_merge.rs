@@ -1,22 +1,23 @@
 //! `report merge` in memory bounded by one step. Pass one streams every
 //! shard report once: what the merge judges (coverage, freshness, the
 //! verdict) and what the metrics need are kept, a few ids per step; each
-//! step itself goes to a scratch file as it is read. The metrics are then
-//! delivered, and pass two writes the merged report from the scratch file,
-//! one step at a time, in the chosen format, to a second scratch file the
-//! binary prints. The judgment is `checks::audit::merge`'s.
+//! step itself goes to a scratch file as it is read (`spooled`). The
+//! metrics are then delivered, and pass two writes the merged report from
+//! the scratch file, one step at a time, in the chosen format, to a second
+//! scratch file the binary prints. The judgment is `checks::audit::merge`'s.
 
 use anyhow::{bail, Context, Result};
 
 use super::audit::{check_alerts, emit_metrics};
 use super::report::REPORT_LIMIT;
+use super::spooled::Spooled;
 use crate::adapters::blob::{self, BlobDir};
 use crate::adapters::local::Spool;
 use crate::app::ctx::Ctx;
 use crate::checks::audit::merge;
 use crate::options::MergeOptions;
-use crate::report::format::{format_report, human_step, markdown_step, Format};
-use crate::report::{escape, redact::redact, Report, StepReport};
+use crate::report::format::Format;
+use crate::report::{Report, StepReport};
 
 /// `report merge`: shard reports (files, objects, or a prefix ending in `/`
 /// holding them) → one report, already formatted and redacted, in a scratch
@@ -33,24 +34,15 @@ pub(crate) fn merge_reports(
     let mut pass = ctx.try_block_on(read_all(inputs))?;
     let mut r = pass.merged(ctx.now(), max_age);
     ctx.block_on(emit_metrics(ctx, &mut r, &o.alerts))?;
-    let out = write(&r, &pass, format, color)?;
+    let out = pass.steps.write(&r, format, color, true)?;
     Ok((r.exit_code(), out))
-}
-
-/// One merged step in the scratch file: where it is, and what the verdict
-/// and the metrics read of it.
-struct Held {
-    slim: StepReport,
-    at: u64,
-    len: usize,
 }
 
 /// What pass one leaves: the steps in the scratch file, what each report
 /// said of itself.
 struct Pass {
-    spool: Spool,
+    steps: Spooled,
     seen: Vec<merge::Seen>,
-    held: Vec<Held>,
 }
 
 impl Pass {
@@ -58,23 +50,14 @@ impl Pass {
     /// target, verdict and the data the metrics read, ordered as the
     /// merged report orders them, then the merge's own step.
     fn merged(&mut self, now: chrono::DateTime<chrono::Utc>, max_age: Option<chrono::Duration>) -> Report {
-        self.held.sort_by(|a, b| a.slim.target.cmp(&b.slim.target));
+        self.steps.sort_by_target();
         let mut r = Report::new("audit");
         r.duration_seconds = merge::duration(&self.seen);
-        for h in &self.held {
-            r.push(h.slim.clone());
+        for s in self.steps.slim() {
+            r.push(s.clone());
         }
         r.push(merge::merge_step(&self.seen, now, max_age));
         r
-    }
-
-    /// The `i`-th step of `r` whole: a shard's from the scratch file (its
-    /// verdict as the merged report judges it), the merge's own as it is.
-    fn step(&self, r: &Report, i: usize) -> Result<StepReport> {
-        let Some(h) = self.held.get(i) else { return Ok(r.steps[i].clone()) };
-        let bytes = self.spool.read_at(h.at, h.len).context("reading back a merged step")?;
-        let s: StepReport = serde_json::from_slice(&bytes).context("reading back a merged step")?;
-        Ok(merge::floored(s))
     }
 }
 
@@ -105,21 +88,18 @@ async fn sources(inputs: &[String]) -> Result<Vec<(String, BlobDir, String)>> {
 
 /// Pass one: every report read once, as a stream.
 async fn read_all(inputs: &[String]) -> Result<Pass> {
-    let mut pass =
-        Pass { spool: Spool::new().context("a scratch file for the merge")?, seen: Vec::new(), held: Vec::new() };
+    let mut pass = Pass { steps: Spooled::new()?, seen: Vec::new() };
     for (name, dir, object) in sources(inputs).await? {
         let reader = dir
             .open(&object, REPORT_LIMIT)
             .await?
             .with_context(|| format!("{name}: no such object or file (or it vanished while merging)"))?;
         let mut seen = merge::Seen::new(name.clone(), Report::new("audit"));
-        let (spool, held) = (&mut pass.spool, &mut pass.held);
+        let steps = &mut pass.steps;
         let head = super::report::stream(&name, reader, &mut |s: StepReport| {
             seen.step(&s);
             if let Some(m) = merge::merged(s, &name) {
-                let bytes = serde_json::to_vec(&m)?;
-                let at = spool.append(&bytes).context("writing a step to the merge's scratch file")?;
-                held.push(Held { slim: merge::slim(&m), at, len: bytes.len() });
+                steps.push(&m)?;
             }
             Ok(())
         })?;
@@ -130,64 +110,12 @@ async fn read_all(inputs: &[String]) -> Result<Pass> {
     Ok(pass)
 }
 
-/// Pass two: the merged report `r` in `format`, each step read back from
-/// the scratch file, formatted, redacted and written on its own; the same
-/// text `format_report` gives for the whole report held in memory.
-fn write(r: &Report, pass: &Pass, format: Format, color: bool) -> Result<Spool> {
-    let mut out = Spool::new().context("a scratch file for the merged report")?;
-    let mut put = |text: &str| out.append(redact(text).as_bytes()).map(|_| ()).context("writing the merged report");
-    // The report around its steps, as the one formatter writes it.
-    let mut head = r.clone();
-    head.steps.clear();
-    match format {
-        Format::Json => {
-            let whole = serde_json::to_string_pretty(&head)?;
-            let Some((before, after)) = whole.split_once("\"steps\": []") else {
-                bail!("the report's JSON has no steps list");
-            };
-            put(&escape::json(&format!("{before}\"steps\": [")))?;
-            for i in 0..r.steps.len() {
-                // Each step at its depth in the list (JSON text holds no raw
-                // line break inside a value, so indenting lines is exact).
-                let text = serde_json::to_string_pretty(&pass.step(r, i)?)?;
-                let lines: Vec<String> = text.split('\n').map(|l| format!("    {l}")).collect();
-                put(&escape::json(&format!("{}\n{}", if i > 0 { "," } else { "" }, lines.join("\n"))))?;
-            }
-            let close = if r.steps.is_empty() { "]" } else { "\n  ]" };
-            put(&escape::json(&format!("{close}{after}\n")))?;
-        }
-        Format::Human => {
-            for i in 0..r.steps.len() {
-                put(&human_step(&pass.step(r, i)?, color))?;
-            }
-            put(&format_report(&head, format, color))?;
-        }
-        Format::Markdown => {
-            put(&format_report(&head, format, color))?;
-            for i in 0..r.steps.len() {
-                put(&markdown_step(&pass.step(r, i)?))?;
-            }
-        }
-        Format::Sarif => {
-            // SARIF holds the findings only: the steps' diagnostics, nothing else.
-            let mut findings = head;
-            for i in 0..r.steps.len() {
-                let s = pass.step(r, i)?;
-                let mut t = StepReport::new(s.step, s.target);
-                t.diagnostics = s.diagnostics;
-                findings.steps.push(t);
-            }
-            put(&format_report(&findings, format, color))?;
-        }
-    }
-    Ok(out)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::diag::{Code, Diagnostic};
-    use crate::report::{Detail, ShardInfo, Table, Verdict};
+    use crate::report::format::format_report;
+    use crate::report::{escape, redact::redact, Detail, ShardInfo, Table, Verdict};
 
     fn missing_evidence() -> Code {
         *Code::ALL.iter().find(|c| c.missing_evidence()).unwrap()

@@ -33,6 +33,7 @@ pub mod schema;
 pub mod serving;
 pub mod sign;
 pub(crate) mod signature;
+pub(crate) mod spooled;
 pub mod verify;
 pub mod verify_files;
 pub mod watch;

@@ -45,27 +45,16 @@ pub(crate) fn is_candidate(path: &Path) -> bool {
 /// `(apiVersion, kind)` declared at the top level of the first document, as
 /// far as they can be read.
 fn declared(head: &str) -> (Option<String>, Option<String>) {
-    use crate::yaml_guard::NodeKind;
     // The one reader here too: an alias bomb in any `.yaml` of the tree must
-    // not expand while deciding whether it is a bundle. A refused file is
-    // sniffed from its header lines, so a hostile bundle is still detected
-    // and its loader reports what is wrong.
-    let first = crate::yaml_guard::read(head, &crate::yaml_guard::Limits::DEFAULT)
-        .ok()
-        .and_then(|docs| docs.into_iter().next());
-    match first.map(|d| d.kind) {
-        Some(NodeKind::Map(entries)) => {
-            let get = |k: &str| {
-                entries.iter().find_map(|(key, v)| match (&key.kind, &v.kind) {
-                    (NodeKind::Scalar { text, .. }, NodeKind::Scalar { text: v, .. }) if text == k => {
-                        Some(v.trim().to_string())
-                    }
-                    _ => None,
-                })
-            };
-            (get("apiVersion"), get("kind"))
-        }
-        Some(_) => (None, None),
+    // not expand while deciding whether it is a bundle. Read only as far as
+    // the two keys (a bundle opens with them): every shard of an audit
+    // sniffs every file of the tree, and a whole parse of each was most of
+    // a shard's fixed cost. A refused file is sniffed from its header lines,
+    // so a hostile bundle is still detected and its loader reports what is
+    // wrong.
+    let top = crate::yaml_guard::top_level_scalars(head, &crate::yaml_guard::Limits::DEFAULT, ["apiVersion", "kind"]);
+    match top {
+        Some([api, kind]) => (api.map(|v| v.trim().to_string()), kind.map(|v| v.trim().to_string())),
         // Unparseable (a syntax error, or cut at the sniff limit): read the
         // unindented header lines, so the syntax error is reported by the
         // loader instead of the file being skipped.

@@ -689,23 +689,26 @@ fn owners(ex: &Example, n: u32) -> std::collections::BTreeMap<String, u64> {
 /// The assignment is read from the tree alone and each bundle keeps its
 /// shard when others come and go: one bundle added or removed moves at
 /// most a couple of the others (rendezvous ranking; a fixed order would
-/// move about half).
+/// move about half), for 2 and for 4 shards; and every bundle is owned by
+/// exactly one shard each time (`owners` refuses a bundle owned twice).
 #[test]
 fn a_bundle_added_or_removed_moves_few_others() {
-    let ex = tree(18);
-    let before = owners(&ex, 2);
-    assert_eq!(before.len(), 20);
-    copy_dir(&ex.path().join("llm-scratch/v1"), &ex.path().join("llm-scratch/v1-new"));
-    let after = owners(&ex, 2);
-    assert_eq!(after.len(), 21);
-    let moved: Vec<&String> = before.iter().filter(|(b, k)| after[*b] != **k).map(|(b, _)| b).collect();
-    assert!(moved.len() <= 2, "adding one bundle moved {moved:?}");
-    std::fs::remove_dir_all(ex.path().join("llm-scratch/v1-new")).unwrap();
-    std::fs::remove_dir_all(ex.path().join("llm-scratch/v1-copy4")).unwrap();
-    let fewer = owners(&ex, 2);
-    assert_eq!(fewer.len(), 19);
-    let moved: Vec<&String> = fewer.iter().filter(|(b, k)| before[*b] != **k).map(|(b, _)| b).collect();
-    assert!(moved.len() <= 2, "removing one bundle moved {moved:?}");
+    for n in [2, 4] {
+        let ex = tree(18);
+        let before = owners(&ex, n);
+        assert_eq!(before.len(), 20);
+        copy_dir(&ex.path().join("llm-scratch/v1"), &ex.path().join("llm-scratch/v1-new"));
+        let after = owners(&ex, n);
+        assert_eq!(after.len(), 21, "{n} shards: every bundle owned once");
+        let moved: Vec<&String> = before.iter().filter(|(b, k)| after[*b] != **k).map(|(b, _)| b).collect();
+        assert!(moved.len() <= 2, "{n} shards: adding one bundle moved {moved:?}");
+        std::fs::remove_dir_all(ex.path().join("llm-scratch/v1-new")).unwrap();
+        std::fs::remove_dir_all(ex.path().join("llm-scratch/v1-copy4")).unwrap();
+        let fewer = owners(&ex, n);
+        assert_eq!(fewer.len(), 19, "{n} shards: every bundle owned once");
+        let moved: Vec<&String> = fewer.iter().filter(|(b, k)| before[*b] != **k).map(|(b, _)| b).collect();
+        assert!(moved.len() <= 2, "{n} shards: removing one bundle moved {moved:?}");
+    }
 }
 
 /// Each shard parses only the bundles it owns: a malformed bundle is in

@@ -148,3 +148,21 @@ fn a_figure_edited_by_hand_differs_from_the_generated_block() {
         "a document without its block is an error"
     );
 }
+
+/// A section measured alone (`BENCH_ONLY`) and merged into the results
+/// says so beside the run the block otherwise quotes: its own date, mode,
+/// machine and commit.
+#[test]
+fn a_section_measured_alone_says_when_and_how() {
+    let mut r = sample("ok", json!(0.0092), Value::Null);
+    let alone = figures::render(DOC, "argocd", &["cmp"], &r).unwrap();
+    assert!(!alone.contains("run of its own"), "{alone}");
+    r["sections"][0]["run"] = json!({
+        "date": "2026-12-08T00:38:00Z", "commit": "fedcba9876543210", "uncommittedChanges": true, "mode": "full",
+        "machine": {"cores": 2, "cpu": "Test CPU", "memoryGiB": 4.0, "loadAverageAtEnd": 2.5}
+    });
+    let out = figures::render(DOC, "argocd", &["cmp"], &r).unwrap();
+    let line = "\nSection `cmp` measured in a run of its own (`BENCH_ONLY=cmp bash bench/run`), not the run above: 2026-12-08 00:38 UTC, full mode, 2 cores (Test CPU), 4 GiB RAM, load average 2.5 at the end; commit fedcba9 plus uncommitted changes.\n";
+    assert!(out.contains(line), "{out}");
+    assert!(out.contains("2026-12-04 21:40 UTC, small mode"), "the whole run is still quoted: {out}");
+}
