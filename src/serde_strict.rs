@@ -331,5 +331,16 @@ mod tests {
             assert!(e.contains("invalid type: sequence"), "{text}: {e}");
         }
         assert!(from_json_slice::<Item>(br#"{"kind":"x"} trailing"#).is_err());
+        // The refusal says what was expected, as the visitor words it.
+        let e = from_json_str::<Item>(r#"{"spec":[7]}"#).unwrap_err().to_string();
+        assert!(e.contains("expected struct Spec"), "{e}");
+    }
+
+    /// Types that read differently from text formats (an address is a string
+    /// in JSON, bytes in a binary format) still see JSON as text.
+    #[test]
+    fn json_stays_human_readable() {
+        let ip: std::net::IpAddr = from_json_str(r#""127.0.0.1""#).unwrap();
+        assert_eq!(ip, std::net::IpAddr::from([127, 0, 0, 1]));
     }
 }
