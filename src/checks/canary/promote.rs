@@ -178,16 +178,11 @@ pub(crate) fn branch_name(l: &Loaded, rel: &Path, to: u32) -> String {
             s.chars().map(|c| if c.is_ascii_alphanumeric() || matches!(c, '_' | '-') { c } else { '-' }).collect();
         o.trim_matches('-').to_string()
     };
-    let mut id = rel.as_os_str().as_encoded_bytes().to_vec();
-    for part in [b"\0".as_slice(), l.digest.as_bytes(), b"\0", to.to_string().as_bytes(), b"\0"] {
-        id.extend_from_slice(part);
-    }
-    let hash = crate::util::sha256_hex(&id);
     format!(
         "bundlegate/promote-{}-{}-{to}-{}",
         clean(&l.bundle.metadata.name),
         clean(&l.bundle.metadata.version),
-        &hash[..12]
+        crate::checks::revert::text::branch_hash(rel, &l.digest, &to.to_string())
     )
 }
 

@@ -25,17 +25,23 @@ pub(crate) fn branch_name(l: &Loaded, rel: &Path, target_digest: &str) -> String
         }
         o.trim_matches(['.', '-']).to_string()
     };
-    let mut id = rel.as_os_str().as_encoded_bytes().to_vec();
-    for part in [b"\0".as_slice(), l.digest.as_bytes(), b"\0", target_digest.as_bytes(), b"\0"] {
-        id.extend_from_slice(part);
-    }
-    let hash = crate::util::sha256_hex(&id);
     format!(
         "bundlegate/revert-{}-{}-{}",
         clean(&l.bundle.metadata.name),
         clean(&l.bundle.metadata.version),
-        &hash[..12]
+        branch_hash(rel, &l.digest, target_digest)
     )
+}
+
+/// The 12 hex digits that make a bot's branch one per bundle path, release
+/// and action (a revert's target, a promotion's step): the sha256 of the
+/// three, each NUL-terminated, so no two inputs share a hash input.
+pub(crate) fn branch_hash(rel: &Path, digest: &str, action: &str) -> String {
+    let mut id = rel.as_os_str().as_encoded_bytes().to_vec();
+    for part in [b"\0".as_slice(), digest.as_bytes(), b"\0", action.as_bytes(), b"\0"] {
+        id.extend_from_slice(part);
+    }
+    crate::util::sha256_hex(&id)[..12].to_string()
 }
 
 /// The revert commit's message. It is an outlet like the PR title: GitHub
